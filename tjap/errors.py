@@ -1,0 +1,26 @@
+"""Exceptions raised by tjap for bad input and unusable solvers.
+
+Every error a user can trigger is a subclass of :class:`TjapError` (itself a ``ValueError``), with a
+message that names the field, the bad value and what is allowed. The CLI prints these as one line
+and exits with code 2.
+"""
+
+
+class TjapError(ValueError):
+    """Base class of every error caused by input or configuration."""
+
+
+class InvalidInputError(TjapError):
+    """An instance, file or argument is malformed (names the field and what is allowed)."""
+
+
+class UnknownMethodError(TjapError):
+    """A method name that is not registered."""
+
+
+class MissingDependencyError(TjapError, ImportError):
+    """An optional dependency is not installed (names the package and the extra to install)."""
+
+
+class StateSpaceTooLargeError(TjapError):
+    """An exact method would need more states than its limit allows."""

@@ -1,0 +1,236 @@
+"""Allocation with no contiguity rule: the true minimum CH cost of a window.
+
+On a fat-tree a job's cost depends only on how many of its nodes sit in each edge switch (sum of
+squares A) and each pod (sum of squares B), see :mod:`tjap.cost`. So the quadratic assignment
+problem collapses to an integer model over per-switch counts u[j, e], with each square written
+exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by CP-SAT (default) or
+SCIP; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
+
+:func:`solve_freeform_greedy` is a fast best-fit heuristic over the same counts.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from tjap import _backends
+from tjap.cost import HOP_UNIT_COST, convention_code
+from tjap.errors import InvalidInputError
+from tjap.result import Result, Status
+from tjap.window import Window
+
+SOLVERS = ("cpsat", "scip")
+
+
+class _Capacity:
+    """Idle nodes of a window grouped by edge switch (only switches with an idle node)."""
+
+    def __init__(self, window: Window):
+        t = window.topology
+        switch_q = t.switch_of[window.idle_nodes]
+        self.switches, self.idle = np.unique(switch_q, return_counts=True)
+        self.pod_of_switch = t.pod_of[self.switches * t.nodes_per_switch]
+        self.pods = np.unique(self.pod_of_switch)
+        self.nodes = [window.idle_nodes[switch_q == s] for s in self.switches]
+
+    def assignment(self, counts) -> list[list[int]]:
+        """Concrete node ids for per-job, per-switch counts (lowest idle ids of each switch)."""
+        taken = np.zeros(len(self.switches), dtype=np.int64)
+        out = []
+        for row in counts:
+            nodes = []
+            for e, c in enumerate(row):
+                c = int(c)
+                nodes.extend(self.nodes[e][taken[e]:taken[e] + c].tolist())
+                taken[e] += c
+            out.append(nodes)
+        return out
+
+
+class _Builder:
+    """The few model operations both back ends need, so the model is written once."""
+
+    def __init__(self, solver: str, time_limit_s, seed):
+        self.kind = solver
+        if solver == "cpsat":
+            self.cp = _backends.require("ortools.sat.python.cp_model")
+            self.model = self.cp.CpModel()
+        else:
+            self.model = _backends.scip_model(time_limit_s, seed)
+        self.time_limit_s, self.seed = time_limit_s, seed
+
+    def bool(self):
+        return self.model.new_bool_var("") if self.kind == "cpsat" else self.model.addVar(vtype="B")
+
+    def int(self, lo, hi):
+        if self.kind == "cpsat":
+            return self.model.new_int_var(lo, hi, "")
+        return self.model.addVar(vtype="I", lb=lo, ub=hi)
+
+    def add(self, constraint):
+        if self.kind == "cpsat":
+            self.model.add(constraint)
+        else:
+            self.model.addCons(constraint)
+
+    @staticmethod
+    def sum(terms):
+        terms = list(terms)
+        return sum(terms[1:], terms[0]) if terms else 0
+
+
+def _ordered_bits(b: _Builder, cap: int):
+    bits = [b.bool() for _ in range(cap)]
+    for lo, hi in zip(bits, bits[1:]):
+        b.add(hi <= lo)
+    return bits
+
+
+def _square_terms(bits):
+    return [(2 * k + 1, v) for k, v in enumerate(bits)]
+
+
+def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, seed=0,
+                   solver="cpsat", warm_start=None, workers=1, **_) -> Result:
+    """Exact minimum CH cost with no contiguity rule.
+
+    ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
+    the solver stops with a worse solution, so the returned cost never exceeds it.
+    """
+    if solver not in SOLVERS:
+        raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+    code = convention_code(convention)
+    started = time.perf_counter()
+    cap = _Capacity(window)
+    b = _Builder(solver, time_limit_s, seed)
+    sizes = window.job_sizes
+    pod_members = [np.flatnonzero(cap.pod_of_switch == p) for p in cap.pods]
+    pod_idle = [int(cap.idle[m].sum()) for m in pod_members]
+    count_vars, squares = [], []
+    for n in sizes:
+        switch_bits = [_ordered_bits(b, min(int(c), n)) for c in cap.idle]
+        u = [b.sum(bits) for bits in switch_bits]
+        b.add(b.sum(u) == n)
+        terms = [t for bits in switch_bits for t in _square_terms(bits)]
+        for members, idle in zip(pod_members, pod_idle):
+            pod_bits = _ordered_bits(b, min(idle, n))
+            b.add(b.sum(pod_bits) == b.sum(switch_bits[e][k] for e in members
+                                            for k in range(len(switch_bits[e]))))
+            terms += _square_terms(pod_bits)
+        count_vars.append(switch_bits)
+        squares.append(terms)
+    for e, idle in enumerate(cap.idle):
+        b.add(b.sum(count_vars[j][e][k] for j in range(len(sizes))
+                    for k in range(len(count_vars[j][e]))) <= int(idle))
+
+    # Objective. paper: sum_j c (6n^2 - 2n)/n - (2c/n) (A_j + B_j)
+    #            published: sum_j cost_j, cost_j >= 1, n cost_j >= c (5n^2 - n)/2 - c (A_j + B_j) - n + 1
+    if code == 0:
+        constant = sum(HOP_UNIT_COST * (6.0 * n * n - 2.0 * n) / n for n in sizes)
+        scale = math.lcm(*sizes) if solver == "cpsat" else 1
+        weights = [2 * HOP_UNIT_COST * scale // n if solver == "cpsat" else 2.0 * HOP_UNIT_COST / n
+                   for n in sizes]
+        if solver == "cpsat" and max(weights) * 160 * len(sizes) * window.num_idle >= 2**62:
+            raise InvalidInputError("job sizes too diverse for an exact CP-SAT objective; use solver='scip'")
+        objective = b.sum(-w * c * v for w, terms in zip(weights, squares) for c, v in terms)
+    else:
+        constant, scale = 0.0, 1
+        job_costs = []
+        for n, terms in zip(sizes, squares):
+            cost = b.int(1, HOP_UNIT_COST * 5 * n * n)
+            b.add(n * cost >= HOP_UNIT_COST * (5 * n * n - n) // 2
+                  - HOP_UNIT_COST * b.sum(c * v for c, v in terms) - n + 1)
+            job_costs.append(cost)
+        objective = b.sum(job_costs)
+
+    hint = None
+    if warm_start is not None:
+        assignment = warm_start.assignment if isinstance(warm_start, Result) else warm_start
+        hint = _counts(window, cap, assignment)
+    if solver == "cpsat":
+        b.model.minimize(objective)
+        if hint is not None:
+            for j, row in enumerate(hint):
+                for e, c in enumerate(row):
+                    for k, v in enumerate(count_vars[j][e]):
+                        b.model.add_hint(v, k < c)
+        cp_solver = _backends.cpsat_solver(time_limit_s, seed, workers)
+        status = _backends.cpsat_status(cp_solver.solve(b.model))
+        found = status in (Status.OPTIMAL, Status.FEASIBLE)
+        value = cp_solver.boolean_value
+        bound = cp_solver.best_objective_bound / scale + constant if found else None
+    else:
+        b.model.setObjective(objective, "minimize")
+        b.model.optimize()
+        status = _backends.scip_status(b.model)
+        found = status in (Status.OPTIMAL, Status.FEASIBLE)
+        sol = b.model.getBestSol() if found else None
+        value = (lambda v: b.model.getSolVal(sol, v) > 0.5)
+        bound = b.model.getDualbound() + constant if found else None
+    counts = None
+    if found:
+        counts = [[sum(value(v) for v in bits) for bits in row] for row in count_vars]
+    result = Result.from_assignment(
+        window, cap.assignment(counts) if counts else (), status=status, method="freeform",
+        convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
+        info={"solver": solver})
+    if hint is not None:
+        warm = Result.from_assignment(window, cap.assignment(hint), status=Status.FEASIBLE,
+                                      method="freeform", convention=convention, runtime_s=0.0)
+        if not result.has_solution or warm.objective < result.objective - 1e-9:
+            result = Result(window, warm.assignment, warm.objective, Status.FEASIBLE, "freeform",
+                            convention, time.perf_counter() - started, bound, seed,
+                            info={"solver": solver, "kept_warm_start": True})
+    return result
+
+
+def _counts(window: Window, cap: _Capacity, assignment) -> np.ndarray:
+    index = {int(s): e for e, s in enumerate(cap.switches)}
+    switch_of = window.topology.switch_of
+    counts = np.zeros((len(assignment), len(cap.switches)), dtype=np.int64)
+    for j, nodes in enumerate(assignment):
+        for v in nodes:
+            counts[j, index[int(switch_of[int(v)])]] += 1
+    return counts
+
+
+def solve_freeform_greedy(window: Window, *, convention="paper", seed=0, **_) -> Result:
+    """Best-fit greedy: largest job first; the fullest single switch that fits it, else the
+    fullest-fitting single pod, else the pods with the most idle nodes; inside a pod, switches with
+    the most idle nodes first."""
+    started = time.perf_counter()
+    cap = _Capacity(window)
+    free = cap.idle.astype(np.int64).copy()
+    counts = np.zeros((window.num_jobs, len(free)), dtype=np.int64)
+    order = sorted(range(window.num_jobs), key=lambda j: (-window.job_sizes[j], j))
+    for j in order:
+        need = window.job_sizes[j]
+        fits = np.flatnonzero(free >= need)
+        if fits.size:
+            e = fits[np.argmin(free[fits])]
+            counts[j, e] += need
+            free[e] -= need
+            continue
+        pod_free = np.array([free[cap.pod_of_switch == p].sum() for p in cap.pods])
+        pod_fits = np.flatnonzero(pod_free >= need)
+        if pod_fits.size:
+            pod_order = [pod_fits[np.argmin(pod_free[pod_fits])]]
+        else:
+            pod_order = list(np.argsort(-pod_free, kind="stable"))
+        for pi in pod_order:
+            members = np.flatnonzero(cap.pod_of_switch == cap.pods[pi])
+            for e in members[np.argsort(-free[members], kind="stable")]:
+                take = min(need, int(free[e]))
+                counts[j, e] += take
+                free[e] -= take
+                need -= take
+                if need == 0:
+                    break
+            if need == 0:
+                break
+    return Result.from_assignment(window, cap.assignment(counts), status=Status.FEASIBLE,
+                                  method="freeform-greedy", convention=convention,
+                                  runtime_s=time.perf_counter() - started, seed=seed)
