@@ -3,8 +3,13 @@
 On a fat-tree a job's cost depends only on how many of its nodes sit in each edge switch (sum of
 squares A) and each pod (sum of squares B), see :mod:`tjap.cost`. So the quadratic assignment
 problem collapses to an integer model over per-switch counts u[j, e], with each square written
-exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by CP-SAT (default) or
-SCIP; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
+exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by SCIP (default) or
+CP-SAT; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
+
+The model is exact, but its LP relaxation is weak (it lets every node count as if its job filled
+the fullest switch and pod), so proving optimality on windows with hundreds of idle nodes can take
+long: give ``time_limit_s`` and a ``warm_start`` (the SCAS optimum), and read ``status`` and
+``bound``.
 
 :func:`solve_freeform_greedy` is a fast best-fit heuristic over the same counts.
 """
@@ -89,12 +94,35 @@ def _ordered_bits(b: _Builder, cap: int):
     return bits
 
 
+def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes) -> None:
+    """Interchangeable switches (same pod, same idle count) and pods (same idle profile) may be
+    taken in any order: require the largest job's count to be non-increasing along each group."""
+    lead = max(range(len(sizes)), key=lambda j: (sizes[j], -j))
+
+    def count(e):
+        return b.sum(count_vars[lead][e])
+
+    groups: dict = {}
+    for e, (pod, idle) in enumerate(zip(cap.pod_of_switch, cap.idle)):
+        groups.setdefault((int(pod), int(idle)), []).append(e)
+    for members in groups.values():
+        for e, f in zip(members, members[1:]):
+            b.add(count(e) >= count(f))
+    profiles: dict = {}
+    for pod in cap.pods:
+        members = np.flatnonzero(cap.pod_of_switch == pod)
+        profiles.setdefault(tuple(sorted(cap.idle[members].tolist())), []).append(members)
+    for pods in profiles.values():
+        for p, q in zip(pods, pods[1:]):
+            b.add(b.sum(count(e) for e in p) >= b.sum(count(e) for e in q))
+
+
 def _square_terms(bits):
     return [(2 * k + 1, v) for k, v in enumerate(bits)]
 
 
 def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                   solver="cpsat", warm_start=None, workers=1, **_) -> Result:
+                   solver="scip", warm_start=None, workers=1, **_) -> Result:
     """Exact minimum CH cost with no contiguity rule.
 
     ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
@@ -125,6 +153,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     for e, idle in enumerate(cap.idle):
         b.add(b.sum(count_vars[j][e][k] for j in range(len(sizes))
                     for k in range(len(count_vars[j][e]))) <= int(idle))
+    _break_symmetry(b, cap, count_vars, sizes)
 
     # Objective. paper: sum_j c (6n^2 - 2n)/n - (2c/n) (A_j + B_j)
     #            published: sum_j cost_j, cost_j >= 1, n cost_j >= c (5n^2 - n)/2 - c (A_j + B_j) - n + 1

@@ -35,7 +35,7 @@ DESCRIPTIONS = {
     "cpsat": "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT",
     "scip-paper": "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)",
     "cpsat-paper": "exact SCAS, the paper's x/y formulation on CP-SAT (for comparison)",
-    "freeform": "exact minimum cost with no contiguity rule (CP-SAT, or solver='scip')",
+    "freeform": "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')",
     "freeform-greedy": "fast best-fit heuristic with no contiguity rule",
     "seq": "the paper's sequential assignment (each job takes the next idle nodes)",
 }
