@@ -117,6 +117,35 @@ def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes) -> None:
             b.add(b.sum(count(e) for e in p) >= b.sum(count(e) for e in q))
 
 
+def _max_sum_of_squares(capacities, n: int) -> int:
+    """Largest sum of squares of n nodes spread over bins of the given capacities: fill the largest
+    bins first (that vector majorizes every other feasible one)."""
+    total, left = 0, n
+    for c in sorted((int(c) for c in capacities), reverse=True):
+        take = min(c, left)
+        total += take * take
+        left -= take
+    return total
+
+
+def _max_job_squares(cap: _Capacity, pod_members, n: int) -> int:
+    """Largest A + B (switch plus pod sums of squares) of one n-node job alone on the idle nodes:
+    a knapsack DP over pods, each pod filled greedily at switch level."""
+    best = np.full(n + 1, -1, dtype=np.int64)
+    best[0] = 0
+    for members in pod_members:
+        idle = cap.idle[members]
+        gain = [v * v + _max_sum_of_squares(idle, v) for v in range(min(int(idle.sum()), n) + 1)]
+        new = best.copy()
+        for used in range(n + 1):
+            if best[used] < 0:
+                continue
+            for v in range(1, min(len(gain) - 1, n - used) + 1):
+                new[used + v] = max(new[used + v], best[used] + gain[v])
+        best = new
+    return int(best[n])
+
+
 def _square_terms(bits):
     return [(2 * k + 1, v) for k, v in enumerate(bits)]
 
@@ -148,6 +177,13 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
             b.add(b.sum(pod_bits) == b.sum(switch_bits[e][k] for e in members
                                             for k in range(len(switch_bits[e]))))
             terms += _square_terms(pod_bits)
+        # A single job can do no better than filling the fullest switches (pods) first, which
+        # caps its sums of squares; these cuts close most of the LP's gap.
+        switch_terms = [t for bits in switch_bits for t in _square_terms(bits)]
+        b.add(b.sum(c * v for c, v in switch_terms) <= _max_sum_of_squares(cap.idle, n))
+        pod_terms = terms[len(switch_terms):]
+        b.add(b.sum(c * v for c, v in pod_terms) <= _max_sum_of_squares(pod_idle, n))
+        b.add(b.sum(c * v for c, v in terms) <= _max_job_squares(cap, pod_members, n))
         count_vars.append(switch_bits)
         squares.append(terms)
     for e, idle in enumerate(cap.idle):

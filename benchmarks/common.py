@@ -1,0 +1,50 @@
+"""Small helpers every benchmark shares: tables, CSV, plots, progress bars."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from pathlib import Path
+
+
+def progress(iterable, *, total=None, desc="", quiet=False):
+    """A tqdm bar on a terminal; silent when stdout is not a terminal or ``quiet`` is set."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, disable=quiet or not sys.stdout.isatty(),
+                leave=False)
+
+
+def write_csv(path: Path, rows: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def format_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """Plain-text table; ``columns`` are (key, format spec) pairs, e.g. ("mean_s", ".4f")."""
+    def cell(row, key, spec):
+        value = row.get(key)
+        if value is None or value == "":
+            return "-"
+        return format(value, spec) if spec and not isinstance(value, str) else str(value)
+
+    body = [[cell(r, k, s) for k, s in columns] for r in rows]
+    head = [k for k, _ in columns]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
+    return "\n".join(lines)
+
+
+def pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt

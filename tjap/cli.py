@@ -1,0 +1,234 @@
+"""The ``tjap`` command line: one program, one subcommand per job.
+
+Exit codes: 0 success, 1 the job ran but failed (no solution found), 2 bad input or usage.
+Every error the user can cause prints one line ``tjap: error: ...`` and never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tjap.errors import TjapError
+
+
+def _cap(value: str):
+    if value.lower() in ("none", "no", "off"):
+        return None
+    try:
+        cap = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"cap must be a positive integer or 'none', got {value!r}")
+    if cap < 1:
+        raise argparse.ArgumentTypeError(f"cap must be a positive integer or 'none', got {value!r}")
+    return cap
+
+
+def _positive(kind):
+    def parse(value):
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+        if not number > 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+        return number
+    return parse
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tjap.solve import DESCRIPTIONS, methods
+
+    parser = argparse.ArgumentParser(
+        prog="tjap", description="Topology-aware job allocation and cluster placement solvers.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    method_help = "; ".join(f"{m}: {DESCRIPTIONS.get(m, '')}" for m in methods())
+    p = sub.add_parser("solve", help="solve window(s) from a JSON or JSONL file",
+                       description="Solve each window of FILE (.json: one window or a list; "
+                                   ".jsonl: one a line) and print the assignment and cost.")
+    p.add_argument("file", help="window file (.json or .jsonl)")
+    p.add_argument("--method", default="auto", help=f"solver method (default auto). {method_help}")
+    p.add_argument("--time-limit", type=_positive(float), default=None, metavar="S",
+                   help="time limit per window in seconds")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
+    _common(p)
+
+    p = sub.add_parser("generate", help="generate instances")
+    gen = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    g = gen.add_parser("windows", help="windows of the paper's stream, as JSONL",
+                       description="Replay the paper's workload and write its scheduling windows.")
+    g.add_argument("--num-windows", type=_positive(int), default=200)
+    g.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper: k=20, 10 pods of 100; published: the authors' 25 pods of 40")
+    g.add_argument("--cap", type=_cap, default=5,
+                   help="most multi-node jobs per window (default 5, as the published code; 'none')")
+    g.add_argument("--tau", type=_positive(int), default=60, help="window period in seconds")
+    g.add_argument("--epoch-windows", type=_positive(int), default=100)
+    g.add_argument("--out", required=True, help="output .jsonl file")
+    _common(g)
+
+    p = sub.add_parser("bench", help="run a benchmark")
+    bench = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    b = bench.add_parser("exact", help="exact SCAS solvers on the paper's stream",
+                         description="dp, SCIP, CP-SAT, the paper formulation and the free-form "
+                                     "optimum on the same windows; table, CSV and PNG.")
+    b.add_argument("--num-windows", type=_positive(int), default=200)
+    b.add_argument("--layout", choices=("paper", "published"), default="paper")
+    b.add_argument("--convention", choices=("paper", "published"), default="paper")
+    b.add_argument("--cap", type=_cap, default=5)
+    b.add_argument("--freeform-time-limit", type=_positive(float), default=2.0, metavar="S")
+    b.add_argument("--paper-windows", type=int, default=20,
+                   help="windows also solved with the paper's formulation (default 20)")
+    b.add_argument("--paper-time-limit", type=_positive(float), default=10.0, metavar="S")
+    b.add_argument("--out", default="benchmarks/out", help="folder for CSV and PNG")
+    _common(b)
+
+    p = sub.add_parser("demo", help="a paper-sized window solved by every exact method",
+                       description="Generate the first window of the paper's stream (1000 idle "
+                                   "nodes) and solve it with every exact method.")
+    p.add_argument("--layout", choices=("paper", "published"), default="paper")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper")
+    p.add_argument("--time-limit", type=_positive(float), default=30.0, metavar="S")
+    _common(p)
+
+    p = sub.add_parser("methods", help="list the solver methods")
+    _common(p)
+    return parser
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def cmd_solve(args) -> int:
+    from tjap.solve import solve
+    from tjap.window import load_windows
+
+    windows = load_windows(args.file)
+    if not windows:
+        raise TjapError(f"{args.file} holds no window")
+    results = [solve(w, args.method, time_limit_s=args.time_limit, seed=args.seed,
+                     convention=args.convention) for w in windows]
+    if args.json:
+        _print_json([r.to_dict() for r in results] if len(results) > 1 else results[0].to_dict())
+    else:
+        for k, r in enumerate(results):
+            head = f"window {k}: " if len(results) > 1 else ""
+            print(f"{head}method={r.method} status={r.status.value} cost={r.objective:.2f} "
+                  f"bound={'-' if r.bound is None else f'{r.bound:.2f}'} time={r.runtime_s:.4f}s")
+            for j, (n, nodes) in enumerate(zip(r.window.job_sizes, r.assignment)):
+                print(f"  job {j} ({n} nodes): {_ranges(nodes)}")
+    return 0 if all(r.has_solution for r in results) else 1
+
+
+def _ranges(nodes) -> str:
+    """Compact node list: 3-7,12,15-16."""
+    nodes = sorted(nodes)
+    parts, start = [], None
+    for i, v in enumerate(nodes):
+        if start is None:
+            start = v
+        if i + 1 == len(nodes) or nodes[i + 1] != v + 1:
+            parts.append(str(start) if start == v else f"{start}-{v}")
+            start = None
+    return ",".join(parts)
+
+
+def cmd_generate(args) -> int:
+    from tjap.stream import generate_windows
+
+    windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
+                               tau_s=args.tau, epoch_windows=args.epoch_windows)
+    out = Path(args.out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(w.to_json() + "\n" for w in windows))
+    except OSError as exc:
+        raise TjapError(f"cannot write {out}: {exc.strerror}") from None
+    summary = {"out": str(out), "windows": len(windows), "layout": args.layout, "seed": args.seed,
+               "cap": args.cap, "tau_s": args.tau}
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"wrote {len(windows)} windows ({args.layout} layout, seed {args.seed}) to {out}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from benchmarks import exact
+
+    out = exact.main(args)
+    if args.json:
+        _print_json({k: v for k, v in out.items() if k != "table"})
+    else:
+        print(f"exact SCAS on {out['num_windows']} windows, {out['layout']} layout, "
+              f"{out['convention']} cost, cap {out['cap']}, seed {out['seed']}")
+        print(out["table"])
+        print("files: " + ", ".join(out["files"].values()))
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from tjap.solve import solve
+    from tjap.stream import generate_windows
+
+    window = generate_windows(args.layout, 1, args.seed)[0]
+    rows = []
+    for method in ("dp", "scip", "cpsat", "freeform", "seq"):
+        options = {"time_limit_s": args.time_limit} if method != "dp" else {}
+        r = solve(window, method, seed=args.seed, convention=args.convention, **options)
+        rows.append({"method": method, "status": r.status.value, "cost": r.objective,
+                     "bound": r.bound, "time_s": r.runtime_s, "feasible": r.is_feasible()})
+    if args.json:
+        _print_json({"window": window.to_dict(), "results": rows})
+        return 0
+    from benchmarks.common import format_table
+
+    print(f"{window.num_idle} idle nodes on the {args.layout} layout, jobs of "
+          f"{list(window.job_sizes)} nodes, {args.convention} cost convention\n")
+    print(format_table(rows, [("method", ""), ("status", ""), ("cost", ".2f"), ("bound", ".2f"),
+                              ("time_s", ".4f"), ("feasible", "")]))
+    print("\n(the first dp call includes compiling its Numba kernels, unless cached)")
+    return 0
+
+
+def cmd_methods(args) -> int:
+    from tjap.solve import DESCRIPTIONS, methods
+
+    if args.json:
+        _print_json({m: DESCRIPTIONS.get(m, "") for m in methods()})
+    else:
+        for m in methods():
+            print(f"{m:16s} {DESCRIPTIONS.get(m, '')}")
+    return 0
+
+
+COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
+            "methods": cmd_methods}
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except TjapError as exc:
+        print(f"tjap: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tjap: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
