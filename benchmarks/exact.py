@@ -116,7 +116,11 @@ def plot(result: dict, path: Path) -> Path:
 
 
 def main(args) -> dict:
+    from tjap.errors import InvalidInputError
+
     started = time.perf_counter()
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InvalidInputError(f"--out {args.out} is a file; give a folder for the CSV and PNG")
     result = run(args.layout, args.num_windows, args.seed, convention=args.convention,
                  cap=args.cap, freeform_time_limit_s=args.freeform_time_limit,
                  paper_windows=args.paper_windows, paper_time_limit_s=args.paper_time_limit,

@@ -32,8 +32,8 @@ def _positive(kind):
             number = kind(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
-        if not number > 0:
-            raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}")
+        if not 0 < number <= 1e9:
+            raise argparse.ArgumentTypeError(f"expected a positive number up to 1e9, got {value!r}")
         return number
     return parse
 
@@ -184,9 +184,13 @@ def cmd_demo(args) -> int:
 
     window = generate_windows(args.layout, 1, args.seed)[0]
     rows = []
+    optimum = None
     for method in ("dp", "scip", "cpsat", "freeform", "seq"):
         options = {"time_limit_s": args.time_limit} if method != "dp" else {}
+        if method == "freeform":
+            options["warm_start"] = optimum
         r = solve(window, method, seed=args.seed, convention=args.convention, **options)
+        optimum = optimum or r
         rows.append({"method": method, "status": r.status.value, "cost": r.objective,
                      "bound": r.bound, "time_s": r.runtime_s, "feasible": r.is_feasible()})
     if args.json:

@@ -15,6 +15,9 @@ from tjap.errors import InvalidInputError, UnknownMethodError
 from tjap.result import Result
 from tjap.window import Window
 
+#: Longest time limit accepted (SCIP refuses more than 1e20 s); None means no limit.
+MAX_TIME_LIMIT_S = 1e9
+
 # name -> "module:function" (imported on first use) or a callable
 _REGISTRY: dict[str, str | Callable] = {
     "dp": "tjap.csp:solve_dp",
@@ -25,6 +28,8 @@ _REGISTRY: dict[str, str | Callable] = {
     "freeform": "tjap.freeform:solve_freeform",
     "freeform-greedy": "tjap.freeform:solve_freeform_greedy",
     "seq": "tjap.scas:solve_seq",
+    "sa": "heuristics.anneal:solve_sa",
+    "lns": "heuristics.anneal:solve_lns",
 }
 
 #: What each method computes, shown by ``tjap solve --help`` and the README.
@@ -38,6 +43,8 @@ DESCRIPTIONS = {
     "freeform": "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')",
     "freeform-greedy": "fast best-fit heuristic with no contiguity rule",
     "seq": "the paper's sequential assignment (each job takes the next idle nodes)",
+    "sa": "DCAS simulated annealing in Numba (paper's Table I; repair=paper|uniform|greedy)",
+    "lns": "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)",
 }
 
 
@@ -93,7 +100,9 @@ def solve(window: Window, method: str = "auto", *, time_limit_s: float | None = 
     if not isinstance(window, Window):
         raise InvalidInputError(f"solve() needs a tjap.Window, got {type(window).__name__}")
     convention_code(convention)
-    if time_limit_s is not None and not time_limit_s > 0:
-        raise InvalidInputError(f"time_limit_s must be positive, got {time_limit_s!r}")
+    if time_limit_s is not None and not 0 < time_limit_s <= MAX_TIME_LIMIT_S:
+        raise InvalidInputError(
+            f"time_limit_s must be positive and at most {MAX_TIME_LIMIT_S:g} s (None for no limit), "
+            f"got {time_limit_s!r}")
     fn = get_method(method)
     return fn(window, convention=convention, time_limit_s=time_limit_s, seed=seed, **options)

@@ -162,9 +162,11 @@ def load_windows(path) -> list[Window]:
 
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInputError(f"cannot read window file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise InvalidInputError(f"{path} is not UTF-8 text; window files are JSON or JSONL") from None
     if path.suffix == ".jsonl":
         windows = []
         for lineno, line in enumerate(text.splitlines(), 1):

@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` and `make test`. Both create .venv when needed.
+PYTHON ?= python3
+VENV := .venv
+# The one place torch is pinned: the CPU build, installed before anything else so that no
+# multi-GB CUDA build is pulled in by a dependency.
+TORCH_PIN := torch==2.13.0
+
+.PHONY: demo test test-all bench clean
+
+$(VENV)/.installed: pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q $(TORCH_PIN)
+	$(VENV)/bin/python -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(VENV)/bin/tjap demo
+
+test: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q
+
+test-all: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -m ''
+
+bench: $(VENV)/.installed
+	$(VENV)/bin/tjap bench exact --num-windows 200 --seed 0 --layout paper
+	$(VENV)/bin/tjap bench exact --num-windows 200 --seed 0 --layout published
+
+clean:
+	rm -rf $(VENV) build *.egg-info benchmarks/out

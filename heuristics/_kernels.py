@@ -1,0 +1,166 @@
+"""Numba kernels of the search loops. All @njit code of heuristics lives here, compiled with the
+project's one jit policy (:mod:`tjap._jit`).
+
+Operators are chosen by integer codes so the whole loop stays compiled; the public operator
+classes in :mod:`heuristics.operators` map to these codes and validate their parameters.
+"""
+
+import numpy as np
+
+from tjap._dcas_kernels import decode, take_block, total_cost
+from tjap._jit import njit
+from tjap._kernels import block_costs
+
+# repair operators: how a re-inserted job picks its start in the current idle sequence
+REPAIR_PAPER = 0     # uniform among the first min(q, length) positions (the paper, q = 100)
+REPAIR_UNIFORM = 1   # uniform over every position
+REPAIR_GREEDY = 2    # the cheapest block (ties: lowest position)
+# order in which removed jobs are re-inserted
+REINSERT_LARGEST_FIRST = 0  # descending size, ties by window order (the paper's text)
+REINSERT_WINDOW_ORDER = 1   # window order (the published code)
+# acceptance
+ACCEPT_METROPOLIS = 0  # simulated annealing
+ACCEPT_IMPROVING = 1   # accept only moves that do not worsen the current cost (descent / LNS)
+
+
+@njit
+def choose_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention,
+                 repair, q):
+    """Start position of a block of ``size`` in ``alive[:length]`` under a repair operator."""
+    if repair == REPAIR_PAPER:
+        return int(np.random.random() * min(q, length))
+    if repair == REPAIR_UNIFORM:
+        return int(np.random.random() * length)
+    costs = block_costs(switch_q[alive[:length]], pod_q[alive[:length]], size, num_switches,
+                        num_pods, convention)
+    return int(np.argmin(costs))
+
+
+@njit
+def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
+                       order, starts, new_order, new_starts, positions, alive, picks,
+                       max_remove, repair, q, reinsert):
+    """One move: remove 1..max_remove random jobs from the order, keep the others' steps, and
+    re-insert the removed ones at the end of the order, each at a start chosen by ``repair``."""
+    num_jobs = order.shape[0]
+    k = 1 + int(np.random.random() * min(max_remove, num_jobs))
+    for i in range(num_jobs):
+        picks[i] = i
+    for i in range(k):  # partial Fisher-Yates over step indices
+        r = i + int(np.random.random() * (num_jobs - i))
+        picks[i], picks[r] = picks[r], picks[i]
+    removed = np.zeros(num_jobs, np.bool_)
+    for i in range(k):
+        removed[picks[i]] = True
+    kept = 0
+    for step in range(num_jobs):
+        if not removed[step]:
+            new_order[kept] = order[step]
+            new_starts[kept] = starts[step]
+            kept += 1
+    # removed jobs in re-insertion order (insertion sort: at most max_remove of them)
+    for step in range(num_jobs):
+        if removed[step]:
+            j = order[step]
+            pos = kept + 0
+            while pos < num_jobs and new_order[pos] >= 0:
+                pos += 1
+            new_order[pos] = j
+            while pos > kept:
+                a = new_order[pos - 1]
+                if reinsert == REINSERT_LARGEST_FIRST:
+                    before = sizes[j] > sizes[a] or (sizes[j] == sizes[a] and j < a)
+                else:
+                    before = j < a
+                if not before:
+                    break
+                new_order[pos - 1], new_order[pos] = j, a
+                pos -= 1
+    length = decode(switch_q.shape[0], sizes, offsets, new_order, new_starts, kept, positions, alive)
+    for step in range(kept, num_jobs):
+        j = new_order[step]
+        start = choose_start(switch_q, pod_q, alive, length, sizes[j], num_switches, num_pods,
+                             convention, repair, q)
+        new_starts[step] = start
+        length = take_block(alive, length, start, sizes[j], positions, offsets[j])
+    return k
+
+
+#: Iterations per kernel call; the RNG is re-seeded per chunk from (seed, chunk), so a run is the
+#: same whether or not a time limit stops it between chunks.
+CHUNK = 256
+
+
+@njit
+def chunk_seed(seed, it_begin):
+    return (seed * 1_000_003 + it_begin // CHUNK) % 4294967296
+
+
+@njit
+def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order, cur_starts,
+           cur, best_order, best_starts, best, it_begin, it_end, iterations, t_max, t_min,
+           max_remove, repair, q, reinsert, accept, seed):
+    """Iterations [it_begin, it_end) of simulated annealing / LNS over DCAS solutions
+    (Algorithm 1 of seed 002), with exponential cooling from t_max to t_min over ``iterations``.
+
+    The current and best solutions are updated in place; returns (current cost, best cost,
+    accepted moves, improving moves). On rejection the search stays at the current solution
+    (the published code did not). ``it_begin`` must be a multiple of CHUNK.
+    """
+    np.random.seed(chunk_seed(seed, it_begin))
+    num_jobs = sizes.shape[0]
+    m = switch_q.shape[0]
+    offsets = np.zeros(num_jobs, np.int64)
+    for j in range(1, num_jobs):
+        offsets[j] = offsets[j - 1] + sizes[j - 1]
+    positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
+    alive = np.empty(m, np.int64)
+    picks = np.empty(num_jobs, np.int64)
+    switch_count = np.zeros(num_switches, np.int64)
+    pod_count = np.zeros(num_pods, np.int64)
+    new_order = np.empty(num_jobs, np.int64)
+    new_starts = np.empty(num_jobs, np.int64)
+    accepted = 0
+    improved = 0
+    ratio = t_min / t_max
+    for it in range(it_begin, it_end):
+        temperature = t_max * ratio ** (it / max(iterations - 1, 1))
+        new_order[:] = -1
+        destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
+                           cur_order, cur_starts, new_order, new_starts, positions, alive, picks,
+                           max_remove, repair, q, reinsert)
+        new = total_cost(switch_q, pod_q, sizes, offsets, positions, switch_count, pod_count,
+                         convention)
+        delta = new - cur
+        if delta <= 0.0:
+            take = True
+        elif accept == ACCEPT_METROPOLIS:
+            take = np.random.random() < np.exp(-delta / temperature)
+        else:
+            take = False
+        if take:
+            cur = new
+            cur_order[:] = new_order
+            cur_starts[:] = new_starts
+            accepted += 1
+            if new < best:
+                best = new
+                best_order[:] = new_order
+                best_starts[:] = new_starts
+                improved += 1
+    return cur, best, accepted, improved
+
+
+@njit
+def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, order, starts):
+    """Cost of the DCAS solution (order, starts), or inf if a start is out of range."""
+    num_jobs = sizes.shape[0]
+    offsets = np.zeros(num_jobs, np.int64)
+    for j in range(1, num_jobs):
+        offsets[j] = offsets[j - 1] + sizes[j - 1]
+    positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
+    alive = np.empty(switch_q.shape[0], np.int64)
+    if decode(switch_q.shape[0], sizes, offsets, order, starts, num_jobs, positions, alive) < 0:
+        return np.inf
+    return total_cost(switch_q, pod_q, sizes, offsets, positions, np.zeros(num_switches, np.int64),
+                      np.zeros(num_pods, np.int64), convention)
