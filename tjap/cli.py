@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from tjap.errors import TjapError
 
 
@@ -93,6 +95,50 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--out", default="benchmarks/out", help="folder for CSV and PNG")
     _common(b)
 
+    for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
+                           ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
+                           ("speed", "iterations per second of the Numba SA loop against its plain-Python twin")):
+        b = bench.add_parser(name, help=helptext, description=helptext)
+        b.add_argument("--setting", choices=("published", "paper"), default="published",
+                       help="published: the authors' code (25x40 layout, published cost, T_max "
+                            "25000); paper: the paper's text (k=20, Eq. 1 cost, T_max 2500)")
+        b.add_argument("--epochs", type=_positive(int), default=10)
+        b.add_argument("--windows-per-epoch", type=_positive(int), default=100)
+        if name == "table3":
+            b.add_argument("--freeform-time-limit", type=_positive(float), default=1.0, metavar="S")
+        if name == "table4":
+            b.add_argument("--paper-windows", type=int, default=20)
+            b.add_argument("--limit", type=_positive(float), default=30.0, metavar="S")
+        b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
+        _common(b)
+    b = bench.add_parser("online", help="seed 002 Fig. 6: window-based scheduling against FCFS/EASY",
+                         description="Window policy for tau in 10..60 s against per-job FCFS and "
+                                     "EASY with first-fit, contiguous and free-form placement.")
+    b.add_argument("--layout", choices=("paper", "published"), default="paper")
+    b.add_argument("--convention", choices=("paper", "published"), default="paper")
+    b.add_argument("--epochs", type=_positive(int), default=10)
+    b.add_argument("--jobs-per-epoch", type=_positive(int), default=300)
+    b.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
+    b.add_argument("--out", default="benchmarks/out")
+    _common(b)
+
+    p = sub.add_parser("online", help="replay a workload with a scheduling policy",
+                       description="Replay jobs of the paper's workload on an empty cluster and "
+                                   "report CH cost, wait, utilisation and makespan.")
+    p.add_argument("--workload", default="paper", choices=("paper",),
+                   help="the paper's random workload (trace loaders arrive with placement.batch)")
+    p.add_argument("--num-jobs", type=_positive(int), default=300)
+    p.add_argument("--first-job", type=int, default=0)
+    p.add_argument("--layout", choices=("paper", "published"), default="paper")
+    p.add_argument("--policy", choices=("window", "fcfs", "easy"), default="window")
+    p.add_argument("--placement", choices=("firstfit", "contiguous", "freeform"), default="firstfit",
+                   help="per-job placement (fcfs/easy)")
+    p.add_argument("--tau", type=_positive(int), default=60, help="window period (s)")
+    p.add_argument("--cap", type=_cap, default=5)
+    p.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper")
+    _common(p)
+
     p = sub.add_parser("demo", help="a paper-sized window solved by every exact method",
                        description="Generate the first window of the paper's stream (1000 idle "
                                    "nodes) and solve it with every exact method.")
@@ -165,6 +211,83 @@ def cmd_generate(args) -> int:
 
 
 def cmd_bench(args) -> int:
+    if args.what == "exact":
+        return _bench_exact(args)
+    from benchmarks import online, sa_tables
+    from benchmarks.common import format_table, write_csv
+
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TjapError(f"--out {out_dir} is a file; give a folder")
+    if args.what == "table3":
+        res = sa_tables.table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
+                               args.freeform_time_limit, quiet=args.quiet)
+        names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
+        summary = {"setting": args.setting, "epochs": res["epochs"],
+                   "gap_to_scas_pct": sa_tables.gaps(res["rows"], names),
+                   "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
+                   "csv": str(write_csv(out_dir / f"table3_{args.setting}_s{args.seed}.csv", res["rows"]))}
+        text = sa_tables.print_table3(res) + "\ngap to the SCAS optimum (%): " + ", ".join(
+            f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
+        text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
+    elif args.what == "table4":
+        res = sa_tables.table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
+                               args.paper_windows, args.limit, quiet=args.quiet)
+        rows = res["rows"]
+        paper = [r for r in rows if "paper_limit" in r]
+        ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
+        summary = {"setting": args.setting, "windows": len(rows),
+                   "set_packing_mean_s": float(np.mean([r["sp_nolimit_s"] for r in rows])),
+                   "set_packing_median_s": float(np.median([r["sp_nolimit_s"] for r in rows])),
+                   "set_packing_max_s": float(np.max([r["sp_nolimit_s"] for r in rows])),
+                   "set_packing_optimal_pct": 100 * float(np.mean([r["sp_nolimit_status"] == "OPTIMAL" for r in rows])),
+                   "paper_windows": len(paper),
+                   "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
+                   "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
+                   "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
+                   "csv": str(write_csv(out_dir / f"table4_{args.setting}_s{args.seed}.csv", rows))}
+        text = "\n".join(f"{k}: {v}" for k, v in summary.items())
+    elif args.what == "speed":
+        rows = sa_tables.speed(args.setting, args.windows_per_epoch, seed=args.seed)
+        summary = {"setting": args.setting, "rows": rows}
+        text = format_table(rows, [("repair", ""), ("windows", "d"), ("numba_it_per_s", ".0f"),
+                                   ("python_it_per_s", ".0f"), ("median_ratio", ".1f"),
+                                   ("min_ratio", ".1f")])
+    else:
+        rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
+                          args.convention, quiet=args.quiet)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        png = online.plot(rows, out_dir / f"online_{args.layout}_s{args.seed}.png", args.convention)
+        summary = {"rows": rows, "csv": str(write_csv(out_dir / f"online_{args.layout}_s{args.seed}.csv", rows)),
+                   "png": str(png)}
+        text = online.table(rows) + f"\nfiles: {summary['csv']}, {png}"
+    if args.json:
+        _print_json(summary)
+    else:
+        print(text)
+    return 0
+
+
+def cmd_online(args) -> int:
+    from tjap.online import replay
+    from tjap.stream import Workload
+    from tjap.topology import FatTree
+
+    workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
+    schedule = replay(FatTree.from_layout(args.layout), workload, policy=args.policy,
+                      placement=args.placement, tau_s=args.tau, cap=args.cap, method=args.method,
+                      convention=args.convention, seed=args.seed,
+                      jobs=range(args.first_job, args.first_job + args.num_jobs))
+    metrics = schedule.metrics()
+    if args.json:
+        _print_json(metrics)
+    else:
+        for k, v in metrics.items():
+            print(f"{k:20s} {v:.2f}" if isinstance(v, float) else f"{k:20s} {v}")
+    return 0
+
+
+def _bench_exact(args) -> int:
     from benchmarks import exact
 
     out = exact.main(args)
@@ -218,7 +341,7 @@ def cmd_methods(args) -> int:
 
 
 COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
-            "methods": cmd_methods}
+            "methods": cmd_methods, "online": cmd_online}
 
 
 def main(argv=None) -> int:

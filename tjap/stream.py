@@ -92,8 +92,6 @@ def window_stream(topology: FatTree, workload: Workload, *, num_windows: int, ta
     moves on with the allocation found by ``method`` (any :func:`tjap.solve` method), so every
     method evaluated on the stream sees the same windows.
     """
-    from tjap.solve import solve
-
     if num_windows < 1 or epoch_windows < 1 or tau_s < 1:
         raise InvalidInputError("num_windows, epoch_windows and tau_s must be positive")
     if cap is not None and cap < 1:
@@ -106,51 +104,28 @@ def window_stream(topology: FatTree, workload: Workload, *, num_windows: int, ta
     while produced < num_windows:
         start = int(rng.integers(0, max(1, workload.num_jobs // 2)))
         for window in _epoch(topology, workload, start, epoch, min(epoch_windows, num_windows - produced),
-                             tau_s, cap, method, convention, seed, solve):
+                             tau_s, cap, method, convention, seed):
             yield window
             produced += 1
         epoch += 1
 
 
-def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed, solve):
-    free_at = np.zeros(topology.num_nodes, dtype=np.int64)
-    nwp: dict[int, int] = {}
-    queue: list[int] = []
-    next_job = start
-    t = int(workload.arrival_s[start])
+def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed):
+    from tjap.online import window_ticks
+
     made = 0
-    while made < count:
-        t += tau_s
-        while next_job < workload.num_jobs and workload.arrival_s[next_job] < t:
-            queue.append(next_job)
-            nwp[next_job] = 0
-            next_job += 1
-        if not queue and next_job >= workload.num_jobs:
-            raise InvalidInputError(
-                f"the workload ran out of jobs after {made} windows of epoch {epoch}; "
-                "generate more jobs or ask for fewer windows")
-        idle = np.flatnonzero(free_at <= t)
-        ordered = priority_order(queue, nwp, workload.requested_nodes)
-        k = select_prefix([int(workload.requested_nodes[j]) for j in ordered], idle.size, cap)
-        selected, waiting = ordered[:k], ordered[k:]
-        for j in waiting:
-            nwp[j] += 1
-        queue = waiting
-        multi = [j for j in selected if workload.requested_nodes[j] > 1]
-        single = [j for j in selected if workload.requested_nodes[j] == 1]
-        if multi:
-            window = Window(topology, idle, [int(workload.requested_nodes[j]) for j in multi],
-                            meta={"epoch": epoch, "index": made, "time_s": t, "jobs": multi})
-            result = solve(window, method, seed=seed, convention=convention)
-            for j, nodes in zip(multi, result.assignment):
-                free_at[list(nodes)] = t + int(workload.runtime_s[j])
-            made += 1
-            yield window
-        idle = np.flatnonzero(free_at <= t)
-        for j, node in zip(single, idle):
-            free_at[node] = t + int(workload.runtime_s[j])
-        for j in selected:
-            del nwp[j]
+    for tick in window_ticks(topology, workload, start, None, tau_s=tau_s, cap=cap, method=method,
+                             convention=convention, seed=seed):
+        if tick.window is None:
+            continue
+        yield Window(topology, tick.window.idle_nodes, tick.window.job_sizes,
+                     meta={"epoch": epoch, "index": made, **tick.window.meta})
+        made += 1
+        if made == count:
+            return
+    raise InvalidInputError(
+        f"the workload ran out of jobs after {made} windows of epoch {epoch}; "
+        "generate more jobs or ask for fewer windows")
 
 
 def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 0, *,

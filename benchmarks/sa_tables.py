@@ -1,0 +1,162 @@
+"""Seed 002's Table III (Seq, SA, against the exact SCAS and free-form optima), Table IV (SCIP with
+and without a time limit, both formulations) and the Numba-vs-Python speed of the SA loop.
+
+Two settings, named in every table:
+
+- ``published``: the authors' code, which produced the paper's tables: 25 pods of 40 nodes, the
+  published cost convention, T_max = 25000, removed jobs re-inserted in window order.
+- ``paper``: the paper's text: k = 20 (10 pods of 100), Eq. (1) cost, T_max = 2500, re-insertion
+  by descending size.
+
+Both cap a window at 5 multi-node jobs (the published code's evaluation setting). An epoch is
+``windows_per_epoch`` windows from an empty cluster; its "cost" is the mean window cost, as the
+paper's per-epoch "sum / 100".
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from benchmarks.common import format_table, progress
+from tjap import solve
+from tjap.stream import generate_windows
+
+SETTINGS = {
+    "published": {"layout": "published", "convention": "published", "t_max": 25000.0,
+                  "reinsert": "window-order"},
+    "paper": {"layout": "paper", "convention": "paper", "t_max": 2500.0,
+              "reinsert": "largest-first"},
+}
+
+#: The best hand-written configuration found here: greedy repair, up to 3 jobs removed, hot start.
+BEST_SA = {"repair": "greedy", "max_remove": 3, "t_max": 25000.0}
+
+#: Table III of the paper (published setting), averages over 10 epochs.
+PAPER_TABLE3 = {"seq": 105023.5, "sa500": 91813.2, "sa1000": 90809.7, "nsa500": 89588.7,
+                "sa500_s": 0.76, "sa1000_s": 1.55}
+
+
+def _windows(setting: str, epochs: int, windows_per_epoch: int, seed: int):
+    s = SETTINGS[setting]
+    return generate_windows(s["layout"], epochs * windows_per_epoch, seed, cap=5,
+                            epoch_windows=windows_per_epoch, convention=s["convention"])
+
+
+def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freeform_time_limit_s=1.0,
+           quiet=False) -> dict:
+    s = SETTINGS[setting]
+    conv = s["convention"]
+    windows = _windows(setting, epochs, windows_per_epoch, seed)
+    solve(windows[0], "sa", iterations=1, convention=conv)          # compile first
+    solve(windows[0], "sa", iterations=1, convention=conv, repair="greedy")
+    runs = {
+        "seq": dict(method="seq"),
+        "sa500": dict(method="sa", iterations=500, t_max=s["t_max"], reinsert=s["reinsert"]),
+        "sa1000": dict(method="sa", iterations=1000, t_max=s["t_max"], reinsert=s["reinsert"]),
+        "sa1000_best": dict(method="sa", iterations=1000, reinsert=s["reinsert"], **BEST_SA),
+        "lns500": dict(method="lns", iterations=500),
+        "scas_opt": dict(method="dp"),
+    }
+    rows = []
+    for w in progress(windows, desc=f"table3/{setting}", quiet=quiet):
+        row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
+               "jobs": w.num_jobs}
+        results = {}
+        for name, kw in runs.items():
+            kw = dict(kw)
+            r = solve(w, kw.pop("method"), convention=conv, seed=seed, **kw)
+            results[name] = r
+            row[name] = r.objective
+            row[f"{name}_s"] = r.runtime_s
+        ff = solve(w, "freeform", convention=conv, seed=seed, time_limit_s=freeform_time_limit_s,
+                   warm_start=results["scas_opt"])
+        row["freeform"] = ff.objective
+        row["freeform_bound"] = ff.bound
+        row["freeform_optimal"] = ff.status.value == "OPTIMAL"
+        row["freeform_s"] = ff.runtime_s
+        rows.append(row)
+    return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, list(runs) + ["freeform"])}
+
+
+def _per_epoch(rows, names):
+    out = []
+    for e in sorted({r["epoch"] for r in rows}):
+        rs = [r for r in rows if r["epoch"] == e]
+        row = {"epoch": e + 1}
+        for n in names:
+            row[n] = float(np.mean([r[n] for r in rs]))
+            row[f"{n}_ms"] = 1000 * float(np.mean([r[f"{n}_s"] for r in rs]))
+        out.append(row)
+    avg = {"epoch": "avg"}
+    for key in out[0]:
+        if key != "epoch":
+            avg[key] = float(np.mean([r[key] for r in out]))
+    return out + [avg]
+
+
+def gaps(rows, names, reference="scas_opt") -> dict:
+    """Mean relative gap (%) of each column to the reference column, window by window."""
+    ref = np.array([r[reference] for r in rows])
+    return {n: 100 * float(np.mean((np.array([r[n] for r in rows]) - ref) / ref)) for n in names}
+
+
+def table4(setting="published", epochs=10, windows_per_epoch=100, seed=0, paper_windows=20,
+           limit_s=30.0, quiet=False) -> dict:
+    """SCIP with no limit and with ``limit_s`` on the set-packing model (all windows) and the
+    paper's formulation (the first ``paper_windows`` windows)."""
+    s = SETTINGS[setting]
+    conv = s["convention"]
+    windows = _windows(setting, epochs, windows_per_epoch, seed)
+    rows = []
+    for k, w in enumerate(progress(windows, desc=f"table4/{setting}", quiet=quiet)):
+        row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle}
+        for name, method, limit in (("sp_nolimit", "scip", None), ("sp_limit", "scip", limit_s)):
+            r = solve(w, method, convention=conv, time_limit_s=limit, seed=seed)
+            row[name], row[f"{name}_s"], row[f"{name}_status"] = r.objective, r.runtime_s, r.status.value
+        if k < paper_windows:
+            r = solve(w, "scip-paper", convention=conv, time_limit_s=limit_s, seed=seed)
+            row["paper_limit"], row["paper_limit_s"] = r.objective, r.runtime_s
+            row["paper_limit_status"] = r.status.value
+        rows.append(row)
+    return {"setting": setting, "rows": rows}
+
+
+def speed(setting="paper", num_windows=20, iterations=1000, seed=0) -> list[dict]:
+    """Iterations per second of the Numba SA loop against its plain-Python twin, same windows."""
+    from heuristics import _kernels, reference
+    from heuristics.anneal import anneal
+    from tjap.dcas import Arrays
+
+    s = SETTINGS[setting]
+    code = 0 if s["convention"] == "paper" else 1
+    windows = _windows(setting, 1, num_windows, seed)
+    out = []
+    for repair, rcode, py_iters in (("paper", _kernels.REPAIR_PAPER, iterations),
+                                    ("greedy", _kernels.REPAIR_GREEDY, 50)):
+        anneal(windows[0], iterations=1, repair=repair, convention=s["convention"])
+        ratios, numba_ips, python_ips = [], [], []
+        for w in windows:
+            a = Arrays(w)
+            j = w.num_jobs
+            r = anneal(w, iterations=iterations, repair=repair, convention=s["convention"], seed=seed)
+            tick = time.perf_counter()
+            reference.anneal(a.switch_q, a.pod_q, code, a.sizes, np.arange(j), np.zeros(j, np.int64),
+                             py_iters, s["t_max"], 2.5, 2, rcode, 100, 0, 0, seed)
+            py = py_iters / (time.perf_counter() - tick)
+            nb = r.info["iterations_per_s"]
+            numba_ips.append(nb)
+            python_ips.append(py)
+            ratios.append(nb / py)
+        out.append({"repair": repair, "windows": len(windows), "numba_it_per_s": float(np.median(numba_ips)),
+                    "python_it_per_s": float(np.median(python_ips)),
+                    "median_ratio": float(np.median(ratios)), "min_ratio": float(np.min(ratios))})
+    return out
+
+
+def print_table3(result: dict) -> str:
+    cols = [("epoch", ""), ("seq", ".1f"), ("sa500", ".1f"), ("sa500_ms", ".2f"), ("sa1000", ".1f"),
+            ("sa1000_ms", ".2f"), ("sa1000_best", ".1f"), ("sa1000_best_ms", ".2f"),
+            ("lns500", ".1f"), ("scas_opt", ".1f"), ("scas_opt_ms", ".2f"), ("freeform", ".1f")]
+    return format_table(result["epochs"], cols)

@@ -1,0 +1,282 @@
+"""Online scheduling of a workload on a fat-tree: window-based (the paper) against per-job FCFS and
+EASY backfilling, with topology-blind or topology-aware placement.
+
+- ``policy="window"``: every ``tau_s`` seconds the queue is ordered and a greedy prefix selected as
+  in :mod:`tjap.stream`; its multi-node jobs are solved as one window with any :func:`tjap.solve`
+  method, one-node jobs placed first-fit.
+- ``policy="fcfs"``: jobs start in arrival order as soon as the head fits.
+- ``policy="easy"``: EASY backfilling. When the head does not fit, it gets a reservation at its
+  shadow time (from running jobs' exact runtimes, as the paper's baseline used); a later job may
+  start now if it fits and either ends by the shadow time or uses only nodes the head will not need.
+
+Per-job placement: ``"firstfit"`` (lowest idle ids, the paper's baselines), ``"contiguous"`` (the
+cheapest block of consecutive idle nodes, SCAS for one job) or ``"freeform"`` (the cheapest node
+set of all, exact for one job).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tjap.cost import job_cost
+from tjap.errors import InvalidInputError
+from tjap.stream import Workload, priority_order, select_prefix
+from tjap.topology import FatTree
+from tjap.window import Window
+
+POLICIES = ("window", "fcfs", "easy")
+PLACEMENTS = ("firstfit", "contiguous", "freeform")
+
+
+# -- placing one job ---------------------------------------------------------------------------
+def place_job(topology: FatTree, idle_nodes: np.ndarray, size: int, placement: str = "firstfit",
+              convention: str = "paper") -> list[int]:
+    """Node ids for one job of ``size`` nodes among ``idle_nodes`` (sorted) under a placement."""
+    if size > idle_nodes.size:
+        raise InvalidInputError(f"a job of {size} nodes does not fit {idle_nodes.size} idle nodes")
+    if placement == "firstfit":
+        return idle_nodes[:size].tolist()
+    if placement == "contiguous":
+        window = Window(topology, idle_nodes, [size])
+        return window.block(int(np.argmin(window.block_costs(size, convention))), size).tolist()
+    if placement == "freeform":
+        return best_single_job_nodes(topology, idle_nodes, size)
+    raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+
+
+def best_single_job_nodes(topology: FatTree, idle_nodes: np.ndarray, size: int) -> list[int]:
+    """The cheapest node set of ``size`` nodes for one job alone, in both conventions.
+
+    Cost falls as A + B (sums of squared per-switch and per-pod counts) grows, so: inside a pod
+    fill the fullest switches first (optimal for a given pod count), and choose the pod counts by
+    a knapsack DP over pods.
+    """
+    switch_q = topology.switch_of[idle_nodes]
+    pod_q = topology.pod_of[idle_nodes]
+    gains, fills = [], []
+    pods, pod_idle = np.unique(pod_q, return_counts=True)
+    for p in pods[np.argsort(pod_idle, kind="stable")]:  # ties go to the tightest pod
+        switches, counts = np.unique(switch_q[pod_q == p], return_counts=True)
+        nodes_of = {int(s): idle_nodes[switch_q == s] for s in switches}
+        gain = [0]
+        fill_for = [[]]
+        for v in range(1, min(int(counts.sum()), size) + 1):
+            chosen, squares = _fill_pod(switches, counts, v)
+            gain.append(squares + v * v)
+            fill_for.append([u for s, c in chosen for u in nodes_of[s][:c].tolist()])
+        gains.append(np.array(gain, dtype=np.int64))
+        fills.append(fill_for)
+    best = np.full(size + 1, -1, dtype=np.int64)
+    best[0] = 0
+    choice = np.zeros((len(gains), size + 1), dtype=np.int64)
+    for k, gain in enumerate(gains):
+        new = best.copy()
+        for used in np.flatnonzero(best >= 0):
+            for v in range(1, min(gain.size - 1, size - used) + 1):
+                if best[used] + gain[v] > new[used + v]:
+                    new[used + v] = best[used] + gain[v]
+                    choice[k, used + v] = v
+        best = new
+    nodes, left = [], size
+    for k in range(len(gains) - 1, -1, -1):
+        v = int(choice[k, left])
+        nodes.extend(fills[k][v])
+        left -= v
+    return sorted(nodes)
+
+
+def _fill_pod(switches, counts, v):
+    """Place v nodes in one pod maximising the sum of squared per-switch counts: fill the fullest
+    switches whole, and put the remainder in the tightest switch that holds it (best fit)."""
+    order = np.argsort(-counts, kind="stable")
+    chosen, squares, left = [], 0, v
+    used = set()
+    for k in order:
+        if left >= counts[k]:
+            chosen.append((int(switches[k]), int(counts[k])))
+            squares += int(counts[k]) ** 2
+            left -= int(counts[k])
+            used.add(int(k))
+        if left == 0:
+            break
+    if left:
+        fits = [k for k in range(len(counts)) if k not in used and counts[k] >= left]
+        k = min(fits, key=lambda k: (counts[k], k))
+        chosen.append((int(switches[k]), left))
+        squares += left * left
+    return chosen, squares
+
+
+# -- the simulation record ---------------------------------------------------------------------
+@dataclass
+class Schedule:
+    """Start time and nodes of every job of a replay, and its metrics."""
+
+    topology: FatTree
+    workload: Workload
+    jobs: range
+    start_s: dict = field(default_factory=dict)
+    nodes: dict = field(default_factory=dict)
+    reservations: dict = field(default_factory=dict)  # EASY: first reservation of a blocked head
+
+    def record(self, job: int, t: int, nodes) -> None:
+        self.start_s[job] = int(t)
+        self.nodes[job] = [int(v) for v in nodes]
+
+    def metrics(self) -> dict:
+        w = self.workload
+        jobs = list(self.jobs)
+        multi = [j for j in jobs if w.requested_nodes[j] > 1]
+        wait = np.array([self.start_s[j] - w.arrival_s[j] for j in jobs], dtype=float)
+        ends = [self.start_s[j] + w.runtime_s[j] for j in jobs]
+        first = int(w.arrival_s[jobs[0]])
+        makespan = max(ends) - first
+        work = float(sum(w.requested_nodes[j] * w.runtime_s[j] for j in jobs))
+        out = {"jobs": len(jobs), "multi_node_jobs": len(multi),
+               "mean_wait_s": float(wait.mean()), "p95_wait_s": float(np.percentile(wait, 95)),
+               "makespan_s": int(makespan),
+               "utilisation": work / (self.topology.num_nodes * makespan) if makespan else 0.0}
+        for conv in ("paper", "published"):
+            costs = [job_cost(self.topology, self.nodes[j], conv) for j in multi]
+            out[f"mean_cost_{conv}"] = float(np.mean(costs)) if costs else 0.0
+        return out
+
+
+# -- window-based policy -------------------------------------------------------------------------
+@dataclass
+class Tick:
+    """One period of the window policy: its time, the window solved (or None) and who started."""
+
+    time_s: int
+    window: Window | None
+    result: object
+    started: list  # (job, nodes)
+
+
+def window_ticks(topology: FatTree, workload: Workload, first_job: int, last_job: int | None, *,
+                 tau_s: int, cap: int | None, method: str, convention: str, seed: int,
+                 **solve_options) -> Iterator[Tick]:
+    """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
+    None: the caller stops). Ends once every job of [first_job, last_job) has started."""
+    from tjap.solve import solve
+
+    free_at = np.zeros(topology.num_nodes, dtype=np.int64)
+    nwp: dict[int, int] = {}
+    queue: list[int] = []
+    next_job = first_job
+    end = workload.num_jobs if last_job is None else last_job
+    t = int(workload.arrival_s[first_job])
+    while next_job < end or queue:
+        t += tau_s
+        while next_job < end and workload.arrival_s[next_job] < t:
+            queue.append(next_job)
+            nwp[next_job] = 0
+            next_job += 1
+        idle = np.flatnonzero(free_at <= t)
+        ordered = priority_order(queue, nwp, workload.requested_nodes)
+        k = select_prefix([int(workload.requested_nodes[j]) for j in ordered], idle.size, cap)
+        selected, queue = ordered[:k], ordered[k:]
+        for j in queue:
+            nwp[j] += 1
+        multi = [j for j in selected if workload.requested_nodes[j] > 1]
+        started, window, result = [], None, None
+        if multi:
+            window = Window(topology, idle, [int(workload.requested_nodes[j]) for j in multi],
+                            meta={"time_s": t, "jobs": multi})
+            result = solve(window, method, seed=seed, convention=convention, **solve_options)
+            if not result.has_solution:
+                raise InvalidInputError(f"method {method!r} found no solution for the window at "
+                                        f"t={t}s ({result.status.value}); give it more time")
+            for j, nodes in zip(multi, result.assignment):
+                free_at[list(nodes)] = t + int(workload.runtime_s[j])
+                started.append((j, nodes))
+        idle = np.flatnonzero(free_at <= t)
+        for j, node in zip([j for j in selected if workload.requested_nodes[j] == 1], idle):
+            free_at[node] = t + int(workload.runtime_s[j])
+            started.append((j, [int(node)]))
+        for j in selected:
+            del nwp[j]
+        yield Tick(t, window, result, started)
+    return
+
+
+# -- per-job policies ----------------------------------------------------------------------------
+def _per_job(topology, workload, jobs, policy, placement, convention, schedule) -> None:
+    free = np.ones(topology.num_nodes, dtype=bool)
+    running: list = []  # heap of (end time, job)
+    queue: list[int] = []
+    arrivals = list(jobs)
+    a = 0
+    t = int(workload.arrival_s[arrivals[0]])
+
+    def start(j):
+        idle = np.flatnonzero(free)
+        nodes = place_job(topology, idle, int(workload.requested_nodes[j]), placement, convention)
+        free[nodes] = False
+        heapq.heappush(running, (t + int(workload.runtime_s[j]), j))
+        schedule.record(j, t, nodes)
+
+    while a < len(arrivals) or queue or running:
+        next_arrival = int(workload.arrival_s[arrivals[a]]) if a < len(arrivals) else None
+        next_end = running[0][0] if running else None
+        t = min(x for x in (next_arrival, next_end) if x is not None)
+        while running and running[0][0] <= t:
+            _, j = heapq.heappop(running)
+            free[schedule.nodes[j]] = True
+        while a < len(arrivals) and workload.arrival_s[arrivals[a]] <= t:
+            queue.append(arrivals[a])
+            a += 1
+        while queue and workload.requested_nodes[queue[0]] <= free.sum():
+            start(queue.pop(0))
+        if policy == "easy" and queue:
+            head = queue[0]
+            need = int(workload.requested_nodes[head])
+            available = int(free.sum())
+            shadow, extra = None, 0
+            for end_s, j in sorted(running):
+                available += int(workload.requested_nodes[j])
+                if available >= need:
+                    shadow, extra = end_s, available - need
+                    break
+            schedule.reservations.setdefault(head, shadow)
+            for j in list(queue[1:]):
+                size = int(workload.requested_nodes[j])
+                if size > free.sum():
+                    continue
+                ends_in_time = t + int(workload.runtime_s[j]) <= shadow
+                if ends_in_time or size <= extra:
+                    if not ends_in_time:
+                        extra -= size
+                    queue.remove(j)
+                    start(j)
+
+
+def replay(topology: FatTree, workload: Workload, *, policy: str = "window",
+           placement: str = "firstfit", tau_s: int = 60, cap: int | None = 5, method: str = "dp",
+           convention: str = "paper", seed: int = 0, jobs: range | None = None,
+           **solve_options) -> Schedule:
+    """Replay ``jobs`` of ``workload`` (all by default) on an initially empty cluster."""
+    if policy not in POLICIES:
+        raise InvalidInputError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if placement not in PLACEMENTS:
+        raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    if tau_s < 1:
+        raise InvalidInputError(f"tau_s must be a positive number of seconds, got {tau_s}")
+    jobs = range(workload.num_jobs) if jobs is None else jobs
+    if len(jobs) == 0:
+        raise InvalidInputError("no jobs to replay")
+    if workload.requested_nodes[list(jobs)].max() > topology.num_nodes:
+        raise InvalidInputError("a job requests more nodes than the cluster has")
+    schedule = Schedule(topology, workload, jobs)
+    if policy == "window":
+        for tick in window_ticks(topology, workload, jobs.start, jobs.stop, tau_s=tau_s, cap=cap,
+                                 method=method, convention=convention, seed=seed, **solve_options):
+            for j, nodes in tick.started:
+                schedule.record(j, tick.time_s, nodes)
+    else:
+        _per_job(topology, workload, jobs, policy, placement, convention, schedule)
+    return schedule
