@@ -10,8 +10,6 @@ free-form optimum.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from tjap import _dcas_kernels
@@ -62,7 +60,10 @@ def decode(window: Window, order, starts) -> list[list[int]]:
 def encode(window: Window, assignment, order=None) -> tuple[list[int], list[int]]:
     """(order, starts) whose decoding gives ``assignment``, or InvalidInputError if none exists.
 
-    Tries ``order`` if given, else window order, then every other order (up to 8 jobs).
+    With ``order`` given, only that order is tried. Otherwise jobs are taken greedily, each time the
+    first job (in window order) that is a contiguous block of the current sequence: removing nodes
+    outside a job's set never breaks its contiguity, so this finds an order whenever one exists
+    (and keeps window order for SCAS solutions).
     """
     position = {int(v): i for i, v in enumerate(window.idle_nodes)}
     sets = []
@@ -71,37 +72,48 @@ def encode(window: Window, assignment, order=None) -> tuple[list[int], list[int]
             sets.append({position[int(v)] for v in nodes})
         except KeyError as exc:
             raise InvalidInputError(f"job {j} holds node {exc.args[0]}, which is not idle") from None
-    candidates = [list(order)] if order is not None else []
-    candidates.append(list(range(window.num_jobs)))
-    if window.num_jobs <= 8:
-        candidates += [list(p) for p in itertools.permutations(range(window.num_jobs))]
-    for cand in candidates:
-        starts = _starts_for(window.num_idle, sets, cand)
-        if starts is not None:
-            return cand, starts
+    if order is not None:
+        starts = [_start_in(sets[j], alive) for j, alive in _sequences(window.num_idle, sets, order)]
+        if None not in starts:
+            return list(order), starts
+    else:
+        alive = list(range(window.num_idle))
+        left = list(range(len(sets)))
+        order, starts = [], []
+        while left:
+            for j in left:
+                start = _start_in(sets[j], alive)
+                if start is not None:
+                    break
+            else:
+                break
+            order.append(j)
+            starts.append(start)
+            left.remove(j)
+            alive = [p for p in alive if p not in sets[j]]
+        if not left:
+            return order, starts
     raise InvalidInputError("the assignment is not a DCAS solution: no job order makes every job a "
                             "contiguous block of the idle sequence of its step")
 
 
-def _starts_for(num_idle: int, sets: list[set], order: list[int]) -> list[int] | None:
+def _sequences(num_idle: int, sets: list[set], order):
     alive = list(range(num_idle))
-    starts = []
     for j in order:
-        held = sets[j]
-        length = len(alive)
-        index = [i for i, p in enumerate(alive) if p in held]
-        if len(index) != len(held):
-            return None
-        if len(held) == length:
-            start = 0
-        else:
-            firsts = [i for i in index if alive[(i - 1) % length] not in held]
-            if len(firsts) != 1:
-                return None
-            start = firsts[0]
-        starts.append(start)
-        alive = [p for p in alive if p not in held]
-    return starts
+        yield j, alive
+        alive = [p for p in alive if p not in sets[j]]
+
+
+def _start_in(held: set, alive: list[int]) -> int | None:
+    """Index in ``alive`` where the cyclic block ``held`` starts, or None if it is not one block."""
+    length = len(alive)
+    index = [i for i, p in enumerate(alive) if p in held]
+    if len(index) != len(held):
+        return None
+    if len(held) == length:
+        return 0
+    firsts = [i for i in index if alive[(i - 1) % length] not in held]
+    return firsts[0] if len(firsts) == 1 else None
 
 
 def is_dcas(window: Window, assignment) -> bool:
