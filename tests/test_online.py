@@ -145,11 +145,6 @@ def test_freeform_is_brute_force_minimum_two_per_switch(case):
     assert place_job(tree, idle, size, "freeform") == got
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: tjap.online._fill_pod takes smaller switches whole before splitting the remainder, so "
-    "it does not maximise the sum of squared switch counts inside a pod: tree (16 nodes, 3 per "
-    "switch, 2 per pod), idle [0,1,2,3], size 2 gives [0, 3] (paper cost 4000) instead of a "
-    "same-switch pair like [0, 1] (2000)"))
 @given(case=idle_sets())
 @example(case=(tree_of((16, 3, 2)), np.array([0, 1, 2, 3]), 2))
 @example(case=(tree_of((20, 5, 4)), np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 15]), 8))
@@ -163,9 +158,6 @@ def test_freeform_is_brute_force_minimum(case):
             f"{conv}: best_single_job_nodes({tree!r}, {idle.tolist()}, {size}) = {got}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: _fill_pod, one pod of switches with idle counts 5, 4, 2, 1 and an 8-node job: it takes "
-    "5 + 2 + 1 (A = 30) instead of 5 + 3 (A = 34); cost 22500 instead of 21500 (paper)"))
 def test_freeform_known_counterexample():
     tree = FatTree(num_nodes=20, nodes_per_switch=5, switches_per_pod=4)
     idle = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 15])
@@ -439,11 +431,8 @@ class _Hang(Exception):
     pass
 
 
-@pytest.mark.xfail(strict=True, raises=_Hang, reason=(
-    "BUG: replay(policy='window', cap=0) is not validated (window_stream and the CLI reject "
-    "cap < 1) and select_prefix then never selects a multi-node job, so window_ticks loops "
-    "forever"))
 def test_replay_cap_zero_rejected():
+    """Once a hang (cap 0 selected nothing, for ever); the alarm keeps a regression from hanging."""
     tree = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
     w = make_workload([0, 5], [10, 10], [2, 1])
 
@@ -490,3 +479,10 @@ def test_cli_online_bad_args_exit_2(argv, capsys):
         main(argv)
     assert exc.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_replay_rejects_a_strided_range():
+    tree = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
+    w = make_workload([0, 5, 6], [10, 10, 10], [2, 1, 1])
+    with pytest.raises(InvalidInputError, match="step 1"):
+        replay(tree, w, policy="window", jobs=range(0, 3, 2))

@@ -96,13 +96,12 @@ def _fill_pod(switches, counts, v):
     chosen, squares, left = [], 0, v
     used = set()
     for k in order:
-        if left >= counts[k]:
-            chosen.append((int(switches[k]), int(counts[k])))
-            squares += int(counts[k]) ** 2
-            left -= int(counts[k])
-            used.add(int(k))
-        if left == 0:
+        if left < counts[k]:
             break
+        chosen.append((int(switches[k]), int(counts[k])))
+        squares += int(counts[k]) ** 2
+        left -= int(counts[k])
+        used.add(int(k))
     if left:
         fits = [k for k in range(len(counts)) if k not in used and counts[k] >= left]
         k = min(fits, key=lambda k: (counts[k], k))
@@ -266,7 +265,11 @@ def replay(topology: FatTree, workload: Workload, *, policy: str = "window",
         raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
     if tau_s < 1:
         raise InvalidInputError(f"tau_s must be a positive number of seconds, got {tau_s}")
+    if cap is not None and cap < 1:
+        raise InvalidInputError(f"cap must be a positive number of multi-node jobs or None, got {cap}")
     jobs = range(workload.num_jobs) if jobs is None else jobs
+    if not isinstance(jobs, range) or jobs.step != 1:
+        raise InvalidInputError("jobs must be a range of consecutive job indices (step 1)")
     if len(jobs) == 0:
         raise InvalidInputError("no jobs to replay")
     if workload.requested_nodes[list(jobs)].max() > topology.num_nodes:
