@@ -25,6 +25,7 @@ from tjap import _backends
 from tjap.cost import HOP_UNIT_COST, convention_code
 from tjap.errors import InvalidInputError
 from tjap.result import Result, Status
+from tjap.topology import FatTree
 from tjap.window import Window
 
 SOLVERS = ("cpsat", "scip")
@@ -128,22 +129,73 @@ def _max_sum_of_squares(capacities, n: int) -> int:
     return total
 
 
-def _max_job_squares(cap: _Capacity, pod_members, n: int) -> int:
-    """Largest A + B (switch plus pod sums of squares) of one n-node job alone on the idle nodes:
-    a knapsack DP over pods, each pod filled greedily at switch level."""
-    best = np.full(n + 1, -1, dtype=np.int64)
+def _max_job_squares(window: Window, n: int) -> int:
+    """Largest A + B (switch plus pod sums of squares) of one n-node job alone on the idle nodes."""
+    t = window.topology
+    nodes = np.array(best_single_job_nodes(t, window.idle_nodes, n), dtype=np.int64)
+    return int((np.bincount(t.switch_of[nodes]) ** 2).sum() + (np.bincount(t.pod_of[nodes]) ** 2).sum())
+
+
+def best_single_job_nodes(topology: FatTree, idle_nodes: np.ndarray, size: int) -> list[int]:
+    """The cheapest node set of ``size`` nodes for one job alone, in both conventions.
+
+    Cost falls as A + B (sums of squared per-switch and per-pod counts) grows, so: inside a pod
+    fill the fullest switches first (optimal for a given pod count), and choose the pod counts by
+    a knapsack DP over pods.
+    """
+    switch_q = topology.switch_of[idle_nodes]
+    pod_q = topology.pod_of[idle_nodes]
+    gains, fills = [], []
+    pods, pod_idle = np.unique(pod_q, return_counts=True)
+    for p in pods[np.argsort(pod_idle, kind="stable")]:  # ties go to the tightest pod
+        switches, counts = np.unique(switch_q[pod_q == p], return_counts=True)
+        nodes_of = {int(s): idle_nodes[switch_q == s] for s in switches}
+        gain = [0]
+        fill_for = [[]]
+        for v in range(1, min(int(counts.sum()), size) + 1):
+            chosen, squares = _fill_pod(switches, counts, v)
+            gain.append(squares + v * v)
+            fill_for.append([u for s, c in chosen for u in nodes_of[s][:c].tolist()])
+        gains.append(np.array(gain, dtype=np.int64))
+        fills.append(fill_for)
+    best = np.full(size + 1, -1, dtype=np.int64)
     best[0] = 0
-    for members in pod_members:
-        idle = cap.idle[members]
-        gain = [v * v + _max_sum_of_squares(idle, v) for v in range(min(int(idle.sum()), n) + 1)]
+    choice = np.zeros((len(gains), size + 1), dtype=np.int64)
+    for k, gain in enumerate(gains):
         new = best.copy()
-        for used in range(n + 1):
-            if best[used] < 0:
-                continue
-            for v in range(1, min(len(gain) - 1, n - used) + 1):
-                new[used + v] = max(new[used + v], best[used] + gain[v])
+        for used in np.flatnonzero(best >= 0):
+            for v in range(1, min(gain.size - 1, size - used) + 1):
+                if best[used] + gain[v] > new[used + v]:
+                    new[used + v] = best[used] + gain[v]
+                    choice[k, used + v] = v
         best = new
-    return int(best[n])
+    nodes, left = [], size
+    for k in range(len(gains) - 1, -1, -1):
+        v = int(choice[k, left])
+        nodes.extend(fills[k][v])
+        left -= v
+    return sorted(nodes)
+
+
+def _fill_pod(switches, counts, v):
+    """Place v nodes in one pod maximising the sum of squared per-switch counts: fill the fullest
+    switches whole, and put the remainder in the tightest switch that holds it (best fit)."""
+    order = np.argsort(-counts, kind="stable")
+    chosen, squares, left = [], 0, v
+    used = set()
+    for k in order:
+        if left < counts[k]:
+            break
+        chosen.append((int(switches[k]), int(counts[k])))
+        squares += int(counts[k]) ** 2
+        left -= int(counts[k])
+        used.add(int(k))
+    if left:
+        fits = [k for k in range(len(counts)) if k not in used and counts[k] >= left]
+        k = min(fits, key=lambda k: (counts[k], k))
+        chosen.append((int(switches[k]), left))
+        squares += left * left
+    return chosen, squares
 
 
 def _square_terms(bits):
@@ -183,7 +235,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         b.add(b.sum(c * v for c, v in switch_terms) <= _max_sum_of_squares(cap.idle, n))
         pod_terms = terms[len(switch_terms):]
         b.add(b.sum(c * v for c, v in pod_terms) <= _max_sum_of_squares(pod_idle, n))
-        b.add(b.sum(c * v for c, v in terms) <= _max_job_squares(cap, pod_members, n))
+        b.add(b.sum(c * v for c, v in terms) <= _max_job_squares(window, n))
         count_vars.append(switch_bits)
         squares.append(terms)
     for e, idle in enumerate(cap.idle):

@@ -24,6 +24,7 @@ import numpy as np
 
 from tjap.cost import job_cost
 from tjap.errors import InvalidInputError
+from tjap.freeform import best_single_job_nodes
 from tjap.stream import Workload, priority_order, select_prefix
 from tjap.topology import FatTree
 from tjap.window import Window
@@ -46,68 +47,6 @@ def place_job(topology: FatTree, idle_nodes: np.ndarray, size: int, placement: s
     if placement == "freeform":
         return best_single_job_nodes(topology, idle_nodes, size)
     raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
-
-
-def best_single_job_nodes(topology: FatTree, idle_nodes: np.ndarray, size: int) -> list[int]:
-    """The cheapest node set of ``size`` nodes for one job alone, in both conventions.
-
-    Cost falls as A + B (sums of squared per-switch and per-pod counts) grows, so: inside a pod
-    fill the fullest switches first (optimal for a given pod count), and choose the pod counts by
-    a knapsack DP over pods.
-    """
-    switch_q = topology.switch_of[idle_nodes]
-    pod_q = topology.pod_of[idle_nodes]
-    gains, fills = [], []
-    pods, pod_idle = np.unique(pod_q, return_counts=True)
-    for p in pods[np.argsort(pod_idle, kind="stable")]:  # ties go to the tightest pod
-        switches, counts = np.unique(switch_q[pod_q == p], return_counts=True)
-        nodes_of = {int(s): idle_nodes[switch_q == s] for s in switches}
-        gain = [0]
-        fill_for = [[]]
-        for v in range(1, min(int(counts.sum()), size) + 1):
-            chosen, squares = _fill_pod(switches, counts, v)
-            gain.append(squares + v * v)
-            fill_for.append([u for s, c in chosen for u in nodes_of[s][:c].tolist()])
-        gains.append(np.array(gain, dtype=np.int64))
-        fills.append(fill_for)
-    best = np.full(size + 1, -1, dtype=np.int64)
-    best[0] = 0
-    choice = np.zeros((len(gains), size + 1), dtype=np.int64)
-    for k, gain in enumerate(gains):
-        new = best.copy()
-        for used in np.flatnonzero(best >= 0):
-            for v in range(1, min(gain.size - 1, size - used) + 1):
-                if best[used] + gain[v] > new[used + v]:
-                    new[used + v] = best[used] + gain[v]
-                    choice[k, used + v] = v
-        best = new
-    nodes, left = [], size
-    for k in range(len(gains) - 1, -1, -1):
-        v = int(choice[k, left])
-        nodes.extend(fills[k][v])
-        left -= v
-    return sorted(nodes)
-
-
-def _fill_pod(switches, counts, v):
-    """Place v nodes in one pod maximising the sum of squared per-switch counts: fill the fullest
-    switches whole, and put the remainder in the tightest switch that holds it (best fit)."""
-    order = np.argsort(-counts, kind="stable")
-    chosen, squares, left = [], 0, v
-    used = set()
-    for k in order:
-        if left < counts[k]:
-            break
-        chosen.append((int(switches[k]), int(counts[k])))
-        squares += int(counts[k]) ** 2
-        left -= int(counts[k])
-        used.add(int(k))
-    if left:
-        fits = [k for k in range(len(counts)) if k not in used and counts[k] >= left]
-        k = min(fits, key=lambda k: (counts[k], k))
-        chosen.append((int(switches[k]), left))
-        squares += left * left
-    return chosen, squares
 
 
 # -- the simulation record ---------------------------------------------------------------------
