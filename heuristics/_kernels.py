@@ -5,16 +5,24 @@ Operators are chosen by integer codes so the whole loop stays compiled; the publ
 classes in :mod:`heuristics.operators` map to these codes and validate their parameters.
 """
 
+import warnings
+
 import numpy as np
+from numba import objmode
+from numba.core.errors import NumbaWarning
 
 from tjap._dcas_kernels import decode, take_block, total_cost
 from tjap._jit import njit
 from tjap._kernels import block_costs
 
+# The learned repair runs a Python callback in object mode; nogil cannot apply to that block.
+warnings.filterwarnings("ignore", message="Code running in object mode", category=NumbaWarning)
+
 # repair operators: how a re-inserted job picks its start in the current idle sequence
 REPAIR_PAPER = 0     # uniform among the first min(q, length) positions (the paper, q = 100)
 REPAIR_UNIFORM = 1   # uniform over every position
 REPAIR_GREEDY = 2    # the cheapest block (ties: lowest position)
+REPAIR_LEARNED = 3   # a trained policy, called back from compiled code (learned.nsa)
 # order in which removed jobs are re-inserted
 REINSERT_LARGEST_FIRST = 0  # descending size, ties by window order (the paper's text)
 REINSERT_WINDOW_ORDER = 1   # window order (the published code)
@@ -23,25 +31,39 @@ ACCEPT_METROPOLIS = 0  # simulated annealing
 ACCEPT_IMPROVING = 1   # accept only moves that do not worsen the current cost (descent / LNS)
 
 
+def learned_start(switch_q, pod_q, alive, length, size, others, num_others):
+    """Called from compiled code (object mode) when the repair operator is learned: asks the
+    policy registered in LEARNED_REPAIR[0] for a start position."""
+    return int(LEARNED_REPAIR[0](switch_q, pod_q, alive, length, size, others, num_others))
+
+
+#: The learned repair policy the compiled loop calls back (set by learned.nsa for one run).
+LEARNED_REPAIR = [None]
+
+
 @njit
 def choose_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention,
-                 repair, q):
-    """Start position of a block of ``size`` in ``alive[:length]`` under a repair operator."""
+                 repair, q, others, num_others):
+    """Start position of a block of ``size`` in ``alive[:length]`` under a repair operator.
+    ``others`` / ``num_others``: total size and number of removed jobs still to re-insert after
+    this one (the learned policy's state uses them)."""
     if repair == REPAIR_PAPER:
         return int(np.random.random() * min(q, length))
     if repair == REPAIR_UNIFORM:
         return int(np.random.random() * length)
+    if repair == REPAIR_LEARNED:
+        with objmode(start="int64"):
+            start = learned_start(switch_q, pod_q, alive, length, size, others, num_others)
+        return start
     costs = block_costs(switch_q[alive[:length]], pod_q[alive[:length]], size, num_switches,
                         num_pods, convention)
     return int(np.argmin(costs))
 
 
 @njit
-def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
-                       order, starts, new_order, new_starts, positions, alive, picks,
-                       max_remove, repair, q, reinsert):
-    """One move: remove 1..max_remove random jobs from the order, keep the others' steps, and
-    re-insert the removed ones at the end of the order, each at a start chosen by ``repair``."""
+def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert):
+    """Remove 1..max_remove random jobs from the order: ``new_order`` gets the kept steps (their
+    starts unchanged) followed by the removed jobs in re-insertion order. Returns the kept count."""
     num_jobs = order.shape[0]
     k = 1 + int(np.random.random() * min(max_remove, num_jobs))
     for i in range(num_jobs):
@@ -52,6 +74,7 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
     removed = np.zeros(num_jobs, np.bool_)
     for i in range(k):
         removed[picks[i]] = True
+    new_order[:] = -1
     kept = 0
     for step in range(num_jobs):
         if not removed[step]:
@@ -62,7 +85,7 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
     for step in range(num_jobs):
         if removed[step]:
             j = order[step]
-            pos = kept + 0
+            pos = kept
             while pos < num_jobs and new_order[pos] >= 0:
                 pos += 1
             new_order[pos] = j
@@ -76,14 +99,29 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
                     break
                 new_order[pos - 1], new_order[pos] = j, a
                 pos -= 1
+    return kept
+
+
+@njit
+def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
+                       order, starts, new_order, new_starts, positions, alive, picks,
+                       max_remove, repair, q, reinsert):
+    """One move: :func:`destroy`, decode the kept steps, then re-insert the removed jobs at the end
+    of the order, each at a start chosen by ``repair`` in the sequence left by the steps before."""
+    num_jobs = order.shape[0]
+    kept = destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert)
     length = decode(switch_q.shape[0], sizes, offsets, new_order, new_starts, kept, positions, alive)
+    others = 0
+    for step in range(kept, num_jobs):
+        others += sizes[new_order[step]]
     for step in range(kept, num_jobs):
         j = new_order[step]
+        others -= sizes[j]
         start = choose_start(switch_q, pod_q, alive, length, sizes[j], num_switches, num_pods,
-                             convention, repair, q)
+                             convention, repair, q, others, num_jobs - step - 1)
         new_starts[step] = start
         length = take_block(alive, length, start, sizes[j], positions, offsets[j])
-    return k
+    return num_jobs - kept
 
 
 #: Iterations per kernel call; the RNG is re-seeded per chunk from (seed, chunk), so a run is the
@@ -125,7 +163,6 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
     ratio = t_min / t_max
     for it in range(it_begin, it_end):
         temperature = t_max * ratio ** (it / max(iterations - 1, 1))
-        new_order[:] = -1
         destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
                            cur_order, cur_starts, new_order, new_starts, positions, alive, picks,
                            max_remove, repair, q, reinsert)
