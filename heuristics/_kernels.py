@@ -201,3 +201,9 @@ def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, or
         return np.inf
     return total_cost(switch_q, pod_q, sizes, offsets, positions, np.zeros(num_switches, np.int64),
                       np.zeros(num_pods, np.int64), convention)
+
+
+@njit
+def seed_rng(seed):
+    """Seed the random generator of compiled code (used by environments that call destroy)."""
+    np.random.seed(seed)

@@ -7,6 +7,7 @@ the same :class:`Repair` protocol.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from heuristics import _kernels as k
@@ -20,6 +21,10 @@ class Repair:
     name = "repair"
     code: int = -1
     q: int = 0
+
+    def active(self, window):
+        """Context in which the compiled loop may call this operator back (learned operators)."""
+        return contextlib.nullcontext()
 
 
 @dataclass(frozen=True)

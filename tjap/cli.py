@@ -139,6 +139,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--convention", choices=("paper", "published"), default="paper")
     _common(p)
 
+    p = sub.add_parser("train", help="train a learned operator")
+    train = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    t = train.add_parser("nsa", help="the NSA repair operator (MaskablePPO)",
+                         description="Train the NSA repair policy with MaskablePPO on windows of "
+                                     "the paper's stream; writes OUT.pt, OUT.json and OUT_curve.csv.")
+    t.add_argument("--arch", default="cnn3", choices=("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3"))
+    t.add_argument("--timesteps", type=_positive(int), default=300_000)
+    t.add_argument("--setting", choices=("published", "paper"), default="published")
+    t.add_argument("--windows", type=_positive(int), default=500, help="training windows")
+    t.add_argument("--reward", choices=("repaired", "window"), default="repaired")
+    t.add_argument("--device", default="cpu")
+    t.add_argument("--out", default="learned/weights/nsa_cnn3")
+    _common(t)
+
     p = sub.add_parser("demo", help="a paper-sized window solved by every exact method",
                        description="Generate the first window of the paper's stream (1000 idle "
                                    "nodes) and solve it with every exact method.")
@@ -268,6 +282,20 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_train(args) -> int:
+    from learned.train import train_nsa
+
+    out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,
+                    args.reward, quiet=args.quiet, device=args.device)
+    if args.json:
+        _print_json(out)
+    else:
+        print(f"trained {args.arch} for {args.timesteps} steps in {out['wall_s']:.0f} s; "
+              f"final mean reward {out['final_mean_reward']}")
+        print(f"weights: {out['weights']}  metadata: {out['metadata']}  curve: {out['curve']}")
+    return 0
+
+
 def cmd_online(args) -> int:
     from tjap.online import replay
     from tjap.stream import Workload
@@ -341,7 +369,7 @@ def cmd_methods(args) -> int:
 
 
 COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
-            "methods": cmd_methods, "online": cmd_online}
+            "methods": cmd_methods, "online": cmd_online, "train": cmd_train}
 
 
 def main(argv=None) -> int:

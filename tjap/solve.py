@@ -30,6 +30,7 @@ _REGISTRY: dict[str, str | Callable] = {
     "seq": "tjap.scas:solve_seq",
     "sa": "heuristics.anneal:solve_sa",
     "lns": "heuristics.anneal:solve_lns",
+    "nsa": "learned.nsa:solve_nsa",
 }
 
 #: What each method computes, shown by ``tjap solve --help`` and the README.
@@ -45,6 +46,7 @@ DESCRIPTIONS = {
     "seq": "the paper's sequential assignment (each job takes the next idle nodes)",
     "sa": "DCAS simulated annealing in Numba (paper's Table I; repair=paper|uniform|greedy)",
     "lns": "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)",
+    "nsa": "neural SA: the sa loop with a PPO-trained repair operator (weights=..., needs torch)",
 }
 
 

@@ -1,0 +1,47 @@
+"""The state a learned repair operator sees (seed 002, section V-B), built from the same arrays the
+compiled SA loop holds, so the environment and the operator share one definition.
+
+For the first ``q`` positions of the current idle sequence, channels are: the node's edge-switch
+id / number of switches, its pod id / number of pods, the current job's request / n_max and the
+other unallocated jobs' total request / ((|J'| - 1) n_max); positions past the end of the sequence
+are all zero and masked. ``idle_flag=True`` adds the published code's fifth channel (1 where a
+position holds an idle node).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+FEATURES = ("switch", "pod", "request", "others")
+
+
+def feature_spec(q: int = 100, n_max: int = 40, idle_flag: bool = False) -> dict:
+    return {"q": int(q), "n_max": int(n_max),
+            "channels": list(FEATURES) + (["idle"] if idle_flag else []),
+            "normalisation": "switch/num_switches, pod/num_pods, request/n_max, "
+                             "others/((|J'|-1) n_max)", "layout": "channels x q"}
+
+
+def spec_hash(spec: dict) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def repair_observation(switch_q, pod_q, alive, length, size, others, num_others, num_switches,
+                       num_pods, q=100, n_max=40, idle_flag=False):
+    """(channels x q float32 observation, q-bool action mask) for one repair step."""
+    channels = len(FEATURES) + int(idle_flag)
+    obs = np.zeros((channels, q), dtype=np.float32)
+    n = min(q, int(length))
+    positions = np.asarray(alive[:n])
+    obs[0, :n] = switch_q[positions] / num_switches
+    obs[1, :n] = pod_q[positions] / num_pods
+    obs[2, :n] = size / n_max
+    obs[3, :n] = others / (num_others * n_max) if num_others > 0 else 0.0
+    if idle_flag:
+        obs[4, :n] = 1.0
+    mask = np.zeros(q, dtype=bool)
+    mask[:n] = True
+    return obs, mask

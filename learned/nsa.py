@@ -1,0 +1,91 @@
+"""Neural simulated annealing (seed 002): a trained repair operator inside the same SA loop.
+
+:class:`LearnedRepair` holds a policy and implements the repair protocol of
+:mod:`heuristics.operators`; the compiled loop of :func:`heuristics.anneal.anneal` calls it back
+for each re-inserted job. ``tjap.solve(window, method="nsa", iterations=500, weights=...)`` runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from heuristics import _kernels as k
+from heuristics.operators import Metropolis, RandomDestroy, Repair
+from learned.features import repair_observation
+from tjap.result import Result
+from tjap.window import Window
+
+WEIGHTS_DIR = Path(__file__).parent / "weights"
+DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
+
+
+@dataclass(frozen=True, eq=False)
+class LearnedRepair(Repair):
+    """Repair operator choosing each start with a trained policy (masked argmax)."""
+
+    name = "learned"
+    code: int = k.REPAIR_LEARNED
+    q: int = 100
+    policy: object = None
+    spec: dict = field(default_factory=dict)
+    calls: list = field(default_factory=lambda: [0])
+
+    @classmethod
+    def load(cls, weights=DEFAULT_WEIGHTS) -> "LearnedRepair":
+        policy, meta = _load(str(weights))
+        return cls(q=meta["feature_spec"]["q"], policy=policy, spec=meta["feature_spec"])
+
+    def start(self, switch_q, pod_q, alive, length, size, others, num_others, num_switches,
+              num_pods) -> int:
+        import torch
+
+        obs, mask = repair_observation(switch_q, pod_q, alive, length, size, others, num_others,
+                                       num_switches, num_pods, self.q, self.spec["n_max"],
+                                       "idle" in self.spec["channels"])
+        with torch.no_grad():
+            features = self.policy.extract_features(torch.as_tensor(obs[None]),
+                                                    self.policy.pi_features_extractor)
+            logits = self.policy.action_net(self.policy.mlp_extractor.forward_actor(features))[0]
+        logits = logits.numpy()
+        logits[~mask] = -np.inf
+        self.calls[0] += 1
+        return int(np.argmax(logits))
+
+    @contextlib.contextmanager
+    def active(self, window: Window):
+        t = window.topology
+
+        def callback(switch_q, pod_q, alive, length, size, others, num_others):
+            return self.start(switch_q, pod_q, alive, length, size, others, num_others,
+                              t.num_switches, t.num_pods)
+
+        previous = k.LEARNED_REPAIR[0]
+        k.LEARNED_REPAIR[0] = callback
+        try:
+            yield
+        finally:
+            k.LEARNED_REPAIR[0] = previous
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str):
+    from learned.policy_io import load_policy
+
+    return load_policy(path)
+
+
+def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
+              weights=None, max_remove=2, t_max=2500.0, t_min=2.5, reinsert="largest-first",
+              initial="seq", **_) -> Result:
+    """NSA: the paper's SA loop with the learned repair operator (CNN-3 weights by default)."""
+    from heuristics.anneal import anneal
+
+    repair = LearnedRepair.load(weights or DEFAULT_WEIGHTS)
+    return anneal(window, iterations=iterations, repair=repair, destroy=RandomDestroy(max_remove),
+                  accept=Metropolis(t_max, t_min), reinsert=reinsert, initial=initial,
+                  convention=convention, time_limit_s=time_limit_s, seed=seed, method="nsa")
