@@ -54,6 +54,8 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     model = MaskablePPO(MaskableActorCriticPolicy, env, policy_kwargs=policy_kwargs(arch),
                         seed=seed, device=device, verbose=0, **hyper)
     curve: list[dict] = []
+    curve_path = Path(out).with_name(Path(out).name + "_curve.csv")
+    curve_path.parent.mkdir(parents=True, exist_ok=True)
 
     class Progress(BaseCallback):
         def _on_training_start(self):
@@ -72,6 +74,7 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
                 curve.append({"timesteps": self.num_timesteps, "episodes": len(env.get_episode_rewards()),
                               "mean_reward_100": sum(rewards) / len(rewards),
                               "wall_s": time.perf_counter() - started})
+                _write_curve(curve_path, curve)  # as it grows, so a long run can be watched
 
         def _on_training_end(self):
             self.bar.close()
@@ -83,11 +86,12 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
         "algorithm": "MaskablePPO", "seed": seed, "timesteps": timesteps, "setting": setting,
         "windows": num_windows, "window_seed": seed + 1000, "reward": reward, "ppo": hyper,
         "wall_s": round(wall, 1), "device": device, "torch_threads": torch.get_num_threads()})
-    curve_path = Path(out).with_name(Path(out).name + "_curve.csv")
-    if curve:
-        with curve_path.open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(curve[0]))
-            writer.writeheader()
-            writer.writerows(curve)
     return {"weights": str(weights), "metadata": str(meta), "curve": str(curve_path),
             "wall_s": wall, "final_mean_reward": curve[-1]["mean_reward_100"] if curve else None}
+
+
+def _write_curve(path: Path, curve: list[dict]) -> None:
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(curve[0]))
+        writer.writeheader()
+        writer.writerows(curve)
