@@ -57,12 +57,12 @@ def plot(rows, path, convention="paper"):
     key = f"mean_cost_{convention}"
     ax1.plot(taus, [r[key] for r in window], "o-", label="window (dp)")
     ax2.plot(taus, [r["mean_wait_s"] for r in window], "o-", label="window (dp)")
-    for r in rows:
-        if r["policy"].startswith("window"):
-            continue
+    per_job = [r for r in rows if not r["policy"].startswith("window")]
+    for k, r in enumerate(per_job):
         label = f"{r['policy'].upper()} {r['placement']}"
-        ax1.axhline(r[key], ls="--", lw=1, label=label, color=None)
-        ax2.axhline(r["mean_wait_s"], ls="--", lw=1, label=label)
+        style = {"ls": "--" if r["policy"] == "fcfs" else ":", "lw": 1.5, "color": f"C{k // 2 + 1}"}
+        ax1.axhline(r[key], label=label, **style)
+        ax2.axhline(r["mean_wait_s"], label=label, **style)
     ax1.set_xlabel("tau (s)")
     ax1.set_ylabel(f"mean CH cost per multi-node job ({convention})")
     ax2.set_xlabel("tau (s)")
