@@ -5,7 +5,9 @@ For the first ``q`` positions of the current idle sequence, channels are: the no
 id / number of switches, its pod id / number of pods, the current job's request / n_max and the
 other unallocated jobs' total request / ((|J'| - 1) n_max); positions past the end of the sequence
 are all zero and masked. ``idle_flag=True`` adds the published code's fifth channel (1 where a
-position holds an idle node).
+position holds an idle node). ``boundaries=True`` (ours, not the paper's) adds two channels that
+are 1 where a position starts a new edge switch / pod in the sequence, which the normalised ids
+only show as differences of 1/num_switches.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ import numpy as np
 FEATURES = ("switch", "pod", "request", "others")
 
 
-def feature_spec(q: int = 100, n_max: int = 40, idle_flag: bool = False) -> dict:
+def feature_spec(q: int = 100, n_max: int = 40, idle_flag: bool = False,
+                 boundaries: bool = False) -> dict:
     return {"q": int(q), "n_max": int(n_max),
-            "channels": list(FEATURES) + (["idle"] if idle_flag else []),
+            "channels": list(FEATURES) + (["idle"] if idle_flag else [])
+            + (["switch_start", "pod_start"] if boundaries else []),
             "normalisation": "switch/num_switches, pod/num_pods, request/n_max, "
                              "others/((|J'|-1) n_max)", "layout": "channels x q"}
 
@@ -30,9 +34,9 @@ def spec_hash(spec: dict) -> str:
 
 
 def repair_observation(switch_q, pod_q, alive, length, size, others, num_others, num_switches,
-                       num_pods, q=100, n_max=40, idle_flag=False):
+                       num_pods, q=100, n_max=40, idle_flag=False, boundaries=False):
     """(channels x q float32 observation, q-bool action mask) for one repair step."""
-    channels = len(FEATURES) + int(idle_flag)
+    channels = len(FEATURES) + int(idle_flag) + 2 * int(boundaries)
     obs = np.zeros((channels, q), dtype=np.float32)
     n = min(q, int(length))
     positions = np.asarray(alive[:n])
@@ -42,6 +46,12 @@ def repair_observation(switch_q, pod_q, alive, length, size, others, num_others,
     obs[3, :n] = others / (num_others * n_max) if num_others > 0 else 0.0
     if idle_flag:
         obs[4, :n] = 1.0
+    if boundaries and n:
+        c = len(FEATURES) + int(idle_flag)
+        sw, pd = switch_q[positions], pod_q[positions]
+        obs[c, 0] = obs[c + 1, 0] = 1.0
+        obs[c, 1:n] = sw[1:] != sw[:-1]
+        obs[c + 1, 1:n] = pd[1:] != pd[:-1]
     mask = np.zeros(q, dtype=bool)
     mask[:n] = True
     return obs, mask

@@ -46,7 +46,8 @@ class LearnedRepair(Repair):
 
         obs, mask = repair_observation(switch_q, pod_q, alive, length, size, others, num_others,
                                        num_switches, num_pods, self.q, self.spec["n_max"],
-                                       "idle" in self.spec["channels"])
+                                       "idle" in self.spec["channels"],
+                                       "switch_start" in self.spec["channels"])
         with torch.no_grad():
             features = self.policy.extract_features(torch.as_tensor(obs[None]),
                                                     self.policy.pi_features_extractor)

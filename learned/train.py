@@ -26,7 +26,7 @@ PPO = {"n_steps": 2048, "batch_size": 256, "learning_rate": 3e-4, "gamma": 1.0, 
 
 def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_cnn3",
               setting="published", num_windows=500, reward="repaired", quiet=False,
-              device="cpu", ppo=None) -> dict:
+              device="cpu", ppo=None, boundaries=False, idle_flag=False) -> dict:
     try:
         import torch
         from sb3_contrib import MaskablePPO
@@ -49,7 +49,7 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     torch.manual_seed(seed)
     windows = generate_windows(s["layout"], num_windows, seed + 1000, convention=s["convention"])
     env = Monitor(NSARepairEnv(windows, convention=s["convention"], reinsert=s["reinsert"],
-                               reward=reward))
+                               reward=reward, boundaries=boundaries, idle_flag=idle_flag))
     env.reset(seed=seed)
     model = MaskablePPO(MaskableActorCriticPolicy, env, policy_kwargs=policy_kwargs(arch),
                         seed=seed, device=device, verbose=0, **hyper)

@@ -150,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--windows", type=_positive(int), default=500, help="training windows")
     t.add_argument("--reward", choices=("repaired", "window"), default="repaired")
     t.add_argument("--device", default="cpu")
+    t.add_argument("--idle-flag", action="store_true", help="the published code's fifth feature")
+    t.add_argument("--boundaries", action="store_true",
+                   help="two extra channels marking where a new switch / pod starts (ours)")
     t.add_argument("--out", default="learned/weights/nsa_cnn3")
     _common(t)
 
@@ -286,7 +289,8 @@ def cmd_train(args) -> int:
     from learned.train import train_nsa
 
     out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,
-                    args.reward, quiet=args.quiet, device=args.device)
+                    args.reward, quiet=args.quiet, device=args.device, boundaries=args.boundaries,
+                    idle_flag=args.idle_flag)
     if args.json:
         _print_json(out)
     else:

@@ -30,7 +30,7 @@ class NSARepairEnv(gym.Env):
 
     def __init__(self, windows, *, convention="published", q=100, n_max=40, max_remove=2,
                  reinsert="window-order", reward="repaired", reward_scale=1e5, idle_flag=False,
-                 warmup_moves=20):
+                 boundaries=False, warmup_moves=20):
         if not windows:
             raise InvalidInputError("NSARepairEnv needs at least one window")
         if reward not in REWARDS:
@@ -42,8 +42,8 @@ class NSARepairEnv(gym.Env):
         self.q, self.n_max, self.max_remove = q, n_max, max_remove
         self.reinsert = REINSERT[reinsert]
         self.reward_kind, self.reward_scale = reward, reward_scale
-        self.idle_flag, self.warmup_moves = idle_flag, warmup_moves
-        self.spec_dict = feature_spec(q, n_max, idle_flag)
+        self.idle_flag, self.boundaries, self.warmup_moves = idle_flag, boundaries, warmup_moves
+        self.spec_dict = feature_spec(q, n_max, idle_flag, boundaries)
         channels = len(self.spec_dict["channels"])
         self.observation_space = gym.spaces.Box(0.0, 1.0, (channels, q), dtype=np.float32)
         self.action_space = gym.spaces.Discrete(q)
@@ -83,7 +83,8 @@ class NSARepairEnv(gym.Env):
         rest = self.order[self.step_index + 1:]
         obs, self._mask = repair_observation(
             a.switch_q, a.pod_q, self.alive, self.length, a.sizes[j], int(a.sizes[rest].sum()),
-            rest.size, a.num_switches, a.num_pods, self.q, self.n_max, self.idle_flag)
+            rest.size, a.num_switches, a.num_pods, self.q, self.n_max, self.idle_flag,
+            self.boundaries)
         return obs
 
     def action_masks(self) -> np.ndarray:
