@@ -162,3 +162,42 @@ def print_table3(result: dict) -> str:
             ("sa1000_ms", ".2f"), ("sa1000_best", ".1f"), ("sa1000_best_ms", ".2f"),
             ("lns500", ".1f"), ("scas_opt", ".1f"), ("scas_opt_ms", ".2f"), ("freeform", ".1f")]
     return format_table(result["epochs"], cols)
+
+
+def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
+              quiet=False) -> dict:
+    """NSA-500 against SA-500 / SA-1000 with the paper's repair at equal iterations, and against
+    SA with the paper's and our best repair at NSA's wall time, window by window."""
+    s = SETTINGS[setting]
+    conv = s["convention"]
+    windows = _windows(setting, epochs, windows_per_epoch, seed)
+    common = {"convention": conv, "seed": seed}
+    paper_sa = {"t_max": s["t_max"], "reinsert": s["reinsert"]}
+    solve(windows[0], "nsa", iterations=1, weights=weights, **common)
+    rows = []
+    for w in progress(windows, desc=f"nsa/{setting}", quiet=quiet):
+        nsa = solve(w, "nsa", iterations=500, weights=weights, **paper_sa, **common)
+        budget = nsa.runtime_s
+        runs = {
+            "nsa500": nsa,
+            "sa500": solve(w, "sa", iterations=500, **paper_sa, **common),
+            "sa1000": solve(w, "sa", iterations=1000, **paper_sa, **common),
+            "sa_paper_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
+                                        **paper_sa, **common),
+            "sa_best_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
+                                       **BEST_SA, **common),
+            "scas_opt": solve(w, "dp", **common),
+        }
+        row = {"epoch": w.meta["epoch"], "window": w.meta["index"]}
+        for name, r in runs.items():
+            row[name] = r.objective
+            row[f"{name}_s"] = r.runtime_s
+            row[f"{name}_iterations"] = r.iterations
+        rows.append(row)
+    names = list(runs)
+    per_epoch = _per_epoch(rows, names)
+    nsa = np.array([r["nsa500"] for r in rows])
+    impr = {n: 100 * float(np.mean((np.array([r[n] for r in rows]) - nsa) / np.array([r[n] for r in rows])))
+            for n in names if n != "nsa500"}
+    return {"setting": setting, "rows": rows, "epochs": per_epoch,
+            "nsa_improvement_pct": impr, "gap_to_scas_pct": gaps(rows, names)}

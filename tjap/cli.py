@@ -97,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
                            ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
-                           ("speed", "iterations per second of the Numba SA loop against its plain-Python twin")):
+                           ("speed", "iterations per second of the Numba SA loop against its plain-Python twin"),
+                           ("nsa", "NSA-500 against SA at equal iterations and at equal wall time")):
         b = bench.add_parser(name, help=helptext, description=helptext)
         b.add_argument("--setting", choices=("published", "paper"), default="published",
                        help="published: the authors' code (25x40 layout, published cost, T_max "
@@ -106,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         b.add_argument("--windows-per-epoch", type=_positive(int), default=100)
         if name == "table3":
             b.add_argument("--freeform-time-limit", type=_positive(float), default=1.0, metavar="S")
+        if name == "nsa":
+            b.add_argument("--weights", default=None, help="policy .json (default: shipped CNN-3)")
         if name == "table4":
             b.add_argument("--paper-windows", type=int, default=20)
             b.add_argument("--limit", type=_positive(float), default=30.0, metavar="S")
@@ -264,6 +267,19 @@ def cmd_bench(args) -> int:
                    "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
                    "csv": str(write_csv(out_dir / f"table4_{args.setting}_s{args.seed}.csv", rows))}
         text = "\n".join(f"{k}: {v}" for k, v in summary.items())
+    elif args.what == "nsa":
+        res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
+                                  args.seed, quiet=args.quiet)
+        summary = {"setting": args.setting, "epochs": res["epochs"],
+                   "nsa_improvement_pct": res["nsa_improvement_pct"],
+                   "gap_to_scas_pct": res["gap_to_scas_pct"],
+                   "csv": str(write_csv(out_dir / f"nsa_{args.setting}_s{args.seed}.csv", res["rows"]))}
+        text = format_table(res["epochs"], [("epoch", ""), ("nsa500", ".1f"), ("nsa500_ms", ".1f"),
+                                            ("sa500", ".1f"), ("sa1000", ".1f"),
+                                            ("sa_paper_same_time", ".1f"),
+                                            ("sa_best_same_time", ".1f"), ("scas_opt", ".1f")])
+        text += "\nNSA-500 improvement over (%): " + ", ".join(
+            f"{k} {v:+.3f}" for k, v in summary["nsa_improvement_pct"].items())
     elif args.what == "speed":
         rows = sa_tables.speed(args.setting, args.windows_per_epoch, seed=args.seed)
         summary = {"setting": args.setting, "rows": rows}
