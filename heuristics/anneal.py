@@ -79,7 +79,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
     accepted = improved = done = 0
     loop_s = 0.0
-    with repair.active(window):
+    with repair.active(window, seed):
         while done < iterations:
             if time_limit_s is not None and time.perf_counter() - started >= time_limit_s:
                 break

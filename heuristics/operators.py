@@ -22,7 +22,7 @@ class Repair:
     code: int = -1
     q: int = 0
 
-    def active(self, window):
+    def active(self, window, seed: int = 0):
         """Context in which the compiled loop may call this operator back (learned operators)."""
         return contextlib.nullcontext()
 

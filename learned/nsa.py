@@ -26,19 +26,23 @@ DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
 
 @dataclass(frozen=True, eq=False)
 class LearnedRepair(Repair):
-    """Repair operator choosing each start with a trained policy (masked argmax)."""
+    """Repair operator choosing each start with a trained policy: the masked argmax, or with
+    ``sample=True`` a draw from the policy's distribution (seeded by the search's seed)."""
 
     name = "learned"
     code: int = k.REPAIR_LEARNED
     q: int = 100
     policy: object = None
     spec: dict = field(default_factory=dict)
+    sample: bool = False
     calls: list = field(default_factory=lambda: [0])
+    rng: list = field(default_factory=lambda: [np.random.default_rng(0)])
 
     @classmethod
-    def load(cls, weights=DEFAULT_WEIGHTS) -> "LearnedRepair":
+    def load(cls, weights=DEFAULT_WEIGHTS, sample: bool = False) -> "LearnedRepair":
         policy, meta = _load(str(weights))
-        return cls(q=meta["feature_spec"]["q"], policy=policy, spec=meta["feature_spec"])
+        return cls(q=meta["feature_spec"]["q"], policy=policy, spec=meta["feature_spec"],
+                   sample=sample)
 
     def start(self, switch_q, pod_q, alive, length, size, others, num_others, num_switches,
               num_pods) -> int:
@@ -52,14 +56,18 @@ class LearnedRepair(Repair):
             features = self.policy.extract_features(torch.as_tensor(obs[None]),
                                                     self.policy.pi_features_extractor)
             logits = self.policy.action_net(self.policy.mlp_extractor.forward_actor(features))[0]
-        logits = logits.numpy()
+        logits = logits.numpy().astype(np.float64)
         logits[~mask] = -np.inf
         self.calls[0] += 1
-        return int(np.argmax(logits))
+        if not self.sample:
+            return int(np.argmax(logits))
+        p = np.exp(logits - logits.max())
+        return int(self.rng[0].choice(p.size, p=p / p.sum()))
 
     @contextlib.contextmanager
-    def active(self, window: Window):
+    def active(self, window: Window, seed: int = 0):
         t = window.topology
+        self.rng[0] = np.random.default_rng(seed)
 
         def callback(switch_q, pod_q, alive, length, size, others, num_others):
             return self.start(switch_q, pod_q, alive, length, size, others, num_others,
@@ -82,11 +90,12 @@ def _load(path: str):
 
 def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
               weights=None, max_remove=2, t_max=2500.0, t_min=2.5, reinsert="largest-first",
-              initial="seq", **_) -> Result:
-    """NSA: the paper's SA loop with the learned repair operator (CNN-3 weights by default)."""
+              initial="seq", sample=False, **_) -> Result:
+    """NSA: the paper's SA loop with the learned repair operator (CNN-3 weights by default);
+    ``sample=True`` draws starts from the policy instead of taking its most likely one."""
     from heuristics.anneal import anneal
 
-    repair = LearnedRepair.load(weights or DEFAULT_WEIGHTS)
+    repair = LearnedRepair.load(weights or DEFAULT_WEIGHTS, sample=sample)
     return anneal(window, iterations=iterations, repair=repair, destroy=RandomDestroy(max_remove),
                   accept=Metropolis(t_max, t_min), reinsert=reinsert, initial=initial,
                   convention=convention, time_limit_s=time_limit_s, seed=seed, method="nsa")

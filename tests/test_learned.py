@@ -154,3 +154,13 @@ def test_tiny_training_run(tmp_path, windows):
     load_policy(tmp_path / "t.json")
     assert (tmp_path / "t.pt").stat().st_size < 2_000_000
     assert out["curve"].endswith("t_curve.csv")
+
+
+def test_sampled_nsa_is_seeded_and_feasible(saved_policy, windows):
+    path, _ = saved_policy
+    w = windows[1]
+    a = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=60, sample=True,
+                   convention="published", seed=3)
+    b = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=60, sample=True,
+                   convention="published", seed=3)
+    assert a.is_feasible() and a.assignment == b.assignment
