@@ -218,7 +218,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     sizes = window.job_sizes
     pod_members = [np.flatnonzero(cap.pod_of_switch == p) for p in cap.pods]
     pod_idle = [int(cap.idle[m].sum()) for m in pod_members]
-    count_vars, squares = [], []
+    count_vars, pod_vars, squares = [], [], []
     for n in sizes:
         switch_bits = [_ordered_bits(b, min(int(c), n)) for c in cap.idle]
         u = [b.sum(bits) for bits in switch_bits]
@@ -226,6 +226,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         terms = [t for bits in switch_bits for t in _square_terms(bits)]
         for members, idle in zip(pod_members, pod_idle):
             pod_bits = _ordered_bits(b, min(idle, n))
+            pod_vars.append((len(count_vars), members, pod_bits))
             b.add(b.sum(pod_bits) == b.sum(switch_bits[e][k] for e in members
                                             for k in range(len(switch_bits[e]))))
             terms += _square_terms(pod_bits)
@@ -281,6 +282,9 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         bound = cp_solver.best_objective_bound / scale + constant if found else None
     else:
         b.model.setObjective(objective, "minimize")
+        if hint is not None:
+            _scip_start(b.model, window, hint, count_vars, pod_vars,
+                        job_costs if code == 1 else None, convention)
         b.model.optimize()
         status = _backends.scip_status(b.model)
         found = status in (Status.OPTIMAL, Status.FEASIBLE)
@@ -302,6 +306,27 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                             convention, time.perf_counter() - started, bound, seed,
                             info={"solver": solver, "kept_warm_start": True})
     return result
+
+
+def _scip_start(model, window, hint, count_vars, pod_vars, job_costs, convention) -> bool:
+    """Hand SCIP the warm start as a complete solution, so it prunes with it from the start."""
+    from tjap.cost import cost_from_counts
+
+    sol = model.createSol()
+    for j, row in enumerate(hint):
+        for e, c in enumerate(row):
+            for k, v in enumerate(count_vars[j][e]):
+                model.setSolVal(sol, v, float(k < c))
+    pod_counts = {}
+    for j, members, bits in pod_vars:
+        total = int(sum(hint[j][e] for e in members))
+        pod_counts.setdefault(j, []).append(total)
+        for k, v in enumerate(bits):
+            model.setSolVal(sol, v, float(k < total))
+    if job_costs is not None:
+        for j, cost in enumerate(job_costs):
+            model.setSolVal(sol, cost, cost_from_counts(hint[j], pod_counts[j], convention))
+    return model.addSol(sol, free=True)
 
 
 def _counts(window: Window, cap: _Capacity, assignment) -> np.ndarray:
