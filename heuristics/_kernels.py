@@ -8,7 +8,8 @@ classes in :mod:`heuristics.operators` map to these codes and validate their par
 import warnings
 
 import numpy as np
-from numba import objmode
+from numba import objmode, types
+from numba.extending import overload
 from numba.core.errors import NumbaWarning
 
 from tjap._dcas_kernels import decode, take_block, total_cost
@@ -42,22 +43,48 @@ LEARNED_REPAIR = [None]
 
 
 @njit
+def learned_choice(switch_q, pod_q, alive, length, size, others, num_others):
+    """The learned operator's start, from the policy in LEARNED_REPAIR (object mode)."""
+    with objmode(start="int64"):
+        start = learned_start(switch_q, pod_q, alive, length, size, others, num_others)
+    return start
+
+
+@njit
 def choose_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention,
-                 repair, q, others, num_others):
-    """Start position of a block of ``size`` in ``alive[:length]`` under a repair operator.
-    ``others`` / ``num_others``: total size and number of removed jobs still to re-insert after
-    this one (the learned policy's state uses them)."""
+                 repair, q):
+    """Start position of a block of ``size`` in ``alive[:length]`` under a hand-written repair."""
     if repair == REPAIR_PAPER:
         return int(np.random.random() * min(q, length))
     if repair == REPAIR_UNIFORM:
         return int(np.random.random() * length)
-    if repair == REPAIR_LEARNED:
-        with objmode(start="int64"):
-            start = learned_start(switch_q, pod_q, alive, length, size, others, num_others)
-        return start
     costs = block_costs(switch_q[alive[:length]], pod_q[alive[:length]], size, num_switches,
                         num_pods, convention)
     return int(np.argmin(costs))
+
+
+def pick_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention, repair,
+               q, others, num_others):
+    """Compiled dispatch on the *type* of ``repair``: an integer code selects a hand-written
+    operator; the tuple ``(REPAIR_LEARNED,)`` selects the learned call-back. So the loop is one
+    piece of source, compiled once per kind, and the hand-written kind carries no object-mode
+    code (which would slow every iteration)."""
+
+
+@overload(pick_start, jit_options={"cache": True, "nogil": True})
+def _pick_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention, repair,
+                q, others, num_others):
+    if isinstance(repair, types.Integer):
+        def hand_written(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention,
+                         repair, q, others, num_others):
+            return choose_start(switch_q, pod_q, alive, length, size, num_switches, num_pods,
+                                convention, repair, q)
+        return hand_written
+
+    def learned(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention, repair,
+                q, others, num_others):
+        return learned_choice(switch_q, pod_q, alive, length, size, others, num_others)
+    return learned
 
 
 @njit
@@ -117,8 +144,8 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
     for step in range(kept, num_jobs):
         j = new_order[step]
         others -= sizes[j]
-        start = choose_start(switch_q, pod_q, alive, length, sizes[j], num_switches, num_pods,
-                             convention, repair, q, others, num_jobs - step - 1)
+        start = pick_start(switch_q, pod_q, alive, length, sizes[j], num_switches, num_pods,
+                           convention, repair, q, others, num_jobs - step - 1)
         new_starts[step] = start
         length = take_block(alive, length, start, sizes[j], positions, offsets[j])
     return num_jobs - kept

@@ -79,6 +79,8 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
     accepted = improved = done = 0
     loop_s = 0.0
+    # the learned operator is selected by type (see _kernels.pick_start), the others by code
+    repair_arg = (repair.code,) if repair.code == _kernels.REPAIR_LEARNED else repair.code
     with repair.active(window, seed):
         while done < iterations:
             if time_limit_s is not None and time.perf_counter() - started >= time_limit_s:
@@ -88,7 +90,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
             cur, best, acc, imp = _kernels.anneal(
                 *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
                 iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove,
-                repair.code, repair.q, REINSERT[reinsert], accept.code, seed)
+                repair_arg, repair.q, REINSERT[reinsert], accept.code, seed)
             loop_s += time.perf_counter() - tick
             accepted, improved, done = accepted + acc, improved + imp, end
     assignment = decode(window, best_order, best_starts)
