@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--idle-flag", action="store_true", help="the published code's fifth feature")
     t.add_argument("--boundaries", action="store_true",
                    help="two extra channels marking where a new switch / pod starts (ours)")
+    t.add_argument("--learning-rate", type=_positive(float), default=3e-4)
+    t.add_argument("--n-steps", type=_positive(int), default=2048, help="PPO rollout length")
+    t.add_argument("--batch-size", type=_positive(int), default=256)
+    t.add_argument("--ent-coef", type=float, default=0.01)
     t.add_argument("--out", default="learned/weights/nsa_cnn3")
     _common(t)
 
@@ -306,7 +310,9 @@ def cmd_train(args) -> int:
 
     out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,
                     args.reward, quiet=args.quiet, device=args.device, boundaries=args.boundaries,
-                    idle_flag=args.idle_flag)
+                    idle_flag=args.idle_flag,
+                    ppo={"learning_rate": args.learning_rate, "n_steps": args.n_steps,
+                         "batch_size": args.batch_size, "ent_coef": args.ent_coef})
     if args.json:
         _print_json(out)
     else:
