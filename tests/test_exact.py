@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import networkx as nx
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -5,8 +5,6 @@ sequence as updated after the previous steps. ``alive`` holds the positions of Q
 order; taking a block removes a cyclically contiguous range of it.
 """
 
-import numpy as np
-
 from tjap._jit import njit
 from tjap._kernels import cost_from_squares
 
