@@ -1,0 +1,64 @@
+"""Every benchmark and training subcommand runs end to end on tiny inputs and writes what it says."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tjap.cli import main
+
+
+def run_json(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_bench_table3(tmp_path, capsys):
+    data = run_json(capsys, "bench", "table3", "--epochs", 1, "--windows-per-epoch", 2,
+                    "--freeform-time-limit", 0.5, "--out", tmp_path, "--quiet", "--json")
+    assert Path(data["csv"]).exists()
+    gaps = data["gap_to_scas_pct"]
+    assert gaps["seq"] >= -1e-9 and gaps["freeform"] <= 1e-9  # seq never beats the optimum
+
+
+def test_bench_table4(tmp_path, capsys):
+    data = run_json(capsys, "bench", "table4", "--epochs", 1, "--windows-per-epoch", 2,
+                    "--paper-windows", 1, "--limit", 5, "--out", tmp_path, "--quiet", "--json")
+    assert data["windows"] == 2 and data["paper_windows"] == 1
+    assert data["set_packing_optimal_pct"] == 100.0
+
+
+def test_bench_speed(tmp_path, capsys):
+    data = run_json(capsys, "bench", "speed", "--windows-per-epoch", 2, "--quiet", "--json")
+    assert {r["repair"] for r in data["rows"]} == {"paper", "greedy"}
+    assert all(r["median_ratio"] > 1 for r in data["rows"])
+
+
+def test_bench_online(tmp_path, capsys):
+    data = run_json(capsys, "bench", "online", "--epochs", 1, "--jobs-per-epoch", 30,
+                    "--out", tmp_path, "--quiet", "--json")
+    assert len(data["rows"]) == 12
+    assert Path(data["csv"]).exists() and Path(data["png"]).exists()
+
+
+def test_bench_nsa_with_shipped_weights(tmp_path, capsys):
+    pytest.importorskip("torch")
+    data = run_json(capsys, "bench", "nsa", "--epochs", 1, "--windows-per-epoch", 2,
+                    "--out", tmp_path, "--quiet", "--json")
+    assert set(data["nsa_improvement_pct"]) == {"sa500", "sa1000", "sa_paper_same_time",
+                                                "sa_best_same_time", "scas_opt"}
+    rows = Path(data["csv"]).read_text().splitlines()
+    assert len(rows) == 3  # header + one row per window
+
+
+def test_train_nsa_cli(tmp_path, capsys):
+    pytest.importorskip("sb3_contrib")
+    data = run_json(capsys, "train", "nsa", "--arch", "fcn1", "--timesteps", 64, "--windows", 3,
+                    "--n-steps", 64, "--batch-size", 32, "--out", tmp_path / "p", "--quiet",
+                    "--json")
+    meta = json.loads(Path(data["metadata"]).read_text())
+    assert meta["architecture"] == "fcn1" and meta["training"]["ppo"]["n_steps"] == 64
