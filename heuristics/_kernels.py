@@ -151,6 +151,15 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
     return num_jobs - kept
 
 
+@njit
+def block_offsets(sizes):
+    """Where each job's block starts in the flat positions array (job order)."""
+    offsets = np.zeros(sizes.shape[0], np.int64)
+    for j in range(1, sizes.shape[0]):
+        offsets[j] = offsets[j - 1] + sizes[j - 1]
+    return offsets
+
+
 #: Iterations per kernel call; the RNG is re-seeded per chunk from (seed, chunk), so a run is the
 #: same whether or not a time limit stops it between chunks.
 CHUNK = 256
@@ -175,9 +184,7 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
     np.random.seed(chunk_seed(seed, it_begin))
     num_jobs = sizes.shape[0]
     m = switch_q.shape[0]
-    offsets = np.zeros(num_jobs, np.int64)
-    for j in range(1, num_jobs):
-        offsets[j] = offsets[j - 1] + sizes[j - 1]
+    offsets = block_offsets(sizes)
     positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
     alive = np.empty(m, np.int64)
     picks = np.empty(num_jobs, np.int64)
@@ -219,9 +226,7 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
 def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, order, starts):
     """Cost of the DCAS solution (order, starts), or inf if a start is out of range."""
     num_jobs = sizes.shape[0]
-    offsets = np.zeros(num_jobs, np.int64)
-    for j in range(1, num_jobs):
-        offsets[j] = offsets[j - 1] + sizes[j - 1]
+    offsets = block_offsets(sizes)
     positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
     alive = np.empty(switch_q.shape[0], np.int64)
     if decode(switch_q.shape[0], sizes, offsets, order, starts, num_jobs, positions, alive) < 0:

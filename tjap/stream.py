@@ -118,8 +118,7 @@ def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, conventi
                              convention=convention, seed=seed):
         if tick.window is None:
             continue
-        yield Window(topology, tick.window.idle_nodes, tick.window.job_sizes,
-                     meta={"epoch": epoch, "index": made, **tick.window.meta})
+        yield tick.window.with_meta(epoch=epoch, index=made)
         made += 1
         if made == count:
             return

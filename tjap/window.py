@@ -86,6 +86,15 @@ class Window:
         self.meta = MappingProxyType(dict(meta or {}))
         self._block_cost_cache = {}
 
+    def with_meta(self, **extra) -> "Window":
+        """The same window with ``extra`` merged into its metadata (no re-validation)."""
+        window = object.__new__(Window)
+        window.topology, window.idle_nodes, window.job_sizes = (self.topology, self.idle_nodes,
+                                                                self.job_sizes)
+        window.meta = MappingProxyType({**extra, **self.meta})
+        window._block_cost_cache = self._block_cost_cache
+        return window
+
     # -- derived views -------------------------------------------------------------------------
     @property
     def num_idle(self) -> int:
