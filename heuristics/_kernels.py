@@ -12,8 +12,8 @@ from numba import objmode, types
 from numba.extending import overload
 from numba.core.errors import NumbaWarning
 
-from tjap._dcas_kernels import decode, take_block, total_cost
-from tjap._jit import njit
+from tjap._dcas_kernels import decode, free_positions, take_block, taken_words, total_cost
+from tjap._jit import njit, njit_inline
 from tjap._kernels import block_costs
 
 # The learned repair runs a Python callback in object mode; nogil cannot apply to that block.
@@ -50,21 +50,23 @@ def learned_choice(switch_q, pod_q, alive, length, size, others, num_others):
     return start
 
 
-@njit
-def choose_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention,
-                 repair, q):
-    """Start position of a block of ``size`` in ``alive[:length]`` under a hand-written repair."""
+@njit_inline
+def choose_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                 convention, repair, q):
+    """Start position of a block of ``size`` in the free sequence of ``length`` positions (the
+    complement of the ``taken`` bitmap) under a hand-written repair; ``alive`` is scratch."""
     if repair == REPAIR_PAPER:
         return int(np.random.random() * min(q, length))
     if repair == REPAIR_UNIFORM:
         return int(np.random.random() * length)
+    free_positions(taken, alive)
     costs = block_costs(switch_q[alive[:length]], pod_q[alive[:length]], size, num_switches,
                         num_pods, convention)
     return int(np.argmin(costs))
 
 
-def pick_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention, repair,
-               q, others, num_others):
+def pick_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+               convention, repair, q, others, num_others):
     """Compiled dispatch on the *type* of ``repair``: an integer code selects a hand-written
     operator; the tuple ``(REPAIR_LEARNED,)`` selects the learned call-back. So the loop is one
     piece of source, compiled once per kind, and the hand-written kind carries no object-mode
@@ -72,22 +74,31 @@ def pick_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, con
 
 
 @overload(pick_start, jit_options={"cache": True, "nogil": True})
-def _pick_start(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention, repair,
-                q, others, num_others):
+def _pick_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                convention, repair, q, others, num_others):
     if isinstance(repair, types.Integer):
-        def hand_written(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention,
-                         repair, q, others, num_others):
-            return choose_start(switch_q, pod_q, alive, length, size, num_switches, num_pods,
-                                convention, repair, q)
+        def hand_written(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                         convention, repair, q, others, num_others):
+            return choose_start(switch_q, pod_q, taken, length, alive, size, num_switches,
+                                num_pods, convention, repair, q)
         return hand_written
 
-    def learned(switch_q, pod_q, alive, length, size, num_switches, num_pods, convention, repair,
-                q, others, num_others):
+    def learned(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                convention, repair, q, others, num_others):
+        free_positions(taken, alive)
         return learned_choice(switch_q, pod_q, alive, length, size, others, num_others)
     return learned
 
 
-@njit
+@njit_inline
+def _is_picked(picks, k, step):
+    for i in range(k):
+        if picks[i] == step:
+            return True
+    return False
+
+
+@njit_inline
 def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert):
     """Remove 1..max_remove random jobs from the order: ``new_order`` gets the kept steps (their
     starts unchanged) followed by the removed jobs in re-insertion order. Returns the kept count."""
@@ -98,19 +109,16 @@ def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, rein
     for i in range(k):  # partial Fisher-Yates over step indices
         r = i + int(np.random.random() * (num_jobs - i))
         picks[i], picks[r] = picks[r], picks[i]
-    removed = np.zeros(num_jobs, np.bool_)
-    for i in range(k):
-        removed[picks[i]] = True
     new_order[:] = -1
     kept = 0
     for step in range(num_jobs):
-        if not removed[step]:
+        if not _is_picked(picks, k, step):
             new_order[kept] = order[step]
             new_starts[kept] = starts[step]
             kept += 1
     # removed jobs in re-insertion order (insertion sort: at most max_remove of them)
     for step in range(num_jobs):
-        if removed[step]:
+        if _is_picked(picks, k, step):
             j = order[step]
             pos = kept
             while pos < num_jobs and new_order[pos] >= 0:
@@ -131,23 +139,25 @@ def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, rein
 
 @njit
 def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
-                       order, starts, new_order, new_starts, positions, alive, picks,
-                       max_remove, repair, q, reinsert):
+                       order, starts, new_order, new_starts, positions, taken, alive,
+                       picks, max_remove, repair, q, reinsert):
     """One move: :func:`destroy`, decode the kept steps, then re-insert the removed jobs at the end
     of the order, each at a start chosen by ``repair`` in the sequence left by the steps before."""
     num_jobs = order.shape[0]
     kept = destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert)
-    length = decode(switch_q.shape[0], sizes, offsets, new_order, new_starts, kept, positions, alive)
+    m = switch_q.shape[0]
+    length = decode(m, sizes, offsets, new_order, new_starts, kept, positions, taken)
     others = 0
     for step in range(kept, num_jobs):
         others += sizes[new_order[step]]
     for step in range(kept, num_jobs):
         j = new_order[step]
         others -= sizes[j]
-        start = pick_start(switch_q, pod_q, alive, length, sizes[j], num_switches, num_pods,
-                           convention, repair, q, others, num_jobs - step - 1)
+        start = pick_start(switch_q, pod_q, taken, length, alive, sizes[j], num_switches,
+                           num_pods, convention, repair, q, others, num_jobs - step - 1)
         new_starts[step] = start
-        length = take_block(alive, length, start, sizes[j], positions, offsets[j])
+        take_block(taken, start, sizes[j], positions, offsets[j])
+        length -= sizes[j]
     return num_jobs - kept
 
 
@@ -186,10 +196,9 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
     m = switch_q.shape[0]
     offsets = block_offsets(sizes)
     positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
+    taken = np.empty(taken_words(m), np.uint64)
     alive = np.empty(m, np.int64)
     picks = np.empty(num_jobs, np.int64)
-    switch_count = np.zeros(num_switches, np.int64)
-    pod_count = np.zeros(num_pods, np.int64)
     new_order = np.empty(num_jobs, np.int64)
     new_starts = np.empty(num_jobs, np.int64)
     accepted = 0
@@ -198,10 +207,9 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
     for it in range(it_begin, it_end):
         temperature = t_max * ratio ** (it / max(iterations - 1, 1))
         destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
-                           cur_order, cur_starts, new_order, new_starts, positions, alive, picks,
-                           max_remove, repair, q, reinsert)
-        new = total_cost(switch_q, pod_q, sizes, offsets, positions, switch_count, pod_count,
-                         convention)
+                           cur_order, cur_starts, new_order, new_starts, positions, taken, alive,
+                           picks, max_remove, repair, q, reinsert)
+        new = total_cost(switch_q, pod_q, sizes, offsets, positions, convention)
         delta = new - cur
         if delta <= 0.0:
             take = True
@@ -228,11 +236,10 @@ def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, or
     num_jobs = sizes.shape[0]
     offsets = block_offsets(sizes)
     positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
-    alive = np.empty(switch_q.shape[0], np.int64)
-    if decode(switch_q.shape[0], sizes, offsets, order, starts, num_jobs, positions, alive) < 0:
+    taken = np.empty(taken_words(switch_q.shape[0]), np.uint64)
+    if decode(switch_q.shape[0], sizes, offsets, order, starts, num_jobs, positions, taken) < 0:
         return np.inf
-    return total_cost(switch_q, pod_q, sizes, offsets, positions, np.zeros(num_switches, np.int64),
-                      np.zeros(num_pods, np.int64), convention)
+    return total_cost(switch_q, pod_q, sizes, offsets, positions, convention)
 
 
 @njit

@@ -47,9 +47,9 @@ def decode(window: Window, order, starts) -> list[list[int]]:
     order, starts = _as_steps(window, order, starts)
     a = Arrays(window)
     positions = np.empty(int(a.sizes.sum()), dtype=np.int64)
-    alive = np.empty(a.num_idle, dtype=np.int64)
+    taken = np.empty(_dcas_kernels.taken_words(a.num_idle), dtype=np.uint64)
     if _dcas_kernels.decode(a.num_idle, a.sizes, a.offsets, order, starts, len(order), positions,
-                            alive) < 0:
+                            taken) < 0:
         raise InvalidInputError(
             "a start lies outside the idle sequence of its step: step k allows 0 <= start < "
             "idle nodes left after the previous steps")

@@ -15,7 +15,7 @@ import numpy as np
 
 from heuristics import _kernels as k
 from learned.features import feature_spec, repair_observation
-from tjap._dcas_kernels import block_cost, decode, take_block
+from tjap._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
 from tjap.cost import convention_code
 from tjap.dcas import Arrays
 from tjap.errors import InvalidInputError
@@ -59,6 +59,7 @@ class NSARepairEnv(gym.Env):
         order = np.arange(num_jobs, dtype=np.int64)
         starts = np.zeros(num_jobs, dtype=np.int64)
         self.positions = np.empty(int(a.sizes.sum()), dtype=np.int64)
+        self.taken = np.empty(taken_words(a.num_idle), dtype=np.uint64)
         self.alive = np.empty(a.num_idle, dtype=np.int64)
         picks = np.empty(num_jobs, dtype=np.int64)
         new_order = np.empty(num_jobs, dtype=np.int64)
@@ -67,20 +68,21 @@ class NSARepairEnv(gym.Env):
         for _ in range(int(self.np_random.integers(self.warmup_moves + 1))):
             k.destroy_and_repair(a.switch_q, a.pod_q, a.num_switches, a.num_pods, self.code,
                                  a.sizes, a.offsets, order, starts, new_order, new_starts,
-                                 self.positions, self.alive, picks, self.max_remove,
-                                 k.REPAIR_UNIFORM, self.q, self.reinsert)
+                                 self.positions, self.taken, self.alive, picks,
+                                 self.max_remove, k.REPAIR_UNIFORM, self.q, self.reinsert)
             order, starts = new_order.copy(), new_starts.copy()
         kept = k.destroy(a.sizes, order, starts, new_order, new_starts, picks, self.max_remove,
                          self.reinsert)
         self.order, self.starts, self.step_index, self.kept = new_order, new_starts, kept, kept
         self.length = decode(a.num_idle, a.sizes, a.offsets, new_order, new_starts, kept,
-                             self.positions, self.alive)
+                             self.positions, self.taken)
         return self._observe(), {}
 
     def _observe(self):
         a = self.a
         j = self.order[self.step_index]
         rest = self.order[self.step_index + 1:]
+        free_positions(self.taken, self.alive)
         obs, self._mask = repair_observation(
             a.switch_q, a.pod_q, self.alive, self.length, a.sizes[j], int(a.sizes[rest].sum()),
             rest.size, a.num_switches, a.num_pods, self.q, self.n_max, self.idle_flag,
@@ -98,15 +100,13 @@ class NSARepairEnv(gym.Env):
                                     f"{self.length} positions")
         j = self.order[self.step_index]
         self.starts[self.step_index] = action
-        self.length = take_block(self.alive, self.length, action, a.sizes[j], self.positions,
-                                 a.offsets[j])
+        take_block(self.taken, action, a.sizes[j], self.positions, a.offsets[j])
+        self.length -= a.sizes[j]
         self.step_index += 1
         if self.step_index < a.sizes.size:
             return self._observe(), 0.0, False, False, {}
         jobs = self.order if self.reward_kind == "window" else self.order[self.kept:]
-        sw = np.zeros(a.num_switches, np.int64)
-        pd = np.zeros(a.num_pods, np.int64)
-        cost = sum(block_cost(a.switch_q, a.pod_q, self.positions, a.offsets[j], a.sizes[j], sw,
-                              pd, self.code) for j in jobs)
+        cost = sum(block_cost(a.switch_q, a.pod_q, self.positions, a.offsets[j], a.sizes[j],
+                              self.code) for j in jobs)
         obs = np.zeros(self.observation_space.shape, dtype=np.float32)
         return obs, -cost / self.reward_scale, True, False, {"cost": cost}
