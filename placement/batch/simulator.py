@@ -1,0 +1,420 @@
+"""Event-driven simulator of a Slurm-like batch queue: multifactor priority, a main pass in priority
+order, backfilling with a reservation depth, and pluggable node selection.
+
+Rules (the kernels are in :mod:`placement.batch._kernels`):
+
+- **Events** are submissions, job ends (a job ends at start + runtime; runtimes are clipped to the
+  time limit, as Slurm kills a job at its limit), periodic priority recalculations and backfill
+  passes. At one time t they are processed in this order: ends (by row), submissions (by row),
+  the priority recalculation, the main pass, then the backfill pass if it is due.
+- **Priority** is Slurm's multifactor sum, floored to an integer:
+  ``w_age * min(age, max_age) / max_age + w_size * size + w_fairshare * 2^(-U/S) + w_qos * qos``,
+  with age counted from eligibility (submission, or the end of the job it depends on), size =
+  nodes / N (with ``favor_small``: (N - nodes + 1) / N), U the user's usage (node-seconds decayed
+  with ``decay_half_life_s``) over all users' usage and S = 1 / number of users (equal shares:
+  Slurm's classic fair-share formula). Priorities are recomputed every ``calc_period_s`` (Slurm's
+  PriorityCalcPeriod) and at submission. All weights default to 0, as in Slurm, which makes the
+  order first come, first served. Ties go to the earlier submission.
+- **Main pass** (at every change): pending eligible jobs in priority order start while they fit;
+  the first that does not fit stops the pass (Slurm's main scheduler). Jobs waiting on a
+  dependency are skipped, not blocking.
+- **Backfill** (``backfill``): ``"none"`` (depth 0: the main pass only), ``"easy"`` (depth 1), an
+  integer depth k, ``"slurm"`` (unlimited depth, as Slurm's default bf_job_part_count_reserve=0),
+  or ``"conservative"``. A pass builds the free-node profile from the running jobs' *time limits*
+  (the scheduler does not know runtimes), ends rounded up to ``bf_resolution_s``; then, in
+  priority order (at most ``bf_max_job_test`` jobs), a job starts now if it fits now until its
+  limit without overlapping a reservation, and otherwise, while fewer than ``depth`` reservations
+  exist, gets a reservation at its earliest start. Depth reservations are recomputed from scratch
+  at every pass (as Slurm does). ``"conservative"`` keeps every job's reservation between passes
+  and only ever moves it earlier (Mu'alem and Feitelson's compression), so no reservation is ever
+  delayed; its pass runs at every change. The other modes pass every ``bf_interval_s`` seconds
+  (0: at every change); a pass with nothing changed since the last one cannot start a job, so
+  only passes after a change are simulated.
+- **Nodes**: ``placement="firstfit"`` (lowest free ids) or ``"contiguous"`` (the cheapest block of
+  consecutive free nodes of a :class:`tjap.topology.FatTree`, as the TJAP per-job policies).
+
+Deliberate departures from Slurm: no partitions, QoS limits, preemption or bf_window (reservations
+are made however far ahead they fall; Slurm's docs advise a window at least the longest limit).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from placement.batch import _kernels as k
+from placement.batch.jobs import Jobs
+from tjap.errors import InvalidInputError
+
+BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
+PLACEMENTS = ("firstfit", "contiguous")
+DAY_S = 86400
+
+
+@dataclass(frozen=True)
+class Priority:
+    """Multifactor priority weights and parameters (Slurm's names and defaults)."""
+
+    age: float = 0.0          # PriorityWeightAge
+    job_size: float = 0.0     # PriorityWeightJobSize
+    fairshare: float = 0.0    # PriorityWeightFairshare
+    qos: float = 0.0          # PriorityWeightQOS
+    qos_factor: float = 0.0   # the (constant) normalised QoS priority of every job
+    max_age_s: int = 7 * DAY_S          # PriorityMaxAge (7-0)
+    decay_half_life_s: int = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
+    calc_period_s: int = 300            # PriorityCalcPeriod (5 minutes)
+    favor_small: bool = False           # PriorityFavorSmall
+
+    def __post_init__(self):
+        for name in ("age", "job_size", "fairshare", "qos"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and 0 <= value < 2**32):
+                raise InvalidInputError(f"priority weight {name} must be a number in [0, 2^32), "
+                                        f"got {value!r}")
+        if not 0.0 <= self.qos_factor <= 1.0:
+            raise InvalidInputError(f"qos_factor must lie in [0, 1], got {self.qos_factor!r}")
+        for name in ("max_age_s", "decay_half_life_s", "calc_period_s"):
+            if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 1):
+                raise InvalidInputError(f"{name} must be a positive integer number of seconds, "
+                                        f"got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    """How the simulated scheduler decides (defaults follow Slurm's documentation)."""
+
+    backfill: str | int = "easy"
+    bf_interval_s: int = 30        # bf_interval
+    bf_resolution_s: int = 60      # bf_resolution
+    bf_max_job_test: int = 500     # bf_max_job_test
+    placement: str = "firstfit"
+    priority: Priority = field(default_factory=Priority)
+
+    def __post_init__(self):
+        b = self.backfill
+        if isinstance(b, bool) or not (b in BACKFILL_MODES or (isinstance(b, (int, np.integer))
+                                                                and b >= 0)):
+            raise InvalidInputError(f"backfill must be one of {', '.join(BACKFILL_MODES)} or a "
+                                    f"reservation depth >= 0, got {b!r}")
+        for name in ("bf_interval_s", "bf_resolution_s", "bf_max_job_test"):
+            value = getattr(self, name)
+            low = 0 if name == "bf_interval_s" else 1
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+        if self.placement not in PLACEMENTS:
+            raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, "
+                                    f"got {self.placement!r}")
+        if not isinstance(self.priority, Priority):
+            raise InvalidInputError("priority must be a placement.batch.Priority")
+
+    @property
+    def mode_and_depth(self) -> tuple[int, int]:
+        b = self.backfill
+        if b == "none" or b == 0:
+            return k.MODE_NONE, 0
+        if b == "easy":
+            return k.MODE_DEPTH, 1
+        if b == "slurm":
+            return k.MODE_DEPTH, -1
+        if b == "conservative":
+            return k.MODE_CONSERVATIVE, -1
+        return k.MODE_DEPTH, int(b)
+
+
+_STATE = ("clock", "status", "eligible", "start", "end", "prio", "reserved_at",
+          "first_reservation", "queue", "running", "free", "node_of", "usage")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The full state of a :class:`Simulator` at ``now_s`` (copies; restore with
+    :meth:`Simulator.restore`)."""
+
+    now_s: int
+    arrays: dict
+
+
+class Simulator:
+    """Replay ``jobs`` on ``nodes`` nodes under ``config``.
+
+    >>> sim = Simulator(jobs, nodes=76, config=SchedulerConfig(backfill="easy"))
+    >>> result = sim.run()
+    >>> result.summary()["mean_wait_s"]
+    """
+
+    def __init__(self, jobs: Jobs, nodes: int | None = None, config: SchedulerConfig | None = None,
+                 topology=None):
+        if not isinstance(jobs, Jobs):
+            raise InvalidInputError("jobs must be a placement.batch.Jobs table (see load_trace)")
+        self.config = config or SchedulerConfig()
+        if nodes is None:
+            if topology is None:
+                raise InvalidInputError("pass nodes=N (the cluster size) or a topology")
+            nodes = topology.num_nodes
+        if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+            raise InvalidInputError(f"nodes must be a positive integer, got {nodes!r}")
+        if topology is not None and topology.num_nodes != nodes:
+            raise InvalidInputError(f"nodes={nodes} but the topology has {topology.num_nodes}")
+        if self.config.placement == "contiguous" and topology is None:
+            raise InvalidInputError("placement 'contiguous' needs a topology (tjap.FatTree)")
+        if len(jobs) and jobs.max_nodes > nodes:
+            too_big = int((jobs.nodes > nodes).sum())
+            raise InvalidInputError(
+                f"{too_big} job(s) request more than the cluster's {nodes} nodes (largest: "
+                f"{jobs.max_nodes}); use at least {jobs.max_nodes} nodes or drop them with "
+                f"jobs.take(np.flatnonzero(jobs.nodes <= {nodes}))")
+        self.jobs = jobs
+        self.num_nodes = int(nodes)
+        self.topology = topology
+        self._static(jobs, topology)
+        self._reset()
+
+    # -- set-up --------------------------------------------------------------------------------
+    def _static(self, jobs, topology):
+        n = len(jobs)
+        c, p = self.config, self.config.priority
+        mode, depth = c.mode_and_depth
+        iconf = np.zeros(k.NUM_ICONFIG, np.int64)
+        iconf[k.MODE], iconf[k.DEPTH] = mode, depth
+        iconf[k.BF_INTERVAL], iconf[k.BF_RESOLUTION] = c.bf_interval_s, c.bf_resolution_s
+        iconf[k.BF_MAX_JOB_TEST], iconf[k.CALC_PERIOD] = c.bf_max_job_test, p.calc_period_s
+        iconf[k.PLACEMENT] = k.PLACE_CONTIGUOUS if c.placement == "contiguous" else k.PLACE_FIRST_FIT
+        iconf[k.NUM_NODES], iconf[k.FAVOR_SMALL] = self.num_nodes, int(p.favor_small)
+        if topology is not None:
+            iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_switches, topology.num_pods
+            self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)
+            self._pod_of = np.ascontiguousarray(topology.pod_of, dtype=np.int64)
+        else:
+            self._switch_of = self._pod_of = np.zeros(self.num_nodes, np.int64)
+        fconf = np.zeros(k.NUM_FCONFIG, np.float64)
+        fconf[k.W_AGE], fconf[k.W_SIZE] = p.age, p.job_size
+        fconf[k.W_FAIRSHARE], fconf[k.W_QOS], fconf[k.QOS_FACTOR] = p.fairshare, p.qos, p.qos_factor
+        fconf[k.MAX_AGE], fconf[k.HALF_LIFE] = p.max_age_s, p.decay_half_life_s
+        self._iconf, self._fconf = iconf, fconf
+        dep = jobs.depends_on
+        has = dep >= 0
+        order = np.argsort(dep[has], kind="stable")
+        self._children = np.flatnonzero(has)[order].astype(np.int64)
+        self._child_ptr = np.zeros(n + 1, np.int64)
+        np.add.at(self._child_ptr, dep[has] + 1, 1)
+        self._child_ptr = np.cumsum(self._child_ptr).astype(np.int64)
+        self._node_offset = np.concatenate([[0], np.cumsum(jobs.nodes)[:-1]]).astype(np.int64) \
+            if n else np.zeros(0, np.int64)
+        self._work = k.work_arrays(n)
+
+    def _reset(self):
+        n, j = len(self.jobs), self.jobs
+        first = int(j.submit_s[0]) if n else 0
+        clock = np.zeros(k.NUM_CLOCK, np.int64)
+        clock[k.NOW] = first - 1
+        clock[k.FREE] = self.num_nodes
+        clock[k.LAST_CALC] = first
+        clock[k.NEXT_CALC] = first
+        self._state = {
+            "clock": clock, "status": np.zeros(n, np.int64), "eligible": np.full(n, -1, np.int64),
+            "start": np.full(n, -1, np.int64), "end": np.full(n, -1, np.int64),
+            "prio": np.zeros(n, np.float64), "reserved_at": np.full(n, -1, np.int64),
+            "first_reservation": np.full(n, -1, np.int64), "queue": np.zeros(n, np.int64),
+            "running": np.zeros(n, np.int64), "free": np.ones(self.num_nodes, np.bool_),
+            "node_of": np.full(int(j.nodes.sum()) if n else 0, -1, np.int64),
+            "usage": np.zeros(max(j.num_users, 1), np.float64)}
+        self.simulated = np.ones(n, bool)  # False for jobs whose start came from the trace
+        self.runtime_s = 0.0
+
+    # -- running -------------------------------------------------------------------------------
+    @property
+    def now(self) -> int:
+        return int(self._state["clock"][k.NOW])
+
+    def advance(self, until_s: int | None = None) -> int | None:
+        """Process every event up to and including ``until_s`` (all of them if None). Returns
+        the time of the next event, or None if nothing is left."""
+        j, s = self.jobs, self._state
+        stop = k.INF - 1 if until_s is None else int(until_s)
+        tick = time.perf_counter()
+        nxt = k.advance(j.submit_s, j.nodes, j.limit_s, j.runtime_s, j.user, j.depends_on,
+                        self._child_ptr, self._children, self._node_offset, self._switch_of,
+                        self._pod_of, self._iconf, self._fconf, s["clock"], s["status"],
+                        s["eligible"], s["start"], s["end"], s["prio"], s["reserved_at"],
+                        s["first_reservation"], s["queue"], s["running"], s["free"],
+                        s["node_of"], s["usage"], *self._work, stop)
+        self.runtime_s += time.perf_counter() - tick
+        if until_s is not None and s["clock"][k.NOW] < until_s:
+            s["clock"][k.NOW] = until_s
+        return None if nxt >= k.INF else int(nxt)
+
+    def run(self, until_s: int | None = None) -> "SimulationResult":
+        self.advance(until_s)
+        return self.result()
+
+    # -- snapshots and warm starts ---------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.now, {name: a.copy() for name, a in self._state.items()}
+                        | {"simulated": self.simulated.copy()})
+
+    def restore(self, snapshot: Snapshot) -> None:
+        for name, a in snapshot.arrays.items():
+            target = self.simulated if name == "simulated" else self._state[name]
+            target[...] = a
+
+    @classmethod
+    def from_trace_state(cls, jobs: Jobs, at_s: int, nodes: int | None = None,
+                         config: SchedulerConfig | None = None, topology=None) -> "Simulator":
+        """A simulator at time ``at_s`` in the trace's own state: jobs the trace had running then
+        are running (on first-fit nodes) until their recorded end, jobs submitted but not yet
+        started are queued, earlier jobs are done; everything after is simulated."""
+        if (jobs.recorded_start_s < 0).any():
+            raise InvalidInputError(f"{jobs.source or 'the trace'} lacks recorded start times "
+                                    f"for {(jobs.recorded_start_s < 0).sum()} job(s); a warm start "
+                                    "needs them")
+        sim = cls(jobs, nodes, config, topology)
+        s, at_s = sim._state, int(at_s)
+        rec_start, rec_end = jobs.recorded_start_s, jobs.recorded_start_s + jobs.runtime_s
+        submitted = jobs.submit_s <= at_s
+        done = submitted & (rec_end <= at_s)
+        running = submitted & (rec_start <= at_s) & ~done
+        pending = submitted & ~done & ~running
+        if jobs.nodes[running].sum() > sim.num_nodes:
+            raise InvalidInputError(
+                f"the trace had {jobs.nodes[running].sum()} nodes busy at {at_s}, more than "
+                f"nodes={sim.num_nodes}; use a larger cluster for this warm start")
+        status, start, end = s["status"], s["start"], s["end"]
+        status[done] = k.DONE
+        start[done | running] = rec_start[done | running]
+        end[done | running] = rec_end[done | running]
+        sim.simulated[done | running] = False
+        clock = s["clock"]
+        for row in np.flatnonzero(running)[np.argsort(rec_end[running], kind="stable")]:
+            lo = sim._node_offset[row]
+            ids = np.flatnonzero(s["free"])[:jobs.nodes[row]]
+            s["node_of"][lo:lo + jobs.nodes[row]] = ids
+            s["free"][ids] = False
+            status[row] = k.RUNNING
+            s["running"][clock[k.RLEN]] = row
+            clock[k.RLEN] += 1
+        clock[k.FREE] = int(s["free"].sum())
+        dep = jobs.depends_on
+        for row in np.flatnonzero(pending):
+            status[row] = k.PENDING
+            d = dep[row]
+            s["eligible"][row] = (jobs.submit_s[row] if d < 0 or status[d] == k.DONE else -1)
+        queue = np.flatnonzero(pending)  # equal priorities until the first recalculation
+        s["queue"][:queue.size] = queue
+        clock[k.QLEN] = queue.size
+        clock[k.NEXT_SUBMIT] = int(np.searchsorted(jobs.submit_s, at_s, side="right"))
+        clock[k.NOW] = at_s
+        clock[k.LAST_CALC] = at_s
+        clock[k.NEXT_CALC] = at_s
+        clock[k.DIRTY] = 1
+        return sim
+
+    # -- results ----------------------------------------------------------------------------------
+    def result(self) -> "SimulationResult":
+        s = self._state
+        return SimulationResult(self.jobs, self.num_nodes, self.config, s["start"].copy(),
+                                s["end"].copy(), s["first_reservation"].copy(),
+                                self.simulated.copy(), s["node_of"].copy(), self._node_offset,
+                                self.now, self.runtime_s)
+
+
+@dataclass
+class SimulationResult:
+    """Per-job start and end (-1: not started / not ended by ``now_s``) and the summary."""
+
+    jobs: Jobs
+    num_nodes: int
+    config: SchedulerConfig
+    start_s: np.ndarray
+    end_s: np.ndarray
+    first_reservation_s: np.ndarray
+    simulated: np.ndarray
+    node_of: np.ndarray
+    node_offset: np.ndarray
+    now_s: int
+    runtime_s: float
+
+    @property
+    def wait_s(self) -> np.ndarray:
+        """Start minus submission (-1 where not started)."""
+        return np.where(self.start_s >= 0, self.start_s - self.jobs.submit_s, -1)
+
+    def nodes_of(self, row: int) -> list[int]:
+        lo = self.node_offset[row]
+        return self.node_of[lo:lo + self.jobs.nodes[row]].tolist()
+
+    def summary(self, bound_s: int = 10) -> dict:
+        """jobs (started by the simulator), mean / median / p95 wait, mean bounded slowdown
+        (tau = ``bound_s``), utilisation (node-seconds of the simulated jobs over N x makespan),
+        makespan (first submission to last end), and the simulation's wall time."""
+        j = self.jobs
+        done = self.simulated & (self.start_s >= 0)
+        wait = (self.start_s - j.submit_s)[done].astype(float)
+        run = j.runtime_s[done].astype(float)
+        out = {"jobs": int(done.sum()), "unfinished": int((self.simulated & (self.start_s < 0)).sum())}
+        if done.any():
+            makespan = int(self.end_s[done].max() - j.submit_s[done].min())
+            slowdown = np.maximum((wait + run) / np.maximum(run, bound_s), 1.0)
+            work = float((j.nodes[done] * j.runtime_s[done]).sum())
+            out |= {"mean_wait_s": float(wait.mean()), "median_wait_s": float(np.median(wait)),
+                    "p95_wait_s": float(np.percentile(wait, 95)),
+                    "mean_bounded_slowdown": float(slowdown.mean()),
+                    "utilization": work / (self.num_nodes * makespan) if makespan > 0 else 0.0,
+                    "makespan_s": makespan}
+        else:
+            out |= {"mean_wait_s": 0.0, "median_wait_s": 0.0, "p95_wait_s": 0.0,
+                    "mean_bounded_slowdown": 1.0, "utilization": 0.0, "makespan_s": 0}
+        out["runtime_s"] = self.runtime_s
+        return out
+
+    def series(self) -> dict:
+        """Busy nodes and queued jobs over time (step functions: value from each time on)."""
+        j = self.jobs
+        started = self.start_s >= 0
+        ends = np.where(self.end_s >= 0, self.end_s, self.now_s)
+        t_busy = np.concatenate([self.start_s[started], ends[started]])
+        d_busy = np.concatenate([j.nodes[started], -j.nodes[started]])
+        queued_until = np.where(started, self.start_s, self.now_s)
+        t_q = np.concatenate([j.submit_s, queued_until])
+        d_q = np.concatenate([np.ones(len(j), np.int64), -np.ones(len(j), np.int64)])
+        return {"busy": _steps(t_busy, d_busy), "queued": _steps(t_q, d_q)}
+
+    def plot(self, path) -> None:
+        """Utilisation and queue length over time, and the wait distribution, as one figure."""
+        from benchmarks.common import pyplot
+
+        plt = pyplot()
+        series = self.series()
+        fig, axes = plt.subplots(3, 1, figsize=(9, 8))
+        t0 = self.jobs.submit_s.min() if len(self.jobs) else 0
+        (tb, vb), (tq, vq) = series["busy"], series["queued"]
+        axes[0].step((tb - t0) / DAY_S, vb / self.num_nodes, where="post")
+        axes[0].set_ylabel("utilisation")
+        axes[1].step((tq - t0) / DAY_S, vq, where="post", color="tab:orange")
+        axes[1].set_ylabel("queued jobs")
+        axes[1].set_xlabel("days since the first submission")
+        wait = self.wait_s[self.simulated & (self.start_s >= 0)] / 3600
+        axes[2].hist(wait, bins=60, log=True)
+        axes[2].set_xlabel("wait (hours)")
+        axes[2].set_ylabel("jobs")
+        fig.suptitle(f"{self.jobs.source or 'jobs'}: {self.num_nodes} nodes, "
+                     f"backfill={self.config.backfill}")
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+
+
+def _steps(times, deltas):
+    order = np.argsort(times, kind="stable")
+    t, v = times[order], np.cumsum(deltas[order])
+    last = np.r_[t[1:] != t[:-1], True] if t.size else np.zeros(0, bool)
+    return t[last], v[last]
+
+
+def simulate(jobs: Jobs, nodes: int | None = None, config: SchedulerConfig | None = None,
+             topology=None, **options) -> SimulationResult:
+    """One-call replay: ``simulate(jobs, 76, backfill="easy")``. Keyword options override fields
+    of ``config``."""
+    config = replace(config or SchedulerConfig(), **options) if options else config
+    return Simulator(jobs, nodes, config, topology).run()

@@ -1,0 +1,289 @@
+"""The batch-queue simulator: hand-computed schedules, an independent reference for FCFS and EASY,
+reservation guarantees, feasibility, priority, dependencies, snapshots and warm starts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from placement.batch import _kernels as k
+from placement.batch.jobs import Jobs
+from placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
+from tjap.errors import InvalidInputError
+from tjap.topology import FatTree
+
+EXACT = dict(bf_interval_s=0, bf_resolution_s=1)
+
+
+def five_jobs() -> Jobs:
+    # (submit, nodes, limit = runtime) on 4 nodes; worked by hand in the comments of the test
+    return Jobs.build(submit_s=[0, 1, 2, 3, 4], nodes=[3, 2, 4, 1, 1], limit_s=[10, 10, 10, 20, 5],
+                      runtime_s=[10, 10, 10, 20, 5])
+
+
+@pytest.mark.parametrize("backfill, starts", [
+    # none: strict order. J1 waits for J0 (10); J2 needs all 4 nodes, after J1 (20); J3, J4 after J2.
+    ("none", [0, 10, 20, 30, 30]),
+    # easy: J1 reserved at 10 (2 nodes spare then). J3 (1 node) backfills at 3: it delays no
+    # reservation (J2 has none). At 10 J1 starts, J2 becomes the head, reserved at 23 (when J3
+    # ends); J4 fits before 23 and starts at 10.
+    ("easy", [0, 10, 23, 3, 10]),
+    # conservative: J2 is reserved at 20 on all 4 nodes, so J3 (20 s) cannot start at 3 without
+    # delaying it; J3 is reserved at 30 and J4 (5 s) fits at 4.
+    ("conservative", [0, 10, 20, 30, 4]),
+    # slurm (every tested job reserved, recomputed each pass) agrees with conservative here
+    ("slurm", [0, 10, 20, 30, 4]),
+])
+def test_hand_computed_schedules(backfill, starts):
+    r = simulate(five_jobs(), 4, SchedulerConfig(backfill=backfill, **EXACT))
+    assert r.start_s.tolist() == starts
+    assert (r.end_s - r.start_s).tolist() == [10, 10, 10, 20, 5]
+
+
+def test_limits_not_runtimes_drive_reservations():
+    # J0 runs 5 s of a 100 s limit; J1 needs all 3 nodes. J1's reservation is at J0's *limit*
+    # (100): the scheduler cannot know J0 ends at 5. So J2 (1 node, 30 s) backfills at 2, and
+    # J1, which could have started at 5, waits for J2 until 32.
+    jobs = Jobs.build(submit_s=[0, 1, 2], nodes=[2, 3, 1], limit_s=[100, 10, 30],
+                      runtime_s=[5, 10, 30])
+    r = simulate(jobs, 3, SchedulerConfig(backfill="easy", **EXACT))
+    assert r.start_s.tolist() == [0, 32, 2]
+    assert r.first_reservation_s[1] == 100
+
+
+# -- an independent reference for none and EASY (textbook algorithm, shadow time and extra nodes)
+def reference(jobs: Jobs, n: int, easy: bool) -> list[int]:
+    submit, nodes = jobs.submit_s.tolist(), jobs.nodes.tolist()
+    limit, runtime = jobs.limit_s.tolist(), jobs.runtime_s.tolist()
+    start = [-1] * len(submit)
+    running: list[int] = []
+    queue: list[int] = []
+    free, nxt = n, 0
+    while nxt < len(submit) or running:
+        t = min([start[j] + runtime[j] for j in running] + submit[nxt:nxt + 1])
+        for j in [j for j in running if start[j] + runtime[j] == t]:
+            running.remove(j)
+            free += nodes[j]
+        while nxt < len(submit) and submit[nxt] == t:
+            queue.append(nxt)
+            nxt += 1
+        while queue and nodes[queue[0]] <= free:  # main pass
+            j = queue.pop(0)
+            start[j], free = t, free - nodes[j]
+            running.append(j)
+        if easy and queue:
+            head, avail = queue[0], free
+            for shadow, j in sorted((start[j] + limit[j], j) for j in running):
+                avail += nodes[j]
+                if avail >= nodes[head]:
+                    extra = avail - nodes[head]
+                    break
+            for j in list(queue[1:]):
+                if nodes[j] <= free and (t + limit[j] <= shadow or nodes[j] <= extra):
+                    queue.remove(j)
+                    start[j], free = t, free - nodes[j]
+                    running.append(j)
+                    if t + limit[j] > shadow:
+                        extra -= nodes[j]
+    return start
+
+
+@st.composite
+def workloads(draw, max_jobs=14, max_nodes=6):
+    n = draw(st.integers(1, max_nodes))
+    count = draw(st.integers(1, max_jobs))
+    gaps = draw(st.lists(st.integers(0, 8), min_size=count, max_size=count))
+    size = draw(st.lists(st.integers(1, n), min_size=count, max_size=count))
+    limit = draw(st.lists(st.integers(1, 30), min_size=count, max_size=count))
+    frac = draw(st.lists(st.floats(0, 1), min_size=count, max_size=count))
+    runtime = [max(0, int(lim * f)) for lim, f in zip(limit, frac)]
+    return Jobs.build(submit_s=np.cumsum(gaps), nodes=size, limit_s=limit, runtime_s=runtime), n
+
+
+@settings(max_examples=300, deadline=None)
+@given(workloads())
+def test_fcfs_and_easy_match_the_textbook_reference(case):
+    jobs, n = case
+    for backfill, easy in (("none", False), ("easy", True)):
+        r = simulate(jobs, n, SchedulerConfig(backfill=backfill, bf_max_job_test=10**6, **EXACT))
+        assert r.start_s.tolist() == reference(jobs, n, easy), backfill
+
+
+def assert_feasible(r, n):
+    """Every job ran exactly its runtime, and at no time do two jobs share a node."""
+    jobs = r.jobs
+    assert (r.start_s >= jobs.submit_s).all()
+    assert ((r.end_s - r.start_s) == jobs.runtime_s).all()
+    for a in range(len(jobs)):
+        nodes_a = r.nodes_of(a)
+        assert len(set(nodes_a)) == jobs.nodes[a] and all(0 <= v < n for v in nodes_a)
+        for b in range(a + 1, len(jobs)):
+            if r.start_s[a] < r.end_s[b] and r.start_s[b] < r.end_s[a]:
+                assert not set(nodes_a) & set(r.nodes_of(b)), (a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(workloads(), st.sampled_from(["easy", "conservative"]), st.integers(0, 20),
+       st.integers(1, 7))
+def test_reservations_are_never_delayed(case, backfill, interval, resolution):
+    """EASY: the head's reservation holds; conservative: every job's first reservation holds
+    (priorities equal, so the order is first come, first served)."""
+    jobs, n = case
+    r = simulate(jobs, n, SchedulerConfig(backfill=backfill, bf_interval_s=interval,
+                                          bf_resolution_s=resolution))
+    held = r.first_reservation_s >= 0
+    assert (r.start_s[held] <= r.first_reservation_s[held]).all()
+    assert_feasible(r, n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(workloads(), st.sampled_from(["none", "easy", 2, "slurm", "conservative"]))
+def test_every_schedule_is_feasible_and_fcfs_keeps_order(case, backfill):
+    jobs, n = case
+    r = simulate(jobs, n, SchedulerConfig(backfill=backfill, bf_interval_s=5))
+    assert_feasible(r, n)
+    if backfill == "none":
+        assert (np.diff(r.start_s) >= 0).all()
+
+
+# -- priority ----------------------------------------------------------------------------------
+def _priority(now, eligible, nodes=1, **weights):
+    p = Priority(**weights)
+    sim = Simulator(Jobs.build(submit_s=[0], nodes=[nodes], limit_s=[10], runtime_s=[10]), 10,
+                    SchedulerConfig(priority=p))
+    return k.priority(0, now, np.array([nodes]), np.zeros(1, np.int64),
+                      np.array([eligible]), np.zeros(1), 0.0, 1, sim._iconf, sim._fconf)
+
+
+def test_aging_stops_at_the_cap():
+    day = 86400
+    assert _priority(day, 0, age=1000, max_age_s=7 * day) == np.floor(1000 / 7)
+    assert _priority(7 * day, 0, age=1000, max_age_s=7 * day) == 1000
+    assert _priority(70 * day, 0, age=1000, max_age_s=7 * day) == 1000
+
+
+def test_size_factor_and_favor_small():
+    assert _priority(0, 0, nodes=5, job_size=100) == 50
+    assert _priority(0, 0, nodes=1, job_size=100, favor_small=True) == 100
+    assert _priority(0, 0, nodes=10, job_size=100, favor_small=True) == 10
+
+
+def test_capped_aging_lets_size_decide():
+    # A (1 node) is older than B (2 nodes). Uncapped, A's age wins; once both ages are capped,
+    # B's larger size factor wins. A 4-node blocker holds the cluster until t = 3 days.
+    day = 86400
+    jobs = Jobs.build(submit_s=[0, 1, 2 * day], nodes=[4, 1, 2], limit_s=[3 * day, 10, 10],
+                      runtime_s=[3 * day, 10, 10])
+    cfg = dict(backfill="none", **EXACT)
+    capped = Priority(age=1000, job_size=10, max_age_s=600, calc_period_s=60)
+    uncapped = Priority(age=1000, job_size=10, max_age_s=10 * day, calc_period_s=60)
+    r_capped = simulate(jobs, 4, SchedulerConfig(priority=capped, **cfg))
+    r_uncapped = simulate(jobs, 4, SchedulerConfig(priority=uncapped, **cfg))
+    assert r_capped.start_s[2] <= r_capped.start_s[1]  # B first (or together)
+    assert r_uncapped.start_s[1] <= r_uncapped.start_s[2]  # A first
+    assert r_capped.start_s[2] == 3 * day
+
+
+def test_fairshare_prefers_the_light_user():
+    # user 0 has used the cluster heavily; at t = 1000 both users submit a 2-node job on 2 nodes
+    jobs = Jobs.build(submit_s=[0, 1000, 1000, 1000], nodes=[2, 2, 2, 2],
+                      limit_s=[1000, 100, 100, 100], runtime_s=[999, 100, 100, 100],
+                      user=[0, 0, 0, 1], job_id=[1, 2, 3, 4])
+    prio = Priority(fairshare=1000, calc_period_s=10)
+    r = simulate(jobs, 2, SchedulerConfig(backfill="none", priority=prio, **EXACT))
+    assert r.start_s[3] < r.start_s[1] and r.start_s[3] < r.start_s[2]
+    plain = simulate(jobs, 2, SchedulerConfig(backfill="none", **EXACT))
+    assert plain.start_s[3] > plain.start_s[2]
+
+
+# -- dependencies ------------------------------------------------------------------------------
+def test_dependent_job_waits_for_its_parent_and_blocks_nobody():
+    jobs = Jobs.build(submit_s=[0, 1, 2], nodes=[1, 1, 1], limit_s=[50, 10, 10],
+                      runtime_s=[40, 10, 10], job_id=[10, 11, 12], depends_on_id=[-1, 10, -1])
+    r = simulate(jobs, 4, SchedulerConfig(backfill="none", **EXACT))
+    assert r.start_s.tolist() == [0, 40, 2]
+
+
+# -- topology-aware placement --------------------------------------------------------------------
+def test_contiguous_placement_takes_a_cheap_block():
+    topo = FatTree(num_nodes=40, nodes_per_switch=4, switches_per_pod=5)
+    jobs = Jobs.build(submit_s=[0, 0, 0], nodes=[3, 4, 2], limit_s=[10] * 3, runtime_s=[10] * 3)
+    r = simulate(jobs, topology=topo, config=SchedulerConfig(placement="contiguous"))
+    assert_feasible(r, 40)
+    for row in range(3):  # each job fits on one switch, and takes one
+        assert len({int(topo.switch_of[v]) for v in r.nodes_of(row)}) == 1
+
+
+# -- snapshots, warm starts, determinism ---------------------------------------------------------
+def random_jobs(seed, count=400, n=32):
+    rng = np.random.default_rng(seed)
+    limit = rng.integers(60, 5000, count)
+    return Jobs.build(submit_s=np.cumsum(rng.integers(0, 120, count)), nodes=rng.integers(1, n, count),
+                      limit_s=limit, runtime_s=(limit * rng.random(count)).astype(int),
+                      user=rng.integers(0, 5, count)), n
+
+
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+def test_snapshot_restore_replays_identically(backfill):
+    jobs, n = random_jobs(1)
+    cfg = SchedulerConfig(backfill=backfill, priority=Priority(age=100, fairshare=100))
+    full = simulate(jobs, n, cfg)
+    sim = Simulator(jobs, n, cfg)
+    sim.advance(int(jobs.submit_s[200]))
+    snap = sim.snapshot()
+    first = sim.run()
+    sim.restore(snap)
+    assert sim.now == snap.now_s
+    second = sim.run()
+    for r in (first, second):
+        assert r.start_s.tolist() == full.start_s.tolist()
+
+
+def test_runs_are_deterministic():
+    jobs, n = random_jobs(2)
+    cfg = SchedulerConfig(priority=Priority(age=10, job_size=5, fairshare=20))
+    a, b = simulate(jobs, n, cfg), simulate(jobs, n, cfg)
+    assert a.start_s.tolist() == b.start_s.tolist() and a.node_of.tolist() == b.node_of.tolist()
+
+
+def test_warm_start_from_the_trace_state():
+    jobs, n = random_jobs(3)
+    recorded = simulate(jobs, n, SchedulerConfig(backfill="none"))
+    traced = Jobs.build(submit_s=jobs.submit_s, nodes=jobs.nodes, limit_s=jobs.limit_s,
+                        runtime_s=jobs.runtime_s, recorded_start_s=recorded.start_s,
+                        recorded_end_s=recorded.end_s)
+    at = int(traced.submit_s[150])
+    sim = Simulator.from_trace_state(traced, at, n, SchedulerConfig(backfill="none"))
+    r = sim.run()
+    # the same policy from the same state reproduces the recorded schedule
+    assert r.start_s.tolist() == recorded.start_s.tolist()
+    assert not r.simulated[(recorded.start_s <= at)].any()
+
+
+def test_summary_fields():
+    r = simulate(five_jobs(), 4, SchedulerConfig(backfill="easy", **EXACT))
+    s = r.summary()
+    assert s["jobs"] == 5 and s["makespan_s"] == 33 and s["mean_wait_s"] == (0 + 9 + 21 + 0 + 6) / 5
+    assert s["utilization"] == pytest.approx((30 + 20 + 40 + 20 + 5) / (4 * 33))
+    busy_t, busy = r.series()["busy"]
+    assert busy.max() <= 4 and busy[-1] == 0
+
+
+# -- bad input ---------------------------------------------------------------------------------
+def test_bad_input_is_named():
+    jobs = five_jobs()
+    with pytest.raises(InvalidInputError, match="request more than the cluster's 3 nodes"):
+        Simulator(jobs, 3)
+    with pytest.raises(InvalidInputError, match="backfill must be one of"):
+        SchedulerConfig(backfill="aggressive")
+    with pytest.raises(InvalidInputError, match="needs a topology"):
+        Simulator(jobs, 4, SchedulerConfig(placement="contiguous"))
+    with pytest.raises(InvalidInputError, match="pass nodes=N"):
+        Simulator(jobs)
+    with pytest.raises(InvalidInputError, match="bf_interval_s"):
+        SchedulerConfig(bf_interval_s=-1)
+    with pytest.raises(InvalidInputError, match="weight age"):
+        Priority(age=-1)
+    with pytest.raises(InvalidInputError, match="recorded start"):
+        Simulator.from_trace_state(jobs, 2, 4)
