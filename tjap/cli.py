@@ -142,6 +142,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--convention", choices=("paper", "published"), default="paper")
     _common(p)
 
+    p = sub.add_parser("simulate", help="replay a workload trace on the batch-queue simulator",
+                       description="Replay a trace (SWF or sacct TSV) on the Slurm-like simulator "
+                                   "and print its summary. See placement.batch.simulator for the "
+                                   "scheduling rules.")
+    p.add_argument("--trace", required=True, metavar="FILE", help=".swf, .swf.gz or sacct TSV")
+    p.add_argument("--format", choices=("swf", "sacct"), help="default: from the file name")
+    p.add_argument("--nodes", type=_positive(int),
+                   help="cluster size (default: the trace header's MaxNodes / MaxProcs)")
+    p.add_argument("--backfill", default="easy",
+                   help="none | easy | slurm | conservative | a reservation depth (default easy)")
+    p.add_argument("--bf-interval", type=int, default=30, metavar="S",
+                   help="seconds between backfill passes, 0 = at every change (default 30)")
+    p.add_argument("--bf-resolution", type=_positive(int), default=60, metavar="S")
+    p.add_argument("--bf-max-job-test", type=_positive(int), default=500)
+    p.add_argument("--start", metavar="ISO", help="first submission date to replay (UTC)")
+    p.add_argument("--days", type=_positive(float), help="days of submissions to replay")
+    p.add_argument("--warm-start", action="store_true",
+                   help="start at --start from the trace's own running and queued jobs")
+    for factor in ("age", "job-size", "fairshare", "qos"):
+        p.add_argument(f"--weight-{factor}", type=float, default=0.0,
+                       help=f"PriorityWeight{factor.title().replace('-', '')} (default 0)")
+    p.add_argument("--max-age", type=_positive(int), default=7 * 86400, metavar="S")
+    p.add_argument("--plot", metavar="PNG", help="write utilisation, queue and wait plots")
+    p.add_argument("--per-job", metavar="CSV", help="write each job's submit, start, end, wait")
+    _common(p)
+
     p = sub.add_parser("train", help="train a learned operator")
     train = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     t = train.add_parser("nsa", help="the NSA repair operator (MaskablePPO)",
@@ -341,6 +367,48 @@ def cmd_online(args) -> int:
     return 0
 
 
+def cmd_simulate(args) -> int:
+    from placement.batch.replay import monthly_waits, replay_trace
+    from placement.batch.simulator import Priority, SchedulerConfig
+
+    backfill = int(args.backfill) if args.backfill.isdigit() else args.backfill
+    priority = Priority(age=args.weight_age, job_size=args.weight_job_size,
+                        fairshare=args.weight_fairshare, qos=args.weight_qos,
+                        max_age_s=args.max_age)
+    config = SchedulerConfig(backfill=backfill, bf_interval_s=args.bf_interval,
+                             bf_resolution_s=args.bf_resolution,
+                             bf_max_job_test=args.bf_max_job_test, priority=priority)
+    result, info = replay_trace(args.trace, format=args.format, nodes=args.nodes, config=config,
+                                start=args.start, days=args.days, warm_start=args.warm_start)
+    summary = {"jobs": 0, "skipped_lines": info["skipped_lines"]} | result.summary()
+    summary |= {"nodes": info["nodes"], "backfill": args.backfill, "trace": info["trace"]}
+    if args.warm_start:
+        summary["months"] = monthly_waits(result)
+    if args.plot:
+        result.plot(args.plot)
+    if args.per_job:
+        from benchmarks.common import write_csv
+
+        j = result.jobs
+        write_csv(Path(args.per_job), [{"job_id": int(j.job_id[r]), "submit_s": int(j.submit_s[r]),
+                                  "nodes": int(j.nodes[r]), "start_s": int(result.start_s[r]),
+                                  "end_s": int(result.end_s[r]), "wait_s": int(result.wait_s[r])}
+                                 for r in range(len(j))])
+    if args.json:
+        _print_json(summary)
+        return 0
+    for key, value in summary.items():
+        if key == "months":
+            for row in value:
+                print(f"{row['month']}  jobs {row['jobs']:6d}  simulated wait "
+                      f"{row['simulated_mean_wait_h']:7.2f} h  recorded {row['recorded_mean_wait_h']:7.2f} h")
+        else:
+            print(f"{key:22s} {value:.3f}" if isinstance(value, float) else f"{key:22s} {value}")
+    if info["skipped_examples"]:
+        print("skipped, e.g.: " + "; ".join(info["skipped_examples"][:3]))
+    return 0
+
+
 def _bench_exact(args) -> int:
     from benchmarks import exact
 
@@ -395,7 +463,8 @@ def cmd_methods(args) -> int:
 
 
 COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
-            "methods": cmd_methods, "online": cmd_online, "train": cmd_train}
+            "methods": cmd_methods, "online": cmd_online, "train": cmd_train,
+            "simulate": cmd_simulate}
 
 
 def main(argv=None) -> int:

@@ -46,7 +46,8 @@ def work_arrays(num_jobs):
     """Scratch arrays of :func:`advance` (allocated once per simulator): scratch, profile times,
     profile free counts. A pass adds at most 4 profile points per queued job and 1 per running job."""
     cap = 6 * num_jobs + 8
-    return (np.empty(num_jobs + 1, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64))
+    return (np.empty(num_jobs + 1, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
+            np.empty(cap, np.int64))
 
 
 # -- small helpers ---------------------------------------------------------------------------------
@@ -209,6 +210,29 @@ def earliest_start(pt, pf, plen, size, limit, resolution):
         k = m + 1  # segment m is too full: no start before its end can work
 
 
+@njit_inline
+def prefix_minimum(pf, plen, pm):
+    """pm[k] = min(pf[0..k]): the fewest free nodes from now to the end of segment k."""
+    low = pf[0]
+    for i in range(plen):
+        low = min(low, pf[i])
+        pm[i] = low
+
+
+@njit_inline
+def fits_now(pt, pm, plen, size, stop):
+    """True if ``size`` nodes stay free from now (pt[0]) until ``stop``: binary search for the last
+    segment starting before ``stop``, then its prefix minimum."""
+    lo, hi = 0, plen - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pt[mid] < stop:
+            lo = mid
+        else:
+            hi = mid - 1
+    return pm[lo] >= size
+
+
 @njit
 def build_profile(now, free_count, running, rlen, start, limit, nodes, resolution, pt, pf, scratch):
     """Free nodes over time from the running jobs' time limits (ends rounded up to the
@@ -254,7 +278,7 @@ def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, r
 @njit
 def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, start, end, running,
                   free, node_of, node_offset, reserved_at, first_reservation, iconf, switch_of,
-                  pod_of, pt, pf, scratch):
+                  pod_of, pt, pf, pm, scratch):
     """One backfill pass (MODE_DEPTH or MODE_CONSERVATIVE), see the module docstring of
     :mod:`placement.batch.simulator` for the rules."""
     resolution = iconf[BF_RESOLUTION]
@@ -293,6 +317,7 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
     reservations = 0
     tested = 0
     depth = iconf[DEPTH]
+    minimum_ready = False
     for i in range(qlen):
         j = queue[i]
         if status[j] != PENDING or eligible[j] < 0 or reserved_at[j] >= 0:
@@ -301,14 +326,21 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
         if tested > iconf[BF_MAX_JOB_TEST]:
             break
         limited = iconf[MODE] == MODE_DEPTH and depth >= 0 and reservations >= depth
-        if limited and nodes[j] > clock[FREE]:
-            continue
+        if limited:  # no reservation left to give: the job starts now or not at all
+            if nodes[j] > clock[FREE]:
+                continue
+            if not minimum_ready:
+                prefix_minimum(pf, plen, pm)
+                minimum_ready = True
+            if not fits_now(pt, pm, plen, nodes[j], round_up(now + limit[j], resolution)):
+                continue
         s = earliest_start(pt, pf, plen, nodes[j], limit[j], resolution)
         if s == now:
             plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
             start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
                       node_offset, iconf, switch_of, pod_of)
             started = True
+            minimum_ready = False
         elif not limited:
             plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
             reservations += 1
@@ -345,7 +377,7 @@ def charge_usage(now, clock, running, user, nodes, start, usage, fconf):
 def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children, node_offset,
             switch_of, pod_of, iconf, fconf, clock, status, eligible, start, end, prio,
             reserved_at, first_reservation, queue, running, free, node_of, usage, scratch, pt, pf,
-            t_stop):
+            pm, t_stop):
     """Process events up to and including ``t_stop``; returns the time of the next event (INF if
     none is left). ``clock[DIRTY]`` set means the state changed at ``clock[NOW]`` (a warm start,
     an injected job) and a scheduling pass is due then."""
@@ -436,4 +468,4 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
             clock[BF_PENDING] = 0
             backfill_pass(t, queue, clock, eligible, nodes, limit, runtime, status, start, end,
                           running, free, node_of, node_offset, reserved_at, first_reservation,
-                          iconf, switch_of, pod_of, pt, pf, scratch)
+                          iconf, switch_of, pod_of, pt, pf, pm, scratch)
