@@ -114,6 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
             b.add_argument("--limit", type=_positive(float), default=30.0, metavar="S")
         b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
         _common(b)
+    b = bench.add_parser("batch", help="batch simulator: LS6 speed, scaling, warm-start waits",
+                         description="The simulator on the LS6 trace under every backfill mode, "
+                                     "EASY on synthetic traces of two sizes, and the warm-started "
+                                     "replay's monthly waits beside the recorded ones.")
+    b.add_argument("--trace", default="../shared/traces/ls6-a100.tsv")
+    b.add_argument("--nodes", type=_positive(int), default=76, help="cluster size (paper: 76)")
+    b.add_argument("--repeats", type=_positive(int), default=3)
+    b.add_argument("--sizes", default="25000,250000", help="synthetic trace sizes")
+    b.add_argument("--start", default="2022-11-01", help="warm-start date")
+    b.add_argument("--out", default="benchmarks/out")
+    _common(b)
     b = bench.add_parser("online", help="seed 002 Fig. 6: window-based scheduling against FCFS/EASY",
                          description="Window policy for tau in 10..60 s against per-job FCFS and "
                                      "EASY with first-fit, contiguous and free-form placement.")
@@ -263,6 +274,8 @@ def cmd_generate(args) -> int:
 def cmd_bench(args) -> int:
     if args.what == "exact":
         return _bench_exact(args)
+    if args.what == "batch":
+        return _bench_batch(args)
     from benchmarks import online, sa_tables
     from benchmarks.common import format_table, write_csv
 
@@ -406,6 +419,38 @@ def cmd_simulate(args) -> int:
             print(f"{key:22s} {value:.3f}" if isinstance(value, float) else f"{key:22s} {value}")
     if info["skipped_examples"]:
         print("skipped, e.g.: " + "; ".join(info["skipped_examples"][:3]))
+    return 0
+
+
+def _bench_batch(args) -> int:
+    from benchmarks import batch_sim
+    from benchmarks.common import format_table, write_csv
+
+    try:
+        sizes = tuple(int(v) for v in args.sizes.split(","))
+    except ValueError:
+        raise TjapError(f"--sizes must be comma-separated integers, got {args.sizes!r}") from None
+    out = Path(args.out)
+    speed = batch_sim.speed(args.trace, args.nodes, args.repeats)
+    scaling = batch_sim.scaling(args.trace, args.nodes, sizes, repeats=args.repeats, seed=args.seed)
+    months = batch_sim.warm_months(args.trace, args.nodes, args.start)
+    png = batch_sim.plot_months(months, out / "batch_months.png",
+                                f"{Path(args.trace).name}: {args.nodes} nodes, EASY, warm start")
+    for name, rows in (("speed", speed), ("scaling", scaling), ("months", months)):
+        write_csv(out / f"batch_{name}.csv", rows)
+    if args.json:
+        _print_json({"speed": speed, "scaling": scaling, "months": months, "png": str(png)})
+        return 0
+    print(format_table(speed, [("span", ""), ("jobs", "d"), ("backfill", ""), ("seconds", ".3f"),
+                               ("mean_wait_h", ".2f"), ("utilization", ".3f"),
+                               ("published_over_ours", ".0f")]))
+    print()
+    print(format_table(scaling, [("jobs", "d"), ("seconds", ".3f"), ("mean_wait_h", ".2f"),
+                                 ("time_over_smallest", ".2f")]))
+    print()
+    print(format_table(months, [("month", ""), ("jobs", "d"), ("recorded_mean_wait_h", ".2f"),
+                                ("simulated_mean_wait_h", ".2f")]))
+    print(f"files: {out}/batch_*.csv, {png}")
     return 0
 
 

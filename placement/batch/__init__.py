@@ -1,7 +1,19 @@
 """Batch-queue simulation (seed 004, and seed 002's per-job baselines): an event-driven simulator
 of a Slurm-like queue with multifactor priority and backfilling, loaders for real traces, and an
-adapter to a real Slurm."""
+adapter to a real Slurm (:mod:`placement.batch.slurm`).
+
+>>> from placement.batch import load_trace, simulate
+>>> jobs, report = load_trace("ls6-a100.tsv")
+>>> simulate(jobs, 76, backfill="easy").summary()["mean_wait_s"]
+"""
 
 from placement.batch.jobs import Jobs
+from placement.batch.replay import monthly_waits, replay_trace
+from placement.batch.simulator import (Priority, SchedulerConfig, SimulationResult, Simulator,
+                                       Snapshot, simulate)
+from placement.batch.synthetic import synthetic_jobs
+from placement.batch.traces import TraceReport, default_nodes, load_trace
 
-__all__ = ["Jobs"]
+__all__ = ["Jobs", "Priority", "SchedulerConfig", "SimulationResult", "Simulator", "Snapshot",
+           "TraceReport", "default_nodes", "load_trace", "monthly_waits", "replay_trace",
+           "simulate", "synthetic_jobs"]

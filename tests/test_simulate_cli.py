@@ -1,0 +1,79 @@
+"""``tjap simulate`` and ``tjap bench batch`` end to end on the shipped traces and crafted files."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tjap.cli import main
+
+TRACES = Path(os.environ.get("TJAP_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
+LS6 = TRACES / "ls6-a100.tsv"
+LUBLIN = TRACES / "lublin_256.swf"
+needs_traces = pytest.mark.skipif(not LS6.exists(), reason=f"shipped traces not found in {TRACES}")
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(code, err, fragment):
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("tjap: error:") and fragment in err, err
+
+
+@needs_traces
+def test_simulate_json_on_both_traces(capsys, tmp_path):
+    code, out, _ = run(capsys, "simulate", "--trace", LUBLIN, "--backfill", "conservative",
+                       "--json", "--plot", tmp_path / "p.png", "--per-job", tmp_path / "jobs.csv")
+    data = json.loads(out)
+    assert code == 0 and data["jobs"] == 10_000 and data["skipped_lines"] == 0
+    assert data["nodes"] == 256 and 0 < data["utilization"] <= 1 and data["makespan_s"] > 0
+    for key in ("mean_wait_s", "runtime_s", "p95_wait_s", "mean_bounded_slowdown"):
+        assert key in data
+    assert (tmp_path / "p.png").stat().st_size > 0
+    assert len((tmp_path / "jobs.csv").read_text().splitlines()) == 10_001
+    code, out, _ = run(capsys, "simulate", "--trace", LS6, "--nodes", 76, "--start",
+                       "2023-03-01", "--days", 7, "--json")
+    assert code == 0 and 0 < json.loads(out)["jobs"] < 3000
+
+
+@needs_traces
+def test_simulate_warm_start_reports_months(capsys):
+    code, out, _ = run(capsys, "simulate", "--trace", LS6, "--nodes", 76, "--start", "2023-02-01",
+                       "--days", 30, "--warm-start", "--json")
+    months = json.loads(out)["months"]
+    assert code == 0 and "2023-02" in [m["month"] for m in months]
+    assert all(m["simulated_mean_wait_h"] >= 0 and m["recorded_mean_wait_h"] >= 0 for m in months)
+
+
+@needs_traces
+def test_simulate_bad_input(capsys, tmp_path):
+    one_line_error(*run(capsys, "simulate", "--trace", LS6)[::2], "pass --nodes N")
+    one_line_error(*run(capsys, "simulate", "--trace", LS6, "--nodes", 8)[::2], "--nodes 64")
+    one_line_error(*run(capsys, "simulate", "--trace", LUBLIN, "--start", "2020-01-01")[::2],
+                   "UnixStartTime")
+    one_line_error(*run(capsys, "simulate", "--trace", LS6, "--nodes", 76, "--start", "March")[::2],
+                   "ISO date")
+    one_line_error(*run(capsys, "simulate", "--trace", LS6, "--nodes", 76, "--backfill", "eager")[::2],
+                   "backfill must be one of")
+    one_line_error(*run(capsys, "simulate", "--trace", tmp_path / "nope.swf")[::2], "not found")
+    junk = tmp_path / "junk.swf"
+    junk.write_text('{"jobs": []}\n')
+    one_line_error(*run(capsys, "simulate", "--trace", junk)[::2], "not an SWF trace")
+
+
+@needs_traces
+def test_bench_batch_small(capsys, tmp_path):
+    code, out, _ = run(capsys, "bench", "batch", "--trace", LS6, "--repeats", 1, "--sizes",
+                       "2000,4000", "--out", tmp_path, "--json")
+    data = json.loads(out)
+    assert code == 0 and [r["backfill"] for r in data["speed"]][:4] == ["none", "easy", "slurm",
+                                                                         "conservative"]
+    assert [r["jobs"] for r in data["scaling"]] == [2000, 4000]
+    assert (tmp_path / "batch_months.png").exists() and (tmp_path / "batch_speed.csv").exists()
