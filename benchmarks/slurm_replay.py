@@ -1,0 +1,207 @@
+"""Replay a slice of a job trace on a real (local) Slurm, to compare its starts with a simulator's.
+
+Each input job becomes ``sbatch -n cpus -t limit_min --wrap "sleep runtime"``, submitted at its
+(already compressed) submit time; once every job has ended, Slurm's own records
+(``jobcomp/filetxt``) give submit, start and end times. Independent of any simulator.
+
+Timing notes (Slurm 22.05, see :mod:`placement.batch.slurm_local`):
+
+- The replay clock starts on a whole Unix second (``t0``), so Slurm's 1 s-resolution times,
+  relative to ``t0``, are whole numbers: a time ``t`` means the event happened in ``[t, t+1)``.
+- A submitted batch job is not started during the submit call: the backfill pass
+  (every ``bf_interval``) or the main scheduler's periodic pass (``sched_interval``) starts it,
+  so a job that fits waits up to about 1 s. A job ending triggers the main scheduler at once.
+- ``observed_start`` is the wall time at which polling (every ``poll_s``) first saw the job
+  out of PENDING: an upper bound on the true start with ``poll_s`` resolution.
+
+Command line: ``python -m benchmarks.slurm_replay jobs.json [--cpus 256] [--scheduler backfill]``
+where ``jobs.json`` is a JSON list (or JSON lines) of input rows; prints the result as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from placement.batch.slurm import SlurmError
+from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+
+REQUIRED = ("id", "submit_s", "cpus", "limit_min", "runtime_s")
+
+
+def _as_int(value):
+    """``value`` as an int if it is a whole number (NumPy integers included), else None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return int(number) if number.is_integer() and not isinstance(value, bool) else None
+
+
+def _check(jobs: list[dict], cpus: int) -> None:
+    for i, job in enumerate(jobs):
+        missing = [k for k in REQUIRED if k not in job]
+        if missing:
+            raise SlurmError(f"replay job {i}: missing {', '.join(missing)} (rows need "
+                             f"{', '.join(REQUIRED)})")
+        jid = job["id"]
+        n = _as_int(job["cpus"])
+        if n is None or not 1 <= n <= cpus:
+            raise SlurmError(f"replay job {jid}: cpus must be an integer in 1..{cpus} (the node's "
+                             f"CPUs), got {job['cpus']!r}")
+        limit = _as_int(job["limit_min"])
+        if limit is None or limit < 1:
+            raise SlurmError(f"replay job {jid}: limit_min must be an integer >= 1, got "
+                             f"{job['limit_min']!r}")
+        job["cpus"], job["limit_min"] = n, limit
+        try:
+            runtime = float(job["runtime_s"])
+            submit = float(job["submit_s"])
+        except (TypeError, ValueError):
+            raise SlurmError(f"replay job {jid}: runtime_s and submit_s must be numbers") from None
+        if not (0 <= runtime <= 60 * limit):
+            raise SlurmError(f"replay job {jid}: runtime_s must lie in [0, 60*limit_min], got "
+                             f"{job['runtime_s']!r}")
+        if not submit >= 0:
+            raise SlurmError(f"replay job {jid}: submit_s must be >= 0, got {job['submit_s']!r}")
+
+
+def _sleep_command(runtime_s) -> str:
+    runtime = float(runtime_s)
+    text = str(int(runtime)) if runtime == int(runtime) else f"{runtime:.3f}"
+    return f"sleep {text}"
+
+
+def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
+                    timeout_s: float | None = None, align_start: bool = True) -> list[dict]:
+    """Submit ``jobs`` to the running ``slurm`` at their submit times, wait for all to end, and
+    return one row per job (input order).
+
+    Input rows: ``id``, ``submit_s`` (seconds from the replay start), ``cpus`` (int, at most the
+    node's CPUs), ``limit_min`` (int >= 1), ``runtime_s`` (<= 60 * limit_min). Jobs are submitted in
+    input order, each no earlier than its ``submit_s``.
+
+    Output rows: the input row plus ``slurm_job_id``; ``submit`` (wall time of the sbatch call,
+    relative to the replay start ``t0``); ``slurm_submit``, ``start``, ``end`` (Slurm's records,
+    relative to ``t0``, whole seconds as floats); ``observed_start`` (first seen running by
+    polling, or None); ``state`` (``COMPLETED``, ``TIMEOUT``, ...). ``timeout_s`` (default: last
+    submit + sum of limits + 60 s) bounds the whole replay; on timeout the jobs are cancelled and
+    :class:`SlurmError` is raised.
+    """
+    jobs = [dict(j) for j in jobs]
+    _check(jobs, int(slurm.config.cpus))
+    client = slurm.client()
+    if timeout_s is None:
+        timeout_s = (max((float(j["submit_s"]) for j in jobs), default=0)
+                     + sum(60 * j["limit_min"] for j in jobs) + 60)
+    now = time.time()
+    t0 = float(math.ceil(now + 0.05)) if align_start else now
+    time.sleep(max(0.0, t0 - time.time()))
+    deadline = time.monotonic() + timeout_s + (t0 - now)
+
+    slurm_ids: list[int] = []
+    observed: dict[int, float] = {}
+    pending_ids: set[int] = set()
+    next_poll = 0.0
+
+    def poll():
+        nonlocal next_poll
+        stamp = time.time() - t0
+        for q in client.queue():
+            if q.job_id in pending_ids and q.state != "PENDING":
+                observed[q.job_id] = stamp
+                pending_ids.discard(q.job_id)
+        next_poll = time.monotonic() + poll_s
+
+    try:
+        for job in jobs:
+            target = t0 + float(job["submit_s"])
+            while True:
+                wait = target - time.time()
+                if wait <= 0:
+                    break
+                if pending_ids and time.monotonic() >= next_poll:
+                    poll()
+                    continue
+                time.sleep(min(wait, poll_s))
+            submitted = time.time() - t0
+            jid = client.submit(nodes_or_tasks=job["cpus"], time_limit_min=job["limit_min"],
+                                command=_sleep_command(job["runtime_s"]),
+                                name=f"replay-{job['id']}", output="/dev/null",
+                                chdir=str(slurm.workdir))
+            job["slurm_job_id"] = jid
+            job["submit"] = submitted
+            slurm_ids.append(jid)
+            pending_ids.add(jid)
+
+        wanted = set(slurm_ids)
+        done: dict[int, object] = {}
+        while True:
+            for rec in client.completed(slurm.jobcomp_path):
+                if rec.job_id in wanted:
+                    done[rec.job_id] = rec
+            if len(done) == len(wanted):
+                break
+            if pending_ids:
+                poll()
+            if time.monotonic() > deadline:
+                raise SlurmError(f"replay timed out after {timeout_s:.0f} s with "
+                                 f"{len(wanted) - len(done)} of {len(wanted)} jobs unfinished")
+            time.sleep(poll_s)
+    except BaseException:
+        try:
+            client.cancel(slurm_ids)
+        except SlurmError:
+            pass
+        raise
+
+    out = []
+    for job in jobs:
+        rec = done[job["slurm_job_id"]]
+
+        def rel(t):
+            return None if t is None else float(t - t0)
+        job.update(slurm_submit=rel(rec.submit_time), start=rel(rec.start_time),
+                   end=rel(rec.end_time), observed_start=observed.get(job["slurm_job_id"]),
+                   state=rec.state)
+        out.append(job)
+    return out
+
+
+def _load(path: Path) -> list[dict]:
+    text = path.read_text()
+    if path.suffix == ".jsonl":
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+    return json.loads(text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("jobs", type=Path, help="JSON list or JSON lines of input rows")
+    parser.add_argument("--cpus", type=int, default=256)
+    parser.add_argument("--scheduler", choices=("backfill", "builtin"), default="backfill")
+    parser.add_argument("--bf-job-part-count-reserve", type=int, default=None)
+    parser.add_argument("--out", type=Path, help="write the rows here (JSON) instead of stdout")
+    args = parser.parse_args(argv)
+    config = LocalSlurmConfig(cpus=args.cpus, scheduler=args.scheduler,
+                              bf_job_part_count_reserve=args.bf_job_part_count_reserve)
+    try:
+        with LocalSlurm(config) as slurm:
+            rows = replay_on_slurm(_load(args.jobs), slurm)
+    except SlurmError as exc:
+        print(f"slurm_replay: error: {exc}", file=sys.stderr)
+        return 2
+    text = json.dumps(rows, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
