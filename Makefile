@@ -5,7 +5,7 @@ VENV := .venv
 # multi-GB CUDA build is pulled in by a dependency.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test test-all bench clean
+.PHONY: demo test test-slurm test-all bench clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,11 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
+
+# Tests against a real local Slurm (installs slurm-wlm + munge with apt when missing; needs root).
+test-slurm: $(VENV)/.installed
+	bash .ci/install-slurm || echo "warning: could not install Slurm; the slurm tests will skip"
+	$(VENV)/bin/python -m pytest -q -m slurm -rs
 
 test-all: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m ''
