@@ -287,3 +287,11 @@ def test_bad_input_is_named():
         Priority(age=-1)
     with pytest.raises(InvalidInputError, match="recorded start"):
         Simulator.from_trace_state(jobs, 2, 4)
+
+
+def test_release_delay_holds_nodes_after_the_end():
+    jobs = Jobs.build(submit_s=[0, 0, 0], nodes=[2, 2, 1], limit_s=[10, 10, 10],
+                      runtime_s=[5, 5, 5], job_id=[1, 2, 3], depends_on_id=[-1, -1, 1])
+    r = simulate(jobs, 2, SchedulerConfig(backfill="none", release_delay_s=1, **EXACT))
+    assert r.start_s.tolist() == [0, 6, 12]  # nodes back 1 s after each end; the child waits too
+    assert r.end_s.tolist() == [5, 11, 17]

@@ -31,8 +31,8 @@ PLACE_CONTIGUOUS = 1   # the cheapest block of consecutive free nodes on the fat
 
 # integer config slots
 MODE, DEPTH, BF_INTERVAL, BF_RESOLUTION, BF_MAX_JOB_TEST, CALC_PERIOD, PLACEMENT, NUM_NODES, \
-    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL = range(11)
-NUM_ICONFIG = 11
+    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY = range(12)
+NUM_ICONFIG = 12
 # float config slots
 W_AGE, W_SIZE, W_FAIRSHARE, W_QOS, MAX_AGE, HALF_LIFE, QOS_FACTOR = range(7)
 NUM_FCONFIG = 7
@@ -396,7 +396,7 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
         if clock[DIRTY]:
             t = clock[NOW]
         if clock[RLEN] > 0:
-            t = end[running[0]]
+            t = end[running[0]] + iconf[RELEASE_DELAY]
         if clock[NEXT_SUBMIT] < n:
             t = min(t, submit[clock[NEXT_SUBMIT]])
         if clock[BF_PENDING]:
@@ -409,7 +409,7 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
         changed = clock[DIRTY] != 0
         clock[DIRTY] = 0
         # 1. jobs ending now
-        while clock[RLEN] > 0 and end[running[0]] == t:
+        while clock[RLEN] > 0 and end[running[0]] + iconf[RELEASE_DELAY] == t:
             j = running[0]
             for i in range(1, clock[RLEN]):
                 running[i - 1] = running[i]

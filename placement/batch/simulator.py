@@ -30,6 +30,8 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
   delayed; its pass runs at every change. The other modes pass every ``bf_interval_s`` seconds
   (0: at every change); a pass with nothing changed since the last one cannot start a job, so
   only passes after a change are simulated.
+- **Release**: a job's nodes return ``release_delay_s`` after it ends (Slurm's COMPLETING state,
+  about 1 s on a local Slurm; default 0); jobs depending on it become eligible then.
 - **Nodes**: ``placement="firstfit"`` (lowest free ids) or ``"contiguous"`` (the cheapest block of
   consecutive free nodes of a :class:`tjap.topology.FatTree`, as the TJAP per-job policies).
 
@@ -89,6 +91,7 @@ class SchedulerConfig:
     bf_interval_s: int = 30        # bf_interval
     bf_resolution_s: int = 60      # bf_resolution
     bf_max_job_test: int = 500     # bf_max_job_test
+    release_delay_s: int = 0       # seconds a job's nodes stay busy after it ends (COMPLETING)
     placement: str = "firstfit"
     priority: Priority = field(default_factory=Priority)
 
@@ -98,9 +101,9 @@ class SchedulerConfig:
                                                                 and b >= 0)):
             raise InvalidInputError(f"backfill must be one of {', '.join(BACKFILL_MODES)} or a "
                                     f"reservation depth >= 0, got {b!r}")
-        for name in ("bf_interval_s", "bf_resolution_s", "bf_max_job_test"):
+        for name in ("bf_interval_s", "bf_resolution_s", "bf_max_job_test", "release_delay_s"):
             value = getattr(self, name)
-            low = 0 if name == "bf_interval_s" else 1
+            low = 0 if name in ("bf_interval_s", "release_delay_s") else 1
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
         if self.placement not in PLACEMENTS:
@@ -182,6 +185,7 @@ class Simulator:
         iconf[k.BF_MAX_JOB_TEST], iconf[k.CALC_PERIOD] = c.bf_max_job_test, p.calc_period_s
         iconf[k.PLACEMENT] = k.PLACE_CONTIGUOUS if c.placement == "contiguous" else k.PLACE_FIRST_FIT
         iconf[k.NUM_NODES], iconf[k.FAVOR_SMALL] = self.num_nodes, int(p.favor_small)
+        iconf[k.RELEASE_DELAY] = c.release_delay_s
         if topology is not None:
             iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_switches, topology.num_pods
             self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)
