@@ -295,3 +295,23 @@ def test_release_delay_holds_nodes_after_the_end():
     r = simulate(jobs, 2, SchedulerConfig(backfill="none", release_delay_s=1, **EXACT))
     assert r.start_s.tolist() == [0, 6, 12]  # nodes back 1 s after each end; the child waits too
     assert r.end_s.tolist() == [5, 11, 17]
+
+
+def test_hold_and_release():
+    # the held job (row 1) is submitted at 0 but starts only once released, at 30
+    jobs = Jobs.build(submit_s=[0, 0, 5], nodes=[1, 1, 1], limit_s=[100] * 3, runtime_s=[10] * 3)
+    sim = Simulator(jobs, 4, SchedulerConfig(backfill="easy", **EXACT))
+    sim.hold(1)
+    sim.advance(20)
+    assert sim.state(1) == "held" and sim.state(0) == "done" and sim.state(2) == "done"
+    snap = sim.snapshot()
+    sim.advance(30)
+    sim.release(1)
+    r = sim.run()
+    assert r.start_s.tolist() == [0, 30, 5]
+    sim.restore(snap)
+    assert sim.state(1) == "held"
+    sim.release(1)  # released at 20 this time
+    assert sim.run().start_s[1] == 20
+    with pytest.raises(InvalidInputError, match="not started"):
+        sim.hold(0)

@@ -19,6 +19,9 @@ INF = 1 << 62
 
 # job status
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
+# eligibility of a pending job (else the time it became eligible)
+WAITING = -1  # on its dependency
+HELD = -2     # held until released (sbatch --hold / scontrol release)
 
 # backfill modes (config slot MODE); the reservation depth is config slot DEPTH
 MODE_NONE = 0          # main pass only: strict priority order (FCFS when priorities are equal)
@@ -376,8 +379,8 @@ def charge_usage(now, clock, running, user, nodes, start, usage, fconf):
 @njit
 def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children, node_offset,
             switch_of, pod_of, iconf, fconf, clock, status, eligible, start, end, prio,
-            reserved_at, first_reservation, queue, running, free, node_of, usage, scratch, pt, pf,
-            pm, t_stop):
+            reserved_at, first_reservation, queue, running, free, node_of, usage, held, scratch,
+            pt, pf, pm, t_stop):
     """Process events up to and including ``t_stop``; returns the time of the next event (INF if
     none is left). ``clock[DIRTY]`` set means the state changed at ``clock[NOW]`` (a warm start,
     an injected job) and a scheduling pass is due then."""
@@ -422,7 +425,7 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
                 usage[user[j]] += nodes[j] * (t - max(start[j], clock[LAST_CALC]))
             for c in range(child_ptr[j], child_ptr[j + 1]):
                 k = children[c]
-                if status[k] == PENDING and eligible[k] < 0:
+                if status[k] == PENDING and eligible[k] == WAITING:
                     eligible[k] = t
             changed = True
         # 2. submissions now
@@ -431,7 +434,10 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
             clock[NEXT_SUBMIT] += 1
             status[j] = PENDING
             d = depends_on[j]
-            eligible[j] = t if d < 0 or status[d] == DONE else -1
+            if held[j]:
+                eligible[j] = HELD
+            else:
+                eligible[j] = t if d < 0 or status[d] == DONE else WAITING
             prio[j] = priority(j, t, nodes, user, eligible, usage, total_usage, num_users, iconf,
                                fconf)
             clock[QLEN] = queue_insert(queue, clock[QLEN], prio, j)

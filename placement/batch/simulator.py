@@ -127,7 +127,7 @@ class SchedulerConfig:
 
 
 _STATE = ("clock", "status", "eligible", "start", "end", "prio", "reserved_at",
-          "first_reservation", "queue", "running", "free", "node_of", "usage")
+          "first_reservation", "queue", "running", "free", "node_of", "usage", "held")
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,8 @@ class Simulator:
             "first_reservation": np.full(n, -1, np.int64), "queue": np.zeros(n, np.int64),
             "running": np.zeros(n, np.int64), "free": np.ones(self.num_nodes, np.bool_),
             "node_of": np.full(int(j.nodes.sum()) if n else 0, -1, np.int64),
-            "usage": np.zeros(max(j.num_users, 1), np.float64)}
+            "usage": np.zeros(max(j.num_users, 1), np.float64),
+            "held": np.zeros(n, np.bool_)}
         self.simulated = np.ones(n, bool)  # False for jobs whose start came from the trace
         self.runtime_s = 0.0
 
@@ -243,11 +244,42 @@ class Simulator:
                         self._pod_of, self._iconf, self._fconf, s["clock"], s["status"],
                         s["eligible"], s["start"], s["end"], s["prio"], s["reserved_at"],
                         s["first_reservation"], s["queue"], s["running"], s["free"],
-                        s["node_of"], s["usage"], *self._work, stop)
+                        s["node_of"], s["usage"], s["held"], *self._work, stop)
         self.runtime_s += time.perf_counter() - tick
         if until_s is not None and s["clock"][k.NOW] < until_s:
             s["clock"][k.NOW] = until_s
         return None if nxt >= k.INF else int(nxt)
+
+    def hold(self, rows) -> None:
+        """Hold jobs (``sbatch --hold``): submitted as usual but never started until
+        :meth:`release`. Only jobs not yet started can be held."""
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        s = self._state
+        if ((s["status"][rows] == k.RUNNING) | (s["status"][rows] == k.DONE)).any():
+            raise InvalidInputError("only jobs that have not started can be held")
+        s["held"][rows] = True
+        pending = rows[s["status"][rows] == k.PENDING]
+        s["eligible"][pending] = k.HELD
+        s["reserved_at"][pending] = -1
+
+    def release(self, rows) -> None:
+        """Release held jobs now (``scontrol release``): eligible from this moment (their age
+        counts from now) unless they still wait on a dependency."""
+        rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+        s, now = self._state, self.now
+        s["held"][rows] = False
+        dep = self.jobs.depends_on
+        for row in rows[s["status"][rows] == k.PENDING]:
+            d = dep[row]
+            s["eligible"][row] = now if d < 0 or s["status"][d] == k.DONE else k.WAITING
+        s["clock"][k.DIRTY] = 1
+
+    def state(self, row: int) -> str:
+        """"future", "pending", "held", "running" or "done"."""
+        status = int(self._state["status"][row])
+        if status == k.PENDING and self._state["eligible"][row] == k.HELD:
+            return "held"
+        return ("future", "pending", "running", "done")[status]
 
     def run(self, until_s: int | None = None) -> "SimulationResult":
         self.advance(until_s)
