@@ -315,3 +315,18 @@ def test_hold_and_release():
     assert sim.run().start_s[1] == 20
     with pytest.raises(InvalidInputError, match="not started"):
         sim.hold(0)
+
+
+def test_a_change_made_between_events_is_scheduled_at_once():
+    # regression: a release (or a warm start) while a job runs must schedule at that moment, not
+    # at the running job's end
+    jobs = Jobs.build(submit_s=[0, 0], nodes=[1, 1], limit_s=[100, 100], runtime_s=[100, 10])
+    sim = Simulator(jobs, 4, SchedulerConfig(**EXACT))
+    sim.hold(1)
+    sim.advance(20)
+    sim.release(1)
+    assert sim.run().start_s.tolist() == [0, 20]
+    traced = Jobs.build(submit_s=[0, 5], nodes=[3, 1], limit_s=[100, 100], runtime_s=[100, 10],
+                        recorded_start_s=[0, 50], recorded_end_s=[100, 60])
+    warm = Simulator.from_trace_state(traced, 10, 4, SchedulerConfig(**EXACT)).run()
+    assert warm.start_s.tolist() == [0, 10]  # queued at 10 with a free node: starts at 10

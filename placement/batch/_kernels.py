@@ -399,7 +399,7 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
         if clock[DIRTY]:
             t = clock[NOW]
         if clock[RLEN] > 0:
-            t = end[running[0]] + iconf[RELEASE_DELAY]
+            t = min(t, end[running[0]] + iconf[RELEASE_DELAY])
         if clock[NEXT_SUBMIT] < n:
             t = min(t, submit[clock[NEXT_SUBMIT]])
         if clock[BF_PENDING]:
