@@ -58,3 +58,50 @@ def test_episode_history_and_errors():
         ep.outcome()
     with pytest.raises(InvalidInputError, match="cluster has 4"):
         ChainedEpisode(jobs, 4, 30 * H, Pair(nodes=8))
+
+
+# -- provisioners ----------------------------------------------------------------------------------
+from heuristics.provisioning import Average, Reactive, evaluate, make_provisioner, run_episode  # noqa: E402
+
+
+class Recorder:
+    """Wraps a provisioner and records when it was asked and what the predecessor was then."""
+
+    name = "recorder"
+
+    def __init__(self, inner):
+        self.inner, self.asked = inner, []
+
+    def decide(self, episode):
+        self.asked.append((episode.now, episode.sim.state(episode.pred)))
+        return self.inner.decide(episode)
+
+
+def busy_trace():
+    # 4 nodes kept busy by a stream of 2-node, 5-hour jobs: waits of hours
+    n = 120
+    return Jobs.build(submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n,
+                      runtime_s=[5 * H] * n)
+
+
+@pytest.mark.parametrize("inner", [Reactive(), Average()])
+def test_provisioners_never_act_before_the_predecessor_is_submitted(inner):
+    jobs = busy_trace()
+    ep = ChainedEpisode(jobs, 4, 30 * H, Pair(nodes=2, runtime_s=10 * H, limit_s=12 * H),
+                        config=EXACT)
+    rec = Recorder(inner)
+    outcome = run_episode(ep, rec)
+    assert rec.asked and all(t >= 30 * H for t, _ in rec.asked)
+    assert all(state != "future" for _, state in rec.asked)
+    assert ep.submitted_s >= 30 * H and isinstance(outcome, int)
+
+
+def test_reactive_interrupts_and_avg_trades_it_for_overlap_on_a_busy_queue():
+    jobs = busy_trace()
+    pair = Pair(nodes=2, runtime_s=10 * H, limit_s=10 * H)
+    times = [30 * H, 40 * H]
+    reactive = evaluate(jobs, 4, pair, times, make_provisioner("reactive"), config=EXACT)
+    avg = evaluate(jobs, 4, pair, times, make_provisioner("avg"), config=EXACT)
+    assert reactive["mean_interruption_h"] > 1 and reactive["mean_overlap_h"] == 0
+    assert avg["mean_interruption_h"] < reactive["mean_interruption_h"]
+    assert set(avg) >= {"pairs", "mean_interruption_h", "mean_overlap_h", "zero_interruption_fraction"}

@@ -77,3 +77,15 @@ def test_bench_batch_small(capsys, tmp_path):
                                                                          "conservative"]
     assert [r["jobs"] for r in data["scaling"]] == [2000, 4000]
     assert (tmp_path / "batch_months.png").exists() and (tmp_path / "batch_speed.csv").exists()
+
+
+@needs_traces
+def test_provision_evaluate_json(capsys):
+    code, out, _ = run(capsys, "provision", "evaluate", "--trace", LS6, "--from", "2023-03-01",
+                       "--to", "2023-03-08", "--nodes", 8, "--policy", "avg", "--pairs", 2, "--json")
+    data = json.loads(out)
+    assert code == 0 and data["pairs"] == 2 and data["policy"] == "avg"
+    for key in ("mean_interruption_h", "mean_overlap_h", "zero_interruption_fraction"):
+        assert data[key] >= 0
+    one_line_error(*run(capsys, "provision", "evaluate", "--trace", LS6, "--from", "2023-03-01",
+                        "--to", "2023-03-08", "--policy", "oracle")[::2], "unknown provisioner")

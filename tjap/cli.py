@@ -179,13 +179,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-job", metavar="CSV", help="write each job's submit, start, end, wait")
     _common(p)
 
+    p = sub.add_parser("provision", help="chained jobs: when to submit a successor (seed 004)")
+    prov = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    e = prov.add_parser("evaluate", help="interruption and overlap of a provisioner on a trace",
+                        description="Inject predecessor/successor pairs (48 h each) into a replay "
+                                    "of the trace at random times of [--from, --to) whose reactive "
+                                    "wait matches --load, and report the provisioner's mean "
+                                    "interruption and overlap.")
+    e.add_argument("--trace", required=True, metavar="FILE")
+    e.add_argument("--from", dest="start", required=True, metavar="ISO")
+    e.add_argument("--to", dest="end", required=True, metavar="ISO")
+    e.add_argument("--nodes", type=_positive(int), default=1, help="nodes of each pair job")
+    e.add_argument("--cluster-nodes", type=_positive(int), default=76)
+    e.add_argument("--load", choices=("heavy", "medium", "light", "any"), default="any",
+                   help="reactive wait > 12 h, 2-12 h, < 2 h")
+    e.add_argument("--policy", default="reactive", help="reactive | avg")
+    e.add_argument("--pairs", type=_positive(int), default=20)
+    e.add_argument("--max-tries", type=_positive(int), help="injection times tried (default 20x pairs)")
+    _common(e)
+
     p = sub.add_parser("train", help="train a learned operator")
     train = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     t = train.add_parser("nsa", help="the NSA repair operator (MaskablePPO)",
                          description="Train the NSA repair policy with MaskablePPO on windows of "
                                      "the paper's stream; writes OUT.pt, OUT.json and OUT_curve.csv.")
     t.add_argument("--arch", default="cnn3", choices=("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3"))
-    t.add_argument("--timesteps", type=_positive(int), default=300_000)
+
+    def count(value):  # a non-negative integer (0 = skip that stage)
+        return 0 if value.strip() == "0" else _positive(int)(value)
+
+    t.add_argument("--timesteps", type=count, default=300_000,
+                   help="PPO steps (0: only the imitation warm start)")
     t.add_argument("--setting", choices=("published", "paper"), default="published")
     t.add_argument("--windows", type=_positive(int), default=500, help="training windows")
     t.add_argument("--reward", choices=("repaired", "window"), default="repaired")
@@ -197,6 +221,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--n-steps", type=_positive(int), default=2048, help="PPO rollout length")
     t.add_argument("--batch-size", type=_positive(int), default=256)
     t.add_argument("--ent-coef", type=float, default=0.01)
+    t.add_argument("--clip-range", type=_positive(float), default=0.2)
+    t.add_argument("--n-epochs", type=_positive(int), default=10, help="PPO epochs per rollout")
+    t.add_argument("--imitation-steps", type=count, default=0,
+                   help="expert (greedy-within-q) steps behaviour-cloned before PPO (0: none)")
+    t.add_argument("--imitation-epochs", type=_positive(int), default=10)
+    t.add_argument("--imitation-temperature", type=float, default=0.0, metavar="T",
+                   help="0: clone the cheapest start; T > 0: clone softmax(-cost / T) and roll "
+                        "the expert out by sampling it (cost units)")
+    t.add_argument("--imitation-lr", type=_positive(float), default=1e-3)
+    t.add_argument("--imitation-batch-size", type=_positive(int), default=256)
     t.add_argument("--out", default="learned/weights/nsa_cnn3")
     _common(t)
 
@@ -351,10 +385,19 @@ def cmd_train(args) -> int:
                     args.reward, quiet=args.quiet, device=args.device, boundaries=args.boundaries,
                     idle_flag=args.idle_flag,
                     ppo={"learning_rate": args.learning_rate, "n_steps": args.n_steps,
-                         "batch_size": args.batch_size, "ent_coef": args.ent_coef})
+                         "batch_size": args.batch_size, "ent_coef": args.ent_coef,
+                         "clip_range": args.clip_range, "n_epochs": args.n_epochs},
+                    imitation_steps=args.imitation_steps, imitation_epochs=args.imitation_epochs,
+                    imitation_temperature=args.imitation_temperature,
+                    imitation_lr=args.imitation_lr,
+                    imitation_batch_size=args.imitation_batch_size)
     if args.json:
         _print_json(out)
     else:
+        if out["imitation"]:
+            im = out["imitation"]
+            print(f"imitation: {im['collected_steps']} expert steps, {im['epochs']} epochs, "
+                  f"accuracy {im['final']['accuracy']:.3f} ({im['wall_s']:.0f} s)")
         print(f"trained {args.arch} for {args.timesteps} steps in {out['wall_s']:.0f} s; "
               f"final mean reward {out['final_mean_reward']}")
         print(f"weights: {out['weights']}  metadata: {out['metadata']}  curve: {out['curve']}")
@@ -454,6 +497,35 @@ def _bench_batch(args) -> int:
     return 0
 
 
+def cmd_provision(args) -> int:
+    from heuristics.provisioning import evaluate, make_provisioner, sample_pairs
+    from placement.batch import load_trace
+    from placement.batch.chained import Pair
+    from placement.batch.replay import parse_date
+
+    jobs, _ = load_trace(args.trace)
+    start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    provisioner = make_provisioner(args.policy)
+    pair = Pair(nodes=args.nodes)
+    if args.nodes > args.cluster_nodes:
+        raise TjapError(f"--nodes {args.nodes} exceeds --cluster-nodes {args.cluster_nodes}")
+    times = sample_pairs(jobs, args.cluster_nodes, pair, start, end,
+                         None if args.load == "any" else args.load, args.pairs, args.seed,
+                         max_tries=args.max_tries)
+    result = evaluate(jobs, args.cluster_nodes, pair, times, provisioner)
+    result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs}
+    if args.json:
+        _print_json(result)
+    else:
+        for key, value in result.items():
+            if key != "outcomes_h":
+                print(f"{key:28s} {value:.3f}" if isinstance(value, float) else f"{key:28s} {value}")
+    if len(times) < args.pairs:
+        print(f"tjap: only {len(times)} of {args.pairs} injection times had {args.load} load",
+              file=sys.stderr)
+    return 0
+
+
 def _bench_exact(args) -> int:
     from benchmarks import exact
 
@@ -509,7 +581,7 @@ def cmd_methods(args) -> int:
 
 COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
             "methods": cmd_methods, "online": cmd_online, "train": cmd_train,
-            "simulate": cmd_simulate}
+            "simulate": cmd_simulate, "provision": cmd_provision}
 
 
 def main(argv=None) -> int:

@@ -162,6 +162,13 @@ class ChainedEpisode:
                 "limit_s": int(j.limit_s[self.pred]),
                 "expected_end_s": None if start is None else start + int(j.limit_s[self.pred])}
 
+    def recent_mean_wait_s(self, window_s: int = DAY_S) -> float:
+        """Mean wait of the jobs that started in the last ``window_s`` (0 if none)."""
+        s, j = self.sim._state, self.sim.jobs
+        started = (s["start"] >= 0) & (s["start"] > self.now - window_s) & (s["start"] <= self.now)
+        started[[self.pred, self.succ]] = False
+        return float((s["start"][started] - j.submit_s[started]).mean()) if started.any() else 0.0
+
     @property
     def done(self) -> bool:
         return self.submitted_s is not None

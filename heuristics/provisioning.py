@@ -1,0 +1,101 @@
+"""Hand-written provisioners for chained jobs (seed 004's baselines), behind the submit-or-wait
+protocol that learned provisioners implement too, and the evaluation loop they all share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
+from placement.batch.jobs import Jobs
+from placement.batch.simulator import SchedulerConfig
+from tjap.errors import InvalidInputError, UnknownMethodError
+
+LOADS = {"heavy": (12 * HOUR_S, np.inf), "medium": (2 * HOUR_S, 12 * HOUR_S),
+         "light": (-np.inf, 2 * HOUR_S)}
+
+
+class Provisioner(Protocol):
+    """Decides, at each 10-minute decision point of an episode, whether to submit the successor."""
+
+    name: str
+
+    def decide(self, episode: ChainedEpisode) -> bool: ...
+
+
+class Reactive:
+    """Submit when the predecessor ends (never earlier)."""
+
+    name = "reactive"
+
+    def decide(self, episode: ChainedEpisode) -> bool:
+        return False
+
+
+@dataclass
+class Average:
+    """Submit once the predecessor's expected end (its start plus its limit) is at most T_avg
+    away, T_avg the mean wait of the jobs started in the last ``window_s``."""
+
+    window_s: int = DAY_S
+    name: str = "avg"
+
+    def decide(self, episode: ChainedEpisode) -> bool:
+        pred = episode.predecessor()
+        if pred["start_s"] is None:
+            return False
+        return pred["expected_end_s"] - episode.now <= episode.recent_mean_wait_s(self.window_s)
+
+
+POLICIES = {"reactive": Reactive, "avg": Average}
+
+
+def make_provisioner(name: str, **options) -> Provisioner:
+    if name not in POLICIES:
+        raise UnknownMethodError(f"unknown provisioner {name!r}; choose one of {', '.join(POLICIES)}")
+    return POLICIES[name](**options)
+
+
+def run_episode(episode: ChainedEpisode, provisioner: Provisioner) -> int:
+    """The one decision loop: ask the provisioner every interval until the successor is submitted
+    (or the predecessor ends); returns the outcome (successor start minus predecessor end, s)."""
+    while not episode.done:
+        episode.step(bool(provisioner.decide(episode)))
+    return episode.outcome()
+
+
+def sample_pairs(jobs: Jobs, nodes: int, pair: Pair, start_s: int, end_s: int, load: str | None,
+                 count: int, seed: int = 0, config: SchedulerConfig | None = None,
+                 max_tries: int | None = None) -> list[int]:
+    """Injection times in [start_s, end_s) whose reactive outcome falls in the ``load`` level
+    (heavy > 12 h, medium 2-12 h, light < 2 h; None: any), drawn in a seeded order."""
+    if load is not None and load not in LOADS:
+        raise InvalidInputError(f"load must be one of {', '.join(LOADS)}, got {load!r}")
+    if end_s <= start_s:
+        raise InvalidInputError("the evaluation period is empty (--to must be after --from)")
+    rng = np.random.default_rng(seed)
+    low, high = LOADS[load] if load else (-np.inf, np.inf)
+    found = []
+    for _ in range(max_tries or 20 * count):
+        t = int(rng.integers(start_s, end_s))
+        outcome = run_episode(ChainedEpisode(jobs, nodes, t, pair, config=config), Reactive())
+        if low < outcome <= high:
+            found.append(t)
+            if len(found) == count:
+                break
+    return found
+
+
+def evaluate(jobs: Jobs, nodes: int, pair: Pair, times: list[int], provisioner: Provisioner,
+             config: SchedulerConfig | None = None) -> dict:
+    """Mean interruption and overlap (hours) of ``provisioner`` over pairs injected at ``times``."""
+    outcomes = np.array([run_episode(ChainedEpisode(jobs, nodes, t, pair, config=config),
+                                     provisioner) for t in times], dtype=float)
+    interruption, overlap = split(outcomes)
+    return {"policy": provisioner.name, "pairs": len(times),
+            "mean_interruption_h": float(interruption.mean()) if len(times) else 0.0,
+            "mean_overlap_h": float(overlap.mean()) if len(times) else 0.0,
+            "zero_interruption_fraction": float((interruption == 0).mean()) if len(times) else 0.0,
+            "outcomes_h": (outcomes / HOUR_S).tolist()}
