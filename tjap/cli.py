@@ -198,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--max-tries", type=_positive(int), help="injection times tried (default 20x pairs)")
     _common(e)
 
+    from placement.network.cli import add_parser as _net
+    _net(sub)
     p = sub.add_parser("train", help="train a learned operator")
     train = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     t = train.add_parser("nsa", help="the NSA repair operator (MaskablePPO)",
@@ -579,9 +581,15 @@ def cmd_methods(args) -> int:
     return 0
 
 
+def cmd_network(args) -> int:
+    from placement.network.cli import run
+
+    return run(args)
+
+
 COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
             "methods": cmd_methods, "online": cmd_online, "train": cmd_train,
-            "simulate": cmd_simulate, "provision": cmd_provision}
+            "simulate": cmd_simulate, "provision": cmd_provision, "network": cmd_network}
 
 
 def main(argv=None) -> int:

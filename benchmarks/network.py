@@ -1,0 +1,188 @@
+"""Seed 003 baselines on the paper's nine topologies (issue 7): acceptance, CPU and memory
+utilisation of Tetris, NALB, NULB, random and the exact per-request model on the 64-server
+topologies (128-request episodes, 5 seeds), channel utilisation per tier (a PNG like the paper's
+Fig. 3), and cheaper runs of the heuristics on the 1024-server versions.
+
+    python -m benchmarks.network [--seeds 5] [--large-requests 2048] [--large-seeds 2] [--out DIR]
+
+Every method sees the same requests (seeded by episode). Utilisations are means over the episode,
+sampled after each request's outcome (warm-up included). The paper reports no absolute baseline
+figures in its text, only the RL agent's gains over the best baseline (Table 2) and its change from
+64 to 1024 servers (Table 3); they are reproduced in :data:`PAPER_TABLE2` and :data:`PAPER_TABLE3`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+from benchmarks.common import format_table, progress, pyplot, write_csv
+from heuristics.network import make_policy
+from placement.network import NAMES, evaluate, paper_topology
+
+HEURISTICS = ("tetris", "nalb", "nulb", "random")
+POLICIES = HEURISTICS + ("exact",)
+COLOURS = {"tetris": "tab:orange", "nalb": "tab:green", "nulb": "tab:red", "random": "tab:purple",
+           "exact": "tab:blue"}
+
+#: Paper Table 2: RL agent's improvement over the best baseline per topology, % (acceptance, CPU
+#: utilisation, memory utilisation), 64 servers.
+PAPER_TABLE2 = {"8:1-16": (19, 24, 22), "8:1-8": (15, 16, 20), "8:1-4": (22, 43, 23),
+                "16:1-16": (9, 21, 16), "16:1-8": (11, 12, 15), "16:1-4": (8, 16, 11),
+                "32:1-16": (17, 17, 21), "32:1-8": (19, 12, 10), "32:1-4": (6, 3, 3)}
+#: Paper Table 3: RL agent's change from 64 to 1024 servers per topology, % (same three measures).
+PAPER_TABLE3 = {"8:1-16": (6, 4, 0), "8:1-8": (6, -12, -2), "8:1-4": (4, 13, 6),
+                "16:1-16": (16, 8, 14), "16:1-8": (10, 3, 10), "16:1-4": (9, 4, 11),
+                "32:1-16": (7, 4, 11), "32:1-8": (-6, 8, 3), "32:1-4": (-1, -1, 6)}
+
+KEYS = ("acceptance", "cpu_util", "mem_util", "net_util_tier1", "net_util_tier2", "net_util_tier3",
+        "spread_server", "spread_rack", "spread_cluster", "spread_global", "mean_servers",
+        "runtime_s")
+
+
+def sweep(servers: int = 64, requests: int = 128, seeds: int = 5, policies=POLICIES,
+          names=NAMES, seed_base: int = 0, exact_time_limit_s: float = 1.0,
+          quiet: bool = False) -> list[dict]:
+    """One row per (topology, policy): means over ``seeds`` episodes."""
+    rows = []
+    jobs = [(name, policy) for name in names for policy in policies]
+    for name, policy in progress(jobs, total=len(jobs), desc=f"{servers} servers", quiet=quiet):
+        topology = paper_topology(name, servers)
+        options = {"time_limit_s": exact_time_limit_s} if policy == "exact" else {}
+        start = time.perf_counter()
+        out = evaluate(topology, lambda: make_policy(policy, **options), requests=requests,
+                       seeds=seeds, seed_base=seed_base)
+        row = {"servers": servers, "topology": name, "policy": policy, "requests": requests,
+               "seeds": seeds} | {k: out[k] for k in KEYS}
+        row["wall_s"] = time.perf_counter() - start
+        if policy == "exact":
+            infos = [ep.get("info", {}) for ep in out["episodes"]]
+            row["exact_not_optimal"] = sum(i.get("feasible", 0) + i.get("time_limit", 0)
+                                           for i in infos)
+        rows.append(row)
+    return rows
+
+
+def best_baselines(rows: list[dict], policies=HEURISTICS) -> list[dict]:
+    """Per topology: the best heuristic by acceptance (as Table 2 compares against), beside the
+    paper's RL gain over the best baseline."""
+    out = []
+    for name in dict.fromkeys(r["topology"] for r in rows):
+        mine = [r for r in rows if r["topology"] == name and r["policy"] in policies]
+        best = max(mine, key=lambda r: r["acceptance"])
+        exact = next((r for r in rows if r["topology"] == name and r["policy"] == "exact"), None)
+        acc, cpu, mem = PAPER_TABLE2[name]
+        out.append({"topology": name, "best_heuristic": best["policy"],
+                    "acceptance": best["acceptance"], "cpu_util": best["cpu_util"],
+                    "mem_util": best["mem_util"],
+                    "exact_over_best_pct": (100 * (exact["acceptance"] / best["acceptance"] - 1)
+                                            if exact and best["acceptance"] else None),
+                    "paper_rl_over_best": f"{acc}, {cpu}, {mem}"})
+    return out
+
+
+def pivot(rows: list[dict], key: str, policies) -> list[dict]:
+    """Topologies as rows, policies as columns, values of ``key``."""
+    table = []
+    for name in dict.fromkeys(r["topology"] for r in rows):
+        row = {"topology": name}
+        for r in rows:
+            if r["topology"] == name and r["policy"] in policies:
+                row[r["policy"]] = r[key]
+        table.append(row)
+    return table
+
+
+def plot_tiers(rows: list[dict], path: Path, title: str = "") -> Path:
+    """Channel utilisation of tiers 1, 2 and 3 per topology and policy (the paper's Fig. 3)."""
+    plt = pyplot()
+    names = list(dict.fromkeys(r["topology"] for r in rows))
+    labels = [n.replace(":", "\n") for n in names]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    for tier, ax in enumerate(axes, start=1):
+        for policy in dict.fromkeys(r["policy"] for r in rows):
+            values = [next(r[f"net_util_tier{tier}"] for r in rows
+                           if r["topology"] == n and r["policy"] == policy) for n in names]
+            ax.plot(range(len(names)), values, marker="o", label=policy,
+                    color=COLOURS.get(policy))
+        ax.set_xticks(range(len(names)), labels, fontsize=8)
+        ax.set_title(f"tier-{tier} channel utilisation")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    axes[0].set_xlabel("channels per tier-1 link : oversubscription")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.network", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=128)
+    parser.add_argument("--seed-base", type=int, default=0)
+    parser.add_argument("--exact-time-limit", type=float, default=1.0, metavar="S")
+    parser.add_argument("--large-requests", type=int, default=2048,
+                        help="requests per 1024-server episode (the paper: 2048; 0 skips them)")
+    parser.add_argument("--large-seeds", type=int, default=2)
+    parser.add_argument("--out", default="benchmarks/out")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    start = time.perf_counter()
+    small = sweep(64, args.requests, args.seeds, POLICIES, seed_base=args.seed_base,
+                  exact_time_limit_s=args.exact_time_limit, quiet=args.quiet)
+    small_s = time.perf_counter() - start
+    files = {"csv_64": str(write_csv(out / "network_64.csv", small)),
+             "png_64": str(plot_tiers(small, out / "network_tiers_64.png",
+                                      f"64 servers, {args.requests} requests, {args.seeds} seeds"))}
+    large = []
+    if args.large_requests > 0:
+        large = sweep(1024, args.large_requests, args.large_seeds, HEURISTICS,
+                      seed_base=args.seed_base, quiet=args.quiet)
+        files["csv_1024"] = str(write_csv(out / "network_1024.csv", large))
+        files["png_1024"] = str(plot_tiers(large, out / "network_tiers_1024.png",
+                                           f"1024 servers, {args.large_requests} requests, "
+                                           f"{args.large_seeds} seeds"))
+    summary = {"small": small, "large": large, "best": best_baselines(small), "files": files,
+               "small_wall_s": small_s, "total_wall_s": time.perf_counter() - start,
+               "machine": f"{platform.processor() or platform.machine()}, "
+                          f"python {platform.python_version()}"}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return summary
+    for key in ("acceptance", "cpu_util", "mem_util"):
+        print(f"\n{key}, 64 servers ({args.requests} requests x {args.seeds} seeds)")
+        print(format_table(pivot(small, key, POLICIES),
+                           [("topology", "")] + [(p, ".3f") for p in POLICIES]))
+    for tier in (1, 2, 3):
+        print(f"\ntier-{tier} channel utilisation, 64 servers")
+        print(format_table(pivot(small, f"net_util_tier{tier}", POLICIES),
+                           [("topology", "")] + [(p, ".3f") for p in POLICIES]))
+    print("\nbest heuristic per topology, beside the paper's RL gain over the best baseline "
+          "(Table 2: acceptance, CPU, memory %)")
+    print(format_table(summary["best"], [("topology", ""), ("best_heuristic", ""),
+                                         ("acceptance", ".3f"), ("cpu_util", ".3f"),
+                                         ("mem_util", ".3f"), ("exact_over_best_pct", "+.1f"),
+                                         ("paper_rl_over_best", "")]))
+    if large:
+        for key in ("acceptance", "cpu_util", "mem_util"):
+            print(f"\n{key}, 1024 servers ({args.large_requests} requests x {args.large_seeds} seeds)")
+            print(format_table(pivot(large, key, HEURISTICS),
+                               [("topology", "")] + [(p, ".3f") for p in HEURISTICS]))
+    print(f"\n64-server sweep {small_s:.0f} s, total {summary['total_wall_s']:.0f} s; files: "
+          + ", ".join(files.values()))
+    return summary
+
+
+if __name__ == "__main__":
+    main()
