@@ -5,6 +5,12 @@
 Writes ``OUT.pt`` + ``OUT.json`` (the policy and its metadata) and ``OUT_curve.csv`` (the
 learning curve: timesteps, episodes, mean reward of the last 100 episodes). Training windows come
 from the paper's stream under a seed distinct from the evaluation windows (``seed + 1000``).
+
+``imitation_steps > 0`` warm-starts the policy before PPO (:mod:`learned.imitation`): that many
+steps of the greedy-within-q expert are collected in a second environment on the same windows
+(reset with ``seed + 1``), the actor is behaviour-cloned (masked cross-entropy, hard or soft
+targets) and the critic fitted to the expert's episode returns, then PPO runs for ``timesteps``
+(0 = the cloned policy alone). The settings are recorded under ``training.imitation``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ PPO = {"n_steps": 2048, "batch_size": 256, "learning_rate": 3e-4, "gamma": 1.0, 
 
 def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_cnn3",
               setting="published", num_windows=500, reward="repaired", quiet=False,
-              device="cpu", ppo=None, boundaries=False, idle_flag=False) -> dict:
+              device="cpu", ppo=None, boundaries=False, idle_flag=False, imitation_steps=0,
+              imitation_epochs=10, imitation_temperature=0.0, imitation_lr=1e-3,
+              imitation_batch_size=256) -> dict:
     try:
         import torch
         from sb3_contrib import MaskablePPO
@@ -45,17 +53,33 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
         raise InvalidInputError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
     s = SETTINGS[setting]
     hyper = {**PPO, **(ppo or {})}
+    if timesteps < 0 or imitation_steps < 0:
+        raise InvalidInputError("timesteps and imitation_steps must be non-negative")
+    if timesteps == 0 and imitation_steps == 0:
+        raise InvalidInputError("nothing to train: give timesteps or imitation_steps")
     started = time.perf_counter()
     torch.manual_seed(seed)
     windows = generate_windows(s["layout"], num_windows, seed + 1000, convention=s["convention"])
-    env = Monitor(NSARepairEnv(windows, convention=s["convention"], reinsert=s["reinsert"],
-                               reward=reward, boundaries=boundaries, idle_flag=idle_flag))
+    env_kwargs = {"convention": s["convention"], "reinsert": s["reinsert"], "reward": reward,
+                  "boundaries": boundaries, "idle_flag": idle_flag}
+    env = Monitor(NSARepairEnv(windows, **env_kwargs))
     env.reset(seed=seed)
     model = MaskablePPO(MaskableActorCriticPolicy, env, policy_kwargs=policy_kwargs(arch),
                         seed=seed, device=device, verbose=0, **hyper)
+    imitation = None
     curve: list[dict] = []
     curve_path = Path(out).with_name(Path(out).name + "_curve.csv")
     curve_path.parent.mkdir(parents=True, exist_ok=True)
+    if imitation_steps:
+        offset = time.perf_counter() - started
+        imitation, history = _imitate(model.policy, NSARepairEnv(windows, **env_kwargs),
+                                      imitation_steps, seed, imitation_epochs,
+                                      imitation_temperature, imitation_lr, imitation_batch_size)
+        # the curve then starts with the behaviour-cloning epochs (stage "imitation")
+        curve.extend({"stage": "imitation", "timesteps": 0, "episodes": imitation["episodes"],
+                      "mean_reward_100": "", "bc_epoch": h["epoch"], "bc_loss": h["loss"],
+                      "wall_s": offset + imitation["collect_s"] + h["wall_s"]} for h in history)
+        _write_curve(curve_path, curve)
 
     class Progress(BaseCallback):
         def _on_training_start(self):
@@ -71,27 +95,60 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
         def _on_rollout_end(self):
             rewards = [e["r"] for e in self.model.ep_info_buffer]
             if rewards:
-                curve.append({"timesteps": self.num_timesteps, "episodes": len(env.get_episode_rewards()),
-                              "mean_reward_100": sum(rewards) / len(rewards),
-                              "wall_s": time.perf_counter() - started})
+                row = {"timesteps": self.num_timesteps, "episodes": len(env.get_episode_rewards()),
+                       "mean_reward_100": sum(rewards) / len(rewards),
+                       "wall_s": time.perf_counter() - started}
+                curve.append(row if imitation is None else {"stage": "ppo", **row})
                 _write_curve(curve_path, curve)  # as it grows, so a long run can be watched
 
         def _on_training_end(self):
             self.bar.close()
 
-    model.learn(total_timesteps=timesteps, callback=Progress())
+    if timesteps:
+        model.learn(total_timesteps=timesteps, callback=Progress())
     wall = time.perf_counter() - started
     spec = env.unwrapped.spec_dict
-    weights, meta = save_policy(model.policy, out, arch=arch, spec=spec, training={
-        "algorithm": "MaskablePPO", "seed": seed, "timesteps": timesteps, "setting": setting,
+    algorithm = "MaskablePPO"
+    if imitation is not None:
+        algorithm = "behaviour cloning + MaskablePPO" if timesteps else "behaviour cloning"
+    training = {
+        "algorithm": algorithm,
+        "seed": seed, "timesteps": timesteps, "setting": setting,
         "windows": num_windows, "window_seed": seed + 1000, "reward": reward, "ppo": hyper,
-        "wall_s": round(wall, 1), "device": device, "torch_threads": torch.get_num_threads()})
+        "wall_s": round(wall, 1), "device": device, "torch_threads": torch.get_num_threads()}
+    if imitation is not None:
+        training["imitation"] = imitation
+    weights, meta = save_policy(model.policy, out, arch=arch, spec=spec, training=training)
     return {"weights": str(weights), "metadata": str(meta), "curve": str(curve_path),
-            "wall_s": wall, "final_mean_reward": curve[-1]["mean_reward_100"] if curve else None}
+            "wall_s": wall,
+            "final_mean_reward": curve[-1]["mean_reward_100"] if timesteps and curve else None,
+            "imitation": imitation}
+
+
+def _imitate(policy, env, steps, seed, epochs, temperature, learning_rate,
+             batch_size) -> tuple[dict, list[dict]]:
+    """Behaviour-clone ``policy`` on the greedy-within-q expert: (the metadata's imitation dict,
+    the per-epoch losses)."""
+    from learned.imitation import bc_losses, behaviour_clone, collect_demonstrations
+
+    tick = time.perf_counter()
+    demos = collect_demonstrations(env, steps, seed=seed + 1, temperature=temperature)
+    history = behaviour_clone(policy, demos, epochs=epochs, batch_size=batch_size,
+                              learning_rate=learning_rate, temperature=temperature, seed=seed)
+    final = bc_losses(policy, demos, temperature=temperature)
+    return {"steps": steps, "collected_steps": len(demos), "episodes": demos.episodes,
+            "epochs": epochs, "expert": "greedy-within-q", "temperature": temperature,
+            "targets": "soft" if temperature > 0 else "hard", "learning_rate": learning_rate,
+            "batch_size": batch_size, "optimizer": "Adam", "vf_coef": 0.5,
+            "expert_mean_return": round(float(demos.returns.mean()), 6),
+            "train_loss": [round(h["loss"], 6) for h in history],
+            "final": {key: round(value, 6) for key, value in final.items()},
+            "collect_s": round(demos.wall_s, 1), "wall_s": round(time.perf_counter() - tick, 1)}, history
 
 
 def _write_curve(path: Path, curve: list[dict]) -> None:
+    fields = list(dict.fromkeys(key for row in curve for key in row))
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(curve[0]))
+        writer = csv.DictWriter(f, fieldnames=fields, restval="")
         writer.writeheader()
         writer.writerows(curve)

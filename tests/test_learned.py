@@ -164,3 +164,134 @@ def test_sampled_nsa_is_seeded_and_feasible(saved_policy, windows):
     b = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=60, sample=True,
                    convention="published", seed=3)
     assert a.is_feasible() and a.assignment == b.assignment
+
+
+# -- imitation warm start (learned.imitation) ---------------------------------------------------
+
+def _brute_force_cheapest_valid_block(env):
+    """The cheapest block among the valid starts, each block's node set costed on its own."""
+    from tjap._kernels import node_set_cost
+
+    a, length = env.a, env.length
+    size = int(a.sizes[env.order[env.step_index]])
+    alive = env.alive[:length]
+    mask = env.action_masks()
+    costs = []
+    for start in np.flatnonzero(mask):
+        block = alive[(start + np.arange(size)) % length]          # wraps to the head of Q
+        costs.append(node_set_cost(a.switch_q[block], a.pod_q[block], a.num_switches,
+                                   a.num_pods, env.code))
+    return int(np.flatnonzero(mask)[int(np.argmin(costs))]), float(min(costs))
+
+
+@pytest.mark.parametrize("q", [7, 100])
+def test_expert_action_is_the_cheapest_valid_block(windows, q):
+    from learned.imitation import expert_action, expert_block_costs
+
+    env = NSARepairEnv(windows, q=q)
+    for episode in range(40):
+        env.reset(seed=episode)
+        done = False
+        while not done:
+            best, cost = _brute_force_cheapest_valid_block(env)
+            costs = expert_block_costs(env)
+            assert expert_action(env) == best
+            assert costs[best] == pytest.approx(cost)
+            assert np.all(np.isinf(costs[~env.action_masks()]))
+            _, _, done, _, _ = env.step(best)
+
+
+def test_soft_targets():
+    from learned.imitation import soft_targets
+
+    costs = np.array([[3.0, 1.0, 1.0, np.inf]])
+    assert soft_targets(costs, 0.0).tolist() == [[0.0, 1.0, 0.0, 0.0]]  # ties to the lowest
+    p = soft_targets(costs, 1.0)[0]
+    assert p.sum() == pytest.approx(1.0) and p[3] == 0.0 and p[1] == p[2] > p[0]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 300.0])
+def test_demonstrations_and_behaviour_cloning_lower_the_loss(windows, temperature):
+    from learned.imitation import bc_losses, behaviour_clone, collect_demonstrations
+
+    env = NSARepairEnv(windows)
+    demos = collect_demonstrations(env, 200, seed=0, temperature=temperature)
+    assert len(demos) >= 200 and demos.episodes > 0
+    assert demos.obs.shape == (len(demos),) + env.observation_space.shape
+    assert np.all(demos.masks[np.arange(len(demos)), demos.actions])
+    assert np.all(demos.returns < 0)
+    again = collect_demonstrations(NSARepairEnv(windows), 200, seed=0, temperature=temperature)
+    assert np.array_equal(demos.obs, again.obs) and np.array_equal(demos.actions, again.actions)
+
+    import torch
+
+    torch.manual_seed(0)
+    policy = build_policy("cnn1", feature_spec())
+    before = bc_losses(policy, demos, temperature=temperature)
+    history = behaviour_clone(policy, demos, epochs=4, batch_size=64, learning_rate=3e-3,
+                              temperature=temperature, seed=0)
+    after = bc_losses(policy, demos, temperature=temperature)
+    assert len(history) == 4 and after["loss"] < before["loss"]
+    assert after["actor_ce"] < before["actor_ce"]
+
+
+def test_behaviour_cloning_is_reproducible(windows):
+    import torch
+
+    from learned.imitation import behaviour_clone, collect_demonstrations
+
+    demos = collect_demonstrations(NSARepairEnv(windows), 100, seed=1)
+    states = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        policy = build_policy("cnn1", feature_spec())
+        behaviour_clone(policy, demos, epochs=2, batch_size=32, seed=5)
+        states.append(policy.state_dict())
+    assert all(torch.equal(states[0][key], states[1][key]) for key in states[0])
+
+
+def test_imitation_bad_arguments(windows):
+    from learned.imitation import collect_demonstrations
+
+    with pytest.raises(tjap.InvalidInputError, match="expert"):
+        collect_demonstrations(NSARepairEnv(windows), 10, expert="oracle")
+    with pytest.raises(tjap.InvalidInputError, match="at least one step"):
+        collect_demonstrations(NSARepairEnv(windows), 0)
+
+
+def test_tiny_training_run_with_imitation(tmp_path):
+    from learned.train import train_nsa
+
+    out = train_nsa("cnn1", timesteps=128, seed=0, out=tmp_path / "t", num_windows=4, quiet=True,
+                    ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1},
+                    imitation_steps=150, imitation_epochs=2, imitation_temperature=300.0)
+    meta = json.loads((tmp_path / "t.json").read_text())
+    im = meta["training"]["imitation"]
+    assert im["steps"] == 150 and im["epochs"] == 2 and im["expert"] == "greedy-within-q"
+    assert im["temperature"] == 300.0 and im["collected_steps"] >= 150
+    assert len(im["train_loss"]) == 2 and out["imitation"] == im
+    assert meta["training"]["timesteps"] == 128
+    assert meta["training"]["algorithm"] == "behaviour cloning + MaskablePPO"
+    load_policy(tmp_path / "t.json")
+    import csv
+
+    with open(out["curve"]) as f:
+        stages = [row["stage"] for row in csv.DictReader(f)]
+    assert stages[:2] == ["imitation", "imitation"] and stages[2:] == ["ppo"] * (len(stages) - 2)
+
+    only = train_nsa("cnn1", timesteps=0, seed=0, out=tmp_path / "bc", num_windows=4, quiet=True,
+                     imitation_steps=50, imitation_epochs=1)
+    assert json.loads((tmp_path / "bc.json").read_text())["training"]["timesteps"] == 0
+    assert only["imitation"]["targets"] == "hard"
+    with pytest.raises(tjap.InvalidInputError, match="nothing to train"):
+        train_nsa("cnn1", timesteps=0, out=tmp_path / "none", num_windows=4, quiet=True)
+
+
+def test_cli_train_parser_has_imitation_options():
+    from tjap.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["train", "nsa", "--timesteps", "0", "--imitation-steps", "1000",
+         "--imitation-temperature", "300", "--clip-range", "0.1"])
+    assert args.timesteps == 0 and args.imitation_steps == 1000
+    assert args.imitation_temperature == 300.0 and args.clip_range == 0.1
