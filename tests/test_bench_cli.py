@@ -62,3 +62,16 @@ def test_train_nsa_cli(tmp_path, capsys):
                     "--json")
     meta = json.loads(Path(data["metadata"]).read_text())
     assert meta["architecture"] == "fcn1" and meta["training"]["ppo"]["n_steps"] == 64
+
+
+def test_nsa_archs_budgets_and_curves(tmp_path):
+    pytest.importorskip("torch")
+    from benchmarks.nsa_archs import budgets, curves
+
+    res = budgets(["cnn3"], windows=1, budgets=(5,), quiet=True, csv_path=tmp_path / "f5.csv",
+                  png=tmp_path / "f5.png")
+    assert len(res["rows"]) == 1
+    assert {"arch", "budget", "nsa", "sa", "sa_same_time", "impr_equal_iter_pct",
+            "impr_equal_time_pct"} <= set(res["rows"][0])
+    assert Path(res["csv"]).exists() and Path(res["png"]).exists()
+    assert curves(["cnn3"], png=tmp_path / "f4.png").exists()
