@@ -81,7 +81,7 @@ def warm_months(trace: str, nodes: int = 76, start: str = "2022-11-01",
 
 
 def plot_months(rows: list[dict], path: Path, title: str) -> Path:
-    from benchmarks.common import pyplot
+    from benchmarks.common import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -92,8 +92,4 @@ def plot_months(rows: list[dict], path: Path, title: str) -> Path:
     ax.set_ylabel("mean wait (h)")
     ax.set_title(title)
     ax.legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot, write_csv
+from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
 from tjap import solve
 from tjap.stream import generate_windows
 
@@ -109,11 +109,7 @@ def plot(result: dict, path: Path) -> Path:
                  f"{result['convention']} cost, {result['num_windows']} windows)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def main(args) -> dict:

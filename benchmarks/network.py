@@ -19,7 +19,7 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks.common import format_table, progress, pyplot, write_csv
+from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
 from heuristics.network import make_policy
 from placement.network import NAMES, evaluate, paper_topology
 
@@ -116,11 +116,7 @@ def plot_tiers(rows: list[dict], path: Path, title: str = "") -> Path:
     axes[0].set_xlabel("channels per tier-1 link : oversubscription")
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def main(argv=None) -> dict:

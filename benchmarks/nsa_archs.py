@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot, write_csv
+from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
 from benchmarks.sa_tables import SETTINGS, _windows
 from tjap import solve
 
@@ -75,12 +75,7 @@ def curves(archs=ARCHS, png=FIGURES / "nsa_fig4_curves.png") -> Path:
         ax.set_title("PPO stage")
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.tight_layout()
-    png = Path(png)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
-    return png
+    return save_figure(fig, png)
 
 
 def budgets(archs=ARCHS, windows=50, budgets=BUDGETS, seed=0, setting="published", quiet=False,
@@ -163,12 +158,7 @@ def plot_budgets(rows, png=FIGURES / "nsa_fig5_budgets.png") -> Path:
         ax.set_title(f"NSA vs SA (paper's repair), {title}")
         ax.grid(alpha=0.3)
     axes[0].legend()
-    fig.tight_layout()
-    png = Path(png)
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=120)
-    plt.close(fig)
-    return png
+    return save_figure(fig, png)
 
 
 def main(argv=None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot
+from benchmarks.common import format_table, progress, pyplot, save_figure
 from tjap.online import replay
 from tjap.stream import Workload
 from tjap.topology import FatTree
@@ -69,10 +69,7 @@ def plot(rows, path, convention="paper"):
     ax2.set_ylabel("mean wait (s)")
     ax2.legend(fontsize=7)
     fig.suptitle("Window-based scheduling against per-job FCFS / EASY (seed 002, Fig. 6)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def table(rows) -> str:
