@@ -126,10 +126,6 @@ class SchedulerConfig:
         return k.MODE_DEPTH, int(b)
 
 
-_STATE = ("clock", "status", "eligible", "start", "end", "prio", "reserved_at",
-          "first_reservation", "queue", "running", "free", "node_of", "usage", "held")
-
-
 @dataclass(frozen=True)
 class Snapshot:
     """The full state of a :class:`Simulator` at ``now_s`` (copies; restore with
