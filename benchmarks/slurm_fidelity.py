@@ -10,7 +10,9 @@ configuration from the submit times Slurm recorded:
 - ``easy``: Slurm ``sched/backfill`` with ``bf_job_part_count_reserve=1``; simulator ``"easy"``.
 - ``slurm``: Slurm ``sched/backfill`` with its default (reserve for every job); simulator ``"slurm"``.
 
-Both use bf_interval = bf_resolution = 1 s and equal (zero) priority weights. The simulator's
+Both use bf_interval = bf_resolution = 1 s and equal (zero) priority weights. The replayed CPUs
+are one Slurm node, and Slurm's backfill reserves whole nodes, so the simulator runs with
+``reserve_whole_node=True``: a reservation keeps every CPU from its start to its end. The simulator's
 ``release_delay_s`` (default 1 here) models the second a local Slurm takes to release a finished
 job's CPUs (its COMPLETING state, measured: under FCFS every next job starts 1 s after its
 predecessor ends); the result also gives the figures without it.
@@ -64,8 +66,10 @@ def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: i
     jobs = Jobs.build(submit_s=[r["slurm_submit"] for r in rows], nodes=[r["cpus"] for r in rows],
                       limit_s=[60 * r["limit_min"] for r in rows], runtime_s=runtime,
                       job_id=list(range(len(rows))))
+    # all the replayed CPUs are one Slurm node, and Slurm's backfill reserves whole nodes
     config = SchedulerConfig(backfill=backfill, bf_interval_s=1, bf_resolution_s=1,
-                             bf_max_job_test=1000, release_delay_s=release_delay_s)
+                             bf_max_job_test=1000, release_delay_s=release_delay_s,
+                             reserve_whole_node=True)
     result = Simulator(jobs, cpus, config).run()
     starts = np.empty(len(rows), np.int64)
     starts[jobs.job_id] = result.start_s

@@ -77,14 +77,17 @@ def reference(jobs: Jobs, n: int, easy: bool) -> list[int]:
             for shadow, j in sorted((start[j] + limit[j], j) for j in running):
                 avail += nodes[j]
                 if avail >= nodes[head]:
-                    extra = avail - nodes[head]
                     break
+            # every job ending at the shadow time frees its nodes then
+            avail = free + sum(nodes[j] for j in running if start[j] + limit[j] <= shadow)
+            extra = avail - nodes[head]
             for j in list(queue[1:]):
-                if nodes[j] <= free and (t + limit[j] <= shadow or nodes[j] <= extra):
+                # Slurm's rule: a backfilled job ends strictly before the shadow time
+                if nodes[j] <= free and (t + limit[j] < shadow or nodes[j] <= extra):
                     queue.remove(j)
                     start[j], free = t, free - nodes[j]
                     running.append(j)
-                    if t + limit[j] > shadow:
+                    if t + limit[j] >= shadow:
                         extra -= nodes[j]
     return start
 
@@ -330,3 +333,22 @@ def test_a_change_made_between_events_is_scheduled_at_once():
                         recorded_start_s=[0, 50], recorded_end_s=[100, 60])
     warm = Simulator.from_trace_state(traced, 10, 4, SchedulerConfig(**EXACT)).run()
     assert warm.start_s.tolist() == [0, 10]  # queued at 10 with a free node: starts at 10
+
+
+@pytest.mark.parametrize("whole, j2_limit, j2_start", [
+    # J1 (3 of 4 nodes) is reserved at 10, when J0 ends; one node is spare from then on.
+    (False, 20, 2),   # per-node reservation: J2 (1 node, 20 s) runs on the spare node
+    (True, 20, 10),   # whole-node reservation: J2 would overlap it, so it waits for J1 to start
+    (True, 7, 2),     # J2 ends at 9, strictly before the reservation: backfilled
+    (True, 8, 10),    # J2 would end at 10, when the reservation begins: Slurm does not backfill it
+])
+def test_whole_node_reservations_and_the_strict_end_rule(whole, j2_limit, j2_start):
+    jobs = Jobs.build(submit_s=[0, 1, 2], nodes=[2, 3, 1], limit_s=[10, 10, j2_limit],
+                      runtime_s=[10, 10, j2_limit])
+    r = simulate(jobs, 4, SchedulerConfig(backfill="easy", reserve_whole_node=whole, **EXACT))
+    assert r.start_s.tolist() == [0, 10, j2_start]
+
+
+def test_reserve_whole_node_must_be_a_bool():
+    with pytest.raises(InvalidInputError, match="reserve_whole_node"):
+        SchedulerConfig(reserve_whole_node="yes")

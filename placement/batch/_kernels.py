@@ -34,8 +34,8 @@ PLACE_CONTIGUOUS = 1   # the cheapest block of consecutive free nodes on the fat
 
 # integer config slots
 MODE, DEPTH, BF_INTERVAL, BF_RESOLUTION, BF_MAX_JOB_TEST, CALC_PERIOD, PLACEMENT, NUM_NODES, \
-    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY = range(12)
-NUM_ICONFIG = 12
+    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY, WHOLE_RESERVATION = range(13)
+NUM_ICONFIG = 13
 # float config slots
 W_AGE, W_SIZE, W_FAIRSHARE, W_QOS, MAX_AGE, HALF_LIFE, QOS_FACTOR = range(7)
 NUM_FCONFIG = 7
@@ -335,9 +335,11 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             if not minimum_ready:
                 prefix_minimum(pf, plen, pm)
                 minimum_ready = True
-            if not fits_now(pt, pm, plen, nodes[j], round_up(now + limit[j], resolution)):
+            if not fits_now(pt, pm, plen, nodes[j], round_up(now + limit[j] + 1, resolution)):
                 continue
-        s = earliest_start(pt, pf, plen, nodes[j], limit[j], resolution)
+        # a job must end strictly before a reservation begins (Slurm: begin_time <= end_time
+        # overlaps), so it is tested for its limit plus one second
+        s = earliest_start(pt, pf, plen, nodes[j], limit[j] + 1, resolution)
         if s == now:
             plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
             start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
@@ -345,7 +347,10 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             started = True
             minimum_ready = False
         elif not limited:
-            plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
+            # Slurm reserves whole nodes: with every simulated node a CPU of one Slurm node
+            # (WHOLE_RESERVATION), a reservation keeps all of them from its start to its end
+            taken = iconf[NUM_NODES] if iconf[WHOLE_RESERVATION] else nodes[j]
+            plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -taken)
             reservations += 1
             if first_reservation[j] < 0:
                 first_reservation[j] = s

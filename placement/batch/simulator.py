@@ -23,8 +23,12 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
   or ``"conservative"``. A pass builds the free-node profile from the running jobs' *time limits*
   (the scheduler does not know runtimes), ends rounded up to ``bf_resolution_s``; then, in
   priority order (at most ``bf_max_job_test`` jobs), a job starts now if it fits now until its
-  limit without overlapping a reservation, and otherwise, while fewer than ``depth`` reservations
-  exist, gets a reservation at its earliest start. Depth reservations are recomputed from scratch
+  limit without overlapping a reservation (it must end strictly before a reservation begins:
+  Slurm's backfill counts a job ending at a reservation's first second as overlapping it), and
+  otherwise, while fewer than ``depth`` reservations exist, gets a reservation at its earliest
+  start. A reservation holds the job's nodes; with ``reserve_whole_node`` it holds every node,
+  which is what Slurm does when the simulated nodes stand for the CPUs of one Slurm node (its
+  backfill reserves whole nodes), as in the fidelity replay. Depth reservations are recomputed from scratch
   at every pass (as Slurm does). ``"conservative"`` keeps every job's reservation between passes
   and only ever moves it earlier (Mu'alem and Feitelson's compression), so no reservation is ever
   delayed; its pass runs at every change. The other modes pass every ``bf_interval_s`` seconds
@@ -92,6 +96,9 @@ class SchedulerConfig:
     bf_resolution_s: int = 60      # bf_resolution
     bf_max_job_test: int = 500     # bf_max_job_test
     release_delay_s: int = 0       # seconds a job's nodes stay busy after it ends (COMPLETING)
+    #: the simulated nodes are the CPUs of ONE Slurm node (the fidelity replay): Slurm's backfill
+    #: reserves whole nodes, so a reservation keeps every simulated node from its start to its end
+    reserve_whole_node: bool = False
     placement: str = "firstfit"
     priority: Priority = field(default_factory=Priority)
 
@@ -109,6 +116,9 @@ class SchedulerConfig:
         if self.placement not in PLACEMENTS:
             raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, "
                                     f"got {self.placement!r}")
+        if not isinstance(self.reserve_whole_node, bool):
+            raise InvalidInputError(f"reserve_whole_node must be True or False, "
+                                    f"got {self.reserve_whole_node!r}")
         if not isinstance(self.priority, Priority):
             raise InvalidInputError("priority must be a placement.batch.Priority")
 
@@ -182,6 +192,7 @@ class Simulator:
         iconf[k.PLACEMENT] = k.PLACE_CONTIGUOUS if c.placement == "contiguous" else k.PLACE_FIRST_FIT
         iconf[k.NUM_NODES], iconf[k.FAVOR_SMALL] = self.num_nodes, int(p.favor_small)
         iconf[k.RELEASE_DELAY] = c.release_delay_s
+        iconf[k.WHOLE_RESERVATION] = int(c.reserve_whole_node)
         if topology is not None:
             iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_switches, topology.num_pods
             self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)
