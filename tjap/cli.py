@@ -200,6 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from placement.network.cli import add_parser as _net
     _net(sub)
+    from placement.interference.cli import add_parser as _interference
+    _interference(sub)
     p = sub.add_parser("train", help="train a learned operator")
     train = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     t = train.add_parser("nsa", help="the NSA repair operator (MaskablePPO)",
@@ -587,9 +589,16 @@ def cmd_network(args) -> int:
     return run(args)
 
 
+def cmd_interference(args) -> int:
+    from placement.interference.cli import run
+
+    return run(args)
+
+
 COMMANDS = {"solve": cmd_solve, "generate": cmd_generate, "bench": cmd_bench, "demo": cmd_demo,
             "methods": cmd_methods, "online": cmd_online, "train": cmd_train,
-            "simulate": cmd_simulate, "provision": cmd_provision, "network": cmd_network}
+            "simulate": cmd_simulate, "provision": cmd_provision, "network": cmd_network,
+            "interference": cmd_interference}
 
 
 def main(argv=None) -> int:

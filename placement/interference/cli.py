@@ -1,0 +1,133 @@
+"""``tjap interference ...``: the seed-001 interference-aware placement commands.
+
+``tjap interference evaluate --topology fattree --k 20 --arch pcie --arrivals uniform
+--policy tetris --seed 0 --json`` generates a workload (15 jobs per interval per scheduler over
+``--intervals`` intervals), runs it on the cluster under the policy until every job finished and
+prints the average JCT (in 30-minute intervals) with the run's other measures.
+``tjap interference fit`` prints the Table III prediction errors on generated samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tjap.errors import InvalidInputError
+
+POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt")
+
+
+def _int_in(low: int, high: int):
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value!r}")
+        return number
+    return parse
+
+
+def default_rate(cluster) -> float:
+    """15 jobs per interval per 100 servers of a partition (the paper's 15 per scheduler of its
+    100-server pods), so small clusters get a load like the paper's."""
+    return 15.0 * cluster.num_servers / cluster.num_partitions / 100.0
+
+
+def add_parser(subparsers) -> None:
+    """Add ``interference`` and its subcommands to the ``tjap`` parser's ``subparsers``."""
+    from placement.interference.cluster import ARCHS, TOPOLOGIES
+    from placement.interference.jobs import ARRIVALS
+
+    p = subparsers.add_parser("interference",
+                              help="interference-aware placement in GPU clusters (seed 001)")
+    sub = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    e = sub.add_parser(
+        "evaluate", help="average JCT of a placement policy on a simulated cluster",
+        description="Generate jobs arriving at every scheduler, place them with a policy, "
+                    "simulate 30-minute intervals until all finish, print the average JCT.")
+    e.add_argument("--topology", default="fattree", choices=TOPOLOGIES,
+                   help="cluster topology (default fattree)")
+    e.add_argument("--k", type=_int_in(1, 64), default=None,
+                   help="size: fat-tree ports, VL2 aggregation switches, BCube levels "
+                        "(defaults 20, 20, 3)")
+    e.add_argument("--n", type=_int_in(2, 16), default=6, help="BCube switch ports (default 6)")
+    e.add_argument("--arch", default="pcie", choices=ARCHS, help="server architecture (default pcie)")
+    e.add_argument("--arrivals", default="uniform", choices=ARRIVALS,
+                   help="arrival pattern (default uniform)")
+    e.add_argument("--trace", default=None, metavar="PATH",
+                   help="trace for --arrivals trace (SWF or sacct; default ../shared/traces/"
+                        "ls6-a100.tsv)")
+    e.add_argument("--rate", type=float, default=None,
+                   help="mean jobs per interval per scheduler (default 15 per 100 servers of a "
+                        "partition: 15 on the 2000-server clusters, as the paper)")
+    e.add_argument("--intervals", type=_int_in(1, 10000), default=48,
+                   help="intervals with arrivals (default 48: one day)")
+    e.add_argument("--no-drain", action="store_true",
+                   help="stop after the last arrival interval instead of running every job to "
+                        "completion (avg_jct then covers the completed jobs only)")
+    e.add_argument("--policy", default="tetris", help=f"one of {', '.join(POLICY_NAMES)} "
+                                                      "(default tetris)")
+    e.add_argument("--iterations", type=_int_in(0, 10**7), default=2000,
+                   help="opt: annealing moves per batch (default 2000)")
+    e.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    e.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    f = sub.add_parser("fit", help="Table III: interference-model errors on held-out samples",
+                       description="Fit Linear, Quad and the paper's model to generated "
+                                   "co-location samples and print their held-out errors.")
+    f.add_argument("--samples", type=_int_in(8, 10**6), default=480, help="samples (default 480)")
+    f.add_argument("--noise", type=float, default=0.1, help="relative noise (default 0.1)")
+    f.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    f.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def run(args) -> int:
+    """Run a ``tjap interference`` subcommand; returns the exit code."""
+    if args.what == "fit":
+        from placement.interference.model import error_table
+
+        rows = error_table(args.samples, args.seed, noise=args.noise)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+        print(f"{'model':14s} {'train':>7s} {'test':>7s} {'paper':>7s}")
+        for r in rows:
+            print(f"{r['model']:14s} {r['train_error']:7.1%} {r['test_error']:7.1%} "
+                  f"{r['paper_error']:7.1%}")
+        return 0
+    if args.what != "evaluate":
+        raise InvalidInputError(f"unknown interference command {args.what!r}")
+    from benchmarks.common import progress
+    from heuristics.interference import make_policy
+    from placement.interference import Workload, make_cluster, simulate
+
+    if args.policy not in POLICY_NAMES:
+        raise InvalidInputError(f"unknown policy {args.policy!r}; choose one of "
+                                f"{', '.join(POLICY_NAMES)}")
+    if args.trace is not None and args.arrivals != "trace":
+        raise InvalidInputError("--trace needs --arrivals trace")
+    if args.rate is not None and not 0 < args.rate <= 1000:
+        raise InvalidInputError(f"--rate must be in (0, 1000] jobs per interval, got {args.rate}")
+    cluster = make_cluster(args.topology, args.k, args.arch, args.n)
+    rate = args.rate if args.rate is not None else default_rate(cluster)
+    workload = Workload.generate(cluster.num_partitions, args.intervals, args.arrivals, args.seed,
+                                 rate=rate, trace=args.trace)
+    policy = make_policy(args.policy, **({"iterations": args.iterations}
+                                         if args.policy == "opt" else {}))
+    result = simulate(cluster, workload, policy, seed=args.seed, drain=not args.no_drain,
+                      progress=lambda steps: progress(steps, desc=args.policy, quiet=args.quiet))
+    summary = result.summary() | {"policy": args.policy, "cluster": cluster.name,
+                                  "servers": cluster.num_servers,
+                                  "schedulers": cluster.num_partitions,
+                                  "arrivals": args.arrivals, "rate": rate, "seed": args.seed}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"{args.policy} on {cluster.name} ({cluster.num_servers} servers, "
+          f"{cluster.num_partitions} schedulers), {args.arrivals} arrivals, seed {args.seed}")
+    for key, value in summary.items():
+        if key not in ("policy", "cluster", "servers", "schedulers", "arrivals", "rate", "seed"):
+            print(f"  {key:16s} {value:.4f}" if isinstance(value, float) else f"  {key:16s} {value}")
+    return 0

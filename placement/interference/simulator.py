@@ -1,0 +1,377 @@
+"""The JCT simulator of seed 001 and the protocol of a placement policy.
+
+Time runs in scheduling intervals of 30 minutes (Sec. VI-A). At the start of interval i the jobs
+that arrived at each scheduler join its queue (behind the jobs still waiting there), and every
+scheduler, in partition order, asks the policy to place its queue on its partition. A job the
+policy cannot place there is forwarded: it is offered to the other partitions, most free GPUs
+first (only those with enough free GPUs and CPU for it), each at most once; if none takes it, it
+waits at its home scheduler for the next interval. Placed jobs run to completion without
+preemption (the paper's rule).
+
+Tasks: a worker takes one GPU of a GPU group and its model's CPU cores on that group's socket; a
+parameter server takes no GPU and ``PS_CPU_CORES``. A socket holds at most 2 x its physical cores
+(hyperthreads) and a group at most its GPUs; the simulator refuses any plan that would exceed them
+(:meth:`Simulator.fits`). PCIe is not reserved: its contention is interference.
+
+During the interval every running job progresses at its current speed (one Numba kernel,
+:func:`placement.interference._kernels.interval_update`): an iteration takes the slowest worker's
+compute time, ideal x (1 + S) with S the interference model's slowdown of that worker given every
+other task on its server, plus the slowest worker-PS flow's gradient / PS over its bottleneck
+bandwidth (push and pull overlap on full-duplex links), each link's bandwidth shared equally among
+the flows on it. A job that completes its epochs frees its resources at the end of the interval. JCT = finish - arrival, in intervals
+(fractional: a job finishing 40 % into an interval counts 0.4 of it).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from placement.interference import _kernels as kern
+from placement.interference import profiles
+from placement.interference.cluster import Cluster
+from placement.interference.jobs import INTERVAL_S, Workload
+from placement.interference.model import Coefficients
+from tjap.errors import InvalidInputError
+
+WAITING, RUNNING, DONE = 0, 1, 2
+
+
+@runtime_checkable
+class PlacementPolicy(Protocol):
+    """Places the queued jobs of one scheduler on its partition.
+
+    ``place(sim, partition, jobs)`` returns, per job id in ``jobs`` (in order), either an int
+    array of GPU group ids of ``partition`` (one per task: the job's workers first, then its
+    parameter servers) or None (not here: the job is forwarded). The plans of one call are
+    committed in order, so together they must fit (:meth:`Simulator.fits`); a policy reads the
+    simulator's state and never writes it. A learned policy implements the same methods.
+    """
+
+    name: str
+
+    def reset(self, sim: "Simulator", seed: int) -> None: ...
+
+    def place(self, sim: "Simulator", partition: int,
+              jobs: Sequence[int]) -> list[np.ndarray | None]: ...
+
+
+@dataclass
+class SimResult:
+    """Per-job outcome of a run and its summary (:meth:`summary`)."""
+
+    policy: str
+    cluster: str
+    pattern: str
+    seed: int
+    arrival: np.ndarray
+    start: np.ndarray        # interval the job was placed in, -1 never
+    finish: np.ndarray       # fractional interval it completed, nan never
+    slowdown: np.ndarray     # mean over its running intervals of the slowest worker's S
+    comm_share: np.ndarray   # mean share of communication in its iteration time
+    forwarded: np.ndarray    # partitions it was offered beyond its home one
+    gpu_util: np.ndarray     # fraction of GPUs allocated in each interval
+    intervals: int
+    runtime_s: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def jct(self) -> np.ndarray:
+        return self.finish - self.arrival
+
+    def summary(self) -> dict:
+        done = np.isfinite(self.finish)
+        started = self.start >= 0
+        return {"avg_jct": float(self.jct[done].mean()) if done.any() else float("nan"),
+                "jobs": int(len(self.arrival)), "completed": int(done.sum()),
+                "unfinished": int((~done).sum()),
+                "avg_wait": float((self.start[started] - self.arrival[started]).mean())
+                if started.any() else float("nan"),
+                "avg_slowdown": float(self.slowdown[started].mean()) if started.any() else 0.0,
+                "avg_comm_share": float(self.comm_share[started].mean()) if started.any() else 0.0,
+                "forwarded_jobs": int((self.forwarded > 0).sum()),
+                "gpu_util": float(self.gpu_util.mean()) if len(self.gpu_util) else 0.0,
+                "intervals": self.intervals, "runtime_s": self.runtime_s}
+
+
+class Simulator:
+    """Hot state of one run: free GPUs, CPU, PCIe and tasks per GPU group, flows per link, and
+    where each job's tasks and flows are.
+
+    Policies read ``cluster``, ``workload``, ``coefficients``, ``interval`` and the per-group
+    arrays ``gpu_free``, ``cpu_used``, ``pcie_used``, ``tasks``, ``exp_sum`` (sum over the
+    group's tasks of exp((alpha3 - alpha2) C_t), for exact interference sums), ``cpu_capacity``,
+    ``server_tasks`` and the per-link ``link_flows``; :meth:`task_demands` gives a job's tasks.
+    """
+
+    def __init__(self, cluster: Cluster, workload: Workload,
+                 coefficients: Coefficients | None = None, interval_s: float = INTERVAL_S):
+        if not isinstance(cluster, Cluster):
+            raise InvalidInputError(f"cluster must be a placement.interference.Cluster, got "
+                                    f"{type(cluster).__name__}")
+        if not isinstance(workload, Workload):
+            raise InvalidInputError(f"workload must be a placement.interference.Workload, got "
+                                    f"{type(workload).__name__}")
+        if len(workload) and workload.home.max() >= cluster.num_partitions:
+            raise InvalidInputError(f"workload has jobs for scheduler {int(workload.home.max())} "
+                                    f"but the cluster has {cluster.num_partitions} partitions; "
+                                    "generate it with schedulers=cluster.num_partitions")
+        if len(workload) and workload.workers.max() > cluster.total_gpus:
+            raise InvalidInputError("a job needs more GPUs than the cluster has")
+        if not isinstance(interval_s, (int, float)) or interval_s <= 0:
+            raise InvalidInputError(f"interval_s must be positive, got {interval_s!r}")
+        self.cluster, self.workload = cluster, workload
+        self.coefficients = coefficients or Coefficients.generator()
+        self.coef = self.coefficients.as_array()
+        self.interval_s = float(interval_s)
+        w = workload
+        self.task_ptr = np.concatenate([[0], np.cumsum(w.tasks)]).astype(np.int64)
+        self.flow_ptr = np.concatenate([[0], np.cumsum(w.workers * w.ps)]).astype(np.int64)
+        worker = np.zeros(self.task_ptr[-1], bool)
+        for j in range(len(w)):  # workers first in each job's task range
+            worker[self.task_ptr[j]:self.task_ptr[j] + w.workers[j]] = True
+        model_of_task = np.repeat(w.model, w.tasks)
+        self.task_worker = worker
+        self.task_cpu = np.where(worker, profiles.CPU_CORES[model_of_task], profiles.PS_CPU_CORES)
+        self.task_pcie = np.where(worker, profiles.PCIE_GBPS[model_of_task], 0.0)
+        self.task_exp = np.exp((self.coef[2] - self.coef[1]) * self.task_cpu)
+        self.cpu_capacity = 2.0 * cluster.group_cores
+        self._grad_gbit = profiles.GRAD_MB * 8e-3
+        self._iters = profiles.ITERS_PER_EPOCH.astype(np.float64)
+        self.reset()
+
+    def reset(self) -> None:
+        c, w = self.cluster, self.workload
+        self.gpu_free = c.group_gpus.copy()
+        self.cpu_used = np.zeros(c.num_groups)
+        self.pcie_used = np.zeros(c.num_groups)
+        self.tasks = np.zeros(c.num_groups, np.int64)
+        self.exp_sum = np.zeros(c.num_groups)
+        self.server_tasks = np.zeros(c.num_servers, np.int64)
+        self.link_flows = np.zeros(c.num_links, np.int64)
+        self.task_group = np.full(self.task_ptr[-1], -1, np.int64)
+        self.flow_links = np.full((self.flow_ptr[-1], c.max_path_len), -1, np.int64)
+        self.flow_len = np.zeros(self.flow_ptr[-1], np.int64)
+        n = len(w)
+        self.state = np.zeros(n, np.int64)
+        self.progress = np.zeros(n)
+        self.start = np.full(n, -1, np.int64)
+        self.finish = np.full(n, np.nan)
+        self.forwarded = np.zeros(n, np.int64)
+        self._slowdown_sum = np.zeros(n)
+        self._comm_sum = np.zeros(n)
+        self._run_intervals = np.zeros(n)
+        self.interval = 0
+
+    # -- jobs and plans --------------------------------------------------------------------------
+    def task_demands(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(GPUs, CPU cores, PCIe Gbps) of each task of ``job``: workers first, then PSs."""
+        lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
+        return (self.task_worker[lo:hi].astype(np.int64), self.task_cpu[lo:hi],
+                self.task_pcie[lo:hi])
+
+    def fits(self, job: int, groups) -> bool:
+        """Whether ``groups`` (one GPU group per task) is a plan for ``job`` that the free GPUs and
+        CPU hold, with every group in the cluster."""
+        groups = np.asarray(groups)
+        lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
+        if groups.shape != (hi - lo,) or not np.issubdtype(groups.dtype, np.integer) \
+                or groups.min() < 0 or groups.max() >= self.cluster.num_groups:
+            return False
+        gpu = np.bincount(groups, weights=self.task_worker[lo:hi], minlength=0)
+        cpu = np.bincount(groups, weights=self.task_cpu[lo:hi])
+        used = np.flatnonzero(gpu + cpu > 0)
+        return bool(np.all(gpu[used] <= self.gpu_free[used])
+                    and np.all(self.cpu_used[used] + cpu[used] <= self.cpu_capacity[used] + 1e-9))
+
+    def commit(self, job: int, groups) -> None:
+        """Start ``job`` on ``groups`` now (raises if the plan does not fit)."""
+        if self.state[job] != WAITING:
+            raise InvalidInputError(f"job {job} is not waiting")
+        if not self.fits(job, groups):
+            raise InvalidInputError(f"plan {list(groups)} for job {job} does not fit the free "
+                                    "GPUs and CPU (or names an unknown group)")
+        groups = np.asarray(groups, np.int64)
+        self._apply(job, groups, +1)
+        lo = self.task_ptr[job]
+        self.task_group[lo:lo + len(groups)] = groups
+        c, w = self.cluster, self.workload
+        kern.fill_job_flows(groups, int(w.workers[job]), int(w.ps[job]), *c.path_arrays(),
+                            self.flow_links, self.flow_len, int(self.flow_ptr[job]))
+        kern.add_flows(self.flow_links, self.flow_len, int(self.flow_ptr[job]),
+                       int(self.flow_ptr[job + 1] - self.flow_ptr[job]), self.link_flows, 1)
+        self.state[job] = RUNNING
+        self.start[job] = self.interval
+
+    def _apply(self, job: int, groups: np.ndarray, sign: int) -> None:
+        lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
+        np.subtract.at(self.gpu_free, groups, sign * self.task_worker[lo:hi])
+        np.add.at(self.cpu_used, groups, sign * self.task_cpu[lo:hi])
+        np.add.at(self.pcie_used, groups, sign * self.task_pcie[lo:hi])
+        np.add.at(self.exp_sum, groups, sign * self.task_exp[lo:hi])
+        np.add.at(self.tasks, groups, sign)
+        np.add.at(self.server_tasks, self.cluster.group_server[groups], sign)
+
+    def release(self, job: int) -> None:
+        """Free everything ``job`` holds."""
+        lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
+        self._apply(job, self.task_group[lo:hi], -1)
+        kern.add_flows(self.flow_links, self.flow_len, int(self.flow_ptr[job]),
+                       int(self.flow_ptr[job + 1] - self.flow_ptr[job]), self.link_flows, -1)
+        self.state[job] = DONE
+        if np.any(self.tasks[self.task_group[lo:hi]] == 0):   # keep sums exact when emptied
+            empty = self.task_group[lo:hi][self.tasks[self.task_group[lo:hi]] == 0]
+            self.cpu_used[empty] = self.pcie_used[empty] = self.exp_sum[empty] = 0.0
+
+    def free_by_partition(self) -> tuple[np.ndarray, np.ndarray]:
+        """Free GPUs and free CPU cores per partition."""
+        c = self.cluster
+        gpu = np.bincount(c.group_partition, weights=self.gpu_free, minlength=c.num_partitions)
+        cpu = np.bincount(c.group_partition, weights=self.cpu_capacity - self.cpu_used,
+                          minlength=c.num_partitions)
+        return gpu, cpu
+
+    # -- the loop --------------------------------------------------------------------------------
+    def _offer(self, policy, partition: int, jobs: list[int]) -> list[int]:
+        """Ask ``policy`` to place ``jobs`` on ``partition``; commit its plans; return the rest."""
+        plans = policy.place(self, partition, jobs)
+        if len(plans) != len(jobs):
+            raise InvalidInputError(f"policy {policy.name} returned {len(plans)} plans for "
+                                    f"{len(jobs)} jobs")
+        rest = []
+        allowed = self.cluster.group_partition
+        for job, plan in zip(jobs, plans):
+            if plan is None:
+                rest.append(job)
+                continue
+            plan = np.asarray(plan, np.int64)
+            if plan.size and (plan.min() < 0 or plan.max() >= len(allowed)
+                              or np.any(allowed[plan] != partition)):
+                raise InvalidInputError(f"policy {policy.name} placed job {job} outside "
+                                        f"partition {partition}")
+            self.commit(job, plan)
+        return rest
+
+    def run(self, policy: PlacementPolicy, *, seed: int | None = None,
+            max_intervals: int | None = None, drain: bool = True,
+            progress: Callable | None = None) -> SimResult:
+        """Run the workload under ``policy`` from an empty cluster.
+
+        Arrivals span the workload's intervals; with ``drain`` the run continues until every job
+        has finished (at most ``max_intervals`` intervals in all, default the arrival span +
+        100000), without it stops after the last arrival interval (or ``max_intervals``).
+        """
+        if not isinstance(policy, PlacementPolicy):
+            raise InvalidInputError(f"policy must have name, reset() and place(), got "
+                                    f"{type(policy).__name__}")
+        w, c = self.workload, self.cluster
+        span = int(w.arrival.max()) + 1 if len(w) else 0
+        if max_intervals is None:
+            max_intervals = span + 100000 if drain else span
+        if isinstance(max_intervals, bool) or not isinstance(max_intervals, (int, np.integer)) \
+                or max_intervals < 1:
+            raise InvalidInputError(f"max_intervals must be a positive integer, got "
+                                    f"{max_intervals!r}")
+        seed = w.seed if seed is None else int(seed)
+        started = time.perf_counter()
+        self.reset()
+        policy.reset(self, seed)
+        queues: list[list[int]] = [[] for _ in range(c.num_partitions)]
+        running: list[int] = []
+        next_job = 0
+        used_s = np.zeros(len(w))
+        slow = np.zeros(len(w))
+        comm = np.zeros(len(w))
+        gpu_util = []
+        total_gpus = c.total_gpus
+        steps = range(max_intervals)
+        for i in (progress(steps) if progress else steps):
+            self.interval = i
+            while next_job < len(w) and w.arrival[next_job] <= i:
+                queues[w.home[next_job]].append(next_job)
+                next_job += 1
+            forward = []
+            for p in range(c.num_partitions):
+                if queues[p]:
+                    forward += self._offer(policy, p, queues[p])
+            placed = set()
+            if forward:
+                free_gpu, free_cpu = self.free_by_partition()
+                for job in forward:
+                    gpus, cpus, _ = self.task_demands(job)
+                    need_gpu, need_cpu = gpus.sum(), cpus.sum()
+                    for q in np.argsort(-free_gpu, kind="stable"):
+                        if q == w.home[job] or free_gpu[q] < need_gpu or free_cpu[q] < need_cpu:
+                            continue
+                        self.forwarded[job] += 1
+                        if not self._offer(policy, int(q), [job]):
+                            placed.add(job)
+                            free_gpu[q] -= need_gpu
+                            free_cpu[q] -= need_cpu
+                            break
+            for p in range(c.num_partitions):
+                queues[p] = [j for j in queues[p] if self.state[j] == WAITING]
+            running = [j for j in running if self.state[j] == RUNNING]
+            running += [j for j in np.flatnonzero(self.start == i)]
+            gpu_util.append(1.0 - self.gpu_free.sum() / total_gpus)
+            if running:
+                run = np.array(running, np.int64)
+                n = len(run)
+                kern.interval_update(run, self.interval_s, w.model, w.workers, w.ps, w.epochs,
+                                     self.progress, self.task_ptr, self.task_group, self.task_cpu,
+                                     self.task_pcie, self.flow_ptr, self.flow_links, self.flow_len,
+                                     self.link_flows, c.link_gbps, c.group_server,
+                                     c.server_first_group, c.server_groups, c.group_cores,
+                                     self.cpu_used, self.pcie_used, self.server_tasks,
+                                     profiles.ITER_S, self._iters, self._grad_gbit, self.coef,
+                                     used_s[:n], slow[:n], comm[:n])
+                self._slowdown_sum[run] += slow[:n]
+                ideal = profiles.ITER_S[w.model[run]]
+                self._comm_sum[run] += comm[:n] / (ideal * (1 + slow[:n]) + comm[:n])
+                self._run_intervals[run] += 1
+                done = used_s[:n] < self.interval_s - 1e-9
+                done |= self.progress[run] >= w.epochs[run]
+                for j, used in zip(run[done], used_s[:n][done]):
+                    self.finish[j] = i + used / self.interval_s
+                    self.release(int(j))
+            if drain and next_job == len(w) and not any(queues) \
+                    and not np.any(self.state == RUNNING):
+                break
+            if not drain and i + 1 >= span:
+                break
+        runs = np.maximum(self._run_intervals, 1)
+        return SimResult(getattr(policy, "name", type(policy).__name__), c.name, w.pattern, seed,
+                         w.arrival.astype(float), self.start.copy(), self.finish.copy(),
+                         self._slowdown_sum / runs, self._comm_sum / runs, self.forwarded.copy(),
+                         np.array(gpu_util), self.interval + 1, time.perf_counter() - started,
+                         info=dict(getattr(policy, "stats", {}) or {}))
+
+    def check(self) -> None:
+        """Raise if any GPU group or socket is oversubscribed or the incremental sums drifted from
+        the tasks placed (the tests call it)."""
+        c = self.cluster
+        placed = self.task_group >= 0
+        live = placed & np.repeat(self.state == RUNNING, np.diff(self.task_ptr))
+        groups = self.task_group[live]
+        gpu = np.bincount(groups, weights=self.task_worker[live], minlength=c.num_groups)
+        cpu = np.bincount(groups, weights=self.task_cpu[live], minlength=c.num_groups)
+        if np.any(gpu > c.group_gpus) or np.any(cpu > self.cpu_capacity + 1e-9):
+            raise AssertionError("a GPU group or socket is oversubscribed")
+        if not (np.array_equal(c.group_gpus - gpu, self.gpu_free) and np.allclose(cpu, self.cpu_used)):
+            raise AssertionError("free GPUs or CPU sums drifted from the placed tasks")
+        flows = np.zeros(c.num_links, np.int64)
+        for j in np.flatnonzero(self.state == RUNNING):
+            for f in range(self.flow_ptr[j], self.flow_ptr[j + 1]):
+                np.add.at(flows, self.flow_links[f, :self.flow_len[f]], 1)
+        if not np.array_equal(flows, self.link_flows):
+            raise AssertionError("link flow counts drifted from the running jobs' paths")
+
+
+def simulate(cluster: Cluster, workload: Workload, policy: PlacementPolicy, **options) -> SimResult:
+    """Run ``workload`` on ``cluster`` under ``policy`` (options: seed, max_intervals, drain,
+    progress; coefficients and interval_s go to the :class:`Simulator`)."""
+    sim_options = {k: options.pop(k) for k in ("coefficients", "interval_s") if k in options}
+    return Simulator(cluster, workload, **sim_options).run(policy, **options)
