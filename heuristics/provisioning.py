@@ -10,11 +10,27 @@ import numpy as np
 
 from placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from placement.batch.jobs import Jobs
-from placement.batch.simulator import SchedulerConfig
+from placement.batch.simulator import Priority, SchedulerConfig
 from tjap.errors import InvalidInputError, UnknownMethodError
 
 LOADS = {"heavy": (12 * HOUR_S, np.inf), "medium": (2 * HOUR_S, 12 * HOUR_S),
          "light": (-np.inf, 2 * HOUR_S)}
+
+#: Scheduler settings of chained-job episodes. ``"easy"``: Slurm's defaults (EASY backfill, equal
+#: priorities, i.e. first come, first served), the simulator's default. ``"mirage"``: the published
+#: Mirage simulator of seed 004: conservative backfill (a reservation for every waiting job) and
+#: priority = age (weight 7000, capped at PriorityMaxAge = 7 days) + job size (weight 100), the
+#: weights of its slurm_config.json without the fair-share, QoS and partition terms it left unused.
+SCHEDULERS = {"easy": SchedulerConfig(),
+              "mirage": SchedulerConfig(backfill="conservative",
+                                        priority=Priority(age=7000, job_size=100))}
+
+
+def scheduler_config(name: str) -> SchedulerConfig:
+    if name not in SCHEDULERS:
+        raise InvalidInputError(f"unknown scheduler setting {name!r}; choose one of "
+                                f"{', '.join(SCHEDULERS)}")
+    return SCHEDULERS[name]
 
 
 class Provisioner(Protocol):

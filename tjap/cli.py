@@ -193,7 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--cluster-nodes", type=_positive(int), default=76)
     e.add_argument("--load", choices=("heavy", "medium", "light", "any"), default="any",
                    help="reactive wait > 12 h, 2-12 h, < 2 h")
-    e.add_argument("--policy", default="reactive", help="reactive | avg")
+    e.add_argument("--policy", default="reactive",
+                   help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | "
+                        "moe_dqn | transformer_pg | moe_pg (learned: shipped weights)")
+    e.add_argument("--scheduler", default="easy", choices=("easy", "mirage"),
+                   help="easy: Slurm defaults (EASY, FCFS); mirage: the published Mirage "
+                        "simulator (conservative backfill, age + size priority), which the "
+                        "learned provisioners were trained on")
     e.add_argument("--pairs", type=_positive(int), default=20)
     e.add_argument("--max-tries", type=_positive(int), help="injection times tried (default 20x pairs)")
     _common(e)
@@ -502,22 +508,26 @@ def _bench_batch(args) -> int:
 
 
 def cmd_provision(args) -> int:
-    from heuristics.provisioning import evaluate, make_provisioner, sample_pairs
+    from heuristics.provisioning import evaluate, sample_pairs, scheduler_config
+    from learned.provision import make_provisioner
     from placement.batch import load_trace
     from placement.batch.chained import Pair
     from placement.batch.replay import parse_date
 
     jobs, _ = load_trace(args.trace)
     start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
-    provisioner = make_provisioner(args.policy)
+    provisioner = make_provisioner(args.policy, **({} if args.policy in ("reactive", "avg")
+                                                    else {"seed": args.seed}))
+    config = scheduler_config(args.scheduler)
     pair = Pair(nodes=args.nodes)
     if args.nodes > args.cluster_nodes:
         raise TjapError(f"--nodes {args.nodes} exceeds --cluster-nodes {args.cluster_nodes}")
     times = sample_pairs(jobs, args.cluster_nodes, pair, start, end,
                          None if args.load == "any" else args.load, args.pairs, args.seed,
-                         max_tries=args.max_tries)
-    result = evaluate(jobs, args.cluster_nodes, pair, times, provisioner)
-    result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs}
+                         config, max_tries=args.max_tries)
+    result = evaluate(jobs, args.cluster_nodes, pair, times, provisioner, config)
+    result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs,
+               "scheduler": args.scheduler}
     if args.json:
         _print_json(result)
     else:

@@ -173,6 +173,17 @@ class ChainedEpisode:
     def done(self) -> bool:
         return self.submitted_s is not None
 
+    def checkpoint(self) -> tuple:
+        """The episode's whole state now (simulator snapshot, history, submission), for
+        :meth:`rewind`: a warm start costs a copy instead of a replay of the warm-up."""
+        return self.sim.snapshot(), list(self._rows), self.submitted_s
+
+    def rewind(self, checkpoint: tuple) -> None:
+        """Return to a state saved by :meth:`checkpoint` (of this episode)."""
+        snapshot, rows, submitted_s = checkpoint
+        self.sim.restore(snapshot)
+        self._rows, self.submitted_s = list(rows), submitted_s
+
     # -- decisions -----------------------------------------------------------------------------------
     def step(self, submit: bool) -> bool:
         """Submit S now, or wait ``interval_s``; returns True once S is submitted (then

@@ -1,0 +1,141 @@
+"""Seed 004, Figs. 8-10: every provisioner on March 2023 of the LS6 A100 trace, 1- and 8-node
+pairs, heavy / medium / light load, in one run (the same injection times for every method).
+
+    python -m benchmarks.provision --trace ../shared/traces/ls6-a100.tsv --pairs 20 --workers 2
+
+Injection times: uniform random times of [--from, --to) whose reactive outcome falls in the load
+level (heavy > 12 h, medium 2-12 h, light <= 2 h) are kept (``sample_pairs``) until --pairs are
+found or --tries-per-pair x pairs times were tried (heavy-load times are rare: 3 % of 1-node
+injections). Scheduler setting --scheduler (default: the published Mirage simulator's). Writes
+benchmarks/out/provision_march.csv and benchmarks/figures/provision_march.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import format_table, pyplot, save_figure, write_csv
+
+METHODS = ("reactive", "avg", "rf", "xgb", "transformer", "moe", "transformer_dqn", "moe_dqn",
+           "transformer_pg", "moe_pg")
+LOADS = ("heavy", "medium", "light")
+#: The paper's A100 figures we can read from its text (Figs. 8-9 are bar charts): heavy-load
+#: mean-interruption reduction against reactive.
+PAPER = {(8, "heavy"): {"rf/xgb (ensembles)": 82.5, "moe_dqn": 77.5, "transformer_pg": 90.1},
+         (1, "heavy"): {"average of rf, xgb, transformer, moe, moe_dqn, transformer_pg": 84.7}}
+
+_JOBS = None
+
+
+def _init(trace):
+    global _JOBS
+    from placement.batch import load_trace
+
+    _JOBS, _ = load_trace(trace)
+
+
+def _sample(task):
+    nodes, load, start, end, pairs, seed, tries, scheduler = task
+    from heuristics.provisioning import sample_pairs, scheduler_config
+    from placement.batch.chained import Pair
+
+    tick = time.time()
+    times = sample_pairs(_JOBS, 76, Pair(nodes=nodes), start, end, load, pairs, seed,
+                         scheduler_config(scheduler), max_tries=tries)
+    return (nodes, load), times, time.time() - tick
+
+
+def _evaluate(task):
+    nodes, load, times, method, seed, scheduler = task
+    from heuristics.provisioning import evaluate, scheduler_config
+    from learned.provision import make_provisioner
+    from placement.batch.chained import Pair
+
+    tick = time.time()
+    options = {} if method in ("reactive", "avg") else {"seed": seed}
+    result = evaluate(_JOBS, 76, Pair(nodes=nodes), times, make_provisioner(method, **options),
+                      scheduler_config(scheduler))
+    return {"nodes": nodes, "load": load, "method": method, "pairs": result["pairs"],
+            "mean_interruption_h": result["mean_interruption_h"],
+            "mean_overlap_h": result["mean_overlap_h"],
+            "zero_interruption_fraction": result["zero_interruption_fraction"],
+            "seconds": time.time() - tick}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trace", required=True)
+    p.add_argument("--from", dest="start", default="2023-03-01")
+    p.add_argument("--to", dest="end", default="2023-04-01")
+    p.add_argument("--pairs", type=int, default=20)
+    p.add_argument("--tries-per-pair", type=int, default=40)
+    p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--scheduler", default="mirage")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="benchmarks/out/provision_march.csv")
+    p.add_argument("--figure", default="benchmarks/figures/provision_march.png")
+    args = p.parse_args(argv)
+    from placement.batch import load_trace
+    from placement.batch.replay import parse_date
+
+    began = time.time()
+    jobs, _ = load_trace(args.trace)
+    start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    cells = [(n, load) for n in (1, 8) for load in LOADS]
+    with mp.get_context("fork").Pool(args.workers, _init, (args.trace,)) as pool:
+        sampled = {}
+        for cell, times, seconds in pool.imap_unordered(_sample, [
+                (n, load, start, end, args.pairs, args.seed + 100 * n, args.tries_per_pair * args.pairs,
+                 args.scheduler) for n, load in cells]):
+            sampled[cell] = times
+            print(f"{cell[0]}-node {cell[1]}: {len(times)} injection times ({seconds:.0f} s)",
+                  flush=True)
+        tasks = [(n, load, sampled[(n, load)], m, args.seed, args.scheduler)
+                 for n, load in cells for m in args.methods]
+        rows = sorted(pool.imap_unordered(_evaluate, tasks),
+                      key=lambda r: (r["nodes"], LOADS.index(r["load"]), args.methods.index(r["method"])))
+    for r in rows:
+        base = next(x for x in rows if x["nodes"] == r["nodes"] and x["load"] == r["load"]
+                    and x["method"] == "reactive")["mean_interruption_h"] if "reactive" in args.methods else None
+        r["interruption_reduction_pct"] = (100 * (1 - r["mean_interruption_h"] / base)
+                                           if base else None)
+    write_csv(Path(args.out), rows)
+    print(format_table(rows, [("nodes", "d"), ("load", ""), ("method", ""), ("pairs", "d"),
+                              ("mean_interruption_h", ".2f"), ("mean_overlap_h", ".2f"),
+                              ("zero_interruption_fraction", ".2f"),
+                              ("interruption_reduction_pct", ".1f"), ("seconds", ".0f")]))
+    plot(rows, args.methods, Path(args.figure))
+    print(f"files: {args.out}, {args.figure}; {time.time() - began:.0f} s in all")
+    return 0
+
+
+def plot(rows, methods, path):
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7))
+    for i, nodes in enumerate((1, 8)):
+        for j, load in enumerate(LOADS):
+            ax = axes[i, j]
+            cell = {r["method"]: r for r in rows if r["nodes"] == nodes and r["load"] == load}
+            x = np.arange(len(methods))
+            ax.bar(x - 0.2, [cell[m]["mean_interruption_h"] if m in cell else 0 for m in methods],
+                   0.4, label="interruption")
+            ax.bar(x + 0.2, [cell[m]["mean_overlap_h"] if m in cell else 0 for m in methods],
+                   0.4, label="overlap")
+            ax.set_xticks(x, methods, rotation=60, ha="right", fontsize=7)
+            pairs = next(iter(cell.values()))["pairs"] if cell else 0
+            ax.set_title(f"{nodes}-node pairs, {load} load ({pairs} pairs)", fontsize=9)
+            ax.set_ylabel("hours")
+    axes[0, 0].legend()
+    fig.suptitle("Mean interruption and overlap, March 2023, LS6 A100 trace (cf. seed 004 Figs. 8-10)")
+    save_figure(fig, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
