@@ -192,12 +192,19 @@ def make_policy(name: str, **options):
         return TaskPolicy(name)
     if name == "opt":
         return OptPolicy(**options)
+    if name == "marl":   # the learned schedulers (needs torch); options: weights=PATH
+        from learned.interference.policy import MarlPolicy
+
+        unknown = set(options) - {"weights"}
+        if unknown:
+            raise InvalidInputError(f"policy marl takes only weights=PATH, got {sorted(unknown)}")
+        return MarlPolicy(**options)
     raise UnknownMethodError(f"unknown interference policy {name!r}; choose one of "
                              f"{', '.join(POLICIES)}")
 
 
 #: Policy names of :func:`make_policy`.
-POLICIES = ("tetris", "lb", "lif", "random", "opt")
+POLICIES = ("tetris", "lb", "lif", "random", "opt", "marl")
 
 
 @njit

@@ -287,7 +287,7 @@ def test_cli_evaluate_json(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--k", "7"], "even integer"), (["--policy", "marl"], "unknown policy"),
+    (["--k", "7"], "even integer"), (["--policy", "nope"], "unknown policy"),
     (["--topology", "vl2", "--k", "6"], "multiple of 4"),
     (["--arrivals", "trace", "--trace", "/no/such/file"], "not found"),
     (["--trace", "x.swf"], "needs --arrivals trace"), (["--rate", "-1"], "--rate")])

@@ -14,7 +14,7 @@ import json
 
 from tjap.errors import InvalidInputError
 
-POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt")
+POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt", "marl")
 
 
 def _int_in(low: int, high: int):
@@ -71,6 +71,9 @@ def add_parser(subparsers) -> None:
                                                       "(default tetris)")
     e.add_argument("--iterations", type=_int_in(0, 10**7), default=2000,
                    help="opt: annealing moves per batch (default 2000)")
+    e.add_argument("--weights", default=None, metavar="PATH",
+                   help="marl: trained weights (.json; default learned/weights/"
+                        "interference_marl.json)")
     e.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     e.add_argument("--json", action="store_true", help="print machine-readable JSON")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -114,8 +117,15 @@ def run(args) -> int:
     rate = args.rate if args.rate is not None else default_rate(cluster)
     workload = Workload.generate(cluster.num_partitions, args.intervals, args.arrivals, args.seed,
                                  rate=rate, trace=args.trace)
-    policy = make_policy(args.policy, **({"iterations": args.iterations}
-                                         if args.policy == "opt" else {}))
+    if args.weights is not None and args.policy != "marl":
+        raise InvalidInputError("--weights needs --policy marl")
+    options = {"opt": {"iterations": args.iterations},
+               "marl": {"weights": args.weights}}.get(args.policy, {})
+    policy = make_policy(args.policy, **options)
+    if args.policy == "marl":   # one small network per decision: extra threads only contend
+        import torch
+
+        torch.set_num_threads(1)
     result = simulate(cluster, workload, policy, seed=args.seed, drain=not args.no_drain,
                       progress=lambda steps: progress(steps, desc=args.policy, quiet=args.quiet))
     summary = result.summary() | {"policy": args.policy, "cluster": cluster.name,

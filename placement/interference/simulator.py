@@ -282,9 +282,7 @@ class Simulator:
         queues: list[list[int]] = [[] for _ in range(c.num_partitions)]
         running: list[int] = []
         next_job = 0
-        used_s = np.zeros(len(w))
-        slow = np.zeros(len(w))
-        comm = np.zeros(len(w))
+        buffers = (np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w)))
         gpu_util = []
         total_gpus = c.total_gpus
         steps = range(max_intervals)
@@ -314,29 +312,8 @@ class Simulator:
                             break
             for p in range(c.num_partitions):
                 queues[p] = [j for j in queues[p] if self.state[j] == WAITING]
-            running = [j for j in running if self.state[j] == RUNNING]
-            running += [j for j in np.flatnonzero(self.start == i)]
             gpu_util.append(1.0 - self.gpu_free.sum() / total_gpus)
-            if running:
-                run = np.array(running, np.int64)
-                n = len(run)
-                kern.interval_update(run, self.interval_s, w.model, w.workers, w.ps, w.epochs,
-                                     self.progress, self.task_ptr, self.task_group, self.task_cpu,
-                                     self.task_pcie, self.flow_ptr, self.flow_links, self.flow_len,
-                                     self.link_flows, c.link_gbps, c.group_server,
-                                     c.server_first_group, c.server_groups, c.group_cores,
-                                     self.cpu_used, self.pcie_used, self.server_tasks,
-                                     profiles.ITER_S, self._iters, self._grad_gbit, self.coef,
-                                     used_s[:n], slow[:n], comm[:n])
-                self._slowdown_sum[run] += slow[:n]
-                ideal = profiles.ITER_S[w.model[run]]
-                self._comm_sum[run] += comm[:n] / (ideal * (1 + slow[:n]) + comm[:n])
-                self._run_intervals[run] += 1
-                done = used_s[:n] < self.interval_s - 1e-9
-                done |= self.progress[run] >= w.epochs[run]
-                for j, used in zip(run[done], used_s[:n][done]):
-                    self.finish[j] = i + used / self.interval_s
-                    self.release(int(j))
+            running = self.advance(running, buffers)
             if drain and next_job == len(w) and not any(queues) \
                     and not np.any(self.state == RUNNING):
                 break
@@ -348,6 +325,39 @@ class Simulator:
                          self._slowdown_sum / runs, self._comm_sum / runs, self.forwarded.copy(),
                          np.array(gpu_util), self.interval + 1, time.perf_counter() - started,
                          info=dict(getattr(policy, "stats", {}) or {}))
+
+    def advance(self, running: list[int], buffers=None) -> list[int]:
+        """Run interval ``self.interval``: add the jobs started in it to ``running``, progress
+        them (one kernel call), release those that finish; returns the jobs still running.
+        ``buffers`` are three float arrays of at least the workload's length (scratch)."""
+        w, c = self.workload, self.cluster
+        i = self.interval
+        if buffers is None:
+            buffers = (np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w)))
+        used_s, slow, comm = buffers
+        running = [j for j in running if self.state[j] == RUNNING]
+        running += [j for j in np.flatnonzero(self.start == i)]
+        if running:
+            run = np.array(running, np.int64)
+            n = len(run)
+            kern.interval_update(run, self.interval_s, w.model, w.workers, w.ps, w.epochs,
+                                 self.progress, self.task_ptr, self.task_group, self.task_cpu,
+                                 self.task_pcie, self.flow_ptr, self.flow_links, self.flow_len,
+                                 self.link_flows, c.link_gbps, c.group_server,
+                                 c.server_first_group, c.server_groups, c.group_cores,
+                                 self.cpu_used, self.pcie_used, self.server_tasks,
+                                 profiles.ITER_S, self._iters, self._grad_gbit, self.coef,
+                                 used_s[:n], slow[:n], comm[:n])
+            self._slowdown_sum[run] += slow[:n]
+            ideal = profiles.ITER_S[w.model[run]]
+            self._comm_sum[run] += comm[:n] / (ideal * (1 + slow[:n]) + comm[:n])
+            self._run_intervals[run] += 1
+            done = used_s[:n] < self.interval_s - 1e-9
+            done |= self.progress[run] >= w.epochs[run]
+            for j, used in zip(run[done], used_s[:n][done]):
+                self.finish[j] = i + used / self.interval_s
+                self.release(int(j))
+        return [j for j in running if self.state[j] == RUNNING]
 
     def check(self) -> None:
         """Raise if any GPU group or socket is oversubscribed or the incremental sums drifted from

@@ -1,0 +1,201 @@
+"""Seed 001's schedulers as one gymnasium environment over the JCT simulator (issue 8).
+
+An episode runs a generated workload (``intervals`` intervals of arrivals, the CLI's default rate
+of 15 jobs per interval per 100 servers of a partition) on a small cluster, in the simulator's
+order (:meth:`placement.interference.simulator.Simulator.run`): at each interval the arrived jobs
+join their home scheduler's queue; the schedulers, in partition order, place their queues; the
+jobs they forwarded are then offered to the other partitions, most free GPUs first (only those
+with enough free GPUs and CPU), each partition at most once, so forwarding terminates; a job no
+partition takes waits for the next interval. Then the interval runs (:meth:`Simulator.advance`).
+
+One step = one decision of the scheduler whose turn it is (``info["agent"]``, the partition): the
+next task (workers first, then parameter servers) of the job in hand goes to one GPU group of the
+partition (action ``i < groups``: the i-th group of the partition) or the job is forwarded (the
+last action; allowed only before the job's first task and while some partition has not seen the
+job). Every partition's scheduler is an agent; they share one policy (parameter sharing) and the
+env cycles through them. A task that fits nowhere rolls the job back and forwards it, as the
+heuristics do. ``action_masks()`` gives the feasible actions (the groups with a free GPU for a
+worker and the CPU for the task); an action outside the mask raises.
+
+Reward (ours; the paper's JCT-based reward needs the job's finish, many intervals later): minus
+the predicted slowdown added by the task (the interference model's unclipped total slowdown of the
+tasks on the group's server after minus before), minus, when the job's last task is placed, its
+communication cost (the slowest worker-PS flow's gradient / PS over its bottleneck bandwidth share,
+over the model's ideal iteration time), minus ``wait_penalty`` per job left waiting at the end of
+each interval. Observations: :func:`learned.interference.features.observe`.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from learned.interference.features import (EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
+                                           PARTITION_FEATURES, PartitionGraph, Planning,
+                                           added_slowdown, observe)
+from placement.interference import Simulator, Workload, make_cluster, profiles
+from placement.interference.simulator import WAITING
+from tjap.errors import InvalidInputError
+
+WAIT_PENALTY = 0.2
+COMM_CLIP = 5.0
+
+
+def comm_cost(sim, job: int) -> float:
+    """The committed ``job``'s slowest worker-PS transfer over its ideal iteration time."""
+    w, c = sim.workload, sim.cluster
+    m = w.model[job]
+    volume = profiles.GRAD_MB[m] * 8e-3 / w.ps[job]
+    worst = 0.0
+    for f in range(sim.flow_ptr[job], sim.flow_ptr[job + 1]):
+        links = sim.flow_links[f, :sim.flow_len[f]]
+        if len(links):
+            share = np.min(c.link_gbps[links] / np.maximum(sim.link_flows[links], 1))
+            worst = max(worst, volume / share)
+    return min(worst / profiles.ITER_S[m], COMM_CLIP)
+
+
+def partition_shapes(cluster) -> tuple[list[PartitionGraph], int, int, int]:
+    graphs = [PartitionGraph(cluster, p) for p in range(cluster.num_partitions)]
+    shapes = {(g.num_nodes, g.edge_index.shape[1], g.num_groups) for g in graphs}
+    if len(shapes) != 1:
+        raise InvalidInputError(f"InterferenceEnv needs partitions of one shape, got {shapes}; "
+                                "use a fat-tree or VL2 cluster with one server architecture")
+    return graphs, *shapes.pop()
+
+
+class InterferenceEnv(gym.Env):
+    """Masked discrete actions 0..groups (the last: forward); use ``action_masks()``."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, topology: str = "fattree", k: int = 8, arch: str = "pcie", *,
+                 intervals: int = 8, pattern: str = "poisson", rate: float | None = None,
+                 extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY):
+        from placement.interference.cli import default_rate
+
+        self.cluster = make_cluster(topology, k, arch)
+        if isinstance(intervals, bool) or not isinstance(intervals, (int, np.integer)) \
+                or intervals < 1:
+            raise InvalidInputError(f"intervals must be a positive integer, got {intervals!r}")
+        self.intervals, self.pattern = int(intervals), pattern
+        self.rate = default_rate(self.cluster) if rate is None else rate
+        self.extra_intervals, self.wait_penalty = int(extra_intervals), float(wait_penalty)
+        self.graphs, n, e, self.num_groups = partition_shapes(self.cluster)
+        P = self.cluster.num_partitions
+        box = lambda *shape: gym.spaces.Box(-np.inf, np.inf, shape, dtype=np.float32)  # noqa: E731
+        self.observation_space = gym.spaces.Dict({
+            "nodes": box(n, len(NODE_FEATURES)),
+            "edge_index": gym.spaces.Box(0, n - 1, (2, e), dtype=np.int64),
+            "edges": box(e, len(EDGE_FEATURES)), "job": box(len(JOB_FEATURES)),
+            "partitions": box(P, len(PARTITION_FEATURES)),
+            "own": gym.spaces.Box(0.0, 1.0, (P,), dtype=np.float32)})
+        self.action_space = gym.spaces.Discrete(self.num_groups + 1)
+        self._mask = np.zeros(self.num_groups + 1, bool)
+
+    # -- gym API ---------------------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        wseed = int(self.np_random.integers(1000, 2**31 - 1))
+        self.workload = Workload.generate(self.cluster.num_partitions, self.intervals,
+                                          self.pattern, wseed, rate=self.rate)
+        self.sim = Simulator(self.cluster, self.workload)
+        self._reward, self._agent = 0.0, 0
+        self._obs = {key: np.zeros(space.shape, space.dtype)
+                     for key, space in self.observation_space.spaces.items()}
+        self._episode = self._run()
+        return self._advance(None)[0], self._info()
+
+    def step(self, action):
+        action = int(action)
+        if not (0 <= action < len(self._mask)) or not self._mask[action]:
+            raise InvalidInputError(f"action {action} is masked (infeasible group or forwarding "
+                                    "not allowed); pick one allowed by action_masks()")
+        self._reward = 0.0
+        obs, done = self._advance(action)
+        return obs, float(self._reward), done, False, self._info()
+
+    def action_masks(self) -> np.ndarray:
+        return self._mask.copy()
+
+    def expert_action(self) -> int:
+        """Tetris's choice for the current task: the feasible group maximising 2 x (the job
+        already has a task on its server) + fill after placing; forward when none fits."""
+        nodes = self._obs["nodes"][:self.num_groups]
+        feasible = self._mask[:self.num_groups]
+        if not feasible.any():
+            return self.num_groups
+        score = np.where(feasible, 2.0 * nodes[:, 8] + nodes[:, 10], -np.inf)
+        return int(np.argmax(score))
+
+    # -- the simulation, as a generator that yields at each decision -------------------------
+    def _info(self) -> dict:
+        return {"agent": self._agent, "interval": self.sim.interval,
+                "action_mask": self._mask.copy()}
+
+    def _advance(self, action):
+        try:
+            self._obs, self._mask = self._episode.send(action)
+            return self._obs, False
+        except StopIteration:
+            self._mask = np.zeros_like(self._mask)
+            self._mask[-1] = True    # nothing to decide; keep the mask non-empty for wrappers
+            return self._obs, True
+
+    def _place(self, p: int, job: int, visited: np.ndarray, queue_len: np.ndarray):
+        sim, graph = self.sim, self.graphs[p]
+        plan = Planning(sim)
+        plan.start(sim, job)
+        self._agent, self._plan = p, plan
+        while not plan.done:
+            obs, mask = observe(sim, plan, graph, p, visited, queue_len)
+            if not mask.any():
+                plan.rollback(sim)
+                return False
+            action = yield obs, mask
+            if action == graph.num_groups:
+                plan.rollback(sim)
+                return False
+            g = int(graph.groups[action])
+            self._reward -= added_slowdown(sim, plan, g)
+            plan.add(sim, g)
+        sim.commit(job, np.array(plan.plan, np.int64))
+        self._reward -= comm_cost(sim, job)
+        return True
+
+    def _run(self):
+        sim, w, c = self.sim, self.workload, self.cluster
+        P = c.num_partitions
+        queues: list[list[int]] = [[] for _ in range(P)]
+        running: list[int] = []
+        next_job = 0
+        self._agent = 0
+        for i in range(self.intervals + self.extra_intervals):
+            sim.interval = i
+            while next_job < len(w) and w.arrival[next_job] <= i:
+                queues[w.home[next_job]].append(next_job)
+                next_job += 1
+            queue_len = np.array([len(q) for q in queues], float)
+            forward = []
+            for p in range(P):
+                for job in queues[p]:
+                    visited = np.zeros(P, bool)
+                    visited[p] = True
+                    if not (yield from self._place(p, job, visited, queue_len)):
+                        forward.append((job, visited))
+            for job, visited in forward:
+                free_gpu, free_cpu = sim.free_by_partition()
+                gpus, cpus, _ = sim.task_demands(job)
+                for q in np.argsort(-free_gpu, kind="stable"):
+                    if visited[q] or free_gpu[q] < gpus.sum() or free_cpu[q] < cpus.sum():
+                        continue
+                    visited[q] = True
+                    sim.forwarded[job] += 1
+                    if (yield from self._place(int(q), job, visited, queue_len)):
+                        break
+            for p in range(P):
+                queues[p] = [j for j in queues[p] if sim.state[j] == WAITING]
+            self._reward -= self.wait_penalty * sum(len(q) for q in queues)
+            running = sim.advance(running)
+            if next_job == len(w) and not any(queues) and not running:
+                return

@@ -1,0 +1,234 @@
+"""What a partition's scheduler sees when it places one task (seed 001's learned schedulers).
+
+A scheduler's partition is a graph (:class:`PartitionGraph`): its GPU groups (a group is one CPU
+socket with its GPUs, so group nodes stand for the GPUs and the CPU together), its servers (the
+QPI hub joining the sockets) and the switches its servers reach by their first two network tiers
+(ToR and the pod's fused aggregation node on a fat-tree). Edges are the links between them, both
+directions, with features ``log2(Gbps) / 8``, ``flows on the link / 8`` and a one-hot of the tier
+(0 PCIe, 1 QPI, 2.. network tiers bottom-up).
+
+The planning state (:class:`Planning`) is a scratch copy of the simulator's per-group arrays that
+the scheduler updates as it places a job's tasks one by one (so the batch's later tasks see the
+earlier ones), plus the partial plan of the current job. :func:`observe` turns it into the
+observation of :class:`learned.envs.InterferenceEnv` (a dict of arrays, see ``NODE_FEATURES``,
+``JOB_FEATURES``, ``PARTITION_FEATURES``). Group features include the two scores the heuristics
+use (Tetris's locality + fill and the interference model's added slowdown of the server, computed
+by one Numba kernel), so imitation of Tetris is learnable and interference is visible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from heuristics.interference import _server_interference
+from placement.interference import profiles
+from tjap._jit import njit
+
+NODE_FEATURES = ("is_group", "is_server", "is_switch", "free_gpu", "cpu_used", "pcie_used",
+                 "tasks", "feasible", "job_on_server", "job_on_tor", "tetris_fill",
+                 "added_slowdown", "gpus", "job_tasks_on_server")
+EDGE_FEATURES = ("log_gbps", "flows", "tier0", "tier1", "tier2", "tier3", "tier4")
+JOB_FEATURES = ("is_worker", "cpu", "pcie", "grad", "workers", "ps", "placed", "left",
+                "iter_s", "visited")
+PARTITION_FEATURES = ("free_gpu", "cpu_used", "pcie_used", "queue", "visited")
+MAX_TIER = 4
+
+
+class PartitionGraph:
+    """Static structure of partition ``p`` of ``cluster``: ``groups`` (global ids, the first
+    nodes), ``servers``, ``switch_links``; ``edge_index`` (2, E) over local node ids and
+    ``edge_link`` (E,) the cluster link of each directed edge (-1 for none)."""
+
+    def __init__(self, cluster, p: int):
+        self.groups = np.asarray(cluster.partition_groups[p], np.int64)
+        self.servers = np.flatnonzero(cluster.server_partition == p)
+        graph = cluster.graph
+        nodes = [("group", int(g)) for g in self.groups] + [("server", int(s))
+                                                            for s in self.servers]
+        index = {n: i for i, n in enumerate(nodes)}
+        edges = []
+        for g in self.groups:
+            edges.append((index[("group", int(g))], index[("server", int(cluster.group_server[g]))],
+                          int(g)))
+        frontier = [("server", int(s)) for s in self.servers]
+        for _ in range(2):   # the switches of the first two network tiers above the servers
+            nxt = []
+            for a in frontier:
+                for b, data in graph[a].items():
+                    if b[0] in ("server", "group") or data["tier"] > 3:
+                        continue
+                    if b not in index:
+                        index[b] = len(nodes)
+                        nodes.append(b)
+                        nxt.append(b)
+                    edges.append((index[a], index[b], int(data["link"])))
+            frontier = nxt
+        self.num_nodes = len(nodes)
+        self.num_groups = len(self.groups)
+        self.num_servers = len(self.servers)
+        e = np.array(edges, np.int64).reshape(-1, 3)
+        self.edge_index = np.concatenate([e[:, :2].T, e[:, 1::-1].T], axis=1)
+        self.edge_link = np.concatenate([e[:, 2], e[:, 2]])
+        self.node_server = np.full(self.num_nodes, -1, np.int64)
+        self.node_server[:self.num_groups] = cluster.group_server[self.groups]
+        self.node_server[self.num_groups:self.num_groups + self.num_servers] = self.servers
+        gbps = cluster.link_gbps[self.edge_link]
+        tier = cluster.link_tier[self.edge_link]
+        self.edge_static = np.zeros((self.edge_index.shape[1], len(EDGE_FEATURES)), np.float32)
+        self.edge_static[:, 0] = np.log2(gbps) / 8.0
+        self.edge_static[np.arange(len(tier)), 2 + np.minimum(tier, MAX_TIER)] = 1.0
+
+
+class Planning:
+    """Scratch per-group state of one ``place`` call (copied from the simulator) and the partial
+    plan of the job being placed."""
+
+    def __init__(self, sim):
+        self.gpu_free = sim.gpu_free.copy()
+        self.cpu_used = sim.cpu_used.copy()
+        self.pcie_used = sim.pcie_used.copy()
+        self.tasks = sim.tasks.copy()
+        self.exp_sum = sim.exp_sum.copy()
+        self.server_tasks = sim.server_tasks.copy()
+        self.server_job = np.zeros(sim.cluster.num_servers, np.int64)  # current job's tasks
+        self.plan: list[int] = []
+
+    def start(self, sim, job: int) -> None:
+        """Begin planning ``job`` (the previous job's tasks stay in the scratch state)."""
+        if self.plan:
+            self.server_job[sim.cluster.group_server[self.plan]] = 0
+        self.job, self.plan = job, []
+        lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
+        self.gpu = sim.task_worker[lo:hi].astype(np.int64)
+        self.cpu, self.pcie, self.exp = sim.task_cpu[lo:hi], sim.task_pcie[lo:hi], sim.task_exp[lo:hi]
+
+    @property
+    def task(self) -> int:
+        return len(self.plan)
+
+    @property
+    def done(self) -> bool:
+        return len(self.plan) == len(self.gpu)
+
+    def feasible(self, sim, groups: np.ndarray) -> np.ndarray:
+        t = self.task
+        return (self.gpu_free[groups] >= self.gpu[t]) & \
+            (self.cpu_used[groups] + self.cpu[t] <= sim.cpu_capacity[groups] + 1e-9)
+
+    def add(self, sim, g: int, sign: int = 1) -> None:
+        t = self.task if sign > 0 else self.task - 1
+        s = sim.cluster.group_server[g]
+        self.gpu_free[g] -= sign * self.gpu[t]
+        self.cpu_used[g] += sign * self.cpu[t]
+        self.pcie_used[g] += sign * self.pcie[t]
+        self.exp_sum[g] += sign * self.exp[t]
+        self.tasks[g] += sign
+        self.server_tasks[s] += sign
+        self.server_job[s] += sign
+        if sign > 0:
+            self.plan.append(int(g))
+        else:
+            self.plan.pop()
+
+    def rollback(self, sim) -> None:
+        while self.plan:
+            self.add(sim, self.plan[-1], -1)
+
+
+@njit
+def _group_scores(groups, gpu_need, cpu_need, pcie_need, exp_need, gpu_free, cpu_used,
+                  pcie_used, tasks, exp_sum, server_tasks, group_server, group_gpus, cpu_capacity,
+                  group_cores, server_first_group, server_groups, coef, out_fill, out_slow):
+    """Per group: Tetris's fill after placing the task and the added server interference."""
+    for i in range(groups.shape[0]):
+        g = groups[i]
+        s = group_server[g]
+        out_fill[i] = ((group_gpus[g] - gpu_free[g] + gpu_need) / group_gpus[g]
+                       + (cpu_used[g] + cpu_need) / cpu_capacity[g]) / 2.0
+        before = _server_interference(s, -1, 0.0, 0.0, 0.0, cpu_used, pcie_used, tasks, exp_sum,
+                                      server_tasks, group_cores, server_first_group,
+                                      server_groups, coef)
+        after = _server_interference(s, g, cpu_need, pcie_need, exp_need, cpu_used, pcie_used,
+                                     tasks, exp_sum, server_tasks, group_cores,
+                                     server_first_group, server_groups, coef)
+        out_slow[i] = after - before
+
+
+def added_slowdown(sim, plan: Planning, g: int) -> float:
+    """Added (unclipped) interference of server(g) when the current task joins group g."""
+    fill, slow = np.empty(1), np.empty(1)
+    _scores(sim, plan, np.array([g], np.int64), fill, slow)
+    return float(slow[0])
+
+
+def _scores(sim, plan, groups, fill, slow):
+    c, t = sim.cluster, plan.task
+    _group_scores(groups, float(plan.gpu[t]), float(plan.cpu[t]), float(plan.pcie[t]),
+                  float(plan.exp[t]), plan.gpu_free, plan.cpu_used, plan.pcie_used, plan.tasks,
+                  plan.exp_sum, plan.server_tasks, c.group_server, c.group_gpus,
+                  sim.cpu_capacity, c.group_cores, c.server_first_group, c.server_groups,
+                  sim.coef, fill, slow)
+
+
+def observe(sim, plan: Planning, graph: PartitionGraph, partition: int, visited: np.ndarray,
+            queue_len: np.ndarray) -> tuple[dict, np.ndarray]:
+    """(observation, action mask) for the current task of ``plan``'s job at ``partition``.
+    The mask has one entry per group of the partition and a last one for forwarding, which is
+    allowed only before the job's first task and while an unvisited partition remains."""
+    c, w = sim.cluster, sim.workload
+    groups, G, t = graph.groups, graph.num_groups, plan.task
+    feasible = plan.feasible(sim, groups)
+    fill, slow = np.empty(G), np.empty(G)
+    _scores(sim, plan, groups, fill, slow)
+    nodes = np.zeros((graph.num_nodes, len(NODE_FEATURES)), np.float32)
+    nodes[:G, 0] = 1.0
+    nodes[G:G + graph.num_servers, 1] = 1.0
+    nodes[G + graph.num_servers:, 2] = 1.0
+    gg = c.group_gpus[groups]
+    nodes[:G, 3] = plan.gpu_free[groups] / gg
+    nodes[:G, 4] = plan.cpu_used[groups] / sim.cpu_capacity[groups]
+    nodes[:G, 5] = plan.pcie_used[groups] / 128.0
+    nodes[:G, 6] = plan.tasks[groups] / 8.0
+    nodes[:G, 7] = feasible
+    servers = graph.node_server[:G + graph.num_servers]
+    on_server = plan.server_job[servers] > 0
+    nodes[:G + graph.num_servers, 8] = on_server
+    tors = c.server_tor[servers] if c.kind == 0 else servers
+    job_tors = set(c.server_tor[c.group_server[plan.plan]]) if (plan.plan and c.kind == 0) \
+        else set(c.group_server[plan.plan])
+    nodes[:G + graph.num_servers, 9] = np.isin(tors, list(job_tors)) if job_tors else 0.0
+    nodes[:G, 10] = np.where(feasible, fill, 0.0)
+    nodes[:G, 11] = np.where(feasible, np.clip(slow, -2.0, 2.0), 0.0)
+    nodes[:G, 12] = gg / 8.0
+    nodes[:G + graph.num_servers, 13] = plan.server_job[servers] / 8.0
+    s_first = G
+    s_ids = graph.servers
+    nodes[s_first:s_first + len(s_ids), 3] = np.bincount(
+        c.group_server[groups], weights=plan.gpu_free[groups], minlength=c.num_servers)[s_ids] \
+        / np.maximum(np.bincount(c.group_server[groups], weights=gg,
+                                 minlength=c.num_servers)[s_ids], 1)
+    nodes[s_first:s_first + len(s_ids), 6] = plan.server_tasks[s_ids] / 16.0
+    edges = graph.edge_static.copy()
+    edges[:, 1] = sim.link_flows[graph.edge_link] / 8.0
+    m = w.model[plan.job]
+    job = np.array([plan.gpu[t], plan.cpu[t] / 8.0, plan.pcie[t] / 64.0,
+                    profiles.GRAD_MB[m] / 500.0, w.workers[plan.job] / 4.0, w.ps[plan.job] / 4.0,
+                    t / 8.0, (len(plan.gpu) - t) / 8.0, profiles.ITER_S[m],
+                    visited.mean()], np.float32)
+    P = c.num_partitions
+    free_gpu = np.bincount(c.group_partition, weights=plan.gpu_free, minlength=P)
+    total_gpu = np.bincount(c.group_partition, weights=c.group_gpus, minlength=P)
+    cap = np.bincount(c.group_partition, weights=sim.cpu_capacity, minlength=P)
+    parts = np.stack([free_gpu / total_gpu,
+                      np.bincount(c.group_partition, weights=plan.cpu_used, minlength=P) / cap,
+                      np.bincount(c.group_partition, weights=plan.pcie_used, minlength=P)
+                      / (128.0 * np.bincount(c.group_partition, minlength=P)),
+                      queue_len / 16.0, visited], axis=1).astype(np.float32)
+    own = np.zeros(P, np.float32)
+    own[partition] = 1.0
+    mask = np.zeros(G + 1, bool)
+    mask[:G] = feasible
+    mask[G] = t == 0 and not visited.all()
+    obs = {"nodes": nodes, "edge_index": graph.edge_index.copy(), "edges": edges,
+           "job": job, "partitions": parts, "own": own}
+    return obs, mask

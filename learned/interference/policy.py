@@ -1,0 +1,138 @@
+"""The ``marl`` placement policy: the trained GNN scheduler of every partition (shared weights)
+behind the simulator's policy protocol, and saving / loading its weights.
+
+``place(sim, partition, jobs)`` plans each job task by task on a scratch copy of the state
+(:class:`learned.interference.features.Planning`): the network scores the partition's GPU groups
+and "forward"; the policy takes the best allowed action (greedy, so runs are deterministic). A job
+is returned as None (forwarded by the simulator to the other partitions, each at most once) when
+the network picks "forward" or a task fits nowhere. Forwarding is allowed before a job's first
+task only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tjap.errors import InvalidInputError
+
+FORMAT = "tjap.interference-gnn/1"
+DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
+
+
+def save_model(model, path, training: dict) -> tuple[Path, Path]:
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    weights, meta = path.with_suffix(".pt"), path.with_suffix(".json")
+    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, weights)
+    meta.write_text(json.dumps({"format": FORMAT, "model": model.config, "training": training,
+                                "weights_file": weights.name,
+                                "versions": {"torch": torch.__version__,
+                                             "numpy": np.__version__}}, indent=2))
+    return weights, meta
+
+
+def load_model(path=None):
+    """(model, metadata) from ``path`` (.json, .pt or the stem; default the shipped weights)."""
+    import torch
+
+    from learned.interference.gnn import InterferenceGNN
+
+    path = Path(path) if path is not None else DEFAULT_WEIGHTS
+    meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except OSError:
+        raise InvalidInputError(f"no model metadata at {meta_path}; train one with "
+                                "`python -m learned.interference.train`") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{meta_path} is not valid JSON: {exc}") from None
+    if meta.get("format") != FORMAT or not isinstance(meta.get("model"), dict):
+        raise InvalidInputError(f"{meta_path} is not a tjap interference GNN "
+                                f"(format {meta.get('format')!r})")
+    model = InterferenceGNN(**meta["model"])
+    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
+    try:
+        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    except FileNotFoundError:
+        raise InvalidInputError(f"weights file {weights} is missing") from None
+    except RuntimeError as exc:
+        raise InvalidInputError(f"{weights} does not fit the model {meta['model']}: {exc}") from None
+    model.eval()
+    return model, meta
+
+
+class MarlPolicy:
+    """The learned multi-agent scheduler (``name = "marl"``)."""
+
+    name = "marl"
+
+    def __init__(self, weights=None, model=None):
+        if model is None:
+            model, self.meta = load_model(weights)
+        else:
+            self.meta = {}
+        self.model = model
+        self.stats = {"decisions": 0, "forwards": 0}
+
+    def reset(self, sim, seed: int) -> None:
+        from learned.interference.features import PartitionGraph
+
+        import torch
+
+        torch.manual_seed(seed)
+        self._graphs = {}
+        self._cluster = sim.cluster
+        self.stats = {"decisions": 0, "forwards": 0}
+        self._PartitionGraph = PartitionGraph
+
+    def _graph(self, sim, p):
+        if sim.cluster is not self._cluster:
+            self._graphs, self._cluster = {}, sim.cluster
+        if p not in self._graphs:
+            self._graphs[p] = self._PartitionGraph(sim.cluster, p)
+        return self._graphs[p]
+
+    def place(self, sim, partition: int, jobs) -> list:
+        import torch
+
+        from learned.interference.features import Planning, observe
+        from learned.interference.gnn import to_torch
+
+        graph = self._graph(sim, partition)
+        plan = Planning(sim)
+        P = sim.cluster.num_partitions
+        queue = np.zeros(P)
+        queue[partition] = len(jobs)
+        plans = []
+        for job in jobs:
+            visited = np.zeros(P, bool)
+            visited[[sim.workload.home[job], partition]] = True
+            plan.start(sim, job)
+            ok = True
+            while not plan.done:
+                obs, mask = observe(sim, plan, graph, partition, visited, queue)
+                if not mask[:-1].any() and plan.task > 0:
+                    ok = False
+                    break
+                with torch.no_grad():
+                    logits, _ = self.model(to_torch([obs]), graph.num_groups)
+                mask[-1] = plan.task == 0       # the simulator bounds forwarding
+                logits = logits[0].numpy()
+                action = int(np.argmax(np.where(mask, logits, -np.inf)))
+                self.stats["decisions"] += 1
+                if action == graph.num_groups:
+                    self.stats["forwards"] += 1
+                    ok = False
+                    break
+                plan.add(sim, int(graph.groups[action]))
+            if ok:
+                plans.append(np.array(plan.plan, np.int64))
+            else:
+                plan.rollback(sim)
+                plans.append(None)
+        return plans

@@ -1,0 +1,217 @@
+"""Training of the ``marl`` schedulers: imitation of Tetris, then PPO (ours, on CPU).
+
+1. Behaviour cloning: :class:`learned.envs.InterferenceEnv` is run with Tetris's choice
+   (:meth:`~learned.envs.InterferenceEnv.expert_action`) on ``--bc-episodes`` episodes; the network
+   fits the expert's actions (masked cross-entropy) and the discounted returns (value, MSE).
+2. PPO (clipped, GAE) with masked sampling, every partition's decisions feeding the one shared
+   network (parameter sharing), for ``--ppo-steps`` decisions.
+
+``python -m learned.interference.train --k 8 --seed 0 --out learned/weights/interference_marl``
+writes the weights, the metadata (how trained, the command, the seed, the curve) and a CSV curve.
+Deterministic in ``--seed`` on one machine with one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import date
+
+import numpy as np
+
+
+def _masked(logits, masks):
+    import torch
+
+    return logits.masked_fill(~masks, -1e9)
+
+
+def collect_expert(env, episodes: int, seed: int, gamma: float):
+    obs_list, masks, actions, returns = [], [], [], []
+    for e in range(episodes):
+        obs, _ = env.reset(seed=seed + e)
+        rewards, done = [], False
+        while not done:
+            a = env.expert_action()
+            obs_list.append(obs)
+            masks.append(env.action_masks())
+            actions.append(a)
+            obs, r, done, _, _ = env.step(a)
+            rewards.append(r)
+        ret, acc = np.zeros(len(rewards)), 0.0
+        for t in range(len(rewards) - 1, -1, -1):
+            acc = rewards[t] + gamma * acc
+            ret[t] = acc
+        returns.append(ret)
+    return obs_list, np.array(masks), np.array(actions), np.concatenate(returns)
+
+
+def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: int,
+                    num_groups: int, value_scale: float):
+    import torch
+
+    from learned.interference.gnn import to_torch
+
+    obs_list, masks, actions, returns = data
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    n, curve = len(actions), []
+    for epoch in range(epochs):
+        order = rng.permutation(n)
+        total, correct = 0.0, 0
+        for lo in range(0, n, batch):
+            idx = order[lo:lo + batch]
+            obs = to_torch([obs_list[i] for i in idx])
+            logits, value = model(obs, num_groups)
+            logits = _masked(logits, torch.from_numpy(masks[idx]))
+            target = torch.from_numpy(actions[idx])
+            loss = torch.nn.functional.cross_entropy(logits, target) + 0.5 * torch.mean(
+                (value - torch.from_numpy(returns[idx] / value_scale).float()) ** 2)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+            correct += int((logits.argmax(1) == target).sum())
+        curve.append({"phase": "bc", "epoch": epoch, "loss": total / n, "accuracy": correct / n})
+        print(f"bc epoch {epoch}: loss {total / n:.4f} accuracy {correct / n:.3f}", flush=True)
+    return curve
+
+
+def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: float, seed: int,
+        gamma: float, lam: float, clip: float, value_scale: float, entropy: float):
+    import torch
+
+    from learned.interference.gnn import to_torch
+
+    G = env.num_groups
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(seed)
+    obs, _ = env.reset(seed=seed)
+    episode, ep_return, curve, done_steps = 0, 0.0, [], 0
+    while done_steps < steps:
+        buf_obs, buf_mask, buf_act, buf_logp, buf_val, buf_rew, buf_done = ([] for _ in range(7))
+        model.eval()
+        for _ in range(rollout):
+            mask = env.action_masks()
+            with torch.no_grad():
+                logits, value = model(to_torch([obs]), G)
+                logits = _masked(logits, torch.from_numpy(mask[None]))
+                dist = torch.distributions.Categorical(logits=logits)
+                action = torch.multinomial(dist.probs, 1, generator=gen)[0]
+            buf_obs.append(obs)
+            buf_mask.append(mask)
+            buf_act.append(int(action))
+            buf_logp.append(float(dist.log_prob(action)))
+            buf_val.append(float(value))
+            obs, r, done, _, _ = env.step(int(action))
+            buf_rew.append(r / value_scale)
+            buf_done.append(done)
+            ep_return += r
+            if done:
+                curve.append({"phase": "ppo", "episode": episode, "step": done_steps + len(buf_act),
+                              "return": ep_return})
+                print(f"ppo episode {episode} return {ep_return:.1f}", flush=True)
+                episode += 1
+                ep_return = 0.0
+                obs, _ = env.reset(seed=seed + 1000 + episode)
+        with torch.no_grad():
+            _, last = model(to_torch([obs]), G)
+        vals = np.array(buf_val + [float(last)])
+        adv = np.zeros(len(buf_rew))
+        acc = 0.0
+        for t in range(len(buf_rew) - 1, -1, -1):
+            nonterminal = 0.0 if buf_done[t] else 1.0
+            delta = buf_rew[t] + gamma * vals[t + 1] * nonterminal - vals[t]
+            acc = delta + gamma * lam * nonterminal * acc
+            adv[t] = acc
+        ret = adv + vals[:-1]
+        model.train()
+        masks, acts = np.array(buf_mask), np.array(buf_act)
+        old_logp = torch.tensor(buf_logp)
+        for _ in range(epochs):
+            order = rng.permutation(len(acts))
+            for lo in range(0, len(acts), batch):
+                idx = order[lo:lo + batch]
+                logits, value = model(to_torch([buf_obs[i] for i in idx]), G)
+                dist = torch.distributions.Categorical(
+                    logits=_masked(logits, torch.from_numpy(masks[idx])))
+                logp = dist.log_prob(torch.from_numpy(acts[idx]))
+                a = torch.from_numpy(adv[idx]).float()
+                a = (a - a.mean()) / (a.std() + 1e-8)
+                ratio = torch.exp(logp - old_logp[idx])
+                pg = -torch.min(ratio * a, ratio.clamp(1 - clip, 1 + clip) * a).mean()
+                vloss = torch.mean((value - torch.from_numpy(ret[idx]).float()) ** 2)
+                loss = pg + 0.5 * vloss - entropy * dist.entropy().mean()
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+                opt.step()
+        done_steps += len(acts)
+    return curve
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--k", type=int, default=8, help="fat-tree k of the training cluster")
+    p.add_argument("--intervals", type=int, default=8, help="arrival intervals per episode")
+    p.add_argument("--pattern", default="poisson")
+    p.add_argument("--bc-episodes", type=int, default=6)
+    p.add_argument("--bc-epochs", type=int, default=6)
+    p.add_argument("--ppo-steps", type=int, default=0)
+    p.add_argument("--rollout", type=int, default=1024)
+    p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="learned/weights/interference_marl")
+    p.add_argument("--init", default=None, help="start from these weights (.json)")
+    p.add_argument("--save-bc", default=None, help="also save the cloned model here before PPO")
+    args = p.parse_args(argv)
+    import torch
+
+    from learned.envs.interference import InterferenceEnv
+    from learned.interference.gnn import InterferenceGNN
+    from learned.interference.policy import save_model
+
+    torch.set_num_threads(1)
+    torch.manual_seed(args.seed)
+    started = time.time()
+    env = InterferenceEnv(k=args.k, intervals=args.intervals, pattern=args.pattern)
+    model = InterferenceGNN(hidden=args.hidden, layers=args.layers)
+    if args.init:
+        from learned.interference.policy import load_model
+
+        model = load_model(args.init)[0]
+    value_scale = 50.0
+    curve = []
+    if args.bc_episodes:
+        data = collect_expert(env, args.bc_episodes, args.seed, 0.99)
+        print(f"{len(data[2])} expert decisions ({time.time() - started:.0f} s)", flush=True)
+        curve += behaviour_clone(model, data, epochs=args.bc_epochs, batch=128, lr=3e-3,
+                                 seed=args.seed, num_groups=env.num_groups,
+                                 value_scale=value_scale)
+    if args.save_bc:
+        save_model(model, args.save_bc, {"what": "behaviour cloning stage only", "curve": curve})
+    if args.ppo_steps:
+        curve += ppo(model, env, steps=args.ppo_steps, rollout=args.rollout, epochs=3, batch=128,
+                     lr=3e-4, seed=args.seed, gamma=0.99, lam=0.95, clip=0.2,
+                     value_scale=value_scale, entropy=0.003)
+    training = {"what": "seed 001 marl scheduler: GNN actor-critic shared by every partition",
+                "cluster": f"fattree k={args.k} pcie", "episode_intervals": args.intervals,
+                "pattern": args.pattern, "bc_episodes": args.bc_episodes,
+                "bc_epochs": args.bc_epochs, "ppo_steps": args.ppo_steps, "seed": args.seed,
+                "init": args.init,
+                "reward": "minus added predicted slowdown, minus comm cost / ideal iteration, "
+                          "minus 0.2 per waiting job per interval (learned/envs/interference.py)",
+                "command": "python -m learned.interference.train " + " ".join(
+                    sys.argv[1:] if argv is None else argv),
+                "train_seconds": round(time.time() - started, 1), "date": date.today().isoformat(),
+                "device": "local CPU, torch.set_num_threads(1)", "curve": curve}
+    save_model(model, args.out, training)
+    print(f"saved {args.out}.pt/.json after {time.time() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
