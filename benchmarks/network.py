@@ -1,7 +1,8 @@
-"""Seed 003 baselines on the paper's nine topologies (issue 7): acceptance, CPU and memory
-utilisation of Tetris, NALB, NULB, random and the exact per-request model on the 64-server
-topologies (128-request episodes, 5 seeds), channel utilisation per tier (a PNG like the paper's
-Fig. 3), and cheaper runs of the heuristics on the 1024-server versions.
+"""Seed 003 on the paper's nine topologies (issue 7): acceptance, CPU and memory utilisation of
+Tetris, NALB, NULB, random, the exact per-request model and the learned allocator (gnn, the shipped
+weights) on the 64-server topologies (128-request episodes, 5 seeds), channel utilisation per tier
+(a PNG like the paper's Fig. 3), the heuristics and the gnn (without retraining) on the 1024-server
+versions, and the gnn's time per server choice on 1024 servers on one CPU thread.
 
     python -m benchmarks.network [--seeds 5] [--large-requests 2048] [--large-seeds 2] [--out DIR]
 
@@ -19,14 +20,17 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
+
 from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
 from heuristics.network import make_policy
 from placement.network import NAMES, evaluate, paper_topology
 
 HEURISTICS = ("tetris", "nalb", "nulb", "random")
-POLICIES = HEURISTICS + ("exact",)
+POLICIES = HEURISTICS + ("exact", "gnn")
+LARGE_POLICIES = HEURISTICS + ("gnn",)
 COLOURS = {"tetris": "tab:orange", "nalb": "tab:green", "nulb": "tab:red", "random": "tab:purple",
-           "exact": "tab:blue"}
+           "exact": "tab:blue", "gnn": "tab:brown"}
 
 #: Paper Table 2: RL agent's improvement over the best baseline per topology, % (acceptance, CPU
 #: utilisation, memory utilisation), 64 servers.
@@ -74,14 +78,72 @@ def best_baselines(rows: list[dict], policies=HEURISTICS) -> list[dict]:
         mine = [r for r in rows if r["topology"] == name and r["policy"] in policies]
         best = max(mine, key=lambda r: r["acceptance"])
         exact = next((r for r in rows if r["topology"] == name and r["policy"] == "exact"), None)
+        learned = next((r for r in rows if r["topology"] == name and r["policy"] == "gnn"), None)
         acc, cpu, mem = PAPER_TABLE2[name]
-        out.append({"topology": name, "best_heuristic": best["policy"],
-                    "acceptance": best["acceptance"], "cpu_util": best["cpu_util"],
-                    "mem_util": best["mem_util"],
-                    "exact_over_best_pct": (100 * (exact["acceptance"] / best["acceptance"] - 1)
-                                            if exact and best["acceptance"] else None),
-                    "paper_rl_over_best": f"{acc}, {cpu}, {mem}"})
+        row = {"topology": name, "best_heuristic": best["policy"],
+               "acceptance": best["acceptance"], "cpu_util": best["cpu_util"],
+               "mem_util": best["mem_util"],
+               "exact_over_best_pct": (100 * (exact["acceptance"] / best["acceptance"] - 1)
+                                       if exact and best["acceptance"] else None)}
+        if learned:
+            for key in ("acceptance", "cpu_util", "mem_util"):
+                row[f"gnn_{key}_over_best_pct"] = (100 * (learned[key] / best[key] - 1)
+                                                   if best[key] else None)
+        out.append(row | {"paper_rl_over_best": f"{acc}, {cpu}, {mem}"})
     return out
+
+
+def scaling(small: list[dict], large: list[dict], policy: str = "gnn") -> list[dict]:
+    """The policy's change from 64 to 1024 servers per topology, % (the paper's Table 3)."""
+    out = []
+    for name in dict.fromkeys(r["topology"] for r in large if r["policy"] == policy):
+        a = next((r for r in small if r["topology"] == name and r["policy"] == policy), None)
+        b = next(r for r in large if r["topology"] == name and r["policy"] == policy)
+        if a is None:
+            continue
+        row = {"topology": name}
+        for key in ("acceptance", "cpu_util", "mem_util"):
+            row[f"{key}_64"], row[f"{key}_1024"] = a[key], b[key]
+            row[f"{key}_change_pct"] = 100 * (b[key] / a[key] - 1) if a[key] else None
+        acc, cpu, mem = PAPER_TABLE3[name]
+        out.append(row | {"paper_change": f"{acc}, {cpu}, {mem}"})
+    return out
+
+
+def time_gnn_choice(name: str = "8:1-16", servers: int = 1024, requests: int = 200,
+                    seed: int = 0) -> dict:
+    """Seconds per server choice of the shipped gnn on one CPU thread (torch and Numba), over the
+    first ``requests`` requests of an episode: the whole ``choose`` (features + network + mask)."""
+    import time as clock
+
+    import torch
+
+    from placement.network import Requests, run_episode
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        topology = paper_topology(name, servers)
+        policy = make_policy("gnn")
+        reqs = Requests.generate(topology, requests, seed)
+        run_episode(topology, Requests.generate(topology, 5, seed + 1), policy)  # warm-up
+        times = []
+        choose = policy.choose
+
+        def timed(engine):
+            tick = clock.perf_counter()
+            out = choose(engine)
+            times.append(clock.perf_counter() - tick)
+            return out
+
+        policy.choose = timed
+        run_episode(topology, reqs, policy)
+    finally:
+        torch.set_num_threads(threads)
+    times = np.asarray(times)
+    return {"topology": name, "servers": servers, "choices": int(times.size),
+            "mean_ms": 1e3 * float(times.mean()), "median_ms": 1e3 * float(np.median(times)),
+            "p99_ms": 1e3 * float(np.quantile(times, 0.99)), "max_ms": 1e3 * float(times.max())}
 
 
 def pivot(rows: list[dict], key: str, policies) -> list[dict]:
@@ -143,13 +205,15 @@ def main(argv=None) -> dict:
                                       f"64 servers, {args.requests} requests, {args.seeds} seeds"))}
     large = []
     if args.large_requests > 0:
-        large = sweep(1024, args.large_requests, args.large_seeds, HEURISTICS,
+        large = sweep(1024, args.large_requests, args.large_seeds, LARGE_POLICIES,
                       seed_base=args.seed_base, quiet=args.quiet)
         files["csv_1024"] = str(write_csv(out / "network_1024.csv", large))
         files["png_1024"] = str(plot_tiers(large, out / "network_tiers_1024.png",
                                            f"1024 servers, {args.large_requests} requests, "
                                            f"{args.large_seeds} seeds"))
-    summary = {"small": small, "large": large, "best": best_baselines(small), "files": files,
+    timing = time_gnn_choice()
+    summary = {"small": small, "large": large, "best": best_baselines(small),
+               "scaling": scaling(small, large), "gnn_choice_time": timing, "files": files,
                "small_wall_s": small_s, "total_wall_s": time.perf_counter() - start,
                "machine": f"{platform.processor() or platform.machine()}, "
                           f"python {platform.python_version()}"}
@@ -169,12 +233,26 @@ def main(argv=None) -> dict:
     print(format_table(summary["best"], [("topology", ""), ("best_heuristic", ""),
                                          ("acceptance", ".3f"), ("cpu_util", ".3f"),
                                          ("mem_util", ".3f"), ("exact_over_best_pct", "+.1f"),
+                                         ("gnn_acceptance_over_best_pct", "+.1f"),
+                                         ("gnn_cpu_util_over_best_pct", "+.1f"),
+                                         ("gnn_mem_util_over_best_pct", "+.1f"),
                                          ("paper_rl_over_best", "")]))
     if large:
         for key in ("acceptance", "cpu_util", "mem_util"):
             print(f"\n{key}, 1024 servers ({args.large_requests} requests x {args.large_seeds} seeds)")
-            print(format_table(pivot(large, key, HEURISTICS),
-                               [("topology", "")] + [(p, ".3f") for p in HEURISTICS]))
+            print(format_table(pivot(large, key, LARGE_POLICIES),
+                               [("topology", "")] + [(p, ".3f") for p in LARGE_POLICIES]))
+        print("\ngnn from 64 to 1024 servers (no retraining), change %, beside the paper's Table 3")
+        print(format_table(summary["scaling"], [("topology", ""), ("acceptance_64", ".3f"),
+                                                ("acceptance_1024", ".3f"),
+                                                ("acceptance_change_pct", "+.1f"),
+                                                ("cpu_util_change_pct", "+.1f"),
+                                                ("mem_util_change_pct", "+.1f"),
+                                                ("paper_change", "")]))
+    print(f"\ngnn time per server choice, {timing['servers']} servers ({timing['topology']}), "
+          f"one thread, {timing['choices']} choices: mean {timing['mean_ms']:.3f} ms, median "
+          f"{timing['median_ms']:.3f} ms, p99 {timing['p99_ms']:.3f} ms, max "
+          f"{timing['max_ms']:.3f} ms")
     print(f"\n64-server sweep {small_s:.0f} s, total {summary['total_wall_s']:.0f} s; files: "
           + ", ".join(files.values()))
     return summary

@@ -20,6 +20,9 @@ policy later plugs in the same way.
 - **random**: uniform among the servers the mask allows. Routing: shortest.
 - **exact**: the CP-SAT per-request model (:func:`placement.network.solve_request`): fewest
   channels, ties to best fit; gives the request up when the model finds no plan.
+
+``make_policy("gnn")`` also returns the learned allocator (:class:`learned.network.gnn.GNNPolicy`,
+shipped weights by default; imported only when asked for, as it needs torch).
 """
 
 from __future__ import annotations
@@ -186,9 +189,19 @@ POLICIES = {"tetris": TetrisPolicy, "nalb": NALBPolicy, "nulb": NULBPolicy,
             "random": RandomPolicy, "exact": ExactPolicy}
 
 
+#: Learned policies, built lazily (they need torch): name -> "module:class".
+LEARNED = {"gnn": "learned.network.gnn:GNNPolicy"}
+
+
 def make_policy(name: str, **options):
-    """A fresh policy by name (options go to its constructor, e.g. ``time_limit_s`` for exact)."""
+    """A fresh policy by name (options go to its constructor, e.g. ``time_limit_s`` for exact,
+    ``weights`` for gnn)."""
+    if name in LEARNED:
+        import importlib
+
+        module, cls = LEARNED[name].split(":")
+        return getattr(importlib.import_module(module), cls)(**options)
     if name not in POLICIES:
         raise UnknownMethodError(f"unknown network policy {name!r}; choose one of "
-                                 f"{', '.join(POLICIES)}")
+                                 f"{', '.join([*POLICIES, *LEARNED])}")
     return POLICIES[name](**options)

@@ -13,7 +13,7 @@ import json
 
 from tjap.errors import InvalidInputError
 
-POLICY_NAMES = ("tetris", "nalb", "nulb", "random", "exact")
+POLICY_NAMES = ("tetris", "nalb", "nulb", "random", "exact", "gnn")
 
 
 def _positive_int(value: str) -> int:
@@ -50,7 +50,8 @@ def add_parser(subparsers) -> None:
     e.add_argument("--servers", type=int, default=64, choices=(64, 1024),
                    help="64 (2 clusters x 2 racks x 16) or 1024 (4 x 16 x 16); default 64")
     e.add_argument("--policy", default="tetris", help=f"one of {', '.join(POLICY_NAMES)} "
-                   "(exact: CP-SAT per request, 64 servers only); default tetris")
+                   "(exact: CP-SAT per request, 64 servers only; gnn: the learned allocator, "
+                   "any size); default tetris")
     e.add_argument("--requests", type=_positive_int, default=128,
                    help="requests per episode (default 128; the paper used 2048 on 1024 servers)")
     e.add_argument("--seeds", type=_positive_int, default=5, help="episodes (default 5)")
@@ -61,6 +62,8 @@ def add_parser(subparsers) -> None:
     e.add_argument("--load", type=_positive_float, default=0.95, help="offered load (default 0.95)")
     e.add_argument("--time-limit", type=_positive_float, default=1.0, metavar="S",
                    help="exact: CP-SAT time limit per request in seconds (default 1)")
+    e.add_argument("--weights", default=None, metavar="JSON",
+                   help="gnn: trained weights (default: the shipped learned/weights/network_gnn.json)")
     e.add_argument("--per-seed", action="store_true", help="also print each episode")
     e.add_argument("--json", action="store_true", help="print machine-readable JSON")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -82,6 +85,10 @@ def run(args) -> int:
                                 "--servers 64 or another policy")
     topology = paper_topology(args.topology, args.servers)
     options = {"time_limit_s": args.time_limit} if args.policy == "exact" else {}
+    if args.policy == "gnn":
+        options = {"weights": getattr(args, "weights", None)}
+    elif getattr(args, "weights", None):
+        raise InvalidInputError("--weights is for --policy gnn")
     make_policy(args.policy, **options)  # fail on bad options before any episode
     summary = evaluate(topology, lambda: make_policy(args.policy, **options),
                        requests=args.requests, seeds=args.seeds, seed_base=args.seed_base,

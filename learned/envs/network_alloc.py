@@ -1,0 +1,115 @@
+"""Choosing servers for seed 003's requests, one server per step (issue 7).
+
+An episode serves ``requests`` requests (the paper trains on 32) on one topology (drawn per episode
+from ``topologies``, all of one size, so one observation shape), exactly as
+:func:`placement.network.run_episode` does: expired requests are released before each arrival,
+time advances while the data centre lacks the raw resources, then the agent adds one server per
+step until the request is accepted or fails. Reward (the paper, Sec. 3.B): +10 when a step
+completes a request, -10 when it fails it, 0 otherwise. An action the engine's mask forbids (only
+a caller ignoring ``action_masks()`` sends one) fails the request.
+
+Observations are :class:`learned.network.features.FeatureBuilder`'s ``(nodes + 1) x 16`` array;
+the topology's structure is not in them (the policy holds it). Request streams are
+:meth:`placement.network.Requests.generate` with seeds drawn from the env's generator in
+[1000, 2^31), apart from the evaluation seeds 0..999.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from learned.network.features import FeatureBuilder
+from placement.network import Engine, Outcome, Requests, Topology, paper_topology
+from tjap.errors import InvalidInputError
+
+ACCEPT_REWARD, FAIL_REWARD = 10.0, -10.0
+
+
+class NetworkAllocEnv(gym.Env):
+    """Masked discrete actions 0..servers-1 (the next server); use ``action_masks()``."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, topologies=("8:1-16",), *, servers: int = 64, requests: int = 32,
+                 routing: str = "shortest", max_servers: int = 8, load: float = 0.95):
+        if isinstance(topologies, (str, Topology)):
+            topologies = (topologies,)
+        topologies = [t if isinstance(t, Topology) else paper_topology(t, servers)
+                      for t in topologies]
+        if not topologies:
+            raise InvalidInputError("NetworkAllocEnv needs at least one topology")
+        shapes = {(t.num_servers, t.graph.number_of_nodes()) for t in topologies}
+        if len(shapes) > 1:
+            raise InvalidInputError("all topologies of one NetworkAllocEnv must have the same "
+                                    f"servers and switches, got {sorted(shapes)}")
+        if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)) \
+                or requests < 1:
+            raise InvalidInputError(f"requests per episode must be a positive integer, "
+                                    f"got {requests!r}")
+        self.topologies = topologies
+        self.requests_per_episode = int(requests)
+        self.max_servers, self.load = max_servers, load
+        self.engines = [Engine(t, routing=routing) for t in topologies]
+        self.builders = [FeatureBuilder(t, max_servers=max_servers, load=load)
+                         for t in topologies]
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, self.builders[0].shape,
+                                                dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(topologies[0].num_servers)
+        self.engine, self.builder = self.engines[0], self.builders[0]
+
+    # -- episode ---------------------------------------------------------------------------------
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        which = int(self.np_random.integers(len(self.topologies)))
+        self.engine, self.builder = self.engines[which], self.builders[which]
+        self.topology = self.topologies[which]
+        self.stream = Requests.generate(self.topology, self.requests_per_episode,
+                                        int(self.np_random.integers(1000, 2**31)),
+                                        max_servers=self.max_servers, load=self.load)
+        self.engine.reset()
+        self.index = 0
+        self.accepted = 0
+        self._begin()
+        return self._observe(), self._info()
+
+    def _begin(self) -> None:
+        """Start request ``self.index`` (time advances first, as in run_episode)."""
+        e, s, i = self.engine, self.stream, self.index
+        cpu, mem = int(s.cpu[i]), int(s.mem[i])
+        if i:
+            e.advance(1)
+        while not e.fits(cpu, mem):
+            e.advance(1)
+        e.begin(cpu, mem, int(s.holding[i]))
+
+    def step(self, action):
+        e = self.engine
+        server = int(action)
+        if 0 <= server < e.topology.num_servers and e.mask()[server]:
+            outcome = e.step(server)
+        else:
+            outcome = e.abort()
+        reward = 0.0
+        terminated = False
+        if outcome != Outcome.PENDING:
+            reward = ACCEPT_REWARD if outcome == Outcome.ACCEPTED else FAIL_REWARD
+            self.accepted += outcome == Outcome.ACCEPTED
+            self.index += 1
+            terminated = self.index == len(self.stream)
+            if not terminated:
+                self._begin()
+        return self._observe(), reward, terminated, False, self._info()
+
+    def _observe(self) -> np.ndarray:
+        return self.builder.observe(self.engine)
+
+    def _info(self) -> dict:
+        return {"topology": self.topology.name, "request": self.index,
+                "accepted": self.accepted}
+
+    def action_masks(self) -> np.ndarray:
+        mask = self.engine.mask()
+        if not mask.any():       # after the last request: any action (the episode is over)
+            mask = np.ones_like(mask)
+        return mask
