@@ -22,8 +22,6 @@ import numpy as np
 
 
 def _masked(logits, masks):
-    import torch
-
     return logits.masked_fill(~masks, -1e9)
 
 
