@@ -54,21 +54,40 @@ def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple
     return weights, meta
 
 
-def load_policy(path, *, expect_spec: dict | None = None):
-    """Load a policy from ``path`` (.json or .pt, or the stem). Returns (policy, metadata)."""
-    import torch
-
+def read_weights_metadata(path, fmt: str, what: str, train_hint: str) -> tuple[Path, dict]:
+    """The JSON metadata beside trained weights (``path``: the .json, the .pt or their stem), checked
+    to be of format ``fmt``: returns (metadata path, metadata). Errors name ``what`` was expected
+    and how to make one (``train_hint``). Shared by every learned operator's loader."""
     path = Path(path)
     meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
     try:
         meta = json.loads(meta_path.read_text())
     except OSError:
-        raise InvalidInputError(f"no policy metadata at {meta_path}; give the .json written by "
-                                "`tjap train nsa`") from None
+        raise InvalidInputError(f"no {what} metadata at {meta_path}; {train_hint}") from None
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f"{meta_path} is not valid JSON: {exc}") from None
-    if meta.get("format") != FORMAT:
-        raise InvalidInputError(f"{meta_path} is not a tjap policy (format {meta.get('format')!r})")
+    if not isinstance(meta, dict) or meta.get("format") != fmt:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise InvalidInputError(f"{meta_path} is not a tjap {what} (format {found!r})")
+    return meta_path, meta
+
+
+def load_state(meta_path: Path, meta: dict):
+    """The torch state dict named by the metadata (``weights_file``, default the .pt beside it):
+    returns (state, weights path)."""
+    import torch
+
+    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
+    try:
+        return torch.load(weights, map_location="cpu", weights_only=True), weights
+    except FileNotFoundError:
+        raise InvalidInputError(f"weights file {weights} is missing") from None
+
+
+def load_policy(path, *, expect_spec: dict | None = None):
+    """Load a policy from ``path`` (.json or .pt, or the stem). Returns (policy, metadata)."""
+    meta_path, meta = read_weights_metadata(path, FORMAT, "policy",
+                                            "give the .json written by `tjap train nsa`")
     arch, spec = meta.get("architecture"), meta.get("feature_spec")
     if arch not in ARCHS or not isinstance(spec, dict):
         raise InvalidInputError(f"{meta_path}: unknown architecture {arch!r} or missing feature_spec")
@@ -78,12 +97,9 @@ def load_policy(path, *, expect_spec: dict | None = None):
         raise InvalidInputError(
             f"{meta_path} was trained on features {spec}, but {expect_spec} were asked for")
     policy = build_policy(arch, spec)
-    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
+    state, weights = load_state(meta_path, meta)
     try:
-        state = torch.load(weights, map_location="cpu", weights_only=True)
         policy.load_state_dict(state)
-    except FileNotFoundError:
-        raise InvalidInputError(f"weights file {weights} is missing") from None
     except RuntimeError as exc:
         raise InvalidInputError(f"{weights} does not fit architecture {arch}: {exc}") from None
     policy.set_training_mode(False)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from learned.policy_io import load_state, read_weights_metadata
 from tjap.errors import InvalidInputError
 
 FORMAT = "tjap.interference-gnn/1"
@@ -38,28 +39,17 @@ def save_model(model, path, training: dict) -> tuple[Path, Path]:
 
 def load_model(path=None):
     """(model, metadata) from ``path`` (.json, .pt or the stem; default the shipped weights)."""
-    import torch
-
     from learned.interference.gnn import InterferenceGNN
 
     path = Path(path) if path is not None else DEFAULT_WEIGHTS
-    meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except OSError:
-        raise InvalidInputError(f"no model metadata at {meta_path}; train one with "
-                                "`python -m learned.interference.train`") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{meta_path} is not valid JSON: {exc}") from None
-    if meta.get("format") != FORMAT or not isinstance(meta.get("model"), dict):
-        raise InvalidInputError(f"{meta_path} is not a tjap interference GNN "
-                                f"(format {meta.get('format')!r})")
+    meta_path, meta = read_weights_metadata(path, FORMAT, "interference GNN",
+                                            "train one with `python -m learned.interference.train`")
+    if not isinstance(meta.get("model"), dict):
+        raise InvalidInputError(f"{meta_path} names no model architecture ('model')")
     model = InterferenceGNN(**meta["model"])
-    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
+    state, weights = load_state(meta_path, meta)
     try:
-        model.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
-    except FileNotFoundError:
-        raise InvalidInputError(f"weights file {weights} is missing") from None
+        model.load_state_dict(state)
     except RuntimeError as exc:
         raise InvalidInputError(f"{weights} does not fit the model {meta['model']}: {exc}") from None
     model.eval()

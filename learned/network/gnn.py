@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from learned.policy_io import load_state, read_weights_metadata
 from learned.network.features import CHOSEN, WIDTH, FeatureBuilder, feature_spec
 from placement.network.topology import Topology
 from tjap.errors import InvalidInputError
@@ -204,29 +205,14 @@ def _versions() -> dict:
 
 @functools.lru_cache(maxsize=8)
 def _read(path: str):
-    meta_path = Path(path)
-    if meta_path.suffix != ".json":
-        meta_path = meta_path.with_suffix(".json")
-    try:
-        meta = json.loads(meta_path.read_text())
-    except OSError:
-        raise InvalidInputError(f"no gnn metadata at {meta_path}; give the .json written by "
-                                "`python -m learned.network.train`") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{meta_path} is not valid JSON: {exc}") from None
-    if meta.get("format") != FORMAT:
-        raise InvalidInputError(f"{meta_path} is not a tjap network gnn (format "
-                                f"{meta.get('format')!r})")
+    meta_path, meta = read_weights_metadata(
+        path, FORMAT, "gnn", "give the .json written by `python -m learned.network.train`")
     from learned.features import spec_hash
 
     if spec_hash(meta.get("feature_spec", {})) != spec_hash(feature_spec()):
         raise InvalidInputError(f"{meta_path} was trained on another feature layout "
                                 f"({meta.get('feature_spec_hash')}); retrain it")
-    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
-    try:
-        state = torch.load(weights, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise InvalidInputError(f"weights file {weights} is missing") from None
+    state, _ = load_state(meta_path, meta)
     return state, meta
 
 

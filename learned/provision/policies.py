@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from learned.policy_io import read_weights_metadata
 from learned.provision.features import (HOUR_S, feature_spec, head_inputs, normalise,
                                         observation, remaining_s, spec_hash)
 from tjap.errors import InvalidInputError, UnknownMethodError
@@ -43,16 +44,8 @@ def write_metadata(path, meta: dict) -> Path:
 
 
 def read_metadata(path) -> dict:
-    path = Path(path).with_suffix(".json")
-    try:
-        meta = json.loads(path.read_text())
-    except OSError:
-        raise InvalidInputError(f"no provisioner metadata at {path}; train one with "
-                                "`python -m learned.provision.train`") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{path} is not valid JSON: {exc}") from None
-    if meta.get("format") != FORMAT:
-        raise InvalidInputError(f"{path} is not a tjap provisioner (format {meta.get('format')!r})")
+    path, meta = read_weights_metadata(Path(path).with_suffix(".json"), FORMAT, "provisioner",
+                                       "train one with `python -m learned.provision.train`")
     if meta.get("feature_spec_hash") != spec_hash(feature_spec()):
         raise InvalidInputError(f"{path} was trained on other features than "
                                 "learned.provision.features defines; retrain it")
