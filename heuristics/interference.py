@@ -137,7 +137,7 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
     return False
 
 
-class _Scratch:
+class Scratch:
     """Copies of the simulator's per-group state that a policy updates while it plans a batch."""
 
     def __init__(self, sim):
@@ -164,7 +164,7 @@ class TaskPolicy:
 
     def place(self, sim, partition: int, jobs) -> list:
         c = sim.cluster
-        scratch = _Scratch(sim)
+        scratch = Scratch(sim)
         candidates = c.partition_groups[partition]
         plans = []
         for job in jobs:
@@ -383,7 +383,7 @@ class OptPolicy:
         bt_gpu = sim.task_worker[task_index].astype(np.int64)
         bt_cpu, bt_pcie, bt_exp = (sim.task_cpu[task_index], sim.task_pcie[task_index],
                                    sim.task_exp[task_index])
-        scratch = _Scratch(sim)
+        scratch = Scratch(sim)
         for t, g in enumerate(bt_group):   # the state with the whole batch placed
             scratch.gpu_free[g] -= bt_gpu[t]
             scratch.cpu_used[g] += bt_cpu[t]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from heuristics.interference import _server_interference
+from heuristics.interference import Scratch, _server_interference
 from placement.interference import profiles
 from tjap._jit import njit
 
@@ -79,17 +79,12 @@ class PartitionGraph:
         self.edge_static[np.arange(len(tier)), 2 + np.minimum(tier, MAX_TIER)] = 1.0
 
 
-class Planning:
-    """Scratch per-group state of one ``place`` call (copied from the simulator) and the partial
-    plan of the job being placed."""
+class Planning(Scratch):
+    """Scratch per-group state of one ``place`` call (copied from the simulator, as the heuristics'
+    :class:`~heuristics.interference.Scratch`) and the partial plan of the job being placed."""
 
     def __init__(self, sim):
-        self.gpu_free = sim.gpu_free.copy()
-        self.cpu_used = sim.cpu_used.copy()
-        self.pcie_used = sim.pcie_used.copy()
-        self.tasks = sim.tasks.copy()
-        self.exp_sum = sim.exp_sum.copy()
-        self.server_tasks = sim.server_tasks.copy()
+        super().__init__(sim)
         self.server_job = np.zeros(sim.cluster.num_servers, np.int64)  # current job's tasks
         self.plan: list[int] = []
 
