@@ -229,16 +229,8 @@ def _batch_objective(n_jobs, job_model, job_workers, job_ps, bt_ptr, bt_group, b
                                    pcie_used[g] - bt_pcie[t], server_tasks[s] <= 1, coef)
             if sd > worst:
                 worst = sd
-        volume = grad_gbit[m] / job_ps[j]
-        comm = 0.0
-        for f in range(bt_flow_ptr[j], bt_flow_ptr[j + 1]):
-            bottleneck = np.inf
-            for i in range(flow_len[f]):
-                share = link_gbps[flow_links[f, i]] / link_flows[flow_links[f, i]]
-                if share < bottleneck:
-                    bottleneck = share
-            if volume / bottleneck > comm:
-                comm = volume / bottleneck
+        comm = sim_kern.comm_time(grad_gbit[m] / job_ps[j], bt_flow_ptr[j], bt_flow_ptr[j + 1],
+                                  flow_len, flow_links, link_gbps, link_flows)
         total += 1.0 + worst + comm / iter_s[m]
     for t in range(bt_ptr[n_jobs]):
         s = group_server[bt_group[t]]

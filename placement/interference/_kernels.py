@@ -29,6 +29,23 @@ def slowdown(cpu_self, pcie_self, same_cpu, over_cpu, same_pcie, alone, coef):
 
 
 @njit_inline
+def comm_time(volume, first_flow, end_flow, flow_len, flow_links, link_gbps, link_flows):
+    """Seconds to move ``volume`` Gbit over the slowest of a job's flows [first_flow, end_flow):
+    each flow runs at its bottleneck link's bandwidth shared equally among the flows on it."""
+    comm = 0.0
+    for f in range(first_flow, end_flow):
+        bottleneck = np.inf
+        for i in range(flow_len[f]):
+            link = flow_links[f, i]
+            share = link_gbps[link] / link_flows[link]
+            if share < bottleneck:
+                bottleneck = share
+        if volume / bottleneck > comm:
+            comm = volume / bottleneck
+    return comm
+
+
+@njit_inline
 def task_slowdown(t, task_group, task_cpu, task_pcie, group_server, server_first_group,
                   server_groups, group_cores, group_cpu, group_pcie, server_tasks, coef):
     """Slowdown of task ``t`` from the per-group sums (which include ``t`` itself)."""
@@ -133,17 +150,8 @@ def interval_update(running, interval_s, job_model, job_workers, job_ps, job_epo
                               group_pcie, server_tasks, coef)
             if s > worst:
                 worst = s
-        volume = grad_gbit[m] / job_ps[j]
-        comm = 0.0
-        for f in range(flow_ptr[j], flow_ptr[j + 1]):
-            bottleneck = np.inf
-            for i in range(flow_len[f]):
-                link = flow_links[f, i]
-                share = link_gbps[link] / link_flows[link]
-                if share < bottleneck:
-                    bottleneck = share
-            if volume / bottleneck > comm:
-                comm = volume / bottleneck
+        comm = comm_time(grad_gbit[m] / job_ps[j], flow_ptr[j], flow_ptr[j + 1], flow_len,
+                         flow_links, link_gbps, link_flows)
         epoch_s = iters_per_epoch[m] / job_workers[j] * (iter_s[m] * (1.0 + worst) + comm)
         left = job_epochs[j] - job_progress[j]
         if left * epoch_s <= interval_s:
