@@ -1,8 +1,13 @@
 """Numba kernels of the search loops. All @njit code of heuristics lives here, compiled with the
 project's one jit policy (:mod:`tjap._jit`).
 
-Operators are chosen by integer codes so the whole loop stays compiled; the public operator
-classes in :mod:`heuristics.operators` map to these codes and validate their parameters.
+Operators are chosen by integer codes so the whole loop stays compiled (the repair's kind by the
+type of its argument, see :func:`pick_start`); the public operator classes in
+:mod:`heuristics.operators` map to these codes and validate their parameters.
+
+The loop (:func:`anneal`) is written for speed: no call and no opaque code inside a move, small
+branch-free kernels inlined flat into it, so that Numba can drop the reference counting of its
+arrays (see the notes in the random-draw section and in the loop).
 """
 
 import warnings
@@ -12,7 +17,8 @@ from numba import objmode, types
 from numba.extending import overload
 from numba.core.errors import NumbaWarning
 
-from tjap._dcas_kernels import decode, free_positions, take_block, taken_words, total_cost
+from tjap._dcas_kernels import (decode, free_positions, reset_taken, run_ends, take_block_cost,
+                                taken_words)
 from tjap._jit import njit, njit_inline
 from tjap._kernels import block_costs
 
@@ -30,6 +36,102 @@ REINSERT_WINDOW_ORDER = 1   # window order (the published code)
 # acceptance
 ACCEPT_METROPOLIS = 0  # simulated annealing
 ACCEPT_IMPROVING = 1   # accept only moves that do not worsen the current cost (descent / LNS)
+
+
+# -- random draws --------------------------------------------------------------------------------
+# The loop draws from its own MT19937 generator: the generator of np.random.RandomState and of
+# Numba's np.random, seeded the same way (init_genrand) and read the same way (random_sample), so
+# the draws are the same as the plain-Python twin's. Its state is one int64 array: the 624 words,
+# the position and the end of the buffered draws, then the buffer (random_sample's 53-bit
+# integers), filled a twist (312 draws) at a time. The loop refills it between moves
+# (:func:`rng_reserve`), so a draw inside the move is a load. Why not Numba's np.random: it is an
+# opaque call, and an opaque call (or any kernel call) inside the move keeps the atomic reference
+# counting of the loop's arrays, which cost more than the move itself.
+_MT_N = 624
+_MT_M = 397
+_MASK32 = 0xFFFFFFFF
+_DRAW_POS = _MT_N      # the next buffered draw
+_DRAW_END = _MT_N + 1  # the end of the buffered draws
+_DRAWS = _MT_N + 2        # the buffer of draws
+_TWO_TO_53 = 9007199254740992.0
+# destroy flags removed steps in the high half of its scratch array of step indices
+_LOW = 0xFFFFFFFF
+_FLAG = 1 << 32
+
+
+@njit
+def rng_state(max_reserve):
+    """A generator state for reservations (:func:`rng_reserve`) of up to ``max_reserve`` draws."""
+    return np.zeros(_DRAWS + max_reserve + _MT_N // 2, np.int64)
+
+
+@njit
+def rng_seed(state, seed):
+    """Seed the generator as ``np.random.seed(seed)`` (init_genrand); the buffer is empty."""
+    x = seed & _MASK32
+    for i in range(_MT_N):
+        state[i] = x
+        x = (1812433253 * (x ^ (x >> 30)) + i + 1) & _MASK32
+    state[_DRAW_POS] = 0
+    state[_DRAW_END] = 0
+
+
+@njit
+def _rng_refill(state):
+    """Move the unused buffered draws to the front and append the 312 draws of the next twist of
+    the 624 words (random_sample: 53 bits from two tempered words)."""
+    used = state[_DRAW_POS]
+    left = state[_DRAW_END] - used
+    for i in range(left):
+        state[_DRAWS + i] = state[_DRAWS + used + i]
+    for t in range(_MT_N):  # the twist
+        y = (state[t] & 0x80000000) | (state[(t + 1) % _MT_N] & 0x7FFFFFFF)
+        x = state[(t + _MT_M) % _MT_N] ^ (y >> 1)
+        if y & 1:
+            x ^= 0x9908B0DF
+        state[t] = x
+    for i in range(_MT_N // 2):  # tempering, two words a draw
+        a = state[2 * i]
+        a ^= a >> 11
+        a ^= (a << 7) & 0x9D2C5680
+        a ^= (a << 15) & 0xEFC60000
+        a ^= a >> 18
+        b = state[2 * i + 1]
+        b ^= b >> 11
+        b ^= (b << 7) & 0x9D2C5680
+        b ^= (b << 15) & 0xEFC60000
+        b ^= b >> 18
+        state[_DRAWS + left + i] = (a >> 5) * 67108864 + (b >> 6)
+    state[_DRAW_POS] = 0
+    state[_DRAW_END] = left + _MT_N // 2
+
+
+@njit_inline
+def rng_reserve(state, count):
+    """Make sure that the next ``count`` draws are buffered (``count`` at most the state's
+    ``max_reserve``)."""
+    while state[_DRAW_POS] + count > state[_DRAW_END]:
+        _rng_refill(state)
+
+
+@njit_inline
+def _buffered_draw(state):
+    i = state[_DRAW_POS]
+    state[_DRAW_POS] = i + 1
+    return state[_DRAWS + i] / _TWO_TO_53
+
+
+def draw(rng):
+    """A uniform double in [0, 1): the next buffered draw of the generator state ``rng`` (see
+    :func:`rng_reserve`), or from Numba's global generator (:func:`seed_rng`) if ``rng`` is None."""
+
+
+@overload(draw, inline="always", jit_options={"cache": True, "nogil": True})
+def _draw(rng):
+    if isinstance(rng, (types.NoneType, types.Omitted)):
+        return lambda rng: np.random.random()
+
+    return lambda rng: _buffered_draw(rng)
 
 
 def learned_start(switch_q, pod_q, alive, length, size, others, num_others):
@@ -50,15 +152,10 @@ def learned_choice(switch_q, pod_q, alive, length, size, others, num_others):
     return start
 
 
-@njit_inline
-def choose_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                 convention, repair, q):
-    """Start position of a block of ``size`` in the free sequence of ``length`` positions (the
-    complement of the ``taken`` bitmap) under a hand-written repair; ``alive`` is scratch."""
-    if repair == REPAIR_PAPER:
-        return int(np.random.random() * min(q, length))
-    if repair == REPAIR_UNIFORM:
-        return int(np.random.random() * length)
+@njit
+def greedy_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                 convention):
+    """Start of the cheapest block of ``size`` in the free sequence (ties: lowest position)."""
     free_positions(taken, alive)
     costs = block_costs(switch_q[alive[:length]], pod_q[alive[:length]], size, num_switches,
                         num_pods, convention)
@@ -66,87 +163,129 @@ def choose_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_
 
 
 def pick_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-               convention, repair, q, others, num_others):
-    """Compiled dispatch on the *type* of ``repair``: an integer code selects a hand-written
-    operator; the tuple ``(REPAIR_LEARNED,)`` selects the learned call-back. So the loop is one
-    piece of source, compiled once per kind, and the hand-written kind carries no object-mode
-    code (which would slow every iteration)."""
+               convention, repair, q, others, num_others, rng):
+    """Start position of a block of ``size`` in the free sequence of ``length`` positions (the
+    complement of the ``taken`` bitmap); ``alive`` is scratch.
+
+    Compiled dispatch on the *type* of ``repair`` (see :func:`repair_argument`): an integer code
+    is a drawn repair (paper, uniform), a one-tuple ``(code,)`` a computed one (greedy, or the
+    learned call-back). So the loop is one piece of source, compiled once per kind, and the
+    drawn kind, the fast one, carries no calls: a call (or object-mode code) in the loop keeps
+    the reference counting of the loop's arrays, which would cost more than the move itself."""
 
 
-@overload(pick_start, jit_options={"cache": True, "nogil": True})
+def repair_argument(code: int):
+    """The form of the repair operator ``code`` that the compiled loop takes (see pick_start)."""
+    return code if code in (REPAIR_PAPER, REPAIR_UNIFORM) else (code,)
+
+
+@overload(pick_start, inline="always", jit_options={"cache": True, "nogil": True})
 def _pick_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                convention, repair, q, others, num_others):
+                convention, repair, q, others, num_others, rng):
     if isinstance(repair, types.Integer):
-        def hand_written(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                         convention, repair, q, others, num_others):
-            return choose_start(switch_q, pod_q, taken, length, alive, size, num_switches,
-                                num_pods, convention, repair, q)
-        return hand_written
+        def drawn(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                  convention, repair, q, others, num_others, rng):
+            # paper: among the first min(q, length); uniform: among all (branch-free)
+            bound = length - (repair == REPAIR_PAPER) * max(length - q, 0)
+            return int(draw(rng) * bound)
+        return drawn
 
-    def learned(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                convention, repair, q, others, num_others):
+    def computed(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
+                 convention, repair, q, others, num_others, rng):
+        if repair[0] == REPAIR_GREEDY:
+            return greedy_start(switch_q, pod_q, taken, length, alive, size, num_switches,
+                                num_pods, convention)
         free_positions(taken, alive)
         return learned_choice(switch_q, pod_q, alive, length, size, others, num_others)
-    return learned
+    return computed
 
 
 @njit_inline
-def _is_picked(picks, k, step):
-    for i in range(k):
-        if picks[i] == step:
-            return True
-    return False
-
-
-@njit_inline
-def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert):
-    """Remove 1..max_remove random jobs from the order: ``new_order`` gets the kept steps (their
-    starts unchanged) followed by the removed jobs in re-insertion order. Returns the kept count."""
-    num_jobs = order.shape[0]
-    k = 1 + int(np.random.random() * min(max_remove, num_jobs))
+def _removed_steps(picks, num_jobs, max_remove, rng):
+    """Draw how many steps to remove (1..max_remove) and which (partial Fisher-Yates): they are
+    ``picks[:k] & _LOW``, and every removed step s is flagged by ``picks[s] & _FLAG``; returns k."""
+    k = 1 + int(draw(rng) * min(max_remove, num_jobs))
     for i in range(num_jobs):
         picks[i] = i
-    for i in range(k):  # partial Fisher-Yates over step indices
-        r = i + int(np.random.random() * (num_jobs - i))
+    for i in range(k):
+        r = i + int(draw(rng) * (num_jobs - i))
         picks[i], picks[r] = picks[r], picks[i]
-    new_order[:] = -1
+    for i in range(k):
+        picks[picks[i] & _LOW] |= _FLAG
+    return k
+
+
+@njit_inline
+def _split_steps(order, starts, new_order, new_starts, picks, k):
+    """Kept steps (with their starts) to the front of ``new_order``, the removed jobs
+    (``picks[:k]``) to its last k places in step order; returns the kept count."""
+    num_jobs = order.shape[0]
     kept = 0
+    out = num_jobs - k
     for step in range(num_jobs):
-        if not _is_picked(picks, k, step):
-            new_order[kept] = order[step]
-            new_starts[kept] = starts[step]
-            kept += 1
-    # removed jobs in re-insertion order (insertion sort: at most max_remove of them)
-    for step in range(num_jobs):
-        if _is_picked(picks, k, step):
-            j = order[step]
-            pos = kept
-            while pos < num_jobs and new_order[pos] >= 0:
-                pos += 1
-            new_order[pos] = j
-            while pos > kept:
-                a = new_order[pos - 1]
-                if reinsert == REINSERT_LARGEST_FIRST:
-                    before = sizes[j] > sizes[a] or (sizes[j] == sizes[a] and j < a)
-                else:
-                    before = j < a
-                if not before:
-                    break
-                new_order[pos - 1], new_order[pos] = j, a
-                pos -= 1
+        removed = (picks[step] >> 32) & 1
+        at = kept + removed * (out - kept)
+        new_order[at] = order[step]
+        new_starts[at] = starts[step]
+        kept += 1 - removed
+        out += removed
     return kept
 
 
-@njit
-def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
-                       order, starts, new_order, new_starts, positions, taken, alive,
-                       picks, max_remove, repair, q, reinsert):
-    """One move: :func:`destroy`, decode the kept steps, then re-insert the removed jobs at the end
-    of the order, each at a start chosen by ``repair`` in the sequence left by the steps before."""
-    num_jobs = order.shape[0]
-    kept = destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert)
-    m = switch_q.shape[0]
-    length = decode(m, sizes, offsets, new_order, new_starts, kept, positions, taken)
+@njit_inline
+def _sort_removed(sizes, new_order, picks, kept, reinsert):
+    """Put the removed jobs ``new_order[kept:]`` in re-insertion order: each at its rank among
+    them (descending size then window order, or window order); ``picks`` is scratch."""
+    k = new_order.shape[0] - kept
+    for i in range(k):
+        picks[i] = new_order[kept + i]
+    by_size = reinsert == REINSERT_LARGEST_FIRST
+    for i in range(k):
+        j = picks[i]
+        rank = 0
+        for other in range(k):
+            a = picks[other]
+            bigger = by_size & (sizes[a] > sizes[j])
+            same = (not by_size) | (sizes[a] == sizes[j])
+            rank += bigger | (same & (a < j))
+        new_order[kept + rank] = j
+
+
+@njit_inline
+def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert, rng=None):
+    """Remove 1..max_remove random jobs from the order: ``new_order`` gets the kept steps (their
+    starts unchanged) followed by the removed jobs in re-insertion order. Returns the kept count.
+    Draws from ``rng`` (see :func:`draw`)."""
+    k = _removed_steps(picks, order.shape[0], max_remove, rng)
+    kept = _split_steps(order, starts, new_order, new_starts, picks, k)
+    _sort_removed(sizes, new_order, picks, kept, reinsert)
+    return kept
+
+
+@njit_inline
+def retake_kept(switch_q, pod_q, switch_ends, convention, sizes, new_order, new_starts, kept,
+                job_cost, taken):
+    """Take the blocks of the first ``kept`` steps into an empty ``taken`` bitmap, their costs into
+    ``job_cost``; returns the free positions left. (The kept starts stay valid: destroy only
+    removes steps, so no step's sequence got shorter.)"""
+    length = switch_q.shape[0]
+    reset_taken(taken, length)
+    for step in range(kept):
+        j = new_order[step]
+        job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], switch_q, pod_q,
+                                      switch_ends, convention)
+        length -= sizes[j]
+    return length
+
+
+@njit_inline
+def reinsert_removed(switch_q, pod_q, switch_ends, num_switches, num_pods, convention,
+                     sizes, new_order, new_starts, kept, length, job_cost, taken, alive, repair,
+                     q, rng):
+    """Re-insert the jobs of steps kept.. at the end of the order, each at a start chosen by
+    ``repair`` in the sequence left by the steps before; their costs into ``job_cost``. Returns
+    the total cost of the solution (summed in job order)."""
+    num_jobs = new_order.shape[0]
     others = 0
     for step in range(kept, num_jobs):
         others += sizes[new_order[step]]
@@ -154,24 +293,40 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
         j = new_order[step]
         others -= sizes[j]
         start = pick_start(switch_q, pod_q, taken, length, alive, sizes[j], num_switches,
-                           num_pods, convention, repair, q, others, num_jobs - step - 1)
+                           num_pods, convention, repair, q, others, num_jobs - step - 1, rng)
         new_starts[step] = start
-        take_block(taken, start, sizes[j], positions, offsets[j])
+        job_cost[j] = take_block_cost(taken, start, sizes[j], switch_q, pod_q, switch_ends,
+                                      convention)
         length -= sizes[j]
-    return num_jobs - kept
+    total = 0.0
+    for j in range(num_jobs):
+        total += job_cost[j]
+    return total
 
 
 @njit
-def block_offsets(sizes):
-    """Where each job's block starts in the flat positions array (job order)."""
-    offsets = np.zeros(sizes.shape[0], np.int64)
-    for j in range(1, sizes.shape[0]):
-        offsets[j] = offsets[j - 1] + sizes[j - 1]
-    return offsets
+def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
+                       order, starts, new_order, new_starts, positions, taken, alive,
+                       picks, max_remove, repair, q, reinsert):
+    """One move from (order, starts) to (new_order, new_starts), drawing from Numba's global
+    generator, for callers outside the loop (the NSA environment): :func:`destroy`,
+    :func:`retake_kept`, :func:`reinsert_removed`; also decodes the new solution into ``positions``.
+    Returns the number of re-inserted jobs."""
+    job_cost = np.empty(sizes.shape[0])
+    switch_ends = run_ends(switch_q)
+    kept = destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert)
+    length = retake_kept(switch_q, pod_q, switch_ends, convention, sizes, new_order,
+                         new_starts, kept, job_cost, taken)
+    reinsert_removed(switch_q, pod_q, switch_ends, num_switches, num_pods, convention,
+                     sizes, new_order, new_starts, kept, length, job_cost, taken, alive, repair,
+                     q, None)
+    decode(switch_q.shape[0], sizes, offsets, new_order, new_starts, sizes.shape[0], positions,
+           taken)
+    return sizes.shape[0] - kept
 
 
-#: Iterations per kernel call; the RNG is re-seeded per chunk from (seed, chunk), so a run is the
-#: same whether or not a time limit stops it between chunks.
+#: The RNG is re-seeded every CHUNK iterations from (seed, chunk), so a run is the same however
+#: its iterations are split into kernel calls (a time limit stops a run between chunks).
 CHUNK = 256
 
 
@@ -191,41 +346,75 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
     accepted moves, improving moves). On rejection the search stays at the current solution
     (the published code did not). ``it_begin`` must be a multiple of CHUNK.
     """
-    np.random.seed(chunk_seed(seed, it_begin))
     num_jobs = sizes.shape[0]
     m = switch_q.shape[0]
-    offsets = block_offsets(sizes)
-    positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
-    taken = np.empty(taken_words(m), np.uint64)
+    switch_ends = run_ends(switch_q)
+    job_cost = np.empty(num_jobs)
+    words = taken_words(m)
+    taken = np.empty(words, np.uint64)
+    free_word = np.empty(words, np.uint64)  # the taken bitmap of an empty solution
+    reset_taken(free_word, m)
     alive = np.empty(m, np.int64)
     picks = np.empty(num_jobs, np.int64)
     new_order = np.empty(num_jobs, np.int64)
     new_starts = np.empty(num_jobs, np.int64)
+    draws_per_move = 2 + 2 * num_jobs  # at most: destroy 1 + k, repair k, acceptance 1
+    rng = rng_state(draws_per_move)
     accepted = 0
     improved = 0
     ratio = t_min / t_max
     for it in range(it_begin, it_end):
-        temperature = t_max * ratio ** (it / max(iterations - 1, 1))
-        destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
-                           cur_order, cur_starts, new_order, new_starts, positions, taken, alive,
-                           picks, max_remove, repair, q, reinsert)
-        new = total_cost(switch_q, pod_q, sizes, offsets, positions, convention)
+        if it % CHUNK == 0 or it == it_begin:
+            rng_seed(rng, chunk_seed(seed, it))
+        rng_reserve(rng, draws_per_move)
+        # destroy, retake_kept and reinsert_removed, written out: kernels nested in kernels in
+        # this loop would keep the reference counting of their array arguments (atomic updates
+        # that Numba prunes only in flat code), which cost about as much as the move itself
+        k = _removed_steps(picks, num_jobs, max_remove, rng)
+        kept = _split_steps(cur_order, cur_starts, new_order, new_starts, picks, k)
+        _sort_removed(sizes, new_order, picks, kept, reinsert)
+        length = m
+        for w in range(words):
+            taken[w] = free_word[w]
+        for step in range(kept):
+            j = new_order[step]
+            job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], switch_q, pod_q,
+                                          switch_ends, convention)
+            length -= sizes[j]
+        others = 0  # nodes of the jobs still to re-insert after this one (the learned repair)
+        for step in range(kept, num_jobs):
+            others += sizes[new_order[step]]
+        for step in range(kept, num_jobs):
+            j = new_order[step]
+            others -= sizes[j]
+            start = pick_start(switch_q, pod_q, taken, length, alive, sizes[j], num_switches,
+                               num_pods, convention, repair, q, others, num_jobs - step - 1, rng)
+            new_starts[step] = start
+            job_cost[j] = take_block_cost(taken, start, sizes[j], switch_q, pod_q, switch_ends,
+                                          convention)
+            length -= sizes[j]
+        new = 0.0
+        for j in range(num_jobs):  # in job order, as the plain-Python twin sums
+            new += job_cost[j]
         delta = new - cur
         if delta <= 0.0:
             take = True
         elif accept == ACCEPT_METROPOLIS:
-            take = np.random.random() < np.exp(-delta / temperature)
+            temperature = t_max * ratio ** (it / max(iterations - 1, 1))
+            take = draw(rng) < np.exp(-delta / temperature)
         else:
             take = False
         if take:
             cur = new
-            cur_order[:] = new_order
-            cur_starts[:] = new_starts
+            for i in range(num_jobs):
+                cur_order[i] = new_order[i]
+                cur_starts[i] = new_starts[i]
             accepted += 1
             if new < best:
                 best = new
-                best_order[:] = new_order
-                best_starts[:] = new_starts
+                for i in range(num_jobs):
+                    best_order[i] = new_order[i]
+                    best_starts[i] = new_starts[i]
                 improved += 1
     return cur, best, accepted, improved
 
@@ -233,13 +422,23 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
 @njit
 def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, order, starts):
     """Cost of the DCAS solution (order, starts), or inf if a start is out of range."""
-    num_jobs = sizes.shape[0]
-    offsets = block_offsets(sizes)
-    positions = np.empty(offsets[num_jobs - 1] + sizes[num_jobs - 1], np.int64)
-    taken = np.empty(taken_words(switch_q.shape[0]), np.uint64)
-    if decode(switch_q.shape[0], sizes, offsets, order, starts, num_jobs, positions, taken) < 0:
-        return np.inf
-    return total_cost(switch_q, pod_q, sizes, offsets, positions, convention)
+    m = switch_q.shape[0]
+    switch_ends = run_ends(switch_q)
+    taken = np.empty(taken_words(m), np.uint64)
+    reset_taken(taken, m)
+    job_cost = np.empty(sizes.shape[0])
+    length = m
+    for step in range(order.shape[0]):
+        j = order[step]
+        if starts[step] < 0 or starts[step] >= length or sizes[j] > length:
+            return np.inf
+        job_cost[j] = take_block_cost(taken, starts[step], sizes[j], switch_q, pod_q,
+                                      switch_ends, convention)
+        length -= sizes[j]
+    total = 0.0
+    for j in range(sizes.shape[0]):
+        total += job_cost[j]
+    return total
 
 
 @njit

@@ -79,13 +79,15 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
     accepted = improved = done = 0
     loop_s = 0.0
-    # the learned operator is selected by type (see _kernels.pick_start), the others by code
-    repair_arg = (repair.code,) if repair.code == _kernels.REPAIR_LEARNED else repair.code
+    repair_arg = _kernels.repair_argument(repair.code)  # its kind is chosen by type
     with repair.active(window, seed):
         while done < iterations:
             if time_limit_s is not None and time.perf_counter() - started >= time_limit_s:
                 break
-            end = min(done + _kernels.CHUNK, iterations)
+            # without a time limit one kernel call runs all the chunks (the RNG is re-seeded per
+            # chunk inside it, so the trajectory is the same either way)
+            step = _kernels.CHUNK if time_limit_s is not None else iterations
+            end = min(done + step, iterations)
             tick = time.perf_counter()
             cur, best, acc, imp = _kernels.anneal(
                 *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,

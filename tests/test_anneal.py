@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from heuristics import _kernels, reference
 from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
@@ -320,3 +321,60 @@ def test_zero_iterations_from_dp_returns_dp(window_factory):
     r = solve(w, "sa", iterations=0, initial="dp")
     assert [set(n) for n in r.assignment] == [set(n) for n in dp.assignment]
     assert r.objective == pytest.approx(dp.objective, abs=TOL)
+
+
+# -- the loop's random generator and destroy ------------------------------------------------------
+@njit
+def _buffered_draws(seed, reserves):
+    """Draws of the loop's generator, reserving ``reserves[i]`` draws before the i-th batch."""
+    state = _kernels.rng_state(reserves.max())
+    _kernels.rng_seed(state, seed)
+    out = np.empty(reserves.sum())
+    i = 0
+    for count in reserves:
+        _kernels.rng_reserve(state, count)
+        for _ in range(count):
+            out[i] = _kernels.draw(state)
+            i += 1
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), reserves=st.lists(st.integers(1, 40), min_size=1,
+                                                         max_size=80))
+def test_loop_generator_draws_as_random_state(seed, reserves):
+    """Same doubles as np.random.RandomState(seed).random_sample, across refills and twists."""
+    reserves = np.array(reserves + [300, 300, 7], dtype=np.int64)  # past the first 624 words
+    expected = np.random.RandomState(seed).random_sample(int(reserves.sum()))
+    assert _buffered_draws(seed, reserves).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("reinsert", list(REINSERT_CODES))
+@pytest.mark.parametrize("seed", range(20))
+def test_destroy_with_numba_generator(seed, reinsert):
+    """destroy as the NSA environment calls it (Numba's global generator): kept steps in order with
+    their starts, then the removed jobs in re-insertion order, as the plain-Python twin removes."""
+    rng = random.Random(seed)
+    num_jobs = rng.randint(1, 7)
+    sizes = np.array([rng.randint(1, 5) for _ in range(num_jobs)], dtype=np.int64)
+    order = np.array(rng.sample(range(num_jobs), num_jobs), dtype=np.int64)
+    starts = np.array([rng.randint(0, 9) for _ in range(num_jobs)], dtype=np.int64)
+    max_remove = rng.randint(1, 4)
+    new_order = np.empty(num_jobs, np.int64)
+    new_starts = np.empty(num_jobs, np.int64)
+    _kernels.seed_rng(seed)
+    kept = _kernels.destroy(sizes, order, starts, new_order, new_starts,
+                            np.empty(num_jobs, np.int64), max_remove, REINSERT_CODES[reinsert])
+    draws = np.random.RandomState(seed)
+    count = 1 + int(draws.random_sample() * min(max_remove, num_jobs))
+    picks = list(range(num_jobs))
+    for i in range(count):
+        r = i + int(draws.random_sample() * (num_jobs - i))
+        picks[i], picks[r] = picks[r], picks[i]
+    removed = set(picks[:count])
+    out = sorted((order[s] for s in removed), key=(lambda j: (-sizes[j], j))
+                 if reinsert == "largest-first" else None)
+    assert kept == num_jobs - count
+    assert new_order[:kept].tolist() == [order[s] for s in range(num_jobs) if s not in removed]
+    assert new_starts[:kept].tolist() == [starts[s] for s in range(num_jobs) if s not in removed]
+    assert new_order[kept:].tolist() == out

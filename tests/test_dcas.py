@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from tjap import FatTree, InvalidInputError, Window, assignment_cost, solve
 from tjap import _dcas_kernels
+from tjap._kernels import cost_from_squares
 from tjap.dcas import decode, encode, is_dcas
 
 CONVENTIONS = ("paper", "published")
@@ -288,3 +289,43 @@ def test_take_block_matches_list(case):
     alive = np.empty(num_idle, dtype=np.int64)
     length = _dcas_kernels.free_positions(taken, alive)
     assert alive[:length].tolist() == rest
+
+
+def _node_set_cost(switch_ids, pod_ids, convention: int) -> float:
+    """Cost from counts per switch and per pod (the definition, no run lengths)."""
+    n = len(switch_ids)
+    a = sum(c * c for c in np.unique(switch_ids, return_counts=True)[1])
+    b = sum(c * c for c in np.unique(pod_ids, return_counts=True)[1])
+    return float(cost_from_squares(n, a, b, convention))
+
+
+@settings(max_examples=400, deadline=None)
+@given(take_cases(), st.integers(1, 12), st.integers(1, 4), st.sampled_from([0, 1]))
+@example((21, [0, 1, 2, 4, 6, 7, 10, 11, 13, 14, 15, 16, 17, 18, 19], 4, 4, 0), 3, 2, 0)  # wraps
+@example((130, sorted(set(range(130)) - {2, 63, 64, 65, 127, 128, 129}), 4, 5, 0), 2, 3, 1)
+@example((200, [], 150, 200, 0), 10, 4, 0)  # the whole sequence, wrapping in the middle of a switch
+def test_take_block_cost_matches_counts(case, nodes_per_switch, switches_per_pod, convention):
+    """The fused walk (no positions written) marks the same positions as take_block and costs the
+    block as counting its nodes per switch and per pod does, wrapping included."""
+    num_idle, taken_list, start, size, _ = case
+    rng = np.random.default_rng(num_idle + size)
+    node_ids = np.sort(rng.choice(4 * num_idle, size=num_idle, replace=False))  # Q, in id order
+    switch_q = node_ids // nodes_per_switch
+    pod_q = switch_q // switches_per_pod
+    taken = np.empty(_dcas_kernels.taken_words(num_idle), dtype=np.uint64)
+    _dcas_kernels.reset_taken(taken, num_idle)
+    for p in taken_list:
+        taken[p // 64] |= np.uint64(1) << np.uint64(p % 64)
+    reference = taken.copy()
+    positions = np.empty(size, dtype=np.int64)
+    _dcas_kernels.take_block(reference, start, size, positions, 0)
+    cost = _dcas_kernels.take_block_cost(taken, start, size, switch_q, pod_q,
+                                         _dcas_kernels.run_ends(switch_q), convention)
+    assert (taken == reference).all()
+    assert cost == _node_set_cost(switch_q[positions], pod_q[positions], convention)
+    assert cost == _dcas_kernels.block_cost(switch_q, pod_q, positions, 0, size, convention)
+
+
+def test_run_ends():
+    ids = np.array([0, 0, 1, 3, 3, 3, 4], dtype=np.int64)
+    assert _dcas_kernels.run_ends(ids).tolist() == [2, 2, 3, 6, 6, 6, 7]
