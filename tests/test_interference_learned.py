@@ -167,3 +167,49 @@ def test_expert_in_env_matches_tetris_in_simulator():
         _, _, done, _, _ = env.step(env.expert_action())
     ref = Simulator(env.cluster, env.workload).run(make_policy("tetris"), seed=0)
     assert np.allclose(env.sim.finish, ref.finish, equal_nan=True)
+
+
+def test_single_agent_env_places_across_partitions_without_forwarding(monkeypatch):
+    """The single-agent variant: one scheduler sees every GPU group of the cluster, one queue, no
+    forwarding action; resources are never oversubscribed and every job finishes."""
+    original = Simulator.commit
+
+    def commit_and_check(self, job, groups):
+        original(self, job, groups)
+        self.check()
+
+    monkeypatch.setattr(Simulator, "commit", commit_and_check)
+    env = InterferenceEnv(k=4, intervals=3, rate=2.0, extra_intervals=60, single_agent=True)
+    assert env.num_groups == env.cluster.num_groups
+    obs, info = env.reset(seed=2)
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        mask = env.action_masks()
+        assert not mask[-1] or not mask[:-1].any()          # forwarding never offered
+        assert info["agent"] == 0
+        obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+    sim = env.sim
+    assert np.isfinite(sim.finish).all() and sim.forwarded.max() == 0
+    partitions = [len(set(env.cluster.group_partition[sim.task_group[sim.task_ptr[j]:
+                                                                     sim.task_ptr[j + 1]]]))
+                  for j in range(len(env.workload))]
+    assert max(partitions) > 1        # random choices cross pods: no partition boundary
+
+
+def test_evaluate_in_env_follows_the_greedy_policy():
+    from learned.interference.train import evaluate_in_env
+
+    torch.manual_seed(3)
+    model = InterferenceGNN(hidden=8, layers=1)
+    env = InterferenceEnv(k=4, intervals=2, rate=1.5, extra_intervals=60)
+    a = evaluate_in_env(model, env, [4, 5])
+    b = evaluate_in_env(model, env, [4, 5])
+    assert a == b and all(0.0 < x < 62 for x in a)
+    env = InterferenceEnv(k=4, intervals=3, rate=1.5, extra_intervals=60)
+    env.reset(seed=7)
+    done = False
+    while not done:
+        _, _, done, _, _ = env.step(env.expert_action("whole"))
+    expected = float(np.mean(env.sim.finish - env.workload.arrival))
+    assert evaluate_in_env("whole", env, [7]) == [pytest.approx(expected)]

@@ -22,7 +22,14 @@ the predicted slowdown added by the task (the interference model's unclipped tot
 tasks on the group's server after minus before), minus, when the job's last task is placed, its
 communication cost (the slowest worker-PS flow's gradient / PS over its bottleneck bandwidth share,
 over the model's ideal iteration time), minus ``wait_penalty`` per job left waiting at the end of
-each interval. Observations: :func:`learned.interference.features.observe`.
+each interval. With ``reward="jct"`` the reward is instead the true objective: minus the time
+every arrived, unfinished job spent in the system during each interval (in intervals), given at
+the interval's last decision, so an episode's return is minus the total JCT of its jobs up to the
+episode's end. Observations: :func:`learned.interference.features.observe`.
+
+``single_agent=True`` is the single-agent variant: one scheduler whose graph is the whole cluster
+(every GPU group), one queue of every arrived job, no forwarding action. It exists in the env
+only (the simulator asks one scheduler per partition).
 """
 
 from __future__ import annotations
@@ -30,14 +37,16 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from learned.interference.features import (EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
+from learned.interference.features import (ALL, EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
                                            PARTITION_FEATURES, PartitionGraph, Planning,
                                            added_slowdown, observe)
 from placement.interference import Simulator, Workload, make_cluster, profiles
-from placement.interference.simulator import WAITING
+from placement.interference.simulator import DONE, WAITING
 from tjap.errors import InvalidInputError
 
 WAIT_PENALTY = 0.2
+EXPERTS = ("tetris", "whole")
+REWARDS = ("proxy", "jct")
 COMM_CLIP = 5.0
 
 
@@ -55,8 +64,10 @@ def comm_cost(sim, job: int) -> float:
     return min(worst / profiles.ITER_S[m], COMM_CLIP)
 
 
-def partition_shapes(cluster) -> tuple[list[PartitionGraph], int, int, int]:
-    graphs = [PartitionGraph(cluster, p) for p in range(cluster.num_partitions)]
+def partition_shapes(cluster, single_agent: bool = False) -> tuple[list[PartitionGraph], int,
+                                                                    int, int]:
+    graphs = [PartitionGraph(cluster, p) for p in range(cluster.num_partitions)] \
+        if not single_agent else [PartitionGraph(cluster, ALL)]
     shapes = {(g.num_nodes, g.edge_index.shape[1], g.num_groups) for g in graphs}
     if len(shapes) != 1:
         raise InvalidInputError(f"InterferenceEnv needs partitions of one shape, got {shapes}; "
@@ -71,7 +82,8 @@ class InterferenceEnv(gym.Env):
 
     def __init__(self, topology: str = "fattree", k: int = 8, arch: str = "pcie", *,
                  intervals: int = 8, pattern: str = "poisson", rate: float | None = None,
-                 extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY):
+                 extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY,
+                 reward: str = "proxy", single_agent: bool = False):
         from placement.interference.cli import default_rate
 
         self.cluster = make_cluster(topology, k, arch)
@@ -81,7 +93,12 @@ class InterferenceEnv(gym.Env):
         self.intervals, self.pattern = int(intervals), pattern
         self.rate = default_rate(self.cluster) if rate is None else rate
         self.extra_intervals, self.wait_penalty = int(extra_intervals), float(wait_penalty)
-        self.graphs, n, e, self.num_groups = partition_shapes(self.cluster)
+        if reward not in REWARDS:
+            raise InvalidInputError(f"unknown reward {reward!r}; choose one of "
+                                    f"{', '.join(REWARDS)}")
+        self.reward = reward
+        self.single_agent = bool(single_agent)
+        self.graphs, n, e, self.num_groups = partition_shapes(self.cluster, self.single_agent)
         P = self.cluster.num_partitions
         box = lambda *shape: gym.spaces.Box(-np.inf, np.inf, shape, dtype=np.float32)  # noqa: E731
         self.observation_space = gym.spaces.Dict({
@@ -118,13 +135,25 @@ class InterferenceEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         return self._mask.copy()
 
-    def expert_action(self) -> int:
-        """Tetris's choice for the current task: the feasible group maximising 2 x (the job
-        already has a task on its server) + fill after placing; forward when none fits."""
+    def expert_action(self, expert: str = "tetris") -> int:
+        """A hand-written rule's choice for the current task; forward when no group fits.
+
+        ``tetris``: the feasible group maximising 2 x (the job already has a task on its server)
+        + fill after placing. ``whole``: the group of the least-cost plan keeping the job on one
+        server (:class:`heuristics.interference.WholeJobPolicy`, read from the ``whole_ok`` /
+        ``whole_gap`` features), Tetris's choice when no such plan exists."""
+        if expert not in EXPERTS:
+            raise InvalidInputError(f"unknown expert {expert!r}; choose one of "
+                                    f"{', '.join(EXPERTS)}")
         nodes = self._obs["nodes"][:self.num_groups]
         feasible = self._mask[:self.num_groups]
         if not feasible.any():
             return self.num_groups
+        if expert == "whole":
+            ok = feasible & (nodes[:, NODE_FEATURES.index("whole_ok")] > 0)
+            if ok.any():
+                gap = nodes[:, NODE_FEATURES.index("whole_gap")]
+                return int(np.argmin(np.where(ok, gap, np.inf)))
         score = np.where(feasible, 2.0 * nodes[:, 8] + nodes[:, 10], -np.inf)
         return int(np.argmax(score))
 
@@ -142,11 +171,12 @@ class InterferenceEnv(gym.Env):
             self._mask[-1] = True    # nothing to decide; keep the mask non-empty for wrappers
             return self._obs, True
 
-    def _place(self, p: int, job: int, visited: np.ndarray, queue_len: np.ndarray):
-        sim, graph = self.sim, self.graphs[p]
-        plan = Planning(sim)
+    def _place(self, p: int, job: int, visited: np.ndarray, queue_len: np.ndarray, batch=()):
+        sim, graph = self.sim, self.graphs[0 if self.single_agent else p]
+        p = ALL if self.single_agent else p
+        plan = Planning(sim, p, exclude=batch)   # the policy plans its batch in one call
         plan.start(sim, job)
-        self._agent, self._plan = p, plan
+        self._agent, self._plan = max(p, 0), plan
         while not plan.done:
             obs, mask = observe(sim, plan, graph, p, visited, queue_len)
             if not mask.any():
@@ -157,10 +187,12 @@ class InterferenceEnv(gym.Env):
                 plan.rollback(sim)
                 return False
             g = int(graph.groups[action])
-            self._reward -= added_slowdown(sim, plan, g)
+            if self.reward == "proxy":
+                self._reward -= added_slowdown(sim, plan, g)
             plan.add(sim, g)
         sim.commit(job, np.array(plan.plan, np.int64))
-        self._reward -= comm_cost(sim, job)
+        if self.reward == "proxy":
+            self._reward -= comm_cost(sim, job)
         return True
 
     def _run(self):
@@ -177,11 +209,19 @@ class InterferenceEnv(gym.Env):
                 next_job += 1
             queue_len = np.array([len(q) for q in queues], float)
             forward = []
-            for p in range(P):
+            if self.single_agent:   # one scheduler for the whole cluster: one queue, no forwarding
+                batch = []
+                for job in [j for q in queues for j in q]:
+                    if (yield from self._place(ALL, job, np.ones(P, bool), queue_len, batch)):
+                        batch.append(job)
+            for p in range(P if not self.single_agent else 0):
+                batch = []
                 for job in queues[p]:
                     visited = np.zeros(P, bool)
                     visited[p] = True
-                    if not (yield from self._place(p, job, visited, queue_len)):
+                    if (yield from self._place(p, job, visited, queue_len, batch)):
+                        batch.append(job)
+                    else:
                         forward.append((job, visited))
             for job, visited in forward:
                 free_gpu, free_cpu = sim.free_by_partition()
@@ -195,7 +235,13 @@ class InterferenceEnv(gym.Env):
                         break
             for p in range(P):
                 queues[p] = [j for j in queues[p] if sim.state[j] == WAITING]
-            self._reward -= self.wait_penalty * sum(len(q) for q in queues)
+            if self.reward == "proxy":
+                self._reward -= self.wait_penalty * sum(len(q) for q in queues)
+            in_system = np.flatnonzero((w.arrival[:next_job] <= i)
+                                       & (sim.state[:next_job] != DONE))
             running = sim.advance(running)
+            if self.reward == "jct":   # each job's share of this interval in the system
+                finish = sim.finish[in_system]
+                self._reward -= float(np.where(np.isfinite(finish), finish - i, 1.0).sum())
             if next_job == len(w) and not any(queues) and not running:
                 return

@@ -13,35 +13,51 @@ earlier ones), plus the partial plan of the current job. :func:`observe` turns i
 observation of :class:`learned.envs.InterferenceEnv` (a dict of arrays, see ``NODE_FEATURES``,
 ``JOB_FEATURES``, ``PARTITION_FEATURES``). Group features include the two scores the heuristics
 use (Tetris's locality + fill and the interference model's added slowdown of the server, computed
-by one Numba kernel), so imitation of Tetris is learnable and interference is visible.
+by one Numba kernel), so imitation of Tetris is learnable and interference is visible, and the
+score of the ``whole`` rule (:class:`heuristics.interference.WholeJobPolicy`): ``whole_ok`` whether
+some plan that keeps the job on one server (consistent with its tasks placed so far) puts the
+current task on the group, ``whole_gap`` that plan's least predicted cost minus the best group's
+(clipped to [0, 2]; 2 where no such plan exists).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from heuristics.interference import Scratch, _server_interference
+from heuristics.interference import (Scratch, _add_plan_flows, _server_interference,
+                                     _split_cost, running_jobs_by_server)
 from placement.interference import profiles
 from tjap._jit import njit
 
 NODE_FEATURES = ("is_group", "is_server", "is_switch", "free_gpu", "cpu_used", "pcie_used",
                  "tasks", "feasible", "job_on_server", "job_on_tor", "tetris_fill",
-                 "added_slowdown", "gpus", "job_tasks_on_server")
+                 "added_slowdown", "gpus", "job_tasks_on_server", "whole_ok", "whole_gap")
 EDGE_FEATURES = ("log_gbps", "flows", "tier0", "tier1", "tier2", "tier3", "tier4")
 JOB_FEATURES = ("is_worker", "cpu", "pcie", "grad", "workers", "ps", "placed", "left",
                 "iter_s", "visited")
 PARTITION_FEATURES = ("free_gpu", "cpu_used", "pcie_used", "queue", "visited")
 MAX_TIER = 4
+#: The "partition" of the single-agent variant: the whole cluster.
+ALL = -1
+
+
+def partition_servers(cluster, p: int) -> np.ndarray:
+    """Server ids of partition ``p`` (every server for :data:`ALL`)."""
+    if p == ALL:
+        return np.arange(cluster.num_servers)
+    return np.flatnonzero(cluster.server_partition == p)
 
 
 class PartitionGraph:
-    """Static structure of partition ``p`` of ``cluster``: ``groups`` (global ids, the first
+    """Static structure of partition ``p`` of ``cluster`` (:data:`ALL`: the whole cluster, for
+    the single-agent variant): ``groups`` (global ids, the first
     nodes), ``servers``, ``switch_links``; ``edge_index`` (2, E) over local node ids and
     ``edge_link`` (E,) the cluster link of each directed edge (-1 for none)."""
 
     def __init__(self, cluster, p: int):
-        self.groups = np.asarray(cluster.partition_groups[p], np.int64)
-        self.servers = np.flatnonzero(cluster.server_partition == p)
+        self.groups = np.asarray(cluster.partition_groups[p] if p != ALL
+                                 else np.arange(cluster.num_groups), np.int64)
+        self.servers = partition_servers(cluster, p)
         graph = cluster.graph
         nodes = [("group", int(g)) for g in self.groups] + [("server", int(s))
                                                             for s in self.servers]
@@ -83,19 +99,39 @@ class Planning(Scratch):
     """Scratch per-group state of one ``place`` call (copied from the simulator, as the heuristics'
     :class:`~heuristics.interference.Scratch`) and the partial plan of the job being placed."""
 
-    def __init__(self, sim):
+    def __init__(self, sim, partition: int | None = None, exclude=()):
         super().__init__(sim)
         self.server_job = np.zeros(sim.cluster.num_servers, np.int64)  # current job's tasks
         self.plan: list[int] = []
+        self.link_flows = sim.link_flows.copy()   # with the flows of the jobs planned so far
+        self.partition = partition
+        if partition is not None:   # the running jobs of each server of the partition
+            self.servers = partition_servers(sim.cluster, partition)
+            self.nb_ptr, self.nb_jobs = running_jobs_by_server(sim, self.servers)
+            if len(exclude):   # jobs of the same batch count as planned, not as running
+                keep = ~np.isin(self.nb_jobs, np.asarray(exclude, np.int64))
+                where = np.repeat(np.arange(len(self.servers)), np.diff(self.nb_ptr))[keep]
+                self.nb_jobs = self.nb_jobs[keep]
+                self.nb_ptr = np.concatenate([[0], np.cumsum(np.bincount(
+                    where, minlength=len(self.servers)))]).astype(np.int64)
+            w = sim.workload
+            self.job_volume = profiles.GRAD_MB[w.model] * 8e-3 / w.ps
+            self.job_iter_s = profiles.ITER_S[w.model]
 
     def start(self, sim, job: int) -> None:
         """Begin planning ``job`` (the previous job's tasks stay in the scratch state)."""
+        c, w = sim.cluster, sim.workload
         if self.plan:
-            self.server_job[sim.cluster.group_server[self.plan]] = 0
+            self.server_job[c.group_server[self.plan]] = 0
+            if self.done:   # the previous job was planned in full: its flows now share links
+                _add_plan_flows(c, np.array(self.plan, np.int64), int(w.workers[self.job]),
+                                int(w.ps[self.job]), self.link_flows)
         self.job, self.plan = job, []
         lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
         self.gpu = sim.task_worker[lo:hi].astype(np.int64)
         self.cpu, self.pcie, self.exp = sim.task_cpu[lo:hi], sim.task_pcie[lo:hi], sim.task_exp[lo:hi]
+        self.base = (self.gpu_free.copy(), self.cpu_used.copy(), self.pcie_used.copy(),
+                     self.tasks.copy(), self.exp_sum.copy(), self.server_tasks.copy())
 
     @property
     def task(self) -> int:
@@ -149,6 +185,88 @@ def _group_scores(groups, gpu_need, cpu_need, pcie_need, exp_need, gpu_free, cpu
         out_slow[i] = after - before
 
 
+@njit
+def _whole_group_costs(servers, plan_server, placed, is_worker, W, P, cw, pw, ew, cps, eps,
+                       volume, iter_s, gpu_free, cpu_used, pcie_used, tasks, exp_sum,
+                       server_tasks, group_gpus, group_cores, cpu_capacity, server_first_group,
+                       server_groups, num_groups, link_gbps, link_flows, coef, nb_ptr, nb_jobs,
+                       flow_ptr, flow_links, flow_len, job_volume, job_iter_s, out):
+    """``out[g]``: the least predicted cost (:func:`heuristics.interference._split_cost`, on the
+    state before the job) of a plan keeping the job whole on one server that puts the current
+    task on group g and agrees with the tasks placed so far (``placed``: workers on the server's
+    first / second group, PSs on the first / second; all on ``plan_server``, -1 before the first
+    task). Empty servers of one shape share the first one's costs (as the rule scores them)."""
+    ref = -1
+    for i in range(servers.shape[0]):
+        s = servers[i]
+        if plan_server >= 0 and s != plan_server:
+            continue
+        g0 = server_first_group[s]
+        two = server_groups[s] == 2
+        if plan_server < 0 and server_tasks[s] == 0:
+            if ref >= 0 and server_groups[s] == server_groups[ref] \
+                    and group_gpus[g0] == group_gpus[server_first_group[ref]] \
+                    and group_cores[g0] == group_cores[server_first_group[ref]]:
+                r0 = server_first_group[ref]
+                for h in range(server_groups[s]):
+                    out[g0 + h] = out[r0 + h]
+                continue
+            if ref < 0:
+                ref = s
+        nb = nb_jobs[nb_ptr[i]:nb_ptr[i + 1]]
+        for a in range(W, -1, -1):
+            if a < placed[0] or W - a < placed[1]:
+                continue
+            for b in range(P, -1, -1):
+                if b < placed[2] or P - b < placed[3]:
+                    continue
+                cost = _split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s,
+                                   gpu_free, cpu_used, pcie_used, tasks, exp_sum, server_tasks,
+                                   group_cores, cpu_capacity, server_first_group, server_groups,
+                                   num_groups, link_gbps, link_flows, coef, nb, flow_ptr,
+                                   flow_links, flow_len, job_volume, job_iter_s)
+                if cost == np.inf:
+                    continue
+                if is_worker:
+                    if a > placed[0] and cost < out[g0]:
+                        out[g0] = cost
+                    if two and W - a > placed[1] and cost < out[g0 + 1]:
+                        out[g0 + 1] = cost
+                else:
+                    if b > placed[2] and cost < out[g0]:
+                        out[g0] = cost
+                    if two and P - b > placed[3] and cost < out[g0 + 1]:
+                        out[g0 + 1] = cost
+
+
+def whole_costs(sim, plan: Planning, groups: np.ndarray) -> np.ndarray:
+    """Per group of ``groups``: the ``whole`` rule's least predicted cost of a one-server plan for
+    the job that puts the current task there (inf: none); see :func:`_whole_group_costs`."""
+    c, w = sim.cluster, sim.workload
+    out = np.full(c.num_groups, np.inf)
+    if plan.partition is None:
+        raise ValueError("Planning needs its partition for the whole-rule costs")
+    plan_servers = set(c.group_server[plan.plan]) if plan.plan else set()
+    if len(plan_servers) > 1:
+        return out[groups]
+    plan_server = plan_servers.pop() if plan_servers else -1
+    placed = np.zeros(4, np.int64)
+    W, P = int(w.workers[plan.job]), int(w.ps[plan.job])
+    for t, g in enumerate(plan.plan):
+        second = int(g != c.server_first_group[plan_server])
+        placed[(0 if t < W else 2) + second] += 1
+    gpu_free, cpu_used, pcie_used, tasks, exp_sum, server_tasks = plan.base
+    _whole_group_costs(plan.servers, plan_server, placed, bool(plan.gpu[plan.task]), W, P,
+                       float(plan.cpu[0]), float(plan.pcie[0]), float(plan.exp[0]),
+                       float(plan.cpu[-1]), float(plan.exp[-1]), float(plan.job_volume[plan.job]),
+                       float(plan.job_iter_s[plan.job]), gpu_free, cpu_used, pcie_used, tasks,
+                       exp_sum, server_tasks, c.group_gpus, c.group_cores, sim.cpu_capacity,
+                       c.server_first_group, c.server_groups, c.num_groups, c.link_gbps,
+                       plan.link_flows, sim.coef, plan.nb_ptr, plan.nb_jobs, sim.flow_ptr,
+                       sim.flow_links, sim.flow_len, plan.job_volume, plan.job_iter_s, out)
+    return out[groups]
+
+
 def added_slowdown(sim, plan: Planning, g: int) -> float:
     """Added (unclipped) interference of server(g) when the current task joins group g."""
     fill, slow = np.empty(1), np.empty(1)
@@ -196,6 +314,10 @@ def observe(sim, plan: Planning, graph: PartitionGraph, partition: int, visited:
     nodes[:G, 11] = np.where(feasible, np.clip(slow, -2.0, 2.0), 0.0)
     nodes[:G, 12] = gg / 8.0
     nodes[:G + graph.num_servers, 13] = plan.server_job[servers] / 8.0
+    whole = np.where(feasible, whole_costs(sim, plan, groups), np.inf)
+    ok = np.isfinite(whole)
+    nodes[:G, 14] = ok
+    nodes[:G, 15] = np.clip(whole - whole[ok].min(), 0.0, 2.0) if ok.any() else 2.0
     s_first = G
     s_ids = graph.servers
     nodes[s_first:s_first + len(s_ids), 3] = np.bincount(
@@ -220,7 +342,8 @@ def observe(sim, plan: Planning, graph: PartitionGraph, partition: int, visited:
                       / (128.0 * np.bincount(c.group_partition, minlength=P)),
                       queue_len / 16.0, visited], axis=1).astype(np.float32)
     own = np.zeros(P, np.float32)
-    own[partition] = 1.0
+    if partition != ALL:
+        own[partition] = 1.0
     mask = np.zeros(G + 1, bool)
     mask[:G] = feasible
     mask[G] = t == 0 and not visited.all()

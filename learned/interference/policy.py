@@ -94,7 +94,7 @@ class MarlPolicy:
         from learned.interference.gnn import to_torch
 
         graph = self._graph(sim, partition)
-        plan = Planning(sim)
+        plan = Planning(sim, partition)
         P = sim.cluster.num_partitions
         queue = np.zeros(P)
         queue[partition] = len(jobs)

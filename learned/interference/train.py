@@ -1,10 +1,13 @@
-"""Training of the ``marl`` schedulers: imitation of Tetris, then PPO (ours, on CPU).
+"""Training of the ``marl`` schedulers: imitation of a hand-written rule, then PPO (ours, on CPU).
 
-1. Behaviour cloning: :class:`learned.envs.InterferenceEnv` is run with Tetris's choice
-   (:meth:`~learned.envs.InterferenceEnv.expert_action`) on ``--bc-episodes`` episodes; the network
-   fits the expert's actions (masked cross-entropy) and the discounted returns (value, MSE).
+1. Behaviour cloning: :class:`learned.envs.InterferenceEnv` is run with the choices of ``--expert``
+   (``whole``, the default, or ``tetris``; :meth:`~learned.envs.InterferenceEnv.expert_action`)
+   on ``--bc-episodes`` episodes; the network fits the expert's actions (masked cross-entropy)
+   and the discounted returns (value, MSE).
 2. PPO (clipped, GAE) with masked sampling, every partition's decisions feeding the one shared
-   network (parameter sharing), for ``--ppo-steps`` decisions.
+   network (parameter sharing), for ``--ppo-steps`` decisions, on the env's ``--reward`` (the
+   proxy or the true JCT). ``--single-agent`` trains the single-agent variant instead (one
+   scheduler for the whole cluster); ``--eval-seeds`` evaluates the greedy policy afterwards.
 
 ``python -m learned.interference.train --k 8 --seed 0 --out learned/weights/interference_marl``
 writes the weights, the metadata (how trained, the command, the seed, the curve) and a CSV curve.
@@ -25,13 +28,13 @@ def _masked(logits, masks):
     return logits.masked_fill(~masks, -1e9)
 
 
-def collect_expert(env, episodes: int, seed: int, gamma: float):
+def collect_expert(env, episodes: int, seed: int, gamma: float, expert: str = "whole"):
     obs_list, masks, actions, returns = [], [], [], []
     for e in range(episodes):
         obs, _ = env.reset(seed=seed + e)
         rewards, done = [], False
         while not done:
-            a = env.expert_action()
+            a = env.expert_action(expert)
             obs_list.append(obs)
             masks.append(env.action_masks())
             actions.append(a)
@@ -109,7 +112,7 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
             ep_return += r
             if done:
                 curve.append({"phase": "ppo", "episode": episode, "step": done_steps + len(buf_act),
-                              "return": ep_return})
+                              "return": ep_return, "jobs": len(env.workload)})
                 print(f"ppo episode {episode} return {ep_return:.1f}", flush=True)
                 episode += 1
                 ep_return = 0.0
@@ -150,11 +153,50 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
     return curve
 
 
+def evaluate_in_env(model, env, seeds) -> list[float]:
+    """Average JCT (intervals) of the greedy policy of ``model`` (or of the env's expert rule of
+    that name, e.g. "whole") on the env's episodes of ``seeds`` (run until every job finished or
+    the env's intervals ran out; the jobs not finished by then count with the episode's end as
+    their finish)."""
+    import torch
+
+    from learned.interference.gnn import to_torch
+
+    out = []
+    for seed in seeds:
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            if isinstance(model, str):
+                action = env.expert_action(model)
+            else:
+                mask = env.action_masks()
+                with torch.no_grad():
+                    logits, _ = model(to_torch([obs]), env.num_groups)
+                action = int(np.argmax(np.where(mask, logits[0].numpy(), -np.inf)))
+            obs, _, done, _, _ = env.step(action)
+        sim, w = env.sim, env.workload
+        finish = np.where(np.isfinite(sim.finish), sim.finish, sim.interval + 1.0)
+        out.append(float(np.mean(finish - w.arrival)))
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--k", type=int, default=8, help="fat-tree k of the training cluster")
     p.add_argument("--intervals", type=int, default=8, help="arrival intervals per episode")
     p.add_argument("--pattern", default="poisson")
+    p.add_argument("--expert", default="whole", choices=("whole", "tetris"),
+                   help="the rule behaviour cloning imitates (default whole)")
+    p.add_argument("--reward", default="proxy", choices=("proxy", "jct"),
+                   help="env reward: proxy (added slowdown, comm cost, waiting) or jct (minus "
+                        "each interval's time in system of every job: the total JCT)")
+    p.add_argument("--single-agent", action="store_true",
+                   help="one scheduler for the whole cluster (no partitions, no forwarding)")
+    p.add_argument("--eval-seeds", default="",
+                   help="comma-separated env seeds to evaluate the greedy policy on after "
+                        "training (24 intervals of arrivals + at most 24 to drain; stored in "
+                        "the metadata)")
     p.add_argument("--bc-episodes", type=int, default=6)
     p.add_argument("--bc-epochs", type=int, default=6)
     p.add_argument("--ppo-steps", type=int, default=0)
@@ -175,7 +217,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
     started = time.time()
-    env = InterferenceEnv(k=args.k, intervals=args.intervals, pattern=args.pattern)
+    env = InterferenceEnv(k=args.k, intervals=args.intervals, pattern=args.pattern,
+                          reward=args.reward, single_agent=args.single_agent)
     model = InterferenceGNN(hidden=args.hidden, layers=args.layers)
     if args.init:
         from learned.interference.policy import load_model
@@ -184,7 +227,7 @@ def main(argv=None) -> int:
     value_scale = 50.0
     curve = []
     if args.bc_episodes:
-        data = collect_expert(env, args.bc_episodes, args.seed, 0.99)
+        data = collect_expert(env, args.bc_episodes, args.seed, 0.99, args.expert)
         print(f"{len(data[2])} expert decisions ({time.time() - started:.0f} s)", flush=True)
         curve += behaviour_clone(model, data, epochs=args.bc_epochs, batch=128, lr=3e-3,
                                  seed=args.seed, num_groups=env.num_groups,
@@ -195,13 +238,30 @@ def main(argv=None) -> int:
         curve += ppo(model, env, steps=args.ppo_steps, rollout=args.rollout, epochs=3, batch=128,
                      lr=3e-4, seed=args.seed, gamma=0.99, lam=0.95, clip=0.2,
                      value_scale=value_scale, entropy=0.003)
-    training = {"what": "seed 001 marl scheduler: GNN actor-critic shared by every partition",
+    figures = {}
+    if args.eval_seeds:   # keep the trained weights even if the evaluation is cut short
+        save_model(model, args.out, {"what": "saved before evaluation", "curve": curve})
+        seeds = [int(x) for x in args.eval_seeds.split(",")]
+        eval_env = InterferenceEnv(k=args.k, intervals=24, pattern=args.pattern,
+                                   extra_intervals=24, single_agent=args.single_agent)
+        jct = evaluate_in_env(model, eval_env, seeds)
+        figures = {"eval_seeds": seeds, "eval_intervals": 24, "eval_avg_jct": jct}
+        print(f"greedy avg JCT on seeds {seeds}: {np.round(jct, 3).tolist()}", flush=True)
+    training = {"what": "seed 001 " + ("single-agent scheduler: one GNN actor-critic for the "
+                                       "whole cluster" if args.single_agent else
+                                       "marl scheduler: GNN actor-critic shared by every "
+                                       "partition"),
+                "single_agent": args.single_agent, "figures": figures,
                 "cluster": f"fattree k={args.k} pcie", "episode_intervals": args.intervals,
-                "pattern": args.pattern, "bc_episodes": args.bc_episodes,
+                "pattern": args.pattern, "expert": args.expert,
+                "bc_episodes": args.bc_episodes,
                 "bc_epochs": args.bc_epochs, "ppo_steps": args.ppo_steps, "seed": args.seed,
                 "init": args.init,
-                "reward": "minus added predicted slowdown, minus comm cost / ideal iteration, "
-                          "minus 0.2 per waiting job per interval (learned/envs/interference.py)",
+                "reward": {"proxy": "minus added predicted slowdown, minus comm cost / ideal "
+                                    "iteration, minus 0.2 per waiting job per interval",
+                           "jct": "minus each interval's time in system of every arrived job "
+                                  "(sum = total JCT)"}[args.reward]
+                          + " (learned/envs/interference.py)",
                 "command": "python -m learned.interference.train " + " ".join(
                     sys.argv[1:] if argv is None else argv),
                 "train_seconds": round(time.time() - started, 1), "date": date.today().isoformat(),
