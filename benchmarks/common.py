@@ -1,18 +1,13 @@
-"""Small helpers every benchmark shares: tables, CSV, plots, progress bars."""
+"""Small helpers every benchmark shares: tables, CSV, plots, progress bars, the sweep executor."""
 
 from __future__ import annotations
 
 import csv
-import sys
 from pathlib import Path
 
-
-def progress(iterable, *, total=None, desc="", quiet=False):
-    """A tqdm bar on a terminal; silent when stdout is not a terminal or ``quiet`` is set."""
-    from tqdm import tqdm
-
-    return tqdm(iterable, total=total, desc=desc, disable=quiet or not sys.stdout.isatty(),
-                leave=False)
+# the sweep executor, its progress bar and its row-by-row CSV live in tjap (the CLIs use them too)
+from tjap.executor import (CsvRows, TaskFailure, executor_from_args,  # noqa: F401
+                           make_executor, progress)
 
 
 def write_csv(path: Path, rows: list[dict]) -> Path:

@@ -15,39 +15,59 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
+from benchmarks.common import CsvRows, format_table, make_executor, pyplot, save_figure, write_csv
 from tjap import solve
 from tjap.stream import generate_windows
+from tjap.window import Window
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
 
 
+def solve_window(w, seed, convention, freeform_time_limit_s, paper_time_limit_s) -> list[dict]:
+    """Every exact method on one window (a task of the sweep; the window as a dict);
+    ``paper_time_limit_s`` None skips the paper's formulation. One row per method."""
+    w = Window.from_dict(w)
+    base = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle_nodes": w.num_idle,
+            "jobs": w.num_jobs}
+    by_method = {}
+    for method in EXACT_METHODS:
+        by_method[method] = solve(w, method, seed=seed, convention=convention)
+    by_method["freeform"] = solve(w, "freeform", seed=seed, convention=convention,
+                                  time_limit_s=freeform_time_limit_s, warm_start=by_method["dp"])
+    if paper_time_limit_s is not None:
+        by_method["scip-paper"] = solve(w, "scip-paper", seed=seed, convention=convention,
+                                        time_limit_s=paper_time_limit_s)
+    return [{**base, "method": method, "status": r.status.value, "objective": r.objective,
+             "bound": r.bound, "runtime_s": r.runtime_s,
+             "scip_runtime_s": by_method["scip"].runtime_s,
+             "scip_objective": by_method["scip"].objective,
+             "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
+             "scas_optimum": by_method["dp"].objective} for method, r in by_method.items()]
+
+
 def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
         freeform_time_limit_s=2.0, paper_windows=20, paper_time_limit_s=10.0,
-        quiet=False) -> dict:
-    """Solve the stream's windows with every exact method; return per-window rows and summary."""
+        quiet=False, executor=None, csv_path=None) -> dict:
+    """Solve the stream's windows with every exact method (one task per window on ``executor``,
+    default serial; the paper's formulation on the first ``paper_windows``); return per-window
+    rows and summary (with ``csv_path``, the rows are appended there as they arrive). Times are
+    per task, so on a pool each method of a window shares a core's
+    conditions with the SCIP run it is compared to."""
     windows = generate_windows(layout, num_windows, seed, cap=cap, convention=convention)
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
+    tasks = [(w.to_dict(), seed, convention, freeform_time_limit_s,
+              paper_time_limit_s if k < paper_windows else None) for k, w in enumerate(windows)]
     rows = []
-    for w in progress(windows, desc=f"exact/{layout}", quiet=quiet):
-        base = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle_nodes": w.num_idle,
-                "jobs": w.num_jobs}
-        by_method = {}
-        for method in EXACT_METHODS:
-            by_method[method] = solve(w, method, seed=seed, convention=convention)
-        by_method["freeform"] = solve(w, "freeform", seed=seed, convention=convention,
-                                      time_limit_s=freeform_time_limit_s,
-                                      warm_start=by_method["dp"])
-        if len([r for r in rows if r["method"] == "scip-paper"]) < paper_windows:
-            by_method["scip-paper"] = solve(w, "scip-paper", seed=seed, convention=convention,
-                                            time_limit_s=paper_time_limit_s)
-        for method, r in by_method.items():
-            rows.append({**base, "method": method, "status": r.status.value,
-                         "objective": r.objective, "bound": r.bound, "runtime_s": r.runtime_s,
-                         "scip_runtime_s": by_method["scip"].runtime_s,
-                         "scip_objective": by_method["scip"].objective,
-                         "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
-                         "scas_optimum": by_method["dp"].objective})
+    partial = CsvRows(csv_path) if csv_path else None   # rows on disk as they arrive
+    try:
+        for out in (executor or make_executor(1)).results(solve_window, tasks,
+                                                          desc=f"exact/{layout}", quiet=quiet):
+            rows += out
+            for row in out if partial else ():
+                partial.write(row)
+    finally:
+        if partial:
+            partial.close()
     return {"rows": rows, "summary": summarize(rows), "layout": layout, "seed": seed,
             "convention": convention, "num_windows": len(windows), "cap": cap}
 
@@ -85,9 +105,13 @@ COLUMNS = [("method", ""), ("windows", "d"), ("mean_s", ".4f"), ("median_s", ".4
            ("max_bound_gap_pct", ".3f")]
 
 
+def _stem(layout, convention, seed) -> str:
+    return f"exact_{layout}_{convention}_s{seed}"
+
+
 def report(result: dict, out_dir: Path) -> dict:
     """Write CSVs and the PNG; return their paths and the printed table."""
-    stem = f"exact_{result['layout']}_{result['convention']}_s{result['seed']}"
+    stem = _stem(result["layout"], result["convention"], result["seed"])
     paths = {"rows_csv": write_csv(out_dir / f"{stem}.csv", result["rows"]),
              "summary_csv": write_csv(out_dir / f"{stem}_summary.csv", result["summary"]),
              "plot_png": plot(result, out_dir / f"{stem}.png")}
@@ -114,6 +138,7 @@ def plot(result: dict, path: Path) -> Path:
 
 def main(args) -> dict:
     from tjap.errors import InvalidInputError
+    from tjap.executor import executor_from_args
 
     started = time.perf_counter()
     if Path(args.out).exists() and not Path(args.out).is_dir():
@@ -121,7 +146,8 @@ def main(args) -> dict:
     result = run(args.layout, args.num_windows, args.seed, convention=args.convention,
                  cap=args.cap, freeform_time_limit_s=args.freeform_time_limit,
                  paper_windows=args.paper_windows, paper_time_limit_s=args.paper_time_limit,
-                 quiet=args.quiet)
+                 quiet=args.quiet, executor=executor_from_args(args),
+                 csv_path=Path(args.out) / f"{_stem(args.layout, args.convention, args.seed)}.csv")
     files = report(result, Path(args.out))
     return {"summary": result["summary"], "files": files, "layout": result["layout"],
             "convention": result["convention"], "seed": result["seed"],

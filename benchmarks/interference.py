@@ -1,13 +1,14 @@
-"""Seed 001 baselines (issue 8): average JCT of Tetris, LB, LIF, random and the SA operator "opt"
-under the arrival patterns (the paper's Fig. 7), server architectures (Fig. 8) and topologies
-(Fig. 9), Table III on generated co-location samples, and the one-day speed of the simulator.
+"""Seed 001 baselines (issue 8): average JCT of Tetris, LB, LIF, random, the SA operator "opt" and
+our extra rule "whole" (each job on one server) under the arrival patterns (the paper's Fig. 7),
+server architectures (Fig. 8) and topologies (Fig. 9), Table III on generated co-location
+samples, and the one-day speed of the simulator.
 
     python -m benchmarks.interference [--intervals 48] [--seed 0] [--figures 7,8,9] [--out DIR]
 
 Every policy sees the same workload (seeded); runs drain (every job completes). The paper's
 figures are plots without printed values; its text gives only the MARL scheduler's gain over the
 best baseline (at least 24.3 % in Fig. 7, 22 % in Fig. 8, 21 % in Fig. 9), shown beside ours.
-No learned scheduler exists here yet.
+The learned schedulers run with ``--policies marl`` (slow: minutes per simulated day).
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import platform
 import time
 from pathlib import Path
 
-from benchmarks.common import format_table, progress, write_csv
+import numpy as np
+
+from benchmarks.common import executor_from_args, format_table, make_executor, write_csv
 from heuristics.interference import make_policy
 from placement.interference import Workload, error_table, make_cluster, simulate
 from placement.interference.cli import default_rate
+from tjap.executor import add_executor_arguments
 
-POLICIES = ("tetris", "lb", "lif", "random", "opt")
+POLICIES = ("tetris", "lb", "lif", "random", "opt", "whole")
 HEURISTICS = ("tetris", "lb", "lif", "random")
 #: (figure, topology, k, arch, arrivals) of each setting.
 SETTINGS = {
@@ -48,20 +52,98 @@ def speed(intervals: int = 48, seed: int = 0, policies=HEURISTICS) -> list[dict]
 
 
 def compare(figures=("7", "8", "9"), intervals: int = 48, seed: int = 0, policies=POLICIES,
-            opt_iterations: int = 2000, quiet: bool = False) -> list[dict]:
-    """One row per (setting, policy): the run's summary."""
-    jobs = [(fig, s, p) for fig in figures for s in SETTINGS[fig] for p in policies]
-    rows = []
-    for fig, (topology, k, arch, arrivals), name in progress(jobs, total=len(jobs),
-                                                             desc="runs", quiet=quiet):
-        cluster = make_cluster(topology, k, arch)
-        workload = Workload.generate(cluster.num_partitions, intervals, arrivals, seed,
-                                     rate=default_rate(cluster))
-        options = {"iterations": opt_iterations} if name == "opt" else {}
-        result = simulate(cluster, workload, make_policy(name, **options), seed=seed)
-        rows.append({"figure": fig, "cluster": cluster.name, "arrivals": arrivals,
-                     "policy": name} | result.summary())
-    return rows
+            opt_iterations: int = 2000, quiet: bool = False, executor=None) -> list[dict]:
+    """One row per (setting, policy): the run's summary; each run is a task of ``executor``
+    (default serial)."""
+    tasks = [(fig, *s, p, intervals, seed, opt_iterations)
+             for fig in figures for s in SETTINGS[fig] for p in policies]
+    return (executor or make_executor(1)).results(compare_run, tasks, desc="runs", quiet=quiet)
+
+
+def compare_run(fig, topology, k, arch, arrivals, name, intervals, seed, opt_iterations) -> dict:
+    """One (setting, policy) run of :func:`compare` (a task of the executor): one row."""
+    cluster = make_cluster(topology, k, arch)
+    workload = Workload.generate(cluster.num_partitions, intervals, arrivals, seed,
+                                 rate=default_rate(cluster))
+    options = {"iterations": opt_iterations} if name == "opt" else {}
+    result = simulate(cluster, workload, make_policy(name, **options), seed=seed)
+    return {"figure": fig, "cluster": cluster.name, "arrivals": arrivals,
+            "policy": name} | result.summary()
+
+
+def alone_best_jct(cluster, workload) -> np.ndarray:
+    """Per job, its JCT alone on the empty cluster at the best of its one-server socket splits and
+    the one-task-per-server plan (simulated; no queueing, no co-runners): a lower-bound estimate
+    of what any placement can reach (other multi-server plans are not tried)."""
+    from placement.interference import Simulator
+
+    cache, out = {}, np.empty(len(workload))
+    for j in range(len(workload)):
+        key = (int(workload.model[j]), int(workload.workers[j]), int(workload.ps[j]),
+               int(workload.epochs[j]))
+        if key not in cache:
+            one = Workload(np.zeros(1, np.int64), np.zeros(1, np.int64),
+                           *[np.array([v]) for v in key])
+            sim = Simulator(cluster, one)
+            W, P = key[1], key[2]
+            g0, g1 = int(cluster.server_first_group[0]), int(cluster.server_first_group[0]
+                                                            + cluster.server_groups[0] - 1)
+            plans = [[g0] * a + [g1] * (W - a) + [g0] * b + [g1] * (P - b)
+                     for a in range(W + 1) for b in range(P + 1)]
+            plans.append([int(cluster.server_first_group[s]) for s in range(W + P)])
+            best = np.inf
+            for plan in plans:
+                sim.reset()
+                if not sim.fits(0, plan):
+                    continue
+                sim.commit(0, plan)
+                running = []
+                while sim.state[0] == 1:
+                    running = sim.advance(running)
+                    sim.interval += 1
+                best = min(best, sim.finish[0])
+            cache[key] = best
+        out[j] = cache[key]
+    return out
+
+
+def diagnose(k: int = 20, intervals: int = 48, arrivals: str = "uniform", seed: int = 0,
+             policies=("tetris",), bound: bool = True) -> dict:
+    """Where a policy's JCT comes from on the k-ary fat-tree: per job the ideal time (epochs /
+    workers intervals), the interference and communication parts of its run time (from its mean
+    slowdown S and communication share c: ideal x (1 + S) / (1 - c)), and how often its tasks
+    span several servers, racks, pods; with the lower bounds (ideal, :func:`alone_best_jct`)."""
+    cluster = make_cluster("fattree", k, "pcie")
+    workload = Workload.generate(cluster.num_partitions, intervals, arrivals, seed,
+                                 rate=default_rate(cluster))
+    ideal = workload.epochs / workload.workers
+    report = {"cluster": cluster.name, "arrivals": arrivals, "jobs": len(workload),
+              "ideal_jct": float(ideal.mean())}
+    if bound:
+        report["alone_best_jct"] = float(alone_best_jct(cluster, workload).mean())
+    from placement.interference import Simulator
+
+    for name in policies:
+        sim = Simulator(cluster, workload)
+        result = sim.run(make_policy(name), seed=seed)
+        spans = {"server": cluster.group_server, "rack": cluster.server_tor[cluster.group_server],
+                 "pod": cluster.group_partition}
+        span = {key: np.array([len(set(level[sim.task_group[sim.task_ptr[j]:sim.task_ptr[j + 1]]]))
+                               for j in range(len(workload))]) for key, level in spans.items()}
+        s, c = result.slowdown, result.comm_share
+        run = result.finish - result.start
+        one = span["server"] == 1
+        report[name] = {
+            "avg_jct": result.summary()["avg_jct"], "avg_wait": result.summary()["avg_wait"],
+            "ideal": float(ideal.mean()), "interference": float(np.mean(ideal * s)),
+            "communication": float(np.mean(ideal * (1 + s) * c / (1 - c))),
+            "multi_server": float(np.mean(~one)), "multi_rack": float(np.mean(span["rack"] > 1)),
+            "multi_pod": float(np.mean(span["pod"] > 1)),
+            "run_over_ideal_one_server": float(np.mean(run[one] / ideal[one])) if one.any()
+            else float("nan"),
+            "run_over_ideal_split": float(np.mean(run[~one] / ideal[~one])) if (~one).any()
+            else float("nan")}
+    return report
 
 
 def main(argv=None) -> dict:
@@ -75,6 +157,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", default="benchmarks/out")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
+    add_executor_arguments(parser)
     args = parser.parse_args(argv)
     out = Path(args.out)
     start = time.perf_counter()
@@ -82,7 +165,7 @@ def main(argv=None) -> dict:
     fast = speed(args.intervals, args.seed)
     figures = [f for f in args.figures.split(",") if f]
     rows = compare(figures, args.intervals, args.seed, args.policies.split(","),
-                   args.opt_iterations, args.quiet)
+                   args.opt_iterations, args.quiet, executor=executor_from_args(args))
     files = {"table3": str(write_csv(out / "interference_table3.csv", table3)),
              "speed": str(write_csv(out / "interference_speed.csv", fast)),
              "jct": str(write_csv(out / f"interference_jct_s{args.seed}.csv", rows))}

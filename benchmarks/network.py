@@ -6,7 +6,9 @@ versions, and the gnn's time per server choice on 1024 servers on one CPU thread
 
     python -m benchmarks.network [--seeds 5] [--large-requests 2048] [--large-seeds 2] [--out DIR]
 
-Every method sees the same requests (seeded by episode). Utilisations are means over the episode,
+Each (topology, policy) cell is one task of the sweep executor (``--workers N``, ``--ray
+ADDRESS``; the gnn timing runs alone afterwards). Every method sees the same requests (seeded by
+episode). Utilisations are means over the episode,
 sampled after each request's outcome (warm-up included). The paper reports no absolute baseline
 figures in its text, only the RL agent's gains over the best baseline (Table 2) and its change from
 64 to 1024 servers (Table 3); they are reproduced in :data:`PAPER_TABLE2` and :data:`PAPER_TABLE3`.
@@ -22,7 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
+from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_table,
+                               make_executor, pyplot, save_figure)
+from tjap.executor import add_executor_arguments
 from heuristics.network import make_policy
 from placement.network import NAMES, evaluate, paper_topology
 
@@ -49,25 +53,42 @@ KEYS = ("acceptance", "cpu_util", "mem_util", "net_util_tier1", "net_util_tier2"
 
 def sweep(servers: int = 64, requests: int = 128, seeds: int = 5, policies=POLICIES,
           names=NAMES, seed_base: int = 0, exact_time_limit_s: float = 1.0,
-          quiet: bool = False) -> list[dict]:
-    """One row per (topology, policy): means over ``seeds`` episodes."""
+          quiet: bool = False, executor=None, csv_path=None) -> list[dict]:
+    """One row per (topology, policy): means over ``seeds`` episodes; the (topology, policy)
+    cells are the tasks of ``executor`` (default serial), and with ``csv_path`` each row is
+    appended to that CSV as it arrives."""
+    tasks = [(servers, name, policy, requests, seeds, seed_base, exact_time_limit_s)
+             for name in names for policy in policies]
     rows = []
-    jobs = [(name, policy) for name in names for policy in policies]
-    for name, policy in progress(jobs, total=len(jobs), desc=f"{servers} servers", quiet=quiet):
-        topology = paper_topology(name, servers)
-        options = {"time_limit_s": exact_time_limit_s} if policy == "exact" else {}
-        start = time.perf_counter()
-        out = evaluate(topology, lambda: make_policy(policy, **options), requests=requests,
-                       seeds=seeds, seed_base=seed_base)
-        row = {"servers": servers, "topology": name, "policy": policy, "requests": requests,
-               "seeds": seeds} | {k: out[k] for k in KEYS}
-        row["wall_s"] = time.perf_counter() - start
-        if policy == "exact":
-            infos = [ep.get("info", {}) for ep in out["episodes"]]
-            row["exact_not_optimal"] = sum(i.get("feasible", 0) + i.get("time_limit", 0)
-                                           for i in infos)
-        rows.append(row)
+    csv_rows = CsvRows(csv_path) if csv_path else None
+    try:
+        for row in (executor or make_executor(1)).map(sweep_cell, tasks,
+                                                      desc=f"{servers} servers", quiet=quiet):
+            if not isinstance(row, TaskFailure):
+                rows.append(row)
+                if csv_rows:
+                    csv_rows.write(row)
+    finally:
+        if csv_rows:
+            csv_rows.close()
     return rows
+
+
+def sweep_cell(servers, name, policy, requests, seeds, seed_base, exact_time_limit_s) -> dict:
+    """One (topology, policy) cell of :func:`sweep` (a task of the executor): one row."""
+    topology = paper_topology(name, servers)
+    options = {"time_limit_s": exact_time_limit_s} if policy == "exact" else {}
+    start = time.perf_counter()
+    out = evaluate(topology, lambda: make_policy(policy, **options), requests=requests,
+                   seeds=seeds, seed_base=seed_base)
+    row = {"servers": servers, "topology": name, "policy": policy, "requests": requests,
+           "seeds": seeds} | {k: out[k] for k in KEYS}
+    row["wall_s"] = time.perf_counter() - start
+    if policy == "exact":
+        infos = [ep.get("info", {}) for ep in out["episodes"]]
+        row["exact_not_optimal"] = sum(i.get("feasible", 0) + i.get("time_limit", 0)
+                                       for i in infos)
+    return row
 
 
 def best_baselines(rows: list[dict], policies=HEURISTICS) -> list[dict]:
@@ -194,20 +215,24 @@ def main(argv=None) -> dict:
     parser.add_argument("--out", default="benchmarks/out")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
+    add_executor_arguments(parser)
     args = parser.parse_args(argv)
     out = Path(args.out)
+    executor = executor_from_args(args)
     start = time.perf_counter()
     small = sweep(64, args.requests, args.seeds, POLICIES, seed_base=args.seed_base,
-                  exact_time_limit_s=args.exact_time_limit, quiet=args.quiet)
+                  exact_time_limit_s=args.exact_time_limit, quiet=args.quiet, executor=executor,
+                  csv_path=out / "network_64.csv")
     small_s = time.perf_counter() - start
-    files = {"csv_64": str(write_csv(out / "network_64.csv", small)),
+    files = {"csv_64": str(out / "network_64.csv"),
              "png_64": str(plot_tiers(small, out / "network_tiers_64.png",
                                       f"64 servers, {args.requests} requests, {args.seeds} seeds"))}
     large = []
     if args.large_requests > 0:
         large = sweep(1024, args.large_requests, args.large_seeds, LARGE_POLICIES,
-                      seed_base=args.seed_base, quiet=args.quiet)
-        files["csv_1024"] = str(write_csv(out / "network_1024.csv", large))
+                      seed_base=args.seed_base, quiet=args.quiet, executor=executor,
+                      csv_path=out / "network_1024.csv")
+        files["csv_1024"] = str(out / "network_1024.csv")
         files["png_1024"] = str(plot_tiers(large, out / "network_tiers_1024.png",
                                            f"1024 servers, {args.large_requests} requests, "
                                            f"{args.large_seeds} seeds"))

@@ -2,14 +2,17 @@
 backfilling, topology-blind (first-fit) and topology-aware (contiguous, free-form) placement.
 
 Each epoch replays ``jobs_per_epoch`` consecutive jobs of the paper's workload from a random index
-on an empty cluster; figures are means over epochs.
+on an empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a
+task failed). Every (configuration, epoch) pair is one task of the executor.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot, save_figure
+from benchmarks.common import TaskFailure, format_table, make_executor, pyplot, save_figure
 from tjap.online import replay
 from tjap.stream import Workload
 from tjap.topology import FatTree
@@ -19,24 +22,44 @@ PER_JOB = (("fcfs", "firstfit"), ("easy", "firstfit"), ("fcfs", "contiguous"),
            ("easy", "contiguous"), ("fcfs", "freeform"), ("easy", "freeform"))
 
 
+NUM_JOBS = 100_000
+
+
+@lru_cache(maxsize=2)
+def _workload(seed: int) -> Workload:
+    return Workload.generate(NUM_JOBS, seed)   # once per process and seed
+
+
+def replay_epoch(layout, policy, placement, tau, cap, method, convention, seed, start,
+                 jobs_per_epoch) -> dict:
+    """One epoch of one configuration (a task of the sweep): the schedule's metrics."""
+    sched = replay(FatTree.from_layout(layout), _workload(seed), policy=policy,
+                   placement=placement if placement != "-" else "firstfit", tau_s=tau or 60,
+                   cap=cap, method=method, convention=convention, seed=seed,
+                   jobs=range(int(start), int(start) + jobs_per_epoch))
+    return sched.metrics()
+
+
 def run(layout="paper", epochs=10, jobs_per_epoch=300, seed=0, method="dp", convention="paper",
-        cap=5, quiet=False) -> list[dict]:
-    topology = FatTree.from_layout(layout)
-    workload = Workload.generate(100_000, seed)
+        cap=5, quiet=False, executor=None) -> list[dict]:
+    """One row per configuration, means over epochs; the (configuration, epoch) tasks run on
+    ``executor`` (default: serial)."""
+    executor = executor or make_executor(1)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
-    starts = rng.integers(0, workload.num_jobs - jobs_per_epoch, epochs)
+    starts = rng.integers(0, NUM_JOBS - jobs_per_epoch, epochs)
     configs = [("window", "-", tau) for tau in TAUS] + [(p, pl, None) for p, pl in PER_JOB]
+    tasks = [(layout, policy, placement, tau, cap, method, convention, seed, int(start),
+              jobs_per_epoch) for policy, placement, tau in configs for start in starts]
+    metrics = list(executor.map(replay_epoch, tasks, desc="online", quiet=quiet))
     rows = []
-    for policy, placement, tau in progress(configs, desc="online", quiet=quiet):
-        per_epoch = []
-        for start in starts:
-            jobs = range(int(start), int(start) + jobs_per_epoch)
-            sched = replay(topology, workload, policy=policy,
-                           placement=placement if placement != "-" else "firstfit",
-                           tau_s=tau or 60, cap=cap, method=method, convention=convention,
-                           seed=seed, jobs=jobs)
-            per_epoch.append(sched.metrics())
-        row = {"policy": policy if tau is None else f"window tau={tau}s", "placement": placement}
+    for k, (policy, placement, tau) in enumerate(configs):
+        per_epoch = [m for m in metrics[k * epochs:(k + 1) * epochs]
+                     if not isinstance(m, TaskFailure)]
+        row = {"policy": policy if tau is None else f"window tau={tau}s", "placement": placement,
+               "epochs": len(per_epoch)}
+        if not per_epoch:
+            rows.append(row)
+            continue
         for key in ("mean_cost_paper", "mean_cost_published", "mean_wait_s", "p95_wait_s",
                     "utilisation", "makespan_s"):
             row[key] = float(np.mean([m[key] for m in per_epoch]))

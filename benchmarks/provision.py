@@ -3,6 +3,9 @@ pairs, heavy / medium / light load, in one run (the same injection times for eve
 
     python -m benchmarks.provision --trace ../shared/traces/ls6-a100.tsv --pairs 20 --workers 2
 
+(``--ray ADDRESS`` runs the tasks on a Ray cluster instead; every node needs the trace at the
+same path.)
+
 Injection times: uniform random times of [--from, --to) whose reactive outcome falls in the load
 level (heavy > 12 h, medium 2-12 h, light <= 2 h) are kept (``sample_pairs``) until --pairs are
 found or --tries-per-pair x pairs times were tried (heavy-load times are rare: 3 % of 1-node
@@ -13,14 +16,16 @@ benchmarks/out/provision_march.csv and benchmarks/figures/provision_march.png.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import sys
 import time
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, pyplot, save_figure, write_csv
+from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_table, pyplot,
+                               save_figure, write_csv)
+from tjap.executor import add_executor_arguments
 
 METHODS = ("reactive", "avg", "rf", "xgb", "transformer", "moe", "transformer_dqn", "moe_dqn",
            "transformer_pg", "moe_pg")
@@ -30,37 +35,33 @@ LOADS = ("heavy", "medium", "light")
 PAPER = {(8, "heavy"): {"rf/xgb (ensembles)": 82.5, "moe_dqn": 77.5, "transformer_pg": 90.1},
          (1, "heavy"): {"average of rf, xgb, transformer, moe, moe_dqn, transformer_pg": 84.7}}
 
-_JOBS = None
-
-
-def _init(trace):
-    global _JOBS
+@lru_cache(maxsize=1)
+def _jobs(trace):
+    """The trace, read once per process (the parent reads it first, so forked workers share it)."""
     from placement.batch import load_trace
 
-    _JOBS, _ = load_trace(trace)
+    return load_trace(trace)[0]
 
 
-def _sample(task):
-    nodes, load, start, end, pairs, seed, tries, scheduler = task
+def _sample(trace, nodes, load, start, end, pairs, seed, tries, scheduler):
     from heuristics.provisioning import sample_pairs, scheduler_config
     from placement.batch.chained import Pair
 
     tick = time.time()
-    times = sample_pairs(_JOBS, 76, Pair(nodes=nodes), start, end, load, pairs, seed,
+    times = sample_pairs(_jobs(trace), 76, Pair(nodes=nodes), start, end, load, pairs, seed,
                          scheduler_config(scheduler), max_tries=tries)
     return (nodes, load), times, time.time() - tick
 
 
-def _evaluate(task):
-    nodes, load, times, method, seed, scheduler = task
+def _evaluate(trace, nodes, load, times, method, seed, scheduler):
     from heuristics.provisioning import evaluate, scheduler_config
     from learned.provision import make_provisioner
     from placement.batch.chained import Pair
 
     tick = time.time()
     options = {} if method in ("reactive", "avg") else {"seed": seed}
-    result = evaluate(_JOBS, 76, Pair(nodes=nodes), times, make_provisioner(method, **options),
-                      scheduler_config(scheduler))
+    result = evaluate(_jobs(trace), 76, Pair(nodes=nodes), times,
+                      make_provisioner(method, **options), scheduler_config(scheduler))
     return {"nodes": nodes, "load": load, "method": method, "pairs": result["pairs"],
             "mean_interruption_h": result["mean_interruption_h"],
             "mean_overlap_h": result["mean_overlap_h"],
@@ -77,33 +78,40 @@ def main(argv=None) -> int:
     p.add_argument("--tries-per-pair", type=int, default=40)
     p.add_argument("--methods", nargs="+", default=list(METHODS))
     p.add_argument("--scheduler", default="mirage")
-    p.add_argument("--workers", type=int, default=2)
+    add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benchmarks/out/provision_march.csv")
     p.add_argument("--figure", default="benchmarks/figures/provision_march.png")
     args = p.parse_args(argv)
-    from placement.batch import load_trace
     from placement.batch.replay import parse_date
 
     began = time.time()
-    jobs, _ = load_trace(args.trace)
+    jobs = _jobs(args.trace)
     start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
     cells = [(n, load) for n in (1, 8) for load in LOADS]
-    with mp.get_context("fork").Pool(args.workers, _init, (args.trace,)) as pool:
-        sampled = {}
-        for cell, times, seconds in pool.imap_unordered(_sample, [
-                (n, load, start, end, args.pairs, args.seed + 100 * n, args.tries_per_pair * args.pairs,
-                 args.scheduler) for n, load in cells]):
-            sampled[cell] = times
-            print(f"{cell[0]}-node {cell[1]}: {len(times)} injection times ({seconds:.0f} s)",
-                  flush=True)
-        tasks = [(n, load, sampled[(n, load)], m, args.seed, args.scheduler)
-                 for n, load in cells for m in args.methods]
-        rows = sorted(pool.imap_unordered(_evaluate, tasks),
-                      key=lambda r: (r["nodes"], LOADS.index(r["load"]), args.methods.index(r["method"])))
+    executor = executor_from_args(args)
+    sampled = {}
+    for out in executor.map(_sample, [
+            (args.trace, n, load, start, end, args.pairs, args.seed + 100 * n,
+             args.tries_per_pair * args.pairs, args.scheduler) for n, load in cells], quiet=True):
+        if isinstance(out, TaskFailure):
+            continue
+        cell, times, seconds = out
+        sampled[cell] = times
+        print(f"{cell[0]}-node {cell[1]}: {len(times)} injection times ({seconds:.0f} s)",
+              flush=True)
+    tasks = [(args.trace, n, load, sampled[(n, load)], m, args.seed, args.scheduler)
+             for n, load in cells if (n, load) in sampled for m in args.methods]
+    rows = []
+    with CsvRows(args.out) as partial:   # rows on disk as they arrive; rewritten whole below
+        for row in executor.map(_evaluate, tasks, desc="provisioners"):
+            if not isinstance(row, TaskFailure):
+                rows.append(row)
+                partial.write(row)
     for r in rows:
-        base = next(x for x in rows if x["nodes"] == r["nodes"] and x["load"] == r["load"]
-                    and x["method"] == "reactive")["mean_interruption_h"] if "reactive" in args.methods else None
+        reactive = next((x for x in rows if x["nodes"] == r["nodes"] and x["load"] == r["load"]
+                         and x["method"] == "reactive"), None)
+        base = reactive["mean_interruption_h"] if reactive else None
         r["interruption_reduction_pct"] = (100 * (1 - r["mean_interruption_h"] / base)
                                            if base else None)
     write_csv(Path(args.out), rows)

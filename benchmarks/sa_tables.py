@@ -19,9 +19,10 @@ import time
 
 import numpy as np
 
-from benchmarks.common import format_table, progress
+from benchmarks.common import format_table, make_executor
 from tjap import solve
 from tjap.stream import generate_windows
+from tjap.window import Window
 
 SETTINGS = {
     "published": {"layout": "published", "convention": "published", "t_max": 25000.0,
@@ -46,13 +47,20 @@ def _windows(setting: str, epochs: int, windows_per_epoch: int, seed: int):
 
 
 def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freeform_time_limit_s=1.0,
-           quiet=False) -> dict:
-    s = SETTINGS[setting]
-    conv = s["convention"]
+           quiet=False, executor=None) -> dict:
+    conv = SETTINGS[setting]["convention"]
     windows = _windows(setting, epochs, windows_per_epoch, seed)
     solve(windows[0], "sa", iterations=1, convention=conv)          # compile first
     solve(windows[0], "sa", iterations=1, convention=conv, repair="greedy")
-    runs = {
+    tasks = [(setting, w.to_dict(), seed, freeform_time_limit_s) for w in windows]
+    rows = (executor or make_executor(1)).results(table3_window, tasks, desc=f"table3/{setting}",
+                                                  quiet=quiet)
+    names = list(_table3_runs(SETTINGS[setting])) + ["freeform"]
+    return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, names)}
+
+
+def _table3_runs(s: dict) -> dict:
+    return {
         "seq": dict(method="seq"),
         "sa500": dict(method="sa", iterations=500, t_max=s["t_max"], reinsert=s["reinsert"]),
         "sa1000": dict(method="sa", iterations=1000, t_max=s["t_max"], reinsert=s["reinsert"]),
@@ -60,26 +68,29 @@ def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freefo
         "lns500": dict(method="lns", iterations=500),
         "scas_opt": dict(method="dp"),
     }
-    rows = []
-    for w in progress(windows, desc=f"table3/{setting}", quiet=quiet):
-        row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
-               "jobs": w.num_jobs}
-        results = {}
-        for name, kw in runs.items():
-            kw = dict(kw)
-            r = solve(w, kw.pop("method"), convention=conv, seed=seed, **kw)
-            results[name] = r
-            row[name] = r.objective
-            row[f"{name}_s"] = r.runtime_s
-        best_known = min(results.values(), key=lambda r: r.objective)
-        ff = solve(w, "freeform", convention=conv, seed=seed, time_limit_s=freeform_time_limit_s,
-                   warm_start=best_known)
-        row["freeform"] = ff.objective
-        row["freeform_bound"] = ff.bound
-        row["freeform_optimal"] = ff.status.value == "OPTIMAL"
-        row["freeform_s"] = ff.runtime_s
-        rows.append(row)
-    return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, list(runs) + ["freeform"])}
+
+
+def table3_window(setting, w, seed, freeform_time_limit_s) -> dict:
+    """Table III's methods on one window (a task of the sweep; the window as a dict): one row."""
+    w = Window.from_dict(w)
+    conv = SETTINGS[setting]["convention"]
+    row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
+           "jobs": w.num_jobs}
+    results = {}
+    for name, kw in _table3_runs(SETTINGS[setting]).items():
+        kw = dict(kw)
+        r = solve(w, kw.pop("method"), convention=conv, seed=seed, **kw)
+        results[name] = r
+        row[name] = r.objective
+        row[f"{name}_s"] = r.runtime_s
+    best_known = min(results.values(), key=lambda r: r.objective)
+    ff = solve(w, "freeform", convention=conv, seed=seed, time_limit_s=freeform_time_limit_s,
+               warm_start=best_known)
+    row["freeform"] = ff.objective
+    row["freeform_bound"] = ff.bound
+    row["freeform_optimal"] = ff.status.value == "OPTIMAL"
+    row["freeform_s"] = ff.runtime_s
+    return row
 
 
 def _per_epoch(rows, names):
@@ -105,55 +116,84 @@ def gaps(rows, names, reference="scas_opt") -> dict:
 
 
 def table4(setting="published", epochs=10, windows_per_epoch=100, seed=0, paper_windows=20,
-           limit_s=30.0, quiet=False) -> dict:
+           limit_s=30.0, quiet=False, executor=None) -> dict:
     """SCIP with no limit and with ``limit_s`` on the set-packing model (all windows) and the
-    paper's formulation (the first ``paper_windows`` windows)."""
-    s = SETTINGS[setting]
-    conv = s["convention"]
+    paper's formulation (the first ``paper_windows`` windows); one task per window."""
     windows = _windows(setting, epochs, windows_per_epoch, seed)
-    rows = []
-    for k, w in enumerate(progress(windows, desc=f"table4/{setting}", quiet=quiet)):
-        row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle}
-        for name, method, limit in (("sp_nolimit", "scip", None), ("sp_limit", "scip", limit_s)):
-            r = solve(w, method, convention=conv, time_limit_s=limit, seed=seed)
-            row[name], row[f"{name}_s"], row[f"{name}_status"] = r.objective, r.runtime_s, r.status.value
-        if k < paper_windows:
-            r = solve(w, "scip-paper", convention=conv, time_limit_s=limit_s, seed=seed)
-            row["paper_limit"], row["paper_limit_s"] = r.objective, r.runtime_s
-            row["paper_limit_status"] = r.status.value
-        rows.append(row)
+    tasks = [(setting, w.to_dict(), seed, limit_s, k < paper_windows)
+             for k, w in enumerate(windows)]
+    rows = (executor or make_executor(1)).results(table4_window, tasks, desc=f"table4/{setting}",
+                                                  quiet=quiet)
     return {"setting": setting, "rows": rows}
 
 
-def speed(setting="paper", num_windows=20, iterations=1000, seed=0) -> list[dict]:
-    """Iterations per second of the Numba SA loop against its plain-Python twin, same windows."""
+def table4_window(setting, w, seed, limit_s, with_paper) -> dict:
+    """Table IV's SCIP runs on one window (a task of the sweep; the window as a dict): one row."""
+    w = Window.from_dict(w)
+    conv = SETTINGS[setting]["convention"]
+    row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle}
+    for name, method, limit in (("sp_nolimit", "scip", None), ("sp_limit", "scip", limit_s)):
+        r = solve(w, method, convention=conv, time_limit_s=limit, seed=seed)
+        row[name], row[f"{name}_s"], row[f"{name}_status"] = r.objective, r.runtime_s, r.status.value
+    if with_paper:
+        r = solve(w, "scip-paper", convention=conv, time_limit_s=limit_s, seed=seed)
+        row["paper_limit"], row["paper_limit_s"] = r.objective, r.runtime_s
+        row["paper_limit_status"] = r.status.value
+    return row
+
+
+def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
+          repeats=3) -> list[dict]:
+    """Iterations per second of the Numba SA loop against its plain-Python twin, same windows, same
+    parameters (the setting's T_max, T_min 2.5, n^D = 2, q = 100, largest first), same seed.
+
+    Each side's time on a window is the best of ``repeats`` consecutive runs (as timeit does:
+    other processes on the cores only ever add time). With the paper's repair both run the same
+    iterations, so both must end at the same best cost (``same_result``: windows where they do).
+    The greedy twin runs 50 iterations (about 2 ms each). ``load_1min``: the load average after
+    the run."""
+    import os
+
     from heuristics import _kernels, reference
     from heuristics.anneal import anneal
+    from heuristics.operators import Metropolis, RandomDestroy
     from tjap.dcas import Arrays
 
     s = SETTINGS[setting]
     code = 0 if s["convention"] == "paper" else 1
     windows = _windows(setting, 1, num_windows, seed)
+    params = dict(accept=Metropolis(s["t_max"], 2.5), destroy=RandomDestroy(2),
+                  reinsert="largest-first", convention=s["convention"], seed=seed)
     out = []
     for repair, rcode, py_iters in (("paper", _kernels.REPAIR_PAPER, iterations),
                                     ("greedy", _kernels.REPAIR_GREEDY, 50)):
-        anneal(windows[0], iterations=1, repair=repair, convention=s["convention"])
-        ratios, numba_ips, python_ips = [], [], []
+        anneal(windows[0], iterations=1, repair=repair, **params)  # compile first
+        ratios, numba_ips, python_ips, same = [], [], [], 0
         for w in windows:
             a = Arrays(w)
             j = w.num_jobs
-            r = anneal(w, iterations=iterations, repair=repair, convention=s["convention"], seed=seed)
-            tick = time.perf_counter()
-            reference.anneal(a.switch_q, a.pod_q, code, a.sizes, np.arange(j), np.zeros(j, np.int64),
-                             py_iters, s["t_max"], 2.5, 2, rcode, 100, 0, 0, seed)
-            py = py_iters / (time.perf_counter() - tick)
-            nb = r.info["iterations_per_s"]
+            runs = [anneal(w, iterations=iterations, repair=repair, **params)
+                    for _ in range(repeats)]
+            nb = max(r.info["iterations_per_s"] for r in runs)
+            py = 0.0
+            for _ in range(repeats):
+                tick = time.perf_counter()
+                _, _, py_best = reference.anneal(
+                    a.switch_q, a.pod_q, code, a.sizes, np.arange(j), np.zeros(j, np.int64),
+                    py_iters, s["t_max"], 2.5, 2, rcode, 100, _kernels.REINSERT_LARGEST_FIRST,
+                    _kernels.ACCEPT_METROPOLIS, seed)
+                py = max(py, py_iters / (time.perf_counter() - tick))
+            r = runs[0]
             numba_ips.append(nb)
             python_ips.append(py)
             ratios.append(nb / py)
-        out.append({"repair": repair, "windows": len(windows), "numba_it_per_s": float(np.median(numba_ips)),
+            same += py_iters == iterations and py_best == r.objective
+        out.append({"repair": repair, "windows": len(windows),
+                    "numba_it_per_s": float(np.median(numba_ips)),
                     "python_it_per_s": float(np.median(python_ips)),
-                    "median_ratio": float(np.median(ratios)), "min_ratio": float(np.min(ratios))})
+                    "median_ratio": float(np.median(ratios)), "min_ratio": float(np.min(ratios)),
+                    "same_result": same if py_iters == iterations else None,
+                    "load_1min": os.getloadavg()[0]})
     return out
 
 
@@ -165,39 +205,47 @@ def print_table3(result: dict) -> str:
 
 
 def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
-              quiet=False) -> dict:
+              quiet=False, executor=None) -> dict:
     """NSA-500 against SA-500 / SA-1000 with the paper's repair at equal iterations, and against
-    SA with the paper's and our best repair at NSA's wall time, window by window."""
-    s = SETTINGS[setting]
-    conv = s["convention"]
+    SA with the paper's and our best repair at NSA's wall time, window by window (one task per
+    window: the equal-time budgets are measured on the same core as the runs they bound)."""
     windows = _windows(setting, epochs, windows_per_epoch, seed)
-    common = {"convention": conv, "seed": seed}
-    paper_sa = {"t_max": s["t_max"], "reinsert": s["reinsert"]}
-    solve(windows[0], "nsa", iterations=1, weights=weights, **common)
-    rows = []
-    for w in progress(windows, desc=f"nsa/{setting}", quiet=quiet):
-        nsa = solve(w, "nsa", iterations=500, weights=weights, **paper_sa, **common)
-        budget = nsa.runtime_s
-        runs = {
-            "nsa500": nsa,
-            "sa500": solve(w, "sa", iterations=500, **paper_sa, **common),
-            "sa1000": solve(w, "sa", iterations=1000, **paper_sa, **common),
-            "sa_paper_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
-                                        **paper_sa, **common),
-            "sa_best_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
-                                       **BEST_SA, **common),
-            "scas_opt": solve(w, "dp", **common),
-        }
-        row = {"epoch": w.meta["epoch"], "window": w.meta["index"]}
-        for name, r in runs.items():
-            row[name] = r.objective
-            row[f"{name}_s"] = r.runtime_s
-            row[f"{name}_iterations"] = r.iterations
-        rows.append(row)
-    names = list(runs)
+    solve(windows[0], "nsa", iterations=1, weights=weights,
+          convention=SETTINGS[setting]["convention"], seed=seed)
+    tasks = [(setting, w.to_dict(), seed, weights) for w in windows]
+    rows = (executor or make_executor(1)).results(nsa_window, tasks, desc=f"nsa/{setting}",
+                                                  quiet=quiet)
+    names = ["nsa500", "sa500", "sa1000", "sa_paper_same_time", "sa_best_same_time", "scas_opt"]
     per_epoch = _per_epoch(rows, names)
     nsa = np.array([r["nsa500"] for r in rows])
     impr = {n: 100 * float(np.mean((np.array([r[n] for r in rows]) - nsa) / np.array([r[n] for r in rows])))
             for n in names if n != "nsa500"}
     return {"setting": setting, "rows": rows, "epochs": per_epoch,
             "nsa_improvement_pct": impr, "gap_to_scas_pct": gaps(rows, names)}
+
+
+def nsa_window(setting, w, seed, weights) -> dict:
+    """NSA-500 and its SA comparisons on one window (a task of the sweep; the window as a dict):
+    one row."""
+    w = Window.from_dict(w)
+    s = SETTINGS[setting]
+    common = {"convention": s["convention"], "seed": seed}
+    paper_sa = {"t_max": s["t_max"], "reinsert": s["reinsert"]}
+    nsa = solve(w, "nsa", iterations=500, weights=weights, **paper_sa, **common)
+    budget = nsa.runtime_s
+    runs = {
+        "nsa500": nsa,
+        "sa500": solve(w, "sa", iterations=500, **paper_sa, **common),
+        "sa1000": solve(w, "sa", iterations=1000, **paper_sa, **common),
+        "sa_paper_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
+                                    **paper_sa, **common),
+        "sa_best_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
+                                   **BEST_SA, **common),
+        "scas_opt": solve(w, "dp", **common),
+    }
+    row = {"epoch": w.meta["epoch"], "window": w.meta["index"]}
+    for name, r in runs.items():
+        row[name] = r.objective
+        row[f"{name}_s"] = r.runtime_s
+        row[f"{name}_iterations"] = r.iterations
+    return row

@@ -36,6 +36,8 @@ def test_bench_speed(tmp_path, capsys):
     data = run_json(capsys, "bench", "speed", "--windows-per-epoch", 2, "--quiet", "--json")
     assert {r["repair"] for r in data["rows"]} == {"paper", "greedy"}
     assert all(r["median_ratio"] > 1 for r in data["rows"])
+    paper = next(r for r in data["rows"] if r["repair"] == "paper")
+    assert paper["same_result"] == paper["windows"]  # both sides ran the same search
 
 
 def test_bench_online(tmp_path, capsys):

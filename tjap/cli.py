@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from tjap.errors import TjapError
+from tjap.executor import add_executor_arguments, executor_from_args
 
 
 def _cap(value: str):
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--paper-time-limit", type=_positive(float), default=10.0, metavar="S")
     b.add_argument("--out", default="benchmarks/out", help="folder for CSV and PNG")
     _common(b)
+    add_executor_arguments(b, default_workers=1)   # rows carry solver times
 
     for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
                            ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
@@ -114,6 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
             b.add_argument("--limit", type=_positive(float), default=30.0, metavar="S")
         b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
         _common(b)
+        if name != "speed":   # a timing of one process: parallel runs would disturb it
+            add_executor_arguments(b, default_workers=1)   # rows carry solver times
     b = bench.add_parser("batch", help="batch simulator: LS6 speed, scaling, warm-start waits",
                          description="The simulator on the LS6 trace under every backfill mode, "
                                      "EASY on synthetic traces of two sizes, and the warm-started "
@@ -135,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
     b.add_argument("--out", default="benchmarks/out")
     _common(b)
+    add_executor_arguments(b)
 
     p = sub.add_parser("online", help="replay a workload with a scheduling policy",
                        description="Replay jobs of the paper's workload on an empty cluster and "
@@ -195,7 +200,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reactive wait > 12 h, 2-12 h, < 2 h")
     e.add_argument("--policy", default="reactive",
                    help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | "
-                        "moe_dqn | transformer_pg | moe_pg (learned: shipped weights)")
+                        "moe_dqn | transformer_pg | moe_pg (learned: shipped weights); several, "
+                        "comma-separated, are evaluated on the same pairs, one task each")
     e.add_argument("--scheduler", default="easy", choices=("easy", "mirage"),
                    help="easy: Slurm defaults (EASY, FCFS); mirage: the published Mirage "
                         "simulator (conservative backfill, age + size priority), which the "
@@ -203,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--pairs", type=_positive(int), default=20)
     e.add_argument("--max-tries", type=_positive(int), help="injection times tried (default 20x pairs)")
     _common(e)
+    add_executor_arguments(e)
+    from benchmarks.provision_live_demo import add_arguments as _live
+    _live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
+                          description="Watch a predecessor on a real Slurm and submit its successor "
+                                      "when the provisioner says so (compressed time; optional "
+                                      "trace background load). See benchmarks/provision_live_demo.py."))
+    _common(prov.choices["live"])
 
     from placement.network.cli import add_parser as _net
     _net(sub)
@@ -328,7 +341,8 @@ def cmd_bench(args) -> int:
         raise TjapError(f"--out {out_dir} is a file; give a folder")
     if args.what == "table3":
         res = sa_tables.table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
-                               args.freeform_time_limit, quiet=args.quiet)
+                               args.freeform_time_limit, quiet=args.quiet,
+                               executor=executor_from_args(args))
         names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
         summary = {"setting": args.setting, "epochs": res["epochs"],
                    "gap_to_scas_pct": sa_tables.gaps(res["rows"], names),
@@ -339,7 +353,8 @@ def cmd_bench(args) -> int:
         text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
     elif args.what == "table4":
         res = sa_tables.table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
-                               args.paper_windows, args.limit, quiet=args.quiet)
+                               args.paper_windows, args.limit, quiet=args.quiet,
+                               executor=executor_from_args(args))
         rows = res["rows"]
         paper = [r for r in rows if "paper_limit" in r]
         ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
@@ -356,7 +371,7 @@ def cmd_bench(args) -> int:
         text = "\n".join(f"{k}: {v}" for k, v in summary.items())
     elif args.what == "nsa":
         res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
-                                  args.seed, quiet=args.quiet)
+                                  args.seed, quiet=args.quiet, executor=executor_from_args(args))
         summary = {"setting": args.setting, "epochs": res["epochs"],
                    "nsa_improvement_pct": res["nsa_improvement_pct"],
                    "gap_to_scas_pct": res["gap_to_scas_pct"],
@@ -372,10 +387,11 @@ def cmd_bench(args) -> int:
         summary = {"setting": args.setting, "rows": rows}
         text = format_table(rows, [("repair", ""), ("windows", "d"), ("numba_it_per_s", ".0f"),
                                    ("python_it_per_s", ".0f"), ("median_ratio", ".1f"),
-                                   ("min_ratio", ".1f")])
+                                   ("min_ratio", ".1f"), ("same_result", ""),
+                                   ("load_1min", ".2f")])
     else:
         rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
-                          args.convention, quiet=args.quiet)
+                          args.convention, quiet=args.quiet, executor=executor_from_args(args))
         out_dir.mkdir(parents=True, exist_ok=True)
         png = online.plot(rows, out_dir / f"online_{args.layout}_s{args.seed}.png", args.convention)
         summary = {"rows": rows, "csv": str(write_csv(out_dir / f"online_{args.layout}_s{args.seed}.csv", rows)),
@@ -507,17 +523,46 @@ def _bench_batch(args) -> int:
     return 0
 
 
-def cmd_provision(args) -> int:
-    from heuristics.provisioning import evaluate, sample_pairs, scheduler_config
-    from learned.provision import make_provisioner
+def _trace_jobs(trace):
+    """The trace's jobs, read once per process (forked workers share the parent's)."""
     from placement.batch import load_trace
+
+    if trace not in _TRACES:
+        _TRACES.clear()
+        _TRACES[trace] = load_trace(trace)[0]
+    return _TRACES[trace]
+
+
+_TRACES: dict = {}
+
+
+def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler) -> dict:
+    """One provisioner over the injection times (a task of the executor)."""
+    from heuristics.provisioning import evaluate, scheduler_config
+    from learned.provision import make_provisioner
+    from placement.batch.chained import Pair
+
+    provisioner = make_provisioner(policy, **({} if policy in ("reactive", "avg")
+                                              else {"seed": seed}))
+    return evaluate(_trace_jobs(trace), cluster_nodes, Pair(nodes=nodes), times, provisioner,
+                    scheduler_config(scheduler))
+
+
+def cmd_provision(args) -> int:
+    if args.what == "live":
+        from benchmarks.provision_live_demo import run
+
+        return run(args)
+    from heuristics.provisioning import sample_pairs, scheduler_config
+    from learned.provision import make_provisioner
     from placement.batch.chained import Pair
     from placement.batch.replay import parse_date
 
-    jobs, _ = load_trace(args.trace)
+    jobs = _trace_jobs(args.trace)
     start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
-    provisioner = make_provisioner(args.policy, **({} if args.policy in ("reactive", "avg")
-                                                    else {"seed": args.seed}))
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    for policy in policies:   # bad names and missing weights fail here, before any replay
+        make_provisioner(policy, **({} if policy in ("reactive", "avg") else {"seed": args.seed}))
     config = scheduler_config(args.scheduler)
     pair = Pair(nodes=args.nodes)
     if args.nodes > args.cluster_nodes:
@@ -525,19 +570,28 @@ def cmd_provision(args) -> int:
     times = sample_pairs(jobs, args.cluster_nodes, pair, start, end,
                          None if args.load == "any" else args.load, args.pairs, args.seed,
                          config, max_tries=args.max_tries)
-    result = evaluate(jobs, args.cluster_nodes, pair, times, provisioner, config)
-    result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs,
-               "scheduler": args.scheduler}
-    if args.json:
-        _print_json(result)
+    tasks = [(args.trace, args.cluster_nodes, args.nodes, times, policy, args.seed, args.scheduler)
+             for policy in policies]
+    if len(tasks) == 1:   # errors propagate as one-line errors
+        results = [_provision_evaluate(*tasks[0])]
     else:
-        for key, value in result.items():
-            if key != "outcomes_h":
-                print(f"{key:28s} {value:.3f}" if isinstance(value, float) else f"{key:28s} {value}")
+        results = executor_from_args(args).results(_provision_evaluate, tasks,
+                                                   desc="provisioners", quiet=args.quiet)
+    for result in results:
+        result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs,
+                   "scheduler": args.scheduler}
+    if args.json:
+        _print_json(results[0] if len(policies) == 1 and results else results)
+    else:
+        for k, result in enumerate(results):
+            print("" if k == 0 else "\n", end="")
+            for key, value in result.items():
+                if key != "outcomes_h":
+                    print(f"{key:28s} {value:.3f}" if isinstance(value, float) else f"{key:28s} {value}")
     if len(times) < args.pairs:
         print(f"tjap: only {len(times)} of {args.pairs} injection times had {args.load} load",
               file=sys.stderr)
-    return 0
+    return 0 if len(results) == len(policies) else 1
 
 
 def _bench_exact(args) -> int:

@@ -17,7 +17,6 @@ rows, then one per decision), ``decision_offset`` (episode e's decisions), per d
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
 
 import numpy as np
@@ -26,6 +25,7 @@ from learned.provision.features import observation, remaining_s
 from placement.batch.chained import ChainedEpisode, Pair
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import SchedulerConfig
+from tjap.executor import Executor, TaskFailure
 
 _JOBS: Jobs | None = None  # the trace of the worker processes (set before forking)
 
@@ -63,24 +63,19 @@ def _record(args):
 def record_many(jobs: Jobs, cluster_nodes: int, injections: list[tuple[int, int]],
                 config: SchedulerConfig | None = None, workers: int = 1,
                 deadline_s: float | None = None) -> dict:
-    """Record ``(inject_s, pair_nodes)`` episodes on ``workers`` processes (forked, sharing
-    ``jobs``); stops taking new results at ``deadline_s`` (time.time()), keeping those done."""
+    """Record ``(inject_s, pair_nodes)`` episodes on ``workers`` processes of the sweep executor
+    (forked, so they share ``jobs``; hence no Ray here); stops taking new results at
+    ``deadline_s`` (time.time()), keeping those done. An episode that fails is reported and
+    left out."""
     global _JOBS
     _JOBS = jobs
-    tasks = [(int(t), int(n), cluster_nodes, config) for t, n in injections]
+    tasks = [((int(t), int(n), cluster_nodes, config),) for t, n in injections]
     done = []
-    if workers <= 1:
-        for task in tasks:
-            if deadline_s is not None and time.time() > deadline_s:
-                break
-            done.append(_record(task))
-    else:
-        with mp.get_context("fork").Pool(workers) as pool:
-            for episode in pool.imap(_record, tasks, chunksize=1):
-                done.append(episode)
-                if deadline_s is not None and time.time() > deadline_s:
-                    pool.terminate()
-                    break
+    for episode in Executor(workers, start_method="fork").map(_record, tasks, desc="episodes"):
+        if not isinstance(episode, TaskFailure):
+            done.append(episode)
+        if deadline_s is not None and time.time() > deadline_s:
+            break   # leaving the loop stops the workers
     return stack(done)
 
 

@@ -13,8 +13,9 @@ import argparse
 import json
 
 from tjap.errors import InvalidInputError
+from tjap.executor import add_executor_arguments
 
-POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt", "marl")
+POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl")
 
 
 def _int_in(low: int, high: int):
@@ -71,12 +72,19 @@ def add_parser(subparsers) -> None:
                                                       "(default tetris)")
     e.add_argument("--iterations", type=_int_in(0, 10**7), default=2000,
                    help="opt: annealing moves per batch (default 2000)")
+    e.add_argument("--opt-start", default="tetris",
+                   choices=("tetris", "lb", "lif", "random", "whole"),
+                   help="opt: the plans the annealing starts from (default tetris)")
     e.add_argument("--weights", default=None, metavar="PATH",
                    help="marl: trained weights (.json; default learned/weights/"
                         "interference_marl.json)")
     e.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    e.add_argument("--seeds", type=_int_in(1, 10**5), default=1,
+                   help="runs seeded --seed .. --seed + seeds - 1, one task each on --workers "
+                        "or --ray; prints their means (default 1)")
     e.add_argument("--json", action="store_true", help="print machine-readable JSON")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_arguments(e)
     f = sub.add_parser("fit", help="Table III: interference-model errors on held-out samples",
                        description="Fit Linear, Quad and the paper's model to generated "
                                    "co-location samples and print their held-out errors.")
@@ -119,9 +127,13 @@ def run(args) -> int:
                                  rate=rate, trace=args.trace)
     if args.weights is not None and args.policy != "marl":
         raise InvalidInputError("--weights needs --policy marl")
-    options = {"opt": {"iterations": args.iterations},
+    if args.opt_start != "tetris" and args.policy != "opt":
+        raise InvalidInputError("--opt-start needs --policy opt")
+    options = {"opt": {"iterations": args.iterations, "start": args.opt_start},
                "marl": {"weights": args.weights}}.get(args.policy, {})
     policy = make_policy(args.policy, **options)
+    if args.seeds > 1:
+        return _evaluate_seeds(args, cluster, rate, options)
     if args.policy == "marl":   # one small network per decision: extra threads only contend
         import torch
 
@@ -141,3 +153,44 @@ def run(args) -> int:
         if key not in ("policy", "cluster", "servers", "schedulers", "arrivals", "rate", "seed"):
             print(f"  {key:16s} {value:.4f}" if isinstance(value, float) else f"  {key:16s} {value}")
     return 0
+
+
+def run_seed(topology, k, arch, n, intervals, arrivals, trace, rate, drain, policy, options,
+             seed) -> dict:
+    """One seeded run's summary (a picklable task for the executor)."""
+    from heuristics.interference import make_policy
+    from placement.interference import Workload, make_cluster, simulate
+
+    cluster = make_cluster(topology, k, arch, n)
+    workload = Workload.generate(cluster.num_partitions, intervals, arrivals, seed, rate=rate,
+                                 trace=trace)
+    return simulate(cluster, workload, make_policy(policy, **options), seed=seed,
+                    drain=drain).summary()
+
+
+def _evaluate_seeds(args, cluster, rate, options) -> int:
+    """``--seeds N``: one run per seed on the executor, means over the seeds."""
+    from tjap.executor import TaskFailure, executor_from_args
+
+    tasks = [(args.topology, args.k, args.arch, args.n, args.intervals, args.arrivals,
+              args.trace, rate, not args.no_drain, args.policy, options, seed)
+             for seed in range(args.seed, args.seed + args.seeds)]
+    runs = [r for r in executor_from_args(args).map(run_seed, tasks, desc=args.policy,
+                                                    quiet=args.quiet)
+            if not isinstance(r, TaskFailure)]
+    if not runs:
+        raise InvalidInputError("every run failed (listed above); rerun with --workers 1 to debug")
+    keys = [key for key, value in runs[0].items() if isinstance(value, (int, float))]
+    summary = {key: sum(r[key] for r in runs) / len(runs) for key in keys}
+    summary |= {"policy": args.policy, "cluster": cluster.name, "servers": cluster.num_servers,
+                "schedulers": cluster.num_partitions, "arrivals": args.arrivals, "rate": rate,
+                "seed": args.seed, "seeds": len(runs)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return 0
+    print(f"{args.policy} on {cluster.name} ({cluster.num_servers} servers, "
+          f"{cluster.num_partitions} schedulers), {args.arrivals} arrivals, means over "
+          f"{len(runs)} seeds from {args.seed}")
+    for key in keys:
+        print(f"  {key:16s} {summary[key]:.4f}")
+    return 0 if len(runs) == args.seeds else 1

@@ -3,15 +3,18 @@
 ``tjap network evaluate --topology 8:1-16 --servers 64 --policy tetris --requests 128 --seeds 5``
 runs episodes seeded ``--seed-base`` .. ``--seed-base + seeds - 1`` (every policy sees the same
 requests) and prints the means: acceptance, CPU and memory utilisation, channel utilisation per
-tier and how spread the accepted requests were.
+tier and how spread the accepted requests were. The episodes run as tasks of the sweep executor
+(``--workers N``, default one process per core; ``--ray ADDRESS``); the figures do not depend on it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from tjap.errors import InvalidInputError
+from tjap.executor import add_executor_arguments
 
 POLICY_NAMES = ("tetris", "nalb", "nulb", "random", "exact", "gnn")
 
@@ -67,13 +70,16 @@ def add_parser(subparsers) -> None:
     e.add_argument("--per-seed", action="store_true", help="also print each episode")
     e.add_argument("--json", action="store_true", help="print machine-readable JSON")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_arguments(e)
 
 
 def run(args) -> int:
     """Run a ``tjap network`` subcommand; returns the exit code."""
-    from benchmarks.common import progress
+    import numpy as np
+
     from heuristics.network import make_policy
-    from placement.network import evaluate, paper_topology
+    from placement.network import Requests, evaluate, paper_topology
+    from tjap.executor import TaskFailure, executor_from_args, progress
 
     if args.what != "evaluate":
         raise InvalidInputError(f"unknown network command {args.what!r}")
@@ -90,12 +96,31 @@ def run(args) -> int:
     elif getattr(args, "weights", None):
         raise InvalidInputError("--weights is for --policy gnn")
     make_policy(args.policy, **options)  # fail on bad options before any episode
-    summary = evaluate(topology, lambda: make_policy(args.policy, **options),
-                       requests=args.requests, seeds=args.seeds, seed_base=args.seed_base,
-                       max_servers=args.max_servers, load=args.load,
-                       progress=lambda seeds: progress(seeds, total=args.seeds,
-                                                       desc=args.policy, quiet=args.quiet))
+    Requests.generate(topology, 1, args.seed_base, max_servers=args.max_servers, load=args.load)
+    executor = executor_from_args(args)
+    if executor.backend == "serial":
+        summary = evaluate(topology, lambda: make_policy(args.policy, **options),
+                           requests=args.requests, seeds=args.seeds, seed_base=args.seed_base,
+                           max_servers=args.max_servers, load=args.load,
+                           progress=lambda seeds: progress(seeds, total=args.seeds,
+                                                           desc=args.policy, quiet=args.quiet))
+    else:   # one task per seed; the same means as evaluate's over the same episodes
+        tasks = [(args.topology, args.servers, args.policy, options, args.requests, seed,
+                  args.max_servers, args.load)
+                 for seed in range(args.seed_base, args.seed_base + args.seeds)]
+        runs = list(executor.map(episode, tasks, desc=args.policy, quiet=args.quiet))
+        if any(isinstance(r, TaskFailure) for r in runs):
+            print(f"tjap: {len(executor.failures)} of {args.seeds} episodes failed (listed "
+                  "above); rerun with --workers 1 to debug", file=sys.stderr)
+            return 1
+        keys = [k for k, v in runs[0].items() if isinstance(v, (int, float)) and k != "seed"]
+        summary = {k: float(np.mean([r[k] for r in runs])) for k in keys}
+        summary |= {"requests": args.requests, "policy": runs[0]["policy"],
+                    "topology": topology.name, "servers": topology.num_servers,
+                    "seeds": args.seeds, "seed_base": args.seed_base, "episodes": runs}
     episodes = summary.pop("episodes")
+    for ep in episodes:
+        ep.pop("policy", None)
     if args.per_seed:
         summary["episodes"] = episodes
     if args.json:
@@ -111,3 +136,14 @@ def run(args) -> int:
             print(f"  seed {ep['seed']}: acceptance {ep['acceptance']:.3f} cpu {ep['cpu_util']:.3f} "
                   f"mem {ep['mem_util']:.3f}")
     return 0
+
+
+def episode(topology: str, servers: int, policy: str, options: dict, requests: int, seed: int,
+            max_servers: int, load: float) -> dict:
+    """One seeded episode's summary (a picklable task for the executor), with the policy's name."""
+    from heuristics.network import make_policy
+    from placement.network import evaluate, paper_topology
+
+    out = evaluate(paper_topology(topology, servers), lambda: make_policy(policy, **options),
+                   requests=requests, seeds=1, seed_base=seed, max_servers=max_servers, load=load)
+    return out["episodes"][0] | {"policy": out["policy"]}

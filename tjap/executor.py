@@ -1,0 +1,347 @@
+"""One executor for every sweep: serial, a local process pool, or a Ray cluster.
+
+A sweep is a picklable function and a list of argument sets (a tuple is passed as positional
+arguments, a dict as keyword arguments). :meth:`Executor.map` runs them and yields the results in
+the order of the argument sets, as soon as each one and all before it are done, with a progress
+bar. Seeds travel inside the argument sets, so the results are the same whatever the back end.
+
+A task that raises does not stop the sweep: it yields a :class:`TaskFailure` (its index, its
+arguments and the error, one line, also printed to stderr) in its place, and the other results
+come on. :class:`CsvRows` appends rows to a CSV as they arrive and flushes each, so a crash or
+Ctrl-C leaves a valid partial CSV. Ctrl-C (or leaving the loop early) stops the workers.
+
+Back ends
+---------
+- ``serial``: in this process, for debugging (``--workers 1``); torch runs on one thread during
+  the sweep, as in the workers, and gets its thread count back after.
+- ``pool`` (default): one process per core (``--workers N``), forked on Linux so workers share
+  what the parent loaded (traces, compiled Numba kernels), spawned elsewhere. Each worker pins
+  torch, Numba and BLAS to one thread, so N workers on N cores do not oversubscribe them.
+- ``ray``: ``--ray auto`` joins the Ray cluster running on this machine (``ray start``),
+  ``--ray HOST:PORT`` a cluster elsewhere, ``--ray local`` starts a private one here (tests).
+  Needs the ``[ray]`` extra (``pip install 'tjap[ray]'``). Every node needs the same tjap
+  installed (and the same data files at the same paths when a task reads one).
+
+Training
+--------
+RL training does not go through this executor: stable-baselines3 collects rollouts from
+vectorised environments, and ``SubprocVecEnv`` (one subprocess per environment, as
+``learned/network/train.py`` uses) is the local way to collect them on several cores. PPO steps
+all environments in lock step, once per action, so each step is a round trip to every worker:
+cheap over pipes, too chatty over a network. To use a Ray cluster for training, use Ray's own
+RLlib (its env runners are Ray actors) rather than pointing SubprocVecEnv at remote workers;
+this library ships no such trainer. Sweeps that *evaluate* trained weights are ordinary sweeps
+and run here.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import multiprocessing as mp
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from tjap.errors import InvalidInputError, MissingDependencyError
+
+RAY_HINT = "pip install 'tjap[ray]'"
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
+
+
+def progress(iterable, *, total=None, desc="", quiet=False):
+    """A tqdm bar on a terminal; silent when stdout is not a terminal or ``quiet`` is set."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, disable=quiet or not sys.stdout.isatty(),
+                leave=False)
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """A task that raised: its place in the sweep, its arguments and the error (one line)."""
+
+    index: int
+    args: Any
+    error: str
+
+    def line(self) -> str:
+        return f"task {self.index} {self.args!r} failed: {self.error}"
+
+
+def pin_threads() -> None:
+    """One thread for torch, Numba and BLAS in this process (called in every worker)."""
+    for name in _THREAD_VARS:
+        os.environ[name] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
+def _call(fn: Callable, index: int, args) -> tuple[int, bool, Any]:
+    """Run one task; an exception becomes its one-line description (and never escapes)."""
+    try:
+        value = fn(**args) if isinstance(args, dict) else fn(*args)
+        return index, True, value
+    except Exception as exc:  # noqa: BLE001 - reported with the task's arguments, sweep goes on
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        where = f" ({Path(frame.filename).name}:{frame.lineno})"
+        return index, False, f"{type(exc).__name__}: {exc}{where}".replace("\n", " ")
+
+
+def _call_pinned(fn, index, args):
+    pin_threads()
+    return _call(fn, index, args)
+
+
+class Executor:
+    """Runs sweeps; build one with :func:`make_executor` or :func:`executor_from_args`.
+
+    Parameters
+    ----------
+    workers : processes (pool) or concurrent tasks (Ray, None: the cluster's CPUs); 1: serial.
+    ray_address : None for a local back end; "auto", "local" or "HOST:PORT" for Ray.
+    start_method : the pool's multiprocessing start method (default fork on Linux, else spawn).
+    """
+
+    def __init__(self, workers: int | None = None, ray_address: str | None = None,
+                 start_method: str | None = None):
+        if workers is not None and (isinstance(workers, bool) or int(workers) != workers
+                                    or workers < 1):
+            raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
+        if ray_address is not None:
+            _import_ray()
+        self.ray_address = ray_address
+        if workers is not None:
+            self.workers = int(workers)
+        elif ray_address:
+            self.workers = None   # as many at once as the cluster has CPUs
+        else:
+            self.workers = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                            else os.cpu_count() or 1)
+        self.start_method = start_method or (
+            "fork" if sys.platform.startswith("linux") else "spawn")
+        self.failures: list[TaskFailure] = []
+
+    @property
+    def backend(self) -> str:
+        return "ray" if self.ray_address else "serial" if self.workers == 1 else "pool"
+
+    def __repr__(self) -> str:
+        where = f", ray {self.ray_address}" if self.ray_address else ""
+        return f"Executor({self.backend}, workers={self.workers}{where})"
+
+    def map(self, fn: Callable, tasks: Sequence, *, desc: str = "", quiet: bool = False,
+            report: bool = True) -> Iterator:
+        """Yield ``fn(*args)`` (or ``fn(**args)``) for each argument set of ``tasks``, in order;
+        a task that raised yields a :class:`TaskFailure` (also kept in ``self.failures`` and,
+        with ``report``, printed to stderr as one line). Leaving the loop stops the workers."""
+        tasks = list(tasks)
+        run = {"serial": self._serial, "pool": self._pool, "ray": self._ray}[self.backend]
+        bar = progress(None, total=len(tasks), desc=desc, quiet=quiet)
+        runner = run(fn, tasks)
+        try:
+            for index, ok, value in runner:
+                bar.update(1)
+                if not ok:
+                    value = TaskFailure(index, tasks[index], value)
+                    self.failures.append(value)
+                    if report:
+                        bar.clear()
+                        print(f"tjap: {value.line()}", file=sys.stderr, flush=True)
+                yield value
+        finally:
+            runner.close()   # stops the workers when the caller leaves early or on Ctrl-C
+            bar.close()
+
+    def results(self, fn: Callable, tasks: Sequence, **options) -> list:
+        """The successful results of :meth:`map`, in order (failures reported and dropped)."""
+        return [r for r in self.map(fn, tasks, **options) if not isinstance(r, TaskFailure)]
+
+    @staticmethod
+    def _serial(fn, tasks):
+        # torch on one thread here too, as in the workers (so results match), restored after
+        threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+        try:
+            for index, args in enumerate(tasks):
+                if "torch" in sys.modules:
+                    threads = threads or sys.modules["torch"].get_num_threads()
+                    sys.modules["torch"].set_num_threads(1)
+                yield _call(fn, index, args)
+        finally:
+            if threads and "torch" in sys.modules:
+                sys.modules["torch"].set_num_threads(threads)
+
+    def _pool(self, fn, tasks):
+        workers = min(self.workers, max(1, len(tasks)))
+        pool = mp.get_context(self.start_method).Pool(workers, initializer=pin_threads)
+        try:
+            results = pool.imap(_Star(fn), enumerate(tasks), chunksize=1)
+            for index in range(len(tasks)):
+                try:
+                    yield results.next()
+                except Exception as exc:  # noqa: BLE001 - e.g. arguments that cannot be pickled
+                    yield index, False, f"{type(exc).__name__}: {exc}"
+            pool.close()
+        finally:
+            pool.terminate()   # also on Ctrl-C and when the caller stops early
+            pool.join()
+
+    def _ray(self, fn, tasks):
+        ray = _import_ray()
+        if not ray.is_initialized():
+            _check_reachable(self.ray_address)
+            try:
+                if self.ray_address == "local":
+                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
+                             logging_level=logging.WARNING)
+                else:
+                    ray.init(address=self.ray_address, log_to_driver=False,
+                             logging_level=logging.WARNING)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise InvalidInputError(
+                    f"cannot join a Ray cluster at --ray {self.ray_address} ({first}); start one "
+                    "with `ray start --head`, or use --ray local for a private one") from None
+        remote = ray.remote(num_cpus=1)(_call_pinned)
+        fn_ref = ray.put(fn)
+        # at most ~2 tasks per worker in flight: results stream back while the rest wait
+        window = 2 * (self.workers or int(ray.cluster_resources().get("CPU", 1)))
+        pending, submitted = [], 0
+        try:
+            for index in range(len(tasks)):
+                while submitted < len(tasks) and submitted < index + window:
+                    pending.append(remote.remote(fn_ref, submitted, tasks[submitted]))
+                    submitted += 1
+                ref = pending.pop(0)
+                try:
+                    yield ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - e.g. the task's module is missing there
+                    yield index, False, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+        finally:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+
+
+class _Star:
+    """``(index, args) -> _call(fn, index, args)``, picklable for the pool."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, item):
+        return _call(self.fn, *item)
+
+
+def _check_reachable(address: str) -> None:
+    """Fail fast on a HOST:PORT nobody listens on (Ray itself retries for minutes)."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    if "://" in address or not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise InvalidInputError(f"cannot reach a Ray cluster at --ray {address} "
+                                f"({exc.strerror or exc}); check the address `ray start --head` "
+                                "printed") from None
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependencyError(f"--ray needs the optional Ray extra: {RAY_HINT}") from None
+    return ray
+
+
+def make_executor(workers: int | None = None, ray: str | None = None) -> Executor:
+    """An executor: Ray at address ``ray`` when given, else ``workers`` local processes (None:
+    one per core; 1: serial)."""
+    return Executor(workers, ray_address=ray)
+
+
+def add_executor_arguments(parser, default_workers: int | None = None) -> None:
+    """Add ``--workers N`` and ``--ray ADDRESS|auto|local`` to an argparse parser.
+
+    ``default_workers`` None means one process per core; benchmarks whose rows carry timings pass
+    1, so their timing columns are not measured while another task shares the cores."""
+    default = ("one per core" if default_workers is None
+               else "1, so that timings are not disturbed" if default_workers == 1
+               else str(default_workers))
+    parser.add_argument("--workers", type=_workers, default=default_workers, metavar="N",
+                        help=f"processes on this machine (default: {default}; 1: serial, "
+                             "in this process)")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="run the tasks on a Ray cluster: 'auto' (the one started on this "
+                             "machine with `ray start`), HOST:PORT, or 'local' (a private one); "
+                             f"needs {RAY_HINT}")
+
+
+def executor_from_args(args) -> Executor:
+    """The executor the parsed ``--workers`` / ``--ray`` ask for."""
+    return make_executor(getattr(args, "workers", None), getattr(args, "ray", None))
+
+
+def _workers(value: str) -> int:
+    import argparse
+
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--workers must be a positive integer, got {value!r}") from None
+    if not 1 <= number <= 4096:
+        raise argparse.ArgumentTypeError(f"--workers must be in 1..4096, got {value!r}")
+    return number
+
+
+class CsvRows:
+    """A CSV written row by row, flushed after each, valid after every write.
+
+    The header is the union of the rows' keys in first-seen order (as ``write_csv``): a row with
+    a new key rewrites the file (through a temporary file) with the wider header. Use as a
+    context manager or call :meth:`close`.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fields: list[str] = []
+        self.rows: list[dict] = []
+        self._file = None
+
+    def write(self, row: dict) -> None:
+        self.rows.append(row)
+        new = [k for k in row if k not in self.fields]
+        if new or self._file is None:
+            self.fields += new
+            self._rewrite()
+        else:
+            csv.DictWriter(self._file, fieldnames=self.fields).writerow(row)
+            self._file.flush()
+
+    def _rewrite(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with tmp.open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=self.fields)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        os.replace(tmp, self.path)
+        self._file = self.path.open("a", newline="")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
