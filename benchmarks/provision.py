@@ -69,6 +69,20 @@ def _evaluate(trace, nodes, load, times, method, seed, scheduler):
             "seconds": time.time() - tick}
 
 
+def _cells(text: str | None) -> list[tuple[int, str]]:
+    """The (nodes, load) cells to evaluate, from ``--cells`` ("1:heavy,8:heavy"; None: all six)."""
+    if not text:
+        return [(n, load) for n in (1, 8) for load in LOADS]
+    cells = []
+    for item in text.split(","):
+        nodes, _, load = item.partition(":")
+        if nodes not in ("1", "8") or load not in LOADS:
+            raise SystemExit(f"error: --cells item {item!r} must be NODES:LOAD with NODES 1 or 8 and "
+                             f"LOAD one of {', '.join(LOADS)}")
+        cells.append((int(nodes), load))
+    return cells
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True)
@@ -77,6 +91,8 @@ def main(argv=None) -> int:
     p.add_argument("--pairs", type=int, default=20)
     p.add_argument("--tries-per-pair", type=int, default=40)
     p.add_argument("--methods", nargs="+", default=list(METHODS))
+    p.add_argument("--cells", default=None, metavar="N:LOAD,...",
+                   help="only these cells, e.g. 1:heavy,8:heavy (default: 1 and 8 nodes x every load)")
     p.add_argument("--scheduler", default="mirage")
     add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0)
@@ -88,7 +104,7 @@ def main(argv=None) -> int:
     began = time.time()
     jobs = _jobs(args.trace)
     start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
-    cells = [(n, load) for n in (1, 8) for load in LOADS]
+    cells = _cells(args.cells)
     executor = executor_from_args(args)
     sampled = {}
     for out in executor.map(_sample, [
