@@ -1,0 +1,84 @@
+"""Seed 001 Fig. 10: the multi-agent scheduler against a single agent, as learning curves.
+
+Reads the metadata of two training runs of ``learned.interference.train`` (one with
+``--single-agent``), each of which stores its PPO curve (return and jobs per episode) and its
+greedy evaluation, and plots the episode cost per job (minus return over jobs: with ``--reward
+jct`` that is the mean time in the system per job, in intervals, within the episode) against
+PPO decisions, smoothed over a window of episodes::
+
+    python -m learned.interference.train --k 8 --intervals 8 --reward jct --bc-episodes 0 \\
+        --ppo-steps 150000 --rollout 2048 --seed 0 --eval-seeds 100,101 --out OUT/marl
+    python -m learned.interference.train ... --single-agent --out OUT/single
+    python -m benchmarks.interference_fig10 OUT/marl.json OUT/single.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import pyplot, save_figure
+from tjap.errors import InvalidInputError
+
+
+def load_run(path: str) -> dict:
+    """The PPO curve and the greedy evaluation of one training run's metadata file."""
+    try:
+        training = json.loads(Path(path).read_text())["training"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InvalidInputError(f"{path}: not the metadata of a learned.interference.train run "
+                                f"({exc}); give the .json that run wrote") from None
+    ppo = [row for row in training.get("curve", []) if row.get("phase") == "ppo"]
+    if not ppo:
+        raise InvalidInputError(f"{path}: the run has no PPO curve (train with --ppo-steps > 0)")
+    steps = np.array([row["step"] for row in ppo], float)
+    kind = "single agent" if training["single_agent"] else "multi-agent (per pod)"
+    return {"label": f"{kind}, {steps[-1] / 1000:.0f}k decisions", "steps": steps,
+            "cost_per_job": np.array([-row["return"] / max(row["jobs"], 1) for row in ppo]),
+            "eval_avg_jct": training.get("figures", {}).get("eval_avg_jct"),
+            "seconds": training.get("train_seconds"), "command": training.get("command")}
+
+
+def smooth(values: np.ndarray, window: int) -> np.ndarray:
+    """Trailing mean over ``window`` episodes (shorter at the start)."""
+    sums = np.cumsum(np.insert(values, 0, 0.0))
+    idx = np.arange(1, values.size + 1)
+    lo = np.maximum(idx - window, 0)
+    return (sums[idx] - sums[lo]) / (idx - lo)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="+", help="metadata .json of training runs")
+    p.add_argument("--window", type=int, default=20, help="episodes per smoothing window")
+    p.add_argument("--figure", default="benchmarks/figures/interference_fig10.png")
+    args = p.parse_args(argv)
+    try:
+        runs = [load_run(path) for path in args.runs]
+    except InvalidInputError as exc:
+        print(f"interference_fig10: error: {exc}", file=sys.stderr)
+        return 2
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for run in runs:
+        ax.plot(run["steps"], smooth(run["cost_per_job"], args.window), label=run["label"])
+        first = run["cost_per_job"][:args.window].mean()
+        last = run["cost_per_job"][-args.window:].mean()
+        print(f"{run['label']}: {run['steps'].size} episodes, {int(run['steps'][-1])} decisions, "
+              f"cost per job {first:.2f} (first {args.window}) -> {last:.2f} (last {args.window}), "
+              f"greedy avg JCT {run['eval_avg_jct']}, {run['seconds']} s")
+    ax.set_xlabel("PPO decisions")
+    ax.set_ylabel(f"episode cost per job (intervals, mean of {args.window} episodes)")
+    ax.set_title("Multi-agent vs single-agent scheduler, k = 8 fat-tree (cf. seed 001 Fig. 10)",
+                 fontsize=9)
+    ax.legend()
+    print(f"figure: {save_figure(fig, args.figure)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
