@@ -37,13 +37,25 @@ import numpy as np
 
 from placement.interference import _kernels as sim_kern
 from placement.interference import profiles
-from tjap._jit import njit
+from tjap._jit import njit, njit_inline
 from tjap.errors import InvalidInputError, UnknownMethodError
 
 TETRIS, LB, LIF, RANDOM = 0, 1, 2, 3
 _CODES = {"tetris": TETRIS, "lb": LB, "lif": LIF, "random": RANDOM}
 PCIE_REF_GBPS = 128.0
 
+
+
+@njit_inline
+def _occupy(g, sign, gpu, cpu, pcie, exp, gpu_free, cpu_used, pcie_used, exp_sum, tasks,
+            server_tasks, group_server):
+    """Put one task on GPU group ``g`` (sign +1) or take it off (sign -1)."""
+    gpu_free[g] -= sign * gpu
+    cpu_used[g] += sign * cpu
+    pcie_used[g] += sign * pcie
+    exp_sum[g] += sign * exp
+    tasks[g] += sign
+    server_tasks[group_server[g]] += sign
 
 @njit
 def _server_interference(s, g_add, cpu_add, pcie_add, exp_add, cpu_used, pcie_used, tasks,
@@ -120,12 +132,8 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
         if best < 0:
             break
         out[t] = best
-        gpu_free[best] -= gpu_need[t]
-        cpu_used[best] += cpu_need[t]
-        pcie_used[best] += pcie_need[t]
-        exp_sum[best] += exp_need[t]
-        tasks[best] += 1
-        server_tasks[group_server[best]] += 1
+        _occupy(best, 1, gpu_need[t], cpu_need[t], pcie_need[t], exp_need[t], gpu_free,
+                cpu_used, pcie_used, exp_sum, tasks, server_tasks, group_server)
         mark[group_server[best]] = 1
         placed += 1
     for t in range(placed):
@@ -133,13 +141,8 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
     if placed == n_tasks:
         return True
     for t in range(placed):
-        g = out[t]
-        gpu_free[g] += gpu_need[t]
-        cpu_used[g] -= cpu_need[t]
-        pcie_used[g] -= pcie_need[t]
-        exp_sum[g] -= exp_need[t]
-        tasks[g] -= 1
-        server_tasks[group_server[g]] -= 1
+        _occupy(out[t], -1, gpu_need[t], cpu_need[t], pcie_need[t], exp_need[t], gpu_free,
+                cpu_used, pcie_used, exp_sum, tasks, server_tasks, group_server)
     return False
 
 
@@ -269,19 +272,9 @@ def _batch_objective(n_jobs, job_model, job_workers, job_ps, bt_ptr, bt_group, b
 @njit
 def _move_task(t, g_new, bt_group, bt_gpu, bt_cpu, bt_pcie, bt_exp, gpu_free, cpu_used,
                pcie_used, tasks, exp_sum, server_tasks, group_server):
-    g = bt_group[t]
-    gpu_free[g] += bt_gpu[t]
-    cpu_used[g] -= bt_cpu[t]
-    pcie_used[g] -= bt_pcie[t]
-    exp_sum[g] -= bt_exp[t]
-    tasks[g] -= 1
-    server_tasks[group_server[g]] -= 1
-    gpu_free[g_new] -= bt_gpu[t]
-    cpu_used[g_new] += bt_cpu[t]
-    pcie_used[g_new] += bt_pcie[t]
-    exp_sum[g_new] += bt_exp[t]
-    tasks[g_new] += 1
-    server_tasks[group_server[g_new]] += 1
+    for g, sign in ((bt_group[t], -1), (g_new, 1)):
+        _occupy(g, sign, bt_gpu[t], bt_cpu[t], bt_pcie[t], bt_exp[t], gpu_free, cpu_used,
+                pcie_used, exp_sum, tasks, server_tasks, group_server)
     bt_group[t] = g_new
 
 
