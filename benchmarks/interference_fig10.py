@@ -10,6 +10,19 @@ PPO decisions, smoothed over a window of episodes::
         --ppo-steps 150000 --rollout 2048 --seed 0 --eval-seeds 100,101 --out OUT/marl
     python -m learned.interference.train ... --single-agent --out OUT/single
     python -m benchmarks.interference_fig10 OUT/marl.json OUT/single.json
+
+Fine-tuning mode: runs started from the cloned weights (``--init``) with ``--eval-every`` store
+the greedy policy's average JCT on the held-out ``--eval-seeds`` before PPO and every N
+decisions; when the runs have such points a second panel plots them against PPO decisions (the
+comparable measure across rewards: the left panel's cost is the reward's own)::
+
+    python -m learned.interference.train --k 8 --intervals 8 --reward jct --bc-episodes 0 \
+        --init learned/weights/interference_marl.json --ppo-steps 40960 --rollout 2048 \
+        --seed 0 --eval-seeds 100,101 --eval-every 8192 --out OUT/ft_marl
+    python -m learned.interference.train ... --single-agent \
+        --init learned/weights/interference_single.json --out OUT/ft_single
+    python -m benchmarks.interference_fig10 OUT/ft_marl.json OUT/ft_single.json \
+        --figure benchmarks/figures/interference_fig10_finetune.png
 """
 
 from __future__ import annotations
@@ -36,9 +49,16 @@ def load_run(path: str) -> dict:
     if not ppo:
         raise InvalidInputError(f"{path}: the run has no PPO curve (train with --ppo-steps > 0)")
     steps = np.array([row["step"] for row in ppo], float)
+    evals = [row for row in training.get("curve", []) if row.get("phase") == "eval"]
     kind = "single agent" if training["single_agent"] else "multi-agent (per pod)"
-    return {"label": f"{kind}, {steps[-1] / 1000:.0f}k decisions", "steps": steps,
+    start = "from clone" if training.get("init") else "from scratch"
+    reward = training.get("command", "").split("--reward ")[-1].split()[0] \
+        if "--reward " in training.get("command", "") else "proxy"
+    return {"label": f"{kind}, {start}, {reward}, {steps[-1] / 1000:.0f}k decisions",
+            "steps": steps,
             "cost_per_job": np.array([-row["return"] / max(row["jobs"], 1) for row in ppo]),
+            "eval_steps": np.array([row["step"] for row in evals], float),
+            "eval_jct": np.array([np.mean(row["avg_jct"]) for row in evals], float),
             "eval_avg_jct": training.get("figures", {}).get("eval_avg_jct"),
             "seconds": training.get("train_seconds"), "command": training.get("command")}
 
@@ -63,9 +83,16 @@ def main(argv=None) -> int:
         print(f"interference_fig10: error: {exc}", file=sys.stderr)
         return 2
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    curves = any(run["eval_steps"].size for run in runs)
+    fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(13 if curves else 7, 4))
+    ax = axes[0] if curves else axes
     for run in runs:
         ax.plot(run["steps"], smooth(run["cost_per_job"], args.window), label=run["label"])
+        if run["eval_steps"].size:
+            axes[1].plot(run["eval_steps"], run["eval_jct"], marker="o", label=run["label"])
+            print(f"{run['label']}: greedy avg JCT on the held-out seeds (mean) at "
+                  + ", ".join(f"{int(s)}: {j:.4f}" for s, j in zip(run["eval_steps"],
+                                                                  run["eval_jct"])))
         first = run["cost_per_job"][:args.window].mean()
         last = run["cost_per_job"][-args.window:].mean()
         print(f"{run['label']}: {run['steps'].size} episodes, {int(run['steps'][-1])} decisions, "
@@ -75,7 +102,12 @@ def main(argv=None) -> int:
     ax.set_ylabel(f"episode cost per job (intervals, mean of {args.window} episodes)")
     ax.set_title("Multi-agent vs single-agent scheduler, k = 8 fat-tree (cf. seed 001 Fig. 10)",
                  fontsize=9)
-    ax.legend()
+    ax.legend(fontsize=7 if curves else None)
+    if curves:
+        axes[1].set_xlabel("PPO decisions")
+        axes[1].set_ylabel("greedy avg JCT, held-out seeds (intervals)")
+        axes[1].set_title("Greedy policy during fine-tuning", fontsize=9)
+        axes[1].legend(fontsize=7)
     print(f"figure: {save_figure(fig, args.figure)}")
     return 0
 

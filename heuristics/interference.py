@@ -207,19 +207,20 @@ def make_policy(name: str, **options):
         if options:
             raise InvalidInputError(f"policy whole takes no options, got {sorted(options)}")
         return WholeJobPolicy()
-    if name == "marl":   # the learned schedulers (needs torch); options: weights=PATH
-        from learned.interference.policy import MarlPolicy
+    if name in ("marl", "single"):   # the learned schedulers (needs torch); weights=PATH
+        from learned.interference.policy import MarlPolicy, SingleAgentPolicy
 
         unknown = set(options) - {"weights"}
         if unknown:
-            raise InvalidInputError(f"policy marl takes only weights=PATH, got {sorted(unknown)}")
-        return MarlPolicy(**options)
+            raise InvalidInputError(f"policy {name} takes only weights=PATH, got "
+                                    f"{sorted(unknown)}")
+        return (MarlPolicy if name == "marl" else SingleAgentPolicy)(**options)
     raise UnknownMethodError(f"unknown interference policy {name!r}; choose one of "
                              f"{', '.join(POLICIES)}")
 
 
 #: Policy names of :func:`make_policy`.
-POLICIES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl")
+POLICIES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl", "single")
 
 
 @njit

@@ -47,3 +47,20 @@ def test_plots_both_runs(tmp_path, capsys):
                  "--window", "2", "--figure", str(figure)]) == 0
     out = capsys.readouterr().out
     assert figure.exists() and "single agent" in out and "multi-agent" in out
+
+
+def test_fine_tuning_runs_get_a_greedy_jct_panel(tmp_path, capsys):
+    path = _run(tmp_path, "ft", True, [-2.0, 1.0, 0.5])
+    meta = json.loads(open(path).read())
+    meta["training"]["init"] = "learned/weights/interference_single.json"
+    meta["training"]["command"] = "python -m learned.interference.train --reward jct_rule"
+    meta["training"]["curve"] += [{"phase": "eval", "step": s, "avg_jct": [4.0 + s / 1000, 4.2]}
+                                  for s in (0, 200)]
+    (tmp_path / "ft.json").write_text(json.dumps(meta))
+    run = load_run(str(tmp_path / "ft.json"))
+    assert "from clone, jct_rule" in run["label"]
+    assert list(run["eval_steps"]) == [0, 200] and np.allclose(run["eval_jct"], [4.1, 4.2])
+    figure = tmp_path / "ft.png"
+    assert main([str(tmp_path / "ft.json"), "--window", "2", "--figure", str(figure)]) == 0
+    out = capsys.readouterr().out
+    assert figure.exists() and "0: 4.1000, 200: 4.2000" in out

@@ -25,11 +25,17 @@ over the model's ideal iteration time), minus ``wait_penalty`` per job left wait
 each interval. With ``reward="jct"`` the reward is instead the true objective: minus the time
 every arrived, unfinished job spent in the system during each interval (in intervals), given at
 the interval's last decision, so an episode's return is minus the total JCT of its jobs up to the
-episode's end. Observations: :func:`learned.interference.features.observe`.
+episode's end. ``reward="jct_rule"`` credits the agent for the difference it makes against a
+hand-written rule (``rule``, default ``whole``): at reset the rule's own choices are run on the
+same workload (a twin env), and each interval's reward is the rule's time in system in that
+interval minus the agent's, so an episode's return is the rule's total JCT minus the agent's
+(zero for an exact copy of the rule, positive where the agent does better). Observations:
+:func:`learned.interference.features.observe`.
 
 ``single_agent=True`` is the single-agent variant: one scheduler whose graph is the whole cluster
-(every GPU group), one queue of every arrived job, no forwarding action. It exists in the env
-only (the simulator asks one scheduler per partition).
+(every GPU group), one queue of every arrived job, no forwarding action; in the simulator it is
+the ``single`` policy (:class:`learned.interference.policy.SingleAgentPolicy`), which replays
+these episodes exactly.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from tjap.errors import InvalidInputError
 
 WAIT_PENALTY = 0.2
 EXPERTS = ("tetris", "whole")
-REWARDS = ("proxy", "jct")
+REWARDS = ("proxy", "jct", "jct_rule")
 COMM_CLIP = 5.0
 
 
@@ -83,8 +89,12 @@ class InterferenceEnv(gym.Env):
     def __init__(self, topology: str = "fattree", k: int = 8, arch: str = "pcie", *,
                  intervals: int = 8, pattern: str = "poisson", rate: float | None = None,
                  extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY,
-                 reward: str = "proxy", single_agent: bool = False):
+                 reward: str = "proxy", single_agent: bool = False, rule: str = "whole"):
         from placement.interference.cli import default_rate
+
+        self._config = dict(topology=topology, k=k, arch=arch, intervals=intervals,
+                            pattern=pattern, rate=rate, extra_intervals=extra_intervals,
+                            wait_penalty=wait_penalty, single_agent=single_agent)
 
         self.cluster = make_cluster(topology, k, arch)
         if isinstance(intervals, bool) or not isinstance(intervals, (int, np.integer)) \
@@ -97,6 +107,9 @@ class InterferenceEnv(gym.Env):
             raise InvalidInputError(f"unknown reward {reward!r}; choose one of "
                                     f"{', '.join(REWARDS)}")
         self.reward = reward
+        if rule not in EXPERTS:
+            raise InvalidInputError(f"unknown rule {rule!r}; choose one of {', '.join(EXPERTS)}")
+        self.rule = rule
         self.single_agent = bool(single_agent)
         self.graphs, n, e, self.num_groups = partition_shapes(self.cluster, self.single_agent)
         P = self.cluster.num_partitions
@@ -114,9 +127,28 @@ class InterferenceEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         wseed = int(self.np_random.integers(1000, 2**31 - 1))
-        self.workload = Workload.generate(self.cluster.num_partitions, self.intervals,
-                                          self.pattern, wseed, rate=self.rate)
+        workload = Workload.generate(self.cluster.num_partitions, self.intervals, self.pattern,
+                                     wseed, rate=self.rate)
+        self._rule_cost = self.rule_interval_costs(workload) if self.reward == "jct_rule" \
+            else None
+        return self._begin(workload)
+
+    def rule_interval_costs(self, workload: Workload) -> np.ndarray:
+        """Time in system of every arrived job in each interval of ``workload``'s episode when
+        the rule ``self.rule`` makes every choice (a twin env with the JCT reward)."""
+        if getattr(self, "_twin", None) is None:
+            self._twin = InterferenceEnv(**self._config, reward="jct")
+        twin = self._twin
+        twin._begin(workload)
+        done = False
+        while not done:
+            _, _, done, _, _ = twin.step(twin.expert_action(self.rule))
+        return np.array(twin._interval_cost)
+
+    def _begin(self, workload: Workload):
+        self.workload = workload
         self.sim = Simulator(self.cluster, self.workload)
+        self._interval_cost = []
         self._reward, self._agent = 0.0, 0
         self._obs = {key: np.zeros(space.shape, space.dtype)
                      for key, space in self.observation_space.spaces.items()}
@@ -240,8 +272,12 @@ class InterferenceEnv(gym.Env):
             in_system = np.flatnonzero((w.arrival[:next_job] <= i)
                                        & (sim.state[:next_job] != DONE))
             running = sim.advance(running)
-            if self.reward == "jct":   # each job's share of this interval in the system
+            if self.reward != "proxy":   # each job's share of this interval in the system
                 finish = sim.finish[in_system]
-                self._reward -= float(np.where(np.isfinite(finish), finish - i, 1.0).sum())
+                cost = float(np.where(np.isfinite(finish), finish - i, 1.0).sum())
+                self._interval_cost.append(cost)
+                self._reward -= cost
+                if self.reward == "jct_rule" and i < len(self._rule_cost):
+                    self._reward += float(self._rule_cost[i])
             if next_job == len(w) and not any(queues) and not running:
                 return

@@ -326,7 +326,7 @@ def observe(sim, plan: Planning, graph: PartitionGraph, partition: int, visited:
                                  minlength=c.num_servers)[s_ids], 1)
     nodes[s_first:s_first + len(s_ids), 6] = plan.server_tasks[s_ids] / 16.0
     edges = graph.edge_static.copy()
-    edges[:, 1] = sim.link_flows[graph.edge_link] / 8.0
+    edges[:, 1] = plan.link_flows[graph.edge_link] / 8.0   # with the batch planned so far
     m = w.model[plan.job]
     job = np.array([plan.gpu[t], plan.cpu[t] / 8.0, plan.pcie[t] / 64.0,
                     profiles.GRAD_MB[m] / 500.0, w.workers[plan.job] / 4.0, w.ps[plan.job] / 4.0,

@@ -1,5 +1,6 @@
 """The ``marl`` placement policy: the trained GNN scheduler of every partition (shared weights)
-behind the simulator's policy protocol, and saving / loading its weights.
+behind the simulator's policy protocol, its single-agent twin ``single`` (one scheduler for the
+whole cluster), and saving / loading their weights.
 
 ``place(sim, partition, jobs)`` plans each job task by task on a scratch copy of the state
 (:class:`learned.interference.features.Planning`): the network scores the partition's GPU groups
@@ -7,6 +8,13 @@ and "forward"; the policy takes the best allowed action (greedy, so runs are det
 is returned as None (forwarded by the simulator to the other partitions, each at most once) when
 the network picks "forward" or a task fits nowhere. Forwarding is allowed before a job's first
 task only.
+
+``single`` (:class:`SingleAgentPolicy`) runs the same network over the whole cluster's graph
+(every GPU group, :data:`learned.interference.features.ALL`): the simulator asks it once per
+interval for every queued job (its ``scope`` is "cluster"), forwarding is never offered, and a
+job with a task that fits nowhere waits. Its default weights are the single-agent run's,
+``learned/weights/interference_single.json``; the queue feature holds each home scheduler's queue
+length, as in the env's single-agent episodes.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from tjap.errors import InvalidInputError
 
 FORMAT = "tjap.interference-gnn/1"
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
+SINGLE_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_single.json")
 
 
 def save_model(model, path, training: dict) -> tuple[Path, Path]:
@@ -60,10 +69,13 @@ class MarlPolicy:
     """The learned multi-agent scheduler (``name = "marl"``)."""
 
     name = "marl"
+    scope = "partition"
+    default_weights = DEFAULT_WEIGHTS
 
     def __init__(self, weights=None, model=None):
         if model is None:
-            model, self.meta = load_model(weights)
+            model, self.meta = load_model(weights if weights is not None
+                                          else self.default_weights)
         else:
             self.meta = {}
         self.model = model
@@ -90,28 +102,32 @@ class MarlPolicy:
     def place(self, sim, partition: int, jobs) -> list:
         import torch
 
-        from learned.interference.features import Planning, observe
+        from learned.interference.features import ALL, Planning, observe
         from learned.interference.gnn import to_torch
 
+        single = partition == ALL
         graph = self._graph(sim, partition)
         plan = Planning(sim, partition)
         P = sim.cluster.num_partitions
-        queue = np.zeros(P)
-        queue[partition] = len(jobs)
+        if single:   # every home scheduler's queue, as the env's single-agent episodes see it
+            queue = np.bincount(sim.workload.home[list(jobs)], minlength=P).astype(float)
+        else:
+            queue = np.zeros(P)
+            queue[partition] = len(jobs)
         plans = []
         for job in jobs:
-            visited = np.zeros(P, bool)
-            visited[[sim.workload.home[job], partition]] = True
+            visited = np.ones(P, bool) if single else np.zeros(P, bool)
+            visited[[sim.workload.home[job], max(partition, 0)]] = True
             plan.start(sim, job)
             ok = True
             while not plan.done:
                 obs, mask = observe(sim, plan, graph, partition, visited, queue)
-                if not mask[:-1].any() and plan.task > 0:
+                if not mask[:-1].any() and (plan.task > 0 or single):
                     ok = False
                     break
                 with torch.no_grad():
                     logits, _ = self.model(to_torch([obs]), graph.num_groups)
-                mask[-1] = plan.task == 0       # the simulator bounds forwarding
+                mask[-1] = plan.task == 0 and not single   # the simulator bounds forwarding
                 logits = logits[0].numpy()
                 action = int(np.argmax(np.where(mask, logits, -np.inf)))
                 self.stats["decisions"] += 1
@@ -126,3 +142,12 @@ class MarlPolicy:
                 plan.rollback(sim)
                 plans.append(None)
         return plans
+
+
+class SingleAgentPolicy(MarlPolicy):
+    """The learned single-agent scheduler (``name = "single"``): one GNN over the whole cluster,
+    one queue, no forwarding (the variant seed 001's Fig. 10 compares with MARL)."""
+
+    name = "single"
+    scope = "cluster"
+    default_weights = SINGLE_WEIGHTS

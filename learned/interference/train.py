@@ -6,8 +6,11 @@
    and the discounted returns (value, MSE).
 2. PPO (clipped, GAE) with masked sampling, every partition's decisions feeding the one shared
    network (parameter sharing), for ``--ppo-steps`` decisions, on the env's ``--reward`` (the
-   proxy or the true JCT). ``--single-agent`` trains the single-agent variant instead (one
-   scheduler for the whole cluster); ``--eval-seeds`` evaluates the greedy policy afterwards.
+   proxy, the true JCT, or ``jct_rule``: the JCT saved against the ``--expert`` rule on the same
+   workload). ``--single-agent`` trains the single-agent variant instead (one scheduler for the
+   whole cluster); ``--eval-seeds`` evaluates the greedy policy afterwards, and with
+   ``--eval-every N`` also before PPO and every N decisions (the Fig. 10 learning curves:
+   ``python -m benchmarks.interference_fig10``).
 
 ``python -m learned.interference.train --k 8 --seed 0 --out learned/weights/interference_marl``
 writes the weights, the metadata (how trained, the command, the seed, the curve) and a CSV curve.
@@ -80,7 +83,11 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
 
 
 def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: float, seed: int,
-        gamma: float, lam: float, clip: float, value_scale: float, entropy: float):
+        gamma: float, lam: float, clip: float, value_scale: float, entropy: float,
+        evaluate=None, eval_every: int = 0):
+    """PPO on ``env``; with ``evaluate`` (a function of the model returning a list of greedy avg
+    JCTs) and ``eval_every`` > 0 the curve also gets ``{"phase": "eval", "step", "avg_jct"}``
+    rows before the first rollout, at every ``eval_every`` decisions and after the last one."""
     import torch
 
     from learned.interference.gnn import to_torch
@@ -91,7 +98,20 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
     gen = torch.Generator().manual_seed(seed)
     obs, _ = env.reset(seed=seed)
     episode, ep_return, curve, done_steps = 0, 0.0, [], 0
+    next_eval = 0
+
+    def maybe_evaluate(last: bool = False):
+        nonlocal next_eval
+        if evaluate is None or eval_every <= 0 or (done_steps < next_eval and not last):
+            return
+        jct = evaluate(model)
+        curve.append({"phase": "eval", "step": done_steps, "avg_jct": jct})
+        print(f"eval at {done_steps} decisions: greedy avg JCT {np.round(jct, 3).tolist()}",
+              flush=True)
+        next_eval = done_steps + eval_every
+
     while done_steps < steps:
+        maybe_evaluate()
         buf_obs, buf_mask, buf_act, buf_logp, buf_val, buf_rew, buf_done = ([] for _ in range(7))
         model.eval()
         for _ in range(rollout):
@@ -150,6 +170,7 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
                 opt.step()
         done_steps += len(acts)
+    maybe_evaluate(last=True)
     return curve
 
 
@@ -188,15 +209,20 @@ def main(argv=None) -> int:
     p.add_argument("--pattern", default="poisson")
     p.add_argument("--expert", default="whole", choices=("whole", "tetris"),
                    help="the rule behaviour cloning imitates (default whole)")
-    p.add_argument("--reward", default="proxy", choices=("proxy", "jct"),
-                   help="env reward: proxy (added slowdown, comm cost, waiting) or jct (minus "
-                        "each interval's time in system of every job: the total JCT)")
+    p.add_argument("--reward", default="proxy", choices=("proxy", "jct", "jct_rule"),
+                   help="env reward: proxy (added slowdown, comm cost, waiting), jct (minus "
+                        "each interval's time in system of every job: the total JCT) or "
+                        "jct_rule (the --expert rule's time in system on the same workload "
+                        "minus the agent's: the JCT saved against the rule)")
     p.add_argument("--single-agent", action="store_true",
                    help="one scheduler for the whole cluster (no partitions, no forwarding)")
     p.add_argument("--eval-seeds", default="",
                    help="comma-separated env seeds to evaluate the greedy policy on after "
                         "training (24 intervals of arrivals + at most 24 to drain; stored in "
                         "the metadata)")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="with --eval-seeds: also evaluate before PPO and every N PPO decisions "
+                        "(learning curve of greedy avg JCT in the metadata)")
     p.add_argument("--bc-episodes", type=int, default=6)
     p.add_argument("--bc-epochs", type=int, default=6)
     p.add_argument("--ppo-steps", type=int, default=0)
@@ -218,7 +244,10 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     started = time.time()
     env = InterferenceEnv(k=args.k, intervals=args.intervals, pattern=args.pattern,
-                          reward=args.reward, single_agent=args.single_agent)
+                          reward=args.reward, single_agent=args.single_agent, rule=args.expert)
+    seeds = [int(x) for x in args.eval_seeds.split(",")] if args.eval_seeds else []
+    eval_env = InterferenceEnv(k=args.k, intervals=24, pattern=args.pattern, extra_intervals=24,
+                               single_agent=args.single_agent)
     model = InterferenceGNN(hidden=args.hidden, layers=args.layers)
     if args.init:
         from learned.interference.policy import load_model
@@ -237,14 +266,15 @@ def main(argv=None) -> int:
     if args.ppo_steps:
         curve += ppo(model, env, steps=args.ppo_steps, rollout=args.rollout, epochs=3, batch=128,
                      lr=3e-4, seed=args.seed, gamma=0.99, lam=0.95, clip=0.2,
-                     value_scale=value_scale, entropy=0.003)
+                     value_scale=value_scale, entropy=0.003,
+                     evaluate=(lambda m: evaluate_in_env(m, eval_env, seeds)) if seeds else None,
+                     eval_every=args.eval_every)
     figures = {}
     if args.eval_seeds:   # keep the trained weights even if the evaluation is cut short
         save_model(model, args.out, {"what": "saved before evaluation", "curve": curve})
-        seeds = [int(x) for x in args.eval_seeds.split(",")]
-        eval_env = InterferenceEnv(k=args.k, intervals=24, pattern=args.pattern,
-                                   extra_intervals=24, single_agent=args.single_agent)
-        jct = evaluate_in_env(model, eval_env, seeds)
+        evals = [row for row in curve if row.get("phase") == "eval"]
+        jct = evals[-1]["avg_jct"] if evals and evals[-1]["step"] >= args.ppo_steps \
+            else evaluate_in_env(model, eval_env, seeds)
         figures = {"eval_seeds": seeds, "eval_intervals": 24, "eval_avg_jct": jct}
         print(f"greedy avg JCT on seeds {seeds}: {np.round(jct, 3).tolist()}", flush=True)
     training = {"what": "seed 001 " + ("single-agent scheduler: one GNN actor-critic for the "
@@ -260,7 +290,10 @@ def main(argv=None) -> int:
                 "reward": {"proxy": "minus added predicted slowdown, minus comm cost / ideal "
                                     "iteration, minus 0.2 per waiting job per interval",
                            "jct": "minus each interval's time in system of every arrived job "
-                                  "(sum = total JCT)"}[args.reward]
+                                  "(sum = total JCT)",
+                           "jct_rule": f"the {args.expert} rule's time in system in each "
+                                       "interval on the same workload minus the agent's (sum = "
+                                       "the rule's total JCT minus the agent's)"}[args.reward]
                           + " (learned/envs/interference.py)",
                 "command": "python -m learned.interference.train " + " ".join(
                     sys.argv[1:] if argv is None else argv),

@@ -38,6 +38,8 @@ from placement.interference.model import Coefficients
 from tjap.errors import InvalidInputError
 
 WAITING, RUNNING, DONE = 0, 1, 2
+#: The ``partition`` argument of ``place`` for a policy whose scope is the whole cluster.
+CLUSTER = -1
 
 
 @runtime_checkable
@@ -49,6 +51,11 @@ class PlacementPolicy(Protocol):
     parameter servers) or None (not here: the job is forwarded). The plans of one call are
     committed in order, so together they must fit (:meth:`Simulator.fits`); a policy reads the
     simulator's state and never writes it. A learned policy implements the same methods.
+
+    A policy with ``scope = "cluster"`` is one scheduler for the whole cluster (the single-agent
+    variant): it is called once per interval with ``partition = CLUSTER`` and every queued job
+    (the schedulers' queues in partition order), may use any GPU group, and nothing is
+    forwarded (a job it returns None for waits for the next interval).
     """
 
     name: str
@@ -249,7 +256,7 @@ class Simulator:
                 continue
             plan = np.asarray(plan, np.int64)
             if plan.size and (plan.min() < 0 or plan.max() >= len(allowed)
-                              or np.any(allowed[plan] != partition)):
+                              or (partition != CLUSTER and np.any(allowed[plan] != partition))):
                 raise InvalidInputError(f"policy {policy.name} placed job {job} outside "
                                         f"partition {partition}")
             self.commit(job, plan)
@@ -276,6 +283,11 @@ class Simulator:
             raise InvalidInputError(f"max_intervals must be a positive integer, got "
                                     f"{max_intervals!r}")
         seed = w.seed if seed is None else int(seed)
+        scope = getattr(policy, "scope", "partition")
+        if scope not in ("partition", "cluster"):
+            raise InvalidInputError(f"policy {policy.name} has scope {scope!r}; a policy's scope "
+                                    "is 'partition' (the default) or 'cluster'")
+        whole_cluster = scope == "cluster"
         started = time.perf_counter()
         self.reset()
         policy.reset(self, seed)
@@ -292,7 +304,11 @@ class Simulator:
                 queues[w.home[next_job]].append(next_job)
                 next_job += 1
             forward = []
-            for p in range(c.num_partitions):
+            if whole_cluster:    # one scheduler, one queue, no forwarding
+                queued = [j for q in queues for j in q]
+                if queued:
+                    self._offer(policy, CLUSTER, queued)
+            for p in range(0 if whole_cluster else c.num_partitions):
                 if queues[p]:
                     forward += self._offer(policy, p, queues[p])
             placed = set()
