@@ -10,12 +10,15 @@ Injection times: uniform random times of [--from, --to) whose reactive outcome f
 level (heavy > 12 h, medium 2-12 h, light <= 2 h) are kept (``sample_pairs``) until --pairs are
 found or --tries-per-pair x pairs times were tried (heavy-load times are rare: 3 % of 1-node
 injections). Scheduler setting --scheduler (default: the published Mirage simulator's). Writes
-benchmarks/out/provision_march.csv and benchmarks/figures/provision_march.png.
+benchmarks/out/provision_march.csv, the sampled injection times beside it
+(provision_march.times.json; ``--times`` reads such a file back to skip sampling the cells it
+holds) and benchmarks/figures/provision_march.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from functools import lru_cache
@@ -27,8 +30,10 @@ from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_
                                save_figure, write_csv)
 from tjap.executor import add_executor_arguments
 
+#: Every provisioner; ``NAME@4``: the regressor's threshold for interruption weight e_I / e_O = 4
+#: (a performance-sensitive user in the paper's sense, section 4.5; :mod:`learned.provision.calibrate`).
 METHODS = ("reactive", "avg", "rf", "xgb", "transformer", "moe", "transformer_dqn", "moe_dqn",
-           "transformer_pg", "moe_pg")
+           "transformer_pg", "moe_pg", "transformer@4", "moe@4")
 LOADS = ("heavy", "medium", "light")
 #: The paper's A100 figures we can read from its text (Figs. 8-9 are bar charts): heavy-load
 #: mean-interruption reduction against reactive.
@@ -83,6 +88,20 @@ def _cells(text: str | None) -> list[tuple[int, str]]:
     return cells
 
 
+def _read_times(path, key: dict) -> dict:
+    """Cells -> injection times of a ``--times`` file written by an earlier run with the same
+    trace, period, scheduler and seed (``key``)."""
+    try:
+        saved = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"error: cannot read --times {path}: {exc}") from None
+    if not isinstance(saved, dict) or saved.get("key") != key:
+        raise SystemExit(f"error: --times {path} was sampled with other settings "
+                         f"({saved.get('key') if isinstance(saved, dict) else saved!r}, "
+                         f"this run: {key}); drop --times to sample again")
+    return {tuple(json.loads(cell)): times for cell, times in saved["cells"].items()}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True)
@@ -94,6 +113,8 @@ def main(argv=None) -> int:
     p.add_argument("--cells", default=None, metavar="N:LOAD,...",
                    help="only these cells, e.g. 1:heavy,8:heavy (default: 1 and 8 nodes x every load)")
     p.add_argument("--scheduler", default="mirage")
+    p.add_argument("--times", default=None, metavar="FILE",
+                   help="reuse the injection times of an earlier run (its OUT.times.json)")
     add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="benchmarks/out/provision_march.csv")
@@ -106,16 +127,27 @@ def main(argv=None) -> int:
     start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
     cells = _cells(args.cells)
     executor = executor_from_args(args)
-    sampled = {}
+    key = {"trace": Path(args.trace).name, "from": args.start, "to": args.end,
+           "scheduler": args.scheduler, "seed": args.seed, "tries_per_pair": args.tries_per_pair}
+    saved = _read_times(args.times, key) if args.times else {}
+    sampled = {cell: saved[cell][:args.pairs] for cell in cells
+               if cell in saved and len(saved[cell]) >= args.pairs}
+    for cell in sampled:
+        print(f"{cell[0]}-node {cell[1]}: {len(sampled[cell])} injection times from {args.times}")
     for out in executor.map(_sample, [
             (args.trace, n, load, start, end, args.pairs, args.seed + 100 * n,
-             args.tries_per_pair * args.pairs, args.scheduler) for n, load in cells], quiet=True):
+             args.tries_per_pair * args.pairs, args.scheduler) for n, load in cells
+            if (n, load) not in sampled], quiet=True):
         if isinstance(out, TaskFailure):
             continue
         cell, times, seconds = out
         sampled[cell] = times
         print(f"{cell[0]}-node {cell[1]}: {len(times)} injection times ({seconds:.0f} s)",
               flush=True)
+    times_path = Path(args.out).with_suffix(".times.json")
+    times_path.parent.mkdir(parents=True, exist_ok=True)
+    times_path.write_text(json.dumps({"key": key, "cells": {json.dumps(list(c)): t
+                                                            for c, t in sampled.items()}}))
     tasks = [(args.trace, n, load, sampled[(n, load)], m, args.seed, args.scheduler)
              for n, load in cells if (n, load) in sampled for m in args.methods]
     rows = []
@@ -136,7 +168,7 @@ def main(argv=None) -> int:
                               ("zero_interruption_fraction", ".2f"),
                               ("interruption_reduction_pct", ".1f"), ("seconds", ".0f")]))
     plot(rows, args.methods, Path(args.figure))
-    print(f"files: {args.out}, {args.figure}; {time.time() - began:.0f} s in all")
+    print(f"files: {args.out}, {times_path}, {args.figure}; {time.time() - began:.0f} s in all")
     return 0
 
 

@@ -17,7 +17,7 @@ def make_provisioner(name: str, **options):
     from heuristics.provisioning import make_provisioner as hand_written
     from tjap.errors import UnknownMethodError
 
-    if name in MODELS:
+    if name.partition("@")[0] in MODELS:
         return load_provisioner(name, **options)
     if name in POLICIES:
         return hand_written(name, **options)

@@ -4,7 +4,10 @@ their weights: ``learned/weights/provision_<model>.{pt,npz}`` beside ``provision
 
 - ``rf``, ``xgb``, ``transformer``, ``moe``: a regressor of the successor's wait if submitted now;
   submit once the predicted wait is at least the predecessor's remaining time (the predicted start
-  falls at or after the predecessor's expected end).
+  falls at or after the predecessor's expected end). With an interruption weight w = e_I / e_O
+  (``load_provisioner(name, interruption_weight=w)``, or the name ``"moe@w"``), submit once
+  scale * predicted wait + shift >= remaining time, (scale, shift) calibrated for w on the
+  training period's held-out episodes (:mod:`learned.provision.calibrate`).
 - ``transformer_dqn``, ``moe_dqn``: the DQN head on the frozen foundation model; submit when
   Q(submit) > Q(wait).
 - ``transformer_pg``, ``moe_pg``: the policy-gradient head; submit with the head's probability
@@ -89,16 +92,20 @@ def load_torch(path):
 
 
 class TreeProvisioner:
-    """Submit once the tree ensemble's predicted wait reaches the remaining time."""
+    """Submit once the tree ensemble's predicted wait (times ``scale``, plus ``shift_h``) reaches
+    the remaining time."""
 
-    def __init__(self, name: str, ensemble, meta: dict | None = None):
+    def __init__(self, name: str, ensemble, meta: dict | None = None, scale: float = 1.0,
+                 shift_h: float = 0.0):
         self.name, self.ensemble, self.meta = name, ensemble, meta or {}
+        self.scale, self.shift_h = scale, shift_h
 
     def predicted_wait_h(self, episode) -> float:
         return float(self.ensemble.predict(normalise(observation(episode)).reshape(1, -1))[0])
 
     def decide(self, episode) -> bool:
-        return self.predicted_wait_h(episode) * HOUR_S >= remaining_s(episode)
+        wait_h = self.scale * self.predicted_wait_h(episode) + self.shift_h
+        return wait_h * HOUR_S >= remaining_s(episode)
 
 
 class NetworkProvisioner:
@@ -106,11 +113,12 @@ class NetworkProvisioner:
     remaining time), "dqn" (Q(submit) > Q(wait)) or "pg" (the head's submit probability)."""
 
     def __init__(self, name: str, foundation, head=None, rule: str = "wait", mode: str = "greedy",
-                 seed: int = 0, meta: dict | None = None):
+                 seed: int = 0, meta: dict | None = None, scale: float = 1.0, shift_h: float = 0.0):
         if rule not in ("wait", "dqn", "pg") or mode not in ("greedy", "sample"):
             raise InvalidInputError(f"unknown rule {rule!r} / mode {mode!r}")
         self.name, self.foundation, self.head, self.rule, self.mode = name, foundation, head, rule, mode
         self.meta = meta or {}
+        self.scale, self.shift_h = scale, shift_h
         self._rng = np.random.default_rng(seed)
 
     def outputs(self, episode) -> dict:
@@ -131,31 +139,76 @@ class NetworkProvisioner:
     def decide(self, episode) -> bool:
         out = self.outputs(episode)
         if self.rule == "wait":
-            return out["predicted_wait_h"] >= out["remaining_h"]
+            return self.scale * out["predicted_wait_h"] + self.shift_h >= out["remaining_h"]
         if self.rule == "dqn":
             return bool(out["head"][1] > out["head"][0])
         p = 1.0 / (1.0 + np.exp(-float(out["head"][0])))
         return bool(self._rng.random() < p) if self.mode == "sample" else p >= 0.5
 
 
-def load_provisioner(name: str, weights_dir=None, seed: int = 0):
-    """The learned provisioner ``name`` (one of :data:`MODELS`) from its shipped weights."""
-    if name not in MODELS:
-        raise UnknownMethodError(f"unknown learned provisioner {name!r}; choose one of "
+def parse_name(name: str) -> tuple[str, float | None]:
+    """``"moe@2"`` -> ("moe", 2.0): a provisioner name with an optional interruption weight."""
+    base, at, weight = str(name).partition("@")
+    if not at:
+        return base, None
+    try:
+        value = float(weight)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise InvalidInputError(f"{name!r}: the interruption weight after '@' must be a positive "
+                                "number, e.g. moe@2")
+    return base, value
+
+
+def load_provisioner(name: str, weights_dir=None, seed: int = 0,
+                     interruption_weight: float | None = None):
+    """The learned provisioner ``name`` (one of :data:`MODELS`, optionally ``name@w``) from its
+    shipped weights. ``interruption_weight`` w = e_I / e_O serves the regressors' thresholds
+    calibrated for w; the DQN and PG heads only serve the weights they were trained with."""
+    base, weight = parse_name(name)
+    if weight is not None and interruption_weight is not None and weight != interruption_weight:
+        raise InvalidInputError(f"{name!r} and interruption_weight={interruption_weight:g} disagree")
+    weight = weight if weight is not None else interruption_weight
+    if base not in MODELS:
+        raise UnknownMethodError(f"unknown learned provisioner {base!r}; choose one of "
                                  f"{', '.join(MODELS)}")
-    model = MODELS[name]
+    model = MODELS[base]
     path = metadata_path(model, weights_dir)
+    rule = base.rsplit("_", 1)[1] if "_" in base else "wait"
+    label = base if weight is None else f"{base}@{weight:g}"
     if model in ("rf", "xgb"):
         from learned.provision.trees import TreeEnsemble
 
         meta = read_metadata(path)
-        return TreeProvisioner(name, TreeEnsemble.load(path.with_name(meta["weights_file"])), meta)
+        scale, shift = _thresholds(meta, weight, label)
+        return TreeProvisioner(label, TreeEnsemble.load(path.with_name(meta["weights_file"])), meta,
+                               scale, shift)
     import torch
 
     torch.set_num_threads(1)
     foundation, heads, meta = load_torch(path)
-    rule = name.rsplit("_", 1)[1] if "_" in name else "wait"
     head = heads.get(rule) if rule != "wait" else None
     if rule != "wait" and head is None:
         raise InvalidInputError(f"{path} has no {rule} head")
-    return NetworkProvisioner(name, foundation, head, rule, meta.get("pg_mode", "greedy"), seed, meta)
+    if rule != "wait":
+        trained = meta.get("reward", {})
+        trained_w = trained.get("e_interruption", 1.0) / trained.get("e_overlap", 1.0)
+        if weight is not None and weight != trained_w:
+            raise InvalidInputError(
+                f"the {rule} head of {path.name} was trained for e_I/e_O = {trained_w:g}, not "
+                f"{weight:g}; retrain it with `python -m learned.provision.train "
+                f"--e-interruption {weight:g}`")
+        scale, shift = 1.0, 0.0
+    else:
+        scale, shift = _thresholds(meta, weight, label)
+    return NetworkProvisioner(label, foundation, head, rule, meta.get("pg_mode", "greedy"), seed,
+                              meta, scale, shift)
+
+
+def _thresholds(meta: dict, weight: float | None, label: str) -> tuple[float, float]:
+    if weight is None:
+        return 1.0, 0.0
+    from learned.provision.calibrate import thresholds
+
+    return thresholds(meta, weight, label)

@@ -329,7 +329,14 @@ def injection_times(start_s, end_s, count, seed, pair_nodes):
     return [(int(t), pair_nodes[i % len(pair_nodes)]) for i, t in enumerate(rng.permutation(times))]
 
 
-def main(argv=None) -> int:
+def split_episodes(n_ep: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(training, held-out) episode indices: 15 % held out, drawn by ``rng`` (seeded by --seed)."""
+    order = rng.permutation(n_ep)
+    n_val = max(1, int(round(0.15 * n_ep)))
+    return np.sort(order[n_val:]), np.sort(order[:n_val])
+
+
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m learned.provision.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True)
     p.add_argument("--out", default="learned/weights")
@@ -354,7 +361,11 @@ def main(argv=None) -> int:
     p.add_argument("--e-overlap", type=float, default=1.0)
     p.add_argument("--device", default="cuda")
     p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
     try:
         return run(args, argv if argv is not None else sys.argv[1:])
     except InvalidInputError as exc:
@@ -403,9 +414,8 @@ def run(args, argv) -> int:
     if n_ep < 4:
         raise InvalidInputError(f"only {n_ep} episodes recorded; give more --budget-s or --workers")
     rng = np.random.default_rng(args.seed)
-    order = rng.permutation(n_ep)
-    n_val = max(1, int(round(0.15 * n_ep)))
-    train, val = E.subset(data, np.sort(order[n_val:])), E.subset(data, np.sort(order[:n_val]))
+    train_idx, val_idx = split_episodes(n_ep, rng)
+    train, val = E.subset(data, train_idx), E.subset(data, val_idx)
     fb_h = data["fallback_outcome_s"] / HOUR_S
     log(f"train {n_ep - n_val} / validation {n_val} episodes; reactive outcome: heavy "
         f"{(fb_h > 12).sum()}, medium {((fb_h > 2) & (fb_h <= 12)).sum()}, light {(fb_h <= 2).sum()}")

@@ -1,0 +1,128 @@
+"""Thresholds of the regression provisioners for user-set interruption weights (seed 004, 4.5)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from heuristics.provisioning import run_episode
+from learned.provision import make_provisioner
+from learned.provision.calibrate import (SCALES, SHIFTS_H, choose, penalty_h, thresholds,
+                                         training_args)
+from learned.provision.episodes import first_submission, record_episode, stack
+from learned.provision.policies import WEIGHTS_DIR, parse_name, read_metadata
+from placement.batch import Jobs, SchedulerConfig
+from placement.batch.chained import ChainedEpisode, Pair
+from tjap.errors import InvalidInputError, UnknownMethodError
+
+H = 3600
+EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
+PAIR = Pair(nodes=2, runtime_s=6 * H, limit_s=6 * H)
+
+
+def busy_trace(n=120):
+    return Jobs.build(submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n,
+                      runtime_s=[5 * H] * n)
+
+
+def test_penalty_weighs_interruption_and_counts_overlap_once():
+    assert penalty_h(np.array([2 * H, -3 * H]), 1.0) == pytest.approx(2.5)
+    assert penalty_h(np.array([2 * H, -3 * H]), 4.0) == pytest.approx((8 + 3) / 2)
+    assert penalty_h(np.array([0]), 7.0) == 0.0
+
+
+def test_choose_finds_the_grids_best_rule_by_brute_force():
+    jobs = busy_trace()
+    data = stack([record_episode(jobs, 4, t * H, PAIR, EXACT) for t in (30, 33, 36)])
+    rng = np.random.default_rng(0)
+    pred_h = data["wait_s"] / H + rng.normal(0, 1.5, len(data["wait_s"]))   # a noisy regressor
+    remaining_h = data["remaining_s"] / H
+    for weight in (1.0, 4.0):
+        chosen = choose(data, pred_h, [weight])[f"{weight:g}"]
+        brute = min(penalty_h(first_submission(data, a * pred_h + b >= remaining_h)[0], weight)
+                    for a, b in itertools.product(SCALES, SHIFTS_H))
+        assert chosen["penalty_h"] == pytest.approx(brute)
+        assert chosen["penalty_h"] <= chosen["plain_rule_penalty_h"] + 1e-12
+        got = first_submission(data, chosen["scale"] * pred_h + chosen["shift_h"] >= remaining_h)[0]
+        assert penalty_h(got, weight) == pytest.approx(chosen["penalty_h"])
+
+
+def test_an_exact_predictor_keeps_the_plain_rule():
+    data = stack([record_episode(busy_trace(), 4, t * H, PAIR, EXACT) for t in (30, 33)])
+    chosen = choose(data, data["wait_s"] / H, [1.0])["1"]
+    # predicted wait = the probed wait: the plain rule is optimal, and ties go to it
+    assert (chosen["scale"], chosen["shift_h"]) == (1.0, 0.0)
+
+
+def test_names_with_a_weight_are_parsed_and_checked():
+    assert parse_name("moe") == ("moe", None)
+    assert parse_name("moe@2") == ("moe", 2.0)
+    for bad in ("moe@", "moe@x", "moe@-1", "moe@0"):
+        with pytest.raises(InvalidInputError, match="positive number"):
+            parse_name(bad)
+    with pytest.raises(UnknownMethodError, match="choose one of"):
+        make_provisioner("moo@2")
+
+
+def test_uncalibrated_weight_names_the_fix():
+    with pytest.raises(InvalidInputError, match="learned.provision.calibrate --trace TRACE --weights 3.5"):
+        thresholds({"thresholds": {"by_interruption_weight": {"1": {}}}}, 3.5, "moe@3.5")
+
+
+def test_heads_refuse_weights_they_were_not_trained_for():
+    pytest.importorskip("torch")
+    with pytest.raises(InvalidInputError, match="--e-interruption 2"):
+        make_provisioner("moe_dqn@2")
+
+
+def test_calibrated_threshold_changes_the_decisions(tmp_path):
+    pytest.importorskip("torch")
+    for f in WEIGHTS_DIR.glob("provision_transformer.*"):
+        shutil.copy(f, tmp_path / f.name)
+    meta_path = tmp_path / "provision_transformer.json"
+    meta = json.loads(meta_path.read_text())
+    # a threshold that always submits (shift 1000 h) and one that equals the plain rule
+    meta["thresholds"] = {"by_interruption_weight": {"9": {"scale": 0.0, "shift_h": 1000.0},
+                                                     "1": {"scale": 1.0, "shift_h": 0.0}}}
+    meta_path.write_text(json.dumps(meta))
+    early = make_provisioner("transformer@9", weights_dir=tmp_path)
+    assert early.name == "transformer@9" and (early.scale, early.shift_h) == (0.0, 1000.0)
+    ep = ChainedEpisode(busy_trace(), 4, 30 * H, PAIR, config=EXACT)
+    run_episode(ep, early)
+    assert ep.submitted_s == 30 * H   # the first decision
+    plain = make_provisioner("transformer", weights_dir=tmp_path)
+    same = make_provisioner("transformer@1", weights_dir=tmp_path)
+    outcomes = [run_episode(ChainedEpisode(busy_trace(), 4, 30 * H, PAIR, config=EXACT), p)
+                for p in (plain, same)]
+    assert outcomes[0] == outcomes[1]
+
+
+def test_training_args_come_from_the_shipped_metadata():
+    meta = read_metadata(WEIGHTS_DIR / "provision_moe.json")
+    args, recorded = training_args(meta)
+    assert (args.episodes, args.seed, args.start, args.end) == (1600, 0, "2022-11-01", "2023-03-01")
+    assert recorded == meta["episodes"]["train"] + meta["episodes"]["validation"]
+    with pytest.raises(InvalidInputError, match="cannot be read"):
+        training_args({"command": "python -m learned.provision.train --bogus"})
+
+
+def test_benchmark_reuses_saved_injection_times_only_with_the_same_settings(tmp_path):
+    from benchmarks.provision import _cells, _read_times
+
+    key = {"trace": "ls6-a100.tsv", "from": "2023-03-01", "to": "2023-04-01",
+           "scheduler": "mirage", "seed": 0, "tries_per_pair": 40}
+    path = tmp_path / "t.times.json"
+    path.write_text(json.dumps({"key": key, "cells": {json.dumps([1, "heavy"]): [5, 7, 9]}}))
+    assert _read_times(path, key) == {(1, "heavy"): [5, 7, 9]}
+    with pytest.raises(SystemExit, match="other settings"):
+        _read_times(path, key | {"seed": 1})
+    path.write_text("{not json")
+    with pytest.raises(SystemExit, match="cannot read --times"):
+        _read_times(path, key)
+    assert _cells("1:heavy,8:light") == [(1, "heavy"), (8, "light")]
+    with pytest.raises(SystemExit, match="NODES:LOAD"):
+        _cells("2:heavy")
