@@ -201,7 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--policy", default="reactive",
                    help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | "
                         "moe_dqn | transformer_pg | moe_pg (learned: shipped weights); several, "
-                        "comma-separated, are evaluated on the same pairs, one task each")
+                        "comma-separated, are evaluated on the same pairs, one task each; "
+                        "NAME@W (e.g. moe@2) serves a regressor's threshold calibrated for "
+                        "interruption weight e_I/e_O = W")
     e.add_argument("--scheduler", default="easy", choices=("easy", "mirage"),
                    help="easy: Slurm defaults (EASY, FCFS); mirage: the published Mirage "
                         "simulator (conservative backfill, age + size priority), which the "
@@ -256,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--imitation-batch-size", type=_positive(int), default=256)
     t.add_argument("--out", default="learned/weights/nsa_cnn3")
     _common(t)
+    from learned.network.train import add_parser as _train_network
+    _train_network(train)
 
     p = sub.add_parser("demo", help="a paper-sized window solved by every exact method",
                        description="Generate the first window of the paper's stream (1000 idle "
@@ -405,6 +409,10 @@ def cmd_bench(args) -> int:
 
 
 def cmd_train(args) -> int:
+    if args.what == "network":
+        from learned.network.train import run_cli
+
+        return run_cli(args)
     from learned.train import train_nsa
 
     out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,

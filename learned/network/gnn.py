@@ -246,6 +246,17 @@ class GNNPolicy:
         self.sample = bool(sample)
         self._topology = None
 
+    @classmethod
+    def from_network(cls, net: GraphSAGEAllocator, routing: str = "shortest",
+                     sample: bool = False) -> "GNNPolicy":
+        """The policy of a network in memory (e.g. during training), without weight files."""
+        if not isinstance(net, GraphSAGEAllocator):
+            raise InvalidInputError(f"net must be a GraphSAGEAllocator, got {type(net).__name__}")
+        policy = cls.__new__(cls)
+        policy.weights, policy.net, policy.meta = "<in memory>", net, {"routing": routing}
+        policy.routing, policy.sample, policy._topology = routing, bool(sample), None
+        return policy
+
     def reset(self, topology: Topology, seed: int) -> None:
         if topology is not self._topology:
             self.net.set_topology(topology)

@@ -180,6 +180,89 @@ def _write_curve(path: Path, curve: list[dict]) -> None:
         writer.writerows(curve)
 
 
+def add_parser(train_subparsers) -> None:
+    """``tjap train network``: MaskablePPO (this module), or with ``--imitation`` DAgger imitation
+    of the exact model (:mod:`learned.network.imitation`) first."""
+    import argparse as ap
+
+    def positive(kind):
+        def parse(value):
+            try:
+                number = kind(value)
+            except ValueError:
+                raise ap.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
+            if not 0 < number <= 1e9:
+                raise ap.ArgumentTypeError(f"expected a positive number up to 1e9, got {value!r}")
+            return number
+        return parse
+
+    t = train_subparsers.add_parser(
+        "network", help="the seed-003 gnn server allocator (imitation and/or MaskablePPO)",
+        description="Train the seed-003 gnn allocator on the 64-server topologies: optionally "
+                    "DAgger imitation of the exact CP-SAT model (--imitation-iterations), then "
+                    "MaskablePPO (--timesteps, 0: none). Writes OUT.pt, OUT.json (metadata) and, "
+                    "after PPO, OUT_curve.csv.")
+    t.add_argument("--topologies", nargs="+", default=list(NAMES), metavar="NAME")
+    t.add_argument("--imitation-iterations", type=int, default=0,
+                   help="DAgger rounds of imitation of the exact model (0: none)")
+    t.add_argument("--imitation-episodes", type=positive(int), default=6,
+                   help="labelled 128-request episodes per DAgger round")
+    t.add_argument("--timesteps", type=int, default=200_000, help="PPO steps (0: none)")
+    t.add_argument("--envs", type=positive(int), default=1)
+    t.add_argument("--requests", type=positive(int), default=32,
+                   help="requests per PPO training episode")
+    t.add_argument("--learning-rate", type=positive(float), default=PPO["learning_rate"])
+    t.add_argument("--time-budget", type=positive(float), default=None, metavar="S",
+                   help="wall-clock budget of each stage")
+    t.add_argument("--init", default=None, metavar="JSON", help="start from these weights")
+    t.add_argument("--eval-seeds", type=int, default=5)
+    t.add_argument("--out", default="learned/weights/network_gnn")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--json", action="store_true")
+    t.add_argument("--quiet", action="store_true")
+
+
+def run_cli(args) -> int:
+    """Run ``tjap train network`` (bad arguments raise InvalidInputError: one line, exit 2)."""
+    import json
+
+    from placement.network import paper_topology
+
+    if args.imitation_iterations < 0 or args.timesteps < 0:
+        raise InvalidInputError("--imitation-iterations and --timesteps must be >= 0")
+    if args.imitation_iterations == 0 and args.timesteps == 0:
+        raise InvalidInputError("nothing to train: give --imitation-iterations N and/or "
+                                "--timesteps N (> 0)")
+    if args.init is not None and not Path(args.init).with_suffix(".json").exists():
+        raise InvalidInputError(f"--init {args.init}: no such weights metadata file "
+                                "(give the .json written by training)")
+    for name in args.topologies:
+        paper_topology(name, 64)
+    command = "tjap train network " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    out, init = {}, args.init
+    if args.imitation_iterations:
+        from learned.network.imitation import train_imitation
+
+        target = args.out + "_imitation" if args.timesteps else args.out
+        out["imitation"] = train_imitation(
+            args.topologies, iterations=args.imitation_iterations,
+            episodes=args.imitation_episodes, seed=args.seed, out=target, init=init,
+            time_budget_s=args.time_budget, quiet=args.quiet, command=command)
+        init = out["imitation"]["metadata"]
+    if args.timesteps:
+        out["ppo"] = train_network(args.topologies, timesteps=args.timesteps, envs=args.envs,
+                                   seed=args.seed, out=args.out, requests=args.requests,
+                                   ppo={"learning_rate": args.learning_rate},
+                                   eval_seeds=args.eval_seeds, quiet=args.quiet, command=command,
+                                   time_budget_s=args.time_budget, init=init)
+    if args.json:
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        for stage, result in out.items():
+            print(f"{stage}: weights {result['weights']}, metadata {result['metadata']}")
+    return 0
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m learned.network.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -27,6 +27,14 @@ hold needs no channels; it is answered directly (best fit). The tests check the 
 brute force over server sets and per-pair paths on tiny topologies.
 
 The model is myopic (one request at a time): exact for the request, not for the episode.
+
+Mid-request (``fixed``: the servers already chosen, whose resources and paths the free state
+already holds), the same model completes the request: x_v = 1 for the fixed servers (they give
+nothing more), only new pairs count (p_ab = n_a n_b - f_a f_b, with f the fixed servers per rack),
+a fixed server's own link carries one path to each new server (m - |F| <= free_channels), and the
+plan lists the new servers only, ``paths[m]`` naming a candidate per server of fixed + servers[:m].
+An optimal completion of an optimal set's subset is the rest of that set (the fixed part's cost is
+a constant), which is what imitation of the exact model (learned/network/imitation.py) labels.
 """
 
 from __future__ import annotations
@@ -82,8 +90,13 @@ class RequestPlan:
 
 
 def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: int, mem: int, *,
-                  time_limit_s: float | None = 1.0, seed: int = 0, workers: int = 1) -> RequestPlan:
+                  time_limit_s: float | None = 1.0, seed: int = 0, workers: int = 1,
+                  fixed=()) -> RequestPlan:
     """The fewest-channel plan for a request of ``cpu`` and ``mem`` units on the given free state.
+
+    ``fixed``: servers already chosen for this request (their paths already reserved in
+    ``free_channels``); the plan then completes the request with new servers (``cpu`` and ``mem``
+    being what is still needed), see the module notes.
 
     Returns a plan with status OPTIMAL, FEASIBLE (time limit hit with a solution), INFEASIBLE or
     TIME_LIMIT (no solution found in time; ``servers`` is empty).
@@ -96,8 +109,12 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     if free_cpu.shape != (n,) or free_mem.shape != (n,) or free_channels.shape != (topology.num_links,):
         raise InvalidInputError(f"free_cpu and free_mem need {n} entries and free_channels "
                                 f"{topology.num_links}")
-    if min(cpu, mem) < 1:
-        raise InvalidInputError(f"request cpu and mem must be >= 1, got {cpu}, {mem}")
+    fixed = [int(v) for v in fixed]
+    if len(set(fixed)) != len(fixed) or any(not 0 <= v < n for v in fixed):
+        raise InvalidInputError(f"fixed must name distinct servers in [0, {n}), got {fixed}")
+    if min(cpu, mem) < 1 and not (fixed and min(cpu, mem) >= 0 and cpu + mem >= 1):
+        raise InvalidInputError(f"request cpu and mem must be >= 1 (mid-request, with fixed "
+                                f"servers: >= 0, one of them >= 1), got {cpu}, {mem}")
     if time_limit_s is not None and not time_limit_s > 0:
         raise InvalidInputError(f"time_limit_s must be positive or None, got {time_limit_s!r}")
 
@@ -105,29 +122,40 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
         return RequestPlan(tuple(int(s) for s in servers), tuple(tuple(int(j) for j in p) for p in paths),
                            int(channels), Status(status), time.perf_counter() - start, bound)
 
+    if fixed:   # the fixed servers give nothing more
+        free_cpu, free_mem = free_cpu.copy(), free_mem.copy()
+        free_cpu[fixed] = free_mem[fixed] = 0
     if free_cpu.sum() < cpu or free_mem.sum() < mem:
         return plan((), (), 0, Status.INFEASIBLE)
     single = np.flatnonzero((free_cpu >= cpu) & (free_mem >= mem))
-    if single.size:
+    if single.size and not fixed:
         best = single[np.argmin(free_cpu[single] + free_mem[single])]
         return plan((best,), ((),), 0, Status.OPTIMAL, 0.0)
 
     cp_model = _backends.require("ortools.sat.python.cp_model")
     t = topology
     model = cp_model.CpModel()
-    V = np.flatnonzero((free_cpu > 0) | (free_mem > 0)).tolist()
+    is_fixed = np.zeros(n, bool)
+    is_fixed[fixed] = True
+    V = np.flatnonzero((free_cpu > 0) | (free_mem > 0) | is_fixed).tolist()
     x = {v: model.NewBoolVar(f"x{v}") for v in V}
+    for v in fixed:
+        model.Add(x[v] == 1)
     model.Add(sum(int(free_cpu[v]) * x[v] for v in V) >= cpu)
     model.Add(sum(int(free_mem[v]) * x[v] for v in V) >= mem)
     m = model.NewIntVar(0, len(V), "m")
     model.Add(m == sum(x.values()))
-    for v in V:   # v's own link carries one path to each other chosen server
-        model.Add(m <= int(free_channels[v]) + 1).OnlyEnforceIf(x[v])
-    count, size = {}, {}
+    for v in V:   # v's own link carries one (new) path to each other chosen server
+        if is_fixed[v]:
+            model.Add(m <= int(free_channels[v]) + len(fixed))
+        else:
+            model.Add(m <= int(free_channels[v]) + 1).OnlyEnforceIf(x[v])
+    count, size, fixed_in = {}, {}, {}
     for r in range(t.num_racks):
         members = [x[v] for v in V if t.rack_of[v] == r]
         if members:
             size[r] = len(members)
+            fixed_in[r] = sum(1 for v in fixed if t.rack_of[v] == r)
             count[r] = model.NewIntVar(0, len(members), f"n{r}")
             model.Add(count[r] == sum(members))
     # pairs of servers in different racks a < b use the switch links of one of the racks' paths;
@@ -137,8 +165,9 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     for i, a in enumerate(racks):
         for b in racks[i + 1:]:
             hi = size[a] * size[b]
-            pairs = model.NewIntVar(0, hi, f"p{a}_{b}")
-            model.AddMultiplicationEquality(pairs, [count[a], count[b]])
+            all_pairs = model.NewIntVar(0, hi, f"q{a}_{b}")
+            model.AddMultiplicationEquality(all_pairs, [count[a], count[b]])
+            pairs = all_pairs - fixed_in[a] * fixed_in[b]   # the fixed pairs hold their paths
             terms = []
             for j in range(t.rack_path_count[a, b]):
                 links = t.rack_path_len[a, b, j]
@@ -156,7 +185,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     # every pair uses both servers' links: 2 * m(m-1)/2 = m*m - m channels
     m_sq = model.NewIntVar(0, len(V) ** 2, "m_sq")
     model.AddMultiplicationEquality(m_sq, [m, m])
-    fit = {v: int(free_cpu[v] + free_mem[v]) for v in V}
+    fit = {v: int(free_cpu[v] + free_mem[v]) for v in V}   # 0 for the fixed servers
     weight = 1 + sum(fit.values())
     model.Minimize(weight * (m_sq - m + sum(switch_cost)) + sum(fit[v] * x[v] for v in V))
 
@@ -164,10 +193,10 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     status = _backends.cpsat_status(solver.Solve(model))
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return plan((), (), 0, status)
-    servers = [v for v in V if solver.BooleanValue(x[v])]
+    servers = fixed + [v for v in V if solver.BooleanValue(x[v]) and not is_fixed[v]]
     left = {key: solver.Value(var) for key, var in z.items()}
-    paths, channels = [()], 0
-    for k in range(1, len(servers)):
+    paths, channels = [()] * max(1, len(fixed)), 0
+    for k in range(max(1, len(fixed)), len(servers)):
         row = []
         for i in range(k):
             a, b = sorted((int(t.rack_of[servers[i]]), int(t.rack_of[servers[k]])))
@@ -178,5 +207,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
             row.append(j)
             channels += 2 + int(t.rack_path_len[a, b, j])
         paths.append(tuple(row))
-    bound = float(solver.BestObjectiveBound() // weight)
+    bound = float(solver.BestObjectiveBound() // weight) - (len(fixed) ** 2 - len(fixed))
+    if fixed:
+        servers, paths = servers[len(fixed):], paths[len(fixed):]
     return plan(servers, paths, channels, status, bound)
