@@ -126,3 +126,23 @@ def test_benchmark_reuses_saved_injection_times_only_with_the_same_settings(tmp_
     assert _cells("1:heavy,8:light") == [(1, "heavy"), (8, "light")]
     with pytest.raises(SystemExit, match="NODES:LOAD"):
         _cells("2:heavy")
+
+
+def test_calibrate_command_writes_thresholds_beside_existing_ones(tmp_path):
+    pytest.importorskip("torch")
+    from learned.provision.calibrate import main
+
+    for f in WEIGHTS_DIR.glob("provision_transformer.*"):
+        shutil.copy(f, tmp_path / f.name)
+    meta_path = tmp_path / "provision_transformer.json"
+    meta = json.loads(meta_path.read_text())
+    meta["thresholds"] = {"by_interruption_weight": {"9": {"scale": 0.0, "shift_h": 1000.0}}}
+    meta_path.write_text(json.dumps(meta))
+    data = stack([record_episode(busy_trace(), 4, t * H, PAIR, EXACT) for t in (30, 33)])
+    np.savez(tmp_path / "held_out.npz", **data)   # a cached recording: nothing is re-recorded
+    assert main(["--trace", "unused.tsv", "--models", "transformer", "--weights", "2",
+                 "--weights-dir", str(tmp_path), "--data", str(tmp_path / "held_out.npz")]) == 0
+    table = json.loads(meta_path.read_text())["thresholds"]["by_interruption_weight"]
+    assert list(table) == ["2", "9"] and table["9"]["shift_h"] == 1000.0
+    assert table["2"]["scale"] in SCALES and table["2"]["shift_h"] in SHIFTS_H
+    assert make_provisioner("transformer@2", weights_dir=tmp_path).scale == table["2"]["scale"]

@@ -18,7 +18,8 @@ a rule on them is exact (:func:`learned.provision.episodes.first_submission`).
 
     python -m learned.provision.calibrate --trace ../shared/traces/ls6-a100.tsv --weights 1 2 4
 
-writes the thresholds into each model's metadata (``thresholds``; the weights are unchanged).
+writes the thresholds into each model's metadata (``thresholds``, beside those of other weights
+already there; the weights themselves are unchanged).
 ``make_provisioner("moe@2")`` (or ``--interruption-weight 2`` on the command line) serves them.
 """
 
@@ -169,6 +170,8 @@ def main(argv=None) -> int:
               f"({time.time() - began:.0f} s)", flush=True)
         for model, meta in metas.items():
             chosen = choose(data, predictions_h(model, data, args.weights_dir), args.weights)
+            kept = {w: c for w, c in meta.get("thresholds", {}).get("by_interruption_weight",
+                                                                        {}).items() if w not in chosen}
             meta["thresholds"] = {
                 "rule": "submit once scale * predicted_wait_h + shift_h >= remaining_h",
                 "chosen_on": "the training run's held-out episodes (Nov 2022 - Feb 2023), "
@@ -177,7 +180,8 @@ def main(argv=None) -> int:
                 "command": "python -m learned.provision.calibrate " + " ".join(
                     argv if argv is not None else sys.argv[1:]),
                 "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "by_interruption_weight": chosen}
+                "by_interruption_weight": dict(sorted((kept | chosen).items(),
+                                                      key=lambda kv: float(kv[0])))}
             metadata_path(model, args.weights_dir).write_text(json.dumps(meta, indent=2))
             for w, c in chosen.items():
                 print(f"{model} e_I/e_O={w}: scale {c['scale']}, shift {c['shift_h']} h, penalty "
