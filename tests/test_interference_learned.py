@@ -8,10 +8,13 @@ import torch
 
 from heuristics.interference import make_policy
 from learned.envs.interference import InterferenceEnv
+from learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
 from learned.interference.gnn import InterferenceGNN, to_torch
 from learned.interference.policy import MarlPolicy, load_model, save_model
 from placement.interference import Simulator, Workload, make_cluster
 from tjap.errors import InvalidInputError
+
+FORWARD_BIAS = 1.0
 
 
 def brute_feasible(env) -> np.ndarray:
@@ -93,7 +96,8 @@ def test_forwarding_terminates():
 
 
 def test_simulator_forwarding_with_marl_terminates():
-    """A model biased to forward: the simulator offers each job to each partition once."""
+    """A model biased to forward: the simulator offers each job to each partition at most once,
+    and the last partition to see it cannot forward it (the env's mask), so it places it there."""
     model = InterferenceGNN(hidden=8, layers=1)
     with torch.no_grad():
         model.forward_head[-1].bias.fill_(100.0)
@@ -102,7 +106,9 @@ def test_simulator_forwarding_with_marl_terminates():
     policy = MarlPolicy(model=model)
     result = Simulator(cluster, w).run(policy, seed=0, max_intervals=1)
     assert result.forwarded.max() <= cluster.num_partitions - 1
-    assert np.all(result.start == -1)    # forwarded everywhere, placed nowhere
+    last = result.forwarded == cluster.num_partitions - 1    # every partition has seen the job
+    assert last.any() and np.all(result.start[last] == 0)
+    assert np.all(result.start[~last] == -1)    # jobs some partition has not seen wait
 
 
 def test_same_weights_run_on_k4_and_k8():
@@ -213,3 +219,60 @@ def test_evaluate_in_env_follows_the_greedy_policy():
         _, _, done, _, _ = env.step(env.expert_action("whole"))
     expected = float(np.mean(env.sim.finish - env.workload.arrival))
     assert evaluate_in_env("whole", env, [7]) == [pytest.approx(expected)]
+
+
+def _record_observations(monkeypatch, module) -> list:
+    """Patch ``module.observe`` to record every (observation, mask) it returns."""
+    from learned.interference import features
+
+    seen, original = [], features.observe
+
+    def recording(*args):
+        obs, mask = original(*args)
+        seen.append((obs, mask.copy()))
+        return obs, mask
+
+    monkeypatch.setattr(module, "observe", recording)
+    return seen
+
+
+@pytest.mark.parametrize("single_agent", [False, True])
+def test_simulator_policy_sees_exactly_the_env_observations(monkeypatch, single_agent):
+    """The greedy policy of one network in the env (where it is trained) and as ``marl`` /
+    ``single`` in the simulator gets the same observations and masks, decision by decision (the
+    queue lengths of every scheduler and the partitions a forwarded job was offered to included),
+    so both runs end with the same finish times."""
+    import learned.envs.interference as env_module
+    from learned.interference import features
+    from learned.interference.policy import SingleAgentPolicy
+    from learned.interference.train import evaluate_in_env
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)   # tiny networks: more threads only contend (as the CLI sets)
+    torch.manual_seed(3)
+    model = InterferenceGNN(hidden=16, layers=1)
+    with torch.no_grad():   # forward often, so jobs visit several partitions
+        model.forward_head[-1].bias.fill_(FORWARD_BIAS)
+    env = InterferenceEnv(k=4, intervals=2, rate=3.0, extra_intervals=80,
+                          single_agent=single_agent)
+    in_env = _record_observations(monkeypatch, env_module)
+    try:
+        evaluate_in_env(model, env, [4])
+        in_sim = _record_observations(monkeypatch, features)
+        policy = (SingleAgentPolicy if single_agent else MarlPolicy)(model=model)
+        ref = Simulator(env.cluster, env.workload).run(policy, seed=0)
+    finally:
+        torch.set_num_threads(threads)
+    assert np.isfinite(env.sim.finish).all()
+    assert len(in_sim) == len(in_env) > 50
+    for (a, mask_a), (b, mask_b) in zip(in_env, in_sim):
+        assert np.array_equal(mask_a, mask_b)
+        for key in a:
+            assert np.allclose(a[key], b[key], atol=1e-6), key
+    assert np.allclose(env.sim.finish, ref.finish)
+    queues = np.array([obs["partitions"][:, PARTITION_FEATURES.index("queue")]
+                       for obs, _ in in_env])
+    assert (np.count_nonzero(queues, axis=1) > 1).any()   # other schedulers' queues are seen
+    if not single_agent:   # a job offered to every partition in one interval
+        visited = [obs["job"][JOB_FEATURES.index("visited")] for obs, _ in in_env]
+        assert max(visited) == 1.0 and ref.forwarded.max() >= 2

@@ -46,15 +46,8 @@ def test_single_places_feasibly_without_forwarding_and_is_deterministic(monkeypa
     assert any(h != w.home[j] for j, h in enumerate(homes)) or max(map(len, groups)) > 1
 
 
-def test_single_in_simulator_replays_the_env_episode():
-    """The greedy single-agent policy in the env and the ``single`` policy in the simulator see
-    the same observations and make the same choices: identical finish times."""
-    model = _model(1, hidden=16)
-    env = InterferenceEnv(k=4, intervals=3, rate=2.0, extra_intervals=80, single_agent=True)
-    evaluate_in_env(model, env, [3])
-    assert np.isfinite(env.sim.finish).all()
-    ref = Simulator(env.cluster, env.workload).run(SingleAgentPolicy(model=model), seed=0)
-    assert np.allclose(env.sim.finish, ref.finish)
+# The single agent replaying the env's episodes, observation by observation: see
+# tests/test_interference_learned.py::test_simulator_policy_sees_exactly_the_env_observations.
 
 
 def test_shipped_single_weights_clone_the_whole_rule():

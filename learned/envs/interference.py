@@ -30,7 +30,10 @@ hand-written rule (``rule``, default ``whole``): at reset the rule's own choices
 same workload (a twin env), and each interval's reward is the rule's time in system in that
 interval minus the agent's, so an episode's return is the rule's total JCT minus the agent's
 (zero for an exact copy of the rule, positive where the agent does better). Observations:
-:func:`learned.interference.features.observe`.
+:func:`learned.interference.features.observe`; the queue lengths and the partitions a job was
+offered to are recorded on the simulator (:meth:`Simulator.begin_interval`,
+:meth:`Simulator.mark_offered`) as its own loop records them, so the ``marl`` policy in the
+simulator sees exactly these observations (test).
 
 ``single_agent=True`` is the single-agent variant: one scheduler whose graph is the whole cluster
 (every GPU group), one queue of every arrived job, no forwarding action; in the simulator it is
@@ -203,14 +206,16 @@ class InterferenceEnv(gym.Env):
             self._mask[-1] = True    # nothing to decide; keep the mask non-empty for wrappers
             return self._obs, True
 
-    def _place(self, p: int, job: int, visited: np.ndarray, queue_len: np.ndarray, batch=()):
+    def _place(self, p: int, job: int, batch=()):
         sim, graph = self.sim, self.graphs[0 if self.single_agent else p]
         p = ALL if self.single_agent else p
+        if p != ALL:
+            sim.mark_offered(job, p)
         plan = Planning(sim, p, exclude=batch)   # the policy plans its batch in one call
         plan.start(sim, job)
         self._agent, self._plan = max(p, 0), plan
         while not plan.done:
-            obs, mask = observe(sim, plan, graph, p, visited, queue_len)
+            obs, mask = observe(sim, plan, graph, p)
             if not mask.any():
                 plan.rollback(sim)
                 return False
@@ -239,31 +244,28 @@ class InterferenceEnv(gym.Env):
             while next_job < len(w) and w.arrival[next_job] <= i:
                 queues[w.home[next_job]].append(next_job)
                 next_job += 1
-            queue_len = np.array([len(q) for q in queues], float)
+            sim.begin_interval(queues)   # the queue features (as the simulator records them)
             forward = []
             if self.single_agent:   # one scheduler for the whole cluster: one queue, no forwarding
                 batch = []
                 for job in [j for q in queues for j in q]:
-                    if (yield from self._place(ALL, job, np.ones(P, bool), queue_len, batch)):
+                    if (yield from self._place(ALL, job, batch)):
                         batch.append(job)
             for p in range(P if not self.single_agent else 0):
                 batch = []
                 for job in queues[p]:
-                    visited = np.zeros(P, bool)
-                    visited[p] = True
-                    if (yield from self._place(p, job, visited, queue_len, batch)):
+                    if (yield from self._place(p, job, batch)):
                         batch.append(job)
                     else:
-                        forward.append((job, visited))
-            for job, visited in forward:
+                        forward.append(job)
+            for job in forward:
                 free_gpu, free_cpu = sim.free_by_partition()
                 gpus, cpus, _ = sim.task_demands(job)
                 for q in np.argsort(-free_gpu, kind="stable"):
-                    if visited[q] or free_gpu[q] < gpus.sum() or free_cpu[q] < cpus.sum():
+                    if sim.offered(job)[q] or free_gpu[q] < gpus.sum() or free_cpu[q] < cpus.sum():
                         continue
-                    visited[q] = True
                     sim.forwarded[job] += 1
-                    if (yield from self._place(int(q), job, visited, queue_len)):
+                    if (yield from self._place(int(q), job)):
                         break
             for p in range(P):
                 queues[p] = [j for j in queues[p] if sim.state[j] == WAITING]

@@ -283,12 +283,19 @@ def _scores(sim, plan, groups, fill, slow):
                   sim.coef, fill, slow)
 
 
-def observe(sim, plan: Planning, graph: PartitionGraph, partition: int, visited: np.ndarray,
-            queue_len: np.ndarray) -> tuple[dict, np.ndarray]:
+def observe(sim, plan: Planning, graph: PartitionGraph,
+            partition: int) -> tuple[dict, np.ndarray]:
     """(observation, action mask) for the current task of ``plan``'s job at ``partition``.
     The mask has one entry per group of the partition and a last one for forwarding, which is
-    allowed only before the job's first task and while an unvisited partition remains."""
+    allowed only before the job's first task and while an unvisited partition remains.
+
+    The queue features are the simulator's record of the interval (``sim.queue_len``: each
+    scheduler's queue when the interval began; ``sim.offered(job)``: the partitions the job was
+    offered to so far, every one for the single agent :data:`ALL`), so the env and the ``marl``
+    policy in the simulator read them from the same place."""
     c, w = sim.cluster, sim.workload
+    visited = np.ones(c.num_partitions, bool) if partition == ALL else sim.offered(plan.job)
+    queue_len = sim.queue_len
     groups, G, t = graph.groups, graph.num_groups, plan.task
     feasible = plan.feasible(sim, groups)
     fill, slow = np.empty(G), np.empty(G)

@@ -7,14 +7,16 @@ whole cluster), and saving / loading their weights.
 and "forward"; the policy takes the best allowed action (greedy, so runs are deterministic). A job
 is returned as None (forwarded by the simulator to the other partitions, each at most once) when
 the network picks "forward" or a task fits nowhere. Forwarding is allowed before a job's first
-task only.
+task only, and only while some partition has not been offered the job in this interval. The
+observations are the env's (:func:`learned.interference.features.observe`, which reads the queue
+lengths and the partitions a job was offered to from the simulator), so the policy replays the
+env's greedy episodes exactly (tests).
 
 ``single`` (:class:`SingleAgentPolicy`) runs the same network over the whole cluster's graph
 (every GPU group, :data:`learned.interference.features.ALL`): the simulator asks it once per
 interval for every queued job (its ``scope`` is "cluster"), forwarding is never offered, and a
 job with a task that fits nowhere waits. Its default weights are the single-agent run's,
-``learned/weights/interference_single.json``; the queue feature holds each home scheduler's queue
-length, as in the env's single-agent episodes.
+``learned/weights/interference_single.json``.
 """
 
 from __future__ import annotations
@@ -102,32 +104,24 @@ class MarlPolicy:
     def place(self, sim, partition: int, jobs) -> list:
         import torch
 
-        from learned.interference.features import ALL, Planning, observe
+        from learned.interference.features import Planning, observe
         from learned.interference.gnn import to_torch
 
-        single = partition == ALL
         graph = self._graph(sim, partition)
         plan = Planning(sim, partition)
-        P = sim.cluster.num_partitions
-        if single:   # every home scheduler's queue, as the env's single-agent episodes see it
-            queue = np.bincount(sim.workload.home[list(jobs)], minlength=P).astype(float)
-        else:
-            queue = np.zeros(P)
-            queue[partition] = len(jobs)
         plans = []
         for job in jobs:
-            visited = np.ones(P, bool) if single else np.zeros(P, bool)
-            visited[[sim.workload.home[job], max(partition, 0)]] = True
             plan.start(sim, job)
             ok = True
             while not plan.done:
-                obs, mask = observe(sim, plan, graph, partition, visited, queue)
-                if not mask[:-1].any() and (plan.task > 0 or single):
+                # the queue features and the forwarding mask come from the simulator's record of
+                # the interval, as in the env the weights were trained in
+                obs, mask = observe(sim, plan, graph, partition)
+                if not mask.any():
                     ok = False
                     break
                 with torch.no_grad():
                     logits, _ = self.model(to_torch([obs]), graph.num_groups)
-                mask[-1] = plan.task == 0 and not single   # the simulator bounds forwarding
                 logits = logits[0].numpy()
                 action = int(np.argmax(np.where(mask, logits, -np.inf)))
                 self.stats["decisions"] += 1

@@ -112,6 +112,9 @@ class Simulator:
     arrays ``gpu_free``, ``cpu_used``, ``pcie_used``, ``tasks``, ``exp_sum`` (sum over the
     group's tasks of exp((alpha3 - alpha2) C_t), for exact interference sums), ``cpu_capacity``,
     ``server_tasks`` and the per-link ``link_flows``; :meth:`task_demands` gives a job's tasks.
+    What the schedulers know of the interval's queues: ``queue_len`` (jobs queued at each
+    scheduler when the interval began) and :meth:`offered` (the partitions a job was offered to
+    in this interval), kept by :meth:`begin_interval` and :meth:`mark_offered`.
     """
 
     def __init__(self, cluster: Cluster, workload: Workload,
@@ -172,6 +175,8 @@ class Simulator:
         self._comm_sum = np.zeros(n)
         self._run_intervals = np.zeros(n)
         self.interval = 0
+        self.queue_len = np.zeros(self.cluster.num_partitions)
+        self._offered: dict[int, np.ndarray] = {}
 
     # -- jobs and plans --------------------------------------------------------------------------
     def task_demands(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -241,9 +246,30 @@ class Simulator:
                           minlength=c.num_partitions)
         return gpu, cpu
 
+    # -- the schedulers' view of the queues ----------------------------------------------------
+    def begin_interval(self, queues: Sequence[Sequence[int]]) -> None:
+        """Record the queue of each scheduler at the start of the interval and forget the
+        previous interval's offers."""
+        self.queue_len = np.array([len(q) for q in queues], float)
+        self._offered = {}
+
+    def mark_offered(self, job: int, partition: int) -> None:
+        """Record that ``job`` is offered to ``partition``'s scheduler in this interval."""
+        if job not in self._offered:
+            self._offered[job] = np.zeros(self.cluster.num_partitions, bool)
+        self._offered[job][partition] = True
+
+    def offered(self, job: int) -> np.ndarray:
+        """Bool per partition: whether ``job`` has been offered to it in this interval (its home
+        scheduler's turn included)."""
+        return self._offered.get(job, np.zeros(self.cluster.num_partitions, bool)).copy()
+
     # -- the loop --------------------------------------------------------------------------------
     def _offer(self, policy, partition: int, jobs: list[int]) -> list[int]:
         """Ask ``policy`` to place ``jobs`` on ``partition``; commit its plans; return the rest."""
+        if partition != CLUSTER:
+            for job in jobs:
+                self.mark_offered(job, partition)
         plans = policy.place(self, partition, jobs)
         if len(plans) != len(jobs):
             raise InvalidInputError(f"policy {policy.name} returned {len(plans)} plans for "
@@ -303,6 +329,7 @@ class Simulator:
             while next_job < len(w) and w.arrival[next_job] <= i:
                 queues[w.home[next_job]].append(next_job)
                 next_job += 1
+            self.begin_interval(queues)
             forward = []
             if whole_cluster:    # one scheduler, one queue, no forwarding
                 queued = [j for q in queues for j in q]
