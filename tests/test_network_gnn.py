@@ -242,3 +242,27 @@ def test_cli_gnn(capsys):
                  "--requests", "4", "--seeds", "1"]) == 2
     err = capsys.readouterr().err
     assert "no gnn metadata" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ppo_validation_keeps_the_best_check(tmp_path, monkeypatch):
+    """With validate_every_s, PPO saves the weights of the best validation check: here the fake
+    validation ranks the start best, so the saved weights are the initial ones."""
+    from learned.network import imitation
+    from learned.network.train import train_network
+
+    means = iter([0.9, 0.2, 0.1, 0.1, 0.1, 0.1])
+    monkeypatch.setattr(imitation, "validate", lambda net, topologies: {"mean": next(means)})
+    init = tmp_path / "init"
+    net = GraphSAGEAllocator(**gnn.ARCH)
+    save(net, init, arch=gnn.ARCH, routing="shortest", training={"what": "random init"})
+    out = train_network(["8:1-16"], timesteps=64, requests=4, seed=0, out=tmp_path / "ppo",
+                        ppo={"n_steps": 32, "batch_size": 16, "n_epochs": 1,
+                             "learning_rate": 1e-2},
+                        eval_seeds=0, quiet=True, init=init.with_suffix(".json"),
+                        validate_every_s=1e-9)
+    saved, meta = load(out["weights"])
+    checks = meta["training"]["validation"]["checks"]
+    assert [c["timesteps"] for c in checks] == [0, 32, 64, 64]
+    assert meta["training"]["validation"]["chosen_timesteps"] == 0
+    for a, b in zip(net.state_dict().values(), saved.state_dict().values()):
+        assert torch.equal(a, b)

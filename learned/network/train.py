@@ -48,7 +48,13 @@ def _make_env(topologies, requests, routing, seed):
 def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
                   out="learned/weights/network_gnn", requests=32, routing="shortest",
                   ppo=None, eval_seeds=5, eval_requests=128, quiet=False, command="",
-                  time_budget_s=None, init=None) -> dict:
+                  time_budget_s=None, init=None, validate_every_s=None) -> dict:
+    """PPO on ``topologies``; with ``validate_every_s``, every rollout that ends at least that
+    many seconds after the last check validates the policy (masked argmax, seeds 100-104,
+    :func:`learned.network.imitation.validate`, never the table's seeds 0-4), and the weights with
+    the best validation mean (the start included) are the ones saved."""
+    import copy
+
     import numpy as np
     import torch
     from sb3_contrib import MaskablePPO
@@ -79,6 +85,24 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
         net, continued = load(init)
         model.policy.net.load_state_dict(net.state_dict())
     curve: list[dict] = []
+    checks: list[dict] = []
+    best = {"mean": -1.0, "state": None, "timesteps": 0}
+
+    def check(net, timesteps):
+        from learned.network.imitation import validate
+
+        val = validate(copy.deepcopy(net), topologies)
+        checks.append({"timesteps": int(timesteps), "validation": val,
+                       "wall_s": round(time.perf_counter() - started, 1)})
+        if not quiet:
+            print(checks[-1], flush=True)
+        if val["mean"] > best["mean"]:
+            best.update(mean=val["mean"], state=copy.deepcopy(net.state_dict()),
+                        timesteps=int(timesteps))
+
+    if validate_every_s is not None:
+        check(model.policy.net, 0)
+    last_check = [time.perf_counter()]
     curve_path = Path(out).with_name(Path(out).name + "_curve.csv")
     curve_path.parent.mkdir(parents=True, exist_ok=True)
 
@@ -105,12 +129,19 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
                 _write_curve(curve_path, curve)
                 if quiet is False and not sys.stdout.isatty():
                     print(f"{curve[-1]}", flush=True)
+            if validate_every_s is not None and \
+                    time.perf_counter() - last_check[0] >= validate_every_s:
+                check(self.model.policy.net, self.num_timesteps)
+                last_check[0] = time.perf_counter()
 
         def _on_training_end(self):
             self.bar.close()
 
     model.learn(total_timesteps=timesteps, callback=Progress())
     vec.close()
+    if validate_every_s is not None:
+        check(model.policy.net, model.num_timesteps)
+        model.policy.net.load_state_dict(best["state"])
     train_s = time.perf_counter() - started
     training = {
         "algorithm": "MaskablePPO (sb3-contrib), from random initialisation; no imitation",
@@ -124,6 +155,12 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
         "final_acceptance_100": curve[-1]["acceptance_100"] if curve else None}
     if time_budget_s is not None:
         training["time_budget_s"] = time_budget_s
+    if checks:
+        training["validation"] = {
+            "what": "masked argmax, 64 servers, 128 requests, seeds 100-104, every "
+                    f"{validate_every_s} s of training; the best check is the saved weights",
+            "checks": checks, "chosen_timesteps": best["timesteps"],
+            "chosen_validation_mean": best["mean"]}
     if continued is not None:
         training["algorithm"] = "MaskablePPO (sb3-contrib), continued from earlier weights"
         training["continued_from"] = {"file": str(init), "training": continued["training"]}
@@ -284,8 +321,12 @@ def main(argv=None) -> dict:
                         help="stop PPO after this many seconds of wall clock")
     parser.add_argument("--init", default=None, metavar="JSON",
                         help="start PPO from these weights instead of a random initialisation")
+    parser.add_argument("--validate-every", type=float, default=None, metavar="S",
+                        help="validate on seeds 100-104 every S seconds and keep the best weights")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if args.validate_every is not None and args.validate_every <= 0:
+        raise InvalidInputError(f"--validate-every must be positive, got {args.validate_every}")
     ppo = {"learning_rate": args.learning_rate, "n_steps": args.n_steps,
            "batch_size": args.batch_size, "ent_coef": args.ent_coef, "n_epochs": args.n_epochs,
            "gamma": args.gamma}
@@ -295,7 +336,7 @@ def main(argv=None) -> dict:
                         seed=args.seed, out=args.out, requests=args.requests,
                         routing=args.routing, ppo=ppo, eval_seeds=args.eval_seeds,
                         quiet=args.quiet, command=command, time_budget_s=args.time_budget,
-                        init=args.init)
+                        init=args.init, validate_every_s=args.validate_every)
     print(out)
     return out
 
