@@ -17,6 +17,7 @@ from heuristics.network import (POLICIES, NALBPolicy, NULBPolicy, TetrisPolicy, 
 from placement.network import (NAMES, Engine, Outcome, Requests, Topology, evaluate,
                                paper_topology, run_episode, solve_request)
 from placement.network import _kernels as kern
+from network_oracle import fewest_channels
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
 from tjap.result import Status
 
@@ -306,38 +307,6 @@ def test_evaluate_averages_over_seeds():
 
 
 # -- the exact model against brute force ---------------------------------------------------------
-def brute_force(t, free_cpu, free_mem, free_ch, cpu, mem):
-    """Fewest channels over every server set and every choice of one candidate path per pair
-    (a depth-first search over the pairs that backtracks as soon as a link runs out)."""
-    best = None
-    usable = [v for v in range(t.num_servers) if free_cpu[v] or free_mem[v]]
-
-    def assign(options, k, left, channels):
-        if k == len(options):
-            return channels
-        found = None
-        for path in options[k]:
-            if all(left[x] >= 1 for x in path):
-                for x in path:
-                    left[x] -= 1
-                got = assign(options, k + 1, left, channels + len(path))
-                for x in path:
-                    left[x] += 1
-                if got is not None and (found is None or got < found):
-                    found = got
-        return found
-
-    for size in range(1, len(usable) + 1):
-        for subset in itertools.combinations(usable, size):
-            if sum(free_cpu[v] for v in subset) < cpu or sum(free_mem[v] for v in subset) < mem:
-                continue
-            options = [t.server_paths(u, v) for u, v in itertools.combinations(subset, 2)]
-            channels = assign(options, 0, free_ch.copy(), 0)
-            if channels is not None and (best is None or channels < best):
-                best = channels
-    return best
-
-
 @st.composite
 def tiny_states(draw):
     t = tiny(channels=(draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 2))))
@@ -353,7 +322,7 @@ def tiny_states(draw):
 def test_exact_matches_brute_force(state):
     t, free_cpu, free_mem, free_ch, cpu, mem = state
     plan = solve_request(t, free_cpu, free_mem, free_ch, cpu, mem, time_limit_s=10)
-    best = brute_force(t, free_cpu, free_mem, free_ch, cpu, mem)
+    best = fewest_channels(t, free_cpu, free_mem, free_ch, cpu, mem)
     if best is None:
         assert plan.status == Status.INFEASIBLE and not plan.has_solution
         return

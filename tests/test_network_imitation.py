@@ -5,13 +5,13 @@ tiny case, determinism by seed, and the training entry's bad input."""
 
 from __future__ import annotations
 
-import itertools
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from placement.network import Engine, Outcome, Requests, Topology, paper_topology, solve_request
+from network_oracle import fewest_channels
 from tjap.errors import InvalidInputError
 from tjap.result import Status
 
@@ -33,43 +33,6 @@ def one_torch_thread():
 def tiny(channels=(2, 2, 1)) -> Topology:
     return Topology(clusters=2, racks_per_cluster=2, servers_per_rack=2, tier2_per_cluster=2,
                     tier3_switches=2, channels=channels, server_cpu=4, server_mem=4)
-
-
-def brute_completion(t, engine):
-    """Fewest new channels over every set of new servers covering what the engine's request
-    still needs, and every choice of one candidate path per new pair (new-new and new-fixed)."""
-    fixed = list(engine.chosen)
-    usable = [v for v in range(t.num_servers) if v not in fixed
-              and (engine.free_cpu[v] or engine.free_mem[v])]
-    best = None
-
-    def assign(options, k, left, channels):
-        if k == len(options):
-            return channels
-        found = None
-        for path in options[k]:
-            if all(left[x] >= 1 for x in path):
-                for x in path:
-                    left[x] -= 1
-                got = assign(options, k + 1, left, channels + len(path))
-                for x in path:
-                    left[x] += 1
-                if got is not None and (found is None or got < found):
-                    found = got
-        return found
-
-    for size in range(1, len(usable) + 1):
-        for subset in itertools.combinations(usable, size):
-            if sum(engine.free_cpu[v] for v in subset) < engine.need_cpu \
-                    or sum(engine.free_mem[v] for v in subset) < engine.need_mem:
-                continue
-            pairs = [(u, v) for u, v in itertools.combinations(subset, 2)]
-            pairs += [(u, v) for u in fixed for v in subset]
-            options = [t.server_paths(u, v) for u, v in pairs]
-            channels = assign(options, 0, engine.free_channels.copy(), 0)
-            if channels is not None and (best is None or channels < best):
-                best = channels
-    return best
 
 
 @st.composite
@@ -104,7 +67,8 @@ def test_completion_with_fixed_servers_matches_brute_force(state):
     free_ch = e.free_channels.copy()
     plan = solve_request(t, e.free_cpu, e.free_mem, e.free_channels, e.need_cpu, e.need_mem,
                          time_limit_s=10, fixed=e.chosen)
-    best = brute_completion(t, e)
+    best = fewest_channels(t, e.free_cpu, e.free_mem, e.free_channels, e.need_cpu, e.need_mem,
+                          fixed=e.chosen)
     if best is None:
         assert plan.status == Status.INFEASIBLE and not plan.has_solution
         return
