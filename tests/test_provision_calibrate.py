@@ -15,18 +15,20 @@ from learned.provision.calibrate import (SCALES, SHIFTS_H, choose, penalty_h, th
                                          training_args)
 from learned.provision.episodes import first_submission, record_episode, stack
 from learned.provision.policies import WEIGHTS_DIR, parse_name, read_metadata
-from placement.batch import Jobs, SchedulerConfig
-from placement.batch.chained import ChainedEpisode, Pair
+from placement.batch.chained import ChainedEpisode
+from provision_cases import EXACT, PAIR, H, busy_trace
 from tjap.errors import InvalidInputError, UnknownMethodError
 
-H = 3600
-EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
-PAIR = Pair(nodes=2, runtime_s=6 * H, limit_s=6 * H)
 
-
-def busy_trace(n=120):
-    return Jobs.build(submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n,
-                      runtime_s=[5 * H] * n)
+def transformer_with_thresholds(tmp_path, table: dict):
+    """A copy of the shipped transformer whose metadata holds the threshold ``table``."""
+    for f in WEIGHTS_DIR.glob("provision_transformer.*"):
+        shutil.copy(f, tmp_path / f.name)
+    meta_path = tmp_path / "provision_transformer.json"
+    meta = json.loads(meta_path.read_text())
+    meta["thresholds"] = {"by_interruption_weight": table}
+    meta_path.write_text(json.dumps(meta))
+    return meta_path
 
 
 def test_penalty_weighs_interruption_and_counts_overlap_once():
@@ -81,14 +83,9 @@ def test_heads_refuse_weights_they_were_not_trained_for():
 
 def test_calibrated_threshold_changes_the_decisions(tmp_path):
     pytest.importorskip("torch")
-    for f in WEIGHTS_DIR.glob("provision_transformer.*"):
-        shutil.copy(f, tmp_path / f.name)
-    meta_path = tmp_path / "provision_transformer.json"
-    meta = json.loads(meta_path.read_text())
     # a threshold that always submits (shift 1000 h) and one that equals the plain rule
-    meta["thresholds"] = {"by_interruption_weight": {"9": {"scale": 0.0, "shift_h": 1000.0},
-                                                     "1": {"scale": 1.0, "shift_h": 0.0}}}
-    meta_path.write_text(json.dumps(meta))
+    transformer_with_thresholds(tmp_path, {"9": {"scale": 0.0, "shift_h": 1000.0},
+                                           "1": {"scale": 1.0, "shift_h": 0.0}})
     early = make_provisioner("transformer@9", weights_dir=tmp_path)
     assert early.name == "transformer@9" and (early.scale, early.shift_h) == (0.0, 1000.0)
     ep = ChainedEpisode(busy_trace(), 4, 30 * H, PAIR, config=EXACT)
@@ -132,12 +129,7 @@ def test_calibrate_command_writes_thresholds_beside_existing_ones(tmp_path):
     pytest.importorskip("torch")
     from learned.provision.calibrate import main
 
-    for f in WEIGHTS_DIR.glob("provision_transformer.*"):
-        shutil.copy(f, tmp_path / f.name)
-    meta_path = tmp_path / "provision_transformer.json"
-    meta = json.loads(meta_path.read_text())
-    meta["thresholds"] = {"by_interruption_weight": {"9": {"scale": 0.0, "shift_h": 1000.0}}}
-    meta_path.write_text(json.dumps(meta))
+    meta_path = transformer_with_thresholds(tmp_path, {"9": {"scale": 0.0, "shift_h": 1000.0}})
     data = stack([record_episode(busy_trace(), 4, t * H, PAIR, EXACT) for t in (30, 33)])
     np.savez(tmp_path / "held_out.npz", **data)   # a cached recording: nothing is re-recorded
     assert main(["--trace", "unused.tsv", "--models", "transformer", "--weights", "2",

@@ -13,20 +13,9 @@ from heuristics.provisioning import run_episode
 from learned.provision import MODELS, make_provisioner
 from learned.provision.episodes import first_submission, record_episode, stack, window_index
 from learned.provision.features import SCALES, normalise, observation
-from placement.batch import Jobs, SchedulerConfig
-from placement.batch.chained import ChainedEpisode, Pair
+from placement.batch.chained import ChainedEpisode
+from provision_cases import EXACT, PAIR, H, busy_trace
 from tjap.errors import InvalidInputError, UnknownMethodError
-
-H = 3600
-EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
-PAIR = Pair(nodes=2, runtime_s=6 * H, limit_s=6 * H)
-
-
-def busy_trace(n=120):
-    # 4 nodes kept busy by 2-node, 5-hour jobs every half hour: the successor waits hours
-    return Jobs.build(submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n,
-                      runtime_s=[5 * H] * n)
-
 
 def make_env(**kw):
     from learned.envs.provision import ProvisionEnv
