@@ -456,3 +456,18 @@ def test_policies_registry():
     for name in POLICIES:
         policy = make_policy(name)
         assert policy.name == name and policy.routing in ("shortest", "balanced")
+
+
+def test_arrive_moves_time_until_the_request_fits_and_refuses_one_that_never_can():
+    t = tiny()
+    e = Engine(t)
+    e.arrive(32, 32, 3, first=True)            # the whole data centre, for 3 ticks
+    assert e.now == 0 and e.need_cpu == 32
+    assert e.step(int(np.flatnonzero(e.mask())[0])) in (Outcome.PENDING, Outcome.ACCEPTED)
+    while e.request is not None:
+        e.step(int(np.flatnonzero(e.mask())[0]))
+    accepted = int(e.free_cpu.sum()) == 0
+    e.arrive(1, 1, 1)
+    assert e.now == (3 if accepted else 1)     # waited for the first request's release
+    with pytest.raises(InvalidInputError, match="exceeds the data centre"):
+        Engine(t).arrive(33, 1, 1, first=True)

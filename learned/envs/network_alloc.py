@@ -75,13 +75,8 @@ class NetworkAllocEnv(gym.Env):
 
     def _begin(self) -> None:
         """Start request ``self.index`` (time advances first, as in run_episode)."""
-        e, s, i = self.engine, self.stream, self.index
-        cpu, mem = int(s.cpu[i]), int(s.mem[i])
-        if i:
-            e.advance(1)
-        while not e.fits(cpu, mem):
-            e.advance(1)
-        e.begin(cpu, mem, int(s.holding[i]))
+        s, i = self.stream, self.index
+        self.engine.arrive(int(s.cpu[i]), int(s.mem[i]), int(s.holding[i]), first=i == 0)
 
     def step(self, action):
         e = self.engine

@@ -137,12 +137,8 @@ def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: 
     out = Samples([], [], [], [], [])
     rewards, accepted = [], 0
     for i in range(len(requests)):
-        cpu, mem, holding = int(requests.cpu[i]), int(requests.mem[i]), int(requests.holding[i])
-        if i:
-            engine.advance(1)
-        while not engine.fits(cpu, mem):
-            engine.advance(1)
-        engine.begin(cpu, mem, holding)
+        engine.arrive(int(requests.cpu[i]), int(requests.mem[i]), int(requests.holding[i]),
+                      first=i == 0)
         expert_drives = rng.random() < beta
         outcome = Outcome.PENDING
         while outcome == Outcome.PENDING:

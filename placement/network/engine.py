@@ -118,6 +118,20 @@ class Engine:
         kern.release(self.free_channels, links, len(links))
 
     # -- one request -----------------------------------------------------------------------------
+    def arrive(self, cpu: int, mem: int, holding: int, *, first: bool = False) -> None:
+        """The next request of a stream arrives: time moves on one tick (not for the stream's
+        first request), then on while the data centre lacks the raw CPU or memory for it, and the
+        request begins (:meth:`begin`)."""
+        total_cpu, total_mem = self.topology.capacity
+        if cpu > total_cpu or mem > total_mem:
+            raise InvalidInputError(f"request ({cpu} CPU, {mem} memory) exceeds the data centre "
+                                    f"({total_cpu}, {total_mem}); generate requests for this topology")
+        if not first:
+            self.advance(1)
+        while not self.fits(cpu, mem):
+            self.advance(1)
+        self.begin(cpu, mem, holding)
+
     def begin(self, cpu: int, mem: int, holding: int) -> None:
         """Start serving a request of ``cpu`` and ``mem`` units for ``holding`` ticks."""
         if self.request is not None:

@@ -96,12 +96,8 @@ def run_episode(topology: Topology, requests: Requests, policy: ServerPolicy, *,
     util = np.zeros((count, 5))
     steps = 0
     for i in range(count):
-        cpu, mem, holding = int(requests.cpu[i]), int(requests.mem[i]), int(requests.holding[i])
-        if i:
-            engine.advance(1)
-        while not engine.fits(cpu, mem):
-            engine.advance(1)
-        engine.begin(cpu, mem, holding)
+        engine.arrive(int(requests.cpu[i]), int(requests.mem[i]), int(requests.holding[i]),
+                      first=i == 0)
         outcome = Outcome.PENDING
         while outcome == Outcome.PENDING:
             choice = policy.choose(engine)
