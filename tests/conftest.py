@@ -68,3 +68,21 @@ def wrap_window(tree) -> Window:
     """A window whose only optimum wraps: the 4-node job takes pod 1 (positions 1..4) and the
     2-node job gets positions 5 and 0, i.e. D(5, 2) = [15, 0]."""
     return Window(tree, [0, 4, 5, 6, 7, 15], [4, 2])
+
+
+@pytest.fixture
+def checked_commits(monkeypatch):
+    """Check the interference simulator's resources after every commit (never oversubscribed);
+    the fixture's value lists the committed jobs."""
+    from placement.interference.simulator import Simulator
+
+    jobs = []
+    original = Simulator.commit
+
+    def commit_and_check(self, job, groups):
+        original(self, job, groups)
+        self.check()
+        jobs.append(job)
+
+    monkeypatch.setattr(Simulator, "commit", commit_and_check)
+    return jobs

@@ -172,16 +172,8 @@ def test_fit_rejects_bad_input():
 
 # -- simulator -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("policy", POLICIES)
-def test_every_policy_never_oversubscribes(policy, monkeypatch):
-    checks = []
-    original = Simulator.commit
-
-    def commit_and_check(self, job, groups):
-        original(self, job, groups)
-        self.check()
-        checks.append(job)
-
-    monkeypatch.setattr(Simulator, "commit", commit_and_check)
+def test_every_policy_never_oversubscribes(policy, checked_commits):
+    checks = checked_commits
     options = {"iterations": 200} if policy == "opt" else {}
     sim, result = small_run(policy, rate=4.0, **options)
     assert checks and result.summary()["completed"] == len(sim.workload)

@@ -40,14 +40,7 @@ def test_check_env():
     check_env(InterferenceEnv(k=4, intervals=2), skip_render_check=True)
 
 
-def test_masks_match_brute_force_and_nothing_is_oversubscribed(monkeypatch):
-    original = Simulator.commit
-
-    def commit_and_check(self, job, groups):
-        original(self, job, groups)
-        self.check()
-
-    monkeypatch.setattr(Simulator, "commit", commit_and_check)
+def test_masks_match_brute_force_and_nothing_is_oversubscribed(checked_commits):
     env = InterferenceEnv(k=4, intervals=4, rate=3.0)
     rng = np.random.default_rng(0)
     obs, info = env.reset(seed=3)
@@ -175,16 +168,9 @@ def test_expert_in_env_matches_tetris_in_simulator():
     assert np.allclose(env.sim.finish, ref.finish, equal_nan=True)
 
 
-def test_single_agent_env_places_across_partitions_without_forwarding(monkeypatch):
+def test_single_agent_env_places_across_partitions_without_forwarding(checked_commits):
     """The single-agent variant: one scheduler sees every GPU group of the cluster, one queue, no
     forwarding action; resources are never oversubscribed and every job finishes."""
-    original = Simulator.commit
-
-    def commit_and_check(self, job, groups):
-        original(self, job, groups)
-        self.check()
-
-    monkeypatch.setattr(Simulator, "commit", commit_and_check)
     env = InterferenceEnv(k=4, intervals=3, rate=2.0, extra_intervals=60, single_agent=True)
     assert env.num_groups == env.cluster.num_groups
     obs, info = env.reset(seed=2)

@@ -22,14 +22,7 @@ def _model(seed, hidden=8):
     return InterferenceGNN(hidden=hidden, layers=1)
 
 
-def test_single_places_feasibly_without_forwarding_and_is_deterministic(monkeypatch):
-    original = Simulator.commit
-
-    def commit_and_check(self, job, groups):
-        original(self, job, groups)
-        self.check()
-
-    monkeypatch.setattr(Simulator, "commit", commit_and_check)
+def test_single_places_feasibly_without_forwarding_and_is_deterministic(checked_commits):
     cluster = make_cluster("fattree", 4, "pcie")
     w = Workload.generate(cluster.num_partitions, 2, "poisson", 0, rate=2.0)
     model = _model(0)

@@ -220,18 +220,7 @@ def _write_curve(path: Path, curve: list[dict]) -> None:
 def add_parser(train_subparsers) -> None:
     """``tjap train network``: MaskablePPO (this module), or with ``--imitation`` DAgger imitation
     of the exact model (:mod:`learned.network.imitation`) first."""
-    import argparse as ap
-
-    def positive(kind):
-        def parse(value):
-            try:
-                number = kind(value)
-            except ValueError:
-                raise ap.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
-            if not 0 < number <= 1e9:
-                raise ap.ArgumentTypeError(f"expected a positive number up to 1e9, got {value!r}")
-            return number
-        return parse
+    from tjap.cli import _positive as positive   # one positive-number parser for the CLI
 
     t = train_subparsers.add_parser(
         "network", help="the seed-003 gnn server allocator (imitation and/or MaskablePPO)",
