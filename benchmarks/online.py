@@ -3,7 +3,8 @@ backfilling, topology-blind (first-fit) and topology-aware (contiguous, free-for
 
 Each epoch replays ``jobs_per_epoch`` consecutive jobs of the paper's workload from a random index
 on an empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a
-task failed). Every (configuration, epoch) pair is one task of the executor.
+task failed). Every (configuration, epoch) pair is one task of the executor. The per-job policies
+run on the batch-queue simulator (:func:`tjap.online.per_job_config`).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import itertools
 import json
 import signal
 from collections import defaultdict
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -286,6 +287,100 @@ def test_easy_backfills_long_job_on_extra_nodes():
     assert e.start_s[3] >= 100
 
 
+def test_easy_backfills_a_job_ending_exactly_at_the_shadow_time():
+    """The paper's EASY rule: a job ending at the shadow time delays nobody, so it backfills even
+    with no extra nodes (Slurm's strict rule, the batch simulator's default, would not)."""
+    tree = FatTree(num_nodes=8, nodes_per_switch=2, switches_per_pod=2)
+    # job 0: 6 nodes until 100; head job 1 needs all 8 (shadow 100, no extra node); job 2 (1 node,
+    # 98 s) arrives at 2 and ends at 100 exactly
+    w = make_workload([0, 1, 2], [100, 10, 98], [6, 8, 1])
+    e = replay(tree, w, policy="easy")
+    assert e.start_s == {0: 0, 1: 100, 2: 2} and e.reservations == {1: 100}
+    from placement.batch.simulator import simulate
+    from tjap.online import per_job_config, workload_jobs
+    strict = simulate(workload_jobs(w, range(3)), 8, replace(per_job_config("easy"),
+                                                              bf_end_at_reservation=False))
+    assert strict.start_s.tolist() == [0, 100, 110]
+
+
+def test_easy_counts_every_job_ending_at_the_shadow_time():
+    """Jobs 0 and 1 both end at 100: the head (5 nodes) starts then with 3 nodes to spare, so the
+    long one-node job 3 backfills at once. (The old per-job loop stopped counting at the first job
+    that made the head fit, saw no spare node, and kept job 3 waiting until 100.)"""
+    tree = FatTree(num_nodes=8, nodes_per_switch=2, switches_per_pod=2)
+    w = make_workload([0, 0, 1, 2], [100, 100, 10, 500], [4, 3, 5, 1])
+    e = replay(tree, w, policy="easy")
+    assert_valid_schedule(tree, w, range(4), e)
+    assert e.start_s == {0: 0, 1: 0, 2: 100, 3: 2} and e.reservations == {2: 100}
+
+
+def textbook_starts(workload: Workload, num_nodes: int, policy: str) -> list[int]:
+    """Plain-Python FCFS / EASY, the paper's baselines, independent of the batch simulator: EASY
+    reserves the head at its shadow time (exact runtimes); every job ending then frees its nodes;
+    a later job backfills if it fits now and ends by the shadow time or fits the extra nodes."""
+    arrival, runtime = workload.arrival_s.tolist(), workload.runtime_s.tolist()
+    size = workload.requested_nodes.tolist()
+    start = [-1] * len(arrival)
+    running, queue, free, nxt = [], [], num_nodes, 0
+    while nxt < len(arrival) or queue:
+        t = min([start[j] + runtime[j] for j in running] + arrival[nxt:nxt + 1])
+        for j in [j for j in running if start[j] + runtime[j] == t]:
+            running.remove(j)
+            free += size[j]
+        while nxt < len(arrival) and arrival[nxt] == t:
+            queue.append(nxt)
+            nxt += 1
+
+        def begin(j):
+            nonlocal free
+            queue.remove(j)
+            start[j], free = t, free - size[j]
+            running.append(j)
+        while queue and size[queue[0]] <= free:
+            begin(queue[0])
+        if policy == "easy" and queue:
+            need = size[queue[0]]
+            shadow = min(e for e in (start[j] + runtime[j] for j in running)
+                         if free + sum(size[j] for j in running
+                                       if start[j] + runtime[j] <= e) >= need)
+            extra = free + sum(size[j] for j in running if start[j] + runtime[j] <= shadow) - need
+            for j in list(queue[1:]):
+                if size[j] <= free and (t + runtime[j] <= shadow or size[j] <= extra):
+                    if t + runtime[j] > shadow:
+                        extra -= size[j]
+                    begin(j)
+    return start
+
+
+@given(workload=random_workloads(), policy=st.sampled_from(["fcfs", "easy"]))
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_per_job_policies_match_the_textbook_reference(workload, policy):
+    """The per-job policies run on the batch simulator; their start times are the textbook
+    algorithm's."""
+    tree = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
+    schedule = replay(tree, workload, policy=policy)
+    got = [schedule.start_s[j] for j in range(workload.num_jobs)]
+    assert got == textbook_starts(workload, tree.num_nodes, policy)
+
+
+@given(workload=random_workloads(), policy=st.sampled_from(["fcfs", "easy"]),
+       placement=st.sampled_from(PLACEMENTS), convention=st.sampled_from(CONVENTIONS))
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_per_job_nodes_are_place_job_on_the_idle_nodes_at_each_start(workload, policy, placement,
+                                                                     convention):
+    """Replaying the schedule in start order (jobs starting together in arrival order, ends
+    before starts), every job got place_job's nodes for the nodes idle at its start."""
+    tree = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
+    schedule = replay(tree, workload, policy=policy, placement=placement, convention=convention)
+    busy_until = np.zeros(tree.num_nodes, dtype=np.int64)
+    for j in sorted(range(workload.num_jobs), key=lambda j: (schedule.start_s[j], j)):
+        t = schedule.start_s[j]
+        idle = np.flatnonzero(busy_until <= t)
+        expected = place_job(tree, idle, int(workload.requested_nodes[j]), placement, convention)
+        assert sorted(schedule.nodes[j]) == sorted(expected), (j, t, idle.tolist())
+        busy_until[schedule.nodes[j]] = t + workload.runtime_s[j]
+
+
 # -- EASY property -----------------------------------------------------------------------------
 @given(workload=random_workloads(), placement=st.sampled_from(PLACEMENTS))
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -411,6 +506,7 @@ def test_window_dp_not_costlier_than_seq_per_first_window():
     ({"tau_s": -60}, "tau_s"),
     ({"jobs": range(0)}, "jobs"),
     ({"jobs": range(5, 5)}, "jobs"),
+    ({"policy": "easy", "convention": "hops"}, "convention must be one of paper, published"),
 ])
 def test_replay_bad_input(kwargs, field):
     with pytest.raises(InvalidInputError, match=field):

@@ -9,6 +9,9 @@ EASY backfilling, with topology-blind or topology-aware placement.
   shadow time (from running jobs' exact runtimes, as the paper's baseline used); a later job may
   start now if it fits and either ends by the shadow time or uses only nodes the head will not need.
 
+Both per-job policies run on the batch-queue simulator (:mod:`placement.batch.simulator`),
+configured by :func:`per_job_config`.
+
 Per-job placement: ``"firstfit"`` (lowest idle ids, the paper's baselines), ``"contiguous"`` (the
 cheapest block of consecutive idle nodes, SCAS for one job) or ``"freeform"`` (the cheapest node
 set of all, exact for one job).
@@ -16,13 +19,12 @@ set of all, exact for one job).
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.cost import job_cost
+from tjap.cost import convention_code, job_cost
 from tjap.errors import InvalidInputError
 from tjap.freeform import best_single_job_nodes
 from tjap.stream import Workload, priority_order, select_prefix
@@ -143,54 +145,42 @@ def window_ticks(topology: FatTree, workload: Workload, first_job: int, last_job
 
 
 # -- per-job policies ----------------------------------------------------------------------------
+def per_job_config(policy: str, placement: str = "firstfit", convention: str = "paper"):
+    """The batch simulator's configuration of the paper's per-job baselines: FCFS (no backfill) or
+    EASY (one reservation) with exact runtimes as time limits, a pass at every event, one-second
+    resolution, no release delay, equal priorities, no limit on the jobs a pass tests, and the
+    textbook EASY rule (a backfilled job may end exactly at the head's shadow time)."""
+    from placement.batch.simulator import SchedulerConfig
+
+    return SchedulerConfig(backfill="none" if policy == "fcfs" else "easy", bf_interval_s=0,
+                           bf_resolution_s=1, bf_max_job_test=2**31, release_delay_s=0,
+                           placement=placement, cost_convention=convention,
+                           bf_end_at_reservation=True)
+
+
+def workload_jobs(workload: Workload, jobs: range):
+    """The ``jobs`` of ``workload`` as a :class:`placement.batch.jobs.Jobs` table: job id = index,
+    time limit = runtime (a zero runtime gets the table's least limit, 1 s, so EASY predicts it
+    ends 1 s after its start)."""
+    from placement.batch.jobs import Jobs
+
+    rows = np.arange(jobs.start, jobs.stop)
+    runtime = workload.runtime_s[rows]
+    return Jobs.build(submit_s=workload.arrival_s[rows], nodes=workload.requested_nodes[rows],
+                      limit_s=np.maximum(runtime, 1), runtime_s=runtime, job_id=rows,
+                      source="tjap workload")
+
+
 def _per_job(topology, workload, jobs, policy, placement, convention, schedule) -> None:
-    free = np.ones(topology.num_nodes, dtype=bool)
-    running: list = []  # heap of (end time, job)
-    queue: list[int] = []
-    arrivals = list(jobs)
-    a = 0
-    t = int(workload.arrival_s[arrivals[0]])
+    """FCFS or EASY on :func:`placement.batch.simulator.simulate` (:func:`per_job_config`)."""
+    from placement.batch.simulator import simulate
 
-    def start(j):
-        idle = np.flatnonzero(free)
-        nodes = place_job(topology, idle, int(workload.requested_nodes[j]), placement, convention)
-        free[nodes] = False
-        heapq.heappush(running, (t + int(workload.runtime_s[j]), j))
-        schedule.record(j, t, nodes)
-
-    while a < len(arrivals) or queue or running:
-        next_arrival = int(workload.arrival_s[arrivals[a]]) if a < len(arrivals) else None
-        next_end = running[0][0] if running else None
-        t = min(x for x in (next_arrival, next_end) if x is not None)
-        while running and running[0][0] <= t:
-            _, j = heapq.heappop(running)
-            free[schedule.nodes[j]] = True
-        while a < len(arrivals) and workload.arrival_s[arrivals[a]] <= t:
-            queue.append(arrivals[a])
-            a += 1
-        while queue and workload.requested_nodes[queue[0]] <= free.sum():
-            start(queue.pop(0))
-        if policy == "easy" and queue:
-            head = queue[0]
-            need = int(workload.requested_nodes[head])
-            available = int(free.sum())
-            shadow, extra = None, 0
-            for end_s, j in sorted(running):
-                available += int(workload.requested_nodes[j])
-                if available >= need:
-                    shadow, extra = end_s, available - need
-                    break
-            schedule.reservations.setdefault(head, shadow)
-            for j in list(queue[1:]):
-                size = int(workload.requested_nodes[j])
-                if size > free.sum():
-                    continue
-                ends_in_time = t + int(workload.runtime_s[j]) <= shadow
-                if ends_in_time or size <= extra:
-                    if not ends_in_time:
-                        extra -= size
-                    queue.remove(j)
-                    start(j)
+    result = simulate(workload_jobs(workload, jobs), topology.num_nodes,
+                      per_job_config(policy, placement, convention), topology)
+    for row, j in enumerate(jobs):
+        schedule.record(j, result.start_s[row], result.nodes_of(row))
+        if result.first_reservation_s[row] >= 0:
+            schedule.reservations[j] = int(result.first_reservation_s[row])
 
 
 def replay(topology: FatTree, workload: Workload, *, policy: str = "window",
@@ -202,6 +192,7 @@ def replay(topology: FatTree, workload: Workload, *, policy: str = "window",
         raise InvalidInputError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if placement not in PLACEMENTS:
         raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    convention_code(convention)  # names the allowed conventions if it is not one
     if tau_s < 1:
         raise InvalidInputError(f"tau_s must be a positive number of seconds, got {tau_s}")
     if cap is not None and cap < 1:

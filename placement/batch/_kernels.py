@@ -30,12 +30,16 @@ MODE_CONSERVATIVE = 2  # a reservation for every job, kept between passes and on
 
 # node selection (config slot PLACEMENT)
 PLACE_FIRST_FIT = 0    # lowest free node ids
-PLACE_CONTIGUOUS = 1   # the cheapest block of consecutive free nodes on the fat-tree
+PLACE_CONTIGUOUS = 1   # the cheapest block of consecutive free nodes on the fat-tree (hop-cost
+                       # convention in config slot CONVENTION: 0 = paper, 1 = published)
 
 # integer config slots
 MODE, DEPTH, BF_INTERVAL, BF_RESOLUTION, BF_MAX_JOB_TEST, CALC_PERIOD, PLACEMENT, NUM_NODES, \
-    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY, WHOLE_RESERVATION = range(13)
-NUM_ICONFIG = 13
+    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY, WHOLE_RESERVATION, CONVENTION, \
+    BF_END_SLACK = range(15)
+NUM_ICONFIG = 15
+# BF_END_SLACK: seconds a backfilled job must end before a reservation begins: 1 = strictly before
+# (Slurm), 0 = it may end exactly when the reservation begins (the textbook EASY rule)
 # float config slots
 W_AGE, W_SIZE, W_FAIRSHARE, W_QOS, MAX_AGE, HALF_LIFE, QOS_FACTOR = range(7)
 NUM_FCONFIG = 7
@@ -132,7 +136,7 @@ def select_nodes(free, size, iconf, switch_of, pod_of, out, lo):
     if iconf[PLACEMENT] == PLACE_CONTIGUOUS:
         idle = np.flatnonzero(free)
         costs = block_costs(switch_of[idle], pod_of[idle], size, iconf[NUM_SWITCHES],
-                            iconf[NUM_PODS], 0)
+                            iconf[NUM_PODS], iconf[CONVENTION])
         first = int(np.argmin(costs))
         for i in range(size):
             out[lo + i] = idle[(first + i) % idle.shape[0]]
@@ -149,10 +153,12 @@ def select_nodes(free, size, iconf, switch_of, pod_of, out, lo):
 # -- starting and ending jobs ----------------------------------------------------------------------
 @njit
 def start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-              node_offset, iconf, switch_of, pod_of):
-    """Start job ``j`` now: take its nodes and insert it in ``running`` (sorted by end, then row)."""
+              node_offset, iconf, switch_of, pod_of, start_seq):
+    """Start job ``j`` now: take its nodes and insert it in ``running`` (sorted by end, then row).
+    ``start_seq[j]`` records how many jobs started before it (the order of starts at one time)."""
     status[j] = RUNNING
     start[j] = now
+    start_seq[j] = clock[STARTED]
     end[j] = now + runtime[j]
     lo = node_offset[j]
     select_nodes(free, nodes[j], iconf, switch_of, pod_of, node_of, lo)
@@ -262,7 +268,7 @@ def build_profile(now, free_count, running, rlen, start, limit, nodes, resolutio
 # -- scheduling passes -----------------------------------------------------------------------------
 @njit
 def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, running, free,
-              node_of, node_offset, iconf, switch_of, pod_of):
+              node_of, node_offset, iconf, switch_of, pod_of, start_seq):
     """Start pending jobs in priority order until the first eligible one that does not fit."""
     started = False
     for i in range(clock[QLEN]):
@@ -272,7 +278,7 @@ def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, r
         if nodes[j] > clock[FREE]:
             break
         start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-                  node_offset, iconf, switch_of, pod_of)
+                  node_offset, iconf, switch_of, pod_of, start_seq)
         started = True
     if started:
         clock[QLEN] = queue_compact(queue, clock[QLEN], status)
@@ -281,7 +287,7 @@ def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, r
 @njit
 def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, start, end, running,
                   free, node_of, node_offset, reserved_at, first_reservation, iconf, switch_of,
-                  pod_of, pt, pf, pm, scratch):
+                  pod_of, start_seq, pt, pf, pm, scratch):
     """One backfill pass (MODE_DEPTH or MODE_CONSERVATIVE), see the module docstring of
     :mod:`placement.batch.simulator` for the rules."""
     resolution = iconf[BF_RESOLUTION]
@@ -312,13 +318,14 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             if s == now:
                 reserved_at[j] = -1
                 start_job(j, now, nodes, runtime, status, start, end, running, clock, free,
-                          node_of, node_offset, iconf, switch_of, pod_of)
+                          node_of, node_offset, iconf, switch_of, pod_of, start_seq)
                 started = True
             else:
                 reserved_at[j] = s
     # 2. jobs without a reservation, in priority order
     reservations = 0
     tested = 0
+    slack = iconf[BF_END_SLACK]
     depth = iconf[DEPTH]
     minimum_ready = False
     for i in range(qlen):
@@ -335,15 +342,16 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             if not minimum_ready:
                 prefix_minimum(pf, plen, pm)
                 minimum_ready = True
-            if not fits_now(pt, pm, plen, nodes[j], round_up(now + limit[j] + 1, resolution)):
+            if not fits_now(pt, pm, plen, nodes[j], round_up(now + limit[j] + slack, resolution)):
                 continue
-        # a job must end strictly before a reservation begins (Slurm: begin_time <= end_time
-        # overlaps), so it is tested for its limit plus one second
-        s = earliest_start(pt, pf, plen, nodes[j], limit[j] + 1, resolution)
+        # Slurm: a job must end strictly before a reservation begins (begin_time <= end_time
+        # overlaps), so it is tested for its limit plus one second (slack 1); the textbook EASY
+        # rule lets it end exactly then (slack 0)
+        s = earliest_start(pt, pf, plen, nodes[j], limit[j] + slack, resolution)
         if s == now:
             plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
             start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-                      node_offset, iconf, switch_of, pod_of)
+                      node_offset, iconf, switch_of, pod_of, start_seq)
             started = True
             minimum_ready = False
         elif not limited:
@@ -384,8 +392,8 @@ def charge_usage(now, clock, running, user, nodes, start, usage, fconf):
 @njit
 def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children, node_offset,
             switch_of, pod_of, iconf, fconf, clock, status, eligible, start, end, prio,
-            reserved_at, first_reservation, queue, running, free, node_of, usage, held, scratch,
-            pt, pf, pm, t_stop):
+            reserved_at, first_reservation, queue, running, free, node_of, usage, held, start_seq,
+            scratch, pt, pf, pm, t_stop):
     """Process events up to and including ``t_stop``; returns the time of the next event (INF if
     none is left). ``clock[DIRTY]`` set means the state changed at ``clock[NOW]`` (a warm start,
     an injected job) and a scheduling pass is due then."""
@@ -466,7 +474,7 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
         if changed:
             if mode != MODE_CONSERVATIVE:
                 main_pass(t, queue, clock, eligible, nodes, runtime, status, start, end, running,
-                          free, node_of, node_offset, iconf, switch_of, pod_of)
+                          free, node_of, node_offset, iconf, switch_of, pod_of, start_seq)
             if mode != MODE_NONE and not clock[BF_PENDING]:
                 clock[BF_PENDING] = 1
                 interval = iconf[BF_INTERVAL]
@@ -479,4 +487,4 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
             clock[BF_PENDING] = 0
             backfill_pass(t, queue, clock, eligible, nodes, limit, runtime, status, start, end,
                           running, free, node_of, node_offset, reserved_at, first_reservation,
-                          iconf, switch_of, pod_of, pt, pf, pm, scratch)
+                          iconf, switch_of, pod_of, start_seq, pt, pf, pm, scratch)

@@ -26,18 +26,26 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
   limit without overlapping a reservation (it must end strictly before a reservation begins:
   Slurm's backfill counts a job ending at a reservation's first second as overlapping it), and
   otherwise, while fewer than ``depth`` reservations exist, gets a reservation at its earliest
-  start. A reservation holds the job's nodes; with ``reserve_whole_node`` it holds every node,
-  which is what Slurm does when the simulated nodes stand for the CPUs of one Slurm node (its
-  backfill reserves whole nodes), as in the fidelity replay. Depth reservations are recomputed from scratch
-  at every pass (as Slurm does). ``"conservative"`` keeps every job's reservation between passes
+  start. With ``bf_end_at_reservation`` a job may instead end exactly when a reservation begins
+  (the textbook EASY rule of Mu'alem and Feitelson, and seed 002's baseline: it delays nobody,
+  since nodes freed at an end are usable at once). A reservation holds the job's nodes; with
+  ``reserve_whole_node`` it holds every node, which is what Slurm does when the simulated nodes
+  stand for the CPUs of one Slurm node (its backfill reserves whole nodes), as in the fidelity
+  replay. Depth reservations are recomputed from scratch at every pass (as Slurm does). ``"conservative"`` keeps every job's reservation between passes
   and only ever moves it earlier (Mu'alem and Feitelson's compression), so no reservation is ever
   delayed; its pass runs at every change. The other modes pass every ``bf_interval_s`` seconds
   (0: at every change); a pass with nothing changed since the last one cannot start a job, so
   only passes after a change are simulated.
 - **Release**: a job's nodes return ``release_delay_s`` after it ends (Slurm's COMPLETING state,
   about 1 s on a local Slurm; default 0); jobs depending on it become eligible then.
-- **Nodes**: ``placement="firstfit"`` (lowest free ids) or ``"contiguous"`` (the cheapest block of
-  consecutive free nodes of a :class:`tjap.topology.FatTree`, as the TJAP per-job policies).
+- **Nodes**: ``placement="firstfit"`` (lowest free ids), ``"contiguous"`` (the cheapest block of
+  consecutive free nodes of a :class:`tjap.topology.FatTree` under the hop-cost convention
+  ``cost_convention``, as :func:`tjap.online.place_job`) or ``"freeform"`` (the cheapest node set
+  of all for the job alone, :func:`tjap.freeform.best_single_job_nodes`). Every scheduling decision
+  counts nodes and never looks at which ones are free, so node choice changes no time: the
+  Python-level placements (``"freeform"``) run the kernels with first-fit bookkeeping and
+  :meth:`Simulator.result` then replays the starts in the kernels' order (``start_seq``), each
+  job on the nodes free at that moment.
 
 Deliberate departures from Slurm: no partitions, QoS limits, preemption or bf_window (reservations
 are made however far ahead they fall; Slurm's docs advise a window at least the longest limit).
@@ -45,6 +53,7 @@ are made however far ahead they fall; Slurm's docs advise a window at least the 
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, field, replace
 
@@ -52,10 +61,13 @@ import numpy as np
 
 from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
+from tjap.cost import CONVENTIONS, convention_code
 from tjap.errors import InvalidInputError
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
-PLACEMENTS = ("firstfit", "contiguous")
+PLACEMENTS = ("firstfit", "contiguous", "freeform")
+#: placements chosen in Python after the kernels ran (see the module docstring, "Nodes")
+PYTHON_PLACEMENTS = ("freeform",)
 DAY_S = 86400
 
 
@@ -100,6 +112,11 @@ class SchedulerConfig:
     #: reserves whole nodes, so a reservation keeps every simulated node from its start to its end
     reserve_whole_node: bool = False
     placement: str = "firstfit"
+    #: hop-cost convention the "contiguous" placement minimises ("paper" or "published")
+    cost_convention: str = "paper"
+    #: True: a backfilled job may end exactly when a reservation begins (textbook EASY, seed
+    #: 002's baseline); False: strictly before it (Slurm, the default)
+    bf_end_at_reservation: bool = False
     priority: Priority = field(default_factory=Priority)
 
     def __post_init__(self):
@@ -116,9 +133,13 @@ class SchedulerConfig:
         if self.placement not in PLACEMENTS:
             raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, "
                                     f"got {self.placement!r}")
-        if not isinstance(self.reserve_whole_node, bool):
-            raise InvalidInputError(f"reserve_whole_node must be True or False, "
-                                    f"got {self.reserve_whole_node!r}")
+        for name in ("reserve_whole_node", "bf_end_at_reservation"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInputError(f"{name} must be True or False, "
+                                        f"got {getattr(self, name)!r}")
+        if self.cost_convention not in CONVENTIONS:
+            raise InvalidInputError(f"cost_convention must be one of {', '.join(CONVENTIONS)}, "
+                                    f"got {self.cost_convention!r}")
         if not isinstance(self.priority, Priority):
             raise InvalidInputError("priority must be a placement.batch.Priority")
 
@@ -166,8 +187,9 @@ class Simulator:
             raise InvalidInputError(f"nodes must be a positive integer, got {nodes!r}")
         if topology is not None and topology.num_nodes != nodes:
             raise InvalidInputError(f"nodes={nodes} but the topology has {topology.num_nodes}")
-        if self.config.placement == "contiguous" and topology is None:
-            raise InvalidInputError("placement 'contiguous' needs a topology (tjap.FatTree)")
+        if self.config.placement != "firstfit" and topology is None:
+            raise InvalidInputError(f"placement {self.config.placement!r} needs a topology "
+                                    "(tjap.FatTree)")
         if len(jobs) and jobs.max_nodes > nodes:
             too_big = int((jobs.nodes > nodes).sum())
             raise InvalidInputError(
@@ -193,6 +215,8 @@ class Simulator:
         iconf[k.NUM_NODES], iconf[k.FAVOR_SMALL] = self.num_nodes, int(p.favor_small)
         iconf[k.RELEASE_DELAY] = c.release_delay_s
         iconf[k.WHOLE_RESERVATION] = int(c.reserve_whole_node)
+        iconf[k.CONVENTION] = convention_code(c.cost_convention)
+        iconf[k.BF_END_SLACK] = 0 if c.bf_end_at_reservation else 1
         if topology is not None:
             iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_switches, topology.num_pods
             self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)
@@ -231,7 +255,7 @@ class Simulator:
             "running": np.zeros(n, np.int64), "free": np.ones(self.num_nodes, np.bool_),
             "node_of": np.full(int(j.nodes.sum()) if n else 0, -1, np.int64),
             "usage": np.zeros(max(j.num_users, 1), np.float64),
-            "held": np.zeros(n, np.bool_)}
+            "held": np.zeros(n, np.bool_), "start_seq": np.full(n, -1, np.int64)}
         self.simulated = np.ones(n, bool)  # False for jobs whose start came from the trace
         self.runtime_s = 0.0
 
@@ -251,7 +275,7 @@ class Simulator:
                         self._pod_of, self._iconf, self._fconf, s["clock"], s["status"],
                         s["eligible"], s["start"], s["end"], s["prio"], s["reserved_at"],
                         s["first_reservation"], s["queue"], s["running"], s["free"],
-                        s["node_of"], s["usage"], s["held"], *self._work, stop)
+                        s["node_of"], s["usage"], s["held"], s["start_seq"], *self._work, stop)
         self.runtime_s += time.perf_counter() - tick
         if until_s is not None and s["clock"][k.NOW] < until_s:
             s["clock"][k.NOW] = until_s
@@ -356,10 +380,41 @@ class Simulator:
     # -- results ----------------------------------------------------------------------------------
     def result(self) -> "SimulationResult":
         s = self._state
+        node_of = (self._python_placement() if self.config.placement in PYTHON_PLACEMENTS
+                   else s["node_of"].copy())
         return SimulationResult(self.jobs, self.num_nodes, self.config, s["start"].copy(),
                                 s["end"].copy(), s["first_reservation"].copy(),
-                                self.simulated.copy(), s["node_of"].copy(), self._node_offset,
-                                self.now, self.runtime_s)
+                                self.simulated.copy(), node_of, self._node_offset,
+                                self.now, self.runtime_s, s["start_seq"].copy())
+
+    def _python_placement(self) -> np.ndarray:
+        """``node_of`` with every simulated start's nodes chosen by the Python-level placement:
+        the starts replayed in the kernels' order (start time, then ``start_seq``), each on the
+        nodes free at that moment (jobs end, and free their nodes, before jobs start)."""
+        from tjap.freeform import best_single_job_nodes
+
+        s, jobs, delay = self._state, self.jobs, self.config.release_delay_s
+        node_of, free = s["node_of"].copy(), np.ones(self.num_nodes, bool)
+        busy: list = []  # heap of (release time, row)
+        started = np.flatnonzero(s["start"] >= 0)
+        for row in started[~self.simulated[started]]:  # running at a warm start: kernel nodes
+            lo = self._node_offset[row]
+            if node_of[lo] >= 0:
+                free[node_of[lo:lo + jobs.nodes[row]]] = False
+                heapq.heappush(busy, (int(s["end"][row]) + delay, int(row)))
+        placed = started[self.simulated[started]]
+        placed = placed[np.lexsort((s["start_seq"][placed], s["start"][placed]))]
+        for row in placed:
+            while busy and busy[0][0] <= s["start"][row]:
+                _, done = heapq.heappop(busy)
+                lo = self._node_offset[done]
+                free[node_of[lo:lo + jobs.nodes[done]]] = True
+            lo, size = self._node_offset[row], int(jobs.nodes[row])
+            nodes = best_single_job_nodes(self.topology, np.flatnonzero(free), size)
+            node_of[lo:lo + size] = nodes
+            free[nodes] = False
+            heapq.heappush(busy, (int(s["end"][row]) + delay, int(row)))
+        return node_of
 
 
 @dataclass
@@ -377,6 +432,8 @@ class SimulationResult:
     node_offset: np.ndarray
     now_s: int
     runtime_s: float
+    #: order of the simulator's starts (jobs started before this one; -1: not started by it)
+    start_seq: np.ndarray
 
     @property
     def wait_s(self) -> np.ndarray:
