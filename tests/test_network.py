@@ -337,6 +337,33 @@ def test_exact_matches_brute_force(state):
     assert int((free_ch - e.free_channels).sum()) == plan.channels
 
 
+
+@settings(max_examples=100, deadline=None)
+@given(tiny_states(), st.lists(st.integers(0, 9), min_size=8, max_size=8))
+def test_exact_tie_cost_breaks_ties_only(state, costs):
+    """Any tie-break costs keep the fewest channels and get the least cost among such plans (no
+    more than the default best-fit plan's)."""
+    t, free_cpu, free_mem, free_ch, cpu, mem = state
+    cost = np.array(costs)
+    default = solve_request(t, free_cpu, free_mem, free_ch, cpu, mem, time_limit_s=10)
+    plan = solve_request(t, free_cpu, free_mem, free_ch, cpu, mem, time_limit_s=10, tie_cost=cost)
+    assert plan.status == default.status
+    if default.has_solution:
+        assert plan.is_feasible(t, free_cpu, free_mem, free_ch, cpu, mem)
+        assert plan.channels == default.channels
+        assert cost[list(plan.servers)].sum() <= cost[list(default.servers)].sum()
+
+
+def test_exact_tie_cost_picks_the_cheapest_single_server_and_rejects_bad_costs():
+    t = tiny()
+    full = np.full(8, 4)
+    assert solve_request(t, full, full, t.link_capacity, 3, 3).servers == (0,)
+    cost = np.array([5, 5, 5, 1, 5, 5, 5, 5])
+    assert solve_request(t, full, full, t.link_capacity, 3, 3, tie_cost=cost).servers == (3,)
+    for bad in (np.ones(7, int), -np.ones(8, int), np.ones(8) / 2):
+        with pytest.raises(InvalidInputError, match="tie_cost must hold 8 non-negative integers"):
+            solve_request(t, full, full, t.link_capacity, 3, 3, tie_cost=bad)
+
 def test_exact_on_a_paper_topology_mid_episode():
     t = paper_topology("8:1-16", 64)
     requests = Requests.generate(t, 40, 2)
@@ -471,3 +498,22 @@ def test_arrive_moves_time_until_the_request_fits_and_refuses_one_that_never_can
     assert e.now == (3 if accepted else 1)     # waited for the first request's release
     with pytest.raises(InvalidInputError, match="exceeds the data centre"):
         Engine(t).arrive(33, 1, 1, first=True)
+
+
+# -- the look-ahead headroom diagnostic ------------------------------------------------------------
+@pytest.mark.slow
+def test_headroom_diagnostic_runs_every_mode_and_names_bad_modes(capsys):
+    from benchmarks import network_headroom as headroom
+
+    out = headroom.main(["--topologies", "8:1-16", "--seeds", "1", "--requests", "16",
+                         "--horizon", "3", "--samples", "1", "--workers", "1", "--json", "--quiet"])
+    assert [r["mode"] for r in out["episodes"]] == list(headroom.MODES)
+    exact = out["episodes"][0]["acceptance"]
+    assert exact == evaluate(paper_topology("8:1-16"), lambda: make_policy("exact"), requests=16,
+                             seeds=1)["acceptance"]
+    for row in out["episodes"]:
+        assert 0 < row["acceptance"] <= 1 and row["changed"] <= row["looked"] <= 16
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        headroom.main(["--modes", "oracle"])
+    assert "unknown mode 'oracle'" in capsys.readouterr().err

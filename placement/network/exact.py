@@ -91,12 +91,15 @@ class RequestPlan:
 
 def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: int, mem: int, *,
                   time_limit_s: float | None = 1.0, seed: int = 0, workers: int = 1,
-                  fixed=()) -> RequestPlan:
+                  fixed=(), tie_cost=None) -> RequestPlan:
     """The fewest-channel plan for a request of ``cpu`` and ``mem`` units on the given free state.
 
     ``fixed``: servers already chosen for this request (their paths already reserved in
     ``free_channels``); the plan then completes the request with new servers (``cpu`` and ``mem``
     being what is still needed), see the module notes.
+
+    ``tie_cost``: non-negative integers, one per server, that break ties between plans of the
+    fewest channels (lower is preferred); default each server's free CPU + memory (best fit).
 
     Returns a plan with status OPTIMAL, FEASIBLE (time limit hit with a solution), INFEASIBLE or
     TIME_LIMIT (no solution found in time; ``servers`` is empty).
@@ -115,6 +118,12 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     if min(cpu, mem) < 1 and not (fixed and min(cpu, mem) >= 0 and cpu + mem >= 1):
         raise InvalidInputError(f"request cpu and mem must be >= 1 (mid-request, with fixed "
                                 f"servers: >= 0, one of them >= 1), got {cpu}, {mem}")
+    if tie_cost is None:
+        tie_cost = free_cpu + free_mem
+    tie_cost = np.asarray(tie_cost)
+    if tie_cost.shape != (n,) or not np.issubdtype(tie_cost.dtype, np.integer) or (tie_cost < 0).any():
+        raise InvalidInputError(f"tie_cost must hold {n} non-negative integers, one per server")
+    tie_cost = tie_cost.astype(np.int64)
     if time_limit_s is not None and not time_limit_s > 0:
         raise InvalidInputError(f"time_limit_s must be positive or None, got {time_limit_s!r}")
 
@@ -129,7 +138,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
         return plan((), (), 0, Status.INFEASIBLE)
     single = np.flatnonzero((free_cpu >= cpu) & (free_mem >= mem))
     if single.size and not fixed:
-        best = single[np.argmin(free_cpu[single] + free_mem[single])]
+        best = single[np.argmin(tie_cost[single])]
         return plan((best,), ((),), 0, Status.OPTIMAL, 0.0)
 
     cp_model = _backends.require("ortools.sat.python.cp_model")
@@ -185,7 +194,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     # every pair uses both servers' links: 2 * m(m-1)/2 = m*m - m channels
     m_sq = model.NewIntVar(0, len(V) ** 2, "m_sq")
     model.AddMultiplicationEquality(m_sq, [m, m])
-    fit = {v: int(free_cpu[v] + free_mem[v]) for v in V}   # 0 for the fixed servers
+    fit = {v: 0 if is_fixed[v] else int(tie_cost[v]) for v in V}
     weight = 1 + sum(fit.values())
     model.Minimize(weight * (m_sq - m + sum(switch_cost)) + sum(fit[v] * x[v] for v in V))
 

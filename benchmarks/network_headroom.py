@@ -1,0 +1,214 @@
+"""How much could planning across requests gain over the exact per-request model? (issue 7)
+
+A diagnostic, not an allocator. The exact model (:mod:`placement.network.exact`) serves each
+request with the fewest channels, ties broken by best fit; it accepts every request that can be
+served at all in the state it finds, so an allocator can only beat it by leaving better states
+behind. This measures how much better those states can be made:
+
+- at each request, the exact model is solved under several tie-break rules (:data:`TIE_RULES`;
+  every plan uses the fewest channels); plans that leave the same state count once;
+- where two or more states remain, each is scored by the requests the plain exact model then
+  accepts over the next ``horizon`` requests, from a copy of the engine, and the best is committed
+  (ties: the best-fit plan, i.e. the exact model's own choice);
+- ``clairvoyant``: the future is the episode's actual next requests. No online allocator can see
+  them, so this is an optimistic estimate of what planning over this horizon and these plans can
+  gain. ``sampled``: the future is ``samples`` draws from the request generator (seeded from the
+  episode seed and the request's index, never the episode's own stream), which an online
+  planner could do.
+
+    python -m benchmarks.network_headroom --topologies 8:1-16,16:1-8 --seeds 3 --horizon 12
+
+Each (topology, mode, seed) episode is one task of the sweep executor (``--workers N``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+
+import numpy as np
+
+from benchmarks.common import TaskFailure, executor_from_args, format_table
+from heuristics.network import ExactPolicy
+from placement.network import NAMES, paper_topology
+from placement.network.engine import Outcome
+from placement.network.episode import run_episode
+from placement.network.exact import solve_request
+from placement.network.requests import Requests
+from tjap.errors import InvalidInputError
+from tjap.executor import add_executor_arguments
+
+MODES = ("exact", "clairvoyant", "sampled")
+
+
+def tie_costs(engine) -> dict:
+    """Tie-break costs per rule (lower preferred) for the engine's state; ``best`` is the exact
+    model's default (free CPU + memory: fuller servers first)."""
+    t = engine.topology
+    fit = engine.free_cpu + engine.free_mem
+    own = engine.free_channels[:t.num_servers]   # a server's own link (its index: the topology's)
+    used = t.link_capacity[:t.num_servers] - own
+    span = int(t.server_cpu + t.server_mem) + 1
+    return {"best": fit, "worst": span - 1 - fit, "fewest_free_channels": own * span + fit,
+            "most_free_channels": used * span + fit, "best_then_channels": fit * span + own}
+
+
+TIE_RULES = ("best", "worst", "fewest_free_channels", "most_free_channels", "best_then_channels")
+
+
+def _commit(engine, plan) -> None:
+    outcome = Outcome.PENDING
+    for server, paths in plan:
+        outcome = engine.step(server, paths)
+    if outcome != Outcome.ACCEPTED:   # a plan of the exact model always completes its request
+        raise RuntimeError(f"an exact plan did not complete its request ({outcome.name})")
+
+
+def _exact_plan(engine, tie_cost=None):
+    cpu, mem, _ = engine.request
+    result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
+                           engine.free_channels, cpu, mem, time_limit_s=1.0, tie_cost=tie_cost)
+    return [(s, list(p)) for s, p in zip(result.servers, result.paths)] if result.has_solution \
+        else None
+
+
+def accepted_ahead(engine, future: Requests) -> int:
+    """Requests of ``future`` the plain exact model accepts from ``engine``'s state (which it
+    changes: pass a copy)."""
+    accepted = 0
+    for i in range(len(future)):
+        engine.arrive(int(future.cpu[i]), int(future.mem[i]), int(future.holding[i]))
+        plan = _exact_plan(engine)
+        if plan is None:
+            engine.abort()
+        else:
+            _commit(engine, plan)
+            accepted += 1
+    return accepted
+
+
+class LookAheadExact(ExactPolicy):
+    """The exact model choosing among its tie-break plans by look-ahead (see the module doc).
+    ``requests``: the episode's stream (read only in ``clairvoyant`` mode)."""
+
+    def __init__(self, mode: str, requests: Requests, horizon: int = 12, samples: int = 2):
+        super().__init__(time_limit_s=1.0)
+        if mode not in ("clairvoyant", "sampled"):
+            raise InvalidInputError(f"mode must be clairvoyant or sampled, got {mode!r}")
+        self.mode, self.requests, self.horizon, self.samples = mode, requests, horizon, samples
+        self.name = f"exact+lookahead ({mode})"
+
+    def reset(self, topology, seed: int) -> None:
+        super().reset(topology, seed)
+        self.index = -1
+        self.stats |= {"looked": 0, "changed": 0}
+
+    def futures(self) -> list[Requests]:
+        start = self.index + 1
+        if self.mode == "clairvoyant":
+            r, stop = self.requests, min(start + self.horizon, len(self.requests))
+            return [Requests(r.cpu[start:stop], r.mem[start:stop], r.holding[start:stop])] \
+                if stop > start else []
+        seeds = np.random.SeedSequence([self.seed, start, 3]).generate_state(self.samples)
+        return [Requests.generate(self.topology, self.horizon, int(s)) for s in seeds]
+
+    def plan(self, engine):
+        self.index += 1
+        costs = tie_costs(engine)
+        candidates = {}
+        for rule in TIE_RULES:
+            plan = _exact_plan(engine, costs[rule].astype(np.int64))
+            if plan is None:
+                return None   # no plan under one rule: none under any (same feasible set)
+            after = copy.deepcopy(engine)
+            _commit(after, plan)
+            key = (after.free_cpu.tobytes(), after.free_mem.tobytes(), after.free_channels.tobytes())
+            candidates.setdefault(key, (plan, after))
+        candidates = list(candidates.values())
+        futures = self.futures() if len(candidates) > 1 else []
+        if not futures:
+            return candidates[0][0]
+        self.stats["looked"] += 1
+        scores = [sum(accepted_ahead(copy.deepcopy(after), f) for f in futures)
+                  for _, after in candidates]
+        best = int(np.argmax(scores))   # the first maximum: best fit wins ties
+        self.stats["changed"] += best != 0
+        return candidates[best][0]
+
+
+def episode(name: str, mode: str, seed: int, requests: int, horizon: int, samples: int) -> dict:
+    """One episode of ``mode`` (``exact``: the plain exact model) on topology ``name``."""
+    topology = paper_topology(name)
+    reqs = Requests.generate(topology, requests, seed)
+    policy = ExactPolicy() if mode == "exact" else LookAheadExact(mode, reqs, horizon, samples)
+    result = run_episode(topology, reqs, policy, seed=seed)
+    return {"topology": name, "mode": mode, "seed": seed, "acceptance": result.acceptance,
+            "looked": result.info.get("looked", 0), "changed": result.info.get("changed", 0),
+            "runtime_s": result.runtime_s}
+
+
+def summarise(rows: list[dict]) -> list[dict]:
+    """Per topology: mean acceptance of each mode and the look-ahead gains over plain exact, %."""
+    out = []
+    for name in dict.fromkeys(r["topology"] for r in rows):
+        row = {"topology": name}
+        for mode in MODES:
+            mine = [r for r in rows if r["topology"] == name and r["mode"] == mode]
+            if mine:
+                row[mode] = float(np.mean([r["acceptance"] for r in mine]))
+                row[f"{mode}_changed"] = int(sum(r["changed"] for r in mine))
+        for mode in ("clairvoyant", "sampled"):
+            if mode in row and "exact" in row:
+                row[f"{mode}_gain_pct"] = 100 * (row[mode] / row["exact"] - 1)
+        out.append(row)
+    return out
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.network_headroom",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--topologies", default=",".join(NAMES))
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seed-base", type=int, default=0)
+    parser.add_argument("--requests", type=int, default=128)
+    parser.add_argument("--horizon", type=int, default=12)
+    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    add_executor_arguments(parser)
+    args = parser.parse_args(argv)
+    names = [n for n in args.topologies.split(",") if n]
+    modes = [m for m in args.modes.split(",") if m]
+    for name in names:
+        paper_topology(name)   # a one-line error for an unknown topology
+    if bad := [m for m in modes if m not in MODES]:
+        parser.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
+    for key in ("seeds", "requests", "horizon", "samples"):
+        if getattr(args, key) < 1:
+            parser.error(f"--{key} must be a positive integer")
+    tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples)
+             for n in names for m in modes for s in range(args.seeds)]
+    start = time.perf_counter()
+    rows = [r for r in executor_from_args(args).map(episode, tasks, desc="episodes",
+                                                     quiet=args.quiet)
+            if not isinstance(r, TaskFailure)]
+    summary = {"episodes": rows, "summary": summarise(rows), "horizon": args.horizon,
+               "samples": args.samples, "wall_s": time.perf_counter() - start}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return summary
+    columns = [("topology", "")] + [(m, ".4f") for m in modes] \
+        + [(f"{m}_gain_pct", "+.2f") for m in ("clairvoyant", "sampled") if m in modes] \
+        + [(f"{m}_changed", "d") for m in ("clairvoyant", "sampled") if m in modes]
+    print(format_table(summary["summary"], columns))
+    print(f"\n{len(rows)} episodes, horizon {args.horizon}, {args.samples} samples, "
+          f"{summary['wall_s']:.0f} s")
+    return summary
+
+
+if __name__ == "__main__":
+    main()
