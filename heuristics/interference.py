@@ -207,20 +207,21 @@ def make_policy(name: str, **options):
         if options:
             raise InvalidInputError(f"policy whole takes no options, got {sorted(options)}")
         return WholeJobPolicy()
-    if name in ("marl", "single"):   # the learned schedulers (needs torch); weights=PATH
-        from learned.interference.policy import MarlPolicy, SingleAgentPolicy
+    if name in ("marl", "single", "marl-server"):   # the learned schedulers (torch); weights=PATH
+        from learned.interference.policy import MarlPolicy, ServerLevelPolicy, SingleAgentPolicy
 
         unknown = set(options) - {"weights"}
         if unknown:
             raise InvalidInputError(f"policy {name} takes only weights=PATH, got "
                                     f"{sorted(unknown)}")
-        return (MarlPolicy if name == "marl" else SingleAgentPolicy)(**options)
+        return {"marl": MarlPolicy, "single": SingleAgentPolicy,
+                "marl-server": ServerLevelPolicy}[name](**options)
     raise UnknownMethodError(f"unknown interference policy {name!r}; choose one of "
                              f"{', '.join(POLICIES)}")
 
 
 #: Policy names of :func:`make_policy`.
-POLICIES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl", "single")
+POLICIES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl", "single", "marl-server")
 
 
 @njit

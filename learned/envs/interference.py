@@ -39,6 +39,15 @@ simulator sees exactly these observations (test).
 (every GPU group), one queue of every arrived job, no forwarding action; in the simulator it is
 the ``single`` policy (:class:`learned.interference.policy.SingleAgentPolicy`), which replays
 these episodes exactly.
+
+``level="server"`` is seed 001's server-level variant (:mod:`learned.interference.features`):
+the graph's nodes are the servers and switches, action ``i < servers`` picks the partition's i-th
+server (allowed when one of its groups can take the task) and the task goes to one of those groups
+drawn uniformly at random by a generator seeded with the episode's workload seed (so an episode is
+deterministic by the env seed); in the simulator it is the ``marl-server`` policy
+(:class:`learned.interference.policy.ServerLevelPolicy`), which draws from the run's seed (the
+workload's by default) in the same order, so it replays these episodes too. ``num_actions`` is the
+number of action nodes (``num_groups`` the partition's GPU groups, equal at device level).
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ import numpy as np
 
 from learned.interference.features import (ALL, EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
                                            PARTITION_FEATURES, PartitionGraph, Planning,
-                                           added_slowdown, observe)
+                                           added_slowdown, check_level, choose_group, observe)
 from placement.interference import Simulator, Workload, make_cluster, profiles
 from placement.interference.simulator import DONE, WAITING
 from tjap.errors import InvalidInputError
@@ -73,11 +82,30 @@ def comm_cost(sim, job: int) -> float:
     return min(worst / profiles.ITER_S[m], COMM_CLIP)
 
 
-def partition_shapes(cluster, single_agent: bool = False) -> tuple[list[PartitionGraph], int,
-                                                                    int, int]:
-    graphs = [PartitionGraph(cluster, p) for p in range(cluster.num_partitions)] \
-        if not single_agent else [PartitionGraph(cluster, ALL)]
-    shapes = {(g.num_nodes, g.edge_index.shape[1], g.num_groups) for g in graphs}
+def rule_action(nodes: np.ndarray, mask: np.ndarray, expert: str) -> int:
+    """The rule ``expert``'s action (:meth:`InterferenceEnv.expert_action`) from an observation's
+    ``nodes`` and action ``mask`` (its last entry: forward, returned when no node is allowed)."""
+    if expert not in EXPERTS:
+        raise InvalidInputError(f"unknown expert {expert!r}; choose one of {', '.join(EXPERTS)}")
+    A = len(mask) - 1
+    nodes, feasible = nodes[:A], mask[:A]
+    if not feasible.any():
+        return A
+    if expert == "whole":
+        ok = feasible & (nodes[:, NODE_FEATURES.index("whole_ok")] > 0)
+        if ok.any():
+            gap = nodes[:, NODE_FEATURES.index("whole_gap")]
+            return int(np.argmin(np.where(ok, gap, np.inf)))
+    score = np.where(feasible, 2.0 * nodes[:, 8] + nodes[:, 10], -np.inf)
+    return int(np.argmax(score))
+
+
+def partition_shapes(cluster, single_agent: bool = False,
+                     level: str = "device") -> tuple[list[PartitionGraph], int, int, int]:
+    """The partition graphs and their common (nodes, edges, action nodes)."""
+    graphs = [PartitionGraph(cluster, p, level) for p in range(cluster.num_partitions)] \
+        if not single_agent else [PartitionGraph(cluster, ALL, level)]
+    shapes = {(g.num_nodes, g.edge_index.shape[1], g.num_actions) for g in graphs}
     if len(shapes) != 1:
         raise InvalidInputError(f"InterferenceEnv needs partitions of one shape, got {shapes}; "
                                 "use a fat-tree or VL2 cluster with one server architecture")
@@ -92,12 +120,14 @@ class InterferenceEnv(gym.Env):
     def __init__(self, topology: str = "fattree", k: int = 8, arch: str = "pcie", *,
                  intervals: int = 8, pattern: str = "poisson", rate: float | None = None,
                  extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY,
-                 reward: str = "proxy", single_agent: bool = False, rule: str = "whole"):
+                 reward: str = "proxy", single_agent: bool = False, rule: str = "whole",
+                 level: str = "device"):
         from placement.interference.cli import default_rate
 
         self._config = dict(topology=topology, k=k, arch=arch, intervals=intervals,
                             pattern=pattern, rate=rate, extra_intervals=extra_intervals,
-                            wait_penalty=wait_penalty, single_agent=single_agent)
+                            wait_penalty=wait_penalty, single_agent=single_agent, level=level)
+        self.level = check_level(level)
 
         self.cluster = make_cluster(topology, k, arch)
         if isinstance(intervals, bool) or not isinstance(intervals, (int, np.integer)) \
@@ -114,7 +144,9 @@ class InterferenceEnv(gym.Env):
             raise InvalidInputError(f"unknown rule {rule!r}; choose one of {', '.join(EXPERTS)}")
         self.rule = rule
         self.single_agent = bool(single_agent)
-        self.graphs, n, e, self.num_groups = partition_shapes(self.cluster, self.single_agent)
+        self.graphs, n, e, self.num_actions = partition_shapes(self.cluster, self.single_agent,
+                                                               self.level)
+        self.num_groups = self.graphs[0].num_groups
         P = self.cluster.num_partitions
         box = lambda *shape: gym.spaces.Box(-np.inf, np.inf, shape, dtype=np.float32)  # noqa: E731
         self.observation_space = gym.spaces.Dict({
@@ -123,8 +155,8 @@ class InterferenceEnv(gym.Env):
             "edges": box(e, len(EDGE_FEATURES)), "job": box(len(JOB_FEATURES)),
             "partitions": box(P, len(PARTITION_FEATURES)),
             "own": gym.spaces.Box(0.0, 1.0, (P,), dtype=np.float32)})
-        self.action_space = gym.spaces.Discrete(self.num_groups + 1)
-        self._mask = np.zeros(self.num_groups + 1, bool)
+        self.action_space = gym.spaces.Discrete(self.num_actions + 1)
+        self._mask = np.zeros(self.num_actions + 1, bool)
 
     # -- gym API ---------------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
@@ -151,6 +183,7 @@ class InterferenceEnv(gym.Env):
     def _begin(self, workload: Workload):
         self.workload = workload
         self.sim = Simulator(self.cluster, self.workload)
+        self._group_rng = np.random.default_rng(workload.seed)   # server level: the random group
         self._interval_cost = []
         self._reward, self._agent = 0.0, 0
         self._obs = {key: np.zeros(space.shape, space.dtype)
@@ -176,21 +209,10 @@ class InterferenceEnv(gym.Env):
         ``tetris``: the feasible group maximising 2 x (the job already has a task on its server)
         + fill after placing. ``whole``: the group of the least-cost plan keeping the job on one
         server (:class:`heuristics.interference.WholeJobPolicy`, read from the ``whole_ok`` /
-        ``whole_gap`` features), Tetris's choice when no such plan exists."""
-        if expert not in EXPERTS:
-            raise InvalidInputError(f"unknown expert {expert!r}; choose one of "
-                                    f"{', '.join(EXPERTS)}")
-        nodes = self._obs["nodes"][:self.num_groups]
-        feasible = self._mask[:self.num_groups]
-        if not feasible.any():
-            return self.num_groups
-        if expert == "whole":
-            ok = feasible & (nodes[:, NODE_FEATURES.index("whole_ok")] > 0)
-            if ok.any():
-                gap = nodes[:, NODE_FEATURES.index("whole_gap")]
-                return int(np.argmin(np.where(ok, gap, np.inf)))
-        score = np.where(feasible, 2.0 * nodes[:, 8] + nodes[:, 10], -np.inf)
-        return int(np.argmax(score))
+        ``whole_gap`` features), Tetris's choice when no such plan exists. At server level the
+        same code reads the server nodes' aggregates (most fill, least gap over the server's
+        groups), so it picks the server of the rule's group (ties to the first, as there)."""
+        return rule_action(self._obs["nodes"], self._mask, expert)
 
     # -- the simulation, as a generator that yields at each decision -------------------------
     def _info(self) -> dict:
@@ -220,10 +242,10 @@ class InterferenceEnv(gym.Env):
                 plan.rollback(sim)
                 return False
             action = yield obs, mask
-            if action == graph.num_groups:
+            if action == graph.num_actions:
                 plan.rollback(sim)
                 return False
-            g = int(graph.groups[action])
+            g = choose_group(sim, plan, graph, action, self._group_rng)
             if self.reward == "proxy":
                 self._reward -= added_slowdown(sim, plan, g)
             plan.add(sim, g)

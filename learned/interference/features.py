@@ -18,6 +18,15 @@ score of the ``whole`` rule (:class:`heuristics.interference.WholeJobPolicy`): `
 some plan that keeps the job on one server (consistent with its tasks placed so far) puts the
 current task on the group, ``whole_gap`` that plan's least predicted cost minus the best group's
 (clipped to [0, 2]; 2 where no such plan exists).
+
+Two levels (seed 001, Sec. VI "Server-level" / "Device-level"). ``level="device"`` (the default)
+is the graph above: the action nodes are the GPU groups, so a scheduler picks the socket of each
+task. ``level="server"`` drops the group nodes (and the group-server PCIe edges): the nodes are the
+partition's servers, then the switches, and the action nodes are the servers; the task then goes
+to a GPU group of the chosen server drawn uniformly at random among those that can take it
+(:func:`choose_group`, from a generator the env and the simulator policy seed with the run's
+seed). A server node's features aggregate its groups' device-level ones
+(:data:`SERVER_AGGREGATES`).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from heuristics.interference import (Scratch, _add_plan_flows, _server_interfere
                                      _split_cost, running_jobs_by_server)
 from placement.interference import profiles
 from tjap._jit import njit
+from tjap.errors import InvalidInputError
 
 NODE_FEATURES = ("is_group", "is_server", "is_switch", "free_gpu", "cpu_used", "pcie_used",
                  "tasks", "feasible", "job_on_server", "job_on_tor", "tetris_fill",
@@ -39,6 +49,31 @@ PARTITION_FEATURES = ("free_gpu", "cpu_used", "pcie_used", "queue", "visited")
 MAX_TIER = 4
 #: The "partition" of the single-agent variant: the whole cluster.
 ALL = -1
+#: What a scheduler picks: a GPU group ("device", the default) or a server ("server").
+LEVELS = ("device", "server")
+#: How a server node's features come from its groups' at ``level="server"`` (the device level's
+#: server nodes already had ``free_gpu``, ``tasks``, ``job_on_server``, ``job_on_tor`` and
+#: ``job_tasks_on_server``, computed the same way).
+SERVER_AGGREGATES = {
+    "is_server": "1 (there are no group nodes)",
+    "free_gpu": "free GPUs of its groups summed over their GPUs summed",
+    "cpu_used": "mean over its groups of CPU used / capacity",
+    "pcie_used": "mean over its groups of PCIe used / 128 Gbps",
+    "tasks": "tasks on the server / 16",
+    "feasible": "1 when any of its groups can take the task",
+    "tetris_fill": "the most Tetris fill over its feasible groups (0: none)",
+    "added_slowdown": "the least added slowdown over its feasible groups (0: none)",
+    "gpus": "GPUs of the server / 8",
+    "whole_ok": "1 when the whole rule's plan may put the task on any of its groups",
+    "whole_gap": "the least whole_gap over those groups (2: none)",
+}
+
+
+def check_level(level) -> str:
+    """``level`` if it is one of :data:`LEVELS`, else a one-line error."""
+    if level not in LEVELS:
+        raise InvalidInputError(f"unknown level {level!r}; choose one of {', '.join(LEVELS)}")
+    return level
 
 
 def partition_servers(cluster, p: int) -> np.ndarray:
@@ -50,20 +85,24 @@ def partition_servers(cluster, p: int) -> np.ndarray:
 
 class PartitionGraph:
     """Static structure of partition ``p`` of ``cluster`` (:data:`ALL`: the whole cluster, for
-    the single-agent variant): ``groups`` (global ids, the first
-    nodes), ``servers``, ``switch_links``; ``edge_index`` (2, E) over local node ids and
-    ``edge_link`` (E,) the cluster link of each directed edge (-1 for none)."""
+    the single-agent variant): ``groups`` (global ids; the first nodes at ``level="device"``,
+    no nodes at ``level="server"``), ``servers``, then the switches; ``edge_index`` (2, E) over
+    local node ids and ``edge_link`` (E,) the cluster link of each directed edge. The first
+    ``num_actions`` nodes are the action nodes (the groups, or the servers at server level);
+    ``group_action`` (groups,) is the action of each group's node (itself, or its server's)."""
 
-    def __init__(self, cluster, p: int):
+    def __init__(self, cluster, p: int, level: str = "device"):
+        self.level = check_level(level)
         self.groups = np.asarray(cluster.partition_groups[p] if p != ALL
                                  else np.arange(cluster.num_groups), np.int64)
         self.servers = partition_servers(cluster, p)
         graph = cluster.graph
-        nodes = [("group", int(g)) for g in self.groups] + [("server", int(s))
-                                                            for s in self.servers]
+        device = level == "device"
+        nodes = ([("group", int(g)) for g in self.groups] if device else []) \
+            + [("server", int(s)) for s in self.servers]
         index = {n: i for i, n in enumerate(nodes)}
         edges = []
-        for g in self.groups:
+        for g in self.groups if device else ():
             edges.append((index[("group", int(g))], index[("server", int(cluster.group_server[g]))],
                           int(g)))
         frontier = [("server", int(s)) for s in self.servers]
@@ -82,12 +121,22 @@ class PartitionGraph:
         self.num_nodes = len(nodes)
         self.num_groups = len(self.groups)
         self.num_servers = len(self.servers)
+        self.num_actions = self.num_groups if device else self.num_servers
         e = np.array(edges, np.int64).reshape(-1, 3)
         self.edge_index = np.concatenate([e[:, :2].T, e[:, 1::-1].T], axis=1)
         self.edge_link = np.concatenate([e[:, 2], e[:, 2]])
         self.node_server = np.full(self.num_nodes, -1, np.int64)
-        self.node_server[:self.num_groups] = cluster.group_server[self.groups]
-        self.node_server[self.num_groups:self.num_groups + self.num_servers] = self.servers
+        first = self.num_groups if device else 0    # the first server node
+        if device:
+            self.node_server[:first] = cluster.group_server[self.groups]
+        self.node_server[first:first + self.num_servers] = self.servers
+        self.group_action = np.arange(self.num_groups) if device else \
+            np.searchsorted(self.servers, cluster.group_server[self.groups])
+        if not device and not np.all(np.diff(self.group_action) >= 0):
+            raise ValueError("a partition's groups must be ordered by server")
+        # each server's first group in ``groups`` (its groups are contiguous there)
+        self.server_group_start = np.searchsorted(self.group_action, np.arange(self.num_servers)) \
+            if not device else None
         gbps = cluster.link_gbps[self.edge_link]
         tier = cluster.link_tier[self.edge_link]
         self.edge_static = np.zeros((self.edge_index.shape[1], len(EDGE_FEATURES)), np.float32)
@@ -286,8 +335,10 @@ def _scores(sim, plan, groups, fill, slow):
 def observe(sim, plan: Planning, graph: PartitionGraph,
             partition: int) -> tuple[dict, np.ndarray]:
     """(observation, action mask) for the current task of ``plan``'s job at ``partition``.
-    The mask has one entry per group of the partition and a last one for forwarding, which is
-    allowed only before the job's first task and while an unvisited partition remains.
+    The mask has one entry per action node of the partition (group, or at ``graph.level ==
+    "server"`` server: allowed when one of its groups can take the task) and a last one for
+    forwarding, which is allowed only before the job's first task and while an unvisited
+    partition remains.
 
     The queue features are the simulator's record of the interval (``sim.queue_len``: each
     scheduler's queue when the interval began; ``sim.offered(job)``: the partitions the job was
@@ -300,7 +351,9 @@ def observe(sim, plan: Planning, graph: PartitionGraph,
     feasible = plan.feasible(sim, groups)
     fill, slow = np.empty(G), np.empty(G)
     _scores(sim, plan, groups, fill, slow)
-    nodes = np.zeros((graph.num_nodes, len(NODE_FEATURES)), np.float32)
+    device = graph.level == "device"
+    # the device level's nodes (groups, servers, switches); the server level keeps the last two
+    nodes = np.zeros((graph.num_nodes + (0 if device else G), len(NODE_FEATURES)), np.float32)
     nodes[:G, 0] = 1.0
     nodes[G:G + graph.num_servers, 1] = 1.0
     nodes[G + graph.num_servers:, 2] = 1.0
@@ -310,7 +363,7 @@ def observe(sim, plan: Planning, graph: PartitionGraph,
     nodes[:G, 5] = plan.pcie_used[groups] / 128.0
     nodes[:G, 6] = plan.tasks[groups] / 8.0
     nodes[:G, 7] = feasible
-    servers = graph.node_server[:G + graph.num_servers]
+    servers = np.concatenate([c.group_server[groups], graph.servers])
     on_server = plan.server_job[servers] > 0
     nodes[:G + graph.num_servers, 8] = on_server
     tors = c.server_tor[servers] if c.kind == 0 else servers
@@ -332,6 +385,9 @@ def observe(sim, plan: Planning, graph: PartitionGraph,
         / np.maximum(np.bincount(c.group_server[groups], weights=gg,
                                  minlength=c.num_servers)[s_ids], 1)
     nodes[s_first:s_first + len(s_ids), 6] = plan.server_tasks[s_ids] / 16.0
+    if not device:
+        nodes = _server_nodes(nodes, graph, feasible)
+        feasible = nodes[:graph.num_servers, 7] > 0
     edges = graph.edge_static.copy()
     edges[:, 1] = plan.link_flows[graph.edge_link] / 8.0   # with the batch planned so far
     m = w.model[plan.job]
@@ -351,9 +407,52 @@ def observe(sim, plan: Planning, graph: PartitionGraph,
     own = np.zeros(P, np.float32)
     if partition != ALL:
         own[partition] = 1.0
-    mask = np.zeros(G + 1, bool)
-    mask[:G] = feasible
-    mask[G] = t == 0 and not visited.all()
+    A = graph.num_actions
+    mask = np.zeros(A + 1, bool)
+    mask[:A] = feasible
+    mask[A] = t == 0 and not visited.all()
     obs = {"nodes": nodes, "edge_index": graph.edge_index.copy(), "edges": edges,
            "job": job, "partitions": parts, "own": own}
     return obs, mask
+
+
+def _server_nodes(nodes: np.ndarray, graph: PartitionGraph, feasible: np.ndarray) -> np.ndarray:
+    """Server-level node features (:data:`SERVER_AGGREGATES`) from the device level's ``nodes``
+    (groups, then servers, then switches): the group rows go, the server rows get aggregates."""
+    G, S = graph.num_groups, graph.num_servers
+    group, start = nodes[:G], graph.server_group_start
+    out = nodes[G:].copy()
+    col = NODE_FEATURES.index
+    out[:S, col("is_server")] = 1.0
+    count = np.diff(np.append(start, G))
+    for name in ("cpu_used", "pcie_used"):
+        out[:S, col(name)] = np.add.reduceat(group[:, col(name)], start) / count
+    any_feasible = np.logical_or.reduceat(feasible, start)
+    out[:S, col("feasible")] = any_feasible
+    fill = np.maximum.reduceat(np.where(feasible, group[:, col("tetris_fill")], -np.inf), start)
+    out[:S, col("tetris_fill")] = np.where(any_feasible, fill, 0.0)
+    slow = np.minimum.reduceat(np.where(feasible, group[:, col("added_slowdown")], np.inf), start)
+    out[:S, col("added_slowdown")] = np.where(any_feasible, slow, 0.0)
+    out[:S, col("gpus")] = np.add.reduceat(group[:, col("gpus")], start)
+    ok = group[:, col("whole_ok")] > 0
+    any_ok = np.logical_or.reduceat(ok, start)
+    out[:S, col("whole_ok")] = any_ok
+    gap = np.minimum.reduceat(np.where(ok, group[:, col("whole_gap")], np.inf), start)
+    out[:S, col("whole_gap")] = np.where(any_ok, gap, 2.0)
+    return out
+
+
+def choose_group(sim, plan: Planning, graph: PartitionGraph, action: int, rng) -> int:
+    """The GPU group (global id) of action node ``action`` for the current task: the group
+    itself at device level; at server level one of the server's groups that can take the task,
+    drawn uniformly with ``rng`` (a :class:`numpy.random.Generator`; one draw per decision)."""
+    if graph.level == "device":
+        return int(graph.groups[action])
+    lo = graph.server_group_start[action]
+    hi = graph.server_group_start[action + 1] if action + 1 < graph.num_servers \
+        else graph.num_groups
+    candidates = graph.groups[lo:hi][plan.feasible(sim, graph.groups[lo:hi])]
+    if not len(candidates):
+        raise InvalidInputError(f"server action {action} has no group that can take the task; "
+                                "pick one allowed by the action mask")
+    return int(candidates[rng.integers(len(candidates))])

@@ -11,9 +11,9 @@ partition's scheduler: parameter sharing).
   complete graph of schedulers) and joined with the own one. The summaries are aggregates of the
   partition's state that the schedulers exchange, not the inner GNN's embeddings of the other
   partitions (that would cost one GNN pass per partition per decision).
-- Heads: one logit per GPU group (an MLP over the group's node embedding, the pooled partition
-  embedding and the summary) and one for forwarding (an MLP over the pooled embedding, the
-  summary and the job); a value head over the same context.
+- Heads: one logit per action node (a GPU group, or a server at server level; an MLP over the
+  node's embedding, the pooled partition embedding and the summary) and one for forwarding (an
+  MLP over the pooled embedding, the summary and the job); a value head over the same context.
 
 Nothing depends on the number of nodes, groups or partitions: the same weights run on k = 4, 8
 and 20 fat-trees.
@@ -54,8 +54,9 @@ class EdgeConv(nn.Module):
 
 
 class InterferenceGNN(nn.Module):
-    """Logits (B, groups + 1: the last is "forward") and values (B,) of a batch of observations
-    of one partition graph (same ``edge_index``)."""
+    """Logits (B, actions + 1: the last is "forward") and values (B,) of a batch of observations
+    of one partition graph (same ``edge_index``; its first ``num_actions`` nodes are the action
+    nodes: the GPU groups, or the servers at server level)."""
 
     def __init__(self, hidden: int = 32, layers: int = 2):
         super().__init__()
@@ -70,7 +71,7 @@ class InterferenceGNN(nn.Module):
         self.forward_head = _mlp([context, hidden, 1])
         self.value_head = _mlp([context, hidden, 1])
 
-    def forward(self, obs: dict, num_groups: int):
+    def forward(self, obs: dict, num_actions: int):
         nodes, edges, job = obs["nodes"], obs["edges"], obs["job"]
         edge_index = obs["edge_index"]
         if edge_index.dim() == 3:
@@ -87,9 +88,9 @@ class InterferenceGNN(nn.Module):
         others = (1.0 - own)[..., None]
         other_mean = (parts * others).sum(1) / others.sum(1).clamp(min=1.0)
         context = torch.cat([pooled, own_part, other_mean, job], dim=-1)
-        groups = h[:, :num_groups]
+        groups = h[:, :num_actions]
         g_in = torch.cat([groups, pooled[:, None].expand_as(groups),
-                          context[:, None].expand(B, num_groups, -1)], dim=-1)
+                          context[:, None].expand(B, num_actions, -1)], dim=-1)
         logits = torch.cat([self.group_head(g_in).squeeze(-1), self.forward_head(context)], dim=1)
         return logits, self.value_head(context).squeeze(-1)
 

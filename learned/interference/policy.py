@@ -17,6 +17,14 @@ env's greedy episodes exactly (tests).
 interval for every queued job (its ``scope`` is "cluster"), forwarding is never offered, and a
 job with a task that fits nowhere waits. Its default weights are the single-agent run's,
 ``learned/weights/interference_single.json``.
+
+``marl-server`` (:class:`ServerLevelPolicy`) is seed 001's server-level variant: the network sees
+the partition's servers and switches (no GPU groups, ``level="server"`` of
+:class:`learned.interference.features.PartitionGraph`), picks a server per task, and the task goes
+to one of the server's groups that can take it, drawn uniformly at random from a generator seeded
+by the run's seed (:func:`learned.interference.features.choose_group`). Its default weights are
+``learned/weights/interference_marl_server.json``. Weights record the level they were trained at
+(``"level"`` in the metadata; none recorded: device); loading them at the other level is refused.
 """
 
 from __future__ import annotations
@@ -32,24 +40,37 @@ from tjap.errors import InvalidInputError
 FORMAT = "tjap.interference-gnn/1"
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
 SINGLE_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_single.json")
+SERVER_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_marl_server.json")
 
 
-def save_model(model, path, training: dict) -> tuple[Path, Path]:
+def save_model(model, path, training: dict, level: str = "device") -> tuple[Path, Path]:
+    """Write ``path``.pt (the state dict) and ``path``.json (metadata: the architecture, the
+    ``level`` the network acts at, ``training``); the device level's metadata stays as it was
+    (no ``level`` key, which reads as device)."""
     import torch
+
+    from learned.interference.features import check_level
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     weights, meta = path.with_suffix(".pt"), path.with_suffix(".json")
     torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, weights)
-    meta.write_text(json.dumps({"format": FORMAT, "model": model.config, "training": training,
-                                "weights_file": weights.name,
+    extra = {"level": level} if check_level(level) != "device" else {}
+    meta.write_text(json.dumps({"format": FORMAT, "model": model.config, **extra,
+                                "training": training, "weights_file": weights.name,
                                 "versions": {"torch": torch.__version__,
                                              "numpy": np.__version__}}, indent=2))
     return weights, meta
 
 
-def load_model(path=None):
-    """(model, metadata) from ``path`` (.json, .pt or the stem; default the shipped weights)."""
+def weights_level(meta: dict) -> str:
+    """The level (device or server) weights' metadata ``meta`` was trained at."""
+    return meta.get("level", "device")
+
+
+def load_model(path=None, level: str | None = None):
+    """(model, metadata) from ``path`` (.json, .pt or the stem; default the shipped weights);
+    with ``level``, weights trained at the other level are refused."""
     from learned.interference.gnn import InterferenceGNN
 
     path = Path(path) if path is not None else DEFAULT_WEIGHTS
@@ -57,6 +78,12 @@ def load_model(path=None):
                                             "train one with `python -m learned.interference.train`")
     if not isinstance(meta.get("model"), dict):
         raise InvalidInputError(f"{meta_path} names no model architecture ('model')")
+    if level is not None and weights_level(meta) != level:
+        raise InvalidInputError(
+            f"{meta_path} holds {weights_level(meta)}-level weights, not {level}-level ones; use "
+            f"{'marl-server' if weights_level(meta) == 'server' else 'marl or single'} with them "
+            f"or train {level}-level ones (python -m learned.interference.train --level "
+            f"{level})")
     model = InterferenceGNN(**meta["model"])
     state, weights = load_state(meta_path, meta)
     try:
@@ -72,12 +99,13 @@ class MarlPolicy:
 
     name = "marl"
     scope = "partition"
+    level = "device"
     default_weights = DEFAULT_WEIGHTS
 
     def __init__(self, weights=None, model=None):
         if model is None:
             model, self.meta = load_model(weights if weights is not None
-                                          else self.default_weights)
+                                          else self.default_weights, level=self.level)
         else:
             self.meta = {}
         self.model = model
@@ -89,6 +117,7 @@ class MarlPolicy:
         import torch
 
         torch.manual_seed(seed)
+        self._group_rng = np.random.default_rng(seed)   # server level: the random group
         self._graphs = {}
         self._cluster = sim.cluster
         self.stats = {"decisions": 0, "forwards": 0}
@@ -98,13 +127,13 @@ class MarlPolicy:
         if sim.cluster is not self._cluster:
             self._graphs, self._cluster = {}, sim.cluster
         if p not in self._graphs:
-            self._graphs[p] = self._PartitionGraph(sim.cluster, p)
+            self._graphs[p] = self._PartitionGraph(sim.cluster, p, self.level)
         return self._graphs[p]
 
     def place(self, sim, partition: int, jobs) -> list:
         import torch
 
-        from learned.interference.features import Planning, observe
+        from learned.interference.features import Planning, choose_group, observe
         from learned.interference.gnn import to_torch
 
         graph = self._graph(sim, partition)
@@ -121,15 +150,15 @@ class MarlPolicy:
                     ok = False
                     break
                 with torch.no_grad():
-                    logits, _ = self.model(to_torch([obs]), graph.num_groups)
+                    logits, _ = self.model(to_torch([obs]), graph.num_actions)
                 logits = logits[0].numpy()
                 action = int(np.argmax(np.where(mask, logits, -np.inf)))
                 self.stats["decisions"] += 1
-                if action == graph.num_groups:
+                if action == graph.num_actions:
                     self.stats["forwards"] += 1
                     ok = False
                     break
-                plan.add(sim, int(graph.groups[action]))
+                plan.add(sim, choose_group(sim, plan, graph, action, self._group_rng))
             if ok:
                 plans.append(np.array(plan.plan, np.int64))
             else:
@@ -145,3 +174,13 @@ class SingleAgentPolicy(MarlPolicy):
     name = "single"
     scope = "cluster"
     default_weights = SINGLE_WEIGHTS
+
+
+class ServerLevelPolicy(MarlPolicy):
+    """The learned multi-agent scheduler at server level (``name = "marl-server"``): the GNN
+    picks a server of the partition per task, the task goes to a random group of it that can
+    take it (seed 001's server-level variant)."""
+
+    name = "marl-server"
+    level = "server"
+    default_weights = SERVER_WEIGHTS

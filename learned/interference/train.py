@@ -10,7 +10,9 @@
    workload). ``--single-agent`` trains the single-agent variant instead (one scheduler for the
    whole cluster); ``--eval-seeds`` evaluates the greedy policy afterwards, and with
    ``--eval-every N`` also before PPO and every N decisions (the Fig. 10 learning curves:
-   ``python -m benchmarks.interference_fig10``).
+   ``python -m benchmarks.interference_fig10``). ``--level server`` trains the server-level
+   variant (the network picks servers, the env a random group of the server; the behaviour
+   cloning target is the server of the rule's group).
 
 ``python -m learned.interference.train --k 8 --seed 0 --out learned/weights/interference_marl``
 writes the weights, the metadata (how trained, the command, the seed, the curve) and a CSV curve.
@@ -52,7 +54,7 @@ def collect_expert(env, episodes: int, seed: int, gamma: float, expert: str = "w
 
 
 def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: int,
-                    num_groups: int, value_scale: float):
+                    num_actions: int, value_scale: float):
     import torch
 
     from learned.interference.gnn import to_torch
@@ -67,7 +69,7 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
         for lo in range(0, n, batch):
             idx = order[lo:lo + batch]
             obs = to_torch([obs_list[i] for i in idx])
-            logits, value = model(obs, num_groups)
+            logits, value = model(obs, num_actions)
             logits = _masked(logits, torch.from_numpy(masks[idx]))
             target = torch.from_numpy(actions[idx])
             loss = torch.nn.functional.cross_entropy(logits, target) + 0.5 * torch.mean(
@@ -92,7 +94,7 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
 
     from learned.interference.gnn import to_torch
 
-    G = env.num_groups
+    G = env.num_actions
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     rng = np.random.default_rng(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -193,7 +195,7 @@ def evaluate_in_env(model, env, seeds) -> list[float]:
             else:
                 mask = env.action_masks()
                 with torch.no_grad():
-                    logits, _ = model(to_torch([obs]), env.num_groups)
+                    logits, _ = model(to_torch([obs]), env.num_actions)
                 action = int(np.argmax(np.where(mask, logits[0].numpy(), -np.inf)))
             obs, _, done, _, _ = env.step(action)
         sim, w = env.sim, env.workload
@@ -216,6 +218,9 @@ def main(argv=None) -> int:
                         "minus the agent's: the JCT saved against the rule)")
     p.add_argument("--single-agent", action="store_true",
                    help="one scheduler for the whole cluster (no partitions, no forwarding)")
+    p.add_argument("--level", default="device", choices=("device", "server"),
+                   help="what the network picks: a GPU group (device, default) or a server "
+                        "(server: the task goes to a random group of it)")
     p.add_argument("--eval-seeds", default="",
                    help="comma-separated env seeds to evaluate the greedy policy on after "
                         "training (24 intervals of arrivals + at most 24 to drain; stored in "
@@ -244,25 +249,27 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     started = time.time()
     env = InterferenceEnv(k=args.k, intervals=args.intervals, pattern=args.pattern,
-                          reward=args.reward, single_agent=args.single_agent, rule=args.expert)
+                          reward=args.reward, single_agent=args.single_agent, rule=args.expert,
+                          level=args.level)
     seeds = [int(x) for x in args.eval_seeds.split(",")] if args.eval_seeds else []
     eval_env = InterferenceEnv(k=args.k, intervals=24, pattern=args.pattern, extra_intervals=24,
-                               single_agent=args.single_agent)
+                               single_agent=args.single_agent, level=args.level)
     model = InterferenceGNN(hidden=args.hidden, layers=args.layers)
     if args.init:
         from learned.interference.policy import load_model
 
-        model = load_model(args.init)[0]
+        model = load_model(args.init, level=args.level)[0]
     value_scale = 50.0
     curve = []
     if args.bc_episodes:
         data = collect_expert(env, args.bc_episodes, args.seed, 0.99, args.expert)
         print(f"{len(data[2])} expert decisions ({time.time() - started:.0f} s)", flush=True)
         curve += behaviour_clone(model, data, epochs=args.bc_epochs, batch=128, lr=3e-3,
-                                 seed=args.seed, num_groups=env.num_groups,
+                                 seed=args.seed, num_actions=env.num_actions,
                                  value_scale=value_scale)
     if args.save_bc:
-        save_model(model, args.save_bc, {"what": "behaviour cloning stage only", "curve": curve})
+        save_model(model, args.save_bc, {"what": "behaviour cloning stage only", "curve": curve},
+                   level=args.level)
     if args.ppo_steps:
         curve += ppo(model, env, steps=args.ppo_steps, rollout=args.rollout, epochs=3, batch=128,
                      lr=3e-4, seed=args.seed, gamma=0.99, lam=0.95, clip=0.2,
@@ -271,7 +278,8 @@ def main(argv=None) -> int:
                      eval_every=args.eval_every)
     figures = {}
     if args.eval_seeds:   # keep the trained weights even if the evaluation is cut short
-        save_model(model, args.out, {"what": "saved before evaluation", "curve": curve})
+        save_model(model, args.out, {"what": "saved before evaluation", "curve": curve},
+                   level=args.level)
         evals = [row for row in curve if row.get("phase") == "eval"]
         jct = evals[-1]["avg_jct"] if evals and evals[-1]["step"] >= args.ppo_steps \
             else evaluate_in_env(model, eval_env, seeds)
@@ -280,7 +288,9 @@ def main(argv=None) -> int:
     training = {"what": "seed 001 " + ("single-agent scheduler: one GNN actor-critic for the "
                                        "whole cluster" if args.single_agent else
                                        "marl scheduler: GNN actor-critic shared by every "
-                                       "partition"),
+                                       "partition")
+                + (" (server level: picks a server, the env a random feasible group of it)"
+                   if args.level == "server" else ""),
                 "single_agent": args.single_agent, "figures": figures,
                 "cluster": f"fattree k={args.k} pcie", "episode_intervals": args.intervals,
                 "pattern": args.pattern, "expert": args.expert,
@@ -299,7 +309,9 @@ def main(argv=None) -> int:
                     sys.argv[1:] if argv is None else argv),
                 "train_seconds": round(time.time() - started, 1), "date": date.today().isoformat(),
                 "device": "local CPU, torch.set_num_threads(1)", "curve": curve}
-    save_model(model, args.out, training)
+    if args.level != "device":   # the device level's metadata stays as it was
+        training["level"] = args.level
+    save_model(model, args.out, training, level=args.level)
     print(f"saved {args.out}.pt/.json after {time.time() - started:.0f} s")
     return 0
 

@@ -15,7 +15,9 @@ import json
 from tjap.errors import InvalidInputError
 from tjap.executor import add_executor_arguments
 
-POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl", "single")
+POLICY_NAMES = ("tetris", "lb", "lif", "random", "opt", "whole", "marl", "single", "marl-server")
+#: The learned policies (they take --weights).
+LEARNED = ("marl", "single", "marl-server")
 
 
 def _int_in(low: int, high: int):
@@ -76,8 +78,9 @@ def add_parser(subparsers) -> None:
                    choices=("tetris", "lb", "lif", "random", "whole"),
                    help="opt: the plans the annealing starts from (default tetris)")
     e.add_argument("--weights", default=None, metavar="PATH",
-                   help="marl, single: trained weights (.json; default learned/weights/"
-                        "interference_marl.json, interference_single.json)")
+                   help="marl, single, marl-server: trained weights (.json; default "
+                        "learned/weights/interference_marl.json, interference_single.json, "
+                        "interference_marl_server.json)")
     e.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     e.add_argument("--seeds", type=_int_in(1, 10**5), default=1,
                    help="runs seeded --seed .. --seed + seeds - 1, one task each on --workers "
@@ -125,17 +128,16 @@ def run(args) -> int:
     rate = args.rate if args.rate is not None else default_rate(cluster)
     workload = Workload.generate(cluster.num_partitions, args.intervals, args.arrivals, args.seed,
                                  rate=rate, trace=args.trace)
-    if args.weights is not None and args.policy not in ("marl", "single"):
-        raise InvalidInputError("--weights needs --policy marl or single")
+    if args.weights is not None and args.policy not in LEARNED:
+        raise InvalidInputError("--weights needs --policy marl or single or marl-server")
     if args.opt_start != "tetris" and args.policy != "opt":
         raise InvalidInputError("--opt-start needs --policy opt")
     options = {"opt": {"iterations": args.iterations, "start": args.opt_start},
-               "marl": {"weights": args.weights},
-               "single": {"weights": args.weights}}.get(args.policy, {})
+               **{name: {"weights": args.weights} for name in LEARNED}}.get(args.policy, {})
     policy = make_policy(args.policy, **options)
     if args.seeds > 1:
         return _evaluate_seeds(args, cluster, rate, options)
-    if args.policy in ("marl", "single"):   # a small network per decision: threads contend
+    if args.policy in LEARNED:   # a small network per decision: threads contend
         import torch
 
         torch.set_num_threads(1)
