@@ -7,6 +7,9 @@ behind. This measures how much better those states can be made:
 
 - at each request, the exact model is solved under several tie-break rules (:data:`TIE_RULES`;
   every plan uses the fewest channels); plans that leave the same state count once;
+- with ``--others``, the plans other methods would make (e.g. ``gnn,tetris,nalb,nulb``: each run
+  on a copy of the engine with its own routing, kept when it completes the request) join the
+  candidates; they need not use the fewest channels;
 - where two or more states remain, each is scored by the requests the plain exact model then
   accepts over the next ``horizon`` requests, from a copy of the engine, and the best is committed
   (ties: the best-fit plan, i.e. the exact model's own choice);
@@ -31,7 +34,7 @@ import time
 import numpy as np
 
 from benchmarks.common import TaskFailure, executor_from_args, format_table
-from heuristics.network import ExactPolicy
+from heuristics.network import ExactPolicy, make_policy
 from placement.network import NAMES, paper_topology
 from placement.network.engine import Outcome
 from placement.network.episode import run_episode
@@ -74,6 +77,22 @@ def _exact_plan(engine, tie_cost=None):
         else None
 
 
+def _dry_run(policy, engine):
+    """(plan, engine after it) of ``policy`` serving the current request on a copy of ``engine``
+    with the policy's own routing; (None, None) if it fails the request."""
+    trial = copy.deepcopy(engine)
+    trial.routing = policy.routing
+    plan, outcome = [], Outcome.PENDING
+    while outcome == Outcome.PENDING:
+        choice = policy.choose(trial)
+        if choice is None:
+            return None, None
+        server, paths = choice if isinstance(choice, tuple) else (choice, None)
+        outcome = trial.step(server, paths)
+        plan.append((int(server), trial.last_paths.tolist()))
+    return (plan, trial) if outcome == Outcome.ACCEPTED else (None, None)
+
+
 def accepted_ahead(engine, future: Requests) -> int:
     """Requests of ``future`` the plain exact model accepts from ``engine``'s state (which it
     changes: pass a copy)."""
@@ -93,8 +112,10 @@ class LookAheadExact(ExactPolicy):
     """The exact model choosing among its tie-break plans by look-ahead (see the module doc).
     ``requests``: the episode's stream (read only in ``clairvoyant`` mode)."""
 
-    def __init__(self, mode: str, requests: Requests, horizon: int = 12, samples: int = 2):
+    def __init__(self, mode: str, requests: Requests, horizon: int = 12, samples: int = 2,
+                 others=()):
         super().__init__(time_limit_s=1.0)
+        self.others = [make_policy(name) for name in others]
         if mode not in ("clairvoyant", "sampled"):
             raise InvalidInputError(f"mode must be clairvoyant or sampled, got {mode!r}")
         self.mode, self.requests, self.horizon, self.samples = mode, requests, horizon, samples
@@ -104,6 +125,8 @@ class LookAheadExact(ExactPolicy):
         super().reset(topology, seed)
         self.index = -1
         self.stats |= {"looked": 0, "changed": 0}
+        for other in self.others:
+            other.reset(topology, seed)
 
     def futures(self) -> list[Requests]:
         start = self.index + 1
@@ -126,6 +149,12 @@ class LookAheadExact(ExactPolicy):
             _commit(after, plan)
             key = (after.free_cpu.tobytes(), after.free_mem.tobytes(), after.free_channels.tobytes())
             candidates.setdefault(key, (plan, after))
+        for other in self.others:
+            plan, after = _dry_run(other, engine)
+            if plan is not None:
+                key = (after.free_cpu.tobytes(), after.free_mem.tobytes(),
+                       after.free_channels.tobytes())
+                candidates.setdefault(key, (plan, after))
         candidates = list(candidates.values())
         futures = self.futures() if len(candidates) > 1 else []
         if not futures:
@@ -138,11 +167,13 @@ class LookAheadExact(ExactPolicy):
         return candidates[best][0]
 
 
-def episode(name: str, mode: str, seed: int, requests: int, horizon: int, samples: int) -> dict:
+def episode(name: str, mode: str, seed: int, requests: int, horizon: int, samples: int,
+            others=()) -> dict:
     """One episode of ``mode`` (``exact``: the plain exact model) on topology ``name``."""
     topology = paper_topology(name)
     reqs = Requests.generate(topology, requests, seed)
-    policy = ExactPolicy() if mode == "exact" else LookAheadExact(mode, reqs, horizon, samples)
+    policy = ExactPolicy() if mode == "exact" else LookAheadExact(mode, reqs, horizon, samples,
+                                                                 others)
     result = run_episode(topology, reqs, policy, seed=seed)
     return {"topology": name, "mode": mode, "seed": seed, "acceptance": result.acceptance,
             "looked": result.info.get("looked", 0), "changed": result.info.get("changed", 0),
@@ -177,6 +208,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--requests", type=int, default=128)
     parser.add_argument("--horizon", type=int, default=12)
     parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--others", default="",
+                        help="comma-separated policies whose plans join the candidates "
+                             "(e.g. gnn,tetris,nalb,nulb; default none)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     add_executor_arguments(parser)
@@ -190,14 +224,17 @@ def main(argv=None) -> dict:
     for key in ("seeds", "requests", "horizon", "samples"):
         if getattr(args, key) < 1:
             parser.error(f"--{key} must be a positive integer")
-    tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples)
+    others = tuple(o for o in args.others.split(",") if o)
+    for other in others:
+        make_policy(other)   # a one-line error for an unknown policy
+    tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples, others)
              for n in names for m in modes for s in range(args.seeds)]
     start = time.perf_counter()
     rows = [r for r in executor_from_args(args).map(episode, tasks, desc="episodes",
                                                      quiet=args.quiet)
             if not isinstance(r, TaskFailure)]
     summary = {"episodes": rows, "summary": summarise(rows), "horizon": args.horizon,
-               "samples": args.samples, "wall_s": time.perf_counter() - start}
+               "samples": args.samples, "others": list(others), "wall_s": time.perf_counter() - start}
     if args.json:
         print(json.dumps(summary, indent=2))
         return summary

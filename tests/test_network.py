@@ -517,3 +517,27 @@ def test_headroom_diagnostic_runs_every_mode_and_names_bad_modes(capsys):
     with pytest.raises(SystemExit):
         headroom.main(["--modes", "oracle"])
     assert "unknown mode 'oracle'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["nalb", "tetris"])
+def test_a_dry_run_replays_to_the_same_state(name):
+    """A policy's dry run on a copy (its own routing) replays on the engine, through the recorded
+    ``last_paths``, to exactly the copy's state."""
+    from benchmarks.network_headroom import _commit, _dry_run
+
+    t = paper_topology("8:1-16")
+    reqs = Requests.generate(t, 30, 4)
+    engine, policy = Engine(t, routing="shortest"), make_policy(name)
+    policy.reset(t, 4)
+    replayed = 0
+    for i in range(len(reqs)):
+        engine.arrive(int(reqs.cpu[i]), int(reqs.mem[i]), int(reqs.holding[i]), first=i == 0)
+        plan, after = _dry_run(policy, engine)
+        if plan is None:
+            engine.abort()
+            continue
+        _commit(engine, plan)
+        replayed += 1
+        for a in ("free_cpu", "free_mem", "free_channels"):
+            assert np.array_equal(getattr(engine, a), getattr(after, a))
+    assert replayed >= 10

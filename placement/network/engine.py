@@ -46,7 +46,9 @@ class Engine:
     the accepted requests still holding resources.
 
     Policies read (never write) ``free_cpu``, ``free_mem``, ``free_channels``, ``need_cpu``,
-    ``need_mem``, ``chosen`` and ``topology``.
+    ``need_mem``, ``chosen`` and ``topology``; ``last_paths`` is the candidate path index per
+    earlier server that the last successful :meth:`step` used (kept after the request ends, so a
+    dry run on a copy can be replayed with :meth:`step`'s ``paths``).
 
     >>> from placement.network import paper_topology
     >>> engine = Engine(paper_topology("8:1-16"))
@@ -81,6 +83,7 @@ class Engine:
         self.now = 0
         self._active = []   # heap of (end tick, sequence, servers, cpu, mem, links)
         self._seq = 0
+        self.last_paths = np.empty(0, np.int64)
         self._clear_request()
 
     def _clear_request(self) -> None:
@@ -185,9 +188,10 @@ class Engine:
             if count < 0:
                 return self.abort()
             self._links.append(self._scratch_links[:count].copy())
-            self.paths.append(self._paths_out[:n].copy())
+            self.last_paths = self._paths_out[:n].copy()
         else:
-            self.paths.append(np.empty(0, np.int64))
+            self.last_paths = np.empty(0, np.int64)
+        self.paths.append(self.last_paths)
         cpu = min(int(self.free_cpu[server]), self.need_cpu)
         mem = min(int(self.free_mem[server]), self.need_mem)
         self.free_cpu[server] -= cpu
