@@ -69,10 +69,11 @@ def _commit(engine, plan) -> None:
         raise RuntimeError(f"an exact plan did not complete its request ({outcome.name})")
 
 
-def _exact_plan(engine, tie_cost=None):
+def _exact_plan(engine, seed: int, tie_cost=None):
     cpu, mem, _ = engine.request
     result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
-                           engine.free_channels, cpu, mem, time_limit_s=1.0, tie_cost=tie_cost)
+                           engine.free_channels, cpu, mem, time_limit_s=1.0, seed=seed,
+                           tie_cost=tie_cost)
     return [(s, list(p)) for s, p in zip(result.servers, result.paths)] if result.has_solution \
         else None
 
@@ -93,13 +94,13 @@ def _dry_run(policy, engine):
     return (plan, trial) if outcome == Outcome.ACCEPTED else (None, None)
 
 
-def accepted_ahead(engine, future: Requests) -> int:
-    """Requests of ``future`` the plain exact model accepts from ``engine``'s state (which it
-    changes: pass a copy)."""
+def accepted_ahead(engine, future: Requests, seed: int) -> int:
+    """Requests of ``future`` the plain exact model (CP-SAT seeded ``seed``) accepts from
+    ``engine``'s state (which it changes: pass a copy)."""
     accepted = 0
     for i in range(len(future)):
         engine.arrive(int(future.cpu[i]), int(future.mem[i]), int(future.holding[i]))
-        plan = _exact_plan(engine)
+        plan = _exact_plan(engine, seed)
         if plan is None:
             engine.abort()
         else:
@@ -142,7 +143,7 @@ class LookAheadExact(ExactPolicy):
         costs = tie_costs(engine)
         candidates = {}
         for rule in TIE_RULES:
-            plan = _exact_plan(engine, costs[rule].astype(np.int64))
+            plan = _exact_plan(engine, self.seed, costs[rule].astype(np.int64))
             if plan is None:
                 return None   # no plan under one rule: none under any (same feasible set)
             after = copy.deepcopy(engine)
@@ -160,22 +161,38 @@ class LookAheadExact(ExactPolicy):
         if not futures:
             return candidates[0][0]
         self.stats["looked"] += 1
-        scores = [sum(accepted_ahead(copy.deepcopy(after), f) for f in futures)
+        scores = [sum(accepted_ahead(copy.deepcopy(after), f, self.seed) for f in futures)
                   for _, after in candidates]
         best = int(np.argmax(scores))   # the first maximum: best fit wins ties
         self.stats["changed"] += best != 0
         return candidates[best][0]
 
 
+class SolverSeededExact(ExactPolicy):
+    """The plain exact model with CP-SAT seeded ``episode seed + offset`` (offset 0: as
+    ``exact``). Plans of equal channels and equal best-fit cost are the solver's arbitrary pick,
+    which the seed changes."""
+
+    def __init__(self, offset: int = 0):
+        super().__init__(time_limit_s=1.0)
+        self.offset = int(offset)
+
+    def reset(self, topology, seed: int) -> None:
+        super().reset(topology, seed)
+        self.seed = seed + self.offset
+
+
 def episode(name: str, mode: str, seed: int, requests: int, horizon: int, samples: int,
-            others=()) -> dict:
-    """One episode of ``mode`` (``exact``: the plain exact model) on topology ``name``."""
+            others=(), solver_offset: int = 0) -> dict:
+    """One episode of ``mode`` (``exact``: the plain exact model, its CP-SAT seeded ``seed +
+    solver_offset``) on topology ``name``."""
     topology = paper_topology(name)
     reqs = Requests.generate(topology, requests, seed)
-    policy = ExactPolicy() if mode == "exact" else LookAheadExact(mode, reqs, horizon, samples,
-                                                                 others)
+    policy = SolverSeededExact(solver_offset) if mode == "exact" \
+        else LookAheadExact(mode, reqs, horizon, samples, others)
     result = run_episode(topology, reqs, policy, seed=seed)
-    return {"topology": name, "mode": mode, "seed": seed, "acceptance": result.acceptance,
+    return {"topology": name, "mode": mode, "seed": seed, "solver_offset": solver_offset,
+            "acceptance": result.acceptance,
             "looked": result.info.get("looked", 0), "changed": result.info.get("changed", 0),
             "runtime_s": result.runtime_s}
 
@@ -186,10 +203,18 @@ def summarise(rows: list[dict]) -> list[dict]:
     for name in dict.fromkeys(r["topology"] for r in rows):
         row = {"topology": name}
         for mode in MODES:
-            mine = [r for r in rows if r["topology"] == name and r["mode"] == mode]
+            mine = [r for r in rows if r["topology"] == name and r["mode"] == mode
+                    and r["solver_offset"] == 0]
             if mine:
                 row[mode] = float(np.mean([r["acceptance"] for r in mine]))
                 row[f"{mode}_changed"] = int(sum(r["changed"] for r in mine))
+        offsets = sorted({r["solver_offset"] for r in rows
+                          if r["topology"] == name and r["mode"] == "exact"})
+        if len(offsets) > 1:   # exact's own spread over CP-SAT seeds (means over the episodes)
+            means = [np.mean([r["acceptance"] for r in rows if r["topology"] == name
+                              and r["mode"] == "exact" and r["solver_offset"] == o])
+                     for o in offsets]
+            row["exact_min"], row["exact_max"] = float(min(means)), float(max(means))
         for mode in ("clairvoyant", "sampled"):
             if mode in row and "exact" in row:
                 row[f"{mode}_gain_pct"] = 100 * (row[mode] / row["exact"] - 1)
@@ -211,6 +236,9 @@ def main(argv=None) -> dict:
     parser.add_argument("--others", default="",
                         help="comma-separated policies whose plans join the candidates "
                              "(e.g. gnn,tetris,nalb,nulb; default none)")
+    parser.add_argument("--solver-seeds", type=int, default=1,
+                        help="run the plain exact model with this many CP-SAT seeds (episode seed "
+                             "+ 1000 j) to show its own spread (default 1)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--quiet", action="store_true")
     add_executor_arguments(parser)
@@ -221,14 +249,15 @@ def main(argv=None) -> dict:
         paper_topology(name)   # a one-line error for an unknown topology
     if bad := [m for m in modes if m not in MODES]:
         parser.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
-    for key in ("seeds", "requests", "horizon", "samples"):
+    for key in ("seeds", "requests", "horizon", "samples", "solver_seeds"):
         if getattr(args, key) < 1:
             parser.error(f"--{key} must be a positive integer")
     others = tuple(o for o in args.others.split(",") if o)
     for other in others:
         make_policy(other)   # a one-line error for an unknown policy
-    tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples, others)
-             for n in names for m in modes for s in range(args.seeds)]
+    tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples, others,
+              1000 * j) for n in names for m in modes for s in range(args.seeds)
+             for j in range(args.solver_seeds if m == "exact" else 1)]
     start = time.perf_counter()
     rows = [r for r in executor_from_args(args).map(episode, tasks, desc="episodes",
                                                      quiet=args.quiet)
@@ -238,7 +267,8 @@ def main(argv=None) -> dict:
     if args.json:
         print(json.dumps(summary, indent=2))
         return summary
-    columns = [("topology", "")] + [(m, ".4f") for m in modes] \
+    spread = [("exact_min", ".4f"), ("exact_max", ".4f")] if args.solver_seeds > 1 else []
+    columns = [("topology", "")] + [(m, ".4f") for m in modes] + spread \
         + [(f"{m}_gain_pct", "+.2f") for m in ("clairvoyant", "sampled") if m in modes] \
         + [(f"{m}_changed", "d") for m in ("clairvoyant", "sampled") if m in modes]
     print(format_table(summary["summary"], columns))
