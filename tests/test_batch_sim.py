@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from batch_reference import job_tables, jobs_starts
 from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
@@ -52,60 +53,13 @@ def test_limits_not_runtimes_drive_reservations():
     assert r.first_reservation_s[1] == 100
 
 
-# -- an independent reference for none and EASY (textbook algorithm, shadow time and extra nodes)
+# -- an independent reference for none and EASY: tests/batch_reference.py
 def reference(jobs: Jobs, n: int, easy: bool) -> list[int]:
-    submit, nodes = jobs.submit_s.tolist(), jobs.nodes.tolist()
-    limit, runtime = jobs.limit_s.tolist(), jobs.runtime_s.tolist()
-    start = [-1] * len(submit)
-    running: list[int] = []
-    queue: list[int] = []
-    free, nxt = n, 0
-    while nxt < len(submit) or running:
-        t = min([start[j] + runtime[j] for j in running] + submit[nxt:nxt + 1])
-        for j in [j for j in running if start[j] + runtime[j] == t]:
-            running.remove(j)
-            free += nodes[j]
-        while nxt < len(submit) and submit[nxt] == t:
-            queue.append(nxt)
-            nxt += 1
-        while queue and nodes[queue[0]] <= free:  # main pass
-            j = queue.pop(0)
-            start[j], free = t, free - nodes[j]
-            running.append(j)
-        if easy and queue:
-            head, avail = queue[0], free
-            for shadow, j in sorted((start[j] + limit[j], j) for j in running):
-                avail += nodes[j]
-                if avail >= nodes[head]:
-                    break
-            # every job ending at the shadow time frees its nodes then
-            avail = free + sum(nodes[j] for j in running if start[j] + limit[j] <= shadow)
-            extra = avail - nodes[head]
-            for j in list(queue[1:]):
-                # Slurm's rule: a backfilled job ends strictly before the shadow time
-                if nodes[j] <= free and (t + limit[j] < shadow or nodes[j] <= extra):
-                    queue.remove(j)
-                    start[j], free = t, free - nodes[j]
-                    running.append(j)
-                    if t + limit[j] >= shadow:
-                        extra -= nodes[j]
-    return start
-
-
-@st.composite
-def workloads(draw, max_jobs=14, max_nodes=6):
-    n = draw(st.integers(1, max_nodes))
-    count = draw(st.integers(1, max_jobs))
-    gaps = draw(st.lists(st.integers(0, 8), min_size=count, max_size=count))
-    size = draw(st.lists(st.integers(1, n), min_size=count, max_size=count))
-    limit = draw(st.lists(st.integers(1, 30), min_size=count, max_size=count))
-    frac = draw(st.lists(st.floats(0, 1), min_size=count, max_size=count))
-    runtime = [max(0, int(lim * f)) for lim, f in zip(limit, frac)]
-    return Jobs.build(submit_s=np.cumsum(gaps), nodes=size, limit_s=limit, runtime_s=runtime), n
+    return jobs_starts(jobs, n, easy)
 
 
 @settings(max_examples=300, deadline=None)
-@given(workloads())
+@given(job_tables())
 def test_fcfs_and_easy_match_the_textbook_reference(case):
     jobs, n = case
     for backfill, easy in (("none", False), ("easy", True)):
@@ -127,7 +81,7 @@ def assert_feasible(r, n):
 
 
 @settings(max_examples=200, deadline=None)
-@given(workloads(), st.sampled_from(["easy", "conservative"]), st.integers(0, 20),
+@given(job_tables(), st.sampled_from(["easy", "conservative"]), st.integers(0, 20),
        st.integers(1, 7))
 def test_reservations_are_never_delayed(case, backfill, interval, resolution):
     """EASY: the head's reservation holds; conservative: every job's first reservation holds
@@ -141,7 +95,7 @@ def test_reservations_are_never_delayed(case, backfill, interval, resolution):
 
 
 @settings(max_examples=100, deadline=None)
-@given(workloads(), st.sampled_from(["none", "easy", 2, "slurm", "conservative"]))
+@given(job_tables(), st.sampled_from(["none", "easy", 2, "slurm", "conservative"]))
 def test_every_schedule_is_feasible_and_fcfs_keeps_order(case, backfill):
     jobs, n = case
     r = simulate(jobs, n, SchedulerConfig(backfill=backfill, bf_interval_s=5))

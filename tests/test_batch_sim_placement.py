@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from batch_reference import job_tables, jobs_starts
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
 from tjap.errors import InvalidInputError
@@ -16,58 +17,6 @@ from tjap.topology import FatTree
 
 EXACT = dict(bf_interval_s=0, bf_resolution_s=1, bf_max_job_test=10**6)
 TREE = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
-
-
-def easy_reference(jobs: Jobs, n: int, end_at_reservation: bool) -> list[int]:
-    """Textbook EASY from the time limits (the scheduler's view), independent of the kernels: a
-    later job backfills if it fits now and ends before (or, with ``end_at_reservation``, at) the
-    head's shadow time, or fits the nodes the head leaves spare then."""
-    submit, nodes = jobs.submit_s.tolist(), jobs.nodes.tolist()
-    limit, runtime = jobs.limit_s.tolist(), jobs.runtime_s.tolist()
-    start = [-1] * len(submit)
-    running, queue, free, nxt = [], [], n, 0
-    while nxt < len(submit) or running:
-        t = min([start[j] + runtime[j] for j in running] + submit[nxt:nxt + 1])
-        for j in [j for j in running if start[j] + runtime[j] == t]:
-            running.remove(j)
-            free += nodes[j]
-        while nxt < len(submit) and submit[nxt] == t:
-            queue.append(nxt)
-            nxt += 1
-
-        def begin(j):
-            nonlocal free
-            queue.remove(j)
-            start[j], free = t, free - nodes[j]
-            running.append(j)
-        while queue and nodes[queue[0]] <= free:
-            begin(queue[0])
-        if queue:
-            predicted = {j: max(start[j] + limit[j], t) for j in running}
-            need = nodes[queue[0]]
-            shadow = min(e for e in predicted.values()
-                         if free + sum(nodes[j] for j in running if predicted[j] <= e) >= need)
-            extra = free + sum(nodes[j] for j in running if predicted[j] <= shadow) - need
-            for j in list(queue[1:]):
-                end = t + limit[j]
-                in_time = end <= shadow if end_at_reservation else end < shadow
-                if nodes[j] <= free and (in_time or nodes[j] <= extra):
-                    if not in_time:
-                        extra -= nodes[j]
-                    begin(j)
-    return start
-
-
-@st.composite
-def workloads(draw, max_jobs=14, max_nodes=6):
-    n = draw(st.integers(1, max_nodes))
-    count = draw(st.integers(1, max_jobs))
-    gaps = draw(st.lists(st.integers(0, 8), min_size=count, max_size=count))
-    size = draw(st.lists(st.integers(1, n), min_size=count, max_size=count))
-    limit = draw(st.lists(st.integers(1, 30), min_size=count, max_size=count))
-    frac = draw(st.lists(st.floats(0.05, 1), min_size=count, max_size=count))
-    runtime = [max(1, int(lim * f)) for lim, f in zip(limit, frac)]
-    return Jobs.build(submit_s=np.cumsum(gaps), nodes=size, limit_s=limit, runtime_s=runtime), n
 
 
 # -- the end rule -------------------------------------------------------------------------------
@@ -85,12 +34,12 @@ def test_a_job_may_end_when_the_reservation_begins(end_at_reservation, whole, j2
 
 
 @settings(max_examples=250, deadline=None)
-@given(workloads(), st.booleans())
+@given(job_tables(min_runtime_share=0.05), st.booleans())
 def test_easy_matches_the_textbook_reference_under_both_end_rules(case, end_at_reservation):
     jobs, n = case
     r = simulate(jobs, n, SchedulerConfig(backfill="easy", bf_end_at_reservation=end_at_reservation,
                                           **EXACT))
-    assert r.start_s.tolist() == easy_reference(jobs, n, end_at_reservation)
+    assert r.start_s.tolist() == jobs_starts(jobs, n, True, end_at_reservation)
     held = r.first_reservation_s >= 0
     assert (r.start_s[held] <= r.first_reservation_s[held]).all()
 
@@ -120,7 +69,8 @@ def feasible(r, rows=None):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(workloads(max_jobs=20, max_nodes=16), st.sampled_from(["none", "easy", "conservative"]),
+@given(job_tables(max_jobs=20, max_nodes=16, min_runtime_share=0.05),
+       st.sampled_from(["none", "easy", "conservative"]),
        st.sampled_from(["contiguous", "freeform"]), st.sampled_from(["paper", "published"]),
        st.booleans())
 def test_topology_aware_nodes_are_place_jobs_choice_and_change_no_time(case, backfill, placement,

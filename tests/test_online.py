@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from batch_reference import textbook_starts as reference_starts
 from tjap import FatTree, InvalidInputError, job_cost
 from tjap.cli import main
 from tjap.online import PLACEMENTS, POLICIES, best_single_job_nodes, place_job, replay, window_ticks
@@ -315,41 +316,11 @@ def test_easy_counts_every_job_ending_at_the_shadow_time():
 
 
 def textbook_starts(workload: Workload, num_nodes: int, policy: str) -> list[int]:
-    """Plain-Python FCFS / EASY, the paper's baselines, independent of the batch simulator: EASY
-    reserves the head at its shadow time (exact runtimes); every job ending then frees its nodes;
-    a later job backfills if it fits now and ends by the shadow time or fits the extra nodes."""
-    arrival, runtime = workload.arrival_s.tolist(), workload.runtime_s.tolist()
-    size = workload.requested_nodes.tolist()
-    start = [-1] * len(arrival)
-    running, queue, free, nxt = [], [], num_nodes, 0
-    while nxt < len(arrival) or queue:
-        t = min([start[j] + runtime[j] for j in running] + arrival[nxt:nxt + 1])
-        for j in [j for j in running if start[j] + runtime[j] == t]:
-            running.remove(j)
-            free += size[j]
-        while nxt < len(arrival) and arrival[nxt] == t:
-            queue.append(nxt)
-            nxt += 1
-
-        def begin(j):
-            nonlocal free
-            queue.remove(j)
-            start[j], free = t, free - size[j]
-            running.append(j)
-        while queue and size[queue[0]] <= free:
-            begin(queue[0])
-        if policy == "easy" and queue:
-            need = size[queue[0]]
-            shadow = min(e for e in (start[j] + runtime[j] for j in running)
-                         if free + sum(size[j] for j in running
-                                       if start[j] + runtime[j] <= e) >= need)
-            extra = free + sum(size[j] for j in running if start[j] + runtime[j] <= shadow) - need
-            for j in list(queue[1:]):
-                if size[j] <= free and (t + runtime[j] <= shadow or size[j] <= extra):
-                    if t + runtime[j] > shadow:
-                        extra -= size[j]
-                    begin(j)
-    return start
+    """The paper's baselines in plain Python (tests/batch_reference.py): EASY predicts from the
+    exact runtimes and a backfilled job may end by the shadow time."""
+    runtime = workload.runtime_s
+    return reference_starts(workload.arrival_s, workload.requested_nodes, runtime, runtime,
+                            num_nodes, policy == "easy", end_at_reservation=True)
 
 
 @given(workload=random_workloads(), policy=st.sampled_from(["fcfs", "easy"]))
