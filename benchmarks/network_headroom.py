@@ -38,7 +38,6 @@ from heuristics.network import ExactPolicy, make_policy
 from placement.network import NAMES, paper_topology
 from placement.network.engine import Outcome
 from placement.network.episode import run_episode
-from placement.network.exact import solve_request
 from placement.network.requests import Requests
 from tjap.errors import InvalidInputError
 from tjap.executor import add_executor_arguments
@@ -69,15 +68,6 @@ def _commit(engine, plan) -> None:
         raise RuntimeError(f"an exact plan did not complete its request ({outcome.name})")
 
 
-def _exact_plan(engine, seed: int, tie_cost=None):
-    cpu, mem, _ = engine.request
-    result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
-                           engine.free_channels, cpu, mem, time_limit_s=1.0, seed=seed,
-                           tie_cost=tie_cost)
-    return [(s, list(p)) for s, p in zip(result.servers, result.paths)] if result.has_solution \
-        else None
-
-
 def _dry_run(policy, engine):
     """(plan, engine after it) of ``policy`` serving the current request on a copy of ``engine``
     with the policy's own routing; (None, None) if it fails the request."""
@@ -94,13 +84,13 @@ def _dry_run(policy, engine):
     return (plan, trial) if outcome == Outcome.ACCEPTED else (None, None)
 
 
-def accepted_ahead(engine, future: Requests, seed: int) -> int:
-    """Requests of ``future`` the plain exact model (CP-SAT seeded ``seed``) accepts from
-    ``engine``'s state (which it changes: pass a copy)."""
+def accepted_ahead(engine, future: Requests, exact: ExactPolicy) -> int:
+    """Requests of ``future`` the plain exact model ``exact`` accepts from ``engine``'s state
+    (which it changes: pass a copy)."""
     accepted = 0
     for i in range(len(future)):
         engine.arrive(int(future.cpu[i]), int(future.mem[i]), int(future.holding[i]))
-        plan = _exact_plan(engine, seed)
+        plan = exact.plan(engine)
         if plan is None:
             engine.abort()
         else:
@@ -126,6 +116,8 @@ class LookAheadExact(ExactPolicy):
         super().reset(topology, seed)
         self.index = -1
         self.stats |= {"looked": 0, "changed": 0}
+        self.solver = ExactPolicy(time_limit_s=1.0)   # candidates and rollouts, own stats
+        self.solver.reset(topology, seed)
         for other in self.others:
             other.reset(topology, seed)
 
@@ -143,7 +135,7 @@ class LookAheadExact(ExactPolicy):
         costs = tie_costs(engine)
         candidates = {}
         for rule in TIE_RULES:
-            plan = _exact_plan(engine, self.seed, costs[rule].astype(np.int64))
+            plan = self.solver.plan(engine, costs[rule].astype(np.int64))
             if plan is None:
                 return None   # no plan under one rule: none under any (same feasible set)
             after = copy.deepcopy(engine)
@@ -161,7 +153,7 @@ class LookAheadExact(ExactPolicy):
         if not futures:
             return candidates[0][0]
         self.stats["looked"] += 1
-        scores = [sum(accepted_ahead(copy.deepcopy(after), f, self.seed) for f in futures)
+        scores = [sum(accepted_ahead(copy.deepcopy(after), f, self.solver) for f in futures)
                   for _, after in candidates]
         best = int(np.argmax(scores))   # the first maximum: best fit wins ties
         self.stats["changed"] += best != 0

@@ -172,11 +172,13 @@ class ExactPolicy(_PlannedPolicy):
         super().reset(topology, seed)
         self.stats = {s.value.lower(): 0 for s in Status} | {"solve_s": 0.0}
 
-    def plan(self, engine: Engine):
+    def plan(self, engine: Engine, tie_cost=None):
+        """The request's servers and paths, or None; ``tie_cost`` as in
+        :func:`placement.network.exact.solve_request` (default best fit)."""
         cpu, mem, _ = engine.request
         result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
                                engine.free_channels, cpu, mem, time_limit_s=self.time_limit_s,
-                               seed=self.seed, workers=self.workers)
+                               seed=self.seed, workers=self.workers, tie_cost=tie_cost)
         self.stats[result.status.value.lower()] += 1
         self.stats["solve_s"] += result.runtime_s
         if not result.has_solution:
