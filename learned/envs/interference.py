@@ -96,7 +96,9 @@ def rule_action(nodes: np.ndarray, mask: np.ndarray, expert: str) -> int:
         if ok.any():
             gap = nodes[:, NODE_FEATURES.index("whole_gap")]
             return int(np.argmin(np.where(ok, gap, np.inf)))
-    score = np.where(feasible, 2.0 * nodes[:, 8] + nodes[:, 10], -np.inf)
+    col = NODE_FEATURES.index
+    score = np.where(feasible, 2.0 * nodes[:, col("job_on_server")] + nodes[:, col("tetris_fill")],
+                     -np.inf)
     return int(np.argmax(score))
 
 
