@@ -17,8 +17,8 @@ import numpy as np
 
 from benchmarks.common import CsvRows, format_table, make_executor, pyplot, save_figure, write_csv
 from tjap import solve
-from tjap.stream import generate_windows
-from tjap.window import Window
+from placement.tree.stream import generate_windows
+from placement.tree.window import Window
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
 

@@ -4,7 +4,7 @@ backfilling, topology-blind (first-fit) and topology-aware (contiguous, free-for
 Each epoch replays ``jobs_per_epoch`` consecutive jobs of the paper's workload from a random index
 on an empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a
 task failed). Every (configuration, epoch) pair is one task of the executor. The per-job policies
-run on the batch-queue simulator (:func:`tjap.online.per_job_config`).
+run on the batch-queue simulator (:func:`placement.tree.online.per_job_config`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from functools import lru_cache
 import numpy as np
 
 from benchmarks.common import TaskFailure, format_table, make_executor, pyplot, save_figure
-from tjap.online import replay
-from tjap.stream import Workload
-from tjap.topology import FatTree
+from placement.tree.online import replay
+from placement.tree.stream import Workload
+from placement.tree.topology import FatTree
 
 TAUS = (10, 20, 30, 40, 50, 60)
 PER_JOB = (("fcfs", "firstfit"), ("easy", "firstfit"), ("fcfs", "contiguous"),

@@ -21,8 +21,8 @@ import numpy as np
 
 from benchmarks.common import format_table, make_executor
 from tjap import solve
-from tjap.stream import generate_windows
-from tjap.window import Window
+from placement.tree.stream import generate_windows
+from placement.tree.window import Window
 
 SETTINGS = {
     "published": {"layout": "published", "convention": "published", "t_max": 25000.0,
@@ -157,7 +157,7 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
     from heuristics import _kernels, reference
     from heuristics.anneal import anneal
     from heuristics.operators import Metropolis, RandomDestroy
-    from tjap.dcas import Arrays
+    from placement.tree.dcas import Arrays
 
     s = SETTINGS[setting]
     code = 0 if s["convention"] == "paper" else 1

@@ -17,10 +17,10 @@ from numba import objmode, types
 from numba.extending import overload
 from numba.core.errors import NumbaWarning
 
-from tjap._dcas_kernels import (decode, free_positions, reset_taken, run_ends, take_block_cost,
+from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, run_ends, take_block_cost,
                                 taken_words)
 from tjap._jit import njit, njit_inline
-from tjap._kernels import block_costs
+from placement.tree._kernels import block_costs
 
 # The learned repair runs a Python callback in object mode; nogil cannot apply to that block.
 warnings.filterwarnings("ignore", message="Code running in object mode", category=NumbaWarning)

@@ -22,11 +22,11 @@ import numpy as np
 from heuristics import _kernels
 from heuristics.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repair, REINSERT,
                                   make_repair)
-from tjap.cost import convention_code
-from tjap.dcas import Arrays, decode, encode
+from placement.tree.cost import convention_code
+from placement.tree.dcas import Arrays, decode, encode
 from tjap.errors import InvalidInputError
-from tjap.result import Result, Status
-from tjap.window import Window
+from placement.tree.result import Result, Status
+from placement.tree.window import Window
 
 
 def initial_solution(window: Window, initial, convention: str, seed: int):
@@ -34,7 +34,7 @@ def initial_solution(window: Window, initial, convention: str, seed: int):
     if initial is None or initial == "seq":
         return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq"
     if isinstance(initial, str):
-        from tjap.solve import solve
+        from tjap.api import solve
 
         initial = solve(window, initial, seed=seed, convention=convention)
     assignment = initial.assignment if isinstance(initial, Result) else initial

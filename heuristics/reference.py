@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from heuristics import _kernels as k
-from tjap._kernels import HOP_UNIT_COST
+from placement.tree._kernels import HOP_UNIT_COST
 
 
 def _cost(switch_q, pod_q, nodes, convention):

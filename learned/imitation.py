@@ -13,7 +13,7 @@ expert in :class:`learned.envs.NSARepairEnv` (the same windows and settings as P
   episode has the episode's reward as its return);
 - Adam, a few epochs, on CPU, shuffled by a seeded generator: the same seed gives the same weights.
 
-Block costs come from the project's kernel :func:`tjap._kernels.block_costs` (the one the greedy
+Block costs come from the project's kernel :func:`placement.tree._kernels.block_costs` (the one the greedy
 repair of the SA loop uses), so the expert and the search score a block the same way.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap._kernels import block_costs
+from placement.tree._kernels import block_costs
 from tjap.errors import InvalidInputError
 
 EXPERTS = ("greedy-within-q",)

@@ -17,8 +17,8 @@ import numpy as np
 from heuristics import _kernels as k
 from heuristics.operators import Metropolis, RandomDestroy, Repair
 from learned.features import repair_observation
-from tjap.result import Result
-from tjap.window import Window
+from placement.tree.result import Result
+from placement.tree.window import Window
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"

@@ -47,7 +47,7 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     from learned.envs import NSARepairEnv
     from learned.nets import policy_kwargs
     from learned.policy_io import save_policy
-    from tjap.stream import generate_windows
+    from placement.tree.stream import generate_windows
 
     if setting not in SETTINGS:
         raise InvalidInputError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")

@@ -1,5 +1,5 @@
 """The textbook FCFS / EASY scheduler in plain Python, independent of the batch simulator's
-kernels: the oracle of the simulator's tests and of tjap.online's per-job policies, and the
+kernels: the oracle of the simulator's tests and of placement.tree.online's per-job policies, and the
 random job tables they run on."""
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from numba import njit
 
 from heuristics import _kernels, reference
 from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
-from tjap.cost import convention_code
-from tjap.dcas import Arrays, decode, encode, is_dcas
-from tjap.stream import generate_windows
+from placement.tree.cost import convention_code
+from placement.tree.dcas import Arrays, decode, encode, is_dcas
+from placement.tree.stream import generate_windows
 
 CONVENTIONS = ("paper", "published")
 REPAIR_CODES = {"paper": _kernels.REPAIR_PAPER, "uniform": _kernels.REPAIR_UNIFORM,

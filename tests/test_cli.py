@@ -13,7 +13,7 @@ import pytest
 
 from tjap import FatTree, Window, assignment_cost, load_windows, methods
 from tjap.cli import main
-from tjap.stream import generate_windows
+from placement.tree.stream import generate_windows
 
 TINY = {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2}
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import tjap
 from tjap import (FatTree, InvalidInputError, Result, StateSpaceTooLargeError, Status,
                   UnknownMethodError, Window, assignment_cost, solve)
-from tjap import csp
-from tjap.scas import is_scas
+from placement.tree import csp
+from placement.tree.scas import is_scas
 
 CONVENTIONS = ("paper", "published")
 SCAS_EXACT = ("dp", "scip", "cpsat")

@@ -19,7 +19,7 @@ from learned.features import feature_spec, spec_hash  # noqa: E402
 from learned.nets import ARCHS, count_parameters  # noqa: E402
 from learned.nsa import LearnedRepair  # noqa: E402
 from learned.policy_io import build_policy, load_policy, save_policy  # noqa: E402
-from tjap.stream import generate_windows  # noqa: E402
+from placement.tree.stream import generate_windows  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,7 @@ def test_sampled_nsa_is_seeded_and_feasible(saved_policy, windows):
 
 def _brute_force_cheapest_valid_block(env):
     """The cheapest block among the valid starts, each block's node set costed on its own."""
-    from tjap._kernels import node_set_cost
+    from placement.tree._kernels import node_set_cost
 
     a, length = env.a, env.length
     size = int(a.sizes[env.order[env.step_index]])

@@ -1,4 +1,4 @@
-"""The paper's workload and its window stream (tjap.stream): ranges, determinism, validation, the
+"""The paper's workload and its window stream (placement.tree.stream): ranges, determinism, validation, the
 greedy prefix selection, queue order and the windows themselves."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tjap import FatTree, InvalidInputError, Window, solve
-from tjap.stream import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload, generate_windows,
+from placement.tree.stream import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload, generate_windows,
                          priority_order, select_prefix, window_stream)
 
 LAYOUTS = ("paper", "published")

@@ -1,21 +1,49 @@
-"""tjap: topology-aware job allocation on fat-trees (seed 002), and the face of the whole library.
+"""tjap: placement problems of HPC and ML clusters: exact models, Numba search, learned operators.
 
-Model one scheduling window (:class:`FatTree`, :class:`Window`), price node sets with the
-communication-hop cost (:func:`job_cost`), and solve windows exactly or heuristically through
-:func:`solve`. Importing tjap loads numpy and numba kernels only: solvers, networks and torch are
-imported when a method needs them.
+The face of the library. Seed 002's model (:class:`FatTree`, :class:`Window`, the hop cost) and
+:func:`solve` are re-exported here; the other systems live in :mod:`placement.network`,
+:mod:`placement.interference` and :mod:`placement.batch`, and every system's methods are listed
+by :func:`tjap.registry.methods`. Importing tjap loads nothing heavy: the names below are resolved
+on first use, and solvers, networks and torch are imported only when a method needs them.
 """
 
-from tjap.cost import assignment_cost, job_cost
+from __future__ import annotations
+
+import importlib
+
 from tjap.errors import (InvalidInputError, MissingDependencyError, StateSpaceTooLargeError,
                          TjapError, UnknownMethodError)
-from tjap.result import Result, Status
-from tjap.solve import methods, register, solve
-from tjap.topology import FatTree
-from tjap.window import Window, load_windows
+from tjap.result import Status
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+# public name -> module that defines it (imported on first access, PEP 562)
+_LAZY = {
+    "FatTree": "placement.tree.topology",
+    "Window": "placement.tree.window",
+    "load_windows": "placement.tree.window",
+    "job_cost": "placement.tree.cost",
+    "assignment_cost": "placement.tree.cost",
+    "Result": "placement.tree.result",
+    "solve": "tjap.api",
+    "methods": "tjap.api",
+    "register": "tjap.api",
+}
 
 __all__ = ["FatTree", "Window", "Result", "Status", "solve", "methods", "register", "job_cost",
            "assignment_cost", "load_windows", "TjapError", "InvalidInputError",
-           "UnknownMethodError", "MissingDependencyError", "StateSpaceTooLargeError"]
+           "UnknownMethodError", "MissingDependencyError", "StateSpaceTooLargeError",
+           "__version__"]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tjap' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -48,7 +48,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tjap.solve import DESCRIPTIONS, methods
+    from tjap.api import DESCRIPTIONS, methods
 
     parser = argparse.ArgumentParser(
         prog="tjap", description="Topology-aware job allocation and cluster placement solvers.")
@@ -279,8 +279,8 @@ def _print_json(data) -> None:
 
 
 def cmd_solve(args) -> int:
-    from tjap.solve import solve
-    from tjap.window import load_windows
+    from tjap.api import solve
+    from placement.tree.window import load_windows
 
     windows = load_windows(args.file)
     if not windows:
@@ -313,7 +313,7 @@ def _ranges(nodes) -> str:
 
 
 def cmd_generate(args) -> int:
-    from tjap.stream import generate_windows
+    from placement.tree.stream import generate_windows
 
     windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
                                tau_s=args.tau, epoch_windows=args.epoch_windows)
@@ -439,9 +439,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_online(args) -> int:
-    from tjap.online import replay
-    from tjap.stream import Workload
-    from tjap.topology import FatTree
+    from placement.tree.online import replay
+    from placement.tree.stream import Workload
+    from placement.tree.topology import FatTree
 
     workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
     schedule = replay(FatTree.from_layout(args.layout), workload, policy=args.policy,
@@ -617,8 +617,8 @@ def _bench_exact(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from tjap.solve import solve
-    from tjap.stream import generate_windows
+    from tjap.api import solve
+    from placement.tree.stream import generate_windows
 
     window = generate_windows(args.layout, 1, args.seed)[0]
     rows = []
@@ -645,7 +645,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_methods(args) -> int:
-    from tjap.solve import DESCRIPTIONS, methods
+    from tjap.api import DESCRIPTIONS, methods
 
     if args.json:
         _print_json({m: DESCRIPTIONS.get(m, "") for m in methods()})

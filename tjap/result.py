@@ -1,84 +1,69 @@
-"""The result every solver returns, and its status."""
+"""The result protocol every system shares: the status of a solve, and one way to print results.
+
+Every result of the library (a window's :class:`~placement.tree.result.Result`, a network
+request's plan, a simulation's summary ...) is a frozen dataclass that mixes in :class:`Record`,
+so it has ``to_dict()``, ``to_json()`` and ``summary()`` with one spelling per key across systems
+(``utilization``, ``runtime_s``) and integers kept as integers.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
-from dataclasses import dataclass, field
+import math
 
 import numpy as np
 
-from tjap.cost import assignment_cost
-from tjap.window import Window
-
 
 class Status(str, enum.Enum):
+    """How a solve ended."""
+
     OPTIMAL = "OPTIMAL"          # proven optimal for the method's model
     FEASIBLE = "FEASIBLE"        # a solution without proof of optimality (heuristic or stopped early)
     INFEASIBLE = "INFEASIBLE"    # proven to have no solution
     TIME_LIMIT = "TIME_LIMIT"    # stopped by the time limit before any solution was found
 
 
-@dataclass(frozen=True)
-class Result:
-    """A window's solution and how it was obtained.
+def plain(value):
+    """``value`` as plain JSON data: numpy scalars and arrays become Python numbers and lists,
+    integral counts stay integers, enums become their values, NaN and infinities become None
+    (JSON has no NaN), dataclasses and records become dicts."""
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [plain(v) for v in value.tolist()]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        return None if not math.isfinite(value) else value
+    return value
 
-    ``assignment`` holds one tuple of node ids per job, in window order (empty when no solution).
-    ``bound`` is a proven lower bound on the method's model, when the method knows one.
+
+class Record:
+    """Mix-in of every result: ``to_dict()`` (plain JSON data), ``to_json()`` and ``summary()``.
+
+    Subclasses are frozen dataclasses. ``to_dict`` serialises every field through :func:`plain`;
+    a subclass overrides it when some fields should not be written (large arrays, back
+    references). ``summary`` is a flat dict of the headline figures (by default ``to_dict``).
     """
 
-    window: Window
-    assignment: tuple
-    objective: float
-    status: Status
-    method: str
-    convention: str
-    runtime_s: float
-    bound: float | None = None
-    seed: int = 0
-    iterations: int | None = None
-    info: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_assignment(cls, window: Window, assignment, *, status: Status, method: str,
-                        convention: str, runtime_s: float, **kwargs) -> "Result":
-        """Build a Result whose objective is recomputed from the node sets."""
-        assignment = tuple(tuple(int(v) for v in nodes) for nodes in assignment)
-        objective = assignment_cost(window.topology, assignment, convention) if assignment else float("nan")
-        return cls(window, assignment, objective, Status(status), method, convention, runtime_s, **kwargs)
-
-    @property
-    def has_solution(self) -> bool:
-        return len(self.assignment) == self.window.num_jobs
-
-    @property
-    def gap(self) -> float | None:
-        """Relative gap between objective and bound, when both are known."""
-        if self.bound is None or not self.has_solution:
-            return None
-        return (self.objective - self.bound) / max(abs(self.objective), 1e-12)
-
-    def is_feasible(self) -> bool:
-        """True if each job holds exactly its requested number of distinct idle nodes and no node
-        is shared between jobs."""
-        if not self.has_solution:
-            return False
-        idle = set(self.window.idle_nodes.tolist())
-        used: set[int] = set()
-        for nodes, size in zip(self.assignment, self.window.job_sizes):
-            if len(nodes) != size or len(set(nodes)) != size:
-                return False
-            if not set(nodes) <= idle or used & set(nodes):
-                return False
-            used |= set(nodes)
-        return True
-
     def to_dict(self) -> dict:
-        return {"method": self.method, "status": self.status.value, "convention": self.convention,
-                "objective": self.objective, "bound": self.bound, "runtime_s": self.runtime_s,
-                "seed": self.seed, "iterations": self.iterations,
-                "assignment": [list(a) for a in self.assignment],
-                "info": {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in self.info.items()}}
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict())
+    def to_json(self, **kwargs) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    def summary(self) -> dict:
+        return self.to_dict()

@@ -15,9 +15,9 @@ import numpy as np
 
 from heuristics import _kernels as k
 from learned.features import feature_spec, repair_observation
-from tjap._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
-from tjap.cost import convention_code
-from tjap.dcas import Arrays
+from placement.tree._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
+from placement.tree.cost import convention_code
+from placement.tree.dcas import Arrays
 from tjap.errors import InvalidInputError
 
 REWARDS = ("repaired", "window")

@@ -13,7 +13,7 @@ backfill pass (if due).
 import numpy as np
 
 from tjap._jit import njit, njit_inline
-from tjap._kernels import block_costs
+from placement.tree._kernels import block_costs
 
 INF = 1 << 62
 

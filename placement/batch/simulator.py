@@ -39,9 +39,9 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
 - **Release**: a job's nodes return ``release_delay_s`` after it ends (Slurm's COMPLETING state,
   about 1 s on a local Slurm; default 0); jobs depending on it become eligible then.
 - **Nodes**: ``placement="firstfit"`` (lowest free ids), ``"contiguous"`` (the cheapest block of
-  consecutive free nodes of a :class:`tjap.topology.FatTree` under the hop-cost convention
-  ``cost_convention``, as :func:`tjap.online.place_job`) or ``"freeform"`` (the cheapest node set
-  of all for the job alone, :func:`tjap.freeform.best_single_job_nodes`). Every scheduling decision
+  consecutive free nodes of a :class:`placement.tree.topology.FatTree` under the hop-cost convention
+  ``cost_convention``, as :func:`placement.tree.online.place_job`) or ``"freeform"`` (the cheapest node set
+  of all for the job alone, :func:`placement.tree.freeform.best_single_job_nodes`). Every scheduling decision
   counts nodes and never looks at which ones are free, so node choice changes no time: the
   Python-level placements (``"freeform"``) run the kernels with first-fit bookkeeping and
   :meth:`Simulator.result` then replays the starts in the kernels' order (``start_seq``), each
@@ -61,7 +61,7 @@ import numpy as np
 
 from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
-from tjap.cost import CONVENTIONS, convention_code
+from placement.tree.cost import CONVENTIONS, convention_code
 from tjap.errors import InvalidInputError
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
@@ -391,7 +391,7 @@ class Simulator:
         """``node_of`` with every simulated start's nodes chosen by the Python-level placement:
         the starts replayed in the kernels' order (start time, then ``start_seq``), each on the
         nodes free at that moment (jobs end, and free their nodes, before jobs start)."""
-        from tjap.freeform import best_single_job_nodes
+        from placement.tree.freeform import best_single_job_nodes
 
         s, jobs, delay = self._state, self.jobs, self.config.release_delay_s
         node_of, free = s["node_of"].copy(), np.ones(self.num_nodes, bool)

@@ -18,7 +18,7 @@ import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
 from tjap._jit import njit, njit_inline, popcount
-from tjap import _kernels
+from placement.tree import _kernels
 
 #: The project's block cost, compiled inline here: the search loop calls it for every block.
 cost_from_squares = njit_inline(_kernels.cost_from_squares.py_func)

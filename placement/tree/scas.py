@@ -19,8 +19,8 @@ import numpy as np
 
 from tjap import _backends
 from tjap.errors import InvalidInputError
-from tjap.result import Result, Status
-from tjap.window import Window
+from placement.tree.result import Result, Status
+from placement.tree.window import Window
 
 FORMULATIONS = ("set-packing", "paper")
 

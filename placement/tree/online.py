@@ -2,7 +2,7 @@
 EASY backfilling, with topology-blind or topology-aware placement.
 
 - ``policy="window"``: every ``tau_s`` seconds the queue is ordered and a greedy prefix selected as
-  in :mod:`tjap.stream`; its multi-node jobs are solved as one window with any :func:`tjap.solve`
+  in :mod:`placement.tree.stream`; its multi-node jobs are solved as one window with any :func:`tjap.solve`
   method, one-node jobs placed first-fit.
 - ``policy="fcfs"``: jobs start in arrival order as soon as the head fits.
 - ``policy="easy"``: EASY backfilling. When the head does not fit, it gets a reservation at its
@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.cost import convention_code, job_cost
+from placement.tree.cost import convention_code, job_cost
 from tjap.errors import InvalidInputError
-from tjap.freeform import best_single_job_nodes
-from tjap.stream import Workload, priority_order, select_prefix
-from tjap.topology import FatTree
-from tjap.window import Window
+from placement.tree.freeform import best_single_job_nodes
+from placement.tree.stream import Workload, priority_order, select_prefix
+from placement.tree.topology import FatTree
+from placement.tree.window import Window
 
 POLICIES = ("window", "fcfs", "easy")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -102,7 +102,7 @@ def window_ticks(topology: FatTree, workload: Workload, first_job: int, last_job
                  **solve_options) -> Iterator[Tick]:
     """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
     None: the caller stops). Ends once every job of [first_job, last_job) has started."""
-    from tjap.solve import solve
+    from tjap.api import solve
 
     free_at = np.zeros(topology.num_nodes, dtype=np.int64)
     nwp: dict[int, int] = {}

@@ -1,7 +1,7 @@
 """Allocation with no contiguity rule: the true minimum CH cost of a window.
 
 On a fat-tree a job's cost depends only on how many of its nodes sit in each edge switch (sum of
-squares A) and each pod (sum of squares B), see :mod:`tjap.cost`. So the quadratic assignment
+squares A) and each pod (sum of squares B), see :mod:`placement.tree.cost`. So the quadratic assignment
 problem collapses to an integer model over per-switch counts u[j, e], with each square written
 exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by SCIP (default) or
 CP-SAT; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
@@ -22,11 +22,11 @@ import time
 import numpy as np
 
 from tjap import _backends
-from tjap.cost import HOP_UNIT_COST, convention_code
+from placement.tree.cost import HOP_UNIT_COST, convention_code
 from tjap.errors import InvalidInputError
-from tjap.result import Result, Status
-from tjap.topology import FatTree
-from tjap.window import Window
+from placement.tree.result import Result, Status
+from placement.tree.topology import FatTree
+from placement.tree.window import Window
 
 SOLVERS = ("cpsat", "scip")
 
@@ -310,7 +310,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
 
 def _scip_start(model, window, hint, count_vars, pod_vars, job_costs, convention) -> bool:
     """Hand SCIP the warm start as a complete solution, so it prunes with it from the start."""
-    from tjap.cost import cost_from_counts
+    from placement.tree.cost import cost_from_counts
 
     sol = model.createSol()
     for j, row in enumerate(hint):

@@ -1,4 +1,4 @@
-"""Numba kernels of the exact SCAS dynamic programme (see :mod:`tjap.csp`).
+"""Numba kernels of the exact SCAS dynamic programme (see :mod:`placement.tree.csp`).
 
 A state is a multiset of job sizes, encoded in mixed radix: ``digits[s, i]`` is how many jobs of
 size class i the state holds and ``strides[i]`` the index step of one such job.

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap import _dcas_kernels
+from placement.tree import _dcas_kernels
 from tjap.errors import InvalidInputError
-from tjap.window import Window
+from placement.tree.window import Window
 
 
 class Arrays:

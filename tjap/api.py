@@ -10,24 +10,24 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from tjap.cost import convention_code
+from placement.tree.cost import convention_code
 from tjap.errors import InvalidInputError, UnknownMethodError
-from tjap.result import Result
-from tjap.window import Window
+from placement.tree.result import Result
+from placement.tree.window import Window
 
 #: Longest time limit accepted (SCIP refuses more than 1e20 s); None means no limit.
 MAX_TIME_LIMIT_S = 1e9
 
 # name -> "module:function" (imported on first use) or a callable
 _REGISTRY: dict[str, str | Callable] = {
-    "dp": "tjap.csp:solve_dp",
-    "scip": "tjap.scas:solve_scip",
-    "cpsat": "tjap.scas:solve_cpsat",
-    "scip-paper": "tjap.scas:solve_scip_paper",
-    "cpsat-paper": "tjap.scas:solve_cpsat_paper",
-    "freeform": "tjap.freeform:solve_freeform",
-    "freeform-greedy": "tjap.freeform:solve_freeform_greedy",
-    "seq": "tjap.scas:solve_seq",
+    "dp": "placement.tree.csp:solve_dp",
+    "scip": "placement.tree.scas:solve_scip",
+    "cpsat": "placement.tree.scas:solve_cpsat",
+    "scip-paper": "placement.tree.scas:solve_scip_paper",
+    "cpsat-paper": "placement.tree.scas:solve_cpsat_paper",
+    "freeform": "placement.tree.freeform:solve_freeform",
+    "freeform-greedy": "placement.tree.freeform:solve_freeform_greedy",
+    "seq": "placement.tree.scas:solve_seq",
     "sa": "heuristics.anneal:solve_sa",
     "lns": "heuristics.anneal:solve_lns",
     "nsa": "learned.nsa:solve_nsa",
@@ -75,7 +75,7 @@ def get_method(name: str) -> Callable:
 
 
 def _solve_auto(window: Window, **kwargs) -> Result:
-    from tjap import csp
+    from placement.tree import csp
 
     method = "dp" if csp.dp_table_cells(window) <= csp.AUTO_DP_CELLS else "scip"
     return get_method(method)(window, **kwargs)
@@ -95,7 +95,7 @@ def solve(window: Window, method: str = "auto", *, time_limit_s: float | None = 
     seed : int
         Random seed; the same seed gives the same Result.
     convention : {"paper", "published"}
-        Cost convention, see :mod:`tjap.cost`.
+        Cost convention, see :mod:`placement.tree.cost`.
     **options
         Method-specific options (``formulation=``, ``solver=``, ``warm_start=`` ...).
     """

@@ -18,10 +18,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from tjap import _kernels
-from tjap.cost import convention_code
+from placement.tree import _kernels
+from placement.tree.cost import convention_code
 from tjap.errors import InvalidInputError
-from tjap.topology import FatTree
+from placement.tree.topology import FatTree
 
 
 def _int_list(name: str, values) -> list[int]:

@@ -19,10 +19,10 @@ from collections import Counter
 
 import numpy as np
 
-from tjap import _dp_kernels
+from placement.tree import _dp_kernels
 from tjap.errors import StateSpaceTooLargeError
-from tjap.result import Result, Status
-from tjap.window import Window
+from placement.tree.result import Result, Status
+from placement.tree.window import Window
 
 #: Largest DP table (cells) solve_dp accepts by default, about 150 MB of memory.
 MAX_DP_CELLS = 2**24

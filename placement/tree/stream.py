@@ -8,7 +8,7 @@ Window stream: every ``tau`` seconds finished jobs release their nodes and the a
 requested nodes. The window takes a greedy prefix of that order: it stops at the first job that
 does not fit the idle count and, as the published code did, after ``cap`` multi-node jobs (default
 5; ``None`` for no cap). Unselected jobs get NWP += 1. The selected multi-node jobs form the
-:class:`~tjap.window.Window`; it is solved with ``method`` to move the cluster on, and the selected
+:class:`~placement.tree.window.Window`; it is solved with ``method`` to move the cluster on, and the selected
 one-node jobs are then placed first-fit (lowest idle id). A window with no multi-node job is not
 counted. Evaluation runs in epochs of ``epoch_windows`` windows, each starting from an empty
 cluster at a random job index.
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tjap.errors import InvalidInputError
-from tjap.topology import FatTree
-from tjap.window import Window
+from placement.tree.topology import FatTree
+from placement.tree.window import Window
 
 INTER_ARRIVAL_S = (5, 30)
 RUNTIME_S = (10, 1800)
@@ -111,7 +111,7 @@ def window_stream(topology: FatTree, workload: Workload, *, num_windows: int, ta
 
 
 def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed):
-    from tjap.online import window_ticks
+    from placement.tree.online import window_ticks
 
     made = 0
     for tick in window_ticks(topology, workload, start, None, tau_s=tau_s, cap=cap, method=method,

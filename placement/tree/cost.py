@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tjap import _kernels
+from placement.tree import _kernels
 from tjap.errors import InvalidInputError
-from tjap.topology import FatTree
+from placement.tree.topology import FatTree
 
 CONVENTIONS = ("paper", "published")
 HOP_UNIT_COST = _kernels.HOP_UNIT_COST

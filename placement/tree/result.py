@@ -1,0 +1,80 @@
+"""The result of solving one window: the assignment, its cost, and how it was found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from placement.tree.cost import assignment_cost
+from placement.tree.window import Window
+from tjap.result import Record, Status, plain
+
+
+@dataclass(frozen=True)
+class Result(Record):
+    """A window's solution and how it was obtained.
+
+    ``assignment`` holds one tuple of node ids per job, in window order (empty when no solution).
+    ``bound`` is a proven lower bound on the method's model, when the method knows one.
+    """
+
+    window: Window
+    assignment: tuple
+    objective: float
+    status: Status
+    method: str
+    convention: str
+    runtime_s: float
+    bound: float | None = None
+    seed: int = 0
+    iterations: int | None = None
+    info: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_assignment(cls, window: Window, assignment, *, status: Status, method: str,
+                        convention: str, runtime_s: float, **kwargs) -> "Result":
+        """Build a Result whose objective is recomputed from the node sets."""
+        assignment = tuple(tuple(int(v) for v in nodes) for nodes in assignment)
+        objective = assignment_cost(window.topology, assignment, convention) if assignment else float("nan")
+        return cls(window, assignment, objective, Status(status), method, convention, runtime_s, **kwargs)
+
+    @property
+    def has_solution(self) -> bool:
+        return len(self.assignment) == self.window.num_jobs
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap between objective and bound, when both are known."""
+        if self.bound is None or not self.has_solution:
+            return None
+        return (self.objective - self.bound) / max(abs(self.objective), 1e-12)
+
+    def is_feasible(self) -> bool:
+        """True if each job holds exactly its requested number of distinct idle nodes and no node
+        is shared between jobs."""
+        if not self.has_solution:
+            return False
+        idle = set(self.window.idle_nodes.tolist())
+        used: set[int] = set()
+        for nodes, size in zip(self.assignment, self.window.job_sizes):
+            if len(nodes) != size or len(set(nodes)) != size:
+                return False
+            if not set(nodes) <= idle or used & set(nodes):
+                return False
+            used |= set(nodes)
+        return True
+
+    def to_dict(self) -> dict:
+        """Plain JSON data: no window (it is the input), objective None when there is no solution."""
+        return plain({"method": self.method, "status": self.status, "convention": self.convention,
+                      "objective": self.objective, "bound": self.bound,
+                      "runtime_s": self.runtime_s, "seed": self.seed,
+                      "iterations": self.iterations, "assignment": self.assignment,
+                      "info": self.info})
+
+    def summary(self) -> dict:
+        """The headline figures: method, status, objective, bound, gap, runtime and feasibility."""
+        return plain({"method": self.method, "status": self.status, "objective": self.objective,
+                      "bound": self.bound, "gap": self.gap, "runtime_s": self.runtime_s,
+                      "feasible": self.is_feasible()})
