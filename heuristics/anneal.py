@@ -107,7 +107,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
 
 def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
              repair="paper", q=100, max_remove=2, t_max=2500.0, t_min=2.5,
-             reinsert="largest-first", initial="seq", **_) -> Result:
+             reinsert="largest-first", initial="seq") -> Result:
     """The paper's simulated annealing (Table I defaults)."""
     return anneal(window, iterations=iterations, repair=make_repair(repair, q),
                   destroy=RandomDestroy(max_remove), accept=Metropolis(t_max, t_min),
@@ -116,7 +116,7 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, i
 
 
 def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
-              repair="greedy", max_remove=2, initial="auto", **_) -> Result:
+              repair="greedy", max_remove=2, initial="auto") -> Result:
     """Strong default: the exact SCAS optimum improved by descent with the greedy repair."""
     return anneal(window, iterations=iterations, repair=make_repair(repair),
                   destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),

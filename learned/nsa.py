@@ -90,7 +90,7 @@ def _load(path: str):
 
 def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
               weights=None, max_remove=2, t_max=2500.0, t_min=2.5, reinsert="largest-first",
-              initial="seq", sample=True, **_) -> Result:
+              initial="seq", sample=True) -> Result:
     """NSA: the paper's SA loop with the learned repair operator (the shipped CNN-3 by default).
     Starts are drawn from the policy (seeded); ``sample=False`` takes its most likely start, which
     measured worse inside SA (see benchmarks/RESULTS.md)."""

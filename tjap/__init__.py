@@ -26,8 +26,8 @@ _LAZY = {
     "assignment_cost": "placement.tree.cost",
     "Result": "placement.tree.result",
     "solve": "tjap.api",
-    "methods": "tjap.api",
-    "register": "tjap.api",
+    "methods": "tjap.registry",
+    "register": "tjap.registry",
 }
 
 __all__ = ["FatTree", "Window", "Result", "Status", "solve", "methods", "register", "job_cost",

@@ -1,110 +1,92 @@
-"""``tjap.solve(window, method=...)``: one entry point over a registry of methods.
+"""``tjap.solve(window, method=...)``: one entry point over every seed-002 window solver.
 
-A method is a callable ``fn(window, *, convention, time_limit_s, seed, **options) -> Result``.
-Register more with :func:`register`; heuristic and learned methods register here lazily, so
-``import tjap`` stays light.
+Methods are the ``"tree"`` entries of :mod:`tjap.registry`; add more with
+:func:`tjap.registry.register`. Solvers are imported when first used, so ``import tjap`` stays
+light.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-
-from placement.tree.cost import convention_code
-from tjap.errors import InvalidInputError, UnknownMethodError
-from placement.tree.result import Result
-from placement.tree.window import Window
+from tjap.errors import InvalidInputError
+from tjap.registry import get, methods, register  # noqa: F401  (re-exported by tjap)
 
 #: Longest time limit accepted (SCIP refuses more than 1e20 s); None means no limit.
 MAX_TIME_LIMIT_S = 1e9
 
-# name -> "module:function" (imported on first use) or a callable
-_REGISTRY: dict[str, str | Callable] = {
-    "dp": "placement.tree.csp:solve_dp",
-    "scip": "placement.tree.scas:solve_scip",
-    "cpsat": "placement.tree.scas:solve_cpsat",
-    "scip-paper": "placement.tree.scas:solve_scip_paper",
-    "cpsat-paper": "placement.tree.scas:solve_cpsat_paper",
-    "freeform": "placement.tree.freeform:solve_freeform",
-    "freeform-greedy": "placement.tree.freeform:solve_freeform_greedy",
-    "seq": "placement.tree.scas:solve_seq",
-    "sa": "heuristics.anneal:solve_sa",
-    "lns": "heuristics.anneal:solve_lns",
-    "nsa": "learned.nsa:solve_nsa",
-}
 
-#: What each method computes, shown by ``tjap solve --help`` and the README.
-DESCRIPTIONS = {
-    "auto": "exact SCAS: dp when its table is small, else SCIP",
-    "dp": "exact SCAS by dynamic programming over (position in Q, job multiset), Numba",
-    "scip": "exact SCAS, set-packing 0-1 model on SCIP",
-    "cpsat": "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT",
-    "scip-paper": "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)",
-    "cpsat-paper": "exact SCAS, the paper's x/y formulation on CP-SAT (for comparison)",
-    "freeform": "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')",
-    "freeform-greedy": "fast best-fit heuristic with no contiguity rule",
-    "seq": "the paper's sequential assignment (each job takes the next idle nodes)",
-    "sa": "DCAS simulated annealing in Numba (paper's Table I; repair=paper|uniform|greedy)",
-    "lns": "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)",
-    "nsa": "neural SA: the sa loop with a PPO-trained repair operator (weights=..., needs torch)",
-}
-
-
-def register(name: str, fn: Callable | str, description: str = "") -> None:
-    """Add (or replace) a method: a callable or a ``"module:function"`` string."""
-    _REGISTRY[name] = fn
-    if description:
-        DESCRIPTIONS[name] = description
-
-
-def methods() -> list[str]:
-    """Names accepted by :func:`solve`."""
-    return ["auto", *_REGISTRY]
-
-
-def get_method(name: str) -> Callable:
-    if name == "auto":
-        return _solve_auto
-    entry = _REGISTRY.get(name)
-    if entry is None:
-        raise UnknownMethodError(f"unknown method {name!r}; choose one of {', '.join(methods())}")
-    if isinstance(entry, str):
-        module, attr = entry.split(":")
-        entry = getattr(importlib.import_module(module), attr)
-    return entry
-
-
-def _solve_auto(window: Window, **kwargs) -> Result:
+def solve_auto(window, *, convention="paper", time_limit_s=None, seed=0):
+    """Exact SCAS: ``dp`` when its table is small (``placement.tree.csp.AUTO_DP_CELLS``), else
+    ``scip`` within ``time_limit_s``."""
     from placement.tree import csp
 
     method = "dp" if csp.dp_table_cells(window) <= csp.AUTO_DP_CELLS else "scip"
-    return get_method(method)(window, **kwargs)
+    return get("tree", method).load()(window, convention=convention, time_limit_s=time_limit_s,
+                                      seed=seed)
 
 
-def solve(window: Window, method: str = "auto", *, time_limit_s: float | None = None, seed: int = 0,
-          convention: str = "paper", **options) -> Result:
+def solve(window, method: str = "auto", *, time_limit_s: float | None = None, seed: int = 0,
+          convention: str = "paper", **options):
     """Solve one window.
 
     Parameters
     ----------
     window : Window
+        The idle nodes and the jobs to place (:class:`placement.tree.window.Window`).
     method : str
-        One of :func:`methods` (``"auto"``: exact SCAS by dp when small, else SCIP).
+        One of ``tjap.methods()``; ``tjap methods`` lists them with what they compute.
+
+        - ``auto`` (default): exact SCAS, ``dp`` when its table is small, else ``scip``.
+        - ``dp``: exact SCAS by dynamic programming (``max_cells=``).
+        - ``scip``, ``cpsat``: exact SCAS set packing (``formulation="set-packing" | "paper"``;
+          cpsat also ``workers=``); ``scip-paper``, ``cpsat-paper``: the paper's formulation.
+        - ``freeform``: exact minimum cost without contiguity (``solver="scip" | "cpsat"``,
+          ``warm_start=`` a Result or assignment, ``workers=``).
+        - ``freeform-greedy``, ``seq``: fast heuristics without options.
+        - ``sa``: DCAS simulated annealing (``iterations=``, ``preset=``, ``repair=``, ``q=``,
+          ``max_remove=``, ``t_max=``, ``t_min=``, ``reinsert=``, ``initial=``); see
+          :func:`heuristics.anneal.solve_sa`.
+        - ``lns``: DCAS descent from the SCAS optimum (``iterations=``, ``repair=``,
+          ``max_remove=``, ``initial=``); see :func:`heuristics.anneal.solve_lns`.
+        - ``nsa``: neural SA (``weights=``, ``iterations=``, ``sample=`` ...); see
+          :func:`learned.nsa.solve_nsa`.
     time_limit_s : float, optional
-        Wall-clock limit for solvers that honour one (SCIP, CP-SAT, free-form).
+        Wall-clock limit for the methods that honour one (SCIP, CP-SAT, free-form, the
+        annealing loops).
     seed : int
         Random seed; the same seed gives the same Result.
     convention : {"paper", "published"}
         Cost convention, see :mod:`placement.tree.cost`.
     **options
-        Method-specific options (``formulation=``, ``solver=``, ``warm_start=`` ...).
+        Method-specific options, listed above. An option the method does not take raises
+        :class:`~tjap.errors.InvalidInputError` naming it and the valid ones.
+
+    Returns
+    -------
+    Result
+        The assignment, its objective, a bound where known, the status and the runtime.
+
+    Examples
+    --------
+    >>> import tjap
+    >>> window = tjap.Window(tjap.FatTree(k=4), idle_nodes=range(16), job_sizes=[3, 2])
+    >>> result = tjap.solve(window, "dp")
+    >>> result.status.value, result.is_feasible()
+    ('OPTIMAL', True)
     """
+    from placement.tree.cost import convention_code
+    from placement.tree.window import Window
+
     if not isinstance(window, Window):
         raise InvalidInputError(f"solve() needs a tjap.Window, got {type(window).__name__}")
     convention_code(convention)
-    if time_limit_s is not None and not 0 < time_limit_s <= MAX_TIME_LIMIT_S:
+    if time_limit_s is not None and not (isinstance(time_limit_s, (int, float))
+                                         and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
         raise InvalidInputError(
             f"time_limit_s must be positive and at most {MAX_TIME_LIMIT_S:g} s (None for no limit), "
             f"got {time_limit_s!r}")
-    fn = get_method(method)
-    return fn(window, convention=convention, time_limit_s=time_limit_s, seed=seed, **options)
+    if not isinstance(seed, (int,)) or isinstance(seed, bool):
+        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
+    entry = get("tree", method)
+    entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
+    return entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
+                        **options)

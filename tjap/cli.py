@@ -48,13 +48,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tjap.api import DESCRIPTIONS, methods
+    from tjap.registry import entries
 
     parser = argparse.ArgumentParser(
         prog="tjap", description="Topology-aware job allocation and cluster placement solvers.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    method_help = "; ".join(f"{m}: {DESCRIPTIONS.get(m, '')}" for m in methods())
+    method_help = "; ".join(f"{m.name}: {m.description}" for m in entries("tree"))
     p = sub.add_parser("solve", help="solve window(s) from a JSON or JSONL file",
                        description="Solve each window of FILE (.json: one window or a list; "
                                    ".jsonl: one a line) and print the assignment and cost.")
@@ -645,13 +645,13 @@ def cmd_demo(args) -> int:
 
 
 def cmd_methods(args) -> int:
-    from tjap.api import DESCRIPTIONS, methods
+    from tjap.registry import entries
 
     if args.json:
-        _print_json({m: DESCRIPTIONS.get(m, "") for m in methods()})
+        _print_json({m.name: m.description for m in entries("tree")})
     else:
-        for m in methods():
-            print(f"{m:16s} {DESCRIPTIONS.get(m, '')}")
+        for m in entries("tree"):
+            print(f"{m.name:16s} {m.description}")
     return 0
 
 

@@ -55,7 +55,8 @@ def _state_digits(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return digits.astype(np.int64), strides
 
 
-def solve_dp(window: Window, *, convention="paper", seed=0, max_cells=MAX_DP_CELLS, **_) -> Result:
+def solve_dp(window: Window, *, convention="paper", time_limit_s=None, seed=0,
+             max_cells=MAX_DP_CELLS) -> Result:
     """Exact SCAS optimum by dynamic programming (Numba). Raises StateSpaceTooLargeError when the
     table would exceed ``max_cells``."""
     started = time.perf_counter()

@@ -203,7 +203,7 @@ def _square_terms(bits):
 
 
 def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                   solver="scip", warm_start=None, workers=1, **_) -> Result:
+                   solver="scip", warm_start=None, workers=1) -> Result:
     """Exact minimum CH cost with no contiguity rule.
 
     ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
@@ -339,7 +339,8 @@ def _counts(window: Window, cap: _Capacity, assignment) -> np.ndarray:
     return counts
 
 
-def solve_freeform_greedy(window: Window, *, convention="paper", seed=0, **_) -> Result:
+def solve_freeform_greedy(window: Window, *, convention="paper", time_limit_s=None,
+                          seed=0) -> Result:
     """Best-fit greedy: largest job first; the fullest single switch that fits it, else the
     fullest-fitting single pod, else the pods with the most idle nodes; inside a pod, switches with
     the most idle nodes first."""

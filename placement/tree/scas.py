@@ -53,7 +53,7 @@ def _check_formulation(formulation: str) -> None:
 
 
 def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-               formulation="set-packing", **_) -> Result:
+               formulation="set-packing") -> Result:
     """Solve M_SCAS with SCIP (pyscipopt)."""
     _check_formulation(formulation)
     started = time.perf_counter()
@@ -93,7 +93,7 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
 
 
 def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                formulation="set-packing", workers=1, **_) -> Result:
+                formulation="set-packing", workers=1) -> Result:
     """Solve M_SCAS with OR-Tools CP-SAT (one worker by default, so a seed fixes the result)."""
     _check_formulation(formulation)
     cp_model = _backends.require("ortools.sat.python.cp_model")
@@ -137,7 +137,7 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
         info={"formulation": formulation, "build_s": built - started, "objective_scale": scale})
 
 
-def solve_seq(window: Window, *, convention="paper", seed=0, **_) -> Result:
+def solve_seq(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
     """The paper's sequential assignment: each job, in window order, takes the next n_j idle nodes."""
     started = time.perf_counter()
     offsets = np.concatenate([[0], np.cumsum(window.job_sizes)[:-1]])
@@ -165,11 +165,14 @@ def is_scas(window: Window, assignment) -> bool:
     return True
 
 
-def solve_scip_paper(window: Window, **kwargs) -> Result:
+def solve_scip_paper(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
     """M_SCAS in the paper's x/y formulation on SCIP."""
-    return solve_scip(window, **{**kwargs, "formulation": "paper"})
+    return solve_scip(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
+                      formulation="paper")
 
 
-def solve_cpsat_paper(window: Window, **kwargs) -> Result:
+def solve_cpsat_paper(window: Window, *, convention="paper", time_limit_s=None, seed=0,
+                      workers=1) -> Result:
     """M_SCAS in the paper's x/y formulation on CP-SAT."""
-    return solve_cpsat(window, **{**kwargs, "formulation": "paper"})
+    return solve_cpsat(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
+                       formulation="paper", workers=workers)
