@@ -93,21 +93,36 @@ def test_no_command_is_a_usage_error(capsys):
 
 # -- methods ---------------------------------------------------------------------------------------
 def test_methods_text(capsys):
-    code, out, err = run(capsys, "methods")
+    code, out, err = run(capsys, "methods", "--system", "tree")
     assert code == 0 and err == ""
-    lines = out.splitlines()
+    lines = out.splitlines()[1:]
     assert [line.split()[0] for line in lines] == methods()
     for name in ("auto", "dp", "scip", "cpsat", "freeform", "seq", "scip-paper"):
         assert name in methods()
-    assert all(len(line.split()) > 1 for line in lines)  # every method has a description
+    assert all(len(line.split()) > 2 for line in lines)  # every method has flags and a description
+
+
+def test_methods_lists_every_system(capsys):
+    from tjap.registry import SYSTEMS, methods as system_methods
+
+    code, out, err = run(capsys, "methods")
+    assert code == 0 and err == ""
+    for system in SYSTEMS:
+        assert any(line.startswith(f"{system}:") for line in out.splitlines())
+        for name in system_methods(system):
+            assert f"  {name} " in out
 
 
 def test_methods_json(capsys):
     code, out, err = run(capsys, "methods", "--json")
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert list(data) == methods()
-    assert all(isinstance(v, str) and v for v in data.values())
+    assert list(data["tree"]) == methods()
+    assert set(data) == {"tree", "network", "interference", "provision"}
+    for entries in data.values():
+        for entry in entries.values():
+            assert entry["description"] and isinstance(entry["available"], bool)
+    assert data["network"]["gnn"]["learned"] and data["tree"]["dp"]["exact"]
 
 
 # -- generate + solve ------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ _add("interference", "marl-server", "learned.interference.policy:ServerLevelPoli
 _add("provision", "reactive", "heuristics.provisioning:Reactive",
      "submit the successor when the predecessor ends")
 _add("provision", "avg", "heuristics.provisioning:Average",
-     "submit when the predecessor's remaining time equals the mean recent wait")
+     "submit once the predecessor's expected end is within the mean recent wait")
 for _name, _text, _torch in (
         ("rf", "random-forest wait regressor (NAME@W: threshold for weight W)", False),
         ("xgb", "XGBoost wait regressor (NAME@W)", False),

@@ -482,7 +482,7 @@ class SimulationResult:
 
     def plot(self, path) -> None:
         """Utilisation and queue length over time, and the wait distribution, as one figure."""
-        from benchmarks.common import pyplot
+        from tjap.report import pyplot
 
         plt = pyplot()
         series = self.series()

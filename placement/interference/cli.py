@@ -113,7 +113,7 @@ def run(args) -> int:
         return 0
     if args.what != "evaluate":
         raise InvalidInputError(f"unknown interference command {args.what!r}")
-    from benchmarks.common import progress
+    from tjap.executor import progress
     from heuristics.interference import make_policy
     from placement.interference import Workload, make_cluster, simulate
 

@@ -1,0 +1,193 @@
+"""``tjap simulate`` and ``tjap provision``: the batch-queue simulator on real traces, and the
+provisioners of chained jobs (seed 004), simulated or against a real Slurm."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tjap.cli.common import add_common, positive, print_json
+from tjap.errors import TjapError
+from tjap.executor import add_executor_arguments, executor_from_args
+
+
+def add_parser(sub) -> None:
+    """Add ``simulate`` and ``provision`` to the ``tjap`` parser."""
+    p = sub.add_parser("simulate", help="replay a workload trace on the batch-queue simulator",
+                       description="Replay a trace (SWF or sacct TSV) on the Slurm-like simulator "
+                                   "and print its summary. See placement.batch.simulator for the "
+                                   "scheduling rules.")
+    p.add_argument("--trace", required=True, metavar="FILE", help=".swf, .swf.gz or sacct TSV")
+    p.add_argument("--format", choices=("swf", "sacct"), help="default: from the file name")
+    p.add_argument("--nodes", type=positive(int),
+                   help="cluster size (default: the trace header's MaxNodes / MaxProcs)")
+    p.add_argument("--backfill", default="easy",
+                   help="none | easy | slurm | conservative | a reservation depth (default easy)")
+    p.add_argument("--bf-interval", type=int, default=30, metavar="S",
+                   help="seconds between backfill passes, 0 = at every change (default 30)")
+    p.add_argument("--bf-resolution", type=positive(int), default=60, metavar="S")
+    p.add_argument("--bf-max-job-test", type=positive(int), default=500)
+    p.add_argument("--start", metavar="ISO", help="first submission date to replay (UTC)")
+    p.add_argument("--days", type=positive(float), help="days of submissions to replay")
+    p.add_argument("--warm-start", action="store_true",
+                   help="start at --start from the trace's own running and queued jobs")
+    for factor in ("age", "job-size", "fairshare", "qos"):
+        p.add_argument(f"--weight-{factor}", type=float, default=0.0,
+                       help=f"PriorityWeight{factor.title().replace('-', '')} (default 0)")
+    p.add_argument("--max-age", type=positive(int), default=7 * 86400, metavar="S")
+    p.add_argument("--plot", metavar="PNG", help="write utilisation, queue and wait plots")
+    p.add_argument("--per-job", metavar="CSV", help="write each job's submit, start, end, wait")
+    add_common(p)
+
+    p.set_defaults(run=cmd_simulate)
+
+    p = sub.add_parser("provision", help="chained jobs: when to submit a successor (seed 004)")
+    prov = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    e = prov.add_parser("evaluate", help="interruption and overlap of a provisioner on a trace",
+                        description="Inject predecessor/successor pairs (48 h each) into a replay "
+                                    "of the trace at random times of [--from, --to) whose reactive "
+                                    "wait matches --load, and report the provisioner's mean "
+                                    "interruption and overlap.")
+    e.add_argument("--trace", required=True, metavar="FILE")
+    e.add_argument("--from", dest="start", required=True, metavar="ISO")
+    e.add_argument("--to", dest="end", required=True, metavar="ISO")
+    e.add_argument("--nodes", type=positive(int), default=1, help="nodes of each pair job")
+    e.add_argument("--cluster-nodes", type=positive(int), default=76)
+    e.add_argument("--load", choices=("heavy", "medium", "light", "any"), default="any",
+                   help="reactive wait > 12 h, 2-12 h, < 2 h")
+    e.add_argument("--policy", default="reactive",
+                   help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | "
+                        "moe_dqn | transformer_pg | moe_pg (learned: shipped weights); several, "
+                        "comma-separated, are evaluated on the same pairs, one task each; "
+                        "NAME@W (e.g. moe@2) serves a regressor's threshold calibrated for "
+                        "interruption weight e_I/e_O = W")
+    e.add_argument("--scheduler", default="easy", choices=("easy", "mirage"),
+                   help="easy: Slurm defaults (EASY, FCFS); mirage: the published Mirage "
+                        "simulator (conservative backfill, age + size priority), which the "
+                        "learned provisioners were trained on")
+    e.add_argument("--pairs", type=positive(int), default=20)
+    e.add_argument("--max-tries", type=positive(int), help="injection times tried (default 20x pairs)")
+    add_common(e)
+    add_executor_arguments(e)
+    from benchmarks.provision_live_demo import add_arguments as _live
+    _live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
+                          description="Watch a predecessor on a real Slurm and submit its successor "
+                                      "when the provisioner says so (compressed time; optional "
+                                      "trace background load). See benchmarks/provision_live_demo.py."))
+    add_common(prov.choices["live"])
+
+    p.set_defaults(run=cmd_provision)
+
+
+def cmd_simulate(args) -> int:
+    from placement.batch.replay import monthly_waits, replay_trace
+    from placement.batch.simulator import Priority, SchedulerConfig
+
+    backfill = int(args.backfill) if args.backfill.isdigit() else args.backfill
+    priority = Priority(age=args.weight_age, job_size=args.weight_job_size,
+                        fairshare=args.weight_fairshare, qos=args.weight_qos,
+                        max_age_s=args.max_age)
+    config = SchedulerConfig(backfill=backfill, bf_interval_s=args.bf_interval,
+                             bf_resolution_s=args.bf_resolution,
+                             bf_max_job_test=args.bf_max_job_test, priority=priority)
+    result, info = replay_trace(args.trace, format=args.format, nodes=args.nodes, config=config,
+                                start=args.start, days=args.days, warm_start=args.warm_start)
+    summary = {"jobs": 0, "skipped_lines": info["skipped_lines"]} | result.summary()
+    summary |= {"nodes": info["nodes"], "backfill": args.backfill, "trace": info["trace"]}
+    if args.warm_start:
+        summary["months"] = monthly_waits(result)
+    if args.plot:
+        result.plot(args.plot)
+    if args.per_job:
+        from tjap.report import write_csv
+
+        j = result.jobs
+        write_csv(Path(args.per_job), [{"job_id": int(j.job_id[r]), "submit_s": int(j.submit_s[r]),
+                                  "nodes": int(j.nodes[r]), "start_s": int(result.start_s[r]),
+                                  "end_s": int(result.end_s[r]), "wait_s": int(result.wait_s[r])}
+                                 for r in range(len(j))])
+    if args.json:
+        print_json(summary)
+        return 0
+    for key, value in summary.items():
+        if key == "months":
+            for row in value:
+                print(f"{row['month']}  jobs {row['jobs']:6d}  simulated wait "
+                      f"{row['simulated_mean_wait_h']:7.2f} h  recorded {row['recorded_mean_wait_h']:7.2f} h")
+        else:
+            print(f"{key:22s} {value:.3f}" if isinstance(value, float) else f"{key:22s} {value}")
+    if info["skipped_examples"]:
+        print("skipped, e.g.: " + "; ".join(info["skipped_examples"][:3]))
+    return 0
+
+
+def _trace_jobs(trace):
+    """The trace's jobs, read once per process (forked workers share the parent's)."""
+    from placement.batch import load_trace
+
+    if trace not in _TRACES:
+        _TRACES.clear()
+        _TRACES[trace] = load_trace(trace)[0]
+    return _TRACES[trace]
+
+
+
+_TRACES: dict = {}
+
+
+def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler) -> dict:
+    """One provisioner over the injection times (a task of the executor)."""
+    from heuristics.provisioning import evaluate, scheduler_config
+    from learned.provision import make_provisioner
+    from placement.batch.chained import Pair
+
+    provisioner = make_provisioner(policy, **({} if policy in ("reactive", "avg")
+                                              else {"seed": seed}))
+    return evaluate(_trace_jobs(trace), cluster_nodes, Pair(nodes=nodes), times, provisioner,
+                    scheduler_config(scheduler))
+
+
+def cmd_provision(args) -> int:
+    if args.what == "live":
+        from benchmarks.provision_live_demo import run
+
+        return run(args)
+    from heuristics.provisioning import sample_pairs, scheduler_config
+    from learned.provision import make_provisioner
+    from placement.batch.chained import Pair
+    from placement.batch.replay import parse_date
+
+    jobs = _trace_jobs(args.trace)
+    start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    policies = [p.strip() for p in args.policy.split(",") if p.strip()]
+    for policy in policies:   # bad names and missing weights fail here, before any replay
+        make_provisioner(policy, **({} if policy in ("reactive", "avg") else {"seed": args.seed}))
+    config = scheduler_config(args.scheduler)
+    pair = Pair(nodes=args.nodes)
+    if args.nodes > args.cluster_nodes:
+        raise TjapError(f"--nodes {args.nodes} exceeds --cluster-nodes {args.cluster_nodes}")
+    times = sample_pairs(jobs, args.cluster_nodes, pair, start, end,
+                         None if args.load == "any" else args.load, args.pairs, args.seed,
+                         config, max_tries=args.max_tries)
+    tasks = [(args.trace, args.cluster_nodes, args.nodes, times, policy, args.seed, args.scheduler)
+             for policy in policies]
+    if len(tasks) == 1:   # errors propagate as one-line errors
+        results = [_provision_evaluate(*tasks[0])]
+    else:
+        results = executor_from_args(args).results(_provision_evaluate, tasks,
+                                                   desc="provisioners", quiet=args.quiet)
+    for result in results:
+        result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs,
+                   "scheduler": args.scheduler}
+    if args.json:
+        print_json(results[0] if len(policies) == 1 and results else results)
+    else:
+        for k, result in enumerate(results):
+            print("" if k == 0 else "\n", end="")
+            for key, value in result.items():
+                if key != "outcomes_h":
+                    print(f"{key:28s} {value:.3f}" if isinstance(value, float) else f"{key:28s} {value}")
+    if len(times) < args.pairs:
+        print(f"tjap: only {len(times)} of {args.pairs} injection times had {args.load} load",
+              file=sys.stderr)
+    return 0 if len(results) == len(policies) else 1

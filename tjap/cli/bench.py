@@ -1,0 +1,201 @@
+"""``tjap bench ...``: the experiments a user can re-run, each a table, CSV and figure under
+``--out`` (default ``benchmarks/out``): seed 002's exact solvers, Tables III/IV, the SA loop's speed,
+NSA against SA, the window policy against FCFS/EASY, and the batch simulator on a trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from tjap.cli.common import add_common, cap, positive, print_json
+from tjap.errors import TjapError
+from tjap.executor import add_executor_arguments, executor_from_args
+
+
+def add_parser(sub) -> None:
+    """Add ``bench`` and its experiments to the ``tjap`` parser."""
+    p = sub.add_parser("bench", help="run a benchmark")
+    bench = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    b = bench.add_parser("exact", help="exact SCAS solvers on the paper's stream",
+                         description="dp, SCIP, CP-SAT, the paper formulation and the free-form "
+                                     "optimum on the same windows; table, CSV and PNG.")
+    b.add_argument("--num-windows", type=positive(int), default=200)
+    b.add_argument("--layout", choices=("paper", "published"), default="paper")
+    b.add_argument("--convention", choices=("paper", "published"), default="paper")
+    b.add_argument("--cap", type=cap, default=5)
+    b.add_argument("--freeform-time-limit", type=positive(float), default=2.0, metavar="S")
+    b.add_argument("--paper-windows", type=int, default=20,
+                   help="windows also solved with the paper's formulation (default 20)")
+    b.add_argument("--paper-time-limit", type=positive(float), default=10.0, metavar="S")
+    b.add_argument("--out", default="benchmarks/out", help="folder for CSV and PNG")
+    add_common(b)
+    add_executor_arguments(b, default_workers=1)   # rows carry solver times
+
+    for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
+                           ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
+                           ("speed", "iterations per second of the Numba SA loop against its plain-Python twin"),
+                           ("nsa", "NSA-500 against SA at equal iterations and at equal wall time")):
+        b = bench.add_parser(name, help=helptext, description=helptext)
+        b.add_argument("--setting", choices=("published", "paper"), default="published",
+                       help="published: the authors' code (25x40 layout, published cost, T_max "
+                            "25000); paper: the paper's text (k=20, Eq. 1 cost, T_max 2500)")
+        b.add_argument("--epochs", type=positive(int), default=10)
+        b.add_argument("--windows-per-epoch", type=positive(int), default=100)
+        if name == "table3":
+            b.add_argument("--freeform-time-limit", type=positive(float), default=1.0, metavar="S")
+        if name == "nsa":
+            b.add_argument("--weights", default=None, help="policy .json (default: shipped CNN-3)")
+        if name == "table4":
+            b.add_argument("--paper-windows", type=int, default=20)
+            b.add_argument("--limit", type=positive(float), default=30.0, metavar="S")
+        b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
+        add_common(b)
+        if name != "speed":   # a timing of one process: parallel runs would disturb it
+            add_executor_arguments(b, default_workers=1)   # rows carry solver times
+    b = bench.add_parser("batch", help="batch simulator: LS6 speed, scaling, warm-start waits",
+                         description="The simulator on the LS6 trace under every backfill mode, "
+                                     "EASY on synthetic traces of two sizes, and the warm-started "
+                                     "replay's monthly waits beside the recorded ones.")
+    b.add_argument("--trace", default="../shared/traces/ls6-a100.tsv")
+    b.add_argument("--nodes", type=positive(int), default=76, help="cluster size (paper: 76)")
+    b.add_argument("--repeats", type=positive(int), default=3)
+    b.add_argument("--sizes", default="25000,250000", help="synthetic trace sizes")
+    b.add_argument("--start", default="2022-11-01", help="warm-start date")
+    b.add_argument("--out", default="benchmarks/out")
+    add_common(b)
+    b = bench.add_parser("online", help="seed 002 Fig. 6: window-based scheduling against FCFS/EASY",
+                         description="Window policy for tau in 10..60 s against per-job FCFS and "
+                                     "EASY with first-fit, contiguous and free-form placement.")
+    b.add_argument("--layout", choices=("paper", "published"), default="paper")
+    b.add_argument("--convention", choices=("paper", "published"), default="paper")
+    b.add_argument("--epochs", type=positive(int), default=10)
+    b.add_argument("--jobs-per-epoch", type=positive(int), default=300)
+    b.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
+    b.add_argument("--out", default="benchmarks/out")
+    add_common(b)
+    add_executor_arguments(b)
+
+    p.set_defaults(run=cmd_bench)
+
+
+def cmd_bench(args) -> int:
+    if args.what == "exact":
+        return _bench_exact(args)
+    if args.what == "batch":
+        return _bench_batch(args)
+    from benchmarks import online, sa_tables
+    from tjap.report import format_table, write_csv
+
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TjapError(f"--out {out_dir} is a file; give a folder")
+    if args.what == "table3":
+        res = sa_tables.table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
+                               args.freeform_time_limit, quiet=args.quiet,
+                               executor=executor_from_args(args))
+        names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
+        summary = {"setting": args.setting, "epochs": res["epochs"],
+                   "gap_to_scas_pct": sa_tables.gaps(res["rows"], names),
+                   "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
+                   "csv": str(write_csv(out_dir / f"table3_{args.setting}_s{args.seed}.csv", res["rows"]))}
+        text = sa_tables.print_table3(res) + "\ngap to the SCAS optimum (%): " + ", ".join(
+            f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
+        text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
+    elif args.what == "table4":
+        res = sa_tables.table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
+                               args.paper_windows, args.limit, quiet=args.quiet,
+                               executor=executor_from_args(args))
+        rows = res["rows"]
+        paper = [r for r in rows if "paper_limit" in r]
+        ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
+        summary = {"setting": args.setting, "windows": len(rows),
+                   "set_packing_mean_s": float(np.mean([r["sp_nolimit_s"] for r in rows])),
+                   "set_packing_median_s": float(np.median([r["sp_nolimit_s"] for r in rows])),
+                   "set_packing_max_s": float(np.max([r["sp_nolimit_s"] for r in rows])),
+                   "set_packing_optimal_pct": 100 * float(np.mean([r["sp_nolimit_status"] == "OPTIMAL" for r in rows])),
+                   "paper_windows": len(paper),
+                   "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
+                   "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
+                   "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
+                   "csv": str(write_csv(out_dir / f"table4_{args.setting}_s{args.seed}.csv", rows))}
+        text = "\n".join(f"{k}: {v}" for k, v in summary.items())
+    elif args.what == "nsa":
+        res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
+                                  args.seed, quiet=args.quiet, executor=executor_from_args(args))
+        summary = {"setting": args.setting, "epochs": res["epochs"],
+                   "nsa_improvement_pct": res["nsa_improvement_pct"],
+                   "gap_to_scas_pct": res["gap_to_scas_pct"],
+                   "csv": str(write_csv(out_dir / f"nsa_{args.setting}_s{args.seed}.csv", res["rows"]))}
+        text = format_table(res["epochs"], [("epoch", ""), ("nsa500", ".1f"), ("nsa500_ms", ".1f"),
+                                            ("sa500", ".1f"), ("sa1000", ".1f"),
+                                            ("sa_paper_same_time", ".1f"),
+                                            ("sa_best_same_time", ".1f"), ("scas_opt", ".1f")])
+        text += "\nNSA-500 improvement over (%): " + ", ".join(
+            f"{k} {v:+.3f}" for k, v in summary["nsa_improvement_pct"].items())
+    elif args.what == "speed":
+        rows = sa_tables.speed(args.setting, args.windows_per_epoch, seed=args.seed)
+        summary = {"setting": args.setting, "rows": rows}
+        text = format_table(rows, [("repair", ""), ("windows", "d"), ("numba_it_per_s", ".0f"),
+                                   ("python_it_per_s", ".0f"), ("median_ratio", ".1f"),
+                                   ("min_ratio", ".1f"), ("same_result", ""),
+                                   ("load_1min", ".2f")])
+    else:
+        rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
+                          args.convention, quiet=args.quiet, executor=executor_from_args(args))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        png = online.plot(rows, out_dir / f"online_{args.layout}_s{args.seed}.png", args.convention)
+        summary = {"rows": rows, "csv": str(write_csv(out_dir / f"online_{args.layout}_s{args.seed}.csv", rows)),
+                   "png": str(png)}
+        text = online.table(rows) + f"\nfiles: {summary['csv']}, {png}"
+    if args.json:
+        print_json(summary)
+    else:
+        print(text)
+    return 0
+
+
+def _bench_exact(args) -> int:
+    from benchmarks import exact
+
+    out = exact.main(args)
+    if args.json:
+        print_json({k: v for k, v in out.items() if k != "table"})
+    else:
+        print(f"exact SCAS on {out['num_windows']} windows, {out['layout']} layout, "
+              f"{out['convention']} cost, cap {out['cap']}, seed {out['seed']}")
+        print(out["table"])
+        print("files: " + ", ".join(out["files"].values()))
+    return 0
+
+
+def _bench_batch(args) -> int:
+    from benchmarks import batch_sim
+    from tjap.report import format_table, write_csv
+
+    try:
+        sizes = tuple(int(v) for v in args.sizes.split(","))
+    except ValueError:
+        raise TjapError(f"--sizes must be comma-separated integers, got {args.sizes!r}") from None
+    out = Path(args.out)
+    speed = batch_sim.speed(args.trace, args.nodes, args.repeats)
+    scaling = batch_sim.scaling(args.trace, args.nodes, sizes, repeats=args.repeats, seed=args.seed)
+    months = batch_sim.warm_months(args.trace, args.nodes, args.start)
+    png = batch_sim.plot_months(months, out / "batch_months.png",
+                                f"{Path(args.trace).name}: {args.nodes} nodes, EASY, warm start")
+    for name, rows in (("speed", speed), ("scaling", scaling), ("months", months)):
+        write_csv(out / f"batch_{name}.csv", rows)
+    if args.json:
+        print_json({"speed": speed, "scaling": scaling, "months": months, "png": str(png)})
+        return 0
+    print(format_table(speed, [("span", ""), ("jobs", "d"), ("backfill", ""), ("seconds", ".3f"),
+                               ("mean_wait_h", ".2f"), ("utilization", ".3f"),
+                               ("published_over_ours", ".0f")]))
+    print()
+    print(format_table(scaling, [("jobs", "d"), ("seconds", ".3f"), ("mean_wait_h", ".2f"),
+                                 ("time_over_smallest", ".2f")]))
+    print()
+    print(format_table(months, [("month", ""), ("jobs", "d"), ("recorded_mean_wait_h", ".2f"),
+                                ("simulated_mean_wait_h", ".2f")]))
+    print(f"files: {out}/batch_*.csv, {png}")
+    return 0

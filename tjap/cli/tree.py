@@ -1,0 +1,169 @@
+"""``tjap solve``, ``generate``, ``online`` and ``demo``: seed 002's windows on a switch tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tjap.cli.common import add_common, cap, positive, print_json
+from tjap.errors import TjapError
+
+
+def add_parser(sub) -> None:
+    """Add ``solve``, ``generate``, ``online`` and ``demo`` to the ``tjap`` parser."""
+    from tjap.registry import entries
+
+    method_help = "; ".join(f"{m.name}: {m.description}" for m in entries("tree"))
+    p = sub.add_parser("solve", help="solve window(s) from a JSON or JSONL file",
+                       description="Solve each window of FILE (.json: one window or a list; "
+                                   ".jsonl: one a line) and print the assignment and cost.")
+    p.add_argument("file", help="window file (.json or .jsonl)")
+    p.add_argument("--method", default="auto", help=f"solver method (default auto). {method_help}")
+    p.add_argument("--time-limit", type=positive(float), default=None, metavar="S",
+                   help="time limit per window in seconds")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
+    add_common(p)
+    p.set_defaults(run=cmd_solve)
+
+    p = sub.add_parser("generate", help="generate instances")
+    gen = p.add_subparsers(dest="what", required=True, metavar="WHAT")
+    g = gen.add_parser("windows", help="windows of the paper's stream, as JSONL",
+                       description="Replay the paper's workload and write its scheduling windows.")
+    g.add_argument("--num-windows", type=positive(int), default=200)
+    g.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper: k=20, 10 pods of 100; published: the authors' 25 pods of 40")
+    g.add_argument("--cap", type=cap, default=5,
+                   help="most multi-node jobs per window (default 5, as the published code; 'none')")
+    g.add_argument("--tau", type=positive(int), default=60, help="window period in seconds")
+    g.add_argument("--epoch-windows", type=positive(int), default=100)
+    g.add_argument("--out", required=True, help="output .jsonl file")
+    add_common(g)
+    g.set_defaults(run=cmd_generate)
+
+    p = sub.add_parser("online", help="replay a workload with a scheduling policy",
+                       description="Replay jobs of the paper's workload on an empty cluster and "
+                                   "report CH cost, wait, utilization and makespan.")
+    p.add_argument("--workload", default="paper", choices=("paper",),
+                   help="the paper's random workload (trace loaders arrive with placement.batch)")
+    p.add_argument("--num-jobs", type=positive(int), default=300)
+    p.add_argument("--first-job", type=int, default=0)
+    p.add_argument("--layout", choices=("paper", "published"), default="paper")
+    p.add_argument("--policy", choices=("window", "fcfs", "easy"), default="window")
+    p.add_argument("--placement", choices=("firstfit", "contiguous", "freeform"), default="firstfit",
+                   help="per-job placement (fcfs/easy)")
+    p.add_argument("--tau", type=positive(int), default=60, help="window period (s)")
+    p.add_argument("--cap", type=cap, default=5)
+    p.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper")
+    add_common(p)
+    p.set_defaults(run=cmd_online)
+
+    p = sub.add_parser("demo", help="a paper-sized window solved by every exact method",
+                       description="Generate the first window of the paper's stream (1000 idle "
+                                   "nodes) and solve it with every exact method.")
+    p.add_argument("--layout", choices=("paper", "published"), default="paper")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper")
+    p.add_argument("--time-limit", type=positive(float), default=30.0, metavar="S")
+    add_common(p)
+    p.set_defaults(run=cmd_demo)
+
+
+def cmd_solve(args) -> int:
+    from tjap.api import solve
+    from placement.tree.window import load_windows
+
+    windows = load_windows(args.file)
+    if not windows:
+        raise TjapError(f"{args.file} holds no window")
+    results = [solve(w, args.method, time_limit_s=args.time_limit, seed=args.seed,
+                     convention=args.convention) for w in windows]
+    if args.json:
+        print_json([r.to_dict() for r in results] if len(results) > 1 else results[0].to_dict())
+    else:
+        for k, r in enumerate(results):
+            head = f"window {k}: " if len(results) > 1 else ""
+            print(f"{head}method={r.method} status={r.status.value} cost={r.objective:.2f} "
+                  f"bound={'-' if r.bound is None else f'{r.bound:.2f}'} time={r.runtime_s:.4f}s")
+            for j, (n, nodes) in enumerate(zip(r.window.job_sizes, r.assignment)):
+                print(f"  job {j} ({n} nodes): {_ranges(nodes)}")
+    return 0 if all(r.has_solution for r in results) else 1
+
+
+def _ranges(nodes) -> str:
+    """Compact node list: 3-7,12,15-16."""
+    nodes = sorted(nodes)
+    parts, start = [], None
+    for i, v in enumerate(nodes):
+        if start is None:
+            start = v
+        if i + 1 == len(nodes) or nodes[i + 1] != v + 1:
+            parts.append(str(start) if start == v else f"{start}-{v}")
+            start = None
+    return ",".join(parts)
+
+
+def cmd_generate(args) -> int:
+    from placement.tree.stream import generate_windows
+
+    windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
+                               tau_s=args.tau, epoch_windows=args.epoch_windows)
+    out = Path(args.out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(w.to_json() + "\n" for w in windows))
+    except OSError as exc:
+        raise TjapError(f"cannot write {out}: {exc.strerror}") from None
+    summary = {"out": str(out), "windows": len(windows), "layout": args.layout, "seed": args.seed,
+               "cap": args.cap, "tau_s": args.tau}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"wrote {len(windows)} windows ({args.layout} layout, seed {args.seed}) to {out}")
+    return 0
+
+
+def cmd_online(args) -> int:
+    from placement.tree.online import replay
+    from placement.tree.stream import Workload
+    from placement.tree.topology import FatTree
+
+    workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
+    schedule = replay(FatTree.from_layout(args.layout), workload, policy=args.policy,
+                      placement=args.placement, tau_s=args.tau, cap=args.cap, method=args.method,
+                      convention=args.convention, seed=args.seed,
+                      jobs=range(args.first_job, args.first_job + args.num_jobs))
+    metrics = schedule.metrics()
+    if args.json:
+        print_json(metrics)
+    else:
+        for k, v in metrics.items():
+            print(f"{k:20s} {v:.2f}" if isinstance(v, float) else f"{k:20s} {v}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from tjap.api import solve
+    from placement.tree.stream import generate_windows
+
+    window = generate_windows(args.layout, 1, args.seed)[0]
+    rows = []
+    optimum = None
+    for method in ("dp", "scip", "cpsat", "freeform", "seq"):
+        options = {"time_limit_s": args.time_limit} if method != "dp" else {}
+        if method == "freeform":
+            options["warm_start"] = optimum
+        r = solve(window, method, seed=args.seed, convention=args.convention, **options)
+        optimum = optimum or r
+        rows.append({"method": method, "status": r.status.value, "cost": r.objective,
+                     "bound": r.bound, "time_s": r.runtime_s, "feasible": r.is_feasible()})
+    if args.json:
+        print_json({"window": window.to_dict(), "results": rows})
+        return 0
+    from tjap.report import format_table
+
+    print(f"{window.num_idle} idle nodes on the {args.layout} layout, jobs of "
+          f"{list(window.job_sizes)} nodes, {args.convention} cost convention\n")
+    print(format_table(rows, [("method", ""), ("status", ""), ("cost", ".2f"), ("bound", ".2f"),
+                              ("time_s", ".4f"), ("feasible", "")]))
+    print("\n(the first dp call includes compiling its Numba kernels, unless cached)")
+    return 0
