@@ -9,14 +9,15 @@ run on the batch-queue simulator (:func:`placement.tree.online.per_job_config`).
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
 from benchmarks.common import TaskFailure, format_table, make_executor, pyplot, save_figure
 from placement.tree.online import replay
-from placement.tree.stream import Workload
 from placement.tree.topology import FatTree
+from placement.tree.workload import Workload
+from tjap import solve
 
 TAUS = (10, 20, 30, 40, 50, 60)
 PER_JOB = (("fcfs", "firstfit"), ("easy", "firstfit"), ("fcfs", "contiguous"),
@@ -36,7 +37,7 @@ def replay_epoch(layout, policy, placement, tau, cap, method, convention, seed, 
     """One epoch of one configuration (a task of the sweep): the schedule's metrics."""
     sched = replay(FatTree.from_layout(layout), _workload(seed), policy=policy,
                    placement=placement if placement != "-" else "firstfit", tau_s=tau or 60,
-                   cap=cap, method=method, convention=convention, seed=seed,
+                   cap=cap, method=partial(solve, method=method), convention=convention, seed=seed,
                    jobs=range(int(start), int(start) + jobs_per_epoch))
     return sched.metrics()
 
@@ -62,7 +63,7 @@ def run(layout="paper", epochs=10, jobs_per_epoch=300, seed=0, method="dp", conv
             rows.append(row)
             continue
         for key in ("mean_cost_paper", "mean_cost_published", "mean_wait_s", "p95_wait_s",
-                    "utilisation", "makespan_s"):
+                    "utilization", "makespan_s"):
             row[key] = float(np.mean([m[key] for m in per_epoch]))
         rows.append(row)
     return rows
@@ -70,7 +71,7 @@ def run(layout="paper", epochs=10, jobs_per_epoch=300, seed=0, method="dp", conv
 
 COLUMNS = [("policy", ""), ("placement", ""), ("mean_cost_paper", ".1f"),
            ("mean_cost_published", ".1f"), ("mean_wait_s", ".1f"), ("p95_wait_s", ".1f"),
-           ("utilisation", ".3f"), ("makespan_s", ".0f")]
+           ("utilization", ".3f"), ("makespan_s", ".0f")]
 
 
 def plot(rows, path, convention="paper"):

@@ -18,7 +18,7 @@ from batch_reference import textbook_starts as reference_starts
 from tjap import FatTree, InvalidInputError, job_cost
 from tjap.cli import main
 from placement.tree.online import PLACEMENTS, POLICIES, best_single_job_nodes, place_job, replay, window_ticks
-from placement.tree.stream import Workload
+from placement.tree.workload import Workload
 
 CONVENTIONS = ("paper", "published")
 
@@ -209,7 +209,7 @@ def test_replay_metrics(policy, placement):
     schedule = replay(tree, workload, policy=policy, placement=placement, jobs=jobs)
     m = schedule.metrics()
     assert set(m) == {"jobs", "multi_node_jobs", "mean_wait_s", "p95_wait_s", "makespan_s",
-                      "utilisation", "mean_cost_paper", "mean_cost_published"}
+                      "utilization", "mean_cost_paper", "mean_cost_published"}
     sizes = workload.requested_nodes[list(jobs)]
     runtimes = workload.runtime_s[list(jobs)]
     assert m["jobs"] == 60
@@ -218,7 +218,7 @@ def test_replay_metrics(policy, placement):
     assert m["mean_wait_s"] == pytest.approx(np.mean(waits))
     assert 0 <= m["mean_wait_s"] <= m["p95_wait_s"] <= max(waits)
     assert m["makespan_s"] >= runtimes.max()
-    assert 0 < m["utilisation"] <= 1
+    assert 0 < m["utilization"] <= 1
     assert m["mean_cost_paper"] > 0 and m["mean_cost_published"] > 0
     multi = [j for j in jobs if workload.requested_nodes[j] > 1]
     for conv in CONVENTIONS:
@@ -524,7 +524,7 @@ def test_cli_online_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"] == 50
     assert data["mean_wait_s"] >= 0
-    assert 0 < data["utilisation"] <= 1
+    assert 0 < data["utilization"] <= 1
     assert data["mean_cost_paper"] > 0
 
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from tjap import FatTree, InvalidInputError, Window, solve
-from placement.tree.stream import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload, generate_windows,
-                         priority_order, select_prefix, window_stream)
+from placement.tree.stream import generate_windows, window_stream
+from placement.tree.workload import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload,
+                                     priority_order, select_prefix)
 
 LAYOUTS = ("paper", "published")
 

@@ -14,16 +14,6 @@ from tjap.registry import get, methods, register  # noqa: F401  (re-exported by 
 MAX_TIME_LIMIT_S = 1e9
 
 
-def solve_auto(window, *, convention="paper", time_limit_s=None, seed=0):
-    """Exact SCAS: ``dp`` when its table is small (``placement.tree.csp.AUTO_DP_CELLS``), else
-    ``scip`` within ``time_limit_s``."""
-    from placement.tree import csp
-
-    method = "dp" if csp.dp_table_cells(window) <= csp.AUTO_DP_CELLS else "scip"
-    return get("tree", method).load()(window, convention=convention, time_limit_s=time_limit_s,
-                                      seed=seed)
-
-
 def solve(window, method: str = "auto", *, time_limit_s: float | None = None, seed: int = 0,
           convention: str = "paper", **options):
     """Solve one window.
@@ -42,12 +32,17 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
         - ``freeform``: exact minimum cost without contiguity (``solver="scip" | "cpsat"``,
           ``warm_start=`` a Result or assignment, ``workers=``).
         - ``freeform-greedy``, ``seq``: fast heuristics without options.
-        - ``sa``: DCAS simulated annealing (``iterations=``, ``preset=``, ``repair=``, ``q=``,
-          ``max_remove=``, ``t_max=``, ``t_min=``, ``reinsert=``, ``initial=``); see
+        - ``sa``: DCAS simulated annealing, by default the best configuration measured
+          (``preset="best"``: greedy repair, n^D = 5, T_max 25000, 1000 iterations);
+          ``preset="paper"`` is the paper's Table I, ``preset="published"`` its published code.
+          Options (each overrides the preset's): ``iterations=``, ``repair=``, ``q=``,
+          ``max_remove=``, ``t_max=``, ``t_min=``, ``reinsert=``, ``initial=``; see
           :func:`heuristics.anneal.solve_sa`.
-        - ``lns``: DCAS descent from the SCAS optimum (``iterations=``, ``repair=``,
-          ``max_remove=``, ``initial=``); see :func:`heuristics.anneal.solve_lns`.
-        - ``nsa``: neural SA (``weights=``, ``iterations=``, ``sample=`` ...); see
+        - ``lns``: DCAS descent from the SCAS optimum with the greedy repair (``iterations=``,
+          ``repair=``, ``max_remove=``, ``initial=``); see :func:`heuristics.anneal.solve_lns`.
+        - ``nsa``: neural SA, the paper's SA loop with a trained repair (``weights=``,
+          ``preset="paper" | "published"``, ``iterations=``, ``max_remove=``, ``t_max=``,
+          ``t_min=``, ``reinsert=``, ``initial=``, ``sample=``); see
           :func:`learned.nsa.solve_nsa`.
     time_limit_s : float, optional
         Wall-clock limit for the methods that honour one (SCIP, CP-SAT, free-form, the

@@ -203,7 +203,7 @@ def make(system: str, name: str, **options):
 
 
 # -- seed 002: window solvers -----------------------------------------------------------------
-_add("tree", "auto", "tjap.api:solve_auto", "exact SCAS: dp when its table is small, else SCIP",
+_add("tree", "auto", "placement.tree.exact:solve_auto", "exact SCAS: dp when its table is small, else SCIP",
      exact=True, time_limited=True)
 _add("tree", "dp", "placement.tree.csp:solve_dp",
      "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True)

@@ -63,6 +63,7 @@ from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
 from placement.tree.cost import CONVENTIONS, convention_code
 from tjap.errors import InvalidInputError
+from tjap.result import Record, plain
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -417,9 +418,13 @@ class Simulator:
         return node_of
 
 
-@dataclass
-class SimulationResult:
-    """Per-job start and end (-1: not started / not ended by ``now_s``) and the summary."""
+@dataclass(frozen=True)
+class SimulationResult(Record):
+    """Per-job start and end (-1: not started / not ended by ``now_s``) and the summary.
+
+    ``to_dict()`` holds the configuration, the summary and one row per job (:meth:`per_job`);
+    ``summary()`` the headline figures.
+    """
 
     jobs: Jobs
     num_nodes: int
@@ -446,7 +451,7 @@ class SimulationResult:
 
     def summary(self, bound_s: int = 10) -> dict:
         """jobs (started by the simulator), mean / median / p95 wait, mean bounded slowdown
-        (tau = ``bound_s``), utilisation (node-seconds of the simulated jobs over N x makespan),
+        (tau = ``bound_s``), utilization (node-seconds of the simulated jobs over N x makespan),
         makespan (first submission to last end), and the simulation's wall time."""
         j = self.jobs
         done = self.simulated & (self.start_s >= 0)
@@ -467,6 +472,17 @@ class SimulationResult:
                     "mean_bounded_slowdown": 1.0, "utilization": 0.0, "makespan_s": 0}
         out["runtime_s"] = self.runtime_s
         return out
+
+    def per_job(self) -> list[dict]:
+        """One row per job: id, submission, nodes, start, end and wait (s; -1: not started)."""
+        j, wait = self.jobs, self.wait_s
+        return [{"job_id": int(j.job_id[r]), "submit_s": int(j.submit_s[r]),
+                 "nodes": int(j.nodes[r]), "start_s": int(self.start_s[r]),
+                 "end_s": int(self.end_s[r]), "wait_s": int(wait[r])} for r in range(len(j))]
+
+    def to_dict(self) -> dict:
+        return plain({"num_nodes": self.num_nodes, "config": self.config,
+                      "summary": self.summary(), "jobs": self.per_job()})
 
     def series(self) -> dict:
         """Busy nodes and queued jobs over time (step functions: value from each time on)."""
@@ -490,7 +506,7 @@ class SimulationResult:
         t0 = self.jobs.submit_s.min() if len(self.jobs) else 0
         (tb, vb), (tq, vq) = series["busy"], series["queued"]
         axes[0].step((tb - t0) / DAY_S, vb / self.num_nodes, where="post")
-        axes[0].set_ylabel("utilisation")
+        axes[0].set_ylabel("utilization")
         axes[1].step((tq - t0) / DAY_S, vq, where="post", color="tab:orange")
         axes[1].set_ylabel("queued jobs")
         axes[1].set_xlabel("days since the first submission")

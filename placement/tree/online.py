@@ -27,7 +27,9 @@ import numpy as np
 from placement.tree.cost import convention_code, job_cost
 from tjap.errors import InvalidInputError
 from placement.tree.freeform import best_single_job_nodes
-from placement.tree.stream import Workload, priority_order, select_prefix
+from placement.tree.exact import window_solver
+from placement.tree.workload import Workload, priority_order, select_prefix
+from tjap.result import Record, plain
 from placement.tree.topology import FatTree
 from placement.tree.window import Window
 
@@ -52,9 +54,9 @@ def place_job(topology: FatTree, idle_nodes: np.ndarray, size: int, placement: s
 
 
 # -- the simulation record ---------------------------------------------------------------------
-@dataclass
-class Schedule:
-    """Start time and nodes of every job of a replay, and its metrics."""
+@dataclass(frozen=True)
+class Schedule(Record):
+    """Start time and nodes of every job of a replay, and its metrics (``summary()``)."""
 
     topology: FatTree
     workload: Workload
@@ -67,7 +69,18 @@ class Schedule:
         self.start_s[job] = int(t)
         self.nodes[job] = [int(v) for v in nodes]
 
+    def to_dict(self) -> dict:
+        """The metrics and, per job, its start time and nodes."""
+        return plain({"summary": self.metrics(),
+                      "jobs": [{"job": j, "start_s": self.start_s[j], "nodes": self.nodes[j]}
+                               for j in self.jobs]})
+
+    def summary(self) -> dict:
+        return self.metrics()
+
     def metrics(self) -> dict:
+        """jobs, multi-node jobs, mean and p95 wait, makespan, utilization and the mean cost of
+        the multi-node jobs in both conventions."""
         w = self.workload
         jobs = list(self.jobs)
         multi = [j for j in jobs if w.requested_nodes[j] > 1]
@@ -79,7 +92,7 @@ class Schedule:
         out = {"jobs": len(jobs), "multi_node_jobs": len(multi),
                "mean_wait_s": float(wait.mean()), "p95_wait_s": float(np.percentile(wait, 95)),
                "makespan_s": int(makespan),
-               "utilisation": work / (self.topology.num_nodes * makespan) if makespan else 0.0}
+               "utilization": work / (self.topology.num_nodes * makespan) if makespan else 0.0}
         for conv in ("paper", "published"):
             costs = [job_cost(self.topology, self.nodes[j], conv) for j in multi]
             out[f"mean_cost_{conv}"] = float(np.mean(costs)) if costs else 0.0
@@ -98,12 +111,17 @@ class Tick:
 
 
 def window_ticks(topology: FatTree, workload: Workload, first_job: int, last_job: int | None, *,
-                 tau_s: int, cap: int | None, method: str, convention: str, seed: int,
+                 tau_s: int, cap: int | None, method="dp", convention: str, seed: int,
                  **solve_options) -> Iterator[Tick]:
     """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
-    None: the caller stops). Ends once every job of [first_job, last_job) has started."""
-    from tjap.api import solve
+    None: the caller stops). Ends once every job of [first_job, last_job) has started.
 
+    ``method`` solves each window: an exact model's name (:data:`placement.tree.exact.SOLVERS`) or
+    a callable ``solver(window, *, seed, convention, **options) -> Result`` such as
+    ``functools.partial(tjap.solve, method="sa")``."""
+    solve = window_solver(method)
+    label = method if isinstance(method, str) else getattr(method, "keywords", {}).get(
+        "method", getattr(method, "__name__", "solver"))
     free_at = np.zeros(topology.num_nodes, dtype=np.int64)
     nwp: dict[int, int] = {}
     queue: list[int] = []
@@ -127,9 +145,9 @@ def window_ticks(topology: FatTree, workload: Workload, first_job: int, last_job
         if multi:
             window = Window(topology, idle, [int(workload.requested_nodes[j]) for j in multi],
                             meta={"time_s": t, "jobs": multi})
-            result = solve(window, method, seed=seed, convention=convention, **solve_options)
+            result = solve(window, seed=seed, convention=convention, **solve_options)
             if not result.has_solution:
-                raise InvalidInputError(f"method {method!r} found no solution for the window at "
+                raise InvalidInputError(f"method {label!r} found no solution for the window at "
                                         f"t={t}s ({result.status.value}); give it more time")
             for j, nodes in zip(multi, result.assignment):
                 free_at[list(nodes)] = t + int(workload.runtime_s[j])

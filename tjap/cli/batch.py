@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
         p.add_argument(f"--weight-{factor}", type=float, default=0.0,
                        help=f"PriorityWeight{factor.title().replace('-', '')} (default 0)")
     p.add_argument("--max-age", type=positive(int), default=7 * 86400, metavar="S")
-    p.add_argument("--plot", metavar="PNG", help="write utilisation, queue and wait plots")
+    p.add_argument("--plot", metavar="PNG", help="write utilization, queue and wait plots")
     p.add_argument("--per-job", metavar="CSV", help="write each job's submit, start, end, wait")
     add_common(p)
 
@@ -101,11 +101,7 @@ def cmd_simulate(args) -> int:
     if args.per_job:
         from tjap.report import write_csv
 
-        j = result.jobs
-        write_csv(Path(args.per_job), [{"job_id": int(j.job_id[r]), "submit_s": int(j.submit_s[r]),
-                                  "nodes": int(j.nodes[r]), "start_s": int(result.start_s[r]),
-                                  "end_s": int(result.end_s[r]), "wait_s": int(result.wait_s[r])}
-                                 for r in range(len(j))])
+        write_csv(Path(args.per_job), result.per_job())
     if args.json:
         print_json(summary)
         return 0

@@ -68,6 +68,17 @@ def add_parser(sub) -> None:
     p.set_defaults(run=cmd_demo)
 
 
+def window_solver(method: str):
+    """A window solver for the online replay: any registered method, by name."""
+    from functools import partial
+
+    from tjap.api import solve
+    from tjap.registry import get
+
+    get("tree", method)   # an unknown name fails here, in one line
+    return partial(solve, method=method)
+
+
 def cmd_solve(args) -> int:
     from tjap.api import solve
     from placement.tree.window import load_windows
@@ -124,13 +135,13 @@ def cmd_generate(args) -> int:
 
 def cmd_online(args) -> int:
     from placement.tree.online import replay
-    from placement.tree.stream import Workload
     from placement.tree.topology import FatTree
+    from placement.tree.workload import Workload
 
     workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
     schedule = replay(FatTree.from_layout(args.layout), workload, policy=args.policy,
-                      placement=args.placement, tau_s=args.tau, cap=args.cap, method=args.method,
-                      convention=args.convention, seed=args.seed,
+                      placement=args.placement, tau_s=args.tau, cap=args.cap,
+                      method=window_solver(args.method), convention=args.convention, seed=args.seed,
                       jobs=range(args.first_job, args.first_job + args.num_jobs))
     metrics = schedule.metrics()
     if args.json:
