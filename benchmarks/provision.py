@@ -67,10 +67,10 @@ def _evaluate(trace, nodes, load, times, method, seed, scheduler):
     options = {} if method in ("reactive", "avg") else {"seed": seed}
     result = evaluate(_jobs(trace), 76, Pair(nodes=nodes), times,
                       make_provisioner(method, **options), scheduler_config(scheduler))
-    return {"nodes": nodes, "load": load, "method": method, "pairs": result["pairs"],
-            "mean_interruption_h": result["mean_interruption_h"],
-            "mean_overlap_h": result["mean_overlap_h"],
-            "zero_interruption_fraction": result["zero_interruption_fraction"],
+    return {"nodes": nodes, "load": load, "method": method, "pairs": result.pairs,
+            "mean_interruption_h": result.mean_interruption_h,
+            "mean_overlap_h": result.mean_overlap_h,
+            "zero_interruption_fraction": result.zero_interruption_fraction,
             "seconds": time.time() - tick}
 
 

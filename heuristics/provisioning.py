@@ -12,6 +12,7 @@ from placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import Priority, SchedulerConfig
 from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.result import Record
 
 LOADS = {"heavy": (12 * HOUR_S, np.inf), "medium": (2 * HOUR_S, 12 * HOUR_S),
          "light": (-np.inf, 2 * HOUR_S)}
@@ -104,14 +105,32 @@ def sample_pairs(jobs: Jobs, nodes: int, pair: Pair, start_s: int, end_s: int, l
     return found
 
 
+@dataclass(frozen=True)
+class Evaluation(Record):
+    """A provisioner's outcomes over injected pairs: mean interruption and overlap (hours), the
+    fraction of pairs with no interruption, and every pair's outcome (successor start minus
+    predecessor end, hours; negative = overlap). ``summary()`` leaves the outcomes out."""
+
+    policy: str
+    pairs: int
+    mean_interruption_h: float
+    mean_overlap_h: float
+    zero_interruption_fraction: float
+    outcomes_h: tuple
+
+    def summary(self) -> dict:
+        return {k: v for k, v in self.to_dict().items() if k != "outcomes_h"}
+
+
 def evaluate(jobs: Jobs, nodes: int, pair: Pair, times: list[int], provisioner: Provisioner,
-             config: SchedulerConfig | None = None) -> dict:
+             config: SchedulerConfig | None = None) -> Evaluation:
     """Mean interruption and overlap (hours) of ``provisioner`` over pairs injected at ``times``."""
     outcomes = np.array([run_episode(ChainedEpisode(jobs, nodes, t, pair, config=config),
                                      provisioner) for t in times], dtype=float)
     interruption, overlap = split(outcomes)
-    return {"policy": provisioner.name, "pairs": len(times),
-            "mean_interruption_h": float(interruption.mean()) if len(times) else 0.0,
-            "mean_overlap_h": float(overlap.mean()) if len(times) else 0.0,
-            "zero_interruption_fraction": float((interruption == 0).mean()) if len(times) else 0.0,
-            "outcomes_h": (outcomes / HOUR_S).tolist()}
+    return Evaluation(policy=provisioner.name, pairs=len(times),
+                      mean_interruption_h=float(interruption.mean()) if len(times) else 0.0,
+                      mean_overlap_h=float(overlap.mean()) if len(times) else 0.0,
+                      zero_interruption_fraction=float((interruption == 0).mean())
+                      if len(times) else 0.0,
+                      outcomes_h=tuple((outcomes / HOUR_S).tolist()))

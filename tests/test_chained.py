@@ -102,6 +102,8 @@ def test_reactive_interrupts_and_avg_trades_it_for_overlap_on_a_busy_queue():
     times = [30 * H, 40 * H]
     reactive = evaluate(jobs, 4, pair, times, make_provisioner("reactive"), config=EXACT)
     avg = evaluate(jobs, 4, pair, times, make_provisioner("avg"), config=EXACT)
-    assert reactive["mean_interruption_h"] > 1 and reactive["mean_overlap_h"] == 0
-    assert avg["mean_interruption_h"] < reactive["mean_interruption_h"]
-    assert set(avg) >= {"pairs", "mean_interruption_h", "mean_overlap_h", "zero_interruption_fraction"}
+    assert reactive.mean_interruption_h > 1 and reactive.mean_overlap_h == 0
+    assert avg.mean_interruption_h < reactive.mean_interruption_h
+    assert set(avg.summary()) == {"policy", "pairs", "mean_interruption_h", "mean_overlap_h",
+                                  "zero_interruption_fraction"}
+    assert isinstance(avg.to_dict()["pairs"], int) and len(avg.outcomes_h) == len(times)

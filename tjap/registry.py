@@ -41,6 +41,10 @@ SYSTEM_DESCRIPTIONS = {
     "provision": "seed 004: decide when to submit the successor of a chained job",
 }
 
+#: What a method of each system is called in messages.
+NOUNS = {"tree": "method", "network": "network policy", "interference": "interference policy",
+         "provision": "provisioner"}
+
 
 @dataclass(frozen=True)
 class Method:
@@ -191,7 +195,7 @@ def get(system: str, name: str) -> Method:
         raise UnknownMethodError(f"a {system} method name must be a string, got {name!r}")
     method = _REGISTRY.get((system, name)) or _REGISTRY.get((system, name.partition("@")[0]))
     if method is None or ("@" in name and not method.pass_name):
-        raise UnknownMethodError(f"unknown method {name!r} ({system}); choose one of "
+        raise UnknownMethodError(f"unknown {NOUNS[system]} {name!r}; choose one of "
                                  f"{', '.join(methods(system))}")
     return method
 

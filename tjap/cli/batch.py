@@ -131,14 +131,20 @@ def _trace_jobs(trace):
 _TRACES: dict = {}
 
 
+def _provisioner(name: str, seed: int):
+    """A registered provisioner by name (learned ones take the seed of their sampling)."""
+    from tjap.registry import get
+
+    method = get("provision", name)
+    return method.make(name, **({"seed": seed} if method.learned else {}))
+
+
 def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler) -> dict:
     """One provisioner over the injection times (a task of the executor)."""
     from heuristics.provisioning import evaluate, scheduler_config
-    from learned.provision import make_provisioner
     from placement.batch.chained import Pair
 
-    provisioner = make_provisioner(policy, **({} if policy in ("reactive", "avg")
-                                              else {"seed": seed}))
+    provisioner = _provisioner(policy, seed)
     return evaluate(_trace_jobs(trace), cluster_nodes, Pair(nodes=nodes), times, provisioner,
                     scheduler_config(scheduler))
 
@@ -149,7 +155,6 @@ def cmd_provision(args) -> int:
 
         return run(args)
     from heuristics.provisioning import sample_pairs, scheduler_config
-    from learned.provision import make_provisioner
     from placement.batch.chained import Pair
     from placement.batch.replay import parse_date
 
@@ -157,7 +162,7 @@ def cmd_provision(args) -> int:
     start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     for policy in policies:   # bad names and missing weights fail here, before any replay
-        make_provisioner(policy, **({} if policy in ("reactive", "avg") else {"seed": args.seed}))
+        _provisioner(policy, args.seed)
     config = scheduler_config(args.scheduler)
     pair = Pair(nodes=args.nodes)
     if args.nodes > args.cluster_nodes:
@@ -172,9 +177,9 @@ def cmd_provision(args) -> int:
     else:
         results = executor_from_args(args).results(_provision_evaluate, tasks,
                                                    desc="provisioners", quiet=args.quiet)
-    for result in results:
-        result |= {"load": args.load, "nodes": args.nodes, "requested_pairs": args.pairs,
-                   "scheduler": args.scheduler}
+    results = [r.to_dict() | {"load": args.load, "nodes": args.nodes,
+                              "requested_pairs": args.pairs, "scheduler": args.scheduler}
+               for r in results]
     if args.json:
         print_json(results[0] if len(policies) == 1 and results else results)
     else:
