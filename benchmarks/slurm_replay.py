@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from placement.batch.background import sleep_command
 from placement.batch.slurm import SlurmError
 from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
 
@@ -68,12 +69,6 @@ def _check(jobs: list[dict], cpus: int) -> None:
                              f"{job['runtime_s']!r}")
         if not submit >= 0:
             raise SlurmError(f"replay job {jid}: submit_s must be >= 0, got {job['submit_s']!r}")
-
-
-def _sleep_command(runtime_s) -> str:
-    runtime = float(runtime_s)
-    text = str(int(runtime)) if runtime == int(runtime) else f"{runtime:.3f}"
-    return f"sleep {text}"
 
 
 def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
@@ -130,7 +125,7 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
                 time.sleep(min(wait, poll_s))
             submitted = time.time() - t0
             jid = client.submit(nodes_or_tasks=job["cpus"], time_limit_min=job["limit_min"],
-                                command=_sleep_command(job["runtime_s"]),
+                                command=sleep_command(job["runtime_s"]),
                                 name=f"replay-{job['id']}", output="/dev/null",
                                 chdir=str(slurm.workdir))
             job["slurm_job_id"] = jid

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from heuristics.provisioning import Average
-from learned.provision.live import (LiveEpisode, LiveResult, decide, format_decisions,
+from placement.batch.live import (LiveEpisode, LiveResult, decide, format_decisions,
                                     live_state, slurm_limit_min)
 from placement.batch import Jobs, SchedulerConfig
 from placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from heuristics.provisioning import Reactive
-from learned.provision.live import run_live
+from placement.batch.live import run_live
 from placement.batch.chained import Pair
 from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
 

@@ -184,7 +184,8 @@ def test_config_lines():
 
 
 def test_replay_validates_rows_before_touching_slurm():
-    from benchmarks.slurm_replay import _sleep_command, replay_on_slurm
+    from benchmarks.slurm_replay import replay_on_slurm
+    from placement.batch.background import sleep_command as _sleep_command
 
     slurm = LocalSlurm(LocalSlurmConfig(cpus=8))   # never started
     good = {"id": "a", "submit_s": 0, "cpus": np.int64(2), "limit_min": 1, "runtime_s": 1.5}

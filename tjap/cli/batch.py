@@ -4,6 +4,7 @@ provisioners of chained jobs (seed 004), simulated or against a real Slurm."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from tjap.cli.common import add_common, positive, print_json
@@ -69,11 +70,10 @@ def add_parser(sub) -> None:
     e.add_argument("--max-tries", type=positive(int), help="injection times tried (default 20x pairs)")
     add_common(e)
     add_executor_arguments(e)
-    from benchmarks.provision_live_demo import add_arguments as _live
-    _live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
+    _add_live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
                           description="Watch a predecessor on a real Slurm and submit its successor "
                                       "when the provisioner says so (compressed time; optional "
-                                      "trace background load). See benchmarks/provision_live_demo.py."))
+                                      "trace background load). See placement.batch.live."))
     add_common(prov.choices["live"])
 
     p.set_defaults(run=cmd_provision)
@@ -151,9 +151,7 @@ def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, schedu
 
 def cmd_provision(args) -> int:
     if args.what == "live":
-        from benchmarks.provision_live_demo import run
-
-        return run(args)
+        return _provision_live(args)
     from heuristics.provisioning import sample_pairs, scheduler_config
     from placement.batch.chained import Pair
     from placement.batch.replay import parse_date
@@ -192,3 +190,117 @@ def cmd_provision(args) -> int:
         print(f"tjap: only {len(times)} of {args.pairs} injection times had {args.load} load",
               file=sys.stderr)
     return 0 if len(results) == len(policies) else 1
+
+
+# -- tjap provision live ---------------------------------------------------------------------
+DEFAULT_TRACE = "../shared/traces/ls6-a100.tsv"
+
+
+def _add_live(p) -> None:
+    """The options of ``tjap provision live``."""
+    p.add_argument("--policy", default="moe",
+                   help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | moe_dqn "
+                        "| transformer_pg | moe_pg (default moe)")
+    p.add_argument("--compress", type=float, default=720,
+                   help="trace seconds per wall second (default 720: 10 trace minutes = 0.83 s, "
+                        "a 48 h job = 4 min; Slurm limits are whole minutes, so 2880/compress "
+                        "should be whole)")
+    p.add_argument("--nodes", type=int, default=1, help="nodes (CPUs) of each pair job (default 1)")
+    p.add_argument("--runtime-h", type=float, default=48.0, help="pair runtime, trace hours")
+    p.add_argument("--limit-h", type=float, default=48.0, help="pair time limit, trace hours")
+    p.add_argument("--local", action="store_true",
+                   help="start a throw-away localhost Slurm (76 CPUs) for this run")
+    p.add_argument("--cpus", type=int, default=76, help="CPUs of the --local cluster (default 76)")
+    p.add_argument("--slurm-conf", metavar="PATH", help="slurm.conf of the cluster (default: "
+                   "$SLURM_CONF)")
+    p.add_argument("--jobcomp", metavar="PATH", help="its jobcomp/filetxt log (default: "
+                   "JobCompLoc from scontrol show config)")
+    p.add_argument("--pred-job", type=int, metavar="ID",
+                   help="watch this existing job as the predecessor instead of submitting one")
+    p.add_argument("--trace", metavar="FILE", help=f"background load from this trace (e.g. "
+                   f"{DEFAULT_TRACE}); none without it")
+    p.add_argument("--at", default="2023-03-02T12:00", metavar="ISO",
+                   help="trace time of the predecessor's submission (default 2023-03-02T12:00, "
+                        "a busy day of LS6)")
+    p.add_argument("--warmup-h", type=float, default=24.0,
+                   help="trace hours replayed (and recorded as history) before --at (default 24)")
+    p.add_argument("--cancel-successor", action="store_true",
+                   help="cancel the successor once it has started (its start is the outcome)")
+
+
+def _provision_live(args) -> int:
+    """``tjap provision live``: returns the exit code; errors raise TjapError (one line)."""
+    from placement.batch.live import START_HINT, format_decisions, run_live
+    from placement.batch.background import BackgroundLoad, background_rows
+    from placement.batch.chained import Pair
+    from placement.batch.slurm import SlurmClient, SlurmError
+    from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+    from tjap.errors import InvalidInputError
+
+    if not 0 < args.compress <= 1e6:
+        raise InvalidInputError(f"--compress must lie in (0, 1e6], got {args.compress}")
+    if args.local and (args.slurm_conf or args.jobcomp):
+        raise InvalidInputError("--local starts its own Slurm: drop --slurm-conf / --jobcomp")
+    pair = Pair(nodes=args.nodes, runtime_s=int(args.runtime_h * 3600),
+                limit_s=int(args.limit_h * 3600))
+    say = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
+    slurm = None
+    load = None
+    if not args.local:   # a missing Slurm is reported before anything is loaded
+        client = SlurmClient({"SLURM_CONF": args.slurm_conf} if args.slurm_conf else None)
+        try:
+            client.ping()
+        except SlurmError as exc:
+            raise SlurmError(f"{exc}; {START_HINT}") from None
+    provisioner = _provisioner(args.policy, args.seed)
+    try:
+        if args.local:
+            say(f"starting a localhost Slurm with {args.cpus} CPUs ...")
+            slurm = LocalSlurm(LocalSlurmConfig(cpus=args.cpus)).start()
+            client, jobcomp, workdir = slurm.client(), str(slurm.jobcomp_path), str(slurm.workdir)
+        else:
+            jobcomp, workdir = args.jobcomp, None
+        rows = []
+        if args.trace and args.pred_job is None:
+            horizon_h = args.runtime_h + 3 * args.limit_h
+            cpus = args.cpus if args.local else sum(n.cpus_total for n in client.nodes())
+            rows = background_rows(args.trace, args.at, args.warmup_h, horizon_h, args.compress,
+                                   cpus)
+            say(f"background: {len(rows)} jobs of {args.trace} from {args.warmup_h:g} h before "
+                f"{args.at}, {args.compress:g}x faster")
+        warmup_s = int(args.warmup_h * 3600) if (rows and args.pred_job is None) else 0
+        t0 = time.time()
+        if rows:
+            load = BackgroundLoad(client, rows, t0, workdir)
+            load.start()
+        say(f"policy {args.policy}: {warmup_s / args.compress:.0f} s of warm-up, then the "
+            f"predecessor ({pair.nodes} node(s), {args.runtime_h:g} h, limit {args.limit_h:g} h); "
+            f"a decision every {600 / args.compress:.2f} s")
+
+        def show(d):
+            pw = ("" if d.predicted_wait_h is None
+                  else f", predicted wait {d.predicted_wait_h:.2f} h")
+            say(f"  {time.time() - t0:7.1f} s  trace +{d.trace_h:6.2f} h  predecessor "
+                f"{d.pred_state:8s} remaining {d.remaining_h:6.2f} h{pw}: {d.action}")
+        result = run_live(client, provisioner, pair=pair, compress=args.compress,
+                          pred_job_id=args.pred_job, jobcomp_path=jobcomp, warmup_s=warmup_s,
+                          cancel_successor=args.cancel_successor, workdir=workdir,
+                          on_decision=show)
+        if load is not None and load.error is not None:
+            raise load.error
+    finally:
+        if load is not None:
+            load.stop()
+        if slurm is not None:
+            slurm.stop()
+    out = result.to_dict()
+    out["background_jobs"] = len(rows)
+    if args.json:
+        print_json(out)
+    else:
+        print(format_decisions(result, decisions=False))   # the decisions were printed above
+        t = result.pred_submit or 0
+        print(f"Slurm's records (wall s after the predecessor's submission): predecessor started "
+              f"{result.pred_start - t}, ended {result.pred_end - t}; successor submitted "
+              f"{result.succ_submit - t}, started {result.succ_start - t}")
+    return 0

@@ -28,8 +28,8 @@ one), and ``sbatch`` the successor (no dependency) when it says submit, or at on
 predecessor is seen to end between decisions (the reactive fallback, polled every ``poll_s``). The
 outcome is Slurm's own successor start minus predecessor end, from the jobcomp log.
 
-Command line: ``tjap provision live`` (an existing Slurm) and ``python -m
-benchmarks.provision_live_demo`` (a throw-away localhost Slurm with a compressed trace load).
+Command line: ``tjap provision live`` (an existing Slurm; ``--local`` starts a throw-away
+localhost Slurm, ``--trace`` adds a compressed trace load: :mod:`placement.batch.background`).
 """
 
 from __future__ import annotations
