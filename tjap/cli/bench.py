@@ -84,7 +84,8 @@ def cmd_bench(args) -> int:
         return _bench_exact(args)
     if args.what == "batch":
         return _bench_batch(args)
-    from benchmarks import online, sa_tables
+    from benchmarks import sa_tables
+    from tjap.bench import online
     from tjap.report import format_table, write_csv
 
     out_dir = Path(args.out)
@@ -156,7 +157,7 @@ def cmd_bench(args) -> int:
 
 
 def _bench_exact(args) -> int:
-    from benchmarks import exact
+    from tjap.bench import exact
 
     out = exact.main(args)
     if args.json:
@@ -170,7 +171,7 @@ def _bench_exact(args) -> int:
 
 
 def _bench_batch(args) -> int:
-    from benchmarks import batch_sim
+    from tjap.bench import batch_sim
     from tjap.report import format_table, write_csv
 
     try:

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import CsvRows, format_table, make_executor, pyplot, save_figure, write_csv
-from tjap import solve
 from placement.tree.stream import generate_windows
 from placement.tree.window import Window
+from tjap.api import solve
+from tjap.executor import CsvRows, make_executor
+from tjap.report import format_table, pyplot, save_figure, write_csv
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
 

@@ -13,11 +13,12 @@ from functools import lru_cache, partial
 
 import numpy as np
 
-from benchmarks.common import TaskFailure, format_table, make_executor, pyplot, save_figure
 from placement.tree.online import replay
 from placement.tree.topology import FatTree
 from placement.tree.workload import Workload
-from tjap import solve
+from tjap.api import solve
+from tjap.executor import TaskFailure, make_executor
+from tjap.report import format_table, pyplot, save_figure
 
 TAUS = (10, 20, 30, 40, 50, 60)
 PER_JOB = (("fcfs", "firstfit"), ("easy", "firstfit"), ("fcfs", "contiguous"),

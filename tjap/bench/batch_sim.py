@@ -81,7 +81,7 @@ def warm_months(trace: str, nodes: int = 76, start: str = "2022-11-01",
 
 
 def plot_months(rows: list[dict], path: Path, title: str) -> Path:
-    from benchmarks.common import pyplot, save_figure
+    from tjap.report import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))
