@@ -1,17 +1,18 @@
 # The two commands of the README: `make demo` and `make test`. Both create .venv when needed.
+# `make docs` builds the API reference (mkdocs.yml, docs/) into site/, strict: any warning fails.
 PYTHON ?= python3
 VENV := .venv
 # The one place torch is pinned: the CPU build, installed before anything else so that no
 # multi-GB CUDA build is pulled in by a dependency.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test test-slurm test-all bench clean
+.PHONY: demo test test-slurm test-all bench docs clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q $(TORCH_PIN)
-	$(VENV)/bin/python -m pip install -q -e '.[test,ray]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,ray,docs]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -32,5 +33,8 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/tjap bench exact --num-windows 200 --seed 0 --layout paper
 	$(VENV)/bin/tjap bench exact --num-windows 200 --seed 0 --layout published
 
+docs: $(VENV)/.installed
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) build *.egg-info benchmarks/out
+	rm -rf $(VENV) build *.egg-info benchmarks/out site

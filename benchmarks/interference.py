@@ -22,10 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import executor_from_args, format_table, make_executor, write_csv
-from heuristics.interference import make_policy
-from placement.interference import Workload, error_table, make_cluster, simulate
-from placement.interference.cli import default_rate
+from placement.interference import Workload, default_rate, error_table, make_cluster, simulate
 from tjap.executor import add_executor_arguments
+from tjap.registry import make
 
 POLICIES = ("tetris", "lb", "lif", "random", "opt", "whole")
 HEURISTICS = ("tetris", "lb", "lif", "random")
@@ -45,7 +44,7 @@ def speed(intervals: int = 48, seed: int = 0, policies=HEURISTICS) -> list[dict]
     workload = Workload.generate(cluster.num_partitions, intervals, "uniform", seed)
     rows = []
     for name in policies:
-        result = simulate(cluster, workload, make_policy(name), seed=seed, drain=False)
+        result = simulate(cluster, workload, make("interference", name), seed=seed, drain=False)
         rows.append({"policy": name, "intervals": intervals, "jobs": len(workload),
                      "runtime_s": result.runtime_s})
     return rows
@@ -66,7 +65,7 @@ def compare_run(fig, topology, k, arch, arrivals, name, intervals, seed, opt_ite
     workload = Workload.generate(cluster.num_partitions, intervals, arrivals, seed,
                                  rate=default_rate(cluster))
     options = {"iterations": opt_iterations} if name == "opt" else {}
-    result = simulate(cluster, workload, make_policy(name, **options), seed=seed)
+    result = simulate(cluster, workload, make("interference", name, **options), seed=seed)
     return {"figure": fig, "cluster": cluster.name, "arrivals": arrivals,
             "policy": name} | result.summary()
 
@@ -125,7 +124,7 @@ def diagnose(k: int = 20, intervals: int = 48, arrivals: str = "uniform", seed: 
 
     for name in policies:
         sim = Simulator(cluster, workload)
-        result = sim.run(make_policy(name), seed=seed)
+        result = sim.run(make("interference", name), seed=seed)
         spans = {"server": cluster.group_server, "rack": cluster.server_tor[cluster.group_server],
                  "pod": cluster.group_partition}
         span = {key: np.array([len(set(level[sim.task_group[sim.task_ptr[j]:sim.task_ptr[j + 1]]]))
@@ -186,7 +185,7 @@ def main(argv=None) -> dict:
         print(format_table([r for r in rows if r["figure"] == fig],
                            [("cluster", ""), ("arrivals", ""), ("policy", ""), ("avg_jct", ".2f"),
                             ("avg_wait", ".2f"), ("avg_slowdown", ".3f"),
-                            ("avg_comm_share", ".3f"), ("gpu_util", ".3f"),
+                            ("avg_comm_share", ".3f"), ("utilization", ".3f"),
                             ("runtime_s", ".1f")]))
     print(f"\ntotal {summary['total_wall_s']:.0f} s; files: " + ", ".join(files.values()))
     return summary

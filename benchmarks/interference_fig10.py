@@ -1,14 +1,14 @@
 """Seed 001 Fig. 10: the multi-agent scheduler against a single agent, as learning curves.
 
-Reads the metadata of two training runs of ``learned.interference.train`` (one with
+Reads the metadata of two training runs of ``tjap train interference`` (one with
 ``--single-agent``), each of which stores its PPO curve (return and jobs per episode) and its
 greedy evaluation, and plots the episode cost per job (minus return over jobs: with ``--reward
 jct`` that is the mean time in the system per job, in intervals, within the episode) against
 PPO decisions, smoothed over a window of episodes::
 
-    python -m learned.interference.train --k 8 --intervals 8 --reward jct --bc-episodes 0 \\
+    tjap train interference --k 8 --intervals 8 --reward jct --bc-episodes 0 \\
         --ppo-steps 150000 --rollout 2048 --seed 0 --eval-seeds 100,101 --out OUT/marl
-    python -m learned.interference.train ... --single-agent --out OUT/single
+    tjap train interference ... --single-agent --out OUT/single
     python -m benchmarks.interference_fig10 OUT/marl.json OUT/single.json
 
 Fine-tuning mode: runs started from the cloned weights (``--init``) with ``--eval-every`` store
@@ -16,10 +16,10 @@ the greedy policy's average JCT on the held-out ``--eval-seeds`` before PPO and 
 decisions; when the runs have such points a second panel plots them against PPO decisions (the
 comparable measure across rewards: the left panel's cost is the reward's own)::
 
-    python -m learned.interference.train --k 8 --intervals 8 --reward jct --bc-episodes 0 \
+    tjap train interference --k 8 --intervals 8 --reward jct --bc-episodes 0 \
         --init learned/weights/interference_marl.json --ppo-steps 40960 --rollout 2048 \
         --seed 0 --eval-seeds 100,101 --eval-every 8192 --out OUT/ft_marl
-    python -m learned.interference.train ... --single-agent \
+    tjap train interference ... --single-agent \
         --init learned/weights/interference_single.json --out OUT/ft_single
     python -m benchmarks.interference_fig10 OUT/ft_marl.json OUT/ft_single.json \
         --figure benchmarks/figures/interference_fig10_finetune.png
@@ -43,7 +43,7 @@ def load_run(path: str) -> dict:
     try:
         training = json.loads(Path(path).read_text())["training"]
     except (OSError, ValueError, KeyError) as exc:
-        raise InvalidInputError(f"{path}: not the metadata of a learned.interference.train run "
+        raise InvalidInputError(f"{path}: not the metadata of a `tjap train interference` run "
                                 f"({exc}); give the .json that run wrote") from None
     ppo = [row for row in training.get("curve", []) if row.get("phase") == "ppo"]
     if not ppo:

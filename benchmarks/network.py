@@ -26,9 +26,9 @@ import numpy as np
 
 from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_table,
                                make_executor, pyplot, save_figure)
-from tjap.executor import add_executor_arguments
-from heuristics.network import make_policy
 from placement.network import NAMES, evaluate, paper_topology
+from tjap.executor import add_executor_arguments
+from tjap.registry import make
 
 HEURISTICS = ("tetris", "nalb", "nulb", "random")
 POLICIES = HEURISTICS + ("exact", "gnn")
@@ -46,9 +46,9 @@ PAPER_TABLE3 = {"8:1-16": (6, 4, 0), "8:1-8": (6, -12, -2), "8:1-4": (4, 13, 6),
                 "16:1-16": (16, 8, 14), "16:1-8": (10, 3, 10), "16:1-4": (9, 4, 11),
                 "32:1-16": (7, 4, 11), "32:1-8": (-6, 8, 3), "32:1-4": (-1, -1, 6)}
 
-KEYS = ("acceptance", "cpu_util", "mem_util", "net_util_tier1", "net_util_tier2", "net_util_tier3",
-        "spread_server", "spread_rack", "spread_cluster", "spread_global", "mean_servers",
-        "runtime_s")
+KEYS = ("acceptance", "cpu_utilization", "mem_utilization", "net_utilization_tier1",
+        "net_utilization_tier2", "net_utilization_tier3", "spread_server", "spread_rack",
+        "spread_cluster", "spread_global", "mean_servers", "mean_runtime_s")
 
 
 def sweep(servers: int = 64, requests: int = 128, seeds: int = 5, policies=POLICIES,
@@ -79,13 +79,13 @@ def sweep_cell(servers, name, policy, requests, seeds, seed_base, exact_time_lim
     topology = paper_topology(name, servers)
     options = {"time_limit_s": exact_time_limit_s} if policy == "exact" else {}
     start = time.perf_counter()
-    out = evaluate(topology, lambda: make_policy(policy, **options), requests=requests,
+    out = evaluate(topology, lambda: make("network", policy, **options), requests=requests,
                    seeds=seeds, seed_base=seed_base)
     row = {"servers": servers, "topology": name, "policy": policy, "requests": requests,
-           "seeds": seeds} | {k: out[k] for k in KEYS}
+           "seeds": seeds} | {k: getattr(out, k) for k in KEYS}
     row["wall_s"] = time.perf_counter() - start
     if policy == "exact":
-        infos = [ep.get("info", {}) for ep in out["episodes"]]
+        infos = [ep.info for ep in out.episodes]
         row["exact_not_optimal"] = sum(i.get("feasible", 0) + i.get("time_limit", 0)
                                        for i in infos)
     return row
@@ -102,12 +102,12 @@ def best_baselines(rows: list[dict], policies=HEURISTICS) -> list[dict]:
         learned = next((r for r in rows if r["topology"] == name and r["policy"] == "gnn"), None)
         acc, cpu, mem = PAPER_TABLE2[name]
         row = {"topology": name, "best_heuristic": best["policy"],
-               "acceptance": best["acceptance"], "cpu_util": best["cpu_util"],
-               "mem_util": best["mem_util"],
+               "acceptance": best["acceptance"], "cpu_utilization": best["cpu_utilization"],
+               "mem_utilization": best["mem_utilization"],
                "exact_over_best_pct": (100 * (exact["acceptance"] / best["acceptance"] - 1)
                                        if exact and best["acceptance"] else None)}
         if learned:
-            for key in ("acceptance", "cpu_util", "mem_util"):
+            for key in ("acceptance", "cpu_utilization", "mem_utilization"):
                 row[f"gnn_{key}_over_best_pct"] = (100 * (learned[key] / best[key] - 1)
                                                    if best[key] else None)
         out.append(row | {"paper_rl_over_best": f"{acc}, {cpu}, {mem}"})
@@ -123,7 +123,7 @@ def scaling(small: list[dict], large: list[dict], policy: str = "gnn") -> list[d
         if a is None:
             continue
         row = {"topology": name}
-        for key in ("acceptance", "cpu_util", "mem_util"):
+        for key in ("acceptance", "cpu_utilization", "mem_utilization"):
             row[f"{key}_64"], row[f"{key}_1024"] = a[key], b[key]
             row[f"{key}_change_pct"] = 100 * (b[key] / a[key] - 1) if a[key] else None
         acc, cpu, mem = PAPER_TABLE3[name]
@@ -145,7 +145,7 @@ def time_gnn_choice(name: str = "8:1-16", servers: int = 1024, requests: int = 2
     torch.set_num_threads(1)
     try:
         topology = paper_topology(name, servers)
-        policy = make_policy("gnn")
+        policy = make("network", "gnn")
         reqs = Requests.generate(topology, requests, seed)
         run_episode(topology, Requests.generate(topology, 5, seed + 1), policy)  # warm-up
         times = []
@@ -187,7 +187,7 @@ def plot_tiers(rows: list[dict], path: Path, title: str = "") -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
     for tier, ax in enumerate(axes, start=1):
         for policy in dict.fromkeys(r["policy"] for r in rows):
-            values = [next(r[f"net_util_tier{tier}"] for r in rows
+            values = [next(r[f"net_utilization_tier{tier}"] for r in rows
                            if r["topology"] == n and r["policy"] == policy) for n in names]
             ax.plot(range(len(names)), values, marker="o", label=policy,
                     color=COLOURS.get(policy))
@@ -245,25 +245,26 @@ def main(argv=None) -> dict:
     if args.json:
         print(json.dumps(summary, indent=2))
         return summary
-    for key in ("acceptance", "cpu_util", "mem_util"):
+    for key in ("acceptance", "cpu_utilization", "mem_utilization"):
         print(f"\n{key}, 64 servers ({args.requests} requests x {args.seeds} seeds)")
         print(format_table(pivot(small, key, POLICIES),
                            [("topology", "")] + [(p, ".3f") for p in POLICIES]))
     for tier in (1, 2, 3):
         print(f"\ntier-{tier} channel utilisation, 64 servers")
-        print(format_table(pivot(small, f"net_util_tier{tier}", POLICIES),
+        print(format_table(pivot(small, f"net_utilization_tier{tier}", POLICIES),
                            [("topology", "")] + [(p, ".3f") for p in POLICIES]))
     print("\nbest heuristic per topology, beside the paper's RL gain over the best baseline "
           "(Table 2: acceptance, CPU, memory %)")
     print(format_table(summary["best"], [("topology", ""), ("best_heuristic", ""),
-                                         ("acceptance", ".3f"), ("cpu_util", ".3f"),
-                                         ("mem_util", ".3f"), ("exact_over_best_pct", "+.1f"),
+                                         ("acceptance", ".3f"), ("cpu_utilization", ".3f"),
+                                         ("mem_utilization", ".3f"),
+                                         ("exact_over_best_pct", "+.1f"),
                                          ("gnn_acceptance_over_best_pct", "+.1f"),
-                                         ("gnn_cpu_util_over_best_pct", "+.1f"),
-                                         ("gnn_mem_util_over_best_pct", "+.1f"),
+                                         ("gnn_cpu_utilization_over_best_pct", "+.1f"),
+                                         ("gnn_mem_utilization_over_best_pct", "+.1f"),
                                          ("paper_rl_over_best", "")]))
     if large:
-        for key in ("acceptance", "cpu_util", "mem_util"):
+        for key in ("acceptance", "cpu_utilization", "mem_utilization"):
             print(f"\n{key}, 1024 servers ({args.large_requests} requests x {args.large_seeds} seeds)")
             print(format_table(pivot(large, key, LARGE_POLICIES),
                                [("topology", "")] + [(p, ".3f") for p in LARGE_POLICIES]))
@@ -271,8 +272,8 @@ def main(argv=None) -> dict:
         print(format_table(summary["scaling"], [("topology", ""), ("acceptance_64", ".3f"),
                                                 ("acceptance_1024", ".3f"),
                                                 ("acceptance_change_pct", "+.1f"),
-                                                ("cpu_util_change_pct", "+.1f"),
-                                                ("mem_util_change_pct", "+.1f"),
+                                                ("cpu_utilization_change_pct", "+.1f"),
+                                                ("mem_utilization_change_pct", "+.1f"),
                                                 ("paper_change", "")]))
     print(f"\ngnn time per server choice, {timing['servers']} servers ({timing['topology']}), "
           f"one thread, {timing['choices']} choices: mean {timing['mean_ms']:.3f} ms, median "

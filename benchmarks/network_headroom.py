@@ -34,13 +34,14 @@ import time
 import numpy as np
 
 from benchmarks.common import TaskFailure, executor_from_args, format_table
-from heuristics.network import ExactPolicy, make_policy
+from heuristics.network import ExactPolicy
 from placement.network import NAMES, paper_topology
 from placement.network.engine import Outcome
 from placement.network.episode import run_episode
 from placement.network.requests import Requests
 from tjap.errors import InvalidInputError
 from tjap.executor import add_executor_arguments
+from tjap.registry import make
 
 MODES = ("exact", "clairvoyant", "sampled")
 
@@ -106,7 +107,7 @@ class LookAheadExact(ExactPolicy):
     def __init__(self, mode: str, requests: Requests, horizon: int = 12, samples: int = 2,
                  others=()):
         super().__init__(time_limit_s=1.0)
-        self.others = [make_policy(name) for name in others]
+        self.others = [make("network", name) for name in others]
         if mode not in ("clairvoyant", "sampled"):
             raise InvalidInputError(f"mode must be clairvoyant or sampled, got {mode!r}")
         self.mode, self.requests, self.horizon, self.samples = mode, requests, horizon, samples
@@ -246,7 +247,7 @@ def main(argv=None) -> dict:
             parser.error(f"--{key} must be a positive integer")
     others = tuple(o for o in args.others.split(",") if o)
     for other in others:
-        make_policy(other)   # a one-line error for an unknown policy
+        make("network", other)   # a one-line error for an unknown policy
     tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples, others,
               1000 * j) for n in names for m in modes for s in range(args.seeds)
              for j in range(args.solver_seeds if m == "exact" else 1)]

@@ -60,13 +60,13 @@ def _sample(trace, nodes, load, start, end, pairs, seed, tries, scheduler):
 
 def _evaluate(trace, nodes, load, times, method, seed, scheduler):
     from heuristics.provisioning import evaluate, scheduler_config
-    from learned.provision import make_provisioner
+    from tjap.registry import make as make_policy
     from placement.batch.chained import Pair
 
     tick = time.time()
     options = {} if method in ("reactive", "avg") else {"seed": seed}
     result = evaluate(_jobs(trace), 76, Pair(nodes=nodes), times,
-                      make_provisioner(method, **options), scheduler_config(scheduler))
+                      make_policy("provision", method, **options), scheduler_config(scheduler))
     return {"nodes": nodes, "load": load, "method": method, "pairs": result.pairs,
             "mean_interruption_h": result.mean_interruption_h,
             "mean_overlap_h": result.mean_overlap_h,

@@ -1,8 +1,9 @@
 """Server-choosing baselines of seed 003 (Tetris, NALB, NULB, random, exact), behind the
 :class:`placement.network.ServerPolicy` protocol: ``reset(topology, seed)`` and ``choose(engine)``,
 which returns one server the engine's mask allows (or a server with its paths, or None to give up).
-The same episode loop (:func:`placement.network.run_episode`) runs every one of them, and a learned
-policy later plugs in the same way.
+The same episode (:class:`placement.network.Episode`, driven by
+:func:`~placement.network.run_episode`) runs every one of them, and a learned policy plugs in the
+same way. Build them by name with ``tjap.registry.make("network", name, **options)``.
 
 - **tetris**: per-server cosine between the server's free vector (CPU, memory, free channels of its
   own link, each over its capacity) and what one server is asked for: the request's remaining CPU
@@ -20,9 +21,6 @@ policy later plugs in the same way.
 - **random**: uniform among the servers the mask allows. Routing: shortest.
 - **exact**: the CP-SAT per-request model (:func:`placement.network.solve_request`): fewest
   channels, ties to best fit; gives the request up when the model finds no plan.
-
-``make_policy("gnn")`` also returns the learned allocator (:class:`learned.network.gnn.GNNPolicy`,
-shipped weights by default; imported only when asked for, as it needs torch).
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ import numpy as np
 from placement.network.engine import Engine
 from placement.network.exact import solve_request
 from placement.network.topology import Topology
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.errors import InvalidInputError
 from tjap.result import Status
 
 
@@ -185,25 +183,3 @@ class ExactPolicy(_PlannedPolicy):
             return None
         return [(s, list(p)) for s, p in zip(result.servers, result.paths)]
 
-
-#: Policy name -> class.
-POLICIES = {"tetris": TetrisPolicy, "nalb": NALBPolicy, "nulb": NULBPolicy,
-            "random": RandomPolicy, "exact": ExactPolicy}
-
-
-#: Learned policies, built lazily (they need torch): name -> "module:class".
-LEARNED = {"gnn": "learned.network.gnn:GNNPolicy"}
-
-
-def make_policy(name: str, **options):
-    """A fresh policy by name (options go to its constructor, e.g. ``time_limit_s`` for exact,
-    ``weights`` for gnn)."""
-    if name in LEARNED:
-        import importlib
-
-        module, cls = LEARNED[name].split(":")
-        return getattr(importlib.import_module(module), cls)(**options)
-    if name not in POLICIES:
-        raise UnknownMethodError(f"unknown network policy {name!r}; choose one of "
-                                 f"{', '.join([*POLICIES, *LEARNED])}")
-    return POLICIES[name](**options)

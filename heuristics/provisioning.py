@@ -11,7 +11,7 @@ import numpy as np
 from placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import Priority, SchedulerConfig
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.errors import InvalidInputError
 from tjap.result import Record
 
 LOADS = {"heavy": (12 * HOUR_S, np.inf), "medium": (2 * HOUR_S, 12 * HOUR_S),
@@ -66,13 +66,6 @@ class Average:
         return pred["expected_end_s"] - episode.now <= episode.recent_mean_wait_s(self.window_s)
 
 
-POLICIES = {"reactive": Reactive, "avg": Average}
-
-
-def make_provisioner(name: str, **options) -> Provisioner:
-    if name not in POLICIES:
-        raise UnknownMethodError(f"unknown provisioner {name!r}; choose one of {', '.join(POLICIES)}")
-    return POLICIES[name](**options)
 
 
 def run_episode(episode: ChainedEpisode, provisioner: Provisioner) -> int:

@@ -12,9 +12,6 @@ only show as differences of 1/num_switches.
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import numpy as np
 
 FEATURES = ("switch", "pod", "request", "others")
@@ -27,10 +24,6 @@ def feature_spec(q: int = 100, n_max: int = 40, idle_flag: bool = False,
             + (["switch_start", "pod_start"] if boundaries else []),
             "normalisation": "switch/num_switches, pod/num_pods, request/n_max, "
                              "others/((|J'|-1) n_max)", "layout": "channels x q"}
-
-
-def spec_hash(spec: dict) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def repair_observation(switch_q, pod_q, alive, length, size, others, num_others, num_switches,

@@ -1,106 +1,309 @@
-"""Save and load a trained policy: a small state dict (.pt) beside JSON metadata (.json) naming the
-architecture, the feature spec and its hash, the training run and the library versions. Loading
-rebuilds the policy and refuses any mismatch with a clear error."""
+"""The one weights format of every learned operator: a weights file beside JSON metadata.
+
+``STEM.pt`` (a torch state dict, or a dict of named state dicts for a model in parts) or
+``STEM.npz`` (plain numpy arrays, e.g. a tree ensemble) sits beside ``STEM.json``, which holds
+``format`` (:data:`FORMAT`), ``family`` (one of :data:`FAMILIES`: what kind of operator the file
+is for), the family's own fields (architecture, feature spec and its :func:`spec_hash`, training
+run, thresholds...), ``versions`` (:func:`versions` of the libraries that trained it),
+``weights_file`` and ``weights_sha256`` (the weights file's checksum).
+
+:func:`save_weights` writes both files; :func:`load_weights` reads them back, checking the format,
+the family, the checksum and that the file holds the weights of the model the metadata describes.
+Every problem (missing, truncated or edited file, another model's weights) is one line of
+:class:`tjap.errors.InvalidInputError` that names the file and how to get a good one.
+
+Weights written by an older tjap (``format`` "tjap.policy/1", "tjap.network-gnn/1",
+"tjap.interference-gnn/1", "tjap.provision/1": no checksum) are converted, tensors unchanged, by
+
+    python -m learned.policy_io upgrade OLD.json [...]
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
+import sys
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from learned.features import spec_hash
-from learned.nets import ARCHS, policy_kwargs
 from tjap.errors import InvalidInputError
 
-FORMAT = "tjap.policy/1"
+FORMAT = "tjap.weights/2"
+#: family -> (what it is, in messages; the command that makes a new one)
+FAMILIES = {
+    "nsa": ("NSA policy", "`tjap train nsa --arch ARCH --out STEM`"),
+    "network-gnn": ("network GNN", "`tjap train network --out STEM`"),
+    "interference-gnn": ("interference GNN", "`tjap train interference --out STEM`"),
+    "provision": ("provisioner", "`tjap train provision --trace TRACE --out DIR`"),
+}
+OLD_FORMATS = {"tjap.policy/1": "nsa", "tjap.network-gnn/1": "network-gnn",
+               "tjap.interference-gnn/1": "interference-gnn", "tjap.provision/1": "provision"}
+RESERVED = ("format", "family", "weights_file", "weights_sha256")
+DISTRIBUTIONS = {"tjap": "tjap", "torch": "torch", "numpy": "numpy",
+                 "stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib",
+                 "gymnasium": "gymnasium"}
+
+
+def spec_hash(spec: dict) -> str:
+    """A short hash of a feature spec (sorted JSON), stored beside it in the metadata."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def versions() -> dict:
-    import gymnasium
-    import sb3_contrib
-    import stable_baselines3
-    import torch
-
-    import tjap
-
-    return {"tjap": tjap.__version__, "torch": torch.__version__,
-            "stable_baselines3": stable_baselines3.__version__,
-            "sb3_contrib": sb3_contrib.__version__, "gymnasium": gymnasium.__version__,
-            "numpy": np.__version__}
+    """Versions of python and of the installed libraries a trained model depends on (read from
+    the installed distributions, so nothing is imported)."""
+    out = {"python": platform.python_version()}
+    for key, dist in DISTRIBUTIONS.items():
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
 
 
-def build_policy(arch: str, spec: dict):
-    import gymnasium as gym
-    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
-
-    obs_space = gym.spaces.Box(0.0, 1.0, (len(spec["channels"]), spec["q"]), dtype=np.float32)
-    return MaskableActorCriticPolicy(obs_space, gym.spaces.Discrete(spec["q"]),
-                                     lambda _: 0.0, **policy_kwargs(arch))
+def file_sha256(path) -> str:
+    """The sha256 (hex) of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple[Path, Path]:
-    import torch
+def _fix(family: str) -> str:
+    return (f"restore it (shipped weights: `git checkout learned/weights`) or retrain with "
+            f"{FAMILIES[family][1]}")
 
+
+# -- writing -------------------------------------------------------------------------------------
+def save_weights(path, family: str, state, meta: dict) -> tuple[Path, Path]:
+    """Write the weights ``state`` and their metadata; returns (weights path, metadata path).
+
+    Parameters
+    ----------
+    path : str or Path
+        The stem: ``STEM.pt`` or ``STEM.npz`` and ``STEM.json`` are written (any suffix is
+        replaced).
+    family : str
+        One of :data:`FAMILIES`.
+    state : torch.nn.Module, dict
+        A module, a state dict, or a dict of named modules / state dicts (a model in parts), all
+        saved to ``.pt``; or a dict of numpy arrays, saved to ``.npz``.
+    meta : dict
+        The family's metadata fields. ``versions`` defaults to :func:`versions`; the fields
+        ``format``, ``family``, ``weights_file`` and ``weights_sha256`` are set here.
+    """
+    if family not in FAMILIES:
+        raise InvalidInputError(f"unknown weights family {family!r}; one of {', '.join(FAMILIES)}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    weights, meta = path.with_suffix(".pt"), path.with_suffix(".json")
-    state = {k: v.detach().cpu() for k, v in policy.state_dict().items()}
-    torch.save(state, weights)
-    meta.write_text(json.dumps({
-        "format": FORMAT, "architecture": arch, "feature_spec": spec,
-        "feature_spec_hash": spec_hash(spec), "training": training, "versions": versions(),
-        "weights_file": weights.name}, indent=2))
-    return weights, meta
+    if isinstance(state, dict) and state and all(isinstance(v, np.ndarray) for v in state.values()):
+        weights = path.with_suffix(".npz")
+        np.savez_compressed(weights, **state)
+    else:
+        import torch
+
+        weights = path.with_suffix(".pt")
+        torch.save(_detached(state), weights)
+    record = {"format": FORMAT, "family": family} | {
+        k: v for k, v in meta.items() if k not in RESERVED}
+    record.setdefault("versions", versions())
+    record |= {"weights_file": weights.name, "weights_sha256": file_sha256(weights)}
+    meta_path = path.with_suffix(".json")
+    meta_path.write_text(json.dumps(record, indent=2))
+    return weights, meta_path
 
 
-def read_weights_metadata(path, fmt: str, what: str, train_hint: str) -> tuple[Path, dict]:
-    """The JSON metadata beside trained weights (``path``: the .json, the .pt or their stem), checked
-    to be of format ``fmt``: returns (metadata path, metadata). Errors name ``what`` was expected
-    and how to make one (``train_hint``). Shared by every learned operator's loader."""
+def _detached(state) -> dict:
+    if hasattr(state, "state_dict"):
+        state = state.state_dict()
+    return {k: _detached(v) if isinstance(v, dict) or hasattr(v, "state_dict")
+            else v.detach().cpu() for k, v in state.items()}
+
+
+def update_metadata(path, family: str, meta: dict) -> Path:
+    """Rewrite the metadata of saved weights (e.g. thresholds calibrated later): the format,
+    family, weights file and checksum are kept as they are on disk."""
+    meta_path, old = read_metadata(path, family)
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k not in RESERVED} | {
+        k: old[k] for k in RESERVED}, indent=2))
+    return meta_path
+
+
+# -- reading -------------------------------------------------------------------------------------
+def read_metadata(path, family: str) -> tuple[Path, dict]:
+    """The metadata beside weights (``path``: the .json, the weights file or their stem), checked
+    to be of :data:`FORMAT` and ``family``: returns (metadata path, metadata)."""
+    what, train = FAMILIES[family]
     path = Path(path)
     meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
     try:
         meta = json.loads(meta_path.read_text())
     except OSError:
-        raise InvalidInputError(f"no {what} metadata at {meta_path}; {train_hint}") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{meta_path} is not valid JSON: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("format") != fmt:
-        found = meta.get("format") if isinstance(meta, dict) else None
-        raise InvalidInputError(f"{meta_path} is not a tjap {what} (format {found!r})")
+        raise InvalidInputError(f"no {what} metadata at {meta_path}; give the .json written "
+                                f"beside the weights, or train one with {train}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"{meta_path} is not valid JSON ({exc}); {_fix(family)}") from None
+    found = meta.get("format") if isinstance(meta, dict) else None
+    if found in OLD_FORMATS:
+        raise InvalidInputError(
+            f"{meta_path} is in the old weights format {found} (no checksum); convert it with "
+            f"`python -m learned.policy_io upgrade {meta_path}` or retrain with {train}")
+    if found != FORMAT:
+        raise InvalidInputError(f"{meta_path} is not tjap weights metadata (format {found!r}, "
+                                f"expected {FORMAT!r}); {_fix(family)}")
+    if meta.get("family") != family:
+        raise InvalidInputError(f"{meta_path} holds {meta.get('family')!r} weights, not {what} "
+                                f"ones ({family!r}); give a {what}'s .json")
+    if not all(isinstance(meta.get(k), str) for k in ("weights_file", "weights_sha256")):
+        raise InvalidInputError(f"{meta_path} names no weights_file and weights_sha256; "
+                                f"{_fix(family)}")
     return meta_path, meta
 
 
-def load_state(meta_path: Path, meta: dict):
-    """The torch state dict named by the metadata (``weights_file``, default the .pt beside it):
-    returns (state, weights path)."""
-    import torch
+def load_weights(path, family: str, build=None):
+    """Read weights of ``family`` from ``path`` (.json, weights file or stem): returns
+    (target, metadata).
 
-    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
+    Parameters
+    ----------
+    path : str or Path
+        The metadata, the weights file or their stem.
+    family : str
+        One of :data:`FAMILIES`; the metadata must be of it.
+    build : callable, optional
+        ``build(meta_path, meta)`` checks the metadata (raising InvalidInputError) and returns the
+        target to fill: a torch module (gets the state dict, then ``eval()``), or a dict whose
+        values are modules (each gets the part of that name) or None (gets the array or state of
+        that name); the file must hold exactly the target's names. Without ``build`` the raw
+        state (state dict, dict of parts or dict of arrays) is returned.
+
+    Raises
+    ------
+    tjap.errors.InvalidInputError
+        Missing or malformed metadata or weights file, a checksum that does not match, or weights
+        of another model than the metadata describes.
+    """
+    meta_path, meta = read_metadata(path, family)
+    target = build(meta_path, meta) if build is not None else None
+    weights = meta_path.with_name(meta["weights_file"])
     try:
-        return torch.load(weights, map_location="cpu", weights_only=True), weights
-    except FileNotFoundError:
-        raise InvalidInputError(f"weights file {weights} is missing") from None
-
-
-def load_policy(path, *, expect_spec: dict | None = None):
-    """Load a policy from ``path`` (.json or .pt, or the stem). Returns (policy, metadata)."""
-    meta_path, meta = read_weights_metadata(path, FORMAT, "policy",
-                                            "give the .json written by `tjap train nsa`")
-    arch, spec = meta.get("architecture"), meta.get("feature_spec")
-    if arch not in ARCHS or not isinstance(spec, dict):
-        raise InvalidInputError(f"{meta_path}: unknown architecture {arch!r} or missing feature_spec")
-    if spec_hash(spec) != meta.get("feature_spec_hash"):
-        raise InvalidInputError(f"{meta_path}: feature_spec does not match its hash; the file was edited")
-    if expect_spec is not None and spec_hash(expect_spec) != spec_hash(spec):
+        raw = weights.read_bytes()
+    except OSError:
+        raise InvalidInputError(f"weights file {weights} is missing; {_fix(family)}") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != meta["weights_sha256"]:
         raise InvalidInputError(
-            f"{meta_path} was trained on features {spec}, but {expect_spec} were asked for")
-    policy = build_policy(arch, spec)
-    state, weights = load_state(meta_path, meta)
+            f"{weights} does not match the sha256 in {meta_path.name} ({digest[:12]}... != "
+            f"{meta['weights_sha256'][:12]}...): the file is truncated, corrupt or another "
+            f"model's; {_fix(family)}")
+    state = _parse(weights, family)
+    if target is None:
+        return state, meta
+    return _fill(target, state, weights, family), meta
+
+
+def _parse(weights: Path, family: str) -> dict:
+    """The state dict (or dict of parts / arrays) in a weights file."""
+    # any failure to parse (zip, pickle, zlib or numpy errors alike) is one line for the user
     try:
-        policy.load_state_dict(state)
-    except RuntimeError as exc:
-        raise InvalidInputError(f"{weights} does not fit architecture {arch}: {exc}") from None
-    policy.set_training_mode(False)
-    return policy, meta
+        if weights.suffix == ".npz":
+            with np.load(weights, allow_pickle=False) as z:
+                state = {k: z[k] for k in z.files}
+        else:
+            import torch
+
+            state = torch.load(weights, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001
+        first = (str(exc).splitlines() or [""])[0][:160]
+        raise InvalidInputError(f"{weights} cannot be read ({type(exc).__name__}: {first}); "
+                                f"{_fix(family)}") from None
+    if not isinstance(state, dict):
+        raise InvalidInputError(f"{weights} holds a {type(state).__name__}, not a dict of weights; "
+                                f"{_fix(family)}")
+    return state
+
+
+def _fill(target, state: dict, weights: Path, family: str):
+    if not isinstance(target, dict):
+        _load_module(target, state, str(weights), family)
+        return target
+    _same_names(target, state, str(weights), "parts", family)
+    for name, part in target.items():
+        if part is None:
+            target[name] = state[name]
+        else:
+            if not isinstance(state[name], dict):
+                raise InvalidInputError(f"{weights}: part {name!r} is not a state dict; "
+                                        f"{_fix(family)}")
+            _load_module(part, state[name], f"{weights} (part {name!r})", family)
+    return target
+
+
+def _load_module(module, state: dict, where: str, family: str) -> None:
+    expected = module.state_dict()
+    _same_names(expected, state, where, "tensors", family)
+    for key, value in expected.items():
+        got = getattr(state[key], "shape", None)
+        if got is None or tuple(got) != tuple(value.shape):
+            raise InvalidInputError(
+                f"{where} holds the weights of another model: {key} has shape "
+                f"{None if got is None else tuple(got)}, the model described by the metadata "
+                f"{tuple(value.shape)}; {_fix(family)}")
+    module.load_state_dict(state)
+    module.eval()
+
+
+def _same_names(expected, found, where: str, what: str, family: str) -> None:
+    missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
+    if missing or unexpected:
+        def few(keys):
+            return ", ".join(map(str, keys[:3])) + (f" (+{len(keys) - 3})" if len(keys) > 3 else "")
+
+        parts = ([f"missing {few(missing)}"] if missing else []) + (
+            [f"unexpected {few(unexpected)}"] if unexpected else [])
+        raise InvalidInputError(f"{where} holds the weights of another model ({what}: "
+                                f"{'; '.join(parts)}); {_fix(family)}")
+
+
+# -- converting old files --------------------------------------------------------------------------
+def upgrade(path) -> tuple[Path, Path]:
+    """Re-save weights of an old format (see the module docstring) in :data:`FORMAT`: the same
+    tensors / arrays and metadata fields, plus ``family`` and ``weights_sha256``."""
+    meta_path = Path(path).with_suffix(".json")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read {meta_path} ({type(exc).__name__})") from None
+    found = meta.get("format") if isinstance(meta, dict) else None
+    if found not in OLD_FORMATS:
+        raise InvalidInputError(f"{meta_path} has format {found!r}, not an old one "
+                                f"({', '.join(OLD_FORMATS)}): nothing to upgrade")
+    family = OLD_FORMATS[found]
+    weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
+    return save_weights(weights.with_suffix(""), family, _parse(weights, family), meta)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m learned.policy_io",
+                                description="Tools for tjap's weights files.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    up = sub.add_parser("upgrade", help=f"re-save weights of an old format in {FORMAT}",
+                        description=f"Re-save weights of an older tjap format (no checksum) in "
+                                    f"{FORMAT}: the same tensors and metadata fields, plus "
+                                    "family and weights_sha256.")
+    up.add_argument("paths", nargs="+", metavar="OLD.json")
+    args = p.parse_args(argv)
+    try:
+        for path in args.paths:
+            weights, meta_path = upgrade(path)
+            print(f"{meta_path}: {FORMAT}, {weights.name} sha256 {file_sha256(weights)[:12]}...")
+    except InvalidInputError as exc:
+        print(f"learned.policy_io: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

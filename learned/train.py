@@ -22,9 +22,10 @@ from pathlib import Path
 
 from tjap.errors import InvalidInputError
 
-SETTINGS = {"published": {"layout": "published", "convention": "published",
-                          "reinsert": "window-order"},
-            "paper": {"layout": "paper", "convention": "paper", "reinsert": "largest-first"}}
+#: Layout and cost convention of each setting; the environment's loop (re-insertion order, n^D,
+#: q) is that of the SA preset of the same name (:data:`heuristics.anneal.SA_PRESETS`).
+SETTINGS = {"published": {"layout": "published", "convention": "published"},
+            "paper": {"layout": "paper", "convention": "paper"}}
 
 PPO = {"n_steps": 2048, "batch_size": 256, "learning_rate": 3e-4, "gamma": 1.0, "gae_lambda": 1.0,
        "ent_coef": 0.01, "n_epochs": 10, "clip_range": 0.2}
@@ -44,14 +45,14 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     except ImportError as exc:
         raise InvalidInputError(f"training needs torch, stable-baselines3 and sb3-contrib ({exc.name} "
                                 "is missing); install the project with `make test` or pip install -e .")
+    from heuristics.anneal import SA_PRESETS
     from learned.envs import NSARepairEnv
     from learned.nets import policy_kwargs
-    from learned.policy_io import save_policy
     from placement.tree.stream import generate_windows
 
     if setting not in SETTINGS:
         raise InvalidInputError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
-    s = SETTINGS[setting]
+    s, loop = SETTINGS[setting], SA_PRESETS[setting]
     hyper = {**PPO, **(ppo or {})}
     if timesteps < 0 or imitation_steps < 0:
         raise InvalidInputError("timesteps and imitation_steps must be non-negative")
@@ -60,7 +61,8 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     started = time.perf_counter()
     torch.manual_seed(seed)
     windows = generate_windows(s["layout"], num_windows, seed + 1000, convention=s["convention"])
-    env_kwargs = {"convention": s["convention"], "reinsert": s["reinsert"], "reward": reward,
+    env_kwargs = {"convention": s["convention"], "reinsert": loop["reinsert"],
+                  "max_remove": loop["max_remove"], "q": loop["q"], "reward": reward,
                   "boundaries": boundaries, "idle_flag": idle_flag}
     env = Monitor(NSARepairEnv(windows, **env_kwargs))
     env.reset(seed=seed)
@@ -123,6 +125,16 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
             "wall_s": wall,
             "final_mean_reward": curve[-1]["mean_reward_100"] if timesteps and curve else None,
             "imitation": imitation}
+
+
+def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple[Path, Path]:
+    """Write NSA weights: ``path``.pt (the policy's state dict) and ``path``.json (the
+    architecture, the feature spec and its hash, ``training``); returns both paths."""
+    from learned.policy_io import save_weights, spec_hash
+
+    return save_weights(path, "nsa", policy, {"architecture": arch, "feature_spec": spec,
+                                              "feature_spec_hash": spec_hash(spec),
+                                              "training": training})
 
 
 def _imitate(policy, env, steps, seed, epochs, temperature, learning_rate,

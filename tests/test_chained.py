@@ -61,7 +61,7 @@ def test_episode_history_and_errors():
 
 
 # -- provisioners ----------------------------------------------------------------------------------
-from heuristics.provisioning import Average, Reactive, evaluate, make_provisioner, run_episode  # noqa: E402
+from heuristics.provisioning import Average, Reactive, evaluate, run_episode  # noqa: E402
 
 
 class Recorder:
@@ -100,8 +100,8 @@ def test_reactive_interrupts_and_avg_trades_it_for_overlap_on_a_busy_queue():
     jobs = busy_trace()
     pair = Pair(nodes=2, runtime_s=10 * H, limit_s=10 * H)
     times = [30 * H, 40 * H]
-    reactive = evaluate(jobs, 4, pair, times, make_provisioner("reactive"), config=EXACT)
-    avg = evaluate(jobs, 4, pair, times, make_provisioner("avg"), config=EXACT)
+    reactive = evaluate(jobs, 4, pair, times, Reactive(), config=EXACT)
+    avg = evaluate(jobs, 4, pair, times, Average(), config=EXACT)
     assert reactive.mean_interruption_h > 1 and reactive.mean_overlap_h == 0
     assert avg.mean_interruption_h < reactive.mean_interruption_h
     assert set(avg.summary()) == {"policy", "pairs", "mean_interruption_h", "mean_overlap_h",

@@ -11,13 +11,13 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from heuristics.interference import POLICIES, make_policy
 from placement.interference import (Coefficients, Simulator, Workload, co_location_samples,
                                     error_table, fit, make_cluster, simulate)
 from placement.interference import _kernels as kern
 from placement.interference import profiles
 from tjap.cli import main
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.registry import make, methods
 
 GEN = Coefficients.generator()
 
@@ -27,7 +27,7 @@ def small_run(policy, topology="fattree", k=4, arch="pcie", pattern="poisson", s
     cluster = make_cluster(topology, k, arch)
     workload = Workload.generate(cluster.num_partitions, intervals, pattern, seed, rate=rate)
     sim = Simulator(cluster, workload)
-    return sim, sim.run(make_policy(policy, **options), seed=seed)
+    return sim, sim.run(make("interference", policy, **options), seed=seed)
 
 
 # -- cluster ---------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ def test_fit_rejects_bad_input():
 
 
 # -- simulator -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("policy", methods("interference"))
 def test_every_policy_never_oversubscribes(policy, checked_commits):
     checks = checked_commits
     options = {"iterations": 200} if policy == "opt" else {}
@@ -205,7 +205,7 @@ def test_job_alone_runs_at_ideal_speed():
     c = make_cluster("fattree", 4)
     w = Workload(np.array([0]), np.array([0]), np.array([3]), np.array([1]), np.array([1]),
                  np.array([2]))
-    result = simulate(c, w, make_policy("tetris"))
+    result = simulate(c, w, make("interference", "tetris"))
     # tetris puts worker and PS on one group: no interference with the PS? the PS is another task
     # on the server, so the worker's slowdown is the model's with U_c = PS cores
     s = max(0.0, GEN.predict(profiles.CPU_CORES[3], profiles.PCIE_GBPS[3],
@@ -232,7 +232,7 @@ def test_forwarding_places_jobs_the_home_partition_cannot_hold():
     w = Workload(np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, 3), np.full(n, 4),
                  np.ones(n, np.int64), np.full(n, 3))
     sim = Simulator(c, w)
-    result = sim.run(make_policy("lb"))
+    result = sim.run(make("interference", "lb"))
     assert result.summary()["completed"] == n
     assert (result.forwarded > 0).sum() >= n - 4    # only 4 jobs of 4 GPUs fit at home
     assert np.all(result.start == 0)                # all placed at once across partitions
@@ -261,9 +261,9 @@ def test_bad_input():
     with pytest.raises(InvalidInputError):
         Workload.generate(0, 3)
     with pytest.raises(UnknownMethodError):
-        make_policy("deepsys")
+        make("interference", "deepsys")
     with pytest.raises(InvalidInputError):
-        make_policy("opt", iterations=-1)
+        make("interference", "opt", iterations=-1)
     with pytest.raises(InvalidInputError):
         Simulator(make_cluster("fattree", 4), Workload.generate(5, 1))   # 5 schedulers > 4
     with pytest.raises(InvalidInputError):

@@ -53,7 +53,7 @@ def test_fine_tuning_runs_get_a_greedy_jct_panel(tmp_path, capsys):
     path = _run(tmp_path, "ft", True, [-2.0, 1.0, 0.5])
     meta = json.loads(open(path).read())
     meta["training"]["init"] = "learned/weights/interference_single.json"
-    meta["training"]["command"] = "python -m learned.interference.train --reward jct_rule"
+    meta["training"]["command"] = "tjap train interference --reward jct_rule"
     meta["training"]["curve"] += [{"phase": "eval", "step": s, "avg_jct": [4.0 + s / 1000, 4.2]}
                                   for s in (0, 200)]
     (tmp_path / "ft.json").write_text(json.dumps(meta))

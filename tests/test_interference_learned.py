@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from heuristics.interference import make_policy
 from learned.envs.interference import InterferenceEnv
 from learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
 from learned.interference.gnn import InterferenceGNN, to_torch
 from learned.interference.policy import MarlPolicy, load_model, save_model
 from placement.interference import Simulator, Workload, make_cluster
 from tjap.errors import InvalidInputError
+from tjap.registry import make
 
 FORWARD_BIAS = 1.0
 
@@ -133,7 +133,7 @@ def test_save_load_round_trip(tmp_path):
     with pytest.raises(InvalidInputError):
         load_model(tmp_path / "missing.json")
     with pytest.raises(InvalidInputError):
-        make_policy("marl", weights=tmp_path / "missing.json")
+        make("interference", "marl", weights=tmp_path / "missing.json")
 
 
 def test_env_and_marl_runs_are_deterministic():
@@ -164,7 +164,7 @@ def test_expert_in_env_matches_tetris_in_simulator():
     done = False
     while not done:
         _, _, done, _, _ = env.step(env.expert_action())
-    ref = Simulator(env.cluster, env.workload).run(make_policy("tetris"), seed=0)
+    ref = Simulator(env.cluster, env.workload).run(make("interference", "tetris"), seed=0)
     assert np.allclose(env.sim.finish, ref.finish, equal_nan=True)
 
 

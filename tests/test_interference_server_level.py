@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from heuristics.interference import make_policy
 from learned.envs.interference import InterferenceEnv, rule_action
 from learned.interference.features import (NODE_FEATURES, PartitionGraph, Planning,
                                            choose_group, observe)
@@ -17,6 +16,7 @@ from learned.interference.policy import (DEFAULT_WEIGHTS, SERVER_WEIGHTS, MarlPo
 from placement.interference import Simulator, Workload, make_cluster
 from tjap.cli import main
 from tjap.errors import InvalidInputError
+from tjap.registry import make
 
 COL = NODE_FEATURES.index
 
@@ -168,7 +168,7 @@ def test_save_load_round_trip_and_level_mismatch(tmp_path):
 
 
 def test_shipped_server_weights_load_with_their_metadata():
-    policy = make_policy("marl-server")
+    policy = make("interference", "marl-server")
     assert policy.name == "marl-server" and policy.meta["level"] == "server"
     training = policy.meta["training"]
     assert training["level"] == "server" and training["seed"] == 0

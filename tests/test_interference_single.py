@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from heuristics.interference import make_policy
 from learned.envs.interference import InterferenceEnv
 from learned.interference.gnn import InterferenceGNN, to_torch
 from learned.interference.policy import SINGLE_WEIGHTS, SingleAgentPolicy
@@ -15,6 +14,7 @@ from learned.interference.train import evaluate_in_env, ppo
 from placement.interference import Simulator, Workload, make_cluster
 from tjap.cli import main
 from tjap.errors import InvalidInputError
+from tjap.registry import make
 
 
 def _model(seed, hidden=8):
@@ -46,7 +46,7 @@ def test_single_places_feasibly_without_forwarding_and_is_deterministic(checked_
 def test_shipped_single_weights_clone_the_whole_rule():
     """The shipped single-agent weights track the rule they imitate (``whole`` over the whole
     cluster: the env's expert in single-agent mode) on unseen k = 4 episodes, well below Tetris."""
-    policy = make_policy("single")
+    policy = make("interference", "single")
     assert policy.name == "single" and policy.scope == "cluster"
     meta = json.loads(SINGLE_WEIGHTS.read_text())
     assert meta["training"]["single_agent"] and meta["training"]["expert"] == "whole"
@@ -101,7 +101,7 @@ def test_jct_rule_reward_is_the_jct_saved_against_the_rule():
         mask = env.action_masks()
         _, r, done, _, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
         total += r
-    assert total == pytest.approx(env._rule_cost.sum() - sum(env._interval_cost))
+    assert total == pytest.approx(env._rule_cost.sum() - sum(env.episode.time_in_system))
     assert total < 0     # random choices lose time against the rule
     with pytest.raises(InvalidInputError, match="unknown rule"):
         InterferenceEnv(k=4, reward="jct_rule", rule="best")

@@ -10,11 +10,13 @@ import json
 import numpy as np
 import pytest
 
-from heuristics.interference import OptPolicy, WholeJobPolicy, _split_cost, make_policy, \
-    running_jobs_by_server
+from heuristics.interference.anneal import OptPolicy
+from heuristics.interference.rules import WholeJobPolicy
 from placement.interference import Coefficients, Simulator, Workload, make_cluster, profiles
 from placement.interference import _kernels as kern
-from placement.interference.simulator import RUNNING
+from placement.interference.jobs import RUNNING
+from placement.interference.planning import running_jobs_by_server, split_cost
+from tjap.registry import make
 
 GEN = Coefficients.generator()
 
@@ -24,7 +26,7 @@ def busy_simulator(seed=0, k=4, intervals=2, rate=1.5):
     c = make_cluster("fattree", k)
     w = Workload.generate(c.num_partitions, intervals + 2, "poisson", seed, rate=rate)
     sim = Simulator(c, w)
-    sim.run(make_policy("tetris"), max_intervals=intervals, drain=False)
+    sim.run(make("interference", "tetris"), max_intervals=intervals, drain=False)
     sim.interval = intervals
     return sim
 
@@ -98,14 +100,14 @@ def kernel_cost(sim, job, server, a, b, nb_ptr, nb_jobs, servers):
     lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
     i = int(np.flatnonzero(servers == server)[0])
     volume = profiles.GRAD_MB[w.model] * 8e-3 / w.ps
-    return _split_cost(server, a, b, int(w.workers[job]), int(w.ps[job]), sim.task_cpu[lo],
-                       sim.task_pcie[lo], sim.task_exp[lo], sim.task_cpu[hi - 1],
-                       sim.task_exp[hi - 1], volume[job], profiles.ITER_S[w.model[job]],
-                       sim.gpu_free, sim.cpu_used, sim.pcie_used, sim.tasks, sim.exp_sum,
-                       sim.server_tasks, c.group_cores, sim.cpu_capacity, c.server_first_group,
-                       c.server_groups, c.num_groups, c.link_gbps, sim.link_flows.copy(),
-                       sim.coef, nb_jobs[nb_ptr[i]:nb_ptr[i + 1]], sim.flow_ptr, sim.flow_links,
-                       sim.flow_len, volume, profiles.ITER_S[w.model])
+    return split_cost(server, a, b, int(w.workers[job]), int(w.ps[job]), sim.task_cpu[lo],
+                      sim.task_pcie[lo], sim.task_exp[lo], sim.task_cpu[hi - 1],
+                      sim.task_exp[hi - 1], volume[job], profiles.ITER_S[w.model[job]],
+                      sim.gpu_free, sim.cpu_used, sim.pcie_used, sim.tasks, sim.exp_sum,
+                      sim.server_tasks, c.group_cores, sim.cpu_capacity, c.server_first_group,
+                      c.server_groups, c.num_groups, c.link_gbps, sim.link_flows.copy(),
+                      sim.coef, nb_jobs[nb_ptr[i]:nb_ptr[i + 1]], sim.flow_ptr, sim.flow_links,
+                      sim.flow_len, volume, profiles.ITER_S[w.model])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -166,8 +168,8 @@ def test_whole_is_deterministic_and_splits_a_job_only_when_no_server_holds_it(mo
         return plans
 
     monkeypatch.setattr(WholeJobPolicy, "place", place_and_check)
-    a = Simulator(c, w).run(make_policy("whole"), seed=3)
-    b = Simulator(c, w).run(make_policy("whole"), seed=3)
+    a = Simulator(c, w).run(make("interference", "whole"), seed=3)
+    b = Simulator(c, w).run(make("interference", "whole"), seed=3)
     np.testing.assert_array_equal(a.finish, b.finish)
     assert a.summary()["completed"] == len(w) and 0 < len(split) < len(w) // 2
 
@@ -214,7 +216,7 @@ def test_env_whole_expert_replays_the_whole_rule():
     done = False
     while not done:
         _, _, done, _, _ = env.step(env.expert_action("whole"))
-    ref = Simulator(env.cluster, env.workload).run(make_policy("whole"), seed=0)
+    ref = Simulator(env.cluster, env.workload).run(make("interference", "whole"), seed=0)
     assert np.allclose(env.sim.finish, ref.finish, equal_nan=True)
     with pytest.raises(Exception, match="expert"):
         env.expert_action("nope")

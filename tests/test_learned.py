@@ -15,10 +15,11 @@ from stable_baselines3.common.env_checker import check_env  # noqa: E402
 
 import tjap  # noqa: E402
 from learned.envs import NSARepairEnv  # noqa: E402
-from learned.features import feature_spec, spec_hash  # noqa: E402
+from learned.features import feature_spec  # noqa: E402
 from learned.nets import ARCHS, count_parameters  # noqa: E402
-from learned.nsa import LearnedRepair  # noqa: E402
-from learned.policy_io import build_policy, load_policy, save_policy  # noqa: E402
+from learned.nsa import LearnedRepair, build_policy, load_policy  # noqa: E402
+from learned.policy_io import spec_hash  # noqa: E402
+from learned.train import save_policy  # noqa: E402
 from placement.tree.stream import generate_windows  # noqa: E402
 
 
@@ -113,7 +114,7 @@ def test_load_refuses_mismatch(saved_policy, tmp_path):
     edited.write_text(json.dumps(meta))
     with pytest.raises(tjap.InvalidInputError, match="hash"):
         load_policy(edited)
-    with pytest.raises(tjap.InvalidInputError, match="no policy metadata"):
+    with pytest.raises(tjap.InvalidInputError, match="no NSA policy metadata"):
         load_policy(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{")
@@ -132,6 +133,61 @@ def test_nsa_through_solve_is_feasible_and_uses_the_policy(saved_policy, windows
         again = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=40,
                            convention="published", seed=1)
         assert again.assignment == r.assignment
+
+
+#: solve_nsa's loop options before it had presets: the paper's Table I.
+NSA_PAPER_LOOP = dict(iterations=500, max_remove=2, t_max=2500.0, t_min=2.5,
+                      reinsert="largest-first", initial="seq")
+
+
+def _same_result(a, b):
+    assert a.assignment == b.assignment and a.objective == b.objective
+    assert a.info["order"] == b.info["order"] and a.info["starts"] == b.info["starts"]
+    assert a.iterations == b.iterations
+
+
+@pytest.mark.parametrize("preset, loop", [
+    ("paper", NSA_PAPER_LOOP),
+    ("published", {**NSA_PAPER_LOOP, "t_max": 25000.0, "reinsert": "window-order"})])
+def test_nsa_presets_are_the_loops_of_the_sa_presets(saved_policy, windows, preset, loop):
+    from heuristics.anneal import SA_PRESETS
+    from learned.nsa import NSA_PRESETS
+
+    assert NSA_PRESETS[preset] == loop
+    assert all(SA_PRESETS[preset][k] == v for k, v in loop.items())
+    path, _ = saved_policy
+    w = windows[2]
+    weights = path.with_suffix(".json")
+    short = {**loop, "iterations": 60}
+    r = tjap.solve(w, "nsa", weights=weights, preset=preset, iterations=60, seed=5,
+                   convention="published")
+    _same_result(r, tjap.solve(w, "nsa", weights=weights, seed=5, convention="published", **short))
+    if preset == "paper":   # the default
+        _same_result(r, tjap.solve(w, "nsa", weights=weights, iterations=60, seed=5,
+                                   convention="published"))
+    else:                   # explicit options override the default preset
+        _same_result(r, tjap.solve(w, "nsa", weights=weights, iterations=60, t_max=25000.0,
+                                   reinsert="window-order", seed=5, convention="published"))
+
+
+@pytest.mark.parametrize("preset", ["best", "fast", None])
+def test_nsa_unknown_preset_is_a_one_line_error(saved_policy, windows, preset):
+    path, _ = saved_policy
+    with pytest.raises(tjap.InvalidInputError) as info:
+        tjap.solve(windows[0], "nsa", weights=path.with_suffix(".json"), preset=preset)
+    assert "\n" not in str(info.value) and "paper, published" in str(info.value)
+
+
+def test_nsa_documents_every_option():
+    import inspect
+
+    from learned.nsa import solve_nsa
+
+    doc = inspect.getdoc(solve_nsa)
+    params = doc.split("Parameters\n----------\n")[1].split("\n\n")[0]
+    documented = {name.strip() for line in params.splitlines() if " : " in line
+                  and not line.startswith(" ") for name in line.split(" : ")[0].split(",")}
+    assert documented == set(inspect.signature(solve_nsa).parameters)
 
 
 def test_learned_repair_is_called_back_by_the_loop(saved_policy, windows):

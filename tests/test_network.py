@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from heuristics.network import (POLICIES, NALBPolicy, NULBPolicy, TetrisPolicy, make_policy)
-from placement.network import (NAMES, Engine, Outcome, Requests, Topology, evaluate,
+from heuristics.network import NALBPolicy, NULBPolicy, TetrisPolicy
+from placement.network import (NAMES, Engine, Episode, Outcome, Requests, Topology, evaluate,
                                paper_topology, run_episode, solve_request)
 from placement.network import _kernels as kern
 from network_oracle import fewest_channels
+from tjap.api import place_request
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.registry import get, make, methods
 from tjap.result import Status
 
 HEURISTICS = ("tetris", "nalb", "nulb", "random")
@@ -202,7 +204,7 @@ class Checked:
        st.integers(1, 60))
 def test_channels_and_resources_are_conserved(name, policy_name, seed, count):
     t = paper_topology(name, 64)
-    policy = Checked(make_policy(policy_name))
+    policy = Checked(make("network", policy_name))
     requests = Requests.generate(t, count, seed)
     engine = Engine(t, routing=policy.routing)
     policy.reset(t, seed)
@@ -277,9 +279,10 @@ def test_every_policy_is_deterministic_by_seed(policy_name):
     t = paper_topology("16:1-16", 64)
 
     def summary(seed):
-        result = run_episode(t, Requests.generate(t, 48, seed), make_policy(policy_name))
+        result = run_episode(t, Requests.generate(t, 48, seed), make("network", policy_name))
         out = result.summary()
         out.pop("runtime_s")
+        out.get("info", {}).pop("solve_s", None)   # the exact model's solver time
         return out, result.accepted.tolist()
 
     assert summary(3) == summary(3)
@@ -298,12 +301,122 @@ def test_requests_offered_load_and_sizes():
 
 def test_evaluate_averages_over_seeds():
     t = paper_topology("32:1-8", 64)
-    out = evaluate(t, lambda: make_policy("random"), requests=20, seeds=3, seed_base=5)
-    assert [ep["seed"] for ep in out["episodes"]] == [5, 6, 7]
-    assert np.isclose(out["acceptance"], np.mean([ep["acceptance"] for ep in out["episodes"]]))
-    assert 0 < out["acceptance"] <= 1 and out["requests"] == 20 and out["policy"] == "random"
-    spread = sum(out[f"spread_{k}"] for k in ("server", "rack", "cluster", "global"))
+    out = evaluate(t, lambda: make("network", "random"), requests=20, seeds=3, seed_base=5)
+    assert [ep.seed for ep in out.episodes] == [5, 6, 7]
+    assert np.isclose(out.acceptance, np.mean([ep.acceptance for ep in out.episodes]))
+    assert 0 < out.acceptance <= 1 and out.requests == 20 and out.policy == "random"
+    spread = sum(getattr(out, f"spread_{k}") for k in ("server", "rack", "cluster", "global"))
     assert np.isclose(spread, 1.0)
+    assert out.mean_accepted == np.mean([ep.accepted.sum() for ep in out.episodes])
+
+
+def test_results_are_records_with_integer_counts():
+    t = paper_topology("16:1-8", 64)
+    out = evaluate(t, lambda: make("network", "tetris"), requests=12, seeds=2)
+    data = json.loads(out.to_json())
+    assert data["requests"] == 12 and data["seeds"] == 2 and "episodes" not in out.summary()
+    assert isinstance(data["mean_accepted"], float) and "accepted" not in data
+    episode = data["episodes"][0]
+    for key in ("requests", "accepted", "ticks", "steps", "seed"):
+        assert type(episode[key]) is int, key
+    assert {"cpu_utilization", "mem_utilization", "net_utilization_tier1"} <= set(episode)
+    full = out.episodes[0].to_dict()
+    assert full["accepted"] == out.episodes[0].accepted.tolist()
+    assert len(full["utilization"]) == 12 and len(full["utilization"][0]) == 5
+    free = np.full(64, 16)
+    plan = json.loads(solve_request(t, free, free, t.link_capacity, 40, 20).to_json())
+    assert plan["status"] == "OPTIMAL" and type(plan["channels"]) is int
+    assert type(plan["bound"]) is int and isinstance(plan["servers"], list)
+
+
+@pytest.mark.parametrize("policy_name", ["nalb", "exact"])
+def test_episode_steps_one_decision_at_a_time(policy_name):
+    """Driving an Episode by hand gives run_episode's result; it refuses a step after the end."""
+    t = paper_topology("16:1-16", 64)
+    reqs = Requests.generate(t, 30, 6)
+    policy = make("network", policy_name)
+    episode = Episode(t, reqs, routing=policy.routing)
+    policy.reset(t, reqs.seed)
+    outcomes = []
+    while not episode.done:
+        outcomes.append(episode.step(policy.choose(episode.engine)))
+        assert episode.index == sum(o != Outcome.PENDING for o in outcomes)
+    mine = episode.result(policy.name)
+    theirs = run_episode(t, reqs, make("network", policy_name))
+    for name in ("accepted", "num_servers", "spread", "utilization"):
+        assert np.array_equal(getattr(mine, name), getattr(theirs, name)), name
+    assert (mine.ticks, mine.steps) == (theirs.ticks, theirs.steps) == (episode.engine.now + 1,
+                                                                         len(outcomes))
+    assert episode.accepted_count == outcomes.count(Outcome.ACCEPTED) == mine.accepted.sum()
+    with pytest.raises(InvalidInputError, match="the episode is over"):
+        episode.step(0)
+
+
+# -- one request outside an episode ----------------------------------------------------------------
+def loaded_engine(t, count=30, seed=2) -> Engine:
+    """An engine after ``count`` Tetris-served requests (a partly used data centre)."""
+    episode = Episode(t, Requests.generate(t, count + 1, seed))
+    tetris = make("network", "tetris")
+    tetris.reset(t, seed)
+    while episode.index < count:
+        episode.step(tetris.choose(episode.engine))
+    episode.engine.abort()   # the next request has arrived: give it up, the state stays
+    return episode.engine
+
+
+@pytest.mark.parametrize("name", ["tetris", "nalb", "random", "exact"])
+def test_place_request_commits_or_not_and_replays(name):
+    t = paper_topology("8:1-16", 64)
+    engine = loaded_engine(t)
+    state = lambda e: (e.free_cpu.tolist(), e.free_mem.tolist(), e.free_channels.tolist(),  # noqa
+                       e.active_requests)
+    before = state(engine)
+    cpu, mem = 24, 40
+    dry = place_request(engine, cpu, mem, 3, name, seed=1, commit=False)
+    assert state(engine) == before
+    placed = place_request(engine, cpu, mem, 3, name, seed=1)
+    assert (dry is None) == (placed is None)
+    if placed is None:
+        assert state(engine) == before
+        return
+    assert (dry.servers, dry.paths, dry.channels) == (placed.servers, placed.paths, placed.channels)
+    assert placed.status == Status.FEASIBLE and len(set(placed.servers)) == len(placed.servers)
+    assert engine.active_requests == before[3] + 1
+    assert sum(before[2]) - int(engine.free_channels.sum()) == placed.channels
+    replay = loaded_engine(t)
+    replay.begin(cpu, mem, 3)
+    outcomes = [replay.step(s, list(p)) for s, p in zip(placed.servers, placed.paths)]
+    assert outcomes[-1] == Outcome.ACCEPTED and state(replay) == state(engine)
+    if name == "exact":   # the policy's plan is the exact model's: fewest channels
+        plan = solve_request(t, *before[:3], cpu, mem)
+        assert plan.channels == placed.channels
+
+
+def test_place_request_takes_a_policy_object_and_reports_a_failure():
+    t = tiny(channels=(1, 2, 1))
+    engine = Engine(t)
+    engine.begin(4, 4, 9)            # server 1's link carries nothing, but it holds a request
+    engine.step(1)
+    before = (engine.free_cpu.tolist(), engine.free_channels.tolist())
+    # three servers of 4 units: each server's link (one channel) would carry two paths
+    assert place_request(engine, 12, 12, 2, NULBPolicy()) is None
+    assert (engine.free_cpu.tolist(), engine.free_channels.tolist()) == before
+    assert engine.active_requests == 1 and engine.request is None
+    tetris = TetrisPolicy()
+    assert place_request(Engine(t), 4, 4, 1, tetris).servers == (0,)
+    with pytest.raises(InvalidInputError, match="options .* are for a policy given by name"):
+        place_request(Engine(t), 4, 4, 1, tetris, penalty=0.5)
+    with pytest.raises(InvalidInputError, match="unknown option 'time_limit_s'.*valid options: "
+                                                "penalty"):
+        place_request(Engine(t), 4, 4, 1, "tetris", time_limit_s=1)
+    with pytest.raises(UnknownMethodError, match="unknown network policy 'best'"):
+        place_request(Engine(t), 4, 4, 1, "best")
+    with pytest.raises(InvalidInputError, match="engine must be"):
+        place_request(t, 4, 4, 1)
+    with pytest.raises(InvalidInputError, match="exceeds the free resources"):
+        place_request(Engine(t), 40, 4, 1)
+    with pytest.raises(InvalidInputError, match="policy must have"):
+        place_request(Engine(t), 4, 4, 1, object())
 
 
 # -- the exact model against brute force ---------------------------------------------------------
@@ -368,7 +481,7 @@ def test_exact_on_a_paper_topology_mid_episode():
     t = paper_topology("8:1-16", 64)
     requests = Requests.generate(t, 40, 2)
     engine = Engine(t)
-    policy = make_policy("tetris")
+    policy = make("network", "tetris")
     policy.reset(t, 2)
     for i in range(len(requests)):   # a loaded data centre, as the exact policy meets it
         engine.advance(1)
@@ -403,7 +516,10 @@ def test_bad_input_is_reported_clearly():
     with pytest.raises(InvalidInputError, match="servers must be one of 64, 1024"):
         paper_topology("8:1-16", 100)
     with pytest.raises(UnknownMethodError, match="unknown network policy 'best'"):
-        make_policy("best")
+        make("network", "best")
+    with pytest.raises(InvalidInputError, match="unknown option 'time_limit'.*'tetris'.*valid "
+                                                "options: penalty"):
+        make("network", "tetris", time_limit=1)
     with pytest.raises(InvalidInputError, match="channels must be 3 positive"):
         tiny(channels=(1, 0, 1))
     with pytest.raises(InvalidInputError, match="racks_per_cluster"):
@@ -434,7 +550,7 @@ def test_bad_input_is_reported_clearly():
     with pytest.raises(InvalidInputError, match="finish the current request"):
         e.advance(1)
     with pytest.raises(InvalidInputError, match="exceeds the data centre"):
-        run_episode(tiny(), Requests.generate(t, 3, 0), make_policy("random"))
+        run_episode(tiny(), Requests.generate(t, 3, 0), make("network", "random"))
     with pytest.raises(InvalidInputError, match="policy must have"):
         run_episode(t, Requests.generate(t, 3, 0), object())
     assert issubclass(UnknownMethodError, TjapError)
@@ -445,18 +561,29 @@ def test_cli_evaluate_json(capsys):
     from tjap.cli import main
 
     assert main(["network", "evaluate", "--topology", "16:1-4", "--servers", "64", "--policy",
-                 "nalb", "--requests", "24", "--seeds", "2", "--seed-base", "3", "--json"]) == 0
+                 "nalb", "--requests", "24", "--seeds", "2", "--seed-base", "3", "--json",
+                 "--per-seed"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"acceptance", "cpu_util", "mem_util", "requests", "net_util_tier1", "net_util_tier2",
-            "net_util_tier3", "spread_rack"} <= set(out)
+    assert {"acceptance", "cpu_utilization", "mem_utilization", "requests",
+            "net_utilization_tier1", "net_utilization_tier2", "net_utilization_tier3",
+            "spread_rack", "mean_accepted", "mean_ticks", "offered_load"} <= set(out)
     assert out["requests"] == 24 and out["seeds"] == 2 and out["seed_base"] == 3
-    direct = evaluate(paper_topology("16:1-4", 64), lambda: make_policy("nalb"), requests=24,
+    assert [ep["seed"] for ep in out["episodes"]] == [3, 4]
+    assert all(type(ep["accepted"]) is int for ep in out["episodes"])
+    direct = evaluate(paper_topology("16:1-4", 64), lambda: make("network", "nalb"), requests=24,
                       seeds=2, seed_base=3)
-    assert out["acceptance"] == direct["acceptance"]
+    assert out["acceptance"] == direct.acceptance
+    assert main(["network", "evaluate", "--topology", "16:1-4", "--policy", "nalb",
+                 "--requests", "24", "--seeds", "2", "--seed", "3", "--workers", "2",
+                 "--json"]) == 0
+    pooled = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in pooled.items() if k != "mean_runtime_s"} == \
+        {k: v for k, v in out.items() if k not in ("mean_runtime_s", "episodes")}
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--policy", "best"], "unknown policy 'best'"),
+    (["--policy", "best"], "unknown network policy 'best'"),
+    (["--policy", "tetris", "--time-limit", "2"], "unknown option 'time_limit_s'"),
     (["--topology", "8:1-3"], "unknown topology"),
     (["--policy", "exact", "--servers", "1024"], "64-server"),
     (["--max-servers", "100"], "max_servers"),
@@ -479,9 +606,11 @@ def test_cli_rejects_bad_sizes(capsys):
 
 
 def test_policies_registry():
-    assert set(POLICIES) == set(HEURISTICS) | {"exact"}
-    for name in POLICIES:
-        policy = make_policy(name)
+    assert set(methods("network")) >= set(HEURISTICS) | {"exact", "gnn"}
+    for name in methods("network"):
+        if get("network", name).learned:
+            continue
+        policy = make("network", name)
         assert policy.name == name and policy.routing in ("shortest", "balanced")
 
 
@@ -509,8 +638,8 @@ def test_headroom_diagnostic_runs_every_mode_and_names_bad_modes(capsys):
                          "--horizon", "3", "--samples", "1", "--workers", "1", "--json", "--quiet"])
     assert [r["mode"] for r in out["episodes"]] == list(headroom.MODES)
     exact = out["episodes"][0]["acceptance"]
-    assert exact == evaluate(paper_topology("8:1-16"), lambda: make_policy("exact"), requests=16,
-                             seeds=1)["acceptance"]
+    assert exact == evaluate(paper_topology("8:1-16"), lambda: make("network", "exact"),
+                             requests=16, seeds=1).acceptance
     for row in out["episodes"]:
         assert 0 < row["acceptance"] <= 1 and row["changed"] <= row["looked"] <= 16
     capsys.readouterr()
@@ -527,7 +656,7 @@ def test_a_dry_run_replays_to_the_same_state(name):
 
     t = paper_topology("8:1-16")
     reqs = Requests.generate(t, 30, 4)
-    engine, policy = Engine(t, routing="shortest"), make_policy(name)
+    engine, policy = Engine(t, routing="shortest"), make("network", name)
     policy.reset(t, 4)
     replayed = 0
     for i in range(len(reqs)):

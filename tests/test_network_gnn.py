@@ -176,7 +176,7 @@ def test_save_load_round_trip(tmp_path):
     (tmp_path / "h.json").write_text(json.dumps(broken))
     with pytest.raises(InvalidInputError, match="another feature layout"):
         load(tmp_path / "h.json")
-    with pytest.raises(InvalidInputError, match="no gnn metadata"):
+    with pytest.raises(InvalidInputError, match="no network GNN metadata"):
         load(tmp_path / "missing.json")
 
 
@@ -220,12 +220,12 @@ def test_shipped_weights_metadata():
 
 
 def test_shipped_gnn_beats_tetris_on_a_constrained_topology():
-    from heuristics.network import make_policy
+    from tjap.registry import make
 
     t = paper_topology("8:1-16", 64)
-    ours = evaluate(t, lambda: make_policy("gnn"), requests=64, seeds=2)
-    theirs = evaluate(t, lambda: make_policy("tetris"), requests=64, seeds=2)
-    assert ours["acceptance"] > theirs["acceptance"]
+    ours = evaluate(t, lambda: make("network", "gnn"), requests=64, seeds=2)
+    theirs = evaluate(t, lambda: make("network", "tetris"), requests=64, seeds=2)
+    assert ours.acceptance > theirs.acceptance
 
 
 def test_cli_gnn(capsys):
@@ -237,11 +237,11 @@ def test_cli_gnn(capsys):
     assert out["policy"] == "gnn" and 0 <= out["acceptance"] <= 1
     assert main(["network", "evaluate", "--policy", "tetris", "--weights", "x.json",
                  "--requests", "4", "--seeds", "1"]) == 2
-    assert "--weights is for --policy gnn" in capsys.readouterr().err
+    assert "unknown option 'weights'" in capsys.readouterr().err
     assert main(["network", "evaluate", "--policy", "gnn", "--weights", "nope.json",
                  "--requests", "4", "--seeds", "1"]) == 2
     err = capsys.readouterr().err
-    assert "no gnn metadata" in err and len(err.strip().splitlines()) == 1
+    assert "metadata" in err and "nope.json" in err and len(err.strip().splitlines()) == 1
 
 
 def test_ppo_validation_keeps_the_best_check(tmp_path, monkeypatch):

@@ -146,8 +146,8 @@ def test_fit_learns_the_labels_and_is_deterministic():
 def test_train_imitation_bad_input():
     with pytest.raises(InvalidInputError, match="positive"):
         imitation.train_imitation(["8:1-16"], iterations=0)
-    with pytest.raises(InvalidInputError):
-        imitation.main(["--topologies", "9:1-3", "--iterations", "1"])
+    with pytest.raises(InvalidInputError, match="unknown topology"):
+        imitation.train_imitation(["9:1-3"], iterations=1)
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -155,6 +155,7 @@ def test_train_imitation_bad_input():
     (["--init", "no/such/weights.json"], "no such weights"),
     (["--topologies", "9:1-3"], "unknown topology"),
     (["--imitation-iterations", "-1"], ">= 0"),
+    (["--imitation-iterations", "1", "--imitation-beta", "1.5"], "--imitation-beta must be in"),
 ])
 def test_cli_train_network_errors_are_one_line(capsys, argv, message):
     from tjap.cli import main

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from heuristics.provisioning import run_episode
-from learned.provision import make_provisioner
-from learned.provision.calibrate import (SCALES, SHIFTS_H, choose, penalty_h, thresholds,
-                                         training_args)
+from tjap.registry import make as make_policy
+from learned.provision.calibrate import SCALES, SHIFTS_H, choose, penalty_h, training_args
 from learned.provision.episodes import first_submission, record_episode, stack
-from learned.provision.policies import WEIGHTS_DIR, parse_name, read_metadata
+from learned.provision.policies import parse_name
+from learned.provision.weights import WEIGHTS_DIR, read_metadata, thresholds
 from placement.batch.chained import ChainedEpisode
 from provision_cases import EXACT, PAIR, H, busy_trace
 from tjap.errors import InvalidInputError, UnknownMethodError
@@ -67,18 +67,18 @@ def test_names_with_a_weight_are_parsed_and_checked():
         with pytest.raises(InvalidInputError, match="positive number"):
             parse_name(bad)
     with pytest.raises(UnknownMethodError, match="choose one of"):
-        make_provisioner("moo@2")
+        make_policy("provision", "moo@2")
 
 
 def test_uncalibrated_weight_names_the_fix():
-    with pytest.raises(InvalidInputError, match="learned.provision.calibrate --trace TRACE --weights 3.5"):
+    with pytest.raises(InvalidInputError, match="tjap provision calibrate --trace TRACE --weights 3.5"):
         thresholds({"thresholds": {"by_interruption_weight": {"1": {}}}}, 3.5, "moe@3.5")
 
 
 def test_heads_refuse_weights_they_were_not_trained_for():
     pytest.importorskip("torch")
     with pytest.raises(InvalidInputError, match="--e-interruption 2"):
-        make_provisioner("moe_dqn@2")
+        make_policy("provision", "moe_dqn@2")
 
 
 def test_calibrated_threshold_changes_the_decisions(tmp_path):
@@ -86,13 +86,13 @@ def test_calibrated_threshold_changes_the_decisions(tmp_path):
     # a threshold that always submits (shift 1000 h) and one that equals the plain rule
     transformer_with_thresholds(tmp_path, {"9": {"scale": 0.0, "shift_h": 1000.0},
                                            "1": {"scale": 1.0, "shift_h": 0.0}})
-    early = make_provisioner("transformer@9", weights_dir=tmp_path)
+    early = make_policy("provision", "transformer@9", weights_dir=tmp_path)
     assert early.name == "transformer@9" and (early.scale, early.shift_h) == (0.0, 1000.0)
     ep = ChainedEpisode(busy_trace(), 4, 30 * H, PAIR, config=EXACT)
     run_episode(ep, early)
     assert ep.submitted_s == 30 * H   # the first decision
-    plain = make_provisioner("transformer", weights_dir=tmp_path)
-    same = make_provisioner("transformer@1", weights_dir=tmp_path)
+    plain = make_policy("provision", "transformer", weights_dir=tmp_path)
+    same = make_policy("provision", "transformer@1", weights_dir=tmp_path)
     outcomes = [run_episode(ChainedEpisode(busy_trace(), 4, 30 * H, PAIR, config=EXACT), p)
                 for p in (plain, same)]
     assert outcomes[0] == outcomes[1]
@@ -127,14 +127,14 @@ def test_benchmark_reuses_saved_injection_times_only_with_the_same_settings(tmp_
 
 def test_calibrate_command_writes_thresholds_beside_existing_ones(tmp_path):
     pytest.importorskip("torch")
-    from learned.provision.calibrate import main
+    from tjap.cli import main
 
     meta_path = transformer_with_thresholds(tmp_path, {"9": {"scale": 0.0, "shift_h": 1000.0}})
     data = stack([record_episode(busy_trace(), 4, t * H, PAIR, EXACT) for t in (30, 33)])
     np.savez(tmp_path / "held_out.npz", **data)   # a cached recording: nothing is re-recorded
-    assert main(["--trace", "unused.tsv", "--models", "transformer", "--weights", "2",
+    assert main(["provision", "calibrate", "--trace", "unused.tsv", "--models", "transformer", "--weights", "2",
                  "--weights-dir", str(tmp_path), "--data", str(tmp_path / "held_out.npz")]) == 0
     table = json.loads(meta_path.read_text())["thresholds"]["by_interruption_weight"]
     assert list(table) == ["2", "9"] and table["9"]["shift_h"] == 1000.0
     assert table["2"]["scale"] in SCALES and table["2"]["shift_h"] in SHIFTS_H
-    assert make_provisioner("transformer@2", weights_dir=tmp_path).scale == table["2"]["scale"]
+    assert make_policy("provision", "transformer@2", weights_dir=tmp_path).scale == table["2"]["scale"]

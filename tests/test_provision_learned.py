@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from heuristics.provisioning import run_episode
-from learned.provision import MODELS, make_provisioner
+from learned.provision import MODELS
+from tjap.registry import make as make_policy
 from learned.provision.episodes import first_submission, record_episode, stack, window_index
 from learned.provision.features import SCALES, normalise, observation
 from placement.batch.chained import ChainedEpisode
@@ -94,7 +95,7 @@ def test_recorded_outcomes_match_fresh_episodes():
         ep.step(True)
         assert ep.outcome() == rec["outcome_s"][k]
     ep = ChainedEpisode(jobs, 4, 30 * H, PAIR, config=EXACT)
-    assert run_episode(ep, make_provisioner("reactive")) == rec["fallback_outcome_s"]
+    assert run_episode(ep, make_policy("provision", "reactive")) == rec["fallback_outcome_s"]
     # outcome = wait - remaining while the predecessor runs (its runtime equals its limit)
     run = rec["running"]
     assert np.array_equal(rec["outcome_s"][run], rec["wait_s"][run] - rec["remaining_s"][run])
@@ -142,7 +143,8 @@ def test_policy_gradient_objective_is_the_exact_expected_return():
 
 def test_tree_arrays_predict_exactly_like_sklearn(tmp_path):
     sklearn = pytest.importorskip("sklearn.ensemble")
-    from learned.provision.trees import TreeEnsemble, from_sklearn_forest
+    from learned.provision.trees import from_sklearn_forest
+    from learned.provision.weights import load_trees, save
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(400, 12)).astype(np.float32)
@@ -150,7 +152,8 @@ def test_tree_arrays_predict_exactly_like_sklearn(tmp_path):
     forest = sklearn.RandomForestRegressor(8, max_leaf_nodes=16, random_state=0).fit(x, y)
     ens = from_sklearn_forest(forest)
     assert np.allclose(ens.predict(x), forest.predict(x), atol=1e-9)
-    loaded = TreeEnsemble.load(ens.save(tmp_path / "rf"))  # leaf values stored as float32
+    save(tmp_path / "provision_rf", ens.arrays(), {"kind": "rf"})
+    loaded, _ = load_trees(tmp_path / "provision_rf")  # leaf values stored as float32
     assert np.allclose(loaded.predict(x), ens.predict(x), atol=1e-5)
     assert np.array_equal(loaded.feature, ens.feature) and np.array_equal(loaded.threshold,
                                                                          ens.threshold)
@@ -170,7 +173,7 @@ def test_tree_arrays_predict_like_xgboost():
 def test_network_save_load_round_trip(tmp_path):
     torch = pytest.importorskip("torch")
     from learned.provision.nets import DecisionHead, HistoryTransformer, MixtureOfExperts
-    from learned.provision.policies import load_torch, save_torch
+    from learned.provision.weights import load_network, save
 
     torch.manual_seed(0)
     experts = [HistoryTransformer(d_model=8, heads=2, layers=1, feedforward=16) for _ in range(2)]
@@ -178,9 +181,8 @@ def test_network_save_load_round_trip(tmp_path):
     dqn, pg = DecisionHead(moe.embedding_dim, outputs=2), DecisionHead(moe.embedding_dim, outputs=1)
     meta = {"kind": "moe", "foundation": experts[0].config, "experts": 2,
             "heads": {"dqn": dqn.config, "pg": pg.config}}
-    save_torch(tmp_path / "provision_moe", {"foundation": moe.state_dict(), "dqn": dqn.state_dict(),
-                                            "pg": pg.state_dict()}, meta)
-    foundation, heads, loaded_meta = load_torch(tmp_path / "provision_moe")
+    save(tmp_path / "provision_moe", {"foundation": moe, "dqn": dqn, "pg": pg}, meta)
+    foundation, heads, loaded_meta = load_network(tmp_path / "provision_moe")
     x = torch.rand(3, 144, 40)
     moe.eval()
     with torch.no_grad():
@@ -192,9 +194,9 @@ def test_network_save_load_round_trip(tmp_path):
     path = tmp_path / "provision_moe.json"
     path.write_text(path.read_text().replace(loaded_meta["feature_spec_hash"], "0" * 16))
     with pytest.raises(InvalidInputError, match="other features"):
-        load_torch(tmp_path / "provision_moe")
+        load_network(tmp_path / "provision_moe")
     with pytest.raises(InvalidInputError, match="no provisioner metadata"):
-        load_torch(tmp_path / "missing")
+        load_network(tmp_path / "missing")
 
 
 class Recorder:
@@ -214,7 +216,7 @@ class Recorder:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_shipped_provisioners_never_act_before_the_predecessor_is_submitted(name):
     pytest.importorskip("torch")
-    provisioner = make_provisioner(name)
+    provisioner = make_policy("provision", name)
     ep = ChainedEpisode(busy_trace(), 4, 30 * H, PAIR, config=EXACT)
     rec = Recorder(provisioner)
     outcome = run_episode(ep, rec)
@@ -227,7 +229,7 @@ def test_shipped_provisioners_never_act_before_the_predecessor_is_submitted(name
 
 def test_unknown_provisioner_names_the_choices():
     with pytest.raises(UnknownMethodError, match="moe_dqn"):
-        make_provisioner("moe_dpn")
+        make_policy("provision", "moe_dpn")
 
 
 

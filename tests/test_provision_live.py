@@ -221,7 +221,7 @@ def test_live_features_equal_the_simulators(seed):
 def test_decision_log_with_learned_provisioners():
     """The live episode feeds learned provisioners (shipped weights) and logs their predictions."""
     pytest.importorskip("torch")
-    from learned.provision import make_provisioner
+    from tjap.registry import make as make_policy
 
     st = live_state(parse_squeue(SQUEUE), parse_jobcomp(JOBCOMP), T0, compress=720,
                     cluster_nodes=76, pair=Pair(nodes=1), pred_job_id=42)
@@ -231,7 +231,7 @@ def test_decision_log_with_learned_provisioners():
         ep.record()
     assert (ep.observation()[-3:] == ep.features()).all() and (ep.observation()[:-3] == 0).all()
     for name in ("moe", "rf", "moe_dqn"):
-        provisioner = make_provisioner(name)
+        provisioner = make_policy("provision", name)
         submit, predicted = decide(provisioner, ep)
         assert isinstance(submit, bool) and predicted is not None and np.isfinite(predicted)
         assert submit == provisioner.decide(ep)      # deterministic for these rules

@@ -26,11 +26,14 @@ _LAZY = {
     "assignment_cost": "placement.tree.cost",
     "Result": "placement.tree.result",
     "solve": "tjap.api",
+    "place_job": "tjap.api",
+    "place_request": "tjap.api",
     "methods": "tjap.registry",
     "register": "tjap.registry",
 }
 
-__all__ = ["FatTree", "Window", "Result", "Status", "solve", "methods", "register", "job_cost",
+__all__ = ["FatTree", "Window", "Result", "Status", "solve", "place_job", "place_request",
+           "methods", "register", "job_cost",
            "assignment_cost", "load_windows", "TjapError", "InvalidInputError",
            "UnknownMethodError", "MissingDependencyError", "StateSpaceTooLargeError",
            "__version__"]

@@ -85,3 +85,167 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
     return entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
                         **options)
+
+
+def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris", *,
+                  seed: int = 0, commit: bool = True, **options):
+    """Place one network request (seed 003) on a data centre's current state: one decision
+    outside an episode.
+
+    Parameters
+    ----------
+    engine : placement.network.Engine
+        The state: free CPU, memory and channels and the requests still held; no request may be
+        in progress, and the request must fit the free resources.
+    cpu, mem, holding : int
+        The request: units of CPU and memory, and the ticks it holds them once accepted.
+    policy : str or ServerPolicy
+        A network policy by name (``tjap.registry.methods("network")``: tetris, nalb, nulb,
+        random, exact, gnn ...), built with ``options`` (e.g. ``time_limit_s`` for exact,
+        ``weights`` for gnn), or a policy object. It is reset with ``seed`` and routes over its
+        own rule.
+    seed : int
+        The policy's seed.
+    commit : bool
+        True (default): the engine keeps an accepted request (released ``holding`` ticks later by
+        :meth:`~placement.network.Engine.advance`). False: the engine is left as it was.
+    **options
+        The policy's options; an unknown one raises
+        :class:`~tjap.errors.InvalidInputError` listing the valid ones.
+
+    Returns
+    -------
+    RequestPlan or None
+        The servers in the order chosen, the candidate path per earlier server (replaying them
+        with ``engine.step(server, paths)`` gives the same state) and the channels reserved; None
+        when the policy could not place the request (the engine is then unchanged).
+
+    Examples
+    --------
+    >>> from placement.network import Engine, paper_topology
+    >>> engine = Engine(paper_topology("8:1-16"))
+    >>> place_request(engine, 40, 20, 5, "tetris").servers
+    (0, 1, 2)
+    """
+    import copy
+
+    from placement.network import Engine, serve_request
+
+    if not isinstance(engine, Engine):
+        raise InvalidInputError(f"engine must be a placement.network.Engine, "
+                                f"got {type(engine).__name__}")
+    if isinstance(policy, str):
+        policy = get("network", policy).make(policy, **options)
+    elif options:
+        raise InvalidInputError(f"options ({', '.join(sorted(options))}) are for a policy given "
+                                "by name; configure a policy object before passing it")
+    if not commit:
+        engine = copy.deepcopy(engine)
+    return serve_request(engine, policy, cpu, mem, holding, seed=seed)
+
+
+def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed: int = 0,
+              commit: bool = False, **options):
+    """Place one seed-001 job, or one batch, on an interference simulator's current state.
+
+    One scheduling decision outside an episode: the turn a scheduler gets in
+    :class:`placement.interference.episode.PlacementEpisode`. As a turn does, the call records
+    on ``sim`` that the jobs were offered to ``partition`` in the current interval (what the
+    learned policies read).
+
+    Parameters
+    ----------
+    sim : placement.interference.Simulator
+        The cluster, the workload and the state to place on (resources in use, running jobs).
+    jobs : int or sequence of int
+        A waiting job of ``sim.workload``, or a batch of them (placed in order, each seeing the
+        earlier ones' plans).
+    policy : str or PlacementPolicy
+        A name of ``tjap.registry.methods("interference")`` (built with ``options``) or a policy
+        object. Either is reset with ``(sim, seed)`` first.
+    partition : int, optional
+        The partition to place on; default the jobs' home scheduler's, or the whole cluster
+        (:data:`placement.interference.cluster.CLUSTER`) for a policy of scope ``"cluster"``.
+    seed : int
+        The seed the policy is reset with (the random rule and the server level draw from it).
+    commit : bool
+        Also start the placed jobs on ``sim`` (:meth:`~placement.interference.Simulator.commit`).
+    **options
+        Options of a policy given by name (``iterations=`` for opt, ``weights=`` for the learned
+        ones); an option it does not take raises InvalidInputError listing the valid ones.
+
+    Returns
+    -------
+    numpy.ndarray or None, or a list of them
+        Per job, its GPU group per task (workers first, then parameter servers), or None where
+        the policy did not place it (it would be forwarded); a list for a sequence of jobs.
+
+    Examples
+    --------
+    >>> from placement.interference import Simulator, Workload, make_cluster
+    >>> cluster = make_cluster("fattree", 4)
+    >>> sim = Simulator(cluster, Workload.generate(cluster.num_partitions, 1, "uniform", 0))
+    >>> plan = place_job(sim, 0, "tetris")
+    >>> len(plan) == int(sim.workload.tasks[0])
+    True
+    """
+    import numpy as np
+
+    from placement.interference import CLUSTER, PlacementPolicy, Simulator
+    from placement.interference.episode import check_plans
+    from placement.interference.jobs import WAITING
+
+    if not isinstance(sim, Simulator):
+        raise InvalidInputError(f"sim must be a placement.interference.Simulator, "
+                                f"got {type(sim).__name__}")
+    single = isinstance(jobs, (int, np.integer)) and not isinstance(jobs, bool)
+    batch = [jobs] if single else list(jobs) if isinstance(jobs, (list, tuple, np.ndarray)) \
+        else None
+    n = len(sim.workload)
+    if not batch or any(isinstance(j, bool) or not isinstance(j, (int, np.integer))
+                        or not 0 <= j < n for j in batch):
+        raise InvalidInputError(f"jobs must be a job id in 0..{n - 1} or a non-empty list of "
+                                f"them, got {jobs!r}")
+    batch = [int(j) for j in batch]
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
+    if len(set(batch)) != len(batch):
+        raise InvalidInputError(f"jobs lists a job twice: {batch}")
+    busy = [j for j in batch if sim.state[j] != WAITING]
+    if busy:
+        raise InvalidInputError(f"job {busy[0]} is not waiting (it was placed already)")
+    if isinstance(policy, str):
+        policy = get("interference", policy).make(policy, **options)
+    elif options:
+        raise InvalidInputError(f"options ({', '.join(sorted(options))}) are for a policy given "
+                                "by name; configure a policy object before passing it")
+    elif not isinstance(policy, PlacementPolicy):
+        raise InvalidInputError(f"policy must be a name or have name, reset() and place(), got "
+                                f"{type(policy).__name__}")
+    whole_cluster = getattr(policy, "scope", "partition") == "cluster"
+    homes = sorted({int(sim.workload.home[j]) for j in batch})
+    if partition is None:
+        if not whole_cluster and len(homes) > 1:
+            raise InvalidInputError(f"the jobs come from schedulers {homes}; give the partition "
+                                    "to place them on")
+        partition = CLUSTER if whole_cluster else homes[0]
+    elif whole_cluster and partition != CLUSTER:
+        raise InvalidInputError(f"policy {policy.name} places on the whole cluster; leave "
+                                f"partition out (or give {CLUSTER}), got {partition!r}")
+    elif not whole_cluster and (isinstance(partition, bool)
+                                or not isinstance(partition, (int, np.integer))
+                                or not 0 <= partition < sim.cluster.num_partitions):
+        raise InvalidInputError(f"partition must be in 0..{sim.cluster.num_partitions - 1}, "
+                                f"got {partition!r}")
+    partition = int(partition)
+    if partition != CLUSTER:
+        for job in batch:
+            sim.mark_offered(job, partition)
+    policy.reset(sim, int(seed))
+    plans = check_plans(sim, partition, batch, policy.place(sim, partition, batch),
+                        f"policy {policy.name}")
+    if commit:
+        for job, plan in zip(batch, plans):
+            if plan is not None:
+                sim.commit(job, plan)
+    return plans[0] if single else plans

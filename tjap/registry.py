@@ -259,10 +259,10 @@ for _name, _text in (("tetris", "per task: multi-resource packing that follows l
                      ("lb", "per task: least-loaded server, then group"),
                      ("lif", "per task: least interference first (the fitted model)"),
                      ("random", "per task: uniform among feasible groups")):
-    _add("interference", _name, "heuristics.interference:TaskPolicy", _text, pass_name=True)
-_add("interference", "opt", "heuristics.interference:OptPolicy",
+    _add("interference", _name, "heuristics.interference.rules:TaskPolicy", _text, pass_name=True)
+_add("interference", "opt", "heuristics.interference.anneal:OptPolicy",
      "annealing over the whole batch on the fitted interference model")
-_add("interference", "whole", "heuristics.interference:WholeJobPolicy",
+_add("interference", "whole", "heuristics.interference.rules:WholeJobPolicy",
      "each job whole on one server at the split of least predicted cost (ours)")
 _add("interference", "marl", "learned.interference.policy:MarlPolicy",
      "multi-agent GNN actor-critic, device level (weights=PATH)", learned=True, needs_torch=True,

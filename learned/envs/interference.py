@@ -1,12 +1,13 @@
 """Seed 001's schedulers as one gymnasium environment over the JCT simulator (issue 8).
 
 An episode runs a generated workload (``intervals`` intervals of arrivals, the CLI's default rate
-of 15 jobs per interval per 100 servers of a partition) on a small cluster, in the simulator's
-order (:meth:`placement.interference.simulator.Simulator.run`): at each interval the arrived jobs
-join their home scheduler's queue; the schedulers, in partition order, place their queues; the
-jobs they forwarded are then offered to the other partitions, most free GPUs first (only those
-with enough free GPUs and CPU), each partition at most once, so forwarding terminates; a job no
-partition takes waits for the next interval. Then the interval runs (:meth:`Simulator.advance`).
+of 15 jobs per interval per 100 servers of a partition) on a small cluster: it drives the
+simulator's own loop, :class:`placement.interference.episode.PlacementEpisode` (at each interval
+the arrived jobs join their home scheduler's queue; the schedulers, in partition order, place their
+queues; the jobs they forwarded are then offered to the other partitions, most free GPUs first,
+each partition at most once; a job no partition takes waits for the next interval; then the
+interval runs), placing each turn's jobs one task per step, for at most ``intervals +
+extra_intervals`` intervals.
 
 One step = one decision of the scheduler whose turn it is (``info["agent"]``, the partition): the
 next task (workers first, then parameter servers) of the job in hand goes to one GPU group of the
@@ -31,9 +32,9 @@ same workload (a twin env), and each interval's reward is the rule's time in sys
 interval minus the agent's, so an episode's return is the rule's total JCT minus the agent's
 (zero for an exact copy of the rule, positive where the agent does better). Observations:
 :func:`learned.interference.features.observe`; the queue lengths and the partitions a job was
-offered to are recorded on the simulator (:meth:`Simulator.begin_interval`,
-:meth:`Simulator.mark_offered`) as its own loop records them, so the ``marl`` policy in the
-simulator sees exactly these observations (test).
+offered to are recorded on the simulator by the episode (:meth:`Simulator.begin_interval`,
+:meth:`Simulator.mark_offered`), so the ``marl`` policy in the simulator sees exactly these
+observations (test).
 
 ``single_agent=True`` is the single-agent variant: one scheduler whose graph is the whole cluster
 (every GPU group), one queue of every arrived job, no forwarding action; in the simulator it is
@@ -58,8 +59,8 @@ import numpy as np
 from learned.interference.features import (ALL, EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
                                            PARTITION_FEATURES, PartitionGraph, Planning,
                                            added_slowdown, check_level, choose_group, observe)
-from placement.interference import Simulator, Workload, make_cluster, profiles
-from placement.interference.simulator import DONE, WAITING
+from placement.interference import (PlacementEpisode, Simulator, Workload, default_rate,
+                                    make_cluster, profiles)
 from tjap.errors import InvalidInputError
 
 WAIT_PENALTY = 0.2
@@ -124,8 +125,6 @@ class InterferenceEnv(gym.Env):
                  extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY,
                  reward: str = "proxy", single_agent: bool = False, rule: str = "whole",
                  level: str = "device"):
-        from placement.interference.cli import default_rate
-
         self._config = dict(topology=topology, k=k, arch=arch, intervals=intervals,
                             pattern=pattern, rate=rate, extra_intervals=extra_intervals,
                             wait_penalty=wait_penalty, single_agent=single_agent, level=level)
@@ -180,17 +179,19 @@ class InterferenceEnv(gym.Env):
         done = False
         while not done:
             _, _, done, _, _ = twin.step(twin.expert_action(self.rule))
-        return np.array(twin._interval_cost)
+        return np.array(twin.episode.time_in_system)
 
     def _begin(self, workload: Workload):
         self.workload = workload
         self.sim = Simulator(self.cluster, self.workload)
+        self.episode = PlacementEpisode(self.sim, scope="cluster" if self.single_agent
+                                        else "partition",
+                                        max_intervals=self.intervals + self.extra_intervals)
         self._group_rng = np.random.default_rng(workload.seed)   # server level: the random group
-        self._interval_cost = []
         self._reward, self._agent = 0.0, 0
         self._obs = {key: np.zeros(space.shape, space.dtype)
                      for key, space in self.observation_space.spaces.items()}
-        self._episode = self._run()
+        self._decisions = self._run()
         return self._advance(None)[0], self._info()
 
     def step(self, action):
@@ -210,20 +211,20 @@ class InterferenceEnv(gym.Env):
 
         ``tetris``: the feasible group maximising 2 x (the job already has a task on its server)
         + fill after placing. ``whole``: the group of the least-cost plan keeping the job on one
-        server (:class:`heuristics.interference.WholeJobPolicy`, read from the ``whole_ok`` /
+        server (:class:`heuristics.interference.rules.WholeJobPolicy`, read from the ``whole_ok`` /
         ``whole_gap`` features), Tetris's choice when no such plan exists. At server level the
         same code reads the server nodes' aggregates (most fill, least gap over the server's
         groups), so it picks the server of the rule's group (ties to the first, as there)."""
         return rule_action(self._obs["nodes"], self._mask, expert)
 
-    # -- the simulation, as a generator that yields at each decision -------------------------
+    # -- the episode, as a generator that yields at each decision ----------------------------
     def _info(self) -> dict:
         return {"agent": self._agent, "interval": self.sim.interval,
                 "action_mask": self._mask.copy()}
 
     def _advance(self, action):
         try:
-            self._obs, self._mask = self._episode.send(action)
+            self._obs, self._mask = self._decisions.send(action)
             return self._obs, False
         except StopIteration:
             self._mask = np.zeros_like(self._mask)
@@ -231,10 +232,7 @@ class InterferenceEnv(gym.Env):
             return self._obs, True
 
     def _place(self, p: int, job: int, batch=()):
-        sim, graph = self.sim, self.graphs[0 if self.single_agent else p]
-        p = ALL if self.single_agent else p
-        if p != ALL:
-            sim.mark_offered(job, p)
+        sim, graph = self.sim, self.graphs[0 if p == ALL else p]
         plan = Planning(sim, p, exclude=batch)   # the policy plans its batch in one call
         plan.start(sim, job)
         self._agent, self._plan = max(p, 0), plan
@@ -251,59 +249,33 @@ class InterferenceEnv(gym.Env):
             if self.reward == "proxy":
                 self._reward -= added_slowdown(sim, plan, g)
             plan.add(sim, g)
-        sim.commit(job, np.array(plan.plan, np.int64))
+        self.episode.commit(job, np.array(plan.plan, np.int64))
         if self.reward == "proxy":
             self._reward -= comm_cost(sim, job)
         return True
 
     def _run(self):
-        sim, w, c = self.sim, self.workload, self.cluster
-        P = c.num_partitions
-        queues: list[list[int]] = [[] for _ in range(P)]
-        running: list[int] = []
-        next_job = 0
-        self._agent = 0
-        for i in range(self.intervals + self.extra_intervals):
-            sim.interval = i
-            while next_job < len(w) and w.arrival[next_job] <= i:
-                queues[w.home[next_job]].append(next_job)
-                next_job += 1
-            sim.begin_interval(queues)   # the queue features (as the simulator records them)
-            forward = []
-            if self.single_agent:   # one scheduler for the whole cluster: one queue, no forwarding
-                batch = []
-                for job in [j for q in queues for j in q]:
-                    if (yield from self._place(ALL, job, batch)):
-                        batch.append(job)
-            for p in range(P if not self.single_agent else 0):
-                batch = []
-                for job in queues[p]:
-                    if (yield from self._place(p, job, batch)):
-                        batch.append(job)
-                    else:
-                        forward.append(job)
-            for job in forward:
-                free_gpu, free_cpu = sim.free_by_partition()
-                gpus, cpus, _ = sim.task_demands(job)
-                for q in np.argsort(-free_gpu, kind="stable"):
-                    if sim.offered(job)[q] or free_gpu[q] < gpus.sum() or free_cpu[q] < cpus.sum():
-                        continue
-                    sim.forwarded[job] += 1
-                    if (yield from self._place(int(q), job)):
-                        break
-            for p in range(P):
-                queues[p] = [j for j in queues[p] if sim.state[j] == WAITING]
-            if self.reward == "proxy":
-                self._reward -= self.wait_penalty * sum(len(q) for q in queues)
-            in_system = np.flatnonzero((w.arrival[:next_job] <= i)
-                                       & (sim.state[:next_job] != DONE))
-            running = sim.advance(running)
-            if self.reward != "proxy":   # each job's share of this interval in the system
-                finish = sim.finish[in_system]
-                cost = float(np.where(np.isfinite(finish), finish - i, 1.0).sum())
-                self._interval_cost.append(cost)
-                self._reward -= cost
-                if self.reward == "jct_rule" and i < len(self._rule_cost):
-                    self._reward += float(self._rule_cost[i])
-            if next_job == len(w) and not any(queues) and not running:
+        """The episode's turns, one job after the other, one task at a time; the interval
+        rewards are added as the episode records each interval."""
+        episode, seen = self.episode, 0
+        while True:
+            turn = episode.next_turn()
+            seen = self._interval_rewards(seen)
+            if turn is None:
                 return
+            batch = []
+            for job in turn.jobs:
+                if (yield from self._place(turn.partition, job, batch)):
+                    batch.append(job)
+
+    def _interval_rewards(self, seen: int) -> int:
+        """Add the rewards of the intervals the episode recorded since the first ``seen``."""
+        episode = self.episode
+        for i in range(seen, len(episode.time_in_system)):
+            if self.reward == "proxy":
+                self._reward -= self.wait_penalty * episode.waiting[i]
+                continue
+            self._reward -= episode.time_in_system[i]   # each job's share of the interval
+            if self.reward == "jct_rule" and i < len(self._rule_cost):
+                self._reward += float(self._rule_cost[i])
+        return len(episode.time_in_system)

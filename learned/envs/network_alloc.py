@@ -1,12 +1,11 @@
 """Choosing servers for seed 003's requests, one server per step (issue 7).
 
 An episode serves ``requests`` requests (the paper trains on 32) on one topology (drawn per episode
-from ``topologies``, all of one size, so one observation shape), exactly as
-:func:`placement.network.run_episode` does: expired requests are released before each arrival,
-time advances while the data centre lacks the raw resources, then the agent adds one server per
-step until the request is accepted or fails. Reward (the paper, Sec. 3.B): +10 when a step
-completes a request, -10 when it fails it, 0 otherwise. An action the engine's mask forbids (only
-a caller ignoring ``action_masks()`` sends one) fails the request.
+from ``topologies``, all of one size, so one observation shape): it is a
+:class:`placement.network.Episode`, the same object :func:`placement.network.run_episode` drives,
+and one env step is one :meth:`~placement.network.Episode.step`. Reward (the paper, Sec. 3.B): +10
+when a step completes a request, -10 when it fails it, 0 otherwise. An action the engine's mask
+forbids (only a caller ignoring ``action_masks()`` sends one) fails the request.
 
 Observations are :class:`learned.network.features.FeatureBuilder`'s ``(nodes + 1) x 16`` array;
 the topology's structure is not in them (the policy holds it). Request streams are
@@ -20,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from learned.network.features import FeatureBuilder
-from placement.network import Engine, Outcome, Requests, Topology, paper_topology
+from placement.network import Episode, Outcome, Requests, Topology, paper_topology
 from tjap.errors import InvalidInputError
 
 ACCEPT_REWARD, FAIL_REWARD = 10.0, -10.0
@@ -49,59 +48,52 @@ class NetworkAllocEnv(gym.Env):
                                     f"got {requests!r}")
         self.topologies = topologies
         self.requests_per_episode = int(requests)
-        self.max_servers, self.load = max_servers, load
-        self.engines = [Engine(t, routing=routing) for t in topologies]
+        self.routing, self.max_servers, self.load = routing, max_servers, load
         self.builders = [FeatureBuilder(t, max_servers=max_servers, load=load)
                          for t in topologies]
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, self.builders[0].shape,
                                                 dtype=np.float32)
         self.action_space = gym.spaces.Discrete(topologies[0].num_servers)
-        self.engine, self.builder = self.engines[0], self.builders[0]
+        self.topology, self.builder = topologies[0], self.builders[0]
+        none = np.zeros(0, np.int64)   # an empty episode until reset(); it also checks routing
+        self.episode = Episode(self.topology, Requests(none, none, none), routing=routing)
+
+    @property
+    def engine(self):
+        """The engine of the current episode (what a policy reads)."""
+        return self.episode.engine
+
+    @property
+    def stream(self) -> Requests:
+        """The current episode's requests."""
+        return self.episode.requests
 
     # -- episode ---------------------------------------------------------------------------------
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         which = int(self.np_random.integers(len(self.topologies)))
-        self.engine, self.builder = self.engines[which], self.builders[which]
-        self.topology = self.topologies[which]
-        self.stream = Requests.generate(self.topology, self.requests_per_episode,
-                                        int(self.np_random.integers(1000, 2**31)),
-                                        max_servers=self.max_servers, load=self.load)
-        self.engine.reset()
-        self.index = 0
-        self.accepted = 0
-        self._begin()
+        self.topology, self.builder = self.topologies[which], self.builders[which]
+        stream = Requests.generate(self.topology, self.requests_per_episode,
+                                   int(self.np_random.integers(1000, 2**31)),
+                                   max_servers=self.max_servers, load=self.load)
+        self.episode = Episode(self.topology, stream, routing=self.routing)
         return self._observe(), self._info()
 
-    def _begin(self) -> None:
-        """Start request ``self.index`` (time advances first, as in run_episode)."""
-        s, i = self.stream, self.index
-        self.engine.arrive(int(s.cpu[i]), int(s.mem[i]), int(s.holding[i]), first=i == 0)
-
     def step(self, action):
-        e = self.engine
         server = int(action)
-        if 0 <= server < e.topology.num_servers and e.mask()[server]:
-            outcome = e.step(server)
-        else:
-            outcome = e.abort()
+        allowed = 0 <= server < self.topology.num_servers and self.engine.mask()[server]
+        outcome = self.episode.step(server if allowed else None)
         reward = 0.0
-        terminated = False
         if outcome != Outcome.PENDING:
             reward = ACCEPT_REWARD if outcome == Outcome.ACCEPTED else FAIL_REWARD
-            self.accepted += outcome == Outcome.ACCEPTED
-            self.index += 1
-            terminated = self.index == len(self.stream)
-            if not terminated:
-                self._begin()
-        return self._observe(), reward, terminated, False, self._info()
+        return self._observe(), reward, self.episode.done, False, self._info()
 
     def _observe(self) -> np.ndarray:
         return self.builder.observe(self.engine)
 
     def _info(self) -> dict:
-        return {"topology": self.topology.name, "request": self.index,
-                "accepted": self.accepted}
+        return {"topology": self.topology.name, "request": self.episode.index,
+                "accepted": self.episode.accepted_count}
 
     def action_masks(self) -> np.ndarray:
         mask = self.engine.mask()

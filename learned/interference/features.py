@@ -14,10 +14,10 @@ observation of :class:`learned.envs.InterferenceEnv` (a dict of arrays, see ``NO
 ``JOB_FEATURES``, ``PARTITION_FEATURES``). Group features include the two scores the heuristics
 use (Tetris's locality + fill and the interference model's added slowdown of the server, computed
 by one Numba kernel), so imitation of Tetris is learnable and interference is visible, and the
-score of the ``whole`` rule (:class:`heuristics.interference.WholeJobPolicy`): ``whole_ok`` whether
-some plan that keeps the job on one server (consistent with its tasks placed so far) puts the
-current task on the group, ``whole_gap`` that plan's least predicted cost minus the best group's
-(clipped to [0, 2]; 2 where no such plan exists).
+score of the ``whole`` rule (:class:`heuristics.interference.rules.WholeJobPolicy`):
+``whole_ok`` whether some plan that keeps the job on one server (consistent with its tasks placed
+so far) puts the current task on the group, ``whole_gap`` that plan's least predicted cost minus
+the best group's (clipped to [0, 2]; 2 where no such plan exists).
 
 Two levels (seed 001, Sec. VI "Server-level" / "Device-level"). ``level="device"`` (the default)
 is the graph above: the action nodes are the GPU groups, so a scheduler picks the socket of each
@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from heuristics.interference import (Scratch, _add_plan_flows, _server_interference,
-                                     _split_cost, running_jobs_by_server)
 from placement.interference import profiles
+from placement.interference.cluster import CLUSTER
+from placement.interference.planning import (Scratch, add_plan_flows, running_jobs_by_server,
+                                             server_interference, split_cost)
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
 
@@ -48,7 +49,7 @@ JOB_FEATURES = ("is_worker", "cpu", "pcie", "grad", "workers", "ps", "placed", "
 PARTITION_FEATURES = ("free_gpu", "cpu_used", "pcie_used", "queue", "visited")
 MAX_TIER = 4
 #: The "partition" of the single-agent variant: the whole cluster.
-ALL = -1
+ALL = CLUSTER
 #: What a scheduler picks: a GPU group ("device", the default) or a server ("server").
 LEVELS = ("device", "server")
 #: How a server node's features come from its groups' at ``level="server"`` (the device level's
@@ -145,8 +146,9 @@ class PartitionGraph:
 
 
 class Planning(Scratch):
-    """Scratch per-group state of one ``place`` call (copied from the simulator, as the heuristics'
-    :class:`~heuristics.interference.Scratch`) and the partial plan of the job being placed."""
+    """Scratch per-group state of one ``place`` call (a
+    :class:`~placement.interference.planning.Scratch` copy of the simulator's) and the partial
+    plan of the job being placed."""
 
     def __init__(self, sim, partition: int | None = None, exclude=()):
         super().__init__(sim)
@@ -173,8 +175,8 @@ class Planning(Scratch):
         if self.plan:
             self.server_job[c.group_server[self.plan]] = 0
             if self.done:   # the previous job was planned in full: its flows now share links
-                _add_plan_flows(c, np.array(self.plan, np.int64), int(w.workers[self.job]),
-                                int(w.ps[self.job]), self.link_flows)
+                add_plan_flows(c, np.array(self.plan, np.int64), int(w.workers[self.job]),
+                               int(w.ps[self.job]), self.link_flows)
         self.job, self.plan = job, []
         lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
         self.gpu = sim.task_worker[lo:hi].astype(np.int64)
@@ -225,12 +227,12 @@ def _group_scores(groups, gpu_need, cpu_need, pcie_need, exp_need, gpu_free, cpu
         s = group_server[g]
         out_fill[i] = ((group_gpus[g] - gpu_free[g] + gpu_need) / group_gpus[g]
                        + (cpu_used[g] + cpu_need) / cpu_capacity[g]) / 2.0
-        before = _server_interference(s, -1, 0.0, 0.0, 0.0, cpu_used, pcie_used, tasks, exp_sum,
-                                      server_tasks, group_cores, server_first_group,
-                                      server_groups, coef)
-        after = _server_interference(s, g, cpu_need, pcie_need, exp_need, cpu_used, pcie_used,
-                                     tasks, exp_sum, server_tasks, group_cores,
-                                     server_first_group, server_groups, coef)
+        before = server_interference(s, -1, 0.0, 0.0, 0.0, cpu_used, pcie_used, tasks, exp_sum,
+                                     server_tasks, group_cores, server_first_group,
+                                     server_groups, coef)
+        after = server_interference(s, g, cpu_need, pcie_need, exp_need, cpu_used, pcie_used,
+                                    tasks, exp_sum, server_tasks, group_cores,
+                                    server_first_group, server_groups, coef)
         out_slow[i] = after - before
 
 
@@ -240,8 +242,8 @@ def _whole_group_costs(servers, plan_server, placed, is_worker, W, P, cw, pw, ew
                        server_tasks, group_gpus, group_cores, cpu_capacity, server_first_group,
                        server_groups, num_groups, link_gbps, link_flows, coef, nb_ptr, nb_jobs,
                        flow_ptr, flow_links, flow_len, job_volume, job_iter_s, out):
-    """``out[g]``: the least predicted cost (:func:`heuristics.interference._split_cost`, on the
-    state before the job) of a plan keeping the job whole on one server that puts the current
+    """``out[g]``: the least predicted cost (:func:`placement.interference.planning.split_cost`,
+    on the state before the job) of a plan keeping the job whole on one server that puts the current
     task on group g and agrees with the tasks placed so far (``placed``: workers on the server's
     first / second group, PSs on the first / second; all on ``plan_server``, -1 before the first
     task). Empty servers of one shape share the first one's costs (as the rule scores them)."""
@@ -269,11 +271,11 @@ def _whole_group_costs(servers, plan_server, placed, is_worker, W, P, cw, pw, ew
             for b in range(P, -1, -1):
                 if b < placed[2] or P - b < placed[3]:
                     continue
-                cost = _split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s,
-                                   gpu_free, cpu_used, pcie_used, tasks, exp_sum, server_tasks,
-                                   group_cores, cpu_capacity, server_first_group, server_groups,
-                                   num_groups, link_gbps, link_flows, coef, nb, flow_ptr,
-                                   flow_links, flow_len, job_volume, job_iter_s)
+                cost = split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s,
+                                  gpu_free, cpu_used, pcie_used, tasks, exp_sum, server_tasks,
+                                  group_cores, cpu_capacity, server_first_group, server_groups,
+                                  num_groups, link_gbps, link_flows, coef, nb, flow_ptr,
+                                  flow_links, flow_len, job_volume, job_iter_s)
                 if cost == np.inf:
                     continue
                 if is_worker:

@@ -29,15 +29,13 @@ by the run's seed (:func:`learned.interference.features.choose_group`). Its defa
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from learned.policy_io import load_state, read_weights_metadata
+from learned.policy_io import load_weights, save_weights
 from tjap.errors import InvalidInputError
 
-FORMAT = "tjap.interference-gnn/1"
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
 SINGLE_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_single.json")
 SERVER_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_marl_server.json")
@@ -45,22 +43,13 @@ SERVER_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_marl_server.json")
 
 def save_model(model, path, training: dict, level: str = "device") -> tuple[Path, Path]:
     """Write ``path``.pt (the state dict) and ``path``.json (metadata: the architecture, the
-    ``level`` the network acts at, ``training``); the device level's metadata stays as it was
-    (no ``level`` key, which reads as device)."""
-    import torch
-
+    ``level`` the network acts at, ``training``) in the format of :mod:`learned.policy_io`; the
+    device level's metadata has no ``level`` key (which reads as device)."""
     from learned.interference.features import check_level
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    weights, meta = path.with_suffix(".pt"), path.with_suffix(".json")
-    torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, weights)
     extra = {"level": level} if check_level(level) != "device" else {}
-    meta.write_text(json.dumps({"format": FORMAT, "model": model.config, **extra,
-                                "training": training, "weights_file": weights.name,
-                                "versions": {"torch": torch.__version__,
-                                             "numpy": np.__version__}}, indent=2))
-    return weights, meta
+    return save_weights(path, "interference-gnn", model,
+                        {"model": model.config, **extra, "training": training})
 
 
 def weights_level(meta: dict) -> str:
@@ -73,25 +62,22 @@ def load_model(path=None, level: str | None = None):
     with ``level``, weights trained at the other level are refused."""
     from learned.interference.gnn import InterferenceGNN
 
-    path = Path(path) if path is not None else DEFAULT_WEIGHTS
-    meta_path, meta = read_weights_metadata(path, FORMAT, "interference GNN",
-                                            "train one with `python -m learned.interference.train`")
-    if not isinstance(meta.get("model"), dict):
-        raise InvalidInputError(f"{meta_path} names no model architecture ('model')")
-    if level is not None and weights_level(meta) != level:
-        raise InvalidInputError(
-            f"{meta_path} holds {weights_level(meta)}-level weights, not {level}-level ones; use "
-            f"{'marl-server' if weights_level(meta) == 'server' else 'marl or single'} with them "
-            f"or train {level}-level ones (python -m learned.interference.train --level "
-            f"{level})")
-    model = InterferenceGNN(**meta["model"])
-    state, weights = load_state(meta_path, meta)
-    try:
-        model.load_state_dict(state)
-    except RuntimeError as exc:
-        raise InvalidInputError(f"{weights} does not fit the model {meta['model']}: {exc}") from None
-    model.eval()
-    return model, meta
+    def build(meta_path, meta):
+        if not isinstance(meta.get("model"), dict):
+            raise InvalidInputError(f"{meta_path} names no model architecture ('model')")
+        if level is not None and weights_level(meta) != level:
+            raise InvalidInputError(
+                f"{meta_path} holds {weights_level(meta)}-level weights, not {level}-level ones; "
+                f"use {'marl-server' if weights_level(meta) == 'server' else 'marl or single'} "
+                f"with them or train {level}-level ones (tjap train interference "
+                f"--level {level})")
+        try:
+            return InterferenceGNN(**meta["model"])
+        except TypeError:
+            raise InvalidInputError(f"{meta_path}: model {meta['model']!r} is not an "
+                                    "InterferenceGNN architecture") from None
+
+    return load_weights(path if path is not None else DEFAULT_WEIGHTS, "interference-gnn", build)
 
 
 class MarlPolicy:

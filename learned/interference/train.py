@@ -14,15 +14,13 @@
    variant (the network picks servers, the env a random group of the server; the behaviour
    cloning target is the server of the rule's group).
 
-``python -m learned.interference.train --k 8 --seed 0 --out learned/weights/interference_marl``
-writes the weights, the metadata (how trained, the command, the seed, the curve) and a CSV curve.
-Deterministic in ``--seed`` on one machine with one thread.
+``tjap train interference --k 8 --seed 0 --out learned/weights/interference_marl`` (which calls
+:func:`train_interference`) writes the weights and the metadata (how trained, the command, the
+seed, the curve). Deterministic in ``--seed`` on one machine with one thread.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from datetime import date
 
@@ -54,7 +52,7 @@ def collect_expert(env, episodes: int, seed: int, gamma: float, expert: str = "w
 
 
 def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: int,
-                    num_actions: int, value_scale: float):
+                    num_actions: int, value_scale: float, log=print):
     import torch
 
     from learned.interference.gnn import to_torch
@@ -80,13 +78,13 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
             total += float(loss.detach()) * len(idx)
             correct += int((logits.argmax(1) == target).sum())
         curve.append({"phase": "bc", "epoch": epoch, "loss": total / n, "accuracy": correct / n})
-        print(f"bc epoch {epoch}: loss {total / n:.4f} accuracy {correct / n:.3f}", flush=True)
+        log(f"bc epoch {epoch}: loss {total / n:.4f} accuracy {correct / n:.3f}", flush=True)
     return curve
 
 
 def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: float, seed: int,
         gamma: float, lam: float, clip: float, value_scale: float, entropy: float,
-        evaluate=None, eval_every: int = 0):
+        evaluate=None, eval_every: int = 0, log=print):
     """PPO on ``env``; with ``evaluate`` (a function of the model returning a list of greedy avg
     JCTs) and ``eval_every`` > 0 the curve also gets ``{"phase": "eval", "step", "avg_jct"}``
     rows before the first rollout, at every ``eval_every`` decisions and after the last one."""
@@ -108,8 +106,8 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
             return
         jct = evaluate(model)
         curve.append({"phase": "eval", "step": done_steps, "avg_jct": jct})
-        print(f"eval at {done_steps} decisions: greedy avg JCT {np.round(jct, 3).tolist()}",
-              flush=True)
+        log(f"eval at {done_steps} decisions: greedy avg JCT {np.round(jct, 3).tolist()}",
+            flush=True)
         next_eval = done_steps + eval_every
 
     while done_steps < steps:
@@ -135,7 +133,7 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
             if done:
                 curve.append({"phase": "ppo", "episode": episode, "step": done_steps + len(buf_act),
                               "return": ep_return, "jobs": len(env.workload)})
-                print(f"ppo episode {episode} return {ep_return:.1f}", flush=True)
+                log(f"ppo episode {episode} return {ep_return:.1f}", flush=True)
                 episode += 1
                 ep_return = 0.0
                 obs, _ = env.reset(seed=seed + 1000 + episode)
@@ -204,117 +202,114 @@ def evaluate_in_env(model, env, seeds) -> list[float]:
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--k", type=int, default=8, help="fat-tree k of the training cluster")
-    p.add_argument("--intervals", type=int, default=8, help="arrival intervals per episode")
-    p.add_argument("--pattern", default="poisson")
-    p.add_argument("--expert", default="whole", choices=("whole", "tetris"),
-                   help="the rule behaviour cloning imitates (default whole)")
-    p.add_argument("--reward", default="proxy", choices=("proxy", "jct", "jct_rule"),
-                   help="env reward: proxy (added slowdown, comm cost, waiting), jct (minus "
-                        "each interval's time in system of every job: the total JCT) or "
-                        "jct_rule (the --expert rule's time in system on the same workload "
-                        "minus the agent's: the JCT saved against the rule)")
-    p.add_argument("--single-agent", action="store_true",
-                   help="one scheduler for the whole cluster (no partitions, no forwarding)")
-    p.add_argument("--level", default="device", choices=("device", "server"),
-                   help="what the network picks: a GPU group (device, default) or a server "
-                        "(server: the task goes to a random group of it)")
-    p.add_argument("--eval-seeds", default="",
-                   help="comma-separated env seeds to evaluate the greedy policy on after "
-                        "training (24 intervals of arrivals + at most 24 to drain; stored in "
-                        "the metadata)")
-    p.add_argument("--eval-every", type=int, default=0,
-                   help="with --eval-seeds: also evaluate before PPO and every N PPO decisions "
-                        "(learning curve of greedy avg JCT in the metadata)")
-    p.add_argument("--bc-episodes", type=int, default=6)
-    p.add_argument("--bc-epochs", type=int, default=6)
-    p.add_argument("--ppo-steps", type=int, default=0)
-    p.add_argument("--rollout", type=int, default=1024)
-    p.add_argument("--hidden", type=int, default=32)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="learned/weights/interference_marl")
-    p.add_argument("--init", default=None, help="start from these weights (.json)")
-    p.add_argument("--save-bc", default=None, help="also save the cloned model here before PPO")
-    args = p.parse_args(argv)
+def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisson",
+                       expert: str = "whole", reward: str = "proxy", single_agent: bool = False,
+                       level: str = "device", eval_seeds=(), eval_every: int = 0,
+                       bc_episodes: int = 6, bc_epochs: int = 6, ppo_steps: int = 0,
+                       rollout: int = 1024, hidden: int = 32, layers: int = 2, seed: int = 0,
+                       out: str = "learned/weights/interference_marl", init: str | None = None,
+                       save_bc: str | None = None, command: str = "", quiet: bool = False) -> dict:
+    """Train a seed-001 scheduler (module docstring) and save it to ``out``.pt / .json.
+
+    Parameters
+    ----------
+    k, intervals, pattern
+        The training env: fat-tree k, arrival intervals per episode, arrival pattern.
+    expert : {"whole", "tetris"}
+        The rule behaviour cloning imitates (and ``jct_rule`` measures against).
+    reward : {"proxy", "jct", "jct_rule"}
+        The env's reward for PPO (:class:`learned.envs.InterferenceEnv`).
+    single_agent, level
+        The single-agent variant; what the network picks ("device": a GPU group, "server").
+    eval_seeds : sequence of int
+        Env seeds the greedy policy is evaluated on after training (24 intervals of arrivals + at
+        most 24 to drain); with ``eval_every`` > 0 also before PPO and every that many decisions.
+    bc_episodes, bc_epochs, ppo_steps, rollout, hidden, layers, seed
+        Expert episodes and epochs of behaviour cloning, PPO decisions and rollout length, the
+        network's width and depth, the seed (deterministic on one machine with one thread).
+    out, init, save_bc
+        Where to save; weights to start from (.json); where to save the cloned model before PPO.
+    command : str
+        The command line recorded in the metadata.
+    quiet : bool
+        No progress lines.
+
+    Returns
+    -------
+    dict
+        ``weights`` and ``metadata`` (the files written), ``figures`` (the greedy evaluation) and
+        ``train_seconds``.
+    """
     import torch
 
     from learned.envs.interference import InterferenceEnv
     from learned.interference.gnn import InterferenceGNN
     from learned.interference.policy import save_model
 
+    log = (lambda *a, **kw: None) if quiet else print
     torch.set_num_threads(1)
-    torch.manual_seed(args.seed)
+    torch.manual_seed(seed)
     started = time.time()
-    env = InterferenceEnv(k=args.k, intervals=args.intervals, pattern=args.pattern,
-                          reward=args.reward, single_agent=args.single_agent, rule=args.expert,
-                          level=args.level)
-    seeds = [int(x) for x in args.eval_seeds.split(",")] if args.eval_seeds else []
-    eval_env = InterferenceEnv(k=args.k, intervals=24, pattern=args.pattern, extra_intervals=24,
-                               single_agent=args.single_agent, level=args.level)
-    model = InterferenceGNN(hidden=args.hidden, layers=args.layers)
-    if args.init:
+    env = InterferenceEnv(k=k, intervals=intervals, pattern=pattern, reward=reward,
+                          single_agent=single_agent, rule=expert, level=level)
+    seeds = [int(x) for x in eval_seeds]
+    eval_env = InterferenceEnv(k=k, intervals=24, pattern=pattern, extra_intervals=24,
+                               single_agent=single_agent, level=level)
+    model = InterferenceGNN(hidden=hidden, layers=layers)
+    if init:
         from learned.interference.policy import load_model
 
-        model = load_model(args.init, level=args.level)[0]
+        model = load_model(init, level=level)[0]
     value_scale = 50.0
     curve = []
-    if args.bc_episodes:
-        data = collect_expert(env, args.bc_episodes, args.seed, 0.99, args.expert)
-        print(f"{len(data[2])} expert decisions ({time.time() - started:.0f} s)", flush=True)
-        curve += behaviour_clone(model, data, epochs=args.bc_epochs, batch=128, lr=3e-3,
-                                 seed=args.seed, num_actions=env.num_actions,
-                                 value_scale=value_scale)
-    if args.save_bc:
-        save_model(model, args.save_bc, {"what": "behaviour cloning stage only", "curve": curve},
-                   level=args.level)
-    if args.ppo_steps:
-        curve += ppo(model, env, steps=args.ppo_steps, rollout=args.rollout, epochs=3, batch=128,
-                     lr=3e-4, seed=args.seed, gamma=0.99, lam=0.95, clip=0.2,
-                     value_scale=value_scale, entropy=0.003,
+    if bc_episodes:
+        data = collect_expert(env, bc_episodes, seed, 0.99, expert)
+        log(f"{len(data[2])} expert decisions ({time.time() - started:.0f} s)", flush=True)
+        curve += behaviour_clone(model, data, epochs=bc_epochs, batch=128, lr=3e-3, seed=seed,
+                                 num_actions=env.num_actions, value_scale=value_scale, log=log)
+    if save_bc:
+        save_model(model, save_bc, {"what": "behaviour cloning stage only", "curve": curve},
+                   level=level)
+    if ppo_steps:
+        curve += ppo(model, env, steps=ppo_steps, rollout=rollout, epochs=3, batch=128, lr=3e-4,
+                     seed=seed, gamma=0.99, lam=0.95, clip=0.2, value_scale=value_scale,
+                     entropy=0.003,
                      evaluate=(lambda m: evaluate_in_env(m, eval_env, seeds)) if seeds else None,
-                     eval_every=args.eval_every)
+                     eval_every=eval_every, log=log)
     figures = {}
-    if args.eval_seeds:   # keep the trained weights even if the evaluation is cut short
-        save_model(model, args.out, {"what": "saved before evaluation", "curve": curve},
-                   level=args.level)
+    if seeds:   # keep the trained weights even if the evaluation is cut short
+        save_model(model, out, {"what": "saved before evaluation", "curve": curve}, level=level)
         evals = [row for row in curve if row.get("phase") == "eval"]
-        jct = evals[-1]["avg_jct"] if evals and evals[-1]["step"] >= args.ppo_steps \
+        jct = evals[-1]["avg_jct"] if evals and evals[-1]["step"] >= ppo_steps \
             else evaluate_in_env(model, eval_env, seeds)
         figures = {"eval_seeds": seeds, "eval_intervals": 24, "eval_avg_jct": jct}
-        print(f"greedy avg JCT on seeds {seeds}: {np.round(jct, 3).tolist()}", flush=True)
+        log(f"greedy avg JCT on seeds {seeds}: {np.round(jct, 3).tolist()}", flush=True)
     training = {"what": "seed 001 " + ("single-agent scheduler: one GNN actor-critic for the "
-                                       "whole cluster" if args.single_agent else
+                                       "whole cluster" if single_agent else
                                        "marl scheduler: GNN actor-critic shared by every "
                                        "partition")
                 + (" (server level: picks a server, the env a random feasible group of it)"
-                   if args.level == "server" else ""),
-                "single_agent": args.single_agent, "figures": figures,
-                "cluster": f"fattree k={args.k} pcie", "episode_intervals": args.intervals,
-                "pattern": args.pattern, "expert": args.expert,
-                "bc_episodes": args.bc_episodes,
-                "bc_epochs": args.bc_epochs, "ppo_steps": args.ppo_steps, "seed": args.seed,
-                "init": args.init,
+                   if level == "server" else ""),
+                "single_agent": single_agent, "figures": figures,
+                "cluster": f"fattree k={k} pcie", "episode_intervals": intervals,
+                "pattern": pattern, "expert": expert,
+                "bc_episodes": bc_episodes,
+                "bc_epochs": bc_epochs, "ppo_steps": ppo_steps, "seed": seed,
+                "init": init,
                 "reward": {"proxy": "minus added predicted slowdown, minus comm cost / ideal "
                                     "iteration, minus 0.2 per waiting job per interval",
                            "jct": "minus each interval's time in system of every arrived job "
                                   "(sum = total JCT)",
-                           "jct_rule": f"the {args.expert} rule's time in system in each "
+                           "jct_rule": f"the {expert} rule's time in system in each "
                                        "interval on the same workload minus the agent's (sum = "
-                                       "the rule's total JCT minus the agent's)"}[args.reward]
+                                       "the rule's total JCT minus the agent's)"}[reward]
                           + " (learned/envs/interference.py)",
-                "command": "python -m learned.interference.train " + " ".join(
-                    sys.argv[1:] if argv is None else argv),
+                "command": command,
                 "train_seconds": round(time.time() - started, 1), "date": date.today().isoformat(),
                 "device": "local CPU, torch.set_num_threads(1)", "curve": curve}
-    if args.level != "device":   # the device level's metadata stays as it was
-        training["level"] = args.level
-    save_model(model, args.out, training, level=args.level)
-    print(f"saved {args.out}.pt/.json after {time.time() - started:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    if level != "device":   # the device level's metadata stays as it was
+        training["level"] = level
+    weights, metadata = save_model(model, out, training, level=level)
+    log(f"saved {out}.pt/.json after {time.time() - started:.0f} s")
+    return {"weights": str(weights), "metadata": str(metadata), "figures": figures,
+            "train_seconds": training["train_seconds"]}

@@ -20,19 +20,17 @@ The static topology lives in the module; observations carry only the dynamic sta
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch import nn
 
-from learned.policy_io import load_state, read_weights_metadata
 from learned.network.features import CHOSEN, WIDTH, FeatureBuilder, feature_spec
+from learned.policy_io import load_weights, save_weights, spec_hash
 from placement.network.topology import Topology
 from tjap.errors import InvalidInputError
 
-FORMAT = "tjap.network-gnn/1"
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "network_gnn.json"
 ARCH = {"hidden": 16, "layers": 3, "request_dim": 8, "head_hidden": 32, "value_hidden": 64}
@@ -175,57 +173,29 @@ def __getattr__(name):   # GNNMaskablePolicy without importing sb3 at module imp
 
 # -- save / load ---------------------------------------------------------------------------------
 def save(net: GraphSAGEAllocator, path, *, arch: dict, routing: str, training: dict) -> tuple:
-    """Write ``PATH.pt`` (the state dict; no adjacency) and ``PATH.json`` (metadata)."""
-    from learned.features import spec_hash
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    weights, meta = path.with_suffix(".pt"), path.with_suffix(".json")
-    torch.save({k: v.detach().cpu() for k, v in net.state_dict().items()}, weights)
+    """Write ``PATH.pt`` (the state dict; no adjacency) and ``PATH.json`` (metadata) in the
+    format of :mod:`learned.policy_io`; returns both paths."""
     spec = feature_spec()
-    meta.write_text(json.dumps({
-        "format": FORMAT, "what": "seed-003 learned server allocator (GraphSAGE + MaskablePPO)",
+    return save_weights(path, "network-gnn", net, {
+        "what": "seed-003 learned server allocator (GraphSAGE + MaskablePPO)",
         "architecture": dict(ARCH | arch), "routing": routing, "feature_spec": spec,
-        "feature_spec_hash": spec_hash(spec), "training": training, "versions": _versions(),
-        "weights_file": weights.name}, indent=2))
-    return weights, meta
-
-
-def _versions() -> dict:
-    import tjap
-
-    out = {"tjap": tjap.__version__, "torch": torch.__version__, "numpy": np.__version__}
-    for name in ("stable_baselines3", "sb3_contrib", "gymnasium"):
-        try:
-            out[name] = __import__(name).__version__
-        except ImportError:
-            pass
-    return out
-
-
-@functools.lru_cache(maxsize=8)
-def _read(path: str):
-    meta_path, meta = read_weights_metadata(
-        path, FORMAT, "gnn", "give the .json written by `python -m learned.network.train`")
-    from learned.features import spec_hash
-
-    if spec_hash(meta.get("feature_spec", {})) != spec_hash(feature_spec()):
-        raise InvalidInputError(f"{meta_path} was trained on another feature layout "
-                                f"({meta.get('feature_spec_hash')}); retrain it")
-    state, _ = load_state(meta_path, meta)
-    return state, meta
+        "feature_spec_hash": spec_hash(spec), "training": training})
 
 
 def load(path=DEFAULT_WEIGHTS, topology: Topology | None = None):
     """(network, metadata) from ``path`` (.json, .pt or the stem), on ``topology`` if given."""
-    state, meta = _read(str(path))
-    net = GraphSAGEAllocator(**meta["architecture"])
-    try:
-        net.load_state_dict(state)
-    except RuntimeError as exc:
-        raise InvalidInputError(f"{path} does not fit the architecture {meta['architecture']}: "
-                                f"{exc}") from None
-    net.eval()
+    def build(meta_path, meta):
+        if spec_hash(meta.get("feature_spec", {})) != spec_hash(feature_spec()):
+            raise InvalidInputError(f"{meta_path} was trained on another feature layout "
+                                    f"({meta.get('feature_spec_hash')}); retrain it")
+        try:
+            return GraphSAGEAllocator(**meta["architecture"])
+        except (KeyError, TypeError):
+            raise InvalidInputError(f"{meta_path}: architecture {meta.get('architecture')!r} is "
+                                    f"not one of GraphSAGEAllocator's (keys {', '.join(ARCH)})"
+                                    ) from None
+
+    net, meta = load_weights(path, "network-gnn", build)
     if topology is not None:
         net.set_topology(topology)
     return net, meta

@@ -25,25 +25,25 @@ model's choices:
 Training episodes use request seeds 1000 + ..., apart from the table's seeds 0-4 and the
 validation seeds 100-104 that :func:`validate` uses to choose between candidates.
 
-    python -m learned.network.imitation --iterations 8 --episodes 18 --beta 0.5 --epochs 4 \\
-        --learning-rate 3e-3 --seed 0 --time-budget 960 --out learned/weights/network_gnn_imitation
+    tjap train network --imitation-iterations 8 --imitation-episodes 18 --imitation-beta 0.5 \\
+        --imitation-epochs 4 --imitation-lr 3e-3 --seed 0 --time-budget 960 --timesteps 0 \\
+        --out learned/weights/network_gnn_imitation
 
-(the shipped stage 1; the budget stopped it after 5 rounds), then PPO from it:
-``python -m learned.network.train --init learned/weights/network_gnn_imitation.json ...``.
+(the shipped stage 1, run as ``python -m learned.network.imitation`` before that command moved
+into ``tjap train network``; the budget stopped it after 5 rounds), then PPO from it:
+``tjap train network --init learned/weights/network_gnn_imitation.json ...``.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
-import shlex
-import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from placement.network import NAMES, Engine, Outcome, Requests, paper_topology, solve_request
+from placement.network import (NAMES, Engine, Episode, Outcome, Requests, paper_topology,
+                               solve_request)
 from tjap.errors import InvalidInputError
 from tjap.result import Status
 
@@ -133,38 +133,36 @@ def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: 
     rng = np.random.default_rng(seed)
     builder = builder or FeatureBuilder(topology)
     labeller = labeller or ExactLabeller(seed=seed)
-    engine = Engine(topology)
+    episode = Episode(topology, requests)
+    engine = episode.engine
     out = Samples([], [], [], [], [])
-    rewards, accepted = [], 0
-    for i in range(len(requests)):
-        engine.arrive(int(requests.cpu[i]), int(requests.mem[i]), int(requests.holding[i]),
-                      first=i == 0)
-        expert_drives = rng.random() < beta
-        outcome = Outcome.PENDING
-        while outcome == Outcome.PENDING:
-            obs = builder.observe(engine)
-            mask = engine.mask()
-            completion = labeller.completion(engine)
-            if completion:
-                label = label_set(engine, completion)
-                out.obs.append(obs)
-                out.masks.append(mask)
-                out.labels.append(label)
-                out.topologies.append(topology.name)
-            if expert_drives and completion:
-                server = completion[0]
-            elif net is not None:
-                with torch.inference_mode():
-                    logits = net.logits(torch.from_numpy(obs)[None])[0].numpy()
-                server = int(np.flatnonzero(mask)[np.argmax(logits[mask])])
-            else:   # the expert finds no completion: the request is lost whatever is chosen
-                server = int(np.flatnonzero(mask)[0])
-            outcome = engine.step(server)
-            if completion:
-                rewards.append(REWARD[outcome])
-            elif rewards:   # an unlabelled state passes its reward to the last labelled one
-                rewards[-1] += REWARD[outcome]
-        accepted += outcome == Outcome.ACCEPTED
+    rewards = []
+    while not episode.done:
+        if not engine.chosen:   # a request has just arrived: who drives it
+            expert_drives = rng.random() < beta
+        obs = builder.observe(engine)
+        mask = engine.mask()
+        completion = labeller.completion(engine)
+        if completion:
+            label = label_set(engine, completion)
+            out.obs.append(obs)
+            out.masks.append(mask)
+            out.labels.append(label)
+            out.topologies.append(topology.name)
+        if expert_drives and completion:
+            server = completion[0]
+        elif net is not None:
+            with torch.inference_mode():
+                logits = net.logits(torch.from_numpy(obs)[None])[0].numpy()
+            server = int(np.flatnonzero(mask)[np.argmax(logits[mask])])
+        else:   # the expert finds no completion: the request is lost whatever is chosen
+            server = int(np.flatnonzero(mask)[0])
+        outcome = episode.step(server)
+        if completion:
+            rewards.append(REWARD[outcome])
+        elif rewards:   # an unlabelled state passes its reward to the last labelled one
+            rewards[-1] += REWARD[outcome]
+    accepted = episode.accepted_count
     returns, running = np.zeros(len(rewards), np.float32), 0.0
     for k in range(len(rewards) - 1, -1, -1):
         running = rewards[k] + GAMMA * running
@@ -248,7 +246,7 @@ def validate(net_or_path, topologies=NAMES, *, seeds=range(100, 105), requests: 
             return GNNPolicy(net_or_path)
 
         res = evaluate(topology, make, requests=requests, seeds=len(seeds), seed_base=seeds[0])
-        out[name] = round(res["acceptance"], 4)
+        out[name] = round(res.acceptance, 4)
     out["mean"] = round(float(np.mean([out[n] for n in topologies])), 4)
     return out
 
@@ -329,36 +327,3 @@ def train_imitation(topologies=NAMES, *, iterations: int = 4, episodes: int = 6,
     return {"weights": str(weights), "metadata": str(meta), "history": history,
             "validation_mean": best}
 
-
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m learned.network.imitation",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--topologies", nargs="+", default=list(NAMES))
-    parser.add_argument("--iterations", type=int, default=4)
-    parser.add_argument("--episodes", type=int, default=6, help="labelled episodes per iteration")
-    parser.add_argument("--requests", type=int, default=128, help="requests per episode")
-    parser.add_argument("--beta", type=float, default=0.5,
-                        help="expert share per request decays as beta ** iteration")
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--learning-rate", type=float, default=3e-3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--init", default=None, metavar="JSON")
-    parser.add_argument("--time-budget", type=float, default=None, metavar="S")
-    parser.add_argument("--out", default="learned/weights/network_gnn_imitation")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    for name in args.topologies:
-        paper_topology(name, 64)
-    command = "python -m learned.network.imitation " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    result = train_imitation(args.topologies, iterations=args.iterations, episodes=args.episodes,
-                             requests=args.requests, beta=args.beta, epochs=args.epochs,
-                             lr=args.learning_rate, seed=args.seed, out=args.out, init=args.init,
-                             time_budget_s=args.time_budget, quiet=args.quiet, command=command)
-    print({k: v for k, v in result.items() if k != "history"})
-    return result
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,6 @@
 """Training the seed-003 allocator with MaskablePPO (sb3-contrib), reproducible from a seed.
 
-    python -m learned.network.train --timesteps 1000000 --envs 14 --seed 0 \\
-        --out learned/weights/network_gnn
+    tjap train network --timesteps 1000000 --envs 14 --seed 0 --out learned/weights/network_gnn
 
 One model for the nine 64-server topologies (each episode draws one; the network reads the channel
 counts from its features), 32-request episodes as in the paper, reward +10 / -10 per accepted /
@@ -14,10 +13,8 @@ streams use seeds >= 1000), and the figures go into the metadata.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -177,18 +174,18 @@ def _evaluate_one(job):
     path, name, servers, seeds, requests = job
     res = evaluate(paper_topology(name, servers), lambda: GNNPolicy(path), requests=requests,
                    seeds=seeds)
-    return {k: round(res[k], 4) for k in ("acceptance", "cpu_util", "mem_util")}
+    return {k: round(getattr(res, k), 4)
+            for k in ("acceptance", "cpu_utilization", "mem_utilization")}
 
 
 def evaluate_weights(path, topologies=NAMES, *, servers=64, seeds=5, requests=128,
                      workers=None) -> dict:
     """Evaluate the weights at ``path`` (masked argmax) on each topology, seeds 0..seeds-1, in a
     process pool, and record the figures in the metadata under ``training.evaluation``."""
-    import json
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    from learned.network import gnn
+    from learned.policy_io import read_metadata, update_metadata
 
     if seeds < 1:
         return {}
@@ -200,13 +197,11 @@ def evaluate_weights(path, topologies=NAMES, *, servers=64, seeds=5, requests=12
     else:
         results = [_evaluate_one(job) for job in jobs]
     figures = dict(zip(topologies, results))
-    meta_path = Path(path).with_suffix(".json")
-    meta = json.loads(meta_path.read_text())
+    meta_path, meta = read_metadata(path, "network-gnn")
     meta["training"].setdefault("evaluation", {})[f"{servers}_servers"] = {
         "what": f"masked argmax, {servers} servers, {requests} requests, seeds 0..{seeds - 1}",
         "figures": figures}
-    meta_path.write_text(json.dumps(meta, indent=2))
-    gnn._read.cache_clear()
+    update_metadata(meta_path, "network-gnn", meta)
     return figures
 
 
@@ -216,47 +211,3 @@ def _write_curve(path: Path, curve: list[dict]) -> None:
         writer.writeheader()
         writer.writerows(curve)
 
-
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m learned.network.train", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--topologies", nargs="+", default=list(NAMES))
-    parser.add_argument("--timesteps", type=int, default=200_000)
-    parser.add_argument("--envs", type=int, default=1, help="parallel environments (processes)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--requests", type=int, default=32, help="requests per training episode")
-    parser.add_argument("--routing", choices=("shortest", "balanced"), default="shortest")
-    parser.add_argument("--learning-rate", type=float, default=PPO["learning_rate"])
-    parser.add_argument("--n-steps", type=int, default=PPO["n_steps"], help="steps per env per rollout")
-    parser.add_argument("--batch-size", type=int, default=PPO["batch_size"])
-    parser.add_argument("--ent-coef", type=float, default=PPO["ent_coef"])
-    parser.add_argument("--n-epochs", type=int, default=PPO["n_epochs"])
-    parser.add_argument("--gamma", type=float, default=PPO["gamma"])
-    parser.add_argument("--eval-seeds", type=int, default=5)
-    parser.add_argument("--out", default="learned/weights/network_gnn")
-    parser.add_argument("--time-budget", type=float, default=None, metavar="S",
-                        help="stop PPO after this many seconds of wall clock")
-    parser.add_argument("--init", default=None, metavar="JSON",
-                        help="start PPO from these weights instead of a random initialisation")
-    parser.add_argument("--validate-every", type=float, default=None, metavar="S",
-                        help="validate on seeds 100-104 every S seconds and keep the best weights")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if args.validate_every is not None and args.validate_every <= 0:
-        raise InvalidInputError(f"--validate-every must be positive, got {args.validate_every}")
-    ppo = {"learning_rate": args.learning_rate, "n_steps": args.n_steps,
-           "batch_size": args.batch_size, "ent_coef": args.ent_coef, "n_epochs": args.n_epochs,
-           "gamma": args.gamma}
-    command = "python -m learned.network.train " + " ".join(
-        shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    out = train_network(args.topologies, timesteps=args.timesteps, envs=args.envs,
-                        seed=args.seed, out=args.out, requests=args.requests,
-                        routing=args.routing, ppo=ppo, eval_seeds=args.eval_seeds,
-                        quiet=args.quiet, command=command, time_budget_s=args.time_budget,
-                        init=args.init, validate_every_s=args.validate_every)
-    print(out)
-    return out
-
-
-if __name__ == "__main__":
-    main()

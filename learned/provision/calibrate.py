@@ -16,7 +16,7 @@ weights' metadata: the same injection times and the same split. They are recorde
 every decision probed, and checked against the reactive figures the training run stored. Replaying
 a rule on them is exact (:func:`learned.provision.episodes.first_submission`).
 
-    python -m learned.provision.calibrate --trace ../shared/traces/ls6-a100.tsv --weights 1 2 4
+    tjap provision calibrate --trace ../shared/traces/ls6-a100.tsv --weights 1 2 4
 
 writes the thresholds into each model's metadata (``thresholds``, beside those of other weights
 already there; the weights themselves are unchanged).
@@ -28,16 +28,17 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from learned.policy_io import update_metadata
 from learned.provision import episodes as E
 from learned.provision.features import HOUR_S, normalise
-from learned.provision.policies import MODELS, WEIGHTS_DIR, metadata_path, read_metadata
+from learned.provision.weights import (FAMILY, WEIGHTS_DIR, load_network, load_trees,
+                                       metadata_path, read_metadata, weight_key)
 from tjap.errors import InvalidInputError
 
 REGRESSORS = ("rf", "xgb", "transformer", "moe")
@@ -45,16 +46,13 @@ SCALES = (0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5)
 SHIFTS_H = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
 
-def weight_key(weight: float) -> str:
-    return f"{float(weight):g}"
-
-
 def training_args(meta: dict) -> tuple[argparse.Namespace, int]:
     """The training run's arguments (from the command in its metadata) and how many episodes it
     recorded (they are the first of its injection times: recording streams them in order)."""
     from learned.provision.train import parser
 
-    command = shlex.split(meta.get("command", ""))[3:]   # after "python -m learned.provision.train"
+    # after "tjap train provision" (or, in older metadata, "python -m learned.provision.train")
+    command = shlex.split(meta.get("command", ""))[3:]
     try:
         args = parser().parse_args(command)
         return args, int(meta["episodes"]["train"]) + int(meta["episodes"]["validation"])
@@ -96,18 +94,14 @@ def predictions_h(model: str, data: dict, weights_dir=None) -> np.ndarray:
     """The regressor's predicted wait (hours) at every recorded decision."""
     path = metadata_path(model, weights_dir)
     if model in ("rf", "xgb"):
-        from learned.provision.trees import TreeEnsemble
-
-        meta = read_metadata(path)
-        ensemble = TreeEnsemble.load(path.with_name(meta["weights_file"]))
+        ensemble, _ = load_trees(path)
         flat = normalise(data["rows"])[E.window_index(data)].reshape(len(data["wait_s"]), -1)
         return np.asarray(ensemble.predict(flat), np.float64)
     import torch
 
-    from learned.provision.policies import load_torch
     from learned.provision.train import Windows, predict_all
 
-    foundation, _, _ = load_torch(path)
+    foundation, _, _ = load_network(path)
     return predict_all(foundation, Windows(data, torch.device("cpu")), batch=512)[0].astype(np.float64)
 
 
@@ -137,76 +131,59 @@ def choose(data: dict, pred_h: np.ndarray, weights) -> dict:
     return chosen
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m learned.provision.calibrate",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("--trace", required=True)
-    p.add_argument("--weights", type=float, nargs="+", default=[1.0, 2.0, 4.0],
-                   help="interruption weights e_I / e_O to calibrate for (default 1 2 4)")
-    p.add_argument("--models", nargs="+", default=list(REGRESSORS), choices=REGRESSORS)
-    p.add_argument("--weights-dir", default=str(WEIGHTS_DIR))
-    p.add_argument("--data", default="build/provision_held_out.npz",
-                   help="cache of the re-recorded held-out episodes (read if it exists)")
-    p.add_argument("--workers", type=int, default=1)
-    args = p.parse_args(argv)
-    if any(w <= 0 for w in args.weights):
-        p.error("--weights must be positive")
-    try:
-        began = time.time()
-        metas = {m: read_metadata(metadata_path(m, args.weights_dir)) for m in args.models}
-        runs = {(meta["command"], json.dumps(meta["episodes"])) for meta in metas.values()}
-        if len(runs) != 1:
-            raise InvalidInputError("the models come from different training runs; calibrate "
-                                    "them one run at a time with --models")
-        meta0 = next(iter(metas.values()))
-        cache = Path(args.data)
-        if cache.exists():
-            data = dict(np.load(cache))
-        else:
-            data = record_held_out(args.trace, meta0, args.workers)
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(cache, **data)
-        print(f"{len(data['inject_s'])} held-out episodes, {len(data['wait_s'])} decisions "
-              f"({time.time() - began:.0f} s)", flush=True)
-        for model, meta in metas.items():
-            chosen = choose(data, predictions_h(model, data, args.weights_dir), args.weights)
-            kept = {w: c for w, c in meta.get("thresholds", {}).get("by_interruption_weight",
-                                                                        {}).items() if w not in chosen}
-            meta["thresholds"] = {
-                "rule": "submit once scale * predicted_wait_h + shift_h >= remaining_h",
-                "chosen_on": "the training run's held-out episodes (Nov 2022 - Feb 2023), "
-                             "least mean e_I * interruption_h + e_O * overlap_h, e_O = 1",
-                "grid": {"scale": list(SCALES), "shift_h": list(SHIFTS_H)},
-                "command": "python -m learned.provision.calibrate " + " ".join(
-                    argv if argv is not None else sys.argv[1:]),
-                "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "by_interruption_weight": dict(sorted((kept | chosen).items(),
-                                                      key=lambda kv: float(kv[0])))}
-            metadata_path(model, args.weights_dir).write_text(json.dumps(meta, indent=2))
-            for w, c in chosen.items():
-                print(f"{model} e_I/e_O={w}: scale {c['scale']}, shift {c['shift_h']} h, penalty "
-                      f"{c['penalty_h']:.3f} h (plain rule {c['plain_rule_penalty_h']:.3f} h); "
-                      f"heavy {json.dumps(c['validation']['heavy'])}", flush=True)
-    except InvalidInputError as exc:
-        print(f"learned.provision.calibrate: {exc}", file=sys.stderr)
-        return 2
-    return 0
+def calibrate(trace: str, weights=(1.0, 2.0, 4.0), models=REGRESSORS, weights_dir=None,
+              data_path="build/provision_held_out.npz", workers: int = 1, command: str = "",
+              log=print) -> dict:
+    """Choose and store the thresholds of ``models`` for each interruption weight in ``weights``.
+
+    The held-out episodes are re-recorded from the training run (cached in ``data_path``, read if
+    it exists); each model's metadata gains its thresholds (the weights files are unchanged).
+    Returns the chosen thresholds by model. ``tjap provision calibrate`` runs it.
+    """
+    if any(w <= 0 for w in weights):
+        raise InvalidInputError(f"interruption weights must be positive, got {list(weights)}")
+    unknown = sorted(set(models) - set(REGRESSORS))
+    if unknown:
+        raise InvalidInputError(f"cannot calibrate {unknown}; choose among {', '.join(REGRESSORS)}")
+    weights_dir = weights_dir or str(WEIGHTS_DIR)
+    began = time.time()
+    metas = {m: read_metadata(metadata_path(m, weights_dir)) for m in models}
+    runs = {(meta["command"], json.dumps(meta["episodes"])) for meta in metas.values()}
+    if len(runs) != 1:
+        raise InvalidInputError("the models come from different training runs; calibrate "
+                                "them one run at a time with --models")
+    meta0 = next(iter(metas.values()))
+    cache = Path(data_path)
+    if cache.exists():
+        data = dict(np.load(cache))
+    else:
+        data = record_held_out(trace, meta0, workers)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(cache, **data)
+    log(f"{len(data['inject_s'])} held-out episodes, {len(data['wait_s'])} decisions "
+        f"({time.time() - began:.0f} s)")
+    out = {}
+    for model, meta in metas.items():
+        chosen = choose(data, predictions_h(model, data, weights_dir), weights)
+        kept = {w: c for w, c in meta.get("thresholds", {}).get("by_interruption_weight",
+                                                                    {}).items() if w not in chosen}
+        meta["thresholds"] = {
+            "rule": "submit once scale * predicted_wait_h + shift_h >= remaining_h",
+            "chosen_on": "the training run's held-out episodes (Nov 2022 - Feb 2023), "
+                         "least mean e_I * interruption_h + e_O * overlap_h, e_O = 1",
+            "grid": {"scale": list(SCALES), "shift_h": list(SHIFTS_H)},
+            "command": command,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "by_interruption_weight": dict(sorted((kept | chosen).items(),
+                                                  key=lambda kv: float(kv[0])))}
+        update_metadata(metadata_path(model, weights_dir), FAMILY, meta)
+        out[model] = chosen
+        for w, c in chosen.items():
+            log(f"{model} e_I/e_O={w}: scale {c['scale']}, shift {c['shift_h']} h, penalty "
+                f"{c['penalty_h']:.3f} h (plain rule {c['plain_rule_penalty_h']:.3f} h); "
+                f"heavy {json.dumps(c['validation']['heavy'])}")
+    return out
 
 
-def thresholds(meta: dict, weight: float, name: str) -> tuple[float, float]:
-    """(scale, shift_h) calibrated for ``weight`` in a model's metadata."""
-    table = meta.get("thresholds", {}).get("by_interruption_weight", {})
-    if weight_key(weight) not in table:
-        have = ", ".join(table) or "none"
-        raise InvalidInputError(
-            f"{name} has no threshold calibrated for e_I/e_O = {weight:g} (calibrated: {have}); "
-            f"run `python -m learned.provision.calibrate --trace TRACE --weights {weight:g}`")
-    entry = table[weight_key(weight)]
-    return float(entry["scale"]), float(entry["shift_h"])
-
-
-__all__ = ["MODELS", "REGRESSORS", "choose", "penalty_h", "predictions_h",
-           "record_held_out", "thresholds", "training_args", "weight_key"]
-
-if __name__ == "__main__":
-    sys.exit(main())
+__all__ = ["REGRESSORS", "calibrate", "choose", "penalty_h", "predictions_h",
+           "record_held_out", "training_args"]

@@ -10,9 +10,6 @@ successor's limits and the predecessor's elapsed time 48 h, its queue time 24 h.
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import numpy as np
 
 from placement.batch.chained import FEATURES, HOUR_S, ChainedEpisode, snapshot_features
@@ -39,10 +36,6 @@ def feature_spec(history: int = 144) -> dict:
     return {"features": list(FEATURES), "scales": SCALES.tolist(), "history": int(history),
             "layout": "history x features, oldest first, ending at the decision time",
             "normalisation": "raw / scale"}
-
-
-def spec_hash(spec: dict) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def normalise(rows: np.ndarray) -> np.ndarray:
@@ -74,4 +67,4 @@ def head_inputs(predicted_wait_h, remaining_h, running) -> np.ndarray:
 
 
 __all__ = ["FEATURES", "HOUR_S", "SCALES", "feature_spec", "head_inputs", "normalise",
-           "observation", "remaining_s", "spec_hash"]
+           "observation", "remaining_s"]

@@ -1,6 +1,6 @@
-"""Learned provisioners behind the submit-or-wait protocol of :mod:`heuristics.provisioning`, and
-their weights: ``learned/weights/provision_<model>.{pt,npz}`` beside ``provision_<model>.json``
-(format, feature spec and hash, architecture, training run, validation figures).
+"""Learned provisioners behind the submit-or-wait protocol of :mod:`heuristics.provisioning`, from
+their weights (:mod:`learned.provision.weights`: ``learned/weights/provision_<model>.{pt,npz}``
+beside ``provision_<model>.json``).
 
 - ``rf``, ``xgb``, ``transformer``, ``moe``: a regressor of the successor's wait if submitted now;
   submit once the predicted wait is at least the predecessor's remaining time (the predicted start
@@ -17,78 +17,15 @@ their weights: ``learned/weights/provision_<model>.{pt,npz}`` beside ``provision
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
-from learned.policy_io import read_weights_metadata
-from learned.provision.features import (HOUR_S, feature_spec, head_inputs, normalise,
-                                        observation, remaining_s, spec_hash)
+from learned.provision.features import HOUR_S, head_inputs, normalise, observation, remaining_s
+from learned.provision.weights import load_network, load_trees, metadata_path, thresholds
 from tjap.errors import InvalidInputError, UnknownMethodError
 
-FORMAT = "tjap.provision/1"
-WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 MODELS = {"rf": "rf", "xgb": "xgb", "transformer": "transformer", "moe": "moe",
           "transformer_dqn": "transformer", "moe_dqn": "moe", "transformer_pg": "transformer",
           "moe_pg": "moe"}
-
-
-def metadata_path(model: str, weights_dir=None) -> Path:
-    return Path(weights_dir or WEIGHTS_DIR) / f"provision_{model}.json"
-
-
-def write_metadata(path, meta: dict) -> Path:
-    path = Path(path).with_suffix(".json")
-    spec = feature_spec()
-    path.write_text(json.dumps({"format": FORMAT, "feature_spec": spec,
-                                "feature_spec_hash": spec_hash(spec)} | meta, indent=2))
-    return path
-
-
-def read_metadata(path) -> dict:
-    path, meta = read_weights_metadata(Path(path).with_suffix(".json"), FORMAT, "provisioner",
-                                       "train one with `python -m learned.provision.train`")
-    if meta.get("feature_spec_hash") != spec_hash(feature_spec()):
-        raise InvalidInputError(f"{path} was trained on other features than "
-                                "learned.provision.features defines; retrain it")
-    return meta
-
-
-def save_torch(path, state: dict, meta: dict) -> tuple[Path, Path]:
-    import torch
-
-    path = Path(path)
-    torch.save({group: {k: v.detach().cpu() for k, v in sd.items()} for group, sd in state.items()},
-               path.with_suffix(".pt"))
-    return path.with_suffix(".pt"), write_metadata(path, meta | {"weights_file":
-                                                                   path.with_suffix(".pt").name})
-
-
-def load_torch(path):
-    """(foundation, {head name: head}, metadata) of a saved transformer / moe model."""
-    import torch
-
-    from learned.provision.nets import DecisionHead, build_foundation
-
-    meta = read_metadata(path)
-    weights = Path(path).with_name(meta["weights_file"])
-    try:
-        state = torch.load(weights, map_location="cpu", weights_only=True)
-        foundation = build_foundation(meta["kind"], meta["foundation"], meta.get("experts", 0))
-        foundation.load_state_dict(state["foundation"])
-        heads = {}
-        for name, config in meta.get("heads", {}).items():
-            heads[name] = DecisionHead(**config)
-            heads[name].load_state_dict(state[name])
-    except FileNotFoundError:
-        raise InvalidInputError(f"weights file {weights} is missing") from None
-    except (RuntimeError, KeyError) as exc:
-        raise InvalidInputError(f"{weights} does not fit its metadata: {exc}") from None
-    foundation.eval()
-    for head in heads.values():
-        head.eval()
-    return foundation, heads, meta
 
 
 class TreeProvisioner:
@@ -178,16 +115,13 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
     rule = base.rsplit("_", 1)[1] if "_" in base else "wait"
     label = base if weight is None else f"{base}@{weight:g}"
     if model in ("rf", "xgb"):
-        from learned.provision.trees import TreeEnsemble
-
-        meta = read_metadata(path)
+        ensemble, meta = load_trees(path)
         scale, shift = _thresholds(meta, weight, label)
-        return TreeProvisioner(label, TreeEnsemble.load(path.with_name(meta["weights_file"])), meta,
-                               scale, shift)
+        return TreeProvisioner(label, ensemble, meta, scale, shift)
     import torch
 
     torch.set_num_threads(1)
-    foundation, heads, meta = load_torch(path)
+    foundation, heads, meta = load_network(path)
     head = heads.get(rule) if rule != "wait" else None
     if rule != "wait" and head is None:
         raise InvalidInputError(f"{path} has no {rule} head")
@@ -197,7 +131,7 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
         if weight is not None and weight != trained_w:
             raise InvalidInputError(
                 f"the {rule} head of {path.name} was trained for e_I/e_O = {trained_w:g}, not "
-                f"{weight:g}; retrain it with `python -m learned.provision.train "
+                f"{weight:g}; retrain it with `tjap train provision "
                 f"--e-interruption {weight:g}`")
         scale, shift = 1.0, 0.0
     else:
@@ -207,8 +141,4 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
 
 
 def _thresholds(meta: dict, weight: float | None, label: str) -> tuple[float, float]:
-    if weight is None:
-        return 1.0, 0.0
-    from learned.provision.calibrate import thresholds
-
-    return thresholds(meta, weight, label)
+    return (1.0, 0.0) if weight is None else thresholds(meta, weight, label)

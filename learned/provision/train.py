@@ -2,7 +2,7 @@
 foundation models, train the DQN and policy-gradient heads and the tree baselines, and write the
 weights with their metadata.
 
-    python -m learned.provision.train --trace ls6-a100.tsv --out learned/weights --workers 16
+    tjap train provision --trace ../shared/traces/ls6-a100.tsv --out learned/weights --workers 16
 
 1. Episodes (:mod:`learned.provision.episodes`): pairs of 1- and 8-node jobs (alternating) injected
    at uniform random times of [--from, --to - 6 days) into a replay of the trace's jobs submitted
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -47,7 +46,7 @@ import numpy as np
 
 from learned.provision import episodes as E
 from learned.provision.features import HOUR_S, head_inputs, normalise
-from learned.provision.policies import save_torch, write_metadata
+from learned.provision.weights import save
 from tjap.errors import InvalidInputError
 
 DAY_S = 86400
@@ -336,8 +335,11 @@ def split_episodes(n_ep: int, rng) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(order[n_val:]), np.sort(order[:n_val])
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m learned.provision.train", description=__doc__.split("\n\n")[0])
+def parser(add_help: bool = True) -> argparse.ArgumentParser:
+    """The options of a training run: ``tjap train provision`` takes them, and
+    :func:`learned.provision.calibrate.training_args` re-reads a run's recorded command with them."""
+    p = argparse.ArgumentParser(prog="tjap train provision", add_help=add_help,
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True)
     p.add_argument("--out", default="learned/weights")
     p.add_argument("--from", dest="start", default="2022-11-01")
@@ -364,16 +366,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv=None) -> int:
-    args = parser().parse_args(argv)
-    try:
-        return run(args, argv if argv is not None else sys.argv[1:])
-    except InvalidInputError as exc:
-        print(f"learned.provision.train: {exc}", file=sys.stderr)
-        return 2
-
-
 def run(args, argv) -> int:
+    """Train every provisioner with the options ``args`` (of :func:`parser`); ``argv`` is the
+    command line recorded in the metadata (after ``tjap train provision``)."""
     import torch
 
     from heuristics.provisioning import scheduler_config
@@ -415,6 +410,7 @@ def run(args, argv) -> int:
         raise InvalidInputError(f"only {n_ep} episodes recorded; give more --budget-s or --workers")
     rng = np.random.default_rng(args.seed)
     train_idx, val_idx = split_episodes(n_ep, rng)
+    n_val = len(val_idx)
     train, val = E.subset(data, train_idx), E.subset(data, val_idx)
     fb_h = data["fallback_outcome_s"] / HOUR_S
     log(f"train {n_ep - n_val} / validation {n_val} episodes; reactive outcome: heavy "
@@ -425,10 +421,8 @@ def run(args, argv) -> int:
               "decisions": {"train": int(len(train["wait_s"])), "validation": int(len(val["wait_s"]))},
               "pair_nodes": args.pair_nodes, "cluster_nodes": args.cluster_nodes,
               "reward": {"e_interruption": args.e_interruption, "e_overlap": args.e_overlap},
-              "command": "python -m learned.provision.train " + " ".join(argv), "seed": args.seed,
+              "command": "tjap train provision " + " ".join(argv), "seed": args.seed,
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "versions": {"torch": torch.__version__, "numpy": np.__version__,
-                           "python": sys.version.split()[0]},
               "device": str(device) + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")}
     val_figures = {"reactive": validate(val, np.zeros(len(val["wait_s"]), bool))}
     log("validation reactive:", json.dumps(val_figures["reactive"]["all"]))
@@ -513,8 +507,7 @@ def run(args, argv) -> int:
             "parameters": int(sum(p.numel() for p in model.parameters())
                               + sum(p.numel() for p in dqn.parameters())
                               + sum(p.numel() for p in pg.parameters()))}
-        save_torch(out / f"provision_{kind}", {"foundation": model.state_dict(),
-                                                "dqn": dqn.state_dict(), "pg": pg.state_dict()}, meta)
+        save(out / f"provision_{kind}", {"foundation": model, "dqn": dqn, "pg": pg}, meta)
         log(f"wrote {out}/provision_{kind}.pt")
 
     trees.join()
@@ -528,18 +521,13 @@ def run(args, argv) -> int:
         figures = validate(val, pred * HOUR_S >= val["remaining_s"])
         val_figures[kind] = figures
         log(f"validation {kind}: cost {figures['cost_h']:.2f} h, {json.dumps(figures['all'])}")
-        path = res["ensemble"].save(out / f"provision_{kind}")
-        write_metadata(out / f"provision_{kind}", common | {
+        save(out / f"provision_{kind}", res["ensemble"].arrays(), common | {
             "what": f"seed 004 {'random forest' if kind == 'rf' else 'XGBoost'} regressor of the "
                     "successor's wait on the flattened history",
-            "kind": kind, "weights_file": path.name, "nodes": res["ensemble"].num_nodes,
+            "kind": kind, "nodes": res["ensemble"].num_nodes,
             "training": {k: v for k, v in res.items() if k != "ensemble"} | {
                 "samples": int(len(tree_decisions))},
             "validation": {"reactive": val_figures["reactive"], kind: figures}})
     log(f"done in {time.time() - began:.0f} s")
     print(json.dumps({k: {"cost_h": v["cost_h"], **v["all"]} for k, v in val_figures.items()}, indent=1))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from tjap.errors import InvalidInputError
 
 KINDS = ("rf", "xgb")
+ARRAYS = ("kind", "feature", "threshold", "left", "right", "value", "roots", "base")
 
 
 @dataclass(frozen=True)
@@ -58,22 +58,20 @@ class TreeEnsemble:
         leaves = self.value[node]
         return leaves.mean(1) if self.kind == "rf" else leaves.sum(1) + self.base
 
-    def save(self, path) -> Path:
-        path = Path(path).with_suffix(".npz")
-        np.savez_compressed(path, kind=self.kind, feature=self.feature.astype(np.int32),
-                            threshold=self.threshold, left=self.left.astype(np.int32),
-                            right=self.right.astype(np.int32), value=self.value.astype(np.float32),
-                            roots=self.roots.astype(np.int32), base=np.float64(self.base))
-        return path
+    def arrays(self) -> dict:
+        """The ensemble as the named arrays of :data:`ARRAYS` (leaf values as float32), as
+        :mod:`learned.provision.weights` saves it."""
+        return {"kind": np.asarray(self.kind), "feature": self.feature.astype(np.int32),
+                "threshold": np.asarray(self.threshold), "left": self.left.astype(np.int32),
+                "right": self.right.astype(np.int32), "value": self.value.astype(np.float32),
+                "roots": self.roots.astype(np.int32), "base": np.asarray(self.base, np.float64)}
 
     @classmethod
-    def load(cls, path) -> "TreeEnsemble":
-        try:
-            z = np.load(Path(path).with_suffix(".npz"), allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InvalidInputError(f"cannot read tree ensemble {path}: {exc}") from None
-        return cls(str(z["kind"]), z["feature"], z["threshold"], z["left"], z["right"],
-                   z["value"].astype(np.float64), z["roots"], float(z["base"]))
+    def from_arrays(cls, arrays: dict) -> "TreeEnsemble":
+        """The ensemble of :meth:`arrays`' output (as read back from a file)."""
+        a = arrays
+        return cls(str(a["kind"]), a["feature"], a["threshold"], a["left"], a["right"],
+                   a["value"].astype(np.float64), a["roots"], float(a["base"]))
 
 
 def _concat(kind, trees, base=0.0) -> TreeEnsemble:

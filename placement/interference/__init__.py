@@ -2,25 +2,30 @@
 
 The cluster (:mod:`.cluster`: fat-tree, VL2, BCube; PCIe, DGX-1-like, mixed servers), the job
 profiles (:mod:`.profiles`, the one table of our chosen numbers), workloads (:mod:`.jobs`), the
-interference model with its fitting (:mod:`.model`) and the interval simulator with the
-placement-policy protocol (:mod:`.simulator`). The baselines (Tetris, LB, LIF, random, opt) are in
-:mod:`heuristics.interference`; ``tjap interference evaluate`` runs them.
+interference model with its fitting (:mod:`.model`), the interval simulator with the
+placement-policy protocol (:mod:`.simulator`), its loop one scheduling decision at a time
+(:mod:`.episode`) and the predicted cost of plans that policies share (:mod:`.planning`). The
+baselines (Tetris, LB, LIF, random, opt, whole) are in :mod:`heuristics.interference`; policies
+are built by name with ``tjap.registry.make("interference", name)`` and ``tjap interference
+evaluate`` runs them.
 
 >>> from placement.interference import Workload, make_cluster, simulate
->>> from heuristics.interference import make_policy
+>>> from tjap.registry import make
 >>> cluster = make_cluster("fattree", 4)
 >>> workload = Workload.generate(cluster.num_partitions, 4, "poisson", seed=0, rate=2)
->>> simulate(cluster, workload, make_policy("tetris")).summary()["completed"] == len(workload)
+>>> result = simulate(cluster, workload, make("interference", "tetris"))
+>>> result.summary()["completed"] == len(workload)
 True
 """
 
-from placement.interference.cluster import ARCHS, TOPOLOGIES, Cluster, make_cluster
-from placement.interference.jobs import ARRIVALS, INTERVAL_S, Workload
+from placement.interference.cluster import ARCHS, CLUSTER, TOPOLOGIES, Cluster, make_cluster
+from placement.interference.episode import PlacementEpisode, Turn
+from placement.interference.jobs import ARRIVALS, INTERVAL_S, Workload, default_rate
 from placement.interference.model import (FIT_MODELS, Coefficients, Samples, co_location_samples,
                                           error_table, fit, prediction_error)
 from placement.interference.simulator import PlacementPolicy, SimResult, Simulator, simulate
 
-__all__ = ["ARCHS", "ARRIVALS", "FIT_MODELS", "INTERVAL_S", "TOPOLOGIES", "Cluster",
-           "Coefficients", "PlacementPolicy", "Samples", "SimResult", "Simulator", "Workload",
-           "co_location_samples", "error_table", "fit", "make_cluster", "prediction_error",
-           "simulate"]
+__all__ = ["ARCHS", "ARRIVALS", "CLUSTER", "FIT_MODELS", "INTERVAL_S", "TOPOLOGIES", "Cluster",
+           "Coefficients", "PlacementEpisode", "PlacementPolicy", "Samples", "SimResult",
+           "Simulator", "Turn", "Workload", "co_location_samples", "default_rate", "error_table",
+           "fit", "make_cluster", "prediction_error", "simulate"]

@@ -48,6 +48,8 @@ TOPOLOGIES = ("fattree", "vl2", "bcube")
 ARCHS = ("pcie", "dgx1", "hetcpu", "mixed")
 #: Default size parameter k per topology (BCube also takes n).
 DEFAULT_K = {"fattree": 20, "vl2": 20, "bcube": 3}
+#: The partition a cluster-scope scheduler places on: the whole cluster.
+CLUSTER = -1
 PCIE_GBPS = 128.0
 QPI_GBPS = 300.0
 #: Network bandwidth per tier (Gbps), bottom tier first.

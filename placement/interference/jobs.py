@@ -28,6 +28,14 @@ ARRIVALS = ("uniform", "poisson", "trace")
 INTERVAL_S = 1800.0
 JOBS_PER_INTERVAL = 15
 DEFAULT_TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "ls6-a100.tsv"
+#: A job's state in a run: queued, placed and running, or finished.
+WAITING, RUNNING, DONE = 0, 1, 2
+
+
+def default_rate(cluster) -> float:
+    """15 jobs per interval per 100 servers of a partition (the paper's 15 per scheduler of its
+    100-server pods), so small clusters get a load like the paper's."""
+    return 15.0 * cluster.num_servers / cluster.num_partitions / 100.0
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,8 @@
 """The JCT simulator of seed 001 and the protocol of a placement policy.
 
-Time runs in scheduling intervals of 30 minutes (Sec. VI-A). At the start of interval i the jobs
-that arrived at each scheduler join its queue (behind the jobs still waiting there), and every
-scheduler, in partition order, asks the policy to place its queue on its partition. A job the
-policy cannot place there is forwarded: it is offered to the other partitions, most free GPUs
-first (only those with enough free GPUs and CPU for it), each at most once; if none takes it, it
-waits at its home scheduler for the next interval. Placed jobs run to completion without
+Time runs in scheduling intervals of 30 minutes (Sec. VI-A). In each interval the schedulers place
+their queues and forward what they cannot place (the loop, one scheduling decision at a time:
+:class:`placement.interference.episode.PlacementEpisode`); placed jobs run to completion without
 preemption (the paper's rule).
 
 Tasks: a worker takes one GPU of a GPU group and its model's CPU cores on that group's socket; a
@@ -18,8 +15,9 @@ During the interval every running job progresses at its current speed (one Numba
 compute time, ideal x (1 + S) with S the interference model's slowdown of that worker given every
 other task on its server, plus the slowest worker-PS flow's gradient / PS over its bottleneck
 bandwidth (push and pull overlap on full-duplex links), each link's bandwidth shared equally among
-the flows on it. A job that completes its epochs frees its resources at the end of the interval. JCT = finish - arrival, in intervals
-(fractional: a job finishing 40 % into an interval counts 0.4 of it).
+the flows on it. A job that completes its epochs frees its resources at the end of the interval.
+JCT = finish - arrival, in intervals (fractional: a job finishing 40 % into an interval counts 0.4
+of it).
 """
 
 from __future__ import annotations
@@ -33,13 +31,11 @@ import numpy as np
 from placement.interference import _kernels as kern
 from placement.interference import profiles
 from placement.interference.cluster import Cluster
-from placement.interference.jobs import INTERVAL_S, Workload
+from placement.interference.episode import PlacementEpisode
+from placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
 from placement.interference.model import Coefficients
 from tjap.errors import InvalidInputError
-
-WAITING, RUNNING, DONE = 0, 1, 2
-#: The ``partition`` argument of ``place`` for a policy whose scope is the whole cluster.
-CLUSTER = -1
+from tjap.result import Record
 
 
 @runtime_checkable
@@ -53,7 +49,8 @@ class PlacementPolicy(Protocol):
     simulator's state and never writes it. A learned policy implements the same methods.
 
     A policy with ``scope = "cluster"`` is one scheduler for the whole cluster (the single-agent
-    variant): it is called once per interval with ``partition = CLUSTER`` and every queued job
+    variant): it is called once per interval with ``partition = CLUSTER`` (-1,
+    :data:`placement.interference.cluster.CLUSTER`) and every queued job
     (the schedulers' queues in partition order), may use any GPU group, and nothing is
     forwarded (a job it returns None for waits for the next interval).
     """
@@ -66,9 +63,10 @@ class PlacementPolicy(Protocol):
               jobs: Sequence[int]) -> list[np.ndarray | None]: ...
 
 
-@dataclass
-class SimResult:
-    """Per-job outcome of a run and its summary (:meth:`summary`)."""
+@dataclass(frozen=True)
+class SimResult(Record):
+    """Per-job outcome of a run and its summary (:meth:`summary`); ``to_dict()`` holds every
+    field (per-job arrays as lists, NaN as null)."""
 
     policy: str
     cluster: str
@@ -80,7 +78,7 @@ class SimResult:
     slowdown: np.ndarray     # mean over its running intervals of the slowest worker's S
     comm_share: np.ndarray   # mean share of communication in its iteration time
     forwarded: np.ndarray    # partitions it was offered beyond its home one
-    gpu_util: np.ndarray     # fraction of GPUs allocated in each interval
+    utilization: np.ndarray  # fraction of GPUs allocated in each interval
     intervals: int
     runtime_s: float
     info: dict = field(default_factory=dict)
@@ -90,6 +88,9 @@ class SimResult:
         return self.finish - self.arrival
 
     def summary(self) -> dict:
+        """avg_jct (intervals, finished jobs), jobs, completed, unfinished, avg_wait (intervals,
+        started jobs), avg_slowdown and avg_comm_share (started jobs), forwarded_jobs,
+        utilization (mean fraction of GPUs allocated), intervals and runtime_s."""
         done = np.isfinite(self.finish)
         started = self.start >= 0
         return {"avg_jct": float(self.jct[done].mean()) if done.any() else float("nan"),
@@ -100,8 +101,8 @@ class SimResult:
                 "avg_slowdown": float(self.slowdown[started].mean()) if started.any() else 0.0,
                 "avg_comm_share": float(self.comm_share[started].mean()) if started.any() else 0.0,
                 "forwarded_jobs": int((self.forwarded > 0).sum()),
-                "gpu_util": float(self.gpu_util.mean()) if len(self.gpu_util) else 0.0,
-                "intervals": self.intervals, "runtime_s": self.runtime_s}
+                "utilization": float(self.utilization.mean()) if len(self.utilization) else 0.0,
+                "intervals": int(self.intervals), "runtime_s": float(self.runtime_s)}
 
 
 class Simulator:
@@ -264,34 +265,12 @@ class Simulator:
         scheduler's turn included)."""
         return self._offered.get(job, np.zeros(self.cluster.num_partitions, bool)).copy()
 
-    # -- the loop --------------------------------------------------------------------------------
-    def _offer(self, policy, partition: int, jobs: list[int]) -> list[int]:
-        """Ask ``policy`` to place ``jobs`` on ``partition``; commit its plans; return the rest."""
-        if partition != CLUSTER:
-            for job in jobs:
-                self.mark_offered(job, partition)
-        plans = policy.place(self, partition, jobs)
-        if len(plans) != len(jobs):
-            raise InvalidInputError(f"policy {policy.name} returned {len(plans)} plans for "
-                                    f"{len(jobs)} jobs")
-        rest = []
-        allowed = self.cluster.group_partition
-        for job, plan in zip(jobs, plans):
-            if plan is None:
-                rest.append(job)
-                continue
-            plan = np.asarray(plan, np.int64)
-            if plan.size and (plan.min() < 0 or plan.max() >= len(allowed)
-                              or (partition != CLUSTER and np.any(allowed[plan] != partition))):
-                raise InvalidInputError(f"policy {policy.name} placed job {job} outside "
-                                        f"partition {partition}")
-            self.commit(job, plan)
-        return rest
-
+    # -- a run -----------------------------------------------------------------------------------
     def run(self, policy: PlacementPolicy, *, seed: int | None = None,
             max_intervals: int | None = None, drain: bool = True,
             progress: Callable | None = None) -> SimResult:
-        """Run the workload under ``policy`` from an empty cluster.
+        """Run the workload under ``policy`` from an empty cluster (one
+        :class:`~placement.interference.episode.PlacementEpisode`, one ``place`` call per turn).
 
         Arrivals span the workload's intervals; with ``drain`` the run continues until every job
         has finished (at most ``max_intervals`` intervals in all, default the arrival span +
@@ -300,73 +279,19 @@ class Simulator:
         if not isinstance(policy, PlacementPolicy):
             raise InvalidInputError(f"policy must have name, reset() and place(), got "
                                     f"{type(policy).__name__}")
-        w, c = self.workload, self.cluster
-        span = int(w.arrival.max()) + 1 if len(w) else 0
-        if max_intervals is None:
-            max_intervals = span + 100000 if drain else span
-        if isinstance(max_intervals, bool) or not isinstance(max_intervals, (int, np.integer)) \
-                or max_intervals < 1:
-            raise InvalidInputError(f"max_intervals must be a positive integer, got "
-                                    f"{max_intervals!r}")
-        seed = w.seed if seed is None else int(seed)
-        scope = getattr(policy, "scope", "partition")
-        if scope not in ("partition", "cluster"):
-            raise InvalidInputError(f"policy {policy.name} has scope {scope!r}; a policy's scope "
-                                    "is 'partition' (the default) or 'cluster'")
-        whole_cluster = scope == "cluster"
+        seed = self.workload.seed if seed is None else int(seed)
         started = time.perf_counter()
-        self.reset()
+        episode = PlacementEpisode(self, scope=getattr(policy, "scope", "partition"),
+                                   max_intervals=max_intervals, drain=drain, progress=progress)
         policy.reset(self, seed)
-        queues: list[list[int]] = [[] for _ in range(c.num_partitions)]
-        running: list[int] = []
-        next_job = 0
-        buffers = (np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w)))
-        gpu_util = []
-        total_gpus = c.total_gpus
-        steps = range(max_intervals)
-        for i in (progress(steps) if progress else steps):
-            self.interval = i
-            while next_job < len(w) and w.arrival[next_job] <= i:
-                queues[w.home[next_job]].append(next_job)
-                next_job += 1
-            self.begin_interval(queues)
-            forward = []
-            if whole_cluster:    # one scheduler, one queue, no forwarding
-                queued = [j for q in queues for j in q]
-                if queued:
-                    self._offer(policy, CLUSTER, queued)
-            for p in range(0 if whole_cluster else c.num_partitions):
-                if queues[p]:
-                    forward += self._offer(policy, p, queues[p])
-            placed = set()
-            if forward:
-                free_gpu, free_cpu = self.free_by_partition()
-                for job in forward:
-                    gpus, cpus, _ = self.task_demands(job)
-                    need_gpu, need_cpu = gpus.sum(), cpus.sum()
-                    for q in np.argsort(-free_gpu, kind="stable"):
-                        if q == w.home[job] or free_gpu[q] < need_gpu or free_cpu[q] < need_cpu:
-                            continue
-                        self.forwarded[job] += 1
-                        if not self._offer(policy, int(q), [job]):
-                            placed.add(job)
-                            free_gpu[q] -= need_gpu
-                            free_cpu[q] -= need_cpu
-                            break
-            for p in range(c.num_partitions):
-                queues[p] = [j for j in queues[p] if self.state[j] == WAITING]
-            gpu_util.append(1.0 - self.gpu_free.sum() / total_gpus)
-            running = self.advance(running, buffers)
-            if drain and next_job == len(w) and not any(queues) \
-                    and not np.any(self.state == RUNNING):
-                break
-            if not drain and i + 1 >= span:
-                break
+        episode.run(policy)
         runs = np.maximum(self._run_intervals, 1)
-        return SimResult(getattr(policy, "name", type(policy).__name__), c.name, w.pattern, seed,
-                         w.arrival.astype(float), self.start.copy(), self.finish.copy(),
-                         self._slowdown_sum / runs, self._comm_sum / runs, self.forwarded.copy(),
-                         np.array(gpu_util), self.interval + 1, time.perf_counter() - started,
+        return SimResult(getattr(policy, "name", type(policy).__name__), self.cluster.name,
+                         self.workload.pattern, seed, self.workload.arrival.astype(float),
+                         self.start.copy(), self.finish.copy(), self._slowdown_sum / runs,
+                         self._comm_sum / runs, self.forwarded.copy(),
+                         np.array(episode.utilization), self.interval + 1,
+                         time.perf_counter() - started,
                          info=dict(getattr(policy, "stats", {}) or {}))
 
     def advance(self, running: list[int], buffers=None) -> list[int]:

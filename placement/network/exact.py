@@ -34,7 +34,7 @@ nothing more), only new pairs count (p_ab = n_a n_b - f_a f_b, with f the fixed 
 a fixed server's own link carries one path to each new server (m - |F| <= free_channels), and the
 plan lists the new servers only, ``paths[m]`` naming a candidate per server of fixed + servers[:m].
 An optimal completion of an optimal set's subset is the rest of that set (the fixed part's cost is
-a constant), which is what imitation of the exact model (learned/network/imitation.py) labels.
+a constant), which is what a policy imitating the exact model learns from.
 """
 
 from __future__ import annotations
@@ -47,20 +47,22 @@ import numpy as np
 from placement.network.topology import Topology
 from tjap import _backends
 from tjap.errors import InvalidInputError
-from tjap.result import Status
+from tjap.result import Record, Status
 
 
 @dataclass(frozen=True)
-class RequestPlan:
+class RequestPlan(Record):
     """Servers in the order to choose them, and ``paths[m][i]``: the candidate path index of the
-    pair (servers[i], servers[m]) for i < m. ``channels`` counts the channels the plan reserves."""
+    pair (servers[i], servers[m]) for i < m. ``channels`` counts the channels the plan reserves;
+    ``bound`` (when the solver proves one) is a lower bound on it. ``to_dict()`` /
+    ``to_json()`` write every field (servers and paths as lists, the status by name)."""
 
     servers: tuple
     paths: tuple
     channels: int
     status: Status
     runtime_s: float
-    bound: float | None = None
+    bound: int | None = None
 
     @property
     def has_solution(self) -> bool:
@@ -139,7 +141,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     single = np.flatnonzero((free_cpu >= cpu) & (free_mem >= mem))
     if single.size and not fixed:
         best = single[np.argmin(tie_cost[single])]
-        return plan((best,), ((),), 0, Status.OPTIMAL, 0.0)
+        return plan((best,), ((),), 0, Status.OPTIMAL, 0)
 
     cp_model = _backends.require("ortools.sat.python.cp_model")
     t = topology
@@ -216,7 +218,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
             row.append(j)
             channels += 2 + int(t.rack_path_len[a, b, j])
         paths.append(tuple(row))
-    bound = float(solver.BestObjectiveBound() // weight) - (len(fixed) ** 2 - len(fixed))
+    bound = int(solver.BestObjectiveBound() // weight) - (len(fixed) ** 2 - len(fixed))
     if fixed:
         servers, paths = servers[len(fixed):], paths[len(fixed):]
     return plan(servers, paths, channels, status, bound)

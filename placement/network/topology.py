@@ -64,6 +64,8 @@ class Topology:
     name : str
         A label, e.g. ``"8:1-16"``.
 
+    Notes
+    -----
     Attributes (read-only arrays): ``rack_of``, ``cluster_of`` (per server), ``link_tier``,
     ``link_capacity``, ``link_ends`` (per link), ``rack_paths[ra, rb, j, :rack_path_len[ra, rb, j]]``
     (link ids of the j-th tier-1-to-tier-1 path, shortest first) and ``rack_path_count[ra, rb]``.

@@ -70,6 +70,21 @@ def add_parser(sub) -> None:
     e.add_argument("--max-tries", type=positive(int), help="injection times tried (default 20x pairs)")
     add_common(e)
     add_executor_arguments(e)
+    c = prov.add_parser("calibrate", help="thresholds of the regression provisioners for penalty weights",
+                        description="Choose, for each interruption weight e_I/e_O, the decision "
+                                    "threshold of rf, xgb, transformer and moe on the training "
+                                    "run's held-out episodes, and store it in their metadata "
+                                    "(NAME@W then serves it).")
+    c.add_argument("--trace", required=True, metavar="FILE")
+    c.add_argument("--weights", type=positive(float), nargs="+", default=[1.0, 2.0, 4.0],
+                   help="interruption weights e_I / e_O to calibrate for (default 1 2 4)")
+    c.add_argument("--models", nargs="+", default=["rf", "xgb", "transformer", "moe"],
+                   choices=("rf", "xgb", "transformer", "moe"))
+    c.add_argument("--weights-dir", default=None, help="default: the shipped learned/weights")
+    c.add_argument("--data", default="build/provision_held_out.npz",
+                   help="cache of the re-recorded held-out episodes (read if it exists)")
+    c.add_argument("--workers", type=positive(int), default=1)
+    add_common(c)
     _add_live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
                           description="Watch a predecessor on a real Slurm and submit its successor "
                                       "when the provisioner says so (compressed time; optional "
@@ -150,6 +165,8 @@ def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, schedu
 
 
 def cmd_provision(args) -> int:
+    if args.what == "calibrate":
+        return _provision_calibrate(args)
     if args.what == "live":
         return _provision_live(args)
     from heuristics.provisioning import sample_pairs, scheduler_config
@@ -190,6 +207,20 @@ def cmd_provision(args) -> int:
         print(f"tjap: only {len(times)} of {args.pairs} injection times had {args.load} load",
               file=sys.stderr)
     return 0 if len(results) == len(policies) else 1
+
+
+def _provision_calibrate(args) -> int:
+    import shlex
+
+    from learned.provision.calibrate import calibrate
+
+    command = "tjap provision calibrate " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    chosen = calibrate(args.trace, args.weights, args.models, args.weights_dir, args.data,
+                       args.workers, command=command,
+                       log=(lambda *a: None) if args.json else (lambda m: print(m, flush=True)))
+    if args.json:
+        print_json(chosen)
+    return 0
 
 
 # -- tjap provision live ---------------------------------------------------------------------

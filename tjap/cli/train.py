@@ -41,6 +41,8 @@ def add_parser(sub) -> None:
     t.add_argument("--out", default="learned/weights/nsa_cnn3")
     add_common(t)
     _add_network(train)
+    _add_interference(train)
+    _add_provision(train)
 
     p.set_defaults(run=cmd_train)
 
@@ -48,6 +50,10 @@ def add_parser(sub) -> None:
 def cmd_train(args) -> int:
     if args.what == "network":
         return _train_network(args)
+    if args.what == "provision":
+        return _train_provision(args)
+    if args.what == "interference":
+        return _train_interference(args)
     from learned.train import train_nsa
 
     out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,
@@ -74,35 +80,59 @@ def cmd_train(args) -> int:
 
 
 def _add_network(train_subparsers) -> None:
-    """``tjap train network``: MaskablePPO (this module), or with ``--imitation`` DAgger imitation
-    of the exact model (:mod:`learned.network.imitation`) first."""
+    """``tjap train network``: DAgger imitation of the exact model
+    (:func:`learned.network.imitation.train_imitation`) and/or MaskablePPO
+    (:func:`learned.network.train.train_network`)."""
     from learned.network.train import PPO
-    from placement.network import NAMES
+    from placement.network import NAMES, ROUTINGS
 
     t = train_subparsers.add_parser(
         "network", help="the seed-003 gnn server allocator (imitation and/or MaskablePPO)",
         description="Train the seed-003 gnn allocator on the 64-server topologies: optionally "
                     "DAgger imitation of the exact CP-SAT model (--imitation-iterations), then "
                     "MaskablePPO (--timesteps, 0: none). Writes OUT.pt, OUT.json (metadata) and, "
-                    "after PPO, OUT_curve.csv.")
+                    "after PPO, OUT_curve.csv; with both stages the imitation weights go to "
+                    "OUT_imitation.")
     t.add_argument("--topologies", nargs="+", default=list(NAMES), metavar="NAME")
-    t.add_argument("--imitation-iterations", type=int, default=0,
-                   help="DAgger rounds of imitation of the exact model (0: none)")
-    t.add_argument("--imitation-episodes", type=positive(int), default=6,
-                   help="labelled 128-request episodes per DAgger round")
-    t.add_argument("--timesteps", type=int, default=200_000, help="PPO steps (0: none)")
-    t.add_argument("--envs", type=positive(int), default=1)
-    t.add_argument("--requests", type=positive(int), default=32,
-                   help="requests per PPO training episode")
-    t.add_argument("--learning-rate", type=positive(float), default=PPO["learning_rate"])
+    t.add_argument("--init", default=None, metavar="JSON",
+                   help="start from these weights (the first stage run)")
     t.add_argument("--time-budget", type=positive(float), default=None, metavar="S",
                    help="wall-clock budget of each stage")
-    t.add_argument("--init", default=None, metavar="JSON", help="start from these weights")
-    t.add_argument("--eval-seeds", type=int, default=5)
     t.add_argument("--out", default="learned/weights/network_gnn")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--json", action="store_true")
-    t.add_argument("--quiet", action="store_true")
+    imitation = t.add_argument_group("imitation of the exact model (DAgger)")
+    imitation.add_argument("--imitation-iterations", type=int, default=0,
+                           help="DAgger rounds (0: no imitation, the default)")
+    imitation.add_argument("--imitation-episodes", type=positive(int), default=6,
+                           help="labelled episodes per round (default 6)")
+    imitation.add_argument("--imitation-requests", type=positive(int), default=128,
+                           help="requests per labelled episode (default 128)")
+    imitation.add_argument("--imitation-beta", type=float, default=0.5,
+                           help="the expert drives a request with probability beta ** round "
+                                "(0 <= beta <= 1; default 0.5)")
+    imitation.add_argument("--imitation-epochs", type=positive(int), default=4,
+                           help="fitting epochs per round (default 4)")
+    imitation.add_argument("--imitation-lr", type=positive(float), default=3e-3,
+                           help="Adam learning rate of the fit (default 3e-3)")
+    ppo = t.add_argument_group("MaskablePPO")
+    ppo.add_argument("--timesteps", type=int, default=200_000, help="PPO steps (0: no PPO)")
+    ppo.add_argument("--envs", type=positive(int), default=1,
+                     help="parallel environments (processes)")
+    ppo.add_argument("--requests", type=positive(int), default=32,
+                     help="requests per PPO training episode (default 32)")
+    ppo.add_argument("--routing", choices=tuple(ROUTINGS), default="shortest",
+                     help="the engine's path rule in training, saved with the weights")
+    ppo.add_argument("--learning-rate", type=positive(float), default=PPO["learning_rate"])
+    ppo.add_argument("--n-steps", type=positive(int), default=PPO["n_steps"],
+                     help="steps per environment per rollout")
+    ppo.add_argument("--batch-size", type=positive(int), default=PPO["batch_size"])
+    ppo.add_argument("--ent-coef", type=float, default=PPO["ent_coef"])
+    ppo.add_argument("--n-epochs", type=positive(int), default=PPO["n_epochs"])
+    ppo.add_argument("--gamma", type=positive(float, 1.0), default=PPO["gamma"])
+    ppo.add_argument("--validate-every", type=positive(float), default=None, metavar="S",
+                     help="validate on seeds 100-104 every S seconds and keep the best weights")
+    ppo.add_argument("--eval-seeds", type=int, default=5,
+                     help="evaluate the saved weights on seeds 0..N-1 of each topology (0: not)")
+    add_common(t)
 
 
 def _train_network(args) -> int:
@@ -116,6 +146,8 @@ def _train_network(args) -> int:
 
     if args.imitation_iterations < 0 or args.timesteps < 0:
         raise InvalidInputError("--imitation-iterations and --timesteps must be >= 0")
+    if not 0 <= args.imitation_beta <= 1:
+        raise InvalidInputError(f"--imitation-beta must be in [0, 1], got {args.imitation_beta}")
     if args.imitation_iterations == 0 and args.timesteps == 0:
         raise InvalidInputError("nothing to train: give --imitation-iterations N and/or "
                                 "--timesteps N (> 0)")
@@ -132,18 +164,118 @@ def _train_network(args) -> int:
         target = args.out + "_imitation" if args.timesteps else args.out
         out["imitation"] = train_imitation(
             args.topologies, iterations=args.imitation_iterations,
-            episodes=args.imitation_episodes, seed=args.seed, out=target, init=init,
-            time_budget_s=args.time_budget, quiet=args.quiet, command=command)
+            episodes=args.imitation_episodes, requests=args.imitation_requests,
+            beta=args.imitation_beta, epochs=args.imitation_epochs, lr=args.imitation_lr,
+            seed=args.seed, out=target, init=init, time_budget_s=args.time_budget,
+            quiet=args.quiet, command=command)
         init = out["imitation"]["metadata"]
     if args.timesteps:
+        ppo = {"learning_rate": args.learning_rate, "n_steps": args.n_steps,
+               "batch_size": args.batch_size, "ent_coef": args.ent_coef,
+               "n_epochs": args.n_epochs, "gamma": args.gamma}
         out["ppo"] = train_network(args.topologies, timesteps=args.timesteps, envs=args.envs,
                                    seed=args.seed, out=args.out, requests=args.requests,
-                                   ppo={"learning_rate": args.learning_rate},
-                                   eval_seeds=args.eval_seeds, quiet=args.quiet, command=command,
-                                   time_budget_s=args.time_budget, init=init)
+                                   routing=args.routing, ppo=ppo, eval_seeds=args.eval_seeds,
+                                   quiet=args.quiet, command=command,
+                                   time_budget_s=args.time_budget, init=init,
+                                   validate_every_s=args.validate_every)
     if args.json:
         print_json(out)
     else:
         for stage, result in out.items():
             print(f"{stage}: weights {result['weights']}, metadata {result['metadata']}")
     return 0
+
+
+def _add_interference(train_subparsers) -> None:
+    """``tjap train interference``: the seed-001 schedulers (behaviour cloning of a rule, then
+    PPO; :func:`learned.interference.train.train_interference`)."""
+    t = train_subparsers.add_parser(
+        "interference", help="the seed-001 marl / single / marl-server schedulers",
+        description="Train a seed-001 GNN scheduler: behaviour cloning of a hand-written rule "
+                    "(--bc-episodes), then PPO (--ppo-steps, 0: none). Writes OUT.pt and "
+                    "OUT.json (metadata: how trained, the command, the curve).")
+    t.add_argument("--k", type=int, default=8, help="fat-tree k of the training cluster")
+    t.add_argument("--intervals", type=int, default=8, help="arrival intervals per episode")
+    t.add_argument("--pattern", default="poisson")
+    t.add_argument("--expert", default="whole", choices=("whole", "tetris"),
+                   help="the rule behaviour cloning imitates (default whole)")
+    t.add_argument("--reward", default="proxy", choices=("proxy", "jct", "jct_rule"),
+                   help="env reward: proxy (added slowdown, comm cost, waiting), jct (minus "
+                        "each interval's time in system of every job: the total JCT) or "
+                        "jct_rule (the --expert rule's time in system on the same workload "
+                        "minus the agent's: the JCT saved against the rule)")
+    t.add_argument("--single-agent", action="store_true",
+                   help="one scheduler for the whole cluster (no partitions, no forwarding)")
+    t.add_argument("--level", default="device", choices=("device", "server"),
+                   help="what the network picks: a GPU group (device, default) or a server "
+                        "(server: the task goes to a random group of it)")
+    t.add_argument("--eval-seeds", default="",
+                   help="comma-separated env seeds to evaluate the greedy policy on after "
+                        "training (24 intervals of arrivals + at most 24 to drain; stored in "
+                        "the metadata)")
+    t.add_argument("--eval-every", type=int, default=0,
+                   help="with --eval-seeds: also evaluate before PPO and every N PPO decisions "
+                        "(learning curve of greedy avg JCT in the metadata)")
+    t.add_argument("--bc-episodes", type=int, default=6)
+    t.add_argument("--bc-epochs", type=int, default=6)
+    t.add_argument("--ppo-steps", type=int, default=0)
+    t.add_argument("--rollout", type=int, default=1024)
+    t.add_argument("--hidden", type=int, default=32)
+    t.add_argument("--layers", type=int, default=2)
+    t.add_argument("--out", default="learned/weights/interference_marl")
+    t.add_argument("--init", default=None, help="start from these weights (.json)")
+    t.add_argument("--save-bc", default=None, help="also save the cloned model here before PPO")
+    add_common(t)
+
+
+def _train_interference(args) -> int:
+    """Run ``tjap train interference`` (bad arguments raise InvalidInputError: one line, exit 2)."""
+    import shlex
+    import sys
+
+    from learned.interference.train import train_interference
+
+    try:
+        seeds = [int(x) for x in args.eval_seeds.split(",")] if args.eval_seeds else []
+    except ValueError:
+        raise InvalidInputError(f"--eval-seeds must be comma-separated integers, got "
+                                f"{args.eval_seeds!r}") from None
+    command = "tjap train interference " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    out = train_interference(
+        k=args.k, intervals=args.intervals, pattern=args.pattern, expert=args.expert,
+        reward=args.reward, single_agent=args.single_agent, level=args.level, eval_seeds=seeds,
+        eval_every=args.eval_every, bc_episodes=args.bc_episodes, bc_epochs=args.bc_epochs,
+        ppo_steps=args.ppo_steps, rollout=args.rollout, hidden=args.hidden, layers=args.layers,
+        seed=args.seed, out=args.out, init=args.init, save_bc=args.save_bc, command=command,
+        quiet=args.quiet or args.json)   # --json: stdout holds the JSON alone
+    if args.json:
+        print_json(out)
+    else:
+        print(f"weights {out['weights']}, metadata {out['metadata']}")
+    return 0
+
+
+def _add_provision(train_subparsers) -> None:
+    """``tjap train provision``: every seed-004 provisioner from one recorded set of episodes."""
+    from learned.provision.train import parser
+
+    t = train_subparsers.add_parser(
+        "provision", parents=[parser(add_help=False)],
+        help="the seed-004 provisioners (transformer, MoE, DQN and PG heads, RF, XGBoost)",
+        description="Record predecessor/successor episodes on the trace, pretrain the foundation "
+                    "models, train the DQN and policy-gradient heads and the tree baselines, and "
+                    "write learned/weights/provision_*.{pt,npz,json}. Takes about --budget-s.")
+    t.add_argument("--json", action="store_true", help="(accepted for symmetry; output is JSON)")
+    t.add_argument("--quiet", action="store_true")
+
+
+def _train_provision(args) -> int:
+    import shlex
+    import sys
+
+    from learned.provision.train import run
+
+    argv = sys.argv[3:] if sys.argv[1:3] == ["train", "provision"] else []
+    return run(args, [shlex.quote(a) for a in argv])
+

@@ -1,0 +1,108 @@
+"""The provisioners' weights: ``learned/weights/provision_<model>.{pt,npz}`` beside
+``provision_<model>.json``, in the format of :mod:`learned.policy_io` (family "provision").
+
+The metadata holds the feature spec and its hash (checked against
+:func:`learned.provision.features.feature_spec` at load), the training run, the validation figures
+and, for the regressors, the decision thresholds calibrated per interruption weight
+(:mod:`learned.provision.calibrate` writes them, :func:`thresholds` reads them). The transformer and
+moe models are saved in parts (``foundation``, ``dqn``, ``pg``); the tree ensembles as arrays.
+
+The provisioners (:mod:`learned.provision.policies`), their training
+(:mod:`learned.provision.train`) and calibration all go through this module, which imports none of
+them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from learned.policy_io import (load_weights, read_metadata as read_weights_metadata,
+                                save_weights, spec_hash)
+from learned.provision.features import feature_spec
+from tjap.errors import InvalidInputError
+
+FAMILY = "provision"
+WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
+
+
+def metadata_path(model: str, weights_dir=None) -> Path:
+    """Where the metadata of ``model`` (rf, xgb, transformer, moe) lies."""
+    return Path(weights_dir or WEIGHTS_DIR) / f"provision_{model}.json"
+
+
+def save(path, state, meta: dict) -> tuple[Path, Path]:
+    """Write a provisioner's weights and metadata (``meta`` plus the feature spec and its hash):
+    ``state`` is a dict of named modules (``foundation`` and the heads, to .pt) or a tree
+    ensemble's arrays (:meth:`learned.provision.trees.TreeEnsemble.arrays`, to .npz)."""
+    spec = feature_spec()
+    return save_weights(path, FAMILY, state, {"feature_spec": spec,
+                                              "feature_spec_hash": spec_hash(spec)} | meta)
+
+
+def _check_spec(meta_path: Path, meta: dict) -> None:
+    if meta.get("feature_spec_hash") != spec_hash(feature_spec()):
+        raise InvalidInputError(f"{meta_path} was trained on other features than "
+                                "learned.provision.features defines; retrain it with "
+                                "`tjap train provision --trace TRACE`")
+
+
+def read_metadata(path) -> dict:
+    """A provisioner's metadata (``path``: the .json, the weights file or their stem), checked."""
+    meta_path, meta = read_weights_metadata(path, FAMILY)
+    _check_spec(meta_path, meta)
+    return meta
+
+
+def load_network(path):
+    """(foundation, {head name: head}, metadata) of a saved transformer / moe model."""
+    from learned.provision.nets import DecisionHead, build_foundation
+
+    def build(meta_path, meta):
+        _check_spec(meta_path, meta)
+        if meta.get("kind") not in ("transformer", "moe"):
+            raise InvalidInputError(f"{meta_path} holds a {meta.get('kind')!r} model, not a "
+                                    "transformer or moe")
+        try:
+            return {"foundation": build_foundation(meta["kind"], meta["foundation"],
+                                                   meta.get("experts", 0))} | {
+                name: DecisionHead(**config) for name, config in meta.get("heads", {}).items()}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{meta_path}: the foundation or head configuration does not "
+                                    f"build ({type(exc).__name__}: {exc})") from None
+
+    parts, meta = load_weights(path, FAMILY, build)
+    foundation = parts.pop("foundation")
+    return foundation, parts, meta
+
+
+def load_trees(path):
+    """(tree ensemble, metadata) of a saved rf / xgb model."""
+    from learned.provision.trees import ARRAYS, TreeEnsemble
+
+    def build(meta_path, meta):
+        _check_spec(meta_path, meta)
+        return dict.fromkeys(ARRAYS)
+
+    arrays, meta = load_weights(path, FAMILY, build)
+    return TreeEnsemble.from_arrays(arrays), meta
+
+
+def weight_key(weight: float) -> str:
+    """The key of an interruption weight in the metadata's threshold table."""
+    return f"{float(weight):g}"
+
+
+def thresholds(meta: dict, weight: float, name: str) -> tuple[float, float]:
+    """(scale, shift_h) calibrated for ``weight`` in a model's metadata."""
+    table = meta.get("thresholds", {}).get("by_interruption_weight", {})
+    if weight_key(weight) not in table:
+        have = ", ".join(table) or "none"
+        raise InvalidInputError(
+            f"{name} has no threshold calibrated for e_I/e_O = {weight:g} (calibrated: {have}); "
+            f"run `tjap provision calibrate --trace TRACE --weights {weight:g}`")
+    entry = table[weight_key(weight)]
+    return float(entry["scale"]), float(entry["shift_h"])
+
+
+__all__ = ["FAMILY", "WEIGHTS_DIR", "load_network", "load_trees", "metadata_path",
+           "read_metadata", "save", "thresholds", "weight_key"]

@@ -1,0 +1,141 @@
+"""The house's layering, read from the code: imports only point down, and no files import each
+other in a circle.
+
+Floors, bottom first: the tjap core (errors, jit policy, result protocol, solver helpers,
+reporting, the sweep executor), ``placement`` (models and simulators), ``heuristics`` (search
+loops and hand-written operators), ``learned`` (trained operators), the tjap face (``tjap``
+itself, ``solve``, the registry, the command line, the bench runners) and ``benchmarks`` (the
+project's experiments). A file may import its own floor and the floors below it. Every import
+counts, lazy ones inside functions included, and so does a ``"pkg.mod:attr"`` or ``"pkg.mod"``
+string (how registries name what they load).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("tjap", "placement", "heuristics", "learned", "benchmarks")
+CORE = {"tjap.errors", "tjap._jit", "tjap.result", "tjap._backends", "tjap.executor", "tjap.report"}
+FLOORS = {"core": 0, "placement": 1, "heuristics": 2, "learned": 3, "face": 4, "benchmarks": 5}
+MODULE_STRING = re.compile(r"^((?:%s)(?:\.\w+)+)(?::\w+)?$" % "|".join(PACKAGES))
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def floor(module: str) -> str:
+    if module in CORE:
+        return "core"
+    top = module.split(".")[0]
+    return "face" if top == "tjap" else top
+
+
+def resolve(name: str, modules: dict) -> str | None:
+    """The project module a dotted name refers to (the longest importable prefix)."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in modules:
+            return candidate
+        parts.pop()
+    return None
+
+
+def imports_of(module: str, path: Path, modules: dict) -> set[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[:len(anchor) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            names = [f"{base}.{a.name}" for a in node.names] + [base]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            match = MODULE_STRING.match(node.value)
+            if match:
+                names = [match.group(1)]
+        for name in names:
+            target = resolve(name, modules)
+            # a "from pkg import name" whose name is a submodule counts as that submodule only
+            if target and target != module and not (
+                    isinstance(node, ast.ImportFrom) and name == node.module and any(
+                        resolve(f"{name}.{a.name}", modules) != resolve(name, modules)
+                        for a in node.names)):
+                found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {m: imports_of(m, p, modules) for m, p in modules.items()}
+
+
+def test_imports_only_point_down():
+    upward = sorted(f"{a} ({floor(a)}) imports {b} ({floor(b)})"
+                    for a, targets in import_graph().items() for b in targets
+                    if FLOORS[floor(b)] > FLOORS[floor(a)])
+    assert not upward, "imports that run up a floor:\n" + "\n".join(upward)
+
+
+def test_no_import_circles():
+    graph = import_graph()
+    # Tarjan's strongly connected components
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, "files that import each other in a circle:\n" + "\n".join(
+        " <-> ".join(c) for c in circles)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("from tjap.errors import TjapError", {"tjap.errors"}),
+    ("def f():\n    from heuristics import anneal", {"heuristics.anneal"}),
+    ("X = 'learned.nsa:solve_nsa'", {"learned.nsa"}),
+    ("import placement.tree.window", {"placement.tree.window"}),
+])
+def test_the_reader_sees_every_kind_of_import(tmp_path, source, expected):
+    path = tmp_path / "probe.py"
+    path.write_text(source)
+    assert imports_of("probe", path, project_modules()) == expected
