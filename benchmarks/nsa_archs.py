@@ -98,7 +98,7 @@ def _budgets(archs, windows, budgets, seed, setting, quiet, csv_path, png) -> di
     s = SETTINGS[setting]
     ws = _windows(setting, 1, windows, seed)
     common = {"convention": s["convention"], "seed": seed}
-    paper_sa = {"t_max": s["t_max"], "reinsert": s["reinsert"]}
+    paper_sa = {"preset": setting}   # the paper's repair (SA) in the setting's loop (SA and NSA)
     solve(ws[0], "sa", iterations=1, **paper_sa, **common)              # compile first
     for arch in archs:
         solve(ws[0], "nsa", iterations=1, weights=str(_weights(arch)), **paper_sa, **common)

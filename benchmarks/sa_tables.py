@@ -4,9 +4,13 @@ and without a time limit, both formulations) and the Numba-vs-Python speed of th
 Two settings, named in every table:
 
 - ``published``: the authors' code, which produced the paper's tables: 25 pods of 40 nodes, the
-  published cost convention, T_max = 25000, removed jobs re-inserted in window order.
-- ``paper``: the paper's text: k = 20 (10 pods of 100), Eq. (1) cost, T_max = 2500, re-insertion
-  by descending size.
+  published cost convention, SA with ``preset="published"`` (T_max = 25000, removed jobs
+  re-inserted in window order).
+- ``paper``: the paper's text: k = 20 (10 pods of 100), Eq. (1) cost, SA with ``preset="paper"``
+  (T_max = 2500, re-insertion by descending size).
+
+Every SA run names its preset (see :data:`heuristics.anneal.SA_PRESETS`), so the tables do not move
+when the library's defaults do.
 
 Both cap a window at 5 multi-node jobs (the published code's evaluation setting). An epoch is
 ``windows_per_epoch`` windows from an empty cluster; its "cost" is the mean window cost, as the
@@ -24,16 +28,18 @@ from tjap import solve
 from placement.tree.stream import generate_windows
 from placement.tree.window import Window
 
+#: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
 SETTINGS = {
-    "published": {"layout": "published", "convention": "published", "t_max": 25000.0,
-                  "reinsert": "window-order"},
-    "paper": {"layout": "paper", "convention": "paper", "t_max": 2500.0,
-              "reinsert": "largest-first"},
+    "published": {"layout": "published", "convention": "published"},
+    "paper": {"layout": "paper", "convention": "paper"},
 }
 
-#: The best hand-written configuration found here: greedy repair, up to 5 jobs removed (every job
-#: of a capped window), re-insertion largest first, T_max 25000.
-BEST_SA = {"repair": "greedy", "max_remove": 5, "t_max": 25000.0, "reinsert": "largest-first"}
+#: "SA best": the best hand-written configuration found here (greedy repair, up to 5 jobs removed,
+#: every job of a capped window, re-insertion largest first, T_max 25000), the library's default.
+BEST_SA = {"preset": "best"}
+
+#: The setting's LNS-500: descent from the SCAS optimum with the greedy repair, n^D = 2.
+LNS = {"repair": "greedy", "max_remove": 2, "initial": "auto"}
 
 #: Table III of the paper (published setting), averages over 10 epochs.
 PAPER_TABLE3 = {"seq": 105023.5, "sa500": 91813.2, "sa1000": 90809.7, "nsa500": 89588.7,
@@ -50,22 +56,22 @@ def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freefo
            quiet=False, executor=None) -> dict:
     conv = SETTINGS[setting]["convention"]
     windows = _windows(setting, epochs, windows_per_epoch, seed)
-    solve(windows[0], "sa", iterations=1, convention=conv)          # compile first
-    solve(windows[0], "sa", iterations=1, convention=conv, repair="greedy")
+    solve(windows[0], "sa", preset=setting, iterations=1, convention=conv)          # compile first
+    solve(windows[0], "sa", iterations=1, convention=conv, **BEST_SA)
     tasks = [(setting, w.to_dict(), seed, freeform_time_limit_s) for w in windows]
     rows = (executor or make_executor(1)).results(table3_window, tasks, desc=f"table3/{setting}",
                                                   quiet=quiet)
-    names = list(_table3_runs(SETTINGS[setting])) + ["freeform"]
+    names = list(_table3_runs(setting)) + ["freeform"]
     return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, names)}
 
 
-def _table3_runs(s: dict) -> dict:
+def _table3_runs(setting: str) -> dict:
     return {
         "seq": dict(method="seq"),
-        "sa500": dict(method="sa", iterations=500, t_max=s["t_max"], reinsert=s["reinsert"]),
-        "sa1000": dict(method="sa", iterations=1000, t_max=s["t_max"], reinsert=s["reinsert"]),
+        "sa500": dict(method="sa", preset=setting, iterations=500),
+        "sa1000": dict(method="sa", preset=setting, iterations=1000),
         "sa1000_best": dict(method="sa", iterations=1000, **BEST_SA),
-        "lns500": dict(method="lns", iterations=500),
+        "lns500": dict(method="lns", iterations=500, **LNS),
         "scas_opt": dict(method="dp"),
     }
 
@@ -77,7 +83,7 @@ def table3_window(setting, w, seed, freeform_time_limit_s) -> dict:
     row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
            "jobs": w.num_jobs}
     results = {}
-    for name, kw in _table3_runs(SETTINGS[setting]).items():
+    for name, kw in _table3_runs(setting).items():
         kw = dict(kw)
         r = solve(w, kw.pop("method"), convention=conv, seed=seed, **kw)
         results[name] = r
@@ -145,7 +151,8 @@ def table4_window(setting, w, seed, limit_s, with_paper) -> dict:
 def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
           repeats=3) -> list[dict]:
     """Iterations per second of the Numba SA loop against its plain-Python twin, same windows, same
-    parameters (the setting's T_max, T_min 2.5, n^D = 2, q = 100, largest first), same seed.
+    parameters (the setting's preset: its T_max, T_min 2.5, n^D = 2, q = 100; largest first),
+    same seed.
 
     Each side's time on a window is the best of ``repeats`` consecutive runs (as timeit does:
     other processes on the cores only ever add time). With the paper's repair both run the same
@@ -155,14 +162,14 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
     import os
 
     from heuristics import _kernels, reference
-    from heuristics.anneal import anneal
+    from heuristics.anneal import SA_PRESETS, anneal
     from heuristics.operators import Metropolis, RandomDestroy
     from placement.tree.dcas import Arrays
 
-    s = SETTINGS[setting]
+    s, p = SETTINGS[setting], SA_PRESETS[setting]
     code = 0 if s["convention"] == "paper" else 1
     windows = _windows(setting, 1, num_windows, seed)
-    params = dict(accept=Metropolis(s["t_max"], 2.5), destroy=RandomDestroy(2),
+    params = dict(accept=Metropolis(p["t_max"], p["t_min"]), destroy=RandomDestroy(p["max_remove"]),
                   reinsert="largest-first", convention=s["convention"], seed=seed)
     out = []
     for repair, rcode, py_iters in (("paper", _kernels.REPAIR_PAPER, iterations),
@@ -180,7 +187,8 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
                 tick = time.perf_counter()
                 _, _, py_best = reference.anneal(
                     a.switch_q, a.pod_q, code, a.sizes, np.arange(j), np.zeros(j, np.int64),
-                    py_iters, s["t_max"], 2.5, 2, rcode, 100, _kernels.REINSERT_LARGEST_FIRST,
+                    py_iters, p["t_max"], p["t_min"], p["max_remove"], rcode, p["q"],
+                    _kernels.REINSERT_LARGEST_FIRST,
                     _kernels.ACCEPT_METROPOLIS, seed)
                 py = max(py, py_iters / (time.perf_counter() - tick))
             r = runs[0]
@@ -210,7 +218,7 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     SA with the paper's and our best repair at NSA's wall time, window by window (one task per
     window: the equal-time budgets are measured on the same core as the runs they bound)."""
     windows = _windows(setting, epochs, windows_per_epoch, seed)
-    solve(windows[0], "nsa", iterations=1, weights=weights,
+    solve(windows[0], "nsa", preset=setting, iterations=1, weights=weights,
           convention=SETTINGS[setting]["convention"], seed=seed)
     tasks = [(setting, w.to_dict(), seed, weights) for w in windows]
     rows = (executor or make_executor(1)).results(nsa_window, tasks, desc=f"nsa/{setting}",
@@ -230,7 +238,7 @@ def nsa_window(setting, w, seed, weights) -> dict:
     w = Window.from_dict(w)
     s = SETTINGS[setting]
     common = {"convention": s["convention"], "seed": seed}
-    paper_sa = {"t_max": s["t_max"], "reinsert": s["reinsert"]}
+    paper_sa = {"preset": setting}   # the paper's repair, in the setting's loop
     nsa = solve(w, "nsa", iterations=500, weights=weights, **paper_sa, **common)
     budget = nsa.runtime_s
     runs = {

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+import numpy as np
+
 from heuristics import _kernels as k
 from tjap.errors import InvalidInputError
 
@@ -97,10 +99,13 @@ class ImprovingOnly:
 
 
 def make_repair(repair, q: int = 100) -> Repair:
-    """A Repair from a name ("paper", "uniform", "greedy") or an instance."""
+    """A Repair from a name ("paper", "uniform", "greedy") or an instance. ``q``, the paper
+    repair's range, must be an integer of at least 1 whichever repair is named."""
+    if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
+        raise InvalidInputError(f"repair q must be an integer of at least 1, got {q!r}")
     if isinstance(repair, Repair):
         return repair
-    if repair not in REPAIRS:
+    if not isinstance(repair, str) or repair not in REPAIRS:
         raise InvalidInputError(
             f"unknown repair operator {repair!r}; choose one of {', '.join(REPAIRS)}")
     return PaperRepair(q=q) if repair == "paper" else REPAIRS[repair]()

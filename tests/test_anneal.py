@@ -63,8 +63,8 @@ def assert_same_trajectory(w, r: Result, ref) -> None:
 def test_trajectory_matches_reference_tiny(seed, repair, reinsert, iterations, window_factory):
     w = window_factory(seed, max_jobs=4)
     convention = CONVENTIONS[seed % 2]
-    r = solve(w, "sa", iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
-              convention=convention)
+    r = solve(w, "sa", preset="paper", iterations=iterations, repair=repair, reinsert=reinsert,
+              seed=seed, convention=convention)
     assert r.iterations == iterations
     ref = run_reference(w, iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
                         convention=convention)
@@ -76,8 +76,8 @@ def test_trajectory_matches_reference_tiny(seed, repair, reinsert, iterations, w
 def test_trajectory_matches_reference_greedy(seed, reinsert, window_factory):
     w = window_factory(100 + seed, max_jobs=4)
     convention = CONVENTIONS[seed % 2]
-    r = solve(w, "sa", iterations=300, repair="greedy", reinsert=reinsert, seed=seed,
-              convention=convention)
+    r = solve(w, "sa", preset="paper", iterations=300, repair="greedy", reinsert=reinsert,
+              seed=seed, convention=convention)
     ref = run_reference(w, iterations=300, repair="greedy", reinsert=reinsert, seed=seed,
                         convention=convention)
     assert_same_trajectory(w, r, ref)
@@ -89,7 +89,8 @@ def test_trajectory_matches_reference_stream(stream_windows, repair, reinsert):
     """Windows of the paper's stream (744..1000 idle nodes, 2..5 jobs), 600 iterations."""
     for index, w in enumerate(stream_windows):
         seed = 10 + index
-        r = solve(w, "sa", iterations=600, repair=repair, reinsert=reinsert, seed=seed)
+        r = solve(w, "sa", preset="paper", iterations=600, repair=repair, reinsert=reinsert,
+                  seed=seed)
         ref = run_reference(w, iterations=600, repair=repair, reinsert=reinsert, seed=seed)
         assert_same_trajectory(w, r, ref)
 
@@ -98,7 +99,7 @@ def test_trajectory_matches_reference_stream(stream_windows, repair, reinsert):
 def test_trajectory_matches_reference_from_dp_with_published_t_max(seed, window_factory):
     """Starting from the SCAS optimum, with the published code's T_max = 25000 and q = 3."""
     w = window_factory(300 + seed, max_jobs=4)
-    r = solve(w, "sa", iterations=400, initial="dp", t_max=25000.0, q=3, seed=seed)
+    r = solve(w, "sa", preset="paper", iterations=400, initial="dp", t_max=25000.0, q=3, seed=seed)
     order, starts = encode(w, solve(w, "dp").assignment)
     ref = run_reference(w, iterations=400, seed=seed, order=order, starts=starts, t_max=25000.0,
                         q=3)
@@ -126,8 +127,8 @@ def test_trajectory_matches_reference_property(window_factory, window_seed, seed
                                                convention, iterations, max_remove, q, t_max):
     """Random tiny windows and options, iteration counts around the CHUNK boundaries."""
     w = window_factory(window_seed, max_idle=16, max_jobs=5)
-    r = solve(w, "sa", iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
-              convention=convention, max_remove=max_remove, q=q, t_max=t_max)
+    r = solve(w, "sa", preset="paper", iterations=iterations, repair=repair, reinsert=reinsert,
+              seed=seed, convention=convention, max_remove=max_remove, q=q, t_max=t_max)
     ref = run_reference(w, iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
                         convention=convention, max_remove=max_remove,
                         q=q if repair == "paper" else 0, t_max=t_max)
@@ -137,7 +138,7 @@ def test_trajectory_matches_reference_property(window_factory, window_seed, seed
 def test_trajectory_matches_reference_stream_greedy(stream_windows):
     """The greedy repair on a 767-node stream window, over just more than one chunk."""
     w = stream_windows[3]
-    r = solve(w, "sa", iterations=_kernels.CHUNK + 20, repair="greedy", seed=5)
+    r = solve(w, "sa", preset="paper", iterations=_kernels.CHUNK + 20, repair="greedy", seed=5)
     ref = run_reference(w, iterations=_kernels.CHUNK + 20, repair="greedy", seed=5)
     assert_same_trajectory(w, r, ref)
 
@@ -164,8 +165,8 @@ def check_sa_result(w: Window, r: Result, convention: str) -> None:
 def test_sa_results_are_feasible_dcas_and_never_worse_than_start(
         window_factory, window_seed, seed, repair, reinsert, convention, iterations, max_remove, q):
     w = window_factory(window_seed, max_idle=16, max_jobs=5)
-    r = solve(w, "sa", iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
-              convention=convention, max_remove=max_remove, q=q)
+    r = solve(w, "sa", preset="paper", iterations=iterations, repair=repair, reinsert=reinsert,
+              seed=seed, convention=convention, max_remove=max_remove, q=q)
     check_sa_result(w, r, convention)
     assert r.iterations == iterations
     assert r.info["initial"] == "seq"
@@ -176,7 +177,7 @@ def test_sa_results_are_feasible_dcas_and_never_worse_than_start(
 def test_sa_results_on_stream_windows(stream_windows):
     for index, w in enumerate(stream_windows):
         for repair in ("paper", "uniform", "greedy"):
-            r = solve(w, "sa", iterations=300, repair=repair, seed=index)
+            r = solve(w, "sa", preset="paper", iterations=300, repair=repair, seed=index)
             check_sa_result(w, r, "paper")
 
 
@@ -184,7 +185,7 @@ def test_sa_result_is_dcas_with_ten_jobs():
     rng = random.Random(8)
     t = FatTree(num_nodes=64, nodes_per_switch=4, switches_per_pod=2)
     w = Window(t, sorted(rng.sample(range(64), 40)), [rng.randint(1, 4) for _ in range(10)])
-    r = solve(w, "sa", iterations=50, seed=8, repair="uniform")
+    r = solve(w, "sa", preset="paper", iterations=50, seed=8, repair="uniform")
     assert r.is_feasible()
     # the result is a DCAS solution by construction: its own steps decode to it
     assert r.assignment == tuple(tuple(n) for n in decode(w, r.info["order"], r.info["starts"]))
@@ -197,8 +198,8 @@ def test_sa_result_as_initial_with_ten_jobs():
     rng = random.Random(8)
     t = FatTree(num_nodes=64, nodes_per_switch=4, switches_per_pod=2)
     w = Window(t, sorted(rng.sample(range(64), 40)), [rng.randint(1, 4) for _ in range(10)])
-    first = solve(w, "sa", iterations=50, seed=8, repair="uniform")
-    again = solve(w, "sa", iterations=50, seed=9, repair="uniform", initial=first)
+    first = solve(w, "sa", preset="paper", iterations=50, seed=8, repair="uniform")
+    again = solve(w, "sa", preset="paper", iterations=50, seed=9, repair="uniform", initial=first)
     assert again.info["initial_cost"] == pytest.approx(first.objective, abs=TOL)
 
 
@@ -211,7 +212,8 @@ def test_bounds_against_exact_optima(seed, convention, window_factory):
     free = solve(w, "freeform", convention=convention).objective
     assert free <= dp.objective + TOL
 
-    sa_dp = solve(w, "sa", initial="dp", iterations=300, seed=seed, convention=convention)
+    sa_dp = solve(w, "sa", preset="paper", initial="dp", iterations=300, seed=seed,
+                  convention=convention)
     assert sa_dp.info["initial"] == "dp"
     assert sa_dp.info["initial_cost"] == pytest.approx(dp.objective, abs=TOL)
     assert sa_dp.objective <= dp.objective + TOL
@@ -222,10 +224,144 @@ def test_bounds_against_exact_optima(seed, convention, window_factory):
 
     results = [dp, sa_dp, lns, solve(w, "seq", convention=convention)]
     for repair in ("paper", "uniform", "greedy"):
-        results.append(solve(w, "sa", iterations=300, repair=repair, seed=seed,
+        results.append(solve(w, "sa", preset="paper", iterations=300, repair=repair, seed=seed,
                              convention=convention))
     for r in results:
         assert r.objective >= free - TOL, (r.method, r.info)
+
+
+# -- defaults and presets -------------------------------------------------------------------------
+#: The documented settings, written out: the default is Table III's "SA-1000 best" and
+#: preset="paper" the options solve_sa took by default before it had presets (Table I).
+BEST = dict(iterations=1000, repair="greedy", q=100, max_remove=5, t_max=25000.0, t_min=2.5,
+            reinsert="largest-first", initial="seq")
+PAPER = dict(iterations=500, repair="paper", q=100, max_remove=2, t_max=2500.0, t_min=2.5,
+             reinsert="largest-first", initial="seq")
+PUBLISHED = {**PAPER, "t_max": 25000.0, "reinsert": "window-order"}
+
+
+def assert_same_result(a: Result, b: Result) -> None:
+    assert a.assignment == b.assignment
+    assert a.objective == b.objective
+    assert a.iterations == b.iterations
+    assert {k: v for k, v in a.info.items() if k != "iterations_per_s"} == \
+        {k: v for k, v in b.info.items() if k != "iterations_per_s"}
+
+
+def test_presets_are_the_documented_settings():
+    from heuristics.anneal import SA_PRESETS
+
+    assert SA_PRESETS == {"best": BEST, "paper": PAPER, "published": PUBLISHED}
+    assert list(SA_PRESETS) == ["best", "paper", "published"]  # the default first
+
+
+@pytest.mark.parametrize("convention", CONVENTIONS)
+@pytest.mark.parametrize("seed", range(3))
+def test_default_is_the_best_configuration(seed, convention, window_factory):
+    w = window_factory(900 + seed, max_jobs=5)
+    r = solve(w, "sa", seed=seed, convention=convention)
+    assert_same_result(r, solve(w, "sa", seed=seed, convention=convention, **BEST))
+    assert_same_result(r, solve(w, "sa", preset="best", seed=seed, convention=convention))
+    assert r.iterations == 1000 and r.info["repair"] == "greedy" and r.info["initial"] == "seq"
+    ref = run_reference(w, iterations=1000, repair="greedy", max_remove=5, t_max=25000.0, q=0,
+                        seed=seed, convention=convention)
+    assert_same_trajectory(w, r, ref)
+
+
+def test_default_on_stream_windows_beats_the_paper_preset(stream_windows):
+    """On the paper's stream the default ends within 1 % of the SCAS optimum on average, below
+    the paper's SA at the same 1000 iterations."""
+    best, paper = [], []
+    for index, w in enumerate(stream_windows):
+        opt = solve(w, "dp").objective
+        r = solve(w, "sa", seed=index)
+        check_sa_result(w, r, "paper")
+        best.append((r.objective - opt) / opt)
+        paper.append((solve(w, "sa", preset="paper", iterations=1000, seed=index).objective - opt)
+                     / opt)
+    assert np.mean(best) < 0.01
+    assert np.mean(best) < np.mean(paper)
+
+
+@pytest.mark.parametrize("preset, options", [("paper", PAPER), ("published", PUBLISHED)])
+@pytest.mark.parametrize("seed", range(4))
+def test_preset_equals_its_explicit_options(seed, preset, options, window_factory):
+    """preset="paper" is the old default draw for draw (and preset="published" the published
+    code's options); both follow the plain-Python twin."""
+    w = window_factory(950 + seed, max_jobs=4)
+    convention = CONVENTIONS[seed % 2]
+    r = solve(w, "sa", preset=preset, seed=seed, convention=convention)
+    assert_same_result(r, solve(w, "sa", seed=seed, convention=convention, **options))
+    assert r.iterations == 500 and r.info["repair"] == "paper"
+    ref = run_reference(w, iterations=500, reinsert=options["reinsert"], t_max=options["t_max"],
+                        seed=seed, convention=convention)
+    assert_same_trajectory(w, r, ref)
+
+
+def test_preset_paper_on_stream_windows_follows_the_twin(stream_windows):
+    for index, w in enumerate(stream_windows[:3]):
+        r = solve(w, "sa", preset="paper", seed=20 + index)
+        assert_same_trajectory(w, r, run_reference(w, iterations=500, seed=20 + index))
+
+
+def test_explicit_options_override_the_preset(window_factory):
+    w = window_factory(990, max_jobs=4)
+    # the published code's two differences, given to the paper preset
+    assert_same_result(solve(w, "sa", preset="paper", t_max=25000.0, reinsert="window-order",
+                             seed=2),
+                       solve(w, "sa", preset="published", seed=2))
+    # every option that differs, given to the default preset
+    assert_same_result(solve(w, "sa", iterations=500, repair="paper", max_remove=2,
+                             t_max=2500.0, seed=2),
+                       solve(w, "sa", preset="paper", seed=2))
+    # one option: the rest stays the preset's
+    r = solve(w, "sa", iterations=300, seed=2)
+    assert r.iterations == 300 and r.info["repair"] == "greedy"
+    assert_same_result(r, solve(w, "sa", seed=2, **{**BEST, "iterations": 300}))
+    r = solve(w, "sa", preset="paper", repair="greedy", initial="dp", seed=2)
+    assert r.iterations == 500 and r.info["repair"] == "greedy" and r.info["initial"] == "dp"
+
+
+@pytest.mark.parametrize("preset", ["best", "paper", "published"])
+def test_same_seed_same_result_for_each_preset(preset, stream_windows):
+    w = stream_windows[2]
+    for s in (0, 7):
+        a = solve(w, "sa", preset=preset, seed=s)
+        assert_same_result(a, solve(w, "sa", preset=preset, seed=s))
+        assert a.seed == s
+
+
+def test_lns_defaults_are_table3s_lns500(window_factory):
+    w = window_factory(995, max_jobs=4)
+    r = solve(w, "lns", seed=1)
+    assert_same_result(r, solve(w, "lns", iterations=500, repair="greedy", max_remove=2,
+                                initial="auto", seed=1))
+    assert r.iterations == 500 and r.info["repair"] == "greedy"
+
+
+@pytest.mark.parametrize("preset", ["fast", "Paper", "", None, 1, ("paper",)])
+def test_unknown_preset_is_a_one_line_error(preset, window_factory):
+    w = window_factory(1)
+    with pytest.raises(InvalidInputError) as info:
+        solve(w, "sa", preset=preset)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "preset" in message and "best, paper, published" in message and repr(preset) in message
+
+
+@pytest.mark.parametrize("method", ["sa", "lns"])
+def test_every_option_is_documented(method):
+    """help(solve_sa) / help(solve_lns) list every option in their numpydoc Parameters."""
+    import inspect
+
+    from heuristics.anneal import solve_lns, solve_sa
+
+    fn = {"sa": solve_sa, "lns": solve_lns}[method]
+    doc = inspect.getdoc(fn)
+    params = doc.split("Parameters\n----------\n")[1].split("\n\n")[0]
+    documented = {name.strip() for line in params.splitlines() if " : " in line
+                  and not line.startswith(" ") for name in line.split(" : ")[0].split(",")}
+    assert documented == set(inspect.signature(fn).parameters)
 
 
 # -- determinism ----------------------------------------------------------------------------------
@@ -233,8 +369,8 @@ def test_bounds_against_exact_optima(seed, convention, window_factory):
 def test_same_seed_same_result(window_factory, repair):
     for s in range(5):
         w = window_factory(600 + s, max_jobs=4)
-        a = solve(w, "sa", iterations=400, repair=repair, seed=s)
-        b = solve(w, "sa", iterations=400, repair=repair, seed=s)
+        a = solve(w, "sa", preset="paper", iterations=400, repair=repair, seed=s)
+        b = solve(w, "sa", preset="paper", iterations=400, repair=repair, seed=s)
         assert a.assignment == b.assignment
         assert a.objective == b.objective
         assert (a.info["order"], a.info["starts"]) == (b.info["order"], b.info["starts"])
@@ -243,8 +379,8 @@ def test_same_seed_same_result(window_factory, repair):
 def test_seeds_on_stream_windows(stream_windows):
     distinct_windows = 0
     for w in stream_windows:
-        runs = {s: solve(w, "sa", iterations=500, seed=s) for s in range(5)}
-        again = solve(w, "sa", iterations=500, seed=3)
+        runs = {s: solve(w, "sa", preset="paper", seed=s) for s in range(5)}
+        again = solve(w, "sa", preset="paper", seed=3)
         assert again.assignment == runs[3].assignment
         assert again.info["starts"] == runs[3].info["starts"]
         if len({r.assignment for r in runs.values()}) > 1:
@@ -257,7 +393,7 @@ def test_seeds_on_stream_windows(stream_windows):
 def test_time_limit_stops_between_chunks(stream_windows, time_limit_s):
     w = stream_windows[0]
     huge = 10**9
-    r = solve(w, "sa", iterations=huge, time_limit_s=time_limit_s, seed=1)
+    r = solve(w, "sa", preset="paper", iterations=huge, time_limit_s=time_limit_s, seed=1)
     assert 0 <= r.iterations < huge
     assert r.iterations % _kernels.CHUNK == 0
     check_sa_result(w, r, "paper")
@@ -265,9 +401,9 @@ def test_time_limit_stops_between_chunks(stream_windows, time_limit_s):
 
 def test_time_limit_not_reached_runs_every_iteration(stream_windows):
     w = stream_windows[1]
-    r = solve(w, "sa", iterations=1000, time_limit_s=100.0, seed=1)
+    r = solve(w, "sa", preset="paper", iterations=1000, time_limit_s=100.0, seed=1)
     assert r.iterations == 1000  # not a multiple of CHUNK: the last chunk is partial
-    assert r.assignment == solve(w, "sa", iterations=1000, seed=1).assignment
+    assert r.assignment == solve(w, "sa", preset="paper", iterations=1000, seed=1).assignment
 
 
 # -- errors ---------------------------------------------------------------------------------------
@@ -285,6 +421,10 @@ def test_time_limit_not_reached_runs_every_iteration(stream_windows):
     {"max_remove": -2},
     {"q": 0},
     {"q": -5},
+    {"q": 1.5},
+    {"q": 0, "repair": "greedy"},
+    {"preset": "fast"},
+    {"preset": "paper", "t_min": 0.0},
 ], ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
 def test_sa_rejects_bad_options(window_factory, options):
     w = window_factory(1)
@@ -304,7 +444,7 @@ def test_lns_rejects_bad_options(window_factory):
 @pytest.mark.parametrize("seed", range(6))
 def test_zero_iterations_returns_seq(seed, convention, window_factory):
     w = window_factory(700 + seed, max_jobs=4)
-    r = solve(w, "sa", iterations=0, seed=seed, convention=convention)
+    r = solve(w, "sa", preset="paper", iterations=0, seed=seed, convention=convention)
     seq = solve(w, "seq", convention=convention)
     assert r.assignment == seq.assignment
     assert r.objective == pytest.approx(seq.objective, abs=TOL)
@@ -318,7 +458,7 @@ def test_zero_iterations_returns_seq(seed, convention, window_factory):
 def test_zero_iterations_from_dp_returns_dp(window_factory):
     w = window_factory(800, max_jobs=4)
     dp = solve(w, "dp")
-    r = solve(w, "sa", iterations=0, initial="dp")
+    r = solve(w, "sa", preset="paper", iterations=0, initial="dp")
     assert [set(n) for n in r.assignment] == [set(n) for n in dp.assignment]
     assert r.objective == pytest.approx(dp.objective, abs=TOL)
 

@@ -25,6 +25,32 @@ def test_bench_table3(tmp_path, capsys):
     assert gaps["seq"] >= -1e-9 and gaps["freeform"] <= 1e-9  # seq never beats the optimum
 
 
+@pytest.mark.parametrize("setting, loop", [
+    ("published", {"t_max": 25000.0, "reinsert": "window-order"}),
+    ("paper", {"t_max": 2500.0, "reinsert": "largest-first"})])
+def test_table3_columns_name_their_settings(setting, loop):
+    """Table III's SA and LNS columns pass their settings explicitly: the same figures as the
+    options written out, whatever the library's defaults are."""
+    from benchmarks.sa_tables import SETTINGS, _windows, table3_window
+    from tjap import solve
+
+    w = _windows(setting, 1, 1, 0)[0]
+    common = {"convention": SETTINGS[setting]["convention"], "seed": 0}
+    paper_sa = dict(repair="paper", q=100, max_remove=2, t_min=2.5, initial="seq", **loop)
+    row = table3_window(setting, w.to_dict(), 0, 0.2)
+    expected = {
+        "sa500": solve(w, "sa", iterations=500, **paper_sa, **common),
+        "sa1000": solve(w, "sa", iterations=1000, **paper_sa, **common),
+        "sa1000_best": solve(w, "sa", iterations=1000, repair="greedy", q=100, max_remove=5,
+                             t_max=25000.0, t_min=2.5, reinsert="largest-first", initial="seq",
+                             **common),
+        "lns500": solve(w, "lns", iterations=500, repair="greedy", max_remove=2, initial="auto",
+                        **common),
+    }
+    for name, r in expected.items():
+        assert row[name] == r.objective, name
+
+
 def test_bench_table4(tmp_path, capsys):
     data = run_json(capsys, "bench", "table4", "--epochs", 1, "--windows-per-epoch", 2,
                     "--paper-windows", 1, "--limit", 5, "--out", tmp_path, "--quiet", "--json")
