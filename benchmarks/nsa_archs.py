@@ -11,7 +11,7 @@
     python -m benchmarks.nsa_archs [--windows 30] [--archs fcn1,...,cnn3] [--quiet]
 
 Improvement of NSA over SA is the mean over windows of ``(SA - NSA) / SA`` in %, as
-:func:`benchmarks.sa_tables.nsa_table` computes it.
+:func:`tjap.bench.sa_tables.nsa_table` computes it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
-from benchmarks.sa_tables import SETTINGS, _windows
+from tjap.bench.sa_tables import SETTINGS, _windows
 from tjap import solve
 
 ARCHS = ("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3")

@@ -152,7 +152,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     preset : {"paper", "published"}, default "paper"
         ``"paper"``: the paper's Table I loop (T_max 2500, T_min 2.5, 500 iterations, n^D = 2,
         largest first). ``"published"``: the published code's loop (T_max 25000, window order;
-        pass ``convention="published"`` too). benchmarks/sa_tables.py's NSA table runs each
+        pass ``convention="published"`` too). tjap/bench/sa_tables.py's NSA table runs each
         setting under the preset of its name.
     iterations : int, optional
         Moves; the cooling schedule spans them. 500 in both presets.

@@ -1,6 +1,6 @@
 """The DCAS search loop (simulated annealing / LNS, Algorithm 1 of seed 002).
 
-The compiled loop must follow the plain-Python twin in heuristics.reference draw for draw; every
+The compiled loop must follow the plain-Python twin in tests/sa_reference.py draw for draw; every
 result must be a feasible DCAS solution no worse than where the search started, and bracketed by
 the exact optima on tiny windows.
 """
@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-from heuristics import _kernels, reference
+import sa_reference as reference
+from heuristics import _kernels
 from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
 from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays, decode, encode, is_dcas
@@ -37,7 +38,7 @@ def stream_windows() -> list[Window]:
 def run_reference(w: Window, *, iterations, repair="paper", reinsert="largest-first", seed=0,
                   convention="paper", order=None, starts=None, accept=_kernels.ACCEPT_METROPOLIS,
                   t_max=2500.0, t_min=2.5, max_remove=2, q=100):
-    """heuristics.reference.anneal with the arguments heuristics.anneal passes to the kernel."""
+    """sa_reference.anneal with the arguments heuristics.anneal passes to the kernel."""
     a = Arrays(w)
     if order is None:
         order, starts = np.arange(w.num_jobs), np.zeros(w.num_jobs, np.int64)

@@ -31,7 +31,7 @@ def test_bench_table3(tmp_path, capsys):
 def test_table3_columns_name_their_settings(setting, loop):
     """Table III's SA and LNS columns pass their settings explicitly: the same figures as the
     options written out, whatever the library's defaults are."""
-    from benchmarks.sa_tables import SETTINGS, _windows, table3_window
+    from tjap.bench.sa_tables import SETTINGS, _windows, table3_window
     from tjap import solve
 
     w = _windows(setting, 1, 1, 0)[0]
@@ -58,11 +58,13 @@ def test_bench_table4(tmp_path, capsys):
     assert data["set_packing_optimal_pct"] == 100.0
 
 
-def test_bench_speed(tmp_path, capsys):
-    data = run_json(capsys, "bench", "speed", "--windows-per-epoch", 2, "--quiet", "--json")
-    assert {r["repair"] for r in data["rows"]} == {"paper", "greedy"}
-    assert all(r["median_ratio"] > 1 for r in data["rows"])
-    paper = next(r for r in data["rows"] if r["repair"] == "paper")
+def test_sa_speed_benchmark(capsys):
+    from benchmarks.sa_speed import main
+
+    rows = main(["--windows", "2", "--setting", "paper"])
+    assert {r["repair"] for r in rows} == {"paper", "greedy"}
+    assert all(r["median_ratio"] > 1 for r in rows)
+    paper = next(r for r in rows if r["repair"] == "paper")
     assert paper["same_result"] == paper["windows"]  # both sides ran the same search
 
 

@@ -1,5 +1,5 @@
 """``tjap bench ...``: the experiments a user can re-run, each a table, CSV and figure under
-``--out`` (default ``benchmarks/out``): seed 002's exact solvers, Tables III/IV, the SA loop's speed,
+``--out`` (default ``benchmarks/out``): seed 002's exact solvers, Tables III/IV,
 NSA against SA, the window policy against FCFS/EASY, and the batch simulator on a trace."""
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ def add_parser(sub) -> None:
 
     for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
                            ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
-                           ("speed", "iterations per second of the Numba SA loop against its plain-Python twin"),
                            ("nsa", "NSA-500 against SA at equal iterations and at equal wall time")):
         b = bench.add_parser(name, help=helptext, description=helptext)
         b.add_argument("--setting", choices=("published", "paper"), default="published",
@@ -51,8 +50,7 @@ def add_parser(sub) -> None:
             b.add_argument("--limit", type=positive(float), default=30.0, metavar="S")
         b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
         add_common(b)
-        if name != "speed":   # a timing of one process: parallel runs would disturb it
-            add_executor_arguments(b, default_workers=1)   # rows carry solver times
+        add_executor_arguments(b, default_workers=1)   # rows carry solver times
     b = bench.add_parser("batch", help="batch simulator: LS6 speed, scaling, warm-start waits",
                          description="The simulator on the LS6 trace under every backfill mode, "
                                      "EASY on synthetic traces of two sizes, and the warm-started "
@@ -84,8 +82,7 @@ def cmd_bench(args) -> int:
         return _bench_exact(args)
     if args.what == "batch":
         return _bench_batch(args)
-    from benchmarks import sa_tables
-    from tjap.bench import online
+    from tjap.bench import online, sa_tables
     from tjap.report import format_table, write_csv
 
     out_dir = Path(args.out)
@@ -134,13 +131,6 @@ def cmd_bench(args) -> int:
                                             ("sa_best_same_time", ".1f"), ("scas_opt", ".1f")])
         text += "\nNSA-500 improvement over (%): " + ", ".join(
             f"{k} {v:+.3f}" for k, v in summary["nsa_improvement_pct"].items())
-    elif args.what == "speed":
-        rows = sa_tables.speed(args.setting, args.windows_per_epoch, seed=args.seed)
-        summary = {"setting": args.setting, "rows": rows}
-        text = format_table(rows, [("repair", ""), ("windows", "d"), ("numba_it_per_s", ".0f"),
-                                   ("python_it_per_s", ".0f"), ("median_ratio", ".1f"),
-                                   ("min_ratio", ".1f"), ("same_result", ""),
-                                   ("load_1min", ".2f")])
     else:
         rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
                           args.convention, quiet=args.quiet, executor=executor_from_args(args))

@@ -1,5 +1,6 @@
 """Plain-Python twin of the compiled DCAS search loop, for tests (an oracle that must follow the
-same trajectory, draw for draw) and for the speed comparison in the benchmarks. Not for use."""
+same trajectory, draw for draw) and for the speed comparison of ``benchmarks/sa_speed.py``. Not
+for use."""
 
 from __future__ import annotations
 

@@ -23,10 +23,11 @@ import time
 
 import numpy as np
 
-from benchmarks.common import format_table, make_executor
-from tjap import solve
 from placement.tree.stream import generate_windows
 from placement.tree.window import Window
+from tjap.api import solve
+from tjap.executor import make_executor
+from tjap.report import format_table
 
 #: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
 SETTINGS = {
@@ -146,63 +147,6 @@ def table4_window(setting, w, seed, limit_s, with_paper) -> dict:
         row["paper_limit"], row["paper_limit_s"] = r.objective, r.runtime_s
         row["paper_limit_status"] = r.status.value
     return row
-
-
-def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
-          repeats=3) -> list[dict]:
-    """Iterations per second of the Numba SA loop against its plain-Python twin, same windows, same
-    parameters (the setting's preset: its T_max, T_min 2.5, n^D = 2, q = 100; largest first),
-    same seed.
-
-    Each side's time on a window is the best of ``repeats`` consecutive runs (as timeit does:
-    other processes on the cores only ever add time). With the paper's repair both run the same
-    iterations, so both must end at the same best cost (``same_result``: windows where they do).
-    The greedy twin runs 50 iterations (about 2 ms each). ``load_1min``: the load average after
-    the run."""
-    import os
-
-    from heuristics import _kernels, reference
-    from heuristics.anneal import SA_PRESETS, anneal
-    from heuristics.operators import Metropolis, RandomDestroy
-    from placement.tree.dcas import Arrays
-
-    s, p = SETTINGS[setting], SA_PRESETS[setting]
-    code = 0 if s["convention"] == "paper" else 1
-    windows = _windows(setting, 1, num_windows, seed)
-    params = dict(accept=Metropolis(p["t_max"], p["t_min"]), destroy=RandomDestroy(p["max_remove"]),
-                  reinsert="largest-first", convention=s["convention"], seed=seed)
-    out = []
-    for repair, rcode, py_iters in (("paper", _kernels.REPAIR_PAPER, iterations),
-                                    ("greedy", _kernels.REPAIR_GREEDY, 50)):
-        anneal(windows[0], iterations=1, repair=repair, **params)  # compile first
-        ratios, numba_ips, python_ips, same = [], [], [], 0
-        for w in windows:
-            a = Arrays(w)
-            j = w.num_jobs
-            runs = [anneal(w, iterations=iterations, repair=repair, **params)
-                    for _ in range(repeats)]
-            nb = max(r.info["iterations_per_s"] for r in runs)
-            py = 0.0
-            for _ in range(repeats):
-                tick = time.perf_counter()
-                _, _, py_best = reference.anneal(
-                    a.switch_q, a.pod_q, code, a.sizes, np.arange(j), np.zeros(j, np.int64),
-                    py_iters, p["t_max"], p["t_min"], p["max_remove"], rcode, p["q"],
-                    _kernels.REINSERT_LARGEST_FIRST,
-                    _kernels.ACCEPT_METROPOLIS, seed)
-                py = max(py, py_iters / (time.perf_counter() - tick))
-            r = runs[0]
-            numba_ips.append(nb)
-            python_ips.append(py)
-            ratios.append(nb / py)
-            same += py_iters == iterations and py_best == r.objective
-        out.append({"repair": repair, "windows": len(windows),
-                    "numba_it_per_s": float(np.median(numba_ips)),
-                    "python_it_per_s": float(np.median(python_ips)),
-                    "median_ratio": float(np.median(ratios)), "min_ratio": float(np.min(ratios)),
-                    "same_result": same if py_iters == iterations else None,
-                    "load_1min": os.getloadavg()[0]})
-    return out
 
 
 def print_table3(result: dict) -> str:
