@@ -107,3 +107,22 @@ def test_import_tjap_and_listing_methods_stay_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert tjap.__version__ and tjap.FatTree is not None and "solve" in dir(tjap)
+
+
+def test_other_systems_entry_points_refuse_unknown_options():
+    import numpy as np
+
+    from placement.batch.jobs import Jobs
+    from placement.batch.simulator import simulate as simulate_batch
+    from placement.interference import Workload, make_cluster
+    from placement.interference import simulate as simulate_interference
+
+    jobs = Jobs.build(submit_s=np.arange(4) * 10, nodes=np.ones(4, np.int64),
+                      limit_s=np.full(4, 60), runtime_s=np.full(4, 30))
+    assert simulate_batch(jobs, 2, backfill="easy").summary()["jobs"] == 4
+    with pytest.raises(InvalidInputError, match="unknown option 'backfil'.*valid options: .*backfill"):
+        simulate_batch(jobs, 2, backfil="easy")
+    cluster = make_cluster("fattree", 4)
+    workload = Workload.generate(cluster.num_partitions, 1, "uniform", 0)
+    with pytest.raises(InvalidInputError, match="unknown option 'seeed' for simulate"):
+        simulate_interference(cluster, workload, make("interference", "tetris"), seeed=1)

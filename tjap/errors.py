@@ -24,3 +24,13 @@ class MissingDependencyError(TjapError, ImportError):
 
 class StateSpaceTooLargeError(TjapError):
     """An exact method would need more states than its limit allows."""
+
+
+def check_options(options, valid, what: str) -> None:
+    """Raise :class:`InvalidInputError` naming every key of ``options`` not in ``valid``, and
+    listing the valid ones (``what`` names the function or method, e.g. ``"simulate()"``)."""
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise InvalidInputError(
+            f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
+            f"for {what}; valid options: {', '.join(valid) or 'none'}")

@@ -29,7 +29,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tjap.errors import InvalidInputError, MissingDependencyError, UnknownMethodError
+from tjap.errors import (InvalidInputError, MissingDependencyError, UnknownMethodError,
+                         check_options)
 
 SYSTEMS = ("tree", "network", "interference", "provision")
 
@@ -124,12 +125,8 @@ class Method:
         valid = self.options()
         if valid is None:
             return
-        unknown = sorted(set(options) - set(valid))
-        if unknown:
-            listed = ", ".join(v for v in valid if v not in fixed) or "none"
-            raise InvalidInputError(
-                f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
-                f"for {self.system} method {self.name!r}; valid options: {listed}")
+        check_options(options, [v for v in valid if v not in fixed],
+                      f"{self.system} method {self.name!r}")
 
     def make(self, requested_name: str | None = None, **options):
         """Build the policy (network, interference, provision) with ``options``, checked."""

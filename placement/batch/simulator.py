@@ -55,14 +55,14 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
 from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
 from placement.tree.cost import CONVENTIONS, convention_code
-from tjap.errors import InvalidInputError
+from tjap.errors import InvalidInputError, check_options
 from tjap.result import Record, plain
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
@@ -532,5 +532,6 @@ def simulate(jobs: Jobs, nodes: int | None = None, config: SchedulerConfig | Non
              topology=None, **options) -> SimulationResult:
     """One-call replay: ``simulate(jobs, 76, backfill="easy")``. Keyword options override fields
     of ``config``."""
+    check_options(options, [f.name for f in fields(SchedulerConfig)], "simulate()")
     config = replace(config or SchedulerConfig(), **options) if options else config
     return Simulator(jobs, nodes, config, topology).run()

@@ -34,7 +34,7 @@ from placement.interference.cluster import Cluster
 from placement.interference.episode import PlacementEpisode
 from placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
 from placement.interference.model import Coefficients
-from tjap.errors import InvalidInputError
+from tjap.errors import InvalidInputError, check_options
 from tjap.result import Record
 
 
@@ -351,5 +351,7 @@ class Simulator:
 def simulate(cluster: Cluster, workload: Workload, policy: PlacementPolicy, **options) -> SimResult:
     """Run ``workload`` on ``cluster`` under ``policy`` (options: seed, max_intervals, drain,
     progress; coefficients and interval_s go to the :class:`Simulator`)."""
+    check_options(options, ("seed", "max_intervals", "drain", "progress", "coefficients",
+                            "interval_s"), "simulate()")
     sim_options = {k: options.pop(k) for k in ("coefficients", "interval_s") if k in options}
     return Simulator(cluster, workload, **sim_options).run(policy, **options)
