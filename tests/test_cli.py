@@ -455,3 +455,11 @@ def test_demo_json(capsys):
     # free-form has no contiguity rule: its proven bound cannot exceed the SCAS optimum
     if rows["freeform"]["bound"] is not None:
         assert rows["freeform"]["bound"] <= rows["dp"]["cost"] * (1 + 1e-9)
+
+
+def test_version(capsys):
+    import tjap
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.strip() == f"tjap {tjap.__version__}"
