@@ -1,7 +1,7 @@
 """The ``tjap`` command line: one program, one module per family of subcommands.
 
 Each family module has ``add_parser(sub)``, which adds its subcommands and sets ``run``, and
-``run(args)``: ``tree`` (solve, generate, online, demo), ``bench`` (the experiments), ``batch``
+``run(args)``: ``tree`` (solve, generate, online, demo), ``topology`` (show), ``bench`` (the experiments), ``batch``
 (simulate, provision), ``network``, ``interference``, ``train`` and ``methods``.
 
 Exit codes: 0 success, 1 the job ran but failed (no solution found), 2 bad input or usage,
@@ -15,10 +15,10 @@ import argparse
 import sys
 
 import tjap
-from tjap.cli import batch, bench, interference, methods, network, train, tree
+from tjap.cli import batch, bench, interference, methods, network, topology, train, tree
 from tjap.errors import TjapError
 
-FAMILIES = (tree, bench, batch, network, interference, train, methods)
+FAMILIES = (tree, topology, bench, batch, network, interference, train, methods)
 
 
 def build_parser() -> argparse.ArgumentParser:
