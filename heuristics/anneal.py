@@ -120,6 +120,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
         cost, accepted and improving moves, the repair's name, the best (order, starts) and the
         loop's iterations per second.
     """
+    window.require_fat_tree(method)
     started = time.perf_counter()
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
         raise InvalidInputError(f"iterations must be a non-negative integer, got {iterations!r}")
@@ -221,6 +222,7 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     InvalidInputError
         An unknown preset, repair or reinsert order, or an option out of range.
     """
+    window.require_fat_tree("sa")
     o = preset_options(preset, SA_PRESETS, iterations=iterations, repair=repair, q=q,
                        max_remove=max_remove, t_max=t_max, t_min=t_min, reinsert=reinsert,
                        initial=initial)
@@ -267,6 +269,7 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Result
         The best solution found; see :func:`anneal`.
     """
+    window.require_fat_tree("lns")
     return anneal(window, iterations=iterations, repair=make_repair(repair),
                   destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),
                   reinsert="largest-first", initial=initial, convention=convention,

@@ -183,6 +183,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     InvalidInputError
         An unknown preset or reinsert order, an option out of range, or weights that do not load.
     """
+    window.require_fat_tree("nsa")
     o = preset_options(preset, NSA_PRESETS, iterations=iterations, max_remove=max_remove,
                        t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
     repair = LearnedRepair.load(weights or DEFAULT_WEIGHTS, sample=sample)

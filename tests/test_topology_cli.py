@@ -57,3 +57,20 @@ def test_bad_files_are_one_line_errors(tmp_path, capsys):
     broken.write_text("{not json")
     code, _, err = run(capsys, "topology", "show", broken)
     assert code == 2 and "not valid JSON" in err and len(err.splitlines()) == 1
+
+
+def test_solve_a_window_on_a_slurm_tree_names_in_names_out(tmp_path, capsys):
+    (tmp_path / "topology.conf").write_text(CONF)
+    idle = [f"c101-{i:03d}" for i in range(3, 9)] + ["gpu01", "gpu02", "gpu03", "n1", "n2", "n3", "n7"]
+    window = tmp_path / "window.json"
+    window.write_text(json.dumps({"topology": {"slurm": "topology.conf"}, "idle_nodes": idle,
+                                  "job_sizes": [4, 3, 2]}))
+    code, out, err = run(capsys, "solve", window, "--method", "dp")
+    assert code == 0 and err == ""
+    assert "cost=12000.00" in out and "gpu[01-03]" in out      # each job on one leaf switch
+    code, out, _ = run(capsys, "solve", window, "--method", "scip", "--json")
+    data = json.loads(out)
+    assert data["objective"] == 12000.0 and sorted(map(len, data["nodes"])) == [2, 3, 4]
+    assert all(name in idle for job in data["nodes"] for name in job)
+    code, out, err = run(capsys, "solve", window, "--method", "sa")
+    assert code == 2 and "does not support general switch trees yet" in err

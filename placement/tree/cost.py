@@ -46,8 +46,12 @@ def cost_from_counts(switch_counts, pod_counts, convention: str = "paper") -> fl
                                             int((pod_counts**2).sum()), convention_code(convention)))
 
 
-def job_cost(topology: FatTree, nodes: Sequence[int], convention: str = "paper") -> float:
+def job_cost(topology, nodes: Sequence[int], convention: str = "paper") -> float:
     """CH cost of one job placed on ``nodes`` (distinct node ids of ``topology``).
+
+    ``topology`` is a :class:`FatTree` or a :class:`~placement.tree.switch_tree.SwitchTree`
+    (whose nodes may also be given by name; its cost is its count form's,
+    :mod:`placement.tree.tree_cost`, equal to this one on a fat-tree).
 
     Examples
     --------
@@ -58,6 +62,11 @@ def job_cost(topology: FatTree, nodes: Sequence[int], convention: str = "paper")
     500.0
     """
     code = convention_code(convention)
+    if not isinstance(topology, FatTree):
+        if not hasattr(topology, "count_form"):
+            raise InvalidInputError(f"topology must be a tjap.FatTree or a SwitchTree, got "
+                                    f"{type(topology).__name__}")
+        return topology.count_form.cost(topology.node_indices(nodes), convention)
     ids = np.asarray(nodes, dtype=np.int64)
     if ids.ndim != 1 or ids.size == 0:
         raise InvalidInputError("nodes must be a non-empty list of node ids")
@@ -72,7 +81,7 @@ def job_cost(topology: FatTree, nodes: Sequence[int], convention: str = "paper")
                                             int((pod_counts**2).sum()), code))
 
 
-def assignment_cost(topology: FatTree, assignment: Sequence[Sequence[int]],
+def assignment_cost(topology, assignment: Sequence[Sequence[int]],
                     convention: str = "paper") -> float:
     """Total CH cost of a window's assignment (one node list per job)."""
     return float(sum(job_cost(topology, nodes, convention) for nodes in assignment))

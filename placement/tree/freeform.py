@@ -209,6 +209,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
     the solver stops with a worse solution, so the returned cost never exceeds it.
     """
+    window.require_fat_tree("freeform")
     if solver not in SOLVERS:
         raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     code = convention_code(convention)
@@ -344,6 +345,7 @@ def solve_freeform_greedy(window: Window, *, convention="paper", time_limit_s=No
     """Best-fit greedy: largest job first; the fullest single switch that fits it, else the
     fullest-fitting single pod, else the pods with the most idle nodes; inside a pod, switches with
     the most idle nodes first."""
+    window.require_fat_tree("freeform-greedy")
     started = time.perf_counter()
     cap = _Capacity(window)
     free = cap.idle.astype(np.int64).copy()

@@ -15,7 +15,8 @@ from tjap.result import Record, Status, plain
 class Result(Record):
     """A window's solution and how it was obtained.
 
-    ``assignment`` holds one tuple of node ids per job, in window order (empty when no solution).
+    ``assignment`` holds one tuple of node ids per job, in window order (empty when no solution);
+    :meth:`node_names` gives the same nodes by name.
     ``bound`` is a proven lower bound on the method's model, when the method knows one.
     """
 
@@ -50,6 +51,11 @@ class Result(Record):
             return None
         return (self.objective - self.bound) / max(abs(self.objective), 1e-12)
 
+    def node_names(self) -> tuple[tuple[str, ...], ...]:
+        """Per job, in window order, the names of its nodes: the switch tree's node names, or the
+        node ids as strings on a fat-tree."""
+        return tuple(self.window.node_names(nodes) for nodes in self.assignment)
+
     def is_feasible(self) -> bool:
         """True if each job holds exactly its requested number of distinct idle nodes and no node
         is shared between jobs."""
@@ -66,12 +72,15 @@ class Result(Record):
         return True
 
     def to_dict(self) -> dict:
-        """Plain JSON data: no window (it is the input), objective None when there is no solution."""
-        return plain({"method": self.method, "status": self.status, "convention": self.convention,
-                      "objective": self.objective, "bound": self.bound,
-                      "runtime_s": self.runtime_s, "seed": self.seed,
-                      "iterations": self.iterations, "assignment": self.assignment,
-                      "info": self.info})
+        """Plain JSON data: no window (it is the input), objective None when there is no solution;
+        on a switch tree also ``"nodes"``, the assignment by node name."""
+        out = {"method": self.method, "status": self.status, "convention": self.convention,
+               "objective": self.objective, "bound": self.bound, "runtime_s": self.runtime_s,
+               "seed": self.seed, "iterations": self.iterations, "assignment": self.assignment}
+        if not self.window.is_fat_tree:
+            out["nodes"] = self.node_names()
+        out["info"] = self.info
+        return plain(out)
 
     def summary(self) -> dict:
         """The headline figures: method, status, objective, bound, gap, runtime and feasibility."""

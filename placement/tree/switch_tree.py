@@ -35,6 +35,7 @@ import numpy as np
 
 from placement.tree.hostlist import compress_hostlist, expand_hostlist
 from placement.tree.topology import FatTree
+from placement.tree.tree_cost import CountForm, count_groups
 from tjap.errors import InvalidInputError
 
 #: Name of the switch added above several top-level switches.
@@ -99,7 +100,8 @@ class SwitchTree:
     """
 
     __slots__ = ("switch_names", "switch_parent", "node_names", "node_leaf", "switch_depth",
-                 "leaf_switches", "leaf_sizes", "num_levels", "_node_ids", "_switch_ids")
+                 "leaf_switches", "leaf_sizes", "num_levels", "_node_ids", "_switch_ids",
+                 "_count_form")
 
     def __init__(self, switch_names, switch_parent, node_names, node_leaf):
         switch_names = _check_names(switch_names, "switch")
@@ -160,6 +162,7 @@ class SwitchTree:
         set_(self, "num_levels", int(depth[leaves].max()) + 1)
         set_(self, "_node_ids", node_ids)
         set_(self, "_switch_ids", switch_ids)
+        set_(self, "_count_form", None)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"SwitchTree is immutable; cannot set {name!r}")
@@ -181,6 +184,15 @@ class SwitchTree:
     def num_switches(self) -> int:
         """Number of switches, the implicit root included."""
         return len(self.switch_names)
+
+    @property
+    def count_form(self) -> CountForm:
+        """The tree's :class:`~placement.tree.tree_cost.CountForm` (built once, then cached):
+        what the cost of a node set and the SCAS block costs are computed from."""
+        if self._count_form is None:
+            object.__setattr__(self, "_count_form",
+                               count_groups(self.switch_parent, self.node_leaf))
+        return self._count_form
 
     def node_index(self, node) -> int:
         """The index of a node given by name (str) or by index (int).

@@ -1,4 +1,5 @@
-"""One scheduling window: a fat-tree, its idle sequence Q and the sizes of the selected jobs.
+"""One scheduling window: a switch tree (a fat-tree or any :class:`SwitchTree`), its idle
+sequence Q and the sizes of the selected jobs.
 
 JSON schema (``Window.to_json`` / ``Window.from_json``)::
 
@@ -8,18 +9,25 @@ JSON schema (``Window.to_json`` / ``Window.from_json``)::
       "job_sizes":  [12, 7, 30],        # requested nodes per job, in window (priority) order
       "meta":       {...}               # optional, free-form (epoch, time, ...), kept as is
     }
+
+On any other switch tree ``topology`` is ``{"tree": SwitchTree.to_dict()}`` or
+``{"slurm": "topology.conf"}`` (a path, relative to the window file's folder when read by
+:func:`load_windows`), and ``idle_nodes`` lists node names (indices are accepted too); Q is the
+idle nodes in the tree's depth-first node order.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
 
-from placement.tree import _kernels
+from placement.tree import _kernels, tree_cost
 from placement.tree.cost import convention_code
+from placement.tree.switch_tree import SwitchTree
 from tjap.errors import InvalidInputError
 from placement.tree.topology import FatTree
 
@@ -35,14 +43,47 @@ def _int_list(name: str, values) -> list[int]:
     return out
 
 
+def _tree_nodes(tree: SwitchTree, values) -> list[int]:
+    """Indices of idle nodes given by name or index on a switch tree."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InvalidInputError(
+            f"idle_nodes must be a list of node names or indices, got {type(values).__name__}")
+    try:
+        return [int(i) for i in tree.node_indices(list(values))]
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"idle_nodes: {exc}") from None
+
+
+def _topology_from_dict(data, base_dir) -> FatTree | SwitchTree:
+    if isinstance(data, dict) and "tree" in data:
+        if set(data) != {"tree"}:
+            raise InvalidInputError(
+                f"topology with 'tree' takes no other key, got {sorted(data)}")
+        return SwitchTree.from_dict(data["tree"])
+    if isinstance(data, dict) and "slurm" in data:
+        path = data["slurm"]
+        if set(data) != {"slurm"} or not isinstance(path, str) or not path:
+            raise InvalidInputError("topology {'slurm': PATH} takes one key, the path of a "
+                                    f"topology.conf file, got {data!r:.80}")
+        path = Path(path)
+        if base_dir is not None and not path.is_absolute():
+            path = Path(base_dir) / path
+        return SwitchTree.from_slurm(path)
+    return FatTree.from_dict(data)
+
+
 class Window:
     """A window of the topology-aware job allocation problem (immutable, validated).
 
     Parameters
     ----------
-    topology : FatTree
-    idle_nodes : sequence of int
-        Idle node ids; stored sorted, which is the idle sequence Q.
+    topology : FatTree or SwitchTree
+        The cluster's network. On a :class:`SwitchTree` the methods ``dp``, ``scip``,
+        ``cpsat``, ``scip-paper``, ``cpsat-paper``, ``seq`` and ``auto`` work; the others need a
+        fat-tree for now (:meth:`require_fat_tree`).
+    idle_nodes : sequence of int, or of str on a SwitchTree
+        Idle nodes, by index (or, on a SwitchTree, by name); stored as indices sorted, which is
+        the idle sequence Q (on a SwitchTree, its depth-first node order).
     job_sizes : sequence of int
         Nodes requested by each job, in window order. Their sum may not exceed the idle count.
     meta : dict, optional
@@ -51,11 +92,15 @@ class Window:
 
     __slots__ = ("topology", "idle_nodes", "job_sizes", "meta", "_block_cost_cache")
 
-    def __init__(self, topology: FatTree, idle_nodes: Sequence[int], job_sizes: Sequence[int],
-                 meta: dict | None = None):
-        if not isinstance(topology, FatTree):
-            raise InvalidInputError(f"topology must be a tjap.FatTree, got {type(topology).__name__}")
-        idle = _int_list("idle_nodes", idle_nodes)
+    def __init__(self, topology: FatTree | SwitchTree, idle_nodes: Sequence[int | str],
+                 job_sizes: Sequence[int], meta: dict | None = None):
+        if isinstance(topology, SwitchTree):
+            idle = _tree_nodes(topology, idle_nodes)
+        elif isinstance(topology, FatTree):
+            idle = _int_list("idle_nodes", idle_nodes)
+        else:
+            raise InvalidInputError(f"topology must be a tjap.FatTree or a SwitchTree, got "
+                                    f"{type(topology).__name__}")
         sizes = _int_list("job_sizes", job_sizes)
         if not sizes:
             raise InvalidInputError("job_sizes is empty: a window needs at least one job")
@@ -70,6 +115,8 @@ class Window:
                     dup = i
                     break
                 seen.add(i)
+            if isinstance(topology, SwitchTree):
+                dup = repr(topology.node_names[dup])
             raise InvalidInputError(f"idle_nodes repeats node {dup}: each idle node appears once")
         small = [(j, n) for j, n in enumerate(sizes) if n < 1]
         if small:
@@ -104,6 +151,31 @@ class Window:
     def num_jobs(self) -> int:
         return len(self.job_sizes)
 
+    @property
+    def is_fat_tree(self) -> bool:
+        """True when the topology is a :class:`FatTree` (not a general :class:`SwitchTree`)."""
+        return isinstance(self.topology, FatTree)
+
+    def require_fat_tree(self, method: str) -> None:
+        """Refuse ``method`` on a general switch tree (it needs a fat-tree's switch and pod arrays).
+
+        Raises
+        ------
+        InvalidInputError
+            The window's topology is a :class:`SwitchTree`.
+        """
+        if not self.is_fat_tree:
+            raise InvalidInputError(
+                f"method {method!r} does not support general switch trees yet; use dp, scip, "
+                "cpsat, seq or auto")
+
+    def node_names(self, nodes) -> tuple[str, ...]:
+        """Names of the node indices ``nodes``: the tree's names, or the string indices on a
+        fat-tree."""
+        if self.is_fat_tree:
+            return tuple(str(int(v)) for v in nodes)
+        return tuple(self.topology.node_names[int(v)] for v in nodes)
+
     def block(self, start: int, size: int) -> np.ndarray:
         """Node ids of D(start, size): ``size`` consecutive idle nodes from position ``start`` of Q,
         wrapping to the head of Q."""
@@ -115,17 +187,30 @@ class Window:
         costs = self._block_cost_cache.get(key)
         if costs is None:
             t = self.topology
-            costs = _kernels.block_costs(t.switch_of[self.idle_nodes], t.pod_of[self.idle_nodes],
-                                         int(size), t.num_switches, t.num_pods,
-                                         convention_code(convention))
+            if isinstance(t, FatTree):
+                costs = _kernels.block_costs(t.switch_of[self.idle_nodes],
+                                             t.pod_of[self.idle_nodes], int(size),
+                                             t.num_switches, t.num_pods,
+                                             convention_code(convention))
+            else:
+                form = t.count_form
+                costs = tree_cost.block_costs(form.group_of, form.top_level, self.idle_nodes,
+                                              int(size), form.num_groups,
+                                              convention_code(convention))
             costs.setflags(write=False)
             self._block_cost_cache[key] = costs
         return costs
 
     # -- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        out = {"topology": self.topology.to_dict(), "idle_nodes": self.idle_nodes.tolist(),
-               "job_sizes": list(self.job_sizes)}
+        """Plain JSON data; on a SwitchTree the topology is ``{"tree": ...}`` and the idle nodes
+        are names."""
+        if self.is_fat_tree:
+            topology, idle = self.topology.to_dict(), self.idle_nodes.tolist()
+        else:
+            topology = {"tree": self.topology.to_dict()}
+            idle = list(self.node_names(self.idle_nodes))
+        out = {"topology": topology, "idle_nodes": idle, "job_sizes": list(self.job_sizes)}
         if self.meta:
             out["meta"] = dict(self.meta)
         return out
@@ -134,7 +219,9 @@ class Window:
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data) -> "Window":
+    def from_dict(cls, data, base_dir=None) -> "Window":
+        """Read :meth:`to_dict`'s form; a ``{"slurm": PATH}`` topology's relative path is read
+        from ``base_dir`` (by default the working directory)."""
         if not isinstance(data, dict):
             raise InvalidInputError(f"a window must be a JSON object, got {type(data).__name__}")
         missing = {"topology", "idle_nodes", "job_sizes"} - set(data)
@@ -143,15 +230,16 @@ class Window:
         meta = data.get("meta") or {}
         if not isinstance(meta, dict):
             raise InvalidInputError("window field meta must be an object")
-        return cls(FatTree.from_dict(data["topology"]), data["idle_nodes"], data["job_sizes"], meta)
+        return cls(_topology_from_dict(data["topology"], base_dir), data["idle_nodes"],
+                   data["job_sizes"], meta)
 
     @classmethod
-    def from_json(cls, text: str) -> "Window":
+    def from_json(cls, text: str, base_dir=None) -> "Window":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"window is not valid JSON: {exc}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, base_dir)
 
     def __repr__(self) -> str:
         return (f"Window({self.topology!r}, {self.num_idle} idle nodes, "
@@ -166,9 +254,10 @@ class Window:
 
 
 def load_windows(path) -> list[Window]:
-    """Read windows from a ``.json`` file (one window or a list) or a ``.jsonl`` file (one a line)."""
-    from pathlib import Path
+    """Read windows from a ``.json`` file (one window or a list) or a ``.jsonl`` file (one a line).
 
+    A topology ``{"slurm": "topology.conf"}`` is read relative to the window file's folder.
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -181,7 +270,7 @@ def load_windows(path) -> list[Window]:
         for lineno, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    windows.append(Window.from_json(line))
+                    windows.append(Window.from_json(line, path.parent))
                 except InvalidInputError as exc:
                     raise InvalidInputError(f"{path}:{lineno}: {exc}") from None
         return windows
@@ -191,7 +280,7 @@ def load_windows(path) -> list[Window]:
         raise InvalidInputError(f"{path} is not valid JSON: {exc}") from None
     try:
         if isinstance(data, list):
-            return [Window.from_dict(d) for d in data]
-        return [Window.from_dict(data)]
+            return [Window.from_dict(d, path.parent) for d in data]
+        return [Window.from_dict(data, path.parent)]
     except InvalidInputError as exc:
         raise InvalidInputError(f"{path}: {exc}") from None

@@ -80,8 +80,9 @@ def window_solver(method: str):
 
 
 def cmd_solve(args) -> int:
-    from tjap.api import solve
+    from placement.tree.hostlist import compress_hostlist
     from placement.tree.window import load_windows
+    from tjap.api import solve
 
     windows = load_windows(args.file)
     if not windows:
@@ -95,8 +96,11 @@ def cmd_solve(args) -> int:
             head = f"window {k}: " if len(results) > 1 else ""
             print(f"{head}method={r.method} status={r.status.value} cost={r.objective:.2f} "
                   f"bound={'-' if r.bound is None else f'{r.bound:.2f}'} time={r.runtime_s:.4f}s")
+            named = hasattr(r.window.topology, "node_names")   # a switch tree: names out
             for j, (n, nodes) in enumerate(zip(r.window.job_sizes, r.assignment)):
-                print(f"  job {j} ({n} nodes): {_ranges(nodes)}")
+                where = (compress_hostlist(list(r.window.node_names(nodes))) if named
+                         else _ranges(nodes))
+                print(f"  job {j} ({n} nodes): {where}")
     return 0 if all(r.has_solution for r in results) else 1
 
 
