@@ -15,6 +15,7 @@ from placement.interference import (Coefficients, Simulator, Workload, co_locati
                                     error_table, fit, make_cluster, simulate)
 from placement.interference import _kernels as kern
 from placement.interference import profiles
+from placement.interference.jobs import DEFAULT_TRACE
 from tjap.cli import main
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
 from tjap.registry import make, methods
@@ -238,11 +239,16 @@ def test_forwarding_places_jobs_the_home_partition_cannot_hold():
     assert np.all(result.start == 0)                # all placed at once across partitions
 
 
-def test_workload_patterns_and_trace():
+def test_workload_patterns():
     u = Workload.generate(3, 4, "uniform", 0)
     assert len(u) == 3 * 4 * 15 and np.all(np.bincount(u.home) == 60)
     p = Workload.generate(3, 40, "poisson", 0)
     assert abs(len(p) / 120 - 15) < 1.5
+
+
+@pytest.mark.skipif(not DEFAULT_TRACE.exists(),
+                    reason=f"the LS6 trace is not beside the repository ({DEFAULT_TRACE})")
+def test_workload_trace_pattern():
     t = Workload.generate(4, 200, "trace", 0)
     counts = np.bincount(t.arrival, minlength=200)
     assert abs(counts.mean() / 4 - 15) < 5 and counts.std() > 3   # bursty, near the mean rate

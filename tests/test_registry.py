@@ -126,3 +126,10 @@ def test_other_systems_entry_points_refuse_unknown_options():
     workload = Workload.generate(cluster.num_partitions, 1, "uniform", 0)
     with pytest.raises(InvalidInputError, match="unknown option 'seeed' for simulate"):
         simulate_interference(cluster, workload, make("interference", "tetris"), seeed=1)
+
+
+def test_the_placement_floor_names_its_exact_models_as_the_registry_does():
+    from placement.tree.exact import SOLVERS
+
+    for name, fn in SOLVERS.items():
+        assert get("tree", name).load() is fn, name

@@ -8,7 +8,7 @@ light.
 from __future__ import annotations
 
 from tjap.errors import InvalidInputError
-from tjap.registry import get, methods, register  # noqa: F401  (re-exported by tjap)
+from tjap.registry import get
 
 #: Longest time limit accepted (SCIP refuses more than 1e20 s); None means no limit.
 MAX_TIME_LIMIT_S = 1e9

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from placement.tree.cost import assignment_cost
 from placement.tree.window import Window

@@ -17,7 +17,6 @@ cluster at a random job index.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import numpy as np
 

@@ -18,6 +18,7 @@ idle nodes in the tree's depth-first node order.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,8 +69,19 @@ def _topology_from_dict(data, base_dir) -> FatTree | SwitchTree:
         path = Path(path)
         if base_dir is not None and not path.is_absolute():
             path = Path(base_dir) / path
-        return SwitchTree.from_slurm(path)
+        try:
+            stamp = path.stat().st_mtime_ns
+        except OSError:
+            stamp = None            # from_slurm reports the unreadable file in one line
+        return _slurm_tree(str(path.resolve()), stamp)
     return FatTree.from_dict(data)
+
+
+@functools.lru_cache(maxsize=8)
+def _slurm_tree(path: str, stamp) -> SwitchTree:
+    """One SwitchTree per topology.conf (and modification time): the windows of a file that name
+    the same topology share it, and with it its cached count form."""
+    return SwitchTree.from_slurm(Path(path))
 
 
 class Window:

@@ -19,7 +19,6 @@ paper's per-epoch "sum / 100".
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 

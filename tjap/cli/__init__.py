@@ -12,6 +12,7 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 import tjap
@@ -35,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run ``tjap`` with ``argv`` (default: the process arguments); returns the exit code."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = build_parser().parse_args(argv)
+    args.command_line = "tjap " + shlex.join(argv)   # what training runs record in metadata
     try:
         return args.run(args)
     except TjapError as exc:

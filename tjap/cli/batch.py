@@ -14,6 +14,8 @@ from tjap.executor import add_executor_arguments, executor_from_args
 
 def add_parser(sub) -> None:
     """Add ``simulate`` and ``provision`` to the ``tjap`` parser."""
+    from tjap.registry import methods
+
     p = sub.add_parser("simulate", help="replay a workload trace on the batch-queue simulator",
                        description="Replay a trace (SWF or sacct TSV) on the Slurm-like simulator "
                                    "and print its summary. See placement.batch.simulator for the "
@@ -57,8 +59,7 @@ def add_parser(sub) -> None:
     e.add_argument("--load", choices=("heavy", "medium", "light", "any"), default="any",
                    help="reactive wait > 12 h, 2-12 h, < 2 h")
     e.add_argument("--policy", default="reactive",
-                   help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | "
-                        "moe_dqn | transformer_pg | moe_pg (learned: shipped weights); several, "
+                   help=f"{' | '.join(methods('provision'))} (learned: shipped weights); several, "
                         "comma-separated, are evaluated on the same pairs, one task each; "
                         "NAME@W (e.g. moe@2) serves a regressor's threshold calibrated for "
                         "interruption weight e_I/e_O = W")
@@ -210,13 +211,10 @@ def cmd_provision(args) -> int:
 
 
 def _provision_calibrate(args) -> int:
-    import shlex
-
     from learned.provision.calibrate import calibrate
 
-    command = "tjap provision calibrate " + " ".join(shlex.quote(a) for a in sys.argv[3:])
     chosen = calibrate(args.trace, args.weights, args.models, args.weights_dir, args.data,
-                       args.workers, command=command,
+                       args.workers, command=args.command_line,
                        log=(lambda *a: None) if args.json else (lambda m: print(m, flush=True)))
     if args.json:
         print_json(chosen)
@@ -229,9 +227,10 @@ DEFAULT_TRACE = "../shared/traces/ls6-a100.tsv"
 
 def _add_live(p) -> None:
     """The options of ``tjap provision live``."""
+    from tjap.registry import methods
+
     p.add_argument("--policy", default="moe",
-                   help="reactive | avg | rf | xgb | transformer | moe | transformer_dqn | moe_dqn "
-                        "| transformer_pg | moe_pg (default moe)")
+                   help=f"{' | '.join(methods('provision'))} (default moe)")
     p.add_argument("--compress", type=float, default=720,
                    help="trace seconds per wall second (default 720: 10 trace minutes = 0.83 s, "
                         "a 48 h job = 4 min; Slurm limits are whole minutes, so 2880/compress "

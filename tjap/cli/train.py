@@ -137,8 +137,6 @@ def _add_network(train_subparsers) -> None:
 
 def _train_network(args) -> int:
     """Run ``tjap train network`` (bad arguments raise InvalidInputError: one line, exit 2)."""
-    import shlex
-    import sys
     from pathlib import Path
 
     from learned.network.train import train_network
@@ -156,7 +154,7 @@ def _train_network(args) -> int:
                                 "(give the .json written by training)")
     for name in args.topologies:
         paper_topology(name, 64)
-    command = "tjap train network " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    command = args.command_line
     out, init = {}, args.init
     if args.imitation_iterations:
         from learned.network.imitation import train_imitation
@@ -231,9 +229,6 @@ def _add_interference(train_subparsers) -> None:
 
 def _train_interference(args) -> int:
     """Run ``tjap train interference`` (bad arguments raise InvalidInputError: one line, exit 2)."""
-    import shlex
-    import sys
-
     from learned.interference.train import train_interference
 
     try:
@@ -241,7 +236,7 @@ def _train_interference(args) -> int:
     except ValueError:
         raise InvalidInputError(f"--eval-seeds must be comma-separated integers, got "
                                 f"{args.eval_seeds!r}") from None
-    command = "tjap train interference " + " ".join(shlex.quote(a) for a in sys.argv[3:])
+    command = args.command_line
     out = train_interference(
         k=args.k, intervals=args.intervals, pattern=args.pattern, expert=args.expert,
         reward=args.reward, single_agent=args.single_agent, level=args.level, eval_seeds=seeds,
@@ -271,11 +266,7 @@ def _add_provision(train_subparsers) -> None:
 
 
 def _train_provision(args) -> int:
-    import shlex
-    import sys
-
     from learned.provision.train import run
 
-    argv = sys.argv[3:] if sys.argv[1:3] == ["train", "provision"] else []
-    return run(args, [shlex.quote(a) for a in argv])
+    return run(args, args.command_line.split(" ")[3:])   # after "tjap train provision"
 
