@@ -71,6 +71,10 @@ def _check(jobs: list[dict], cpus: int) -> None:
             raise SlurmError(f"replay job {jid}: submit_s must be >= 0, got {job['submit_s']!r}")
 
 
+#: Seconds after each target time at which a job is submitted (see replay_on_slurm).
+SUBMIT_GUARD_S = 0.02
+
+
 def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
                     timeout_s: float | None = None, align_start: bool = True) -> list[dict]:
     """Submit ``jobs`` to the running ``slurm`` at their submit times, wait for all to end, and
@@ -114,7 +118,9 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
 
     try:
         for job in jobs:
-            target = t0 + float(job["submit_s"])
+            # a little after the second: slurmctld stamps submissions with time(NULL), a coarse
+            # clock that can still read the previous second for a few ms after the boundary
+            target = t0 + float(job["submit_s"]) + SUBMIT_GUARD_S
             while True:
                 wait = target - time.time()
                 if wait <= 0:
