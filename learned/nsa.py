@@ -77,7 +77,7 @@ class LearnedRepair(Repair):
 
         def callback(switch_q, pod_q, alive, length, size, others, num_others):
             return self.start(switch_q, pod_q, alive, length, size, others, num_others,
-                              t.num_switches, t.num_pods)
+                              t.num_edge_switches, t.num_pods)
 
         previous = k.LEARNED_REPAIR[0]
         k.LEARNED_REPAIR[0] = callback

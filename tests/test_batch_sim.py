@@ -12,7 +12,7 @@ from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
 from tjap.errors import InvalidInputError
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 
 EXACT = dict(bf_interval_s=0, bf_resolution_s=1)
 

@@ -107,7 +107,7 @@ def test_cost_is_order_independent(data, rnd):
 def test_cost_from_counts_matches_job_cost(data):
     t, nodes = data
     ids = np.array(nodes)
-    switch_counts = np.bincount(t.switch_of[ids], minlength=t.num_switches)
+    switch_counts = np.bincount(t.switch_of[ids], minlength=t.num_edge_switches)
     pod_counts = np.bincount(t.pod_of[ids], minlength=t.num_pods)
     for conv in ("paper", "published"):
         assert cost_from_counts(switch_counts, pod_counts, conv) == job_cost(t, nodes, conv)
@@ -153,7 +153,7 @@ def test_block_costs_kernel_matches_job_cost(seed, window_factory):
         code = convention_code(conv)
         for n in range(1, w.num_idle + 1):
             costs = _kernels.block_costs(t.switch_of[w.idle_nodes], t.pod_of[w.idle_nodes], n,
-                                         t.num_switches, t.num_pods, code)
+                                         t.num_edge_switches, t.num_pods, code)
             assert costs.shape == (w.num_idle,)
             expected = [job_cost(t, w.block(p, n), conv) for p in range(w.num_idle)]
             np.testing.assert_allclose(costs, expected, rtol=1e-12, atol=1e-9)

@@ -37,10 +37,10 @@ def test_show_levels_sizes_and_order(tmp_path, capsys):
 
 
 def test_json_tree_reads_like_the_conf(tmp_path, capsys):
-    from placement.tree.switch_tree import SwitchTree
+    from placement.tree.topology import Topology
 
     path = tmp_path / "tree.json"
-    path.write_text(json.dumps(SwitchTree.from_slurm(CONF).to_dict()))
+    path.write_text(json.dumps(Topology.from_slurm(CONF).to_dict()))
     code, out, _ = run(capsys, "topology", "show", path, "--json")
     assert code == 0 and json.loads(out)["nodes"] == 29
 

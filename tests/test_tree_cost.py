@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from placement.tree import _kernels
 from placement.tree.cost import convention_code, job_cost
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 from placement.tree.tree_cost import (CountForm, block_costs, count_groups, node_set_cost,
                                       switch_depths)
 from tjap.errors import InvalidInputError
@@ -54,7 +54,7 @@ def tree_and_set(draw):
 
 def fat_tree_arrays(t: FatTree):
     """Leaf switches 0..S-1 under pods S..S+P-1 under one root S+P."""
-    s, p = t.num_switches, t.num_pods
+    s, p = t.num_edge_switches, t.num_pods
     switch_parent = np.empty(s + p + 1, np.int64)
     switch_parent[:s] = s + np.arange(s) // t.switches_per_pod
     switch_parent[s:s + p] = s + p
@@ -166,7 +166,7 @@ def test_equals_todays_costs_on_the_named_layouts(layout):
     q = rng.permutation(t.num_nodes)[:600]
     for size in (1, 7, 64, 600):
         for convention in CONVENTIONS:
-            today = _kernels.block_costs(t.switch_of[q], t.pod_of[q], size, t.num_switches,
+            today = _kernels.block_costs(t.switch_of[q], t.pod_of[q], size, t.num_edge_switches,
                                          t.num_pods, convention_code(convention))
             np.testing.assert_array_equal(form.block_costs(q, size, convention), today)
 
@@ -180,7 +180,7 @@ def test_block_costs_equal_todays_kernel_on_fat_trees(case, data):
     q = np.asarray(q, np.int64)
     for convention in CONVENTIONS:
         code = convention_code(convention)
-        today = _kernels.block_costs(t.switch_of[q], t.pod_of[q], size, t.num_switches,
+        today = _kernels.block_costs(t.switch_of[q], t.pod_of[q], size, t.num_edge_switches,
                                      t.num_pods, code)
         got = block_costs(form.group_of, form.top_level, q, size, form.num_groups, code)
         np.testing.assert_array_equal(got, today)

@@ -1,6 +1,6 @@
-"""The exact SCAS methods on any switch tree: windows over a SwitchTree against a brute-force
+"""The exact SCAS methods on any switch tree: windows over a Topology against a brute-force
 oracle on tiny irregular trees (2-4 switch levels, uneven leaf depths and sizes), dp against SCIP
-on random trees, the paper's fat-tree as a SwitchTree, names in and out, the methods that refuse a
+on random trees, the paper's fat-tree as a Topology, names in and out, the methods that refuse a
 general tree, and the window's JSON."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from placement.tree.cost import assignment_cost, job_cost
 from placement.tree.scas import is_scas
-from placement.tree.switch_tree import SwitchTree
+from placement.tree.topology import Topology
 from placement.tree.window import Window, load_windows
 from tjap import FatTree, InvalidInputError, Status, solve
 
@@ -28,7 +28,7 @@ TOL = 1e-6
 
 
 # -- trees and windows ----------------------------------------------------------------------------
-def random_tree(rng: random.Random, max_levels: int = 4) -> SwitchTree:
+def random_tree(rng: random.Random, max_levels: int = 4) -> Topology:
     """A tree of 2..max_levels switch levels, leaves at uneven depths holding 1..4 nodes."""
     levels = rng.randint(2, max_levels)
     entries, counter = [], {"s": 0, "n": 0}
@@ -47,7 +47,7 @@ def random_tree(rng: random.Random, max_levels: int = 4) -> SwitchTree:
         return name
 
     grow(0)
-    return SwitchTree.from_dict({"switches": entries})
+    return Topology.from_dict({"switches": entries})
 
 
 def random_window(seed: int, *, max_idle: int = 10, max_jobs: int = 3) -> Window:
@@ -68,7 +68,7 @@ def random_window(seed: int, *, max_idle: int = 10, max_jobs: int = 3) -> Window
 
 
 #: A hand-written irregular tree: leaves at depths 1, 2 and 3, of sizes 1..4.
-IRREGULAR = SwitchTree.from_dict({"switches": [
+IRREGULAR = Topology.from_dict({"switches": [
     {"name": "top", "switches": "spineA,spineB,leafC"},
     {"name": "spineA", "switches": "leafA1,aggA"},
     {"name": "leafA1", "nodes": "a[1-3]"},
@@ -174,13 +174,13 @@ def test_dp_equals_scip_on_random_trees(seed, convention):
     assert dp.is_feasible() and scip.is_feasible()
 
 
-# -- the paper's fat-tree as a SwitchTree ---------------------------------------------------------
+# -- the paper's fat-tree as a Topology ---------------------------------------------------------
 @pytest.mark.parametrize("convention", CONVENTIONS)
 @pytest.mark.parametrize("seed", range(20))
 def test_fat_tree_as_switch_tree_gives_the_same_optimum(seed, convention):
     fat = make_window(seed)
     t = fat.topology
-    tree = SwitchTree.fat_tree(t.num_nodes, t.nodes_per_switch, t.switches_per_pod)
+    tree = t.as_tree()
     w = Window(tree, fat.idle_nodes, fat.job_sizes)
     assert (w.idle_nodes == fat.idle_nodes).all()
     for size in set(fat.job_sizes):

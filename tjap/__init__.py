@@ -1,6 +1,6 @@
 """tjap: placement problems of HPC and ML clusters: exact models, Numba search, learned operators.
 
-The face of the library. Seed 002's model (:class:`FatTree`, :class:`Window`, the hop cost) and
+The face of the library. Seed 002's model (:class:`Topology`, :class:`FatTree`, :class:`Window`, the hop cost) and
 :func:`solve` are re-exported here; the other systems live in :mod:`placement.network`,
 :mod:`placement.interference` and :mod:`placement.batch`, and every system's methods are listed
 by :func:`tjap.registry.methods`. Importing tjap loads nothing heavy: the names below are resolved
@@ -19,7 +19,8 @@ __version__ = "0.2.0"
 
 # public name -> module that defines it (imported on first access, PEP 562)
 _LAZY = {
-    "FatTree": "placement.tree.topology",
+    "Topology": "placement.tree.topology",
+    "FatTree": "placement.tree.fat_tree",
     "Window": "placement.tree.window",
     "load_windows": "placement.tree.window",
     "job_cost": "placement.tree.cost",
@@ -32,7 +33,7 @@ _LAZY = {
     "register": "tjap.registry",
 }
 
-__all__ = ["FatTree", "Window", "Result", "Status", "solve", "place_job", "place_request",
+__all__ = ["Topology", "FatTree", "Window", "Result", "Status", "solve", "place_job", "place_request",
            "methods", "register", "job_cost",
            "assignment_cost", "load_windows", "TjapError", "InvalidInputError",
            "UnknownMethodError", "MissingDependencyError", "StateSpaceTooLargeError",

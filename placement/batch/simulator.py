@@ -39,7 +39,7 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
 - **Release**: a job's nodes return ``release_delay_s`` after it ends (Slurm's COMPLETING state,
   about 1 s on a local Slurm; default 0); jobs depending on it become eligible then.
 - **Nodes**: ``placement="firstfit"`` (lowest free ids), ``"contiguous"`` (the cheapest block of
-  consecutive free nodes of a :class:`placement.tree.topology.FatTree` under the hop-cost convention
+  consecutive free nodes of a :class:`placement.tree.fat_tree.FatTree` under the hop-cost convention
   ``cost_convention``, as :func:`placement.tree.online.place_job`) or ``"freeform"`` (the cheapest node set
   of all for the job alone, :func:`placement.tree.freeform.best_single_job_nodes`). Every scheduling decision
   counts nodes and never looks at which ones are free, so node choice changes no time: the
@@ -219,7 +219,7 @@ class Simulator:
         iconf[k.CONVENTION] = convention_code(c.cost_convention)
         iconf[k.BF_END_SLACK] = 0 if c.bf_end_at_reservation else 1
         if topology is not None:
-            iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_switches, topology.num_pods
+            iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_edge_switches, topology.num_pods
             self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)
             self._pod_of = np.ascontiguousarray(topology.pod_of, dtype=np.int64)
         else:

@@ -17,18 +17,10 @@ import numpy as np
 
 from placement.tree import _kernels
 from tjap.errors import InvalidInputError
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
+from placement.tree.tree_cost import CONVENTIONS, convention_code  # noqa: F401 (re-exported)
 
-CONVENTIONS = ("paper", "published")
 HOP_UNIT_COST = _kernels.HOP_UNIT_COST
-
-
-def convention_code(convention: str) -> int:
-    """The integer the kernels use for a convention name (0 = paper, 1 = published)."""
-    if convention not in CONVENTIONS:
-        raise InvalidInputError(
-            f"convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}")
-    return CONVENTIONS.index(convention)
 
 
 def cost_from_counts(switch_counts, pod_counts, convention: str = "paper") -> float:
@@ -49,7 +41,7 @@ def cost_from_counts(switch_counts, pod_counts, convention: str = "paper") -> fl
 def job_cost(topology, nodes: Sequence[int], convention: str = "paper") -> float:
     """CH cost of one job placed on ``nodes`` (distinct node ids of ``topology``).
 
-    ``topology`` is a :class:`FatTree` or a :class:`~placement.tree.switch_tree.SwitchTree`
+    ``topology`` is a :class:`FatTree` or a :class:`~placement.tree.topology.Topology`
     (whose nodes may also be given by name; its cost is its count form's,
     :mod:`placement.tree.tree_cost`, equal to this one on a fat-tree).
 
@@ -64,7 +56,7 @@ def job_cost(topology, nodes: Sequence[int], convention: str = "paper") -> float
     code = convention_code(convention)
     if not isinstance(topology, FatTree):
         if not hasattr(topology, "count_form"):
-            raise InvalidInputError(f"topology must be a tjap.FatTree or a SwitchTree, got "
+            raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
                                     f"{type(topology).__name__}")
         return topology.count_form.cost(topology.node_indices(nodes), convention)
     ids = np.asarray(nodes, dtype=np.int64)

@@ -24,7 +24,7 @@ class Arrays:
         t = window.topology
         self.switch_q = np.ascontiguousarray(t.switch_of[window.idle_nodes])
         self.pod_q = np.ascontiguousarray(t.pod_of[window.idle_nodes])
-        self.num_switches = t.num_switches
+        self.num_switches = t.num_edge_switches
         self.num_pods = t.num_pods
         self.sizes = np.array(window.job_sizes, dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)

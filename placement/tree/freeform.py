@@ -25,7 +25,7 @@ from tjap import _backends
 from placement.tree.cost import HOP_UNIT_COST, convention_code
 from tjap.errors import InvalidInputError
 from placement.tree.result import Result, Status
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 from placement.tree.window import Window
 
 SOLVERS = ("cpsat", "scip")

@@ -30,7 +30,7 @@ from placement.tree.freeform import best_single_job_nodes
 from placement.tree.exact import window_solver
 from placement.tree.workload import Workload, priority_order, select_prefix
 from tjap.result import Record, plain
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 from placement.tree.window import Window
 
 POLICIES = ("window", "fcfs", "easy")

@@ -22,7 +22,7 @@ import numpy as np
 
 from tjap.errors import InvalidInputError
 from placement.tree.online import window_ticks
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 from placement.tree.window import Window
 from placement.tree.workload import Workload
 

@@ -1,129 +1,644 @@
-"""Pruned fat-tree layouts: node id -> (edge switch, pod), and the hop level of a node pair.
+"""A tree of switches over named compute nodes: any depth, uneven fan-out and leaf sizes.
 
-Nodes are numbered 0..num_nodes-1 from left to right; ``nodes_per_switch`` consecutive ids share
-an edge switch and ``switches_per_pod`` consecutive switches share a pod. The last pod (and its last
-switch) may be partly pruned.
+A :class:`Topology` is what a scheduler builder knows about their cluster's network: leaf
+switches holding compute nodes, switches above them, one root. It reads Slurm's
+``topology.conf`` (:meth:`Topology.from_slurm`), a JSON-ready dict (:meth:`Topology.from_dict`)
+or a networkx tree (:meth:`Topology.from_networkx`). The paper's fat-tree layouts are the same
+kind of tree: :class:`~placement.tree.fat_tree.FatTree` is a subclass (the same node order and
+costs, with the arrays its fast kernels take).
+
+Conventions
+-----------
+- **Switch order.** Switches are listed depth first, parent before children (pre-order), a
+  switch's children in the order its definition lists them; the root is switch 0 and
+  ``switch_parent[i] < i`` for every other switch.
+- **Node order.** ``node_names`` lists nodes depth first: leaf switches in switch order, a leaf's
+  nodes in the order its definition lists them. This is the static node sequence Q of the SCAS
+  model; node ``i`` is index ``i`` everywhere.
+- **Leaves.** A switch holds either compute nodes (a leaf switch) or switches, never both and
+  never neither. Leaves may sit at different depths.
+- **Levels.** Counted upward from a node's leaf switch (= level 1); ``num_levels`` is the largest
+  number of switches on a path from a node up to the root.
+- **Implicit root.** Several top-level switches (switches no other switch lists) are joined under
+  one added switch named ``"(root)"`` (:data:`IMPLICIT_ROOT`), so that every tree has one root;
+  :meth:`Topology.to_slurm` leaves it out again. A single top-level switch is the root itself.
+- **Names.** Switch names and node names are separate name spaces; names are non-empty and
+  contain no whitespace, commas, brackets, ``=``, ``#`` or ``\\``.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 import numpy as np
 
+from placement.tree.hostlist import compress_hostlist, expand_hostlist
+from placement.tree.tree_cost import CountForm, count_groups
 from tjap.errors import InvalidInputError
 
-#: Hop levels of a node pair: same edge switch, same pod, different pods.
-SAME_SWITCH, SAME_POD, OTHER_POD = 0, 1, 2
+#: Name of the switch added above several top-level switches.
+IMPLICIT_ROOT = "(root)"
 
-LAYOUTS = ("paper", "published")
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
+_BAD_NAME = re.compile(r"[\s,\[\]=#\\]")
 
 
-class FatTree:
-    """A pruned fat-tree with nodes numbered left to right.
+def _where(where: str, message: str) -> InvalidInputError:
+    return InvalidInputError(f"{where}: {message}" if where else message)
 
-    Either give the radix ``k`` (the paper's k-ary fat-tree: k/2 nodes per edge switch, k/2 edge
-    switches per pod, k^3/4 nodes at most) or the general layout ``nodes_per_switch`` and
-    ``switches_per_pod``.
+
+def _check_names(names, what: str, where: str = "") -> tuple[str, ...]:
+    names = tuple(names)
+    for name in names:
+        if not isinstance(name, str) or not name or _BAD_NAME.search(name):
+            raise _where(where, f"{what} name {name!r} is not allowed; names are non-empty, "
+                                "without whitespace, commas, brackets, '=', '#' or '\\'")
+    return names
+
+
+def _frozen_int_array(values, what: str) -> np.ndarray:
+    try:
+        array = np.array(values, dtype=np.int64, ndmin=1)
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidInputError(f"{what} must be a list of integers, got {values!r:.80}") from None
+    if array.ndim != 1:
+        raise InvalidInputError(f"{what} must be one-dimensional, got shape {array.shape}")
+    array.setflags(write=False)
+    return array
+
+
+class Topology:
+    """A rooted tree of switches over named compute nodes (see the module's conventions).
+
+    Build one with :meth:`from_slurm`, :meth:`from_dict`, :meth:`from_networkx`,
+    or ``FatTree(...)`` (a subclass); the constructor takes the canonical arrays and
+    checks them. The tree is immutable.
+
+    Parameters
+    ----------
+    switch_names : sequence of str
+        Switch names in depth-first pre-order (the root first).
+    switch_parent : sequence of int
+        Parent switch index of each switch, -1 for the root (and only for it).
+    node_names : sequence of str
+        Compute node names in depth-first order.
+    node_leaf : sequence of int
+        Leaf switch index of each node (non-decreasing, since nodes are depth first).
 
     Examples
     --------
-    >>> FatTree(k=20, num_nodes=1000).num_pods          # the paper's text: 10 pods of 100
-    10
-    >>> FatTree(num_nodes=1000, nodes_per_switch=10, switches_per_pod=4).num_pods  # published code
-    25
+    >>> tree = Topology.from_slurm('''
+    ... SwitchName=leaf1 Nodes=n[01-04]
+    ... SwitchName=leaf2 Nodes=n[05-06]
+    ... SwitchName=spine Switches=leaf[1-2]
+    ... ''')
+    >>> tree.switch_names, tree.num_nodes, tree.num_levels
+    (('spine', 'leaf1', 'leaf2'), 6, 2)
+    >>> tree.leaf_sizes.tolist(), tree.node_index("n05"), tree.ancestors("n05")
+    ([4, 2], 4, (2, 0))
     """
 
-    __slots__ = ("k", "num_nodes", "nodes_per_switch", "switches_per_pod", "switch_of", "pod_of")
+    __slots__ = ("switch_names", "switch_parent", "node_names", "node_leaf", "switch_depth",
+                 "leaf_switches", "leaf_sizes", "num_levels", "_node_ids", "_switch_ids",
+                 "_count_form")
 
-    def __init__(self, k=None, num_nodes=None, nodes_per_switch=None, switches_per_pod=None):
-        if k is not None:
-            k = _positive_int("k", k)
-            if k % 2:
-                raise InvalidInputError(f"k must be even (a k-ary fat-tree has k/2 ports down), got {k}")
-            if nodes_per_switch is not None or switches_per_pod is not None:
+    def __init__(self, switch_names, switch_parent, node_names, node_leaf):
+        switch_names = _check_names(switch_names, "switch")
+        node_names = _check_names(node_names, "node")
+        parent = _frozen_int_array(switch_parent, "switch_parent")
+        leaf = _frozen_int_array(node_leaf, "node_leaf")
+        num_switches, num_nodes = len(switch_names), len(node_names)
+        if num_switches == 0 or num_nodes == 0:
+            raise InvalidInputError("a switch tree needs at least one switch and one node")
+        if len(parent) != num_switches:
+            raise InvalidInputError(f"switch_parent has {len(parent)} entries for "
+                                    f"{num_switches} switches; give one parent per switch")
+        if len(leaf) != num_nodes:
+            raise InvalidInputError(
+                f"node_leaf has {len(leaf)} entries for {num_nodes} nodes; give one per node")
+        switch_ids = {name: i for i, name in enumerate(switch_names)}
+        if len(switch_ids) != num_switches:
+            raise InvalidInputError(f"switch {_first_duplicate(switch_names)!r} appears twice; "
+                                    "switch names must be unique")
+        node_ids = {name: i for i, name in enumerate(node_names)}
+        if len(node_ids) != num_nodes:
+            raise InvalidInputError(f"node {_first_duplicate(node_names)!r} appears twice; "
+                                    "node names must be unique")
+        depth = _preorder_depths(switch_names, parent)
+        has_child = np.zeros(num_switches, dtype=bool)
+        has_child[parent[1:]] = True
+        if leaf.min() < 0 or leaf.max() >= num_switches:
+            raise InvalidInputError(
+                f"node_leaf must hold switch indices 0..{num_switches - 1}, "
+                f"got {int(leaf.min() if leaf.min() < 0 else leaf.max())}")
+        if np.any(np.diff(leaf) < 0):
+            i = int(np.flatnonzero(np.diff(leaf) < 0)[0]) + 1
+            raise InvalidInputError(
+                f"node {node_names[i]!r} is out of depth-first order (its leaf switch comes "
+                "before the previous node's); list nodes leaf by leaf in switch order")
+        sizes = np.bincount(leaf, minlength=num_switches)
+        for s in range(num_switches):
+            if has_child[s] and sizes[s]:
                 raise InvalidInputError(
-                    "give either k or nodes_per_switch and switches_per_pod, not both")
-            nodes_per_switch = switches_per_pod = k // 2
-            capacity = k**3 // 4
-            num_nodes = capacity if num_nodes is None else _positive_int("num_nodes", num_nodes)
-            if num_nodes > capacity:
+                    f"switch {switch_names[s]!r} has both nodes and child switches; a switch "
+                    "holds either nodes (a leaf switch) or switches")
+            if not has_child[s] and not sizes[s]:
                 raise InvalidInputError(
-                    f"num_nodes={num_nodes} exceeds the k={k} fat-tree's {capacity} nodes; "
-                    "use a larger k")
-        else:
-            if num_nodes is None or nodes_per_switch is None or switches_per_pod is None:
-                raise InvalidInputError(
-                    "FatTree needs k, or all of num_nodes, nodes_per_switch and switches_per_pod")
-            num_nodes = _positive_int("num_nodes", num_nodes)
-            nodes_per_switch = _positive_int("nodes_per_switch", nodes_per_switch)
-            switches_per_pod = _positive_int("switches_per_pod", switches_per_pod)
-        self.k = k
-        self.num_nodes = num_nodes
-        self.nodes_per_switch = nodes_per_switch
-        self.switches_per_pod = switches_per_pod
-        ids = np.arange(num_nodes, dtype=np.int64)
-        self.switch_of = ids // nodes_per_switch
-        self.pod_of = ids // (nodes_per_switch * switches_per_pod)
-        self.switch_of.setflags(write=False)
-        self.pod_of.setflags(write=False)
+                    f"switch {switch_names[s]!r} has neither nodes nor child switches; give it "
+                    "nodes or remove it")
+        leaves = np.flatnonzero(~has_child).astype(np.int64)
+        leaf_sizes = sizes[leaves].astype(np.int64)
+        for array in (depth, leaves, leaf_sizes):
+            array.setflags(write=False)
+        set_ = object.__setattr__
+        set_(self, "switch_names", switch_names)
+        set_(self, "switch_parent", parent)
+        set_(self, "node_names", node_names)
+        set_(self, "node_leaf", leaf)
+        set_(self, "switch_depth", depth)
+        set_(self, "leaf_switches", leaves)
+        set_(self, "leaf_sizes", leaf_sizes)
+        set_(self, "num_levels", int(depth[leaves].max()) + 1)
+        set_(self, "_node_ids", node_ids)
+        set_(self, "_switch_ids", switch_ids)
+        set_(self, "_count_form", None)
 
-    @classmethod
-    def from_layout(cls, layout: str, num_nodes: int = 1000) -> "FatTree":
-        """The two named 1000-node layouts: ``"paper"`` (k=20, 10 pods of 100) or ``"published"``
-        (the authors' code: 10 nodes per switch, 4 switches per pod, 25 pods of 40)."""
-        if layout == "paper":
-            return cls(k=20, num_nodes=num_nodes)
-        if layout == "published":
-            return cls(num_nodes=num_nodes, nodes_per_switch=10, switches_per_pod=4)
-        raise InvalidInputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
 
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is immutable; cannot delete {name!r}")
+
+    def __reduce__(self):
+        return (type(self), (self.switch_names, self.switch_parent, self.node_names,
+                             self.node_leaf))
+
+    # ------------------------------------------------------------------ derived facts
     @property
-    def nodes_per_pod(self) -> int:
-        return self.nodes_per_switch * self.switches_per_pod
+    def num_nodes(self) -> int:
+        """Number of compute nodes."""
+        return len(self.node_names)
 
     @property
     def num_switches(self) -> int:
-        return -(-self.num_nodes // self.nodes_per_switch)
+        """Number of switches, the implicit root included."""
+        return len(self.switch_names)
 
     @property
-    def num_pods(self) -> int:
-        return -(-self.num_nodes // self.nodes_per_pod)
+    def count_form(self) -> CountForm:
+        """The tree's :class:`~placement.tree.tree_cost.CountForm` (built once, then cached):
+        what the cost of a node set and the SCAS block costs are computed from."""
+        if self._count_form is None:
+            object.__setattr__(self, "_count_form",
+                               count_groups(self.switch_parent, self.node_leaf))
+        return self._count_form
 
-    def hop_level(self, a: int, b: int) -> int:
-        """0 if nodes ``a`` and ``b`` share an edge switch, 1 if they share a pod, else 2."""
-        if self.switch_of[a] == self.switch_of[b]:
-            return SAME_SWITCH
-        if self.pod_of[a] == self.pod_of[b]:
-            return SAME_POD
-        return OTHER_POD
+    def node_index(self, node) -> int:
+        """The index of a node given by name (str) or by index (int).
 
-    def to_dict(self) -> dict:
-        return {"num_nodes": self.num_nodes, "nodes_per_switch": self.nodes_per_switch,
-                "switches_per_pod": self.switches_per_pod}
+        Raises
+        ------
+        InvalidInputError
+            An unknown name, an index out of range, or neither a str nor an int.
+        """
+        if isinstance(node, str):
+            try:
+                return self._node_ids[node]
+            except KeyError:
+                raise InvalidInputError(
+                    f"unknown node {node!r}; the tree's nodes are "
+                    f"{compress_hostlist(self.node_names)[:120]}") from None
+        if isinstance(node, (int, np.integer)) and not isinstance(node, (bool, np.bool_)):
+            if 0 <= node < self.num_nodes:
+                return int(node)
+            raise InvalidInputError(
+                f"node index {int(node)} is out of range; indices run 0..{self.num_nodes - 1}")
+        raise InvalidInputError(f"a node is a name (str) or an index (int), got {node!r}")
 
-    @classmethod
-    def from_dict(cls, data) -> "FatTree":
-        if not isinstance(data, dict):
-            raise InvalidInputError(f"topology must be an object, got {type(data).__name__}")
-        missing = {"num_nodes", "nodes_per_switch", "switches_per_pod"} - set(data)
-        if missing:
-            raise InvalidInputError(f"topology is missing field(s) {', '.join(sorted(missing))}")
-        return cls(num_nodes=data["num_nodes"], nodes_per_switch=data["nodes_per_switch"],
-                   switches_per_pod=data["switches_per_pod"])
+    def node_indices(self, nodes) -> np.ndarray:
+        """:meth:`node_index` of each of ``nodes`` (names and indices may be mixed)."""
+        if isinstance(nodes, str):
+            raise InvalidInputError(f"give a list of nodes, got the string {nodes!r}")
+        return np.array([self.node_index(n) for n in nodes], dtype=np.int64)
+
+    def switch_index(self, name: str) -> int:
+        """The index of the switch called ``name``."""
+        try:
+            return self._switch_ids[name]
+        except (KeyError, TypeError):
+            raise InvalidInputError(f"unknown switch {name!r}; the tree's switches are "
+                                    f"{compress_hostlist(self.switch_names)[:120]}") from None
+
+    def ancestors(self, node) -> tuple[int, ...]:
+        """The switch indices above ``node`` (name or index), its leaf switch first, the root
+        last; its length is the node's number of levels."""
+        s = int(self.node_leaf[self.node_index(node)])
+        path = []
+        while s >= 0:
+            path.append(s)
+            s = int(self.switch_parent[s])
+        return tuple(path)
+
+    def children(self, switch) -> tuple[int, ...]:
+        """The child switch indices of ``switch`` (name or index), in order; empty for a leaf."""
+        s = self.switch_index(switch) if isinstance(switch, str) else int(switch)
+        return tuple(int(c) for c in np.flatnonzero(self.switch_parent == s))
+
+    def nodes_of(self, switch) -> tuple[str, ...]:
+        """The names of the nodes directly under leaf ``switch`` (name or index)."""
+        s = self.switch_index(switch) if isinstance(switch, str) else int(switch)
+        return tuple(self.node_names[i] for i in np.flatnonzero(self.node_leaf == s))
+
+    # ------------------------------------------------------------------ equality
+    def _key(self):
+        return (self.switch_names, self.switch_parent.tobytes(), self.node_names,
+                self.node_leaf.tobytes())
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, FatTree) and self.to_dict() == other.to_dict()
+        return type(other) is type(self) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(tuple(self.to_dict().values()))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        if self.k is not None:
-            return f"FatTree(k={self.k}, num_nodes={self.num_nodes})"
-        return (f"FatTree(num_nodes={self.num_nodes}, nodes_per_switch={self.nodes_per_switch}, "
-                f"switches_per_pod={self.switches_per_pod})")
+        return (f"Topology(num_nodes={self.num_nodes}, num_switches={self.num_switches}, "
+                f"num_levels={self.num_levels}, root={self.switch_names[0]!r})")
+
+    # ------------------------------------------------------------------ builders
+    @classmethod
+    def _from_specs(cls, specs) -> "Topology":
+        """Build from switch definitions ``(name, nodes or None, switches or None, where)`` in
+        definition order (``where`` names the line or entry in error messages)."""
+        if not specs:
+            raise InvalidInputError("no switch is defined; define at least one switch")
+        defined: dict[str, int] = {}
+        for k, (name, nodes, switches, where) in enumerate(specs):
+            _check_names([name], "switch", where)
+            if name in defined:
+                raise _where(where, f"switch {name!r} is already defined "
+                                    f"({specs[defined[name]][3]}); define each switch once")
+            defined[name] = k
+            if nodes is not None and switches is not None:
+                raise _where(where, f"switch {name!r} has both nodes and switches; a switch "
+                                    "lists either its nodes (a leaf switch) or its switches")
+            if nodes is None and switches is None:
+                raise _where(where, f"switch {name!r} has neither nodes nor switches; list "
+                                    "its nodes (a leaf switch) or its switches")
+            if nodes is not None:
+                _check_names(nodes, "node", where)
+            else:
+                _check_names(switches, "switch", where)
+        parent_of: dict[str, int] = {}
+        for k, (name, _, switches, where) in enumerate(specs):
+            for child in switches or ():
+                if parent_of.get(child) == k:
+                    raise _where(where, f"switch {name!r} lists switch {child!r} twice; "
+                                        "list it once")
+                if child not in defined:
+                    raise _where(where, f"switch {name!r} lists unknown switch {child!r}; "
+                                        f"define {child!r} or remove it from the list")
+                if child in parent_of:
+                    first = specs[parent_of[child]]
+                    raise _where(where, f"switch {child!r} is listed under {first[0]!r} "
+                                        f"({first[3]}) and under {name!r}; a switch has one parent")
+                parent_of[child] = k
+        tops = [k for k, spec in enumerate(specs) if spec[0] not in parent_of]
+        if not tops:
+            _raise_cycle(specs, parent_of, 0)
+        # depth-first, parent before children
+        switch_names, switch_parent, node_names, node_leaf = [], [], [], []
+        stack = [(k, -1) for k in reversed(tops)]
+        if len(tops) > 1:
+            if IMPLICIT_ROOT in defined:
+                raise _where(specs[defined[IMPLICIT_ROOT]][3],
+                             f"switch name {IMPLICIT_ROOT!r} is reserved for the implicit root "
+                             "of several top-level switches; rename it")
+            switch_names.append(IMPLICIT_ROOT)
+            switch_parent.append(-1)
+            stack = [(k, 0) for k in reversed(tops)]
+        node_seen: dict[str, str] = {}
+        while stack:
+            k, parent = stack.pop()
+            name, nodes, switches, where = specs[k]
+            index = len(switch_names)
+            switch_names.append(name)
+            switch_parent.append(parent)
+            for node in nodes or ():
+                if node in node_seen:
+                    raise _where(where, f"node {node!r} is also under switch {node_seen[node]}; "
+                                        "a node belongs to one leaf switch, listed once")
+                node_seen[node] = f"{name!r} ({where})"
+                node_names.append(node)
+                node_leaf.append(index)
+            stack.extend((defined[c], index) for c in reversed(switches or ()))
+        if len(switch_names) - (len(tops) > 1) < len(specs):
+            reached = set(switch_names)
+            _raise_cycle(specs, parent_of,
+                         next(k for k, spec in enumerate(specs) if spec[0] not in reached))
+        return cls(switch_names, switch_parent, node_names, node_leaf)
+
+    @classmethod
+    def from_slurm(cls, source) -> "Topology":
+        """Read Slurm's ``topology.conf`` (the ``topology/tree`` plugin's format).
+
+        Each line ``SwitchName=NAME Nodes=HOSTLIST`` defines a leaf switch,
+        ``SwitchName=NAME Switches=HOSTLIST`` a switch above others. Keys are case-insensitive;
+        other keys (``LinkSpeed=``...) are ignored; ``#`` starts a comment; a line ending in
+        ``\\`` continues on the next. Several top-level switches are joined under
+        :data:`IMPLICIT_ROOT`.
+
+        Parameters
+        ----------
+        source : str or os.PathLike
+            A path, or the file's text itself (a string holding a newline or ``=``).
+
+        Raises
+        ------
+        InvalidInputError
+            One line naming the line number (or switch, or node) and the fix; nothing is built.
+        """
+        text = _read_source(source)
+        specs = []
+        for number, line in _logical_lines(text):
+            where = f"line {number}"
+            fields: dict[str, str] = {}
+            for token in line.split():
+                key, sep, value = token.partition("=")
+                if not sep or not key:
+                    raise _where(where, f"expected KEY=VALUE, got {token!r}; write e.g. "
+                                        "SwitchName=s1 Nodes=n[1-4]")
+                key = key.lower()
+                if key in fields:
+                    raise _where(where, f"{key} is given twice; give each key once per line")
+                fields[key] = value
+            if "switchname" not in fields:
+                raise _where(where, "the line has no SwitchName=; every line defines one switch "
+                                    "(SwitchName=NAME Nodes=... or Switches=...)")
+            name = fields["switchname"]
+            if not name:
+                raise _where(where, "SwitchName= is empty; give the switch a name")
+            lists = {}
+            for key in ("nodes", "switches"):
+                if key in fields:
+                    try:
+                        lists[key] = expand_hostlist(fields[key]) if fields[key] else []
+                    except InvalidInputError as error:
+                        raise _where(where, str(error)) from None
+                    if not lists[key]:
+                        raise _where(where, f"{key.capitalize()}= is empty; list at least one "
+                                            "name or remove the key")
+            specs.append((name, lists.get("nodes"), lists.get("switches"), where))
+        if not specs:
+            raise InvalidInputError("the topology.conf text defines no switch; add lines like "
+                                    "SwitchName=s1 Nodes=n[1-4]")
+        return cls._from_specs(specs)
+
+    def to_slurm(self) -> str:
+        """The tree as ``topology.conf`` text (depth first; an implicit root is left out), which
+        :meth:`from_slurm` reads back to an equal tree."""
+        lines = []
+        implicit = (self.switch_names[0] == IMPLICIT_ROOT and len(self.children(0)) > 1)
+        for s, name in enumerate(self.switch_names):
+            if s == 0 and implicit:
+                continue
+            kids = self.children(s)
+            if kids:
+                body = "Switches=" + compress_hostlist([self.switch_names[c] for c in kids])
+            else:
+                body = "Nodes=" + compress_hostlist(self.nodes_of(s))
+            lines.append(f"SwitchName={name} {body}")
+        return "\n".join(lines) + "\n"
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: ``{"switches": [{"name": ..., "nodes": HOSTLIST} or
+        {"name": ..., "switches": HOSTLIST}, ...]}`` with switches depth first (the root first,
+        an implicit root included) and name lists as hostlist expressions."""
+        entries = []
+        for s, name in enumerate(self.switch_names):
+            kids = self.children(s)
+            if kids:
+                entries.append({"name": name, "switches": compress_hostlist(
+                    [self.switch_names[c] for c in kids])})
+            else:
+                entries.append({"name": name, "nodes": compress_hostlist(self.nodes_of(s))})
+        return {"switches": entries}
+
+    @classmethod
+    def from_dict(cls, data) -> "Topology":
+        """Read :meth:`to_dict`'s form. ``nodes`` and ``switches`` may be hostlist strings or
+        lists of names; switches may come in any order (top-level ones keep theirs)."""
+        if not isinstance(data, dict):
+            raise InvalidInputError(f"a switch tree must be an object, got {type(data).__name__}")
+        if set(data) != {"switches"}:
+            raise InvalidInputError(
+                f"a switch tree has exactly the key 'switches', got {sorted(data)}")
+        entries = data["switches"]
+        if not isinstance(entries, list):
+            raise InvalidInputError(f"switches must be a list, got {type(entries).__name__}")
+        specs = []
+        for i, entry in enumerate(entries):
+            where = f"switches[{i}]"
+            if not isinstance(entry, dict) or "name" not in entry:
+                raise _where(where, "each switch is an object with 'name' and 'nodes' or "
+                                    f"'switches', got {entry!r:.80}")
+            unknown = sorted(set(entry) - {"name", "nodes", "switches"})
+            if unknown:
+                raise _where(where, f"unknown key(s) {unknown}; allowed: name, nodes, switches")
+            lists = {}
+            for key in ("nodes", "switches"):
+                if key in entry:
+                    value = entry[key]
+                    try:
+                        lists[key] = (expand_hostlist(value) if isinstance(value, str)
+                                      else list(_check_names(value, key[:-1] if key == "nodes"
+                                                             else "switch")))
+                    except InvalidInputError as error:
+                        raise _where(where, str(error)) from None
+                    except TypeError:
+                        raise _where(where, f"{key} must be a hostlist or a list of names, "
+                                            f"got {value!r:.80}") from None
+                    if not lists[key]:
+                        raise _where(where, f"{key} is empty; list at least one name")
+            specs.append((entry["name"], lists.get("nodes"), lists.get("switches"), where))
+        return cls._from_specs(specs)
+
+    @classmethod
+    def from_networkx(cls, graph, root) -> "Topology":
+        """A tree from a networkx graph: ``root`` is the top switch, the other vertices with
+        children are switches and the leaves (vertices without children) are compute nodes.
+
+        Edges may be undirected or point either way; the graph must be a tree (connected, no
+        cycle, no parallel edge). Children keep the graph's adjacency order (in a directed
+        graph: successors, then predecessors); names are ``str(vertex)``.
+
+        Raises
+        ------
+        InvalidInputError
+            ``root`` not in the graph, a graph that is not a tree, a switch with both nodes and
+            switches below it.
+        """
+        if root not in graph:
+            raise InvalidInputError(f"root {root!r} is not a vertex of the graph; give a vertex")
+        if graph.is_directed():
+            def neighbors(v):
+                return [*graph.successors(v), *graph.predecessors(v)]
+        else:
+            neighbors = graph.neighbors
+        n = graph.number_of_nodes()
+        if graph.number_of_edges() != n - 1:
+            raise InvalidInputError(
+                f"the graph is not a tree: {n} vertices need {n - 1} edges, it has "
+                f"{graph.number_of_edges()}; remove cycles and parallel edges")
+        children: dict = {}
+        order = [(root, None)]
+        seen = {root}
+        for vertex, parent in order:
+            kids = [v for v in neighbors(vertex) if v != parent]
+            for v in kids:
+                if v in seen:
+                    raise InvalidInputError(f"the graph is not a tree: {v!r} is reached twice; "
+                                            "remove the cycle")
+                seen.add(v)
+                order.append((v, vertex))
+            children[vertex] = kids
+        if len(seen) != n:
+            raise InvalidInputError(f"the graph is not a tree: {n - len(seen)} vertices are not "
+                                    f"connected to root {root!r}; connect or remove them")
+        if not children[root]:
+            raise InvalidInputError(f"root {root!r} has no children; a tree needs nodes")
+        names = {}
+        specs = []
+        for vertex, _ in order:
+            kids = children[vertex]
+            if not kids:
+                continue
+            name = str(vertex)
+            names.setdefault(name, vertex)
+            leaves = [k for k in kids if not children[k]]
+            if leaves and len(leaves) < len(kids):
+                raise InvalidInputError(
+                    f"switch {name!r} has both compute nodes and switches below it; put its "
+                    "nodes under a leaf switch of their own")
+            listed = [str(k) for k in kids]
+            if leaves:
+                specs.append((name, listed, None, f"switch {name!r}"))
+            else:
+                specs.append((name, None, listed, f"switch {name!r}"))
+        return cls._from_specs(specs)
+
+    def to_networkx(self):
+        """The tree as a :class:`networkx.Graph`: vertices are switch and node names (attribute
+        ``kind``: ``"switch"`` or ``"node"``), edges join each child to its parent, added depth
+        first so that ``from_networkx(g, root=tree.switch_names[0])`` gives the tree back.
+
+        Raises
+        ------
+        InvalidInputError
+            A node has the name of a switch (networkx needs one vertex per name).
+        """
+        import networkx as nx
+
+        clash = set(self.switch_names) & set(self.node_names)
+        if clash:
+            raise InvalidInputError(f"node {sorted(clash)[0]!r} has a switch's name; a networkx "
+                                    "graph needs distinct vertex names")
+        graph = nx.Graph()
+        graph.add_node(self.switch_names[0], kind="switch")
+        for s, name in enumerate(self.switch_names):
+            for c in self.children(s):
+                graph.add_node(self.switch_names[c], kind="switch")
+                graph.add_edge(name, self.switch_names[c])
+            if not self.children(s):
+                for node in self.nodes_of(s):
+                    graph.add_node(node, kind="node")
+                    graph.add_edge(name, node)
+        return graph
+
+
+def _raise_cycle(specs, parent_of: dict, start: int):
+    """Raise the error for the cycle above switch ``specs[start]`` (every switch there has a
+    parent), naming the switches of the cycle and the line of the first."""
+    path, k = [], start
+    while k not in path:
+        path.append(k)
+        k = parent_of[specs[k][0]]
+    cycle = path[path.index(k):]
+    if len(cycle) == 1:
+        raise _where(specs[k][3], f"switch {specs[k][0]!r} lists itself; remove it from its "
+                                  "own Switches= list")
+    first = cycle.index(min(cycle))          # name the cycle from its earliest definition
+    cycle = cycle[first:] + cycle[:first]
+    names = " under ".join(repr(specs[j][0]) for j in cycle + cycle[:1])
+    raise _where(specs[cycle[0]][3], f"switches form a cycle ({names}); remove one "
+                                     "of them from its parent's Switches= list")
+
+
+def _first_duplicate(names) -> str:
+    seen = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return ""
+
+
+def _preorder_depths(switch_names, parent: np.ndarray) -> np.ndarray:
+    """The depth of each switch (root 0), checking that ``parent`` lists a tree in depth-first
+    pre-order: the root first, each switch's parent on the path to the switch before it."""
+    n = len(parent)
+    if parent[0] != -1:
+        raise InvalidInputError(f"switch 0 ({switch_names[0]!r}) must be the root "
+                                f"(switch_parent -1), got parent {int(parent[0])}")
+    depth = np.zeros(n, dtype=np.int64)
+    path = [0]
+    for i in range(1, n):
+        p = int(parent[i])
+        if p == -1:
+            raise InvalidInputError(
+                f"switch {switch_names[i]!r} has no parent but is not switch 0; one root only "
+                f"(several top-level switches go under {IMPLICIT_ROOT!r})")
+        while path and path[-1] != p:
+            path.pop()
+        if not path:
+            raise InvalidInputError(
+                f"switch {switch_names[i]!r} has parent {p}, which is not on the path to the "
+                "switch before it; list switches depth first, parent before children "
+                "(Topology.from_dict orders them for you)")
+        depth[i] = len(path)
+        path.append(i)
+    return depth
+
+
+def _read_source(source) -> str:
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                           and "=" not in source):
+        path = Path(source)
+        try:
+            return path.read_text()
+        except OSError as error:
+            raise InvalidInputError(f"cannot read topology file {str(path)!r}: "
+                                    f"{error.strerror or error}") from None
+    if not isinstance(source, str):
+        raise InvalidInputError(
+            f"from_slurm takes a path or the file's text, got {type(source).__name__}")
+    return source
+
+
+def _logical_lines(text: str):
+    """``(first line number, content)`` of each non-blank line, comments removed and lines
+    ending in a backslash joined to the next."""
+    pending, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not pending:
+            start = number
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = pending + line
+        pending = ""
+        if line.strip():
+            yield start, line
+    if pending.strip():
+        yield start, pending

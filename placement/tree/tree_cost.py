@@ -51,10 +51,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.tree.cost import convention_code
 from placement.tree._kernels import HOP_UNIT_COST
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
+
+#: Cost conventions, by the code the kernels take (0 = paper, 1 = published).
+CONVENTIONS = ("paper", "published")
+
+
+def convention_code(convention: str) -> int:
+    """The integer the kernels use for a convention name (0 = paper, 1 = published)."""
+    if convention not in CONVENTIONS:
+        raise InvalidInputError(
+            f"convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}")
+    return CONVENTIONS.index(convention)
 
 
 # -- kernels --------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""One scheduling window: a switch tree (a fat-tree or any :class:`SwitchTree`), its idle
-sequence Q and the sizes of the selected jobs.
+"""One scheduling window: a switch tree (a :class:`Topology`, the paper's :class:`FatTree` or
+any other), its idle sequence Q and the sizes of the selected jobs.
 
 JSON schema (``Window.to_json`` / ``Window.from_json``)::
 
@@ -10,7 +10,7 @@ JSON schema (``Window.to_json`` / ``Window.from_json``)::
       "meta":       {...}               # optional, free-form (epoch, time, ...), kept as is
     }
 
-On any other switch tree ``topology`` is ``{"tree": SwitchTree.to_dict()}`` or
+On any other switch tree ``topology`` is ``{"tree": Topology.to_dict()}`` or
 ``{"slurm": "topology.conf"}`` (a path, relative to the window file's folder when read by
 :func:`load_windows`), and ``idle_nodes`` lists node names (indices are accepted too); Q is the
 idle nodes in the tree's depth-first node order.
@@ -28,9 +28,9 @@ import numpy as np
 
 from placement.tree import _kernels, tree_cost
 from placement.tree.cost import convention_code
-from placement.tree.switch_tree import SwitchTree
+from placement.tree.topology import Topology
 from tjap.errors import InvalidInputError
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 
 
 def _int_list(name: str, values) -> list[int]:
@@ -44,7 +44,7 @@ def _int_list(name: str, values) -> list[int]:
     return out
 
 
-def _tree_nodes(tree: SwitchTree, values) -> list[int]:
+def _tree_nodes(tree: Topology, values) -> list[int]:
     """Indices of idle nodes given by name or index on a switch tree."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise InvalidInputError(
@@ -55,12 +55,12 @@ def _tree_nodes(tree: SwitchTree, values) -> list[int]:
         raise InvalidInputError(f"idle_nodes: {exc}") from None
 
 
-def _topology_from_dict(data, base_dir) -> FatTree | SwitchTree:
+def _topology_from_dict(data, base_dir) -> FatTree | Topology:
     if isinstance(data, dict) and "tree" in data:
         if set(data) != {"tree"}:
             raise InvalidInputError(
                 f"topology with 'tree' takes no other key, got {sorted(data)}")
-        return SwitchTree.from_dict(data["tree"])
+        return Topology.from_dict(data["tree"])
     if isinstance(data, dict) and "slurm" in data:
         path = data["slurm"]
         if set(data) != {"slurm"} or not isinstance(path, str) or not path:
@@ -78,10 +78,10 @@ def _topology_from_dict(data, base_dir) -> FatTree | SwitchTree:
 
 
 @functools.lru_cache(maxsize=8)
-def _slurm_tree(path: str, stamp) -> SwitchTree:
-    """One SwitchTree per topology.conf (and modification time): the windows of a file that name
+def _slurm_tree(path: str, stamp) -> Topology:
+    """One Topology per topology.conf (and modification time): the windows of a file that name
     the same topology share it, and with it its cached count form."""
-    return SwitchTree.from_slurm(Path(path))
+    return Topology.from_slurm(Path(path))
 
 
 class Window:
@@ -89,13 +89,13 @@ class Window:
 
     Parameters
     ----------
-    topology : FatTree or SwitchTree
-        The cluster's network. On a :class:`SwitchTree` the methods ``dp``, ``scip``,
+    topology : FatTree or Topology
+        The cluster's network. On a :class:`Topology` the methods ``dp``, ``scip``,
         ``cpsat``, ``scip-paper``, ``cpsat-paper``, ``seq`` and ``auto`` work; the others need a
         fat-tree for now (:meth:`require_fat_tree`).
-    idle_nodes : sequence of int, or of str on a SwitchTree
-        Idle nodes, by index (or, on a SwitchTree, by name); stored as indices sorted, which is
-        the idle sequence Q (on a SwitchTree, its depth-first node order).
+    idle_nodes : sequence of int, or of str on a Topology
+        Idle nodes, by index (or, on a Topology, by name); stored as indices sorted, which is
+        the idle sequence Q (on a Topology, its depth-first node order).
     job_sizes : sequence of int
         Nodes requested by each job, in window order. Their sum may not exceed the idle count.
     meta : dict, optional
@@ -104,14 +104,14 @@ class Window:
 
     __slots__ = ("topology", "idle_nodes", "job_sizes", "meta", "_block_cost_cache")
 
-    def __init__(self, topology: FatTree | SwitchTree, idle_nodes: Sequence[int | str],
+    def __init__(self, topology: FatTree | Topology, idle_nodes: Sequence[int | str],
                  job_sizes: Sequence[int], meta: dict | None = None):
-        if isinstance(topology, SwitchTree):
-            idle = _tree_nodes(topology, idle_nodes)
-        elif isinstance(topology, FatTree):
+        if isinstance(topology, FatTree):
             idle = _int_list("idle_nodes", idle_nodes)
+        elif isinstance(topology, Topology):
+            idle = _tree_nodes(topology, idle_nodes)
         else:
-            raise InvalidInputError(f"topology must be a tjap.FatTree or a SwitchTree, got "
+            raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
                                     f"{type(topology).__name__}")
         sizes = _int_list("job_sizes", job_sizes)
         if not sizes:
@@ -127,7 +127,7 @@ class Window:
                     dup = i
                     break
                 seen.add(i)
-            if isinstance(topology, SwitchTree):
+            if not isinstance(topology, FatTree):
                 dup = repr(topology.node_names[dup])
             raise InvalidInputError(f"idle_nodes repeats node {dup}: each idle node appears once")
         small = [(j, n) for j, n in enumerate(sizes) if n < 1]
@@ -165,7 +165,7 @@ class Window:
 
     @property
     def is_fat_tree(self) -> bool:
-        """True when the topology is a :class:`FatTree` (not a general :class:`SwitchTree`)."""
+        """True when the topology is a :class:`FatTree` (whose kernels some methods still need)."""
         return isinstance(self.topology, FatTree)
 
     def require_fat_tree(self, method: str) -> None:
@@ -174,7 +174,7 @@ class Window:
         Raises
         ------
         InvalidInputError
-            The window's topology is a :class:`SwitchTree`.
+            The window's topology is a :class:`Topology`.
         """
         if not self.is_fat_tree:
             raise InvalidInputError(
@@ -202,7 +202,7 @@ class Window:
             if isinstance(t, FatTree):
                 costs = _kernels.block_costs(t.switch_of[self.idle_nodes],
                                              t.pod_of[self.idle_nodes], int(size),
-                                             t.num_switches, t.num_pods,
+                                             t.num_edge_switches, t.num_pods,
                                              convention_code(convention))
             else:
                 form = t.count_form
@@ -215,7 +215,7 @@ class Window:
 
     # -- JSON ----------------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """Plain JSON data; on a SwitchTree the topology is ``{"tree": ...}`` and the idle nodes
+        """Plain JSON data; on a Topology the topology is ``{"tree": ...}`` and the idle nodes
         are names."""
         if self.is_fat_tree:
             topology, idle = self.topology.to_dict(), self.idle_nodes.tolist()

@@ -14,7 +14,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 from placement.tree.online import replay
-from placement.tree.topology import FatTree
+from placement.tree.fat_tree import FatTree
 from placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.executor import TaskFailure, make_executor

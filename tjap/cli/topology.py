@@ -1,6 +1,6 @@
 """``tjap topology show FILE``: what a cluster's switch tree looks like to tjap (issue 18).
 
-FILE is a Slurm ``topology.conf`` or a JSON tree (``SwitchTree.to_dict()``); the command prints the
+FILE is a Slurm ``topology.conf`` or a JSON tree (``Topology.to_dict()``); the command prints the
 switch levels, the size of every level's switches, the node count and the depth-first node order
 that the SCAS model uses as its static sequence.
 """
@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
     what = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     s = what.add_parser("show", help="levels, switch sizes and node count of a switch tree",
                         description="Read FILE (Slurm topology.conf, or .json as written by "
-                                    "SwitchTree.to_dict) and print its switch levels, the sizes "
+                                    "Topology.to_dict) and print its switch levels, the sizes "
                                     "of each level's switches and the node count.")
     s.add_argument("file", metavar="FILE", help="topology.conf or .json")
     s.add_argument("--nodes", action="store_true", help="also list the nodes in depth-first order")
@@ -27,10 +27,10 @@ def add_parser(sub) -> None:
 
 
 def read_tree(path: str):
-    """A SwitchTree from a topology.conf or JSON file (one-line errors for bad files)."""
+    """A Topology from a topology.conf or JSON file (one-line errors for bad files)."""
     import json
 
-    from placement.tree.switch_tree import SwitchTree
+    from placement.tree.topology import Topology
     from tjap.errors import InvalidInputError
 
     file = Path(path)
@@ -42,10 +42,10 @@ def read_tree(path: str):
         except json.JSONDecodeError as error:
             raise InvalidInputError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})"
                                     ) from None
-        return SwitchTree.from_dict(data)
+        return Topology.from_dict(data)
     if not file.exists():
         raise InvalidInputError(f"no such topology file: {path}")
-    return SwitchTree.from_slurm(file)
+    return Topology.from_slurm(file)
 
 
 def summary(tree) -> dict:

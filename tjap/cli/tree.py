@@ -96,7 +96,7 @@ def cmd_solve(args) -> int:
             head = f"window {k}: " if len(results) > 1 else ""
             print(f"{head}method={r.method} status={r.status.value} cost={r.objective:.2f} "
                   f"bound={'-' if r.bound is None else f'{r.bound:.2f}'} time={r.runtime_s:.4f}s")
-            named = hasattr(r.window.topology, "node_names")   # a switch tree: names out
+            named = not r.window.is_fat_tree   # names out (a fat-tree's nodes are its indices)
             for j, (n, nodes) in enumerate(zip(r.window.job_sizes, r.assignment)):
                 where = (compress_hostlist(list(r.window.node_names(nodes))) if named
                          else _ranges(nodes))
@@ -139,7 +139,7 @@ def cmd_generate(args) -> int:
 
 def cmd_online(args) -> int:
     from placement.tree.online import replay
-    from placement.tree.topology import FatTree
+    from placement.tree.fat_tree import FatTree
     from placement.tree.workload import Workload
 
     workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
