@@ -69,7 +69,10 @@ class TaskFailure:
     error: str
 
     def line(self) -> str:
-        return f"task {self.index} {self.args!r} failed: {self.error}"
+        args = repr(self.args)
+        if len(args) > 200:                 # a window's node list would fill the screen
+            args = args[:200] + "...)"
+        return f"task {self.index} {args} failed: {self.error}"
 
 
 def pin_threads() -> None:

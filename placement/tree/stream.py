@@ -24,12 +24,14 @@ from tjap.errors import InvalidInputError
 from placement.tree.online import window_ticks
 from placement.tree.fat_tree import FatTree
 from placement.tree.window import Window
-from placement.tree.workload import Workload
+from placement.tree.workload import REQUESTED_NODES, RUNTIME_S, Workload
 
 def window_stream(topology: FatTree, workload: Workload, *, num_windows: int, tau_s: int = 60,
                   cap: int | None = 5, epoch_windows: int = 100, seed: int = 0,
-                  method: str = "auto", convention: str = "paper") -> Iterator[Window]:
-    """Yield ``num_windows`` non-empty windows of the paper's stream.
+                  method: str = "auto", convention: str = "paper", warmup_windows: int = 0
+                  ) -> Iterator[Window]:
+    """Yield ``num_windows`` non-empty windows of the paper's stream (after the first
+    ``warmup_windows`` of each epoch, which move the cluster on but are not yielded).
 
     Each window's ``meta`` records its epoch, index in the epoch, time and job indices. The cluster
     moves on with the allocation found by ``method`` (any :func:`tjap.solve` method), so every
@@ -47,17 +49,21 @@ def window_stream(topology: FatTree, workload: Workload, *, num_windows: int, ta
     while produced < num_windows:
         start = int(rng.integers(0, max(1, workload.num_jobs // 2)))
         for window in _epoch(topology, workload, start, epoch, min(epoch_windows, num_windows - produced),
-                             tau_s, cap, method, convention, seed):
+                             tau_s, cap, method, convention, seed, warmup_windows):
             yield window
             produced += 1
         epoch += 1
 
 
-def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed):
-    made = 0
+def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed,
+           warmup_windows=0):
+    made = skipped = 0
     for tick in window_ticks(topology, workload, start, None, tau_s=tau_s, cap=cap, method=method,
                              convention=convention, seed=seed):
         if tick.window is None:
+            continue
+        if skipped < warmup_windows:
+            skipped += 1
             continue
         yield tick.window.with_meta(epoch=epoch, index=made)
         made += 1
@@ -68,14 +74,36 @@ def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, conventi
         "generate more jobs or ask for fewer windows")
 
 
+#: Nodes of the paper's cluster, whose load the stream on another cluster keeps per node.
+PAPER_NODES = 1000
+
+
 def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 0, *,
                      cap: int | None = 5, tau_s: int = 60, epoch_windows: int = 100,
-                     num_jobs: int = 100_000, method: str = "auto", convention: str = "paper"
-                     ) -> list[Window]:
-    """Windows of the paper's stream on a named 1000-node layout ("paper" or "published")."""
-    topology = FatTree.from_layout(layout)
-    workload = Workload.generate(num_jobs, seed)
+                     num_jobs: int = 100_000, method: str = "auto", convention: str = "paper",
+                     topology=None, warmup_windows: int | None = None) -> list[Window]:
+    """Windows of the paper's stream on a named 1000-node layout ("paper" or "published"), or
+    on ``topology`` (any :class:`~placement.tree.topology.Topology`: a user's cluster).
+
+    On a ``topology`` of N nodes every runtime is scaled by N / 1000, so the load per node is the
+    paper's (job sizes stay the paper's 1-40 nodes, at most N), and each epoch first replays
+    ``warmup_windows`` windows that are not kept (default: one mean job runtime's worth, so the
+    kept windows see a loaded, fragmented cluster rather than an empty one). On a named layout
+    nothing is scaled and nothing skipped unless ``warmup_windows`` is given.
+    """
+    if topology is None:
+        topology = FatTree.from_layout(layout)
+        scale = 1.0
+    else:
+        scale = topology.num_nodes / PAPER_NODES
+        if warmup_windows is None:
+            mean_runtime = (RUNTIME_S[0] + RUNTIME_S[1]) / 2 * scale
+            warmup_windows = int(np.ceil(mean_runtime / tau_s))
+    if warmup_windows is not None and warmup_windows < 0:
+        raise InvalidInputError(f"warmup_windows must be 0 or more, got {warmup_windows}")
+    workload = Workload.generate(num_jobs, seed, runtime_scale=scale,
+                                 max_nodes=min(REQUESTED_NODES[1], topology.num_nodes))
     windows = list(window_stream(topology, workload, num_windows=num_windows, tau_s=tau_s, cap=cap,
                                  epoch_windows=epoch_windows, seed=seed, method=method,
-                                 convention=convention))
+                                 convention=convention, warmup_windows=warmup_windows or 0))
     return windows

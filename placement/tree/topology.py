@@ -339,6 +339,30 @@ class Topology:
         return cls(switch_names, switch_parent, node_names, node_leaf)
 
     @classmethod
+    def from_file(cls, path) -> "Topology":
+        """Read a tree from a file: ``*.json`` is :meth:`to_dict`'s form, anything else a Slurm
+        ``topology.conf`` (:meth:`from_slurm`). Unreadable or malformed files are one-line
+        errors."""
+        import json
+
+        file = Path(path)
+        if file.suffix.lower() == ".json":
+            try:
+                data = json.loads(file.read_text(encoding="utf-8"))
+            except OSError as error:
+                raise InvalidInputError(f"cannot read {path}: {error.strerror or error}") from None
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                where = f"line {error.lineno}: {error.msg}" if hasattr(error, "lineno") else error
+                raise InvalidInputError(f"{path} is not valid JSON ({where})") from None
+            try:
+                return cls.from_dict(data)
+            except InvalidInputError as error:
+                raise InvalidInputError(f"{path}: {error}") from None
+        if not file.exists():
+            raise InvalidInputError(f"no such topology file: {path}")
+        return cls.from_slurm(file)
+
+    @classmethod
     def from_slurm(cls, source) -> "Topology":
         """Read Slurm's ``topology.conf`` (the ``topology/tree`` plugin's format).
 

@@ -10,9 +10,9 @@ JSON schema (``Window.to_json`` / ``Window.from_json``)::
       "meta":       {...}               # optional, free-form (epoch, time, ...), kept as is
     }
 
-On any other switch tree ``topology`` is ``{"tree": Topology.to_dict()}`` or
-``{"slurm": "topology.conf"}`` (a path, relative to the window file's folder when read by
-:func:`load_windows`), and ``idle_nodes`` lists node names (indices are accepted too); Q is the
+On any other switch tree ``topology`` is ``{"tree": Topology.to_dict()}``,
+``{"slurm": "topology.conf"}`` or ``{"json": "tree.json"}`` (a path, relative to the window
+file's folder when read by :func:`load_windows`; the file is read once), and ``idle_nodes`` lists node names (indices are accepted too); Q is the
 idle nodes in the tree's depth-first node order.
 """
 
@@ -61,27 +61,38 @@ def _topology_from_dict(data, base_dir) -> FatTree | Topology:
             raise InvalidInputError(
                 f"topology with 'tree' takes no other key, got {sorted(data)}")
         return Topology.from_dict(data["tree"])
-    if isinstance(data, dict) and "slurm" in data:
-        path = data["slurm"]
-        if set(data) != {"slurm"} or not isinstance(path, str) or not path:
-            raise InvalidInputError("topology {'slurm': PATH} takes one key, the path of a "
-                                    f"topology.conf file, got {data!r:.80}")
-        path = Path(path)
-        if base_dir is not None and not path.is_absolute():
-            path = Path(base_dir) / path
-        try:
-            stamp = path.stat().st_mtime_ns
-        except OSError:
-            stamp = None            # from_slurm reports the unreadable file in one line
-        return _slurm_tree(str(path.resolve()), stamp)
+    for key in ("slurm", "json"):
+        if isinstance(data, dict) and key in data:
+            return _file_topology(data, key, base_dir)
     return FatTree.from_dict(data)
 
 
+def _file_topology(data: dict, key: str, base_dir) -> Topology:
+    path = data[key]
+    what = "a Slurm topology.conf" if key == "slurm" else "a JSON tree (Topology.to_dict)"
+    if set(data) != {key} or not isinstance(path, str) or not path:
+        raise InvalidInputError(f"topology {{'{key}': PATH}} takes one key, the path of {what} "
+                                f"file, got {data!r:.80}")
+    path = Path(path)
+    if base_dir is not None and not path.is_absolute():
+        path = Path(base_dir) / path
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = None            # the reader reports the unreadable file in one line
+    return _read_tree(str(path.resolve()), key, stamp)
+
+
 @functools.lru_cache(maxsize=8)
-def _slurm_tree(path: str, stamp) -> Topology:
-    """One Topology per topology.conf (and modification time): the windows of a file that name
-    the same topology share it, and with it its cached count form."""
-    return Topology.from_slurm(Path(path))
+def _read_tree(path: str, key: str, stamp) -> Topology:
+    """One Topology per file (and modification time): the windows of a file that name the same
+    topology share it, and with it its cached count form."""
+    if key == "slurm":
+        return Topology.from_slurm(Path(path))
+    if Path(path).suffix.lower() != ".json":
+        raise InvalidInputError(f"topology {{'json': {path!r}}} must name a .json file; use "
+                                "{'slurm': PATH} for a topology.conf")
+    return Topology.from_file(path)
 
 
 class Window:

@@ -43,15 +43,20 @@ class Workload:
         return len(self.arrival_s)
 
     @classmethod
-    def generate(cls, num_jobs: int = 100_000, seed: int = 0, max_nodes: int = REQUESTED_NODES[1]
-                 ) -> "Workload":
-        """The paper's random workload."""
+    def generate(cls, num_jobs: int = 100_000, seed: int = 0, max_nodes: int = REQUESTED_NODES[1],
+                 runtime_scale: float = 1.0) -> "Workload":
+        """The paper's random workload; ``runtime_scale`` multiplies every runtime (rounded), so
+        that a cluster of ``1000 * runtime_scale`` nodes sees the paper's load per node."""
         if num_jobs < 1:
             raise InvalidInputError(f"num_jobs must be at least 1, got {num_jobs}")
+        if not runtime_scale > 0:
+            raise InvalidInputError(f"runtime_scale must be positive, got {runtime_scale}")
         rng = np.random.default_rng(seed)
         gaps = rng.integers(INTER_ARRIVAL_S[0], INTER_ARRIVAL_S[1] + 1, num_jobs)
         arrival = np.cumsum(gaps) - gaps[0]
         runtime = rng.integers(RUNTIME_S[0], RUNTIME_S[1] + 1, num_jobs)
+        if runtime_scale != 1.0:
+            runtime = np.rint(runtime * runtime_scale).astype(np.int64)
         nodes = rng.integers(REQUESTED_NODES[0], max_nodes + 1, num_jobs)
         return cls(arrival.astype(np.int64), runtime.astype(np.int64), nodes.astype(np.int64))
 

@@ -2,6 +2,12 @@
 formulation, and the free-form optimum as the bound on every contiguity strategy.
 
     tjap bench exact --num-windows 200 --seed 0 --layout paper
+    tjap bench exact --topology benchmarks/topologies/irregular_2000.conf --num-windows 100
+
+With ``--topology FILE`` (a Slurm topology.conf or JSON tree) the windows are the paper's stream on
+that cluster (:func:`placement.tree.stream.generate_windows`), and the methods are dp, SCIP set
+packing, Slurm's own choice (``slurm-tree``) and the free-form bound; dp's peak memory per window
+(tracemalloc, measured in a separate untimed call) and the process's peak RSS are reported.
 
 Prints one row per method, writes per-window CSV and a summary CSV, and a PNG of time against the
 number of idle nodes. All methods run on the same windows in one run; speed is reported as the
@@ -10,12 +16,15 @@ median over windows of (SCIP time / method time), so the machine's noise cancels
 
 from __future__ import annotations
 
+import resource
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 from placement.tree.stream import generate_windows
+from placement.tree.topology import Topology
 from placement.tree.window import Window
 from tjap.api import solve
 from tjap.executor import CsvRows, make_executor
@@ -46,6 +55,81 @@ def solve_window(w, seed, convention, freeform_time_limit_s, paper_time_limit_s)
              "scas_optimum": by_method["dp"].objective} for method, r in by_method.items()]
 
 
+TOPOLOGY_METHODS = ("scip", "dp", "slurm-tree")
+
+
+def solve_tree_window(w, topology_path, seed, convention, freeform_time_limit_s) -> list[dict]:
+    """dp, SCIP, slurm-tree and the free-form bound on one window of a user's tree (a task of
+    the sweep: the window as a dict whose topology is ``{"slurm": path}`` or ``{"json": path}``,
+    read once per process)."""
+    w = _tree_window(w, topology_path)
+    base = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle_nodes": w.num_idle,
+            "jobs": w.num_jobs}
+    by_method = {m: solve(w, m, seed=seed, convention=convention) for m in TOPOLOGY_METHODS}
+    by_method["freeform"] = solve(w, "freeform", seed=seed, convention=convention,
+                                  time_limit_s=freeform_time_limit_s, warm_start=by_method["dp"])
+    tracemalloc.start()
+    solve(w, "dp", seed=seed, convention=convention)
+    dp_peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    free = by_method["freeform"]
+    return [{**base, "method": method, "status": r.status.value, "objective": r.objective,
+             "bound": r.bound, "runtime_s": r.runtime_s,
+             "scip_runtime_s": by_method["scip"].runtime_s,
+             "scip_objective": by_method["scip"].objective,
+             "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
+             "scas_optimum": by_method["dp"].objective,
+             "freeform_bound": free.bound if free.bound is not None else free.objective,
+             "peak_mb": dp_peak_mb if method == "dp" else None}
+            for method, r in by_method.items()]
+
+
+_TREES: dict = {}
+
+
+def _tree_window(w: dict, topology_path: str) -> Window:
+    tree = _TREES.get(topology_path)
+    if tree is None:
+        tree = _TREES[topology_path] = Topology.from_file(topology_path)
+    return Window(tree, w["idle_nodes"], w["job_sizes"], w.get("meta"))
+
+
+def run_topology(path, num_windows=100, seed=0, *, convention="paper", cap=5, tau_s=60,
+                 warmup_windows=None, freeform_time_limit_s=2.0, quiet=False, executor=None,
+                 csv_path=None) -> dict:
+    """The paper's stream on the tree in ``path``: dp, SCIP, slurm-tree and the free-form bound
+    on every window (one task per window); per-window rows and summary."""
+    path = str(Path(path).resolve())
+    tree = _TREES[path] = Topology.from_file(path)
+    windows = generate_windows(topology=tree, num_windows=num_windows, seed=seed, cap=cap,
+                               tau_s=tau_s, epoch_windows=num_windows,
+                               warmup_windows=warmup_windows, convention=convention)
+    solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
+    tasks = [({"idle_nodes": w.idle_nodes.tolist(), "job_sizes": list(w.job_sizes),
+               "meta": dict(w.meta)}, path, seed, convention, freeform_time_limit_s)
+             for w in windows]
+    rows = _sweep(solve_tree_window, tasks, executor, quiet, csv_path, Path(path).name)
+    return {"rows": rows, "summary": summarize(rows), "layout": Path(path).name,
+            "topology": path, "nodes": tree.num_nodes, "seed": seed, "convention": convention,
+            "num_windows": len(windows), "cap": cap,
+            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _sweep(fn, tasks, executor, quiet, csv_path, desc) -> list[dict]:
+    rows = []
+    partial = CsvRows(csv_path) if csv_path else None   # rows on disk as they arrive
+    try:
+        for out in (executor or make_executor(1)).results(fn, tasks, desc=f"exact/{desc}",
+                                                          quiet=quiet):
+            rows += out
+            for row in out if partial else ():
+                partial.write(row)
+    finally:
+        if partial:
+            partial.close()
+    return rows
+
+
 def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
         freeform_time_limit_s=2.0, paper_windows=20, paper_time_limit_s=10.0,
         quiet=False, executor=None, csv_path=None) -> dict:
@@ -58,17 +142,7 @@ def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
     tasks = [(w.to_dict(), seed, convention, freeform_time_limit_s,
               paper_time_limit_s if k < paper_windows else None) for k, w in enumerate(windows)]
-    rows = []
-    partial = CsvRows(csv_path) if csv_path else None   # rows on disk as they arrive
-    try:
-        for out in (executor or make_executor(1)).results(solve_window, tasks,
-                                                          desc=f"exact/{layout}", quiet=quiet):
-            rows += out
-            for row in out if partial else ():
-                partial.write(row)
-    finally:
-        if partial:
-            partial.close()
+    rows = _sweep(solve_window, tasks, executor, quiet, csv_path, layout)
     return {"rows": rows, "summary": summarize(rows), "layout": layout, "seed": seed,
             "convention": convention, "num_windows": len(windows), "cap": cap}
 
@@ -86,6 +160,9 @@ def summarize(rows: list[dict]) -> list[dict]:
         gap = [(r["scas_optimum"] - r["objective"]) / r["scas_optimum"] for r in solved]
         bound_gap = [(r["objective"] - r["bound"]) / r["objective"] for r in solved
                      if r["bound"] is not None]
+        above_free = [(r["objective"] - r["freeform_bound"]) / r["freeform_bound"] for r in solved
+                      if r.get("freeform_bound")]
+        peaks = [r["peak_mb"] for r in rs if r.get("peak_mb") is not None]
         out.append({
             "method": method, "windows": len(rs),
             "mean_s": float(t.mean()), "median_s": float(np.median(t)), "max_s": float(t.max()),
@@ -97,6 +174,9 @@ def summarize(rows: list[dict]) -> list[dict]:
             "below_scas_pct": 100.0 * float(np.mean(gap)) if gap else None,
             "max_bound_gap_pct": 100.0 * float(max(bound_gap)) if bound_gap else None,
         })
+        if any("freeform_bound" in r for r in rs):
+            out[-1]["above_freeform_pct"] = 100.0 * float(np.mean(above_free)) if above_free else None
+            out[-1]["peak_mb"] = float(max(peaks)) if peaks else None
     return out
 
 
@@ -106,8 +186,12 @@ COLUMNS = [("method", ""), ("windows", "d"), ("mean_s", ".4f"), ("median_s", ".4
            ("max_bound_gap_pct", ".3f")]
 
 
+TOPOLOGY_COLUMNS = [c for c in COLUMNS if c[0] not in ("method_over_scip", "max_bound_gap_pct")] + [
+    ("above_freeform_pct", ".3f"), ("peak_mb", ".2f")]
+
+
 def _stem(layout, convention, seed) -> str:
-    return f"exact_{layout}_{convention}_s{seed}"
+    return f"exact_{Path(layout).stem}_{convention}_s{seed}"
 
 
 def report(result: dict, out_dir: Path) -> dict:
@@ -130,7 +214,9 @@ def plot(result: dict, path: Path) -> Path:
     ax.set_yscale("log")
     ax.set_xlabel("idle nodes in the window")
     ax.set_ylabel("time per window (s)")
-    ax.set_title(f"Exact SCAS on the paper's stream ({result['layout']} layout, "
+    where = (f"{result['layout']}, {result['nodes']} nodes" if "topology" in result
+             else f"{result['layout']} layout")
+    ax.set_title(f"Exact SCAS on the paper's stream ({where}, "
                  f"{result['convention']} cost, {result['num_windows']} windows)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
@@ -144,14 +230,27 @@ def main(args) -> dict:
     started = time.perf_counter()
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InvalidInputError(f"--out {args.out} is a file; give a folder for the CSV and PNG")
-    result = run(args.layout, args.num_windows, args.seed, convention=args.convention,
-                 cap=args.cap, freeform_time_limit_s=args.freeform_time_limit,
-                 paper_windows=args.paper_windows, paper_time_limit_s=args.paper_time_limit,
-                 quiet=args.quiet, executor=executor_from_args(args),
-                 csv_path=Path(args.out) / f"{_stem(args.layout, args.convention, args.seed)}.csv")
+    if args.topology:
+        result = run_topology(
+            args.topology, args.num_windows, args.seed, convention=args.convention, cap=args.cap,
+            warmup_windows=args.warmup, freeform_time_limit_s=args.freeform_time_limit,
+            quiet=args.quiet, executor=executor_from_args(args),
+            csv_path=Path(args.out) / f"{_stem(args.topology, args.convention, args.seed)}.csv")
+        columns = TOPOLOGY_COLUMNS
+    else:
+        result = run(args.layout, args.num_windows, args.seed, convention=args.convention,
+                     cap=args.cap, freeform_time_limit_s=args.freeform_time_limit,
+                     paper_windows=args.paper_windows, paper_time_limit_s=args.paper_time_limit,
+                     quiet=args.quiet, executor=executor_from_args(args),
+                     csv_path=Path(args.out) / f"{_stem(args.layout, args.convention, args.seed)}.csv")
+        columns = COLUMNS
+    if not result["rows"]:
+        raise InvalidInputError("every window failed (see the messages above); nothing to report")
     files = report(result, Path(args.out))
+    extra = ({"topology": result["topology"], "nodes": result["nodes"],
+              "max_rss_mb": result["max_rss_mb"]} if args.topology else {})
     return {"summary": result["summary"], "files": files, "layout": result["layout"],
             "convention": result["convention"], "seed": result["seed"],
-            "num_windows": result["num_windows"], "cap": result["cap"],
-            "table": format_table(result["summary"], COLUMNS),
+            "num_windows": result["num_windows"], "cap": result["cap"], **extra,
+            "table": format_table(result["summary"], columns),
             "wall_s": time.perf_counter() - started}

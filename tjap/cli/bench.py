@@ -19,9 +19,17 @@ def add_parser(sub) -> None:
     bench = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     b = bench.add_parser("exact", help="exact SCAS solvers on the paper's stream",
                          description="dp, SCIP, CP-SAT, the paper formulation and the free-form "
-                                     "optimum on the same windows; table, CSV and PNG.")
+                                     "optimum on the same windows; table, CSV and PNG. With "
+                                     "--topology FILE: dp, SCIP, slurm-tree and the free-form "
+                                     "bound on your cluster's tree, with dp's peak memory.")
     b.add_argument("--num-windows", type=positive(int), default=200)
     b.add_argument("--layout", choices=("paper", "published"), default="paper")
+    b.add_argument("--topology", default=None, metavar="FILE",
+                   help="a Slurm topology.conf or JSON tree: the stream on that cluster "
+                        "instead of --layout")
+    b.add_argument("--warmup", type=int, default=None, metavar="N",
+                   help="with --topology: windows replayed before the first one kept (default: "
+                        "one mean job runtime's worth, so the cluster is loaded)")
     b.add_argument("--convention", choices=("paper", "published"), default="paper")
     b.add_argument("--cap", type=cap, default=5)
     b.add_argument("--freeform-time-limit", type=positive(float), default=2.0, metavar="S")
@@ -153,9 +161,13 @@ def _bench_exact(args) -> int:
     if args.json:
         print_json({k: v for k, v in out.items() if k != "table"})
     else:
-        print(f"exact SCAS on {out['num_windows']} windows, {out['layout']} layout, "
+        where = (f"{out['layout']} ({out['nodes']} nodes)" if "topology" in out
+                 else f"{out['layout']} layout")
+        print(f"exact SCAS on {out['num_windows']} windows, {where}, "
               f"{out['convention']} cost, cap {out['cap']}, seed {out['seed']}")
         print(out["table"])
+        if "topology" in out:
+            print(f"peak RSS of this process: {out['max_rss_mb']:.0f} MB")
         print("files: " + ", ".join(out["files"].values()))
     return 0
 

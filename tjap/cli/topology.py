@@ -26,28 +26,6 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def read_tree(path: str):
-    """A Topology from a topology.conf or JSON file (one-line errors for bad files)."""
-    import json
-
-    from placement.tree.topology import Topology
-    from tjap.errors import InvalidInputError
-
-    file = Path(path)
-    if file.suffix.lower() == ".json":
-        try:
-            data = json.loads(file.read_text())
-        except OSError as error:
-            raise InvalidInputError(f"cannot read {path}: {error.strerror or error}") from None
-        except json.JSONDecodeError as error:
-            raise InvalidInputError(f"{path} is not valid JSON (line {error.lineno}: {error.msg})"
-                                    ) from None
-        return Topology.from_dict(data)
-    if not file.exists():
-        raise InvalidInputError(f"no such topology file: {path}")
-    return Topology.from_slurm(file)
-
-
 def summary(tree) -> dict:
     """Levels (leaf = 1), per level the switch count and the nodes under each switch."""
     import numpy as np
@@ -75,7 +53,9 @@ def summary(tree) -> dict:
 def run(args) -> int:
     from placement.tree.hostlist import compress_hostlist
 
-    tree = read_tree(args.file)
+    from placement.tree.topology import Topology
+
+    tree = Topology.from_file(args.file)
     out = summary(tree)
     if args.nodes:
         out["node_order"] = list(tree.node_names)

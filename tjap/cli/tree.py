@@ -28,10 +28,19 @@ def add_parser(sub) -> None:
     p = sub.add_parser("generate", help="generate instances")
     gen = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     g = gen.add_parser("windows", help="windows of the paper's stream, as JSONL",
-                       description="Replay the paper's workload and write its scheduling windows.")
+                       description="Replay the paper's workload and write its scheduling windows "
+                                   "(on the paper's layouts, or on your cluster's tree with "
+                                   "--topology).")
     g.add_argument("--num-windows", type=positive(int), default=200)
     g.add_argument("--layout", choices=("paper", "published"), default="paper",
                    help="paper: k=20, 10 pods of 100; published: the authors' 25 pods of 40")
+    g.add_argument("--topology", default=None, metavar="FILE",
+                   help="your cluster instead of --layout: a Slurm topology.conf or JSON tree; "
+                        "runtimes are scaled by nodes/1000 (the paper's load per node) and each "
+                        "line names FILE relative to --out")
+    g.add_argument("--warmup", type=int, default=None, metavar="N",
+                   help="with --topology: windows replayed before the first one written "
+                        "(default: one mean job runtime's worth, a loaded cluster)")
     g.add_argument("--cap", type=cap, default=5,
                    help="most multi-node jobs per window (default 5, as the published code; 'none')")
     g.add_argument("--tau", type=positive(int), default=60, help="window period in seconds")
@@ -118,22 +127,44 @@ def _ranges(nodes) -> str:
 
 
 def cmd_generate(args) -> int:
+    import json
+    import os
+
     from placement.tree.stream import generate_windows
 
-    windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
-                               tau_s=args.tau, epoch_windows=args.epoch_windows)
     out = Path(args.out)
+    if args.topology:
+        from placement.tree.topology import Topology
+
+        tree = Topology.from_file(args.topology)
+        windows = generate_windows(topology=tree, num_windows=args.num_windows, seed=args.seed,
+                                   cap=args.cap, tau_s=args.tau, epoch_windows=args.epoch_windows,
+                                   warmup_windows=args.warmup)
+        # every line names the tree file (relative to the output's folder) instead of holding it
+        key = "json" if Path(args.topology).suffix.lower() == ".json" else "slurm"
+        where = {key: os.path.relpath(Path(args.topology).resolve(), out.resolve().parent)}
+        lines = [json.dumps({**w.to_dict(), "topology": where}) for w in windows]
+        what = f"{args.topology}, {tree.num_nodes} nodes"
+    else:
+        if args.warmup:
+            raise TjapError("--warmup needs --topology (the paper's layouts keep the paper's "
+                            "stream from an empty cluster)")
+        windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
+                                   tau_s=args.tau, epoch_windows=args.epoch_windows)
+        lines = [w.to_json() for w in windows]
+        what = f"{args.layout} layout"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(w.to_json() + "\n" for w in windows))
+        out.write_text("".join(line + "\n" for line in lines))
     except OSError as exc:
         raise TjapError(f"cannot write {out}: {exc.strerror}") from None
-    summary = {"out": str(out), "windows": len(windows), "layout": args.layout, "seed": args.seed,
-               "cap": args.cap, "tau_s": args.tau}
+    summary = {"out": str(out), "windows": len(windows), "seed": args.seed, "cap": args.cap,
+               "tau_s": args.tau,
+               **({"topology": args.topology} if args.topology else {"layout": args.layout})}
     if args.json:
         print_json(summary)
     else:
-        print(f"wrote {len(windows)} windows ({args.layout} layout, seed {args.seed}) to {out}")
+        print(f"wrote {len(windows)} windows ({what}, seed {args.seed}) to {out}")
     return 0
 
 

@@ -1,0 +1,143 @@
+"""Your own cluster end to end: the benchmark trees, the paper's stream on any tree
+(``generate_windows(topology=...)``, ``tjap generate windows --topology``) and window files that
+name their tree file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import topologies
+from placement.tree.cost import job_cost
+from placement.tree.fat_tree import FatTree
+from placement.tree.stream import generate_windows
+from placement.tree.topology import Topology
+from placement.tree.window import Window, load_windows
+from placement.tree.workload import Workload
+from tjap.cli import main
+from tjap.errors import InvalidInputError
+
+SMALL = """\
+SwitchName=l1 Nodes=a[01-06]
+SwitchName=l2 Nodes=b[1-9]
+SwitchName=l3 Nodes=c[01-04]
+SwitchName=l4 Nodes=d[01-12]
+SwitchName=s1 Switches=l[1-2]
+SwitchName=s2 Switches=l[3-4]
+SwitchName=top Switches=s[1-2]
+"""
+
+
+def test_shipped_benchmark_trees_are_the_generated_ones():
+    for name, text in topologies.files().items():
+        assert (topologies.FOLDER / name).read_text(encoding="utf-8") == text, (
+            f"{name} differs from `python -m benchmarks.topologies`")
+
+
+def test_irregular_tree_has_the_promised_shape():
+    tree = Topology.from_file(topologies.FOLDER / "irregular_2000.conf")
+    assert tree.num_nodes == 2000 and tree.num_levels == 3
+    assert tree.leaf_sizes.min() >= 8 and tree.leaf_sizes.max() <= 32
+    assert len(set(tree.leaf_sizes.tolist())) > 10          # really uneven
+    spines = tree.children(0)
+    assert len({len(tree.children(s)) for s in spines}) > 2
+
+
+def test_k48_file_is_the_k48_fat_tree():
+    tree = Topology.from_file(topologies.FOLDER / "fat_tree_k48.conf")
+    fat = FatTree(k=48)
+    assert tree.num_nodes == fat.num_nodes == 27648
+    assert (tree.node_leaf == fat.node_leaf).all() and (tree.switch_parent == fat.switch_parent).all()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        nodes = rng.choice(fat.num_nodes, int(rng.integers(1, 60)), replace=False)
+        for convention in ("paper", "published"):
+            assert job_cost(tree, nodes, convention) == job_cost(fat, nodes, convention)
+
+
+def test_runtime_scale_multiplies_runtimes_only():
+    a, b = Workload.generate(500, 3), Workload.generate(500, 3, runtime_scale=2.5)
+    assert (a.arrival_s == b.arrival_s).all() and (a.requested_nodes == b.requested_nodes).all()
+    assert (b.runtime_s == np.rint(a.runtime_s * 2.5)).all()
+    with pytest.raises(InvalidInputError, match="runtime_scale"):
+        Workload.generate(5, 0, runtime_scale=0)
+
+
+def test_stream_on_a_tree_is_seeded_feasible_and_warmed_up():
+    tree = Topology.from_slurm(SMALL)
+    a = generate_windows(topology=tree, num_windows=6, seed=4, num_jobs=3000)
+    b = generate_windows(topology=tree, num_windows=6, seed=4, num_jobs=3000)
+    assert a == b
+    cold = generate_windows(topology=tree, num_windows=6, seed=4, num_jobs=3000, warmup_windows=0)
+    assert cold != a
+    for w in a:
+        assert w.topology is tree and sum(w.job_sizes) <= w.num_idle
+        assert max(w.job_sizes) <= 40
+    with pytest.raises(InvalidInputError, match="warmup_windows"):
+        generate_windows(topology=tree, num_windows=1, warmup_windows=-1)
+
+
+def test_paper_layout_stream_is_unchanged_by_the_new_options():
+    assert generate_windows("paper", 3, 0) == generate_windows("paper", 3, 0, warmup_windows=0)
+
+
+def test_generate_windows_cli_names_the_tree_file(tmp_path, capsys):
+    conf = tmp_path / "cluster" / "topology.conf"
+    conf.parent.mkdir()
+    conf.write_text(SMALL)
+    out = tmp_path / "runs" / "w.jsonl"
+    assert main(["generate", "windows", "--topology", str(conf), "--num-windows", "3",
+                 "--seed", "1", "--out", str(out)]) == 0
+    assert "3 windows" in capsys.readouterr().out
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(line["topology"] == {"slurm": "../cluster/topology.conf"} for line in lines)
+    assert all(isinstance(v, str) for v in lines[0]["idle_nodes"])      # names, not indices
+    windows = load_windows(out)
+    assert len(windows) == 3 and windows[0].topology == Topology.from_slurm(SMALL)
+    assert main(["solve", str(out), "--method", "dp", "--json"]) == 0
+
+
+def test_generate_windows_cli_refuses_warmup_without_topology(tmp_path, capsys):
+    assert main(["generate", "windows", "--warmup", "3", "--out", str(tmp_path / "w.jsonl")]) != 0
+    err = capsys.readouterr().err
+    assert "--warmup needs --topology" in err and len(err.strip().splitlines()) == 1
+
+
+def test_window_names_a_json_tree_file(tmp_path):
+    tree = Topology.from_slurm(SMALL)
+    (tmp_path / "tree.json").write_text(json.dumps(tree.to_dict()))
+    data = {"topology": {"json": "tree.json"}, "idle_nodes": ["a01", "b2", "d05"],
+            "job_sizes": [2]}
+    (tmp_path / "w.json").write_text(json.dumps(data))
+    (w,) = load_windows(tmp_path / "w.json")
+    assert w.topology == tree
+    with pytest.raises(InvalidInputError, match="must name a .json file"):
+        Window.from_dict({**data, "topology": {"json": "topology.conf"}}, tmp_path)
+    with pytest.raises(InvalidInputError, match="takes one key"):
+        Window.from_dict({**data, "topology": {"json": "tree.json", "x": 1}}, tmp_path)
+
+
+def test_topology_from_file_reads_conf_and_json_and_names_bad_files(tmp_path):
+    (tmp_path / "t.conf").write_text(SMALL)
+    tree = Topology.from_file(tmp_path / "t.conf")
+    (tmp_path / "t.json").write_text(json.dumps(tree.to_dict()))
+    assert Topology.from_file(tmp_path / "t.json") == tree
+    (tmp_path / "bad.json").write_text("{")
+    for path, match in ((tmp_path / "bad.json", "not valid JSON"),
+                        (tmp_path / "none.conf", "no such topology file")):
+        with pytest.raises(InvalidInputError, match=match) as info:
+            Topology.from_file(path)
+        assert "\n" not in str(info.value)
+
+
+def test_a_fat_tree_is_a_topology():
+    import tjap
+
+    fat = tjap.FatTree(k=4)
+    assert isinstance(fat, tjap.Topology)
+    assert fat.node_names[:3] == ("0", "1", "2") and fat.num_levels == 3
+    assert fat.num_edge_switches == 8 and fat.num_switches == 1 + 4 + 8
+    assert Path(topologies.__file__).name == "topologies.py"
