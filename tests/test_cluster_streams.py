@@ -141,3 +141,14 @@ def test_a_fat_tree_is_a_topology():
     assert fat.node_names[:3] == ("0", "1", "2") and fat.num_levels == 3
     assert fat.num_edge_switches == 8 and fat.num_switches == 1 + 4 + 8
     assert Path(topologies.__file__).name == "topologies.py"
+
+
+def test_idle_nodes_as_a_hostlist_expression():
+    tree = Topology.from_slurm(SMALL)
+    a = Window(tree, "a[02-04],b[1-2],d07", [3, 2])
+    b = Window(tree, ["a02", "a03", "a04", "b1", "b2", "d07"], [3, 2])
+    assert a == b
+    with pytest.raises(InvalidInputError, match="idle_nodes: hostlist 'a\\[04-02\\]'.*reversed"):
+        Window(tree, "a[04-02]", [1])
+    with pytest.raises(InvalidInputError, match="unknown node 'zz1'"):
+        Window(tree, "a01,zz1", [1])

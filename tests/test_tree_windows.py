@@ -218,7 +218,8 @@ def test_fat_tree_results_keep_their_json():
     (["a1", "zz9"], "idle_nodes: unknown node 'zz9'"),
     (["a1", "a1"], "repeats node 'a1'"),
     ([0, 99], "node index 99 is out of range"),
-    ("a1", "must be a list"),
+    (42, "must be a list"),
+    ("a[2-1]", "reversed"),
 ])
 def test_bad_idle_nodes_raise_one_line_errors(idle, match):
     with pytest.raises(InvalidInputError, match=match) as info:

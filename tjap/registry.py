@@ -227,6 +227,8 @@ _add("tree", "freeform-greedy", "placement.tree.freeform:solve_freeform_greedy",
      "fast best-fit heuristic with no contiguity rule")
 _add("tree", "seq", "placement.tree.scas:solve_seq",
      "the paper's sequential assignment (each job takes the next idle nodes)")
+_add("tree", "slurm-tree", "heuristics.slurm_tree:solve_slurm_tree",
+     "what Slurm 22.05's topology/tree selection does, job by job in window order")
 _add("tree", "sa", "heuristics.anneal:solve_sa",
      "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
      time_limited=True)

@@ -43,6 +43,20 @@ Timing observed here (what a simulator must reproduce to match it):
 - With a missing ``SLURM_CONF`` file Slurm's commands retry for 60 s (the client checks first);
   with no controller listening they fail after about ``MessageTimeout`` (10 s).
 
+Several nodes on a switch tree
+------------------------------
+With :attr:`LocalSlurmConfig.node_names` set, the cluster has those nodes instead of the single
+one: one ``slurmd -N NAME`` per node (Debian's build has ``MULTIPLE_SLURMD``), each on its own
+port of one contiguous free range, all in one ``NodeName=`` line, so Slurm's node order (its
+bitmap order, which its node selection follows) is the order given. Each node has
+``cpus_per_node`` CPUs (default 1). With :attr:`LocalSlurmConfig.topology_conf` (the text of a
+``topology.conf``, e.g. :meth:`placement.tree.topology.Topology.to_slurm`) the file is written
+beside ``slurm.conf`` and ``TopologyPlugin=topology/tree`` is set;
+:meth:`LocalSlurmConfig.for_topology` fills both from a topology. Clusters of 14 to 40 nodes
+start here (every node idle, the main scheduler's first pass done) in a few seconds; each
+``slurmd`` takes about 6 MB of memory. :meth:`LocalSlurm.wait_idle` waits until every node is
+idle again, e.g. after cancelling jobs.
+
 ``munged`` is a system daemon: it is started (as user ``munge``, with ``/run/munge`` created)
 when none answers, and left running by :meth:`LocalSlurm.stop`.
 """
@@ -51,6 +65,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import random
 import re
 import shutil
 import signal
@@ -129,12 +144,35 @@ class LocalSlurmConfig:
     #: Seconds an ended job stays visible in squeue (Slurm requires >= 2).
     min_job_age_s: int = 2
     node_name: str = "localhost"
+    #: Several nodes, by name, in Slurm's node order (empty: the one node ``node_name`` with
+    #: ``cpus`` CPUs). Each runs its own slurmd.
+    node_names: tuple = ()
+    #: CPUs of each node when ``node_names`` is given.
+    cpus_per_node: int = 1
+    #: Text of a topology.conf; when given, ``TopologyPlugin=topology/tree`` uses it.
+    topology_conf: str | None = None
     partition: str = "main"
     #: None: pick free ports.
     slurmctld_port: int | None = None
     slurmd_port: int | None = None
     #: Extra slurm.conf lines, Key -> Value; a key that is generated anyway is replaced.
     extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def for_topology(cls, topology, **options) -> "LocalSlurmConfig":
+        """A config whose nodes are ``topology``'s (a :class:`~placement.tree.topology.Topology`)
+        in its depth-first order, with its ``topology.conf`` and ``topology/tree``; ``options``
+        set the other fields."""
+        return cls(node_names=tuple(topology.node_names), topology_conf=topology.to_slurm(),
+                   **options)
+
+    @property
+    def multi_node(self) -> bool:
+        return bool(self.node_names)
+
+    def all_node_names(self) -> tuple:
+        """The cluster's node names, in Slurm's node order."""
+        return tuple(self.node_names) if self.node_names else (self.node_name,)
 
     def scheduler_type(self) -> str:
         types = {"backfill": "sched/backfill", "builtin": "sched/builtin"}
@@ -161,6 +199,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _free_port_range(count: int, avoid: int = 0, tries: int = 200) -> int:
+    """The first of ``count`` consecutive free TCP ports on 127.0.0.1 (none of them ``avoid``)."""
+    rng = random.Random()
+    for _ in range(tries):
+        base = rng.randrange(20000, 60000 - count)
+        if base <= avoid < base + count:
+            continue
+        held = []
+        try:
+            for port in range(base, base + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                held.append(s)
+                s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for s in held:
+                s.close()
+        return base
+    raise SlurmError(f"found no {count} consecutive free ports for the slurmd daemons")
+
+
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         text = path.read_text(errors="replace").splitlines()
@@ -180,17 +240,35 @@ class LocalSlurm:
         self.config.scheduler_type()   # validate early
         if int(self.config.cpus) < 1:
             raise SlurmError(f"cpus must be >= 1, got {self.config.cpus!r}")
+        names = self.config.node_names
+        if isinstance(names, str):
+            raise SlurmError(f"node_names must be a list of names, got the string {names!r}")
+        if names:
+            if len(set(names)) != len(names):
+                raise SlurmError("node_names lists a node twice; give each node once")
+            bad = [n for n in names if not n or re.search(r"[\s,\[\]=#]", n)]
+            if bad:
+                raise SlurmError(f"node name {bad[0]!r} is not usable in slurm.conf (no spaces, "
+                                 "commas, brackets, '=' or '#')")
+            if int(self.config.cpus_per_node) < 1:
+                raise SlurmError(f"cpus_per_node must be >= 1, got {self.config.cpus_per_node!r}")
         self._own_workdir = workdir is None
         self.workdir = Path(tempfile.mkdtemp(prefix="tjap-slurm-") if workdir is None
                             else workdir).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.keep_workdir = keep_workdir
         self.conf_path = self.workdir / "slurm.conf"
+        self.topology_path = self.workdir / "topology.conf"
         self.jobcomp_path = self.workdir / "jobcomp.txt"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf_path))
         self._procs: dict[str, subprocess.Popen] = {}
         self._finalizer = None
         self.ports: tuple[int, int] | None = None
+
+    @property
+    def node_names(self) -> tuple:
+        """The cluster's node names, in Slurm's node order."""
+        return self.config.all_node_names()
 
     # -- configuration -----------------------------------------------------------------------
     def conf_lines(self) -> list[str]:
@@ -247,12 +325,28 @@ class LocalSlurm:
         }
         if c.priority_calc_period_min is not None:
             settings["PriorityCalcPeriod"] = str(int(c.priority_calc_period_min))
+        if c.multi_node:
+            settings.update({"SlurmdSpoolDir": str(w / "spool" / "%n"),
+                             "SlurmdPidFile": str(w / "slurmd.%n.pid"),
+                             "SlurmdLogFile": str(w / "log" / "slurmd.%n.log")})
+        if c.topology_conf is not None:
+            settings["TopologyPlugin"] = "topology/tree"
         settings.update({str(k): str(v) for k, v in c.extra.items()})
         lines = [f"{k}={v}" for k, v in settings.items()]
-        lines.append(f"NodeName={c.node_name} NodeAddr=127.0.0.1 NodeHostname=localhost "
-                     f"CPUs={int(c.cpus)} RealMemory=1 State=UNKNOWN")
-        lines.append(f"PartitionName={c.partition} Nodes={c.node_name} Default=YES "
-                     "MaxTime=INFINITE State=UP")
+        if c.multi_node:
+            first = d_port
+            names = ",".join(c.node_names)
+            ports = f"[{first}-{first + len(c.node_names) - 1}]" if len(c.node_names) > 1 \
+                else str(first)
+            lines.append(f"NodeName={names} NodeAddr=127.0.0.1 NodeHostname=localhost "
+                         f"Port={ports} CPUs={int(c.cpus_per_node)} RealMemory=1 State=UNKNOWN")
+            lines.append(f"PartitionName={c.partition} Nodes=ALL Default=YES "
+                         "MaxTime=INFINITE State=UP")
+        else:
+            lines.append(f"NodeName={c.node_name} NodeAddr=127.0.0.1 NodeHostname=localhost "
+                         f"CPUs={int(c.cpus)} RealMemory=1 State=UNKNOWN")
+            lines.append(f"PartitionName={c.partition} Nodes={c.node_name} Default=YES "
+                         "MaxTime=INFINITE State=UP")
         return lines
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -279,21 +373,38 @@ class LocalSlurm:
         deadline = time.monotonic() + timeout_s
         ensure_munged()
         c = self.config
-        self.ports = (c.slurmctld_port or _free_port(), c.slurmd_port or _free_port())
-        if self.ports[0] == self.ports[1]:
-            self.ports = (self.ports[0], _free_port())
-        for d in ("state", "spool"):
+        names = c.all_node_names()
+        ctld_port = c.slurmctld_port or _free_port()
+        if c.multi_node:
+            d_port = c.slurmd_port or _free_port_range(len(names), avoid=ctld_port)
+        else:
+            d_port = c.slurmd_port or _free_port()
+            if d_port == ctld_port:
+                d_port = _free_port()
+        self.ports = (ctld_port, d_port)
+        for d in ("state", "spool", "log"):
             (self.workdir / d).mkdir(exist_ok=True)
+        if c.multi_node:
+            for name in names:
+                (self.workdir / "spool" / name).mkdir(exist_ok=True)
         self.jobcomp_path.touch()
+        if c.topology_conf is not None:
+            self.topology_path.write_text(c.topology_conf)
         self.conf_path.write_text("\n".join(self.conf_lines()) + "\n")
         # stop the daemons if the interpreter exits without stop()
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self.env)
         try:
             self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf_path)])
             self._wait(lambda: self._ping(), deadline, "slurmctld to answer")
-            self._spawn("slurmd", [_which("slurmd"), "-D", "-f", str(self.conf_path),
-                                   "-N", c.node_name])
-            self._wait(self._node_idle, deadline, f"node {c.node_name} to become idle")
+            if c.multi_node:
+                for name in names:
+                    self._spawn(f"slurmd.{name}", [_which("slurmd"), "-D", "-f",
+                                                   str(self.conf_path), "-N", name])
+                self._wait(self._nodes_idle, deadline, f"all {len(names)} nodes to become idle")
+            else:
+                self._spawn("slurmd", [_which("slurmd"), "-D", "-f", str(self.conf_path),
+                                       "-N", c.node_name])
+                self._wait(self._node_idle, deadline, f"node {c.node_name} to become idle")
             if wait_scheduler:
                 self._wait(lambda: self.main_scheduler_cycles() > 0, deadline,
                            "the main scheduler's first pass")
@@ -322,6 +433,18 @@ class LocalSlurm:
             return False
         return any(n.name == self.config.node_name and n.state == "idle" for n in nodes)
 
+    def _nodes_idle(self) -> bool:
+        try:
+            nodes = self.client(timeout_s=5).nodes()
+        except SlurmError:
+            return False
+        idle = {n.name for n in nodes if n.state == "idle"}
+        return idle.issuperset(self.node_names)
+
+    def wait_idle(self, timeout_s: float = 30) -> None:
+        """Wait until every node of the cluster is idle (e.g. after cancelling jobs)."""
+        self._wait(self._nodes_idle, time.monotonic() + timeout_s, "every node to become idle")
+
     def main_scheduler_cycles(self) -> int:
         """Passes of the main scheduler so far (``sdiag``), or 0 if unknown."""
         proc = self.client(timeout_s=5).run(["sdiag"], check=False)
@@ -338,12 +461,16 @@ class LocalSlurm:
                 return
             if time.monotonic() > deadline:
                 raise SlurmError(f"timed out waiting for {what} (SLURM_CONF={self.conf_path}):\n"
-                                 + "\n".join(self.log_tail(n) for n in self._procs))
+                                 + "\n".join(self.log_tail(n) for n in list(self._procs)[:3]))
             time.sleep(0.2)
 
     def log_tail(self, name: str, lines: int = 15) -> str:
-        """The last lines of a daemon's log and console output."""
-        return (f"--- {name}.log:\n{_tail(self.workdir / f'{name}.log', lines)}\n"
+        """The last lines of a daemon's log and console output (``name``: ``slurmctld``,
+        ``slurmd``, or ``slurmd.NODE`` on a multi-node cluster)."""
+        log = self.workdir / f"{name}.log"
+        if name.startswith("slurmd.") and self.config.multi_node:
+            log = self.workdir / "log" / f"{name}.log"
+        return (f"--- {name}.log:\n{_tail(log, lines)}\n"
                 f"--- {name}.out:\n{_tail(self.workdir / f'{name}.out', 5)}")
 
     def stop(self) -> None:
@@ -377,21 +504,27 @@ class LocalSlurm:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
+        if self.config.multi_node:
+            return (f"LocalSlurm({state}, nodes={len(self.config.node_names)}, "
+                    f"SLURM_CONF={self.conf_path})")
         return f"LocalSlurm({state}, cpus={self.config.cpus}, SLURM_CONF={self.conf_path})"
 
 
 def _kill_all(procs: dict) -> None:
-    """SIGTERM slurmd, then slurmctld (the processes this LocalSlurm started), then SIGKILL."""
-    for name in ("slurmd", "slurmctld"):
-        proc = procs.get(name)
-        if proc is None or proc.poll() is not None:
-            continue
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    """SIGTERM every slurmd, then slurmctld (the processes this LocalSlurm started, by process
+    id), then SIGKILL what has not exited."""
+    slurmds = [p for name, p in procs.items() if name == "slurmd" or name.startswith("slurmd.")]
+    for group in (slurmds, [procs.get("slurmctld")]):
+        live = [p for p in group if p is not None and p.poll() is None]
+        for proc in live:
+            proc.send_signal(signal.SIGTERM)
+        end = time.monotonic() + 10
+        for proc in live:
+            try:
+                proc.wait(timeout=max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
     procs.clear()
 
 

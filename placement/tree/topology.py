@@ -339,6 +339,31 @@ class Topology:
         return cls(switch_names, switch_parent, node_names, node_leaf)
 
     @classmethod
+    def from_slurm_live(cls, env: dict | None = None, *, timeout_s: float = 30) -> "Topology":
+        """The switch tree of a running Slurm (``scontrol show topology``): the Slurm that
+        ``env``'s ``SLURM_CONF`` points at (merged over this process's environment; None: the
+        environment as it is). A leaf's nodes come in Slurm's own node order.
+
+        Raises
+        ------
+        placement.batch.slurm.SlurmError
+            Slurm is not installed or its controller cannot be reached (one line).
+        InvalidInputError
+            Slurm runs without ``TopologyPlugin=topology/tree``.
+        """
+        from placement.tree.slurm_live import live_topology_conf
+
+        return cls.from_slurm(live_topology_conf(env, timeout_s=timeout_s))
+
+    @classmethod
+    def from_scontrol(cls, text: str) -> "Topology":
+        """The tree printed by ``scontrol show topology`` (``Level=`` and ``LinkSpeed=`` are
+        ignored; a switch with ``Switches=`` is built from those)."""
+        from placement.tree.slurm_live import show_topology_conf
+
+        return cls.from_slurm(show_topology_conf(text))
+
+    @classmethod
     def from_file(cls, path) -> "Topology":
         """Read a tree from a file: ``*.json`` is :meth:`to_dict`'s form, anything else a Slurm
         ``topology.conf`` (:meth:`from_slurm`). Unreadable or malformed files are one-line

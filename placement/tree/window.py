@@ -28,6 +28,7 @@ import numpy as np
 
 from placement.tree import _kernels, tree_cost
 from placement.tree.cost import convention_code
+from placement.tree.hostlist import expand_hostlist
 from placement.tree.topology import Topology
 from tjap.errors import InvalidInputError
 from placement.tree.fat_tree import FatTree
@@ -45,8 +46,14 @@ def _int_list(name: str, values) -> list[int]:
 
 
 def _tree_nodes(tree: Topology, values) -> list[int]:
-    """Indices of idle nodes given by name or index on a switch tree."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+    """Indices of idle nodes given by name or index on a switch tree, or as one Slurm hostlist
+    expression (``"c[01-04],gpu7"``, what ``sinfo`` prints)."""
+    if isinstance(values, str):
+        try:
+            values = expand_hostlist(values)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"idle_nodes: {exc}") from None
+    if isinstance(values, bytes) or not hasattr(values, "__iter__"):
         raise InvalidInputError(
             f"idle_nodes must be a list of node names or indices, got {type(values).__name__}")
     try:
@@ -105,7 +112,8 @@ class Window:
         ``cpsat``, ``scip-paper``, ``cpsat-paper``, ``seq`` and ``auto`` work; the others need a
         fat-tree for now (:meth:`require_fat_tree`).
     idle_nodes : sequence of int, or of str on a Topology
-        Idle nodes, by index (or, on a Topology, by name); stored as indices sorted, which is
+        Idle nodes, by index (or, on a Topology, by name, or as one hostlist expression such as
+        ``"c[01-04],gpu7"``); stored as indices sorted, which is
         the idle sequence Q (on a Topology, its depth-first node order).
     job_sizes : sequence of int
         Nodes requested by each job, in window order. Their sum may not exceed the idle count.

@@ -1,0 +1,384 @@
+"""What Slurm 22.05 would choose on a switch tree: its ``topology/tree`` node selection as a
+placement method, for one job (:func:`slurm_tree_nodes`) and for a window of jobs placed one after
+another in priority order (:func:`solve_slurm_tree`, registered as method ``"slurm-tree"``).
+
+The rule follows ``_eval_nodes_topo`` (with its helpers ``_topo_choose_best_switch``,
+``_topo_compare_switches`` and ``_topo_add_dist``) in ``src/plugins/select/cons_tres/job_test.c``
+of Slurm 22.05.8, and the switch table that ``_validate_switches`` in
+``src/plugins/topology/tree/topology_tree.c`` builds from ``topology.conf``. It is re-written here
+from a reading of that code, for what this project places: whole-node exclusive jobs of ``n``
+nodes (``sbatch -N n --exclusive``), nodes of one CPU and equal scheduling weight, no required
+nodes, no ``--switches`` limit. In those terms Slurm does this:
+
+1. **Switch table.** Switches are numbered in the order of their lines in ``topology.conf``. A
+   leaf switch has level 0, any other switch one more than its highest child. The distance of two
+   switches is the number of links between them in the switch graph, infinite when they have no
+   common ancestor. Each switch records a parent: the switch that lists it; a switch nobody lists
+   keeps parent 0 (the first line), which is itself when it is the first line.
+2. **Top switch.** Among the switches holding at least ``n`` idle nodes, the one of the highest
+   level is taken, the last in table order on a tie. With one root this is the root; with several
+   top-level switches and no common root it is one of them, and the job is confined to the nodes
+   under it. When no switch holds ``n`` idle nodes the job does not start (it stays pending).
+3. **Leaf switches, one at a time.** Every leaf switch under the top switch starts with its count
+   of idle nodes and a summed distance of 0. While nodes are missing, the leaves with idle nodes
+   left are scanned in table order and one is kept as the best so far: a later leaf replaces it
+   when it is strictly closer (smaller summed distance) and compares at least as well, or equally
+   close and compares strictly better. Comparing two leaves for ``r`` missing nodes: a leaf that
+   can hold all ``r`` beats one that cannot; of two that can, the one with fewer idle nodes wins
+   (best fit); of two that cannot, the comparison moves up to their parents (while the parents
+   differ) and repeats there with the parents' idle counts; when that ends undecided, more idle
+   nodes win, then the lower level. Parents' counts are those before the job took any node.
+4. **Taking nodes.** The chosen leaf gives its idle nodes in node order (Slurm's node index
+   order) until the job has ``n``; its count drops to zero and every switch's summed distance
+   grows by its distance to the chosen leaf, so the next leaf is preferably near the ones taken.
+
+So a job that fits in one leaf lands in the leaf with the fewest idle nodes that holds it (the
+first such leaf on a tie), on that leaf's first idle nodes. A larger job starts with the leaf the
+same comparison prefers (it looks at the parents first, so a leaf whose parent holds the job beats
+a fuller leaf whose parent does not; among siblings the fullest wins), then adds leaves close to
+the ones it already has, best fit for the rest among the closest.
+
+Assumptions (checked against a real Slurm 22.05.8 by ``benchmarks/slurm_tree_validation.py``):
+
+- ``topology.conf`` is :meth:`Topology.to_slurm`'s text: switches depth first, root first, so the
+  table order is the topology's switch order (less an implicit root, which Slurm does not have).
+- Slurm's node order (the ``NodeName`` order in ``slurm.conf``) is the topology's depth-first node
+  order; nodes of one leaf are taken in that order.
+- All nodes have the same weight and one CPU, and every idle node can run the job.
+
+With several top-level switches (a :data:`~placement.tree.topology.IMPLICIT_ROOT` tree) a job
+that no single top-level switch can hold would stay pending in Slurm; :func:`slurm_tree_nodes`
+then raises :class:`SlurmWouldNotPlaceError` and :func:`solve_slurm_tree` returns an
+``INFEASIBLE`` result naming the job in ``info["unplaced_job"]``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+
+from placement.tree.result import Result
+from placement.tree.topology import IMPLICIT_ROOT, Topology
+from placement.tree.window import Window
+from tjap._jit import njit
+from tjap.errors import InvalidInputError
+from tjap.result import Status
+
+#: Slurm's INFINITE (a uint32 of all ones), the distance between switches with no common ancestor.
+INFINITE = 0xFFFFFFFF
+
+
+class SlurmWouldNotPlaceError(InvalidInputError):
+    """No switch holds enough idle nodes for the job: Slurm would leave it pending."""
+
+
+# --------------------------------------------------------------------------- the switch table
+class SlurmSwitchTable:
+    """The switch table Slurm builds from :meth:`Topology.to_slurm`'s ``topology.conf``, as arrays
+    indexed by Slurm's switch index (the topology's switch index, less one with an implicit root).
+
+    Attributes
+    ----------
+    level : int64 array
+        0 for a leaf switch, else one more than the highest child.
+    parent : int64 array
+        The listing switch; 0 for a switch no line lists (Slurm leaves it unset, i.e. zero).
+    first_node, end_node : int64 arrays
+        The switch's nodes are ``first_node[s]:end_node[s]`` in the topology's node order.
+    leaves : int64 array
+        The leaf switches, in table order.
+    leaf_dist : int64 array (len(leaves), num_switches)
+        Links between each leaf and every switch, :data:`INFINITE` across top-level switches.
+    """
+
+    def __init__(self, topology: Topology):
+        offset = 1 if topology.switch_names[0] == IMPLICIT_ROOT else 0
+        parent_t = topology.switch_parent.astype(np.int64)
+        num = topology.num_switches - offset
+        parent = np.zeros(num, dtype=np.int64)
+        for s in range(num):
+            p = int(parent_t[s + offset]) - offset
+            parent[s] = p if p >= 0 else 0
+        is_top = np.array([int(parent_t[s + offset]) - offset < 0 for s in range(num)])
+        # preorder: children after parents, so a reverse scan gives heights
+        level = np.zeros(num, dtype=np.int64)
+        for s in range(num - 1, -1, -1):
+            if not is_top[s]:
+                level[parent[s]] = max(level[parent[s]], level[s] + 1)
+        # node ranges: preorder subtrees are contiguous in depth-first node order
+        leaf_of = topology.node_leaf.astype(np.int64) - offset
+        first = np.full(num, topology.num_nodes, dtype=np.int64)
+        end = np.zeros(num, dtype=np.int64)
+        for v in range(topology.num_nodes):
+            s = int(leaf_of[v])
+            while True:
+                first[s] = min(first[s], v)
+                end[s] = max(end[s], v + 1)
+                if is_top[s]:
+                    break
+                s = int(parent[s])
+        depth = np.zeros(num, dtype=np.int64)
+        for s in range(num):
+            if not is_top[s]:
+                depth[s] = depth[parent[s]] + 1
+        leaves = np.flatnonzero(level == 0).astype(np.int64)
+        # path[s, d]: the ancestor of s at depth d (-1 below s); two switches share a prefix of
+        # their paths, as long as the depth of their lowest common ancestor plus one
+        path = np.full((num, int(depth.max()) + 1), -1, dtype=np.int64)
+        for s in range(num):
+            u = s
+            for d in range(int(depth[s]), -1, -1):
+                path[s, d] = u
+                u = int(parent[u])
+        leaf_dist = np.full((leaves.size, num), INFINITE, dtype=np.int64)
+        for a, leaf in enumerate(leaves):
+            shared = ((path == path[leaf]) & (path >= 0)).sum(axis=1)
+            near = shared > 0
+            leaf_dist[a, near] = depth[leaf] + depth[near] - 2 * (shared[near] - 1)
+        self.num_switches = num
+        self.offset = offset
+        self.level, self.parent, self.first_node, self.end_node = level, parent, first, end
+        self.leaves, self.leaf_dist = leaves, leaf_dist
+        for array in (level, parent, first, end, leaves, leaf_dist):
+            array.setflags(write=False)
+
+
+@functools.lru_cache(maxsize=16)
+def switch_table(topology: Topology) -> SlurmSwitchTable:
+    """The :class:`SlurmSwitchTable` of ``topology`` (built once per topology, then cached)."""
+    return SlurmSwitchTable(topology)
+
+
+# --------------------------------------------------------------------------- kernels
+@njit
+def _compare(i, j, rem, count, parent, level):
+    """1 if leaf ``i`` is the better of ``i`` and ``j`` for ``rem`` missing nodes, -1 if ``j``,
+    0 if neither (Slurm's ``_topo_compare_switches``)."""
+    while True:
+        i_fit = count[i] >= rem
+        j_fit = count[j] >= rem
+        if i_fit and j_fit:
+            if count[i] < count[j]:
+                return 1
+            if count[i] > count[j]:
+                return -1
+            break
+        if i_fit:
+            return 1
+        if j_fit:
+            return -1
+        if (parent[i] != i or parent[j] != j) and parent[i] != parent[j]:
+            i = parent[i]
+            j = parent[j]
+            continue
+        break
+    if count[i] > count[j]:
+        return 1
+    if count[i] < count[j]:
+        return -1
+    if level[i] < level[j]:
+        return 1
+    if level[i] > level[j]:
+        return -1
+    return 0
+
+
+@njit
+def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dist, out):
+    """Slurm's choice of ``size`` nodes among ``avail`` (uint8 per node, 1 = idle; the chosen
+    nodes are set to 0). Writes the node indices to ``out[:size]`` in the order taken and returns
+    ``size``, or returns -1 (nothing changed) when no switch holds ``size`` idle nodes."""
+    num = level.size
+    count = np.zeros(num, dtype=np.int64)
+    for s in range(num):
+        c = 0
+        for v in range(first_node[s], end_node[s]):
+            c += avail[v]
+        count[s] = c
+    top = -1
+    for s in range(num):
+        if count[s] < size or count[s] == 0:
+            continue
+        if top == -1 or level[s] >= level[top]:
+            top = s
+    if top == -1:
+        return -1
+    lo, hi = first_node[top], end_node[top]
+    for s in range(num):          # keep only the top switch's nodes
+        a, b = max(first_node[s], lo), min(end_node[s], hi)
+        c = 0
+        for v in range(a, b):
+            c += avail[v]
+        count[s] = c
+    dist = np.zeros(num, dtype=np.int64)
+    rem = size
+    taken = 0
+    prev = rem + 1
+    while prev != rem:
+        prev = rem
+        best = -1
+        best_pos = -1
+        for pos in range(leaves.size):
+            i = leaves[pos]
+            if best == -1 or dist[i] == INFINITE or count[i] == 0:
+                if count[i] > 0 and dist[i] < INFINITE:
+                    best = i
+                    best_pos = pos
+                continue
+            tcs = _compare(i, best, rem, count, parent, level)
+            if (dist[i] < dist[best] and tcs >= 0) or (dist[i] == dist[best] and tcs > 0):
+                best = i
+                best_pos = pos
+        if best == -1:
+            break
+        for s in range(num):
+            d = leaf_dist[best_pos, s]
+            if d == INFINITE or dist[s] == INFINITE:
+                dist[s] = INFINITE
+            else:
+                dist[s] += d
+        for v in range(max(first_node[best], lo), min(end_node[best], hi)):
+            if avail[v]:
+                avail[v] = 0
+                out[taken] = v
+                taken += 1
+                rem -= 1
+                if rem == 0:
+                    return size
+        count[best] = 0
+    # not reached on a tree (the top switch holds enough nodes): undo
+    for k in range(taken):
+        avail[out[k]] = 1
+    return -1
+
+
+@njit
+def place_window(avail, sizes, level, parent, first_node, end_node, leaves, leaf_dist, out):
+    """Place the jobs of ``sizes`` one after another (``out`` holds their nodes back to back).
+    Returns -1 when all are placed, else the index of the first job Slurm would not start."""
+    offset = 0
+    for j in range(sizes.size):
+        got = place_job(avail, sizes[j], level, parent, first_node, end_node, leaves, leaf_dist,
+                        out[offset:offset + sizes[j]])
+        if got < 0:
+            return j
+        offset += sizes[j]
+    return -1
+
+
+# --------------------------------------------------------------------------- public functions
+def _avail_mask(topology: Topology, idle) -> np.ndarray:
+    if isinstance(idle, np.ndarray) and idle.dtype == np.bool_:
+        if idle.shape != (topology.num_nodes,):
+            raise InvalidInputError(f"an idle mask needs one entry per node ({topology.num_nodes}), "
+                                    f"got shape {idle.shape}")
+        return idle.astype(np.uint8)
+    try:
+        ids = topology.node_indices(list(idle))
+    except TypeError:
+        raise InvalidInputError("idle nodes must be a boolean mask or a list of node names or "
+                                f"indices, got {type(idle).__name__}") from None
+    mask = np.zeros(topology.num_nodes, dtype=np.uint8)
+    mask[ids] = 1
+    if int(mask.sum()) != len(ids):
+        raise InvalidInputError("idle nodes list a node twice; list each idle node once")
+    return mask
+
+
+def _check_topology(topology) -> Topology:
+    if not isinstance(topology, Topology):
+        raise InvalidInputError(f"topology must be a tjap.Topology (or FatTree), got "
+                                f"{type(topology).__name__}")
+    return topology
+
+
+def slurm_tree_nodes(topology: Topology, idle, size: int) -> np.ndarray:
+    """The nodes Slurm 22.05's ``topology/tree`` selection gives a whole-node job of ``size``
+    nodes when ``idle`` are the idle nodes (see the module docstring for the rule).
+
+    Parameters
+    ----------
+    topology : Topology
+        The switch tree, as Slurm reads it from :meth:`Topology.to_slurm`'s text.
+    idle : bool array of length ``num_nodes``, or sequence of node names or indices
+        The idle nodes.
+    size : int
+        Nodes the job asks for (``sbatch -N size --exclusive``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``size`` node indices, sorted.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad topology, idle nodes or size, or fewer idle nodes than ``size``.
+    SlurmWouldNotPlaceError
+        No switch holds ``size`` idle nodes (only possible with several top-level switches).
+
+    Examples
+    --------
+    >>> t = Topology.from_slurm('''
+    ... SwitchName=a Nodes=n[1-4]
+    ... SwitchName=b Nodes=n[5-6]
+    ... SwitchName=top Switches=a,b''')
+    >>> [t.node_names[v] for v in slurm_tree_nodes(t, t.node_names, 2)]   # best fit: leaf b
+    ['n5', 'n6']
+    """
+    topology = _check_topology(topology)
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
+        raise InvalidInputError(f"size must be a positive integer, got {size!r}")
+    avail = _avail_mask(topology, idle)
+    if int(avail.sum()) < size:
+        raise InvalidInputError(f"a job of {size} nodes does not fit in {int(avail.sum())} idle "
+                                "nodes; give more idle nodes or a smaller size")
+    table = switch_table(topology)
+    out = np.empty(int(size), dtype=np.int64)
+    got = place_job(avail, np.int64(size), table.level, table.parent, table.first_node,
+                    table.end_node, table.leaves, table.leaf_dist, out)
+    if got < 0:
+        raise SlurmWouldNotPlaceError(
+            f"no switch holds {size} idle nodes: Slurm would leave this job pending (the tree has "
+            "several top-level switches and no common root; add a root switch to topology.conf)")
+    return np.sort(out)
+
+
+def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
+    """Place the window's jobs in window (priority) order, each where Slurm 22.05's
+    ``topology/tree`` selection puts it on the nodes the previous jobs left idle.
+
+    ``time_limit_s`` and ``seed`` are accepted for the common solver signature; the rule is
+    deterministic and fast. Status ``FEASIBLE``; ``INFEASIBLE`` (no assignment,
+    ``info["unplaced_job"]`` the job's index) when Slurm would leave a job pending, which only
+    happens on a tree with several top-level switches.
+    """
+    if not isinstance(window, Window):
+        raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
+    started = time.perf_counter()
+    topology = _check_topology(window.topology)
+    table = switch_table(topology)
+    avail = np.zeros(topology.num_nodes, dtype=np.uint8)
+    avail[window.idle_nodes] = 1
+    sizes = np.asarray(window.job_sizes, dtype=np.int64)
+    out = np.empty(int(sizes.sum()), dtype=np.int64)
+    failed = place_window(avail, sizes, table.level, table.parent, table.first_node,
+                          table.end_node, table.leaves, table.leaf_dist, out)
+    runtime = time.perf_counter() - started
+    if failed >= 0:
+        return Result.from_assignment(
+            window, (), status=Status.INFEASIBLE, method="slurm-tree", convention=convention,
+            runtime_s=runtime, seed=seed,
+            info={"unplaced_job": int(failed),
+                  "reason": f"no switch holds {int(sizes[failed])} idle nodes"})
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    assignment = [sorted(out[a:b].tolist()) for a, b in zip(bounds[:-1], bounds[1:])]
+    return Result.from_assignment(window, assignment, status=Status.FEASIBLE,
+                                  method="slurm-tree", convention=convention,
+                                  runtime_s=runtime, seed=seed)
+
+
+__all__ = ["INFINITE", "SlurmSwitchTable", "SlurmWouldNotPlaceError", "place_job", "place_window",
+           "slurm_tree_nodes", "solve_slurm_tree", "switch_table"]
