@@ -5,6 +5,11 @@ Operators are chosen by integer codes so the whole loop stays compiled (the repa
 type of its argument, see :func:`pick_start`); the public operator classes in
 :mod:`heuristics.operators` map to these codes and validate their parameters.
 
+The tree enters as its count form (see :mod:`placement.tree._dcas_kernels`): ``group_q`` (the
+group of each idle position per row), ``shallow`` (each row's shallow group), ``top_level`` and
+``num_groups``, built by :class:`placement.tree.dcas.Arrays`; the same kernels serve the paper's
+fat-tree and any switch tree.
+
 The loop (:func:`anneal`) is written for speed: no call and no opaque code inside a move, small
 branch-free kernels inlined flat into it, so that Numba can drop the reference counting of its
 arrays (see the notes in the random-draw section and in the loop).
@@ -17,10 +22,10 @@ from numba import objmode, types
 from numba.extending import overload
 from numba.core.errors import NumbaWarning
 
-from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, run_ends, take_block_cost,
-                                taken_words)
+from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
+                                           take_block_cost, taken_words)
+from placement.tree.tree_cost import block_costs
 from tjap._jit import njit, njit_inline
-from placement.tree._kernels import block_costs
 
 # The learned repair runs a Python callback in object mode; nogil cannot apply to that block.
 warnings.filterwarnings("ignore", message="Code running in object mode", category=NumbaWarning)
@@ -134,10 +139,11 @@ def _draw(rng):
     return lambda rng: _buffered_draw(rng)
 
 
-def learned_start(switch_q, pod_q, alive, length, size, others, num_others):
+def learned_start(alive, length, size, others, num_others):
     """Called from compiled code (object mode) when the repair operator is learned: asks the
-    policy registered in LEARNED_REPAIR[0] for a start position."""
-    return int(LEARNED_REPAIR[0](switch_q, pod_q, alive, length, size, others, num_others))
+    policy registered in LEARNED_REPAIR[0] (which holds the window's features) for a start
+    position."""
+    return int(LEARNED_REPAIR[0](alive, length, size, others, num_others))
 
 
 #: The learned repair policy the compiled loop calls back (set by learned.nsa for one run).
@@ -145,25 +151,23 @@ LEARNED_REPAIR = [None]
 
 
 @njit
-def learned_choice(switch_q, pod_q, alive, length, size, others, num_others):
+def learned_choice(alive, length, size, others, num_others):
     """The learned operator's start, from the policy in LEARNED_REPAIR (object mode)."""
     with objmode(start="int64"):
-        start = learned_start(switch_q, pod_q, alive, length, size, others, num_others)
+        start = learned_start(alive, length, size, others, num_others)
     return start
 
 
 @njit
-def greedy_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                 convention):
+def greedy_start(group_q, top_level, num_groups, taken, length, alive, size, convention):
     """Start of the cheapest block of ``size`` in the free sequence (ties: lowest position)."""
     free_positions(taken, alive)
-    costs = block_costs(switch_q[alive[:length]], pod_q[alive[:length]], size, num_switches,
-                        num_pods, convention)
+    costs = block_costs(group_q, top_level, alive[:length], size, num_groups, convention)
     return int(np.argmin(costs))
 
 
-def pick_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-               convention, repair, q, others, num_others, rng):
+def pick_start(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
+               q, others, num_others, rng):
     """Start position of a block of ``size`` in the free sequence of ``length`` positions (the
     complement of the ``taken`` bitmap); ``alive`` is scratch.
 
@@ -180,23 +184,23 @@ def repair_argument(code: int):
 
 
 @overload(pick_start, inline="always", jit_options={"cache": True, "nogil": True})
-def _pick_start(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                convention, repair, q, others, num_others, rng):
+def _pick_start(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
+                q, others, num_others, rng):
     if isinstance(repair, types.Integer):
-        def drawn(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                  convention, repair, q, others, num_others, rng):
+        def drawn(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
+                  q, others, num_others, rng):
             # paper: among the first min(q, length); uniform: among all (branch-free)
             bound = length - (repair == REPAIR_PAPER) * max(length - q, 0)
             return int(draw(rng) * bound)
         return drawn
 
-    def computed(switch_q, pod_q, taken, length, alive, size, num_switches, num_pods,
-                 convention, repair, q, others, num_others, rng):
+    def computed(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
+                 q, others, num_others, rng):
         if repair[0] == REPAIR_GREEDY:
-            return greedy_start(switch_q, pod_q, taken, length, alive, size, num_switches,
-                                num_pods, convention)
+            return greedy_start(group_q, top_level, num_groups, taken, length, alive, size,
+                                convention)
         free_positions(taken, alive)
-        return learned_choice(switch_q, pod_q, alive, length, size, others, num_others)
+        return learned_choice(alive, length, size, others, num_others)
     return computed
 
 
@@ -263,25 +267,24 @@ def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, rein
 
 
 @njit_inline
-def retake_kept(switch_q, pod_q, switch_ends, convention, sizes, new_order, new_starts, kept,
-                job_cost, taken):
+def retake_kept(group_q, ends, shallow, top_level, convention, sizes, new_order, new_starts,
+                kept, job_cost, taken):
     """Take the blocks of the first ``kept`` steps into an empty ``taken`` bitmap, their costs into
     ``job_cost``; returns the free positions left. (The kept starts stay valid: destroy only
     removes steps, so no step's sequence got shorter.)"""
-    length = switch_q.shape[0]
+    length = group_q.shape[1]
     reset_taken(taken, length)
     for step in range(kept):
         j = new_order[step]
-        job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], switch_q, pod_q,
-                                      switch_ends, convention)
+        job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], group_q, ends, shallow,
+                                      top_level, convention)
         length -= sizes[j]
     return length
 
 
 @njit_inline
-def reinsert_removed(switch_q, pod_q, switch_ends, num_switches, num_pods, convention,
-                     sizes, new_order, new_starts, kept, length, job_cost, taken, alive, repair,
-                     q, rng):
+def reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, sizes,
+                     new_order, new_starts, kept, length, job_cost, taken, alive, repair, q, rng):
     """Re-insert the jobs of steps kept.. at the end of the order, each at a start chosen by
     ``repair`` in the sequence left by the steps before; their costs into ``job_cost``. Returns
     the total cost of the solution (summed in job order)."""
@@ -292,10 +295,10 @@ def reinsert_removed(switch_q, pod_q, switch_ends, num_switches, num_pods, conve
     for step in range(kept, num_jobs):
         j = new_order[step]
         others -= sizes[j]
-        start = pick_start(switch_q, pod_q, taken, length, alive, sizes[j], num_switches,
-                           num_pods, convention, repair, q, others, num_jobs - step - 1, rng)
+        start = pick_start(group_q, top_level, num_groups, taken, length, alive, sizes[j],
+                           convention, repair, q, others, num_jobs - step - 1, rng)
         new_starts[step] = start
-        job_cost[j] = take_block_cost(taken, start, sizes[j], switch_q, pod_q, switch_ends,
+        job_cost[j] = take_block_cost(taken, start, sizes[j], group_q, ends, shallow, top_level,
                                       convention)
         length -= sizes[j]
     total = 0.0
@@ -305,7 +308,7 @@ def reinsert_removed(switch_q, pod_q, switch_ends, num_switches, num_pods, conve
 
 
 @njit
-def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, sizes, offsets,
+def destroy_and_repair(group_q, shallow, top_level, num_groups, convention, sizes, offsets,
                        order, starts, new_order, new_starts, positions, taken, alive,
                        picks, max_remove, repair, q, reinsert):
     """One move from (order, starts) to (new_order, new_starts), drawing from Numba's global
@@ -313,14 +316,13 @@ def destroy_and_repair(switch_q, pod_q, num_switches, num_pods, convention, size
     :func:`retake_kept`, :func:`reinsert_removed`; also decodes the new solution into ``positions``.
     Returns the number of re-inserted jobs."""
     job_cost = np.empty(sizes.shape[0])
-    switch_ends = run_ends(switch_q)
+    ends = row_ends(group_q)
     kept = destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert)
-    length = retake_kept(switch_q, pod_q, switch_ends, convention, sizes, new_order,
+    length = retake_kept(group_q, ends, shallow, top_level, convention, sizes, new_order,
                          new_starts, kept, job_cost, taken)
-    reinsert_removed(switch_q, pod_q, switch_ends, num_switches, num_pods, convention,
-                     sizes, new_order, new_starts, kept, length, job_cost, taken, alive, repair,
-                     q, None)
-    decode(switch_q.shape[0], sizes, offsets, new_order, new_starts, sizes.shape[0], positions,
+    reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, sizes, new_order,
+                     new_starts, kept, length, job_cost, taken, alive, repair, q, None)
+    decode(group_q.shape[1], sizes, offsets, new_order, new_starts, sizes.shape[0], positions,
            taken)
     return sizes.shape[0] - kept
 
@@ -336,7 +338,7 @@ def chunk_seed(seed, it_begin):
 
 
 @njit
-def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order, cur_starts,
+def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order, cur_starts,
            cur, best_order, best_starts, best, it_begin, it_end, iterations, t_max, t_min,
            max_remove, repair, q, reinsert, accept, seed):
     """Iterations [it_begin, it_end) of simulated annealing / LNS over DCAS solutions
@@ -347,8 +349,8 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
     (the published code did not). ``it_begin`` must be a multiple of CHUNK.
     """
     num_jobs = sizes.shape[0]
-    m = switch_q.shape[0]
-    switch_ends = run_ends(switch_q)
+    m = group_q.shape[1]
+    ends = row_ends(group_q)
     job_cost = np.empty(num_jobs)
     words = taken_words(m)
     taken = np.empty(words, np.uint64)
@@ -378,8 +380,8 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
             taken[w] = free_word[w]
         for step in range(kept):
             j = new_order[step]
-            job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], switch_q, pod_q,
-                                          switch_ends, convention)
+            job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], group_q, ends,
+                                          shallow, top_level, convention)
             length -= sizes[j]
         others = 0  # nodes of the jobs still to re-insert after this one (the learned repair)
         for step in range(kept, num_jobs):
@@ -387,11 +389,11 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
         for step in range(kept, num_jobs):
             j = new_order[step]
             others -= sizes[j]
-            start = pick_start(switch_q, pod_q, taken, length, alive, sizes[j], num_switches,
-                               num_pods, convention, repair, q, others, num_jobs - step - 1, rng)
+            start = pick_start(group_q, top_level, num_groups, taken, length, alive, sizes[j],
+                               convention, repair, q, others, num_jobs - step - 1, rng)
             new_starts[step] = start
-            job_cost[j] = take_block_cost(taken, start, sizes[j], switch_q, pod_q, switch_ends,
-                                          convention)
+            job_cost[j] = take_block_cost(taken, start, sizes[j], group_q, ends, shallow,
+                                          top_level, convention)
             length -= sizes[j]
         new = 0.0
         for j in range(num_jobs):  # in job order, as the plain-Python twin sums
@@ -420,10 +422,10 @@ def anneal(switch_q, pod_q, num_switches, num_pods, convention, sizes, cur_order
 
 
 @njit
-def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, order, starts):
+def solution_cost(group_q, shallow, top_level, num_groups, convention, sizes, order, starts):
     """Cost of the DCAS solution (order, starts), or inf if a start is out of range."""
-    m = switch_q.shape[0]
-    switch_ends = run_ends(switch_q)
+    m = group_q.shape[1]
+    ends = row_ends(group_q)
     taken = np.empty(taken_words(m), np.uint64)
     reset_taken(taken, m)
     job_cost = np.empty(sizes.shape[0])
@@ -432,8 +434,8 @@ def solution_cost(switch_q, pod_q, num_switches, num_pods, convention, sizes, or
         j = order[step]
         if starts[step] < 0 or starts[step] >= length or sizes[j] > length:
             return np.inf
-        job_cost[j] = take_block_cost(taken, starts[step], sizes[j], switch_q, pod_q,
-                                      switch_ends, convention)
+        job_cost[j] = take_block_cost(taken, starts[step], sizes[j], group_q, ends, shallow,
+                                      top_level, convention)
         length -= sizes[j]
     total = 0.0
     for j in range(sizes.shape[0]):

@@ -15,6 +15,11 @@ Registered in :func:`tjap.solve` as:
   code's setting (T_max 25000, re-insertion in window order).
 - ``"lns"`` (:func:`solve_lns`): start from the exact SCAS optimum and descend with the greedy
   repair.
+
+Both run on any switch tree (a :class:`~placement.tree.fat_tree.FatTree` or a general
+:class:`~placement.tree.topology.Topology`): the kernels cost blocks through the tree's count form.
+The learned repair (``"nsa"``, :mod:`learned.nsa`) is the exception: its features are the paper's
+fat-tree edge switches and pods.
 """
 
 from __future__ import annotations
@@ -120,7 +125,6 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
         cost, accepted and improving moves, the repair's name, the best (order, starts) and the
         loop's iterations per second.
     """
-    window.require_fat_tree(method)
     started = time.perf_counter()
     if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
         raise InvalidInputError(f"iterations must be a non-negative integer, got {iterations!r}")
@@ -132,7 +136,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     code = convention_code(convention)
     a = Arrays(window)
     cur_order, cur_starts, label = initial_solution(window, initial, convention, seed)
-    args = (a.switch_q, a.pod_q, a.num_switches, a.num_pods, code, a.sizes)
+    args = (*a.tree, code, a.sizes)
     cur = _kernels.solution_cost(*args, cur_order, cur_starts)
     initial_cost = cur
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
@@ -222,7 +226,6 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     InvalidInputError
         An unknown preset, repair or reinsert order, or an option out of range.
     """
-    window.require_fat_tree("sa")
     o = preset_options(preset, SA_PRESETS, iterations=iterations, repair=repair, q=q,
                        max_remove=max_remove, t_max=t_max, t_min=t_min, reinsert=reinsert,
                        initial=initial)
@@ -269,7 +272,6 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Result
         The best solution found; see :func:`anneal`.
     """
-    window.require_fat_tree("lns")
     return anneal(window, iterations=iterations, repair=make_repair(repair),
                   destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),
                   reinsert="largest-first", initial=initial, convention=convention,

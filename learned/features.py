@@ -14,7 +14,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
+
 FEATURES = ("switch", "pod", "request", "others")
+
+
+def require_fat_tree_features(window, method: str = "nsa") -> None:
+    """Refuse a window on a general switch tree in one line: these features (and the weights
+    trained on them) are the paper's fat-tree edge switches and pods.
+
+    Raises
+    ------
+    InvalidInputError
+        The window's topology is not a :class:`~placement.tree.fat_tree.FatTree`.
+    """
+    if not window.is_fat_tree:
+        raise InvalidInputError(
+            f"method {method!r} needs a fat-tree: its features and trained weights are defined on "
+            "the paper's fat-tree edge switches and pods; on a general switch tree use 'sa' or "
+            "'lns' with a hand-written repair (repair='greedy', 'paper' or 'uniform')")
 
 
 def feature_spec(q: int = 100, n_max: int = 40, idle_flag: bool = False,

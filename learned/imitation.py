@@ -13,8 +13,8 @@ expert in :class:`learned.envs.NSARepairEnv` (the same windows and settings as P
   episode has the episode's reward as its return);
 - Adam, a few epochs, on CPU, shuffled by a seeded generator: the same seed gives the same weights.
 
-Block costs come from the project's kernel :func:`placement.tree._kernels.block_costs` (the one the greedy
-repair of the SA loop uses), so the expert and the search score a block the same way.
+Block costs come from the project's kernel :func:`placement.tree.tree_cost.block_costs` (the one the
+greedy repair of the SA loop uses), so the expert and the search score a block the same way.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.tree._kernels import block_costs
+from placement.tree.tree_cost import block_costs
 from tjap.errors import InvalidInputError
 
 EXPERTS = ("greedy-within-q",)
@@ -41,8 +41,7 @@ def expert_block_costs(env) -> np.ndarray:
     alive = env.alive[:length]
     n = min(env.q, length)
     out = np.full(env.q, np.inf)
-    out[:n] = block_costs(a.switch_q[alive], a.pod_q[alive], size, a.num_switches, a.num_pods,
-                          env.code)[:n]
+    out[:n] = block_costs(a.group_q, a.top_level, alive, size, a.num_groups, env.code)[:n]
     return out
 
 

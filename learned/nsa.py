@@ -17,7 +17,8 @@ import numpy as np
 from heuristics import _kernels as k
 from heuristics.anneal import SA_PRESETS, anneal, preset_options
 from heuristics.operators import Metropolis, RandomDestroy, Repair
-from learned.features import repair_observation
+from learned.features import repair_observation, require_fat_tree_features
+from placement.tree.dcas import Arrays
 from placement.tree.result import Result
 from placement.tree.window import Window
 
@@ -72,12 +73,13 @@ class LearnedRepair(Repair):
 
     @contextlib.contextmanager
     def active(self, window: Window, seed: int = 0):
-        t = window.topology
+        require_fat_tree_features(window)
+        a = Arrays(window)
         self.rng[0] = np.random.default_rng(seed)
 
-        def callback(switch_q, pod_q, alive, length, size, others, num_others):
-            return self.start(switch_q, pod_q, alive, length, size, others, num_others,
-                              t.num_edge_switches, t.num_pods)
+        def callback(alive, length, size, others, num_others):
+            return self.start(a.switch_q, a.pod_q, alive, length, size, others, num_others,
+                              a.num_switches, a.num_pods)
 
         previous = k.LEARNED_REPAIR[0]
         k.LEARNED_REPAIR[0] = callback
@@ -181,9 +183,10 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Raises
     ------
     InvalidInputError
-        An unknown preset or reinsert order, an option out of range, or weights that do not load.
+        An unknown preset or reinsert order, an option out of range, weights that do not load, or
+        a window on a general switch tree (the policy's features are fat-tree features).
     """
-    window.require_fat_tree("nsa")
+    require_fat_tree_features(window)
     o = preset_options(preset, NSA_PRESETS, iterations=iterations, max_remove=max_remove,
                        t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
     repair = LearnedRepair.load(weights or DEFAULT_WEIGHTS, sample=sample)

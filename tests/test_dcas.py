@@ -319,11 +319,13 @@ def test_take_block_cost_matches_counts(case, nodes_per_switch, switches_per_pod
     reference = taken.copy()
     positions = np.empty(size, dtype=np.int64)
     _dcas_kernels.take_block(reference, start, size, positions, 0)
-    cost = _dcas_kernels.take_block_cost(taken, start, size, switch_q, pod_q,
-                                         _dcas_kernels.run_ends(switch_q), convention)
+    group_q = np.stack([switch_q, pod_q])  # the fat-tree's count-form rows
+    shallow = None  # no node above the edge switches
+    cost = _dcas_kernels.take_block_cost(taken, start, size, group_q,
+                                         _dcas_kernels.row_ends(group_q), shallow, 3, convention)
     assert (taken == reference).all()
     assert cost == _node_set_cost(switch_q[positions], pod_q[positions], convention)
-    assert cost == _dcas_kernels.block_cost(switch_q, pod_q, positions, 0, size, convention)
+    assert cost == _dcas_kernels.block_cost(group_q, shallow, positions, 0, size, 3, convention)
 
 
 def test_run_ends():

@@ -72,5 +72,7 @@ def test_solve_a_window_on_a_slurm_tree_names_in_names_out(tmp_path, capsys):
     data = json.loads(out)
     assert data["objective"] == 12000.0 and sorted(map(len, data["nodes"])) == [2, 3, 4]
     assert all(name in idle for job in data["nodes"] for name in job)
-    code, out, err = run(capsys, "solve", window, "--method", "sa")
-    assert code == 2 and "does not support general switch trees yet" in err
+    code, out, err = run(capsys, "solve", window, "--method", "sa", "--seed", "1")
+    assert code == 0 and "method=sa" in out and "gpu" in out
+    code, out, err = run(capsys, "solve", window, "--method", "nsa")
+    assert code == 2 and "needs a fat-tree" in err and len(err.strip().splitlines()) == 1

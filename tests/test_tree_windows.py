@@ -227,14 +227,23 @@ def test_bad_idle_nodes_raise_one_line_errors(idle, match):
     assert "\n" not in str(info.value)
 
 
-# -- methods that need a fat-tree -----------------------------------------------------------------
-@pytest.mark.parametrize("method", ["sa", "lns", "nsa", "freeform", "freeform-greedy"])
-def test_fat_tree_only_methods_refuse_in_one_line(method):
+# -- every method on a general tree ----------------------------------------------------------------
+@pytest.mark.parametrize("method", ["dp", "scip", "cpsat", "scip-paper", "cpsat-paper", "seq",
+                                    "auto", "freeform", "freeform-greedy", "sa", "lns",
+                                    "slurm-tree"])
+def test_every_method_places_a_general_tree_window(method):
+    w = Window(IRREGULAR, ["a1", "a2", "b1", "b2", "c1"], [2, 2])
+    r = solve(w, method, seed=0)
+    assert r.is_feasible() and sorted(map(len, r.assignment)) == [2, 2]
+    assert r.objective == pytest.approx(sum(job_cost(IRREGULAR, nodes) for nodes in r.assignment))
+
+
+def test_nsa_refuses_a_general_tree_saying_why():
     w = Window(IRREGULAR, ["a1", "a2", "b1", "b2"], [2, 2])
     with pytest.raises(InvalidInputError) as info:
-        solve(w, method)
-    assert str(info.value) == (f"method {method!r} does not support general switch trees yet; "
-                               "use dp, scip, cpsat, seq or auto")
+        solve(w, "nsa")
+    message = str(info.value)
+    assert "needs a fat-tree" in message and "'sa' or 'lns'" in message and "\n" not in message
 
 
 # -- JSON -----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 
 from heuristics import _kernels as k
-from learned.features import feature_spec, repair_observation
+from learned.features import feature_spec, repair_observation, require_fat_tree_features
 from placement.tree._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
 from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays
@@ -37,6 +37,8 @@ class NSARepairEnv(gym.Env):
             raise InvalidInputError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         from heuristics.operators import REINSERT
 
+        for w in windows:
+            require_fat_tree_features(w, "NSARepairEnv")
         self.windows = [Arrays(w) for w in windows]
         self.code = convention_code(convention)
         self.q, self.n_max, self.max_remove = q, n_max, max_remove
@@ -66,10 +68,9 @@ class NSARepairEnv(gym.Env):
         new_starts = np.empty(num_jobs, dtype=np.int64)
         # a varied current solution: a few random moves from Seq
         for _ in range(int(self.np_random.integers(self.warmup_moves + 1))):
-            k.destroy_and_repair(a.switch_q, a.pod_q, a.num_switches, a.num_pods, self.code,
-                                 a.sizes, a.offsets, order, starts, new_order, new_starts,
-                                 self.positions, self.taken, self.alive, picks,
-                                 self.max_remove, k.REPAIR_UNIFORM, self.q, self.reinsert)
+            k.destroy_and_repair(*a.tree, self.code, a.sizes, a.offsets, order, starts,
+                                 new_order, new_starts, self.positions, self.taken, self.alive,
+                                 picks, self.max_remove, k.REPAIR_UNIFORM, self.q, self.reinsert)
             order, starts = new_order.copy(), new_starts.copy()
         kept = k.destroy(a.sizes, order, starts, new_order, new_starts, picks, self.max_remove,
                          self.reinsert)
@@ -106,7 +107,7 @@ class NSARepairEnv(gym.Env):
         if self.step_index < a.sizes.size:
             return self._observe(), 0.0, False, False, {}
         jobs = self.order if self.reward_kind == "window" else self.order[self.kept:]
-        cost = sum(block_cost(a.switch_q, a.pod_q, self.positions, a.offsets[j], a.sizes[j],
-                              self.code) for j in jobs)
+        cost = sum(block_cost(a.group_q, a.shallow, self.positions, a.offsets[j], a.sizes[j],
+                              a.top_level, self.code) for j in jobs)
         obs = np.zeros(self.observation_space.shape, dtype=np.float32)
         return obs, -cost / self.reward_scale, True, False, {"cost": cost}

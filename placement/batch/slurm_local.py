@@ -199,11 +199,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _ephemeral_start() -> int:
+    """First port of the kernel's ephemeral range (32768 when it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def _free_port_range(count: int, avoid: int = 0, tries: int = 200) -> int:
     """The first of ``count`` consecutive free TCP ports on 127.0.0.1 (none of them ``avoid``)."""
     rng = random.Random()
+    low, high = 20000, _ephemeral_start()   # below the kernel's ephemeral ports: an outgoing
+    if high - low < 4 * count:              # connection cannot take one between check and bind
+        low, high = 20000, 60000
     for _ in range(tries):
-        base = rng.randrange(20000, 60000 - count)
+        base = rng.randrange(low, high - count)
         if base <= avoid < base + count:
             continue
         held = []
@@ -374,7 +385,7 @@ class LocalSlurm:
         ensure_munged()
         c = self.config
         names = c.all_node_names()
-        ctld_port = c.slurmctld_port or _free_port()
+        ctld_port = c.slurmctld_port or (_free_port_range(1) if c.multi_node else _free_port())
         if c.multi_node:
             d_port = c.slurmd_port or _free_port_range(len(names), avoid=ctld_port)
         else:

@@ -11,17 +11,32 @@ the free sequence out for operators that need it.
 
 Two ways to take a block: :func:`take_block` writes its Q positions (decoding a solution), and
 :func:`take_block_cost` returns its cost without writing any position (the search loop): it walks
-the block run by run and, inside a run, switch by switch using :func:`run_ends`.
+the block run by run and, inside a run, group by group using :func:`row_ends`.
+
+**Costs on any tree.** A block's cost depends only on its size and the sum over the count form's
+rows (:class:`placement.tree.tree_cost.CountForm`) of its squared node counts per group. The
+kernels take the groups of each Q position, ``group_q[r, p]`` (rows x idle nodes), and each row's
+*shallow* group id ``shallow[r]`` (the nodes whose switch lies above that row, see
+:mod:`placement.tree.tree_cost`; -1 where none). Nodes are numbered depth first, so the nodes below
+a switch are consecutive in Q: every group but the shallow one is a run of consecutive positions.
+A block (a cyclic range of the free sequence) therefore meets each such group in one run of its
+positions, or in two when it wraps (its last and its first run), and run lengths give the sum of
+squares without a count array. The shallow group can be split along Q (a shallow leaf between two
+deeper subtrees), so it is counted on its own: one count per row. On a fat-tree the rows are the
+edge switch and the pod and no node is shallow.
 """
 
 import numpy as np
+from numba import types
 from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import overload
 
 from tjap._jit import njit, njit_inline, popcount
-from placement.tree import _kernels
+from placement.tree import tree_cost
 
-#: The project's block cost, compiled inline here: the search loop calls it for every block.
-cost_from_squares = njit_inline(_kernels.cost_from_squares.py_func)
+#: The project's block cost on any tree, compiled inline here: the search loop calls it for every
+#: block.
+cost_from_sum_of_squares = njit_inline(tree_cost.cost_from_sum_of_squares.py_func)
 
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -107,8 +122,7 @@ def take_block(taken, start, size, out, out_offset):
 
 @njit
 def run_ends(ids):
-    """``ends[p]``: the first Q position after p whose id differs from ``ids[p]`` (or len(ids)).
-    Q lists nodes in id order, so switch and pod ids form runs of consecutive positions."""
+    """``ends[p]``: the first Q position after p whose id differs from ``ids[p]`` (or len(ids))."""
     m = ids.shape[0]
     ends = np.empty(m, np.int64)
     end = m
@@ -119,11 +133,57 @@ def run_ends(ids):
     return ends
 
 
+@njit
+def row_ends(group_q):
+    """``ends[r, p]``: the first Q position after p where a row 0..r of ``group_q`` (rows x Q
+    positions) changes its id (or the length of Q). The last row's pieces are those of the finest
+    partition, on which every row's id is constant."""
+    rows, m = group_q.shape
+    ends = np.empty((rows, m), np.int64)
+    for r in range(rows):
+        ends[r, m - 1] = m
+    for p in range(m - 2, -1, -1):
+        changed = False
+        for r in range(rows):
+            changed = changed or group_q[r, p + 1] != group_q[r, p]
+            ends[r, p] = p + 1 if changed else ends[r, p + 1]
+    return ends
+
+
+@njit
+def check_groups(group_q, shallow, num_groups):
+    """(every group but each row's shallow one is a run of consecutive Q positions, some position
+    is in a shallow group): the premise of the kernels and whether the rows need ``shallow``."""
+    seen = np.zeros(num_groups, np.bool_)
+    any_shallow = False
+    for r in range(group_q.shape[0]):
+        for p in range(group_q.shape[1]):
+            g = group_q[r, p]
+            if g == shallow[r]:
+                any_shallow = True
+            elif p == 0 or g != group_q[r, p - 1]:
+                if seen[g]:
+                    return False, any_shallow
+                seen[g] = True
+    return True, any_shallow
+
+
+def is_shallow(g, shallow, r):
+    """True if ``g`` is row ``r``'s shallow group; compiled to False when ``shallow`` is None."""
+
+
+@overload(is_shallow, inline="always", jit_options={"cache": True, "nogil": True})
+def _is_shallow(g, shallow, r):
+    if isinstance(shallow, (types.NoneType, types.Omitted)):
+        return lambda g, shallow, r: False
+    return lambda g, shallow, r: g == shallow[r]
+
+
 @njit_inline
 def _add_piece(i, c, last, run, total, first):
     """Add c nodes with id i to the run lengths of a block's ids. State: the id and length of the
     open run, the sum of squares of the closed runs but the first, and the first run's length
-    (-1 while it is open). A block visits ids in non-decreasing order except where it wraps."""
+    (-1 while it is open). Equal ids are adjacent in a block except where it wraps."""
     if i == last:
         return last, run + c, total, first
     if last >= 0:
@@ -136,8 +196,13 @@ def _add_piece(i, c, last, run, total, first):
 
 @njit_inline
 def _close_runs(first_id, last, run, total, first):
-    """Sum over distinct ids of (nodes with that id)^2 from the run state of :func:`_add_piece`:
-    the last and the first run share their id only when the block wraps."""
+    """Sum over distinct ids of (nodes with that id)^2 from the run state of :func:`_add_piece`,
+    ``first_id`` the id of the block's first position: the last and the first run share their id
+    only when the block wraps. (When the first position is in the shallow group, which the run
+    state skips, the first run met cannot share the last's id: the block's head lies between them
+    in Q, and the other groups are runs of Q.)"""
+    if last < 0:
+        return 0
     if first < 0:
         return run * run
     if last == first_id:
@@ -146,39 +211,102 @@ def _close_runs(first_id, last, run, total, first):
 
 
 @njit_inline
-def take_block_cost(taken, start, size, switch_q, pod_q, switch_ends, convention):
+def take_block_cost(taken, start, size, group_q, ends, shallow, top_level, convention):
     """Take the block like :func:`take_block` (marking it in ``taken``) and return its cost,
-    without writing its positions: run of free positions by run, and inside a run switch by
-    switch (``switch_ends`` from :func:`run_ends`); each switch lies in one pod."""
+    without writing its positions (``ends`` from :func:`row_ends`).
+
+    ``shallow`` is each row's shallow group id (module docstring), or None for a count form of
+    two rows without shallow nodes: a three-level tree with every node on a bottom switch, as the
+    paper's fat-tree. That case (chosen when compiling, by the argument's type) walks the block
+    once with the run state of both rows in registers; any other form walks it once per row.
+    """
+    if shallow is None:
+        return _take_block_cost_two_rows(taken, start, size, group_q, ends, top_level,
+                                         convention)
+    return _take_block_cost_rows(taken, start, size, group_q, ends, shallow, top_level,
+                                 convention)
+
+
+@njit_inline
+def _take_block_cost_two_rows(taken, start, size, group_q, ends, top_level, convention):
+    """:func:`take_block_cost` of two rows without shallow nodes in one walk: run of free
+    positions by run and, inside a run, piece by piece (the finest partition, ``ends[1]``)."""
     words = taken.shape[0]
+    ids0, ids1, pieces = group_q[0], group_q[1], ends[1]
     w, free = _start_word(taken, start)
     head = 64 * w + np.int64(trailing_zeros(free))
-    s_last, s_run, s_total, s_first = -1, 0, 0, -1
-    p_last, p_run, p_total, p_first = -1, 0, 0, -1
+    l0, r0, t0, f0 = -1, 0, 0, -1
+    l1, r1, t1, f1 = -1, 0, 0, -1
     count = 0
     while True:
         while free != 0:
             low, run, bits = _first_run(free, size - count)
             p = 64 * w + low
             end = p + run
-            while p < end:  # the switches of this run of free positions
-                e = min(switch_ends[p], end)
-                s_last, s_run, s_total, s_first = _add_piece(switch_q[p], e - p, s_last, s_run,
-                                                             s_total, s_first)
-                p_last, p_run, p_total, p_first = _add_piece(pod_q[p], e - p, p_last, p_run,
-                                                             p_total, p_first)
+            while p < end:  # the pieces of this run of free positions
+                e = min(pieces[p], end)
+                l0, r0, t0, f0 = _add_piece(ids0[p], e - p, l0, r0, t0, f0)
+                l1, r1, t1, f1 = _add_piece(ids1[p], e - p, l1, r1, t1, f1)
                 p = e
             count += run
             taken[w] |= bits
             free &= ~bits
             if count == size:
-                return cost_from_squares(
-                    size, _close_runs(switch_q[head], s_last, s_run, s_total, s_first),
-                    _close_runs(pod_q[head], p_last, p_run, p_total, p_first), convention)
+                sum_sq = (_close_runs(ids0[head], l0, r0, t0, f0)
+                          + _close_runs(ids1[head], l1, r1, t1, f1))
+                return cost_from_sum_of_squares(size, top_level, sum_sq, convention)
         w += 1
         if w == words:  # wrap to the head of the sequence
             w = 0
         free = ~taken[w]
+
+
+@njit_inline
+def _take_block_cost_rows(taken, start, size, group_q, ends, shallow, top_level, convention):
+    """:func:`take_block_cost` on any count form, row by row: for each row a walk run of free
+    positions by run and, inside a run, group by group, the shallow group counted apart. The block
+    is marked in ``taken`` during the last row's walk; the walks before it read the bitmap
+    unmarked, which only matters when a block wraps back into its start word, and there the lowest
+    free bits, taken first, are the ones below the start: the block's last positions."""
+    words = taken.shape[0]
+    w0, free0 = _start_word(taken, start)
+    head = 64 * w0 + np.int64(trailing_zeros(free0))
+    rows = group_q.shape[0]
+    sum_sq = 0
+    for r in range(rows):
+        mark = r == rows - 1
+        num_shallow = 0
+        last, run_len, total, first = -1, 0, 0, -1
+        w, free = w0, free0
+        count = 0
+        while count < size:
+            while free != 0:
+                low, run, bits = _first_run(free, size - count)
+                p = 64 * w + low
+                end = p + run
+                while p < end:  # the groups of this run of free positions
+                    e = min(ends[r, p], end)
+                    g = group_q[r, p]
+                    if is_shallow(g, shallow, r):
+                        num_shallow += e - p
+                    else:
+                        last, run_len, total, first = _add_piece(g, e - p, last, run_len,
+                                                                 total, first)
+                    p = e
+                count += run
+                if mark:
+                    taken[w] |= bits
+                free &= ~bits
+                if count == size:
+                    break
+            if count < size:
+                w += 1
+                if w == words:  # wrap to the head of the sequence
+                    w = 0
+                free = ~taken[w]
+        sum_sq += (_close_runs(group_q[r, head], last, run_len, total, first)
+                   + num_shallow * num_shallow)
+    return cost_from_sum_of_squares(size, top_level, sum_sq, convention)
 
 
 @njit
@@ -212,35 +340,31 @@ def decode(num_idle, sizes, offsets, order, starts, steps, positions, taken):
 
 
 @njit_inline
-def _cyclic_sum_of_squares(ids, positions, lo, size):
-    """Sum over distinct ids of (nodes with that id)^2 for the block ``positions[lo:lo + size]``.
+def _cyclic_sum_of_squares(group_q, r, shallow, positions, lo, size):
+    """Sum over distinct ids of (nodes with that id)^2 for the block ``positions[lo:lo + size]``
+    (Q positions in block order), in row ``r``.
 
-    A block is a cyclic run of the idle sequence Q, and Q lists nodes in id order, in which switch
-    and pod ids never decrease (FatTree numbers nodes switch by switch). So equal ids sit next to
-    each other in the block, except that the run at its end and the run at its start can share an
-    id when it wraps: run lengths give the sum without any count array.
+    A block is a cyclic run of the idle sequence Q, in which each group but the shallow one is a
+    run of consecutive positions (see the module docstring): equal ids sit next to each other in
+    the block, except that the run at its end and the run at its start can share an id when it
+    wraps, so run lengths give the sum without any count array.
     """
-    total = 0
-    run = 1
-    first_run = 0
-    for i in range(lo + 1, lo + size):
-        if ids[positions[i]] == ids[positions[i - 1]]:
-            run += 1
+    num_shallow = 0
+    last, run, total, first = -1, 0, 0, -1
+    for i in range(lo, lo + size):
+        g = group_q[r, positions[i]]
+        if is_shallow(g, shallow, r):
+            num_shallow += 1
         else:
-            if first_run == 0:
-                first_run = run
-            else:
-                total += run * run
-            run = 1
-    if first_run == 0:  # a single run
-        return run * run
-    if ids[positions[lo]] == ids[positions[lo + size - 1]]:
-        return total + (first_run + run) * (first_run + run)
-    return total + first_run * first_run + run * run
+            last, run, total, first = _add_piece(g, 1, last, run, total, first)
+    return (_close_runs(group_q[r, positions[lo]], last, run, total, first)
+            + num_shallow * num_shallow)
 
 
 @njit_inline
-def block_cost(switch_q, pod_q, positions, lo, size, convention):
+def block_cost(group_q, shallow, positions, lo, size, top_level, convention):
     """Cost of the node set at ``positions[lo:lo + size]`` (a block of the idle sequence)."""
-    return cost_from_squares(size, _cyclic_sum_of_squares(switch_q, positions, lo, size),
-                             _cyclic_sum_of_squares(pod_q, positions, lo, size), convention)
+    sum_sq = 0
+    for r in range(group_q.shape[0]):
+        sum_sq += _cyclic_sum_of_squares(group_q, r, shallow, positions, lo, size)
+    return cost_from_sum_of_squares(size, top_level, sum_sq, convention)

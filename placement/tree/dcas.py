@@ -18,17 +18,60 @@ from placement.tree.window import Window
 
 
 class Arrays:
-    """A window flattened into the arrays the kernels take (switch and pod of each Q position)."""
+    """A window flattened into the arrays the kernels take.
+
+    Attributes
+    ----------
+    group_q : numpy.ndarray
+        int64, rows x idle nodes: the count-form group of each Q position in each row
+        (:class:`placement.tree.tree_cost.CountForm`), the same on every tree.
+    shallow : numpy.ndarray or None
+        int64, one per row: the id of the row's shallow group (nodes whose switch lies above the
+        row), the only group that may be split along Q; None for a count form of two rows where
+        no idle node is shallow (always on a fat-tree), which the kernels walk in one pass.
+    top_level, num_groups : int
+        The count form's ``L`` and its number of group ids (scratch size of the greedy repair).
+    switch_q, pod_q, num_switches, num_pods
+        On a :class:`~placement.tree.fat_tree.FatTree` only (None on a general tree): the edge
+        switch and pod of each Q position and their numbers, the features of the learned repair.
+    sizes, offsets, num_idle
+        Job sizes, each job's offset in a concatenated positions array, idle nodes.
+    """
 
     def __init__(self, window: Window):
         t = window.topology
-        self.switch_q = np.ascontiguousarray(t.switch_of[window.idle_nodes])
-        self.pod_q = np.ascontiguousarray(t.pod_of[window.idle_nodes])
-        self.num_switches = t.num_edge_switches
-        self.num_pods = t.num_pods
+        form = t.count_form
+        rows = form.group_of.shape[0]
+        self.group_q = np.ascontiguousarray(form.group_of[:, window.idle_nodes])
+        shallow = np.arange(form.num_groups - rows, form.num_groups, dtype=np.int64)
+        runs, any_shallow = _dcas_kernels.check_groups(self.group_q, shallow, form.num_groups)
+        if not runs:
+            raise RuntimeError("the count form's switch groups are not runs of the idle "
+                               "sequence; the DCAS kernels need nodes numbered depth first")
+        # None for two rows without a shallow node in Q (every fat-tree): the kernels' one-walk form
+        self.shallow = None if rows == 2 and not any_shallow else shallow
+        self.top_level = int(form.top_level)
+        self.num_groups = int(form.num_groups)
+        if window.is_fat_tree:
+            self.switch_q = np.ascontiguousarray(t.switch_of[window.idle_nodes])
+            self.pod_q = np.ascontiguousarray(t.pod_of[window.idle_nodes])
+            self.num_switches = t.num_edge_switches
+            self.num_pods = t.num_pods
+        else:
+            self.switch_q = self.pod_q = self.num_switches = self.num_pods = None
         self.sizes = np.array(window.job_sizes, dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64)
+        self.offsets = _offsets(self.sizes)
         self.num_idle = window.num_idle
+
+    @property
+    def tree(self) -> tuple:
+        """The kernels' tree arguments: (group_q, shallow, top_level, num_groups)."""
+        return self.group_q, self.shallow, self.top_level, self.num_groups
+
+
+def _offsets(sizes: np.ndarray) -> np.ndarray:
+    """Each job's offset in the concatenation of the jobs' positions."""
+    return np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
 
 
 def _as_steps(window: Window, order, starts) -> tuple[np.ndarray, np.ndarray]:
@@ -45,16 +88,17 @@ def _as_steps(window: Window, order, starts) -> tuple[np.ndarray, np.ndarray]:
 def decode(window: Window, order, starts) -> list[list[int]]:
     """Node ids of each job (in window order) for the DCAS solution (order, starts)."""
     order, starts = _as_steps(window, order, starts)
-    a = Arrays(window)
-    positions = np.empty(int(a.sizes.sum()), dtype=np.int64)
-    taken = np.empty(_dcas_kernels.taken_words(a.num_idle), dtype=np.uint64)
-    if _dcas_kernels.decode(a.num_idle, a.sizes, a.offsets, order, starts, len(order), positions,
+    sizes = np.array(window.job_sizes, dtype=np.int64)
+    offsets = _offsets(sizes)
+    positions = np.empty(int(sizes.sum()), dtype=np.int64)
+    taken = np.empty(_dcas_kernels.taken_words(window.num_idle), dtype=np.uint64)
+    if _dcas_kernels.decode(window.num_idle, sizes, offsets, order, starts, len(order), positions,
                             taken) < 0:
         raise InvalidInputError(
             "a start lies outside the idle sequence of its step: step k allows 0 <= start < "
             "idle nodes left after the previous steps")
     nodes = window.idle_nodes[positions]
-    return [nodes[o:o + n].tolist() for o, n in zip(a.offsets, a.sizes)]
+    return [nodes[o:o + n].tolist() for o, n in zip(offsets, sizes)]
 
 
 def encode(window: Window, assignment, order=None) -> tuple[list[int], list[int]]:

@@ -1,21 +1,24 @@
-"""Allocation with no contiguity rule: the true minimum CH cost of a window.
+"""Allocation with no contiguity rule: the true minimum CH cost of a window, on any switch tree.
 
-On a fat-tree a job's cost depends only on how many of its nodes sit in each edge switch (sum of
-squares A) and each pod (sum of squares B), see :mod:`placement.tree.cost`. So the quadratic assignment
-problem collapses to an integer model over per-switch counts u[j, e], with each square written
-exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by SCIP (default) or
-CP-SAT; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
+A job's cost depends only on its node count n and on S, the sum over the tree's count groups of
+its squared node counts (:mod:`placement.tree.tree_cost`; on the paper's fat-tree S = A + B, the
+per-edge-switch and per-pod sums of squares of :mod:`placement.tree.cost`). Every node of a leaf
+switch lies in the same groups, so the quadratic assignment problem collapses to an integer model
+over per-leaf counts u[j, e]: a group's count is the sum of its leaves' counts, and each square is
+written exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by SCIP (default)
+or CP-SAT; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
 
 The model is exact, but its LP relaxation is weak (it lets every node count as if its job filled
-the fullest switch and pod), so proving optimality on windows with hundreds of idle nodes can take
-long: give ``time_limit_s`` and a ``warm_start`` (the SCAS optimum), and read ``status`` and
-``bound``.
+the fullest groups), so proving optimality on windows with hundreds of idle nodes can take long:
+give ``time_limit_s`` and a ``warm_start`` (the SCAS optimum), and read ``status`` and ``bound``.
 
-:func:`solve_freeform_greedy` is a fast best-fit heuristic over the same counts.
+:func:`solve_freeform_greedy` is a fast best-fit heuristic over the same counts, and
+:func:`best_single_job_nodes` the exact cheapest node set of one job alone (a tree DP).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 
@@ -23,28 +26,76 @@ import numpy as np
 
 from tjap import _backends
 from placement.tree.cost import HOP_UNIT_COST, convention_code
-from tjap.errors import InvalidInputError
 from placement.tree.result import Result, Status
-from placement.tree.fat_tree import FatTree
+from placement.tree.topology import Topology
+from placement.tree.tree_cost import cost_from_sum_of_squares
 from placement.tree.window import Window
+from tjap.errors import InvalidInputError
 
 SOLVERS = ("cpsat", "scip")
 
 
-class _Capacity:
-    """Idle nodes of a window grouped by edge switch (only switches with an idle node)."""
+class _IdleTree:
+    """The part of a switch tree that holds idle nodes: its leaves (``e`` = position among the
+    idle leaves, in switch order), each switch's idle children and the idle leaves below it."""
+
+    def __init__(self, topology: Topology, idle_nodes: np.ndarray):
+        leaf_q = topology.node_leaf[idle_nodes]
+        self.leaves, self.idle = np.unique(leaf_q, return_counts=True)
+        self.nodes = [idle_nodes[leaf_q == s] for s in self.leaves]
+        parent = topology.switch_parent
+        under: dict[int, list[int]] = {}
+        children: dict[int, list[int]] = {}
+        for e, s in enumerate(self.leaves.tolist()):
+            under[s] = [e]
+            while parent[s] >= 0:
+                p = int(parent[s])
+                if p not in under:
+                    under[p] = []
+                    children[p] = []
+                if not under[p] or under[p][-1] != e:
+                    under[p].append(e)
+                if not children[p] or children[p][-1] != s:
+                    children[p].append(s)
+                s = p
+        #: switch -> positions e of the idle leaves below it (increasing)
+        self.under = under
+        #: switch -> its children with idle nodes below, in switch order (absent for a leaf)
+        self.children = children
+        self.leaf_position = {int(s): e for e, s in enumerate(self.leaves)}
+        self.switches = sorted(under)            # pre-order: parents before children
+        self.depth = topology.switch_depth
+
+    def is_leaf(self, s: int) -> bool:
+        return s not in self.children
+
+    def idle_below(self, s: int) -> int:
+        return int(self.idle[self.under[s]].sum())
+
+
+class _Capacity(_IdleTree):
+    """Idle nodes of a window grouped by leaf switch, and the count groups above the leaves."""
 
     def __init__(self, window: Window):
         t = window.topology
-        switch_q = t.switch_of[window.idle_nodes]
-        self.switches, self.idle = np.unique(switch_q, return_counts=True)
-        self.pod_of_switch = t.pod_of[self.switches * t.nodes_per_switch]
-        self.pods = np.unique(self.pod_of_switch)
-        self.nodes = [window.idle_nodes[switch_q == s] for s in self.switches]
+        super().__init__(t, window.idle_nodes)
+        form = t.count_form
+        self.top_level = form.top_level
+        # Every node of a leaf lies in the same group of each row: one column per idle leaf.
+        first = np.array([nodes[0] for nodes in self.nodes], dtype=np.int64)
+        leaf_group = form.group_of[:, first]
+        #: per row (top row first): [(group id, member leaves e, the group is a leaf itself)]
+        self.rows = []
+        for r in range(leaf_group.shape[0]):
+            row = []
+            for g in np.unique(leaf_group[r]).tolist():
+                members = np.flatnonzero(leaf_group[r] == g)
+                row.append((g, members, g in self.leaf_position))
+            self.rows.append(row)
 
     def assignment(self, counts) -> list[list[int]]:
-        """Concrete node ids for per-job, per-switch counts (lowest idle ids of each switch)."""
-        taken = np.zeros(len(self.switches), dtype=np.int64)
+        """Concrete node ids for per-job, per-leaf counts (lowest idle ids of each leaf)."""
+        taken = np.zeros(len(self.leaves), dtype=np.int64)
         out = []
         for row in counts:
             nodes = []
@@ -95,27 +146,42 @@ def _ordered_bits(b: _Builder, cap: int):
     return bits
 
 
+def _signatures(tree: _IdleTree) -> dict:
+    """A canonical form of each idle subtree (leaf: its idle count; switch: its children's forms,
+    sorted): two sibling subtrees with the same form are interchangeable."""
+    sig = {}
+    for s in reversed(tree.switches):
+        if tree.is_leaf(s):
+            sig[s] = ("L", int(tree.idle[tree.leaf_position[s]]))
+        else:
+            sig[s] = ("S", tuple(sorted(sig[c] for c in tree.children[s])))
+    return sig
+
+
 def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes) -> None:
-    """Interchangeable switches (same pod, same idle count) and pods (same idle profile) may be
-    taken in any order: require the largest job's count to be non-increasing along each group."""
+    """Interchangeable sibling subtrees (the same shape and idle counts below, so the same leaf
+    depths) may be taken in any order: require the largest job's count to be non-increasing
+    along each class of siblings. Permuting siblings at one switch leaves the totals of the
+    subtrees above it unchanged, so the rules of all switches hold together."""
     lead = max(range(len(sizes)), key=lambda j: (sizes[j], -j))
 
     def count(e):
         return b.sum(count_vars[lead][e])
 
-    groups: dict = {}
-    for e, (pod, idle) in enumerate(zip(cap.pod_of_switch, cap.idle)):
-        groups.setdefault((int(pod), int(idle)), []).append(e)
-    for members in groups.values():
-        for e, f in zip(members, members[1:]):
-            b.add(count(e) >= count(f))
-    profiles: dict = {}
-    for pod in cap.pods:
-        members = np.flatnonzero(cap.pod_of_switch == pod)
-        profiles.setdefault(tuple(sorted(cap.idle[members].tolist())), []).append(members)
-    for pods in profiles.values():
-        for p, q in zip(pods, pods[1:]):
-            b.add(b.sum(count(e) for e in p) >= b.sum(count(e) for e in q))
+    def total(s):
+        if cap.is_leaf(s):
+            return count(cap.leaf_position[s])
+        return b.sum(count(e) for e in cap.under[s])
+
+    sig = _signatures(cap)
+    parents = sorted(cap.children, key=lambda s: (-int(cap.depth[s]), s))
+    for s in parents:
+        classes: dict = {}
+        for c in cap.children[s]:
+            classes.setdefault(sig[c], []).append(c)
+        for members in classes.values():
+            for c, d in zip(members, members[1:]):
+                b.add(total(c) >= total(d))
 
 
 def _max_sum_of_squares(capacities, n: int) -> int:
@@ -129,138 +195,94 @@ def _max_sum_of_squares(capacities, n: int) -> int:
     return total
 
 
-def _max_job_squares(window: Window, n: int) -> int:
-    """Largest A + B (switch plus pod sums of squares) of one n-node job alone on the idle nodes."""
-    t = window.topology
-    nodes = np.array(best_single_job_nodes(t, window.idle_nodes, n), dtype=np.int64)
-    return int((np.bincount(t.switch_of[nodes]) ** 2).sum() + (np.bincount(t.pod_of[nodes]) ** 2).sum())
-
-
-def best_single_job_nodes(topology: FatTree, idle_nodes: np.ndarray, size: int) -> list[int]:
-    """The cheapest node set of ``size`` nodes for one job alone, in both conventions.
-
-    Cost falls as A + B (sums of squared per-switch and per-pod counts) grows, so: inside a pod
-    fill the fullest switches first (optimal for a given pod count), and choose the pod counts by
-    a knapsack DP over pods.
-    """
-    switch_q = topology.switch_of[idle_nodes]
-    pod_q = topology.pod_of[idle_nodes]
-    gains, fills = [], []
-    pods, pod_idle = np.unique(pod_q, return_counts=True)
-    for p in pods[np.argsort(pod_idle, kind="stable")]:  # ties go to the tightest pod
-        switches, counts = np.unique(switch_q[pod_q == p], return_counts=True)
-        nodes_of = {int(s): idle_nodes[switch_q == s] for s in switches}
-        gain = [0]
-        fill_for = [[]]
-        for v in range(1, min(int(counts.sum()), size) + 1):
-            chosen, squares = _fill_pod(switches, counts, v)
-            gain.append(squares + v * v)
-            fill_for.append([u for s, c in chosen for u in nodes_of[s][:c].tolist()])
-        gains.append(np.array(gain, dtype=np.int64))
-        fills.append(fill_for)
-    best = np.full(size + 1, -1, dtype=np.int64)
-    best[0] = 0
-    choice = np.zeros((len(gains), size + 1), dtype=np.int64)
-    for k, gain in enumerate(gains):
-        new = best.copy()
-        for used in np.flatnonzero(best >= 0):
-            for v in range(1, min(gain.size - 1, size - used) + 1):
-                if best[used] + gain[v] > new[used + v]:
-                    new[used + v] = best[used] + gain[v]
-                    choice[k, used + v] = v
-        best = new
-    nodes, left = [], size
-    for k in range(len(gains) - 1, -1, -1):
-        v = int(choice[k, left])
-        nodes.extend(fills[k][v])
-        left -= v
-    return sorted(nodes)
-
-
-def _fill_pod(switches, counts, v):
-    """Place v nodes in one pod maximising the sum of squared per-switch counts: fill the fullest
-    switches whole, and put the remainder in the tightest switch that holds it (best fit)."""
-    order = np.argsort(-counts, kind="stable")
-    chosen, squares, left = [], 0, v
-    used = set()
-    for k in order:
-        if left < counts[k]:
-            break
-        chosen.append((int(switches[k]), int(counts[k])))
-        squares += int(counts[k]) ** 2
-        left -= int(counts[k])
-        used.add(int(k))
-    if left:
-        fits = [k for k in range(len(counts)) if k not in used and counts[k] >= left]
-        k = min(fits, key=lambda k: (counts[k], k))
-        chosen.append((int(switches[k]), left))
-        squares += left * left
-    return chosen, squares
-
-
 def _square_terms(bits):
     return [(2 * k + 1, v) for k, v in enumerate(bits)]
 
 
+def _first_fit(window: Window, started: float, convention: str) -> Result:
+    """A one-switch tree: every placement costs the same, so the first idle nodes are optimal."""
+    assignment, at = [], 0
+    for n in window.job_sizes:
+        assignment.append(window.idle_nodes[at:at + n].tolist())
+        at += n
+    result = Result.from_assignment(window, assignment, status=Status.OPTIMAL, method="freeform",
+                                    convention=convention, runtime_s=0.0)
+    return Result(window, result.assignment, result.objective, Status.OPTIMAL, "freeform",
+                  convention, time.perf_counter() - started, result.objective)
+
+
 def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                    solver="scip", warm_start=None, workers=1) -> Result:
-    """Exact minimum CH cost with no contiguity rule.
+    """Exact minimum CH cost with no contiguity rule, on any switch tree.
 
     ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
     the solver stops with a worse solution, so the returned cost never exceeds it.
     """
-    window.require_fat_tree("freeform")
     if solver not in SOLVERS:
         raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     code = convention_code(convention)
     started = time.perf_counter()
     cap = _Capacity(window)
+    if cap.top_level == 1:
+        return _first_fit(window, started, convention)
+    L = cap.top_level
     b = _Builder(solver, time_limit_s, seed)
     sizes = window.job_sizes
-    pod_members = [np.flatnonzero(cap.pod_of_switch == p) for p in cap.pods]
-    pod_idle = [int(cap.idle[m].sum()) for m in pod_members]
-    count_vars, pod_vars, squares = [], [], []
+    uppers = [(members, int(cap.idle[members].sum())) for row in cap.rows
+              for _, members, is_leaf in row if not is_leaf]
+    best_squares: dict[int, int] = {}
+    count_vars, upper_vars, squares = [], [], []
     for n in sizes:
-        switch_bits = [_ordered_bits(b, min(int(c), n)) for c in cap.idle]
-        u = [b.sum(bits) for bits in switch_bits]
+        leaf_bits = [_ordered_bits(b, min(int(c), n)) for c in cap.idle]
+        u = [b.sum(bits) for bits in leaf_bits]
         b.add(b.sum(u) == n)
-        terms = [t for bits in switch_bits for t in _square_terms(bits)]
-        for members, idle in zip(pod_members, pod_idle):
-            pod_bits = _ordered_bits(b, min(idle, n))
-            pod_vars.append((len(count_vars), members, pod_bits))
-            b.add(b.sum(pod_bits) == b.sum(switch_bits[e][k] for e in members
-                                            for k in range(len(switch_bits[e]))))
-            terms += _square_terms(pod_bits)
-        # A single job can do no better than filling the fullest switches (pods) first, which
+        terms = [t for bits in leaf_bits for t in _square_terms(bits)]
+        group_bits = []
+        for members, idle in uppers:
+            bits = _ordered_bits(b, min(idle, n))
+            upper_vars.append((len(count_vars), members, bits))
+            b.add(b.sum(bits) == b.sum(leaf_bits[e][k] for e in members
+                                       for k in range(len(leaf_bits[e]))))
+            terms += _square_terms(bits)
+            group_bits.append(bits)
+        # A single job can do no better than filling the fullest groups of a row first, which
         # caps its sums of squares; these cuts close most of the LP's gap.
-        switch_terms = [t for bits in switch_bits for t in _square_terms(bits)]
-        b.add(b.sum(c * v for c, v in switch_terms) <= _max_sum_of_squares(cap.idle, n))
-        pod_terms = terms[len(switch_terms):]
-        b.add(b.sum(c * v for c, v in pod_terms) <= _max_sum_of_squares(pod_idle, n))
-        b.add(b.sum(c * v for c, v in terms) <= _max_job_squares(window, n))
-        count_vars.append(switch_bits)
+        upper = iter(group_bits)
+        row_bits = [[leaf_bits[cap.leaf_position[g]] if is_leaf else None
+                     for g, _, is_leaf in row] for row in cap.rows]
+        for r, row in enumerate(row_bits):           # upper groups were made top row first
+            row_bits[r] = [bits if bits is not None else next(upper) for bits in row]
+        for row, bits_of in zip(reversed(cap.rows), reversed(row_bits)):
+            row_terms = [t for bits in bits_of for t in _square_terms(bits)]
+            capacities = [int(cap.idle[members].sum()) for _, members, _ in row]
+            b.add(b.sum(c * v for c, v in row_terms) <= _max_sum_of_squares(capacities, n))
+        if n not in best_squares:
+            best_squares[n] = _best_single_job(window.topology, window.idle_nodes, n)[1]
+        b.add(b.sum(c * v for c, v in terms) <= best_squares[n])
+        count_vars.append(leaf_bits)
         squares.append(terms)
     for e, idle in enumerate(cap.idle):
         b.add(b.sum(count_vars[j][e][k] for j in range(len(sizes))
                     for k in range(len(count_vars[j][e]))) <= int(idle))
     _break_symmetry(b, cap, count_vars, sizes)
 
-    # Objective. paper: sum_j c (6n^2 - 2n)/n - (2c/n) (A_j + B_j)
-    #            published: sum_j cost_j, cost_j >= 1, n cost_j >= c (5n^2 - n)/2 - c (A_j + B_j) - n + 1
+    # Objective (tree_cost's count form, top level L; L = 3 on the paper's fat-tree).
+    #   paper:     sum_j c (2L n^2 - 2n)/n - (2c/n) S_j
+    #   published: sum_j cost_j, cost_j >= 1, n cost_j >= c ((2L - 1) n^2 - n)/2 - c S_j - n + 1
     if code == 0:
-        constant = sum(HOP_UNIT_COST * (6.0 * n * n - 2.0 * n) / n for n in sizes)
+        constant = sum(HOP_UNIT_COST * (2.0 * L * n * n - 2.0 * n) / n for n in sizes)
         scale = math.lcm(*sizes) if solver == "cpsat" else 1
         weights = [2 * HOP_UNIT_COST * scale // n if solver == "cpsat" else 2.0 * HOP_UNIT_COST / n
                    for n in sizes]
-        if solver == "cpsat" and max(weights) * 160 * len(sizes) * window.num_idle >= 2**62:
+        if solver == "cpsat" and max(weights) * 80 * (L - 1) * len(sizes) * window.num_idle >= 2**62:
             raise InvalidInputError("job sizes too diverse for an exact CP-SAT objective; use solver='scip'")
         objective = b.sum(-w * c * v for w, terms in zip(weights, squares) for c, v in terms)
     else:
         constant, scale = 0.0, 1
         job_costs = []
         for n, terms in zip(sizes, squares):
-            cost = b.int(1, HOP_UNIT_COST * 5 * n * n)
-            b.add(n * cost >= HOP_UNIT_COST * (5 * n * n - n) // 2
+            cost = b.int(1, HOP_UNIT_COST * (2 * L - 1) * n * n)
+            b.add(n * cost >= HOP_UNIT_COST * ((2 * L - 1) * n * n - n) // 2
                   - HOP_UNIT_COST * b.sum(c * v for c, v in terms) - n + 1)
             job_costs.append(cost)
         objective = b.sum(job_costs)
@@ -284,8 +306,8 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     else:
         b.model.setObjective(objective, "minimize")
         if hint is not None:
-            _scip_start(b.model, window, hint, count_vars, pod_vars,
-                        job_costs if code == 1 else None, convention)
+            _scip_start(b.model, hint, count_vars, upper_vars,
+                        job_costs if code == 1 else None, L)
         b.model.optimize()
         status = _backends.scip_status(b.model)
         found = status in (Status.OPTIMAL, Status.FEASIBLE)
@@ -309,72 +331,281 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     return result
 
 
-def _scip_start(model, window, hint, count_vars, pod_vars, job_costs, convention) -> bool:
+def _scip_start(model, hint, count_vars, upper_vars, job_costs, top_level) -> bool:
     """Hand SCIP the warm start as a complete solution, so it prunes with it from the start."""
-    from placement.tree.cost import cost_from_counts
-
     sol = model.createSol()
+    sum_sq = [int((np.asarray(row) ** 2).sum()) for row in hint]
     for j, row in enumerate(hint):
         for e, c in enumerate(row):
             for k, v in enumerate(count_vars[j][e]):
                 model.setSolVal(sol, v, float(k < c))
-    pod_counts = {}
-    for j, members, bits in pod_vars:
+    for j, members, bits in upper_vars:
         total = int(sum(hint[j][e] for e in members))
-        pod_counts.setdefault(j, []).append(total)
+        sum_sq[j] += total * total
         for k, v in enumerate(bits):
             model.setSolVal(sol, v, float(k < total))
     if job_costs is not None:
         for j, cost in enumerate(job_costs):
-            model.setSolVal(sol, cost, cost_from_counts(hint[j], pod_counts[j], convention))
+            n = int(sum(hint[j]))
+            model.setSolVal(sol, cost, cost_from_sum_of_squares(n, top_level, sum_sq[j], 1))
     return model.addSol(sol, free=True)
 
 
 def _counts(window: Window, cap: _Capacity, assignment) -> np.ndarray:
-    index = {int(s): e for e, s in enumerate(cap.switches)}
-    switch_of = window.topology.switch_of
-    counts = np.zeros((len(assignment), len(cap.switches)), dtype=np.int64)
+    node_leaf = window.topology.node_leaf
+    counts = np.zeros((len(assignment), len(cap.leaves)), dtype=np.int64)
     for j, nodes in enumerate(assignment):
         for v in nodes:
-            counts[j, index[int(switch_of[int(v)])]] += 1
+            counts[j, cap.leaf_position[int(node_leaf[int(v)])]] += 1
     return counts
 
 
+# -- one job alone ---------------------------------------------------------------------------------
+def best_single_job_nodes(topology: Topology, idle_nodes: np.ndarray, size: int) -> list[int]:
+    """The cheapest node set of ``size`` nodes among ``idle_nodes`` for one job alone, in both
+    conventions, on any switch tree (a :class:`~placement.tree.fat_tree.FatTree` included).
+
+    Cost falls as S (the sum of squared group counts, :mod:`placement.tree.tree_cost`) grows, so
+    this maximises S exactly by a DP over the tree: under a switch whose children are all leaves,
+    fill the fullest leaves first (optimal for a given count); above, a knapsack over the
+    children's tables. When the idle leaves sit at several depths, the tables are indexed by the
+    count at each depth (the count form's shallow groups depend on them).
+    """
+    idle_nodes = np.asarray(idle_nodes, dtype=np.int64)
+    if not 0 <= size <= idle_nodes.size:
+        raise InvalidInputError(f"a job of {size} nodes does not fit {idle_nodes.size} idle nodes")
+    if size == 0:
+        return []
+    return _best_single_job(topology, idle_nodes, int(size))[0]
+
+
+def _best_single_job(topology: Topology, idle_nodes: np.ndarray, size: int) -> tuple[list[int], int]:
+    """(:func:`best_single_job_nodes`, the S of that set)."""
+    if topology.num_levels == 1:                   # one switch: every set costs the same
+        return sorted(idle_nodes[:size].tolist()), 0
+    tree = _IdleTree(topology, idle_nodes)
+    depths = sorted({int(tree.depth[s]) for s in tree.leaves})
+    radix = size + 1                              # a state: the count at each leaf depth, packed
+    if radix ** len(depths) >= 2**62:
+        raise InvalidInputError(
+            f"idle leaves at {len(depths)} different depths and a job of {size} nodes: too many "
+            "states for the exact single-job DP; give fewer leaf depths or a smaller job")
+    unit = {d: radix ** i for i, d in enumerate(depths)}
+    tables, picks, classes = {}, {}, {}
+    root = tree.switches[0]
+    for s in reversed(tree.switches):
+        own = int(topology.switch_parent[s]) >= 0   # a group of its own (every switch but the top)
+        if tree.is_leaf(s):
+            e = tree.leaf_position[s]
+            nodes = tree.nodes[e].tolist()
+            step = unit[int(tree.depth[s])]
+            classes[s] = (depths.index(int(tree.depth[s])),)
+            tables[s] = {v * step: (v, v * v) for v in range(1, min(len(nodes), size) + 1)}
+            picks[s] = (lambda state, nodes=nodes, step=step: nodes[:state // step])
+            continue
+        classes[s] = tuple(sorted({i for c in tree.children[s] for i in classes[c]}))
+        if len(classes[s]) > 1:
+            dense = _Dense(tree, s, size, tables, picks, classes, radix, len(depths))
+            picks[s] = dense.pick          # the top switch comes last: ``dense`` is its table
+            if s != root:
+                tables[s] = dense.table(own)
+        elif all(tree.is_leaf(c) for c in tree.children[s]):
+            tables[s], picks[s] = _fill_table(tree, s, size, unit, own)
+        else:
+            tables[s], picks[s] = _knapsack_table(tree, s, size, tables, picks, own)
+    if len(depths) == 1:
+        state = size * unit[depths[0]]
+        shallow = (topology.num_levels - 1 - depths[0]) * size * size
+        return sorted(picks[root](state)), tables[root][state][1] + shallow
+    # Leaves at several depths: add the shallow groups R_k (the nodes on leaves of depth < k),
+    # which depend on the count at each depth only, and take the best state of ``size`` nodes.
+    grid = np.indices(dense.values.shape)
+    total = grid.sum(axis=0)
+    value = dense.values.copy()
+    for k in range(1, topology.num_levels):
+        shallow = sum((grid[i] for i, d in enumerate(depths) if d < k), np.zeros_like(total))
+        value += shallow * shallow
+    value[(dense.values < 0) | (total != size)] = -1
+    index = np.unravel_index(int(np.argmax(value)), value.shape)
+    state = sum(int(m) * radix ** i for i, m in enumerate(index))
+    return sorted(picks[root](state)), int(value[index])
+
+
+class _Dense:
+    """Table of a switch with leaves at several depths below it: the largest sum of squares of
+    the groups below it (its own not included) for each count per depth, as a dense array (axis
+    i: the count at the i-th leaf depth), built by a knapsack over its children."""
+
+    def __init__(self, tree: _IdleTree, s: int, size: int, tables, picks, classes, radix, q):
+        self.radix, self.q, self.picks = radix, q, picks
+        # children with the most depths first, so the array grows its axes as late as it can
+        kids = sorted(tree.children[s], key=lambda c: (-len(classes[c]), classes[c],
+                                                       tree.idle_below(c)))
+        powers = radix ** np.arange(q)
+        values = np.zeros((1,) * q, dtype=np.int64)          # only the empty state
+        self.merges = []
+        for c in kids:
+            states = sorted(tables[c].items())
+            codes = np.array([code for code, _ in states], dtype=np.int64)
+            digits = (codes[:, None] // powers) % radix
+            caps = [min(size, a - 1 + b) for a, b in zip(values.shape, digits.max(axis=0))]
+            new = np.full([x + 1 for x in caps], -1, dtype=np.int64)
+            new[tuple(slice(0, x) for x in values.shape)] = values
+            choice = np.zeros(new.shape, dtype=np.int64)
+            for (code, (_, gain)), dig in zip(states, digits.tolist()):
+                high = [min(a - 1, x - d) for a, x, d in zip(values.shape, caps, dig)]
+                if min(high) < 0:
+                    continue
+                src = values[tuple(slice(0, h + 1) for h in high)]
+                at = tuple(slice(d, d + h + 1) for d, h in zip(dig, high))
+                candidate = np.where(src >= 0, src + gain, -1)
+                target, chosen = new[at], choice[at]
+                better = candidate > target
+                target[better] = candidate[better]
+                chosen[better] = code
+            new[np.indices(new.shape).sum(axis=0) > size] = -1
+            values = new
+            self.merges.append((c, choice))
+        self.values = values
+
+    def table(self, own: bool) -> dict:
+        """The switch's table for its parent: state -> (count, value), its own group added."""
+        index = np.nonzero(self.values >= 0)
+        counts = sum(index)
+        codes = sum(i * self.radix ** k for k, i in enumerate(index))
+        values = self.values[index] + (counts * counts if own else 0)
+        return {code: (count, value) for code, count, value in
+                zip(codes.tolist(), counts.tolist(), values.tolist()) if count}
+
+    def pick(self, state: int) -> list[int]:
+        digits = [(state // self.radix ** i) % self.radix for i in range(self.q)]
+        nodes = []
+        for c, choice in reversed(self.merges):
+            code = int(choice[tuple(digits)])
+            if code:
+                nodes.extend(self.picks[c](code))
+                digits = [d - (code // self.radix ** i) % self.radix
+                          for i, d in enumerate(digits)]
+        return nodes
+
+
+def _fill_table(tree: _IdleTree, s: int, size: int, unit, own: bool):
+    """Table of a switch whose idle children are all leaves (one depth): for each count v, the
+    largest sum of squared per-leaf counts (plus v^2, the switch's own group) and its nodes.
+
+    Fill the fullest leaves whole (the longest prefix, fullest first, that v holds) and put the
+    remainder in the tightest other leaf that holds it (best fit). The filled vector majorizes
+    every other way to place v nodes there, so its sum of squares is the largest.
+    """
+    leaves = tree.children[s]
+    nodes = [tree.nodes[tree.leaf_position[c]].tolist() for c in leaves]
+    counts = [len(n) for n in nodes]
+    order = sorted(range(len(leaves)), key=lambda k: -counts[k])     # fullest first, stable
+    whole, squares, taken = [0], [0], [[]]
+    for k in order:
+        whole.append(whole[-1] + counts[k])
+        squares.append(squares[-1] + counts[k] ** 2)
+        taken.append(taken[-1] + nodes[k])
+    rest = [sorted((counts[k], k) for k in order[f:]) for f in range(len(order))]
+    step = unit[int(tree.depth[leaves[0]])]
+    table, fills = {}, {}
+    f = 0
+    for v in range(1, min(whole[-1], size) + 1):
+        while f < len(order) and whole[f + 1] <= v:
+            f += 1
+        left = v - whole[f]
+        chosen = taken[f]
+        if left:
+            k = rest[f][bisect.bisect_left(rest[f], (left, -1))][1]
+            chosen = chosen + nodes[k][:left]
+        table[v * step] = (v, squares[f] + left * left + (v * v if own else 0))
+        fills[v * step] = chosen
+    return table, fills.__getitem__
+
+
+def _knapsack_table(tree: _IdleTree, s: int, size: int, tables, picks, own: bool):
+    """Table of a switch from its children's: a knapsack over them, the children with the fewest
+    idle nodes first (ties then go to the tightest child)."""
+    kids = sorted(tree.children[s], key=tree.idle_below)        # stable: switch order on ties
+    best = {0: (0, 0)}
+    choices = []
+    for c in kids:
+        child = sorted(tables[c].items())
+        new = dict(best)
+        choice = {}
+        for state in sorted(best):
+            used, value = best[state]
+            for cstate, (count, gain) in child:
+                if used + count > size:
+                    continue
+                key = state + cstate
+                if key not in new or value + gain > new[key][1]:
+                    new[key] = (used + count, value + gain)
+                    choice[key] = cstate
+        best = new
+        choices.append(choice)
+    del best[0]
+    table = {state: (count, value + (count * count if own else 0))
+             for state, (count, value) in best.items()}
+
+    def pick(state):
+        nodes = []
+        for c, choice in zip(reversed(kids), reversed(choices)):
+            cstate = choice.get(state, 0)
+            if cstate:
+                nodes.extend(picks[c](cstate))
+                state -= cstate
+        return nodes
+
+    return table, pick
+
+
+# -- greedy ----------------------------------------------------------------------------------------
 def solve_freeform_greedy(window: Window, *, convention="paper", time_limit_s=None,
                           seed=0) -> Result:
-    """Best-fit greedy: largest job first; the fullest single switch that fits it, else the
-    fullest-fitting single pod, else the pods with the most idle nodes; inside a pod, switches with
-    the most idle nodes first."""
-    window.require_fat_tree("freeform-greedy")
+    """Best-fit greedy: largest job first, into the tightest leaf switch that holds it, else the
+    tightest switch one level up (leaf switches have height 1, a switch one more than its tallest
+    child), and so on up to the top; inside the chosen switch, children with the most free nodes
+    first. On the paper's fat-tree: the tightest edge switch, else the tightest pod, else the pods
+    with the most idle nodes."""
     started = time.perf_counter()
     cap = _Capacity(window)
     free = cap.idle.astype(np.int64).copy()
     counts = np.zeros((window.num_jobs, len(free)), dtype=np.int64)
+    height = {}
+    for s in reversed(cap.switches):
+        height[s] = 1 if cap.is_leaf(s) else 1 + max(height[c] for c in cap.children[s])
+    by_height: dict[int, list[int]] = {}
+    for s in cap.switches:
+        by_height.setdefault(height[s], []).append(s)
+
+    def free_below(s):
+        return int(free[cap.under[s]].sum())
+
+    def fill(j, s, need):
+        if cap.is_leaf(s):
+            e = cap.leaf_position[s]
+            counts[j, e] += need
+            free[e] -= need
+            return
+        kids = cap.children[s]
+        room = [free_below(c) for c in kids]
+        for k in np.argsort(-np.array(room), kind="stable"):
+            take = min(need, room[k])
+            if take:
+                fill(j, kids[k], take)
+                need -= take
+            if need == 0:
+                break
+
     order = sorted(range(window.num_jobs), key=lambda j: (-window.job_sizes[j], j))
     for j in order:
         need = window.job_sizes[j]
-        fits = np.flatnonzero(free >= need)
-        if fits.size:
-            e = fits[np.argmin(free[fits])]
-            counts[j, e] += need
-            free[e] -= need
-            continue
-        pod_free = np.array([free[cap.pod_of_switch == p].sum() for p in cap.pods])
-        pod_fits = np.flatnonzero(pod_free >= need)
-        if pod_fits.size:
-            pod_order = [pod_fits[np.argmin(pod_free[pod_fits])]]
-        else:
-            pod_order = list(np.argsort(-pod_free, kind="stable"))
-        for pi in pod_order:
-            members = np.flatnonzero(cap.pod_of_switch == cap.pods[pi])
-            for e in members[np.argsort(-free[members], kind="stable")]:
-                take = min(need, int(free[e]))
-                counts[j, e] += take
-                free[e] -= take
-                need -= take
-                if need == 0:
-                    break
-            if need == 0:
+        for h in sorted(by_height):
+            room = np.array([free_below(s) for s in by_height[h]])
+            fits = np.flatnonzero(room >= need)
+            if fits.size:
+                fill(j, by_height[h][fits[np.argmin(room[fits])]], need)
                 break
     return Result.from_assignment(window, cap.assignment(counts), status=Status.FEASIBLE,
                                   method="freeform-greedy", convention=convention,

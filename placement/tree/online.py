@@ -1,5 +1,6 @@
-"""Online scheduling of a workload on a fat-tree: window-based (the paper) against per-job FCFS and
-EASY backfilling, with topology-blind or topology-aware placement.
+"""Online scheduling of a workload on a switch tree (the paper's fat-tree or any other):
+window-based (the paper) against per-job FCFS and EASY backfilling, with topology-blind or
+topology-aware placement.
 
 - ``policy="window"``: every ``tau_s`` seconds the queue is ordered and a greedy prefix selected as
   in :mod:`placement.tree.stream`; its multi-node jobs are solved as one window with any :func:`tjap.solve`
@@ -10,7 +11,9 @@ EASY backfilling, with topology-blind or topology-aware placement.
   start now if it fits and either ends by the shadow time or uses only nodes the head will not need.
 
 Both per-job policies run on the batch-queue simulator (:mod:`placement.batch.simulator`),
-configured by :func:`per_job_config`.
+configured by :func:`per_job_config`; its topology-aware placements take a :class:`FatTree`, so on
+any other tree they run with ``"firstfit"`` only (the window policy, and :func:`place_job`, take
+any tree).
 
 Per-job placement: ``"firstfit"`` (lowest idle ids, the paper's baselines), ``"contiguous"`` (the
 cheapest block of consecutive idle nodes, SCAS for one job) or ``"freeform"`` (the cheapest node
@@ -31,6 +34,7 @@ from placement.tree.exact import window_solver
 from placement.tree.workload import Workload, priority_order, select_prefix
 from tjap.result import Record, plain
 from placement.tree.fat_tree import FatTree
+from placement.tree.topology import Topology
 from placement.tree.window import Window
 
 POLICIES = ("window", "fcfs", "easy")
@@ -38,9 +42,10 @@ PLACEMENTS = ("firstfit", "contiguous", "freeform")
 
 
 # -- placing one job ---------------------------------------------------------------------------
-def place_job(topology: FatTree, idle_nodes: np.ndarray, size: int, placement: str = "firstfit",
+def place_job(topology: Topology, idle_nodes: np.ndarray, size: int, placement: str = "firstfit",
               convention: str = "paper") -> list[int]:
-    """Node ids for one job of ``size`` nodes among ``idle_nodes`` (sorted) under a placement."""
+    """Node ids (indices) for one job of ``size`` nodes among ``idle_nodes`` (sorted indices)
+    under a placement, on any switch tree."""
     if size > idle_nodes.size:
         raise InvalidInputError(f"a job of {size} nodes does not fit {idle_nodes.size} idle nodes")
     if placement == "firstfit":
@@ -58,7 +63,7 @@ def place_job(topology: FatTree, idle_nodes: np.ndarray, size: int, placement: s
 class Schedule(Record):
     """Start time and nodes of every job of a replay, and its metrics (``summary()``)."""
 
-    topology: FatTree
+    topology: Topology
     workload: Workload
     jobs: range
     start_s: dict = field(default_factory=dict)
@@ -70,9 +75,13 @@ class Schedule(Record):
         self.nodes[job] = [int(v) for v in nodes]
 
     def to_dict(self) -> dict:
-        """The metrics and, per job, its start time and nodes."""
+        """The metrics and, per job, its start time and nodes (indices; on a tree other than a
+        FatTree also their ``names``)."""
+        names = not isinstance(self.topology, FatTree)
         return plain({"summary": self.metrics(),
-                      "jobs": [{"job": j, "start_s": self.start_s[j], "nodes": self.nodes[j]}
+                      "jobs": [{"job": j, "start_s": self.start_s[j], "nodes": self.nodes[j],
+                                **({"names": [self.topology.node_names[v] for v in self.nodes[j]]}
+                                   if names else {})}
                                for j in self.jobs]})
 
     def summary(self) -> dict:
@@ -110,7 +119,7 @@ class Tick:
     started: list  # (job, nodes)
 
 
-def window_ticks(topology: FatTree, workload: Workload, first_job: int, last_job: int | None, *,
+def window_ticks(topology: Topology, workload: Workload, first_job: int, last_job: int | None, *,
                  tau_s: int, cap: int | None, method="dp", convention: str, seed: int,
                  **solve_options) -> Iterator[Tick]:
     """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
@@ -194,22 +203,31 @@ def _per_job(topology, workload, jobs, policy, placement, convention, schedule) 
     from placement.batch.simulator import simulate
 
     result = simulate(workload_jobs(workload, jobs), topology.num_nodes,
-                      per_job_config(policy, placement, convention), topology)
+                      per_job_config(policy, placement, convention),
+                      topology if isinstance(topology, FatTree) else None)
     for row, j in enumerate(jobs):
         schedule.record(j, result.start_s[row], result.nodes_of(row))
         if result.first_reservation_s[row] >= 0:
             schedule.reservations[j] = int(result.first_reservation_s[row])
 
 
-def replay(topology: FatTree, workload: Workload, *, policy: str = "window",
+def replay(topology: Topology, workload: Workload, *, policy: str = "window",
            placement: str = "firstfit", tau_s: int = 60, cap: int | None = 5, method: str = "dp",
            convention: str = "paper", seed: int = 0, jobs: range | None = None,
            **solve_options) -> Schedule:
-    """Replay ``jobs`` of ``workload`` (all by default) on an initially empty cluster."""
+    """Replay ``jobs`` of ``workload`` (all by default) on an initially empty cluster, any
+    :class:`Topology` (nodes are indices in its depth-first order)."""
+    if not isinstance(topology, Topology):
+        raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
+                                f"{type(topology).__name__}")
     if policy not in POLICIES:
         raise InvalidInputError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if placement not in PLACEMENTS:
         raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    if policy != "window" and placement != "firstfit" and not isinstance(topology, FatTree):
+        raise InvalidInputError(
+            f"placement {placement!r} of the {policy} policy needs a FatTree for now (the batch "
+            "simulator's kernels); on another tree use policy='window' or placement='firstfit'")
     convention_code(convention)  # names the allowed conventions if it is not one
     if tau_s < 1:
         raise InvalidInputError(f"tau_s must be a positive number of seconds, got {tau_s}")

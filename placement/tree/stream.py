@@ -23,10 +23,11 @@ import numpy as np
 from tjap.errors import InvalidInputError
 from placement.tree.online import window_ticks
 from placement.tree.fat_tree import FatTree
+from placement.tree.topology import Topology
 from placement.tree.window import Window
 from placement.tree.workload import REQUESTED_NODES, RUNTIME_S, Workload
 
-def window_stream(topology: FatTree, workload: Workload, *, num_windows: int, tau_s: int = 60,
+def window_stream(topology: Topology, workload: Workload, *, num_windows: int, tau_s: int = 60,
                   cap: int | None = 5, epoch_windows: int = 100, seed: int = 0,
                   method: str = "auto", convention: str = "paper", warmup_windows: int = 0
                   ) -> Iterator[Window]:

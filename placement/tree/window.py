@@ -107,10 +107,10 @@ class Window:
 
     Parameters
     ----------
-    topology : FatTree or Topology
-        The cluster's network. On a :class:`Topology` the methods ``dp``, ``scip``,
-        ``cpsat``, ``scip-paper``, ``cpsat-paper``, ``seq`` and ``auto`` work; the others need a
-        fat-tree for now (:meth:`require_fat_tree`).
+    topology : Topology
+        The cluster's network: any :class:`Topology`, the paper's :class:`FatTree` included.
+        Every method works on any tree except ``nsa``, whose features and trained weights are
+        the paper's fat-tree's.
     idle_nodes : sequence of int, or of str on a Topology
         Idle nodes, by index (or, on a Topology, by name, or as one hostlist expression such as
         ``"c[01-04],gpu7"``); stored as indices sorted, which is
@@ -186,19 +186,6 @@ class Window:
     def is_fat_tree(self) -> bool:
         """True when the topology is a :class:`FatTree` (whose kernels some methods still need)."""
         return isinstance(self.topology, FatTree)
-
-    def require_fat_tree(self, method: str) -> None:
-        """Refuse ``method`` on a general switch tree (it needs a fat-tree's switch and pod arrays).
-
-        Raises
-        ------
-        InvalidInputError
-            The window's topology is a :class:`Topology`.
-        """
-        if not self.is_fat_tree:
-            raise InvalidInputError(
-                f"method {method!r} does not support general switch trees yet; use dp, scip, "
-                "cpsat, seq or auto")
 
     def node_names(self, nodes) -> tuple[str, ...]:
         """Names of the node indices ``nodes``: the tree's names, or the string indices on a
