@@ -105,3 +105,27 @@ def test_nsa_archs_budgets_and_curves(tmp_path):
             "impr_equal_time_pct"} <= set(res["rows"][0])
     assert Path(res["csv"]).exists() and Path(res["png"]).exists()
     assert curves(["cnn3"], png=tmp_path / "f4.png").exists()
+
+
+@pytest.mark.parametrize("bound", ["freeform", "per-job"])
+def test_bench_exact_on_a_topology_file(tmp_path, capsys, bound):
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=l1 Nodes=a[01-12]\nSwitchName=l2 Nodes=b[01-20]\n"
+                    "SwitchName=l3 Nodes=c[01-09]\nSwitchName=l4 Nodes=d[01-30]\n"
+                    "SwitchName=s1 Switches=l[1-2]\nSwitchName=s2 Switches=l[3-4]\n"
+                    "SwitchName=top Switches=s[1-2]\n")
+    data = run_json(capsys, "bench", "exact", "--topology", conf, "--num-windows", 3,
+                    "--bound", bound, "--freeform-time-limit", 1, "--out", tmp_path,
+                    "--quiet", "--json")
+    rows = {r["method"]: r for r in data["summary"]}
+    assert set(rows) == {"dp", "scip", "slurm-tree"} | ({"freeform"} if bound == "freeform" else set())
+    assert data["nodes"] == 71 and data["bound"] == bound and data["max_rss_mb"] > 0
+    assert rows["dp"]["same_as_scip_pct"] == 100.0 and rows["dp"]["peak_mb"] > 0
+    assert rows["dp"]["above_bound_pct"] >= -1e-9 and rows["slurm-tree"]["above_bound_pct"] >= -1e-9
+    assert all(Path(p).exists() for p in data["files"].values())
+
+
+def test_bench_exact_topology_errors_are_one_line(tmp_path, capsys):
+    code = main(["bench", "exact", "--topology", str(tmp_path / "none.conf"), "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code != 0 and "no such topology file" in err and len(err.strip().splitlines()) == 1

@@ -152,3 +152,21 @@ def test_idle_nodes_as_a_hostlist_expression():
         Window(tree, "a[04-02]", [1])
     with pytest.raises(InvalidInputError, match="unknown node 'zz1'"):
         Window(tree, "a01,zz1", [1])
+
+
+def test_readme_your_own_cluster_example_runs_as_written(tmp_path, monkeypatch, capsys):
+    """The README's topology.conf and Python example, run as they stand, print what they say."""
+    import re
+    import runpy
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Your own cluster"):]
+    conf, code = [b for _, b in re.findall(r"```(\w*)\n(.*?)```", section, re.S)[:2]]
+    (tmp_path / "topology.conf").write_text(conf)
+    (tmp_path / "example.py").write_text(code)
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(tmp_path / "example.py"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "29 3 [16, 9, 4]"
+    best, slurm = map(float, lines[-1].split())
+    assert round(best, 1) == 34666.7 and round(slurm, 1) == 36666.7     # the numbers it quotes

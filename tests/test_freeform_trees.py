@@ -291,3 +291,26 @@ def test_window_stream_on_an_irregular_tree_solved_by_freeform():
         assert w.topology is IRREGULAR
         r = solve(w, "freeform")
         assert r.is_feasible() and r.objective <= solve(w, "dp").objective + TOL
+
+
+def test_time_limit_covers_building_the_model():
+    """On a big tree the model takes longer to build than a short limit: the limit still holds
+    (no solution, or the warm start kept), instead of the solver getting its full limit after."""
+    import time
+
+    from placement.tree.fat_tree import FatTree
+    from tjap import solve
+
+    tree = FatTree(k=24)                                   # 3456 nodes, 288 edge switches
+    rng = np.random.default_rng(0)
+    idle = np.sort(rng.choice(tree.num_nodes, 2500, replace=False))
+    w = Window(tree, idle, [30, 25, 40, 33, 12])
+    dp = solve(w, "dp")
+    for warm in (None, dp):
+        started = time.perf_counter()
+        r = solve(w, "freeform", time_limit_s=0.05, warm_start=warm)
+        assert time.perf_counter() - started < 3.0          # 0.05 s asked; generous for CI noise
+        if warm is None:
+            assert r.status.value in ("TIME_LIMIT", "FEASIBLE", "OPTIMAL")
+        else:
+            assert r.is_feasible() and r.objective <= dp.objective + 1e-6

@@ -261,6 +261,8 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         b.add(b.sum(c * v for c, v in terms) <= best_squares[n])
         count_vars.append(leaf_bits)
         squares.append(terms)
+        if _seconds_left(started, time_limit_s) == 0:     # a huge tree: building alone is over
+            return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
     for e, idle in enumerate(cap.idle):
         b.add(b.sum(count_vars[j][e][k] for j in range(len(sizes))
                     for k in range(len(count_vars[j][e]))) <= int(idle))
@@ -298,7 +300,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                 for e, c in enumerate(row):
                     for k, v in enumerate(count_vars[j][e]):
                         b.model.add_hint(v, k < c)
-        cp_solver = _backends.cpsat_solver(time_limit_s, seed, workers)
+        cp_solver = _backends.cpsat_solver(_seconds_left(started, time_limit_s), seed, workers)
         status = _backends.cpsat_status(cp_solver.solve(b.model))
         found = status in (Status.OPTIMAL, Status.FEASIBLE)
         value = cp_solver.boolean_value
@@ -308,6 +310,9 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         if hint is not None:
             _scip_start(b.model, hint, count_vars, upper_vars,
                         job_costs if code == 1 else None, L)
+        left = _seconds_left(started, time_limit_s)
+        if left is not None:                # the limit covers building the model too
+            b.model.setParam("limits/time", max(left, 1e-3))
         b.model.optimize()
         status = _backends.scip_status(b.model)
         found = status in (Status.OPTIMAL, Status.FEASIBLE)
@@ -329,6 +334,30 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                             convention, time.perf_counter() - started, bound, seed,
                             info={"solver": solver, "kept_warm_start": True})
     return result
+
+
+def _seconds_left(started: float, time_limit_s) -> float | None:
+    """Seconds left of ``time_limit_s`` since ``started`` (0 when spent; None: no limit)."""
+    if time_limit_s is None:
+        return None
+    return max(0.0, float(time_limit_s) - (time.perf_counter() - started))
+
+
+def _stopped_building(window, warm_start, cap, started, convention, seed, solver) -> Result:
+    """The time limit ran out while the model was being built: the warm start if there is one
+    (FEASIBLE, no bound), else no solution (TIME_LIMIT)."""
+    info = {"solver": solver, "stopped": "time limit reached while building the model"}
+    runtime = time.perf_counter() - started
+    if warm_start is None:
+        return Result.from_assignment(window, (), status=Status.TIME_LIMIT, method="freeform",
+                                      convention=convention, runtime_s=runtime, seed=seed,
+                                      info=info)
+    assignment = warm_start.assignment if isinstance(warm_start, Result) else warm_start
+    hint = _counts(window, cap, assignment)
+    warm = Result.from_assignment(window, cap.assignment(hint), status=Status.FEASIBLE,
+                                  method="freeform", convention=convention, runtime_s=runtime,
+                                  seed=seed, info={**info, "kept_warm_start": True})
+    return warm
 
 
 def _scip_start(model, hint, count_vars, upper_vars, job_costs, top_level) -> bool:

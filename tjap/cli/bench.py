@@ -30,6 +30,10 @@ def add_parser(sub) -> None:
     b.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="with --topology: windows replayed before the first one kept (default: "
                         "one mean job runtime's worth, so the cluster is loaded)")
+    b.add_argument("--bound", choices=("freeform", "per-job"), default="freeform",
+                   help="with --topology: the lower bound beside the methods: the free-form "
+                        "model's (default) or each job's best node set alone (per-job: cheap, "
+                        "for trees of tens of thousands of nodes)")
     b.add_argument("--convention", choices=("paper", "published"), default="paper")
     b.add_argument("--cap", type=cap, default=5)
     b.add_argument("--freeform-time-limit", type=positive(float), default=2.0, metavar="S")
@@ -167,7 +171,8 @@ def _bench_exact(args) -> int:
               f"{out['convention']} cost, cap {out['cap']}, seed {out['seed']}")
         print(out["table"])
         if "topology" in out:
-            print(f"peak RSS of this process: {out['max_rss_mb']:.0f} MB")
+            print(f"lower bound: {out['bound']}; peak RSS of this process: "
+                  f"{out['max_rss_mb']:.0f} MB")
         print("files: " + ", ".join(out["files"].values()))
     return 0
 
