@@ -1,7 +1,7 @@
 """Seed 004, Figs. 8-10: every provisioner on March 2023 of the LS6 A100 trace, 1- and 8-node
 pairs, heavy / medium / light load, in one run (the same injection times for every method).
 
-    python -m benchmarks.provision --trace ../shared/traces/ls6-a100.tsv --pairs 20 --workers 2
+    python -m benchmarks.provision --trace placement/batch/data/ls6-a100.tsv --pairs 20 --workers 2
 
 (``--ray ADDRESS`` runs the tasks on a Ray cluster instead; every node needs the trace at the
 same path.)
@@ -120,11 +120,13 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="benchmarks/out/provision_march.csv")
     p.add_argument("--figure", default="benchmarks/figures/provision_march.png")
     args = p.parse_args(argv)
-    from placement.batch.replay import parse_date
+    from placement.batch.replay import check_period, parse_date
 
     began = time.time()
     jobs = _jobs(args.trace)
-    start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    start, end = (int(jobs.from_unix(parse_date(d, flag)))
+                  for d, flag in ((args.start, "--from"), (args.end, "--to")))
+    check_period(jobs, start, end)
     cells = _cells(args.cells)
     executor = executor_from_args(args)
     key = {"trace": Path(args.trace).name, "from": args.start, "to": args.end,

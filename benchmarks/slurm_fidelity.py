@@ -17,11 +17,34 @@ are one Slurm node, and Slurm's backfill reserves whole nodes, so the simulator 
 job's CPUs (its COMPLETING state, measured: under FCFS every next job starts 1 s after its
 predecessor ends); the result also gives the figures without it.
 
+Two ways to stand for the trace's nodes (``--nodes-as``):
+
+- ``cpus`` (default, issue 5): one Slurm node whose ``nodes`` CPUs are the trace's nodes, each job
+  ``sbatch -n <nodes>``. Slurm's backfill reserves whole nodes, so the simulator runs with
+  ``reserve_whole_node=True`` (see below).
+- ``slurm-nodes`` (issue 19): a multi-node Slurm with one ``slurmd`` per trace node (1 CPU each,
+  no topology plugin: Slurm's node order is the simulator's first fit), each job
+  ``sbatch -N <nodes> -n <nodes> --exclusive``, all nodes on one switch of ``topology/tree`` so
+  that Slurm takes a job's nodes as the first idle ones in node order (the simulator's first fit).
+  A backfill reservation then holds the job's own nodes only (``reserve_whole_node=False``), and
+  the simulator models two rules read in Slurm 22.05 and seen in its logs: the will-run test
+  removes running jobs in batches of ends 30 s wide (aligned on Unix time, so the simulation runs
+  on Unix seconds from the replay's ``t0_unix``) and plans the job at the last end of the batch it
+  fits after (``bf_will_run_window_s=30``), and the reservation holds named nodes, the lowest free
+  then, so a backfilled job that outlasts its start must avoid them even if they are idle now
+  (``bf_reserve_nodes=True``, EASY). The result also gives the figures with node counts and the
+  earliest start (``node_counts_release_delay_*``).
+
 Order agreement: a pair of jobs is *discordant* when Slurm starts one more than ``tie_s`` seconds
 before the other and the simulator starts it strictly later. A job "starts in the same order" when
 it is in no discordant pair. Wait error: simulated minus Slurm's wait, in real seconds.
 
     python -m benchmarks.slurm_fidelity --start 2023-02-10 --jobs 200 --compression 300
+    python -m benchmarks.slurm_fidelity --nodes-as slurm-nodes --start 2023-02-20 --jobs 200 \
+        --compression 600 --nodes 16
+
+:func:`out_of_order` lists the jobs that are not in the same order, each with the jobs it is
+discordant with, from a result's ``per_job`` rows.
 """
 
 from __future__ import annotations
@@ -37,7 +60,16 @@ from pathlib import Path
 import numpy as np
 
 from placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
+from placement.batch.slurm import SlurmClient
 from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from placement.batch.traces import bundled_trace
+from tjap.errors import InvalidInputError
+
+#: Slurm 22.05's will-run batch width (select/cons_tres), used by the node-level replay
+WILL_RUN_WINDOW_S = 30
+
+#: how the trace's nodes are stood for in Slurm (see the module docstring)
+NODES_AS = ("cpus", "slurm-nodes")
 
 MODES = {"fcfs": ({"scheduler": "builtin"}, "none"),
          "easy": ({"scheduler": "backfill", "bf_job_part_count_reserve": 1}, "easy"),
@@ -59,20 +91,79 @@ def trace_slice(trace: str, start: str, count: int, compression: float) -> list[
     return rows
 
 
-def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: int = 0) -> np.ndarray:
+def node_names(count: int) -> tuple:
+    """Names of ``count`` Slurm nodes standing for trace nodes, in the simulator's node order
+    (``n001``, ``n002``, ...; zero-padded so that Slurm's order is the same)."""
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise InvalidInputError(f"the node count must be a positive integer, got {count!r}")
+    width = max(3, len(str(int(count))))
+    return tuple(f"n{i:0{width}d}" for i in range(1, int(count) + 1))
+
+
+def check_nodes_as(nodes_as: str) -> str:
+    if nodes_as not in NODES_AS:
+        raise InvalidInputError(f"nodes_as must be one of {', '.join(NODES_AS)}, got {nodes_as!r}")
+    return nodes_as
+
+
+class _WholeNodeClient(SlurmClient):
+    """Submits every job as ``-N n -n n --exclusive``: n whole Slurm nodes."""
+
+    def submit(self, *, nodes_or_tasks: int, extra_args=(), **options) -> int:
+        n = str(int(nodes_or_tasks))
+        return super().submit(nodes_or_tasks=nodes_or_tasks,
+                              extra_args=["-N", n, "--exclusive", *extra_args], **options)
+
+
+class WholeNodeSlurm(LocalSlurm):
+    """A multi-node :class:`LocalSlurm` whose :meth:`client` submits jobs on whole nodes."""
+
+    def client(self, timeout_s: float = 30) -> SlurmClient:
+        return _WholeNodeClient(self.env, timeout_s=timeout_s)
+
+
+def local_slurm(mode: str, nodes: int, nodes_as: str = "cpus") -> LocalSlurm:
+    """The (not yet started) local Slurm for ``mode`` with ``nodes`` trace nodes."""
+    slurm_kw, _ = MODES[mode]
+    if check_nodes_as(nodes_as) == "cpus":
+        return LocalSlurm(LocalSlurmConfig(cpus=nodes, **slurm_kw))
+    names = node_names(nodes)
+    # one switch over every node: topology/tree then takes a job's nodes as the first idle ones
+    # in node order (heuristics.slurm_tree), the simulator's first fit; without a topology
+    # plugin cons_tres picks a best-fitting run of consecutive nodes instead
+    return WholeNodeSlurm(LocalSlurmConfig(cpus=nodes, node_names=names, cpus_per_node=1,
+                                           topology_conf=single_switch_conf(names), **slurm_kw))
+
+
+def single_switch_conf(names) -> str:
+    """A ``topology.conf`` with one switch over ``names``."""
+    return f"SwitchName=s0 Nodes={','.join(names)}\n"
+
+
+def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: int = 0,
+                  reserve_whole_node: bool = True, *, origin: int = 0,
+                  will_run_window_s: int = 0, reserve_nodes: bool = False) -> np.ndarray:
     """Simulated starts (relative seconds) of the replayed rows, from Slurm's recorded submits;
-    ``release_delay_s`` models Slurm's COMPLETING time (nodes return that long after a job ends)."""
+    ``release_delay_s`` models Slurm's COMPLETING time (nodes return that long after a job ends).
+    ``reserve_whole_node``: True when the trace's nodes are the CPUs of one Slurm node (its
+    backfill reserves whole nodes), False when each is a Slurm node. ``origin``: the replay's
+    start in Unix seconds (Slurm's will-run batches are aligned on absolute time);
+    ``will_run_window_s`` and ``reserve_nodes``: the simulator's ``bf_will_run_window_s`` and
+    ``bf_reserve_nodes`` (the latter under EASY only)."""
     runtime = [r["runtime_s"] for r in rows]
-    jobs = Jobs.build(submit_s=[r["slurm_submit"] for r in rows], nodes=[r["cpus"] for r in rows],
+    origin = int(origin or 0)
+    jobs = Jobs.build(submit_s=[int(r["slurm_submit"]) + origin for r in rows],
+                      nodes=[r["cpus"] for r in rows],
                       limit_s=[60 * r["limit_min"] for r in rows], runtime_s=runtime,
                       job_id=list(range(len(rows))))
-    # all the replayed CPUs are one Slurm node, and Slurm's backfill reserves whole nodes
     config = SchedulerConfig(backfill=backfill, bf_interval_s=1, bf_resolution_s=1,
                              bf_max_job_test=1000, release_delay_s=release_delay_s,
-                             reserve_whole_node=True)
+                             reserve_whole_node=reserve_whole_node,
+                             bf_will_run_window_s=will_run_window_s,
+                             bf_reserve_nodes=bool(reserve_nodes and backfill == "easy"))
     result = Simulator(jobs, cpus, config).run()
     starts = np.empty(len(rows), np.int64)
-    starts[jobs.job_id] = result.start_s
+    starts[jobs.job_id] = result.start_s - origin
     return starts
 
 
@@ -95,38 +186,87 @@ def agreement(slurm_start, sim_start, submit, tie_s: float = 1.0) -> dict:
             "max_abs_wait_error_s": float(np.abs(error).max())}
 
 
-def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1) -> dict:
+def out_of_order(per_job: list[dict], sim_key: str = "sim_start", tie_s: float = 1.0) -> list[dict]:
+    """The jobs not in the same start order (as :func:`agreement` counts them), in Slurm's start
+    order: each row's ``id``, ``submit``, ``cpus``, ``slurm_start``, ``sim_start`` and
+    ``discordant_with`` (the ids of the jobs it forms a discordant pair with)."""
+    if not per_job:
+        return []
+    slurm = np.array([r["slurm_start"] for r in per_job], float)
+    sim = np.array([r[sim_key] for r in per_job], float)
+    d_slurm, d_sim = slurm[:, None] - slurm[None, :], sim[:, None] - sim[None, :]
+    discordant = (d_slurm < -tie_s) & (d_sim > 0)
+    bad = discordant | discordant.T
+    rows = []
+    for i in np.flatnonzero(bad.any(axis=1)):
+        partners = np.flatnonzero(bad[i])
+        partners = partners[np.argsort(slurm[partners], kind="stable")]
+        r = per_job[i]
+        rows.append({"id": r["id"], "submit": r["submit"], "cpus": r["cpus"],
+                     "slurm_start": r["slurm_start"], "sim_start": r[sim_key],
+                     "discordant_with": [per_job[j]["id"] for j in partners]})
+    rows.sort(key=lambda r: (r["slurm_start"], r["submit"]))
+    return rows
+
+
+def replay_origin(done: list[dict], records) -> int | None:
+    """The Unix second the replay's relative times count from (Slurm's absolute start minus the
+    relative one), or None if no record matches."""
+    starts = {r.job_id: r.start_time for r in records if r.start_time is not None}
+    for row in done:
+        if row.get("slurm_job_id") in starts and row.get("start") is not None:
+            return int(round(starts[row["slurm_job_id"]] - row["start"]))
+    return None
+
+
+def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
+             nodes_as: str = "cpus") -> dict:
     from benchmarks.slurm_replay import replay_on_slurm
 
-    slurm_kw, backfill = MODES[mode]
-    with LocalSlurm(LocalSlurmConfig(cpus=cpus, **slurm_kw)) as slurm:
+    _, backfill = MODES[mode]
+    whole = check_nodes_as(nodes_as) == "cpus"
+    with local_slurm(mode, cpus, nodes_as) as slurm:
         done = replay_on_slurm([dict(r) for r in rows], slurm)
+        origin = replay_origin(done, slurm.completed())
     done.sort(key=lambda r: r["slurm_submit"])
-    sim = simulate_rows(done, cpus, backfill, release_delay_s)
+    # node level: Slurm's will-run batching and reservations on named nodes (see the docstring)
+    rules = dict(origin=origin or 0, will_run_window_s=0 if whole else WILL_RUN_WINDOW_S,
+                 reserve_nodes=not whole)
+    sim = simulate_rows(done, cpus, backfill, release_delay_s, whole, **rules)
     submit = np.array([r["slurm_submit"] for r in done], float)
     slurm_start = [r["start"] for r in done]
-    out = {"mode": mode, "release_delay_s": release_delay_s, **agreement(slurm_start, sim, submit)}
+    out = {"mode": mode, "nodes_as": nodes_as, "nodes": cpus, "release_delay_s": release_delay_s,
+           "t0_unix": origin, "will_run_window_s": rules["will_run_window_s"],
+           "reserve_nodes": rules["reserve_nodes"] and backfill == "easy",
+           **agreement(slurm_start, sim, submit)}
     other = 1 - min(release_delay_s, 1)
-    measured = simulate_rows(done, cpus, backfill, other)
+    measured = simulate_rows(done, cpus, backfill, other, whole, **rules)
     out[f"with_release_delay_{other}s"] = agreement(slurm_start, measured, submit)
+    if not whole:  # the same without the two Slurm rules: node counts, earliest start
+        for delay in (release_delay_s, other):
+            plain = simulate_rows(done, cpus, backfill, delay, whole, origin=origin or 0)
+            out[f"node_counts_release_delay_{delay}s"] = agreement(slurm_start, plain, submit)
     out["per_job"] = [{"id": r["id"], "submit": r["slurm_submit"], "cpus": r["cpus"],
                        "limit_min": r["limit_min"], "runtime_s": r["runtime_s"],
                        "slurm_start": r["start"], "slurm_end": r["end"], "sim_start": int(s),
                        f"sim_start_release_delay_{other}s": int(m)}
                       for r, s, m in zip(done, sim, measured)]
+    out["out_of_order"] = out_of_order(out["per_job"])
     return out
 
 
 def fidelity(trace: str, start: str, count: int = 200, compression: float = 300, cpus: int = 76,
-             modes=("fcfs", "easy"), release_delay_s: int = 1) -> list[dict]:
-    """Every mode's replay, run side by side (separate local Slurms)."""
+             modes=("fcfs", "easy"), release_delay_s: int = 1, nodes_as: str = "cpus") -> list[dict]:
+    """Every mode's replay, run side by side (separate local Slurms). ``cpus``: the number of
+    trace nodes, as CPUs of one Slurm node or as Slurm nodes (``nodes_as``)."""
+    check_nodes_as(nodes_as)
     rows = trace_slice(trace, start, count, compression)
     results: dict[str, dict] = {}
     errors: list[BaseException] = []
 
     def work(mode):
         try:
-            results[mode] = run_mode(rows, mode, cpus, release_delay_s)
+            results[mode] = run_mode(rows, mode, cpus, release_delay_s, nodes_as)
         except BaseException as exc:  # re-raised below, in the caller's thread
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(m,)) for m in modes]
@@ -141,20 +281,28 @@ def fidelity(trace: str, start: str, count: int = 200, compression: float = 300,
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--trace", default="../shared/traces/ls6-a100.tsv")
+    p.add_argument("--trace", default=str(bundled_trace("ls6-a100")))
     p.add_argument("--start", default="2023-02-10")
     p.add_argument("--jobs", type=int, default=200)
     p.add_argument("--compression", type=float, default=300)
-    p.add_argument("--cpus", type=int, default=76)
+    p.add_argument("--nodes", "--cpus", dest="cpus", type=int, default=76,
+                   help="trace nodes replayed (CPUs of one Slurm node, or Slurm nodes)")
+    p.add_argument("--nodes-as", choices=NODES_AS, default="cpus",
+                   help="cpus: one Slurm node, a CPU per trace node (default); slurm-nodes: one "
+                        "slurmd per trace node, jobs on whole nodes")
+    p.add_argument("--release-delay", type=int, default=1,
+                   help="simulator's release delay in seconds (0 or 1; the other is reported too)")
     p.add_argument("--modes", default="fcfs,easy")
     p.add_argument("--out", default="benchmarks/out/slurm_fidelity.json")
     args = p.parse_args(argv)
     res = fidelity(args.trace, args.start, args.jobs, args.compression, args.cpus,
-                   tuple(args.modes.split(",")))
+                   tuple(args.modes.split(",")), args.release_delay, args.nodes_as)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1))
     for r in res:
-        print(json.dumps({k: v for k, v in r.items() if k != "per_job"}))
+        print(json.dumps({k: v for k, v in r.items() if k not in ("per_job", "out_of_order")}))
+        for row in r["out_of_order"]:
+            print(f"  {r['mode']} out of order: {json.dumps(row)}")
     return 0
 
 

@@ -22,6 +22,7 @@ from numba import objmode, types
 from numba.extending import overload
 from numba.core.errors import NumbaWarning
 
+from tjap._backends import OutOfTime
 from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
                                            take_block_cost, taken_words)
 from placement.tree.tree_cost import block_costs
@@ -142,12 +143,18 @@ def _draw(rng):
 def learned_start(alive, length, size, others, num_others):
     """Called from compiled code (object mode) when the repair operator is learned: asks the
     policy registered in LEARNED_REPAIR[0] (which holds the window's features) for a start
-    position."""
+    position. Raises :class:`OutOfTime` once the deadline in LEARNED_DEADLINE[0] is spent, which
+    leaves the compiled loop mid-chunk (a policy call is slow: a chunk would overrun a limit)."""
+    deadline = LEARNED_DEADLINE[0]
+    if deadline is not None and deadline.expired():
+        raise OutOfTime
     return int(LEARNED_REPAIR[0](alive, length, size, others, num_others))
 
 
 #: The learned repair policy the compiled loop calls back (set by learned.nsa for one run).
 LEARNED_REPAIR = [None]
+#: The run's :class:`tjap._backends.Deadline` while a time-limited loop runs (set by anneal).
+LEARNED_DEADLINE = [None]
 
 
 @njit

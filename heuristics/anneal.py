@@ -34,6 +34,7 @@ from heuristics.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repa
 from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays, decode, encode
 from placement.tree.exact import window_solver
+from tjap._backends import Deadline, OutOfTime
 from tjap.errors import InvalidInputError
 from placement.tree.result import Result, Status
 from placement.tree.window import Window
@@ -68,17 +69,21 @@ def preset_options(preset, presets: dict, **given) -> dict:
     return {name: chosen[name] if value is None else value for name, value in given.items()}
 
 
-def initial_solution(window: Window, initial, convention: str, seed: int):
-    """(order, starts, label) for ``initial``: "seq", the name of an exact method
-    (:data:`placement.tree.exact.SOLVERS`), a solver callable, a Result or an assignment."""
+def initial_solution(window: Window, initial, convention: str, seed: int,
+                     time_limit_s: float | None = None):
+    """(order, starts, label, stopped) for ``initial``: "seq", the name of an exact method
+    (:data:`placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
+    is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit."""
     if initial is None or initial == "seq":
-        return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq"
+        return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq", False
     if isinstance(initial, str) or callable(initial):
-        initial = window_solver(initial)(window, seed=seed, convention=convention)
+        limit = {} if time_limit_s is None else {"time_limit_s": time_limit_s}
+        initial = window_solver(initial)(window, seed=seed, convention=convention, **limit)
     assignment = initial.assignment if isinstance(initial, Result) else initial
     label = initial.method if isinstance(initial, Result) else "given"
+    stopped = isinstance(initial, Result) and initial.status is Status.TIME_LIMIT
     order, starts = encode(window, assignment)
-    return np.array(order, np.int64), np.array(starts, np.int64), label
+    return np.array(order, np.int64), np.array(starts, np.int64), label, stopped
 
 
 def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "paper",
@@ -112,7 +117,8 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     convention : {"paper", "published"}, default "paper"
         Cost convention, see :mod:`placement.tree.cost`.
     time_limit_s : float, optional
-        Stop early (between chunks of iterations) once exceeded.
+        Stop once exceeded: between chunks of 256 iterations, or at the next call of a learned
+        repair. An initial solution from a solver gets half of it.
     seed : int, default 0
         Seed of the loop's generator; the same seed gives the same Result.
     method : str, default "sa"
@@ -121,7 +127,8 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     Returns
     -------
     Result
-        The best solution found (status FEASIBLE); ``info`` holds the initial solution and its
+        The best solution found: status FEASIBLE, or TIME_LIMIT when the limit cut the
+        iterations (or the initial solver) short (``info["stopped"]`` says so); ``info`` holds the initial solution and its
         cost, accepted and improving moves, the repair's name, the best (order, starts) and the
         loop's iterations per second.
     """
@@ -135,7 +142,10 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     accept = accept or Metropolis()
     code = convention_code(convention)
     a = Arrays(window)
-    cur_order, cur_starts, label = initial_solution(window, initial, convention, seed)
+    deadline = Deadline(time_limit_s, started)
+    cur_order, cur_starts, label, initial_stopped = initial_solution(
+        window, initial, convention, seed,
+        None if time_limit_s is None else max(0.5 * deadline.left(), 1e-3))
     args = (*a.tree, code, a.sizes)
     cur = _kernels.solution_cost(*args, cur_order, cur_starts)
     initial_cost = cur
@@ -143,29 +153,47 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     accepted = improved = done = 0
     loop_s = 0.0
     repair_arg = _kernels.repair_argument(repair.code)  # its kind is chosen by type
-    with repair.active(window, seed):
-        while done < iterations:
-            if time_limit_s is not None and time.perf_counter() - started >= time_limit_s:
-                break
-            # without a time limit one kernel call runs all the chunks (the RNG is re-seeded per
-            # chunk inside it, so the trajectory is the same either way)
-            step = _kernels.CHUNK if time_limit_s is not None else iterations
-            end = min(done + step, iterations)
-            tick = time.perf_counter()
-            cur, best, acc, imp = _kernels.anneal(
-                *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
-                iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove,
-                repair_arg, repair.q, REINSERT[reinsert], accept.code, seed)
-            loop_s += time.perf_counter() - tick
-            accepted, improved, done = accepted + acc, improved + imp, end
+    stopped = None
+    _kernels.LEARNED_DEADLINE[0] = deadline if time_limit_s is not None else None
+    try:
+        with repair.active(window, seed):
+            while done < iterations:
+                if deadline.expired():
+                    stopped = "time limit"
+                    break
+                # without a time limit one kernel call runs all the chunks (the RNG is re-seeded
+                # per chunk inside it, so the trajectory is the same either way)
+                step = _kernels.CHUNK if time_limit_s is not None else iterations
+                end = min(done + step, iterations)
+                tick = time.perf_counter()
+                try:
+                    cur, best, acc, imp = _kernels.anneal(
+                        *args, cur_order, cur_starts, cur, best_order, best_starts, best, done,
+                        end, iterations, float(accept.t_max), float(accept.t_min),
+                        destroy.max_remove, repair_arg, repair.q, REINSERT[reinsert],
+                        accept.code, seed)
+                except OutOfTime:       # a learned repair saw the deadline inside the chunk
+                    loop_s += time.perf_counter() - tick
+                    stopped = "time limit (inside a chunk; iterations counts whole chunks)"
+                    best = _kernels.solution_cost(*args, best_order, best_starts)
+                    break
+                loop_s += time.perf_counter() - tick
+                accepted, improved, done = accepted + acc, improved + imp, end
+    finally:
+        _kernels.LEARNED_DEADLINE[0] = None
+    if stopped is None and initial_stopped:
+        stopped = "time limit (initial solution)"
     assignment = decode(window, best_order, best_starts)
+    info = {"initial": label, "initial_cost": float(initial_cost), "accepted": int(accepted),
+            "improved": int(improved), "repair": repair.name, "order": best_order.tolist(),
+            "starts": best_starts.tolist(),
+            "iterations_per_s": done / loop_s if loop_s > 0 and done else None}
+    if stopped:
+        info["stopped"] = stopped
     return Result.from_assignment(
-        window, assignment, status=Status.FEASIBLE, method=method, convention=convention,
-        runtime_s=time.perf_counter() - started, seed=seed, iterations=done,
-        info={"initial": label, "initial_cost": float(initial_cost), "accepted": int(accepted),
-              "improved": int(improved), "repair": repair.name, "order": best_order.tolist(),
-              "starts": best_starts.tolist(),
-              "iterations_per_s": done / loop_s if loop_s > 0 else None})
+        window, assignment, status=Status.TIME_LIMIT if stopped else Status.FEASIBLE,
+        method=method, convention=convention, runtime_s=time.perf_counter() - started,
+        seed=seed, iterations=done, info=info)
 
 
 def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset="best",

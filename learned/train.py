@@ -88,7 +88,7 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
             from tqdm import tqdm
 
             self.bar = tqdm(total=timesteps, desc=f"train nsa/{arch}", leave=False,
-                            disable=quiet or not sys.stdout.isatty())
+                            file=sys.stderr, disable=quiet or not sys.stderr.isatty())
 
         def _on_step(self):
             self.bar.update(1)

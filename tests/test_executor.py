@@ -113,12 +113,13 @@ def test_partial_csv_is_valid_after_an_exception(tmp_path):
                 if k == 5:
                     raise RuntimeError("crash mid-sweep")
                 out.write(row)
-                # every row is on disk as soon as it is written
-                assert len(list(csv.DictReader(path.open()))) == k + 1
+                # every row is on disk as soon as it is written (as NAME.partial.csv until done)
+                assert len(list(csv.DictReader(out.partial_path.open()))) == k + 1
 
     with pytest.raises(RuntimeError):
         boom()
-    rows = list(csv.DictReader(path.open()))
+    assert not path.exists()                  # a sweep cut short keeps the .partial.csv name
+    rows = list(csv.DictReader((path.parent / "rows.partial.csv").open()))
     assert [int(r["seed"]) for r in rows] == [0, 1, 2, 3, 4]
     assert list(rows[0]) == ["seed", "size", "sum", "max"]
 
@@ -197,7 +198,8 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_csv(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=10)
     assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr.read()
-    assert [r["k"] for r in csv.DictReader(path.open())] == ["0", "1"]
+    partial = tmp_path / "rows.partial.csv"                  # marked as interrupted
+    assert not path.exists() and [r["k"] for r in csv.DictReader(partial.open())] == ["0", "1"]
     time.sleep(0.2)
     for pid in pids:                                          # the workers are gone
         with pytest.raises(ProcessLookupError):

@@ -15,7 +15,6 @@ from placement.interference import (Coefficients, Simulator, Workload, co_locati
                                     error_table, fit, make_cluster, simulate)
 from placement.interference import _kernels as kern
 from placement.interference import profiles
-from placement.interference.jobs import DEFAULT_TRACE
 from tjap.cli import main
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
 from tjap.registry import make, methods
@@ -246,8 +245,6 @@ def test_workload_patterns():
     assert abs(len(p) / 120 - 15) < 1.5
 
 
-@pytest.mark.skipif(not DEFAULT_TRACE.exists(),
-                    reason=f"the LS6 trace is not beside the repository ({DEFAULT_TRACE})")
 def test_workload_trace_pattern():
     t = Workload.generate(4, 200, "trace", 0)
     counts = np.bincount(t.arrival, minlength=200)

@@ -235,15 +235,11 @@ def test_unknown_provisioner_names_the_choices():
 
 def test_cli_evaluates_a_learned_provisioner(capsys):
     import json
-    import os
-    from pathlib import Path
 
+    from placement.batch.traces import bundled_trace
     from tjap.cli import main
 
-    traces = os.environ.get("TJAP_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces")
-    trace = Path(traces) / "ls6-a100.tsv"
-    if not trace.exists():
-        pytest.skip(f"trace not found: {trace}")
+    trace = bundled_trace("ls6-a100")
     code = main(["provision", "evaluate", "--trace", str(trace), "--from", "2023-03-01", "--to",
                  "2023-03-08", "--nodes", "8", "--policy", "xgb", "--scheduler", "mirage",
                  "--pairs", "1", "--json"])

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
+from placement.batch.traces import bundled_trace
 from tjap.cli import main
 
-TRACES = Path(os.environ.get("TJAP_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
-LS6 = TRACES / "ls6-a100.tsv"
-LUBLIN = TRACES / "lublin_256.swf"
-needs_traces = pytest.mark.skipif(not LS6.exists(), reason=f"shipped traces not found in {TRACES}")
+LS6 = bundled_trace("ls6-a100")        # shipped with the package: these tests never skip
+LUBLIN = bundled_trace("lublin_256")
 
 
 def run(capsys, *argv):
@@ -27,7 +24,6 @@ def one_line_error(code, err, fragment):
     assert err.startswith("tjap: error:") and fragment in err, err
 
 
-@needs_traces
 def test_simulate_json_on_both_traces(capsys, tmp_path):
     code, out, _ = run(capsys, "simulate", "--trace", LUBLIN, "--backfill", "conservative",
                        "--json", "--plot", tmp_path / "p.png", "--per-job", tmp_path / "jobs.csv")
@@ -43,7 +39,6 @@ def test_simulate_json_on_both_traces(capsys, tmp_path):
     assert code == 0 and 0 < json.loads(out)["jobs"] < 3000
 
 
-@needs_traces
 def test_simulate_warm_start_reports_months(capsys):
     code, out, _ = run(capsys, "simulate", "--trace", LS6, "--nodes", 76, "--start", "2023-02-01",
                        "--days", 30, "--warm-start", "--json")
@@ -52,7 +47,6 @@ def test_simulate_warm_start_reports_months(capsys):
     assert all(m["simulated_mean_wait_h"] >= 0 and m["recorded_mean_wait_h"] >= 0 for m in months)
 
 
-@needs_traces
 def test_simulate_bad_input(capsys, tmp_path):
     one_line_error(*run(capsys, "simulate", "--trace", LS6)[::2], "pass --nodes N")
     one_line_error(*run(capsys, "simulate", "--trace", LS6, "--nodes", 8)[::2], "--nodes 64")
@@ -68,7 +62,6 @@ def test_simulate_bad_input(capsys, tmp_path):
     one_line_error(*run(capsys, "simulate", "--trace", junk)[::2], "not an SWF trace")
 
 
-@needs_traces
 def test_bench_batch_small(capsys, tmp_path):
     code, out, _ = run(capsys, "bench", "batch", "--trace", LS6, "--repeats", 1, "--sizes",
                        "2000,4000", "--out", tmp_path, "--json")
@@ -79,7 +72,6 @@ def test_bench_batch_small(capsys, tmp_path):
     assert (tmp_path / "batch_months.png").exists() and (tmp_path / "batch_speed.csv").exists()
 
 
-@needs_traces
 def test_provision_evaluate_json(capsys):
     code, out, _ = run(capsys, "provision", "evaluate", "--trace", LS6, "--from", "2023-03-01",
                        "--to", "2023-03-08", "--nodes", 8, "--policy", "avg", "--pairs", 2, "--json")

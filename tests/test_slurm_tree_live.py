@@ -89,6 +89,10 @@ def test_errors_without_a_tree_or_a_controller(tmp_path):
     with LocalSlurm(LocalSlurmConfig(cpus=2)) as single:
         with pytest.raises(InvalidInputError, match="TopologyPlugin=topology/tree"):
             Topology.from_slurm_live(single.env)
+        single.stop_controller()            # scontrol exits 0 then, its error on stderr
+        with pytest.raises(SlurmError) as info:
+            Topology.from_slurm_live(single.env)
+        assert "slurmctld" in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(SlurmError, match="does not exist"):
         Topology.from_slurm_live({"SLURM_CONF": str(tmp_path / "missing.conf")})
 

@@ -15,7 +15,7 @@ from placement.tree.topology import IMPLICIT_ROOT, Topology
 from placement.tree.fat_tree import FatTree
 from tjap.errors import InvalidInputError
 
-# the example of ../shared/notes/slurm-multinode.md
+# a two-level topology.conf: four leaf switches of four nodes under one spine
 SLURM_EXAMPLE = """\
 SwitchName=leaf1 Nodes=n[01-04]
 SwitchName=leaf2 Nodes=n[05-08]

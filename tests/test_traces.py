@@ -7,7 +7,6 @@ import calendar
 import gzip
 import hashlib
 import json
-import os
 import random
 import time
 from pathlib import Path
@@ -16,16 +15,12 @@ import numpy as np
 import pytest
 
 from placement.batch.jobs import COLUMNS
-from placement.batch.traces import (FORMATS, TraceReport, default_nodes, load_sacct, load_swf,
-                                    load_trace)
+from placement.batch.traces import (FORMATS, TraceReport, bundled_trace, default_nodes, load_sacct,
+                                    load_swf, load_trace)
 from tjap.errors import InvalidInputError
 
-TRACES = Path(os.environ.get("TJAP_TRACES",
-                             Path(__file__).resolve().parents[2] / "shared" / "traces"))
-LS6 = TRACES / "ls6-a100.tsv"
-LUBLIN = TRACES / "lublin_256.swf"
-needs_traces = pytest.mark.skipif(not (LS6.exists() and LUBLIN.exists()),
-                                  reason=f"shipped traces not found in {TRACES}")
+LS6 = bundled_trace("ls6-a100")        # shipped with the package: these tests never skip
+LUBLIN = bundled_trace("lublin_256")
 
 
 def utc(text: str) -> int:
@@ -71,7 +66,6 @@ def shipped():
     return loaded, before, after
 
 
-@needs_traces
 def test_ls6_loads(shipped):
     jobs, report = shipped[0][LS6]
     assert (report.format, report.lines, report.jobs, report.skipped) == ("sacct", 24777, 24777, 0)
@@ -93,7 +87,6 @@ def test_ls6_loads(shipped):
     assert (jobs.runtime_s <= jobs.limit_s).all() and (jobs.recorded_start_s >= jobs.submit_s).all()
 
 
-@needs_traces
 def test_lublin_loads(shipped):
     jobs, report = shipped[0][LUBLIN]
     assert (report.format, report.lines, report.jobs, report.skipped) == ("swf", 10000, 10000, 0)
@@ -108,7 +101,6 @@ def test_lublin_loads(shipped):
     assert (jobs.recorded_start_s == -1).all() and (jobs.depends_on == -1).all()
 
 
-@needs_traces
 def test_loading_does_not_modify_the_files(shipped):
     _, before, after = shipped
     assert before == after
@@ -224,7 +216,6 @@ def test_not_swf_files_raise_helpful_errors(tmp_path):
         load_swf(unusable)
 
 
-@needs_traces
 def test_sacct_trace_as_swf_gives_up_early():
     with pytest.raises(InvalidInputError,
                        match=r"ls6-a100\.tsv is not an SWF trace.*--format sacct"):

@@ -25,7 +25,8 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     method : str
         One of ``tjap.methods()``; ``tjap methods`` lists them with what they compute.
 
-        - ``auto`` (default): exact SCAS, ``dp`` when its table is small, else ``scip``.
+        - ``auto`` (default): exact SCAS, ``dp`` when its table is small, else ``scip``; with
+          a time limit, the method predicted to fit it (``seq`` when none does).
         - ``dp``: exact SCAS by dynamic programming (``max_cells=``).
         - ``scip``, ``cpsat``: exact SCAS set packing (``formulation="set-packing" | "paper"``;
           cpsat also ``workers=``); ``scip-paper``, ``cpsat-paper``: the paper's formulation.
@@ -45,8 +46,13 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
           ``t_min=``, ``reinsert=``, ``initial=``, ``sample=``); see
           :func:`learned.nsa.solve_nsa`.
     time_limit_s : float, optional
-        Wall-clock limit for the methods that honour one (SCIP, CP-SAT, free-form, the
-        annealing loops).
+        Wall-clock limit, honoured by every method within 10 % + 0.5 s, building models
+        included (importing a solver package or loading weights the first time in a process is
+        not counted where it happens before the method's clock starts). A method the limit cuts
+        short returns status TIME_LIMIT with the best solution it found, never worse than
+        ``seq``'s (``info["fallback"]`` names the rule used instead when the method had nothing
+        better), and its proven bound when it has one. ``auto`` chooses ``dp``, ``scip`` or
+        ``seq`` by predicted cost and says which and why in ``info["auto"]``.
     seed : int
         Random seed; the same seed gives the same Result.
     convention : {"paper", "published"}
@@ -83,8 +89,22 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
         raise InvalidInputError(f"seed must be an integer, got {seed!r}")
     entry = get("tree", method)
     entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
-    return entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
-                        **options)
+    result = entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
+                          **options)
+    if time_limit_s is not None and result.status.value == "TIME_LIMIT" and not result.has_solution:
+        result = _seq_instead(result, convention, seed)   # e.g. a registered method of a user
+    return result
+
+
+def _seq_instead(result, convention, seed):
+    """A TIME_LIMIT result without a solution, with the Seq rule's solution instead."""
+    from dataclasses import replace
+
+    from placement.tree.scas import solve_seq
+
+    seq = solve_seq(result.window, convention=convention, seed=seed)
+    return replace(result, assignment=seq.assignment, objective=seq.objective,
+                   info={**result.info, "fallback": "seq"})
 
 
 def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris", *,

@@ -8,7 +8,10 @@ bar. Seeds travel inside the argument sets, so the results are the same whatever
 A task that raises does not stop the sweep: it yields a :class:`TaskFailure` (its index, its
 arguments and the error, one line, also printed to stderr) in its place, and the other results
 come on. :class:`CsvRows` appends rows to a CSV as they arrive and flushes each, so a crash or
-Ctrl-C leaves a valid partial CSV. Ctrl-C (or leaving the loop early) stops the workers.
+Ctrl-C leaves a valid partial CSV, named ``NAME.partial.csv`` until the sweep completes (then
+renamed ``NAME.csv``): an interrupted run never looks complete. Ctrl-C, SIGTERM (which the
+``tjap`` command turns into :class:`Terminated`) or leaving the loop early stops the workers;
+workers ignore SIGINT and die quietly on SIGTERM, so they print no traceback.
 
 Back ends
 ---------
@@ -53,11 +56,12 @@ _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "N
 
 
 def progress(iterable, *, total=None, desc="", quiet=False):
-    """A tqdm bar on a terminal; silent when stdout is not a terminal or ``quiet`` is set."""
+    """A tqdm bar on stderr when stderr is a terminal (so ``--json > file`` still shows one);
+    silent when stderr is not a terminal or ``quiet`` is set. Stdout is never written to."""
     from tqdm import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, disable=quiet or not sys.stdout.isatty(),
-                leave=False)
+    return tqdm(iterable, total=total, desc=desc, file=sys.stderr,
+                disable=quiet or not sys.stderr.isatty(), leave=False)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,34 @@ class TaskFailure:
         if len(args) > 200:                 # a window's node list would fill the screen
             args = args[:200] + "...)"
         return f"task {self.index} {args} failed: {self.error}"
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by the handler ``tjap`` installs (exit status 143)."""
+
+
+#: Partial outputs left by interrupted or failed sweeps in this process (:class:`CsvRows`), for
+#: the one line ``tjap`` prints when interrupted.
+PARTIAL_OUTPUTS: list[Path] = []
+
+
+def interruption_line(exc: BaseException | None = None) -> str:
+    """The one stderr line of an interrupted command, naming the partial outputs it left."""
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    if PARTIAL_OUTPUTS:
+        kept = ", ".join(str(p) for p in dict.fromkeys(PARTIAL_OUTPUTS))
+        return f"tjap: {what}; the rows finished before are in {kept}"
+    return f"tjap: {what}"
+
+
+def _init_worker() -> None:
+    """Pool worker set-up: one thread per library, SIGINT left to the parent (which stops the
+    pool), SIGTERM's default action (a quiet exit when the pool is terminated)."""
+    import signal
+
+    pin_threads()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def pin_threads() -> None:
@@ -179,7 +211,7 @@ class Executor:
 
     def _pool(self, fn, tasks):
         workers = min(self.workers, max(1, len(tasks)))
-        pool = mp.get_context(self.start_method).Pool(workers, initializer=pin_threads)
+        pool = mp.get_context(self.start_method).Pool(workers, initializer=_init_worker)
         try:
             results = pool.imap(_Star(fn), enumerate(tasks), chunksize=1)
             for index in range(len(tasks)):
@@ -305,17 +337,23 @@ def _workers(value: str) -> int:
 class CsvRows:
     """A CSV written row by row, flushed after each, valid after every write.
 
-    The header is the union of the rows' keys in first-seen order (as ``write_csv``): a row with
-    a new key rewrites the file (through a temporary file) with the wider header. Use as a
-    context manager or call :meth:`close`.
+    Rows go to ``NAME.partial.csv`` (:attr:`partial_path`) beside ``path`` while the sweep runs;
+    closing normally renames it to ``path``. Left by an exception (Ctrl-C, SIGTERM, a crash), the
+    file keeps its ``.partial.csv`` name, every row in it complete, and is listed in
+    :data:`PARTIAL_OUTPUTS`. The header is the union of the rows' keys in first-seen order (as
+    ``write_csv``): a row with a new key rewrites the file (through a temporary file) with the
+    wider header. Use as a context manager or call :meth:`close`.
     """
 
     def __init__(self, path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.partial_path = self.path.with_name(
+            (self.path.stem if self.path.suffix == ".csv" else self.path.name) + ".partial.csv")
         self.fields: list[str] = []
         self.rows: list[dict] = []
         self._file = None
+        self._closed = False
 
     def write(self, row: dict) -> None:
         self.rows.append(row)
@@ -330,21 +368,34 @@ class CsvRows:
     def _rewrite(self) -> None:
         if self._file is not None:
             self._file.close()
-        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp = self.partial_path.with_name(self.partial_path.name + ".tmp")
         with tmp.open("w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=self.fields)
             writer.writeheader()
             writer.writerows(self.rows)
-        os.replace(tmp, self.path)
-        self._file = self.path.open("a", newline="")
+        os.replace(tmp, self.partial_path)
+        self._file = self.partial_path.open("a", newline="")
 
-    def close(self) -> None:
+    def close(self, complete: bool | None = None) -> None:
+        """Close the file: complete (the default unless an exception is being raised) renames it
+        to ``path``; otherwise it stays ``NAME.partial.csv``."""
         if self._file is not None:
             self._file.close()
             self._file = None
+        if self._closed:
+            return
+        self._closed = True
+        if complete is None:
+            complete = sys.exc_info()[0] is None
+        if not self.partial_path.exists():
+            return
+        if complete:
+            os.replace(self.partial_path, self.path)
+        else:
+            PARTIAL_OUTPUTS.append(self.partial_path)
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(complete=exc_type is None)

@@ -229,6 +229,9 @@ _add("tree", "seq", "placement.tree.scas:solve_seq",
      "the paper's sequential assignment (each job takes the next idle nodes)")
 _add("tree", "slurm-tree", "heuristics.slurm_tree:solve_slurm_tree",
      "what Slurm 22.05's topology/tree selection does, job by job in window order")
+_add("tree", "guarded", "heuristics.guarded:solve_guarded",
+     "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
+     time_limited=True)
 _add("tree", "sa", "heuristics.anneal:solve_sa",
      "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
      time_limited=True)

@@ -17,12 +17,23 @@ import numpy as np
 
 
 class Status(str, enum.Enum):
-    """How a solve ended."""
+    """How a solve ended.
 
-    OPTIMAL = "OPTIMAL"          # proven optimal for the method's model
-    FEASIBLE = "FEASIBLE"        # a solution without proof of optimality (heuristic or stopped early)
-    INFEASIBLE = "INFEASIBLE"    # proven to have no solution
-    TIME_LIMIT = "TIME_LIMIT"    # stopped by the time limit before any solution was found
+    - OPTIMAL: proven optimal for the method's model.
+    - FEASIBLE: a solution without proof of optimality, the method having run its course (a
+      heuristic, a rule).
+    - INFEASIBLE: proven to have no solution.
+    - TIME_LIMIT: the time limit cut the method short. The result holds the best solution found
+      when there is one (a window solver always has one: never worse than the Seq rule's) and the
+      proven bound when there is one; ``info["stopped"]`` says where it stopped and
+      ``info["fallback"]`` names the rule whose solution was returned in place of the method's
+      own. Elsewhere (a network request's plan) a TIME_LIMIT result may hold no solution.
+    """
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    TIME_LIMIT = "TIME_LIMIT"
 
 
 def plain(value):

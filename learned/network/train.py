@@ -108,7 +108,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
             from tqdm import tqdm
 
             self.bar = tqdm(total=timesteps, desc="train network gnn", leave=False,
-                            disable=quiet or not sys.stdout.isatty())
+                            file=sys.stderr, disable=quiet or not sys.stderr.isatty())
 
         def _on_step(self):
             self.bar.update(self.training_env.num_envs)

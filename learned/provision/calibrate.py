@@ -16,7 +16,7 @@ weights' metadata: the same injection times and the same split. They are recorde
 every decision probed, and checked against the reactive figures the training run stored. Replaying
 a rule on them is exact (:func:`learned.provision.episodes.first_submission`).
 
-    tjap provision calibrate --trace ../shared/traces/ls6-a100.tsv --weights 1 2 4
+    tjap provision calibrate --trace placement/batch/data/ls6-a100.tsv --weights 1 2 4
 
 writes the thresholds into each model's metadata (``thresholds``, beside those of other weights
 already there; the weights themselves are unchanged).
@@ -67,11 +67,13 @@ def record_held_out(trace: str, meta: dict, workers: int = 1) -> dict:
     from learned.provision.train import DAY_S, injection_times, split_episodes
     from placement.batch import load_trace
     from placement.batch.chained import ChainedEpisode, Pair
-    from placement.batch.replay import parse_date
+    from placement.batch.replay import check_period, parse_date
 
     args, n_ep = training_args(meta)
     jobs, _ = load_trace(trace)
-    start_s, end_s = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    start_s, end_s = (int(jobs.from_unix(parse_date(d, flag)))
+                      for d, flag in ((args.start, "--from"), (args.end, "--to")))
+    check_period(jobs, start_s, end_s, "the training run's --from/--to")
     seen = jobs.take(np.flatnonzero(jobs.submit_s < end_s))
     injections = injection_times(start_s, end_s - 6 * DAY_S, args.episodes, args.seed,
                                  args.pair_nodes)[:n_ep]

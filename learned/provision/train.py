@@ -2,7 +2,7 @@
 foundation models, train the DQN and policy-gradient heads and the tree baselines, and write the
 weights with their metadata.
 
-    tjap train provision --trace ../shared/traces/ls6-a100.tsv --out learned/weights --workers 16
+    tjap train provision --trace placement/batch/data/ls6-a100.tsv --out learned/weights --workers 16
 
 1. Episodes (:mod:`learned.provision.episodes`): pairs of 1- and 8-node jobs (alternating) injected
    at uniform random times of [--from, --to - 6 days) into a replay of the trace's jobs submitted
@@ -374,7 +374,7 @@ def run(args, argv) -> int:
     from heuristics.provisioning import scheduler_config
     from learned.provision.nets import HistoryTransformer, MixtureOfExperts
     from placement.batch import load_trace
-    from placement.batch.replay import parse_date
+    from placement.batch.replay import check_period, parse_date
 
     began = time.time()
     deadline = began + args.budget_s
@@ -384,9 +384,11 @@ def run(args, argv) -> int:
     out.mkdir(parents=True, exist_ok=True)
     config = scheduler_config(args.scheduler)
     jobs, _ = load_trace(args.trace)
-    start_s, end_s = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    start_s, end_s = (int(jobs.from_unix(parse_date(d, flag)))
+                      for d, flag in ((args.start, "--from"), (args.end, "--to")))
     if end_s - 6 * DAY_S <= start_s:
         raise InvalidInputError("--to must be more than 6 days after --from")
+    check_period(jobs, start_s, end_s)
     seen = jobs.take(np.flatnonzero(jobs.submit_s < end_s))  # nothing after --to is ever replayed
 
     # 1. episodes ------------------------------------------------------------------------------

@@ -3,7 +3,8 @@ of a Slurm-like queue with multifactor priority and backfilling, loaders for rea
 adapter to a real Slurm (:mod:`placement.batch.slurm`).
 
 >>> from placement.batch import load_trace, simulate
->>> jobs, report = load_trace("ls6-a100.tsv")
+>>> from placement.batch import bundled_trace
+>>> jobs, report = load_trace(bundled_trace("ls6-a100"))   # shipped with the package
 >>> simulate(jobs, 76, backfill="easy").summary()["mean_wait_s"]
 """
 
@@ -12,8 +13,8 @@ from placement.batch.replay import monthly_waits, replay_trace
 from placement.batch.simulator import (Priority, SchedulerConfig, SimulationResult, Simulator,
                                        Snapshot, simulate)
 from placement.batch.synthetic import synthetic_jobs
-from placement.batch.traces import TraceReport, default_nodes, load_trace
+from placement.batch.traces import TraceReport, bundled_trace, default_nodes, load_trace
 
 __all__ = ["Jobs", "Priority", "SchedulerConfig", "SimulationResult", "Simulator", "Snapshot",
-           "TraceReport", "default_nodes", "load_trace", "monthly_waits", "replay_trace",
+           "TraceReport", "bundled_trace", "default_nodes", "load_trace", "monthly_waits", "replay_trace",
            "simulate", "synthetic_jobs"]

@@ -36,10 +36,16 @@ PLACE_CONTIGUOUS = 1   # the cheapest block of consecutive free nodes on the fat
 # integer config slots
 MODE, DEPTH, BF_INTERVAL, BF_RESOLUTION, BF_MAX_JOB_TEST, CALC_PERIOD, PLACEMENT, NUM_NODES, \
     NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY, WHOLE_RESERVATION, CONVENTION, \
-    BF_END_SLACK = range(15)
-NUM_ICONFIG = 15
+    BF_END_SLACK, WILL_RUN_WINDOW, NODE_RESERVATION = range(17)
+NUM_ICONFIG = 17
 # BF_END_SLACK: seconds a backfilled job must end before a reservation begins: 1 = strictly before
 # (Slurm), 0 = it may end exactly when the reservation begins (the textbook EASY rule)
+# WILL_RUN_WINDOW: 0 = a reservation starts at the earliest time the job fits; W > 0 = at the time
+# Slurm's will-run test predicts, removing the running jobs in batches W seconds wide (see
+# will_run_start)
+# NODE_RESERVATION: 1 = a (single, EASY) reservation holds named nodes, the lowest ids free at its
+# start, and a job backfilled past its start takes the lowest free nodes outside them (see
+# reserve_nodes); 0 = reservations are node counts in the profile
 # float config slots
 W_AGE, W_SIZE, W_FAIRSHARE, W_QOS, MAX_AGE, HALF_LIFE, QOS_FACTOR = range(7)
 NUM_FCONFIG = 7
@@ -265,6 +271,64 @@ def build_profile(now, free_count, running, rlen, start, limit, nodes, resolutio
     return plen
 
 
+@njit
+def will_run_start(now, free_count, running, rlen, start, limit, nodes, size, window):
+    """When Slurm 22.05's will-run test (select/cons_tres) says a job of ``size`` nodes can start,
+    counting nodes: the running jobs, by predicted end (start + limit), are taken away in batches
+    and the job is tried after each batch; it starts at the end of the last job of the first batch
+    after which enough nodes are free. The first batch ends on the first multiple of ``window``
+    (Unix seconds) strictly after the earliest end, plus ``window``; the window then doubles (at
+    least once, and until it reaches the next end) before each further batch grows to the barrier
+    plus the new window. Returns INF if the job never fits."""
+    if free_count >= size:
+        return now
+    if rlen == 0:
+        return INF
+    ends = np.empty(rlen, np.int64)
+    for i in range(rlen):
+        ends[i] = start[running[i]] + limit[running[i]]
+    order = np.argsort(ends, kind="mergesort")
+    barrier = ends[order[0]] + (window - ends[order[0]] % window)
+    w = window
+    freed = free_count
+    k = 0
+    while k < rlen:
+        last = ends[order[k]]
+        while True:
+            freed += nodes[running[order[k]]]
+            last = ends[order[k]]
+            k += 1
+            if k == rlen or ends[order[k]] > barrier + w:
+                break
+        w *= 2
+        while k < rlen and ends[order[k]] > barrier + w:
+            w *= 2
+        if freed >= size:
+            return last if last > now else now + 1
+    return INF
+
+
+@njit
+def reserve_nodes(t, size, free, running, rlen, start, limit, nodes, node_of, node_offset, mask):
+    """Mark in ``mask`` the ``size`` lowest node ids that are free at ``t`` by the time limits:
+    free now, or held by a running job whose start + limit is at most ``t`` (the nodes Slurm's
+    will-run test picks for a reservation when it takes nodes in index order)."""
+    later = np.zeros(free.shape[0], np.bool_)
+    for i in range(rlen):
+        r = running[i]
+        if start[r] + limit[r] <= t:
+            for q in range(node_offset[r], node_offset[r] + nodes[r]):
+                later[node_of[q]] = True
+    mask[:] = False
+    k = 0
+    for node in range(free.shape[0]):
+        if k == size:
+            break
+        if free[node] or later[node]:
+            mask[node] = True
+            k += 1
+
+
 # -- scheduling passes -----------------------------------------------------------------------------
 @njit
 def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, running, free,
@@ -328,6 +392,9 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
     slack = iconf[BF_END_SLACK]
     depth = iconf[DEPTH]
     minimum_ready = False
+    node_mode = iconf[NODE_RESERVATION] != 0
+    mask = np.zeros(free.shape[0] if node_mode else 0, np.bool_)
+    res_start = INF
     for i in range(qlen):
         j = queue[i]
         if status[j] != PENDING or eligible[j] < 0 or reserved_at[j] >= 0:
@@ -336,6 +403,32 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
         if tested > iconf[BF_MAX_JOB_TEST]:
             break
         limited = iconf[MODE] == MODE_DEPTH and depth >= 0 and reservations >= depth
+        if limited and node_mode:
+            # Slurm: a job overlaps the reservation when it begins no later than the job's end
+            # (now + limit); it then runs only on free nodes outside the reserved ones
+            overlaps = round_up(now + limit[j] + slack, resolution) > res_start
+            room = clock[FREE]
+            if overlaps and res_start < INF:
+                for node in range(free.shape[0]):
+                    if mask[node] and free[node]:
+                        room -= 1
+            if nodes[j] > room:
+                continue
+            hidden = np.empty(free.shape[0] if overlaps and res_start < INF else 0, np.int64)
+            h = 0
+            for node in range(hidden.shape[0]):
+                if mask[node] and free[node]:  # the reserved nodes are not for this job
+                    free[node] = False
+                    hidden[h] = node
+                    h += 1
+            start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
+                      node_offset, iconf, switch_of, pod_of, start_seq)
+            for q in range(h):
+                free[hidden[q]] = True
+            started = True
+            if clock[FREE] == 0:
+                break
+            continue
         if limited:  # no reservation left to give: the job starts now or not at all
             if nodes[j] > clock[FREE]:
                 continue
@@ -355,6 +448,13 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             started = True
             minimum_ready = False
         elif not limited:
+            if iconf[WILL_RUN_WINDOW] > 0:  # Slurm's will-run start, never before the profile's
+                s = max(s, will_run_start(now, clock[FREE], running, clock[RLEN], start, limit,
+                                          nodes, nodes[j], iconf[WILL_RUN_WINDOW]))
+            if node_mode:
+                res_start = s
+                reserve_nodes(s, nodes[j], free, running, clock[RLEN], start, limit, nodes,
+                              node_of, node_offset, mask)
             # Slurm reserves whole nodes: with every simulated node a CPU of one Slurm node
             # (WHOLE_RESERVATION), a reservation keeps all of them from its start to its end
             taken = iconf[NUM_NODES] if iconf[WHOLE_RESERVATION] else nodes[j]

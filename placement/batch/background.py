@@ -27,10 +27,11 @@ def background_rows(trace: str, at: str, warmup_h: float, horizon_h: float,
 
     from placement.batch.live import slurm_limit_min, slurm_runtime_s
     from placement.batch import load_trace
-    from placement.batch.replay import parse_date
+    from placement.batch.replay import parse_date, submit_span
+    from tjap.errors import InvalidInputError
 
     jobs, _ = load_trace(trace)
-    at_s = int(jobs.from_unix(parse_date(at)))
+    at_s = int(jobs.from_unix(parse_date(at, "--at")))
     start = at_s - int(warmup_h * 3600)
     end = at_s + int(horizon_h * 3600)
     rec_start, sub = jobs.recorded_start_s, jobs.submit_s
@@ -52,6 +53,10 @@ def background_rows(trace: str, at: str, warmup_h: float, horizon_h: float,
                          "limit_min": limit_min,
                          "runtime_s": max(1.0, slurm_runtime_s(max(runtime, 0), max(limit, 1),
                                                                compress))})
+    if not rows:   # a background load of nothing would be a silent change of the experiment
+        raise InvalidInputError(f"no job of {trace} runs, waits or is submitted between "
+                                f"{warmup_h:g} h before --at {at} and {horizon_h:g} h after it; "
+                                f"the trace holds {submit_span(jobs)}")
     return rows
 
 

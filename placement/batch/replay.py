@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from placement.batch.jobs import Jobs
 from placement.batch.simulator import SchedulerConfig, SimulationResult, Simulator
 from placement.batch.traces import default_nodes, load_trace
 from tjap.errors import InvalidInputError
@@ -13,16 +14,56 @@ from tjap.errors import InvalidInputError
 DAY_S = 86400
 
 
-def parse_date(text: str) -> int:
-    """Unix seconds of an ISO date or date-time (UTC unless it names a zone)."""
+def parse_date(text: str, flag: str = "--start") -> int:
+    """Unix seconds of an ISO date or date-time (UTC unless it names a zone); ``flag`` is the
+    option the error message names."""
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise InvalidInputError(f"--start must be an ISO date such as 2023-03-01 or "
+        raise InvalidInputError(f"{flag} must be an ISO date such as 2023-03-01 or "
                                 f"2023-03-01T08:00:00, got {text!r}") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp())
+
+
+def _moment(jobs: Jobs, t_s: int) -> str:
+    """A time on the trace's clock as a UTC date-time (trace seconds without an epoch)."""
+    if jobs.epoch is None:
+        return f"{int(t_s)} s"
+    return datetime.fromtimestamp(int(jobs.to_unix(t_s)), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def submit_span(jobs: Jobs) -> str:
+    """What the trace covers, for error messages: 'jobs submitted FIRST .. LAST (UTC)'."""
+    if len(jobs) == 0:
+        return "no jobs"
+    unit = "" if jobs.epoch is None else " (UTC)"
+    return (f"{len(jobs)} jobs submitted {_moment(jobs, jobs.submit_s.min())} .. "
+            f"{_moment(jobs, jobs.submit_s.max())}{unit}")
+
+
+def check_period(jobs: Jobs, start_s: int, end_s: int, what: str = "--from/--to") -> None:
+    """Refuse an evaluation period [start_s, end_s) (trace clock) that is empty or holds none of
+    the trace's submissions: evaluating it would report zeros that measure nothing."""
+    if end_s <= start_s:
+        raise InvalidInputError(f"the period {what} is empty ({_moment(jobs, start_s)} .. "
+                                f"{_moment(jobs, end_s)}); the end must come after the start")
+    inside = int(((jobs.submit_s >= start_s) & (jobs.submit_s < end_s)).sum())
+    if inside == 0:
+        raise InvalidInputError(f"{jobs.source or 'the trace'} has no job submitted in {what} "
+                                f"{_moment(jobs, start_s)} .. {_moment(jobs, end_s)}; it covers "
+                                f"{submit_span(jobs)}")
+
+
+def check_warm_start(jobs: Jobs, t0: int, message: str | None = None) -> None:
+    """Refuse a warm start at ``t0`` (trace clock) that leaves the simulator nothing to decide:
+    it decides the jobs queued at ``t0`` and those submitted later."""
+    if not ((jobs.submit_s > t0) | (jobs.recorded_start_s > t0)).any():
+        raise InvalidInputError(message or (
+            f"{jobs.source or 'the trace'}: no job is queued at or submitted after "
+            f"{_moment(jobs, t0)} (nothing to simulate from there); the trace holds "
+            f"{submit_span(jobs)}"))
 
 
 def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
@@ -54,15 +95,22 @@ def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
     if oversized:
         raise InvalidInputError(f"{oversized} job(s) of {path} request more than {nodes} nodes "
                                 f"(largest {jobs.max_nodes}); pass --nodes {jobs.max_nodes} or more")
+    period = (f"--start {_moment(jobs, t0) if t0 is not None else 'of the trace'}"
+              + (f" --days {days:g}" if days is not None else ""))
     if warm_start:
         if t0 is None:
             raise InvalidInputError("--warm-start needs --start (the moment to start from)")
         chosen = jobs if t1 is None else jobs.between(None, t1)
+        after = (f"in the {days:g} day(s) after it" if days is not None else "after it")
+        check_warm_start(chosen, t0, f"{path}: no job is queued at --start {_moment(jobs, t0)} "
+                         f"or submitted {after} (nothing to simulate); the trace holds "
+                         f"{submit_span(jobs)}")
         sim = Simulator.from_trace_state(chosen, t0, nodes, config)
     else:
         chosen = jobs.between(t0, t1)
         if len(chosen) == 0:
-            raise InvalidInputError(f"{path}: no job submitted in the chosen period")
+            raise InvalidInputError(f"{path}: no job submitted in {period}; the trace holds "
+                                    f"{submit_span(jobs)}")
         sim = Simulator(chosen, nodes, config)
     result = sim.run()
     info = {"trace": str(path), "format": report.format, "nodes": int(nodes),

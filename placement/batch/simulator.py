@@ -31,7 +31,15 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
   since nodes freed at an end are usable at once). A reservation holds the job's nodes; with
   ``reserve_whole_node`` it holds every node, which is what Slurm does when the simulated nodes
   stand for the CPUs of one Slurm node (its backfill reserves whole nodes), as in the fidelity
-  replay. Depth reservations are recomputed from scratch at every pass (as Slurm does). ``"conservative"`` keeps every job's reservation between passes
+  replay. With ``bf_will_run_window_s`` = W > 0 a reservation starts when Slurm's will-run test
+  says rather than at the earliest time the job fits: running jobs, by predicted end, are taken
+  away in batches (the first up to the first multiple of W after the earliest end, plus W; the
+  window doubling for each next batch), and the job starts at the last end of the first batch after
+  which it fits (exact for one reservation, as EASY; for deeper modes it is the later of the two
+  times). With ``bf_reserve_nodes`` (EASY only) the reservation holds named nodes, the lowest ids
+  free at its start by the time limits, and a job that would still run when it begins is
+  backfilled only onto free nodes outside them (lowest first), as Slurm does when each simulated
+  node is a Slurm node on one switch. Depth reservations are recomputed from scratch at every pass (as Slurm does). ``"conservative"`` keeps every job's reservation between passes
   and only ever moves it earlier (Mu'alem and Feitelson's compression), so no reservation is ever
   delayed; its pass runs at every change. The other modes pass every ``bf_interval_s`` seconds
   (0: at every change); a pass with nothing changed since the last one cannot start a job, so
@@ -118,6 +126,17 @@ class SchedulerConfig:
     #: True: a backfilled job may end exactly when a reservation begins (textbook EASY, seed
     #: 002's baseline); False: strictly before it (Slurm, the default)
     bf_end_at_reservation: bool = False
+    #: 0: a backfill reservation starts at the earliest time the job fits (the default); W > 0:
+    #: when Slurm 22.05's will-run test says, removing running jobs in batches of ends W seconds
+    #: wide (Slurm's is 30) and starting the job at the last end of the batch it fits after; job
+    #: times are then Unix seconds, since the batches are aligned on multiples of W
+    bf_will_run_window_s: int = 0
+    #: False: a reservation is a node count (the default); True: it holds named nodes, the lowest
+    #: ids free at its start (by the time limits), and a job backfilled past its start takes the
+    #: lowest free nodes outside them: Slurm with each simulated node a Slurm node, all on one
+    #: switch (topology/tree then takes idle nodes in index order). Needs backfill "easy" (one
+    #: reservation) and first-fit placement
+    bf_reserve_nodes: bool = False
     priority: Priority = field(default_factory=Priority)
 
     def __post_init__(self):
@@ -126,15 +145,21 @@ class SchedulerConfig:
                                                                 and b >= 0)):
             raise InvalidInputError(f"backfill must be one of {', '.join(BACKFILL_MODES)} or a "
                                     f"reservation depth >= 0, got {b!r}")
-        for name in ("bf_interval_s", "bf_resolution_s", "bf_max_job_test", "release_delay_s"):
+        for name in ("bf_interval_s", "bf_resolution_s", "bf_max_job_test", "release_delay_s",
+                     "bf_will_run_window_s"):
             value = getattr(self, name)
-            low = 0 if name in ("bf_interval_s", "release_delay_s") else 1
+            low = 0 if name in ("bf_interval_s", "release_delay_s", "bf_will_run_window_s") else 1
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
         if self.placement not in PLACEMENTS:
             raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, "
                                     f"got {self.placement!r}")
-        for name in ("reserve_whole_node", "bf_end_at_reservation"):
+        if self.bf_reserve_nodes and (self.backfill not in ("easy", 1) or self.reserve_whole_node
+                                      or self.placement != "firstfit"):
+            raise InvalidInputError("bf_reserve_nodes=True models one reservation on named nodes: "
+                                    "use it with backfill='easy', placement='firstfit' and "
+                                    "reserve_whole_node=False")
+        for name in ("reserve_whole_node", "bf_end_at_reservation", "bf_reserve_nodes"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidInputError(f"{name} must be True or False, "
                                         f"got {getattr(self, name)!r}")
@@ -218,6 +243,8 @@ class Simulator:
         iconf[k.WHOLE_RESERVATION] = int(c.reserve_whole_node)
         iconf[k.CONVENTION] = convention_code(c.cost_convention)
         iconf[k.BF_END_SLACK] = 0 if c.bf_end_at_reservation else 1
+        iconf[k.WILL_RUN_WINDOW] = c.bf_will_run_window_s
+        iconf[k.NODE_RESERVATION] = int(c.bf_reserve_nodes)
         if topology is not None:
             iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_edge_switches, topology.num_pods
             self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)

@@ -236,6 +236,97 @@ def parse_sinfo(text: str) -> list[NodeState]:
     return list(nodes.values())
 
 
+@dataclass(frozen=True)
+class PendingJob:
+    """A pending job as the placement service reads it (``squeue -t PENDING -o PENDING_FORMAT``).
+
+    ``job_text`` is squeue's ``%i`` (``123``, or ``123_4`` / ``123_[1-5]`` for an array,
+    ``123+0`` for a heterogeneous job); ``job_id`` its leading number. ``nodes`` is the node
+    count asked for (``-N``), ``req_nodes``/``exc_nodes`` the ``--nodelist``/``--exclude``
+    hostlists (``""`` when none), ``features`` the ``--constraint`` (``""`` when none),
+    ``account`` ``""`` without accounting. ``reason`` is Slurm's: ``JobHeldUser`` after
+    ``sbatch --hold`` or ``scontrol uhold``, ``JobHeldAdmin`` after an administrator's
+    ``scontrol hold``.
+    """
+
+    job_id: int
+    job_text: str
+    state: str
+    reason: str
+    nodes: int
+    submit_time: int
+    user: str
+    account: str
+    partition: str
+    priority: int
+    req_nodes: str
+    exc_nodes: str
+    features: str
+    name: str
+
+    @property
+    def plain(self) -> bool:
+        """Not an array or heterogeneous job (its ``%i`` is just the number)."""
+        return self.job_text.isdigit()
+
+    @property
+    def held_by_user(self) -> bool:
+        """Pending with a user hold (``sbatch --hold``), which the owner may release."""
+        return self.state == "PENDING" and self.reason == "JobHeldUser"
+
+    @property
+    def fingerprint(self) -> tuple:
+        """What must not change between reading the job and updating it."""
+        return (self.state, self.reason, self.nodes, self.partition, self.user, self.account,
+                self.req_nodes, self.exc_nodes, self.features)
+
+
+#: ``squeue --format`` of :class:`PendingJob`; the name comes last and may contain ``|``.
+PENDING_FIELDS = ("%i", "%T", "%r", "%D", "%V", "%u", "%a", "%P", "%Q", "%n", "%x", "%f", "%j")
+PENDING_FORMAT = "|".join(PENDING_FIELDS)
+
+
+def _null(text: str) -> str:
+    text = text.strip()
+    return "" if text in ("(null)", "N/A", "None") else text
+
+
+def parse_pending(text: str) -> list[PendingJob]:
+    """Output of ``squeue -h -o PENDING_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
+    jobs = []
+    n = len(PENDING_FIELDS)
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        parts = line.split("|", n - 1)
+        if len(parts) != n:
+            raise SlurmError(f"unexpected squeue line (expected {n} '|'-separated fields): "
+                             f"{line!r}")
+        (job, state, reason, nodes, submit, user, account, part, prio, req, exc, feat,
+         name) = parts
+        m = re.match(r"(\d+)", job.strip())
+        try:
+            if not m:
+                raise ValueError(f"job id {job!r}")
+            jobs.append(PendingJob(
+                job_id=int(m.group(1)), job_text=job.strip(), state=state.strip().upper(),
+                reason=reason.strip(), nodes=int(nodes), submit_time=_unix_or_none(submit) or 0,
+                user=user.strip(), account=_null(account), partition=part.strip(),
+                priority=int(prio), req_nodes=_null(req), exc_nodes=_null(exc),
+                features=_null(feat), name=name))
+        except ValueError as exc_:
+            raise SlurmError(f"unexpected squeue line ({exc_}): {line!r}") from None
+    return jobs
+
+
+def parse_test_only(text: str) -> tuple[str, str] | None:
+    """``(nodes, partition)`` from ``sbatch --test-only``'s line ``sbatch: Job 7 to start at T
+    using 3 processors on nodes n[01-03] in partition main``, or None if it says no such
+    thing."""
+    m = re.search(r"on nodes (\S+) in partition (\S+)", text)
+    return (m.group(1), m.group(2)) if m else None
+
+
 _KV = re.compile(r"(\w+)=(.*?)(?= \w+=|\s*$)")
 
 
@@ -427,6 +518,109 @@ class SlurmClient:
             first = text.strip().splitlines()[0] if text.strip() else "no answer"
             raise SlurmError(f"cannot reach slurmctld: {first}; is Slurm running? "
                              f"(SLURM_CONF={self.slurm_conf})")
+
+    # -- the placement service's operations (tjap slurm place) -------------------------------
+    def pending(self, *, partition: str | None = None, users=(), accounts=(),
+                job_id: int | None = None) -> list[PendingJob]:
+        """Pending jobs (``squeue -t PENDING``), optionally of one partition, some users or
+        accounts, or one job; squeue's own order."""
+        argv = ["squeue", "-h", "-t", "PENDING", "-o", PENDING_FORMAT]
+        if partition:
+            argv += ["-p", partition]
+        if users:
+            argv += ["-u", ",".join(users)]
+        if accounts:
+            argv += ["-A", ",".join(accounts)]
+        if job_id is not None:
+            argv += ["-j", str(int(job_id))]
+        proc = self.run(argv, check=False)
+        if proc.returncode != 0:
+            if job_id is not None and "invalid job id" in proc.stderr.lower():
+                return []                      # the job has left Slurm's memory
+            raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
+        return parse_pending(proc.stdout)
+
+    def job_state(self, job_id: int) -> tuple[str, str] | None:
+        """``(state, reason)`` of a job in squeue (any state), or None once it has left."""
+        argv = ["squeue", "-h", "-t", "all", "-j", str(int(job_id)), "-o", "%T|%r"]
+        proc = self.run(argv, check=False)
+        if proc.returncode != 0:
+            if "invalid job id" in proc.stderr.lower():
+                return None
+            raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
+        line = proc.stdout.strip().splitlines()
+        if not line:
+            return None
+        state, _, reason = line[0].partition("|")
+        return state.strip().upper(), reason.strip()
+
+    def update_job(self, job_id: int, **fields) -> None:
+        """``scontrol update JobId=ID Key=Value ...``; a refusal raises :class:`SlurmError`
+        with scontrol's message. Values may not contain whitespace (``""`` clears a field)."""
+        pairs = []
+        for key, value in fields.items():
+            value = str(value)
+            if re.search(r"\s", value) or not re.fullmatch(r"[A-Za-z]+", key):
+                raise SlurmError(f"scontrol update: bad field {key}={value!r}")
+            pairs.append(f"{key}={value}")
+        self.run(["scontrol", "update", f"JobId={int(job_id)}", *pairs])
+
+    def release(self, job_id: int) -> None:
+        """``scontrol release ID``."""
+        self.run(["scontrol", "release", str(int(job_id))])
+
+    def hold(self, job_id: int, *, user: bool = True) -> None:
+        """``scontrol uhold ID`` (a user hold, the owner may release it) or, with
+        ``user=False``, ``scontrol hold ID`` (an administrator's hold)."""
+        self.run(["scontrol", "uhold" if user else "hold", str(int(job_id))])
+
+    def drain(self, nodes: str, reason: str = "tjap") -> None:
+        """``scontrol update NodeName=NODES State=DRAIN Reason=REASON`` (a hostlist)."""
+        self.run(["scontrol", "update", f"NodeName={nodes}", "State=DRAIN", f"Reason={reason}"])
+
+    def resume(self, nodes: str) -> None:
+        """``scontrol update NodeName=NODES State=RESUME``."""
+        self.run(["scontrol", "update", f"NodeName={nodes}", "State=RESUME"])
+
+    def partition_nodes(self, partition: str | None = None,
+                        nodelist: str | None = None) -> list[NodeState]:
+        """Nodes in ``sinfo -N``, of one partition and/or a hostlist."""
+        argv = ["sinfo", "-N", "-h", "-o", SINFO_FORMAT]
+        if partition:
+            argv += ["-p", partition]
+        if nodelist:
+            argv += ["-n", nodelist]
+        return parse_sinfo(self.run(argv).stdout)
+
+    def default_partition(self) -> str:
+        """The default partition (the one ``sinfo`` marks with ``*``)."""
+        names = self.run(["sinfo", "-h", "-o", "%P"]).stdout.split()
+        for name in names:
+            if name.endswith("*"):
+                return name[:-1]
+        raise SlurmError("Slurm has no default partition; name one with --partition "
+                         f"(partitions: {', '.join(names) or 'none'})")
+
+    def show_topology(self) -> str:
+        """``scontrol show topology``'s text; an unreachable controller raises (scontrol
+        itself exits 0 then)."""
+        argv = ["scontrol", "show", "topology"]
+        proc = self.run(argv, check=False)
+        text = proc.stdout + proc.stderr
+        if proc.returncode != 0 or "unable to contact" in text.lower():
+            raise classify_error(argv, proc.returncode or 1, text, self.slurm_conf)
+        return text
+
+    def test_only(self, nodes: int, partition: str | None = None) -> tuple[str, str] | None:
+        """Where Slurm would start a job of ``nodes`` whole nodes now (``sbatch --test-only -N n
+        --exclusive``): ``(hostlist, partition)``, or None when it says nothing of nodes."""
+        argv = ["sbatch", "--test-only", "-N", str(int(nodes)), "--exclusive", "-o", "/dev/null"]
+        if partition:
+            argv += ["-p", partition]
+        proc = self.run(argv + ["--wrap", "true"], check=False)
+        if proc.returncode != 0:
+            raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
+        return parse_test_only(proc.stdout + proc.stderr)
 
     # -- conversion --------------------------------------------------------------------------
     def to_jobs(self, queue: list[QueuedJob] | None = None, *, size: str = "cpus",

@@ -452,6 +452,37 @@ class LocalSlurm:
         idle = {n.name for n in nodes if n.state == "idle"}
         return idle.issuperset(self.node_names)
 
+    def stop_controller(self, timeout_s: float = 15) -> None:
+        """Stop slurmctld alone (SIGTERM by process id, SIGKILL after ``timeout_s``); the
+        slurmds and the saved state stay, so :meth:`start_controller` picks the jobs up again.
+        For tests of what a client does while the controller is down."""
+        proc = self._procs.get("slurmctld")
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def start_controller(self, timeout_s: float = 30) -> None:
+        """Start slurmctld again after :meth:`stop_controller` (same slurm.conf and state) and
+        wait until it answers."""
+        proc = self._procs.get("slurmctld")
+        if proc is not None and proc.poll() is None:
+            raise SlurmError("slurmctld is already running")
+        if not self._procs:
+            raise SlurmError("this LocalSlurm is not started")
+        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf_path)])
+        self._wait(lambda: self._ping(), time.monotonic() + timeout_s, "slurmctld to answer")
+
+    def restart_controller(self, down_s: float = 0.0, timeout_s: float = 30) -> None:
+        """:meth:`stop_controller`, wait ``down_s`` seconds, :meth:`start_controller`."""
+        self.stop_controller()
+        time.sleep(max(0.0, down_s))
+        self.start_controller(timeout_s)
+
     def wait_idle(self, timeout_s: float = 30) -> None:
         """Wait until every node of the cluster is idle (e.g. after cancelling jobs)."""
         self._wait(self._nodes_idle, time.monotonic() + timeout_s, "every node to become idle")

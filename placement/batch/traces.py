@@ -34,6 +34,9 @@ from tjap.errors import InvalidInputError
 
 #: Trace formats :func:`load_trace` accepts.
 FORMATS = ("swf", "sacct")
+#: Where the traces shipped with the package live (see :func:`bundled_trace`), and their files.
+BUNDLED_DIR = Path(__file__).resolve().parent / "data"
+BUNDLED_TRACES = ("ls6-a100.tsv", "lublin_256.swf")
 
 _FORMAT_NAMES = {"swf": "an SWF trace", "sacct": "a sacct-style trace"}
 _SUFFIX_FORMATS = {".swf": "swf", ".tsv": "sacct", ".txt": "sacct", ".sacct": "sacct"}
@@ -134,6 +137,23 @@ def load_sacct(path) -> tuple[Jobs, TraceReport]:
     return _build(path, "sacct", parsed, header={"columns": layout.columns}, meta=meta, epoch=0)
 
 
+def bundled_trace(name: str) -> Path:
+    """The path of a trace shipped with the package (in ``placement/batch/data/``, with its
+    attribution and licence in the README beside it): ``"ls6-a100"`` (Lonestar6 A100 partition,
+    sacct TSV, CC BY 4.0) or ``"lublin_256"`` (Lublin-Feitelson model, SWF). The file name with its
+    suffix works too.
+
+    >>> load_trace(bundled_trace("ls6-a100"))[1].jobs
+    24777
+    """
+    key = Path(str(name)).name
+    for file in BUNDLED_TRACES:
+        if key in (file, Path(file).stem):
+            return BUNDLED_DIR / file
+    raise InvalidInputError(f"no bundled trace named {name!r}; bundled: "
+                            f"{', '.join(Path(f).stem for f in BUNDLED_TRACES)}")
+
+
 def default_nodes(jobs: Jobs, report: TraceReport) -> int | None:
     """The machine size the trace states: header ``MaxNodes``, else ``MaxProcs``; None if neither
     is given. A value smaller than the largest job gives way to the other (SWF jobs count
@@ -150,7 +170,9 @@ def _check_file(path) -> None:
     """Raise a clear error for a missing file, a directory or an empty file."""
     p = Path(path)
     if not p.exists():
-        raise InvalidInputError(f"trace file {path} not found")
+        bundled = [BUNDLED_DIR / f for f in BUNDLED_TRACES if p.name in (f, Path(f).stem)]
+        hint = f"; the bundled copy is {bundled[0]}" if bundled else ""
+        raise InvalidInputError(f"trace file {path} not found{hint}")
     if p.is_dir():
         raise InvalidInputError(f"trace file {path} is a directory; pass the trace file itself")
     if p.stat().st_size == 0:

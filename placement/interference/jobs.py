@@ -11,7 +11,7 @@ and U{EPOCHS} epochs (:mod:`placement.interference.profiles`). Arrival counts pe
   into 30-minute intervals and scaled so the mean is 15 per interval per scheduler; scheduler p
   reads the series from an offset of p / schedulers of its length (cyclically), and scaled counts
   are rounded stochastically. Any trace :func:`placement.batch.load_trace` reads works; the default
-  is ``../shared/traces/ls6-a100.tsv`` when present.
+  is the LS6 A100 trace bundled in ``placement/batch/data/``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from tjap.errors import InvalidInputError
 ARRIVALS = ("uniform", "poisson", "trace")
 INTERVAL_S = 1800.0
 JOBS_PER_INTERVAL = 15
-DEFAULT_TRACE = Path(__file__).resolve().parents[3] / "shared" / "traces" / "ls6-a100.tsv"
+#: The bundled LS6 A100 trace (placement/batch/data/, see :func:`placement.batch.traces.bundled_trace`).
+DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "batch" / "data" / "ls6-a100.tsv"
 #: A job's state in a run: queued, placed and running, or finished.
 WAITING, RUNNING, DONE = 0, 1, 2
 

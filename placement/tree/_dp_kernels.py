@@ -1,7 +1,9 @@
 """Numba kernels of the exact SCAS dynamic programme (see :mod:`placement.tree.csp`).
 
-A state is a multiset of job sizes, encoded in mixed radix: ``digits[s, i]`` is how many jobs of
-size class i the state holds and ``strides[i]`` the index step of one such job.
+The cyclic driver (the blocks that wrap from the tail of Q to its head, and the time limit
+between passes) is :func:`placement.tree.csp._cyclic_dp`. A state is a multiset of job sizes,
+encoded in mixed radix: ``digits[s, i]`` is how many jobs of size class i the state holds and
+``strides[i]`` the index step of one such job.
 """
 
 import numpy as np
@@ -54,57 +56,3 @@ def backtrack(choice, sizes, strides, first, t, s):
             s -= strides[i]
             t -= sizes[i]
     return np.array(classes, np.int64), np.array(starts, np.int64)
-
-
-@njit
-def cyclic_scas_dp(costs, sizes, counts, digits, strides):
-    """Exact SCAS optimum of disjoint cyclic blocks on Q (m = costs.shape[1] positions).
-
-    Either no block wraps (one linear DP over [0, m)), or exactly one block of class i starts at
-    p = m - sizes[i] + e and covers [p, m) and [0, e), with the rest placed linearly in [e, p).
-    A wrap candidate is tried only if its cost plus a lower bound on the other jobs can beat the
-    best so far, and candidates with the same e share one DP.
-
-    Returns (objective, classes, starts, number of DPs run).
-    """
-    num_states, num_classes = digits.shape
-    m = costs.shape[1]
-    full = num_states - 1
-    min_cost = np.empty(num_classes)
-    for i in range(num_classes):
-        min_cost[i] = costs[i].min()
-    value, choice = linear_dp(costs, sizes, digits, strides, 0, m)
-    best = value[m, full]
-    best_e, best_class = 0, -1
-    dps_run = 1
-    for e in range(1, sizes.max()):
-        promising = False
-        for i in range(num_classes):
-            r = sizes[i]
-            if counts[i] > 0 and e < r <= m:
-                rest = full - strides[i]
-                lower = costs[i, m - r + e]
-                for k in range(num_classes):
-                    lower += digits[rest, k] * min_cost[k]
-                if lower < best:
-                    promising = True
-        if not promising:
-            continue
-        value, _ = linear_dp(costs, sizes, digits, strides, e, m)
-        dps_run += 1
-        for i in range(num_classes):
-            r = sizes[i]
-            if counts[i] > 0 and e < r <= m:
-                p = m - r + e
-                v = costs[i, p] + value[p - e, full - strides[i]]
-                if v < best:
-                    best, best_e, best_class = v, e, i
-    if best_class < 0:
-        classes, starts = backtrack(choice, sizes, strides, 0, m, full)
-        return best, classes, starts, dps_run
-    value, choice = linear_dp(costs, sizes, digits, strides, best_e, m)
-    p = m - sizes[best_class] + best_e
-    classes, starts = backtrack(choice, sizes, strides, best_e, p - best_e, full - strides[best_class])
-    classes = np.append(classes, best_class)
-    starts = np.append(starts, p)
-    return best, classes, starts, dps_run + 1

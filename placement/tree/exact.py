@@ -7,23 +7,66 @@ pass a solver callable instead of a name, e.g. ``functools.partial(tjap.solve, m
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from placement.tree import csp
 from placement.tree.freeform import solve_freeform, solve_freeform_greedy
-from placement.tree.result import Result
-from placement.tree.scas import (solve_cpsat, solve_cpsat_paper, solve_scip, solve_scip_paper,
-                                 solve_seq)
+from placement.tree.result import Result, Status
+from placement.tree.scas import (predicted_build_s, solve_cpsat, solve_cpsat_paper, solve_scip,
+                                 solve_scip_paper, solve_seq)
 from placement.tree.window import Window
 from tjap.errors import UnknownMethodError
 
 
+def auto_choice(window: Window, time_limit_s=None) -> dict:
+    """Which method ``auto`` runs on ``window`` and why, from predicted costs (no solving).
+
+    Without a limit: ``dp`` when its table has at most ``csp.AUTO_DP_CELLS`` cells, else
+    ``scip``. With a limit: ``dp`` when its table fits (``csp.MAX_DP_CELLS``) and one pass is
+    predicted to take at most half the limit (or the table is small anyway); else ``scip`` when
+    building its model is predicted to take at most 60 % of the limit; else ``seq`` (the first
+    fit, instant: there is no time to prove anything better).
+
+    Returns a dict: ``chose``, ``reason``, ``dp_cells``, ``predicted_dp_s`` (one pass),
+    ``predicted_scip_build_s``."""
+    cells = csp.dp_table_cells(window)
+    dp_s = csp.predicted_dp_s(window)
+    build_s = predicted_build_s(window, "scip")
+    out = {"dp_cells": cells, "predicted_dp_s": dp_s, "predicted_scip_build_s": build_s}
+    if cells <= csp.AUTO_DP_CELLS and (time_limit_s is None or dp_s <= time_limit_s):
+        return {"chose": "dp", "reason": f"small DP table ({cells:,} cells)", **out}
+    if time_limit_s is None:
+        return {"chose": "scip", "reason": f"DP table of {cells:,} cells is large", **out}
+    if cells <= csp.MAX_DP_CELLS and dp_s <= 0.5 * time_limit_s:
+        return {"chose": "dp", "reason": f"DP predicted {dp_s:.3g} s within the limit", **out}
+    if build_s <= 0.6 * time_limit_s:
+        return {"chose": "scip", "reason": f"DP too large ({cells:,} cells); SCIP model predicted "
+                                           f"to build in {build_s:.3g} s", **out}
+    return {"chose": "seq", "reason": f"neither the DP ({cells:,} cells) nor SCIP's model "
+                                      f"(predicted {build_s:.3g} s to build) fits the limit", **out}
+
+
 def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
-    """Exact SCAS: ``dp`` when its table is small (at most ``csp.AUTO_DP_CELLS`` cells), else
-    ``scip`` within ``time_limit_s``."""
-    if csp.dp_table_cells(window) <= csp.AUTO_DP_CELLS:
-        return csp.solve_dp(window, convention=convention, seed=seed)
-    return solve_scip(window, convention=convention, time_limit_s=time_limit_s, seed=seed)
+    """Exact SCAS by the method predicted to finish (see :func:`auto_choice`): ``dp`` when its
+    table is small, else ``scip`` within ``time_limit_s``; with a limit too short for either,
+    ``seq`` with status TIME_LIMIT. ``info["auto"]`` says which method ran and why; the Result's
+    ``method`` is that method."""
+    started = time.perf_counter()
+    choice = auto_choice(window, time_limit_s)
+    if choice["chose"] == "dp":
+        result = csp.solve_dp(window, convention=convention, seed=seed, time_limit_s=time_limit_s)
+    elif choice["chose"] == "scip":
+        left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - started)
+        result = solve_scip(window, convention=convention, time_limit_s=max(left, 1e-3)
+                            if left is not None else None, seed=seed)
+    else:
+        seq = solve_seq(window, convention=convention, seed=seed)
+        result = replace(seq, status=Status.TIME_LIMIT,
+                         info={"stopped": "time limit: no exact method fits", "fallback": "seq"})
+    return replace(result, runtime_s=time.perf_counter() - started,
+                   info={**result.info, "auto": choice})
 
 
 #: The window solvers of this floor, by the names tjap.solve gives them.
@@ -51,4 +94,4 @@ def solve_named(window: Window, method: str = "auto", **options) -> Result:
     return window_solver(method)(window, **options)
 
 
-__all__ = ["SOLVERS", "solve_auto", "solve_named", "window_solver"]
+__all__ = ["SOLVERS", "auto_choice", "solve_auto", "solve_named", "window_solver"]

@@ -301,8 +301,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                     for k, v in enumerate(count_vars[j][e]):
                         b.model.add_hint(v, k < c)
         cp_solver = _backends.cpsat_solver(_seconds_left(started, time_limit_s), seed, workers)
-        status = _backends.cpsat_status(cp_solver.solve(b.model))
-        found = status in (Status.OPTIMAL, Status.FEASIBLE)
+        status, found = _backends.cpsat_solve(cp_solver, b.model)
         value = cp_solver.boolean_value
         bound = cp_solver.best_objective_bound / scale + constant if found else None
     else:
@@ -310,15 +309,15 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         if hint is not None:
             _scip_start(b.model, hint, count_vars, upper_vars,
                         job_costs if code == 1 else None, L)
-        left = _seconds_left(started, time_limit_s)
-        if left is not None:                # the limit covers building the model too
-            b.model.setParam("limits/time", max(left, 1e-3))
-        b.model.optimize()
+        # the limit covers building the model too
+        _backends.scip_optimize(b.model, _seconds_left(started, time_limit_s))
         status = _backends.scip_status(b.model)
-        found = status in (Status.OPTIMAL, Status.FEASIBLE)
+        found = b.model.getNSols() > 0 and status is not Status.INFEASIBLE
         sol = b.model.getBestSol() if found else None
         value = (lambda v: b.model.getSolVal(sol, v) > 0.5)
-        bound = b.model.getDualbound() + constant if found else None
+        dual = b.model.getDualbound() if found else None
+        # SCIP stopped before its first dual bound reports -infinity: no bound, not -1e20
+        bound = None if dual is None or b.model.isInfinity(abs(dual)) else dual + constant
     counts = None
     if found:
         counts = [[sum(value(v) for v in bits) for bits in row] for row in count_vars]
@@ -330,10 +329,33 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         warm = Result.from_assignment(window, cap.assignment(hint), status=Status.FEASIBLE,
                                       method="freeform", convention=convention, runtime_s=0.0)
         if not result.has_solution or warm.objective < result.objective - 1e-9:
-            result = Result(window, warm.assignment, warm.objective, Status.FEASIBLE, "freeform",
-                            convention, time.perf_counter() - started, bound, seed,
+            result = Result(window, warm.assignment, warm.objective,
+                            Status.TIME_LIMIT if status is Status.TIME_LIMIT else Status.FEASIBLE,
+                            "freeform", convention, time.perf_counter() - started, bound, seed,
                             info={"solver": solver, "kept_warm_start": True})
+    if status is Status.TIME_LIMIT:
+        result = _no_worse_than_seq(result, started, convention, seed)
     return result
+
+
+def _no_worse_than_seq(result: Result, started, convention, seed) -> Result:
+    """A result stopped by the time limit, replaced by the better of the best-fit greedy and
+    Seq when it has no solution or a worse one (``info["fallback"]`` names it); status
+    TIME_LIMIT, the bound kept."""
+    from placement.tree.scas import solve_seq
+
+    window = result.window
+    rules = [solve_seq(window, convention=convention, seed=seed),
+             solve_freeform_greedy(window, convention=convention, seed=seed)]
+    rule = min(rules, key=lambda r: r.objective)     # seq first: it wins ties
+    info = {**result.info, "stopped": result.info.get("stopped", "time limit")}
+    if result.has_solution and result.objective <= rule.objective + 1e-9:
+        return Result(window, result.assignment, result.objective, Status.TIME_LIMIT,
+                      result.method, convention, time.perf_counter() - started, result.bound,
+                      seed, info=info)
+    return Result(window, rule.assignment, rule.objective, Status.TIME_LIMIT, result.method,
+                  convention, time.perf_counter() - started, result.bound, seed,
+                  info={**info, "fallback": rule.method})
 
 
 def _seconds_left(started: float, time_limit_s) -> float | None:
@@ -344,20 +366,21 @@ def _seconds_left(started: float, time_limit_s) -> float | None:
 
 
 def _stopped_building(window, warm_start, cap, started, convention, seed, solver) -> Result:
-    """The time limit ran out while the model was being built: the warm start if there is one
-    (FEASIBLE, no bound), else no solution (TIME_LIMIT)."""
+    """The time limit ran out while the model was being built: the better of the warm start (if
+    there is one) and Seq, status TIME_LIMIT, no bound."""
     info = {"solver": solver, "stopped": "time limit reached while building the model"}
     runtime = time.perf_counter() - started
     if warm_start is None:
-        return Result.from_assignment(window, (), status=Status.TIME_LIMIT, method="freeform",
-                                      convention=convention, runtime_s=runtime, seed=seed,
-                                      info=info)
+        empty = Result.from_assignment(window, (), status=Status.TIME_LIMIT, method="freeform",
+                                       convention=convention, runtime_s=runtime, seed=seed,
+                                       info=info)
+        return _no_worse_than_seq(empty, started, convention, seed)
     assignment = warm_start.assignment if isinstance(warm_start, Result) else warm_start
     hint = _counts(window, cap, assignment)
-    warm = Result.from_assignment(window, cap.assignment(hint), status=Status.FEASIBLE,
+    warm = Result.from_assignment(window, cap.assignment(hint), status=Status.TIME_LIMIT,
                                   method="freeform", convention=convention, runtime_s=runtime,
                                   seed=seed, info={**info, "kept_warm_start": True})
-    return warm
+    return _no_worse_than_seq(warm, started, convention, seed)
 
 
 def _scip_start(model, hint, count_vars, upper_vars, job_costs, top_level) -> bool:

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from tjap import _backends
+from tjap._backends import Deadline
 from tjap.errors import InvalidInputError
+from placement.tree.csp import seq_assignment, solve_dp
 from placement.tree.result import Result, Status
 from placement.tree.window import Window
 
@@ -52,97 +54,197 @@ def _check_formulation(formulation: str) -> None:
             f"formulation must be one of {', '.join(FORMULATIONS)}, got {formulation!r}")
 
 
+#: Seconds per nonzero of the set-packing model to build it in pyscipopt / CP-SAT's Python API,
+#: measured on one core (benchmarks/time_limits.py); ``auto`` reads them to predict a build.
+SCIP_BUILD_S_PER_NONZERO = 3.5e-6
+CPSAT_BUILD_S_PER_NONZERO = 2.5e-6
+
+
+def set_packing_nonzeros(window: Window) -> int:
+    """Nonzeros of the set-packing model: each start variable appears in its job's row and in
+    the n_j node rows its block covers."""
+    return window.num_idle * sum(n + 1 for n in window.job_sizes)
+
+
+def predicted_build_s(window: Window, solver: str = "scip") -> float:
+    """Predicted seconds to build the set-packing model of ``window`` for ``solver``."""
+    rate = SCIP_BUILD_S_PER_NONZERO if solver == "scip" else CPSAT_BUILD_S_PER_NONZERO
+    return set_packing_nonzeros(window) * rate
+
+
+def stopped_early(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
+                  *, solution=None, bound=None, why: str = "time limit", info=None) -> Result:
+    """What a SCAS solver returns when the time limit stops it: the better of its own solution
+    (``solution``, an assignment, may be None) and the fallback (the DP when it is predicted to
+    finish in the time left, else Seq), with status TIME_LIMIT, the proven ``bound`` when there is
+    one, ``info["stopped"] = why`` and ``info["fallback"]`` when the fallback's solution is the
+    one returned. So a stopped solver never returns less than Seq."""
+    info = dict(info or {})
+    info["stopped"] = why
+    left = deadline.left()
+    fallback = solve_dp(window, convention=convention, seed=seed,
+                        time_limit_s=max(left or 0.0, 1e-6))
+    name = "seq" if fallback.info.get("fallback") == "seq" else "dp"
+    chosen = fallback.assignment
+    if solution:
+        own = Result.from_assignment(window, solution, status=Status.TIME_LIMIT, method=method,
+                                     convention=convention, runtime_s=0.0)
+        if own.objective <= fallback.objective + 1e-9:
+            chosen, name = own.assignment, None
+    if name is not None:
+        info["fallback"] = name
+    if fallback.status is Status.OPTIMAL:           # the DP finished: the SCAS optimum
+        return Result.from_assignment(
+            window, fallback.assignment, status=Status.OPTIMAL, method=method,
+            convention=convention, runtime_s=deadline.elapsed(), bound=fallback.bound, seed=seed,
+            info={**info, "fallback": "dp"})
+    return Result.from_assignment(window, chosen, status=Status.TIME_LIMIT, method=method,
+                                  convention=convention, runtime_s=deadline.elapsed(),
+                                  bound=bound, seed=seed, info=info)
+
+
 def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                formulation="set-packing") -> Result:
-    """Solve M_SCAS with SCIP (pyscipopt)."""
+    """Solve M_SCAS with SCIP (pyscipopt).
+
+    ``time_limit_s`` covers building the model too: out of time while building, or stopped by
+    the limit while solving, it returns the best of its incumbent, the DP (when it fits in the
+    time left) and Seq, with status TIME_LIMIT (see :func:`stopped_early`)."""
     _check_formulation(formulation)
-    started = time.perf_counter()
-    data = ScasModel.build(window, convention)
-    model = _backends.scip_model(time_limit_s, seed)
-    quicksum = _backends.require("pyscipopt").quicksum
-    m = window.num_idle
-    y = [[model.addVar(vtype="B", obj=float(c)) for c in costs] for costs in data.costs]
-    for j in range(window.num_jobs):
-        model.addCons(quicksum(y[j]) == 1)
-    if formulation == "set-packing":
-        for k in range(m):
-            model.addCons(quicksum(y[j][p] for j, n in enumerate(window.job_sizes)
-                                   for p in data.covering_starts(n, k)) <= 1)
-    else:
-        x = [[model.addVar(vtype="B") for _ in range(m)] for _ in window.job_sizes]
-        for j, n in enumerate(window.job_sizes):
-            for i in range(m):
-                for k in range(i, i + n):
-                    model.addCons(y[j][i] <= x[j][k % m])
-        for k in range(m):
-            model.addCons(quicksum(x[j][k] for j in range(window.num_jobs)) <= 1)
+    method = "scip" if formulation == "set-packing" else "scip-paper"
+    started = time.perf_counter()      # the limit counts importing pyscipopt too
+    deadline = Deadline(time_limit_s, started)
+    try:
+        data = ScasModel.build(window, convention)
+        model = _backends.scip_model(time_limit_s, seed)
+        quicksum = _backends.require("pyscipopt").quicksum
+        m = window.num_idle
+        y = []
+        for costs in data.costs:
+            y.append([model.addVar(vtype="B", obj=float(c)) for c in costs])
+            deadline.check()
+        for j in range(window.num_jobs):
+            model.addCons(quicksum(y[j]) == 1)
+        if formulation == "set-packing":
+            for k in range(m):
+                model.addCons(quicksum(y[j][p] for j, n in enumerate(window.job_sizes)
+                                       for p in data.covering_starts(n, k)) <= 1)
+                if k % 16 == 0:
+                    deadline.check()
+        else:
+            x = []
+            for _ in window.job_sizes:
+                x.append([model.addVar(vtype="B") for _ in range(m)])
+                deadline.check()
+            for j, n in enumerate(window.job_sizes):
+                for i in range(m):
+                    for k in range(i, i + n):
+                        model.addCons(y[j][i] <= x[j][k % m])
+                    deadline.check()
+            for k in range(m):
+                model.addCons(quicksum(x[j][k] for j in range(window.num_jobs)) <= 1)
+        deadline.check()
+    except _backends.OutOfTime:
+        return stopped_early(window, method, convention, seed, deadline,
+                             why="time limit reached while building the model",
+                             info={"formulation": formulation})
     built = time.perf_counter()
-    model.optimize()
+    _backends.scip_optimize(model, deadline.left())
     status = _backends.scip_status(model)
     starts = []
-    if status in (Status.OPTIMAL, Status.FEASIBLE):
+    if model.getNSols() > 0 and status is not Status.INFEASIBLE:
         sol = model.getBestSol()
         starts = [int(np.argmax([model.getSolVal(sol, v) for v in row])) for row in y]
-    bound = model.getDualbound() if status in (Status.OPTIMAL, Status.FEASIBLE) else None
+    bound = model.getDualbound() if starts else None
+    info = {"formulation": formulation, "build_s": built - started,
+            "nodes": int(model.getNNodes())}
+    if status is Status.TIME_LIMIT:
+        bound = model.getDualbound()
+        return stopped_early(window, method, convention, seed, deadline,
+                             solution=data.assignment(starts) if starts else None,
+                             bound=bound if np.isfinite(bound) else None, info=info)
     return Result.from_assignment(
-        window, data.assignment(starts) if starts else (), status=status,
-        method="scip" if formulation == "set-packing" else "scip-paper", convention=convention,
-        runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
-        info={"formulation": formulation, "build_s": built - started,
-              "nodes": int(model.getNNodes())})
+        window, data.assignment(starts) if starts else (), status=status, method=method,
+        convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
+        info=info)
 
 
 def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                 formulation="set-packing", workers=1) -> Result:
-    """Solve M_SCAS with OR-Tools CP-SAT (one worker by default, so a seed fixes the result)."""
+    """Solve M_SCAS with OR-Tools CP-SAT (one worker by default, so a seed fixes the result).
+
+    ``time_limit_s`` covers building the model too; stopped by it, the result is the best of
+    CP-SAT's incumbent, the DP (when it fits in the time left) and Seq, with status TIME_LIMIT."""
     _check_formulation(formulation)
+    method = "cpsat" if formulation == "set-packing" else "cpsat-paper"
+    started = time.perf_counter()      # the limit counts importing OR-Tools (0.3-0.6 s) too
+    deadline = Deadline(time_limit_s, started)
     cp_model = _backends.require("ortools.sat.python.cp_model")
-    started = time.perf_counter()
-    data = ScasModel.build(window, convention)
-    model = cp_model.CpModel()
-    m = window.num_idle
-    y = [[model.new_bool_var(f"y{j}_{p}") for p in range(m)] for j in range(window.num_jobs)]
-    for row in y:
-        model.add_exactly_one(row)
-    if formulation == "set-packing":
-        for k in range(m):
-            model.add_at_most_one(y[j][p] for j, n in enumerate(window.job_sizes)
-                                  for p in data.covering_starts(n, k))
-    else:
-        x = [[model.new_bool_var(f"x{j}_{k}") for k in range(m)] for j in range(window.num_jobs)]
-        for j, n in enumerate(window.job_sizes):
-            for i in range(m):
-                for k in range(i, i + n):
-                    model.add_implication(y[j][i], x[j][k % m])
-        for k in range(m):
-            model.add_at_most_one(x[j][k] for j in range(window.num_jobs))
-    scaled = _backends.integer_coefficients(data.costs, window.job_sizes)
-    if scaled is None:
-        scale = 1.0
-        model.minimize(sum(float(c) * v for costs, row in zip(data.costs, y) for c, v in zip(costs, row)))
-    else:
-        scale, coefs = scaled
-        model.minimize(sum(c * v for cs, row in zip(coefs, y) for c, v in zip(cs, row)))
+    try:
+        data = ScasModel.build(window, convention)
+        model = cp_model.CpModel()
+        m = window.num_idle
+        y = []
+        for j in range(window.num_jobs):
+            y.append([model.new_bool_var(f"y{j}_{p}") for p in range(m)])
+            deadline.check()
+        for row in y:
+            model.add_exactly_one(row)
+        if formulation == "set-packing":
+            for k in range(m):
+                model.add_at_most_one(y[j][p] for j, n in enumerate(window.job_sizes)
+                                      for p in data.covering_starts(n, k))
+                if k % 16 == 0:
+                    deadline.check()
+        else:
+            x = []
+            for j in range(window.num_jobs):
+                x.append([model.new_bool_var(f"x{j}_{k}") for k in range(m)])
+                deadline.check()
+            for j, n in enumerate(window.job_sizes):
+                for i in range(m):
+                    for k in range(i, i + n):
+                        model.add_implication(y[j][i], x[j][k % m])
+                    deadline.check()
+            for k in range(m):
+                model.add_at_most_one(x[j][k] for j in range(window.num_jobs))
+        scaled = _backends.integer_coefficients(data.costs, window.job_sizes)
+        if scaled is None:
+            scale = 1.0
+            model.minimize(sum(float(c) * v for costs, row in zip(data.costs, y)
+                               for c, v in zip(costs, row)))
+        else:
+            scale, coefs = scaled
+            model.minimize(sum(c * v for cs, row in zip(coefs, y) for c, v in zip(cs, row)))
+        deadline.check()
+    except _backends.OutOfTime:
+        return stopped_early(window, method, convention, seed, deadline,
+                             why="time limit reached while building the model",
+                             info={"formulation": formulation})
     built = time.perf_counter()
-    solver = _backends.cpsat_solver(time_limit_s, seed, workers)
-    status = _backends.cpsat_status(solver.solve(model))
+    solver = _backends.cpsat_solver(deadline.left(), seed, workers)
+    status, found = _backends.cpsat_solve(solver, model)
     starts = []
-    if status in (Status.OPTIMAL, Status.FEASIBLE):
+    if found:
         starts = [next(p for p, v in enumerate(row) if solver.boolean_value(v)) for row in y]
-    bound = solver.best_objective_bound / scale if starts else None
+    bound = solver.best_objective_bound / scale if found else None
+    info = {"formulation": formulation, "build_s": built - started, "objective_scale": scale}
+    if status is Status.TIME_LIMIT:
+        bound = solver.best_objective_bound / scale
+        return stopped_early(window, method, convention, seed, deadline,
+                             solution=data.assignment(starts) if starts else None,
+                             bound=bound if np.isfinite(bound) else None, info=info)
     return Result.from_assignment(
-        window, data.assignment(starts) if starts else (), status=status,
-        method="cpsat" if formulation == "set-packing" else "cpsat-paper", convention=convention,
-        runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
-        info={"formulation": formulation, "build_s": built - started, "objective_scale": scale})
+        window, data.assignment(starts) if starts else (), status=status, method=method,
+        convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
+        info=info)
 
 
 def solve_seq(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
     """The paper's sequential assignment: each job, in window order, takes the next n_j idle nodes."""
     started = time.perf_counter()
-    offsets = np.concatenate([[0], np.cumsum(window.job_sizes)[:-1]])
-    assignment = [window.idle_nodes[o:o + n].tolist() for o, n in zip(offsets, window.job_sizes)]
-    return Result.from_assignment(window, assignment, status=Status.FEASIBLE, method="seq",
+    return Result.from_assignment(window, seq_assignment(window), status=Status.FEASIBLE,
+                                  method="seq",
                                   convention=convention, runtime_s=time.perf_counter() - started,
                                   seed=seed)
 

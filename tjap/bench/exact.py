@@ -32,7 +32,7 @@ from placement.tree.topology import Topology
 from placement.tree.window import Window
 from tjap.api import solve
 from tjap.errors import InvalidInputError
-from tjap.executor import CsvRows, make_executor
+from tjap.executor import CsvRows, TaskFailure, make_executor
 from tjap.report import format_table, pyplot, save_figure, write_csv
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
@@ -132,17 +132,25 @@ def run_topology(path, num_windows=100, seed=0, *, convention="paper", cap=5, ta
 
 
 def _sweep(fn, tasks, executor, quiet, csv_path, desc) -> list[dict]:
+    """Run the sweep; with ``csv_path``, rows go to disk as they arrive, in NAME.partial.csv
+    until the last one (an interrupted run leaves that file, every row in it complete)."""
     rows = []
     partial = CsvRows(csv_path) if csv_path else None   # rows on disk as they arrive
     try:
-        for out in (executor or make_executor(1)).results(fn, tasks, desc=f"exact/{desc}",
-                                                          quiet=quiet):
+        # map, not results (a list): each window's rows reach the disk as soon as it is solved
+        for out in (executor or make_executor(1)).map(fn, tasks, desc=f"exact/{desc}",
+                                                      quiet=quiet):
+            if isinstance(out, TaskFailure):
+                continue                                # reported on stderr by the executor
             rows += out
             for row in out if partial else ():
                 partial.write(row)
-    finally:
+    except BaseException:
         if partial:
-            partial.close()
+            partial.close(complete=False)
+        raise
+    if partial:
+        partial.close(complete=True)
     return rows
 
 
@@ -169,7 +177,9 @@ def summarize(rows: list[dict]) -> list[dict]:
         rs = [r for r in rows if r["method"] == method]
         t = np.array([r["runtime_s"] for r in rs])
         speedup = np.array([r["scip_runtime_s"] / max(r["runtime_s"], 1e-9) for r in rs])
-        solved = [r for r in rs if r["status"] in ("OPTIMAL", "FEASIBLE")]
+        # a TIME_LIMIT row holds the best solution found (never worse than seq) and counts
+        solved = [r for r in rs if r["status"] in ("OPTIMAL", "FEASIBLE", "TIME_LIMIT")
+                  and r["objective"] is not None and np.isfinite(r["objective"])]
         agree = [r for r in solved if r["scip_optimal"]]
         same = sum(abs(r["objective"] - r["scip_objective"]) <= 1e-6 * max(1.0, abs(r["scip_objective"]))
                    for r in agree)

@@ -172,10 +172,12 @@ def cmd_provision(args) -> int:
         return _provision_live(args)
     from heuristics.provisioning import sample_pairs, scheduler_config
     from placement.batch.chained import Pair
-    from placement.batch.replay import parse_date
+    from placement.batch.replay import check_period, parse_date
 
     jobs = _trace_jobs(args.trace)
-    start, end = (int(jobs.from_unix(parse_date(d))) for d in (args.start, args.end))
+    start, end = (int(jobs.from_unix(parse_date(d, flag)))
+                  for d, flag in ((args.start, "--from"), (args.end, "--to")))
+    check_period(jobs, start, end)   # a period outside the trace would measure nothing
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
     for policy in policies:   # bad names and missing weights fail here, before any replay
         _provisioner(policy, args.seed)
@@ -186,6 +188,12 @@ def cmd_provision(args) -> int:
     times = sample_pairs(jobs, args.cluster_nodes, pair, start, end,
                          None if args.load == "any" else args.load, args.pairs, args.seed,
                          config, max_tries=args.max_tries)
+    if not times:   # nothing to evaluate: no zeros that measure nothing
+        tries = args.max_tries or 20 * args.pairs
+        raise TjapError(f"none of {tries} injection times in --from {args.start} --to {args.end} "
+                        f"had {args.load} load for {args.nodes}-node pairs (heavy: reactive wait "
+                        "> 12 h, medium 2-12 h, light < 2 h); raise --max-tries, widen the period "
+                        "or choose another --load")
     tasks = [(args.trace, args.cluster_nodes, args.nodes, times, policy, args.seed, args.scheduler)
              for policy in policies]
     if len(tasks) == 1:   # errors propagate as one-line errors
@@ -222,9 +230,6 @@ def _provision_calibrate(args) -> int:
 
 
 # -- tjap provision live ---------------------------------------------------------------------
-DEFAULT_TRACE = "../shared/traces/ls6-a100.tsv"
-
-
 def _add_live(p) -> None:
     """The options of ``tjap provision live``."""
     from tjap.registry import methods
@@ -247,8 +252,8 @@ def _add_live(p) -> None:
                    "JobCompLoc from scontrol show config)")
     p.add_argument("--pred-job", type=int, metavar="ID",
                    help="watch this existing job as the predecessor instead of submitting one")
-    p.add_argument("--trace", metavar="FILE", help=f"background load from this trace (e.g. "
-                   f"{DEFAULT_TRACE}); none without it")
+    p.add_argument("--trace", metavar="FILE", help="background load from this trace (e.g. the "
+                   "bundled placement/batch/data/ls6-a100.tsv); none without it")
     p.add_argument("--at", default="2023-03-02T12:00", metavar="ISO",
                    help="trace time of the predecessor's submission (default 2023-03-02T12:00, "
                         "a busy day of LS6)")

@@ -67,7 +67,9 @@ def add_parser(sub) -> None:
                          description="The simulator on the LS6 trace under every backfill mode, "
                                      "EASY on synthetic traces of two sizes, and the warm-started "
                                      "replay's monthly waits beside the recorded ones.")
-    b.add_argument("--trace", default="../shared/traces/ls6-a100.tsv")
+    b.add_argument("--trace", default=None, metavar="FILE",
+                   help="sacct or SWF trace (default: the bundled LS6 A100 trace, "
+                        "placement/batch/data/ls6-a100.tsv)")
     b.add_argument("--nodes", type=positive(int), default=76, help="cluster size (paper: 76)")
     b.add_argument("--repeats", type=positive(int), default=3)
     b.add_argument("--sizes", default="25000,250000", help="synthetic trace sizes")
@@ -177,10 +179,23 @@ def _bench_exact(args) -> int:
     return 0
 
 
+def _check_warm_start(trace: str, start: str) -> None:
+    """``--start`` must leave the warm start something to simulate (checked before the runs)."""
+    from placement.batch import load_trace
+    from placement.batch.replay import check_warm_start, parse_date
+
+    jobs, _ = load_trace(trace)
+    check_warm_start(jobs, int(jobs.from_unix(parse_date(start))))
+
+
 def _bench_batch(args) -> int:
+    from placement.batch.traces import bundled_trace
     from tjap.bench import batch_sim
     from tjap.report import format_table, write_csv
 
+    if args.trace is None:
+        args.trace = str(bundled_trace("ls6-a100"))
+    _check_warm_start(args.trace, args.start)
     try:
         sizes = tuple(int(v) for v in args.sizes.split(","))
     except ValueError:

@@ -4,9 +4,71 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from tjap.result import plain
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with one-line usage errors: ``tjap: error: MESSAGE (see PROG --help)``
+    on stderr and exit status 2 (argparse's own error prints the whole usage block first).
+    Subparsers made with ``add_subparsers`` inherit the class."""
+
+    _PROG = "_tjap_prog"   # the innermost parser that ran, kept on the namespace meanwhile
+
+    def error(self, message, prog: str | None = None):
+        text = " ".join(str(message).split())
+        self.exit(2, f"tjap: error: {text} (see {prog or self.prog} --help)\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        if not hasattr(namespace, self._PROG):   # subcommands return first: the innermost wins
+            setattr(namespace, self._PROG, self.prog)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unknown argument's error names the subcommand's help."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        prog = vars(namespace).pop(self._PROG, None)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}", prog)
+        return namespace
+
+
+#: The exit status when the reader of stdout went away (``tjap ... | head``): 128 + SIGPIPE, what
+#: a command killed by SIGPIPE reports, so ``set -o pipefail`` scripts see the output was cut.
+EXIT_CLOSED_STDOUT = 141
+
+
+def stdout_closed() -> bool:
+    """Whether nothing reads stdout any more (the reader of its pipe has exited). False when stdout
+    is no file descriptor (captured in-process): a broken pipe then came from elsewhere."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    if not hasattr(select, "poll"):                 # no poll (Windows): assume it was stdout
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
+def silence_stdout() -> None:
+    """Point stdout's descriptor at /dev/null, so the interpreter's final flush of what is left in
+    its buffer does not fail a second time (and print "Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def positive(kind=float, high: float = 1e9):

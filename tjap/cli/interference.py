@@ -41,8 +41,8 @@ def add_parser(sub) -> None:
     e.add_argument("--arrivals", default="uniform", choices=ARRIVALS,
                    help="arrival pattern (default uniform)")
     e.add_argument("--trace", default=None, metavar="PATH",
-                   help="trace for --arrivals trace (SWF or sacct; default ../shared/traces/"
-                        "ls6-a100.tsv)")
+                   help="trace for --arrivals trace (SWF or sacct; default: the bundled LS6 "
+                        "A100 trace, placement/batch/data/ls6-a100.tsv)")
     e.add_argument("--rate", type=float, default=None,
                    help="mean jobs per interval per scheduler (default 15 per 100 servers of a "
                         "partition: 15 on the 2000-server clusters, as the paper)")
@@ -132,6 +132,7 @@ def _evaluate(args) -> int:
     rate = args.rate if args.rate is not None else default_rate(cluster)
     workload = Workload.generate(cluster.num_partitions, args.intervals, args.arrivals, args.seed,
                                  rate=rate, trace=args.trace)
+    _check_jobs(args, len(workload.arrival), args.seed, cluster, rate)
     policy = make("interference", args.policy, **options)   # bad options fail before any run
     if args.seeds > 1:
         return _evaluate_seeds(args, cluster, rate, options)
@@ -144,6 +145,15 @@ def _evaluate(args) -> int:
     summary = result.summary() | _setting(args, cluster, rate)
     _print(args, summary, f"seed {args.seed}")
     return 0
+
+
+def _check_jobs(args, jobs: int, seed: int, cluster, rate: float) -> None:
+    """No job arrived: an evaluation of nothing is an error, not a row of zeros."""
+    if jobs == 0:
+        raise InvalidInputError(
+            f"no job arrives in {args.intervals} interval(s) at {rate:g} jobs per interval per "
+            f"scheduler ({cluster.num_partitions} schedulers, {args.arrivals} arrivals, seed "
+            f"{seed}): nothing to evaluate; raise --rate or --intervals")
 
 
 def _setting(args, cluster, rate) -> dict:
@@ -184,11 +194,14 @@ def _evaluate_seeds(args, cluster, rate, options) -> int:
     tasks = [(args.topology, args.k, args.arch, args.n, args.intervals, args.arrivals,
               args.trace, rate, not args.no_drain, args.policy, options, seed)
              for seed in range(args.seed, args.seed + args.seeds)]
-    runs = [r for r in executor_from_args(args).map(run_seed, tasks, desc=args.policy,
-                                                    quiet=args.quiet)
-            if not isinstance(r, TaskFailure)]
+    results = list(executor_from_args(args).map(run_seed, tasks, desc=args.policy,
+                                                quiet=args.quiet))
+    runs = [r for r in results if not isinstance(r, TaskFailure)]
     if not runs:
         raise InvalidInputError("every run failed (listed above); rerun with --workers 1 to debug")
+    for seed, run in zip(range(args.seed, args.seed + args.seeds), results):
+        if not isinstance(run, TaskFailure):
+            _check_jobs(args, run["jobs"], seed, cluster, rate)
     keys = [key for key, value in runs[0].items() if isinstance(value, (int, float))]
     summary = {key: sum(r[key] for r in runs) / len(runs) for key in keys}
     summary |= _setting(args, cluster, rate) | {"seeds": len(runs)}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tjap.cli.common import add_common, cap, positive, print_json
 from tjap.errors import TjapError
+from tjap.executor import progress
 
 
 def add_parser(sub) -> None:
@@ -96,8 +97,14 @@ def cmd_solve(args) -> int:
     windows = load_windows(args.file)
     if not windows:
         raise TjapError(f"{args.file} holds no window")
+    if args.time_limit is not None:
+        # start-up, outside every window's limit: import the method's solver, load its compiled
+        # kernels and weights, by a solve that stops at once (its result is dropped)
+        solve(windows[0], args.method, time_limit_s=1e-3, seed=args.seed,
+              convention=args.convention)
     results = [solve(w, args.method, time_limit_s=args.time_limit, seed=args.seed,
-                     convention=args.convention) for w in windows]
+                     convention=args.convention)
+               for w in progress(windows, desc=args.method, quiet=args.quiet)]
     if args.json:
         print_json([r.to_dict() for r in results] if len(results) > 1 else results[0].to_dict())
     else:
@@ -194,7 +201,8 @@ def cmd_demo(args) -> int:
     window = generate_windows(args.layout, 1, args.seed)[0]
     rows = []
     optimum = None
-    for method in ("dp", "scip", "cpsat", "freeform", "seq"):
+    for method in progress(("dp", "scip", "cpsat", "freeform", "seq"), desc="demo",
+                           quiet=args.quiet):
         options = {"time_limit_s": args.time_limit} if method != "dp" else {}
         if method == "freeform":
             options["warm_start"] = optimum

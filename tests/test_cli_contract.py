@@ -1,0 +1,262 @@
+"""The command line's user contract for bad input and output (issue 20, items 3 and 5): every
+subcommand answers a bad flag, a bad value, a missing or malformed file and an evaluation of nothing
+with exit status 2 and exactly one line ``tjap: error: ...`` on stderr, never a traceback or a
+usage block; a closed stdout (``| head``) ends quietly with 141; progress bars go to stderr when
+stderr is a terminal.
+
+Most cases run in-process through ``tjap.cli.main`` (fast); the pipe and terminal cases run the
+real program."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from placement.batch.traces import bundled_trace
+from tjap.cli import build_parser, main
+from tjap.cli.common import EXIT_CLOSED_STDOUT
+
+LS6 = str(bundled_trace("ls6-a100"))
+TINY = {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2}
+WINDOW = {"topology": TINY, "idle_nodes": [0, 4, 5, 6, 7, 15], "job_sizes": [4, 2]}
+
+
+def leaf_commands(parser=None, path=()) -> list[tuple[str, ...]]:
+    """Every runnable ``tjap`` command (a path of subcommand names), read from the parser."""
+    parser = parser or build_parser()
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [path]
+    return [leaf for name, sp in subs[0].choices.items() for leaf in leaf_commands(sp, path + (name,))]
+
+
+LEAVES = leaf_commands()
+
+
+def run_bad(capsys, argv) -> str:
+    """Run ``tjap argv`` in-process and check the one-line error contract; return the line."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    assert code == 2, f"tjap {' '.join(map(str, argv))}: exit {code}, stderr {err!r}"
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = err.splitlines()
+    assert len(lines) == 1, f"tjap {' '.join(map(str, argv))}: stderr {err!r}"
+    assert lines[0].startswith("tjap: error: "), lines[0]
+    assert "usage:" not in err and out == "", (out, err)
+    return lines[0]
+
+
+@pytest.fixture
+def files(tmp_path) -> dict:
+    """Bad and good input files, by name."""
+    paths = {}
+    for name, text in {"window": json.dumps(WINDOW),
+                       "malformed": '{"topology": {"num_nodes": 16,',
+                       "empty": "",
+                       "too_big": json.dumps(WINDOW | {"job_sizes": [4, 4]}),
+                       "negative": json.dumps(WINDOW | {"job_sizes": [-1]}),
+                       "not_a_window": json.dumps({"hello": "world"}),
+                       "binary": "\x00\x01\x02 not a trace\n" * 30,
+                       "topology": "SwitchName=s1 Nodes=a[1-\n"}.items():
+        paths[name] = tmp_path / (f"{name}.json" if name != "topology" else "topology.conf")
+        paths[name].write_text(text)
+    paths["missing"] = tmp_path / "no_such_file.json"
+    paths["tmp"] = tmp_path
+    return paths
+
+
+def test_every_command_is_found():
+    names = {" ".join(leaf) for leaf in LEAVES}
+    assert {"solve", "simulate", "provision evaluate", "network evaluate", "interference evaluate",
+            "bench exact", "train nsa", "methods"} <= names and len(names) >= 20
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=" ".join)
+def test_unknown_flag_is_one_line(capsys, leaf):
+    line = run_bad(capsys, [*leaf, "--no-such-flag"])
+    assert "--no-such-flag" in line or "required" in line     # a missing argument comes first
+    assert line.endswith(f"(see tjap {' '.join(leaf)} --help)")
+
+
+@pytest.mark.parametrize("leaf", LEAVES, ids=" ".join)
+def test_bad_seed_is_one_line(capsys, leaf):
+    line = run_bad(capsys, [*leaf, "--seed", "twelve"])
+    assert "--seed" in line and "twelve" in line
+
+
+# (argv with {name} for a file of the fixture, a fragment of the message)
+CASES = [
+    # solve: values, files, windows
+    (["solve", "{window}", "--time-limit", "-1"], "--time-limit"),
+    (["solve", "{window}", "--time-limit", "soon"], "--time-limit"),
+    (["solve", "{window}", "--method", "magic"], "magic"),
+    (["solve", "{window}", "--convention", "metric"], "--convention"),
+    (["solve", "{missing}"], "no_such_file"),
+    (["solve", "{malformed}"], "malformed"),
+    (["solve", "{empty}"], "empty"),
+    (["solve", "{too_big}"], ""),
+    (["solve", "{negative}"], ""),
+    (["solve", "{not_a_window}"], ""),
+    (["solve"], "file"),
+    # generate, online, demo, topology
+    (["generate", "windows", "--out", "{tmp}/w.jsonl", "--num-windows", "0"], "--num-windows"),
+    (["generate", "windows", "--out", "{tmp}/w.jsonl", "--topology", "{missing}"], "no_such_file"),
+    (["generate", "windows", "--out", "{tmp}/w.jsonl", "--cap", "many"], "cap"),
+    (["generate", "windows"], "--out"),
+    (["generate"], "WHAT"),
+    (["online", "--num-jobs", "0"], "--num-jobs"),
+    (["online", "--policy", "lottery"], "--policy"),
+    (["online", "--method", "magic", "--num-jobs", "1"], "magic"),
+    (["demo", "--time-limit", "0"], "--time-limit"),
+    (["topology", "show", "{missing}"], "no_such_file"),
+    (["topology", "show", "{topology}"], ""),
+    # bench
+    (["bench", "exact", "--num-windows", "-3"], "--num-windows"),
+    (["bench", "exact", "--topology", "{missing}"], "no_such_file"),
+    (["bench", "batch", "--trace", "{missing}"], "no_such_file"),
+    (["bench", "batch", "--sizes", "ten"], "--sizes"),
+    (["bench", "batch", "--start", "2030-01-01"], "2022-10-05"),
+    (["bench", "table3", "--epochs", "0"], "--epochs"),
+    # simulate: files, values, periods outside the trace
+    (["simulate", "--trace", "{missing}"], "no_such_file"),
+    (["simulate", "--trace", "{binary}"], "binary"),
+    (["simulate", "--trace", "{empty}"], "empty"),
+    (["simulate", "--trace", LS6, "--nodes", "0"], "--nodes"),
+    (["simulate", "--trace", LS6, "--format", "csv"], "--format"),
+    (["simulate", "--trace", LS6, "--nodes", "76", "--start", "2023-13-45"], "--start"),
+    (["simulate", "--trace", LS6, "--nodes", "76", "--start", "2030-01-01", "--days", "2"],
+     "2022-10-05T11:52:48 .. 2023-03-31T23:54:55"),
+    (["simulate", "--trace", LS6, "--nodes", "76", "--start", "2030-01-01", "--warm-start"],
+     "nothing to simulate"),
+    (["simulate", "--trace", LS6, "--nodes", "76", "--start", "2021-01-01", "--days", "3",
+      "--warm-start"], "2023-03-31"),
+    (["simulate"], "--trace"),
+    # provision
+    (["provision", "evaluate", "--trace", LS6, "--from", "2030-01-01", "--to", "2030-02-01"],
+     "2022-10-05T11:52:48 .. 2023-03-31T23:54:55"),
+    (["provision", "evaluate", "--trace", LS6, "--from", "2023-13-45", "--to", "2023-03-02"],
+     "--from must be"),
+    (["provision", "evaluate", "--trace", LS6, "--from", "2023-03-01", "--to", "2023-02-01"],
+     "empty"),
+    (["provision", "evaluate", "--trace", LS6, "--from", "2023-03-01", "--to", "2023-03-08",
+      "--load", "heavy", "--pairs", "1", "--max-tries", "1", "--seed", "3"], "heavy load"),
+    (["provision", "evaluate", "--trace", LS6, "--from", "2023-03-01", "--to", "2023-03-08",
+      "--policy", "oracle"], "oracle"),
+    (["provision", "evaluate", "--trace", "{missing}", "--from", "2023-03-01", "--to",
+      "2023-03-08"], "no_such_file"),
+    (["provision", "evaluate", "--trace", LS6, "--from", "2023-03-01", "--to", "2023-03-08",
+      "--load", "extreme"], "--load"),
+    (["provision", "calibrate", "--trace", LS6, "--weights", "0"], "--weights"),
+    (["provision", "live", "--compress", "0"], "--compress"),
+    # network, interference, train, methods
+    (["network", "evaluate", "--servers", "100"], "--servers"),
+    (["network", "evaluate", "--requests", "0"], "--requests"),
+    (["network", "evaluate", "--policy", "oracle", "--requests", "1", "--seeds", "1"], "oracle"),
+    (["interference", "evaluate", "--topology", "torus"], "--topology"),
+    (["interference", "evaluate", "--k", "4", "--intervals", "1", "--rate", "0.0001"],
+     "no job arrives"),
+    (["interference", "evaluate", "--trace", LS6], "--arrivals trace"),
+    (["interference", "evaluate", "--arrivals", "trace", "--trace", "{missing}", "--k", "4"],
+     "no_such_file"),
+    (["interference", "fit", "--samples", "0"], "--samples"),
+    (["train", "nsa", "--arch", "rnn"], "--arch"),
+    (["train", "network", "--envs", "0"], "--envs"),
+    (["train", "interference", "--expert", "oracle"], "--expert"),
+    (["methods", "--system", "quantum"], "--system"),
+    (["frobnicate"], "frobnicate"),
+    ([], "COMMAND"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", CASES, ids=lambda v: " ".join(v) if isinstance(v, list)
+                         else None)
+def test_bad_input_is_one_line(capsys, files, argv, fragment):
+    line = run_bad(capsys, [a.format(**files) for a in argv])
+    assert fragment.format(**files) in line
+
+
+def test_there_are_at_least_30_bad_inputs():
+    assert len(CASES) + 2 * len(LEAVES) >= 30 and len(CASES) >= 30
+
+
+# -- a closed stdout, progress bars on stderr (real processes) -------------------------------------
+#: ``tjap`` as the console script runs it
+TJAP = [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())"]
+
+
+def tjap_process(*argv, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([*TJAP, *map(str, argv)],
+                            stderr=kwargs.pop("stderr", subprocess.PIPE), **kwargs)
+
+
+@pytest.mark.parametrize("argv", [["methods"], ["solve", "{window}", "--json"]])
+def test_closed_stdout_exits_quietly(files, argv):
+    """The reader is gone before tjap writes a byte: exit 141, nothing on stderr."""
+    proc = tjap_process(*[a.format(**files) for a in argv], stdout=subprocess.PIPE)
+    proc.stdout.close()                     # what `| head` does once it has its line
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == EXIT_CLOSED_STDOUT, err.decode()
+    assert err.decode() == ""
+
+
+def test_head_of_a_long_output(tmp_path):
+    """`tjap solve many.jsonl --json | head -1`, with head itself: quiet, exit 0 or 141."""
+    windows = tmp_path / "many.jsonl"
+    windows.write_text("".join(json.dumps(WINDOW) + "\n" for _ in range(300)))
+    import shlex
+
+    script = (f"{shlex.join(TJAP)} solve {windows} --method seq --json | head -1; "
+              "echo \"status=${PIPESTATUS[0]}\" >&2")
+    proc = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.stdout == "[\n"
+    err = proc.stderr.strip().splitlines()
+    assert err in (["status=0"], [f"status={EXIT_CLOSED_STDOUT}"]), proc.stderr
+
+
+def test_progress_bar_goes_to_a_terminal_stderr(files):
+    """stdout to a file (--json > out.json), stderr a terminal: the bar is drawn on stderr and
+    the JSON on stdout stays clean."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    # a terminal 80 columns wide (a fresh pseudo-terminal has 0, where tqdm draws nothing)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    try:
+        proc = tjap_process("solve", files["window"], "--json", stdout=subprocess.PIPE,
+                            stderr=slave)
+        os.close(slave)
+        out, _ = proc.communicate(timeout=120)
+        drawn = b""
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:                 # the terminal closed: everything was read
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0
+    assert json.loads(out)["status"] == "OPTIMAL"
+    assert b"auto" in drawn and b"0/1" in drawn, drawn     # tqdm's bar, desc = the method
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(files):
+    proc = tjap_process("solve", files["window"], "--json", stdout=subprocess.PIPE)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b"" and json.loads(out)["status"] == "OPTIMAL"

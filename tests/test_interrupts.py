@@ -1,0 +1,156 @@
+"""Ctrl-C and SIGTERM: a command stops within 2 s with exit 130 (143 for SIGTERM) and one line on
+stderr; the rows written before are complete and kept in ``NAME.partial.csv``; workers exit
+without tracebacks; an interrupted SCIP or CP-SAT solve raises instead of returning a result."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STEM = "exact_paper_paper_s0"
+
+
+def start_bench(out: Path, *extra) -> subprocess.Popen:
+    command = [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())",
+               "bench", "exact", "--num-windows", "50",
+               "--paper-windows", "0", "--out", str(out), "--quiet", *extra]
+    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def wait_for_rows(path: Path, proc: subprocess.Popen, rows: int = 2, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"bench exited early ({proc.returncode}): {proc.stderr.read()}")
+        if path.exists() and len(path.read_text().splitlines()) > rows:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"no rows in {path} after {timeout} s")
+
+
+def interrupt(proc: subprocess.Popen, sig) -> tuple[int, float, str]:
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, time.monotonic() - sent, proc.stderr.read()
+
+
+def check_partial(out: Path, err: str) -> list[dict]:
+    partial = out / f"{STEM}.partial.csv"
+    assert not (out / f"{STEM}.csv").exists()           # an interrupted run never looks complete
+    assert partial.is_file()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("tjap: ") and str(partial) in lines[0]
+    rows = list(csv.DictReader(partial.open()))
+    assert rows and all(r["method"] and r["objective"] and r["status"] for r in rows)
+    assert all(r["status"] in ("OPTIMAL", "FEASIBLE", "TIME_LIMIT") for r in rows)
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_bench_exact_stops_on_a_signal(tmp_path, sig, code):
+    proc = start_bench(tmp_path)
+    wait_for_rows(tmp_path / f"{STEM}.partial.csv", proc)
+    returncode, took, err = interrupt(proc, sig)
+    assert returncode == code, err
+    assert took < 2.0
+    check_partial(tmp_path, err)
+
+
+@pytest.mark.slow
+def test_a_sweep_on_two_workers_stops_without_tracebacks(tmp_path):
+    proc = start_bench(tmp_path, "--workers", "2")
+    wait_for_rows(tmp_path / f"{STEM}.partial.csv", proc)
+    returncode, took, err = interrupt(proc, signal.SIGINT)
+    assert returncode == 130, err
+    assert took < 2.0
+    check_partial(tmp_path, err)
+
+
+SOLVE_SCRIPT = """
+import sys
+import numpy as np
+import tjap
+from placement.tree.fat_tree import FatTree
+from placement.tree.window import Window
+
+rng = np.random.default_rng(0)
+window = Window(FatTree.from_layout("paper"), range(1000), rng.integers(2, 13, 40).tolist())
+print("solving", flush=True)
+try:
+    result = tjap.solve(window, sys.argv[1])
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("returned", result.status.value, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["scip", "cpsat"])
+def test_ctrl_c_interrupts_a_solver_at_once(method):
+    pytest.importorskip("pyscipopt" if method == "scip" else "ortools")
+    proc = subprocess.Popen([sys.executable, "-c", SOLVE_SCRIPT, method], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "solving"
+    time.sleep(2.5)                      # past building the model: the solver itself runs
+    returncode, took, err = interrupt(proc, signal.SIGINT)
+    out = proc.stdout.read()
+    assert "returned" not in out, out    # the cut-short solve is not reported as a result
+    assert returncode == 130 and "interrupted" in out, err
+    assert took < 2.0
+
+
+def test_csv_rows_keep_the_partial_name_when_interrupted(tmp_path):
+    from tjap.executor import PARTIAL_OUTPUTS, CsvRows
+
+    path = tmp_path / "rows.csv"
+    with pytest.raises(KeyboardInterrupt):
+        with CsvRows(path) as out:
+            out.write({"a": 1})
+            raise KeyboardInterrupt
+    assert not path.exists()
+    partial = tmp_path / "rows.partial.csv"
+    assert list(csv.DictReader(partial.open())) == [{"a": "1"}]
+    assert partial in PARTIAL_OUTPUTS
+    with CsvRows(path) as out:           # a complete run takes the name asked for
+        out.write({"a": 2})
+    assert list(csv.DictReader(path.open())) == [{"a": "2"}]
+
+
+def test_interruption_line_is_one_line():
+    from tjap.executor import Terminated, interruption_line
+
+    assert interruption_line(KeyboardInterrupt()).startswith("tjap: interrupted")
+    assert "SIGTERM" in interruption_line(Terminated())
+    assert "\n" not in interruption_line(Terminated())
+
+
+def test_workers_ignore_sigint(tmp_path):
+    from tjap.executor import make_executor
+
+    handlers = make_executor(2).results(_handlers, [()] * 2, quiet=True)
+    assert handlers == [(int(signal.SIG_IGN), int(signal.SIG_DFL))] * 2
+
+
+def _handlers():
+    return int(signal.getsignal(signal.SIGINT)), int(signal.getsignal(signal.SIGTERM))
+
+
+if os.name != "posix":                  # signals as tested here are POSIX
+    pytestmark = pytest.mark.skip("POSIX signals")

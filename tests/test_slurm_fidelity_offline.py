@@ -1,0 +1,128 @@
+"""Offline parts of the Slurm fidelity replay (no Slurm needed): the node-level helpers of
+benchmarks/slurm_fidelity.py and the two Slurm rules the simulator can model for it (Slurm's
+will-run batching of running jobs, reservations on named nodes)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchmarks.slurm_fidelity import (node_names, out_of_order, replay_origin,
+                                       single_switch_conf)
+from placement.batch import Jobs, SchedulerConfig, Simulator
+from placement.batch import _kernels as k
+from tjap.errors import InvalidInputError
+
+
+def test_node_names_keep_slurm_order_and_reject_bad_counts():
+    assert node_names(3) == ("n001", "n002", "n003")
+    names = node_names(1200)
+    assert names[0] == "n0001" and names == tuple(sorted(names))
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidInputError):
+            node_names(bad)
+    assert single_switch_conf(("a", "b")) == "SwitchName=s0 Nodes=a,b\n"
+
+
+def test_out_of_order_lists_each_discordant_job_with_its_partners():
+    rows = [{"id": i, "submit": 0, "cpus": 1, "slurm_start": s, "sim_start": m}
+            for i, (s, m) in enumerate([(0, 0), (5, 20), (10, 9), (11, 30), (30, 30)])]
+    out = out_of_order(rows)
+    # job 1 started before 2 in Slurm but after it here
+    assert [r["id"] for r in out] == [1, 2]
+    assert out[0]["discordant_with"] == [2] and out[1]["discordant_with"] == [1]
+    assert out_of_order([]) == []
+    # within tie_s Slurm's order does not count
+    tie = [{"id": 0, "submit": 0, "cpus": 1, "slurm_start": 3, "sim_start": 5},
+           {"id": 1, "submit": 0, "cpus": 1, "slurm_start": 4, "sim_start": 4}]
+    assert out_of_order(tie) == []
+
+
+def test_replay_origin_from_slurm_records():
+    done = [{"slurm_job_id": 7, "start": 12.0}, {"slurm_job_id": 8, "start": None}]
+    recs = [SimpleNamespace(job_id=7, start_time=1_000_012), SimpleNamespace(job_id=9, start_time=5)]
+    assert replay_origin(done, recs) == 1_000_000
+    assert replay_origin(done, []) is None
+
+
+def _will_run_reference(now, free, ends, sizes, need, window):
+    """Slurm's will-run batching written plainly: batches of ends up to barrier + window, the
+    window doubling after each batch; the start is the last end of the batch the job fits after."""
+    if free >= need:
+        return now
+    order = sorted(range(len(ends)), key=lambda i: ends[i])
+    if not order:
+        return k.INF
+    e1 = ends[order[0]]
+    barrier = e1 + window - e1 % window
+    w, i = window, 0
+    while i < len(order):
+        batch = [order[i]]
+        i += 1
+        while i < len(order) and ends[order[i]] <= barrier + w:
+            batch.append(order[i])
+            i += 1
+        free += sum(sizes[b] for b in batch)
+        w *= 2
+        while i < len(order) and ends[order[i]] > barrier + w:
+            w *= 2
+        if free >= need:
+            last = ends[batch[-1]]
+            return last if last > now else now + 1
+    return k.INF
+
+
+def test_will_run_start_on_the_logged_case():
+    # seen in a slurmctld log: 8 one-node jobs ending (by limit) at these Unix seconds, one node
+    # free, a 2-node job: Slurm planned it at the LAST end (all in one batch), not at 139
+    ends = np.array([139, 143, 143, 149, 151, 151, 152, 152], np.int64) + 1_795_623_540
+    running = np.arange(8, dtype=np.int64)
+    got = k.will_run_start(ends[0] - 120, 1, running, 8, ends - 60, np.full(8, 60, np.int64),
+                           np.ones(8, np.int64), 2, 30)
+    assert got == ends[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(101, 400), st.integers(1, 3)), min_size=0, max_size=8),
+       st.integers(0, 3), st.integers(1, 12), st.sampled_from([1, 7, 30]))
+def test_will_run_start_matches_the_reference(jobs, free, need, window):
+    ends = [e for e, _ in jobs]
+    sizes = [s for _, s in jobs]
+    n = len(jobs)
+    got = k.will_run_start(100, free, np.arange(n, dtype=np.int64), n,
+                           np.array(ends, np.int64).reshape(n) - 50,
+                           np.full(n, 50, np.int64), np.array(sizes, np.int64).reshape(n),
+                           need, window)
+    assert got == _will_run_reference(100, free, ends, sizes, need, window)
+
+
+def _node_case():
+    # 4 nodes. X (node 0) ends at 5; A, B, D hold nodes 1-3 until 100. H (3 nodes) waits for
+    # them; C (1 node, limit 150) could run on node 0 from 5 by counts (4 free at 100, 3 reserved)
+    # but Slurm reserves the lowest nodes free at 100, node 0 among them, so C waits
+    return Jobs.build(submit_s=[0, 0, 0, 0, 1, 1], nodes=[1, 1, 1, 1, 3, 1],
+                      limit_s=[10, 100, 100, 100, 60, 150], runtime_s=[5, 100, 100, 100, 10, 10],
+                      job_id=[0, 1, 2, 3, 4, 5])
+
+
+def test_named_node_reservation_keeps_backfill_off_reserved_idle_nodes():
+    base = dict(backfill="easy", bf_interval_s=1, bf_resolution_s=1)
+    counts = Simulator(_node_case(), 4, SchedulerConfig(**base)).run()
+    named = Simulator(_node_case(), 4, SchedulerConfig(**base, bf_reserve_nodes=True)).run()
+    assert counts.start_s[5] == 6 and counts.start_s[4] == 100  # the backfill pass after 5
+    assert named.start_s[5] == 100 and named.start_s[4] == 100
+
+
+def test_new_options_default_off_and_validated():
+    c = SchedulerConfig()
+    assert c.bf_will_run_window_s == 0 and c.bf_reserve_nodes is False
+    with pytest.raises(InvalidInputError):
+        SchedulerConfig(backfill="slurm", bf_reserve_nodes=True)
+    with pytest.raises(InvalidInputError):
+        SchedulerConfig(backfill="easy", bf_reserve_nodes=True, reserve_whole_node=True)
+    with pytest.raises(InvalidInputError):
+        SchedulerConfig(bf_will_run_window_s=-1)

@@ -1,0 +1,343 @@
+"""The placement service's pure parts (no Slurm): squeue parsing of held jobs, which jobs it may
+touch, the paper's order and greedy prefix, windows waited across passes, the window record's
+JSON, the ``guarded`` method on random irregular trees, and the command line's one-line errors.
+The service against a real Slurm is tests/test_slurm_service_live.py."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tjap
+from heuristics.guarded import solve_guarded
+from placement.batch.slurm import (PendingJob, SlurmClient, SlurmError, parse_pending,
+                                   parse_test_only)
+from placement.tree.cost import assignment_cost
+from placement.tree.hostlist import expand_hostlist
+from placement.tree.topology import Topology
+from placement.tree.window import Window
+from placement.tree.workload import select_prefix
+from tjap.cli import main
+from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.slurm.queue import WaitTracker, eligible, plan_window, priority_key
+from tjap.slurm.service import PlacementService, ServiceConfig, State, transient, unreachable
+
+from test_tree_windows import IRREGULAR, random_window
+
+TREE = Topology.from_slurm("""
+SwitchName=top Switches=m1,m2,c
+SwitchName=m1 Switches=a,b
+SwitchName=a Nodes=n[01-04]
+SwitchName=b Nodes=n[05-06]
+SwitchName=m2 Switches=d,e
+SwitchName=d Nodes=n[07-09]
+SwitchName=e Nodes=n[10-11]
+SwitchName=c Nodes=n[12-14]
+""")
+
+#: Captured from Slurm 22.05.8 (squeue -h -t PENDING -o PENDING_FORMAT, SLURM_TIME_FORMAT=%s).
+SQUEUE_HELD = """\
+2|PENDING|JobHeldUser|1|1795623293|root|(null)|main|0|n01||(null)|wrap
+1|PENDING|JobHeldUser|3|1795623293|root|(null)|main|0|||(null)|wrap
+7|PENDING|JobHeldAdmin|2|1795623300|bob|physics|main|0|||(null)|sim|a|b
+8_[1-4]|PENDING|JobHeldUser|1|1795623301|bob|physics|main|0|||(null)|array
+9|PENDING|Priority|2|1795623302|eve|(null)|main|4294|||(null)|x
+"""
+
+
+def job(job_id, nodes, *, submit=0, reason="JobHeldUser", state="PENDING", partition="main",
+        req="", exc="", features="", text=None, user="u") -> PendingJob:
+    return PendingJob(job_id=job_id, job_text=text or str(job_id), state=state, reason=reason,
+                      nodes=nodes, submit_time=submit, user=user, account="", partition=partition,
+                      priority=0, req_nodes=req, exc_nodes=exc, features=features, name="j")
+
+
+# -- squeue ------------------------------------------------------------------------------------
+def test_parse_pending_reads_held_jobs():
+    jobs = parse_pending(SQUEUE_HELD)
+    assert [j.job_id for j in jobs] == [2, 1, 7, 8, 9]
+    assert jobs[0].req_nodes == "n01" and jobs[0].features == "" and jobs[0].account == ""
+    assert jobs[1].held_by_user and jobs[1].nodes == 3 and jobs[1].submit_time == 1795623293
+    assert jobs[2].reason == "JobHeldAdmin" and not jobs[2].held_by_user
+    assert jobs[2].name == "sim|a|b" and jobs[2].account == "physics"
+    assert not jobs[3].plain and jobs[3].job_text == "8_[1-4]"
+    assert not jobs[4].held_by_user and jobs[4].priority == 4294
+
+
+@pytest.mark.parametrize("line", ["1|PENDING|JobHeldUser|3", "x|PENDING|JobHeldUser|3|0|u|a|p|0"
+                                  "|||(null)|n", "1|PENDING|JobHeldUser|three|0|u|a|p|0|||x|n"])
+def test_parse_pending_rejects_bad_lines_in_one_line(line):
+    with pytest.raises(SlurmError, match="unexpected squeue line") as err:
+        parse_pending(line)
+    assert "\n" not in str(err.value)
+
+
+def test_parse_test_only():
+    text = ("sbatch: Job 2 to start at 1795623399 using 3 processors on nodes n[01-03] in "
+            "partition main")
+    assert parse_test_only(text) == ("n[01-03]", "main")
+    assert parse_test_only("sbatch: error: Batch job submission failed") is None
+
+
+def test_fingerprint_sees_what_matters():
+    a = job(1, 3)
+    assert a.fingerprint == job(1, 3, submit=99).fingerprint
+    for other in (job(1, 4), job(1, 3, req="n01"), job(1, 3, reason="JobHeldAdmin"),
+                  job(1, 3, features="gpu"), job(1, 3, partition="x"), job(1, 3, user="v")):
+        assert other.fingerprint != a.fingerprint
+
+
+# -- which jobs -------------------------------------------------------------------------------
+def test_eligible_jobs_and_why_not():
+    assert eligible(job(1, 3), "main") is None
+    cases = {"administrator": job(1, 3, reason="JobHeldAdmin"),
+             "not held": job(1, 3, reason="Priority"),
+             "partition": job(1, 3, partition="debug"),
+             "array": job(1, 1, text="1_[1-3]"),
+             "nodelist": job(1, 2, req="n[01-02]"),
+             "exclude": job(1, 2, exc="n05"),
+             "constraint": job(1, 2, features="gpu"),
+             "state": job(1, 2, state="RUNNING")}
+    for word, j in cases.items():
+        assert word in eligible(j, "main"), word
+    # a node list this service set and left behind is not the user's own
+    assert eligible(job(1, 2, req="n[01-02]"), "main", {1: ("n01", "n02")}) is None
+    assert eligible(job(1, 2, req="n[01-02]"), "main", {1: ("n01", "n03")}) is not None
+
+
+# -- the paper's order and prefix ------------------------------------------------------------
+def test_order_more_waited_then_fewer_nodes_then_earlier():
+    jobs = [job(1, 4, submit=10), job(2, 2, submit=20), job(3, 2, submit=5), job(4, 8)]
+    tracker = WaitTracker()
+    window, waiting = plan_window(jobs, 100, tracker, cap=None)
+    assert [j.job_id for j in window] == [3, 2, 1, 4] and waiting == []
+    tracker.after_window([1, 2, 3, 4], [4])
+    window, _ = plan_window(jobs, 100, tracker, cap=None)
+    assert [j.job_id for j in window] == [4, 3, 2, 1]
+
+
+def test_prefix_stops_at_the_first_job_that_does_not_fit_and_at_the_cap():
+    jobs = [job(1, 2), job(2, 3), job(3, 10), job(4, 1)]
+    window, waiting = plan_window(jobs, 10, WaitTracker(), cap=None)
+    assert [j.job_id for j in window] == [4, 1, 2] and [j.job_id for j in waiting] == [3]
+    window, waiting = plan_window(jobs, 100, WaitTracker(), cap=1)
+    assert [j.job_id for j in window] == [4, 1] and [j.job_id for j in waiting] == [2, 3]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 12), st.integers(0, 3)), min_size=0, max_size=10),
+       st.integers(0, 30), st.one_of(st.none(), st.integers(1, 4)))
+def test_plan_is_a_fitting_prefix_of_the_order(specs, idle, cap):
+    jobs = [job(i + 1, n, submit=i) for i, (n, _) in enumerate(specs)]
+    tracker = WaitTracker()
+    tracker.waited = {i + 1: w for i, (_, w) in enumerate(specs) if w}
+    window, waiting = plan_window(jobs, idle, tracker, cap)
+    order = sorted(jobs, key=lambda j: priority_key(j, tracker.get(j.job_id)))
+    assert window + waiting == order
+    assert sum(j.nodes for j in window) <= idle
+    assert cap is None or sum(j.nodes > 1 for j in window) <= cap
+    assert len(window) == select_prefix([j.nodes for j in order], idle, cap)
+
+
+def test_wait_tracker_counts_windows_and_forgets_gone_jobs():
+    t = WaitTracker()
+    t.after_window([1, 2, 3], [2, 3])
+    t.after_window([1, 2, 3], [3])
+    assert (t.get(1), t.get(2), t.get(3)) == (0, 1, 2)
+    t.after_window([3], [])                   # 1 and 2 left the queue
+    assert t.waited == {3: 2}
+
+
+# -- the window record -----------------------------------------------------------------------
+def service(**options) -> PlacementService:
+    """A service whose client is never called by decide/apply in dry-run mode."""
+    return PlacementService(ServiceConfig(**{"time_limit_s": None, **options}),
+                            client=SlurmClient({"SLURM_CONF": "/nonexistent/slurm.conf"}))
+
+
+def state(idle, jobs) -> State:
+    return State("main", TREE, list(idle), list(jobs), read_at=1795623293.5)
+
+
+def test_window_record_shape_and_costs():
+    svc = service(dry_run=True)
+    idle = ["n02", "n03", "n04", "n05", "n07", "n08", "n10", "n11", "n12", "n13"]
+    jobs = [job(11, 3), job(12, 2), job(13, 4), job(14, 9), job(15, 1, reason="JobHeldAdmin")]
+    rec, failure = svc._finish(svc.apply(svc.decide(state(idle, jobs))))
+    assert failure is None
+    rec = json.loads(json.dumps(svc.record(rec), allow_nan=False))
+    for key in ("event", "window", "time", "time_iso", "partition", "method", "dry_run", "idle",
+                "idle_count", "reserved", "held", "sizes", "jobs", "waiting", "ignored", "cost",
+                "slurm_tree_cost", "scas_optimum", "winner", "status", "solve_s", "placed"):
+        assert key in rec, key
+    assert rec["event"] == "window" and rec["method"] == "guarded" and rec["dry_run"]
+    assert expand_hostlist(rec["idle"]) == idle and rec["idle_count"] == 10
+    assert rec["sizes"] == [2, 3, 4] and [e["job_id"] for e in rec["jobs"]] == [12, 11, 13]
+    assert rec["waiting"] == [{"job_id": 14, "nodes_requested": 9, "waited": 0}]
+    assert rec["ignored"] == [{"job_id": 15, "reason": "held by an administrator"}]
+    used = []
+    for e in rec["jobs"]:
+        nodes = expand_hostlist(e["nodes"])
+        assert len(nodes) == e["nodes_requested"] and set(nodes) <= set(idle)
+        assert e["outcome"] == "dry-run" and e["reason"] is None and e["waited"] == 0
+        used += nodes
+    assert len(set(used)) == len(used)
+    assert rec["cost"] == pytest.approx(sum(e["cost"] for e in rec["jobs"]))
+    assert rec["cost"] <= rec["slurm_tree_cost"] + 1e-9
+    assert rec["cost"] <= rec["scas_optimum"] + 1e-9
+    window = Window(TREE, idle, rec["sizes"])
+    ids = [TREE.node_indices(expand_hostlist(e["nodes"])) for e in rec["jobs"]]
+    assert assignment_cost(TREE, ids) == pytest.approx(rec["cost"])
+    assert rec["slurm_tree_cost"] == pytest.approx(tjap.solve(window, "slurm-tree").objective)
+    assert rec["scas_optimum"] == pytest.approx(tjap.solve(window, "dp").objective)
+
+
+def test_other_methods_log_slurms_cost_beside():
+    svc = service(dry_run=True, method="seq")
+    rec = svc.decide(state(TREE.node_names, [job(1, 3), job(2, 5)]))
+    assert rec["method"] == "seq" and rec["slurm_tree_cost"] is not None
+    assert rec["scas_optimum"] is not None and rec["scas_optimum"] <= rec["cost"] + 1e-9
+
+
+def test_windows_waited_grow_across_passes_until_the_job_fits():
+    svc = service(dry_run=True)
+    jobs = [job(1, 10, submit=1), job(2, 3, submit=2), job(3, 2, submit=3)]
+
+    def window(idle_count):
+        rec, _ = svc._finish(svc.apply(svc.decide(state(TREE.node_names[:idle_count], jobs))))
+        return ([(e["job_id"], e["waited"]) for e in rec["jobs"]],
+                [(e["job_id"], e["waited"]) for e in rec["waiting"]])
+
+    assert window(10) == ([(3, 0), (2, 0)], [(1, 0)])
+    assert svc.tracker.waited == {1: 1}
+    # the long waiter leads and blocks the prefix while it does not fit
+    assert window(4) == ([], [(1, 1), (3, 0), (2, 0)])
+    assert svc.tracker.waited == {1: 2, 2: 1, 3: 1}
+    assert window(14) == ([(1, 2), (3, 1)], [(2, 1)])
+    assert svc.tracker.waited == {2: 2}        # placed jobs are forgotten
+
+
+def test_empty_window_and_log_file(tmp_path):
+    svc = PlacementService(ServiceConfig(), log_path=tmp_path / "log.jsonl",
+                           client=SlurmClient({"SLURM_CONF": "/nonexistent"}))
+    rec = svc.decide(state(["n01"], [job(1, 3)]))
+    assert rec["jobs"] == [] and rec["cost"] is None and len(rec["waiting"]) == 1
+    svc.record({"event": "x", "value": 1})
+    svc.record({"event": "y"})
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    assert [json.loads(ln)["event"] for ln in lines] == ["x", "y"]
+
+
+def test_failure_classification():
+    assert unreachable(SlurmError("cannot reach slurmctld: connect failure; is Slurm running?"))
+    assert unreachable(SlurmError("squeue timed out after 30 s; is slurmctld responding?"))
+    assert transient(SlurmError("cannot reach slurmctld: x"))
+    assert not transient(SlurmError("sbatch not found: Slurm's commands are not installed"))
+    assert not transient(SlurmError("cannot read the Slurm configuration: /x does not exist"))
+
+
+# -- the guarded method ----------------------------------------------------------------------
+def check_guarded(w: Window, **options):
+    r = tjap.solve(w, "guarded", **options)
+    assert r.is_feasible() and r.method == "guarded"
+    slurm = tjap.solve(w, "slurm-tree")
+    dp = tjap.solve(w, "dp")
+    assert r.objective <= dp.objective + 1e-9
+    if slurm.has_solution:
+        assert r.objective <= slurm.objective + 1e-9
+        assert r.info["slurm_tree_cost"] == pytest.approx(slurm.objective)
+    assert r.info["scas_optimum"] == pytest.approx(dp.objective)
+    assert r.info["winner"] in ("scas", "slurm-tree", "freeform")
+    assert r.objective == pytest.approx(r.info["candidates"][r.info["winner"]]["cost"])
+    return r
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_guarded_never_above_slurm_nor_scas_on_random_trees(seed):
+    w = random_window(seed, max_idle=12, max_jobs=4)
+    r = check_guarded(w)
+    again = tjap.solve(w, "guarded")
+    assert again.assignment == r.assignment and again.info["winner"] == r.info["winner"]
+    assert r.info["candidates"]["freeform"]["status"] == "NOT_RUN"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_guarded_with_free_form_improvement(seed):
+    w = random_window(100 + seed, max_idle=10, max_jobs=3)
+    r = check_guarded(w, time_limit_s=20)
+    free = tjap.solve(w, "freeform", time_limit_s=20)
+    assert r.objective == pytest.approx(free.objective)
+    assert r.status.value == "OPTIMAL"
+
+
+def test_guarded_picks_slurm_when_it_beats_the_contiguous_optimum():
+    """A window where Slurm's non-contiguous choice is cheaper than every SCAS placement."""
+    found = None
+    for seed in itertools.count():
+        w = random_window(seed, max_idle=12, max_jobs=4)
+        slurm = tjap.solve(w, "slurm-tree")
+        if slurm.has_solution and slurm.objective < tjap.solve(w, "dp").objective - 1e-6:
+            found = w
+            break
+        if seed > 400:
+            break
+    assert found is not None, "no window where slurm-tree beats SCAS in 400 seeds"
+    r = tjap.solve(found, "guarded")
+    assert r.info["winner"] == "slurm-tree" and r.objective < r.info["scas_optimum"]
+
+
+def test_guarded_on_the_irregular_tree_and_bad_input():
+    w = Window(IRREGULAR, IRREGULAR.node_names, [2, 3, 4])
+    check_guarded(w)
+    with pytest.raises(InvalidInputError, match="Window"):
+        solve_guarded("not a window")
+    assert "guarded" in tjap.methods()
+
+
+# -- arguments -------------------------------------------------------------------------------
+@pytest.mark.parametrize("argv, words", [
+    (["slurm", "place", "--interval", "abc"], "--interval must be a number"),
+    (["slurm", "place", "--interval", "0"], "interval must be between"),
+    (["slurm", "place", "--interval", "nan"], "finite"),
+    (["slurm", "place", "--time-limit", "-1"], "time limit must be positive"),
+    (["slurm", "place", "--cap", "0"], "cap must be"),
+    (["slurm", "place", "--cap", "two"], "--cap must be a whole number"),
+    (["slurm", "place", "--retries", "-2"], "retries"),
+    (["slurm", "place", "--method", "nope"], "unknown method 'nope'"),
+    (["slurm", "place", "--users", "alice,b ob"], "bad user name"),
+    (["slurm", "advise", "--partition", "a=b"], "bad partition name"),
+    (["slurm", "advise", "--method", "nope"], "choose one of"),
+])
+def test_bad_arguments_are_one_line_errors(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tjap: error:") and words in err and err.count("\n") == 1
+
+
+def test_missing_slurm_conf_is_one_line(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
+    assert main(["slurm", "advise"]) == 1
+    err = capsys.readouterr().err
+    assert "does not exist" in err and err.count("\n") == 1
+    assert main(["slurm", "place", "--once", "--log", str(tmp_path / "log")]) == 1
+    events = [json.loads(ln)["event"] for ln in (tmp_path / "log").read_text().splitlines()]
+    assert events == ["start", "stop"]
+
+
+def test_unwritable_log_is_one_line(tmp_path):
+    with pytest.raises(InvalidInputError, match="cannot write the log"):
+        PlacementService(ServiceConfig(), log_path=tmp_path / "no" / "such" / "dir.jsonl")
+
+
+def test_service_config_validation():
+    assert ServiceConfig().validate().method == "guarded"
+    with pytest.raises(UnknownMethodError):
+        ServiceConfig(method="x").validate()
+    with pytest.raises(InvalidInputError, match="interval"):
+        ServiceConfig(interval_s=float("inf")).validate()
+    with pytest.raises(InvalidInputError, match="account"):
+        ServiceConfig(accounts=("a b",)).validate()

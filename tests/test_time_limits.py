@@ -1,0 +1,151 @@
+"""Time limits: every window method honours ``time_limit_s`` (model building included) and returns
+a feasible solution never worse than Seq's, with status TIME_LIMIT when the limit cut it short;
+``auto`` says what it chose; JSON output never holds NaN or Infinity.
+
+The timing targets (within 10 % + 0.5 s) are measured by benchmarks/time_limits.py; the bounds
+here are generous, for busy CI machines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+
+import tjap
+from placement.tree import csp
+from placement.tree.exact import auto_choice
+from placement.tree.fat_tree import FatTree
+from placement.tree.result import Result
+from placement.tree.window import Window
+from tjap import Status
+from tjap.errors import StateSpaceTooLargeError
+from tjap.registry import entries
+
+#: Rules that return their own choice (what Slurm or a first fit would do), not the best found.
+RULES = ("slurm-tree", "freeform-greedy")
+
+
+def big_window(jobs=90, idle=1000, seed=0) -> Window:
+    rng = np.random.default_rng(seed)
+    return Window(FatTree.from_layout("paper"), range(idle), rng.integers(2, 13, jobs).tolist())
+
+
+def available() -> list[str]:
+    return [m.name for m in entries("tree") if m.is_available()]
+
+
+def strict_json(text: str):
+    def refuse(name):
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.fixture(scope="module")
+def window():
+    return big_window()
+
+
+@pytest.fixture(scope="module")
+def seq_cost(window):
+    return tjap.solve(window, "seq").objective
+
+
+@pytest.mark.parametrize("method", available())
+def test_every_method_honours_a_limit(method, window, seq_cost):
+    tjap.solve(window, method, time_limit_s=1e-3)      # imports, kernels, weights: start-up
+    started = time.perf_counter()
+    r = tjap.solve(window, method, time_limit_s=0.5)
+    wall = time.perf_counter() - started
+    assert wall < 4.0, f"{method} took {wall:.2f} s for a 0.5 s limit"
+    assert r.is_feasible()
+    if method not in RULES:
+        assert r.objective <= seq_cost + 1e-6
+    if r.status is Status.TIME_LIMIT:
+        assert r.has_solution and r.info.get("stopped")
+    assert r.bound is None or r.bound <= r.objective + 1e-6
+    strict_json(r.to_json())
+
+
+def test_scas_solvers_fall_back_when_building_is_too_slow(window, seq_cost):
+    for method in ("scip", "cpsat"):
+        r = tjap.solve(window, method, time_limit_s=0.2)
+        assert r.status is Status.TIME_LIMIT and r.method == method
+        assert r.info["fallback"] == "seq" and "building" in r.info["stopped"]
+        assert r.objective == pytest.approx(seq_cost)
+
+
+def test_a_stopped_scip_keeps_its_bound_and_never_loses_to_seq():
+    w = big_window(jobs=12, idle=400, seed=3)
+    seq = tjap.solve(w, "seq").objective
+    r = tjap.solve(w, "scip", time_limit_s=0.3)
+    assert r.is_feasible() and r.objective <= seq + 1e-6
+    if r.status is Status.TIME_LIMIT and r.bound is not None:
+        assert r.bound <= r.objective + 1e-6
+
+
+def test_dp_without_a_limit_still_refuses_a_huge_table(window):
+    with pytest.raises(StateSpaceTooLargeError):
+        tjap.solve(window, "dp")
+    r = tjap.solve(window, "dp", time_limit_s=1)
+    assert r.status is Status.TIME_LIMIT and r.info["fallback"] == "seq" and r.is_feasible()
+
+
+def test_dp_finishing_in_time_is_unchanged():
+    w = big_window(jobs=6, idle=300, seed=1)
+    a, b = tjap.solve(w, "dp"), tjap.solve(w, "dp", time_limit_s=60)
+    assert a.status is b.status is Status.OPTIMAL
+    assert a.assignment == b.assignment and a.objective == b.objective
+
+
+def test_dp_stopped_between_passes_returns_its_best_so_far(monkeypatch):
+    w = big_window(jobs=8, idle=200, seed=5)
+    exact = tjap.solve(w, "dp")
+    monkeypatch.setattr(csp, "DP_SECONDS_PER_CELL_CLASS", 1e-12)   # first pass "fits"...
+    real = csp._cyclic_dp
+
+    def no_time_after_first(costs, sizes, counts, digits, strides, deadline, pass_s):
+        return real(costs, sizes, counts, digits, strides, deadline, 1e9)  # ...no more do
+    monkeypatch.setattr(csp, "_cyclic_dp", no_time_after_first)
+    r = csp.solve_dp(w, time_limit_s=30)
+    assert r.is_feasible() and r.objective >= exact.objective - 1e-6
+    assert r.objective <= tjap.solve(w, "seq").objective + 1e-6
+    if exact.info["dp_runs"] > 1:
+        assert r.status is Status.TIME_LIMIT and r.bound is None
+
+
+def test_auto_says_what_it_chose(window):
+    small = big_window(jobs=4, idle=200, seed=2)
+    r = tjap.solve(small, "auto", time_limit_s=5)
+    assert r.info["auto"]["chose"] == "dp" and r.method == "dp" and r.status is Status.OPTIMAL
+    big = tjap.solve(window, "auto", time_limit_s=1)
+    assert big.info["auto"]["chose"] == "seq" and big.status is Status.TIME_LIMIT
+    assert "reason" in big.info["auto"] and big.is_feasible()
+    assert auto_choice(window)["chose"] == "scip"            # no limit: as before
+    assert auto_choice(window, 100.0)["chose"] == "scip"     # time to build the model
+
+
+def test_results_without_a_solution_are_strict_json(window):
+    empty = Result.from_assignment(window, (), status=Status.TIME_LIMIT, method="x",
+                                   convention="paper", runtime_s=float("inf"),
+                                   bound=float("-inf"), info={"gap": float("nan")})
+    data = strict_json(empty.to_json())
+    assert data["objective"] is None and data["bound"] is None
+    assert data["runtime_s"] is None and data["info"]["gap"] is None
+
+
+def test_tjap_solve_json_is_strict_for_every_method(tmp_path, capsys):
+    from tjap.cli import main
+
+    w = big_window(jobs=30, idle=500, seed=4)
+    path = tmp_path / "window.json"
+    path.write_text(w.to_json())
+    for method in available():
+        code = main(["solve", str(path), "--method", method, "--json", "--time-limit", "0.3"])
+        out = capsys.readouterr().out
+        assert code == 0, method
+        data = strict_json(out)
+        assert data["method"] in (method, "dp", "scip", "seq")
+        assert data["objective"] is not None and data["status"] != "INFEASIBLE"

@@ -1,0 +1,495 @@
+"""The placement service behind ``tjap slurm place`` and ``tjap slurm advise``.
+
+One pass (a *window*):
+
+1. read the live switch tree (``scontrol show topology``; re-read every pass, a change is
+   logged), the partition's idle nodes (``sinfo``) and its pending jobs (``squeue``); idle nodes
+   that a released but not yet started job asks for (``ReqNodeList``) do not count as idle;
+2. keep the jobs the service may place (:func:`tjap.slurm.queue.eligible`: held by their owner
+   with ``sbatch --hold``, plain ``-N n`` jobs), order them as the paper does (more windows
+   waited first, then fewer nodes) and take the greedy prefix that fits the idle nodes;
+3. solve that window with ``method`` (default ``guarded``: never costlier than Slurm's own
+   ``topology/tree`` choice nor than the SCAS optimum), and compute Slurm's would-be cost
+   (``slurm-tree``) and the SCAS optimum beside it;
+4. for each job, in window order: check that it is still held and unchanged, ``scontrol update
+   JobId=ID ReqNodeList=NODES``, check that every one of those nodes is still idle, then
+   ``scontrol release ID``. A job that vanished, was released or was modified in the meantime is
+   skipped; a failed update, a node no longer idle (its ``ReqNodeList`` is cleared again) or a
+   failed release leaves the job held for the next window.
+
+Every window is one JSON line (:meth:`PlacementService.run_pass`), appended to the log file and
+handed to ``emit``. Jobs not placed wait: their windows-waited count grows by one, in memory.
+
+:meth:`PlacementService.run` repeats passes every ``interval_s`` seconds. A Slurm command that
+fails (typically an unreachable ``slurmctld``) is reported in one line and retried with
+exponential backoff (1 s, doubling, at most the interval); SIGTERM and SIGINT let the current
+job's update and release finish, leave the rest held, log a ``stop`` line and return (0 for
+SIGTERM, 130 for SIGINT).
+
+The Slurm commands are found on ``PATH`` and read ``SLURM_CONF`` from the environment; they are
+run with argument lists (:class:`placement.batch.slurm.SlurmClient`), never through a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from placement.batch.slurm import PendingJob, SlurmClient, SlurmError
+from placement.tree.cost import job_cost
+from placement.tree.hostlist import compress_hostlist, expand_hostlist
+from placement.tree.topology import Topology
+from placement.tree.window import Window
+from tjap.api import MAX_TIME_LIMIT_S, solve
+from tjap.errors import InvalidInputError, TjapError
+from tjap.registry import get
+from tjap.result import plain
+from tjap.slurm.queue import WaitTracker, eligible, plan_window
+
+#: Seconds of the first retry after a failed pass (doubling up to the interval).
+BACKOFF_START_S = 1.0
+#: Messages of Slurm errors that no retry can fix.
+_FATAL = ("not installed", "does not exist", "no default partition",
+          "cannot read the slurm configuration")
+
+
+@dataclass
+class ServiceConfig:
+    """What the service does; :meth:`validate` checks it (one-line errors).
+
+    Attributes
+    ----------
+    partition : str, optional
+        The partition served (None: Slurm's default partition).
+    users, accounts : tuple of str
+        Only jobs of these users / accounts (empty: all).
+    method : str
+        The window method (``tjap methods``); ``guarded`` by default.
+    time_limit_s : float, optional
+        Time limit of the method per window.
+    cap : int, optional
+        At most this many multi-node jobs per window (None: no cap).
+    interval_s : float
+        Seconds between windows.
+    dry_run : bool
+        Decide and log, change nothing in Slurm.
+    compare : bool
+        Also compute Slurm's would-be cost (``slurm-tree``) and the SCAS optimum when the method
+        does not report them (``guarded`` does).
+    test_only : bool
+        Ask Slurm itself (``sbatch --test-only``) where it would start the window's first job.
+    retries : int, optional
+        Failed passes in a row before :meth:`PlacementService.run` gives up (None: never).
+    """
+
+    partition: str | None = None
+    users: tuple = ()
+    accounts: tuple = ()
+    method: str = "guarded"
+    time_limit_s: float | None = 10.0
+    cap: int | None = 5
+    interval_s: float = 60.0
+    dry_run: bool = False
+    seed: int = 0
+    convention: str = "paper"
+    compare: bool = True
+    test_only: bool = False
+    retries: int | None = None
+
+    def validate(self) -> "ServiceConfig":
+        """Raise :class:`~tjap.errors.InvalidInputError` (or ``UnknownMethodError``) on a bad
+        setting; returns self."""
+        if not (isinstance(self.interval_s, (int, float)) and math.isfinite(self.interval_s)
+                and 0 < self.interval_s <= 86400):
+            raise InvalidInputError(f"interval must be between 0 and 86400 s, got "
+                                    f"{self.interval_s!r}")
+        if self.time_limit_s is not None and not (
+                isinstance(self.time_limit_s, (int, float)) and 0 < self.time_limit_s
+                <= MAX_TIME_LIMIT_S):
+            raise InvalidInputError(f"time limit must be positive (or none), got "
+                                    f"{self.time_limit_s!r}")
+        if self.cap is not None and (not isinstance(self.cap, int) or self.cap < 1):
+            raise InvalidInputError(f"cap must be a positive number of multi-node jobs or none, "
+                                    f"got {self.cap!r}")
+        if self.retries is not None and (not isinstance(self.retries, int) or self.retries < 0):
+            raise InvalidInputError(f"retries must be a non-negative integer, got "
+                                    f"{self.retries!r}")
+        for what, names in (("partition", [self.partition] if self.partition else []),
+                            ("user", self.users), ("account", self.accounts)):
+            for name in names:
+                if not name or any(c.isspace() or c in ",=" for c in str(name)):
+                    raise InvalidInputError(f"bad {what} name {name!r}: no spaces, commas or "
+                                            "'=' (give several as separate values)")
+        get("tree", self.method)           # one-line UnknownMethodError listing the methods
+        return self
+
+
+@dataclass
+class State:
+    """What one pass read from Slurm."""
+
+    partition: str
+    topology: Topology
+    idle: list
+    pending: list
+    read_at: float = field(default_factory=time.time)
+    #: idle-looking nodes left out because a released, not yet started job asks for them
+    reserved: list = field(default_factory=list)
+
+
+def transient(exc: SlurmError) -> bool:
+    """True for a Slurm failure worth retrying (unreachable controller, timeout, ...)."""
+    text = str(exc).lower()
+    return not any(f in text for f in _FATAL)
+
+
+def unreachable(exc: SlurmError) -> bool:
+    """True when the controller did not answer (the pass cannot go on)."""
+    text = str(exc).lower()
+    return "cannot reach" in text or "timed out" in text
+
+
+def _now_iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+class PlacementService:
+    """The window placement service (see the module docstring).
+
+    Parameters
+    ----------
+    config : ServiceConfig
+        What to do; validated here.
+    env : dict, optional
+        Environment for the Slurm commands, merged over ``os.environ`` (e.g. ``SLURM_CONF``).
+    log_path : path, optional
+        JSON lines are appended here (one per window and per start/stop/error event).
+    emit : callable, optional
+        Called with every record (e.g. to print it).
+    report : callable, optional
+        Called with one-line messages (errors and retries); default: stderr.
+    before_update : callable, optional
+        ``before_update(job, hostlist)``, called just before each job is checked and updated
+        (a point for tests to change the world between reading and updating).
+    client : SlurmClient, optional
+        Instead of ``env``.
+    """
+
+    def __init__(self, config: ServiceConfig | None = None, *, env: dict | None = None,
+                 log_path=None, emit: Callable | None = None, report: Callable | None = None,
+                 before_update: Callable | None = None, client: SlurmClient | None = None):
+        self.config = (config or ServiceConfig()).validate()
+        self.client = client or SlurmClient(env)
+        self.log_path = Path(log_path) if log_path else None
+        if self.log_path is not None:
+            try:
+                open(self.log_path, "a").close()
+            except OSError as exc:
+                raise InvalidInputError(f"cannot write the log {self.log_path}: "
+                                        f"{exc.strerror or exc}") from None
+        self.emit = emit
+        self.report = report or (lambda msg: print(f"tjap: {msg}", file=sys.stderr, flush=True))
+        self.before_update = before_update
+        self.tracker = WaitTracker()
+        #: job id -> node names of a ReqNodeList this service set but did not release
+        self.ours: dict[int, tuple] = {}
+        self.windows = 0
+        #: passes that read Slurm and finished (a setup error after the first is retried)
+        self.passes = 0
+        self.partition = self.config.partition
+        self.topology: Topology | None = None
+        self._topology_text: str | None = None
+        self.stop_event = threading.Event()
+        self.stop_signal: str | None = None
+
+    # -- records -----------------------------------------------------------------------------
+    def record(self, data: dict) -> dict:
+        """Log ``data`` (one JSON line) and hand it to ``emit``."""
+        data = plain(data)
+        if self.log_path is not None:
+            line = json.dumps(data, allow_nan=False, default=str)
+            with open(self.log_path, "a") as f:
+                f.write(line + "\n")
+        if self.emit is not None:
+            self.emit(data)
+        return data
+
+    # -- reading -----------------------------------------------------------------------------
+    def read_state(self) -> State:
+        """Partition, switch tree, idle nodes and pending jobs, as Slurm reports them now."""
+        c = self.client
+        partition = self.partition or c.default_partition()
+        self.partition = partition
+        text = c.show_topology()
+        if text != self._topology_text:
+            topology = Topology.from_scontrol(text)
+            changed = self._topology_text is not None
+            self.topology, self._topology_text = topology, text
+            self.record({"event": "topology", "time": time.time(), "changed": changed,
+                         "nodes": topology.num_nodes, "switches": topology.num_switches})
+        topology = self.topology
+        names = set(topology.node_names)
+        nodes = c.partition_nodes(partition)
+        pending = c.pending(partition=partition)
+        # nodes named by pending jobs that are not held (e.g. released by the last window but
+        # not started yet) are spoken for, idle as they may look
+        reserved = set()
+        for job in pending:
+            if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
+                try:
+                    reserved.update(expand_hostlist(job.req_nodes))
+                except InvalidInputError:
+                    pass
+        idle = [n.name for n in nodes if n.state == "idle" and n.name in names]
+        held_back = [n for n in idle if n in reserved]
+        idle = [n for n in idle if n not in reserved]
+        users, accounts = set(self.config.users), set(self.config.accounts)
+        pending = [j for j in pending if (not users or j.user in users)
+                   and (not accounts or j.account in accounts)]
+        return State(partition, topology, idle, pending, reserved=held_back)
+
+    # -- deciding ----------------------------------------------------------------------------
+    def decide(self, state: State) -> dict:
+        """The window record for ``state`` (nothing applied, outcomes not yet known)."""
+        cfg = self.config
+        ignored, held = [], []
+        for job in state.pending:
+            why = eligible(job, state.partition, self.ours)
+            if why is None:
+                held.append(job)
+            elif job.state == "PENDING" and job.reason in ("JobHeldUser", "JobHeldAdmin"):
+                ignored.append({"job_id": job.job_id, "reason": why})
+        window_jobs, waiting = plan_window(held, len(state.idle), self.tracker, cfg.cap)
+        rec = {"event": "window", "window": self.windows + 1, "time": state.read_at,
+               "time_iso": _now_iso(state.read_at), "partition": state.partition,
+               "method": cfg.method, "dry_run": cfg.dry_run,
+               "idle": compress_hostlist(state.idle) if state.idle else "",
+               "idle_count": len(state.idle),
+               "reserved": compress_hostlist(state.reserved) if state.reserved else "",
+               "held": len(held),
+               "sizes": [j.nodes for j in window_jobs], "jobs": [],
+               "waiting": [{"job_id": j.job_id, "nodes_requested": j.nodes,
+                            "waited": self.tracker.get(j.job_id)} for j in waiting],
+               "ignored": ignored, "cost": None, "slurm_tree_cost": None,
+               "scas_optimum": None}
+        rec["_jobs"] = window_jobs
+        if not window_jobs:
+            return rec
+        window = Window(state.topology, state.idle, [j.nodes for j in window_jobs])
+        result = solve(window, cfg.method, time_limit_s=cfg.time_limit_s, seed=cfg.seed,
+                       convention=cfg.convention)
+        rec.update({"status": result.status.value, "solve_s": result.runtime_s})
+        info = result.info or {}
+        if cfg.method == "guarded":
+            rec.update({"winner": info.get("winner"),
+                        "slurm_tree_cost": info.get("slurm_tree_cost"),
+                        "scas_optimum": info.get("scas_optimum")})
+        elif cfg.compare:
+            slurm = solve(window, "slurm-tree", convention=cfg.convention)
+            rec["slurm_tree_cost"] = slurm.objective if slurm.has_solution else None
+            try:
+                scas = solve(window, "auto", time_limit_s=cfg.time_limit_s,
+                             convention=cfg.convention)
+                rec["scas_optimum"] = (scas.objective if scas.status.value == "OPTIMAL"
+                                       else None)
+            except InvalidInputError:
+                pass
+        if not result.has_solution:
+            rec["jobs"] = [self._job_entry(j, None, None, "held", f"no placement found "
+                                           f"({result.status.value})") for j in window_jobs]
+            return rec
+        rec["cost"] = result.objective
+        names = result.node_names()
+        for job, nodes, ids in zip(window_jobs, names, result.assignment):
+            rec["jobs"].append(self._job_entry(
+                job, compress_hostlist(sorted(nodes, key=state.topology.node_index)),
+                job_cost(state.topology, list(ids), cfg.convention), None, None))
+        if cfg.test_only:
+            try:
+                seen = self.client.test_only(window_jobs[0].nodes, state.partition)
+                rec["slurm_test_only"] = {"job_id": window_jobs[0].job_id,
+                                          "nodes": seen[0] if seen else None}
+            except SlurmError as exc:
+                rec["slurm_test_only"] = {"job_id": window_jobs[0].job_id, "error": str(exc)}
+        return rec
+
+    def _job_entry(self, job: PendingJob, nodes, cost, outcome, reason) -> dict:
+        return {"job_id": job.job_id, "user": job.user, "account": job.account,
+                "nodes_requested": job.nodes, "waited": self.tracker.get(job.job_id),
+                "nodes": nodes, "cost": cost, "outcome": outcome, "reason": reason}
+
+    # -- applying ----------------------------------------------------------------------------
+    def _apply_job(self, job: PendingJob, hostlist: str) -> tuple[str, str | None]:
+        """Update and release one job; ``(outcome, reason)``. An unreachable controller raises."""
+        c = self.client
+        if self.before_update is not None:
+            self.before_update(job, hostlist)
+        now = c.pending(job_id=job.job_id)
+        if not now:
+            seen = c.job_state(job.job_id)
+            return "skipped", ("gone" if seen is None else f"no longer pending ({seen[0]})")
+        now = now[0]
+        if not now.held_by_user:
+            return "skipped", f"no longer held by its user (reason {now.reason})"
+        if now.fingerprint != job.fingerprint:
+            return "skipped", "modified since it was read"
+        try:
+            c.update_job(job.job_id, ReqNodeList=hostlist)
+        except SlurmError as exc:
+            if unreachable(exc):
+                raise
+            return "held", f"update failed: {exc}"
+        names = expand_hostlist(hostlist)
+        self.ours[job.job_id] = tuple(names)
+        states = {n.name: n.state for n in c.partition_nodes(nodelist=hostlist)}
+        busy = [f"{n} is {states.get(n, 'missing')}" for n in names if states.get(n) != "idle"]
+        if busy:
+            try:
+                c.update_job(job.job_id, ReqNodeList="")
+                self.ours.pop(job.job_id, None)
+            except SlurmError:
+                pass
+            return "held", "node " + ", ".join(busy[:3])
+        try:
+            c.release(job.job_id)
+        except SlurmError as exc:
+            if unreachable(exc):
+                raise
+            return "held", f"release failed: {exc}"
+        self.ours.pop(job.job_id, None)
+        return "placed", None
+
+    def apply(self, rec: dict) -> dict:
+        """Carry out a window record from :meth:`decide` (outcome and reason per job)."""
+        jobs = rec.get("_jobs", [])
+        failure = None
+        for job, entry in zip(jobs, rec["jobs"]):
+            if entry["outcome"] is not None:
+                continue
+            if self.config.dry_run:
+                entry["outcome"] = "dry-run"
+                continue
+            if failure is not None:
+                entry["outcome"], entry["reason"] = "held", "not attempted (Slurm failed)"
+                continue
+            if self.stop_event.is_set():
+                entry["outcome"], entry["reason"] = "held", "not attempted (stopping)"
+                continue
+            try:
+                entry["outcome"], entry["reason"] = self._apply_job(job, entry["nodes"])
+            except SlurmError as exc:
+                failure = exc
+                entry["outcome"], entry["reason"] = "held", f"Slurm failed: {exc}"
+        rec["_failure"] = failure
+        return rec
+
+    def _finish(self, rec: dict, *, advance: bool = True) -> dict:
+        failure = rec.pop("_failure", None)
+        jobs = rec.pop("_jobs", [])
+        if advance and (jobs or rec["waiting"]):
+            # jobs still held wait one more window; placed and skipped ones are forgotten
+            left = [e["job_id"] for e in rec["jobs"] if e["outcome"] in ("held", None)]
+            left += [w["job_id"] for w in rec["waiting"]]
+            self.tracker.after_window(left, left)
+        placed = sum(e["outcome"] == "placed" for e in rec["jobs"])
+        rec["placed"] = placed
+        return rec, failure
+
+    def run_pass(self) -> dict | None:
+        """One window: read, decide, apply, log. Returns the record (None when no job was held
+        and nothing was logged). A Slurm failure is raised after the partial window is logged."""
+        state = self.read_state()
+        rec = self.decide(state)
+        if not rec["_jobs"] and not rec["waiting"] and not rec["ignored"]:
+            rec.pop("_jobs")
+            return None
+        self.windows += 1
+        rec, failure = self._finish(self.apply(rec))
+        rec = self.record(rec)
+        if failure is not None:
+            raise failure
+        return rec
+
+    def advise(self) -> dict:
+        """The window the service would place now (read-only: nothing is changed in Slurm)."""
+        state = self.read_state()
+        rec = self.decide(state)
+        for entry in rec["jobs"]:
+            if entry["outcome"] is None:
+                entry["outcome"] = "advice"
+        rec, _ = self._finish(rec, advance=False)
+        rec["event"] = "advice"
+        return plain(rec)
+
+    # -- the loop ----------------------------------------------------------------------------
+    def stop(self, signal_name: str | None = None) -> None:
+        """Ask :meth:`run` to stop after the current job's update (thread-safe)."""
+        if self.stop_signal is None:
+            self.stop_signal = signal_name
+        self.stop_event.set()
+
+    def _handler(self, signum, frame) -> None:
+        self.stop(signal.Signals(signum).name)
+
+    def run(self, *, once: bool = False) -> int:
+        """Pass after pass every ``interval_s`` (one with ``once``) until :meth:`stop` or a
+        signal; returns the exit code: 0, 130 after SIGINT. Slurm failures (and, once a pass
+        has worked, any other failed pass) are reported in one line and retried with backoff;
+        after ``retries`` failures in a row (``once``: none) the last one is raised, as is a
+        setup error (no switch tree, no default partition, ...) before the first pass."""
+        cfg = self.config
+        handlers = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                handlers[sig] = signal.signal(sig, self._handler)
+        self.record({"event": "start", "time": time.time(), "pid": os.getpid(),
+                     "partition": cfg.partition, "method": cfg.method,
+                     "interval_s": cfg.interval_s, "dry_run": cfg.dry_run,
+                     "users": list(cfg.users), "accounts": list(cfg.accounts)})
+        retries = 0 if (once and cfg.retries is None) else cfg.retries
+        failures, delay = 0, BACKOFF_START_S
+        error = None
+        try:
+            while not self.stop_event.is_set():
+                try:
+                    self.run_pass()
+                    self.passes += 1
+                    failures, delay = 0, BACKOFF_START_S
+                except TjapError as exc:
+                    # Slurm failing is retried; so is anything else once a pass has worked
+                    # (a setup error shows at start-up, not after hours of service)
+                    failures += 1
+                    retry = transient(exc) if isinstance(exc, SlurmError) else self.passes > 0
+                    if not retry or (retries is not None and failures > retries):
+                        error = exc
+                        raise
+                    wait = min(delay, max(cfg.interval_s, BACKOFF_START_S))
+                    self.report(f"window failed (attempt {failures}): {exc}; retrying in "
+                                f"{wait:g} s")
+                    self.record({"event": "error", "time": time.time(), "attempt": failures,
+                                 "error": str(exc), "retry_in_s": wait})
+                    delay *= 2
+                    if self.stop_event.wait(wait):
+                        break
+                    continue
+                if once or self.stop_event.wait(cfg.interval_s):
+                    break
+        finally:
+            for sig, old in handlers.items():
+                signal.signal(sig, old)
+            self.record({"event": "stop", "time": time.time(), "signal": self.stop_signal,
+                         "windows": self.windows,
+                         "error": str(error) if error is not None else None})
+        return 130 if self.stop_signal == "SIGINT" else 0
+
+
+__all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig", "State", "transient",
+           "unreachable"]
