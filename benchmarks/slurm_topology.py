@@ -1,0 +1,535 @@
+"""TJAP inside a real Slurm (issue 19, item 4): one job stream, three ways, Slurm's own records.
+
+One job stream, time-compressed, is replayed on a throw-away multi-node Slurm 22.05 (one
+``slurmd`` per node, ``sched/backfill``, ``topology/tree``; :class:`LocalSlurm`) three ways:
+
+- ``slurm``: Slurm alone; each job ``sbatch -N n --exclusive``, Slurm places it best-fit on the
+  switch tree when its backfill or main scheduler starts it;
+- ``tjap``: every job submitted held (``--hold``); ``tjap slurm place`` (the in-process
+  :class:`~tjap.slurm.service.PlacementService`, method ``guarded``, a window every
+  ``--interval`` wall seconds) picks each window's jobs in the paper's order and their nodes,
+  sets ``ReqNodeList`` and releases them;
+- ``switches``: Slurm alone, each job with ``--switches=K@WAIT``, K the fewest leaf switches
+  that can hold its size (largest leaves first), WAIT ``--switch-wait`` wall seconds;
+- ``tjap-multi`` (a variant, ``--ways slurm,tjap-multi``): as ``tjap``, but one-node jobs are
+  not held (their CH cost is 0 wherever they run): Slurm's backfill starts them.
+
+From Slurm's records (``jobcomp/filetxt``: submit, start, end, node list) each way gets the mean
+CH cost per job (the paper's Eq. (1) on the nodes Slurm reports; beside it the floor, every job on
+its cheapest nodes of the empty cluster, and the excess over it), mean and p95 wait (start minus
+submit) and the makespan (first submit to last end), in wall seconds and in trace seconds
+(times the compression). Beside them, the batch simulator's prediction for ``slurm``: its
+``sched/backfill`` model (node counts; bf_interval = bf_resolution = 1 s, Slurm's 30 s will-run
+batches, 1 s release delay) from the submit times Slurm recorded, and the CH cost of placing its
+starts, in its order, with ``slurm-tree`` (Slurm's own selection re-implemented): the simulator
+itself places on fat-trees only.
+
+The stream (``--workload paper``): seed 002's workload (arrivals every 5-30 s, runtimes 10-1800
+s, 1-40 nodes; :meth:`Workload.generate`) scaled to the emulated cluster: sizes ``ceil(s * M /
+40)`` (``--max-nodes`` M, default 12 of 40 nodes), runtimes divided by ``--compression`` (default
+60: 10-1800 s become 1-30 wall seconds, at least 1), arrivals stretched so that the offered load
+(node-seconds asked over node-seconds available until the last arrival) is ``--load`` (default
+0.85), then compressed alike. ``--workload ls6``: a slice of the bundled LS6 A100 trace (sizes
+scaled the same way from its 1-``max`` nodes), compressed, arrivals as recorded. Time limits are
+the runtime rounded up to whole minutes (Slurm's resolution): 1 min for every paper job.
+
+The cluster (``--nodes``, default 40): an irregular three-level tree (core, spines of 2-3 leaf
+switches, leaves of 3-8 nodes; :func:`benchmarks.topologies.irregular_tree`, seeded).
+
+The three ways run side by side (three Slurms, ``--sequential`` for one after another)::
+
+    python -m benchmarks.slurm_topology --jobs 150 --seed 2 --out benchmarks/out/slurm_topology.json
+
+Where the gain and the wait come from is in the result: per way the cost and wait by job size,
+the share of multi-node jobs on the fewest leaves their size allows, and for ``tjap`` the service's
+windows (their cost beside Slurm's would-be cost on the same idle nodes, the winner, the time a
+job spent held before its window placed it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.topologies import irregular_tree
+from heuristics.slurm_tree import slurm_tree_nodes
+from placement.batch import Jobs, SchedulerConfig, Simulator
+from placement.batch.slurm import SlurmClient
+from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from placement.tree.cost import job_cost
+from placement.tree.hostlist import expand_hostlist
+from placement.tree.topology import Topology
+from placement.tree.workload import REQUESTED_NODES, Workload
+from tjap.errors import InvalidInputError
+from tjap.slurm.service import PlacementService, ServiceConfig
+
+WAYS = ("slurm", "tjap", "switches")
+#: a variant of ``tjap``: only multi-node jobs are held (a one-node job costs 0 wherever it runs)
+EXTRA_WAYS = ("tjap-multi",)
+WAY_LABELS = {"slurm": "(a) Slurm alone (backfill + topology/tree)",
+              "tjap": "(b) Slurm + tjap slurm place (guarded)",
+              "switches": "(c) Slurm alone + --switches hints",
+              "tjap-multi": "(b') as (b), one-node jobs not held"}
+#: Slurm 22.05's will-run batch width (the fidelity benchmark's node-level rule)
+WILL_RUN_WINDOW_S = 30
+
+
+# -- the cluster and the stream (pure) ----------------------------------------------------------
+def cluster_topology(nodes: int = 40, seed: int = 1) -> Topology:
+    """The emulated cluster: an irregular three-level tree of ``nodes`` nodes (leaves of 3-8
+    nodes under spines of 2-3 leaves)."""
+    if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 6:
+        raise InvalidInputError(f"the cluster needs at least 6 nodes, got {nodes!r}")
+    return irregular_tree(int(nodes), leaf_sizes=(3, 8), leaves_per_spine=(2, 3), seed=seed)
+
+
+def scale_sizes(sizes, max_nodes: int, source_max: int = REQUESTED_NODES[1]) -> np.ndarray:
+    """Job sizes of a stream whose sizes go up to ``source_max``, scaled to ``1..max_nodes``:
+    ``ceil(s * max_nodes / source_max)`` (uniform sizes stay nearly uniform)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, (int, np.integer)) \
+            or max_nodes < 1:
+        raise InvalidInputError(f"max_nodes must be a positive integer, got {max_nodes!r}")
+    if sizes.size and (sizes.min() < 1 or sizes.max() > source_max):
+        raise InvalidInputError(f"sizes must lie in 1..{source_max}, got "
+                                f"{int(sizes.min())}..{int(sizes.max())}")
+    return np.clip(-(-sizes * int(max_nodes) // int(source_max)), 1, int(max_nodes))
+
+
+def leaves_needed(topology: Topology, size: int) -> int:
+    """The fewest leaf switches that can hold a job of ``size`` nodes (largest leaves first)."""
+    leaf = np.sort(np.asarray(topology.leaf_sizes))[::-1]
+    if not 1 <= int(size) <= int(leaf.sum()):
+        raise InvalidInputError(f"size must lie in 1..{int(leaf.sum())} (the cluster's nodes), "
+                                f"got {size!r}")
+    return int(np.searchsorted(np.cumsum(leaf), int(size)) + 1)
+
+
+def switches_option(topology: Topology, size: int, wait_s: int) -> str:
+    """``--switches=K@M:SS`` for a job of ``size`` nodes: K = :func:`leaves_needed`, waiting at
+    most ``wait_s`` seconds for them."""
+    wait_s = int(wait_s)
+    if wait_s < 0:
+        raise InvalidInputError(f"the switch wait must be >= 0 s, got {wait_s}")
+    return f"--switches={leaves_needed(topology, size)}@{wait_s // 60}:{wait_s % 60:02d}"
+
+
+def limit_minutes(runtime_s) -> int:
+    """A job's time limit: its runtime rounded up to whole minutes (at least 1)."""
+    return max(1, math.ceil(float(runtime_s) / 60))
+
+
+def paper_rows(num_jobs: int, seed: int, topology: Topology, *, max_nodes: int = 12,
+               load: float = 0.85, compression: float = 60.0) -> list[dict]:
+    """Seed 002's workload scaled to ``topology`` (see the module docstring): replay rows ``id``,
+    ``submit_s`` (wall), ``cpus`` (nodes), ``limit_min``, ``runtime_s`` (wall), ``trace_nodes``."""
+    if not 0 < load <= 2:
+        raise InvalidInputError(f"load must lie in (0, 2], got {load!r}")
+    if not compression > 0:
+        raise InvalidInputError(f"compression must be positive, got {compression!r}")
+    if max_nodes > topology.num_nodes:
+        raise InvalidInputError(f"max_nodes {max_nodes} exceeds the cluster's "
+                                f"{topology.num_nodes} nodes")
+    w = Workload.generate(num_jobs, seed)
+    sizes = scale_sizes(w.requested_nodes, max_nodes)
+    runtime = np.maximum(1, np.rint(w.runtime_s / compression)).astype(np.int64)
+    arrival = w.arrival_s.astype(float) / compression
+    span = float(arrival[-1]) if num_jobs > 1 else 1.0
+    work = float((sizes * runtime).sum())
+    stretch = work / (load * topology.num_nodes * span) if span > 0 else 1.0
+    submit = np.rint(arrival * stretch).astype(np.int64)
+    return [{"id": i, "submit_s": int(submit[i]), "cpus": int(sizes[i]),
+             "limit_min": limit_minutes(runtime[i]), "runtime_s": int(runtime[i]),
+             "trace_nodes": int(w.requested_nodes[i])} for i in range(num_jobs)]
+
+
+def ls6_rows(start: str, count: int, topology: Topology, *, max_nodes: int = 12,
+             compression: float = 300.0) -> list[dict]:
+    """A slice of the bundled LS6 A100 trace (``count`` jobs from ``start``), compressed, sizes
+    scaled to ``1..max_nodes`` from the slice's own largest size."""
+    from benchmarks.slurm_fidelity import trace_slice
+    from placement.batch.traces import bundled_trace
+
+    rows = trace_slice(str(bundled_trace("ls6-a100")), start, count, compression)
+    top = max(r["cpus"] for r in rows)
+    sizes = scale_sizes([r["cpus"] for r in rows], min(max_nodes, topology.num_nodes), top)
+    for r, s in zip(rows, sizes):
+        r["trace_nodes"], r["cpus"] = r["cpus"], int(s)
+        r["runtime_s"] = max(1, int(r["runtime_s"]))
+        r["limit_min"] = max(int(r["limit_min"]), limit_minutes(r["runtime_s"]))
+    return rows
+
+
+# -- Slurm's records to figures (pure) ----------------------------------------------------------
+def job_rows(rows: list[dict], records, topology: Topology, t0: float) -> list[dict]:
+    """One row per replayed job from Slurm's records: input fields, ``slurm_job_id``,
+    ``submit``/``start``/``end`` (wall seconds from ``t0``), ``wait``, ``nodes`` (names),
+    ``cost`` (the paper's Eq. (1) on them) and ``leaves`` (leaf switches used)."""
+    by_id = {r.job_id: r for r in records}
+    out = []
+    for row in rows:
+        rec = by_id.get(row.get("slurm_job_id"))
+        if rec is None:
+            raise InvalidInputError(f"job {row.get('id')} (Slurm job "
+                                    f"{row.get('slurm_job_id')}) has no completion record")
+        names = expand_hostlist(rec.node_list) if rec.node_list else []
+        if len(names) != row["cpus"]:
+            raise InvalidInputError(f"job {row['id']} ran on {len(names)} nodes "
+                                    f"({rec.node_list!r}), asked for {row['cpus']}")
+        ids = topology.node_indices(names)
+        out.append({**{k: row[k] for k in ("id", "cpus", "runtime_s", "limit_min")},
+                    "slurm_job_id": rec.job_id, "state": rec.state,
+                    "submit": float(rec.submit_time - t0), "start": float(rec.start_time - t0),
+                    "end": float(rec.end_time - t0),
+                    "wait": float(rec.start_time - rec.submit_time),
+                    "nodes": list(names), "cost": job_cost(topology, ids, "paper"),
+                    "leaves": int(np.unique(np.asarray(topology.node_leaf)[ids]).size)})
+    return out
+
+
+def cost_floor(topology: Topology, size: int) -> float:
+    """The least CH cost of a job of ``size`` nodes on the empty cluster (no placement can do
+    better)."""
+    from placement.tree.freeform import best_single_job_nodes
+
+    nodes = best_single_job_nodes(topology, np.arange(topology.num_nodes), int(size))
+    return job_cost(topology, nodes, "paper")
+
+
+def summarize(per_job: list[dict], topology: Topology, compression: float = 1.0) -> dict:
+    """Mean CH cost per job, its floor (every job at :func:`cost_floor`) and the excess over it,
+    mean / p95 wait and makespan (wall s, and trace s = wall times ``compression``), the share
+    of multi-node jobs on the fewest leaves their size allows, and cost and wait by job size."""
+    if not per_job:
+        raise InvalidInputError("no jobs to summarize")
+    cost = np.array([r["cost"] for r in per_job], float)
+    wait = np.array([r["wait"] for r in per_job], float)
+    size = np.array([r["cpus"] for r in per_job])
+    makespan = max(r["end"] for r in per_job) - min(r["submit"] for r in per_job)
+    multi = [r for r in per_job if r["cpus"] > 1]
+    packed = [r["leaves"] == leaves_needed(topology, r["cpus"]) for r in multi]
+    floors = {int(s): cost_floor(topology, int(s)) for s in np.unique(size)}
+    floor = np.array([floors[int(s)] for s in size])
+    by_size = {}
+    for s in np.unique(size):
+        pick = size == s
+        by_size[int(s)] = {"jobs": int(pick.sum()), "mean_cost": float(cost[pick].mean()),
+                           "mean_wait_s": float(wait[pick].mean())}
+    return {"jobs": len(per_job), "mean_cost": float(cost.mean()),
+            "mean_cost_floor": float(floor.mean()),
+            "mean_excess": float((cost - floor).mean()),
+            "at_floor_pct": 100 * float(np.mean(cost <= floor + 1e-6)),
+            "mean_cost_multi": float(cost[size > 1].mean()) if (size > 1).any() else 0.0,
+            "mean_wait_s": float(wait.mean()), "p95_wait_s": float(np.percentile(wait, 95)),
+            "max_wait_s": float(wait.max()), "makespan_s": float(makespan),
+            "mean_wait_trace_s": float(wait.mean() * compression),
+            "p95_wait_trace_s": float(np.percentile(wait, 95) * compression),
+            "makespan_trace_s": float(makespan * compression),
+            "fewest_leaves_pct": 100 * float(np.mean(packed)) if packed else 100.0,
+            "by_size": by_size}
+
+
+def predict_slurm(per_job: list[dict], topology: Topology, compression: float = 1.0) -> dict:
+    """The batch simulator's prediction for ``slurm`` from the submit times Slurm recorded:
+    ``sched/backfill`` on node counts (Slurm's will-run batches, 1 s release delay), then its
+    starts, in its order, each placed by ``slurm-tree`` on the nodes free then; summarized like
+    :func:`summarize`."""
+    n = len(per_job)
+    origin = 10 ** 9            # will-run batches are aligned on Unix time: any whole second
+    jobs = Jobs.build(submit_s=[int(r["submit"]) + origin for r in per_job],
+                      nodes=[r["cpus"] for r in per_job],
+                      limit_s=[60 * r["limit_min"] for r in per_job],
+                      runtime_s=[r["runtime_s"] for r in per_job], job_id=list(range(n)))
+    config = SchedulerConfig(backfill="slurm", bf_interval_s=1, bf_resolution_s=1,
+                             bf_max_job_test=1000, release_delay_s=1,
+                             bf_will_run_window_s=WILL_RUN_WINDOW_S)
+    res = Simulator(jobs, topology.num_nodes, config).run()
+    start = np.empty(n, np.int64)
+    end = np.empty(n, np.int64)
+    seq = np.empty(n, np.int64)
+    start[jobs.job_id], end[jobs.job_id] = res.start_s - origin, res.end_s - origin
+    seq[jobs.job_id] = res.start_seq
+    if (start < -origin // 2).any():
+        raise InvalidInputError("the simulator left jobs unstarted")
+    # place the starts in the simulator's order, ends (plus the release delay) first
+    free = np.ones(topology.num_nodes, bool)
+    busy: list = []
+    nodes_of: dict[int, np.ndarray] = {}
+    for j in np.lexsort((seq, start)):
+        for k in [k for k in busy if end[k] + 1 <= start[j]]:
+            free[nodes_of[k]] = True
+            busy.remove(k)
+        ids = slurm_tree_nodes(topology, free, int(per_job[j]["cpus"]))
+        free[ids] = False
+        nodes_of[int(j)] = ids
+        busy.append(int(j))
+    sim = [{"cpus": per_job[j]["cpus"], "submit": float(per_job[j]["submit"]),
+            "start": float(start[j]), "end": float(end[j]),
+            "wait": float(start[j] - per_job[j]["submit"]),
+            "cost": job_cost(topology, nodes_of[j], "paper"),
+            "leaves": int(np.unique(np.asarray(topology.node_leaf)[nodes_of[j]]).size)}
+           for j in range(n)]
+    return summarize(sim, topology, compression)
+
+
+def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
+    """From the service's JSON lines: windows, placements per winner, the service's cost beside
+    Slurm's would-be cost (``slurm-tree``) on the same windows, and how long jobs stayed held
+    (submit to the window that placed them) versus released to start."""
+    windows = [json.loads(line) for line in Path(log_path).read_text().splitlines()
+               if line.strip()]
+    windows = [w for w in windows if w.get("event") == "window"]
+    placed_at: dict[int, float] = {}
+    winners: dict[str, int] = {}
+    ours = theirs = 0.0
+    compared = 0
+    for w in windows:
+        done = [e for e in w["jobs"] if e["outcome"] == "placed"]
+        for e in done:
+            placed_at[int(e["job_id"])] = float(w["time"]) - t0
+        if done:
+            winners[str(w.get("winner"))] = winners.get(str(w.get("winner")), 0) + 1
+        if w.get("cost") is not None and w.get("slurm_tree_cost") is not None \
+                and len(done) == len(w["jobs"]):
+            ours += float(w["cost"])
+            theirs += float(w["slurm_tree_cost"])
+            compared += 1
+    held = [placed_at[r["slurm_job_id"]] - r["submit"] for r in per_job
+            if r["slurm_job_id"] in placed_at]
+    to_start = [r["start"] - placed_at[r["slurm_job_id"]] for r in per_job
+                if r["slurm_job_id"] in placed_at]
+    return {"windows": len(windows),
+            "windows_placing": sum(any(e["outcome"] == "placed" for e in w["jobs"])
+                                   for w in windows),
+            "winners": winners, "windows_compared": compared,
+            "window_cost_sum": ours, "window_slurm_tree_cost_sum": theirs,
+            "window_cost_ratio": ours / theirs if theirs else None,
+            "mean_held_s": float(np.mean(held)) if held else None,
+            "mean_placed_to_start_s": float(np.mean(to_start)) if to_start else None}
+
+
+# -- running the ways (live Slurm) --------------------------------------------------------------
+class _WayClient(SlurmClient):
+    """Submits every job on whole nodes (``-N n --exclusive``) plus the way's options."""
+
+    extra = staticmethod(lambda n: [])
+
+    def submit(self, *, nodes_or_tasks: int, extra_args=(), **options) -> int:
+        n = int(nodes_or_tasks)
+        return super().submit(nodes_or_tasks=n, extra_args=["-N", str(n), "--exclusive",
+                                                            *self.extra(n), *extra_args],
+                              **options)
+
+
+class _WaySlurm(LocalSlurm):
+    """A multi-node :class:`LocalSlurm` whose :meth:`client` submits the way's jobs."""
+
+    extra = staticmethod(lambda n: [])
+
+    def client(self, timeout_s: float = 30) -> SlurmClient:
+        c = _WayClient(self.env, timeout_s=timeout_s)
+        c.extra = self.extra
+        return c
+
+
+def slurm_config(topology: Topology) -> LocalSlurmConfig:
+    """The local cluster of every way: ``topology`` with ``topology/tree``, ``sched/backfill``
+    (bf_interval = bf_resolution = sched_interval = 1 s, Slurm's default reservation depth)."""
+    return LocalSlurmConfig.for_topology(topology, scheduler="backfill", cpus=topology.num_nodes,
+                                         cpus_per_node=1, bf_interval_s=1, bf_resolution_s=1,
+                                         sched_interval_s=1)
+
+
+def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float = 1.0,
+            switch_wait_s: int = 10, time_limit_s: float | None = 0.3,
+            compression: float = 1.0, keep: bool = False) -> dict:
+    """Replay ``rows`` on a fresh local Slurm the ``way`` given; the summary, per-job rows and
+    (``tjap``) the service's breakdown."""
+    from benchmarks.slurm_replay import replay_on_slurm
+
+    if way not in WAYS + EXTRA_WAYS:
+        raise InvalidInputError(f"way must be one of {', '.join(WAYS + EXTRA_WAYS)}, "
+                                f"got {way!r}")
+    slurm = _WaySlurm(slurm_config(topology))
+    slurm.keep_workdir = keep
+    if way == "tjap":
+        slurm.extra = staticmethod(lambda n: ["--hold"])
+    elif way == "tjap-multi":
+        slurm.extra = staticmethod(lambda n: ["--hold"] if n > 1 else [])
+    elif way == "switches":
+        slurm.extra = staticmethod(lambda n: [switches_option(topology, n, switch_wait_s)])
+    service = thread = None
+    started = time.time()
+    with slurm:
+        log = slurm.workdir / "tjap-service.jsonl"
+        if way in ("tjap", "tjap-multi"):
+            service = PlacementService(ServiceConfig(interval_s=interval_s,
+                                                     time_limit_s=time_limit_s, retries=None),
+                                       client=SlurmClient(slurm.env), log_path=log,
+                                       report=lambda msg: None)
+            thread = threading.Thread(target=service.run, daemon=True)
+            thread.start()
+        try:
+            done = replay_on_slurm([dict(r) for r in rows], slurm)
+        finally:
+            if service is not None:
+                service.stop()
+                thread.join(timeout=60)
+        records = slurm.completed()
+        t0 = _replay_origin(done, records)
+        per_job = job_rows(done, records, topology, t0)
+        out = {"way": way, "label": WAY_LABELS[way],
+               **summarize(per_job, topology, compression),
+               "wall_s": time.time() - started}
+        if service is not None:
+            out["service"] = service_breakdown(log, per_job, t0)
+    out["per_job"] = per_job
+    return out
+
+
+def _replay_origin(done: list[dict], records) -> float:
+    """The replay's ``t0`` (Unix s): Slurm's absolute submit minus the replay's relative one."""
+    by_id = {r.job_id: r for r in records}
+    for row in done:
+        rec = by_id.get(row.get("slurm_job_id"))
+        if rec is not None and rec.submit_time is not None and row.get("slurm_submit") is not None:
+            return float(rec.submit_time - row["slurm_submit"])
+    raise InvalidInputError("no replayed job has a completion record")
+
+
+def benchmark(rows: list[dict], topology: Topology, *, ways=WAYS, parallel: bool = True,
+              **options) -> dict:
+    """Every way's run (side by side with ``parallel``), the simulator's prediction for
+    ``slurm`` and the ratios of ``tjap`` and ``switches`` to ``slurm``."""
+    results: dict[str, dict] = {}
+    errors: list[BaseException] = []
+
+    def work(way):
+        try:
+            results[way] = run_way(way, rows, topology, **options)
+        except BaseException as exc:          # re-raised below, in the caller's thread
+            errors.append(exc)
+    if parallel:
+        threads = [threading.Thread(target=work, args=(w,)) for w in ways]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for w in ways:
+            work(w)
+    if errors:
+        raise errors[0]
+    out = {"ways": [results[w] for w in ways]}
+    if "slurm" in results:
+        base = results["slurm"]
+        out["simulator"] = predict_slurm(base["per_job"], topology,
+                                         options.get("compression", 1.0))
+        out["ratios"] = {w: {"cost": _ratio(results[w]["mean_cost"], base["mean_cost"]),
+                             "cost_multi": _ratio(results[w]["mean_cost_multi"],
+                                                  base["mean_cost_multi"]),
+                             "excess": _ratio(results[w]["mean_excess"], base["mean_excess"]),
+                             "mean_wait": _ratio(results[w]["mean_wait_s"],
+                                                 base["mean_wait_s"]),
+                             "p95_wait": _ratio(results[w]["p95_wait_s"], base["p95_wait_s"]),
+                             "makespan": _ratio(results[w]["makespan_s"], base["makespan_s"])}
+                         for w in ways if w != "slurm"}
+    return out
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return float(a / b) if b else None
+
+
+def table(result: dict) -> str:
+    """The result as a text table (wall seconds; trace seconds in brackets)."""
+    head = (f"{'way':46s} {'jobs':>5s} {'CH cost':>9s} {'excess':>7s} {'fewest':>7s} "
+            f"{'mean wait':>16s} {'p95 wait':>16s} {'makespan':>17s}")
+    lines = [head, "-" * len(head)]
+
+    def line(label, s):
+        return (f"{label:46s} {s['jobs']:5d} {s['mean_cost']:9.0f} {s['mean_excess']:7.0f} "
+                f"{s['fewest_leaves_pct']:6.0f}% "
+                f"{s['mean_wait_s']:6.1f} ({s['mean_wait_trace_s']:6.0f})  "
+                f"{s['p95_wait_s']:6.1f} ({s['p95_wait_trace_s']:6.0f})  "
+                f"{s['makespan_s']:6.0f} ({s['makespan_trace_s']:7.0f})")
+    for r in result["ways"]:
+        lines.append(line(r["label"], r))
+    if "simulator" in result:
+        lines.append(line("simulator's prediction for (a)", result["simulator"]))
+    for way, q in result.get("ratios", {}).items():
+        lines.append(f"{way}/slurm: CH cost {q['cost']:.3f} (excess over the floor "
+                     f"{q['excess']:.3f}), "
+                     f"mean wait {q['mean_wait']:.3f}, p95 wait {q['p95_wait']:.3f}, "
+                     f"makespan {q['makespan']:.3f}")
+    if result["ways"]:
+        lines.append(f"floor (every job on its cheapest nodes of the empty cluster): mean CH "
+                     f"cost {result['ways'][0]['mean_cost_floor']:.0f}")
+    for r in result["ways"]:
+        if "service" in r:
+            s = r["service"]
+            lines.append(f"service ({r['way']}): {s['windows']} windows "
+                         f"({s['windows_placing']} placing), "
+                         f"winners {s['winners']}, window cost / slurm-tree's on the same "
+                         f"windows {s['window_cost_ratio']}, mean held {s['mean_held_s']} s, "
+                         f"placed to start {s['mean_placed_to_start_s']} s")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workload", choices=("paper", "ls6"), default="paper")
+    p.add_argument("--jobs", type=int, default=150)
+    p.add_argument("--seed", type=int, default=2, help="the paper workload's seed")
+    p.add_argument("--start", default="2023-02-10", help="LS6 slice start (--workload ls6)")
+    p.add_argument("--nodes", type=int, default=40, help="nodes of the emulated cluster")
+    p.add_argument("--tree-seed", type=int, default=1)
+    p.add_argument("--max-nodes", type=int, default=12, help="largest job after scaling")
+    p.add_argument("--load", type=float, default=0.85, help="offered load (paper workload)")
+    p.add_argument("--compression", type=float, default=None,
+                   help="trace seconds per wall second (default 60 paper, 300 ls6)")
+    p.add_argument("--interval", type=float, default=1.0, help="service interval (wall s)")
+    p.add_argument("--time-limit", type=float, default=0.3,
+                   help="the service's time limit per window (s)")
+    p.add_argument("--switch-wait", type=int, default=10, help="--switches wait (wall s)")
+    p.add_argument("--ways", default=",".join(WAYS),
+                   help=f"comma-separated, of {', '.join(WAYS + EXTRA_WAYS)}")
+    p.add_argument("--sequential", action="store_true", help="one Slurm after another")
+    p.add_argument("--out", default="benchmarks/out/slurm_topology.json")
+    args = p.parse_args(argv)
+    topology = cluster_topology(args.nodes, args.tree_seed)
+    if args.workload == "paper":
+        compression = args.compression or 60.0
+        rows = paper_rows(args.jobs, args.seed, topology, max_nodes=args.max_nodes,
+                          load=args.load, compression=compression)
+    else:
+        compression = args.compression or 300.0
+        rows = ls6_rows(args.start, args.jobs, topology, max_nodes=args.max_nodes,
+                        compression=compression)
+    ways = tuple(w for w in args.ways.split(",") if w)
+    res = benchmark(rows, topology, ways=ways, parallel=not args.sequential,
+                    interval_s=args.interval, switch_wait_s=args.switch_wait,
+                    time_limit_s=args.time_limit, compression=compression)
+    res["setup"] = {"workload": args.workload, "jobs": args.jobs, "seed": args.seed,
+                    "start": args.start if args.workload == "ls6" else None,
+                    "nodes": topology.num_nodes, "topology": topology.to_slurm(),
+                    "max_nodes": args.max_nodes, "load": args.load,
+                    "compression": compression, "interval_s": args.interval,
+                    "time_limit_s": args.time_limit, "switch_wait_s": args.switch_wait,
+                    "parallel": not args.sequential, "argv": sys.argv[1:] if argv is None
+                    else list(argv)}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(res, indent=1))
+    print(table(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
