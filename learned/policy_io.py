@@ -185,7 +185,11 @@ def load_weights(path, family: str, build=None):
     """
     meta_path, meta = read_metadata(path, family)
     target = build(meta_path, meta) if build is not None else None
-    weights = meta_path.with_name(meta["weights_file"])
+    name = meta["weights_file"]
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise InvalidInputError(f"{meta_path}: weights_file {name!r} is not a file name beside "
+                                f"it; {_fix(family)}")
+    weights = meta_path.with_name(name)
     try:
         raw = weights.read_bytes()
     except OSError:
@@ -196,27 +200,34 @@ def load_weights(path, family: str, build=None):
             f"{weights} does not match the sha256 in {meta_path.name} ({digest[:12]}... != "
             f"{meta['weights_sha256'][:12]}...): the file is truncated, corrupt or another "
             f"model's; {_fix(family)}")
-    state = _parse(weights, family)
+    state = _parse(weights, family, raw)   # the bytes checked, not the file read again
     if target is None:
         return state, meta
     return _fill(target, state, weights, family), meta
 
 
-def _parse(weights: Path, family: str) -> dict:
-    """The state dict (or dict of parts / arrays) in a weights file."""
+def _parse(weights: Path, family: str, raw: bytes | None = None) -> dict:
+    """The state dict (or dict of parts / arrays) in a weights file (``raw``: its bytes, already
+    read and checked)."""
+    import io
+
+    source = weights if raw is None else io.BytesIO(raw)
+    npz = weights.suffix == ".npz"
     # any failure to parse (zip, pickle, zlib or numpy errors alike) is one line for the user
     try:
-        if weights.suffix == ".npz":
-            with np.load(weights, allow_pickle=False) as z:
+        if npz:
+            with np.load(source, allow_pickle=False) as z:
                 state = {k: z[k] for k in z.files}
         else:
             import torch
 
-            state = torch.load(weights, map_location="cpu", weights_only=True)
+            state = torch.load(source, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001
-        first = (str(exc).splitlines() or [""])[0][:160]
-        raise InvalidInputError(f"{weights} cannot be read ({type(exc).__name__}: {first}); "
-                                f"{_fix(family)}") from None
+        reason = " ".join(str(exc).split()).split(". ")[0][:100]
+        raise InvalidInputError(
+            f"{weights} cannot be read as {'a numpy .npz archive' if npz else 'torch weights'}: "
+            f"it is truncated, corrupt or no weights file ({type(exc).__name__}: {reason}); "
+            f"{_fix(family)}") from None
     if not isinstance(state, dict):
         raise InvalidInputError(f"{weights} holds a {type(state).__name__}, not a dict of weights; "
                                 f"{_fix(family)}")

@@ -334,6 +334,8 @@ def test_unknown_method(tiny_file, capsys):
     ["solve", "{file}", "--time-limit", "abc"],
     ["solve", "{file}", "--time-limit", "nan"],
     ["solve", "{file}", "--convention", "metric"],
+    ["solve", "{file}", "--method", "sa", "--iterations", "0"],
+    ["solve", "{file}", "--method", "sa", "--iterations", "many"],
     ["generate", "windows", "--out", "{out}", "--cap", "bad"],
     ["generate", "windows", "--out", "{out}", "--cap", "0"],
     ["generate", "windows", "--out", "{out}", "--cap", "-3"],
@@ -463,3 +465,69 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0 and capsys.readouterr().out.strip() == f"tjap {tjap.__version__}"
+
+
+# -- tjap solve: the method's own options ----------------------------------------------------------
+SHIPPED_WEIGHTS = Path(__file__).resolve().parent.parent / "learned" / "weights"
+
+
+@pytest.mark.parametrize("method, flags, options", [
+    ("sa", ["--iterations", 40, "--repair", "greedy", "--preset", "paper"],
+     {"iterations": 40, "repair": "greedy", "preset": "paper"}),
+    ("lns", ["--iterations", 30, "--repair", "greedy"], {"iterations": 30, "repair": "greedy"}),
+    ("nsa", ["--iterations", 20, "--preset", "published", "--weights",
+             SHIPPED_WEIGHTS / "nsa_cnn1.json"],
+     {"iterations": 20, "preset": "published", "weights": SHIPPED_WEIGHTS / "nsa_cnn1.json"}),
+])
+def test_solve_passes_method_options(tiny_list_file, capsys, method, flags, options):
+    """--iterations, --repair, --preset, --weights and --seed reach the method: the command line
+    gives what tjap.solve gives with the same options."""
+    import tjap
+
+    code, out, err = run(capsys, "solve", tiny_list_file, "--method", method, *flags,
+                         "--seed", 3, "--json")
+    assert code == 0, err
+    for window, r in zip(load_windows(tiny_list_file), json.loads(out)):
+        expected = tjap.solve(window, method, seed=3, **options)
+        assert_feasible(window, r["assignment"])
+        assert r["assignment"] == [sorted(a) for a in expected.assignment] or \
+            r["assignment"] == [list(a) for a in expected.assignment]
+        assert r["objective"] == pytest.approx(expected.objective)
+
+
+def test_solve_iterations_change_the_search(tiny_list_file, capsys):
+    """One move accepts at most one: the default 1000 accept hundreds on this window."""
+    accepted = {}
+    for iterations in ([], ["--iterations", 1]):
+        code, out, _ = run(capsys, "solve", tiny_list_file, "--method", "sa", *iterations,
+                           "--json")
+        assert code == 0
+        accepted[len(iterations)] = json.loads(out)[1]["info"]["accepted"]
+    assert accepted[2] <= 1 < accepted[0]
+
+
+@pytest.mark.parametrize("method, flags, takes", [
+    ("dp", ["--iterations", 5], "it takes none of --iterations, --repair, --preset, --weights"),
+    ("auto", ["--weights", "x.json"], "it takes none of"),
+    ("lns", ["--preset", "paper"], "it takes --iterations, --repair"),
+    ("nsa", ["--repair", "greedy"], "it takes --iterations, --preset, --weights"),
+    ("sa", ["--weights", "x.json", "--iterations", 3], "it takes --iterations, --repair, --preset"),
+])
+def test_solve_refuses_options_the_method_does_not_take(tiny_file, capsys, method, flags, takes):
+    code, out, err = run(capsys, "solve", tiny_file, "--method", method, *flags)
+    refused = [f for f in flags if str(f).startswith("--") and f not in takes.split("takes")[1]]
+    assert_one_line_error(code, out, err, f"--method {method} does not take", takes, *refused)
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--method", "sa", "--preset", "nope"], "preset"),
+    (["--method", "sa", "--repair", "nope"], "repair"),
+    (["--method", "nsa", "--weights", "no/such.json"], "no/such.json"),
+])
+def test_solve_bad_option_values(tiny_file, capsys, flags, fragment):
+    assert_one_line_error(*run(capsys, "solve", tiny_file, *flags), fragment)
+
+
+def test_online_refuses_options_before_replaying(capsys):
+    assert_one_line_error(*run(capsys, "online", "--method", "dp", "--iterations", 5,
+                               "--num-jobs", 5), "--method dp does not take --iterations")

@@ -17,10 +17,13 @@ beside ``provision_<model>.json``).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from learned.provision.features import HOUR_S, head_inputs, normalise, observation, remaining_s
-from learned.provision.weights import load_network, load_trees, metadata_path, thresholds
+from learned.provision.weights import (load_network, load_trees, metadata_path, read_metadata,
+                                       thresholds)
 from tjap.errors import InvalidInputError, UnknownMethodError
 
 MODELS = {"rf": "rf", "xgb": "xgb", "transformer": "transformer", "moe": "moe",
@@ -99,10 +102,15 @@ def parse_name(name: str) -> tuple[str, float | None]:
 
 
 def load_provisioner(name: str, weights_dir=None, seed: int = 0,
-                     interruption_weight: float | None = None):
+                     interruption_weight: float | None = None, weights=None):
     """The learned provisioner ``name`` (one of :data:`MODELS`, optionally ``name@w``) from its
     shipped weights. ``interruption_weight`` w = e_I / e_O serves the regressors' thresholds
-    calibrated for w; the DQN and PG heads only serve the weights they were trained with."""
+    calibrated for w; the DQN and PG heads only serve the weights they were trained with.
+
+    ``weights`` (the metadata .json, the weights file or their stem) loads that file instead of
+    ``provision_<model>.json`` in ``weights_dir`` (default: the shipped ``learned/weights``); it
+    must hold a model of the kind ``name`` serves (transformer_dqn: a transformer). The file's
+    checksum and shapes are checked first; any problem is one line of InvalidInputError."""
     base, weight = parse_name(name)
     if weight is not None and interruption_weight is not None and weight != interruption_weight:
         raise InvalidInputError(f"{name!r} and interruption_weight={interruption_weight:g} disagree")
@@ -111,7 +119,15 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
         raise UnknownMethodError(f"unknown learned provisioner {base!r}; choose one of "
                                  f"{', '.join(MODELS)}")
     model = MODELS[base]
-    path = metadata_path(model, weights_dir)
+    if weights is not None and weights_dir is not None:
+        raise InvalidInputError("give weights= (one file) or weights_dir= (a folder), not both")
+    path = Path(weights) if weights is not None else metadata_path(model, weights_dir)
+    kind = read_metadata(path).get("kind")
+    if kind != model:
+        raise InvalidInputError(
+            f"{path} holds a {kind!r} provisioner, not the {model!r} model that {base!r} "
+            f"serves; give a provision_{model}.json, or --policy "
+            f"{next((n for n, m in MODELS.items() if m == kind), kind)}")
     rule = base.rsplit("_", 1)[1] if "_" in base else "wait"
     label = base if weight is None else f"{base}@{weight:g}"
     if model in ("rf", "xgb"):

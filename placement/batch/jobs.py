@@ -96,12 +96,14 @@ class Jobs:
             _, user = np.unique(np.asarray(user), return_inverse=True)
         none = np.full(n, -1, np.int64)
         order = np.lexsort((job_id, submit_s))
-        row_of = {int(j): r for r, j in enumerate(job_id[order])}
         depends_on = none.copy()
-        if depends_on_id is not None:
+        if depends_on_id is not None and n:
             dep_ids = np.asarray(depends_on_id, dtype=np.int64)[order]
-            depends_on = np.array([row_of.get(int(d), -1) if d >= 0 else -1 for d in dep_ids],
-                                  dtype=np.int64)
+            by_id = np.argsort(job_id[order], kind="stable")   # rows in job id order
+            sorted_ids = job_id[order][by_id]
+            at = np.minimum(np.searchsorted(sorted_ids, dep_ids), n - 1)
+            found = (dep_ids >= 0) & (sorted_ids[at] == dep_ids)
+            depends_on = np.where(found, by_id[at], -1)
 
         def col(values):
             return none if values is None else np.asarray(values, dtype=np.int64)[order]

@@ -68,16 +68,18 @@ def check_warm_start(jobs: Jobs, t0: int, message: str | None = None) -> None:
 
 def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
                  config: SchedulerConfig | None = None, start: str | None = None,
-                 days: float | None = None, warm_start: bool = False
-                 ) -> tuple[SimulationResult, dict]:
+                 days: float | None = None, warm_start: bool = False,
+                 ignore_dependencies: bool = False) -> tuple[SimulationResult, dict]:
     """Load ``path``, keep the jobs submitted in [start, start + days), and simulate them.
 
     Without ``warm_start`` the selected jobs arrive on an empty cluster. With it the simulation
     starts at ``start`` from the trace's own state then (its running and queued jobs) and
-    simulates every later job until ``start + days``. Returns (result, info) where info has the
-    loader's report and the nodes used.
+    simulates every later job until ``start + days``. ``ignore_dependencies`` drops the
+    dependencies the trace states (SWF field 17). Returns (result, info) where info has the
+    loader's report (``info["report"]``, a :class:`~placement.batch.traces.TraceReport`) and the
+    nodes used.
     """
-    jobs, report = load_trace(path, format)
+    jobs, report = load_trace(path, format, ignore_dependencies=ignore_dependencies)
     if len(jobs) == 0:
         raise InvalidInputError(f"{path}: no usable jobs ({report.skipped} line(s) skipped)")
     if nodes is None:
@@ -115,7 +117,8 @@ def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
     result = sim.run()
     info = {"trace": str(path), "format": report.format, "nodes": int(nodes),
             "loaded_jobs": report.jobs, "skipped_lines": report.skipped,
-            "skipped_examples": list(report.examples), "warm_start": warm_start}
+            "skipped_examples": list(report.examples), "warm_start": warm_start,
+            "report": report}
     return result, info
 
 

@@ -169,6 +169,16 @@ class SchedulerConfig:
         if not isinstance(self.priority, Priority):
             raise InvalidInputError("priority must be a placement.batch.Priority")
 
+    @classmethod
+    def textbook_easy(cls, **changes) -> "SchedulerConfig":
+        """Textbook EASY backfilling (Mu'alem and Feitelson) instead of Slurm's defaults: one
+        reservation, a backfill pass at every event (``bf_interval_s=0``), no rounding of ends
+        (``bf_resolution_s=1``), no limit on the jobs a pass tests, and a backfilled job may end
+        exactly when the reservation begins. ``changes`` set other fields (e.g. ``priority``)."""
+        textbook = dict(backfill="easy", bf_interval_s=0, bf_resolution_s=1,
+                        bf_max_job_test=2**31, bf_end_at_reservation=True)
+        return cls(**(textbook | changes))
+
     @property
     def mode_and_depth(self) -> tuple[int, int]:
         b = self.backfill

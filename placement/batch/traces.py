@@ -5,13 +5,20 @@ says how many lines were read, how many were skipped and why (the first few, wit
 Bad lines are skipped and reported, never fatal; a file that is not a trace of the format at all (a
 JSON file, binary data, the other format) raises :class:`~tjap.errors.InvalidInputError` with a
 one-line message naming the file, the problem and the fix. Files are only ever opened for reading.
-Gzip-compressed files (``.swf.gz``) are read transparently.
+Gzip-compressed files (``.swf.gz``) are read transparently. Both formats are read column-wise
+(a Numba scan of the bytes in :mod:`placement.batch._scan`, then NumPy; a 450,000-line trace
+loads in about a second); the few lines the scan cannot read exactly go through Python with the
+same rules (``tests/trace_reference.py`` is the line-by-line oracle).
 
 SWF processors become simulator nodes. Missing time limits (SWF requested time -1, Slurm
 ``UNLIMITED``) are replaced by the runtime, a perfect estimate; runtimes above the limit are
-clipped to it. The table's ``meta`` counts both (``limit_from_runtime``, ``clipped_runtimes``) and
-the dependencies that could not be kept (``dropped_dependencies``: on unknown or skipped jobs, on
-the job itself or on a job that comes later in submit order).
+clipped to it. SWF lines with more than 18 fields are read by their first 18 (with one warning).
+SWF field 17 (preceding job) becomes a dependency (the job becomes eligible when that job ends)
+unless ``ignore_dependencies``; a dependency on a job not in the trace (unknown or skipped), on the
+job itself or on a job that comes later in submit order is dropped. The report counts every
+skipped line per reason and every change with the first line it applies to (see
+:class:`TraceReport`); the table's ``meta`` keeps the counts ``limit_from_runtime``,
+``clipped_runtimes`` and ``dropped_dependencies`` as well.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from placement.batch._scan import gather, scan_fields, scan_swf
 from placement.batch.jobs import Jobs
 from tjap.errors import InvalidInputError
 
@@ -50,9 +58,25 @@ _BIG = 2 ** 52
 
 @dataclass(frozen=True)
 class TraceReport:
-    """What a loader read: ``lines`` data lines (not comments or header), ``jobs`` kept, ``skipped``
-    lines, the first few of them as ``examples`` ("line N: reason: text"), and ``header`` (SWF
-    ``; Key: value`` comments, ints where they parse; for sacct traces, the column names)."""
+    """What a loader read and what it changed.
+
+    Attributes
+    ----------
+    lines, jobs, skipped : data lines read (not comments or header), jobs kept, lines skipped.
+    examples : the first few skipped lines, "line N: reason: text".
+    header : SWF ``; Key: value`` comments (ints where they parse); for sacct, the column names.
+    skipped_by_reason : reason -> {"count", "first_line"} of the skipped lines.
+    transformations : change -> {"count", "first_line"} of the kept jobs changed on reading:
+        ``runtime_cut_to_limit``, ``limit_from_runtime`` (limit unknown or unlimited),
+        ``extra_fields_ignored`` (SWF lines with more than 18 fields), ``job_steps_left_out``
+        (sacct steps such as ``123.batch``); only changes that happened are listed.
+    dependencies : {"source", "read", "first_line", "ignored", "followed", "kept", "dropped"}:
+        dependencies read from the trace (SWF field 17, preceding job), whether the replay
+        follows them (``followed``: a kept dependency makes the job wait for its predecessor's
+        end; False when there are none or ``ignored`` by request), and those dropped per reason
+        (on a job not in the trace or skipped, on the job itself, on a later job).
+    warnings : one line each, things a user should look at.
+    """
 
     path: str
     format: str
@@ -61,6 +85,10 @@ class TraceReport:
     skipped: int
     examples: tuple[str, ...] = ()
     header: dict = field(default_factory=dict, hash=False)
+    skipped_by_reason: dict = field(default_factory=dict, hash=False)
+    transformations: dict = field(default_factory=dict, hash=False)
+    dependencies: dict = field(default_factory=dict, hash=False)
+    warnings: tuple[str, ...] = ()
 
     def summary(self) -> str:
         """One line for logs and the CLI."""
@@ -68,9 +96,51 @@ class TraceReport:
                 f"lines, {self.skipped} skipped")
         return text + (f" (first: {self.examples[0]})" if self.examples else "")
 
+    def to_dict(self) -> dict:
+        """Plain JSON-ready data (what ``tjap simulate --json`` prints as ``trace_report``)."""
+        return {"path": self.path, "format": self.format, "lines": self.lines, "jobs": self.jobs,
+                "skipped": self.skipped,
+                "skipped_by_reason": {k: dict(v) for k, v in self.skipped_by_reason.items()},
+                "skipped_examples": list(self.examples),
+                "transformations": {k: dict(v) for k, v in self.transformations.items()},
+                "dependencies": {k: (dict(v) if isinstance(v, dict) else v)
+                                 for k, v in self.dependencies.items()},
+                "warnings": list(self.warnings)}
+
+    def text(self) -> str:
+        """A short block of lines for people (what ``tjap simulate`` writes to stderr)."""
+        def counted(items, label):
+            return ", ".join(f"{v['count']} {label(k)} (first line {v['first_line']})"
+                             for k, v in items.items())
+        lines = [f"trace {self.summary().split(' (first:')[0]}"]
+        if self.skipped_by_reason:
+            lines.append("  skipped: " + counted(self.skipped_by_reason, lambda k: k))
+        if self.transformations:
+            lines.append("  changed: " + counted(self.transformations,
+                                                 lambda k: _CHANGE_LABELS.get(k, k)))
+        dep = self.dependencies
+        if dep.get("read"):
+            if dep["ignored"]:
+                how = "ignored (--ignore-dependencies)"
+            else:
+                dropped = ", ".join(f"{n} on {why}" for why, n in dep["dropped"].items() if n)
+                how = (f"followed: {dep['kept']} kept" if dep["followed"] else "none followed")
+                how += f", dropped {dropped}" if dropped else ""
+            lines.append(f"  dependencies: {dep['read']} read from {dep['source']} (first line "
+                         f"{dep['first_line']}); {how}")
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+_CHANGE_LABELS = {"runtime_cut_to_limit": "runtimes cut to their limit",
+                  "limit_from_runtime": "limits taken from runtimes",
+                  "extra_fields_ignored": "lines with extra fields cut to 18",
+                  "job_steps_left_out": "job steps left out"}
+
 
 class _Job(NamedTuple):
-    """One parsed trace line; ``limit`` None means unknown (the runtime is used)."""
+    """One parsed trace line (the fields of the readers' columns; the line-by-line oracle in the
+    tests builds these); ``limit`` None means unknown (the runtime is used)."""
 
     raw_id: int | str
     submit: int
@@ -81,22 +151,27 @@ class _Job(NamedTuple):
     depends_on_id: int
     start: int
     end: int
+    extra_fields: int = 0   # fields after the format's last, ignored (SWF)
+    line: int = 0           # line number in the file (set by the reader)
 
 
 class _Skip(Exception):
     """A line that is not used: ``malformed`` when it does not even parse."""
 
-    def __init__(self, reason: str, malformed: bool = True):
+    def __init__(self, reason: str, malformed: bool = True, kind: str | None = None):
         super().__init__(reason)
-        self.reason = reason
+        self.reason = reason          # the full text, with the offending value
+        self.kind = kind or reason    # the reason the report counts by (no values)
         self.malformed = malformed
 
 
 # -- public API -----------------------------------------------------------------------------------
-def load_trace(path, format: str | None = None) -> tuple[Jobs, TraceReport]:
+def load_trace(path, format: str | None = None, *, ignore_dependencies: bool = False
+               ) -> tuple[Jobs, TraceReport]:
     """Load a trace of the given format (one of :data:`FORMATS`), or guessed from the file name
     (``.swf``, ``.swf.gz``: swf; ``.tsv``, ``.txt``, ``.sacct``: sacct) and, failing that, from
-    its first lines."""
+    its first lines. ``ignore_dependencies`` drops the dependencies the trace states (SWF field
+    17); the report still counts them."""
     if format is None:
         _check_file(path)
         format = _format_from_name(path) or _sniff(_head(path))
@@ -108,33 +183,42 @@ def load_trace(path, format: str | None = None) -> tuple[Jobs, TraceReport]:
     key = str(format).strip().lower()
     if key not in loaders:
         raise InvalidInputError(f"unknown trace format {format!r}; allowed: {', '.join(FORMATS)}")
-    return loaders[key](path)
+    return loaders[key](path, ignore_dependencies=ignore_dependencies)
 
 
-def load_swf(path) -> tuple[Jobs, TraceReport]:
-    """Load a Standard Workload Format trace (18 numeric fields a line, ';' header comments).
+def load_swf(path, *, ignore_dependencies: bool = False) -> tuple[Jobs, TraceReport]:
+    """Load a Standard Workload Format trace (18 numeric fields a line, ';' header comments; more
+    fields are ignored with a warning). Field 17 (preceding job) becomes a dependency unless
+    ``ignore_dependencies``.
 
     Times are seconds since the trace start; ``epoch`` is the header's ``UnixStartTime``, if any.
     """
     _check_file(path)
     header: dict = {}
-    parsed = _read_jobs(path, "swf", _swf_data_lines(path, header), _swf_job)
+    parsed = _read_swf(path, header)
     epoch = header.get("UnixStartTime")
     return _build(path, "swf", parsed, header=header, meta={},
-                  epoch=epoch if isinstance(epoch, int) else None)
+                  epoch=epoch if isinstance(epoch, int) else None,
+                  ignore_dependencies=ignore_dependencies)
 
 
-def load_sacct(path) -> tuple[Jobs, TraceReport]:
+def load_sacct(path, *, ignore_dependencies: bool = False) -> tuple[Jobs, TraceReport]:
     """Load a sacct-style table: an optional count line, a header of column names, an optional line
     of dashes, then one job a line (tab- or '|'-separated). Job steps (``123.batch``) are not jobs:
-    they are left out and counted in ``meta["steps_skipped"]``. Times are Unix seconds (epoch 0)."""
+    they are left out and counted in ``meta["steps_skipped"]``. Times are Unix seconds (epoch 0).
+    sacct tables state no dependencies; ``ignore_dependencies`` is accepted for uniformity."""
     _check_file(path)
     layout, declared_count, lines = _sacct_preamble(path, _numbered_lines(path))
-    parsed = _read_jobs(path, "sacct", lines, layout.parse_row)
+    first = next(lines, None)
+    if first is None:
+        raise InvalidInputError(f"trace file {path} has no job lines; is it "
+                                f"{_FORMAT_NAMES['sacct']}?")
+    parsed = _read_sacct(path, layout, first[0])
     meta = {"steps_skipped": parsed.ignored}
     if declared_count is not None:
         meta["declared_count"] = declared_count
-    return _build(path, "sacct", parsed, header={"columns": layout.columns}, meta=meta, epoch=0)
+    return _build(path, "sacct", parsed, header={"columns": layout.columns}, meta=meta, epoch=0,
+                  ignore_dependencies=ignore_dependencies)
 
 
 def bundled_trace(name: str) -> Path:
@@ -222,7 +306,7 @@ def _is_sacct_header(text: str) -> bool:
 def _is_swf_record(text: str) -> bool:
     fields = text.split()
     try:
-        return len(fields) == len(_SWF_FIELDS) and all(math.isfinite(float(x)) for x in fields)
+        return len(fields) >= len(_SWF_FIELDS) and all(math.isfinite(float(x)) for x in fields)
     except ValueError:
         return False
 
@@ -259,10 +343,13 @@ class _Skips:
         self.count = 0
         self.malformed = 0
         self.examples: list[str] = []
+        self.by_kind: dict[str, dict] = {}
 
     def add(self, number: int, skip: _Skip, text: str) -> None:
         self.count += 1
         self.malformed += skip.malformed
+        entry = self.by_kind.setdefault(skip.kind, {"count": 0, "first_line": number})
+        entry["count"] += 1
         if len(self.examples) < _MAX_EXAMPLES:
             shown = "".join(c if c.isprintable() else " " for c in text[:_EXAMPLE_WIDTH])
             self.examples.append(f"line {number}: {skip.reason}: {shown}")
@@ -270,44 +357,22 @@ class _Skips:
 
 @dataclass
 class _Parsed:
-    jobs: list[_Job]
+    jobs: list[_Job] | dict   # the jobs, or their columns (the fields of _Job, as arrays)
     skips: _Skips
     lines: int
     ignored: int
+    first_ignored: int = 0   # line number of the first ignored line (0: none)
+
+    def columns(self) -> dict:
+        if isinstance(self.jobs, dict):
+            return self.jobs
+        return dict(zip(_Job._fields, zip(*self.jobs)))
 
 
-def _read_jobs(path, fmt: str, lines: Iterator[tuple[int, str]],
-               parse_row: Callable[[str], _Job | None]) -> _Parsed:
-    """Parse each data line with ``parse_row`` (None: not a job, ignored) and collect the jobs,
-    skipping bad lines and later duplicates of a job id; raise if the file is not of the format."""
-    jobs: list[_Job] = []
-    skips = _Skips()
-    seen: set = set()
-    count = ignored = 0
-    for number, text in lines:
-        count += 1
-        try:
-            job = parse_row(text)
-            if job is None:
-                ignored += 1
-                continue
-            if job.raw_id in seen:
-                raise _Skip("duplicate job id")
-        except _Skip as skip:
-            skips.add(number, skip, text)
-            if skips.malformed == count == _GIVE_UP_AFTER:
-                raise _not_format(path, fmt, skips) from None
-            continue
-        seen.add(job.raw_id)
-        jobs.append(job)
-    if count == 0:
-        raise InvalidInputError(f"trace file {path} has no job lines; is it {_FORMAT_NAMES[fmt]}?")
-    if skips.malformed == count:
-        raise _not_format(path, fmt, skips)
-    if not jobs:
-        raise InvalidInputError(f"trace file {path} has no usable jobs: all {count} lines were "
-                                f"skipped (e.g. {skips.examples[0]})")
-    return _Parsed(jobs, skips, count, ignored)
+def _no_usable_jobs(path, count: int, skips: _Skips) -> InvalidInputError:
+    example = f" (e.g. {skips.examples[0]})" if skips.examples else ""
+    return InvalidInputError(f"trace file {path} has no usable jobs: all {count} lines were "
+                             f"skipped or job steps{example}")
 
 
 def _not_format(path, fmt: str, skips: _Skips) -> InvalidInputError:
@@ -315,36 +380,85 @@ def _not_format(path, fmt: str, skips: _Skips) -> InvalidInputError:
                              f"{skips.examples[0]}){_hint(path, fmt)}")
 
 
-def _build(path, fmt: str, parsed: _Parsed, *, header: dict, meta: dict,
-           epoch: int | None) -> tuple[Jobs, TraceReport]:
+def _build(path, fmt: str, parsed: _Parsed, *, header: dict, meta: dict, epoch: int | None,
+           ignore_dependencies: bool = False) -> tuple[Jobs, TraceReport]:
     """The Jobs table and the report of parsed lines."""
-    raw_ids, submit, nodes, limits, runtime, user, depends_on_id, start, end = zip(*parsed.jobs)
-    unknown_limit = [limit is None for limit in limits]
-    limit = np.maximum([r if u else lim for lim, r, u in zip(limits, runtime, unknown_limit)], 1)
-    runtime = np.asarray(runtime, dtype=np.int64)
+    c = parsed.columns()
+    raw_ids, submit, nodes, user, start, end = (c[k] for k in ("raw_id", "submit", "nodes",
+                                                               "user", "start", "end"))
+    line = np.asarray(c["line"], dtype=np.int64)
+    extra = np.asarray(c["extra_fields"], dtype=np.int64)
+    runtime = np.asarray(c["runtime"], dtype=np.int64)
+    limits = c["limit"]
+    if isinstance(limits, np.ndarray):   # -1: unknown
+        unknown_limit = limits < 0
+        limit = np.maximum(np.where(unknown_limit, runtime, limits), 1)
+    else:                                # None: unknown
+        unknown_limit = np.array([limit is None for limit in limits])
+        limit = np.maximum([r if u else lim for lim, r, u in zip(limits, runtime, unknown_limit)],
+                           1)
+    depends_on_id = c["depends_on_id"]
     job_id, any_text_ids = _integer_ids(raw_ids)
-    depends_on_id = np.asarray(depends_on_id, dtype=np.int64)
+    read_dep = np.asarray(depends_on_id, dtype=np.int64)
+    depends_on_id = np.full_like(read_dep, -1) if ignore_dependencies else read_dep
     jobs = Jobs.build(job_id=job_id, submit_s=submit, nodes=nodes, limit_s=limit,
                       runtime_s=runtime, user=np.asarray(user),
                       depends_on_id=np.where(depends_on_id == job_id, -1, depends_on_id),
                       recorded_start_s=start, recorded_end_s=end, epoch=epoch,
                       source=Path(path).name)
     jobs, kept = _backward_dependencies(jobs)
-    jobs.meta.update(meta, limit_from_runtime=sum(unknown_limit),
+    stated = depends_on_id != -1
+    on_self = stated & (depends_on_id == job_id)
+    on_unknown = stated & ~on_self & ~np.isin(depends_on_id, job_id)
+    dropped = {"a job not in the trace": int(on_unknown.sum()),
+               "the job itself": int(on_self.sum()),
+               "a later job": int(stated.sum()) - kept - int(on_unknown.sum()) - int(on_self.sum())}
+    jobs.meta.update(meta, limit_from_runtime=int(unknown_limit.sum()),
                      clipped_runtimes=int((runtime > limit).sum()),
-                     dropped_dependencies=int((depends_on_id != -1).sum()) - kept)
+                     dropped_dependencies=int(stated.sum()) - kept)
     if any_text_ids:
         raw_of = dict(zip(job_id.tolist(), raw_ids))
         jobs.meta["raw_ids"] = [str(raw_of[j]) for j in jobs.job_id.tolist()]
+    changes = {"runtime_cut_to_limit": runtime > limit, "limit_from_runtime": unknown_limit,
+               "extra_fields_ignored": np.asarray(extra) > 0}
+    transformations = {name: {"count": int(mask.sum()), "first_line": int(line[mask].min())}
+                       for name, mask in changes.items() if mask.any()}
+    if parsed.ignored:
+        transformations["job_steps_left_out"] = {"count": parsed.ignored,
+                                                 "first_line": parsed.first_ignored}
+    warnings = []
+    if "extra_fields_ignored" in transformations:
+        t = transformations["extra_fields_ignored"]
+        most = len(_SWF_FIELDS) + int(np.max(extra))
+        warnings.append(f"{t['count']} line(s) have more than {len(_SWF_FIELDS)} fields (up to "
+                        f"{most}, first line {t['first_line']}); only the first "
+                        f"{len(_SWF_FIELDS)} were read")
+    stated_any = bool((read_dep != -1).any())
+    source = "SWF field 17 (preceding job)" if fmt == "swf" else "none (sacct states none)"
+    dependencies = {"source": source, "read": int((read_dep != -1).sum()),
+                    "first_line": int(line[read_dep != -1].min()) if stated_any else None,
+                    "ignored": bool(ignore_dependencies), "followed": kept > 0, "kept": kept,
+                    "dropped": dropped}
+    if kept:
+        waited = np.bincount(jobs.depends_on[jobs.depends_on >= 0], minlength=len(jobs))
+        row = int(np.argmax(waited))
+        if waited[row] >= max(10, len(jobs) // 100):
+            warnings.append(f"{int(waited[row])} jobs wait for job {int(jobs.job_id[row])} "
+                            "(SWF field 17, preceding job); if that field means something else "
+                            "in this trace, pass --ignore-dependencies")
     report = TraceReport(path=str(path), format=fmt, lines=parsed.lines, jobs=len(jobs),
-                         skipped=parsed.skips.count,
-                         examples=tuple(parsed.skips.examples), header=header)
+                         skipped=parsed.skips.count, examples=tuple(parsed.skips.examples),
+                         header=header, skipped_by_reason=parsed.skips.by_kind,
+                         transformations=transformations, dependencies=dependencies,
+                         warnings=tuple(warnings))
     return jobs, report
 
 
 def _integer_ids(raw_ids) -> tuple[np.ndarray, bool]:
     """Integer job ids: the trace's own, and fresh ones (after the largest kept) for text ids such
     as array tasks ``123_4``; and whether there were any text ids."""
+    if isinstance(raw_ids, np.ndarray):
+        return raw_ids.astype(np.int64), False
     numbers = [r for r in raw_ids if isinstance(r, int)]
     if len(numbers) == len(raw_ids):
         return np.asarray(numbers, dtype=np.int64), False
@@ -370,16 +484,89 @@ _SWF_FIELDS = ("job id", "submit time", "wait time", "run time", "allocated proc
 _SWF_HEADER = re.compile(r";\s*(\w+)\s*:\s*(.*?)\s*$")
 
 
-def _swf_data_lines(path, header: dict) -> Iterator[tuple[int, str]]:
-    """The non-comment lines; ``; Key: value`` comments go into ``header`` (first value of a key
-    wins; ints where they parse)."""
-    for number, text in _numbered_lines(path):
-        if not text.lstrip().startswith(";"):
-            yield number, text
-            continue
-        match = _SWF_HEADER.match(text.lstrip())
+#: Why the SWF reader skips a line (codes 1, 2, ...), and whether that makes the line malformed.
+_SWF_REASONS = (("too few fields", True), ("number out of range", True),
+                ("no processor count", False), ("unknown runtime", False),
+                ("unknown submit time", False), ("duplicate job id", True))
+
+
+def _file_bytes(path) -> np.ndarray:
+    """The file's bytes (gunzipped if compressed, without a UTF-8 byte order mark)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise InvalidInputError(f"cannot read trace file {path}: {e}") from None
+    return np.frombuffer(data.removeprefix(b"\xef\xbb\xbf"), dtype=np.uint8)
+
+
+def _read_swf(path, header: dict) -> _Parsed:
+    """Read an SWF file: the Numba scan reads the numbers; lines it cannot read exactly go through
+    :func:`_swf_numbers`. The rules of tests/trace_reference.py, on whole columns."""
+    buf = _file_bytes(path)
+    values, fields, number, comment, slow, start, end = scan_swf(buf)
+
+    def text(r):
+        return bytes(buf[start[r]:end[r]]).decode("utf-8", "replace")
+    for r in np.flatnonzero(comment):
+        match = _SWF_HEADER.match(text(r).lstrip())
         if match and match[1] not in header:
             header[match[1]] = _int_or_text(match[2])
+    data = ~comment
+    values, fields, number, slow, start, end = (a[data] for a in (values, fields, number, slow,
+                                                                   start, end))
+    if number.size == 0:
+        raise InvalidInputError(f"trace file {path} has no job lines; is it "
+                                f"{_FORMAT_NAMES['swf']}?")
+    special: dict[int, _Skip] = {}
+    for r in np.flatnonzero(slow).tolist():   # decimals, words, long numbers: Python's reading
+        line_text = text(r)
+        fields[r] = len(line_text.split())
+        try:
+            values[r] = _swf_numbers(line_text)
+        except _Skip as skip:
+            special[r] = skip
+    code = np.zeros(number.size, np.int64)
+    code[list(special)] = -1
+    (job_id, submit, wait, run, allocated, requested, requested_time, user, preceding) = (
+        values[:, i] for i in (0, 1, 2, 3, 4, 7, 8, 11, 16))
+    nodes = np.where(requested > 0, requested, allocated)
+    tests = (~slow & (fields < len(_SWF_FIELDS)), (np.abs(values) > _BIG).any(axis=1),
+             nodes <= 0, run < 0, submit < 0)
+    for reason, failed in enumerate(tests, 1):
+        code[(code == 0) & failed] = reason
+    ok = np.flatnonzero(code == 0)
+    _, first = np.unique(job_id[ok], return_index=True)
+    duplicate = np.ones(ok.size, bool)
+    duplicate[first] = False
+    code[ok[duplicate]] = len(_SWF_REASONS)
+    skips = _Skips()
+    for r in np.flatnonzero(code).tolist():
+        if code[r] < 0:
+            skip = special[r]
+        else:
+            kind, malformed = _SWF_REASONS[code[r] - 1]
+            reason = (f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {fields[r]})"
+                      if code[r] == 1 else kind)
+            skip = _Skip(reason, malformed, kind)
+        skips.add(int(number[r]), skip, text(r) if len(skips.examples) < _MAX_EXAMPLES else "")
+    malformed = (code > 0) & np.isin(code, [i for i, (_, m) in enumerate(_SWF_REASONS, 1) if m])
+    malformed[[r for r, skip in special.items() if skip.malformed]] = True
+    count = int(number.size)
+    if (count >= _GIVE_UP_AFTER and malformed[:_GIVE_UP_AFTER].all()) or malformed.all():
+        raise _not_format(path, "swf", skips)
+    keep = code == 0
+    if not keep.any():
+        raise _no_usable_jobs(path, count, skips)
+    begin = np.where(wait >= 0, submit + wait, -1)
+    columns = {"raw_id": job_id, "submit": submit, "nodes": nodes,
+               "limit": np.where(requested_time > 0, requested_time, -1), "runtime": run,
+               "user": user, "depends_on_id": np.where(preceding > 0, preceding, -1),
+               "start": begin, "end": np.where(begin >= 0, begin + run, -1),
+               "extra_fields": np.maximum(fields - len(_SWF_FIELDS), 0), "line": number}
+    return _Parsed({k: v[keep] for k, v in columns.items()}, skips, count, 0)
 
 
 def _int_or_text(text: str) -> int | str:
@@ -390,10 +577,12 @@ def _int_or_text(text: str) -> int | str:
 
 
 def _swf_numbers(text: str) -> list[int]:
-    """The 18 fields of an SWF line as ints (decimals rounded)."""
+    """The first 18 fields of an SWF line as ints (decimals rounded); more are not read."""
     fields = text.split()
-    if len(fields) != len(_SWF_FIELDS):
-        raise _Skip(f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {len(fields)})")
+    if len(fields) < len(_SWF_FIELDS):
+        raise _Skip(f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {len(fields)})",
+                    kind="too few fields")
+    fields = fields[:len(_SWF_FIELDS)]
     try:
         values = [int(x) for x in fields]
     except ValueError:
@@ -413,26 +602,8 @@ def _swf_number(text: str, name: str) -> int:
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise _Skip(f"non-numeric {name} {text!r}")
+        raise _Skip(f"non-numeric {name} {text!r}", kind=f"non-numeric {name}")
     return round(value)
-
-
-def _swf_job(text: str) -> _Job:
-    """One SWF line as a job: processors are nodes; -1 fields are unknown."""
-    (job_id, submit, wait, run, allocated, _cpu, _memory, requested, requested_time, _req_memory,
-     _status, user, _group, _executable, _queue, _partition, preceding, _think) = _swf_numbers(text)
-    nodes = requested if requested > 0 else allocated
-    if nodes <= 0:
-        raise _Skip("no processor count", malformed=False)
-    if run < 0:
-        raise _Skip("unknown runtime", malformed=False)
-    if submit < 0:
-        raise _Skip("unknown submit time", malformed=False)
-    start = submit + wait if wait >= 0 else -1
-    return _Job(raw_id=job_id, submit=submit, nodes=nodes,
-                limit=requested_time if requested_time > 0 else None, runtime=run, user=user,
-                depends_on_id=preceding if preceding > 0 else -1,
-                start=start, end=start + run if start >= 0 else -1)
 
 
 # -- sacct ----------------------------------------------------------------------------------------
@@ -504,32 +675,9 @@ class _SacctLayout:
         if len(fields) == len(self.columns) + 1 and not fields[-1].strip():
             fields.pop()
         if len(fields) != len(self.columns):
-            raise _Skip(f"wrong number of fields (expected {len(self.columns)}, got {len(fields)})")
+            raise _Skip(f"wrong number of fields (expected {len(self.columns)}, got {len(fields)})",
+                        kind="wrong number of fields")
         return fields
-
-    def parse_row(self, text: str) -> _Job | None:
-        """One row as a job; None for a job step (``123.batch``), which is not a job."""
-        fields = self.fields(text)
-        value = {key: fields[i].strip() for key, i in self.index.items()}
-        raw_id = value["job_id"]
-        if "." in raw_id:
-            return None
-        if not raw_id:
-            raise _Skip("empty JobID")
-        submit, start, end = (self.time(key, value[key]) for key in ("submit", "start", "end"))
-        limit = self.limit(value["limit"])
-        nodes = self.count("nodes", value["nodes"])
-        if submit is None:
-            raise _Skip("unknown submit time", malformed=False)
-        if nodes < 1:
-            raise _Skip("no node count", malformed=False)
-        if start is None or end is None:
-            raise _Skip("unknown runtime", malformed=False)
-        if end < start:
-            raise _Skip("end before start", malformed=False)
-        return _Job(raw_id=self.count("job_id", raw_id) if raw_id.isdecimal() else raw_id,
-                    submit=submit, nodes=nodes, limit=limit, runtime=end - start,
-                    user=value["user"], depends_on_id=-1, start=start, end=end)
 
     def time(self, key: str, text: str) -> int | None:
         """Unix seconds of an ISO time (UTC unless it states an offset); None if unknown."""
@@ -538,25 +686,199 @@ class _SacctLayout:
         try:
             return calendar.timegm(datetime.fromisoformat(text).utctimetuple())
         except (ValueError, OverflowError):
-            raise _Skip(f"bad {self.names[key]} time {text!r}") from None
+            raise _Skip(f"bad {self.names[key]} time {text!r}",
+                        kind=f"bad {self.names[key]} time") from None
 
     def limit(self, text: str) -> int | None:
         """Seconds of the time limit; None if unlimited."""
         try:
             seconds = _slurm_seconds(text)
         except ValueError:
-            raise _Skip(f"bad {self.names['limit']} {text!r}") from None
+            raise _Skip(f"bad {self.names['limit']} {text!r}",
+                        kind=f"bad {self.names['limit']}") from None
         if seconds is not None and seconds > _BIG:
-            raise _Skip(f"{self.names['limit']} {text!r} out of range")
+            raise _Skip(f"{self.names['limit']} {text!r} out of range",
+                        kind=f"{self.names['limit']} out of range")
         return seconds
 
     def count(self, key: str, text: str) -> int:
         """A non-negative integer field."""
         if not (text.isdecimal() and text.isascii()):
-            raise _Skip(f"bad {self.names[key]} {text!r}")
+            raise _Skip(f"bad {self.names[key]} {text!r}", kind=f"bad {self.names[key]}")
         if int(text) > _BIG:
-            raise _Skip(f"{self.names[key]} {text!r} out of range")
+            raise _Skip(f"{self.names[key]} {text!r} out of range",
+                        kind=f"{self.names[key]} out of range")
         return int(text)
+
+
+def _each_distinct(strings: np.ndarray, parse: Callable[[str], int | None]):
+    """``parse`` applied once to each distinct string: (values, -1 where None or failed; None
+    mask; the _Skip raised for each string, or None)."""
+    distinct, inverse = np.unique(strings, return_inverse=True)
+    values = np.full(distinct.size, -1, np.int64)
+    unknown = np.zeros(distinct.size, bool)
+    errors = np.full(distinct.size, None, dtype=object)
+    for i, text in enumerate(distinct.tolist()):
+        try:
+            value = parse(text)
+        except _Skip as skip:
+            errors[i] = skip
+            continue
+        if value is None:
+            unknown[i] = True
+        else:
+            values[i] = value
+    return values[inverse], unknown[inverse], errors[inverse]
+
+
+def _with(column: np.ndarray, row: int, text: str) -> np.ndarray:
+    """``column`` with ``text`` at ``row`` (widened if the text does not fit)."""
+    if len(text) > column.dtype.itemsize // 4:
+        column = column.astype(f"U{len(text)}")
+    column[row] = text
+    return column
+
+
+def _iso_seconds(layout: "_SacctLayout", key: str, strings: np.ndarray):
+    """:meth:`_SacctLayout.time` of a column: plain ``YYYY-MM-DDTHH:MM:SS`` times by NumPy, the
+    others (unknown, with an offset, malformed) one distinct string at a time."""
+    plain = np.strings.str_len(strings) == 19
+    for at, char in ((4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":")):
+        plain &= np.strings.slice(strings, at, at + 1) == char
+    values = np.full(strings.size, -1, np.int64)
+    unknown = np.zeros(strings.size, bool)
+    errors = np.full(strings.size, None, dtype=object)
+    try:
+        values[plain] = strings[plain].astype("datetime64[s]").astype(np.int64)
+    except ValueError:   # e.g. a 13th month: Python words the reason
+        plain[:] = False
+    rest = ~plain
+    if rest.any():
+        values[rest], unknown[rest], errors[rest] = _each_distinct(
+            strings[rest], lambda text: layout.time(key, text))
+    return values, unknown, errors
+
+
+#: Longest field the byte scan hands to NumPy; longer ones are split in Python.
+_WIDEST_FIELD = 64
+
+
+def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
+    """The rows of a sacct-style table from line ``first_line`` on, column by column: a Numba scan
+    splits the lines, NumPy reads the fields (tests/trace_reference.py has the same rules, one row
+    at a time, as the oracle)."""
+    buf = _file_bytes(path)
+    number, line_start, line_end, fields, slow, fs, fe = scan_fields(
+        buf, first_line, ord(layout.delimiter), len(layout.columns))
+    need = list(layout.index.values())
+    slow |= ((fe - fs)[:, need] > _WIDEST_FIELD).any(axis=1) & (fields == len(layout.columns))
+
+    def text(r):
+        return bytes(buf[line_start[r]:line_end[r]]).decode("utf-8", "replace")
+    fe = np.where(slow[:, None], fs, fe)   # slow lines are split in Python below
+    value = {}
+    for key, i in layout.index.items():
+        width = max(int((fe[:, i] - fs[:, i]).max(initial=0)), 1)
+        matrix = gather(buf, fs[:, i], np.minimum(fe[:, i], fs[:, i] + _WIDEST_FIELD),
+                        min(width, _WIDEST_FIELD))
+        value[key] = matrix.view(f"S{matrix.shape[1]}").ravel().astype(str)
+    skip_of: dict[int, _Skip] = {}
+    blank = np.zeros(number.size, bool)
+    for r in np.flatnonzero(slow).tolist():   # bytes outside ASCII: Python splits the line
+        line_text = text(r)
+        if not line_text.strip():
+            blank[r] = True
+            continue
+        try:
+            row = layout.fields(line_text)
+        except _Skip as skip:
+            skip_of[r] = skip
+            continue
+        fields[r] = len(layout.columns)
+        for key, i in layout.index.items():
+            value[key] = _with(value[key], r, row[i].strip())
+    wrong = ~slow & (fields != len(layout.columns))
+    for r in np.flatnonzero(wrong).tolist():
+        skip_of[r] = _Skip(f"wrong number of fields (expected {len(layout.columns)}, got "
+                           f"{fields[r]})", kind="wrong number of fields")
+    if blank.any():
+        keep_rows = ~blank
+        remap = np.cumsum(keep_rows) - 1
+        skip_of = {int(remap[r]): skip for r, skip in skip_of.items()}
+        number, line_start, line_end, slow = (a[keep_rows] for a in (number, line_start,
+                                                                       line_end, slow))
+        value = {key: col[keep_rows] for key, col in value.items()}
+    count = number.size
+    if count == 0:
+        raise InvalidInputError(f"trace file {path} has no job lines; is it "
+                                f"{_FORMAT_NAMES['sacct']}?")
+    good = np.ones(count, bool)
+    good[list(skip_of)] = False
+    raw = value["job_id"]
+    step = good & (np.strings.find(raw, ".") >= 0)
+    # each check of a row in order: the first that fails is the reason
+    failed: dict[int, _Skip] = {}
+
+    def fail(mask, make):
+        for r in np.flatnonzero(mask & ~done).tolist():
+            failed[r] = make(r)
+        done[mask] = True
+    done = ~good | step
+    fail(raw == "", lambda r: _Skip("empty JobID"))
+    times = {}
+    for key in ("submit", "start", "end"):
+        times[key] = _iso_seconds(layout, key, value[key])
+        fail(np.array([e is not None for e in times[key][2]]), lambda r, e=times[key][2]: e[r])
+    limit, unlimited, errors = _each_distinct(value["limit"], layout.limit)
+    fail(np.array([e is not None for e in errors]), lambda r: errors[r])
+    nodes, _, node_errors = _each_distinct(value["nodes"], lambda t: layout.count("nodes", t))
+    fail(np.array([e is not None for e in node_errors]), lambda r: node_errors[r])
+    (submit, no_submit, _), (start, no_start, _), (end, no_end, _) = (
+        times[k] for k in ("submit", "start", "end"))
+    fail(no_submit, lambda r: _Skip("unknown submit time", malformed=False))
+    fail(nodes < 1, lambda r: _Skip("no node count", malformed=False))
+    fail(no_start | no_end, lambda r: _Skip("unknown runtime", malformed=False))
+    fail(end < start, lambda r: _Skip("end before start", malformed=False))
+    decimal = np.strings.isdecimal(raw)
+    plain = decimal & ~slow & (np.strings.str_len(raw) <= 15)   # ASCII digits, below 2^52
+    ids = np.zeros(count, np.int64)
+    id_errors = np.full(count, None, dtype=object)
+    ids[plain] = raw[plain].astype(np.int64)
+    other = decimal & ~plain
+    if other.any():
+        ids[other], _, id_errors[other] = _each_distinct(raw[other],
+                                                         lambda t: layout.count("job_id", t))
+    fail(np.array([e is not None for e in id_errors]), lambda r: id_errors[r])
+    candidates = np.flatnonzero(~done)
+    key = np.where(decimal[candidates], np.strings.add("i", ids[candidates].astype(str)),
+                   np.strings.add("t", raw[candidates]))   # 7 and "007" are one id, "7_1" another
+    _, first = np.unique(key, return_index=True)
+    duplicate = np.ones(candidates.size, bool)
+    duplicate[first] = False
+    fail(np.isin(np.arange(count), candidates[duplicate]), lambda r: _Skip("duplicate job id"))
+    skip_of.update(failed)
+    skips = _Skips()
+    malformed = np.zeros(count, bool)
+    for r in sorted(skip_of):
+        skips.add(int(number[r]), skip_of[r],
+                  text(r) if len(skips.examples) < _MAX_EXAMPLES else "")
+        malformed[r] = skip_of[r].malformed
+    if (count >= _GIVE_UP_AFTER and malformed[:_GIVE_UP_AFTER].all()) or malformed.all():
+        raise _not_format(path, "sacct", skips)
+    keep = ~done
+    if not keep.any():
+        raise _no_usable_jobs(path, count, skips)
+    kept_ids = ids[keep]
+    raw_ids = kept_ids if decimal[keep].all() else [
+        int(i) if d else str(t) for i, d, t in zip(kept_ids, decimal[keep], raw[keep])]
+    columns = {"raw_id": raw_ids, "submit": submit[keep], "nodes": nodes[keep],
+               "limit": np.where(unlimited, -1, limit)[keep], "runtime": (end - start)[keep],
+               "user": value["user"][keep], "depends_on_id": np.full(int(keep.sum()), -1),
+               "start": start[keep], "end": end[keep], "extra_fields": np.zeros(int(keep.sum())),
+               "line": number[keep]}
+    ignored = np.flatnonzero(step)
+    return _Parsed(columns, skips, count, int(ignored.size),
+                   int(number[ignored[0]]) if ignored.size else 0)
 
 
 def _slurm_seconds(text: str) -> int | None:

@@ -18,18 +18,37 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("simulate", help="replay a workload trace on the batch-queue simulator",
                        description="Replay a trace (SWF or sacct TSV) on the Slurm-like simulator "
-                                   "and print its summary. See placement.batch.simulator for the "
-                                   "scheduling rules.")
+                                   "and print its summary. What the loader read and changed "
+                                   "(skipped lines per reason, runtimes cut to their limit, "
+                                   "limits taken from runtimes, dependencies from SWF field 17) "
+                                   "goes to stderr, or into the JSON as \"trace_report\". "
+                                   "The defaults are Slurm's, not textbook EASY: a backfill pass "
+                                   "every 30 s, job ends rounded up to 60 s, at most 500 jobs "
+                                   "tested a pass, and a backfilled job must end before the "
+                                   "reservation begins; --backfill textbook is the textbook rule. "
+                                   "See placement.batch.simulator for the scheduling rules.")
     p.add_argument("--trace", required=True, metavar="FILE", help=".swf, .swf.gz or sacct TSV")
     p.add_argument("--format", choices=("swf", "sacct"), help="default: from the file name")
     p.add_argument("--nodes", type=positive(int),
                    help="cluster size (default: the trace header's MaxNodes / MaxProcs)")
     p.add_argument("--backfill", default="easy",
-                   help="none | easy | slurm | conservative | a reservation depth (default easy)")
-    p.add_argument("--bf-interval", type=int, default=30, metavar="S",
-                   help="seconds between backfill passes, 0 = at every change (default 30)")
-    p.add_argument("--bf-resolution", type=positive(int), default=60, metavar="S")
-    p.add_argument("--bf-max-job-test", type=positive(int), default=500)
+                   help="easy (default): one reservation, run as Slurm does with the --bf-* "
+                        "options below | textbook: EASY of Mu'alem and Feitelson (a pass at every "
+                        "event, no rounding, no limit on jobs tested, a backfilled job may end "
+                        "when the reservation begins) | none | slurm (unlimited reservations) | "
+                        "conservative | a reservation depth N")
+    p.add_argument("--bf-interval", type=int, default=None, metavar="S",
+                   help="seconds between backfill passes, 0 = at every change (default 30, "
+                        "Slurm's bf_interval)")
+    p.add_argument("--bf-resolution", type=positive(int), default=None, metavar="S",
+                   help="job ends are rounded up to S seconds in backfill (default 60, Slurm's "
+                        "bf_resolution)")
+    p.add_argument("--bf-max-job-test", type=positive(int), default=None, metavar="N",
+                   help="jobs a backfill pass tests at most (default 500, Slurm's "
+                        "bf_max_job_test)")
+    p.add_argument("--ignore-dependencies", action="store_true",
+                   help="drop the dependencies the trace states (SWF field 17, preceding job); "
+                        "by default a job waits for the end of the job it names")
     p.add_argument("--start", metavar="ISO", help="first submission date to replay (UTC)")
     p.add_argument("--days", type=positive(float), help="days of submissions to replay")
     p.add_argument("--warm-start", action="store_true",
@@ -67,6 +86,9 @@ def add_parser(sub) -> None:
                    help="easy: Slurm defaults (EASY, FCFS); mirage: the published Mirage "
                         "simulator (conservative backfill, age + size priority), which the "
                         "learned provisioners were trained on")
+    e.add_argument("--weights", default=None, metavar="JSON",
+                   help="a learned --policy's trained weights instead of the shipped ones (the "
+                        "metadata .json, e.g. OUT/provision_moe.json of `tjap train provision`)")
     e.add_argument("--pairs", type=positive(int), default=20)
     e.add_argument("--max-tries", type=positive(int), help="injection times tried (default 20x pairs)")
     add_common(e)
@@ -99,15 +121,29 @@ def cmd_simulate(args) -> int:
     from placement.batch.replay import monthly_waits, replay_trace
     from placement.batch.simulator import Priority, SchedulerConfig
 
+    from tjap.errors import InvalidInputError
+
     backfill = int(args.backfill) if args.backfill.isdigit() else args.backfill
     priority = Priority(age=args.weight_age, job_size=args.weight_job_size,
                         fairshare=args.weight_fairshare, qos=args.weight_qos,
                         max_age_s=args.max_age)
-    config = SchedulerConfig(backfill=backfill, bf_interval_s=args.bf_interval,
-                             bf_resolution_s=args.bf_resolution,
-                             bf_max_job_test=args.bf_max_job_test, priority=priority)
+    tuning = {"bf_interval_s": args.bf_interval, "bf_resolution_s": args.bf_resolution,
+              "bf_max_job_test": args.bf_max_job_test}
+    if backfill == "textbook":
+        given = [f"--{k[:-2] if k.endswith('_s') else k}".replace("_", "-")
+                 for k, v in tuning.items() if v is not None]
+        if given:
+            raise InvalidInputError(f"--backfill textbook fixes the backfill tuning; drop "
+                                    f"{', '.join(given)} or use --backfill easy")
+        config = SchedulerConfig.textbook_easy(priority=priority)
+    else:
+        defaults = {"bf_interval_s": 30, "bf_resolution_s": 60, "bf_max_job_test": 500}
+        config = SchedulerConfig(backfill=backfill, priority=priority,
+                                 **{k: defaults[k] if v is None else v for k, v in tuning.items()})
     result, info = replay_trace(args.trace, format=args.format, nodes=args.nodes, config=config,
-                                start=args.start, days=args.days, warm_start=args.warm_start)
+                                start=args.start, days=args.days, warm_start=args.warm_start,
+                                ignore_dependencies=args.ignore_dependencies)
+    report = info["report"]
     summary = {"jobs": 0, "skipped_lines": info["skipped_lines"]} | result.summary()
     summary |= {"nodes": info["nodes"], "backfill": args.backfill, "trace": info["trace"]}
     if args.warm_start:
@@ -119,8 +155,11 @@ def cmd_simulate(args) -> int:
 
         write_csv(Path(args.per_job), result.per_job())
     if args.json:
-        print_json(summary)
+        for line in report.warnings:
+            print(f"tjap: warning: {line}", file=sys.stderr)
+        print_json(summary | {"trace_report": report.to_dict()})
         return 0
+    print(report.text(), file=sys.stderr, flush=True)
     for key, value in summary.items():
         if key == "months":
             for row in value:
@@ -128,8 +167,6 @@ def cmd_simulate(args) -> int:
                       f"{row['simulated_mean_wait_h']:7.2f} h  recorded {row['recorded_mean_wait_h']:7.2f} h")
         else:
             print(f"{key:22s} {value:.3f}" if isinstance(value, float) else f"{key:22s} {value}")
-    if info["skipped_examples"]:
-        print("skipped, e.g.: " + "; ".join(info["skipped_examples"][:3]))
     return 0
 
 
@@ -147,20 +184,27 @@ def _trace_jobs(trace):
 _TRACES: dict = {}
 
 
-def _provisioner(name: str, seed: int):
-    """A registered provisioner by name (learned ones take the seed of their sampling)."""
+def _provisioner(name: str, seed: int, weights=None):
+    """A registered provisioner by name (learned ones take the seed of their sampling, and
+    ``weights``, a trained model's metadata, instead of the shipped one)."""
+    from tjap.errors import InvalidInputError
     from tjap.registry import get
 
     method = get("provision", name)
-    return method.make(name, **({"seed": seed} if method.learned else {}))
+    if weights is not None and not method.learned:
+        raise InvalidInputError(f"--weights is for a learned --policy; {name!r} has no weights "
+                                "(tjap methods lists the learned provisioners)")
+    options = {"seed": seed} if method.learned else {}
+    return method.make(name, **options, **({"weights": weights} if weights is not None else {}))
 
 
-def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler) -> dict:
+def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler,
+                        weights=None) -> dict:
     """One provisioner over the injection times (a task of the executor)."""
     from heuristics.provisioning import evaluate, scheduler_config
     from placement.batch.chained import Pair
 
-    provisioner = _provisioner(policy, seed)
+    provisioner = _provisioner(policy, seed, weights)
     return evaluate(_trace_jobs(trace), cluster_nodes, Pair(nodes=nodes), times, provisioner,
                     scheduler_config(scheduler))
 
@@ -179,8 +223,11 @@ def cmd_provision(args) -> int:
                   for d, flag in ((args.start, "--from"), (args.end, "--to")))
     check_period(jobs, start, end)   # a period outside the trace would measure nothing
     policies = [p.strip() for p in args.policy.split(",") if p.strip()]
-    for policy in policies:   # bad names and missing weights fail here, before any replay
-        _provisioner(policy, args.seed)
+    if args.weights is not None and len(policies) != 1:
+        raise TjapError(f"--weights is one model's file: give one --policy with it, not "
+                        f"{len(policies)} ({args.policy})")
+    for policy in policies:   # bad names and bad or missing weights fail here, before any replay
+        _provisioner(policy, args.seed, args.weights)
     config = scheduler_config(args.scheduler)
     pair = Pair(nodes=args.nodes)
     if args.nodes > args.cluster_nodes:
@@ -194,8 +241,8 @@ def cmd_provision(args) -> int:
                         f"had {args.load} load for {args.nodes}-node pairs (heavy: reactive wait "
                         "> 12 h, medium 2-12 h, light < 2 h); raise --max-tries, widen the period "
                         "or choose another --load")
-    tasks = [(args.trace, args.cluster_nodes, args.nodes, times, policy, args.seed, args.scheduler)
-             for policy in policies]
+    tasks = [(args.trace, args.cluster_nodes, args.nodes, times, policy, args.seed, args.scheduler,
+              args.weights) for policy in policies]
     if len(tasks) == 1:   # errors propagate as one-line errors
         results = [_provision_evaluate(*tasks[0])]
     else:
@@ -236,6 +283,9 @@ def _add_live(p) -> None:
 
     p.add_argument("--policy", default="moe",
                    help=f"{' | '.join(methods('provision'))} (default moe)")
+    p.add_argument("--weights", default=None, metavar="JSON",
+                   help="a learned --policy's trained weights instead of the shipped ones "
+                        "(the metadata .json)")
     p.add_argument("--compress", type=float, default=720,
                    help="trace seconds per wall second (default 720: 10 trace minutes = 0.83 s, "
                         "a 48 h job = 4 min; Slurm limits are whole minutes, so 2880/compress "
@@ -287,7 +337,7 @@ def _provision_live(args) -> int:
             client.ping()
         except SlurmError as exc:
             raise SlurmError(f"{exc}; {START_HINT}") from None
-    provisioner = _provisioner(args.policy, args.seed)
+    provisioner = _provisioner(args.policy, args.seed, args.weights)
     try:
         if args.local:
             say(f"starting a localhost Slurm with {args.cpus} CPUs ...")

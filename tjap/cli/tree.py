@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
                    help="time limit per window in seconds")
     p.add_argument("--convention", choices=("paper", "published"), default="paper",
                    help="cost convention (default paper)")
+    add_method_options(p)
     add_common(p)
     p.set_defaults(run=cmd_solve)
 
@@ -65,6 +66,7 @@ def add_parser(sub) -> None:
     p.add_argument("--cap", type=cap, default=5)
     p.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
     p.add_argument("--convention", choices=("paper", "published"), default="paper")
+    add_method_options(p)
     add_common(p)
     p.set_defaults(run=cmd_online)
 
@@ -78,7 +80,47 @@ def add_parser(sub) -> None:
     p.set_defaults(run=cmd_demo)
 
 
-def window_solver(method: str):
+#: ``tjap solve`` / ``tjap online`` flags passed to the method as keyword options, when given
+METHOD_FLAGS = {"iterations": "--iterations", "repair": "--repair", "preset": "--preset",
+                "weights": "--weights"}
+
+
+def add_method_options(p) -> None:
+    """The method options of ``tjap solve`` and ``tjap online`` (each passed only when given,
+    and refused in one line by a method that does not take it)."""
+    p.add_argument("--iterations", type=positive(int), default=None, metavar="N",
+                   help="sa, lns, nsa: moves of the search (default: the method's or preset's)")
+    p.add_argument("--repair", default=None, metavar="NAME",
+                   help="sa, lns: the repair operator (e.g. greedy, paper)")
+    p.add_argument("--preset", default=None, metavar="NAME",
+                   help="sa: best | paper | published; nsa: paper | published")
+    p.add_argument("--weights", default=None, metavar="JSON",
+                   help="nsa: the trained policy's metadata (default: the shipped "
+                        "learned/weights/nsa_cnn3.json)")
+
+
+def method_options(args) -> dict:
+    """The method options given on the command line, checked against what ``args.method``
+    takes: a flag it does not take is one line naming the method and the flags it does."""
+    from tjap.errors import InvalidInputError
+    from tjap.registry import get
+
+    options = {k: getattr(args, k) for k in METHOD_FLAGS if getattr(args, k, None) is not None}
+    entry = get("tree", args.method)   # an unknown name fails here, in one line
+    valid = entry.options()
+    if valid is None or not options:
+        return options
+    refused = [METHOD_FLAGS[k] for k in options if k not in valid]
+    if refused:
+        takes = [flag for k, flag in METHOD_FLAGS.items() if k in valid]
+        raise InvalidInputError(
+            f"--method {args.method} does not take {', '.join(refused)}; it takes "
+            f"{', '.join(takes) if takes else 'none of ' + ', '.join(METHOD_FLAGS.values())}"
+            " (tjap methods lists what each method is)")
+    return options
+
+
+def window_solver(method: str, **options):
     """A window solver for the online replay: any registered method, by name."""
     from functools import partial
 
@@ -86,7 +128,7 @@ def window_solver(method: str):
     from tjap.registry import get
 
     get("tree", method)   # an unknown name fails here, in one line
-    return partial(solve, method=method)
+    return partial(solve, method=method, **options)
 
 
 def cmd_solve(args) -> int:
@@ -94,16 +136,18 @@ def cmd_solve(args) -> int:
     from placement.tree.window import load_windows
     from tjap.api import solve
 
+    options = method_options(args)
     windows = load_windows(args.file)
     if not windows:
         raise TjapError(f"{args.file} holds no window")
-    if args.time_limit is not None:
+    if args.time_limit is not None or "weights" in options:
         # start-up, outside every window's limit: import the method's solver, load its compiled
-        # kernels and weights, by a solve that stops at once (its result is dropped)
+        # kernels and weights (a bad weights file fails here, before any output), by a solve
+        # that stops at once (its result is dropped)
         solve(windows[0], args.method, time_limit_s=1e-3, seed=args.seed,
-              convention=args.convention)
+              convention=args.convention, **options)
     results = [solve(w, args.method, time_limit_s=args.time_limit, seed=args.seed,
-                     convention=args.convention)
+                     convention=args.convention, **options)
                for w in progress(windows, desc=args.method, quiet=args.quiet)]
     if args.json:
         print_json([r.to_dict() for r in results] if len(results) > 1 else results[0].to_dict())
@@ -180,10 +224,11 @@ def cmd_online(args) -> int:
     from placement.tree.fat_tree import FatTree
     from placement.tree.workload import Workload
 
+    solver = window_solver(args.method, **method_options(args))   # bad options fail first
     workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
     schedule = replay(FatTree.from_layout(args.layout), workload, policy=args.policy,
                       placement=args.placement, tau_s=args.tau, cap=args.cap,
-                      method=window_solver(args.method), convention=args.convention, seed=args.seed,
+                      method=solver, convention=args.convention, seed=args.seed,
                       jobs=range(args.first_job, args.first_job + args.num_jobs))
     metrics = schedule.metrics()
     if args.json:
