@@ -15,7 +15,8 @@ So by construction its cost is at most ``slurm-tree``'s and at most the SCAS opt
 was proven). Ties go to ``scas``, then ``slurm-tree``; ``freeform`` wins only when strictly
 cheaper. ``Result.info`` records the ``winner`` and every candidate's ``cost``, ``status`` and
 ``runtime_s`` (a candidate that could not run says why in ``error``), plus ``slurm_tree_cost`` and
-``scas_optimum`` (None when not proven). The status is ``OPTIMAL`` only when ``freeform`` proved
+``scas_optimum`` (None when not proven). The status is ``TIME_LIMIT`` when the limit cut a
+candidate short (the cheapest found is still returned), and ``OPTIMAL`` only when ``freeform`` proved
 the free-form optimum, else ``FEASIBLE``.
 """
 
@@ -138,9 +139,14 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
     free = found.get("freeform")
     # the free-form optimum is the least cost of any placement, so proving it proves the best
     proven = free is not None and free.status == Status.OPTIMAL
-    return Result(window, best.assignment, float(best.objective),
-                  Status.OPTIMAL if proven else Status.FEASIBLE, "guarded", convention, runtime,
-                  bound=free.bound if free is not None else None, seed=seed, info=info)
+    # a candidate cut short by the limit makes the whole answer "cut short" (tjap.solve's contract)
+    cut = [name for name, entry in entries.items()
+           if entry.get("status") == Status.TIME_LIMIT.value]
+    status = Status.OPTIMAL if proven else Status.TIME_LIMIT if cut else Status.FEASIBLE
+    if status is Status.TIME_LIMIT:
+        info["stopped"] = f"time limit ({', '.join(cut)} cut short)"
+    return Result(window, best.assignment, float(best.objective), status, "guarded", convention,
+                  runtime, bound=free.bound if free is not None else None, seed=seed, info=info)
 
 
 __all__ = ["CANDIDATES", "MIN_IMPROVE_S", "solve_guarded"]

@@ -201,7 +201,9 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     model.Minimize(weight * (m_sq - m + sum(switch_cost)) + sum(fit[v] * x[v] for v in V))
 
     solver = _backends.cpsat_solver(time_limit_s, seed, workers)
-    status = _backends.cpsat_status(solver.Solve(model))
+    status, found = _backends.cpsat_solve(solver, model)    # a Ctrl-C raises, never a result
+    if found and status is Status.TIME_LIMIT:
+        status = Status.FEASIBLE                  # this module's convention (see above)
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return plan((), (), 0, status)
     servers = fixed + [v for v in V if solver.BooleanValue(x[v]) and not is_fixed[v]]
