@@ -187,10 +187,9 @@ def dependency_ids(text: str) -> list[int]:
     return ids
 
 
-def parse_squeue(text: str) -> list[QueuedJob]:
-    """Output of ``squeue -h -o SQUEUE_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
-    jobs = []
-    n = len(SQUEUE_FIELDS)
+def _squeue_rows(text: str, n: int):
+    """(line, its n '|'-separated fields) for each non-blank line of squeue output (the last
+    field, the job name, may itself hold '|')."""
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -198,6 +197,13 @@ def parse_squeue(text: str) -> list[QueuedJob]:
         if len(parts) != n:
             raise SlurmError(f"unexpected squeue line (expected {n} '|'-separated fields): "
                              f"{line!r}")
+        yield line, parts
+
+
+def parse_squeue(text: str) -> list[QueuedJob]:
+    """Output of ``squeue -h -o SQUEUE_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
+    jobs = []
+    for line, parts in _squeue_rows(text, len(SQUEUE_FIELDS)):
         (job_id, state, submit, start, limit, cpus, nodes, prio, user, part, dep, reason,
          name) = parts
         try:
@@ -294,14 +300,7 @@ def _null(text: str) -> str:
 def parse_pending(text: str) -> list[PendingJob]:
     """Output of ``squeue -h -o PENDING_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
     jobs = []
-    n = len(PENDING_FIELDS)
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        parts = line.split("|", n - 1)
-        if len(parts) != n:
-            raise SlurmError(f"unexpected squeue line (expected {n} '|'-separated fields): "
-                             f"{line!r}")
+    for line, parts in _squeue_rows(text, len(PENDING_FIELDS)):
         (job, state, reason, nodes, submit, user, account, part, prio, req, exc, feat,
          name) = parts
         m = re.match(r"(\d+)", job.strip())
