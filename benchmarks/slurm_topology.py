@@ -13,6 +13,8 @@ One job stream, time-compressed, is replayed on a throw-away multi-node Slurm 22
   that can hold its size (largest leaves first), WAIT ``--switch-wait`` wall seconds;
 - ``tjap-multi`` (a variant, ``--ways slurm,tjap-multi``): as ``tjap``, but one-node jobs are
   not held (their CH cost is 0 wherever they run): Slurm's backfill starts them.
+- ``tjap-prefix`` (a variant): as ``tjap``, but the service's windows take the paper's greedy
+  prefix only (``backfill="none"``; ``tjap`` uses the service's default EASY backfilling).
 
 From Slurm's records (``jobcomp/filetxt``: submit, start, end, node list) each way gets the mean
 CH cost per job (the paper's Eq. (1) on the nodes Slurm reports; beside it the floor, every job on
@@ -72,11 +74,14 @@ from tjap.slurm.service import PlacementService, ServiceConfig
 
 WAYS = ("slurm", "tjap", "switches")
 #: a variant of ``tjap``: only multi-node jobs are held (a one-node job costs 0 wherever it runs)
-EXTRA_WAYS = ("tjap-multi",)
+EXTRA_WAYS = ("tjap-multi", "tjap-prefix")
+#: the service's ways and their window backfilling
+SERVICE_WAYS = {"tjap": "easy", "tjap-multi": "easy", "tjap-prefix": "none"}
 WAY_LABELS = {"slurm": "(a) Slurm alone (backfill + topology/tree)",
               "tjap": "(b) Slurm + tjap slurm place (guarded)",
               "switches": "(c) Slurm alone + --switches hints",
-              "tjap-multi": "(b') as (b), one-node jobs not held"}
+              "tjap-multi": "(b') as (b), one-node jobs not held",
+              "tjap-prefix": "(b'') as (b), windows without backfill (the paper's prefix)"}
 #: Slurm 22.05's will-run batch width (the fidelity benchmark's node-level rule)
 WILL_RUN_WINDOW_S = 30
 
@@ -290,8 +295,10 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
     winners: dict[str, int] = {}
     ours = theirs = 0.0
     compared = 0
+    backfilled = 0
     for w in windows:
         done = [e for e in w["jobs"] if e["outcome"] == "placed"]
+        backfilled += sum(int(e["job_id"]) in set(w.get("backfilled", [])) for e in done)
         for e in done:
             placed_at[int(e["job_id"])] = float(w["time"]) - t0
         if done:
@@ -309,6 +316,7 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
             "windows_placing": sum(any(e["outcome"] == "placed" for e in w["jobs"])
                                    for w in windows),
             "winners": winners, "windows_compared": compared,
+            "jobs_placed": len(placed_at), "jobs_backfilled": backfilled,
             "window_cost_sum": ours, "window_slurm_tree_cost_sum": theirs,
             "window_cost_ratio": ours / theirs if theirs else None,
             "mean_held_s": float(np.mean(held)) if held else None,
@@ -359,7 +367,7 @@ def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float
                                 f"got {way!r}")
     slurm = _WaySlurm(slurm_config(topology))
     slurm.keep_workdir = keep
-    if way == "tjap":
+    if way in ("tjap", "tjap-prefix"):
         slurm.extra = staticmethod(lambda n: ["--hold"])
     elif way == "tjap-multi":
         slurm.extra = staticmethod(lambda n: ["--hold"] if n > 1 else [])
@@ -369,9 +377,10 @@ def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float
     started = time.time()
     with slurm:
         log = slurm.workdir / "tjap-service.jsonl"
-        if way in ("tjap", "tjap-multi"):
+        if way in SERVICE_WAYS:
             service = PlacementService(ServiceConfig(interval_s=interval_s,
-                                                     time_limit_s=time_limit_s, retries=None),
+                                                     time_limit_s=time_limit_s, retries=None,
+                                                     backfill=SERVICE_WAYS[way]),
                                        client=SlurmClient(slurm.env), log_path=log,
                                        report=lambda msg: None)
             thread = threading.Thread(target=service.run, daemon=True)
@@ -476,7 +485,8 @@ def table(result: dict) -> str:
         if "service" in r:
             s = r["service"]
             lines.append(f"service ({r['way']}): {s['windows']} windows "
-                         f"({s['windows_placing']} placing), "
+                         f"({s['windows_placing']} placing, {s.get('jobs_backfilled', 0)} of "
+                         f"{s.get('jobs_placed', 0)} jobs backfilled), "
                          f"winners {s['winners']}, window cost / slurm-tree's on the same "
                          f"windows {s['window_cost_ratio']}, mean held {s['mean_held_s']} s, "
                          f"placed to start {s['mean_placed_to_start_s']} s")

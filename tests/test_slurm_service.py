@@ -143,6 +143,71 @@ def test_plan_is_a_fitting_prefix_of_the_order(specs, idle, cap):
     assert len(window) == select_prefix([j.nodes for j in order], idle, cap)
 
 
+def test_easy_backfill_fills_behind_the_blocked_job_without_delaying_it():
+    # 4 idle; job 1 (6 nodes) waits for 2 more: a running 2-node job ends at t=100
+    jobs = [job(1, 6, submit=1), job(2, 2, submit=2), job(3, 3, submit=3), job(4, 2, submit=4)]
+    tracker = WaitTracker()
+    tracker.waited = {1: 3}                       # job 1 leads the order
+    limits = {1: 600, 2: 50, 3: 500, 4: 500}
+    window, waiting = plan_window(jobs, 4, tracker, None, backfill="easy", now=0.0,
+                                  releases=[(100.0, 2)], limits=limits)
+    # job 2 ends (t=50) before job 1's reservation (t=100); job 4 (2 nodes, ends at 500) would
+    # take nodes job 1 needs then (extra 0); job 3 does not fit the 2 nodes left
+    assert [j.job_id for j in window] == [2] and [j.job_id for j in waiting] == [1, 4, 3]
+    # with more room at the reservation, long jobs fit in its extra nodes
+    window, _ = plan_window(jobs, 4, tracker, None, backfill="easy", now=0.0,
+                            releases=[(100.0, 5)], limits=limits)
+    assert [j.job_id for j in window] == [2, 4]
+    # the paper's prefix alone takes nothing
+    assert plan_window(jobs, 4, tracker, None, now=0.0, releases=[(100.0, 2)],
+                       limits=limits)[0] == []
+    # a job that can never start (too few nodes even after every release) holds nothing back
+    window, _ = plan_window(jobs, 4, tracker, None, backfill="easy", now=0.0, releases=[],
+                            limits=limits)
+    assert [j.job_id for j in window] == [2, 4]
+    with pytest.raises(InvalidInputError, match="unknown backfill"):
+        plan_window(jobs, 4, tracker, None, backfill="conservative")
+
+
+def _earliest_start(need, free, running):
+    """Brute force: the first time (now = 0, or a job end) at which ``need`` nodes are free."""
+    for t in sorted({0.0} | {e for e, _ in running}):
+        if free + sum(n for e, n in running if e <= t) >= need:
+            return t
+    return float("inf")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 8), st.integers(0, 2), st.integers(1, 400)),
+                min_size=1, max_size=8),
+       st.lists(st.tuples(st.integers(1, 300), st.integers(1, 6)), max_size=4),
+       st.integers(0, 12), st.one_of(st.none(), st.integers(1, 3)))
+def test_easy_backfill_never_delays_the_reservation(specs, running, idle, cap):
+    jobs = [job(i + 1, n, submit=i) for i, (n, _, _) in enumerate(specs)]
+    tracker = WaitTracker()
+    tracker.waited = {i + 1: w for i, (_, w, _) in enumerate(specs) if w}
+    limits = {i + 1: lim for i, (_, _, lim) in enumerate(specs)}
+    releases = [(float(e), n) for e, n in running]
+    window, waiting = plan_window(jobs, idle, tracker, cap, backfill="easy", now=0.0,
+                                  releases=releases, limits=limits)
+    prefix, _ = plan_window(jobs, idle, tracker, cap)
+    order = sorted(jobs, key=lambda j: priority_key(j, tracker.get(j.job_id)))
+    assert sorted(j.job_id for j in window + waiting) == sorted(j.job_id for j in jobs)
+    assert window[:len(prefix)] == prefix                      # the prefix comes first
+    assert sum(j.nodes for j in window) <= idle
+    assert cap is None or sum(j.nodes > 1 for j in window) <= cap
+    if len(prefix) < len(order) and len(window) > len(prefix):
+        blocked = order[len(prefix)]
+        free_prefix = idle - sum(j.nodes for j in prefix)
+        run_prefix = releases + [(float(limits[j.job_id]), j.nodes) for j in prefix]
+        before = _earliest_start(blocked.nodes, free_prefix, run_prefix)
+        after = _earliest_start(blocked.nodes, idle - sum(j.nodes for j in window),
+                                run_prefix + [(float(limits[j.job_id]), j.nodes)
+                                              for j in window[len(prefix):]])
+        assert blocked not in window
+        assert before == float("inf") or after <= before
+
+
 def test_wait_tracker_counts_windows_and_forgets_gone_jobs():
     t = WaitTracker()
     t.after_window([1, 2, 3], [2, 3])
@@ -203,8 +268,25 @@ def test_other_methods_log_slurms_cost_beside():
     assert rec["scas_optimum"] is not None and rec["scas_optimum"] <= rec["cost"] + 1e-9
 
 
-def test_windows_waited_grow_across_passes_until_the_job_fits():
+def test_window_record_names_the_backfilled_jobs():
     svc = service(dry_run=True)
+    jobs = [job(1, 10, submit=1), job(2, 3, submit=2), job(3, 2, submit=3)]
+    svc.tracker.waited = {1: 2}
+    st_ = State("main", TREE, TREE.node_names[:6], jobs, read_at=1000.0,
+                releases=[(1100.0, 8)], limits={1: 600, 2: 60, 3: 600})
+    rec = svc.decide(st_)
+    # job 1 waits for t=1100; job 2 ends at 1060 first; job 3 fits the reservation's extra 2
+    assert [e["job_id"] for e in rec["jobs"]] == [3, 2] and rec["backfilled"] == [3, 2]
+    assert rec["backfill"] == "easy" and [w["job_id"] for w in rec["waiting"]] == [1]
+    prefix_only = service(dry_run=True, backfill="none")
+    prefix_only.tracker.waited = {1: 2}
+    assert prefix_only.decide(st_)["jobs"] == []
+    with pytest.raises(InvalidInputError, match="unknown backfill"):
+        ServiceConfig(backfill="textbook").validate()
+
+
+def test_windows_waited_grow_across_passes_until_the_job_fits():
+    svc = service(dry_run=True, backfill="none")
     jobs = [job(1, 10, submit=1), job(2, 3, submit=2), job(3, 2, submit=3)]
 
     def window(idle_count):

@@ -32,6 +32,10 @@ def _reading_options(p) -> None:
                         "(default 10)")
     p.add_argument("--cap", default="5", metavar="N",
                    help="at most N multi-node jobs per window, or 'none' (default 5)")
+    p.add_argument("--backfill", choices=("easy", "none"), default="easy",
+                   help="easy (default): a window also takes held jobs behind the first one "
+                        "that does not fit, when they fit now and do not delay it (EASY, from "
+                        "the running jobs' time limits); none: the paper's prefix only")
     p.add_argument("--no-compare", dest="compare", action="store_false",
                    help="do not compute slurm-tree's cost and the SCAS optimum beside another "
                         "--method")
@@ -101,7 +105,8 @@ def _config(args, **extra):
         partition=args.partition, users=_names(args.users), accounts=_names(args.accounts),
         method=args.method, time_limit_s=_number(args.time_limit, "--time-limit",
                                                  allow_none=True),
-        cap=_number(args.cap, "--cap", int, allow_none=True), seed=args.seed,
+        cap=_number(args.cap, "--cap", int, allow_none=True), backfill=args.backfill,
+        seed=args.seed,
         compare=args.compare, test_only=args.test_only, **extra).validate()
 
 

@@ -8,7 +8,10 @@
 - :class:`WaitTracker`: windows waited (the paper's NWP) per job, across passes, in memory.
 - :func:`plan_window`: the paper's order (more windows waited first, then fewer nodes, then
   earlier submission, then job id) and the greedy prefix that fits the idle nodes, at most
-  ``cap`` multi-node jobs (:func:`placement.tree.workload.select_prefix`).
+  ``cap`` multi-node jobs (:func:`placement.tree.workload.select_prefix`); with
+  ``backfill="easy"`` (the service's default) jobs behind the first one that does not fit join
+  the window when they fit now and do not delay that job's reservation (EASY backfilling, as
+  Slurm's ``sched/backfill`` would start them; :func:`easy_backfill`).
 """
 
 from __future__ import annotations
@@ -81,14 +84,88 @@ def priority_key(job: PendingJob, waited: int) -> tuple:
     return (-int(waited), int(job.nodes), int(job.submit_time), int(job.job_id))
 
 
+#: How a window fills past the first job that does not fit: ``none`` (the paper's prefix only)
+#: or ``easy`` (EASY backfilling behind that job's reservation).
+BACKFILL = ("easy", "none")
+INFINITE = float("inf")
+
+
+def shadow(need: int, free: int, releases) -> tuple[float, int]:
+    """``(time, extra)`` of EASY's reservation for a job of ``need`` nodes: ``free`` nodes are
+    idle now and ``releases`` are ``(end time, nodes)`` of running jobs (end None or inf:
+    unknown, taken as never before the others). ``time`` is the earliest end at which enough
+    nodes are free (now: -inf when they are free already; inf when only jobs of unknown end
+    free them), ``extra`` the nodes free then beyond ``need``; ``(inf, -1)`` when even every
+    release leaves too few nodes (the job cannot start; no reservation holds anything back)."""
+    if need <= free:
+        return -INFINITE, free - need
+    ends = sorted(((INFINITE if e is None else float(e)), int(n)) for e, n in releases)
+    for end, nodes in ends:
+        free += nodes
+        if free >= need:
+            return end, free - need
+    return INFINITE, -1
+
+
+def easy_backfill(ordered: Sequence[PendingJob], k: int, idle_count: int, cap: int | None,
+                  now: float, releases, limits: dict) -> list[int]:
+    """Indices (into ``ordered``, after the prefix of ``k``) of the jobs EASY backfills.
+
+    The first job past the prefix that does not fit gets a reservation
+    (:func:`shadow`, counting the prefix's jobs as running from ``now`` for their time limit);
+    a later job joins when it fits the nodes still idle and either ends before the reservation
+    (``now`` + its time limit from ``limits``, job id -> seconds, None or missing: unknown) or
+    leaves the reservation's extra nodes. Stops at ``cap`` multi-node jobs in all. A job
+    blocked only by the cap gets no backfill behind it (the next window comes soon)."""
+    if k >= len(ordered):
+        return []
+    sizes = [int(j.nodes) for j in ordered]
+    free = int(idle_count) - sum(sizes[:k])
+    multi = sum(n > 1 for n in sizes[:k])
+    if sizes[k] <= free:                 # blocked by the cap, not by its size
+        return []
+    running = list(releases) + [(now + limits[j.job_id] if limits.get(j.job_id) is not None
+                                 else None, sizes[i]) for i, j in enumerate(ordered[:k])]
+    start, extra = shadow(sizes[k], free, running)
+    chosen = []
+    for i in range(k + 1, len(ordered)):
+        n = sizes[i]
+        if n > free or (n > 1 and cap is not None and multi >= cap):
+            continue
+        limit = limits.get(ordered[i].job_id)
+        ends_in_time = limit is not None and now + limit <= start
+        if extra < 0 or ends_in_time:
+            pass
+        elif n <= extra:
+            extra -= n
+        else:
+            continue
+        chosen.append(i)
+        free -= n
+        multi += n > 1
+    return chosen
+
+
 def plan_window(jobs: Sequence[PendingJob], idle_count: int, tracker: WaitTracker,
-                cap: int | None = 5) -> tuple[list[PendingJob], list[PendingJob]]:
+                cap: int | None = 5, *, backfill: str = "none", now: float = 0.0,
+                releases=(), limits: dict | None = None
+                ) -> tuple[list[PendingJob], list[PendingJob]]:
     """``(window, waiting)``: the eligible held ``jobs`` in the paper's order, split at the
     greedy prefix that fits ``idle_count`` nodes with at most ``cap`` multi-node jobs (None: no
-    cap)."""
+    cap). With ``backfill="easy"`` the window also takes the jobs :func:`easy_backfill` picks
+    behind the first job that does not fit (``now``: the time read, ``releases``: ``(end,
+    nodes)`` of running jobs, ``limits``: job id -> time limit in seconds)."""
+    if backfill not in BACKFILL:
+        raise InvalidInputError(f"unknown backfill {backfill!r}; choose one of "
+                                f"{', '.join(BACKFILL)}")
     ordered = sorted(jobs, key=lambda j: priority_key(j, tracker.get(j.job_id)))
     k = select_prefix([int(j.nodes) for j in ordered], int(idle_count), cap)
-    return ordered[:k], ordered[k:]
+    extra = (easy_backfill(ordered, k, idle_count, cap, now, releases, limits or {})
+             if backfill == "easy" else [])
+    taken = set(range(k)) | set(extra)
+    return ([j for i, j in enumerate(ordered) if i in taken],
+            [j for i, j in enumerate(ordered) if i not in taken])
 
 
-__all__ = ["WaitTracker", "eligible", "plan_window", "priority_key"]
+__all__ = ["BACKFILL", "WaitTracker", "easy_backfill", "eligible", "plan_window",
+           "priority_key", "shadow"]

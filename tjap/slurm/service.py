@@ -7,7 +7,10 @@ One pass (a *window*):
    that a released but not yet started job asks for (``ReqNodeList``) do not count as idle;
 2. keep the jobs the service may place (:func:`tjap.slurm.queue.eligible`: held by their owner
    with ``sbatch --hold``, plain ``-N n`` jobs), order them as the paper does (more windows
-   waited first, then fewer nodes) and take the greedy prefix that fits the idle nodes;
+   waited first, then fewer nodes) and take the greedy prefix that fits the idle nodes; with
+   ``backfill="easy"`` (the default) also the later jobs that fit now without delaying the
+   first job that does not (EASY, from the running jobs' start times and time limits, which
+   the pass reads with ``squeue``), as Slurm's own backfill would have started them;
 3. solve that window with ``method`` (default ``guarded``: never costlier than Slurm's own
    ``topology/tree`` choice nor than the SCAS optimum), and compute Slurm's would-be cost
    (``slurm-tree``) and the SCAS optimum beside it;
@@ -52,7 +55,7 @@ from tjap.api import MAX_TIME_LIMIT_S, solve
 from tjap.errors import InvalidInputError, TjapError
 from tjap.registry import get
 from tjap.result import plain
-from tjap.slurm.queue import WaitTracker, eligible, plan_window
+from tjap.slurm.queue import BACKFILL, WaitTracker, eligible, plan_window, priority_key
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
@@ -77,6 +80,9 @@ class ServiceConfig:
         Time limit of the method per window.
     cap : int, optional
         At most this many multi-node jobs per window (None: no cap).
+    backfill : {"easy", "none"}
+        ``easy``: the window also takes held jobs behind the first one that does not fit when
+        they fit now and do not delay it (EASY backfilling); ``none``: the paper's prefix only.
     interval_s : float
         Seconds between windows.
     dry_run : bool
@@ -96,6 +102,7 @@ class ServiceConfig:
     method: str = "guarded"
     time_limit_s: float | None = 10.0
     cap: int | None = 5
+    backfill: str = "easy"
     interval_s: float = 60.0
     dry_run: bool = False
     seed: int = 0
@@ -119,6 +126,9 @@ class ServiceConfig:
         if self.cap is not None and (not isinstance(self.cap, int) or self.cap < 1):
             raise InvalidInputError(f"cap must be a positive number of multi-node jobs or none, "
                                     f"got {self.cap!r}")
+        if self.backfill not in BACKFILL:
+            raise InvalidInputError(f"unknown backfill {self.backfill!r}; choose one of "
+                                    f"{', '.join(BACKFILL)}")
         if self.retries is not None and (not isinstance(self.retries, int) or self.retries < 0):
             raise InvalidInputError(f"retries must be a non-negative integer, got "
                                     f"{self.retries!r}")
@@ -143,6 +153,11 @@ class State:
     read_at: float = field(default_factory=time.time)
     #: idle-looking nodes left out because a released, not yet started job asks for them
     reserved: list = field(default_factory=list)
+    #: ``(end time, nodes)`` of the partition's running jobs (end None: no time limit) and of
+    #: released jobs not started yet (from now), for EASY backfilling
+    releases: list = field(default_factory=list)
+    #: time limit in seconds of each pending job (None: no limit)
+    limits: dict = field(default_factory=dict)
 
 
 def transient(exc: SlurmError) -> bool:
@@ -251,10 +266,32 @@ class PlacementService:
         idle = [n.name for n in nodes if n.state == "idle" and n.name in names]
         held_back = [n for n in idle if n in reserved]
         idle = [n for n in idle if n not in reserved]
+        read_at = time.time()
+        releases, limits = [], {}
+        if self.config.backfill == "easy":
+            releases, limits = self._timing(partition, read_at)
+            for job in pending:        # released with its nodes named, about to start
+                if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
+                    limit = limits.get(job.job_id)
+                    releases.append((None if limit is None else read_at + limit, job.nodes))
         users, accounts = set(self.config.users), set(self.config.accounts)
         pending = [j for j in pending if (not users or j.user in users)
                    and (not accounts or j.account in accounts)]
-        return State(partition, topology, idle, pending, reserved=held_back)
+        return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
+                     releases=releases, limits=limits)
+
+    def _timing(self, partition: str, now: float) -> tuple[list, dict]:
+        """``(releases, limits)`` of :class:`State` from one ``squeue`` of the partition."""
+        releases, limits = [], {}
+        for job in self.client.queue():
+            if job.partition != partition:
+                continue
+            limits[job.job_id] = job.time_limit_s
+            if job.running:
+                start = job.start_time if job.start_time is not None else now
+                end = None if job.time_limit_s is None else start + job.time_limit_s
+                releases.append((end, job.nodes))
+        return releases, limits
 
     # -- deciding ----------------------------------------------------------------------------
     def decide(self, state: State) -> dict:
@@ -267,14 +304,21 @@ class PlacementService:
                 held.append(job)
             elif job.state == "PENDING" and job.reason in ("JobHeldUser", "JobHeldAdmin"):
                 ignored.append({"job_id": job.job_id, "reason": why})
-        window_jobs, waiting = plan_window(held, len(state.idle), self.tracker, cfg.cap)
+        window_jobs, waiting = plan_window(held, len(state.idle), self.tracker, cfg.cap,
+                                           backfill=cfg.backfill, now=state.read_at,
+                                           releases=state.releases, limits=state.limits)
+        first_waiting = None
+        if waiting:
+            first_waiting = min(priority_key(j, self.tracker.get(j.job_id)) for j in waiting)
+        backfilled = [j.job_id for j in window_jobs if first_waiting is not None
+                      and priority_key(j, self.tracker.get(j.job_id)) > first_waiting]
         rec = {"event": "window", "window": self.windows + 1, "time": state.read_at,
                "time_iso": _now_iso(state.read_at), "partition": state.partition,
                "method": cfg.method, "dry_run": cfg.dry_run,
                "idle": compress_hostlist(state.idle) if state.idle else "",
                "idle_count": len(state.idle),
                "reserved": compress_hostlist(state.reserved) if state.reserved else "",
-               "held": len(held),
+               "held": len(held), "backfill": cfg.backfill, "backfilled": backfilled,
                "sizes": [j.nodes for j in window_jobs], "jobs": [],
                "waiting": [{"job_id": j.job_id, "nodes_requested": j.nodes,
                             "waited": self.tracker.get(j.job_id)} for j in waiting],
