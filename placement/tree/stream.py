@@ -11,7 +11,12 @@ does not fit the idle count and, as the published code did, after ``cap`` multi-
 :class:`~placement.tree.window.Window`; it is solved with ``method`` to move the cluster on, and the selected
 one-node jobs are then placed first-fit (lowest idle id). A window with no multi-node job is not
 counted. Evaluation runs in epochs of ``epoch_windows`` windows, each starting from an empty
-cluster at a random job index.
+cluster at a random job index, as the authors' code did (the index is drawn in the first half of
+the workload; theirs was drawn in [0, jobs - 128)).
+
+Any :class:`~placement.tree.workload.Workload` feeds the stream: the generator's, or a job list
+read by :meth:`~placement.tree.workload.Workload.from_file` (the authors' published format, SWF
+or sacct), which is used as read (nothing rescaled).
 """
 
 from __future__ import annotations
@@ -43,17 +48,37 @@ def window_stream(topology: Topology, workload: Workload, *, num_windows: int, t
     if cap is not None and cap < 1:
         raise InvalidInputError(f"cap must be a positive number of multi-node jobs or None, got {cap}")
     if workload.requested_nodes.max() > topology.num_nodes:
-        raise InvalidInputError("a job requests more nodes than the cluster has")
+        raise InvalidInputError(
+            f"a job requests {int(workload.requested_nodes.max())} nodes, more nodes than the "
+            f"cluster has ({topology.num_nodes}); drop such jobs (Workload.from_file(..., "
+            "cluster_nodes=N) does)")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
     produced = 0
     epoch = 0
     while produced < num_windows:
         start = int(rng.integers(0, max(1, workload.num_jobs // 2)))
-        for window in _epoch(topology, workload, start, epoch, min(epoch_windows, num_windows - produced),
-                             tau_s, cap, method, convention, seed, warmup_windows):
-            yield window
-            produced += 1
+        count = min(epoch_windows, num_windows - produced)
+        try:
+            for window in _epoch(topology, workload, start, epoch, count, tau_s, cap, method,
+                                 convention, seed, warmup_windows):
+                yield window
+                produced += 1
+        except _RanOut as out:
+            warm = f" after {warmup_windows} warm-up windows" if warmup_windows else ""
+            raise InvalidInputError(
+                f"the workload ({workload.num_jobs} jobs) ran out of jobs in epoch {epoch} "
+                f"(from job {start}{warm}) after {out.made} of its {count} windows: "
+                f"{produced} of the {num_windows} windows asked were made; ask for fewer "
+                "windows (or fewer per epoch), or give more jobs") from None
         epoch += 1
+
+
+class _RanOut(Exception):
+    """An epoch's jobs ran out before its windows were made (``made`` of them were)."""
+
+    def __init__(self, made: int):
+        super().__init__(made)
+        self.made = made
 
 
 def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed,
@@ -70,9 +95,7 @@ def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, conventi
         made += 1
         if made == count:
             return
-    raise InvalidInputError(
-        f"the workload ran out of jobs after {made} windows of epoch {epoch}; "
-        "generate more jobs or ask for fewer windows")
+    raise _RanOut(made)
 
 
 #: Nodes of the paper's cluster, whose load the stream on another cluster keeps per node.
@@ -82,15 +105,22 @@ PAPER_NODES = 1000
 def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 0, *,
                      cap: int | None = 5, tau_s: int = 60, epoch_windows: int = 100,
                      num_jobs: int = 100_000, method: str = "auto", convention: str = "paper",
-                     topology=None, warmup_windows: int | None = None) -> list[Window]:
+                     topology=None, warmup_windows: int | None = None,
+                     workload: Workload | None = None) -> list[Window]:
     """Windows of the paper's stream on a named 1000-node layout ("paper" or "published"), or
     on ``topology`` (any :class:`~placement.tree.topology.Topology`: a user's cluster).
 
-    On a ``topology`` of N nodes every runtime is scaled by N / 1000, so the load per node is the
-    paper's (job sizes stay the paper's 1-40 nodes, at most N), and each epoch first replays
-    ``warmup_windows`` windows that are not kept (default: one mean job runtime's worth, so the
-    kept windows see a loaded, fragmented cluster rather than an empty one). On a named layout
-    nothing is scaled and nothing skipped unless ``warmup_windows`` is given.
+    The jobs are the paper's generator's (``num_jobs`` of them, drawn with ``seed``) unless
+    ``workload`` is given: a :class:`~placement.tree.workload.Workload`, such as a job list read by
+    :meth:`~placement.tree.workload.Workload.from_file`, used as it is (nothing rescaled;
+    ``num_jobs`` ignored).
+
+    On a ``topology`` of N nodes every generated runtime is scaled by N / 1000, so the load per
+    node is the paper's (job sizes stay the paper's 1-40 nodes, at most N), and each epoch first
+    replays ``warmup_windows`` windows that are not kept (default: one mean job runtime's worth,
+    of the generator or of ``workload``, so the kept windows see a loaded, fragmented cluster
+    rather than an empty one). On a named layout nothing is scaled and nothing skipped unless
+    ``warmup_windows`` is given.
     """
     if topology is None:
         topology = FatTree.from_layout(layout)
@@ -98,12 +128,17 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
     else:
         scale = topology.num_nodes / PAPER_NODES
         if warmup_windows is None:
-            mean_runtime = (RUNTIME_S[0] + RUNTIME_S[1]) / 2 * scale
+            mean_runtime = ((RUNTIME_S[0] + RUNTIME_S[1]) / 2 * scale if workload is None
+                            else float(np.mean(workload.runtime_s)))
             warmup_windows = int(np.ceil(mean_runtime / tau_s))
     if warmup_windows is not None and warmup_windows < 0:
         raise InvalidInputError(f"warmup_windows must be 0 or more, got {warmup_windows}")
-    workload = Workload.generate(num_jobs, seed, runtime_scale=scale,
-                                 max_nodes=min(REQUESTED_NODES[1], topology.num_nodes))
+    if workload is None:
+        workload = Workload.generate(num_jobs, seed, runtime_scale=scale,
+                                     max_nodes=min(REQUESTED_NODES[1], topology.num_nodes))
+    elif not isinstance(workload, Workload):
+        raise InvalidInputError(f"workload must be a Workload (Workload.from_file reads one), "
+                                f"got {type(workload).__name__}")
     windows = list(window_stream(topology, workload, num_windows=num_windows, tau_s=tau_s, cap=cap,
                                  epoch_windows=epoch_windows, seed=seed, method=method,
                                  convention=convention, warmup_windows=warmup_windows or 0))

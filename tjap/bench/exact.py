@@ -30,6 +30,7 @@ from placement.tree.cost import job_cost
 from placement.tree.freeform import best_single_job_nodes
 from placement.tree.topology import Topology
 from placement.tree.window import Window
+from placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
 from tjap.executor import CsvRows, TaskFailure, make_executor
@@ -109,17 +110,19 @@ def _tree_window(w: dict, topology_path: str) -> Window:
 
 def run_topology(path, num_windows=100, seed=0, *, convention="paper", cap=5, tau_s=60,
                  warmup_windows=None, freeform_time_limit_s=2.0, bound="freeform", quiet=False,
-                 executor=None, csv_path=None) -> dict:
+                 executor=None, csv_path=None, workload: Workload | None = None) -> dict:
     """The paper's stream on the tree in ``path``: dp, SCIP, slurm-tree and a lower bound
     (``bound``: "freeform" or "per-job", see :func:`solve_tree_window`) on every window (one
-    task per window); per-window rows and summary."""
+    task per window); per-window rows and summary. ``workload`` replaces the generator's jobs
+    (used as read: nothing rescaled)."""
     if bound not in ("freeform", "per-job"):
         raise InvalidInputError(f"bound must be 'freeform' or 'per-job', got {bound!r}")
     path = str(Path(path).resolve())
     tree = _TREES[path] = Topology.from_file(path)
     windows = generate_windows(topology=tree, num_windows=num_windows, seed=seed, cap=cap,
                                tau_s=tau_s, epoch_windows=num_windows,
-                               warmup_windows=warmup_windows, convention=convention)
+                               warmup_windows=warmup_windows, convention=convention,
+                               workload=workload)
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
     tasks = [({"idle_nodes": w.idle_nodes.tolist(), "job_sizes": list(w.job_sizes),
                "meta": dict(w.meta)}, path, seed, convention, freeform_time_limit_s, bound)
@@ -156,13 +159,15 @@ def _sweep(fn, tasks, executor, quiet, csv_path, desc) -> list[dict]:
 
 def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
         freeform_time_limit_s=2.0, paper_windows=20, paper_time_limit_s=10.0,
-        quiet=False, executor=None, csv_path=None) -> dict:
+        quiet=False, executor=None, csv_path=None, workload: Workload | None = None) -> dict:
     """Solve the stream's windows with every exact method (one task per window on ``executor``,
     default serial; the paper's formulation on the first ``paper_windows``); return per-window
     rows and summary (with ``csv_path``, the rows are appended there as they arrive). Times are
     per task, so on a pool each method of a window shares a core's
-    conditions with the SCIP run it is compared to."""
-    windows = generate_windows(layout, num_windows, seed, cap=cap, convention=convention)
+    conditions with the SCIP run it is compared to. ``workload`` replaces the generator's jobs
+    (used as read: nothing rescaled)."""
+    windows = generate_windows(layout, num_windows, seed, cap=cap, convention=convention,
+                               workload=workload)
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
     tasks = [(w.to_dict(), seed, convention, freeform_time_limit_s,
               paper_time_limit_s if k < paper_windows else None) for k, w in enumerate(windows)]
@@ -216,13 +221,15 @@ TOPOLOGY_COLUMNS = [c for c in COLUMNS if c[0] not in ("method_over_scip", "max_
     ("above_bound_pct", ".3f"), ("peak_mb", ".2f")]
 
 
-def _stem(layout, convention, seed) -> str:
-    return f"exact_{Path(layout).stem}_{convention}_s{seed}"
+def _stem(layout, convention, seed, workload_file=None) -> str:
+    tag = f"_{Path(workload_file).stem}" if workload_file else ""
+    return f"exact_{Path(layout).stem}{tag}_{convention}_s{seed}"
 
 
 def report(result: dict, out_dir: Path) -> dict:
     """Write CSVs and the PNG; return their paths and the printed table."""
-    stem = _stem(result["layout"], result["convention"], result["seed"])
+    stem = _stem(result["layout"], result["convention"], result["seed"],
+                 result.get("workload_file"))
     paths = {"rows_csv": write_csv(out_dir / f"{stem}.csv", result["rows"]),
              "summary_csv": write_csv(out_dir / f"{stem}_summary.csv", result["summary"]),
              "plot_png": plot(result, out_dir / f"{stem}.png")}
@@ -242,18 +249,24 @@ def plot(result: dict, path: Path) -> Path:
     ax.set_ylabel("time per window (s)")
     where = (f"{result['layout']}, {result['nodes']} nodes" if "topology" in result
              else f"{result['layout']} layout")
-    ax.set_title(f"Exact SCAS on the paper's stream ({where}, "
+    stream = (f"the stream of {Path(result['workload_file']).name}"
+              if result.get("workload_file") else "the paper's stream")
+    ax.set_title(f"Exact SCAS on {stream} ({where}, "
                  f"{result['convention']} cost, {result['num_windows']} windows)", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     return save_figure(fig, path)
 
 
-def main(args) -> dict:
+def main(args, workload: Workload | None = None) -> dict:
+    """``tjap bench exact``: the run, its files and its printed table. ``workload`` (read from
+    ``args.workload`` by the command line) replaces the generator's jobs; the files' names
+    then carry the workload file's name."""
     from tjap.errors import InvalidInputError
     from tjap.executor import executor_from_args
 
     started = time.perf_counter()
+    source = getattr(args, "workload", None) if workload is not None else None
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise InvalidInputError(f"--out {args.out} is a file; give a folder for the CSV and PNG")
     if args.topology:
@@ -261,22 +274,26 @@ def main(args) -> dict:
             args.topology, args.num_windows, args.seed, convention=args.convention, cap=args.cap,
             warmup_windows=args.warmup, freeform_time_limit_s=args.freeform_time_limit,
             bound=args.bound, quiet=args.quiet, executor=executor_from_args(args),
-            csv_path=Path(args.out) / f"{_stem(args.topology, args.convention, args.seed)}.csv")
+            csv_path=Path(args.out) / f"{_stem(args.topology, args.convention, args.seed, source)}.csv",
+            workload=workload)
         columns = TOPOLOGY_COLUMNS
     else:
         result = run(args.layout, args.num_windows, args.seed, convention=args.convention,
                      cap=args.cap, freeform_time_limit_s=args.freeform_time_limit,
                      paper_windows=args.paper_windows, paper_time_limit_s=args.paper_time_limit,
                      quiet=args.quiet, executor=executor_from_args(args),
-                     csv_path=Path(args.out) / f"{_stem(args.layout, args.convention, args.seed)}.csv")
+                     csv_path=Path(args.out) / f"{_stem(args.layout, args.convention, args.seed, source)}.csv",
+                     workload=workload)
         columns = COLUMNS
     if not result["rows"]:
         raise InvalidInputError("every window failed (see the messages above); nothing to report")
+    result["workload_file"] = source
     files = report(result, Path(args.out))
     extra = ({"topology": result["topology"], "nodes": result["nodes"], "bound": result["bound"],
               "max_rss_mb": result["max_rss_mb"]} if args.topology else {})
     return {"summary": result["summary"], "files": files, "layout": result["layout"],
             "convention": result["convention"], "seed": result["seed"],
-            "num_windows": result["num_windows"], "cap": result["cap"], **extra,
+            "num_windows": result["num_windows"], "cap": result["cap"],
+            **({"workload": source} if source else {}), **extra,
             "table": format_table(result["summary"], columns),
             "wall_s": time.perf_counter() - started}

@@ -1,22 +1,27 @@
 """Seed 002's Fig. 6: window-based scheduling for tau in 10..60 s against per-job FCFS and EASY
 backfilling, topology-blind (first-fit) and topology-aware (contiguous, free-form) placement.
 
-Each epoch replays ``jobs_per_epoch`` consecutive jobs of the paper's workload from a random index
-on an empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a
-task failed). Every (configuration, epoch) pair is one task of the executor. The per-job policies
-run on the batch-queue simulator (:func:`placement.tree.online.per_job_config`).
+Each epoch replays ``jobs_per_epoch`` consecutive jobs of the workload from a random index on an
+empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a task
+failed). The workload is the paper's generator's (100,000 jobs drawn with the seed) or any
+:class:`~placement.tree.workload.Workload`, such as a job list read by
+:meth:`~placement.tree.workload.Workload.from_file` (used as read: nothing rescaled). Every
+(configuration, epoch) pair is one task of the executor, carrying its epoch's jobs. The per-job
+policies run on the batch-queue simulator (:func:`placement.tree.online.per_job_config`).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache, partial
+from functools import partial
 
 import numpy as np
 
 from placement.tree.online import replay
 from placement.tree.fat_tree import FatTree
+from placement.tree.window import Window
 from placement.tree.workload import Workload
 from tjap.api import solve
+from tjap.errors import InvalidInputError
 from tjap.executor import TaskFailure, make_executor
 from tjap.report import format_table, pyplot, save_figure
 
@@ -28,31 +33,42 @@ PER_JOB = (("fcfs", "firstfit"), ("easy", "firstfit"), ("fcfs", "contiguous"),
 NUM_JOBS = 100_000
 
 
-@lru_cache(maxsize=2)
-def _workload(seed: int) -> Workload:
-    return Workload.generate(NUM_JOBS, seed)   # once per process and seed
-
-
-def replay_epoch(layout, policy, placement, tau, cap, method, convention, seed, start,
-                 jobs_per_epoch) -> dict:
-    """One epoch of one configuration (a task of the sweep): the schedule's metrics."""
-    sched = replay(FatTree.from_layout(layout), _workload(seed), policy=policy,
+def replay_epoch(layout, policy, placement, tau, cap, method, convention, seed, jobs,
+                 options=None) -> dict:
+    """One epoch of one configuration (a task of the sweep): the schedule's metrics. ``jobs`` is
+    the epoch's (arrival_s, runtime_s, requested_nodes) lists; ``options`` go to the window
+    solver (e.g. ``weights`` for nsa)."""
+    workload = Workload(*(np.asarray(column, dtype=np.int64) for column in jobs))
+    sched = replay(FatTree.from_layout(layout), workload, policy=policy,
                    placement=placement if placement != "-" else "firstfit", tau_s=tau or 60,
-                   cap=cap, method=partial(solve, method=method), convention=convention, seed=seed,
-                   jobs=range(int(start), int(start) + jobs_per_epoch))
+                   cap=cap, method=partial(solve, method=method, **(options or {})),
+                   convention=convention, seed=seed)
     return sched.metrics()
 
 
 def run(layout="paper", epochs=10, jobs_per_epoch=300, seed=0, method="dp", convention="paper",
-        cap=5, quiet=False, executor=None) -> list[dict]:
+        cap=5, quiet=False, executor=None, workload: Workload | None = None,
+        options: dict | None = None) -> list[dict]:
     """One row per configuration, means over epochs; the (configuration, epoch) tasks run on
-    ``executor`` (default: serial)."""
+    ``executor`` (default: serial). ``workload`` None is the paper's generator (``NUM_JOBS``
+    jobs drawn with ``seed``); ``options`` go to the window solver ``method``."""
     executor = executor or make_executor(1)
+    if workload is None:
+        workload = Workload.generate(NUM_JOBS, seed)
+    if workload.num_jobs < jobs_per_epoch:
+        raise InvalidInputError(f"the workload has {workload.num_jobs} jobs, fewer than the "
+                                f"{jobs_per_epoch} jobs per epoch asked; ask for fewer")
+    if options:   # a bad option or weights file fails here, in one line, before the sweep
+        probe = Window(FatTree.from_layout(layout), np.arange(2), [2])
+        solve(probe, method, time_limit_s=1e-3, seed=seed, convention=convention, **options)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
-    starts = rng.integers(0, NUM_JOBS - jobs_per_epoch, epochs)
+    starts = rng.integers(0, max(1, workload.num_jobs - jobs_per_epoch), epochs)
+    columns = (workload.arrival_s, workload.runtime_s, workload.requested_nodes)
+    epoch_jobs = [tuple(c[int(s):int(s) + jobs_per_epoch].tolist() for c in columns)
+                  for s in starts]
     configs = [("window", "-", tau) for tau in TAUS] + [(p, pl, None) for p, pl in PER_JOB]
-    tasks = [(layout, policy, placement, tau, cap, method, convention, seed, int(start),
-              jobs_per_epoch) for policy, placement, tau in configs for start in starts]
+    tasks = [(layout, policy, placement, tau, cap, method, convention, seed, jobs, options)
+             for policy, placement, tau in configs for jobs in epoch_jobs]
     metrics = list(executor.map(replay_epoch, tasks, desc="online", quiet=quiet))
     rows = []
     for k, (policy, placement, tau) in enumerate(configs):

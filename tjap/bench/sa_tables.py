@@ -14,7 +14,9 @@ when the library's defaults do.
 
 Both cap a window at 5 multi-node jobs (the published code's evaluation setting). An epoch is
 ``windows_per_epoch`` windows from an empty cluster; its "cost" is the mean window cost, as the
-paper's per-epoch "sum / 100".
+paper's per-epoch "sum / 100". The windows come from the paper's generator, or with ``workload``
+from any :class:`~placement.tree.workload.Workload` (a job list read by
+:meth:`~placement.tree.workload.Workload.from_file`, used as read: nothing rescaled).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 from placement.tree.stream import generate_windows
 from placement.tree.window import Window
+from placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.executor import make_executor
 from tjap.report import format_table
@@ -46,16 +49,18 @@ PAPER_TABLE3 = {"seq": 105023.5, "sa500": 91813.2, "sa1000": 90809.7, "nsa500": 
                 "sa500_s": 0.76, "sa1000_s": 1.55}
 
 
-def _windows(setting: str, epochs: int, windows_per_epoch: int, seed: int):
+def _windows(setting: str, epochs: int, windows_per_epoch: int, seed: int,
+             workload: Workload | None = None):
     s = SETTINGS[setting]
     return generate_windows(s["layout"], epochs * windows_per_epoch, seed, cap=5,
-                            epoch_windows=windows_per_epoch, convention=s["convention"])
+                            epoch_windows=windows_per_epoch, convention=s["convention"],
+                            workload=workload)
 
 
 def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freeform_time_limit_s=1.0,
-           quiet=False, executor=None) -> dict:
+           quiet=False, executor=None, workload: Workload | None = None) -> dict:
     conv = SETTINGS[setting]["convention"]
-    windows = _windows(setting, epochs, windows_per_epoch, seed)
+    windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     solve(windows[0], "sa", preset=setting, iterations=1, convention=conv)          # compile first
     solve(windows[0], "sa", iterations=1, convention=conv, **BEST_SA)
     tasks = [(setting, w.to_dict(), seed, freeform_time_limit_s) for w in windows]
@@ -122,10 +127,10 @@ def gaps(rows, names, reference="scas_opt") -> dict:
 
 
 def table4(setting="published", epochs=10, windows_per_epoch=100, seed=0, paper_windows=20,
-           limit_s=30.0, quiet=False, executor=None) -> dict:
+           limit_s=30.0, quiet=False, executor=None, workload: Workload | None = None) -> dict:
     """SCIP with no limit and with ``limit_s`` on the set-packing model (all windows) and the
     paper's formulation (the first ``paper_windows`` windows); one task per window."""
-    windows = _windows(setting, epochs, windows_per_epoch, seed)
+    windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     tasks = [(setting, w.to_dict(), seed, limit_s, k < paper_windows)
              for k, w in enumerate(windows)]
     rows = (executor or make_executor(1)).results(table4_window, tasks, desc=f"table4/{setting}",
@@ -156,11 +161,11 @@ def print_table3(result: dict) -> str:
 
 
 def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
-              quiet=False, executor=None) -> dict:
+              quiet=False, executor=None, workload: Workload | None = None) -> dict:
     """NSA-500 against SA-500 / SA-1000 with the paper's repair at equal iterations, and against
     SA with the paper's and our best repair at NSA's wall time, window by window (one task per
     window: the equal-time budgets are measured on the same core as the runs they bound)."""
-    windows = _windows(setting, epochs, windows_per_epoch, seed)
+    windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     solve(windows[0], "nsa", preset=setting, iterations=1, weights=weights,
           convention=SETTINGS[setting]["convention"], seed=seed)
     tasks = [(setting, w.to_dict(), seed, weights) for w in windows]

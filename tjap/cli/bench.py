@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from tjap.cli.common import add_common, cap, positive, print_json
+from tjap.cli.tree import add_workload_options, read_workload, workload_fields
 from tjap.errors import TjapError
 from tjap.executor import add_executor_arguments, executor_from_args
 
@@ -40,6 +41,7 @@ def add_parser(sub) -> None:
     b.add_argument("--paper-windows", type=int, default=20,
                    help="windows also solved with the paper's formulation (default 20)")
     b.add_argument("--paper-time-limit", type=positive(float), default=10.0, metavar="S")
+    add_workload_options(b)
     b.add_argument("--out", default="benchmarks/out", help="folder for CSV and PNG")
     add_common(b)
     add_executor_arguments(b, default_workers=1)   # rows carry solver times
@@ -60,6 +62,7 @@ def add_parser(sub) -> None:
         if name == "table4":
             b.add_argument("--paper-windows", type=int, default=20)
             b.add_argument("--limit", type=positive(float), default=30.0, metavar="S")
+        add_workload_options(b)
         b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
         add_common(b)
         add_executor_arguments(b, default_workers=1)   # rows carry solver times
@@ -84,6 +87,10 @@ def add_parser(sub) -> None:
     b.add_argument("--epochs", type=positive(int), default=10)
     b.add_argument("--jobs-per-epoch", type=positive(int), default=300)
     b.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
+    b.add_argument("--weights", default=None, metavar="JSON",
+                   help="--method nsa: the trained policy's metadata (default: the shipped "
+                        "learned/weights/nsa_cnn3.json)")
+    add_workload_options(b)
     b.add_argument("--out", default="benchmarks/out")
     add_common(b)
     add_executor_arguments(b)
@@ -96,28 +103,39 @@ def cmd_bench(args) -> int:
         return _bench_exact(args)
     if args.what == "batch":
         return _bench_batch(args)
+    from placement.tree.fat_tree import FatTree
     from tjap.bench import online, sa_tables
     from tjap.report import format_table, write_csv
 
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
         raise TjapError(f"--out {out_dir} is a file; give a folder")
+    if args.what == "online":
+        from tjap.cli.tree import method_options
+
+        options = method_options(args)   # a flag the method does not take fails here
+        layout = args.layout
+    else:
+        layout = sa_tables.SETTINGS[args.setting]["layout"]
+    workload, report = read_workload(args, FatTree.from_layout(layout).num_nodes)
+    # a file workload's results are named after it, beside (never over) the generator's
+    tag = f"_{Path(args.workload).stem}" if report is not None else ""
     if args.what == "table3":
         res = sa_tables.table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
                                args.freeform_time_limit, quiet=args.quiet,
-                               executor=executor_from_args(args))
+                               executor=executor_from_args(args), workload=workload)
         names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
         summary = {"setting": args.setting, "epochs": res["epochs"],
                    "gap_to_scas_pct": sa_tables.gaps(res["rows"], names),
                    "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
-                   "csv": str(write_csv(out_dir / f"table3_{args.setting}_s{args.seed}.csv", res["rows"]))}
+                   "csv": str(write_csv(out_dir / f"table3_{args.setting}{tag}_s{args.seed}.csv", res["rows"]))}
         text = sa_tables.print_table3(res) + "\ngap to the SCAS optimum (%): " + ", ".join(
             f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
         text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
     elif args.what == "table4":
         res = sa_tables.table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
                                args.paper_windows, args.limit, quiet=args.quiet,
-                               executor=executor_from_args(args))
+                               executor=executor_from_args(args), workload=workload)
         rows = res["rows"]
         paper = [r for r in rows if "paper_limit" in r]
         ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
@@ -130,15 +148,16 @@ def cmd_bench(args) -> int:
                    "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
                    "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
                    "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
-                   "csv": str(write_csv(out_dir / f"table4_{args.setting}_s{args.seed}.csv", rows))}
+                   "csv": str(write_csv(out_dir / f"table4_{args.setting}{tag}_s{args.seed}.csv", rows))}
         text = "\n".join(f"{k}: {v}" for k, v in summary.items())
     elif args.what == "nsa":
         res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
-                                  args.seed, quiet=args.quiet, executor=executor_from_args(args))
+                                  args.seed, quiet=args.quiet, executor=executor_from_args(args),
+                                  workload=workload)
         summary = {"setting": args.setting, "epochs": res["epochs"],
                    "nsa_improvement_pct": res["nsa_improvement_pct"],
                    "gap_to_scas_pct": res["gap_to_scas_pct"],
-                   "csv": str(write_csv(out_dir / f"nsa_{args.setting}_s{args.seed}.csv", res["rows"]))}
+                   "csv": str(write_csv(out_dir / f"nsa_{args.setting}{tag}_s{args.seed}.csv", res["rows"]))}
         text = format_table(res["epochs"], [("epoch", ""), ("nsa500", ".1f"), ("nsa500_ms", ".1f"),
                                             ("sa500", ".1f"), ("sa1000", ".1f"),
                                             ("sa_paper_same_time", ".1f"),
@@ -147,29 +166,42 @@ def cmd_bench(args) -> int:
             f"{k} {v:+.3f}" for k, v in summary["nsa_improvement_pct"].items())
     else:
         rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
-                          args.convention, quiet=args.quiet, executor=executor_from_args(args))
+                          args.convention, quiet=args.quiet, executor=executor_from_args(args),
+                          workload=workload, options=options)
         out_dir.mkdir(parents=True, exist_ok=True)
-        png = online.plot(rows, out_dir / f"online_{args.layout}_s{args.seed}.png", args.convention)
-        summary = {"rows": rows, "csv": str(write_csv(out_dir / f"online_{args.layout}_s{args.seed}.csv", rows)),
+        stem = f"online_{args.layout}{tag}_s{args.seed}"
+        png = online.plot(rows, out_dir / f"{stem}.png", args.convention)
+        summary = {"rows": rows, "csv": str(write_csv(out_dir / f"{stem}.csv", rows)),
                    "png": str(png)}
         text = online.table(rows) + f"\nfiles: {summary['csv']}, {png}"
+    summary |= workload_fields(args, report)
     if args.json:
         print_json(summary)
     else:
-        print(text)
+        where = report.summary() if report is not None else "the paper's generator"
+        print(f"workload: {where}\n{text}")
     return 0
 
 
 def _bench_exact(args) -> int:
+    from placement.tree.fat_tree import FatTree
     from tjap.bench import exact
 
-    out = exact.main(args)
+    nodes = FatTree.from_layout(args.layout).num_nodes
+    if args.topology and args.workload is not None:   # the tree's size, for --workload's check
+        from placement.tree.topology import Topology
+
+        nodes = Topology.from_file(args.topology).num_nodes
+    workload, report = read_workload(args, nodes)
+    out = exact.main(args, workload)
     if args.json:
-        print_json({k: v for k, v in out.items() if k != "table"})
+        print_json({k: v for k, v in out.items() if k != "table"}
+                   | workload_fields(args, report))
     else:
         where = (f"{out['layout']} ({out['nodes']} nodes)" if "topology" in out
                  else f"{out['layout']} layout")
-        print(f"exact SCAS on {out['num_windows']} windows, {where}, "
+        jobs = f", workload {report.summary()}" if report is not None else ""
+        print(f"exact SCAS on {out['num_windows']} windows, {where}{jobs}, "
               f"{out['convention']} cost, cap {out['cap']}, seed {out['seed']}")
         print(out["table"])
         if "topology" in out:

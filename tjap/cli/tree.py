@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from tjap.cli.common import add_common, cap, positive, print_json
-from tjap.errors import TjapError
+from tjap.cli.common import add_common, cap, count, positive, print_json, warn
+from tjap.errors import InvalidInputError, TjapError
 from tjap.executor import progress
 
 
@@ -38,8 +39,9 @@ def add_parser(sub) -> None:
                    help="paper: k=20, 10 pods of 100; published: the authors' 25 pods of 40")
     g.add_argument("--topology", default=None, metavar="FILE",
                    help="your cluster instead of --layout: a Slurm topology.conf or JSON tree; "
-                        "runtimes are scaled by nodes/1000 (the paper's load per node) and each "
-                        "line names FILE relative to --out")
+                        "the generator's runtimes are scaled by nodes/1000 (the paper's load per "
+                        "node; a --workload is used as read) and each line names FILE relative "
+                        "to --out")
     g.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="with --topology: windows replayed before the first one written "
                         "(default: one mean job runtime's worth, a loaded cluster)")
@@ -47,17 +49,21 @@ def add_parser(sub) -> None:
                    help="most multi-node jobs per window (default 5, as the published code; 'none')")
     g.add_argument("--tau", type=positive(int), default=60, help="window period in seconds")
     g.add_argument("--epoch-windows", type=positive(int), default=100)
+    add_workload_options(g)
     g.add_argument("--out", required=True, help="output .jsonl file")
     add_common(g)
     g.set_defaults(run=cmd_generate)
 
     p = sub.add_parser("online", help="replay a workload with a scheduling policy",
-                       description="Replay jobs of the paper's workload on an empty cluster and "
-                                   "report CH cost, wait, utilization and makespan.")
-    p.add_argument("--workload", default="paper", choices=("paper",),
-                   help="the paper's random workload (trace loaders arrive with placement.batch)")
-    p.add_argument("--num-jobs", type=positive(int), default=300)
-    p.add_argument("--first-job", type=int, default=0)
+                       description="Replay jobs of the paper's workload (or of a job list, "
+                                   "--workload FILE) on an empty cluster and report CH cost, "
+                                   "wait, utilization and makespan.")
+    add_workload_options(p, paper=True)
+    p.add_argument("--num-jobs", type=positive(int), default=None,
+                   help="jobs to replay (default 300; with a --workload FILE, 300 or the rest "
+                        "of the file from --first-job, whichever is fewer)")
+    p.add_argument("--first-job", type=count, default=0,
+                   help="index of the first job replayed, from 0 (default 0)")
     p.add_argument("--layout", choices=("paper", "published"), default="paper")
     p.add_argument("--policy", choices=("window", "fcfs", "easy"), default="window")
     p.add_argument("--placement", choices=("firstfit", "contiguous", "freeform"), default="firstfit",
@@ -118,6 +124,66 @@ def method_options(args) -> dict:
             f"{', '.join(takes) if takes else 'none of ' + ', '.join(METHOD_FLAGS.values())}"
             " (tjap methods lists what each method is)")
     return options
+
+
+#: ``--workload-format`` choices: "auto" tells the formats apart by the file's first lines
+WORKLOAD_FORMATS = ("auto", "authors", "swf", "sacct")
+
+
+def add_workload_options(p, paper: bool = False) -> None:
+    """``--workload FILE`` and ``--workload-format`` (seed 002's stream on a real job list)."""
+    p.add_argument("--workload", default="paper" if paper else None, metavar="FILE",
+                   help=("paper (default): the paper's random workload; or FILE: " if paper
+                         else "a job list instead of the paper's random workload: ")
+                   + "the seed-002 authors' format (one job a line: job id, submit s, runtime s, "
+                     "nodes), SWF or sacct. Used as read: nothing is rescaled; jobs larger than "
+                     "the cluster are dropped. What was read, skipped and changed goes to "
+                     "stderr (into --json as \"trace_report\")")
+    p.add_argument("--workload-format", choices=WORKLOAD_FORMATS, default="auto",
+                   help="format of --workload FILE (default auto: told from its first lines, "
+                        "then its name)")
+
+
+def read_workload(args, cluster_nodes: int, show: bool = True):
+    """The ``--workload FILE`` of ``args`` read for a cluster of ``cluster_nodes`` nodes, as
+    (Workload, WorkloadReport), or (None, None) for the paper's generator. With ``show`` the
+    report goes to stderr now (:func:`show_workload_report`); a command that checks more of its
+    arguments against the workload first shows it itself, so that an error stays one line."""
+    from placement.tree.workload import Workload
+
+    path = getattr(args, "workload", None)
+    if path in (None, "paper"):
+        if args.workload_format != "auto":
+            raise InvalidInputError("--workload-format needs --workload FILE")
+        return None, None
+    try:
+        workload, report = Workload.from_file(path, args.workload_format,
+                                              cluster_nodes=cluster_nodes)
+    except InvalidInputError as exc:   # the trace loaders name their own flag
+        raise InvalidInputError(str(exc).replace("--format ", "--workload-format ")) from None
+    if show:
+        show_workload_report(args, report)
+    return workload, report
+
+
+def show_workload_report(args, report) -> None:
+    """What reading ``--workload FILE`` read, skipped and changed, on stderr (with ``--json``
+    only its warnings: the command puts the report in its JSON, :func:`workload_fields`)."""
+    if report is None:
+        return
+    if args.json:
+        for line in (*report.trace.warnings, *report.warnings):
+            warn(f"warning: {line}")
+    else:
+        print(report.text(), file=sys.stderr, flush=True)
+
+
+def workload_fields(args, report) -> dict:
+    """What a command's JSON says of a ``--workload FILE``: the file and the report (nothing for
+    the paper's generator)."""
+    if report is None:
+        return {}
+    return {"workload": str(args.workload), "trace_report": report.to_dict()}
 
 
 def window_solver(method: str, **options):
@@ -181,6 +247,7 @@ def cmd_generate(args) -> int:
     import json
     import os
 
+    from placement.tree.fat_tree import FatTree
     from placement.tree.stream import generate_windows
 
     out = Path(args.out)
@@ -188,9 +255,10 @@ def cmd_generate(args) -> int:
         from placement.tree.topology import Topology
 
         tree = Topology.from_file(args.topology)
+        workload, report = read_workload(args, tree.num_nodes)
         windows = generate_windows(topology=tree, num_windows=args.num_windows, seed=args.seed,
                                    cap=args.cap, tau_s=args.tau, epoch_windows=args.epoch_windows,
-                                   warmup_windows=args.warmup)
+                                   warmup_windows=args.warmup, workload=workload)
         # every line names the tree file (relative to the output's folder) instead of holding it
         key = "json" if Path(args.topology).suffix.lower() == ".json" else "slurm"
         where = {key: os.path.relpath(Path(args.topology).resolve(), out.resolve().parent)}
@@ -200,10 +268,14 @@ def cmd_generate(args) -> int:
         if args.warmup:
             raise TjapError("--warmup needs --topology (the paper's layouts keep the paper's "
                             "stream from an empty cluster)")
+        workload, report = read_workload(args, FatTree.from_layout(args.layout).num_nodes)
         windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
-                                   tau_s=args.tau, epoch_windows=args.epoch_windows)
+                                   tau_s=args.tau, epoch_windows=args.epoch_windows,
+                                   workload=workload)
         lines = [w.to_json() for w in windows]
         what = f"{args.layout} layout"
+    if report is not None:
+        what += f", workload {report.summary()}"
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("".join(line + "\n" for line in lines))
@@ -211,7 +283,8 @@ def cmd_generate(args) -> int:
         raise TjapError(f"cannot write {out}: {exc.strerror}") from None
     summary = {"out": str(out), "windows": len(windows), "seed": args.seed, "cap": args.cap,
                "tau_s": args.tau,
-               **({"topology": args.topology} if args.topology else {"layout": args.layout})}
+               **({"topology": args.topology} if args.topology else {"layout": args.layout}),
+               **workload_fields(args, report)}
     if args.json:
         print_json(summary)
     else:
@@ -225,14 +298,30 @@ def cmd_online(args) -> int:
     from placement.tree.workload import Workload
 
     solver = window_solver(args.method, **method_options(args))   # bad options fail first
-    workload = Workload.generate(max(100_000, args.first_job + args.num_jobs), args.seed)
-    schedule = replay(FatTree.from_layout(args.layout), workload, policy=args.policy,
+    topology = FatTree.from_layout(args.layout)
+    workload, report = read_workload(args, topology.num_nodes, show=False)
+    first = args.first_job
+    if workload is None:
+        num_jobs = args.num_jobs or 300
+        workload = Workload.generate(max(100_000, first + num_jobs), args.seed)
+    else:
+        left = workload.num_jobs - first
+        if left < 1:
+            raise InvalidInputError(f"--first-job {first} is past the workload's "
+                                    f"{workload.num_jobs} jobs (numbered from 0)")
+        num_jobs = args.num_jobs or min(300, left)
+        if num_jobs > left:
+            raise InvalidInputError(
+                f"the workload has {workload.num_jobs} jobs: --first-job {first} leaves "
+                f"{left}, fewer than --num-jobs {num_jobs}; ask for at most {left}")
+    show_workload_report(args, report)
+    schedule = replay(topology, workload, policy=args.policy,
                       placement=args.placement, tau_s=args.tau, cap=args.cap,
                       method=solver, convention=args.convention, seed=args.seed,
-                      jobs=range(args.first_job, args.first_job + args.num_jobs))
+                      jobs=range(first, first + num_jobs))
     metrics = schedule.metrics()
     if args.json:
-        print_json(metrics)
+        print_json(metrics | workload_fields(args, report))
     else:
         for k, v in metrics.items():
             print(f"{k:20s} {v:.2f}" if isinstance(v, float) else f"{k:20s} {v}")
