@@ -71,7 +71,7 @@ def test_names_with_a_weight_are_parsed_and_checked():
 
 
 def test_uncalibrated_weight_names_the_fix():
-    with pytest.raises(InvalidInputError, match="tjap provision calibrate --trace TRACE --weights 3.5"):
+    with pytest.raises(InvalidInputError, match="tjap provision calibrate --trace TRACE --interruption-weights 3.5"):
         thresholds({"thresholds": {"by_interruption_weight": {"1": {}}}}, 3.5, "moe@3.5")
 
 
@@ -132,9 +132,46 @@ def test_calibrate_command_writes_thresholds_beside_existing_ones(tmp_path):
     meta_path = transformer_with_thresholds(tmp_path, {"9": {"scale": 0.0, "shift_h": 1000.0}})
     data = stack([record_episode(busy_trace(), 4, t * H, PAIR, EXACT) for t in (30, 33)])
     np.savez(tmp_path / "held_out.npz", **data)   # a cached recording: nothing is re-recorded
-    assert main(["provision", "calibrate", "--trace", "unused.tsv", "--models", "transformer", "--weights", "2",
-                 "--weights-dir", str(tmp_path), "--data", str(tmp_path / "held_out.npz")]) == 0
+    assert main(["provision", "calibrate", "--trace", "unused.tsv", "--models", "transformer",
+                 "--interruption-weights", "2", "--weights-dir", str(tmp_path),
+                 "--data", str(tmp_path / "held_out.npz")]) == 0
     table = json.loads(meta_path.read_text())["thresholds"]["by_interruption_weight"]
     assert list(table) == ["2", "9"] and table["9"]["shift_h"] == 1000.0
     assert table["2"]["scale"] in SCALES and table["2"]["shift_h"] in SHIFTS_H
     assert make_policy("provision", "transformer@2", weights_dir=tmp_path).scale == table["2"]["scale"]
+
+
+CALIBRATE = ["provision", "calibrate", "--trace", "unused.tsv"]
+
+
+def test_calibrate_takes_interruption_weights_and_the_deprecated_weights_alias(capsys):
+    """``--interruption-weights`` names calibrate's numbers (elsewhere ``--weights`` is a weights
+    file); ``--weights`` still works with numbers, with one warning line."""
+    from tjap.cli import build_parser
+    from tjap.cli.batch import DEFAULT_INTERRUPTION_WEIGHTS, _interruption_weights
+
+    parse = build_parser().parse_args
+    assert _interruption_weights(parse(CALIBRATE)) == DEFAULT_INTERRUPTION_WEIGHTS == [1, 2, 4]
+    assert _interruption_weights(parse(CALIBRATE + ["--interruption-weights", "1", "8"])) == [1, 8]
+    assert capsys.readouterr().err == ""
+    assert _interruption_weights(parse(CALIBRATE + ["--weights", "2", "4.5"])) == [2, 4.5]
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "deprecated" in err and "--interruption-weights" in err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--weights", "learned/weights/provision_moe.json"], "not a weights file"),
+    (["--weights", "2", "--interruption-weights", "2"], "--interruption-weights only"),
+    (["--interruption-weights", "0"], "positive number"),
+    (["--interruption-weights", "x"], "positive number"),
+])
+def test_calibrate_weight_errors_are_one_line(extra, words, capsys):
+    from tjap.cli import main
+
+    try:
+        code = main(CALIBRATE + extra)
+    except SystemExit as stop:
+        code = stop.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, (code, out, err)
+    assert err.startswith("tjap: error: ") and words in err, err

@@ -16,11 +16,11 @@ weights' metadata: the same injection times and the same split. They are recorde
 every decision probed, and checked against the reactive figures the training run stored. Replaying
 a rule on them is exact (:func:`learned.provision.episodes.first_submission`).
 
-    tjap provision calibrate --trace placement/batch/data/ls6-a100.tsv --weights 1 2 4
+    tjap provision calibrate --trace placement/batch/data/ls6-a100.tsv --interruption-weights 1 2 4
 
 writes the thresholds into each model's metadata (``thresholds``, beside those of other weights
 already there; the weights themselves are unchanged).
-``make_provisioner("moe@2")`` (or ``--interruption-weight 2`` on the command line) serves them.
+``make_provisioner("moe@2")`` (or ``--policy moe@2`` on the command line) serves them.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ def thresholds(meta: dict, weight: float, name: str) -> tuple[float, float]:
         have = ", ".join(table) or "none"
         raise InvalidInputError(
             f"{name} has no threshold calibrated for e_I/e_O = {weight:g} (calibrated: {have}); "
-            f"run `tjap provision calibrate --trace TRACE --weights {weight:g}`")
+            f"run `tjap provision calibrate --trace TRACE --interruption-weights {weight:g}`")
     entry = table[weight_key(weight)]
     return float(entry["scale"]), float(entry["shift_h"])
 

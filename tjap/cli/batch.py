@@ -3,11 +3,12 @@ provisioners of chained jobs (seed 004), simulated or against a real Slurm."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
 
-from tjap.cli.common import add_common, positive, print_json
+from tjap.cli.common import add_common, positive, print_json, warn
 from tjap.errors import TjapError
 from tjap.executor import add_executor_arguments, executor_from_args
 
@@ -99,8 +100,13 @@ def add_parser(sub) -> None:
                                     "run's held-out episodes, and store it in their metadata "
                                     "(NAME@W then serves it).")
     c.add_argument("--trace", required=True, metavar="FILE")
-    c.add_argument("--weights", type=positive(float), nargs="+", default=[1.0, 2.0, 4.0],
+    c.add_argument("--interruption-weights", type=positive(float), nargs="+", default=None,
+                   metavar="W",
                    help="interruption weights e_I / e_O to calibrate for (default 1 2 4)")
+    c.add_argument("--weights", type=_interruption_weight, nargs="+", default=None, metavar="W",
+                   dest="deprecated_weights",
+                   help="deprecated alias of --interruption-weights (numbers only: elsewhere "
+                        "--weights is a weights file)")
     c.add_argument("--models", nargs="+", default=["rf", "xgb", "transformer", "moe"],
                    choices=("rf", "xgb", "transformer", "moe"))
     c.add_argument("--weights-dir", default=None, help="default: the shipped learned/weights")
@@ -265,11 +271,38 @@ def cmd_provision(args) -> int:
     return 0 if len(results) == len(policies) else 1
 
 
+#: ``tjap provision calibrate``'s interruption weights when none are given.
+DEFAULT_INTERRUPTION_WEIGHTS = [1.0, 2.0, 4.0]
+
+
+def _interruption_weight(value: str) -> float:
+    """calibrate's deprecated ``--weights``: a positive number, never a weights file."""
+    try:
+        return positive(float)(value)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc}; calibrate's --weights (deprecated: use --interruption-weights) takes "
+            f"interruption weights e_I/e_O, not a weights file (that is --weights-dir DIR)"
+        ) from None
+
+
+def _interruption_weights(args) -> list[float]:
+    """The weights to calibrate for: --interruption-weights, or the deprecated --weights with a
+    one-line warning (both at once is an error)."""
+    if args.deprecated_weights is None:
+        return args.interruption_weights or DEFAULT_INTERRUPTION_WEIGHTS
+    if args.interruption_weights is not None:
+        raise TjapError("give --interruption-weights only (--weights is its deprecated alias)")
+    warn("warning: `provision calibrate --weights` is deprecated, use --interruption-weights "
+         "(everywhere else --weights is a weights file)")
+    return args.deprecated_weights
+
+
 def _provision_calibrate(args) -> int:
     from learned.provision.calibrate import calibrate
 
-    chosen = calibrate(args.trace, args.weights, args.models, args.weights_dir, args.data,
-                       args.workers, command=args.command_line,
+    chosen = calibrate(args.trace, _interruption_weights(args), args.models, args.weights_dir,
+                       args.data, args.workers, command=args.command_line,
                        log=(lambda *a: None) if args.json else (lambda m: print(m, flush=True)))
     if args.json:
         print_json(chosen)
