@@ -161,7 +161,9 @@ def test_readme_your_own_cluster_example_runs_as_written(tmp_path, monkeypatch, 
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("### Your own cluster"):]
-    conf, code = [b for _, b in re.findall(r"```(\w*)\n(.*?)```", section, re.S)[:2]]
+    blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
+    conf = next(b for lang, b in blocks if lang == "")          # the topology.conf
+    code = next(b for lang, b in blocks if lang == "python")    # the first Python example
     (tmp_path / "topology.conf").write_text(conf)
     (tmp_path / "example.py").write_text(code)
     monkeypatch.chdir(tmp_path)
