@@ -15,27 +15,21 @@ branch-free kernels inlined flat into it, so that Numba can drop the reference c
 arrays (see the notes in the random-draw section and in the loop).
 """
 
-import warnings
-
 import numpy as np
-from numba import objmode, types
+from numba import types
 from numba.extending import overload
-from numba.core.errors import NumbaWarning
 
-from tjap._backends import OutOfTime
+from heuristics._net_kernels import net_start
 from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
                                            take_block_cost, taken_words)
 from placement.tree.tree_cost import block_costs
 from tjap._jit import njit, njit_inline
 
-# The learned repair runs a Python callback in object mode; nogil cannot apply to that block.
-warnings.filterwarnings("ignore", message="Code running in object mode", category=NumbaWarning)
-
 # repair operators: how a re-inserted job picks its start in the current idle sequence
 REPAIR_PAPER = 0     # uniform among the first min(q, length) positions (the paper, q = 100)
 REPAIR_UNIFORM = 1   # uniform over every position
 REPAIR_GREEDY = 2    # the cheapest block (ties: lowest position)
-REPAIR_LEARNED = 3   # a trained policy, called back from compiled code (learned.nsa)
+REPAIR_LEARNED = 3   # a trained network run in the loop (heuristics._net_kernels, learned.nsa)
 # order in which removed jobs are re-inserted
 REINSERT_LARGEST_FIRST = 0  # descending size, ties by window order (the paper's text)
 REINSERT_WINDOW_ORDER = 1   # window order (the published code)
@@ -140,31 +134,6 @@ def _draw(rng):
     return lambda rng: _buffered_draw(rng)
 
 
-def learned_start(alive, length, size, others, num_others):
-    """Called from compiled code (object mode) when the repair operator is learned: asks the
-    policy registered in LEARNED_REPAIR[0] (which holds the window's features) for a start
-    position. Raises :class:`OutOfTime` once the deadline in LEARNED_DEADLINE[0] is spent, which
-    leaves the compiled loop mid-chunk (a policy call is slow: a chunk would overrun a limit)."""
-    deadline = LEARNED_DEADLINE[0]
-    if deadline is not None and deadline.expired():
-        raise OutOfTime
-    return int(LEARNED_REPAIR[0](alive, length, size, others, num_others))
-
-
-#: The learned repair policy the compiled loop calls back (set by learned.nsa for one run).
-LEARNED_REPAIR = [None]
-#: The run's :class:`tjap._backends.Deadline` while a time-limited loop runs (set by anneal).
-LEARNED_DEADLINE = [None]
-
-
-@njit
-def learned_choice(alive, length, size, others, num_others):
-    """The learned operator's start, from the policy in LEARNED_REPAIR (object mode)."""
-    with objmode(start="int64"):
-        start = learned_start(alive, length, size, others, num_others)
-    return start
-
-
 @njit
 def greedy_start(group_q, top_level, num_groups, taken, length, alive, size, convention):
     """Start of the cheapest block of ``size`` in the free sequence (ties: lowest position)."""
@@ -179,14 +148,21 @@ def pick_start(group_q, top_level, num_groups, taken, length, alive, size, conve
     complement of the ``taken`` bitmap); ``alive`` is scratch.
 
     Compiled dispatch on the *type* of ``repair`` (see :func:`repair_argument`): an integer code
-    is a drawn repair (paper, uniform), a one-tuple ``(code,)`` a computed one (greedy, or the
-    learned call-back). So the loop is one piece of source, compiled once per kind, and the
-    drawn kind, the fast one, carries no calls: a call (or object-mode code) in the loop keeps
-    the reference counting of the loop's arrays, which would cost more than the move itself."""
+    is a drawn repair (paper, uniform), a one-tuple ``(code,)`` a computed one (greedy), and the
+    six-tuple ``(params, layers, switch_q, pod_q, config, scratch)`` a learned one: a network run
+    by :func:`heuristics._net_kernels.net_start` on the repair state (``others``, ``num_others``:
+    the nodes and number of the jobs still to re-insert after this one), given one draw of the
+    loop's generator for its sampling (see :mod:`learned.nsa`). So the loop is one piece of
+    source, compiled once per kind, and the drawn kind, the fast one, carries no calls: a call in
+    the loop keeps the reference counting of the loop's arrays, which would cost more than the
+    move itself."""
 
 
 def repair_argument(code: int):
-    """The form of the repair operator ``code`` that the compiled loop takes (see pick_start)."""
+    """The form of the hand-written repair operator ``code`` that the compiled loop takes (see
+    pick_start); a learned repair builds its own (:func:`heuristics._net_kernels.pack_layers`)."""
+    if code == REPAIR_LEARNED:
+        raise ValueError("a learned repair passes its network to the loop, not a code")
     return code if code in (REPAIR_PAPER, REPAIR_UNIFORM) else (code,)
 
 
@@ -201,14 +177,20 @@ def _pick_start(group_q, top_level, num_groups, taken, length, alive, size, conv
             return int(draw(rng) * bound)
         return drawn
 
-    def computed(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
-                 q, others, num_others, rng):
-        if repair[0] == REPAIR_GREEDY:
+    if len(repair) == 1:
+        def computed(group_q, top_level, num_groups, taken, length, alive, size, convention,
+                     repair, q, others, num_others, rng):
             return greedy_start(group_q, top_level, num_groups, taken, length, alive, size,
                                 convention)
+        return computed
+
+    def learned(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
+                q, others, num_others, rng):
+        u = draw(rng)   # one draw per step, sampled or not: the budget of a drawn repair
         free_positions(taken, alive)
-        return learned_choice(alive, length, size, others, num_others)
-    return computed
+        return net_start(repair[0], repair[1], repair[2], repair[3], repair[4], repair[5], alive,
+                         length, size, others, num_others, u)
+    return learned
 
 
 @njit_inline

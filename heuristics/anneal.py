@@ -34,7 +34,7 @@ from heuristics.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repa
 from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays, decode, encode
 from placement.tree.exact import window_solver
-from tjap._backends import Deadline, OutOfTime
+from tjap._backends import Deadline
 from tjap.errors import InvalidInputError
 from placement.tree.result import Result, Status
 from placement.tree.window import Window
@@ -117,8 +117,8 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     convention : {"paper", "published"}, default "paper"
         Cost convention, see :mod:`placement.tree.cost`.
     time_limit_s : float, optional
-        Stop once exceeded: between chunks of 256 iterations, or at the next call of a learned
-        repair. An initial solution from a solver gets half of it.
+        Stop once exceeded, between chunks of 256 iterations (a chunk of the learned repair
+        takes milliseconds). An initial solution from a solver gets half of it.
     seed : int, default 0
         Seed of the loop's generator; the same seed gives the same Result.
     method : str, default "sa"
@@ -152,35 +152,23 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
     accepted = improved = done = 0
     loop_s = 0.0
-    repair_arg = _kernels.repair_argument(repair.code)  # its kind is chosen by type
+    repair_arg = repair.kernel_argument(window, a)  # its kind is chosen by type
     stopped = None
-    _kernels.LEARNED_DEADLINE[0] = deadline if time_limit_s is not None else None
-    try:
-        with repair.active(window, seed):
-            while done < iterations:
-                if deadline.expired():
-                    stopped = "time limit"
-                    break
-                # without a time limit one kernel call runs all the chunks (the RNG is re-seeded
-                # per chunk inside it, so the trajectory is the same either way)
-                step = _kernels.CHUNK if time_limit_s is not None else iterations
-                end = min(done + step, iterations)
-                tick = time.perf_counter()
-                try:
-                    cur, best, acc, imp = _kernels.anneal(
-                        *args, cur_order, cur_starts, cur, best_order, best_starts, best, done,
-                        end, iterations, float(accept.t_max), float(accept.t_min),
-                        destroy.max_remove, repair_arg, repair.q, REINSERT[reinsert],
-                        accept.code, seed)
-                except OutOfTime:       # a learned repair saw the deadline inside the chunk
-                    loop_s += time.perf_counter() - tick
-                    stopped = "time limit (inside a chunk; iterations counts whole chunks)"
-                    best = _kernels.solution_cost(*args, best_order, best_starts)
-                    break
-                loop_s += time.perf_counter() - tick
-                accepted, improved, done = accepted + acc, improved + imp, end
-    finally:
-        _kernels.LEARNED_DEADLINE[0] = None
+    while done < iterations:
+        if deadline.expired():
+            stopped = "time limit"
+            break
+        # without a time limit one kernel call runs all the chunks (the RNG is re-seeded per
+        # chunk inside it, so the trajectory is the same either way)
+        step = _kernels.CHUNK if time_limit_s is not None else iterations
+        end = min(done + step, iterations)
+        tick = time.perf_counter()
+        cur, best, acc, imp = _kernels.anneal(
+            *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
+            iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove, repair_arg,
+            repair.q, REINSERT[reinsert], accept.code, seed)
+        loop_s += time.perf_counter() - tick
+        accepted, improved, done = accepted + acc, improved + imp, end
     if stopped is None and initial_stopped:
         stopped = "time limit (initial solution)"
     assignment = decode(window, best_order, best_starts)

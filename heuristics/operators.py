@@ -2,12 +2,11 @@
 
 Each operator is a small frozen object that validates its parameters and tells the compiled loop
 (:mod:`heuristics._kernels`) which code to run. A learned repair operator (``learned``) implements
-the same :class:`Repair` protocol.
+the same :class:`Repair` protocol: its kernel argument carries its network's arrays.
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,9 +23,11 @@ class Repair:
     code: int = -1
     q: int = 0
 
-    def active(self, window, seed: int = 0):
-        """Context in which the compiled loop may call this operator back (learned operators)."""
-        return contextlib.nullcontext()
+    def kernel_argument(self, window, arrays):
+        """What the compiled loop takes as ``repair`` for ``window`` (``arrays``: its
+        :class:`placement.tree.dcas.Arrays`); its type selects the operator's kind (see
+        :func:`heuristics._kernels.pick_start`)."""
+        return k.repair_argument(self.code)
 
 
 @dataclass(frozen=True)

@@ -7,16 +7,36 @@ other unallocated jobs' total request / ((|J'| - 1) n_max); positions past the e
 are all zero and masked. ``idle_flag=True`` adds the published code's fifth channel (1 where a
 position holds an idle node). ``boundaries=True`` (ours, not the paper's) adds two channels that
 are 1 where a position starts a new edge switch / pod in the sequence, which the normalised ids
-only show as differences of 1/num_switches.
+only show as differences of 1/num_switches. The compiled loop builds the same observation with the
+same kernel (:func:`heuristics._net_kernels.observe`).
+
+:data:`ARCHS` and :data:`CONV_LAYERS` are the layer sizes of the networks that read it (Table II
+of seed 002), kept here without torch: :mod:`learned.nets` builds them for training, and solving
+(:mod:`learned.nsa`) checks exported weights against them without importing torch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from heuristics._net_kernels import observe
 from tjap.errors import InvalidInputError
 
 FEATURES = ("switch", "pod", "request", "others")
+
+#: Table II: the actors' hidden layers (FCN: dense after the flattened observation; CNN: two
+#: convolutions of ``conv`` output channels, then the dense ``hidden``), Tanh activations.
+ARCHS = {
+    "fcn1": {"kind": "fcn", "hidden": [64, 64]},
+    "fcn2": {"kind": "fcn", "hidden": [64, 64]},
+    "fcn3": {"kind": "fcn", "hidden": [96, 64]},
+    "cnn1": {"kind": "cnn", "conv": [4, 4], "hidden": [256]},
+    "cnn2": {"kind": "cnn", "conv": [8, 4], "hidden": [256]},
+    "cnn3": {"kind": "cnn", "conv": [16, 8], "hidden": [256]},
+}
+#: (kernel, stride) of the CNNs' two convolutions (no padding): Conv1d(., c1, 10, 1), Tanh,
+#: Conv1d(c1, c2, 5, 2), then flattened straight into the dense layers (no Tanh between).
+CONV_LAYERS = ((10, 1), (5, 2))
 
 
 def require_fat_tree_features(window, method: str = "nsa") -> None:
@@ -49,20 +69,10 @@ def repair_observation(switch_q, pod_q, alive, length, size, others, num_others,
     """(channels x q float32 observation, q-bool action mask) for one repair step."""
     channels = len(FEATURES) + int(idle_flag) + 2 * int(boundaries)
     obs = np.zeros((channels, q), dtype=np.float32)
-    n = min(q, int(length))
-    positions = np.asarray(alive[:n])
-    obs[0, :n] = switch_q[positions] / num_switches
-    obs[1, :n] = pod_q[positions] / num_pods
-    obs[2, :n] = size / n_max
-    obs[3, :n] = others / (num_others * n_max) if num_others > 0 else 0.0
-    if idle_flag:
-        obs[4, :n] = 1.0
-    if boundaries and n:
-        c = len(FEATURES) + int(idle_flag)
-        sw, pd = switch_q[positions], pod_q[positions]
-        obs[c, 0] = obs[c + 1, 0] = 1.0
-        obs[c, 1:n] = sw[1:] != sw[:-1]
-        obs[c + 1, 1:n] = pd[1:] != pd[:-1]
+    n = observe(obs, np.asarray(switch_q, np.int64), np.asarray(pod_q, np.int64),
+                np.asarray(alive, np.int64), int(length), int(size), int(others),
+                int(num_others), int(n_max), int(num_switches), int(num_pods), bool(idle_flag),
+                bool(boundaries))
     mask = np.zeros(q, dtype=bool)
     mask[:n] = True
     return obs, mask

@@ -14,16 +14,8 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
 from torch import nn
 
+from learned.features import ARCHS, CONV_LAYERS  # Table II, kept without torch (see there)
 from tjap.errors import InvalidInputError
-
-ARCHS = {
-    "fcn1": {"kind": "fcn", "hidden": [64, 64]},
-    "fcn2": {"kind": "fcn", "hidden": [64, 64]},
-    "fcn3": {"kind": "fcn", "hidden": [96, 64]},
-    "cnn1": {"kind": "cnn", "conv": [4, 4], "hidden": [256]},
-    "cnn2": {"kind": "cnn", "conv": [8, 4], "hidden": [256]},
-    "cnn3": {"kind": "cnn", "conv": [16, 8], "hidden": [256]},
-}
 
 
 class Conv1dExtractor(BaseFeaturesExtractor):
@@ -32,8 +24,9 @@ class Conv1dExtractor(BaseFeaturesExtractor):
     def __init__(self, observation_space: spaces.Box, conv=(16, 8)):
         channels, q = observation_space.shape
         c1, c2 = conv
-        body = nn.Sequential(nn.Conv1d(channels, c1, 10, 1, 0), nn.Tanh(),
-                             nn.Conv1d(c1, c2, 5, 2, 0), nn.Flatten())
+        (k1, s1), (k2, s2) = CONV_LAYERS
+        body = nn.Sequential(nn.Conv1d(channels, c1, k1, s1, 0), nn.Tanh(),
+                             nn.Conv1d(c1, c2, k2, s2, 0), nn.Flatten())
         with torch.no_grad():
             size = body(torch.zeros(1, channels, q)).shape[1]
         super().__init__(observation_space, features_dim=size)

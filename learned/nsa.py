@@ -1,26 +1,33 @@
 """Neural simulated annealing (seed 002): a trained repair operator inside the same SA loop.
 
-:class:`LearnedRepair` holds a policy and implements the repair protocol of
-:mod:`heuristics.operators`; the compiled loop of :func:`heuristics.anneal.anneal` calls it back
-for each re-inserted job. ``tjap.solve(window, method="nsa", iterations=500, weights=...)`` runs it.
+:class:`LearnedRepair` holds the actor of a trained policy as the arrays of a small network that
+the compiled loop of :func:`heuristics.anneal.anneal` runs for each re-inserted job
+(:mod:`heuristics._net_kernels`): no callback, no torch at solve time. The arrays come from the
+weights' inference file (``STEM.npz`` beside ``STEM.pt``, :func:`learned.policy_io.load_inference`),
+exported from the torch policy by :func:`export_inference` (``tjap train nsa`` writes it too;
+``python -m learned.nsa export META.json`` for older weights). ``tjap.solve(window, method="nsa",
+iterations=500, weights=...)`` runs it. Torch is needed to train and to export, not to solve.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from heuristics import _kernels as k
+from heuristics._net_kernels import net_config, net_scratch, pack_layers
 from heuristics.anneal import SA_PRESETS, anneal, preset_options
 from heuristics.operators import Metropolis, RandomDestroy, Repair
-from learned.features import repair_observation, require_fat_tree_features
-from placement.tree.dcas import Arrays
+from learned.features import ARCHS, CONV_LAYERS, feature_spec, require_fat_tree_features
+from learned.policy_io import check_shapes, load_inference, save_inference, spec_hash
 from placement.tree.result import Result
 from placement.tree.window import Window
+from tjap.errors import InvalidInputError
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
@@ -33,65 +40,169 @@ NSA_PRESETS = {name: {k: v for k, v in SA_PRESETS[name].items() if k not in ("re
 
 @dataclass(frozen=True, eq=False)
 class LearnedRepair(Repair):
-    """Repair operator choosing each start with a trained policy: the masked argmax, or with
-    ``sample=True`` a draw from the policy's distribution (seeded by the search's seed)."""
+    """Repair operator choosing each start with a trained policy's actor, run inside the
+    compiled loop: the masked argmax of its logits, or with ``sample=True`` a draw from their
+    softmax with the loop's own generator (one draw per re-inserted job, seeded by the search's
+    seed). ``params`` and ``layers``: the actor packed by
+    :func:`heuristics._net_kernels.pack_layers`; ``spec``: the feature spec it reads."""
 
     name = "learned"
     code: int = k.REPAIR_LEARNED
     q: int = 100
-    policy: object = None
+    params: np.ndarray = None
+    layers: np.ndarray = None
     spec: dict = field(default_factory=dict)
     sample: bool = False
-    calls: list = field(default_factory=lambda: [0])
-    rng: list = field(default_factory=lambda: [np.random.default_rng(0)])
 
     @classmethod
     def load(cls, weights=DEFAULT_WEIGHTS, sample: bool = False) -> "LearnedRepair":
-        policy, meta = _load(str(weights))
-        return cls(q=meta["feature_spec"]["q"], policy=policy, spec=meta["feature_spec"],
-                   sample=sample)
+        """The repair of the NSA weights at ``weights`` (.json, .pt or stem), from their
+        inference file (no torch)."""
+        params, layers, meta = _load(*_cache_key(weights))
+        return cls(q=meta["feature_spec"]["q"], params=params, layers=layers,
+                   spec=meta["feature_spec"], sample=sample)
 
-    def start(self, switch_q, pod_q, alive, length, size, others, num_others, num_switches,
-              num_pods) -> int:
-        import torch
+    @classmethod
+    def from_arrays(cls, arrays: dict, arch: str, spec: dict,
+                    sample: bool = False) -> "LearnedRepair":
+        """The repair of an actor's arrays (:func:`actor_arrays`) of architecture ``arch``."""
+        check_shapes(actor_shapes(arch, spec), arrays, "the actor's arrays", "nsa")
+        params, layers = pack_actor(arrays, arch, spec)
+        return cls(q=spec["q"], params=params, layers=layers, spec=spec, sample=sample)
 
-        obs, mask = repair_observation(switch_q, pod_q, alive, length, size, others, num_others,
-                                       num_switches, num_pods, self.q, self.spec["n_max"],
-                                       "idle" in self.spec["channels"],
-                                       "switch_start" in self.spec["channels"])
-        with torch.no_grad():
-            features = self.policy.extract_features(torch.as_tensor(obs[None]),
-                                                    self.policy.pi_features_extractor)
-            logits = self.policy.action_net(self.policy.mlp_extractor.forward_actor(features))[0]
-        logits = logits.numpy().astype(np.float64)
-        logits[~mask] = -np.inf
-        self.calls[0] += 1
-        if not self.sample:
-            return int(np.argmax(logits))
-        p = np.exp(logits - logits.max())
-        return int(self.rng[0].choice(p.size, p=p / p.sum()))
-
-    @contextlib.contextmanager
-    def active(self, window: Window, seed: int = 0):
+    def kernel_argument(self, window, arrays):
+        """``(params, layers, switch_q, pod_q, config, scratch)``: the network, the window's
+        fat-tree features and fresh scratch (one per run, so runs in threads do not share it)."""
         require_fat_tree_features(window)
-        a = Arrays(window)
-        self.rng[0] = np.random.default_rng(seed)
+        channels = self.spec["channels"]
+        config = net_config(self.q, self.spec["n_max"], arrays.num_switches, arrays.num_pods,
+                            "idle" in channels, "switch_start" in channels, self.sample)
+        return (self.params, self.layers, np.ascontiguousarray(arrays.switch_q, np.int64),
+                np.ascontiguousarray(arrays.pod_q, np.int64), config, net_scratch(self.layers))
 
-        def callback(alive, length, size, others, num_others):
-            return self.start(a.switch_q, a.pod_q, alive, length, size, others, num_others,
-                              a.num_switches, a.num_pods)
 
-        previous = k.LEARNED_REPAIR[0]
-        k.LEARNED_REPAIR[0] = callback
-        try:
-            yield
-        finally:
-            k.LEARNED_REPAIR[0] = previous
+# -- the actor's arrays ----------------------------------------------------------------------------
+def actor_shapes(arch: str, spec: dict) -> dict:
+    """Name -> shape of the actor's arrays of Table II architecture ``arch`` reading ``spec``:
+    ``conv0``/``conv1`` (CNNs), ``hidden0``.. and ``action``, each ``.weight`` and ``.bias``
+    (torch's layouts: Conv1d (out, in, kernel), Linear (out, in))."""
+    a, channels, q = ARCHS[arch], len(spec["channels"]), int(spec["q"])
+    shapes = {}
+    width = channels * q
+    if a["kind"] == "cnn":
+        (k1, s1), (k2, s2) = CONV_LAYERS
+        c1, c2 = a["conv"]
+        length = ((q - k1) // s1 + 1 - k2) // s2 + 1
+        shapes = {"conv0.weight": (c1, channels, k1), "conv0.bias": (c1,),
+                  "conv1.weight": (c2, c1, k2), "conv1.bias": (c2,)}
+        width = c2 * length
+    for i, hidden in enumerate(a["hidden"]):
+        shapes |= {f"hidden{i}.weight": (hidden, width), f"hidden{i}.bias": (hidden,)}
+        width = hidden
+    return shapes | {"action.weight": (q, width), "action.bias": (q,)}
+
+
+def actor_arrays(policy) -> dict:
+    """The actor of a MaskableActorCriticPolicy of :func:`build_policy` as float32 arrays named
+    as in :func:`actor_shapes`: what the compiled loop runs. sb3 composes the actor as
+    ``pi_features_extractor`` (Flatten; or Conv1d, Tanh, Conv1d, Flatten), then
+    ``mlp_extractor.policy_net`` (Linear, Tanh per hidden layer), then ``action_net``."""
+    from torch import nn
+
+    convs = [m for m in policy.pi_features_extractor.modules() if isinstance(m, nn.Conv1d)]
+    hidden = [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
+    layers = {f"conv{i}": m for i, m in enumerate(convs)} | {
+        f"hidden{i}": m for i, m in enumerate(hidden)} | {"action": policy.action_net}
+    return {f"{name}.{part}": getattr(m, part).detach().cpu().numpy().astype(np.float32)
+            for name, m in layers.items() for part in ("weight", "bias")}
+
+
+def pack_actor(arrays: dict, arch: str, spec: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(params, layers) of :func:`heuristics._net_kernels.pack_layers` for the actor's arrays
+    (checked against :func:`actor_shapes` by the caller): every layer as a 1-d convolution, a
+    dense one spanning its whole input (the flattened conv output, or the observation)."""
+    a, channels, q = ARCHS[arch], len(spec["channels"]), int(spec["q"])
+    layers = []
+    c, n = channels, q
+    if a["kind"] == "cnn":
+        for i, (_, stride) in enumerate(CONV_LAYERS):
+            w = arrays[f"conv{i}.weight"]
+            layers.append((w, arrays[f"conv{i}.bias"], stride, i == 0))  # no Tanh after conv1
+            c, n = w.shape[0], (n - w.shape[2]) // stride + 1
+    names = [f"hidden{i}" for i in range(len(a["hidden"]))] + ["action"]
+    for name in names:
+        w = arrays[f"{name}.weight"]
+        layers.append((w.reshape(w.shape[0], c, n), arrays[f"{name}.bias"], 1, name != "action"))
+        c, n = w.shape[0], 1
+    return pack_layers(channels, q, layers)
+
+
+def _check_metadata(meta_path, meta, expect_spec=None) -> tuple[str, dict]:
+    """(architecture, feature spec) of NSA metadata, checked: a known architecture, a spec that
+    matches its hash and has channels the loop builds."""
+    arch, spec = meta.get("architecture"), meta.get("feature_spec")
+    if arch not in ARCHS or not isinstance(spec, dict):
+        raise InvalidInputError(f"{meta_path}: unknown architecture {arch!r} or missing "
+                                f"feature_spec; architectures: {', '.join(ARCHS)}")
+    if spec_hash(spec) != meta.get("feature_spec_hash"):
+        raise InvalidInputError(f"{meta_path}: feature_spec does not match its hash; the "
+                                "file was edited")
+    if expect_spec is not None and spec_hash(expect_spec) != spec_hash(spec):
+        raise InvalidInputError(
+            f"{meta_path} was trained on features {spec}, but {expect_spec} were asked for")
+    channels = spec.get("channels")
+    idle, boundaries = (isinstance(channels, list) and name in channels
+                        for name in ("idle", "switch_start"))
+    try:
+        known = feature_spec(spec["q"], spec["n_max"], idle, boundaries)["channels"]
+    except (KeyError, TypeError, ValueError):
+        known = None
+    if channels != known:
+        raise InvalidInputError(f"{meta_path}: feature_spec {spec} is not one the solver builds "
+                                "(q, n_max and the channels of learned.features.feature_spec)")
+    return arch, spec
+
+
+def load_actor(path, *, expect_spec: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """(params, layers, metadata) of the NSA weights at ``path`` (.json, .pt or stem), read from
+    their inference file without torch and checked: checksum, names, shapes and dtypes of the
+    actor the metadata describes (another model's arrays are one line of InvalidInputError)."""
+    arrays, meta = load_inference(path, "nsa")
+    path = Path(path)
+    meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
+    arch, spec = _check_metadata(meta_path, meta, expect_spec)
+    where = str(meta_path.with_name(meta["inference_file"]))
+    check_shapes(actor_shapes(arch, spec), arrays, where, "nsa")
+    odd = sorted(name for name, a in arrays.items() if not np.issubdtype(a.dtype, np.floating))
+    if odd:
+        raise InvalidInputError(f"{where} holds non-float arrays ({', '.join(odd)}), not an "
+                                "actor's weights; restore it or export it again with "
+                                "`python -m learned.nsa export`")
+    params, layers = pack_actor(arrays, arch, spec)
+    return params, layers, meta
+
+
+def export_inference(path) -> Path:
+    """Write the inference file of the NSA weights at ``path`` (the actor's arrays, from the .pt;
+    needs torch) and record it in the metadata; returns its path."""
+    policy, meta = load_policy(path)
+    return save_inference(path, "nsa", actor_arrays(policy))
+
+
+def _cache_key(weights) -> tuple:
+    """(path, stamp of its metadata file): weights rewritten in place are read again."""
+    path = Path(weights)
+    meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
+    try:
+        stat = os.stat(meta_path)
+        return str(path), (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        return str(path), None
 
 
 @functools.lru_cache(maxsize=8)
-def _load(path: str):
-    return load_policy(path)
+def _load(path: str, stamp):
+    return load_actor(path)
 
 
 def build_policy(arch: str, spec: dict):
@@ -108,23 +219,12 @@ def build_policy(arch: str, spec: dict):
 
 def load_policy(path, *, expect_spec: dict | None = None):
     """(policy, metadata) of NSA weights at ``path`` (.json, .pt or the stem), in eval mode;
-    ``expect_spec``: refuse weights trained on other features."""
-    from learned.nets import ARCHS
-    from learned.policy_io import load_weights, spec_hash
-    from tjap.errors import InvalidInputError
+    ``expect_spec``: refuse weights trained on other features. Needs torch (training, export);
+    solving reads :func:`load_actor`."""
+    from learned.policy_io import load_weights
 
     def build(meta_path, meta):
-        arch, spec = meta.get("architecture"), meta.get("feature_spec")
-        if arch not in ARCHS or not isinstance(spec, dict):
-            raise InvalidInputError(f"{meta_path}: unknown architecture {arch!r} or missing "
-                                    f"feature_spec; architectures: {', '.join(ARCHS)}")
-        if spec_hash(spec) != meta.get("feature_spec_hash"):
-            raise InvalidInputError(f"{meta_path}: feature_spec does not match its hash; the "
-                                    "file was edited")
-        if expect_spec is not None and spec_hash(expect_spec) != spec_hash(spec):
-            raise InvalidInputError(
-                f"{meta_path} was trained on features {spec}, but {expect_spec} were asked for")
-        return build_policy(arch, spec)
+        return build_policy(*_check_metadata(meta_path, meta, expect_spec))
 
     return load_weights(path, "nsa", build)
 
@@ -149,8 +249,8 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     time_limit_s : float, optional
         Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
     seed : int, default 0
-        Seed of the loop's generator and of the policy's draws; the same seed gives the same
-        Result.
+        Seed of the loop's generator, which also draws the policy's starts; the same seed gives
+        the same Result.
     preset : {"paper", "published"}, default "paper"
         ``"paper"``: the paper's Table I loop (T_max 2500, T_min 2.5, 500 iterations, n^D = 2,
         largest first). ``"published"``: the published code's loop (T_max 25000, window order;
@@ -159,8 +259,9 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     iterations : int, optional
         Moves; the cooling schedule spans them. 500 in both presets.
     weights : str or Path, optional
-        The trained policy to load (the path of its JSON metadata); by default the shipped
-        CNN-3 (``learned/weights/nsa_cnn3.json``, trained in the published setting).
+        The trained policy to load (the path of its JSON metadata; its actor is read from the
+        ``.npz`` inference file beside it, without torch); by default the shipped CNN-3
+        (``learned/weights/nsa_cnn3.json``, trained in the published setting).
     max_remove : int, optional
         n^D: a move removes 1..max_remove jobs, uniformly. 2 in both presets.
     t_max, t_min : float, optional
@@ -172,8 +273,9 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     initial : "seq", a method name, a Result or an assignment, optional
         Where the search starts. ``"seq"`` in both presets.
     sample : bool, default True
-        Draw each start from the policy's distribution (seeded); False takes its most likely
-        start, which measured worse inside SA (see benchmarks/RESULTS.md).
+        Draw each start from the policy's distribution (one draw of the loop's generator per
+        re-inserted job); False takes its most likely start, which measured worse inside SA
+        (see benchmarks/RESULTS.md).
 
     Returns
     -------
@@ -194,3 +296,30 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
                   destroy=RandomDestroy(o["max_remove"]), accept=Metropolis(o["t_max"], o["t_min"]),
                   reinsert=o["reinsert"], initial=o["initial"], convention=convention,
                   time_limit_s=time_limit_s, seed=seed, method="nsa")
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m learned.nsa", description="Tools for NSA weights.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ex = sub.add_parser("export", help="write the inference file (.npz) of NSA weights",
+                        description="Write the inference file of NSA weights: STEM.npz, the "
+                                    "actor's arrays read at solve time without torch, exported "
+                                    "from STEM.pt and recorded with its sha256 in STEM.json. "
+                                    "Needs torch.")
+    ex.add_argument("paths", nargs="+", metavar="META.json")
+    args = p.parse_args(argv)
+    try:
+        for path in args.paths:
+            target = export_inference(path)
+            params, _, _ = load_actor(path)
+            print(f"{target}: {params.size} parameters")
+    except InvalidInputError as exc:
+        print(f"learned.nsa: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

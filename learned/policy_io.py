@@ -9,8 +9,12 @@ run, thresholds...), ``versions`` (:func:`versions` of the libraries that traine
 
 :func:`save_weights` writes both files; :func:`load_weights` reads them back, checking the format,
 the family, the checksum and that the file holds the weights of the model the metadata describes.
-Every problem (missing, truncated or edited file, another model's weights) is one line of
-:class:`tjap.errors.InvalidInputError` that names the file and how to get a good one.
+Torch weights may also have an *inference file*: ``STEM.npz``, plain arrays of the part of the
+model that runs at solve time (e.g. an NSA policy's actor), named with its checksum in
+``inference_file`` and ``inference_sha256`` by :func:`save_inference` and read without torch by
+:func:`load_inference`; the ``.pt`` stays the training state. Every problem (missing, truncated
+or edited file, another model's weights) is one line of :class:`tjap.errors.InvalidInputError`
+that names the file and how to get a good one.
 
 Weights written by an older tjap (``format`` "tjap.policy/1", "tjap.network-gnn/1",
 "tjap.interference-gnn/1", "tjap.provision/1": no checksum) are converted, tensors unchanged, by
@@ -41,7 +45,11 @@ FAMILIES = {
 }
 OLD_FORMATS = {"tjap.policy/1": "nsa", "tjap.network-gnn/1": "network-gnn",
                "tjap.interference-gnn/1": "interference-gnn", "tjap.provision/1": "provision"}
-RESERVED = ("format", "family", "weights_file", "weights_sha256")
+#: The metadata fields of an inference file (see the module doc).
+INFERENCE = ("inference_file", "inference_sha256")
+RESERVED = ("format", "family", "weights_file", "weights_sha256") + INFERENCE
+#: family -> the command that writes the inference file of existing weights
+EXPORTS = {"nsa": "`python -m learned.nsa export META.json` (needs torch)"}
 DISTRIBUTIONS = {"tjap": "tjap", "torch": "torch", "numpy": "numpy",
                  "stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib",
                  "gymnasium": "gymnasium"}
@@ -125,8 +133,23 @@ def update_metadata(path, family: str, meta: dict) -> Path:
     family, weights file and checksum are kept as they are on disk."""
     meta_path, old = read_metadata(path, family)
     meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k not in RESERVED} | {
-        k: old[k] for k in RESERVED}, indent=2))
+        k: old[k] for k in RESERVED if k in old}, indent=2))
     return meta_path
+
+
+def save_inference(path, family: str, arrays: dict) -> Path:
+    """Write the inference file of saved weights (``path``: their .json, weights file or stem):
+    ``STEM.npz`` of ``arrays`` (name -> numpy array), its name and checksum added to the
+    metadata. Returns its path."""
+    meta_path, meta = read_metadata(path, family)
+    target = meta_path.with_suffix(".npz")
+    if target.name == meta["weights_file"]:
+        raise InvalidInputError(f"{meta_path}: the weights are already the arrays {target.name}; "
+                                "they need no inference file")
+    np.savez(target, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
+    meta |= {"inference_file": target.name, "inference_sha256": file_sha256(target)}
+    meta_path.write_text(json.dumps(meta, indent=2))
+    return target
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -185,25 +208,57 @@ def load_weights(path, family: str, build=None):
     """
     meta_path, meta = read_metadata(path, family)
     target = build(meta_path, meta) if build is not None else None
-    name = meta["weights_file"]
-    if Path(name).name != name or name in ("", ".", ".."):
-        raise InvalidInputError(f"{meta_path}: weights_file {name!r} is not a file name beside "
-                                f"it; {_fix(family)}")
-    weights = meta_path.with_name(name)
-    try:
-        raw = weights.read_bytes()
-    except OSError:
-        raise InvalidInputError(f"weights file {weights} is missing; {_fix(family)}") from None
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != meta["weights_sha256"]:
-        raise InvalidInputError(
-            f"{weights} does not match the sha256 in {meta_path.name} ({digest[:12]}... != "
-            f"{meta['weights_sha256'][:12]}...): the file is truncated, corrupt or another "
-            f"model's; {_fix(family)}")
+    weights, raw = _checked_bytes(meta_path, meta, "weights", family)
     state = _parse(weights, family, raw)   # the bytes checked, not the file read again
     if target is None:
         return state, meta
     return _fill(target, state, weights, family), meta
+
+
+def load_inference(path, family: str) -> tuple[dict, dict]:
+    """The inference file's arrays of weights of ``family`` (``path``: .json, weights file or
+    stem) and the metadata, without torch: (name -> numpy array, metadata). The checksum is
+    checked as in :func:`load_weights`; the caller checks the arrays' names and shapes
+    (:func:`check_shapes`).
+
+    Raises
+    ------
+    tjap.errors.InvalidInputError
+        Missing or malformed metadata, no inference file named in it (old weights: export one),
+        or an inference file that is missing, does not match its checksum or is no .npz.
+    """
+    meta_path, meta = read_metadata(path, family)
+    if not all(isinstance(meta.get(k), str) for k in INFERENCE):
+        how = f"export it with {EXPORTS[family]} or " if family in EXPORTS else ""
+        raise InvalidInputError(
+            f"{meta_path} names no inference_file (the arrays read at solve time without "
+            f"torch); {how}retrain with {FAMILIES[family][1]}")
+    inference, raw = _checked_bytes(meta_path, meta, "inference", family)
+    if inference.suffix != ".npz":
+        raise InvalidInputError(f"{meta_path}: inference_file {inference.name!r} is not a .npz; "
+                                f"{_fix(family)}")
+    return _parse(inference, family, raw), meta
+
+
+def _checked_bytes(meta_path: Path, meta: dict, kind: str, family: str) -> tuple[Path, bytes]:
+    """(path, bytes) of the file the metadata names in ``{kind}_file``, checked against
+    ``{kind}_sha256`` (kind: "weights" or "inference")."""
+    name, expected = meta[f"{kind}_file"], meta[f"{kind}_sha256"]
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise InvalidInputError(f"{meta_path}: {kind}_file {name!r} is not a file name beside "
+                                f"it; {_fix(family)}")
+    target = meta_path.with_name(name)
+    try:
+        raw = target.read_bytes()
+    except OSError:
+        raise InvalidInputError(f"{kind} file {target} is missing; {_fix(family)}") from None
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != expected:
+        raise InvalidInputError(
+            f"{target} does not match the sha256 in {meta_path.name} ({digest[:12]}... != "
+            f"{expected[:12]}...): the file is truncated, corrupt or another model's; "
+            f"{_fix(family)}")
+    return target, raw
 
 
 def _parse(weights: Path, family: str, raw: bytes | None = None) -> dict:
@@ -251,17 +306,24 @@ def _fill(target, state: dict, weights: Path, family: str):
 
 
 def _load_module(module, state: dict, where: str, family: str) -> None:
-    expected = module.state_dict()
-    _same_names(expected, state, where, "tensors", family)
-    for key, value in expected.items():
+    check_shapes({key: tuple(value.shape) for key, value in module.state_dict().items()}, state,
+                 where, family, "tensors")
+    module.load_state_dict(state)
+    module.eval()
+
+
+def check_shapes(expected: dict, state: dict, where: str, family: str,
+                 what: str = "arrays") -> None:
+    """Refuse (one line naming ``where``) a ``state`` (name -> tensor or array) whose names or
+    shapes are not ``expected`` (name -> shape): the weights of another model."""
+    _same_names(expected, state, where, what, family)
+    for key, shape in expected.items():
         got = getattr(state[key], "shape", None)
-        if got is None or tuple(got) != tuple(value.shape):
+        if got is None or tuple(got) != tuple(shape):
             raise InvalidInputError(
                 f"{where} holds the weights of another model: {key} has shape "
                 f"{None if got is None else tuple(got)}, the model described by the metadata "
-                f"{tuple(value.shape)}; {_fix(family)}")
-    module.load_state_dict(state)
-    module.eval()
+                f"{tuple(shape)}; {_fix(family)}")
 
 
 def _same_names(expected, found, where: str, what: str, family: str) -> None:

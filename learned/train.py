@@ -2,9 +2,10 @@
 
     tjap train nsa --arch cnn3 --timesteps 300000 --seed 0 --out learned/weights/nsa_cnn3
 
-Writes ``OUT.pt`` + ``OUT.json`` (the policy and its metadata) and ``OUT_curve.csv`` (the
-learning curve: timesteps, episodes, mean reward of the last 100 episodes). Training windows come
-from the paper's stream under a seed distinct from the evaluation windows (``seed + 1000``).
+Writes ``OUT.pt`` + ``OUT.npz`` + ``OUT.json`` (the policy, its actor's arrays for solving
+without torch, and their metadata) and ``OUT_curve.csv`` (the learning curve: timesteps, episodes,
+mean reward of the last 100 episodes). Training windows come from the paper's stream under a seed
+distinct from the evaluation windows (``seed + 1000``).
 
 ``imitation_steps > 0`` warm-starts the policy before PPO (:mod:`learned.imitation`): that many
 steps of the greedy-within-q expert are collected in a second environment on the same windows
@@ -128,13 +129,18 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
 
 
 def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple[Path, Path]:
-    """Write NSA weights: ``path``.pt (the policy's state dict) and ``path``.json (the
-    architecture, the feature spec and its hash, ``training``); returns both paths."""
-    from learned.policy_io import save_weights, spec_hash
+    """Write NSA weights: ``path``.pt (the policy's state dict, to resume training),
+    ``path``.npz (the actor's arrays, what solving reads without torch) and ``path``.json (the
+    architecture, the feature spec and its hash, ``training``, both files' checksums); returns
+    the paths of the .pt and the .json."""
+    from learned.nsa import actor_arrays
+    from learned.policy_io import save_inference, save_weights, spec_hash
 
-    return save_weights(path, "nsa", policy, {"architecture": arch, "feature_spec": spec,
-                                              "feature_spec_hash": spec_hash(spec),
-                                              "training": training})
+    weights, meta = save_weights(path, "nsa", policy, {"architecture": arch, "feature_spec": spec,
+                                                       "feature_spec_hash": spec_hash(spec),
+                                                       "training": training})
+    save_inference(meta, "nsa", actor_arrays(policy))
+    return weights, meta
 
 
 def _imitate(policy, env, steps, seed, epochs, temperature, learning_rate,

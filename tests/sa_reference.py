@@ -43,7 +43,9 @@ def _decode(m, sizes, order, starts, steps):
     return blocks, alive
 
 
-def _start(switch_q, pod_q, alive, size, convention, repair, q, rng):
+def _start(switch_q, pod_q, alive, size, convention, repair, q, rng, others, num_others):
+    if callable(repair):  # a learned repair's oracle (tests/test_nsa_numba.py): one draw, its start
+        return repair(alive, size, others, num_others, rng.random_sample())
     if repair == k.REPAIR_PAPER:
         return int(rng.random_sample() * min(q, len(alive)))
     if repair == k.REPAIR_UNIFORM:
@@ -55,7 +57,9 @@ def _start(switch_q, pod_q, alive, size, convention, repair, q, rng):
 def anneal(switch_q, pod_q, convention, sizes, order, starts, iterations, t_max, t_min, max_remove,
            repair, q, reinsert, accept, seed):
     """Same arguments and result as the kernel run over all iterations from (order, starts):
-    (best order, best starts, best cost)."""
+    (best order, best starts, best cost). ``repair`` may also be a callable
+    ``repair(alive, size, others, num_others, u)``: a learned repair given the idle sequence,
+    the job's size, the nodes and number of the jobs still to re-insert after it and one draw."""
     switch_q, pod_q = switch_q.tolist(), pod_q.tolist()
     sizes = [int(s) for s in sizes]
     m, num_jobs = len(switch_q), len(sizes)
@@ -82,8 +86,11 @@ def anneal(switch_q, pod_q, convention, sizes, order, starts, iterations, t_max,
         else:
             out.sort()
         blocks, alive = _decode(m, sizes, new_order, new_starts, len(new_order))
-        for j in out:
-            s = _start(switch_q, pod_q, alive, sizes[j], convention, repair, q, rng)
+        others = sum(sizes[j] for j in out)
+        for i, j in enumerate(out):
+            others -= sizes[j]
+            s = _start(switch_q, pod_q, alive, sizes[j], convention, repair, q, rng, others,
+                       len(out) - 1 - i)
             blocks[j], alive = _take(alive, s, sizes[j])
             new_order.append(j)
             new_starts.append(s)

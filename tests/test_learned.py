@@ -190,14 +190,18 @@ def test_nsa_documents_every_option():
     assert documented == set(inspect.signature(solve_nsa).parameters)
 
 
-def test_learned_repair_is_called_back_by_the_loop(saved_policy, windows):
-    from heuristics.anneal import anneal
+def test_learned_repair_is_a_network_the_loop_runs(saved_policy, windows):
+    """No callback: the loop gets the actor's arrays, its kind chosen by type (the forward pass
+    and the trajectory against torch: tests/test_nsa_numba.py)."""
+    from heuristics import _kernels
+    from placement.tree.dcas import Arrays
 
     path, _ = saved_policy
     repair = LearnedRepair.load(path.with_suffix(".json"))
-    before = repair.calls[0]
-    anneal(windows[0], iterations=30, repair=repair, convention="published")
-    assert repair.calls[0] - before >= 30  # at least one re-inserted job per move
+    argument = repair.kernel_argument(windows[0], Arrays(windows[0]))
+    assert isinstance(argument, tuple) and len(argument) == 6
+    assert all(isinstance(part, np.ndarray) for part in argument)
+    assert not hasattr(_kernels, "LEARNED_REPAIR") and not hasattr(_kernels, "LEARNED_DEADLINE")
 
 
 def test_tiny_training_run(tmp_path, windows):
@@ -209,6 +213,7 @@ def test_tiny_training_run(tmp_path, windows):
     assert meta["training"]["timesteps"] == 256 and meta["training"]["seed"] == 0
     load_policy(tmp_path / "t.json")
     assert (tmp_path / "t.pt").stat().st_size < 2_000_000
+    assert meta["inference_file"] == "t.npz" and LearnedRepair.load(tmp_path / "t.json").q == 100
     assert out["curve"].endswith("t_curve.csv")
 
 

@@ -21,14 +21,16 @@ SHIPPED = Path(__file__).resolve().parent.parent / "learned" / "weights"
 
 # -- making bad files ------------------------------------------------------------------------------
 def copy(stem: str, into: Path, as_stem: str | None = None) -> Path:
-    """Copy shipped weights (metadata and weights file) into ``into``, optionally renamed;
-    returns the metadata path."""
+    """Copy shipped weights (metadata, weights file and inference file) into ``into``,
+    optionally renamed; returns the metadata path."""
     meta = json.loads((SHIPPED / f"{stem}.json").read_text())
-    weights = SHIPPED / meta["weights_file"]
     new = as_stem or stem
-    target = into / f"{new}{weights.suffix}"
-    shutil.copyfile(weights, target)
-    meta["weights_file"] = target.name
+    for kind in ("weights", "inference"):
+        if f"{kind}_file" in meta:
+            source = SHIPPED / meta[f"{kind}_file"]
+            target = into / f"{new}{source.suffix}"
+            shutil.copyfile(source, target)
+            meta[f"{kind}_file"] = target.name
     path = into / f"{new}.json"
     path.write_text(json.dumps(meta))
     return path
@@ -38,14 +40,23 @@ def set_meta(path: Path, **fields) -> None:
     path.write_text(json.dumps(json.loads(path.read_text()) | fields))
 
 
+def read_kind(meta: dict) -> str:
+    """Which file a solve reads: the inference file where there is one (NSA: the actor's
+    arrays, no torch), else the weights file."""
+    return "inference" if "inference_file" in meta else "weights"
+
+
 def weights_of(path: Path) -> Path:
-    return path.with_name(json.loads(path.read_text())["weights_file"])
+    meta = json.loads(path.read_text())
+    return path.with_name(meta[f"{read_kind(meta)}_file"])
 
 
-def rehash(path: Path) -> None:
-    """Make the metadata's checksum that of its weights file as it is now (a file that passes the
-    checksum, so what comes after it is tested)."""
-    set_meta(path, weights_sha256=hashlib.sha256(weights_of(path).read_bytes()).hexdigest())
+def rehash(path: Path, digest: str | None = None) -> None:
+    """Make the metadata's checksum of the file a solve reads that of the file as it is now (a
+    file that passes the checksum, so what comes after it is tested), or ``digest``."""
+    kind = read_kind(json.loads(path.read_text()))
+    set_meta(path, **{f"{kind}_sha256":
+                      digest or hashlib.sha256(weights_of(path).read_bytes()).hexdigest()})
 
 
 def truncate(path: Path, keep: float = 0.5) -> None:
@@ -67,12 +78,14 @@ def make_bad(case: str, stem: str, foreign: str, tmp: Path) -> tuple[Path, tuple
         return path, (weights_of(path).name, "cannot be read")
     if case == "edited-hash":
         path = copy(stem, tmp)
-        set_meta(path, weights_sha256="0" * 64)
+        rehash(path, "0" * 64)
         return path, (weights_of(path).name, "sha256", path.name)
     if case == "foreign":               # another model's weights, the metadata's checksum theirs
         path = copy(stem, tmp)
-        shutil.copyfile(SHIPPED / json.loads((SHIPPED / f"{foreign}.json").read_text())[
-            "weights_file"], weights_of(path))
+        other = json.loads((SHIPPED / f"{foreign}.json").read_text())
+        kind = read_kind(json.loads(path.read_text()))
+        shutil.copyfile(SHIPPED / other.get(f"{kind}_file", other["weights_file"]),
+                        weights_of(path))
         rehash(path)
         return path, (weights_of(path).name, "another model")
     if case == "missing-metadata":
@@ -215,6 +228,6 @@ def test_foreign_shapes_name_the_tensor(tmp_path):
 
 def test_weights_file_must_lie_beside_its_metadata(tmp_path, capsys):
     path = copy("nsa_cnn3", tmp_path)
-    set_meta(path, weights_file="../nsa_cnn3.pt")
+    set_meta(path, inference_file="../nsa_cnn3.npz")     # the file a solve reads
     code, out, err = run(capsys, cli_nsa(path, tmp_path))
     assert code == 2 and len(err.splitlines()) == 1 and "not a file name beside it" in err

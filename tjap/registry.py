@@ -238,8 +238,8 @@ _add("tree", "sa", "heuristics.anneal:solve_sa",
 _add("tree", "lns", "heuristics.anneal:solve_lns",
      "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True)
 _add("tree", "nsa", "learned.nsa:solve_nsa",
-     "neural SA: the sa loop with a PPO-trained repair operator (weights=...)", time_limited=True,
-     learned=True, needs_torch=True, extra="torch==2.13.0")
+     "neural SA: the sa loop with a trained repair operator run in Numba (weights=...; torch "
+     "only to train)", time_limited=True, learned=True)
 
 # -- seed 003: network request policies -------------------------------------------------------
 _add("network", "tetris", "heuristics.network:TetrisPolicy",
