@@ -83,6 +83,7 @@ def test_a_sweep_on_two_workers_stops_without_tracebacks(tmp_path):
 
 
 SOLVE_SCRIPT = """
+import signal
 import sys
 import numpy as np
 import tjap
@@ -91,6 +92,7 @@ from placement.tree.window import Window
 
 rng = np.random.default_rng(0)
 window = Window(FatTree.from_layout("paper"), range(1000), rng.integers(2, 13, 40).tolist())
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))   # as the CLI does
 print("solving", flush=True)
 try:
     result = tjap.solve(window, sys.argv[1])
@@ -113,6 +115,21 @@ def test_ctrl_c_interrupts_a_solver_at_once(method):
     out = proc.stdout.read()
     assert "returned" not in out, out    # the cut-short solve is not reported as a result
     assert returncode == 130 and "interrupted" in out, err
+    assert took < 2.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["scip", "cpsat"])
+def test_sigterm_stops_a_solver_at_once(method):
+    pytest.importorskip("pyscipopt" if method == "scip" else "ortools")
+    proc = subprocess.Popen([sys.executable, "-c", SOLVE_SCRIPT, method], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "solving"
+    time.sleep(2.5)                      # past building the model: the solver itself runs
+    returncode, took, err = interrupt(proc, signal.SIGTERM)
+    out = proc.stdout.read()
+    assert "returned" not in out, out
+    assert returncode == 143, err
     assert took < 2.0
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import select
+import signal
 import threading
 import time
 
@@ -138,6 +142,45 @@ def scip_status(model) -> Status:
     return Status.FEASIBLE if model.getNSols() > 0 else Status.TIME_LIMIT
 
 
+@contextlib.contextmanager
+def stop_on_signal(stop):
+    """While a C call holds the main thread, call ``stop()`` (from a watcher thread) as soon as a
+    signal with a Python handler arrives (SIGTERM under the CLI), so that the call returns and the
+    handler runs at once instead of when the call ends on its own. Uses the signal wake-up fd
+    (:func:`signal.set_wakeup_fd`), restored afterwards; a no-op outside the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(read_end)
+        os.close(write_end)
+        yield
+        return
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            ready, _, _ = select.select([read_end], [], [], 0.05)
+            if ready and os.read(read_end, 64) and not done.is_set():
+                stop()
+                return
+
+    watcher = threading.Thread(target=watch, name="tjap-signal-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        signal.set_wakeup_fd(previous)
+        watcher.join(1.0)
+        os.close(read_end)
+        os.close(write_end)
+
+
 def cpsat_solver(time_limit_s, seed, workers=1):
     """A CP-SAT solver with a time limit, seed and worker count (solve with
     :func:`cpsat_solve`, which turns a Ctrl-C during the search into KeyboardInterrupt)."""
@@ -160,10 +203,9 @@ def cpsat_solve(solver, model) -> tuple[Status, bool]:
     exit when interrupted there). Since no other limit is set, such an answer before the time
     limit means the search was interrupted. Where SIGINT is ignored (a pool worker, whose parent
     stops it) the catching is switched off; Python's SIGINT handler is put back after the search
-(CP-SAT leaves the default one, which would kill the process at the next Ctrl-C). SIGTERM
-reaches Python when the search returns."""
-    import signal
-
+(CP-SAT leaves the default one, which would kill the process at the next Ctrl-C). A SIGTERM
+(or any signal with a Python handler) stops the search at once (:func:`stop_on_signal`), so its
+handler runs within moments, not at the time limit."""
     cp_model = require("ortools.sat.python.cp_model")
     main = threading.current_thread() is threading.main_thread()
     ignored = main and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
@@ -172,7 +214,8 @@ reaches Python when the search returns."""
     previous = signal.getsignal(signal.SIGINT) if main else None
     started = time.perf_counter()
     try:
-        code = solver.solve(model)
+        with stop_on_signal(solver.stop_search):
+            code = solver.solve(model)
     finally:
         if previous is not None:          # CP-SAT leaves SIGINT at its default (kill) after
             signal.signal(signal.SIGINT, previous)
