@@ -75,16 +75,6 @@ def test_bench_online(tmp_path, capsys):
     assert Path(data["csv"]).exists() and Path(data["png"]).exists()
 
 
-def test_bench_nsa_with_shipped_weights(tmp_path, capsys):
-    pytest.importorskip("torch")
-    data = run_json(capsys, "bench", "nsa", "--epochs", 1, "--windows-per-epoch", 2,
-                    "--out", tmp_path, "--quiet", "--json")
-    assert set(data["nsa_improvement_pct"]) == {"sa500", "sa1000", "sa_paper_same_time",
-                                                "sa_best_same_time", "scas_opt"}
-    rows = Path(data["csv"]).read_text().splitlines()
-    assert len(rows) == 3  # header + one row per window
-
-
 def test_train_nsa_cli(tmp_path, capsys):
     pytest.importorskip("sb3_contrib")
     data = run_json(capsys, "train", "nsa", "--arch", "fcn1", "--timesteps", 64, "--windows", 3,

@@ -1,5 +1,6 @@
 """Seed 002's Table III (Seq, SA, against the exact SCAS and free-form optima), Table IV (SCIP with
-and without a time limit, both formulations) and the Numba-vs-Python speed of the SA loop.
+and without a time limit, both formulations), NSA against SA at equal iterations and at equal
+wall time, and the Numba-vs-Python speed of the SA loop.
 
 Two settings, named in every table:
 
@@ -10,7 +11,8 @@ Two settings, named in every table:
   (T_max = 2500, re-insertion by descending size).
 
 Every SA run names its preset (see :data:`heuristics.anneal.SA_PRESETS`), so the tables do not move
-when the library's defaults do.
+when the library's defaults do; the one exception is the NSA table's ``sa_default_same_time``,
+which is by design what ``tjap.solve(w, "sa")`` runs.
 
 Both cap a window at 5 multi-node jobs (the published code's evaluation setting). An epoch is
 ``windows_per_epoch`` windows from an empty cluster; its "cost" is the mean window cost, as the
@@ -21,6 +23,10 @@ from any :class:`~placement.tree.workload.Workload` (a job list read by
 
 from __future__ import annotations
 
+import contextlib
+import math
+import sys
+import time
 
 import numpy as np
 
@@ -28,7 +34,8 @@ from placement.tree.stream import generate_windows
 from placement.tree.window import Window
 from placement.tree.workload import Workload
 from tjap.api import solve
-from tjap.executor import make_executor
+from tjap.errors import InvalidInputError
+from tjap.executor import CsvRows, TaskFailure, make_executor
 from tjap.report import format_table
 
 #: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
@@ -160,48 +167,237 @@ def print_table3(result: dict) -> str:
     return format_table(result["epochs"], cols)
 
 
-def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
-              quiet=False, executor=None, workload: Workload | None = None) -> dict:
-    """NSA-500 against SA-500 / SA-1000 with the paper's repair at equal iterations, and against
-    SA with the paper's and our best repair at NSA's wall time, window by window (one task per
-    window: the equal-time budgets are measured on the same core as the runs they bound)."""
-    windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
-    solve(windows[0], "nsa", preset=setting, iterations=1, weights=weights,
-          convention=SETTINGS[setting]["convention"], seed=seed)
-    tasks = [(setting, w.to_dict(), seed, weights) for w in windows]
-    rows = (executor or make_executor(1)).results(nsa_window, tasks, desc=f"nsa/{setting}",
-                                                  quiet=quiet)
-    names = ["nsa500", "sa500", "sa1000", "sa_paper_same_time", "sa_best_same_time", "scas_opt"]
-    per_epoch = _per_epoch(rows, names)
-    nsa = np.array([r["nsa500"] for r in rows])
-    impr = {n: 100 * float(np.mean((np.array([r[n] for r in rows]) - nsa) / np.array([r[n] for r in rows])))
-            for n in names if n != "nsa500"}
-    return {"setting": setting, "rows": rows, "epochs": per_epoch,
-            "nsa_improvement_pct": impr, "gap_to_scas_pct": gaps(rows, names)}
-
-
-def nsa_window(setting, w, seed, weights) -> dict:
-    """NSA-500 and its SA comparisons on one window (a task of the sweep; the window as a dict):
-    one row."""
-    w = Window.from_dict(w)
-    s = SETTINGS[setting]
-    common = {"convention": s["convention"], "seed": seed}
+def _nsa_equal_iteration_runs(setting: str) -> dict:
+    """The NSA table's runs of fixed iterations beside NSA-500: Seq, SA-500 and SA-1000 with
+    the paper's repair in the setting's loop, the best SA with 500, and the SCAS optimum."""
     paper_sa = {"preset": setting}   # the paper's repair, in the setting's loop
-    nsa = solve(w, "nsa", iterations=500, weights=weights, **paper_sa, **common)
-    budget = nsa.runtime_s
-    runs = {
-        "nsa500": nsa,
-        "sa500": solve(w, "sa", iterations=500, **paper_sa, **common),
-        "sa1000": solve(w, "sa", iterations=1000, **paper_sa, **common),
-        "sa_paper_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
-                                    **paper_sa, **common),
-        "sa_best_same_time": solve(w, "sa", iterations=10**7, time_limit_s=budget,
-                                   **BEST_SA, **common),
-        "scas_opt": solve(w, "dp", **common),
+    return {
+        "seq": dict(method="seq"),
+        "sa500": dict(method="sa", iterations=500, **paper_sa),
+        "sa1000": dict(method="sa", iterations=1000, **paper_sa),
+        "sa500_best": dict(method="sa", iterations=500, **BEST_SA),
+        "scas_opt": dict(method="dp"),
     }
-    row = {"epoch": w.meta["epoch"], "window": w.meta["index"]}
-    for name, r in runs.items():
-        row[name] = r.objective
-        row[f"{name}_s"] = r.runtime_s
-        row[f"{name}_iterations"] = r.iterations
+
+
+def default_sa_preset() -> str:
+    """The preset ``tjap.solve(window, "sa")`` runs when none is given."""
+    import inspect
+
+    from heuristics.anneal import solve_sa
+
+    return inspect.signature(solve_sa).parameters["preset"].default
+
+
+def _nsa_same_time_runs(setting: str) -> dict:
+    """The SA configurations given NSA's time: the library's default SA (``tjap.solve(w,
+    "sa")``, no preset), the best hand-written SA where that is not the default, and SA with
+    the paper's repair in the setting's loop."""
+    runs = {"sa_default_same_time": {}}
+    if default_sa_preset() != BEST_SA["preset"]:
+        runs["sa_best_same_time"] = dict(BEST_SA)
+    runs["sa_paper_same_time"] = {"preset": setting}
+    return runs
+
+
+def nsa_columns(setting: str = "published") -> list[str]:
+    """The cost columns of :func:`nsa_table`'s rows, NSA's first."""
+    return ["nsa500", *_nsa_equal_iteration_runs(setting), *_nsa_same_time_runs(setting)]
+
+
+#: Clocks an equal-time budget can be measured on: ``cpu``, the CPU time of this thread over the
+#: whole solve call (on a dedicated core the same as its wall time, and not inflated when other
+#: processes share the cores); ``wall``, the solver's own wall time (``Result.runtime_s``).
+CLOCKS = ("cpu", "wall")
+#: Equal time: a pilot run of this many iterations...
+PILOT_ITERATIONS = 500
+#: ...sizes a calibration run to about this share of NSA's time; the two give SA's time per
+#: iteration and its fixed time (set-up, initial solution, result) on the window.
+CALIBRATION_SHARE = 0.25
+
+
+def same_time_iterations(budget_s: float, per_iteration_s: float, fixed_s: float = 0.0) -> int:
+    """The iterations that fit ``budget_s`` at ``per_iteration_s`` each after ``fixed_s``:
+    max(1, floor((budget - fixed) / per iteration))."""
+    return max(1, math.floor((budget_s - fixed_s) / max(per_iteration_s, 1e-12)))
+
+
+def iteration_cost(short: tuple[int, float], long: tuple[int, float]) -> tuple[float, float]:
+    """(seconds per iteration, fixed seconds) of a run, from two timed runs (iterations,
+    seconds): the slope and intercept through them when the longer one has at least twice the
+    iterations and took longer; otherwise the longer one's time per iteration and no fixed
+    time (which errs on the side of fewer iterations)."""
+    (n0, t0), (n1, t1) = sorted((short, long))
+    if n1 >= 2 * n0 and t1 > t0:
+        per_iteration = (t1 - t0) / (n1 - n0)
+        return per_iteration, max(0.0, t0 - n0 * per_iteration)
+    return t1 / n1, 0.0
+
+
+def timed_solve(w: Window, method: str, **options):
+    """``tjap.solve(w, method, **options)`` and its times: {"cpu": this thread's CPU time over
+    the call, "wall": the solver's ``runtime_s``} (see :data:`CLOCKS`)."""
+    start = time.thread_time()
+    r = solve(w, method, **options)
+    return r, {"cpu": time.thread_time() - start, "wall": r.runtime_s}
+
+
+def sa_for_time(w: Window, budget_s: float, options: dict, common: dict, clock: str = "cpu"):
+    """SA with ``options`` given as many iterations as fit in ``budget_s`` (on ``clock``) on
+    window ``w``.
+
+    Its cost is measured on this window: a pilot run of :data:`PILOT_ITERATIONS`, then (when
+    the budget allows at least twice as many) a run sized to :data:`CALIBRATION_SHARE` of the
+    budget at the pilot's rate; :func:`iteration_cost` of the two gives the time per iteration
+    and the fixed time, and the final run gets :func:`same_time_iterations` of the budget and
+    no time limit, so its cooling schedule spans all its iterations. Returns (result, its
+    times, seconds per iteration, fixed seconds, the calibration's iterations)."""
+    if clock not in CLOCKS:
+        raise InvalidInputError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    pilot = (PILOT_ITERATIONS, timed_solve(w, "sa", iterations=PILOT_ITERATIONS, **options,
+                                           **common)[1][clock])
+    calibration = pilot
+    n = same_time_iterations(CALIBRATION_SHARE * budget_s, pilot[1] / PILOT_ITERATIONS)
+    if n >= 2 * PILOT_ITERATIONS:
+        calibration = (n, timed_solve(w, "sa", iterations=n, **options, **common)[1][clock])
+    per_iteration, fixed = iteration_cost(pilot, calibration)
+    r, times = timed_solve(w, "sa", iterations=same_time_iterations(budget_s, per_iteration, fixed),
+                           **options, **common)
+    return r, times, per_iteration, fixed, calibration[0]
+
+
+def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
+              quiet=False, executor=None, workload: Workload | None = None, preset=None,
+              clock="cpu", csv_path=None) -> dict:
+    """NSA-500 against SA at equal iterations and at equal time, window by window, with the
+    SCAS optimum beside them.
+
+    One task per window (so the equal-time budgets are measured on the core, and under the
+    load, of the runs they bound). Columns (:func:`nsa_columns`), each with its ``_s`` (the
+    solver's wall time), ``_cpu_s`` (CPU time of the call) and ``_iterations``:
+
+    - ``nsa500``: NSA, 500 iterations, ``weights``, the loop of ``preset`` (default: the
+      setting's);
+    - ``seq``, ``scas_opt`` (dp);
+    - ``sa500``, ``sa1000``: SA with the paper's repair in the setting's loop (the paper's
+      comparison); ``sa500_best``: the best hand-written SA (:data:`BEST_SA`), 500 iterations;
+    - ``sa_default_same_time`` (``tjap.solve(w, "sa")``'s defaults), ``sa_best_same_time``
+      (only where the default is not the best), ``sa_paper_same_time``: SA given as many
+      iterations as fit in NSA's time on ``clock`` on that window (:func:`sa_for_time`), each
+      with ``_per_iteration_us``, ``_fixed_ms``, ``_calibration_iterations`` and its time over
+      NSA's on each clock, ``_cpu_ratio`` and ``_wall_ratio`` (about 1 when the budget was met).
+
+    With ``csv_path`` the rows go to disk as they arrive, in NAME.partial.csv until the last
+    one (an interrupted run leaves that file, every row in it complete). Returns the rows, the
+    per-epoch means and :func:`nsa_summary`."""
+    if clock not in CLOCKS:
+        raise InvalidInputError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    conv = SETTINGS[setting]["convention"]
+    preset = preset or setting
+    windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
+    # compile first (and fail here, in one line, on bad weights or preset)
+    solve(windows[0], "nsa", preset=preset, iterations=1, weights=weights, convention=conv,
+          seed=seed)
+    for options in (*_nsa_same_time_runs(setting).values(), BEST_SA):
+        solve(windows[0], "sa", iterations=1, convention=conv, **options)
+    tasks = [(setting, w.to_dict(), seed, weights, preset, clock) for w in windows]
+    rows = _sweep_rows(nsa_window, tasks, executor, quiet, csv_path, f"nsa/{setting}")
+    names = nsa_columns(setting)
+    return {"setting": setting, "preset": preset, "weights": weights, "seed": seed,
+            "clock": clock, "rows": rows, "epochs": _per_epoch(rows, names) if rows else [],
+            "summary": nsa_summary(rows, names)}
+
+
+def _sweep_rows(fn, tasks, executor, quiet, csv_path, desc) -> list[dict]:
+    """One row per task, in order; with ``csv_path`` each written as it arrives
+    (:class:`~tjap.executor.CsvRows`: NAME.partial.csv until the sweep completes). Without a
+    progress bar (stderr not a terminal), a progress line every tenth of the tasks."""
+    lines = not quiet and not sys.stderr.isatty()
+    every = max(1, len(tasks) // 10)
+    out = CsvRows(csv_path) if csv_path else contextlib.nullcontext()
+    rows = []
+    with out:
+        for k, row in enumerate((executor or make_executor(1)).map(fn, tasks, desc=desc,
+                                                                   quiet=quiet), 1):
+            if not isinstance(row, TaskFailure):    # a failure is reported by the executor
+                rows.append(row)
+                if csv_path:
+                    out.write(row)
+            if lines and (k % every == 0 or k == len(tasks)):
+                print(f"{desc}: {k}/{len(tasks)} windows", file=sys.stderr, flush=True)
+    return rows
+
+
+def nsa_window(setting, w, seed, weights, preset=None, clock="cpu") -> dict:
+    """NSA-500 and its comparisons on one window (a task of the sweep; the window as a dict):
+    one row (see :func:`nsa_table`)."""
+    w = Window.from_dict(w)
+    common = {"convention": SETTINGS[setting]["convention"], "seed": seed}
+    row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
+           "jobs": w.num_jobs, "seed": seed}
+
+    def record(name, r, times):
+        row[name], row[f"{name}_iterations"] = r.objective, r.iterations
+        row[f"{name}_s"], row[f"{name}_cpu_s"] = times["wall"], times["cpu"]
+
+    nsa, nsa_times = timed_solve(w, "nsa", iterations=500, weights=weights,
+                                 preset=preset or setting, **common)
+    record("nsa500", nsa, nsa_times)
+    for name, kw in _nsa_equal_iteration_runs(setting).items():
+        kw = dict(kw)
+        record(name, *timed_solve(w, kw.pop("method"), **kw, **common))
+    for name, options in _nsa_same_time_runs(setting).items():
+        r, times, per_iteration, fixed, calibration = sa_for_time(w, nsa_times[clock], options,
+                                                                  common, clock)
+        record(name, r, times)
+        row[f"{name}_per_iteration_us"] = 1e6 * per_iteration
+        row[f"{name}_fixed_ms"] = 1e3 * fixed
+        row[f"{name}_calibration_iterations"] = calibration
+        for c in CLOCKS:
+            row[f"{name}_{c}_ratio"] = times[c] / nsa_times[c]
     return row
+
+
+def nsa_summary(rows: list[dict], names: list[str], reference="scas_opt", z=1.96) -> list[dict]:
+    """Per column: mean cost, mean gap to ``reference`` (%), mean wall and CPU ms and mean
+    iterations per window; for the equal-time columns their mean time over NSA's on each clock
+    (``cpu_ratio``, ``wall_ratio``: ratios of the means); and NSA's gain over the column: the
+    mean over windows of (column - nsa) / column in %, with a normal 95 % interval of that mean
+    (``z`` standard errors of the per-window differences), and the shares of windows where NSA
+    is better and worse."""
+    if not rows:
+        return []
+    gap = gaps(rows, names, reference)
+    nsa = np.array([r["nsa500"] for r in rows], float)
+
+    def mean(key):
+        return float(np.mean([r[key] for r in rows]))
+
+    out = []
+    for name in names:
+        cost = np.array([r[name] for r in rows], float)
+        iterations = [r[f"{name}_iterations"] for r in rows]
+        entry = {"column": name, "mean_cost": float(cost.mean()), "gap_to_scas_pct": gap[name],
+                 "mean_ms": 1000 * mean(f"{name}_s"), "mean_cpu_ms": 1000 * mean(f"{name}_cpu_s"),
+                 "mean_iterations": None if None in iterations else float(np.mean(iterations))}
+        if f"{name}_cpu_ratio" in rows[0]:
+            entry["cpu_ratio"] = mean(f"{name}_cpu_s") / mean("nsa500_cpu_s")
+            entry["wall_ratio"] = mean(f"{name}_s") / mean("nsa500_s")
+        if name != "nsa500":
+            d = 100 * (cost - nsa) / cost
+            half = z * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+            entry |= {"nsa_gain_pct": float(d.mean()), "ci95_low": float(d.mean()) - half,
+                      "ci95_high": float(d.mean()) + half,
+                      "nsa_better_pct": 100 * float(np.mean(nsa < cost)),
+                      "nsa_worse_pct": 100 * float(np.mean(nsa > cost))}
+        out.append(entry)
+    return out
+
+
+def print_nsa_summary(summary: list[dict]) -> str:
+    """:func:`nsa_summary` as a plain-text table, one line per column."""
+    return format_table(summary, [
+        ("column", ""), ("mean_cost", ".1f"), ("gap_to_scas_pct", "+.3f"), ("mean_ms", ".2f"),
+        ("mean_cpu_ms", ".2f"), ("mean_iterations", ".0f"), ("cpu_ratio", ".3f"),
+        ("wall_ratio", ".3f"), ("nsa_gain_pct", "+.3f"), ("ci95_low", "+.3f"),
+        ("ci95_high", "+.3f"), ("nsa_better_pct", ".1f"), ("nsa_worse_pct", ".1f")])

@@ -58,7 +58,18 @@ def add_parser(sub) -> None:
         if name == "table3":
             b.add_argument("--freeform-time-limit", type=positive(float), default=1.0, metavar="S")
         if name == "nsa":
-            b.add_argument("--weights", default=None, help="policy .json (default: shipped CNN-3)")
+            b.add_argument("--weights", default=None, metavar="JSON",
+                           help="NSA's policy (default: the shipped learned/weights/nsa_cnn3.json, "
+                                "trained in the published setting)")
+            b.add_argument("--preset", default=None, metavar="NAME",
+                           help="NSA's loop, a preset of learned.nsa.NSA_PRESETS (default: the "
+                                "setting's); the SA columns keep the setting's")
+            b.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                           help="the clock NSA's time is measured on for the equal-time SA "
+                                "budgets: cpu (default), the CPU time of each solve call (on a "
+                                "dedicated core its wall time, and not inflated by other "
+                                "processes on the cores), or wall, the solver's wall time; "
+                                "both are recorded")
         if name == "table4":
             b.add_argument("--paper-windows", type=int, default=20)
             b.add_argument("--limit", type=positive(float), default=30.0, metavar="S")
@@ -151,19 +162,7 @@ def cmd_bench(args) -> int:
                    "csv": str(write_csv(out_dir / f"table4_{args.setting}{tag}_s{args.seed}.csv", rows))}
         text = "\n".join(f"{k}: {v}" for k, v in summary.items())
     elif args.what == "nsa":
-        res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
-                                  args.seed, quiet=args.quiet, executor=executor_from_args(args),
-                                  workload=workload)
-        summary = {"setting": args.setting, "epochs": res["epochs"],
-                   "nsa_improvement_pct": res["nsa_improvement_pct"],
-                   "gap_to_scas_pct": res["gap_to_scas_pct"],
-                   "csv": str(write_csv(out_dir / f"nsa_{args.setting}{tag}_s{args.seed}.csv", res["rows"]))}
-        text = format_table(res["epochs"], [("epoch", ""), ("nsa500", ".1f"), ("nsa500_ms", ".1f"),
-                                            ("sa500", ".1f"), ("sa1000", ".1f"),
-                                            ("sa_paper_same_time", ".1f"),
-                                            ("sa_best_same_time", ".1f"), ("scas_opt", ".1f")])
-        text += "\nNSA-500 improvement over (%): " + ", ".join(
-            f"{k} {v:+.3f}" for k, v in summary["nsa_improvement_pct"].items())
+        text, summary = _bench_nsa(args, sa_tables, out_dir, tag, workload)
     else:
         rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
                           args.convention, quiet=args.quiet, executor=executor_from_args(args),
@@ -181,6 +180,43 @@ def cmd_bench(args) -> int:
         where = report.summary() if report is not None else "the paper's generator"
         print(f"workload: {where}\n{text}")
     return 0
+
+
+def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
+    """``tjap bench nsa``: rows to NAME.csv as they arrive (NAME.partial.csv until the last),
+    the summary to NAME.json; returns the printed text and the summary."""
+    import json
+
+    from learned.nsa import DEFAULT_WEIGHTS
+    from tjap.result import plain
+
+    preset = args.preset or args.setting
+    name = f"nsa_{args.setting}{tag}"
+    if args.weights:
+        name += f"_{Path(args.weights).stem}"
+    if preset != args.setting:
+        name += f"_{preset}-loop"
+    if args.clock != "cpu":
+        name += f"_{args.clock}-clock"
+    name += f"_s{args.seed}"
+    res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
+                              args.seed, quiet=args.quiet, executor=executor_from_args(args),
+                              workload=workload, preset=preset, clock=args.clock,
+                              csv_path=out_dir / f"{name}.csv")
+    default = sa_tables.default_sa_preset()
+    weights = args.weights or f"learned/weights/{Path(DEFAULT_WEIGHTS).name}"
+    summary = {"setting": args.setting, "nsa_preset": preset, "clock": args.clock,
+               "weights": weights, "seed": args.seed, "windows": len(res["rows"]),
+               "default_sa_preset": default,
+               "summary": res["summary"], "epochs": res["epochs"],
+               "csv": str(out_dir / f"{name}.csv"), "json": str(out_dir / f"{name}.json")}
+    Path(summary["json"]).write_text(json.dumps(plain(summary), indent=2, allow_nan=False) + "\n")
+    text = (sa_tables.print_nsa_summary(res["summary"])
+            + f"\nnsa_gain_pct: mean over windows of (column - nsa500) / column, with its 95 % "
+              f"interval; the *_same_time columns ran as many iterations as fit in NSA's time "
+              f"({args.clock} clock) on each window (cpu_ratio, wall_ratio: their mean time over "
+              f"NSA's); sa_default is preset {default!r}\nfiles: {summary['csv']}, {summary['json']}")
+    return text, summary
 
 
 def _bench_exact(args) -> int:
