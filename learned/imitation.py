@@ -1,20 +1,31 @@
 """Imitation warm start for the NSA repair policy (ours, not the paper's).
 
-PPO from scratch does not find a good repair operator in a CPU budget, although a simple one is
-known: the greedy start within the policy's window (the cheapest block of the current job among
-the first q positions of the current idle sequence). So :func:`collect_demonstrations` runs that
-expert in :class:`learned.envs.NSARepairEnv` (the same windows and settings as PPO's), and
-:func:`behaviour_clone` fits a MaskablePPO policy to it before PPO goes on:
+PPO from scratch does not find a good repair operator in a CPU budget, although simple ones are
+known. :data:`EXPERTS`:
+
+- ``"greedy-within-q"``: the cheapest block of the current job among the first q positions of
+  the current idle sequence (its cost per start: :func:`expert_block_costs`);
+- ``"lookahead"``: for each of those q starts, place the current job there, then the jobs still
+  to re-insert after it one by one at their cheapest block over the whole sequence (the SA loop's
+  greedy repair), and score the total cost of these blocks (:func:`lookahead_totals`); the
+  expert takes the start of the least total. With no job left after the current one it is the
+  greedy-within-q expert.
+
+:func:`collect_demonstrations` runs an expert in :class:`learned.envs.NSARepairEnv` (the same
+windows and settings as PPO's), and :func:`behaviour_clone` fits a MaskablePPO policy to it
+before PPO goes on:
 
 - actor: masked cross-entropy of the policy's logits against the expert's choice; with
   ``temperature > 0`` the target is the soft expert ``softmax(-(cost - min cost) / temperature)``
-  over the valid starts (temperature in cost units) instead of the single cheapest start;
+  over the valid starts (temperature in cost units; the cost is the expert's score of a start)
+  instead of the single best start;
 - critic: mean squared error against the observed episode returns (gamma = 1, so every step of an
   episode has the episode's reward as its return);
 - Adam, a few epochs, on CPU, shuffled by a seeded generator: the same seed gives the same weights.
 
-Block costs come from the project's kernel :func:`placement.tree.tree_cost.block_costs` (the one the
-greedy repair of the SA loop uses), so the expert and the search score a block the same way.
+Block costs come from the project's kernels (:func:`placement.tree.tree_cost.block_costs` and
+:func:`heuristics._kernels.greedy_start`, the greedy repair of the SA loop), so the experts and the
+search score a block the same way.
 """
 
 from __future__ import annotations
@@ -24,10 +35,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from heuristics._kernels import greedy_start
+from placement.tree._dcas_kernels import row_ends, take_block_cost
 from placement.tree.tree_cost import block_costs
+from tjap._jit import njit
 from tjap.errors import InvalidInputError
 
-EXPERTS = ("greedy-within-q",)
+EXPERTS = ("greedy-within-q", "lookahead")
 
 
 def expert_block_costs(env) -> np.ndarray:
@@ -45,9 +59,60 @@ def expert_block_costs(env) -> np.ndarray:
     return out
 
 
-def expert_action(env) -> int:
-    """The greedy start within the first q positions: the cheapest block, ties to the lowest."""
-    return int(np.argmin(expert_block_costs(env)))
+@njit
+def _lookahead_totals(group_q, ends, shallow, top_level, num_groups, convention, taken, length,
+                      size, rest, q, out):
+    """``out[s]`` for s < min(q, length): the cost of the block of ``size`` at start s plus those
+    of the jobs of sizes ``rest`` placed after it, in that order, each at its cheapest block
+    (greedy, ties to the lowest start); ``taken`` (the bitmap of the current sequence) is
+    unchanged."""
+    scratch = np.empty_like(taken)
+    alive = np.empty(group_q.shape[1], np.int64)
+    for s in range(min(q, length)):
+        scratch[:] = taken
+        total = take_block_cost(scratch, s, size, group_q, ends, shallow, top_level, convention)
+        left = length - size
+        for r in rest:
+            g = greedy_start(group_q, top_level, num_groups, scratch, left, alive, r, convention)
+            total += take_block_cost(scratch, g, r, group_q, ends, shallow, top_level, convention)
+            left -= r
+        out[s] = total
+
+
+def lookahead_totals(arrays, taken, length: int, size: int, rest, q: int,
+                     convention: int) -> np.ndarray:
+    """The look-ahead expert's score of each start 0..q-1 (``inf`` past ``length``): the total
+    cost of the current job's block there and of the jobs of sizes ``rest`` (those still to
+    re-insert after it, in re-insertion order) each then placed at its cheapest block.
+
+    ``arrays``: the window's :class:`placement.tree.dcas.Arrays`; ``taken``: the taken bitmap of
+    the current idle sequence of ``length`` positions (:mod:`placement.tree._dcas_kernels`), not
+    changed; ``convention``: the cost convention's code."""
+    out = np.full(q, np.inf)
+    _lookahead_totals(arrays.group_q, row_ends(arrays.group_q), arrays.shallow,
+                      arrays.top_level, arrays.num_groups, int(convention), taken, int(length),
+                      int(size), np.ascontiguousarray(rest, dtype=np.int64), int(q), out)
+    return out
+
+
+def expert_scores(env, expert: str = "greedy-within-q") -> np.ndarray:
+    """The score of each start 0..q-1 by ``expert`` (lower is better; ``inf`` where masked) at
+    the current step of an :class:`~learned.envs.NSARepairEnv`: the block cost
+    (:func:`expert_block_costs`) or the look-ahead total (:func:`lookahead_totals`)."""
+    if expert not in EXPERTS:
+        raise InvalidInputError(f"expert must be one of {', '.join(EXPERTS)}, got {expert!r}")
+    env = getattr(env, "unwrapped", env)
+    if expert == "greedy-within-q":
+        return expert_block_costs(env)
+    a = env.a
+    rest = a.sizes[env.order[env.step_index + 1:]]
+    return lookahead_totals(a, env.taken, env.length, a.sizes[env.order[env.step_index]], rest,
+                            env.q, env.code)
+
+
+def expert_action(env, expert: str = "greedy-within-q") -> int:
+    """The expert's start: the least score of :func:`expert_scores` (ties to the lowest)."""
+    return int(np.argmin(expert_scores(env, expert)))
 
 
 def soft_targets(costs: np.ndarray, temperature: float) -> np.ndarray:
@@ -66,7 +131,8 @@ def soft_targets(costs: np.ndarray, temperature: float) -> np.ndarray:
 @dataclass
 class Demonstrations:
     """Expert steps: observations (N, channels, q) float32, masks (N, q) bool, expert actions
-    (N,), block costs (N, q) float32 (inf where masked) and episode returns (N,) float32."""
+    (N,), the expert's scores of every start (N, q) float32 (block costs or look-ahead totals;
+    inf where masked) and episode returns (N,) float32."""
 
     obs: np.ndarray
     masks: np.ndarray
@@ -82,11 +148,13 @@ class Demonstrations:
 
 def collect_demonstrations(env, steps: int, *, seed: int = 0, temperature: float = 0.0,
                            expert: str = "greedy-within-q") -> Demonstrations:
-    """Run the expert in ``env`` for at least ``steps`` steps (whole episodes only).
+    """Run ``expert`` (:data:`EXPERTS`) in ``env`` for at least ``steps`` steps (whole
+    episodes only).
 
-    The labels are always the greedy start (and every start's block cost, for soft targets);
-    the expert *acts* greedily when ``temperature <= 0``, else it samples its start from the
-    soft expert at that temperature (seeded), which visits more varied repair states.
+    The labels are always the expert's best start (and every start's score, in ``costs``, for
+    soft targets); the expert *acts* by its best start when ``temperature <= 0``, else it
+    samples its start from the soft expert at that temperature (seeded), which visits more
+    varied repair states.
     """
     if expert not in EXPERTS:
         raise InvalidInputError(f"expert must be one of {', '.join(EXPERTS)}, got {expert!r}")
@@ -100,7 +168,7 @@ def collect_demonstrations(env, steps: int, *, seed: int = 0, temperature: float
     obs, _ = env.reset(seed=seed)
     episode_start = 0
     while True:
-        costs = expert_block_costs(base)
+        costs = expert_scores(base, expert)
         mask = env.action_masks() if hasattr(env, "action_masks") else base.action_masks()
         greedy = int(np.argmin(costs))
         if temperature > 0:

@@ -33,9 +33,14 @@ WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
 
 #: The loop settings (every option but the repair's) of the SA presets NSA runs under: the
-#: paper's Table I ("paper", the default) and the published code ("published").
+#: paper's Table I ("paper", the default), the published code ("published") and the best
+#: hand-written SA ("best": n^D = 5, T_max 25000, 1000 iterations), the last only with weights
+#: trained in that loop (``tjap train nsa --loop best``, see :func:`trained_loop`).
 NSA_PRESETS = {name: {k: v for k, v in SA_PRESETS[name].items() if k not in ("repair", "q")}
-               for name in ("paper", "published")}
+               for name in ("paper", "published", "best")}
+
+#: Presets that run only weights trained in their loop.
+OWN_LOOP_PRESETS = ("best",)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,14 +58,15 @@ class LearnedRepair(Repair):
     layers: np.ndarray = None
     spec: dict = field(default_factory=dict)
     sample: bool = False
+    loop: str | None = None
 
     @classmethod
     def load(cls, weights=DEFAULT_WEIGHTS, sample: bool = False) -> "LearnedRepair":
         """The repair of the NSA weights at ``weights`` (.json, .pt or stem), from their
-        inference file (no torch)."""
+        inference file (no torch); ``loop``: the SA loop they were trained in."""
         params, layers, meta = _load(*_cache_key(weights))
         return cls(q=meta["feature_spec"]["q"], params=params, layers=layers,
-                   spec=meta["feature_spec"], sample=sample)
+                   spec=meta["feature_spec"], sample=sample, loop=trained_loop(meta))
 
     @classmethod
     def from_arrays(cls, arrays: dict, arch: str, spec: dict,
@@ -189,6 +195,14 @@ def export_inference(path) -> Path:
     return save_inference(path, "nsa", actor_arrays(policy))
 
 
+def trained_loop(meta: dict) -> str | None:
+    """The SA loop NSA weights were trained in, from their metadata: ``training.loop`` (``tjap
+    train nsa --loop``), else the loop of their ``training.setting`` (weights trained before the
+    option), else None."""
+    training = meta.get("training") or {}
+    return training.get("loop") or training.get("setting")
+
+
 def _cache_key(weights) -> tuple:
     """(path, stamp of its metadata file): weights rewritten in place are read again."""
     path = Path(weights)
@@ -237,8 +251,9 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Loop options left out (None) take their value from ``preset``, the loop settings of the SA
     preset of that name (:data:`NSA_PRESETS`); an option given explicitly overrides it. The
     repair is the policy, so the presets' ``repair`` and ``q`` do not apply (q comes from the
-    weights), and the ``"best"`` SA preset is not offered: its destroy (n^D = 5) is outside what
-    the shipped policies were trained on (n^D = 2).
+    weights). The ``"best"`` preset runs only weights trained in its loop (their metadata says
+    ``training.loop == "best"``): its destroy (n^D = 5) is outside what the others were trained
+    on (n^D = 2).
 
     Parameters
     ----------
@@ -251,27 +266,32 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     seed : int, default 0
         Seed of the loop's generator, which also draws the policy's starts; the same seed gives
         the same Result.
-    preset : {"paper", "published"}, default "paper"
+    preset : {"paper", "published", "best"}, default "paper"
         ``"paper"``: the paper's Table I loop (T_max 2500, T_min 2.5, 500 iterations, n^D = 2,
         largest first). ``"published"``: the published code's loop (T_max 25000, window order;
-        pass ``convention="published"`` too). tjap/bench/sa_tables.py's NSA table runs each
-        setting under the preset of its name.
+        pass ``convention="published"`` too). ``"best"``: the loop of the best hand-written SA
+        (T_max 25000, 1000 iterations, n^D = 5, largest first), for weights trained in it only
+        (``learned/weights/nsa_cnn3_best_paper.json`` and ``nsa_cnn3_best_published.json``, one
+        per setting). tjap/bench/sa_tables.py's NSA table runs each setting under the preset of
+        its name.
     iterations : int, optional
-        Moves; the cooling schedule spans them. 500 in both presets.
+        Moves; the cooling schedule spans them. 500 in "paper" and "published", 1000 in
+        "best".
     weights : str or Path, optional
         The trained policy to load (the path of its JSON metadata; its actor is read from the
         ``.npz`` inference file beside it, without torch); by default the shipped CNN-3
         (``learned/weights/nsa_cnn3.json``, trained in the published setting).
     max_remove : int, optional
-        n^D: a move removes 1..max_remove jobs, uniformly. 2 in both presets.
+        n^D: a move removes 1..max_remove jobs, uniformly. 2 in "paper" and "published", 5 in
+        "best".
     t_max, t_min : float, optional
         Metropolis temperatures, cooled exponentially from t_max to t_min. t_max: paper 2500,
-        published 25000; t_min 2.5 in both.
+        published and best 25000; t_min 2.5 in all.
     reinsert : {"largest-first", "window-order"}, optional
-        Order in which removed jobs are re-inserted. paper "largest-first", published
+        Order in which removed jobs are re-inserted. paper and best "largest-first", published
         "window-order".
     initial : "seq", a method name, a Result or an assignment, optional
-        Where the search starts. ``"seq"`` in both presets.
+        Where the search starts. ``"seq"`` in every preset.
     sample : bool, default True
         Draw each start from the policy's distribution (one draw of the loop's generator per
         re-inserted job); False takes its most likely start, which measured worse inside SA
@@ -285,13 +305,21 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Raises
     ------
     InvalidInputError
-        An unknown preset or reinsert order, an option out of range, weights that do not load, or
-        a window on a general switch tree (the policy's features are fat-tree features).
+        An unknown preset or reinsert order, an option out of range, weights that do not load,
+        ``preset="best"`` with weights not trained in that loop, or a window on a general switch
+        tree (the policy's features are fat-tree features).
     """
     require_fat_tree_features(window)
     o = preset_options(preset, NSA_PRESETS, iterations=iterations, max_remove=max_remove,
                        t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
-    repair = LearnedRepair.load(weights or DEFAULT_WEIGHTS, sample=sample)
+    weights = weights or DEFAULT_WEIGHTS
+    repair = LearnedRepair.load(weights, sample=sample)
+    if preset in OWN_LOOP_PRESETS and repair.loop != preset:
+        raise InvalidInputError(
+            f"preset {preset!r} runs only NSA weights trained in its loop (tjap train nsa --loop "
+            f"{preset}; shipped: learned/weights/nsa_cnn3_{preset}_paper.json and "
+            f"nsa_cnn3_{preset}_published.json), but {weights} were trained in the "
+            f"{repair.loop or 'unrecorded'} loop; use preset='paper' or 'published' with them")
     return anneal(window, iterations=o["iterations"], repair=repair,
                   destroy=RandomDestroy(o["max_remove"]), accept=Metropolis(o["t_max"], o["t_min"]),
                   reinsert=o["reinsert"], initial=o["initial"], convention=convention,

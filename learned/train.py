@@ -8,10 +8,17 @@ mean reward of the last 100 episodes). Training windows come from the paper's st
 distinct from the evaluation windows (``seed + 1000``).
 
 ``imitation_steps > 0`` warm-starts the policy before PPO (:mod:`learned.imitation`): that many
-steps of the greedy-within-q expert are collected in a second environment on the same windows
-(reset with ``seed + 1``), the actor is behaviour-cloned (masked cross-entropy, hard or soft
-targets) and the critic fitted to the expert's episode returns, then PPO runs for ``timesteps``
-(0 = the cloned policy alone). The settings are recorded under ``training.imitation``.
+steps of an expert (``imitation_expert``: greedy-within-q or the look-ahead repair) are collected
+in a second environment on the same windows (reset with ``seed + 1``), the actor is
+behaviour-cloned (masked cross-entropy, hard or soft targets) and the critic fitted to the
+expert's episode returns, then PPO runs for ``timesteps`` (0 = the cloned policy alone). The
+settings are recorded under ``training.imitation``.
+
+The environment's loop (n^D, re-insertion order) is by default that of the setting's SA preset;
+``loop="best"`` trains in the loop of the best hand-written SA (:data:`heuristics.anneal.SA_PRESETS`
+``"best"``: n^D = 5, largest first) on the setting's layout and cost convention. The loop is
+recorded in the metadata (``training.loop``, ``training.loop_options``), and
+:func:`learned.nsa.solve_nsa` runs ``preset="best"`` only with weights trained in it.
 """
 
 from __future__ import annotations
@@ -24,9 +31,15 @@ from pathlib import Path
 from tjap.errors import InvalidInputError
 
 #: Layout and cost convention of each setting; the environment's loop (re-insertion order, n^D,
-#: q) is that of the SA preset of the same name (:data:`heuristics.anneal.SA_PRESETS`).
+#: q) is by default that of the SA preset of the same name (:data:`heuristics.anneal.SA_PRESETS`).
 SETTINGS = {"published": {"layout": "published", "convention": "published"},
             "paper": {"layout": "paper", "convention": "paper"}}
+
+#: The loops a policy can be trained in: the setting's own (None) or the best hand-written SA's.
+LOOPS = (None, "best")
+
+#: The loop options recorded with the weights (the SA preset's, less its repair and q).
+LOOP_OPTIONS = ("iterations", "max_remove", "t_max", "t_min", "reinsert", "initial")
 
 PPO = {"n_steps": 2048, "batch_size": 256, "learning_rate": 3e-4, "gamma": 1.0, "gae_lambda": 1.0,
        "ent_coef": 0.01, "n_epochs": 10, "clip_range": 0.2}
@@ -36,7 +49,16 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
               setting="published", num_windows=500, reward="repaired", quiet=False,
               device="cpu", ppo=None, boundaries=False, idle_flag=False, imitation_steps=0,
               imitation_epochs=10, imitation_temperature=0.0, imitation_lr=1e-3,
-              imitation_batch_size=256) -> dict:
+              imitation_batch_size=256, imitation_expert="greedy-within-q", loop=None, q=None,
+              warmup_repair="uniform", command=None) -> dict:
+    """Train an NSA policy (see the module doc) and write its weights; returns their paths, the
+    wall time, the final mean PPO reward and the imitation dict.
+
+    ``loop``: None (the setting's SA preset) or ``"best"`` (:data:`LOOPS`); ``q``: the positions
+    the policy chooses among (default: the loop preset's q, 100); ``warmup_repair``: the repair
+    of the moves that make each episode's current solution (:class:`learned.envs.NSARepairEnv`);
+    ``imitation_expert``: :data:`learned.imitation.EXPERTS`; ``command``: the command line
+    recorded in the metadata."""
     try:
         import torch
         from sb3_contrib import MaskablePPO
@@ -53,7 +75,13 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
 
     if setting not in SETTINGS:
         raise InvalidInputError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
-    s, loop = SETTINGS[setting], SA_PRESETS[setting]
+    if loop not in LOOPS:
+        raise InvalidInputError(f"loop must be the setting's (None) or 'best', got {loop!r}")
+    loop_name = loop or setting
+    s, preset = SETTINGS[setting], SA_PRESETS[loop_name]
+    q = preset["q"] if q is None else q
+    if isinstance(q, bool) or not isinstance(q, int) or q < 1:
+        raise InvalidInputError(f"q must be a positive integer, got {q!r}")
     hyper = {**PPO, **(ppo or {})}
     if timesteps < 0 or imitation_steps < 0:
         raise InvalidInputError("timesteps and imitation_steps must be non-negative")
@@ -62,9 +90,10 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     started = time.perf_counter()
     torch.manual_seed(seed)
     windows = generate_windows(s["layout"], num_windows, seed + 1000, convention=s["convention"])
-    env_kwargs = {"convention": s["convention"], "reinsert": loop["reinsert"],
-                  "max_remove": loop["max_remove"], "q": loop["q"], "reward": reward,
-                  "boundaries": boundaries, "idle_flag": idle_flag}
+    env_kwargs = {"convention": s["convention"], "reinsert": preset["reinsert"],
+                  "max_remove": preset["max_remove"], "q": q, "reward": reward,
+                  "boundaries": boundaries, "idle_flag": idle_flag,
+                  "warmup_repair": warmup_repair}
     env = Monitor(NSARepairEnv(windows, **env_kwargs))
     env.reset(seed=seed)
     model = MaskablePPO(MaskableActorCriticPolicy, env, policy_kwargs=policy_kwargs(arch),
@@ -77,7 +106,8 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
         offset = time.perf_counter() - started
         imitation, history = _imitate(model.policy, NSARepairEnv(windows, **env_kwargs),
                                       imitation_steps, seed, imitation_epochs,
-                                      imitation_temperature, imitation_lr, imitation_batch_size)
+                                      imitation_temperature, imitation_lr, imitation_batch_size,
+                                      imitation_expert)
         # the curve then starts with the behaviour-cloning epochs (stage "imitation")
         curve.extend({"stage": "imitation", "timesteps": 0, "episodes": imitation["episodes"],
                       "mean_reward_100": "", "bc_epoch": h["epoch"], "bc_loss": h["loss"],
@@ -116,11 +146,15 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
         algorithm = "behaviour cloning + MaskablePPO" if timesteps else "behaviour cloning"
     training = {
         "algorithm": algorithm,
-        "seed": seed, "timesteps": timesteps, "setting": setting,
-        "windows": num_windows, "window_seed": seed + 1000, "reward": reward, "ppo": hyper,
+        "seed": seed, "timesteps": timesteps, "setting": setting, "loop": loop_name,
+        "loop_options": {name: preset[name] for name in LOOP_OPTIONS},
+        "warmup_repair": warmup_repair, "windows": num_windows, "window_seed": seed + 1000,
+        "reward": reward, "ppo": hyper,
         "wall_s": round(wall, 1), "device": device, "torch_threads": torch.get_num_threads()}
     if imitation is not None:
         training["imitation"] = imitation
+    if command is not None:
+        training["command"] = command
     weights, meta = save_policy(model.policy, out, arch=arch, spec=spec, training=training)
     return {"weights": str(weights), "metadata": str(meta), "curve": str(curve_path),
             "wall_s": wall,
@@ -144,18 +178,19 @@ def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple
 
 
 def _imitate(policy, env, steps, seed, epochs, temperature, learning_rate,
-             batch_size) -> tuple[dict, list[dict]]:
-    """Behaviour-clone ``policy`` on the greedy-within-q expert: (the metadata's imitation dict,
-    the per-epoch losses)."""
+             batch_size, expert) -> tuple[dict, list[dict]]:
+    """Behaviour-clone ``policy`` on ``expert`` (:data:`learned.imitation.EXPERTS`): (the
+    metadata's imitation dict, the per-epoch losses)."""
     from learned.imitation import bc_losses, behaviour_clone, collect_demonstrations
 
     tick = time.perf_counter()
-    demos = collect_demonstrations(env, steps, seed=seed + 1, temperature=temperature)
+    demos = collect_demonstrations(env, steps, seed=seed + 1, temperature=temperature,
+                                   expert=expert)
     history = behaviour_clone(policy, demos, epochs=epochs, batch_size=batch_size,
                               learning_rate=learning_rate, temperature=temperature, seed=seed)
     final = bc_losses(policy, demos, temperature=temperature)
     return {"steps": steps, "collected_steps": len(demos), "episodes": demos.episodes,
-            "epochs": epochs, "expert": "greedy-within-q", "temperature": temperature,
+            "epochs": epochs, "expert": expert, "temperature": temperature,
             "targets": "soft" if temperature > 0 else "hard", "learning_rate": learning_rate,
             "batch_size": batch_size, "optimizer": "Adam", "vf_coef": 0.5,
             "expert_mean_return": round(float(demos.returns.mean()), 6),

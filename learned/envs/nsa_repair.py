@@ -2,10 +2,18 @@
 
 An episode takes a window of the paper's stream and a current DCAS solution, destroys it exactly
 as the SA loop does (the same compiled ``destroy``), and asks the agent for the start of each
-removed job in the idle sequence left by the steps before it. The reward is 0 until the last
+removed job in the idle sequence left by the steps before it. The current solution is Seq after
+0..``warmup_moves`` random moves (drawn uniformly) of the loop's destroy and of the
+``warmup_repair``: ``"uniform"`` (a start drawn over the whole sequence: varied, mostly poor
+solutions) or ``"greedy"`` (the cheapest block: the good solutions a strong repair keeps the
+search among, as in the "best" SA loop). The reward is 0 until the last
 removed job is placed, then minus the CH cost of the repaired jobs (``reward="repaired"``, the
 paper) or of the whole window (``reward="window"``, the published code), divided by
-``reward_scale``.
+``reward_scale``. ``reward="relative"`` (ours) subtracts a per-episode baseline from the repaired
+jobs' cost: the look-ahead expert's best total for the same destroyed solution
+(:func:`learned.imitation.lookahead_totals`), so that rewards of easy and hard windows are on one
+scale (0: as good as the expert; positive: better); the baseline depends on the episode's start
+only, so policy gradients stay unbiased.
 """
 
 from __future__ import annotations
@@ -20,7 +28,9 @@ from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays
 from tjap.errors import InvalidInputError
 
-REWARDS = ("repaired", "window")
+REWARDS = ("repaired", "window", "relative")
+#: The repair of the warm-up moves that make an episode's current solution.
+WARMUP_REPAIRS = {"uniform": k.REPAIR_UNIFORM, "greedy": k.REPAIR_GREEDY}
 
 
 class NSARepairEnv(gym.Env):
@@ -30,11 +40,14 @@ class NSARepairEnv(gym.Env):
 
     def __init__(self, windows, *, convention="published", q=100, n_max=40, max_remove=2,
                  reinsert="window-order", reward="repaired", reward_scale=1e5, idle_flag=False,
-                 boundaries=False, warmup_moves=20):
+                 boundaries=False, warmup_moves=20, warmup_repair="uniform"):
         if not windows:
             raise InvalidInputError("NSARepairEnv needs at least one window")
         if reward not in REWARDS:
             raise InvalidInputError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
+        if warmup_repair not in WARMUP_REPAIRS:
+            raise InvalidInputError(f"warmup_repair must be one of {', '.join(WARMUP_REPAIRS)}, "
+                                    f"got {warmup_repair!r}")
         from heuristics.operators import REINSERT
 
         for w in windows:
@@ -45,6 +58,7 @@ class NSARepairEnv(gym.Env):
         self.reinsert = REINSERT[reinsert]
         self.reward_kind, self.reward_scale = reward, reward_scale
         self.idle_flag, self.boundaries, self.warmup_moves = idle_flag, boundaries, warmup_moves
+        self.warmup_repair = k.repair_argument(WARMUP_REPAIRS[warmup_repair])
         self.spec_dict = feature_spec(q, n_max, idle_flag, boundaries)
         channels = len(self.spec_dict["channels"])
         self.observation_space = gym.spaces.Box(0.0, 1.0, (channels, q), dtype=np.float32)
@@ -70,13 +84,20 @@ class NSARepairEnv(gym.Env):
         for _ in range(int(self.np_random.integers(self.warmup_moves + 1))):
             k.destroy_and_repair(*a.tree, self.code, a.sizes, a.offsets, order, starts,
                                  new_order, new_starts, self.positions, self.taken, self.alive,
-                                 picks, self.max_remove, k.REPAIR_UNIFORM, self.q, self.reinsert)
+                                 picks, self.max_remove, self.warmup_repair, self.q, self.reinsert)
             order, starts = new_order.copy(), new_starts.copy()
         kept = k.destroy(a.sizes, order, starts, new_order, new_starts, picks, self.max_remove,
                          self.reinsert)
         self.order, self.starts, self.step_index, self.kept = new_order, new_starts, kept, kept
         self.length = decode(a.num_idle, a.sizes, a.offsets, new_order, new_starts, kept,
                              self.positions, self.taken)
+        self.baseline = 0.0
+        if self.reward_kind == "relative":
+            from learned.imitation import lookahead_totals
+
+            self.baseline = float(lookahead_totals(
+                a, self.taken, self.length, a.sizes[new_order[kept]], a.sizes[new_order[kept + 1:]],
+                self.q, self.code).min())
         return self._observe(), {}
 
     def _observe(self):
@@ -110,4 +131,4 @@ class NSARepairEnv(gym.Env):
         cost = sum(block_cost(a.group_q, a.shallow, self.positions, a.offsets[j], a.sizes[j],
                               a.top_level, self.code) for j in jobs)
         obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-        return obs, -cost / self.reward_scale, True, False, {"cost": cost}
+        return obs, (self.baseline - cost) / self.reward_scale, True, False, {"cost": cost}

@@ -11,15 +11,30 @@ def add_parser(sub) -> None:
     p = sub.add_parser("train", help="train a learned operator")
     train = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     t = train.add_parser("nsa", help="the NSA repair operator (MaskablePPO)",
-                         description="Train the NSA repair policy with MaskablePPO on windows of "
-                                     "the paper's stream; writes OUT.pt, OUT.json and OUT_curve.csv.")
+                         description="Train the NSA repair policy (imitation of an expert "
+                                     "repair and/or MaskablePPO) on windows of the paper's stream; "
+                                     "writes OUT.pt, OUT.npz, OUT.json (metadata with the "
+                                     "command) and OUT_curve.csv.")
     t.add_argument("--arch", default="cnn3", choices=("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3"))
 
     t.add_argument("--timesteps", type=count, default=300_000,
                    help="PPO steps (0: only the imitation warm start)")
-    t.add_argument("--setting", choices=("published", "paper"), default="published")
+    t.add_argument("--setting", choices=("published", "paper"), default="published",
+                   help="layout and cost convention of the training windows")
+    t.add_argument("--loop", choices=("setting", "best"), default="setting",
+                   help="the SA loop the environment destroys in (n^D, re-insertion order): the "
+                        "setting's preset (default) or the best hand-written SA's (n^D = 5, "
+                        "largest first); recorded in the metadata, and only weights trained in "
+                        "'best' run under solve(..., 'nsa', preset='best')")
+    t.add_argument("--q", type=positive(int), default=None,
+                   help="positions the policy chooses among (default: the loop's, 100)")
+    t.add_argument("--warmup-repair", choices=("uniform", "greedy"), default="uniform",
+                   help="repair of the random moves that make each episode's current solution")
     t.add_argument("--windows", type=positive(int), default=500, help="training windows")
-    t.add_argument("--reward", choices=("repaired", "window"), default="repaired")
+    t.add_argument("--reward", choices=("repaired", "window", "relative"), default="repaired",
+                   help="PPO's episode reward: minus the repaired jobs' cost (the paper), minus "
+                        "the window's (its code), or the look-ahead expert's cost for the same "
+                        "destroyed solution minus the repaired jobs' (a per-episode baseline)")
     t.add_argument("--device", default="cpu")
     t.add_argument("--idle-flag", action="store_true", help="the published code's fifth feature")
     t.add_argument("--boundaries", action="store_true",
@@ -31,7 +46,12 @@ def add_parser(sub) -> None:
     t.add_argument("--clip-range", type=positive(float), default=0.2)
     t.add_argument("--n-epochs", type=positive(int), default=10, help="PPO epochs per rollout")
     t.add_argument("--imitation-steps", type=count, default=0,
-                   help="expert (greedy-within-q) steps behaviour-cloned before PPO (0: none)")
+                   help="expert steps behaviour-cloned before PPO (0: none)")
+    t.add_argument("--expert", choices=("greedy-within-q", "lookahead"),
+                   default="greedy-within-q",
+                   help="the imitated repair: the cheapest block within q, or the look-ahead "
+                        "(each start scored by its block plus the later removed jobs placed "
+                        "greedily)")
     t.add_argument("--imitation-epochs", type=positive(int), default=10)
     t.add_argument("--imitation-temperature", type=float, default=0.0, metavar="T",
                    help="0: clone the cheapest start; T > 0: clone softmax(-cost / T) and roll "
@@ -65,7 +85,9 @@ def cmd_train(args) -> int:
                     imitation_steps=args.imitation_steps, imitation_epochs=args.imitation_epochs,
                     imitation_temperature=args.imitation_temperature,
                     imitation_lr=args.imitation_lr,
-                    imitation_batch_size=args.imitation_batch_size)
+                    imitation_batch_size=args.imitation_batch_size, imitation_expert=args.expert,
+                    loop=None if args.loop == "setting" else args.loop, q=args.q,
+                    warmup_repair=args.warmup_repair, command=args.command_line)
     if args.json:
         print_json(out)
     else:
