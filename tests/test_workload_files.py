@@ -16,6 +16,7 @@ from placement.tree.stream import generate_windows, window_stream
 from placement.tree.workload import FILE_FORMATS, Workload, WorkloadReport
 from tjap import FatTree, InvalidInputError
 from tjap.cli import main
+from test_cli import assert_one_line_error, run
 
 
 def write(path: Path, lines) -> Path:
@@ -40,22 +41,6 @@ def swf_line(job_id, submit, run, procs, req_procs=-1, preceding=-1):
 def arrays(workload: Workload) -> dict:
     return {"arrival_s": workload.arrival_s.tolist(), "runtime_s": workload.runtime_s.tolist(),
             "requested_nodes": workload.requested_nodes.tolist()}
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code, out, err, *fragments):
-    assert code == 2, (out, err)
-    assert "Traceback" not in err and "Traceback" not in out
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("tjap: error:"), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 # -- the authors' format -----------------------------------------------------------------------------
