@@ -442,7 +442,11 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
         # rule lets it end exactly then (slack 0)
         s = earliest_start(pt, pf, plen, nodes[j], limit[j] + slack, resolution)
         if s == now:
-            plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
+            # held for the slack too: a job ending as a reservation begins has taken spare nodes
+            # there (Slurm's reservations are named nodes), so the next job tested must not
+            # count the same nodes free at the reservation's first second
+            plen = profile_add(pt, pf, plen, s, round_up(s + limit[j] + slack, resolution),
+                               -nodes[j])
             start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
                       node_offset, iconf, switch_of, pod_of, start_seq)
             started = True
