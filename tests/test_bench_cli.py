@@ -51,6 +51,36 @@ def test_table3_columns_name_their_settings(setting, loop):
         assert row[name] == r.objective, name
 
 
+@pytest.mark.parametrize("table", ["table3", "table4"])
+def test_tables_keep_the_rows_of_an_interrupted_run(tmp_path, monkeypatch, table):
+    """Rows reach NAME.partial.csv as windows finish; Ctrl-C leaves them there, complete, and
+    never a NAME.csv that looks finished."""
+    import csv
+
+    from tjap.bench import sa_tables
+
+    one_window = getattr(sa_tables, f"{table}_window")
+    calls = []
+
+    def stop_at_the_third(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return one_window(*args)
+
+    monkeypatch.setattr(sa_tables, f"{table}_window", stop_at_the_third)
+    path = tmp_path / f"{table}.csv"
+    extra = {"freeform_time_limit_s": 0.2} if table == "table3" else {"limit_s": 5.0,
+                                                                      "paper_windows": 0}
+    with pytest.raises(KeyboardInterrupt):
+        getattr(sa_tables, table)("paper", 1, 5, 0, quiet=True, csv_path=path, **extra)
+    assert not path.exists()
+    rows = list(csv.DictReader((tmp_path / f"{table}.partial.csv").open()))
+    assert [int(r["window"]) for r in rows] == [0, 1]
+    objective = "scas_opt" if table == "table3" else "sp_nolimit"
+    assert all(float(r[objective]) > 0 for r in rows)
+
+
 def test_bench_table4(tmp_path, capsys):
     data = run_json(capsys, "bench", "table4", "--epochs", 1, "--windows-per-epoch", 2,
                     "--paper-windows", 1, "--limit", 5, "--out", tmp_path, "--quiet", "--json")

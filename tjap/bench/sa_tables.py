@@ -65,16 +65,18 @@ def _windows(setting: str, epochs: int, windows_per_epoch: int, seed: int,
 
 
 def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freeform_time_limit_s=1.0,
-           quiet=False, executor=None, workload: Workload | None = None) -> dict:
+           quiet=False, executor=None, workload: Workload | None = None,
+           csv_path=None) -> dict:
+    """Table III's methods on every window (:func:`table3_window`), one task per window. With
+    ``csv_path`` the rows go to disk as they arrive, in NAME.partial.csv until the last one."""
     conv = SETTINGS[setting]["convention"]
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     solve(windows[0], "sa", preset=setting, iterations=1, convention=conv)          # compile first
     solve(windows[0], "sa", iterations=1, convention=conv, **BEST_SA)
     tasks = [(setting, w.to_dict(), seed, freeform_time_limit_s) for w in windows]
-    rows = (executor or make_executor(1)).results(table3_window, tasks, desc=f"table3/{setting}",
-                                                  quiet=quiet)
+    rows = _sweep_rows(table3_window, tasks, executor, quiet, csv_path, f"table3/{setting}")
     names = list(_table3_runs(setting)) + ["freeform"]
-    return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, names)}
+    return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, names) if rows else []}
 
 
 def _table3_runs(setting: str) -> dict:
@@ -134,14 +136,15 @@ def gaps(rows, names, reference="scas_opt") -> dict:
 
 
 def table4(setting="published", epochs=10, windows_per_epoch=100, seed=0, paper_windows=20,
-           limit_s=30.0, quiet=False, executor=None, workload: Workload | None = None) -> dict:
+           limit_s=30.0, quiet=False, executor=None, workload: Workload | None = None,
+           csv_path=None) -> dict:
     """SCIP with no limit and with ``limit_s`` on the set-packing model (all windows) and the
-    paper's formulation (the first ``paper_windows`` windows); one task per window."""
+    paper's formulation (the first ``paper_windows`` windows); one task per window. With
+    ``csv_path`` the rows go to disk as they arrive, in NAME.partial.csv until the last one."""
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     tasks = [(setting, w.to_dict(), seed, limit_s, k < paper_windows)
              for k, w in enumerate(windows)]
-    rows = (executor or make_executor(1)).results(table4_window, tasks, desc=f"table4/{setting}",
-                                                  quiet=quiet)
+    rows = _sweep_rows(table4_window, tasks, executor, quiet, csv_path, f"table4/{setting}")
     return {"setting": setting, "rows": rows}
 
 

@@ -132,21 +132,25 @@ def cmd_bench(args) -> int:
     # a file workload's results are named after it, beside (never over) the generator's
     tag = f"_{Path(args.workload).stem}" if report is not None else ""
     if args.what == "table3":
+        csv_path = out_dir / f"table3_{args.setting}{tag}_s{args.seed}.csv"
         res = sa_tables.table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
                                args.freeform_time_limit, quiet=args.quiet,
-                               executor=executor_from_args(args), workload=workload)
+                               executor=executor_from_args(args), workload=workload,
+                               csv_path=csv_path)
         names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
         summary = {"setting": args.setting, "epochs": res["epochs"],
                    "gap_to_scas_pct": sa_tables.gaps(res["rows"], names),
                    "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
-                   "csv": str(write_csv(out_dir / f"table3_{args.setting}{tag}_s{args.seed}.csv", res["rows"]))}
+                   "csv": str(csv_path)}
         text = sa_tables.print_table3(res) + "\ngap to the SCAS optimum (%): " + ", ".join(
             f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
         text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
     elif args.what == "table4":
+        csv_path = out_dir / f"table4_{args.setting}{tag}_s{args.seed}.csv"
         res = sa_tables.table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
                                args.paper_windows, args.limit, quiet=args.quiet,
-                               executor=executor_from_args(args), workload=workload)
+                               executor=executor_from_args(args), workload=workload,
+                               csv_path=csv_path)
         rows = res["rows"]
         paper = [r for r in rows if "paper_limit" in r]
         ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
@@ -159,7 +163,7 @@ def cmd_bench(args) -> int:
                    "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
                    "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
                    "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
-                   "csv": str(write_csv(out_dir / f"table4_{args.setting}{tag}_s{args.seed}.csv", rows))}
+                   "csv": str(csv_path)}
         text = "\n".join(f"{k}: {v}" for k, v in summary.items())
     elif args.what == "nsa":
         text, summary = _bench_nsa(args, sa_tables, out_dir, tag, workload)
