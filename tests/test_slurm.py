@@ -147,6 +147,10 @@ def test_error_mapping():
     assert str(err) == ("sbatch failed (exit 1): sbatch: error: Batch job submission failed: "
                         "More processors requested than permitted")
     assert "exit status 3" in str(classify_error(["scancel"], 3, "", conf))
+    err = classify_error(["scontrol"], 1, "Invalid user id for job 7\n", conf)
+    assert str(err).startswith("scontrol refused (exit 1): Invalid user id for job 7: this "
+                               "account may not change that job")
+    assert "Slurm operator" in str(err)
 
 
 def test_missing_binary_and_bad_arguments():

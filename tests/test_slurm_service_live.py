@@ -5,13 +5,15 @@ One cluster of 18 nodes on a 3-level irregular tree (topology/tree): a window pl
 logged; a held job that does not fit waits and is placed in a later window; jobs cancelled,
 released and modified between reading and updating are skipped; a node drained between reading
 and updating keeps that job held; slurmctld stopped and restarted under a running service;
-``--dry-run``, ``advise`` and Ctrl-C change nothing; on windows with scattered busy nodes the
+``--dry-run``, ``advise`` and Ctrl-C change nothing; an account with no Slurm rights places its
+own jobs and is refused another user's; on windows with scattered busy nodes the
 placement Slurm runs costs no more than Slurm's own choice nor than the SCAS optimum.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import numpy as np
 import pytest
 
 import tjap
+from placement.batch.slurm import SlurmClient
 from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
 from placement.tree.cost import assignment_cost
 from placement.tree.hostlist import expand_hostlist
@@ -329,3 +332,40 @@ def test_never_above_slurm_nor_scas_on_windows_with_busy_nodes(slurm, tmp_path):
     print("\nwindow sizes cost slurm-tree scas winner")
     for row in rows_out:
         print(*row)
+
+
+# -- least privilege ------------------------------------------------------------------------------
+class AsUser(SlurmClient):
+    """Every Slurm command run as ``user`` (``runuser``): Slurm sees that account, whatever
+    account runs the Python process."""
+
+    def __init__(self, user: str, env: dict):
+        super().__init__(env)
+        self.user = user
+
+    def run(self, argv, *, check=True):
+        return super().run(["runuser", "-u", self.user, "--", *argv], check=check)
+
+
+@pytest.mark.skipif(shutil.which("runuser") is None, reason="needs runuser (util-linux)")
+def test_an_unprivileged_account_places_its_own_jobs_and_no_one_elses(slurm, tmp_path):
+    """An account with no Slurm rights (``nobody``) places and releases its own held jobs; Slurm
+    refuses it another user's job, which stays held, untouched, with one line saying why (the
+    README's least privilege: other users' jobs need an operator account or the SlurmUser)."""
+    for path in (slurm.workdir, slurm.conf_path, slurm.topology_path):
+        path.chmod(path.stat().st_mode | (0o055 if path.is_dir() else 0o044))
+    client, nobody = slurm.client(), AsUser("nobody", slurm.env)
+    mine = nobody.submit(nodes_or_tasks=2, time_limit_min=3, command="sleep 120", name="mine",
+                         output="/dev/null", extra_args=["--hold", "-N", "2", "--chdir", "/tmp"])
+    theirs = submit_held(client, 1, "theirs")
+    config = ServiceConfig(time_limit_s=TIME_LIMIT_S)
+    rec = PlacementService(config, client=nobody, log_path=tmp_path / "log.jsonl").run_pass()
+    outcome = {e["job_id"]: e for e in rec["jobs"]}
+    assert outcome[mine]["outcome"] == "placed"
+    assert outcome[theirs]["outcome"] == "held"
+    reason = outcome[theirs]["reason"]
+    assert "this account may not change that job" in reason and "\n" not in reason
+    rows = wait_running(client, [mine])
+    assert expand_hostlist(rows[mine][2]) == expand_hostlist(outcome[mine]["nodes"])
+    state, why, _, requested = jobs_now(client)[theirs]
+    assert (state, why, requested) == ("PENDING", "JobHeldUser", "")

@@ -368,6 +368,8 @@ _UNREACHABLE = ("unable to contact slurm controller", "connection refused", "con
 _NO_CONFIG = ("s_p_parse_file", "unable to process configuration", "slurm_conf_init",
               "could not establish a configuration source")
 _MUNGE = ("munge", "authentication", "invalid credential")
+#: stderr fragments of a request Slurm refused for the caller's rights.
+_DENIED = ("invalid user id", "access/permission denied", "access denied")
 
 
 def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: str) -> SlurmError:
@@ -389,6 +391,10 @@ def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: st
         return SlurmError(f"cannot read the Slurm configuration: {first} ({where})")
     if "munge" in low:
         return SlurmError(f"munge authentication failed: {first}; is munged running? ({where})")
+    if any(s in low for s in _DENIED):
+        return SlurmError(f"{cmd} refused (exit {returncode}): {first}: this account may not "
+                          f"change that job (another user's job needs a Slurm operator account "
+                          f"or the SlurmUser)")
     return SlurmError(f"{cmd} failed (exit {returncode}): {first}")
 
 
