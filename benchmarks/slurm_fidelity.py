@@ -37,7 +37,14 @@ Two ways to stand for the trace's nodes (``--nodes-as``):
 
 Order agreement: a pair of jobs is *discordant* when Slurm starts one more than ``tie_s`` seconds
 before the other and the simulator starts it strictly later. A job "starts in the same order" when
-it is in no discordant pair. Wait error: simulated minus Slurm's wait, in real seconds.
+it is in no discordant pair. That count is harsh on a chain: one job started late makes every job
+it passed "out of order". :func:`longest_common_order` gives the second measure, the largest set
+of jobs whose order agrees (no discordant pair among them), as ``longest_common_order_pct``.
+Wait error: simulated minus Slurm's wait, in real seconds.
+
+``--debug-logs DIR`` keeps each mode's Slurm work directory under ``DIR/<mode>`` with slurmctld
+at ``debug2`` and ``DebugFlags=Backfill`` (which pass started each job, every reservation), to
+explain the out-of-order jobs one by one; off by default (the logs are large).
 
     python -m benchmarks.slurm_fidelity --start 2023-02-10 --jobs 200 --compression 300
     python -m benchmarks.slurm_fidelity --nodes-as slurm-nodes --start 2023-02-20 --jobs 200 \
@@ -57,6 +64,7 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
+import networkx as nx
 import numpy as np
 
 from placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
@@ -122,17 +130,28 @@ class WholeNodeSlurm(LocalSlurm):
         return _WholeNodeClient(self.env, timeout_s=timeout_s)
 
 
-def local_slurm(mode: str, nodes: int, nodes_as: str = "cpus") -> LocalSlurm:
-    """The (not yet started) local Slurm for ``mode`` with ``nodes`` trace nodes."""
+#: slurm.conf lines of a replay run with ``debug_dir``: slurmctld's scheduling decisions logged
+DEBUG_LOG_SETTINGS = {"SlurmctldDebug": "debug2", "DebugFlags": "Backfill"}
+
+
+def local_slurm(mode: str, nodes: int, nodes_as: str = "cpus", debug_dir=None) -> LocalSlurm:
+    """The (not yet started) local Slurm for ``mode`` with ``nodes`` trace nodes. With
+    ``debug_dir``, its work directory is ``debug_dir/<mode>`` and is kept (slurm.conf,
+    ``slurmctld.log``, ``jobcomp.txt``), and slurmctld logs at ``debug2`` with the ``Backfill``
+    debug flag (every backfill decision, the main scheduler's starts), for reading job by job
+    why a job started when it did."""
     slurm_kw, _ = MODES[mode]
+    extra = dict(DEBUG_LOG_SETTINGS) if debug_dir is not None else {}
+    where = {} if debug_dir is None else {"workdir": Path(debug_dir) / mode, "keep_workdir": True}
     if check_nodes_as(nodes_as) == "cpus":
-        return LocalSlurm(LocalSlurmConfig(cpus=nodes, **slurm_kw))
+        return LocalSlurm(LocalSlurmConfig(cpus=nodes, extra=extra, **slurm_kw), **where)
     names = node_names(nodes)
     # one switch over every node: topology/tree then takes a job's nodes as the first idle ones
     # in node order (heuristics.slurm_tree), the simulator's first fit; without a topology
     # plugin cons_tres picks a best-fitting run of consecutive nodes instead
     return WholeNodeSlurm(LocalSlurmConfig(cpus=nodes, node_names=names, cpus_per_node=1,
-                                           topology_conf=single_switch_conf(names), **slurm_kw))
+                                           topology_conf=single_switch_conf(names), extra=extra,
+                                           **slurm_kw), **where)
 
 
 def single_switch_conf(names) -> str:
@@ -183,7 +202,48 @@ def agreement(slurm_start, sim_start, submit, tie_s: float = 1.0) -> dict:
             "mean_wait_sim_s": float((sim_start - submit).mean()),
             "mean_wait_error_s": float(error.mean()),
             "mean_abs_wait_error_s": float(np.abs(error).mean()),
-            "max_abs_wait_error_s": float(np.abs(error).max())}
+            "max_abs_wait_error_s": float(np.abs(error).max()),
+            "longest_common_order_pct": longest_common_order(slurm_start, sim_start,
+                                                             tie_s)["longest_common_order_pct"]}
+
+
+def _discordant_before(slurm_start, sim_start, tie_s: float) -> np.ndarray:
+    """``m[i, j]``: Slurm starts job ``i`` more than ``tie_s`` before ``j`` and the simulator
+    starts it strictly later (the discordant pairs of :func:`agreement`, oriented)."""
+    slurm_start, sim_start = np.asarray(slurm_start, float), np.asarray(sim_start, float)
+    return ((slurm_start[:, None] - slurm_start[None, :] < -tie_s)
+            & (sim_start[:, None] - sim_start[None, :] > 0))
+
+
+def longest_common_order(slurm_start, sim_start, tie_s: float = 1.0) -> dict:
+    """The largest set of jobs whose start order agrees between Slurm and the simulator: no two
+    of them form a discordant pair (Slurm starts one more than ``tie_s`` seconds before the other
+    and the simulator strictly after it). Without ties this is the longest non-decreasing
+    subsequence of simulated starts taken in Slurm's start order; Slurm starts within ``tie_s``
+    count as ties (either order agrees).
+
+    "Discordant, i before j" is a strict partial order (transitive: the Slurm gaps add up, the
+    simulated starts keep decreasing), so the largest agreeing set is its largest antichain,
+    which by Dilworth's theorem has ``n - M`` jobs, ``M`` a maximum matching of the bipartite
+    graph of its pairs (Hopcroft-Karp, networkx). Returns ``jobs``,
+    ``longest_common_order`` (the set's size) and ``longest_common_order_pct`` (its share)."""
+    slurm_start, sim_start = np.asarray(slurm_start, float), np.asarray(sim_start, float)
+    if slurm_start.shape != sim_start.shape or slurm_start.ndim != 1:
+        raise InvalidInputError("slurm_start and sim_start must be 1-D arrays of one length, got "
+                                f"shapes {slurm_start.shape} and {sim_start.shape}")
+    n = len(slurm_start)
+    if n == 0:
+        return {"jobs": 0, "longest_common_order": 0, "longest_common_order_pct": 100.0}
+    before = np.nonzero(_discordant_before(slurm_start, sim_start, tie_s))
+    left = [("i", i) for i in range(n)]
+    graph = nx.Graph()
+    graph.add_nodes_from(left)
+    graph.add_nodes_from(("j", j) for j in range(n))
+    graph.add_edges_from((("i", int(i)), ("j", int(j))) for i, j in zip(*before))
+    # the matching maps both ways: each matched pair appears twice
+    matched = len(nx.bipartite.hopcroft_karp_matching(graph, top_nodes=left)) // 2
+    size = n - matched
+    return {"jobs": n, "longest_common_order": size, "longest_common_order_pct": 100 * size / n}
 
 
 def out_of_order(per_job: list[dict], sim_key: str = "sim_start", tie_s: float = 1.0) -> list[dict]:
@@ -220,12 +280,12 @@ def replay_origin(done: list[dict], records) -> int | None:
 
 
 def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
-             nodes_as: str = "cpus") -> dict:
+             nodes_as: str = "cpus", debug_dir=None) -> dict:
     from benchmarks.slurm_replay import replay_on_slurm
 
     _, backfill = MODES[mode]
     whole = check_nodes_as(nodes_as) == "cpus"
-    with local_slurm(mode, cpus, nodes_as) as slurm:
+    with local_slurm(mode, cpus, nodes_as, debug_dir) as slurm:
         done = replay_on_slurm([dict(r) for r in rows], slurm)
         origin = replay_origin(done, slurm.completed())
     done.sort(key=lambda r: r["slurm_submit"])
@@ -246,7 +306,8 @@ def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
         for delay in (release_delay_s, other):
             plain = simulate_rows(done, cpus, backfill, delay, whole, origin=origin or 0)
             out[f"node_counts_release_delay_{delay}s"] = agreement(slurm_start, plain, submit)
-    out["per_job"] = [{"id": r["id"], "submit": r["slurm_submit"], "cpus": r["cpus"],
+    out["per_job"] = [{"id": r["id"], "slurm_job_id": r.get("slurm_job_id"),
+                       "submit": r["slurm_submit"], "cpus": r["cpus"],
                        "limit_min": r["limit_min"], "runtime_s": r["runtime_s"],
                        "slurm_start": r["start"], "slurm_end": r["end"], "sim_start": int(s),
                        f"sim_start_release_delay_{other}s": int(m)}
@@ -256,9 +317,11 @@ def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
 
 
 def fidelity(trace: str, start: str, count: int = 200, compression: float = 300, cpus: int = 76,
-             modes=("fcfs", "easy"), release_delay_s: int = 1, nodes_as: str = "cpus") -> list[dict]:
+             modes=("fcfs", "easy"), release_delay_s: int = 1, nodes_as: str = "cpus",
+             debug_dir=None) -> list[dict]:
     """Every mode's replay, run side by side (separate local Slurms). ``cpus``: the number of
-    trace nodes, as CPUs of one Slurm node or as Slurm nodes (``nodes_as``)."""
+    trace nodes, as CPUs of one Slurm node or as Slurm nodes (``nodes_as``). ``debug_dir``: keep
+    each mode's Slurm work directory there with debug logs (see :func:`local_slurm`)."""
     check_nodes_as(nodes_as)
     rows = trace_slice(trace, start, count, compression)
     results: dict[str, dict] = {}
@@ -266,7 +329,7 @@ def fidelity(trace: str, start: str, count: int = 200, compression: float = 300,
 
     def work(mode):
         try:
-            results[mode] = run_mode(rows, mode, cpus, release_delay_s, nodes_as)
+            results[mode] = run_mode(rows, mode, cpus, release_delay_s, nodes_as, debug_dir)
         except BaseException as exc:  # re-raised below, in the caller's thread
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(m,)) for m in modes]
@@ -294,9 +357,14 @@ def main(argv=None) -> int:
                    help="simulator's release delay in seconds (0 or 1; the other is reported too)")
     p.add_argument("--modes", default="fcfs,easy")
     p.add_argument("--out", default="benchmarks/out/slurm_fidelity.json")
+    p.add_argument("--debug-logs", metavar="DIR", default=None,
+                   help="keep each mode's Slurm work directory under DIR/<mode> with slurmctld "
+                        "logging at debug2 and DebugFlags=Backfill (off by default; the logs "
+                        "are large, keep them out of git, e.g. under benchmarks/out/)")
     args = p.parse_args(argv)
     res = fidelity(args.trace, args.start, args.jobs, args.compression, args.cpus,
-                   tuple(args.modes.split(",")), args.release_delay, args.nodes_as)
+                   tuple(args.modes.split(",")), args.release_delay, args.nodes_as,
+                   args.debug_logs)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1))
     for r in res:

@@ -4,6 +4,7 @@ will-run batching of running jobs, reservations on named nodes)."""
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.slurm_fidelity import (node_names, out_of_order, replay_origin,
-                                       single_switch_conf)
+from benchmarks.slurm_fidelity import (agreement, local_slurm, longest_common_order, node_names,
+                                       out_of_order, replay_origin, single_switch_conf)
 from placement.batch import Jobs, SchedulerConfig, Simulator
 from placement.batch import _kernels as k
 from tjap.errors import InvalidInputError
@@ -40,6 +41,57 @@ def test_out_of_order_lists_each_discordant_job_with_its_partners():
     tie = [{"id": 0, "submit": 0, "cpus": 1, "slurm_start": 3, "sim_start": 5},
            {"id": 1, "submit": 0, "cpus": 1, "slurm_start": 4, "sim_start": 4}]
     assert out_of_order(tie) == []
+
+
+def _longest_common_order_brute(slurm, sim, tie_s):
+    """The largest subset with no discordant pair, by trying every subset."""
+    n = len(slurm)
+    for size in range(n, 0, -1):
+        for subset in itertools.combinations(range(n), size):
+            if not any((slurm[i] < slurm[j] - tie_s and sim[i] > sim[j])
+                       or (slurm[j] < slurm[i] - tie_s and sim[j] > sim[i])
+                       for i, j in itertools.combinations(subset, 2)):
+                return size
+    return 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=0, max_size=8),
+       st.sampled_from([0.0, 1.0, 2.0]))
+def test_longest_common_order_matches_brute_force(starts, tie_s):
+    slurm = [a for a, _ in starts]
+    sim = [b for _, b in starts]
+    got = longest_common_order(slurm, sim, tie_s)
+    assert got["longest_common_order"] == _longest_common_order_brute(slurm, sim, tie_s)
+    assert got["jobs"] == len(starts)
+
+
+def test_longest_common_order_examples():
+    # one job moved from first to last: the other four keep their order
+    assert longest_common_order([0, 10, 20, 30, 40], [50, 10, 20, 30, 40])[
+        "longest_common_order_pct"] == 80.0
+    # a whole chain shifted behind one job: only that job is out, where every chain job is out of
+    # "same start order" (each forms a discordant pair with it)
+    slurm, sim = [0, 10, 12, 14, 16], [18, 0, 2, 4, 6]
+    assert longest_common_order(slurm, sim)["longest_common_order"] == 4
+    assert agreement(slurm, sim, np.zeros(5))["same_order_pct"] == 0.0
+    assert agreement(slurm, sim, np.zeros(5))["longest_common_order_pct"] == 80.0
+    # Slurm starts 1 s apart are ties under tie_s = 1, not under tie_s = 0
+    assert longest_common_order([0, 1], [5, 4])["longest_common_order"] == 2
+    assert longest_common_order([0, 1], [5, 4], tie_s=0)["longest_common_order"] == 1
+    assert longest_common_order([], [])["longest_common_order_pct"] == 100.0
+    with pytest.raises(InvalidInputError):
+        longest_common_order([0, 1], [0])
+
+
+def test_debug_logs_keep_the_workdir_with_backfill_logging(tmp_path):
+    slurm = local_slurm("easy", 4, "slurm-nodes", tmp_path)
+    assert slurm.workdir == (tmp_path / "easy").resolve() and slurm.keep_workdir
+    conf = slurm.conf_lines()
+    assert "SlurmctldDebug=debug2" in conf and "DebugFlags=Backfill" in conf
+    plain = local_slurm("easy", 4, "slurm-nodes")
+    assert "DebugFlags=Backfill" not in plain.conf_lines() and not plain.keep_workdir
+    plain.stop()   # removes its temporary work directory
 
 
 def test_replay_origin_from_slurm_records():
