@@ -342,6 +342,32 @@ def fidelity(trace: str, start: str, count: int = 200, compression: float = 300,
     return [results[m] for m in modes]
 
 
+def plot(results: list[dict], png) -> Path:
+    """One panel per mode: each job's simulated start against Slurm's (real seconds), the jobs
+    not in the same start order (:func:`out_of_order`) marked, the diagonal for agreement."""
+    from tjap.report import pyplot, save_figure
+
+    plt = pyplot()
+    fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4.6), squeeze=False)
+    for ax, r in zip(axes[0], results):
+        rows = r["per_job"]
+        slurm = np.array([row["slurm_start"] for row in rows], float)
+        sim = np.array([row["sim_start"] for row in rows], float)
+        bad = {row["id"] for row in out_of_order(rows)}
+        off = np.array([row["id"] in bad for row in rows], bool)
+        top = float(max(slurm.max(), sim.max())) if len(rows) else 1.0
+        ax.plot([0, top], [0, top], color="0.7", lw=1, zorder=0)
+        ax.scatter(slurm[~off], sim[~off], s=10, label="same start order")
+        ax.scatter(slurm[off], sim[off], s=14, marker="x", color="tab:red",
+                   label="out of order")
+        ax.set_xlabel("Slurm's start (s)")
+        ax.set_ylabel("simulated start (s)")
+        ax.set_title(f"{r['mode']}: {r['same_order_pct']:.1f} % same order, longest common "
+                     f"order {r.get('longest_common_order_pct', float('nan')):.1f} %", fontsize=9)
+        ax.legend(fontsize=8, loc="upper left")
+    return save_figure(fig, png)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trace", default=str(bundled_trace("ls6-a100")))
@@ -361,12 +387,27 @@ def main(argv=None) -> int:
                    help="keep each mode's Slurm work directory under DIR/<mode> with slurmctld "
                         "logging at debug2 and DebugFlags=Backfill (off by default; the logs "
                         "are large, keep them out of git, e.g. under benchmarks/out/)")
+    p.add_argument("--plot", metavar="PNG", default=None,
+                   help="also draw each job's simulated start against Slurm's to PNG")
+    p.add_argument("--replot", metavar="JSON", default=None,
+                   help="no replay: read the results a run wrote to JSON and draw --plot from them")
     args = p.parse_args(argv)
+    if args.replot:
+        if not args.plot:
+            p.error("--replot needs --plot PNG")
+        try:
+            res = json.loads(Path(args.replot).read_text())
+            print(plot(res, args.plot))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            p.error(f"--replot {args.replot}: not a result of this benchmark ({exc})")
+        return 0
     res = fidelity(args.trace, args.start, args.jobs, args.compression, args.cpus,
                    tuple(args.modes.split(",")), args.release_delay, args.nodes_as,
                    args.debug_logs)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1))
+    if args.plot:
+        print(plot(res, args.plot))
     for r in res:
         print(json.dumps({k: v for k, v in r.items() if k not in ("per_job", "out_of_order")}))
         for row in r["out_of_order"]:

@@ -178,3 +178,21 @@ def test_new_options_default_off_and_validated():
         SchedulerConfig(backfill="easy", bf_reserve_nodes=True, reserve_whole_node=True)
     with pytest.raises(InvalidInputError):
         SchedulerConfig(bf_will_run_window_s=-1)
+
+
+def test_plot_marks_the_out_of_order_jobs(tmp_path):
+    from benchmarks.slurm_fidelity import main, plot
+
+    rows = [{"id": i, "slurm_start": s, "sim_start": t, "submit": 0, "cpus": 1}
+            for i, (s, t) in enumerate([(0, 0), (10, 30), (20, 12), (30, 31)])]
+    result = [{"mode": "easy", "same_order_pct": 50.0, "longest_common_order_pct": 75.0,
+               "per_job": rows}]
+    png = plot(result, tmp_path / "f.png")
+    assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+    saved = tmp_path / "r.json"
+    saved.write_text(__import__("json").dumps(result))
+    assert main(["--replot", str(saved), "--plot", str(tmp_path / "g.png")]) == 0
+    assert (tmp_path / "g.png").exists()
+    with pytest.raises(SystemExit) as err:       # argparse's one-line error, exit 2
+        main(["--replot", str(tmp_path / "f.png"), "--plot", str(tmp_path / "h.png")])
+    assert err.value.code == 2
