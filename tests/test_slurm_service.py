@@ -39,13 +39,16 @@ SwitchName=e Nodes=n[10-11]
 SwitchName=c Nodes=n[12-14]
 """)
 
-#: Captured from Slurm 22.05.8 (squeue -h -t PENDING -o PENDING_FORMAT, SLURM_TIME_FORMAT=%s).
+#: squeue -h -t PENDING,RUNNING -o PENDING_FORMAT (SLURM_TIME_FORMAT=%s) as Slurm 22.05.8 prints
+#: it (a pending job's start is N/A, a running job's its Unix start); the users, accounts, array
+#: and the UNLIMITED / day-long limits are edited in to cover those cases.
 SQUEUE_HELD = """\
-2|PENDING|JobHeldUser|1|1795623293|root|(null)|main|0|n01||(null)|wrap
-1|PENDING|JobHeldUser|3|1795623293|root|(null)|main|0|||(null)|wrap
-7|PENDING|JobHeldAdmin|2|1795623300|bob|physics|main|0|||(null)|sim|a|b
-8_[1-4]|PENDING|JobHeldUser|1|1795623301|bob|physics|main|0|||(null)|array
-9|PENDING|Priority|2|1795623302|eve|(null)|main|4294|||(null)|x
+2|PENDING|JobHeldUser|1|1795623293|root|(null)|main|0|n01||(null)|N/A|5:00|wrap
+1|PENDING|JobHeldUser|3|1795623293|root|(null)|main|0|||(null)|N/A|1:30:00|wrap
+7|PENDING|JobHeldAdmin|2|1795623300|bob|physics|main|0|||(null)|N/A|UNLIMITED|sim|a|b
+8_[1-4]|PENDING|JobHeldUser|1|1795623301|bob|physics|main|0|||(null)|N/A|3:00|array
+9|PENDING|Priority|2|1795623302|eve|(null)|main|4294|||(null)|N/A|1-00:00:00|x
+10|RUNNING|None|2|1795623290|root|(null)|main|1|||(null)|1795623291|3:00|run
 """
 
 
@@ -59,7 +62,10 @@ def job(job_id, nodes, *, submit=0, reason="JobHeldUser", state="PENDING", parti
 # -- squeue ------------------------------------------------------------------------------------
 def test_parse_pending_reads_held_jobs():
     jobs = parse_pending(SQUEUE_HELD)
-    assert [j.job_id for j in jobs] == [2, 1, 7, 8, 9]
+    assert [j.job_id for j in jobs] == [2, 1, 7, 8, 9, 10]
+    assert [j.time_limit_s for j in jobs] == [300, 5400, None, 180, 86400, 180]
+    assert [j.start_time for j in jobs] == [None] * 5 + [1795623291]
+    assert jobs[5].state == "RUNNING" and not jobs[5].held_by_user
     assert jobs[0].req_nodes == "n01" and jobs[0].features == "" and jobs[0].account == ""
     assert jobs[1].held_by_user and jobs[1].nodes == 3 and jobs[1].submit_time == 1795623293
     assert jobs[2].reason == "JobHeldAdmin" and not jobs[2].held_by_user
@@ -69,7 +75,9 @@ def test_parse_pending_reads_held_jobs():
 
 
 @pytest.mark.parametrize("line", ["1|PENDING|JobHeldUser|3", "x|PENDING|JobHeldUser|3|0|u|a|p|0"
-                                  "|||(null)|n", "1|PENDING|JobHeldUser|three|0|u|a|p|0|||x|n"])
+                                  "|||(null)|N/A|5:00|n", "1|PENDING|JobHeldUser|three|0|u|a|p|0"
+                                  "|||x|N/A|5:00|n", "1|PENDING|JobHeldUser|3|0|u|a|p|0|||x|N/A"
+                                  "|five|n"])
 def test_parse_pending_rejects_bad_lines_in_one_line(line):
     with pytest.raises(SlurmError, match="unexpected squeue line") as err:
         parse_pending(line)

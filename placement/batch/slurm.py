@@ -244,7 +244,8 @@ def parse_sinfo(text: str) -> list[NodeState]:
 
 @dataclass(frozen=True)
 class PendingJob:
-    """A pending job as the placement service reads it (``squeue -t PENDING -o PENDING_FORMAT``).
+    """A queued job as the placement service reads it (``squeue -o PENDING_FORMAT``): pending,
+    or running when asked for (``SlurmClient.pending(states=...)``).
 
     ``job_text`` is squeue's ``%i`` (``123``, or ``123_4`` / ``123_[1-5]`` for an array,
     ``123+0`` for a heterogeneous job); ``job_id`` its leading number. ``nodes`` is the node
@@ -252,7 +253,8 @@ class PendingJob:
     hostlists (``""`` when none), ``features`` the ``--constraint`` (``""`` when none),
     ``account`` ``""`` without accounting. ``reason`` is Slurm's: ``JobHeldUser`` after
     ``sbatch --hold`` or ``scontrol uhold``, ``JobHeldAdmin`` after an administrator's
-    ``scontrol hold``.
+    ``scontrol hold``. ``start_time`` is the start of a running job (Unix seconds; Slurm's
+    expected start or None for a pending one), ``time_limit_s`` None when unlimited.
     """
 
     job_id: int
@@ -269,6 +271,8 @@ class PendingJob:
     exc_nodes: str
     features: str
     name: str
+    start_time: int | None = None
+    time_limit_s: int | None = None
 
     @property
     def plain(self) -> bool:
@@ -288,7 +292,8 @@ class PendingJob:
 
 
 #: ``squeue --format`` of :class:`PendingJob`; the name comes last and may contain ``|``.
-PENDING_FIELDS = ("%i", "%T", "%r", "%D", "%V", "%u", "%a", "%P", "%Q", "%n", "%x", "%f", "%j")
+PENDING_FIELDS = ("%i", "%T", "%r", "%D", "%V", "%u", "%a", "%P", "%Q", "%n", "%x", "%f", "%S",
+                  "%l", "%j")
 PENDING_FORMAT = "|".join(PENDING_FIELDS)
 
 
@@ -301,8 +306,8 @@ def parse_pending(text: str) -> list[PendingJob]:
     """Output of ``squeue -h -o PENDING_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
     jobs = []
     for line, parts in _squeue_rows(text, len(PENDING_FIELDS)):
-        (job, state, reason, nodes, submit, user, account, part, prio, req, exc, feat,
-         name) = parts
+        (job, state, reason, nodes, submit, user, account, part, prio, req, exc, feat, start,
+         limit, name) = parts
         m = re.match(r"(\d+)", job.strip())
         try:
             if not m:
@@ -312,8 +317,9 @@ def parse_pending(text: str) -> list[PendingJob]:
                 reason=reason.strip(), nodes=int(nodes), submit_time=_unix_or_none(submit) or 0,
                 user=user.strip(), account=_null(account), partition=part.strip(),
                 priority=int(prio), req_nodes=_null(req), exc_nodes=_null(exc),
-                features=_null(feat), name=name))
-        except ValueError as exc_:
+                features=_null(feat), name=name, start_time=_unix_or_none(start),
+                time_limit_s=parse_duration(limit)))
+        except (ValueError, SlurmError) as exc_:
             raise SlurmError(f"unexpected squeue line ({exc_}): {line!r}") from None
     return jobs
 
@@ -526,10 +532,11 @@ class SlurmClient:
 
     # -- the placement service's operations (tjap slurm place) -------------------------------
     def pending(self, *, partition: str | None = None, users=(), accounts=(),
-                job_id: int | None = None) -> list[PendingJob]:
-        """Pending jobs (``squeue -t PENDING``), optionally of one partition, some users or
-        accounts, or one job; squeue's own order."""
-        argv = ["squeue", "-h", "-t", "PENDING", "-o", PENDING_FORMAT]
+                job_id: int | None = None, states: str = "PENDING") -> list[PendingJob]:
+        """Pending jobs (``squeue -t PENDING``; ``states="PENDING,RUNNING"`` adds the running
+        ones, with their start times), optionally of one partition, some users or accounts, or
+        one job; squeue's own order."""
+        argv = ["squeue", "-h", "-t", states, "-o", PENDING_FORMAT]
         if partition:
             argv += ["-p", partition]
         if users:

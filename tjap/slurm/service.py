@@ -176,6 +176,24 @@ def _now_iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
 
 
+#: squeue states of jobs that hold their nodes (they free them at start + time limit at the latest)
+HOLDING = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
+
+
+def _timing(queued, now: float) -> tuple[list, dict]:
+    """``(releases, limits)`` of :class:`State` from the partition's pending and running jobs:
+    ``(end, nodes)`` of each running job (end None when its limit is unlimited; a start Slurm
+    did not report is taken as ``now``) and every job's time limit in seconds."""
+    releases, limits = [], {}
+    for job in queued:
+        limits[job.job_id] = job.time_limit_s
+        if job.state in HOLDING.split(","):
+            start = job.start_time if job.start_time is not None else now
+            end = None if job.time_limit_s is None else start + job.time_limit_s
+            releases.append((end, job.nodes))
+    return releases, limits
+
+
 class PlacementService:
     """The window placement service (see the module docstring).
 
@@ -253,7 +271,10 @@ class PlacementService:
         topology = self.topology
         names = set(topology.node_names)
         nodes = c.partition_nodes(partition)
-        pending = c.pending(partition=partition)
+        # one squeue per pass: the held jobs, and with EASY the running jobs' starts and limits
+        easy = self.config.backfill == "easy"
+        queued = c.pending(partition=partition, states=f"PENDING,{HOLDING}" if easy else "PENDING")
+        pending = [j for j in queued if j.state == "PENDING"]
         # nodes named by pending jobs that are not held (e.g. released by the last window but
         # not started yet) are spoken for, idle as they may look
         reserved = set()
@@ -268,8 +289,8 @@ class PlacementService:
         idle = [n for n in idle if n not in reserved]
         read_at = time.time()
         releases, limits = [], {}
-        if self.config.backfill == "easy":
-            releases, limits = self._timing(partition, read_at)
+        if easy:
+            releases, limits = _timing(queued, read_at)
             for job in pending:        # released with its nodes named, about to start
                 if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
                     limit = limits.get(job.job_id)
@@ -279,19 +300,6 @@ class PlacementService:
                    and (not accounts or j.account in accounts)]
         return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
                      releases=releases, limits=limits)
-
-    def _timing(self, partition: str, now: float) -> tuple[list, dict]:
-        """``(releases, limits)`` of :class:`State` from one ``squeue`` of the partition."""
-        releases, limits = [], {}
-        for job in self.client.queue():
-            if job.partition != partition:
-                continue
-            limits[job.job_id] = job.time_limit_s
-            if job.running:
-                start = job.start_time if job.start_time is not None else now
-                end = None if job.time_limit_s is None else start + job.time_limit_s
-                releases.append((end, job.nodes))
-        return releases, limits
 
     # -- deciding ----------------------------------------------------------------------------
     def decide(self, state: State) -> dict:
