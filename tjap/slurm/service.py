@@ -3,14 +3,15 @@
 One pass (a *window*):
 
 1. read the live switch tree (``scontrol show topology``; re-read every pass, a change is
-   logged), the partition's idle nodes (``sinfo``) and its pending jobs (``squeue``); idle nodes
+   logged), the partition's idle nodes (``sinfo``) and its pending jobs (one ``squeue``, which
+   with EASY also lists the running jobs); idle nodes
    that a released but not yet started job asks for (``ReqNodeList``) do not count as idle;
 2. keep the jobs the service may place (:func:`tjap.slurm.queue.eligible`: held by their owner
    with ``sbatch --hold``, plain ``-N n`` jobs), order them as the paper does (more windows
    waited first, then fewer nodes) and take the greedy prefix that fits the idle nodes; with
    ``backfill="easy"`` (the default) also the later jobs that fit now without delaying the
-   first job that does not (EASY, from the running jobs' start times and time limits, which
-   the pass reads with ``squeue``), as Slurm's own backfill would have started them;
+   first job that does not (EASY, from the running jobs' start times and time limits), as
+   Slurm's own backfill would have started them;
 3. solve that window with ``method`` (default ``guarded``: never costlier than Slurm's own
    ``topology/tree`` choice nor than the SCAS optimum), and compute Slurm's would-be cost
    (``slurm-tree``) and the SCAS optimum beside it;
@@ -31,6 +32,9 @@ SIGTERM, 130 for SIGINT).
 
 The Slurm commands are found on ``PATH`` and read ``SLURM_CONF`` from the environment; they are
 run with argument lists (:class:`placement.batch.slurm.SlurmClient`), never through a shell.
+An account with no Slurm rights may run the service for its own jobs; other users' jobs need a
+Slurm operator account (or the ``SlurmUser``): Slurm refuses the update otherwise, and the job
+stays held with that reason in its record.
 """
 
 from __future__ import annotations
