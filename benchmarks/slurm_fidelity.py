@@ -362,8 +362,10 @@ def plot(results: list[dict], png) -> Path:
                    label="out of order")
         ax.set_xlabel("Slurm's start (s)")
         ax.set_ylabel("simulated start (s)")
-        ax.set_title(f"{r['mode']}: {r['same_order_pct']:.1f} % same order, longest common "
-                     f"order {r.get('longest_common_order_pct', float('nan')):.1f} %", fontsize=9)
+        delay = f", release delay {r['release_delay_s']} s" if "release_delay_s" in r else ""
+        ax.set_title(f"{r['mode']}{delay}: {r['same_order_pct']:.1f} % same order, longest "
+                     f"common order {r.get('longest_common_order_pct', float('nan')):.1f} %",
+                     fontsize=9)
         ax.legend(fontsize=8, loc="upper left")
     return save_figure(fig, png)
 
