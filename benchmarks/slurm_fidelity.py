@@ -188,11 +188,9 @@ def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: i
 
 def agreement(slurm_start, sim_start, submit, tie_s: float = 1.0) -> dict:
     slurm_start, sim_start = np.asarray(slurm_start, float), np.asarray(sim_start, float)
-    d_slurm = slurm_start[:, None] - slurm_start[None, :]
-    d_sim = sim_start[:, None] - sim_start[None, :]
-    discordant = (d_slurm < -tie_s) & (d_sim > 0)
+    discordant = _discordant_before(slurm_start, sim_start, tie_s)
     bad = discordant | discordant.T
-    pairs = int(np.triu(np.abs(d_slurm) > tie_s, 1).sum())
+    pairs = int(np.triu(np.abs(slurm_start[:, None] - slurm_start[None, :]) > tie_s, 1).sum())
     error = (sim_start - submit) - (slurm_start - submit)
     discordant_pairs = int(np.triu(bad, 1).sum())
     return {"jobs": len(submit), "same_order_pct": 100 * float((~bad.any(axis=1)).mean()),
@@ -253,9 +251,7 @@ def out_of_order(per_job: list[dict], sim_key: str = "sim_start", tie_s: float =
     if not per_job:
         return []
     slurm = np.array([r["slurm_start"] for r in per_job], float)
-    sim = np.array([r[sim_key] for r in per_job], float)
-    d_slurm, d_sim = slurm[:, None] - slurm[None, :], sim[:, None] - sim[None, :]
-    discordant = (d_slurm < -tie_s) & (d_sim > 0)
+    discordant = _discordant_before(slurm, [r[sim_key] for r in per_job], tie_s)
     bad = discordant | discordant.T
     rows = []
     for i in np.flatnonzero(bad.any(axis=1)):

@@ -334,6 +334,37 @@ def _workers(value: str) -> int:
     return number
 
 
+def sweep_rows(executor, fn: Callable, tasks: Sequence, *, desc: str = "", quiet: bool = False,
+               csv_path=None, many: bool = False, lines: bool = False) -> list[dict]:
+    """The rows of a sweep run on ``executor`` (its :meth:`Executor.map`) whose tasks each return
+    one row (a dict), or a list of rows with ``many``, in order (failed tasks reported and
+    dropped). With ``csv_path`` each row goes to disk as it arrives (:class:`CsvRows`:
+    NAME.partial.csv until the sweep completes, and left so, every row complete, when it is
+    interrupted). With ``lines`` and stderr not a terminal (no progress bar), a progress line
+    every tenth of the tasks, unless ``quiet``."""
+    tasks = list(tasks)
+    every = max(1, len(tasks) // 10)
+    lines = lines and not quiet and not sys.stderr.isatty()
+    out = CsvRows(csv_path) if csv_path else None
+    rows = []
+    try:
+        for k, value in enumerate(executor.map(fn, tasks, desc=desc, quiet=quiet), 1):
+            if not isinstance(value, TaskFailure):   # reported by map
+                new = value if many else [value]
+                rows += new
+                for row in new if out else ():
+                    out.write(row)
+            if lines and (k % every == 0 or k == len(tasks)):
+                print(f"{desc}: {k}/{len(tasks)} windows", file=sys.stderr, flush=True)
+    except BaseException:
+        if out:
+            out.close(complete=False)
+        raise
+    if out:
+        out.close(complete=True)
+    return rows
+
+
 class CsvRows:
     """A CSV written row by row, flushed after each, valid after every write.
 

@@ -92,12 +92,10 @@ class NSARepairEnv(gym.Env):
         self.length = decode(a.num_idle, a.sizes, a.offsets, new_order, new_starts, kept,
                              self.positions, self.taken)
         self.baseline = 0.0
-        if self.reward_kind == "relative":
-            from learned.imitation import lookahead_totals
+        if self.reward_kind == "relative":   # the look-ahead expert's score of this state
+            from learned.imitation import expert_scores
 
-            self.baseline = float(lookahead_totals(
-                a, self.taken, self.length, a.sizes[new_order[kept]], a.sizes[new_order[kept + 1:]],
-                self.q, self.code).min())
+            self.baseline = float(expert_scores(self, "lookahead").min())
         return self._observe(), {}
 
     def _observe(self):

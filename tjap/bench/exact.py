@@ -33,7 +33,7 @@ from placement.tree.window import Window
 from placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
-from tjap.executor import CsvRows, TaskFailure, make_executor
+from tjap.executor import make_executor, sweep_rows
 from tjap.report import format_table, pyplot, save_figure, write_csv
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
@@ -127,34 +127,12 @@ def run_topology(path, num_windows=100, seed=0, *, convention="paper", cap=5, ta
     tasks = [({"idle_nodes": w.idle_nodes.tolist(), "job_sizes": list(w.job_sizes),
                "meta": dict(w.meta)}, path, seed, convention, freeform_time_limit_s, bound)
              for w in windows]
-    rows = _sweep(solve_tree_window, tasks, executor, quiet, csv_path, Path(path).name)
+    rows = sweep_rows(executor or make_executor(1), solve_tree_window, tasks,
+                      desc=f"exact/{Path(path).name}", quiet=quiet, csv_path=csv_path, many=True)
     return {"rows": rows, "summary": summarize(rows), "layout": Path(path).name,
             "topology": path, "nodes": tree.num_nodes, "seed": seed, "convention": convention,
             "num_windows": len(windows), "cap": cap, "bound": bound,
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-
-
-def _sweep(fn, tasks, executor, quiet, csv_path, desc) -> list[dict]:
-    """Run the sweep; with ``csv_path``, rows go to disk as they arrive, in NAME.partial.csv
-    until the last one (an interrupted run leaves that file, every row in it complete)."""
-    rows = []
-    partial = CsvRows(csv_path) if csv_path else None   # rows on disk as they arrive
-    try:
-        # map, not results (a list): each window's rows reach the disk as soon as it is solved
-        for out in (executor or make_executor(1)).map(fn, tasks, desc=f"exact/{desc}",
-                                                      quiet=quiet):
-            if isinstance(out, TaskFailure):
-                continue                                # reported on stderr by the executor
-            rows += out
-            for row in out if partial else ():
-                partial.write(row)
-    except BaseException:
-        if partial:
-            partial.close(complete=False)
-        raise
-    if partial:
-        partial.close(complete=True)
-    return rows
 
 
 def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
@@ -171,7 +149,8 @@ def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
     tasks = [(w.to_dict(), seed, convention, freeform_time_limit_s,
               paper_time_limit_s if k < paper_windows else None) for k, w in enumerate(windows)]
-    rows = _sweep(solve_window, tasks, executor, quiet, csv_path, layout)
+    rows = sweep_rows(executor or make_executor(1), solve_window, tasks,
+                      desc=f"exact/{layout}", quiet=quiet, csv_path=csv_path, many=True)
     return {"rows": rows, "summary": summarize(rows), "layout": layout, "seed": seed,
             "convention": convention, "num_windows": len(windows), "cap": cap}
 

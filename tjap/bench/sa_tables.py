@@ -23,9 +23,7 @@ from any :class:`~placement.tree.workload.Workload` (a job list read by
 
 from __future__ import annotations
 
-import contextlib
 import math
-import sys
 import time
 
 import numpy as np
@@ -35,7 +33,7 @@ from placement.tree.window import Window
 from placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
-from tjap.executor import CsvRows, TaskFailure, make_executor
+from tjap.executor import make_executor, sweep_rows
 from tjap.report import format_table
 
 #: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
@@ -74,7 +72,8 @@ def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freefo
     solve(windows[0], "sa", preset=setting, iterations=1, convention=conv)          # compile first
     solve(windows[0], "sa", iterations=1, convention=conv, **BEST_SA)
     tasks = [(setting, w.to_dict(), seed, freeform_time_limit_s) for w in windows]
-    rows = _sweep_rows(table3_window, tasks, executor, quiet, csv_path, f"table3/{setting}")
+    rows = sweep_rows(executor or make_executor(1), table3_window, tasks,
+                      desc=f"table3/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
     names = list(_table3_runs(setting)) + ["freeform"]
     return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, names) if rows else []}
 
@@ -144,7 +143,8 @@ def table4(setting="published", epochs=10, windows_per_epoch=100, seed=0, paper_
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     tasks = [(setting, w.to_dict(), seed, limit_s, k < paper_windows)
              for k, w in enumerate(windows)]
-    rows = _sweep_rows(table4_window, tasks, executor, quiet, csv_path, f"table4/{setting}")
+    rows = sweep_rows(executor or make_executor(1), table4_window, tasks,
+                      desc=f"table4/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
     return {"setting": setting, "rows": rows}
 
 
@@ -304,31 +304,12 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     for options in (*_nsa_same_time_runs(setting).values(), BEST_SA):
         solve(windows[0], "sa", iterations=1, convention=conv, **options)
     tasks = [(setting, w.to_dict(), seed, weights, preset, clock) for w in windows]
-    rows = _sweep_rows(nsa_window, tasks, executor, quiet, csv_path, f"nsa/{setting}")
+    rows = sweep_rows(executor or make_executor(1), nsa_window, tasks,
+                      desc=f"nsa/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
     names = nsa_columns(setting)
     return {"setting": setting, "preset": preset, "weights": weights, "seed": seed,
             "clock": clock, "rows": rows, "epochs": _per_epoch(rows, names) if rows else [],
             "summary": nsa_summary(rows, names)}
-
-
-def _sweep_rows(fn, tasks, executor, quiet, csv_path, desc) -> list[dict]:
-    """One row per task, in order; with ``csv_path`` each written as it arrives
-    (:class:`~tjap.executor.CsvRows`: NAME.partial.csv until the sweep completes). Without a
-    progress bar (stderr not a terminal), a progress line every tenth of the tasks."""
-    lines = not quiet and not sys.stderr.isatty()
-    every = max(1, len(tasks) // 10)
-    out = CsvRows(csv_path) if csv_path else contextlib.nullcontext()
-    rows = []
-    with out:
-        for k, row in enumerate((executor or make_executor(1)).map(fn, tasks, desc=desc,
-                                                                   quiet=quiet), 1):
-            if not isinstance(row, TaskFailure):    # a failure is reported by the executor
-                rows.append(row)
-                if csv_path:
-                    out.write(row)
-            if lines and (k % every == 0 or k == len(tasks)):
-                print(f"{desc}: {k}/{len(tasks)} windows", file=sys.stderr, flush=True)
-    return rows
 
 
 def nsa_window(setting, w, seed, weights, preset=None, clock="cpu") -> dict:

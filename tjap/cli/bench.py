@@ -116,7 +116,7 @@ def cmd_bench(args) -> int:
         return _bench_batch(args)
     from placement.tree.fat_tree import FatTree
     from tjap.bench import online, sa_tables
-    from tjap.report import format_table, write_csv
+    from tjap.report import write_csv
 
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
