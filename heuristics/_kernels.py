@@ -19,7 +19,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from heuristics._net_kernels import net_start
+from heuristics._net_kernels import (CFG_LOOKAHEAD, CFG_SAMPLE, candidate_starts, net_logits,
+                                      net_start, top_k)
 from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
                                            take_block_cost, taken_words)
 from placement.tree.tree_cost import block_costs
@@ -30,6 +31,7 @@ REPAIR_PAPER = 0     # uniform among the first min(q, length) positions (the pap
 REPAIR_UNIFORM = 1   # uniform over every position
 REPAIR_GREEDY = 2    # the cheapest block (ties: lowest position)
 REPAIR_LEARNED = 3   # a trained network run in the loop (heuristics._net_kernels, learned.nsa)
+REPAIR_LOOKAHEAD = 4  # k proposed starts, each scored with the later jobs placed greedily
 # order in which removed jobs are re-inserted
 REINSERT_LARGEST_FIRST = 0  # descending size, ties by window order (the paper's text)
 REINSERT_WINDOW_ORDER = 1   # window order (the published code)
@@ -142,54 +144,125 @@ def greedy_start(group_q, top_level, num_groups, taken, length, alive, size, con
     return int(np.argmin(costs))
 
 
-def pick_start(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
-               q, others, num_others, rng):
+@njit
+def lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, taken, work,
+                    length, alive, start, size, sizes, order, rest_from):
+    """The cost of the block of ``size`` at ``start`` of the current sequence (``length`` free
+    positions of ``taken``) plus those of the jobs ``order[rest_from:]`` (of ``sizes``) placed
+    after it in that order, each at its cheapest block (the greedy repair, ties to the lowest
+    start), summed in that order. ``work`` (a taken bitmap) and ``alive`` are scratch; ``taken``
+    is unchanged."""
+    for w in range(taken.shape[0]):
+        work[w] = taken[w]
+    total = take_block_cost(work, start, size, group_q, ends, shallow, top_level, convention)
+    left = length - size
+    for step in range(rest_from, order.shape[0]):
+        r = sizes[order[step]]
+        g = greedy_start(group_q, top_level, num_groups, work, left, alive, r, convention)
+        total += take_block_cost(work, g, r, group_q, ends, shallow, top_level, convention)
+        left -= r
+    return total
+
+
+@njit
+def lookahead_start(group_q, ends, shallow, top_level, num_groups, convention, taken, work,
+                    length, alive, size, candidates, count, sizes, order, rest_from):
+    """Of the starts ``candidates[:count]``, the one of least :func:`lookahead_total` (ties: the
+    earlier candidate); with one candidate, that one."""
+    best = candidates[0]
+    if count == 1:
+        return best
+    best_total = np.inf
+    for c in range(count):
+        total = lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, taken,
+                                work, length, alive, candidates[c], size, sizes, order,
+                                rest_from)
+        if total < best_total:
+            best, best_total = candidates[c], total
+    return best
+
+
+def pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
+               convention, repair, q, others, num_others, sizes, order, step, rng):
     """Start position of a block of ``size`` in the free sequence of ``length`` positions (the
-    complement of the ``taken`` bitmap); ``alive`` is scratch.
+    complement of the ``taken`` bitmap); ``alive`` is scratch. The job is ``order[step]``; the
+    jobs ``order[step + 1:]`` (of ``sizes``) are still to re-insert after it.
 
     Compiled dispatch on the *type* of ``repair`` (see :func:`repair_argument`): an integer code
-    is a drawn repair (paper, uniform), a one-tuple ``(code,)`` a computed one (greedy), and the
-    six-tuple ``(params, layers, switch_q, pod_q, config, scratch)`` a learned one: a network run
-    by :func:`heuristics._net_kernels.net_start` on the repair state (``others``, ``num_others``:
-    the nodes and number of the jobs still to re-insert after this one), given one draw of the
-    loop's generator for its sampling (see :mod:`learned.nsa`). So the loop is one piece of
-    source, compiled once per kind, and the drawn kind, the fast one, carries no calls: a call in
-    the loop keeps the reference counting of the loop's arrays, which would cost more than the
-    move itself."""
+    is a drawn repair (paper, uniform), a one-tuple ``(code,)`` a computed one (greedy), a
+    four-tuple ``(code, k, work, temperature)`` the look-ahead repair (k proposals, the
+    cheapest blocks or, with a temperature, sampled from the softmax of -cost / temperature
+    with one draw, each scored by :func:`lookahead_start`; ``work`` is a taken bitmap of
+    scratch), and the seven-tuple ``(params, layers, switch_q, pod_q, config, scratch, work)``
+    a learned one: a network run by :mod:`heuristics._net_kernels` on the repair state
+    (``others``, ``num_others``: the nodes and number of the jobs still to re-insert after this
+    one), given one draw of the loop's generator for its sampling (see :mod:`learned.nsa`); with
+    a look-ahead k in its config, the network's k proposals
+    (:func:`heuristics._net_kernels.candidate_starts`) are scored the same way. So the loop is
+    one piece of source, compiled once per kind, and the drawn kind, the fast one, carries no
+    calls: a call in the loop keeps the reference counting of the loop's arrays, which would
+    cost more than the move itself."""
 
 
 def repair_argument(code: int):
     """The form of the hand-written repair operator ``code`` that the compiled loop takes (see
     pick_start); a learned repair builds its own (:func:`heuristics._net_kernels.pack_layers`)."""
-    if code == REPAIR_LEARNED:
-        raise ValueError("a learned repair passes its network to the loop, not a code")
+    if code in (REPAIR_LEARNED, REPAIR_LOOKAHEAD):
+        raise ValueError("a learned or look-ahead repair builds its own argument")
     return code if code in (REPAIR_PAPER, REPAIR_UNIFORM) else (code,)
 
 
 @overload(pick_start, inline="always", jit_options={"cache": True, "nogil": True})
-def _pick_start(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
-                q, others, num_others, rng):
+def _pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
+                convention, repair, q, others, num_others, sizes, order, step, rng):
     if isinstance(repair, types.Integer):
-        def drawn(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
-                  q, others, num_others, rng):
+        def drawn(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
+                  convention, repair, q, others, num_others, sizes, order, step, rng):
             # paper: among the first min(q, length); uniform: among all (branch-free)
             bound = length - (repair == REPAIR_PAPER) * max(length - q, 0)
             return int(draw(rng) * bound)
         return drawn
 
     if len(repair) == 1:
-        def computed(group_q, top_level, num_groups, taken, length, alive, size, convention,
-                     repair, q, others, num_others, rng):
+        def computed(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
+                     convention, repair, q, others, num_others, sizes, order, step, rng):
             return greedy_start(group_q, top_level, num_groups, taken, length, alive, size,
                                 convention)
         return computed
 
-    def learned(group_q, top_level, num_groups, taken, length, alive, size, convention, repair,
-                q, others, num_others, rng):
+    if len(repair) == 4:
+        def lookahead(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
+                      convention, repair, q, others, num_others, sizes, order, step, rng):
+            free_positions(taken, alive)
+            costs = block_costs(group_q, top_level, alive[:length], size, num_groups, convention)
+            candidates = np.empty(repair[1], np.int64)
+            if repair[3] > 0.0:   # one draw for the proposals (none with T = 0: greedy's)
+                u = draw(rng)
+                for i in range(length):
+                    costs[i] = -costs[i] / repair[3]
+                count = candidate_starts(costs, length, True, u, candidates)
+            else:
+                count = top_k(costs, length, repair[1], -1.0, candidates)
+            return lookahead_start(group_q, ends, shallow, top_level, num_groups, convention,
+                                   taken, repair[2], length, alive, size, candidates, count,
+                                   sizes, order, step + 1)
+        return lookahead
+
+    def learned(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
+                convention, repair, q, others, num_others, sizes, order, step, rng):
         u = draw(rng)   # one draw per step, sampled or not: the budget of a drawn repair
         free_positions(taken, alive)
-        return net_start(repair[0], repair[1], repair[2], repair[3], repair[4], repair[5], alive,
-                         length, size, others, num_others, u)
+        k = repair[4][CFG_LOOKAHEAD]
+        if k <= 1:
+            return net_start(repair[0], repair[1], repair[2], repair[3], repair[4], repair[5],
+                             alive, length, size, others, num_others, u)
+        logits, n = net_logits(repair[0], repair[1], repair[2], repair[3], repair[4], repair[5],
+                               alive, length, size, others, num_others)
+        candidates = np.empty(k, np.int64)
+        count = candidate_starts(logits, n, repair[4][CFG_SAMPLE] != 0, u, candidates)
+        return lookahead_start(group_q, ends, shallow, top_level, num_groups, convention, taken,
+                               repair[6], length, alive, size, candidates, count, sizes, order,
+                               step + 1)
     return learned
 
 
@@ -284,8 +357,9 @@ def reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, 
     for step in range(kept, num_jobs):
         j = new_order[step]
         others -= sizes[j]
-        start = pick_start(group_q, top_level, num_groups, taken, length, alive, sizes[j],
-                           convention, repair, q, others, num_jobs - step - 1, rng)
+        start = pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, alive,
+                           sizes[j], convention, repair, q, others, num_jobs - step - 1, sizes,
+                           new_order, step, rng)
         new_starts[step] = start
         job_cost[j] = take_block_cost(taken, start, sizes[j], group_q, ends, shallow, top_level,
                                       convention)
@@ -378,8 +452,9 @@ def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order
         for step in range(kept, num_jobs):
             j = new_order[step]
             others -= sizes[j]
-            start = pick_start(group_q, top_level, num_groups, taken, length, alive, sizes[j],
-                               convention, repair, q, others, num_jobs - step - 1, rng)
+            start = pick_start(group_q, ends, shallow, top_level, num_groups, taken, length,
+                               alive, sizes[j], convention, repair, q, others,
+                               num_jobs - step - 1, sizes, new_order, step, rng)
             new_starts[step] = start
             job_cost[j] = take_block_cost(taken, start, sizes[j], group_q, ends, shallow,
                                           top_level, convention)

@@ -14,7 +14,8 @@ sequence, the edge switch / num_switches, the pod / num_pods, the job's request 
 unallocated jobs' request / ((|J'| - 1) n_max), optionally 1 (an idle position) and optionally 1
 where a position starts a new switch / pod; zero past the end of the sequence (masked).
 :func:`net_start` runs the network and returns the masked argmax of the logits, or a start drawn
-from their softmax with a uniform number the caller drew from the loop's generator.
+from their softmax with a uniform number the caller drew from the loop's generator;
+:func:`candidate_starts` turns the logits into k proposals for the loop's look-ahead.
 """
 
 import numpy as np
@@ -25,8 +26,9 @@ from tjap._jit import njit, njit_inline
 IN_CH, IN_LEN, OUT_CH, OUT_LEN, KERNEL, STRIDE, TANH, OFFSET = range(8)
 LAYER_FIELDS = 8
 # entries of the ``config`` array of a learned repair (see :func:`net_config`)
-CFG_Q, CFG_N_MAX, CFG_SWITCHES, CFG_PODS, CFG_IDLE, CFG_BOUNDARIES, CFG_SAMPLE = range(7)
-CONFIG_FIELDS = 7
+(CFG_Q, CFG_N_MAX, CFG_SWITCHES, CFG_PODS, CFG_IDLE, CFG_BOUNDARIES, CFG_SAMPLE,
+ CFG_LOOKAHEAD) = range(8)
+CONFIG_FIELDS = 8
 
 
 def pack_layers(channels: int, length: int, layers) -> tuple[np.ndarray, np.ndarray]:
@@ -69,12 +71,15 @@ def pack_layers(channels: int, length: int, layers) -> tuple[np.ndarray, np.ndar
 
 
 def net_config(q: int, n_max: int, num_switches: int, num_pods: int, idle_flag: bool,
-               boundaries: bool, sample: bool) -> np.ndarray:
+               boundaries: bool, sample: bool, lookahead: int = 0) -> np.ndarray:
     """The int64 ``config`` array of a learned repair: the observation's settings (see
-    :func:`observe`) and whether the start is drawn (``sample``) or the argmax."""
+    :func:`observe`), whether the start is drawn (``sample``) or the argmax, and ``lookahead``:
+    when at least 2, the network proposes that many starts (:func:`candidate_starts`) and the
+    loop scores them (:func:`heuristics._kernels.lookahead_start`)."""
     config = np.zeros(CONFIG_FIELDS, np.int64)
     config[[CFG_Q, CFG_N_MAX, CFG_SWITCHES, CFG_PODS]] = q, n_max, num_switches, num_pods
     config[[CFG_IDLE, CFG_BOUNDARIES, CFG_SAMPLE]] = idle_flag, boundaries, sample
+    config[CFG_LOOKAHEAD] = lookahead
     return config
 
 
@@ -196,18 +201,27 @@ def forward(params, layers, scratch):
 
 
 @njit
-def net_start(params, layers, switch_q, pod_q, config, scratch, alive, length, size, others,
-              num_others, u):
-    """The learned repair's start: the network's logits over the first min(q, length) positions
-    of the current idle sequence (``alive[:length]``), then their argmax (first of equal ones),
-    or with ``config[CFG_SAMPLE]`` the position drawn from their softmax by the uniform ``u``
-    (the first whose cumulative probability exceeds ``u``)."""
+def net_logits(params, layers, switch_q, pod_q, config, scratch, alive, length, size, others,
+               num_others):
+    """(logits, n): the network's logits over the first n = min(q, length) positions of the
+    current idle sequence (``alive[:length]``; a row of ``scratch``, valid until the next
+    call)."""
     q = config[CFG_Q]
     obs = scratch[0, :layers[0, IN_CH] * q].reshape((layers[0, IN_CH], q))
     n = observe(obs, switch_q, pod_q, alive, length, size, others, num_others, config[CFG_N_MAX],
                 config[CFG_SWITCHES], config[CFG_PODS], config[CFG_IDLE] != 0,
                 config[CFG_BOUNDARIES] != 0)
-    logits = scratch[forward(params, layers, scratch)]
+    return scratch[forward(params, layers, scratch)], n
+
+
+@njit
+def net_start(params, layers, switch_q, pod_q, config, scratch, alive, length, size, others,
+              num_others, u):
+    """The learned repair's start: :func:`net_logits`, then their argmax (first of equal ones),
+    or with ``config[CFG_SAMPLE]`` the position drawn from their softmax by the uniform ``u``
+    (the first whose cumulative probability exceeds ``u``)."""
+    logits, n = net_logits(params, layers, switch_q, pod_q, config, scratch, alive, length, size,
+                           others, num_others)
     best = 0
     for i in range(1, n):
         if logits[i] > logits[best]:
@@ -225,3 +239,58 @@ def net_start(params, layers, switch_q, pod_q, config, scratch, alive, length, s
         if target < cumulative:
             return i
     return n - 1
+
+
+@njit
+def candidate_starts(logits, n, sample, u, out):
+    """Up to k = ``len(out)`` distinct starts among the first ``n`` of ``logits`` into ``out``;
+    returns how many. ``sample``: systematic sampling of their softmax with the one uniform
+    ``u``: the first start whose cumulative probability exceeds (u + c) / k, for c = 0..k-1,
+    each once, in position order (with k = 1 the start :func:`net_start` draws; a start of
+    probability p is proposed floor(k p) or ceil(k p) times before the duplicates are
+    dropped); otherwise the k largest logits, best first. The learned look-ahead's proposals,
+    and the hand-written one's on logits -cost / T."""
+    k = out.shape[0]
+    if not sample:
+        return top_k(logits, n, k, 1.0, out)
+    top = logits[0]
+    for i in range(1, n):
+        top = max(top, logits[i])
+    total = 0.0
+    for i in range(n):
+        total += np.exp(logits[i] - top)
+    count = 0
+    c = 0
+    cumulative = 0.0
+    for i in range(n):
+        cumulative += np.exp(logits[i] - top)
+        taken = False
+        while c < k and (u + c) / k * total < cumulative:
+            c += 1
+            if not taken:
+                out[count] = i
+                count += 1
+                taken = True
+    if c < k and (count == 0 or out[count - 1] != n - 1):   # targets past a rounded total
+        out[count] = n - 1
+        count += 1
+    return count
+
+
+@njit
+def top_k(scores, n, k, sign, out):
+    """The positions of the ``k`` largest ``sign * scores[:n]`` (ties: lowest position first),
+    best first, into ``out``; returns how many, min(k, n)."""
+    count = 0
+    for i in range(n):
+        v = sign * scores[i]
+        at = count
+        while at > 0 and sign * scores[out[at - 1]] < v:
+            at -= 1
+        if at >= k:
+            continue
+        for j in range(min(count, k - 1), at, -1):
+            out[j] = out[j - 1]
+        out[at] = i
+        count = min(count + 1, k)
+    return count

@@ -101,9 +101,9 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
         The idle nodes and the jobs to place.
     iterations : int, default 500
         Moves (t_max in the paper); the cooling schedule spans them.
-    repair : Repair or {"paper", "uniform", "greedy"}, default "paper"
+    repair : Repair or {"paper", "uniform", "greedy", "lookahead"}, default "paper"
         How a re-inserted job chooses its start (:mod:`heuristics.operators`); a name builds the
-        operator with q = 100.
+        operator with its defaults (q = 100).
     destroy : RandomDestroy, default RandomDestroy(max_remove=2)
         How many jobs a move removes (1..max_remove, uniformly).
     accept : Metropolis or ImprovingOnly, default Metropolis(2500, 2.5)
@@ -210,10 +210,13 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
         paper's tables (pass ``convention="published"`` too for its cost convention).
     iterations : int, optional
         Moves; the cooling schedule spans them. best 1000, paper 500, published 500.
-    repair : {"paper", "uniform", "greedy"} or Repair, optional
+    repair : {"paper", "uniform", "greedy", "lookahead"} or Repair, optional
         How a re-inserted job chooses its start: ``"greedy"`` the start of the cheapest block,
-        ``"paper"`` a start drawn uniformly among the first ``q`` positions, ``"uniform"`` a
-        start drawn over every position. best "greedy", paper "paper", published "paper".
+        ``"lookahead"`` the best of 16 candidate starts, each scored with the jobs still to
+        re-insert placed greedily after it (:class:`~heuristics.operators.LookaheadRepair`,
+        about 10x the time per move), ``"paper"`` a start drawn uniformly among the first ``q``
+        positions, ``"uniform"`` a start drawn over every position. best "greedy", paper
+        "paper", published "paper".
     q : int, optional
         Positions ``repair="paper"`` draws from (ignored by the other repairs; at least 1).
         100 in every preset.

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heuristics._kernels import greedy_start
-from placement.tree._dcas_kernels import row_ends, take_block_cost
+from heuristics._kernels import lookahead_total
+from placement.tree._dcas_kernels import row_ends
 from placement.tree.tree_cost import block_costs
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
@@ -62,21 +62,15 @@ def expert_block_costs(env) -> np.ndarray:
 @njit
 def _lookahead_totals(group_q, ends, shallow, top_level, num_groups, convention, taken, length,
                       size, rest, q, out):
-    """``out[s]`` for s < min(q, length): the cost of the block of ``size`` at start s plus those
-    of the jobs of sizes ``rest`` placed after it, in that order, each at its cheapest block
-    (greedy, ties to the lowest start); ``taken`` (the bitmap of the current sequence) is
-    unchanged."""
-    scratch = np.empty_like(taken)
+    """``out[s]`` for s < min(q, length): :func:`heuristics._kernels.lookahead_total` of start
+    s with the jobs of sizes ``rest`` after it (the look-ahead repair's score of a start);
+    ``taken`` (the bitmap of the current sequence) is unchanged."""
+    work = np.empty_like(taken)
     alive = np.empty(group_q.shape[1], np.int64)
+    order = np.arange(rest.shape[0])
     for s in range(min(q, length)):
-        scratch[:] = taken
-        total = take_block_cost(scratch, s, size, group_q, ends, shallow, top_level, convention)
-        left = length - size
-        for r in rest:
-            g = greedy_start(group_q, top_level, num_groups, scratch, left, alive, r, convention)
-            total += take_block_cost(scratch, g, r, group_q, ends, shallow, top_level, convention)
-            left -= r
-        out[s] = total
+        out[s] = lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, taken,
+                                 work, length, alive, s, size, rest, order, 0)
 
 
 def lookahead_totals(arrays, taken, length: int, size: int, rest, q: int,

@@ -25,6 +25,7 @@ from heuristics.anneal import SA_PRESETS, anneal, preset_options
 from heuristics.operators import Metropolis, RandomDestroy, Repair
 from learned.features import ARCHS, CONV_LAYERS, feature_spec, require_fat_tree_features
 from learned.policy_io import check_shapes, load_inference, save_inference, spec_hash
+from placement.tree._dcas_kernels import taken_words
 from placement.tree.result import Result
 from placement.tree.window import Window
 from tjap.errors import InvalidInputError
@@ -42,14 +43,24 @@ NSA_PRESETS = {name: {k: v for k, v in SA_PRESETS[name].items() if k not in ("re
 #: Presets that run only weights trained in their loop.
 OWN_LOOP_PRESETS = ("best",)
 
+#: The look-ahead each preset runs by default (``lookahead`` of :func:`solve_nsa`): none in the
+#: paper's loops (the reproduction), the policy's 32 likeliest starts in the best loop
+#: (benchmarks/RESULTS.md, issue 21: what makes NSA pay at equal time).
+NSA_LOOKAHEAD = {"paper": 0, "published": 0, "best": 32}
+
 
 @dataclass(frozen=True, eq=False)
 class LearnedRepair(Repair):
     """Repair operator choosing each start with a trained policy's actor, run inside the
     compiled loop: the masked argmax of its logits, or with ``sample=True`` a draw from their
     softmax with the loop's own generator (one draw per re-inserted job, seeded by the search's
-    seed). ``params`` and ``layers``: the actor packed by
-    :func:`heuristics._net_kernels.pack_layers`; ``spec``: the feature spec it reads."""
+    seed). With ``lookahead`` k >= 2 the policy proposes k starts instead (its k likeliest, or
+    with ``sample`` k drawn by systematic sampling of its softmax with that one draw) and the
+    loop takes the one whose block plus the later removed jobs placed greedily costs least
+    (:func:`heuristics._kernels.lookahead_start`, the hand-written
+    :class:`~heuristics.operators.LookaheadRepair`'s scoring). ``params`` and ``layers``: the
+    actor packed by :func:`heuristics._net_kernels.pack_layers`; ``spec``: the feature spec it
+    reads."""
 
     name = "learned"
     code: int = k.REPAIR_LEARNED
@@ -59,14 +70,22 @@ class LearnedRepair(Repair):
     spec: dict = field(default_factory=dict)
     sample: bool = False
     loop: str | None = None
+    lookahead: int = 0
+
+    def __post_init__(self):
+        k = self.lookahead
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise InvalidInputError(f"lookahead must be a non-negative integer (0: off), got {k!r}")
 
     @classmethod
-    def load(cls, weights=DEFAULT_WEIGHTS, sample: bool = False) -> "LearnedRepair":
+    def load(cls, weights=DEFAULT_WEIGHTS, sample: bool = False,
+             lookahead: int = 0) -> "LearnedRepair":
         """The repair of the NSA weights at ``weights`` (.json, .pt or stem), from their
         inference file (no torch); ``loop``: the SA loop they were trained in."""
         params, layers, meta = _load(*_cache_key(weights))
         return cls(q=meta["feature_spec"]["q"], params=params, layers=layers,
-                   spec=meta["feature_spec"], sample=sample, loop=trained_loop(meta))
+                   spec=meta["feature_spec"], sample=sample, loop=trained_loop(meta),
+                   lookahead=lookahead)
 
     @classmethod
     def from_arrays(cls, arrays: dict, arch: str, spec: dict,
@@ -77,14 +96,17 @@ class LearnedRepair(Repair):
         return cls(q=spec["q"], params=params, layers=layers, spec=spec, sample=sample)
 
     def kernel_argument(self, window, arrays):
-        """``(params, layers, switch_q, pod_q, config, scratch)``: the network, the window's
-        fat-tree features and fresh scratch (one per run, so runs in threads do not share it)."""
+        """``(params, layers, switch_q, pod_q, config, scratch, work)``: the network, the
+        window's fat-tree features and fresh scratch (one per run, so runs in threads do not
+        share it)."""
         require_fat_tree_features(window)
         channels = self.spec["channels"]
         config = net_config(self.q, self.spec["n_max"], arrays.num_switches, arrays.num_pods,
-                            "idle" in channels, "switch_start" in channels, self.sample)
+                            "idle" in channels, "switch_start" in channels, self.sample,
+                            self.lookahead)
         return (self.params, self.layers, np.ascontiguousarray(arrays.switch_q, np.int64),
-                np.ascontiguousarray(arrays.pod_q, np.int64), config, net_scratch(self.layers))
+                np.ascontiguousarray(arrays.pod_q, np.int64), config, net_scratch(self.layers),
+                np.empty(taken_words(arrays.group_q.shape[1]), np.uint64))
 
 
 # -- the actor's arrays ----------------------------------------------------------------------------
@@ -245,7 +267,7 @@ def load_policy(path, *, expect_spec: dict | None = None):
 
 def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset="paper",
               iterations=None, weights=None, max_remove=None, t_max=None, t_min=None,
-              reinsert=None, initial=None, sample=True) -> Result:
+              reinsert=None, initial=None, sample=True, lookahead=None) -> Result:
     """NSA: the SA loop of :func:`heuristics.anneal.anneal` with the learned repair operator.
 
     Loop options left out (None) take their value from ``preset``, the loop settings of the SA
@@ -296,6 +318,12 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
         Draw each start from the policy's distribution (one draw of the loop's generator per
         re-inserted job); False takes its most likely start, which measured worse inside SA
         (see benchmarks/RESULTS.md).
+    lookahead : int, optional
+        k >= 2: the policy proposes k starts (drawn by systematic sampling of its distribution
+        with that one draw, or with ``sample=False`` its k likeliest) and the loop takes the one
+        whose block plus the jobs still to re-insert, placed greedily after it, costs least;
+        0 or 1: the policy's start as is. Default: :data:`NSA_LOOKAHEAD` of the preset (paper
+        and published 0, best 32).
 
     Returns
     -------
@@ -313,7 +341,8 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     o = preset_options(preset, NSA_PRESETS, iterations=iterations, max_remove=max_remove,
                        t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
     weights = weights or DEFAULT_WEIGHTS
-    repair = LearnedRepair.load(weights, sample=sample)
+    repair = LearnedRepair.load(weights, sample=sample,
+                                lookahead=NSA_LOOKAHEAD[preset] if lookahead is None else lookahead)
     if preset in OWN_LOOP_PRESETS and repair.loop != preset:
         raise InvalidInputError(
             f"preset {preset!r} runs only NSA weights trained in its loop (tjap train nsa --loop "

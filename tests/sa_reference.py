@@ -43,23 +43,71 @@ def _decode(m, sizes, order, starts, steps):
     return blocks, alive
 
 
-def _start(switch_q, pod_q, alive, size, convention, repair, q, rng, others, num_others):
+def _greedy(switch_q, pod_q, alive, size, convention):
+    costs = [_cost(switch_q, pod_q, _take(alive, s, size)[0], convention) for s in range(len(alive))]
+    return int(np.argmin(costs))
+
+
+def candidates(logits, k, u=None):
+    """The kernel's proposals (heuristics._net_kernels.candidate_starts), written plainly: with
+    ``u``, for c = 0..k-1 the first position whose cumulative softmax exceeds (u + c) / k of the
+    total (the last position if none), duplicates dropped; without, the k largest logits (ties
+    to the lowest position)."""
+    logits = np.asarray(logits, float)
+    if u is None:
+        return sorted(range(logits.size), key=lambda i: (-logits[i], i))[:k]
+    cumulative = np.cumsum(np.exp(logits - logits.max()))
+    out = []
+    for c in range(k):
+        i = int(min(np.searchsorted(cumulative, (u + c) / k * cumulative[-1], side="right"),
+                    logits.size - 1))
+        if i not in out:
+            out.append(i)
+    return out
+
+
+def lookahead(switch_q, pod_q, alive, size, convention, starts, rest):
+    """Of ``starts``, the one whose block plus the blocks of ``rest`` (sizes), each then placed
+    greedily, cost least (ties: the earlier start)."""
+    if len(starts) == 1:
+        return starts[0]
+    best, best_total = starts[0], math.inf
+    for s in starts:
+        block, left = _take(alive, s, size)
+        total = _cost(switch_q, pod_q, block, convention)
+        for r in rest:
+            block, left = _take(left, _greedy(switch_q, pod_q, left, r, convention), r)
+            total += _cost(switch_q, pod_q, block, convention)
+        if total < best_total:
+            best, best_total = s, total
+    return best
+
+
+def _start(switch_q, pod_q, alive, size, convention, repair, q, rng, others, num_others, rest):
     if callable(repair):  # a learned repair's oracle (tests/test_nsa_numba.py): one draw, its start
-        return repair(alive, size, others, num_others, rng.random_sample())
+        return repair(alive, size, others, num_others, rng.random_sample(), rest)
+    if isinstance(repair, tuple):  # the look-ahead repair: ("lookahead", k, temperature)
+        _, count, temperature = repair
+        u = rng.random_sample() if temperature > 0 else None
+        costs = [_cost(switch_q, pod_q, _take(alive, s, size)[0], convention)
+                 for s in range(len(alive))]
+        logits = -np.asarray(costs) / temperature if temperature > 0 else -np.asarray(costs)
+        starts = candidates(logits, count, u)
+        return lookahead(switch_q, pod_q, alive, size, convention, starts, rest)
     if repair == k.REPAIR_PAPER:
         return int(rng.random_sample() * min(q, len(alive)))
     if repair == k.REPAIR_UNIFORM:
         return int(rng.random_sample() * len(alive))
-    costs = [_cost(switch_q, pod_q, _take(alive, s, size)[0], convention) for s in range(len(alive))]
-    return int(np.argmin(costs))
+    return _greedy(switch_q, pod_q, alive, size, convention)
 
 
 def anneal(switch_q, pod_q, convention, sizes, order, starts, iterations, t_max, t_min, max_remove,
            repair, q, reinsert, accept, seed):
     """Same arguments and result as the kernel run over all iterations from (order, starts):
-    (best order, best starts, best cost). ``repair`` may also be a callable
-    ``repair(alive, size, others, num_others, u)``: a learned repair given the idle sequence,
-    the job's size, the nodes and number of the jobs still to re-insert after it and one draw."""
+    (best order, best starts, best cost). ``repair`` may also be ``("lookahead", k,
+    temperature)``, the look-ahead repair, or a callable ``repair(alive, size, others,
+    num_others, u, rest)``: a learned repair given the idle sequence, the job's size, the nodes
+    and number of the jobs still to re-insert after it, one draw and those jobs' sizes."""
     switch_q, pod_q = switch_q.tolist(), pod_q.tolist()
     sizes = [int(s) for s in sizes]
     m, num_jobs = len(switch_q), len(sizes)
@@ -90,7 +138,7 @@ def anneal(switch_q, pod_q, convention, sizes, order, starts, iterations, t_max,
         for i, j in enumerate(out):
             others -= sizes[j]
             s = _start(switch_q, pod_q, alive, sizes[j], convention, repair, q, rng, others,
-                       len(out) - 1 - i)
+                       len(out) - 1 - i, [sizes[r] for r in out[i + 1:]])
             blocks[j], alive = _take(alive, s, sizes[j])
             new_order.append(j)
             new_starts.append(s)

@@ -17,6 +17,7 @@ from numba import njit
 
 import sa_reference as reference
 from heuristics import _kernels
+from heuristics.operators import LookaheadRepair
 from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
 from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays, decode, encode, is_dcas
@@ -42,9 +43,13 @@ def run_reference(w: Window, *, iterations, repair="paper", reinsert="largest-fi
     a = Arrays(w)
     if order is None:
         order, starts = np.arange(w.num_jobs), np.zeros(w.num_jobs, np.int64)
+    if isinstance(repair, LookaheadRepair):
+        repair = ("lookahead", repair.k, repair.temperature)
+    else:
+        repair = REPAIR_CODES[repair]
     return reference.anneal(a.switch_q, a.pod_q, convention_code(convention), a.sizes,
                             np.asarray(order, np.int64), np.asarray(starts, np.int64), iterations,
-                            t_max, t_min, max_remove, REPAIR_CODES[repair], q,
+                            t_max, t_min, max_remove, repair, q,
                             REINSERT_CODES[reinsert], accept, seed)
 
 
@@ -142,6 +147,65 @@ def test_trajectory_matches_reference_stream_greedy(stream_windows):
     r = solve(w, "sa", preset="paper", iterations=_kernels.CHUNK + 20, repair="greedy", seed=5)
     ref = run_reference(w, iterations=_kernels.CHUNK + 20, repair="greedy", seed=5)
     assert_same_trajectory(w, r, ref)
+
+
+# -- the look-ahead repair -------------------------------------------------------------------------
+LOOKAHEADS = [(1, 0.0), (3, 0.0), (4, 500.0), (16, 1000.0)]
+
+
+@pytest.mark.parametrize("k,temperature", LOOKAHEADS)
+@pytest.mark.parametrize("seed", range(4))
+def test_lookahead_trajectory_matches_reference(seed, k, temperature, window_factory):
+    """The look-ahead repair in the best loop (n^D = 5, T_max 25000) against the twin's plain
+    version: candidates by cost or by systematic sampling, each scored by greedy completion."""
+    w = window_factory(500 + seed, max_jobs=5)
+    convention = CONVENTIONS[seed % 2]
+    repair = LookaheadRepair(k=k, temperature=temperature)
+    r = solve(w, "sa", iterations=300, repair=repair, seed=seed, convention=convention)
+    ref = run_reference(w, iterations=300, repair=repair, seed=seed, convention=convention,
+                        max_remove=5, t_max=25000.0)
+    assert_same_trajectory(w, r, ref)
+
+
+def test_lookahead_on_a_stream_window_matches_reference(stream_windows):
+    w = stream_windows[1]
+    repair = LookaheadRepair(k=4, temperature=1000.0)
+    r = solve(w, "sa", iterations=40, repair=repair, seed=3)
+    assert_same_trajectory(w, r, run_reference(w, iterations=40, repair=repair, seed=3,
+                                               max_remove=5, t_max=25000.0))
+
+
+def test_lookahead_of_one_cheapest_block_is_the_greedy_repair(stream_windows):
+    for seed, w in enumerate(stream_windows[:3]):
+        r = solve(w, "sa", iterations=300, repair=LookaheadRepair(k=1, temperature=0.0), seed=seed)
+        g = solve(w, "sa", iterations=300, repair="greedy", seed=seed)
+        assert r.info["order"] == g.info["order"] and r.info["starts"] == g.info["starts"]
+
+
+@pytest.mark.parametrize("bad", [dict(k=0), dict(k=2.5), dict(k=True), dict(temperature=-1.0),
+                                 dict(temperature=float("inf")), dict(temperature="hot")])
+def test_lookahead_options_are_checked(bad):
+    with pytest.raises(InvalidInputError, match="look-ahead"):
+        LookaheadRepair(**bad)
+
+
+def test_top_k_and_candidate_starts_follow_the_plain_versions():
+    from heuristics._net_kernels import candidate_starts, top_k
+
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        n = int(rng.integers(1, 40))
+        k = int(rng.integers(1, 12))
+        logits = rng.normal(0, 3, n).round(int(rng.integers(0, 3)))   # rounding makes ties
+        out = np.empty(k, np.int64)
+        count = top_k(logits, n, k, 1.0, out)
+        assert list(out[:count]) == reference.candidates(logits, k)
+        count = top_k(logits, n, k, -1.0, out)
+        assert list(out[:count]) == reference.candidates(-logits, k)
+        for u in (0.0, 1 - 1e-12, float(rng.random())):
+            count = candidate_starts(logits, n, True, u, out)
+            assert list(out[:count]) == reference.candidates(logits, k, u)
+            assert 1 <= count <= min(k, n) and list(out[:count]) == sorted(set(out[:count]))
 
 
 # -- invariants of every result -------------------------------------------------------------------

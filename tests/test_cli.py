@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import tjap
 from tjap import FatTree, Window, assignment_cost, load_windows, methods
 from tjap.cli import main
 from placement.tree.stream import generate_windows
@@ -336,6 +337,9 @@ def test_unknown_method(tiny_file, capsys):
     ["solve", "{file}", "--convention", "metric"],
     ["solve", "{file}", "--method", "sa", "--iterations", "0"],
     ["solve", "{file}", "--method", "sa", "--iterations", "many"],
+    ["solve", "{file}", "--method", "nsa", "--lookahead", "-1"],
+    ["solve", "{file}", "--method", "nsa", "--lookahead", "two"],
+    ["bench", "nsa", "--lookahead", "-2"],
     ["generate", "windows", "--out", "{out}", "--cap", "bad"],
     ["generate", "windows", "--out", "{out}", "--cap", "0"],
     ["generate", "windows", "--out", "{out}", "--cap", "-3"],
@@ -495,6 +499,21 @@ def test_solve_passes_method_options(tiny_list_file, capsys, method, flags, opti
         assert r["objective"] == pytest.approx(expected.objective)
 
 
+def test_solve_lookahead_options(tiny_list_file, capsys):
+    """--repair lookahead (sa) and --lookahead K (nsa) reach the methods: the same results as
+    tjap.solve with those options, every one feasible."""
+    windows = load_windows(tiny_list_file)
+    for method, flags, options in (("sa", ["--repair", "lookahead"], {"repair": "lookahead"}),
+                                   ("nsa", ["--lookahead", "4"], {"lookahead": 4})):
+        code, out, _ = run(capsys, "solve", tiny_list_file, "--method", method, *flags,
+                           "--iterations", "50", "--json")
+        assert code == 0
+        for window, r in zip(windows, json.loads(out)):
+            expected = tjap.solve(window, method, iterations=50, **options)
+            assert_feasible(window, r["assignment"])
+            assert r["objective"] == pytest.approx(expected.objective)
+
+
 def test_solve_iterations_change_the_search(tiny_list_file, capsys):
     """One move accepts at most one: the default 1000 accept hundreds on this window."""
     accepted = {}
@@ -507,11 +526,13 @@ def test_solve_iterations_change_the_search(tiny_list_file, capsys):
 
 
 @pytest.mark.parametrize("method, flags, takes", [
-    ("dp", ["--iterations", 5], "it takes none of --iterations, --repair, --preset, --weights"),
+    ("dp", ["--iterations", 5],
+     "it takes none of --iterations, --repair, --preset, --weights, --lookahead"),
     ("auto", ["--weights", "x.json"], "it takes none of"),
     ("lns", ["--preset", "paper"], "it takes --iterations, --repair"),
-    ("nsa", ["--repair", "greedy"], "it takes --iterations, --preset, --weights"),
+    ("nsa", ["--repair", "greedy"], "it takes --iterations, --preset, --weights, --lookahead"),
     ("sa", ["--weights", "x.json", "--iterations", 3], "it takes --iterations, --repair, --preset"),
+    ("sa", ["--lookahead", 4], "it takes --iterations, --repair, --preset"),
 ])
 def test_solve_refuses_options_the_method_does_not_take(tiny_file, capsys, method, flags, takes):
     code, out, err = run(capsys, "solve", tiny_file, "--method", method, *flags)

@@ -200,7 +200,7 @@ def test_learned_repair_is_a_network_the_loop_runs(saved_policy, windows):
     path, _ = saved_policy
     repair = LearnedRepair.load(path.with_suffix(".json"))
     argument = repair.kernel_argument(windows[0], Arrays(windows[0]))
-    assert isinstance(argument, tuple) and len(argument) == 6
+    assert isinstance(argument, tuple) and len(argument) == 7
     assert all(isinstance(part, np.ndarray) for part in argument)
     assert not hasattr(_kernels, "LEARNED_REPAIR") and not hasattr(_kernels, "LEARNED_DEADLINE")
 

@@ -16,6 +16,7 @@ mean cost over windows is the same (``test_mean_cost_as_the_old_torch_path``).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import subprocess
@@ -116,7 +117,7 @@ def old_start(policy, spec, a, alive, length, size, others, num_others, rng=None
 def twin_repair(policy, spec, a, sample: bool):
     """The learned repair for sa_reference.anneal: torch logits, then the kernel's rule (argmax,
     or the first position whose cumulative softmax exceeds the loop's draw u)."""
-    def repair(alive, size, others, num_others, u):
+    def repair(alive, size, others, num_others, u, rest=()):
         obs, mask = numpy_observation(a.switch_q, a.pod_q, alive, len(alive), size, others,
                                       num_others, a.num_switches, a.num_pods, spec["q"],
                                       spec["n_max"], *flags(spec))
@@ -126,6 +127,22 @@ def twin_repair(policy, spec, a, sample: bool):
         cumulative = np.cumsum(np.exp(logits - logits.max()))
         return int(min(np.searchsorted(cumulative, u * cumulative[-1], side="right"),
                        logits.size - 1))
+    return repair
+
+
+def twin_lookahead_repair(policy, spec, a, sample: bool, k: int, convention: str):
+    """The learned look-ahead for sa_reference.anneal: torch logits, the twin's proposals
+    (systematic sampling with the loop's draw, or the k largest), each scored with the later
+    jobs placed greedily (sa_reference.lookahead)."""
+    switch_q, pod_q, code = a.switch_q.tolist(), a.pod_q.tolist(), convention_code(convention)
+
+    def repair(alive, size, others, num_others, u, rest):
+        obs, mask = numpy_observation(a.switch_q, a.pod_q, alive, len(alive), size, others,
+                                      num_others, a.num_switches, a.num_pods, spec["q"],
+                                      spec["n_max"], *flags(spec))
+        logits = torch_logits(policy, obs)[mask]
+        starts = reference.candidates(logits, k, u if sample else None)
+        return reference.lookahead(switch_q, pod_q, alive, size, code, starts, rest)
     return repair
 
 
@@ -248,7 +265,7 @@ def test_forward_equals_torch_on_shipped_weights(meta_path, stream):
 def _net_start(repair, a, alive, length, size, others, num_others, u):
     """The start the loop's kernel takes for a repair state (of a fat-tree window's Arrays)."""
     arg = repair.kernel_argument(SimpleNamespace(is_fat_tree=True), a)
-    return net_start(*arg, alive, length, size, others, num_others, u)
+    return net_start(*arg[:6], alive, length, size, others, num_others, u)
 
 
 def test_sampling_follows_the_cumulative_softmax(stream):
@@ -269,18 +286,20 @@ def test_sampling_follows_the_cumulative_softmax(stream):
 
 # -- inside the loop -----------------------------------------------------------------------------
 def _anneal_both(window, repair, policy, spec, *, iterations, seed, t_max=25000.0,
-                 reinsert="window-order", convention="published"):
+                 reinsert="window-order", convention="published", max_remove=2):
     from heuristics.anneal import anneal
     from heuristics.operators import REINSERT, Metropolis, RandomDestroy
 
-    r = anneal(window, iterations=iterations, repair=repair, destroy=RandomDestroy(2),
+    r = anneal(window, iterations=iterations, repair=repair, destroy=RandomDestroy(max_remove),
                accept=Metropolis(t_max, 2.5), reinsert=reinsert, convention=convention,
                seed=seed, method="nsa")
     a = Arrays(window)
+    twin = (twin_repair(policy, spec, a, repair.sample) if repair.lookahead <= 1 else
+            twin_lookahead_repair(policy, spec, a, repair.sample, repair.lookahead, convention))
     ref = reference.anneal(a.switch_q, a.pod_q, convention_code(convention), a.sizes,
                            np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64),
-                           iterations, t_max, 2.5, 2, twin_repair(policy, spec, a, repair.sample),
-                           spec["q"], REINSERT[reinsert], _kernels.ACCEPT_METROPOLIS, seed)
+                           iterations, t_max, 2.5, max_remove, twin, spec["q"],
+                           REINSERT[reinsert], _kernels.ACCEPT_METROPOLIS, seed)
     return r, ref
 
 
@@ -298,6 +317,43 @@ def test_trajectory_follows_the_twin_with_a_torch_oracle(stream, sample):
                                                     seed=i)
             assert r.info["order"] == order and r.info["starts"] == starts
             assert r.objective == cost
+
+
+@pytest.mark.parametrize("sample", [True, False])
+@pytest.mark.parametrize("k", [2, 5])
+def test_lookahead_trajectory_follows_the_twin_with_a_torch_oracle(stream, sample, k):
+    """The learned look-ahead: the policy's k proposals, scored by greedy completion of the
+    jobs still to re-insert, against the twin (torch logits, plain proposals and scores)."""
+    spec = SPECS["boundaries"]
+    policy = random_policy("cnn1", spec, 7, 1.5)
+    repair = dataclasses.replace(repair_of(policy, "cnn1", spec, sample=sample), lookahead=k)
+    double = copy.deepcopy(policy).double()
+    for i, w in enumerate(stream[:2]):
+        r, (order, starts, cost) = _anneal_both(w, repair, double, spec, iterations=40, seed=i,
+                                                reinsert="largest-first", max_remove=4)
+        assert r.info["order"] == order and r.info["starts"] == starts
+        assert r.objective == cost
+
+
+def test_lookahead_of_one_is_the_policy_as_is(stream):
+    meta = ROOT / "learned" / "weights" / "nsa_cnn3_best_published.json"
+    for i, w in enumerate(stream[:3]):
+        runs = [tjap.solve(w, "nsa", preset="best", weights=meta, iterations=200, seed=i,
+                           convention="published", lookahead=k) for k in (0, 1)]
+        assert runs[0].info["order"] == runs[1].info["order"]
+        assert runs[0].info["starts"] == runs[1].info["starts"]
+        la = tjap.solve(w, "nsa", preset="best", weights=meta, iterations=200, seed=i,
+                        convention="published")        # the best preset's look-ahead, 32
+        again = tjap.solve(w, "nsa", preset="best", weights=meta, iterations=200, seed=i,
+                           convention="published", lookahead=32)
+        assert la.assignment == again.assignment and la.is_feasible()
+        assert la.objective <= la.info["initial_cost"] + 1e-9
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "4"])
+def test_bad_lookahead_is_a_one_line_error(stream, bad):
+    with pytest.raises(tjap.InvalidInputError, match="lookahead must be"):
+        tjap.solve(stream[0], "nsa", iterations=10, lookahead=bad, convention="published")
 
 
 def test_nsa_is_seeded_feasible_and_never_worse_than_seq(stream):

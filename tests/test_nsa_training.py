@@ -162,17 +162,18 @@ def test_preset_best_refuses_weights_not_trained_in_it(tmp_path, small_windows, 
 
 def test_preset_best_runs_weights_trained_in_it_in_the_best_loop(tmp_path, small_windows):
     from heuristics.anneal import SA_PRESETS
-    from learned.nsa import NSA_PRESETS
+    from learned.nsa import NSA_LOOKAHEAD, NSA_PRESETS
 
     assert NSA_PRESETS["best"] == {k: v for k, v in SA_PRESETS["best"].items()
                                    if k not in ("repair", "q")}
+    assert NSA_LOOKAHEAD == {"paper": 0, "published": 0, "best": 32}
     weights = _weights(tmp_path, "best", {"setting": "published", "loop": "best"})
     w = small_windows[1]
     common = {"weights": weights, "seed": 4, "convention": "published"}
     r = tjap.solve(w, "nsa", preset="best", iterations=80, **common)
     assert r.is_feasible() and r.iterations == 80
     explicit = tjap.solve(w, "nsa", preset="paper", iterations=80, max_remove=5, t_max=25000.0,
-                          reinsert="largest-first", **common)
+                          reinsert="largest-first", lookahead=32, **common)
     assert r.assignment == explicit.assignment and r.objective == explicit.objective
     assert tjap.solve(w, "nsa", preset="best", **common).iterations == 1000
 

@@ -45,6 +45,8 @@ SETTINGS = {
 #: "SA best": the best hand-written configuration found here (greedy repair, up to 5 jobs removed,
 #: every job of a capped window, re-insertion largest first, T_max 25000), the library's default.
 BEST_SA = {"preset": "best"}
+#: The best loop with the hand-written look-ahead repair (heuristics.operators.LookaheadRepair)
+LOOKAHEAD_SA = {"preset": "best", "repair": "lookahead"}
 
 #: The setting's LNS-500: descent from the SCAS optimum with the greedy repair, n^D = 2.
 LNS = {"repair": "greedy", "max_remove": 2, "initial": "auto"}
@@ -172,13 +174,15 @@ def print_table3(result: dict) -> str:
 
 def _nsa_equal_iteration_runs(setting: str) -> dict:
     """The NSA table's runs of fixed iterations beside NSA-500: Seq, SA-500 and SA-1000 with
-    the paper's repair in the setting's loop, the best SA with 500, and the SCAS optimum."""
+    the paper's repair in the setting's loop, the best SA and the look-ahead SA with 500, and
+    the SCAS optimum."""
     paper_sa = {"preset": setting}   # the paper's repair, in the setting's loop
     return {
         "seq": dict(method="seq"),
         "sa500": dict(method="sa", iterations=500, **paper_sa),
         "sa1000": dict(method="sa", iterations=1000, **paper_sa),
         "sa500_best": dict(method="sa", iterations=500, **BEST_SA),
+        "sa500_lookahead": dict(method="sa", iterations=500, **LOOKAHEAD_SA),
         "scas_opt": dict(method="dp"),
     }
 
@@ -194,11 +198,13 @@ def default_sa_preset() -> str:
 
 def _nsa_same_time_runs(setting: str) -> dict:
     """The SA configurations given NSA's time: the library's default SA (``tjap.solve(w,
-    "sa")``, no preset), the best hand-written SA where that is not the default, and SA with
-    the paper's repair in the setting's loop."""
+    "sa")``, no preset), the best hand-written SA where that is not the default, the best
+    loop with the hand-written look-ahead repair, and SA with the paper's repair in the
+    setting's loop."""
     runs = {"sa_default_same_time": {}}
     if default_sa_preset() != BEST_SA["preset"]:
         runs["sa_best_same_time"] = dict(BEST_SA)
+    runs["sa_lookahead_same_time"] = dict(LOOKAHEAD_SA)
     runs["sa_paper_same_time"] = {"preset": setting}
     return runs
 
@@ -271,7 +277,7 @@ def sa_for_time(w: Window, budget_s: float, options: dict, common: dict, clock: 
 
 def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
               quiet=False, executor=None, workload: Workload | None = None, preset=None,
-              clock="cpu", csv_path=None) -> dict:
+              clock="cpu", csv_path=None, lookahead=None) -> dict:
     """NSA-500 against SA at equal iterations and at equal time, window by window, with the
     SCAS optimum beside them.
 
@@ -280,12 +286,14 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     solver's wall time), ``_cpu_s`` (CPU time of the call) and ``_iterations``:
 
     - ``nsa500``: NSA, 500 iterations, ``weights``, the loop of ``preset`` (default: the
-      setting's);
+      setting's) and its ``lookahead`` (default: the preset's, :data:`learned.nsa.NSA_LOOKAHEAD`);
     - ``seq``, ``scas_opt`` (dp);
     - ``sa500``, ``sa1000``: SA with the paper's repair in the setting's loop (the paper's
       comparison); ``sa500_best``: the best hand-written SA (:data:`BEST_SA`), 500 iterations;
+      ``sa500_lookahead``: its loop with the look-ahead repair (:data:`LOOKAHEAD_SA`);
     - ``sa_default_same_time`` (``tjap.solve(w, "sa")``'s defaults), ``sa_best_same_time``
-      (only where the default is not the best), ``sa_paper_same_time``: SA given as many
+      (only where the default is not the best), ``sa_lookahead_same_time``,
+      ``sa_paper_same_time``: SA given as many
       iterations as fit in NSA's time on ``clock`` on that window (:func:`sa_for_time`), each
       with ``_per_iteration_us``, ``_fixed_ms``, ``_calibration_iterations`` and its time over
       NSA's on each clock, ``_cpu_ratio`` and ``_wall_ratio`` (about 1 when the budget was met).
@@ -300,10 +308,10 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     # compile first (and fail here, in one line, on bad weights or preset)
     solve(windows[0], "nsa", preset=preset, iterations=1, weights=weights, convention=conv,
-          seed=seed)
+          seed=seed, lookahead=lookahead)
     for options in (*_nsa_same_time_runs(setting).values(), BEST_SA):
         solve(windows[0], "sa", iterations=1, convention=conv, **options)
-    tasks = [(setting, w.to_dict(), seed, weights, preset, clock) for w in windows]
+    tasks = [(setting, w.to_dict(), seed, weights, preset, clock, lookahead) for w in windows]
     rows = sweep_rows(executor or make_executor(1), nsa_window, tasks,
                       desc=f"nsa/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
     names = nsa_columns(setting)
@@ -312,7 +320,7 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
             "summary": nsa_summary(rows, names)}
 
 
-def nsa_window(setting, w, seed, weights, preset=None, clock="cpu") -> dict:
+def nsa_window(setting, w, seed, weights, preset=None, clock="cpu", lookahead=None) -> dict:
     """NSA-500 and its comparisons on one window (a task of the sweep; the window as a dict):
     one row (see :func:`nsa_table`)."""
     w = Window.from_dict(w)
@@ -325,7 +333,7 @@ def nsa_window(setting, w, seed, weights, preset=None, clock="cpu") -> dict:
         row[f"{name}_s"], row[f"{name}_cpu_s"] = times["wall"], times["cpu"]
 
     nsa, nsa_times = timed_solve(w, "nsa", iterations=500, weights=weights,
-                                 preset=preset or setting, **common)
+                                 preset=preset or setting, lookahead=lookahead, **common)
     record("nsa500", nsa, nsa_times)
     for name, kw in _nsa_equal_iteration_runs(setting).items():
         kw = dict(kw)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.cli.common import add_common, cap, positive, print_json
+from tjap.cli.common import add_common, cap, count, positive, print_json
 from tjap.cli.tree import add_workload_options, read_workload, workload_fields
 from tjap.errors import TjapError
 from tjap.executor import add_executor_arguments, executor_from_args
@@ -64,6 +64,10 @@ def add_parser(sub) -> None:
             b.add_argument("--preset", default=None, metavar="NAME",
                            help="NSA's loop, a preset of learned.nsa.NSA_PRESETS (default: the "
                                 "setting's); the SA columns keep the setting's")
+            b.add_argument("--lookahead", type=count, default=None, metavar="K",
+                           help="NSA scores its policy's K proposed starts with the later jobs "
+                                "placed greedily (default: the preset's: paper and published 0 "
+                                "= off, best 32)")
             b.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                            help="the clock NSA's time is measured on for the equal-time SA "
                                 "budgets: cpu (default), the CPU time of each solve call (on a "
@@ -200,16 +204,22 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
         name += f"_{Path(args.weights).stem}"
     if preset != args.setting:
         name += f"_{preset}-loop"
+    if args.lookahead is not None:
+        name += f"_la{args.lookahead}"
     if args.clock != "cpu":
         name += f"_{args.clock}-clock"
     name += f"_s{args.seed}"
     res = sa_tables.nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch,
                               args.seed, quiet=args.quiet, executor=executor_from_args(args),
                               workload=workload, preset=preset, clock=args.clock,
-                              csv_path=out_dir / f"{name}.csv")
+                              csv_path=out_dir / f"{name}.csv", lookahead=args.lookahead)
     default = sa_tables.default_sa_preset()
     weights = args.weights or f"learned/weights/{Path(DEFAULT_WEIGHTS).name}"
-    summary = {"setting": args.setting, "nsa_preset": preset, "clock": args.clock,
+    from learned.nsa import NSA_LOOKAHEAD
+
+    lookahead = NSA_LOOKAHEAD.get(preset, 0) if args.lookahead is None else args.lookahead
+    summary = {"setting": args.setting, "nsa_preset": preset, "nsa_lookahead": lookahead,
+               "clock": args.clock,
                "weights": weights, "seed": args.seed, "windows": len(res["rows"]),
                "default_sa_preset": default,
                "summary": res["summary"], "epochs": res["epochs"],

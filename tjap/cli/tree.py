@@ -88,7 +88,7 @@ def add_parser(sub) -> None:
 
 #: ``tjap solve`` / ``tjap online`` flags passed to the method as keyword options, when given
 METHOD_FLAGS = {"iterations": "--iterations", "repair": "--repair", "preset": "--preset",
-                "weights": "--weights"}
+                "weights": "--weights", "lookahead": "--lookahead"}
 
 
 def add_method_options(p) -> None:
@@ -97,12 +97,15 @@ def add_method_options(p) -> None:
     p.add_argument("--iterations", type=positive(int), default=None, metavar="N",
                    help="sa, lns, nsa: moves of the search (default: the method's or preset's)")
     p.add_argument("--repair", default=None, metavar="NAME",
-                   help="sa, lns: the repair operator (e.g. greedy, paper)")
+                   help="sa, lns: the repair operator (greedy, lookahead, paper, uniform)")
     p.add_argument("--preset", default=None, metavar="NAME",
-                   help="sa: best | paper | published; nsa: paper | published")
+                   help="sa: best | paper | published; nsa: paper | published | best")
     p.add_argument("--weights", default=None, metavar="JSON",
                    help="nsa: the trained policy's metadata (default: the shipped "
                         "learned/weights/nsa_cnn3.json)")
+    p.add_argument("--lookahead", type=count, default=None, metavar="K",
+                   help="nsa: score the policy's K proposed starts with the later jobs placed "
+                        "greedily (default: the preset's, 0 = off; best 32)")
 
 
 def method_options(args) -> dict:

@@ -1,0 +1,133 @@
+"""How many proposals the learned look-ahead needs, and what a hand-written one does with the same
+time (issue 21).
+
+On the first ``windows`` evaluation windows of a setting (window stream seed 0, as ``tjap bench
+nsa``), in the best loop (n^D = 5, T_max 25000, 500 iterations) with the setting's best-loop
+weights:
+
+- NSA with look-ahead k (``lookahead=k``; 0 = the policy's start as is), for each k of ``ks``,
+  against the default SA given NSA's CPU time on that window
+  (:func:`tjap.bench.sa_tables.sa_for_time`);
+- the hand-written look-ahead repair (:class:`heuristics.operators.LookaheadRepair`) with each
+  (k, temperature) of ``hand``, at 500 iterations and at the CPU time of NSA with the last k.
+
+Gains are means over windows of (column - NSA) / column in %, with a normal 95 % interval, as in
+:func:`tjap.bench.sa_tables.nsa_summary`; gaps are to the SCAS optimum (dp).
+
+    python -m benchmarks.nsa_lookahead --setting paper --windows 100 [--ks 0,8,16,32,64]
+        [--hand 8:0,16:300,16:1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import progress
+from heuristics.operators import LookaheadRepair
+from tjap import solve
+from tjap.bench.sa_tables import SETTINGS, _windows, sa_for_time, timed_solve
+
+WEIGHTS = Path(__file__).resolve().parent.parent / "learned" / "weights"
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def _parse_hand(text: str) -> list[tuple[int, float]]:
+    pairs = []
+    for item in text.split(","):
+        k, _, temperature = item.partition(":")
+        pairs.append((int(k), float(temperature or 0)))
+    return pairs
+
+
+def sweep(setting="paper", windows=100, ks=(0, 8, 16, 32, 64),
+          hand=((8, 0.0), (16, 300.0), (16, 1000.0)), seed=0, quiet=False) -> dict:
+    """Rows of costs and CPU times per window, and the summary lines (see the module)."""
+    conv = SETTINGS[setting]["convention"]
+    weights = str(WEIGHTS / f"nsa_cnn3_best_{setting}.json")
+    common = {"convention": conv, "seed": seed}
+    nsa = {"preset": "best", "iterations": 500, "weights": weights}
+    ws = _windows(setting, 1, windows, seed)
+    for k in ks:                                                         # compile first
+        solve(ws[0], "nsa", lookahead=k, **nsa, **common)
+    for k, temperature in hand:
+        solve(ws[0], "sa", iterations=3, repair=LookaheadRepair(k, temperature), **common)
+    rows = []
+    for w in progress(ws, desc=f"look-ahead/{setting}", quiet=quiet):
+        row = {"opt": solve(w, "dp", convention=conv).objective}
+        for k in ks:
+            r, t = timed_solve(w, "nsa", lookahead=k, **nsa, **common)
+            row[f"nsa{k}"], row[f"nsa{k}_cpu_s"] = r.objective, t["cpu"]
+            row[f"sa_at_nsa{k}"] = sa_for_time(w, t["cpu"], {}, common)[0].objective
+        budget = row[f"nsa{ks[-1]}_cpu_s"]
+        for k, temperature in hand:
+            repair = LookaheadRepair(k, temperature)
+            key = f"hand{k}_{temperature:g}"
+            r, t = timed_solve(w, "sa", iterations=500, repair=repair, **common)
+            row[f"{key}_500"], row[f"{key}_500_cpu_s"] = r.objective, t["cpu"]
+            r = sa_for_time(w, budget, {"repair": repair}, common)[0]
+            row[f"{key}_same_time"], row[f"{key}_same_time_iterations"] = r.objective, r.iterations
+        rows.append(row)
+    return {"setting": setting, "windows": windows, "ks": list(ks), "hand": list(hand),
+            "rows": rows, "lines": summary_lines(rows, ks, hand)}
+
+
+def summary_lines(rows, ks, hand) -> list[str]:
+    opt = np.array([r["opt"] for r in rows])
+
+    def col(key):
+        return np.array([r[key] for r in rows], float)
+
+    def gap(key):
+        return f"{100 * np.mean(col(key) / opt - 1):+.3f} %"
+
+    def gain(nsa_key, key):
+        d = 100 * (col(key) - col(nsa_key)) / col(key)
+        half = 1.96 * d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else 0.0
+        return f"{d.mean():+.3f} % ({d.mean() - half:+.3f}, {d.mean() + half:+.3f})"
+
+    lines = []
+    for k in ks:
+        lines.append(f"NSA-500 look-ahead {k}: gap {gap(f'nsa{k}')}, "
+                     f"{1e3 * col(f'nsa{k}_cpu_s').mean():.1f} ms CPU; default SA at its time: "
+                     f"gap {gap(f'sa_at_nsa{k}')}; NSA gain {gain(f'nsa{k}', f'sa_at_nsa{k}')}")
+    last = f"nsa{ks[-1]}"
+    for k, temperature in hand:
+        key = f"hand{k}_{temperature:g}"
+        lines.append(f"hand-written look-ahead k={k} T={temperature:g}: 500 iterations gap "
+                     f"{gap(key + '_500')} ({1e3 * col(key + '_500_cpu_s').mean():.1f} ms); at "
+                     f"NSA look-ahead {ks[-1]}'s time gap {gap(key + '_same_time')} "
+                     f"({col(key + '_same_time_iterations').mean():.0f} iterations), NSA gain "
+                     f"{gain(last, key + '_same_time')}")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--setting", choices=tuple(SETTINGS), default="paper")
+    p.add_argument("--windows", type=int, default=100)
+    p.add_argument("--ks", default="0,8,16,32,64", help="NSA look-aheads, comma-separated")
+    p.add_argument("--hand", default="8:0,16:300,16:1000",
+                   help="hand-written look-aheads as k:temperature, comma-separated")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        ks = tuple(int(k) for k in args.ks.split(","))
+        hand = tuple(_parse_hand(args.hand))
+    except ValueError:
+        p.error("--ks takes integers and --hand k:temperature pairs, comma-separated")
+    res = sweep(args.setting, args.windows, ks, hand, args.seed, args.quiet)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"nsa_lookahead_{args.setting}_{args.windows}.json"
+    path.write_text(json.dumps(res, indent=1) + "\n")
+    print("\n".join(res["lines"]))
+    print(f"rows: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
