@@ -54,7 +54,7 @@ def sweep(setting="paper", windows=100, ks=(0, 8, 16, 32, 64),
     for k in ks:                                                         # compile first
         solve(ws[0], "nsa", lookahead=k, **nsa, **common)
     for k, temperature in hand:
-        solve(ws[0], "sa", iterations=3, repair=LookaheadRepair(k, temperature), **common)
+        solve(ws[0], "sa", iterations=3, repair=LookaheadRepair(k=k, temperature=temperature), **common)
     rows = []
     for w in progress(ws, desc=f"look-ahead/{setting}", quiet=quiet):
         row = {"opt": solve(w, "dp", convention=conv).objective}
@@ -64,7 +64,7 @@ def sweep(setting="paper", windows=100, ks=(0, 8, 16, 32, 64),
             row[f"sa_at_nsa{k}"] = sa_for_time(w, t["cpu"], {}, common)[0].objective
         budget = row[f"nsa{ks[-1]}_cpu_s"]
         for k, temperature in hand:
-            repair = LookaheadRepair(k, temperature)
+            repair = LookaheadRepair(k=k, temperature=temperature)
             key = f"hand{k}_{temperature:g}"
             r, t = timed_solve(w, "sa", iterations=500, repair=repair, **common)
             row[f"{key}_500"], row[f"{key}_500_cpu_s"] = r.objective, t["cpu"]

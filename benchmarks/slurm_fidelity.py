@@ -161,21 +161,23 @@ def single_switch_conf(names) -> str:
 
 def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: int = 0,
                   reserve_whole_node: bool = True, *, origin: int = 0,
-                  will_run_window_s: int = 0, reserve_nodes: bool = False) -> np.ndarray:
+                  will_run_window_s: int = 0, reserve_nodes: bool = False,
+                  bf_interval_s: int = 1) -> np.ndarray:
     """Simulated starts (relative seconds) of the replayed rows, from Slurm's recorded submits;
     ``release_delay_s`` models Slurm's COMPLETING time (nodes return that long after a job ends).
     ``reserve_whole_node``: True when the trace's nodes are the CPUs of one Slurm node (its
     backfill reserves whole nodes), False when each is a Slurm node. ``origin``: the replay's
     start in Unix seconds (Slurm's will-run batches are aligned on absolute time);
     ``will_run_window_s`` and ``reserve_nodes``: the simulator's ``bf_will_run_window_s`` and
-    ``bf_reserve_nodes`` (the latter under EASY only)."""
+    ``bf_reserve_nodes`` (the latter under EASY only); ``bf_interval_s``: 1, a backfill pass in
+    the second after a change, or 0, in the second of the change (see :func:`compare`)."""
     runtime = [r["runtime_s"] for r in rows]
     origin = int(origin or 0)
     jobs = Jobs.build(submit_s=[int(r["slurm_submit"]) + origin for r in rows],
                       nodes=[r["cpus"] for r in rows],
                       limit_s=[60 * r["limit_min"] for r in rows], runtime_s=runtime,
                       job_id=list(range(len(rows))))
-    config = SchedulerConfig(backfill=backfill, bf_interval_s=1, bf_resolution_s=1,
+    config = SchedulerConfig(backfill=backfill, bf_interval_s=bf_interval_s, bf_resolution_s=1,
                              bf_max_job_test=1000, release_delay_s=release_delay_s,
                              reserve_whole_node=reserve_whole_node,
                              bf_will_run_window_s=will_run_window_s,
@@ -276,31 +278,48 @@ def replay_origin(done: list[dict], records) -> int | None:
 
 
 def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
-             nodes_as: str = "cpus", debug_dir=None) -> dict:
+             nodes_as: str = "cpus", debug_dir=None, end_on_second: bool = False) -> dict:
+    """Replay ``rows`` on a fresh local Slurm in ``mode`` and compare (:func:`compare`)."""
     from benchmarks.slurm_replay import replay_on_slurm
 
+    with local_slurm(mode, cpus, check_nodes_as(nodes_as), debug_dir) as slurm:
+        done = replay_on_slurm([dict(r) for r in rows], slurm, end_on_second=end_on_second)
+        origin = replay_origin(done, slurm.completed())
+    return compare(done, mode, cpus, release_delay_s, nodes_as, end_on_second, origin)
+
+
+def compare(done: list[dict], mode: str, cpus: int, release_delay_s: int, nodes_as: str,
+            end_on_second: bool, origin) -> dict:
+    """The simulator on the jobs Slurm ran (rows of :func:`benchmarks.slurm_replay
+    .replay_on_slurm`: ``slurm_submit``, ``start``, ``end`` and the input fields) against
+    Slurm's starts. With ``end_on_second`` every job ended early in its start second +
+    runtime, before the scheduling passes of that second, so each second's backfill pass sees
+    that second's ends and submissions: the simulator runs its backfill pass in the second of
+    each change (``bf_interval_s=0``) instead of the next one (``1``, the right rule when a job
+    ends runtime seconds after the sub-second pass that started it, just after that pass's
+    phase)."""
     _, backfill = MODES[mode]
     whole = check_nodes_as(nodes_as) == "cpus"
-    with local_slurm(mode, cpus, nodes_as, debug_dir) as slurm:
-        done = replay_on_slurm([dict(r) for r in rows], slurm)
-        origin = replay_origin(done, slurm.completed())
-    done.sort(key=lambda r: r["slurm_submit"])
+    done = sorted(done, key=lambda r: r["slurm_submit"])
     # node level: Slurm's will-run batching and reservations on named nodes (see the docstring)
     rules = dict(origin=origin or 0, will_run_window_s=0 if whole else WILL_RUN_WINDOW_S,
-                 reserve_nodes=not whole)
+                 reserve_nodes=not whole, bf_interval_s=0 if end_on_second else 1)
     sim = simulate_rows(done, cpus, backfill, release_delay_s, whole, **rules)
     submit = np.array([r["slurm_submit"] for r in done], float)
     slurm_start = [r["start"] for r in done]
+    ran = sum(1 for r in done if r["end"] - r["start"] == r["runtime_s"])
     out = {"mode": mode, "nodes_as": nodes_as, "nodes": cpus, "release_delay_s": release_delay_s,
+           "end_on_second": bool(end_on_second), "bf_interval_s": rules["bf_interval_s"],
            "t0_unix": origin, "will_run_window_s": rules["will_run_window_s"],
            "reserve_nodes": rules["reserve_nodes"] and backfill == "easy",
-           **agreement(slurm_start, sim, submit)}
+           "ran_their_runtime": ran, **agreement(slurm_start, sim, submit)}
     other = 1 - min(release_delay_s, 1)
     measured = simulate_rows(done, cpus, backfill, other, whole, **rules)
     out[f"with_release_delay_{other}s"] = agreement(slurm_start, measured, submit)
     if not whole:  # the same without the two Slurm rules: node counts, earliest start
         for delay in (release_delay_s, other):
-            plain = simulate_rows(done, cpus, backfill, delay, whole, origin=origin or 0)
+            plain = simulate_rows(done, cpus, backfill, delay, whole, origin=origin or 0,
+                                  bf_interval_s=rules["bf_interval_s"])
             out[f"node_counts_release_delay_{delay}s"] = agreement(slurm_start, plain, submit)
     out["per_job"] = [{"id": r["id"], "slurm_job_id": r.get("slurm_job_id"),
                        "submit": r["slurm_submit"], "cpus": r["cpus"],
@@ -312,12 +331,25 @@ def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
     return out
 
 
+def resimulate(result: dict, release_delay_s: int | None = None) -> dict:
+    """:func:`compare` again on the Slurm side of a saved result of :func:`run_mode` (its
+    ``per_job`` rows), with the current simulator: no new replay."""
+    done = [{"id": r["id"], "slurm_job_id": r.get("slurm_job_id"), "slurm_submit": r["submit"],
+             "cpus": r["cpus"], "limit_min": r["limit_min"], "runtime_s": r["runtime_s"],
+             "start": r["slurm_start"], "end": r["slurm_end"]} for r in result["per_job"]]
+    delay = result["release_delay_s"] if release_delay_s is None else release_delay_s
+    return compare(done, result["mode"], result["nodes"], delay, result["nodes_as"],
+                   result.get("end_on_second", False), result["t0_unix"])
+
+
 def fidelity(trace: str, start: str, count: int = 200, compression: float = 300, cpus: int = 76,
              modes=("fcfs", "easy"), release_delay_s: int = 1, nodes_as: str = "cpus",
-             debug_dir=None) -> list[dict]:
+             debug_dir=None, end_on_second: bool = False) -> list[dict]:
     """Every mode's replay, run side by side (separate local Slurms). ``cpus``: the number of
     trace nodes, as CPUs of one Slurm node or as Slurm nodes (``nodes_as``). ``debug_dir``: keep
-    each mode's Slurm work directory there with debug logs (see :func:`local_slurm`)."""
+    each mode's Slurm work directory there with debug logs (see :func:`local_slurm`).
+    ``end_on_second``: every job ends on a whole second, its recorded start + runtime
+    (:func:`benchmarks.slurm_replay.whole_second_command`)."""
     check_nodes_as(nodes_as)
     rows = trace_slice(trace, start, count, compression)
     results: dict[str, dict] = {}
@@ -325,7 +357,8 @@ def fidelity(trace: str, start: str, count: int = 200, compression: float = 300,
 
     def work(mode):
         try:
-            results[mode] = run_mode(rows, mode, cpus, release_delay_s, nodes_as, debug_dir)
+            results[mode] = run_mode(rows, mode, cpus, release_delay_s, nodes_as, debug_dir,
+                                     end_on_second)
         except BaseException as exc:  # re-raised below, in the caller's thread
             errors.append(exc)
     threads = [threading.Thread(target=work, args=(m,)) for m in modes]
@@ -380,6 +413,11 @@ def main(argv=None) -> int:
     p.add_argument("--release-delay", type=int, default=1,
                    help="simulator's release delay in seconds (0 or 1; the other is reported too)")
     p.add_argument("--modes", default="fcfs,easy")
+    p.add_argument("--end-on-second", action="store_true",
+                   help="each job ends on a whole second, its recorded start + runtime, instead "
+                        "of runtime seconds after the sub-second pass that started it (the "
+                        "simulator's rule, without the race against the passes' phases; use "
+                        "with --release-delay 0)")
     p.add_argument("--out", default="benchmarks/out/slurm_fidelity.json")
     p.add_argument("--debug-logs", metavar="DIR", default=None,
                    help="keep each mode's Slurm work directory under DIR/<mode> with slurmctld "
@@ -389,7 +427,19 @@ def main(argv=None) -> int:
                    help="also draw each job's simulated start against Slurm's to PNG")
     p.add_argument("--replot", metavar="JSON", default=None,
                    help="no replay: read the results a run wrote to JSON and draw --plot from them")
+    p.add_argument("--resimulate", metavar="JSON", default=None,
+                   help="no replay: run the current simulator again on the Slurm side of the "
+                        "results a run wrote to JSON (its release delay unless --release-delay "
+                        "is given) and write the new results to --out")
     args = p.parse_args(argv)
+    if args.resimulate:
+        try:
+            saved = json.loads(Path(args.resimulate).read_text())
+            delay = args.release_delay if "--release-delay" in (argv or sys.argv) else None
+            res = [resimulate(r, delay) for r in saved]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            p.error(f"--resimulate {args.resimulate}: not a result of this benchmark ({exc})")
+        return _report(res, args.out, args.plot)
     if args.replot:
         if not args.plot:
             p.error("--replot needs --plot PNG")
@@ -401,11 +451,15 @@ def main(argv=None) -> int:
         return 0
     res = fidelity(args.trace, args.start, args.jobs, args.compression, args.cpus,
                    tuple(args.modes.split(",")), args.release_delay, args.nodes_as,
-                   args.debug_logs)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
-    if args.plot:
-        print(plot(res, args.plot))
+                   args.debug_logs, args.end_on_second)
+    return _report(res, args.out, args.plot)
+
+
+def _report(res: list[dict], out, png) -> int:
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(res, indent=1))
+    if png:
+        print(plot(res, png))
     for r in res:
         print(json.dumps({k: v for k, v in r.items() if k not in ("per_job", "out_of_order")}))
         for row in r["out_of_order"]:

@@ -73,10 +73,34 @@ def _check(jobs: list[dict], cpus: int) -> None:
 
 #: Seconds after each target time at which a job is submitted (see replay_on_slurm).
 SUBMIT_GUARD_S = 0.02
+#: With ``end_on_second``: seconds after its start second + runtime at which a job's sleep ends.
+#: Not before: a job's end runs the main scheduler at once (measured: 13 ms later), so an end a
+#: few ms before the second would start the next job in the second before.
+END_AFTER_S = 0.01
+
+
+def whole_second_command(runtime_s: int, after_s: float = END_AFTER_S) -> str:
+    """The job script of a replayed job that ends on a whole second: it reads the start time
+    Slurm recorded for it (``squeue -o %S`` in Unix seconds, five tries 50 ms apart; if they
+    all fail, the second this script started, one second late when the pass that started it
+    ran in the last few ms of a second: see ``ran_their_runtime`` in the results) and
+    sleeps until that second + ``runtime_s`` + ``after_s``. So a job of runtime R recorded as
+    started at second S ends early in second S + R, wherever in second S the scheduling pass
+    that started it ran: the simulator's whole-second rule (nodes free from S + R), without the
+    race of a plain ``sleep R`` against the passes' sub-second phases."""
+    runtime = int(runtime_s)
+    if runtime != runtime_s or runtime < 1:
+        raise ValueError(f"a whole-second end needs a whole positive runtime, got {runtime_s!r}")
+    return ('t=$(date +%s); for i in 1 2 3 4 5; do '
+            's=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null); '
+            'case "$s" in ""|*[!0-9]*) sleep 0.05;; *) t=$s; break;; esac; done; '
+            f'd=$(awk -v t="$t" -v n="$(date +%s.%N)" \'BEGIN {{ d = t + {runtime} + {after_s:g} - n; '
+            'if (d < 0) d = 0; printf "%.3f", d }\'); sleep "$d"')
 
 
 def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
-                    timeout_s: float | None = None, align_start: bool = True) -> list[dict]:
+                    timeout_s: float | None = None, align_start: bool = True,
+                    end_on_second: bool = False) -> list[dict]:
     """Submit ``jobs`` to the running ``slurm`` at their submit times, wait for all to end, and
     return one row per job (input order).
 
@@ -89,7 +113,10 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
     relative to ``t0``, whole seconds as floats); ``observed_start`` (first seen running by
     polling, or None); ``state`` (``COMPLETED``, ``TIMEOUT``, ...). ``timeout_s`` (default: last
     submit + sum of limits + 60 s) bounds the whole replay; on timeout the jobs are cancelled and
-    :class:`SlurmError` is raised.
+    :class:`SlurmError` is raised. ``end_on_second``: each job runs
+    :func:`whole_second_command` (ends at its recorded start second + runtime) instead of
+    ``sleep runtime`` (ends runtime seconds after its process started, at the sub-second phase
+    of the pass that started it).
     """
     jobs = [dict(j) for j in jobs]
     _check(jobs, int(slurm.config.cpus))
@@ -131,7 +158,8 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
                 time.sleep(min(wait, poll_s))
             submitted = time.time() - t0
             jid = client.submit(nodes_or_tasks=job["cpus"], time_limit_min=job["limit_min"],
-                                command=sleep_command(job["runtime_s"]),
+                                command=(whole_second_command(job["runtime_s"])
+                                         if end_on_second else sleep_command(job["runtime_s"])),
                                 name=f"replay-{job['id']}", output="/dev/null",
                                 chdir=str(slurm.workdir))
             job["slurm_job_id"] = jid

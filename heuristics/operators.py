@@ -78,6 +78,9 @@ class LookaheadRepair(Repair):
     temperature: float = 1000.0
 
     def __post_init__(self):
+        if self.code != k.REPAIR_LOOKAHEAD or self.q != Repair.q:
+            raise InvalidInputError("LookaheadRepair takes its options by keyword: "
+                                    "LookaheadRepair(k=..., temperature=...)")
         if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise InvalidInputError(f"look-ahead k must be an integer of at least 1, got {self.k!r}")
         if not (isinstance(self.temperature, (int, float, np.floating))

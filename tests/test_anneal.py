@@ -189,6 +189,11 @@ def test_lookahead_options_are_checked(bad):
         LookaheadRepair(**bad)
 
 
+def test_lookahead_options_are_taken_by_keyword_only():
+    with pytest.raises(InvalidInputError, match="by keyword"):
+        LookaheadRepair(8, 0.0)
+
+
 def test_top_k_and_candidate_starts_follow_the_plain_versions():
     from heuristics._net_kernels import candidate_starts, top_k
 

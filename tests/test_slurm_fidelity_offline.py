@@ -196,3 +196,63 @@ def test_plot_marks_the_out_of_order_jobs(tmp_path):
     with pytest.raises(SystemExit) as err:       # argparse's one-line error, exit 2
         main(["--replot", str(tmp_path / "f.png"), "--plot", str(tmp_path / "h.png")])
     assert err.value.code == 2
+
+
+# -- jobs that end on a whole second (--end-on-second) ---------------------------------------------
+def _run_job_script(command: str, tmp_path, squeue_prints: str | None) -> tuple[float, float]:
+    """Run a job script as sbatch --wrap would (sh), with a stand-in ``squeue`` on PATH that
+    prints ``squeue_prints`` (or fails); returns (wall time before, wall time after)."""
+    import os
+    import subprocess
+    import time
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / "squeue"
+    body = f"echo '{squeue_prints}'" if squeue_prints is not None else "exit 1"
+    fake.write_text(f"#!/bin/sh\n{body}\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SLURM_JOB_ID="7")
+    before = time.time()
+    subprocess.run(["sh", "-c", command], env=env, check=True, timeout=10)
+    return before, time.time()
+
+
+def test_whole_second_job_ends_on_its_recorded_start_plus_runtime(tmp_path):
+    """The script reads the start Slurm recorded (squeue %S with SLURM_TIME_FORMAT=%s) and ends
+    just after that second + runtime, wherever in the second it began; without squeue, from its
+    own start second."""
+    import time
+
+    from benchmarks.slurm_replay import END_AFTER_S, whole_second_command
+
+    time.sleep(1.0 - time.time() % 1.0 + 0.3)           # begin 0.3 s into a second
+    recorded = int(time.time()) - 1                       # Slurm "started" it a second earlier
+    _, after = _run_job_script(whole_second_command(2), tmp_path, str(recorded))
+    assert recorded + 2 + END_AFTER_S <= after < recorded + 2 + END_AFTER_S + 0.25
+    before, after = _run_job_script(whole_second_command(1), tmp_path, None)
+    assert int(before) + 1 + END_AFTER_S <= after < int(before) + 1 + END_AFTER_S + 0.25
+    for bad in (0, 1.5, -2):
+        with pytest.raises(ValueError):
+            whole_second_command(bad)
+
+
+def test_resimulate_compares_a_saved_run_again():
+    """A saved run's Slurm side goes through the current simulator again: FCFS on one node, jobs
+    back to back (each ended on a whole second), matches at release delay 0 and not at 1; the
+    end-on-second rule passes backfill in the second of a change."""
+    from benchmarks.slurm_fidelity import resimulate
+
+    per_job = [{"id": 10 + i, "slurm_job_id": i + 1, "submit": 0.0, "cpus": 1, "limit_min": 1,
+                "runtime_s": 2, "slurm_start": 2.0 * i, "slurm_end": 2.0 * i + 2}
+               for i in range(4)]
+    saved = {"mode": "fcfs", "nodes": 1, "nodes_as": "slurm-nodes", "release_delay_s": 0,
+             "end_on_second": True, "t0_unix": 1_700_000_000, "per_job": per_job}
+    again = resimulate(saved)
+    assert again["bf_interval_s"] == 0 and again["ran_their_runtime"] == 4
+    assert again["same_order_pct"] == 100.0 and again["mean_abs_wait_error_s"] == 0.0
+    assert [r["sim_start"] for r in again["per_job"]] == [0, 2, 4, 6]
+    late = resimulate(saved, release_delay_s=1)
+    assert [r["sim_start"] for r in late["per_job"]] == [0, 3, 6, 9]
+    assert late["mean_abs_wait_error_s"] > 0
+    assert resimulate(dict(saved, end_on_second=False))["bf_interval_s"] == 1
