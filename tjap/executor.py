@@ -44,7 +44,6 @@ import logging
 import multiprocessing as mp
 import os
 import sys
-import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,28 +105,6 @@ def _init_worker() -> None:
     pin_threads()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-#: Seconds :func:`_stop_pool` waits for ``Pool.terminate`` before it kills the workers itself.
-STOP_GRACE_S = 3.0
-
-
-def _stop_pool(pool) -> None:
-    """``pool.terminate()`` and ``join()``, bounded by :data:`STOP_GRACE_S`: run in a daemon
-    thread, so that a terminate that blocks on the pool's internal locks (seen once, under load,
-    after a Ctrl-C) cannot keep the process from exiting; after the grace the workers are
-    killed directly and the caller goes on."""
-    done = threading.Event()
-
-    def stop():
-        pool.terminate()
-        pool.join()
-        done.set()
-    threading.Thread(target=stop, name="tjap-pool-stop", daemon=True).start()
-    if not done.wait(STOP_GRACE_S):
-        for worker in list(getattr(pool, "_pool", ())):
-            if worker.is_alive():
-                worker.kill()
 
 
 def pin_threads() -> None:
@@ -244,7 +221,8 @@ class Executor:
                     yield index, False, f"{type(exc).__name__}: {exc}"
             pool.close()
         finally:
-            _stop_pool(pool)   # also on Ctrl-C and when the caller stops early
+            pool.terminate()   # also on Ctrl-C and when the caller stops early
+            pool.join()
 
     def _ray(self, fn, tasks):
         ray = _import_ray()
