@@ -12,7 +12,7 @@ weights:
   (k, temperature) of ``hand``, at 500 iterations and at the CPU time of NSA with the last k.
 
 Gains are means over windows of (column - NSA) / column in %, with a normal 95 % interval, as in
-:func:`tjap.bench.sa_tables.nsa_summary`; gaps are to the SCAS optimum (dp).
+:func:`tjap.bench.sa_tables.gain_interval`; gaps are to the SCAS optimum (dp).
 
     python -m benchmarks.nsa_lookahead --setting paper --windows 100 [--ks 0,8,16,32,64]
         [--hand 8:0,16:300,16:1000]
@@ -29,7 +29,7 @@ import numpy as np
 from benchmarks.common import progress
 from heuristics.operators import LookaheadRepair
 from tjap import solve
-from tjap.bench.sa_tables import SETTINGS, _windows, sa_for_time, timed_solve
+from tjap.bench.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "learned" / "weights"
 OUT = Path(__file__).resolve().parent / "out"
@@ -85,9 +85,7 @@ def summary_lines(rows, ks, hand) -> list[str]:
         return f"{100 * np.mean(col(key) / opt - 1):+.3f} %"
 
     def gain(nsa_key, key):
-        d = 100 * (col(key) - col(nsa_key)) / col(key)
-        half = 1.96 * d.std(ddof=1) / np.sqrt(d.size) if d.size > 1 else 0.0
-        return f"{d.mean():+.3f} % ({d.mean() - half:+.3f}, {d.mean() + half:+.3f})"
+        return "{:+.3f} % ({:+.3f}, {:+.3f})".format(*gain_interval(col(key), col(nsa_key)))
 
     lines = []
     for k in ks:

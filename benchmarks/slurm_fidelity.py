@@ -410,8 +410,9 @@ def main(argv=None) -> int:
     p.add_argument("--nodes-as", choices=NODES_AS, default="cpus",
                    help="cpus: one Slurm node, a CPU per trace node (default); slurm-nodes: one "
                         "slurmd per trace node, jobs on whole nodes")
-    p.add_argument("--release-delay", type=int, default=1,
-                   help="simulator's release delay in seconds (0 or 1; the other is reported too)")
+    p.add_argument("--release-delay", type=int, default=None,
+                   help="simulator's release delay in seconds (0 or 1; the other is reported "
+                        "too; default 1, or with --resimulate the saved run's)")
     p.add_argument("--modes", default="fcfs,easy")
     p.add_argument("--end-on-second", action="store_true",
                    help="each job ends on a whole second, its recorded start + runtime, instead "
@@ -435,8 +436,7 @@ def main(argv=None) -> int:
     if args.resimulate:
         try:
             saved = json.loads(Path(args.resimulate).read_text())
-            delay = args.release_delay if "--release-delay" in (argv or sys.argv) else None
-            res = [resimulate(r, delay) for r in saved]
+            res = [resimulate(r, args.release_delay) for r in saved]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             p.error(f"--resimulate {args.resimulate}: not a result of this benchmark ({exc})")
         return _report(res, args.out, args.plot)
@@ -450,7 +450,8 @@ def main(argv=None) -> int:
             p.error(f"--replot {args.replot}: not a result of this benchmark ({exc})")
         return 0
     res = fidelity(args.trace, args.start, args.jobs, args.compression, args.cpus,
-                   tuple(args.modes.split(",")), args.release_delay, args.nodes_as,
+                   tuple(args.modes.split(",")),
+                   1 if args.release_delay is None else args.release_delay, args.nodes_as,
                    args.debug_logs, args.end_on_second)
     return _report(res, args.out, args.plot)
 

@@ -49,6 +49,11 @@ OWN_LOOP_PRESETS = ("best",)
 NSA_LOOKAHEAD = {"paper": 0, "published": 0, "best": 32}
 
 
+def preset_lookahead(preset: str, lookahead=None) -> int:
+    """The look-ahead NSA runs: ``lookahead`` if given, else the preset's (:data:`NSA_LOOKAHEAD`)."""
+    return NSA_LOOKAHEAD[preset] if lookahead is None else lookahead
+
+
 @dataclass(frozen=True, eq=False)
 class LearnedRepair(Repair):
     """Repair operator choosing each start with a trained policy's actor, run inside the
@@ -342,7 +347,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
                        t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
     weights = weights or DEFAULT_WEIGHTS
     repair = LearnedRepair.load(weights, sample=sample,
-                                lookahead=NSA_LOOKAHEAD[preset] if lookahead is None else lookahead)
+                                lookahead=preset_lookahead(preset, lookahead))
     if preset in OWN_LOOP_PRESETS and repair.loop != preset:
         raise InvalidInputError(
             f"preset {preset!r} runs only NSA weights trained in its loop (tjap train nsa --loop "

@@ -350,6 +350,15 @@ def nsa_window(setting, w, seed, weights, preset=None, clock="cpu", lookahead=No
     return row
 
 
+def gain_interval(cost, nsa, z=1.96) -> tuple[float, float, float]:
+    """(mean, low, high): the mean over windows of (cost - nsa) / cost in %, with a normal
+    interval of ``z`` standard errors of the per-window differences (NaN wide for one window)."""
+    cost, nsa = np.asarray(cost, float), np.asarray(nsa, float)
+    d = 100 * (cost - nsa) / cost
+    half = z * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else math.nan
+    return float(d.mean()), float(d.mean()) - half, float(d.mean()) + half
+
+
 def nsa_summary(rows: list[dict], names: list[str], reference="scas_opt", z=1.96) -> list[dict]:
     """Per column: mean cost, mean gap to ``reference`` (%), mean wall and CPU ms and mean
     iterations per window; for the equal-time columns their mean time over NSA's on each clock
@@ -376,10 +385,8 @@ def nsa_summary(rows: list[dict], names: list[str], reference="scas_opt", z=1.96
             entry["cpu_ratio"] = mean(f"{name}_cpu_s") / mean("nsa500_cpu_s")
             entry["wall_ratio"] = mean(f"{name}_s") / mean("nsa500_s")
         if name != "nsa500":
-            d = 100 * (cost - nsa) / cost
-            half = z * float(d.std(ddof=1)) / math.sqrt(len(d)) if len(d) > 1 else math.nan
-            entry |= {"nsa_gain_pct": float(d.mean()), "ci95_low": float(d.mean()) - half,
-                      "ci95_high": float(d.mean()) + half,
+            gain, low, high = gain_interval(cost, nsa, z)
+            entry |= {"nsa_gain_pct": gain, "ci95_low": low, "ci95_high": high,
                       "nsa_better_pct": 100 * float(np.mean(nsa < cost)),
                       "nsa_worse_pct": 100 * float(np.mean(nsa > cost))}
         out.append(entry)

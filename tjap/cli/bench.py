@@ -215,10 +215,10 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
                               csv_path=out_dir / f"{name}.csv", lookahead=args.lookahead)
     default = sa_tables.default_sa_preset()
     weights = args.weights or f"learned/weights/{Path(DEFAULT_WEIGHTS).name}"
-    from learned.nsa import NSA_LOOKAHEAD
+    from learned.nsa import preset_lookahead
 
-    lookahead = NSA_LOOKAHEAD.get(preset, 0) if args.lookahead is None else args.lookahead
-    summary = {"setting": args.setting, "nsa_preset": preset, "nsa_lookahead": lookahead,
+    summary = {"setting": args.setting, "nsa_preset": preset,
+               "nsa_lookahead": preset_lookahead(preset, args.lookahead),
                "clock": args.clock,
                "weights": weights, "seed": args.seed, "windows": len(res["rows"]),
                "default_sa_preset": default,
