@@ -6,7 +6,7 @@ VENV := .venv
 # multi-GB CUDA build is pulled in by a dependency.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test test-slurm test-all bench docs clean
+.PHONY: demo test test-signals test-slurm test-all bench docs clean
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q
+
+# Real SIGINT / SIGTERM sent to running commands and solvers (slow-marked; about 30 s).
+test-signals: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q -m slow tests/test_interrupts.py
 
 # Tests against a real local Slurm (installs slurm-wlm + munge with apt when missing; needs root).
 test-slurm: $(VENV)/.installed

@@ -173,6 +173,16 @@ CASES = [
     (["train", "network", "--envs", "0"], "--envs"),
     (["train", "interference", "--expert", "oracle"], "--expert"),
     (["methods", "--system", "quantum"], "--system"),
+    # slurm: refused before any Slurm command runs
+    (["slurm", "place", "--interval", "-1"], "interval"),
+    (["slurm", "place", "--interval", "soon"], "--interval"),
+    (["slurm", "place", "--method", "magic", "--once"], "magic"),
+    (["slurm", "place", "--cap", "zero"], "--cap"),
+    (["slurm", "place", "--backfill", "conservative"], "--backfill"),
+    (["slurm", "place", "--retries", "-2"], "retries"),
+    (["slurm", "place", "--users", ","], "user name"),
+    (["slurm", "place", "--time-limit", "-3"], "time limit"),
+    (["slurm", "advise", "--method", "magic"], "magic"),
     (["frobnicate"], "frobnicate"),
     ([], "COMMAND"),
 ]

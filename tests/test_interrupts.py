@@ -18,12 +18,19 @@ ROOT = Path(__file__).resolve().parents[1]
 STEM = "exact_paper_paper_s0"
 
 
+def default_sigint() -> None:
+    """Run in the child before exec: SIGINT at its default. A shell starts background jobs (a CI
+    runner's, say) with SIGINT ignored, an ignored signal stays ignored across exec, and Python
+    then installs no Ctrl-C handler: right for such a user, but not the case this test checks."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_bench(out: Path, *extra) -> subprocess.Popen:
     command = [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())",
                "bench", "exact", "--num-windows", "50",
                "--paper-windows", "0", "--out", str(out), "--quiet", *extra]
     return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=default_sigint)
 
 
 def wait_for_rows(path: Path, proc: subprocess.Popen, rows: int = 2, timeout: float = 120):
@@ -109,7 +116,8 @@ print("returned", result.status.value, flush=True)
 def test_a_signal_stops_a_solver_at_once(method, sig, code):
     pytest.importorskip("pyscipopt" if method == "scip" else "ortools")
     proc = subprocess.Popen([sys.executable, "-c", SOLVE_SCRIPT, method], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     assert proc.stdout.readline().strip() == "solving"
     time.sleep(2.5)                      # past building the model: the solver itself runs
     returncode, took, err = interrupt(proc, sig)
