@@ -153,6 +153,48 @@ def test_interruption_line_is_one_line():
     assert "\n" not in interruption_line(Terminated())
 
 
+#: a signal to the process itself while ``tjap`` imports its commands' modules (the import of
+#: numpy, Numba and the solvers is where a quick Ctrl-C lands), then ``tjap methods``
+EARLY_SIGNAL = """
+import os, signal, sys
+import tjap.cli as cli
+load = cli.families
+cli.families = lambda: (os.kill(os.getpid(), int(sys.argv[1])), load())[1]
+sys.exit(cli.main(["methods"]))
+"""
+
+
+@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "tjap: interrupted"),
+                                             (signal.SIGTERM, 143, "tjap: terminated (SIGTERM)")])
+def test_a_signal_while_importing_the_commands_is_one_line(sig, code, line):
+    done = subprocess.run([sys.executable, "-c", EARLY_SIGNAL, str(int(sig))], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, preexec_fn=default_sigint)
+    assert done.returncode == code, done.stderr
+    assert done.stderr.strip().splitlines() == [line] and done.stdout == ""
+
+
+def test_an_interrupt_wrapped_by_a_library_is_still_an_interrupt(monkeypatch, capsys):
+    """Numba loading a cached kernel when Ctrl-C lands raises SystemError around the
+    KeyboardInterrupt; tjap still exits 130 with its one line."""
+    from tjap.cli import main, methods
+    from tjap.errors import interrupted_by
+
+    def numba_like(args):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+    monkeypatch.setattr(methods, "run", numba_like)
+    assert main(["methods"]) == 130
+    err = capsys.readouterr().err.strip()       # (naming an earlier test's partial file, perhaps)
+    assert err.startswith("tjap: interrupted") and "\n" not in err and "Traceback" not in err
+    assert interrupted_by(ValueError("no")) is None
+    other = RuntimeError("after")
+    other.__context__ = ValueError("before")
+    assert interrupted_by(other) is None
+
+
 def test_workers_ignore_sigint(tmp_path):
     from tjap.executor import make_executor
 

@@ -13,7 +13,6 @@ import importlib
 
 from tjap.errors import (InvalidInputError, MissingDependencyError, StateSpaceTooLargeError,
                          TjapError, UnknownMethodError)
-from tjap.result import Status
 
 __version__ = "0.2.0"
 
@@ -26,6 +25,7 @@ _LAZY = {
     "job_cost": "placement.tree.cost",
     "assignment_cost": "placement.tree.cost",
     "Result": "placement.tree.result",
+    "Status": "tjap.result",
     "solve": "tjap.api",
     "place_job": "tjap.api",
     "place_request": "tjap.api",

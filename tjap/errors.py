@@ -26,6 +26,23 @@ class StateSpaceTooLargeError(TjapError):
     """An exact method would need more states than its limit allows."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by the handler ``tjap`` installs (exit status 143)."""
+
+
+def interrupted_by(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or :class:`Terminated`) behind ``exc``: ``exc`` itself, or one in its chain of
+    causes. A library that calls back into Python can wrap the interrupt it sees (Numba loading a
+    cached kernel raises SystemError "returned a result with an exception set" around it)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def check_options(options, valid, what: str) -> None:
     """Raise :class:`InvalidInputError` naming every key of ``options`` not in ``valid``, and
     listing the valid ones (``what`` names the function or method, e.g. ``"simulate()"``)."""

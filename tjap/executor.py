@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from tjap.errors import InvalidInputError, MissingDependencyError
+from tjap.errors import InvalidInputError, MissingDependencyError, Terminated
 
 RAY_HINT = "pip install 'tjap[ray]'"
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -77,10 +77,6 @@ class TaskFailure:
         if len(args) > 200:                 # a window's node list would fill the screen
             args = args[:200] + "...)"
         return f"task {self.index} {args} failed: {self.error}"
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread by the handler ``tjap`` installs (exit status 143)."""
 
 
 #: Partial outputs left by interrupted or failed sweeps in this process (:class:`CsvRows`), for

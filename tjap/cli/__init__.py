@@ -14,28 +14,36 @@ traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
 import signal
 import sys
 import threading
 
 import tjap
-from tjap.cli import (batch, bench, interference, methods, network, slurm, topology, train,
-                      tree)
-from tjap.cli.common import EXIT_CLOSED_STDOUT, ArgumentParser, silence_stdout, stdout_closed
-from tjap.errors import TjapError
+from tjap.errors import Terminated, TjapError, interrupted_by
 
-FAMILIES = (tree, topology, bench, batch, slurm, network, interference, train, methods)
+# Importing this module loads nothing beyond the standard library, so that the handlers of
+# Ctrl-C and SIGTERM are in place before the families (numpy, Numba, solvers) are imported.
+FAMILY_NAMES = ("tree", "topology", "bench", "batch", "slurm", "network", "interference",
+                "train", "methods")
+
+
+def families() -> tuple:
+    """The family modules, in the order their subcommands are listed."""
+    return tuple(importlib.import_module(f"tjap.cli.{name}") for name in FAMILY_NAMES)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``tjap`` argument parser with every family's subcommands."""
+    from tjap.cli.common import ArgumentParser
+
     parser = ArgumentParser(   # one-line usage errors, for every subcommand (they inherit it)
         prog="tjap", description="Placement problems of HPC and ML clusters: exact models, Numba "
                                  "search and learned operators for four published systems.")
     parser.add_argument("--version", action="version", version=f"tjap {tjap.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for family in FAMILIES:
+    for family in families():
         family.add_parser(sub)
     return parser
 
@@ -43,44 +51,60 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run ``tjap`` with ``argv`` (default: the process arguments); returns the exit code.
 
-    A closed stdout (``tjap methods | head -1``) ends the command quietly with exit status 141
-    (128 + SIGPIPE, as a command killed by SIGPIPE), never a BrokenPipeError traceback."""
+    Ctrl-C ends the command with exit status 130 and SIGTERM with 143, one line on stderr, at any
+    moment from here on (importing the command's modules included). A closed stdout (``tjap
+    methods | head -1``) ends it quietly with exit status 141 (128 + SIGPIPE, as a command killed
+    by SIGPIPE), never a BrokenPipeError traceback."""
+    previous = _on_sigterm()
     try:
         try:
-            return _main(argv)
-        finally:
-            sys.stdout.flush()   # inside the try: a reader gone is seen here, not at exit
-    except BrokenPipeError:
-        if not stdout_closed():
+            try:
+                return _main(argv)
+            finally:
+                sys.stdout.flush()   # inside the try: a reader gone is seen here, not at exit
+        except BrokenPipeError:
+            from tjap.cli.common import EXIT_CLOSED_STDOUT, silence_stdout, stdout_closed
+
+            if not stdout_closed():
+                raise
+            silence_stdout()
+            return EXIT_CLOSED_STDOUT
+    except BaseException as exc:
+        stop = interrupted_by(exc)
+        if stop is None:
             raise
-        silence_stdout()
-        return EXIT_CLOSED_STDOUT
+        return _interrupted(stop)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     args = build_parser().parse_args(argv)
     args.command_line = "tjap " + shlex.join(argv)   # what training runs record in metadata
-    previous = _on_sigterm()
     try:
         return args.run(args)
     except TjapError as exc:
         print(f"tjap: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as exc:   # Ctrl-C, or SIGTERM as executor.Terminated
-        from tjap.executor import Terminated, interruption_line
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Print the one line of an interrupted command; its exit status (143 SIGTERM, else 130)."""
+    try:
+        from tjap.executor import interruption_line
 
         print(interruption_line(exc), file=sys.stderr)
-        return 143 if isinstance(exc, Terminated) else 130
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+    except KeyboardInterrupt:      # a second Ctrl-C while saying so
+        print("tjap: interrupted", file=sys.stderr)
+    return 143 if isinstance(exc, Terminated) else 130
 
 
 def _on_sigterm():
-    """Make SIGTERM stop the command as Ctrl-C does (raising executor.Terminated in the main
-    thread); returns the previous handler (None off the main thread, where none is installed)."""
-    from tjap.executor import Terminated
+    """Make SIGTERM stop the command as Ctrl-C does (raising :class:`tjap.errors.Terminated` in
+    the main thread); returns the previous handler (None off the main thread, where none is
+    installed)."""
 
     def terminate(signum, frame):
         raise Terminated
