@@ -241,11 +241,11 @@ def summarize(per_job: list[dict], topology: Topology, compression: float = 1.0)
             "by_size": by_size}
 
 
-def predict_slurm(per_job: list[dict], topology: Topology, compression: float = 1.0) -> dict:
-    """The batch simulator's prediction for ``slurm`` from the submit times Slurm recorded:
-    ``sched/backfill`` on node counts (Slurm's will-run batches, 1 s release delay), then its
-    starts, in its order, each placed by ``slurm-tree`` on the nodes free then; summarized like
-    :func:`summarize`."""
+def simulate_starts(per_job: list[dict], num_nodes: int) -> tuple:
+    """The batch simulator's schedule on ``num_nodes`` nodes for jobs with ``submit`` (s),
+    ``cpus``, ``limit_min`` and ``runtime_s``: ``sched/backfill`` on node counts (Slurm's
+    will-run batches, 1 s passes, 1 s release delay). Per job: start and end (s, in the submits'
+    frame) and the rank of its start among the pass's starts."""
     n = len(per_job)
     origin = 10 ** 9            # will-run batches are aligned on Unix time: any whole second
     jobs = Jobs.build(submit_s=[int(r["submit"]) + origin for r in per_job],
@@ -255,7 +255,7 @@ def predict_slurm(per_job: list[dict], topology: Topology, compression: float = 
     config = SchedulerConfig(backfill="slurm", bf_interval_s=1, bf_resolution_s=1,
                              bf_max_job_test=1000, release_delay_s=1,
                              bf_will_run_window_s=WILL_RUN_WINDOW_S)
-    res = Simulator(jobs, topology.num_nodes, config).run()
+    res = Simulator(jobs, num_nodes, config).run()
     start = np.empty(n, np.int64)
     end = np.empty(n, np.int64)
     seq = np.empty(n, np.int64)
@@ -263,24 +263,39 @@ def predict_slurm(per_job: list[dict], topology: Topology, compression: float = 
     seq[jobs.job_id] = res.start_seq
     if (start < -origin // 2).any():
         raise InvalidInputError("the simulator left jobs unstarted")
-    # place the starts in the simulator's order, ends (plus the release delay) first
+    return start, end, seq
+
+
+def place_in_order(topology: Topology, sizes, start, end, seq, place) -> list:
+    """Node ids per job: the starts taken in order (ends, plus the 1 s release delay, first),
+    each job given ``place(topology, free_mask, size)`` of the nodes free then."""
     free = np.ones(topology.num_nodes, bool)
-    busy: list = []
-    nodes_of: dict[int, np.ndarray] = {}
+    running: list = []
+    nodes: list = [None] * len(sizes)
     for j in np.lexsort((seq, start)):
-        for k in [k for k in busy if end[k] + 1 <= start[j]]:
-            free[nodes_of[k]] = True
-            busy.remove(k)
-        ids = slurm_tree_nodes(topology, free, int(per_job[j]["cpus"]))
-        free[ids] = False
-        nodes_of[int(j)] = ids
-        busy.append(int(j))
+        for k in [k for k in running if end[k] + 1 <= start[j]]:
+            free[nodes[k]] = True
+            running.remove(k)
+        nodes[j] = np.asarray(place(topology, free, int(sizes[j])))
+        free[nodes[j]] = False
+        running.append(int(j))
+    return nodes
+
+
+def predict_slurm(per_job: list[dict], topology: Topology, compression: float = 1.0) -> dict:
+    """The batch simulator's prediction for ``slurm`` from the submit times Slurm recorded
+    (:func:`simulate_starts`), its starts placed in its order by ``slurm-tree`` on the nodes free
+    then (:func:`place_in_order`); summarized like :func:`summarize`."""
+    start, end, seq = simulate_starts(per_job, topology.num_nodes)
+    sizes = [int(r["cpus"]) for r in per_job]
+    nodes = place_in_order(topology, sizes, start, end, seq, slurm_tree_nodes)
+    leaf = np.asarray(topology.node_leaf)
     sim = [{"cpus": per_job[j]["cpus"], "submit": float(per_job[j]["submit"]),
             "start": float(start[j]), "end": float(end[j]),
             "wait": float(start[j] - per_job[j]["submit"]),
-            "cost": job_cost(topology, nodes_of[j], "paper"),
-            "leaves": int(np.unique(np.asarray(topology.node_leaf)[nodes_of[j]]).size)}
-           for j in range(n)]
+            "cost": job_cost(topology, nodes[j], "paper"),
+            "leaves": int(np.unique(leaf[nodes[j]]).size)}
+           for j in range(len(per_job))]
     return summarize(sim, topology, compression)
 
 
