@@ -261,3 +261,33 @@ def test_speedup_benchmark_runs_and_rows_match(tmp_path, capsys):
     assert "36 tasks" in out and "pool2" in out and "False" not in out
     assert len((tmp_path / "executor_speedup_pool2.csv").read_text().splitlines()) == 37
 
+
+
+POOLS_UNDER_A_PARENT_HANDLER = """
+import os, signal, sys, threading, time
+from tjap.executor import make_executor
+
+signal.signal(signal.SIGTERM, lambda *_: None)    # a SIGTERM handler some library left behind
+
+def watchdog():
+    time.sleep(30)
+    print("hung", flush=True)
+    os._exit(3)
+
+threading.Thread(target=watchdog, daemon=True).start()
+for _ in range(400):                              # pools terminated as soon as their work is done
+    assert make_executor(2).results(abs, [(-1,), (-2,)], quiet=True) == [1, 2]
+print("ok", flush=True)
+"""
+
+
+def test_a_pool_terminated_while_a_worker_starts_never_hangs():
+    """Workers start with SIGINT and SIGTERM blocked until their own handlers are set: a pool
+    terminated at once used to leave a starting worker alive (the SIGTERM met the handler it
+    inherited from the parent) and its parent waiting for it forever (1 in 3 runs of 100)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", POOLS_UNDER_A_PARENT_HANDLER],
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stdout + done.stderr

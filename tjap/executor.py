@@ -43,6 +43,7 @@ import csv
 import logging
 import multiprocessing as mp
 import os
+import signal
 import sys
 import traceback
 from dataclasses import dataclass
@@ -93,14 +94,30 @@ def interruption_line(exc: BaseException | None = None) -> str:
     return f"tjap: {what}"
 
 
+#: the signals a worker is born with blocked (see :meth:`Executor._pool`)
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _block_stop_signals() -> Callable[[], None]:
+    """Block SIGINT and SIGTERM in this thread (where the platform can: POSIX); returns the
+    function that restores the previous mask."""
+    if not hasattr(signal, "pthread_sigmask"):
+        return lambda: None
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    return lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def _init_worker() -> None:
     """Pool worker set-up: one thread per library, SIGINT left to the parent (which stops the
-    pool), SIGTERM's default action (a quiet exit when the pool is terminated)."""
-    import signal
-
+    pool), SIGTERM's default action (a quiet exit when the pool is terminated). The worker was
+    forked with both signals blocked, so a SIGTERM sent while it started (a pool terminated at
+    once) waits, and kills it here, rather than meeting a handler inherited from the parent and
+    leaving it alive, waiting for work, while the parent waits for it to exit."""
     pin_threads()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
 
 
 def pin_threads() -> None:
@@ -207,8 +224,16 @@ class Executor:
 
     def _pool(self, fn, tasks):
         workers = min(self.workers, max(1, len(tasks)))
-        pool = mp.get_context(self.start_method).Pool(workers, initializer=_init_worker)
+        # workers (and the pool's threads, which fork replacements) start with SIGINT and SIGTERM
+        # blocked; _init_worker unblocks them once their dispositions are the worker's own
+        unblock = _block_stop_signals()
         try:
+            pool = mp.get_context(self.start_method).Pool(workers, initializer=_init_worker)
+        except BaseException:
+            unblock()
+            raise
+        try:
+            unblock()                  # a Ctrl-C held back meanwhile lands here, pool stopped below
             results = pool.imap(_Star(fn), enumerate(tasks), chunksize=1)
             for index in range(len(tasks)):
                 try:
