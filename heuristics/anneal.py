@@ -34,7 +34,7 @@ from heuristics.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repa
 from placement.tree.cost import convention_code
 from placement.tree.dcas import Arrays, decode, encode
 from placement.tree.exact import window_solver
-from tjap._backends import Deadline
+from tjap._backends import Deadline, Slices
 from tjap.errors import InvalidInputError
 from placement.tree.result import Result, Status
 from placement.tree.window import Window
@@ -154,19 +154,22 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     loop_s = 0.0
     repair_arg = repair.kernel_argument(window, a)  # its kind is chosen by type
     stopped = None
+    # the loop runs in slices of whole chunks (the RNG is re-seeded per chunk inside the kernel,
+    # so the trajectory is the same however it is sliced): one chunk at a time under a time
+    # limit, else slices of about 0.1 s (the first 4096 iterations: the usual runs in one call),
+    # so that a Ctrl-C is seen between them
+    slices = Slices(_kernels.CHUNK, first=16)
     while done < iterations:
         if deadline.expired():
             stopped = "time limit"
             break
-        # without a time limit one kernel call runs all the chunks (the RNG is re-seeded per
-        # chunk inside it, so the trajectory is the same either way)
-        step = _kernels.CHUNK if time_limit_s is not None else iterations
-        end = min(done + step, iterations)
+        end = min(done + (_kernels.CHUNK if time_limit_s is not None else slices.size), iterations)
         tick = time.perf_counter()
         cur, best, acc, imp = _kernels.anneal(
             *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
             iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove, repair_arg,
             repair.q, REINSERT[reinsert], accept.code, seed)
+        slices.took(time.perf_counter() - tick)
         loop_s += time.perf_counter() - tick
         accepted, improved, done = accepted + acc, improved + imp, end
     if stopped is None and initial_stopped:

@@ -197,6 +197,32 @@ def test_snapshot_restore_replays_identically(backfill):
         assert r.start_s.tolist() == full.start_s.tolist()
 
 
+class _TinySlices:
+    """Slices of 1-700 simulated seconds, at random: many kernel calls per run."""
+
+    def __init__(self, unit, first=1, target_s=0.1):
+        self.rng = np.random.default_rng(first)
+        self.size = int(self.rng.integers(1, 700))
+
+    def took(self, seconds):
+        self.size = int(self.rng.integers(1, 700))
+
+
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative", "slurm"])
+def test_slicing_a_run_changes_nothing(monkeypatch, backfill):
+    """The simulator runs its kernel in slices of simulated time (so that Ctrl-C is seen between
+    them); cut into hundreds of random slices, a run is the same as in one call."""
+    import placement.batch.simulator as simulator
+
+    jobs, n = random_jobs(3)
+    cfg = SchedulerConfig(backfill=backfill, priority=Priority(age=100, fairshare=100))
+    whole = simulate(jobs, n, cfg)
+    monkeypatch.setattr(simulator, "Slices", _TinySlices)
+    sliced = simulate(jobs, n, cfg)
+    for name in ("start_s", "end_s", "start_seq"):
+        assert getattr(sliced, name).tolist() == getattr(whole, name).tolist(), name
+
+
 def test_runs_are_deterministic():
     jobs, n = random_jobs(2)
     cfg = SchedulerConfig(priority=Priority(age=10, job_size=5, fairshare=20))

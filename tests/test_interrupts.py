@@ -153,6 +153,60 @@ def test_interruption_line_is_one_line():
     assert "\n" not in interruption_line(Terminated())
 
 
+#: a simulation of about 15 s in one call of Simulator.run (20,000 jobs on 64 nodes at a load of
+#: about 0.9, conservative backfilling over a long queue)
+LONG_SIMULATION = """
+import numpy as np, sys
+from placement.batch import Jobs, SchedulerConfig, Simulator
+rng = np.random.default_rng(0)
+n = 20_000
+limit = rng.integers(60, 5000, n)
+jobs = Jobs.build(submit_s=np.cumsum(rng.integers(0, 1400, n)), nodes=rng.integers(1, 64, n),
+                  limit_s=limit, runtime_s=(limit * rng.random(n)).astype(int))
+sim = Simulator(jobs, 64, SchedulerConfig(backfill="conservative"))
+sim.run(until_s=int(jobs.submit_s[100]))   # compiled and warm
+print("running", flush=True)
+try:
+    sim.run()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+print("returned", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [["--method", "sa", "--iterations", "50000000"],
+                                  ["--method", "nsa", "--iterations", "2000000"]],
+                         ids=["sa", "nsa"])
+def test_ctrl_c_stops_a_long_compiled_search(tmp_path, argv):
+    """A search of millions of iterations runs in compiled slices of about 0.1 s: Ctrl-C stops it
+    at once, not when the last iteration is done."""
+    window = tmp_path / "w.jsonl"
+    assert subprocess.run([sys.executable, "-m", "tjap", "generate", "windows", "--num-windows",
+                           "1", "--out", str(window)], cwd=ROOT, capture_output=True).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "tjap", "solve", str(window), *argv], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    time.sleep(4)                        # imports, compiled kernels from the cache, searching
+    assert proc.poll() is None, proc.stderr.read()
+    returncode, took, err = interrupt(proc, signal.SIGINT)
+    assert returncode == 130 and err.strip() == "tjap: interrupted", err
+    assert took < 2.0
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_long_simulation():
+    proc = subprocess.Popen([sys.executable, "-c", LONG_SIMULATION], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
+    assert proc.stdout.readline().strip() == "running", proc.stderr.read()
+    time.sleep(1.0)
+    returncode, took, err = interrupt(proc, signal.SIGINT)
+    assert proc.stdout.read().strip() == "interrupted", err
+    assert returncode == 130 and took < 2.0
+
+
 #: a signal to the process itself while ``tjap`` imports its commands' modules (the import of
 #: numpy, Numba and the solvers is where a quick Ctrl-C lands), then ``tjap methods``
 EARLY_SIGNAL = """

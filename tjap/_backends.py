@@ -70,6 +70,32 @@ class Deadline:
             raise OutOfTime
 
 
+class Slices:
+    """Sizes of the slices a long compiled loop runs in, so that Python gets control back
+    between kernel calls (a Ctrl-C or SIGTERM is handled only then) about every ``target_s``
+    seconds. Sizes are multiples of ``unit`` (where a loop may be cut without changing what it
+    computes), the first ``first`` units; each call's measured time doubles or halves the next
+    slice.
+
+    >>> slices = Slices(unit=256, first=4)
+    >>> slices.size
+    1024
+    >>> slices.took(0.001); slices.size
+    2048
+    """
+
+    def __init__(self, unit: int, first: int = 1, target_s: float = 0.1):
+        self.unit, self.target_s = int(unit), float(target_s)
+        self.size = self.unit * max(1, int(first))
+
+    def took(self, seconds: float) -> None:
+        """Adapt the next slice to the time the last one took."""
+        if seconds < 0.5 * self.target_s:
+            self.size *= 2
+        elif seconds > 2 * self.target_s and self.size > self.unit:
+            self.size = max(self.unit, (self.size // 2) // self.unit * self.unit)
+
+
 class OutOfTime(Exception):
     """Raised by :meth:`Deadline.check` inside a model builder; the solver catches it and returns
     its fallback with status TIME_LIMIT."""

@@ -70,6 +70,7 @@ import numpy as np
 from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
 from placement.tree.cost import CONVENTIONS, convention_code
+from tjap._backends import Slices
 from tjap.errors import InvalidInputError, check_options
 from tjap.result import Record, plain
 
@@ -307,14 +308,27 @@ class Simulator:
         the time of the next event, or None if nothing is left."""
         j, s = self.jobs, self._state
         stop = k.INF - 1 if until_s is None else int(until_s)
-        tick = time.perf_counter()
-        nxt = k.advance(j.submit_s, j.nodes, j.limit_s, j.runtime_s, j.user, j.depends_on,
-                        self._child_ptr, self._children, self._node_offset, self._switch_of,
-                        self._pod_of, self._iconf, self._fconf, s["clock"], s["status"],
-                        s["eligible"], s["start"], s["end"], s["prio"], s["reserved_at"],
-                        s["first_reservation"], s["queue"], s["running"], s["free"],
-                        s["node_of"], s["usage"], s["held"], s["start_seq"], *self._work, stop)
-        self.runtime_s += time.perf_counter() - tick
+        # in slices of simulated time of about 0.1 s of computing each (the first a simulated
+        # day), so that a Ctrl-C is seen between kernel calls; a slice ends where the kernel
+        # stops anyway, before the first event after it, so slicing changes nothing
+        slices = Slices(unit=1, first=86_400)
+        upto = int(s["clock"][k.NOW])
+        while True:
+            upto = min(stop, upto + slices.size)
+            tick = time.perf_counter()
+            nxt = k.advance(j.submit_s, j.nodes, j.limit_s, j.runtime_s, j.user, j.depends_on,
+                            self._child_ptr, self._children, self._node_offset,
+                            self._switch_of, self._pod_of, self._iconf, self._fconf,
+                            s["clock"], s["status"], s["eligible"], s["start"], s["end"],
+                            s["prio"], s["reserved_at"], s["first_reservation"], s["queue"],
+                            s["running"], s["free"], s["node_of"], s["usage"], s["held"],
+                            s["start_seq"], *self._work, upto)
+            took = time.perf_counter() - tick
+            self.runtime_s += took
+            slices.took(took)
+            if upto >= stop or nxt >= k.INF:
+                break
+            upto = max(upto, nxt - slices.size)   # nothing happens before nxt: skip to it
         if until_s is not None and s["clock"][k.NOW] < until_s:
             s["clock"][k.NOW] = until_s
         return None if nxt >= k.INF else int(nxt)
