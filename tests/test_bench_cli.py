@@ -99,10 +99,44 @@ def test_sa_speed_benchmark(capsys):
 
 
 def test_bench_online(tmp_path, capsys):
-    data = run_json(capsys, "bench", "online", "--epochs", 1, "--jobs-per-epoch", 30,
+    import csv
+
+    data = run_json(capsys, "bench", "online", "--epochs", 2, "--jobs-per-epoch", 30,
                     "--out", tmp_path, "--quiet", "--json")
-    assert len(data["rows"]) == 12
+    assert len(data["rows"]) == 12 and all(r["epochs"] == 2 for r in data["rows"])
     assert Path(data["csv"]).exists() and Path(data["png"]).exists()
+    epochs = list(csv.DictReader(Path(data["epochs_csv"]).open()))
+    assert len(epochs) == 24
+    # each configuration's row is the mean of its epochs' rows
+    for row in data["rows"]:
+        mine = [float(e["mean_wait_s"]) for e in epochs
+                if e["policy"] == row["policy"] and e["placement"] == row["placement"]]
+        assert len(mine) == 2 and row["mean_wait_s"] == pytest.approx(sum(mine) / 2)
+
+
+def test_bench_online_keeps_the_epochs_of_an_interrupted_run(tmp_path, monkeypatch):
+    import csv
+
+    from tjap.bench import online
+
+    calls = []
+    one_epoch = online.replay_epoch
+
+    def stop_at_the_fourth(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return one_epoch(*args)
+
+    monkeypatch.setattr(online, "replay_epoch", stop_at_the_fourth)
+    path = tmp_path / "online_epochs.csv"
+    with pytest.raises(KeyboardInterrupt):
+        online.run("paper", 2, 30, 0, quiet=True, epochs_csv=path)
+    assert not path.exists()
+    rows = list(csv.DictReader((tmp_path / "online_epochs.partial.csv").open()))
+    assert [(r["policy"], r["epoch"]) for r in rows] == [
+        ("window tau=10s", "0"), ("window tau=10s", "1"), ("window tau=20s", "0")]
+    assert all(float(r["makespan_s"]) > 0 for r in rows)
 
 
 def test_train_nsa_cli(tmp_path, capsys):

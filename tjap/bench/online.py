@@ -3,7 +3,8 @@ backfilling, topology-blind (first-fit) and topology-aware (contiguous, free-for
 
 Each epoch replays ``jobs_per_epoch`` consecutive jobs of the workload from a random index on an
 empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a task
-failed). The workload is the paper's generator's (100,000 jobs drawn with the seed) or any
+failed); the epochs' own rows can go to a CSV as they finish (``epochs_csv``). The workload is
+the paper's generator's (100,000 jobs drawn with the seed) or any
 :class:`~placement.tree.workload.Workload`, such as a job list read by
 :meth:`~placement.tree.workload.Workload.from_file` (used as read: nothing rescaled). Every
 (configuration, epoch) pair is one task of the executor, carrying its epoch's jobs. The per-job
@@ -22,7 +23,7 @@ from placement.tree.window import Window
 from placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
-from tjap.executor import TaskFailure, make_executor
+from tjap.executor import make_executor, sweep_rows
 from tjap.report import format_table, pyplot, save_figure
 
 TAUS = (10, 20, 30, 40, 50, 60)
@@ -46,12 +47,25 @@ def replay_epoch(layout, policy, placement, tau, cap, method, convention, seed, 
     return sched.metrics()
 
 
+def config_label(policy, tau) -> str:
+    """A configuration's name in the tables: the per-job policy, or ``window tau=Ns``."""
+    return policy if tau is None else f"window tau={tau}s"
+
+
+def epoch_row(epoch, layout, policy, placement, tau, *task) -> dict:
+    """:func:`replay_epoch` as a row of the per-epoch CSV: configuration, epoch, metrics."""
+    return {"policy": config_label(policy, tau), "placement": placement, "epoch": epoch,
+            **replay_epoch(layout, policy, placement, tau, *task)}
+
+
 def run(layout="paper", epochs=10, jobs_per_epoch=300, seed=0, method="dp", convention="paper",
         cap=5, quiet=False, executor=None, workload: Workload | None = None,
-        options: dict | None = None) -> list[dict]:
+        options: dict | None = None, epochs_csv=None) -> list[dict]:
     """One row per configuration, means over epochs; the (configuration, epoch) tasks run on
     ``executor`` (default: serial). ``workload`` None is the paper's generator (``NUM_JOBS``
-    jobs drawn with ``seed``); ``options`` go to the window solver ``method``."""
+    jobs drawn with ``seed``); ``options`` go to the window solver ``method``. With
+    ``epochs_csv`` each (configuration, epoch) row is written there as it finishes
+    (NAME.partial.csv until the sweep completes; an interrupted sweep keeps what ran)."""
     executor = executor or make_executor(1)
     if workload is None:
         workload = Workload.generate(NUM_JOBS, seed)
@@ -67,21 +81,18 @@ def run(layout="paper", epochs=10, jobs_per_epoch=300, seed=0, method="dp", conv
     epoch_jobs = [tuple(c[int(s):int(s) + jobs_per_epoch].tolist() for c in columns)
                   for s in starts]
     configs = [("window", "-", tau) for tau in TAUS] + [(p, pl, None) for p, pl in PER_JOB]
-    tasks = [(layout, policy, placement, tau, cap, method, convention, seed, jobs, options)
-             for policy, placement, tau in configs for jobs in epoch_jobs]
-    metrics = list(executor.map(replay_epoch, tasks, desc="online", quiet=quiet))
+    tasks = [(epoch, layout, policy, placement, tau, cap, method, convention, seed, jobs, options)
+             for policy, placement, tau in configs for epoch, jobs in enumerate(epoch_jobs)]
+    done = sweep_rows(executor, epoch_row, tasks, desc="online", quiet=quiet, csv_path=epochs_csv)
     rows = []
-    for k, (policy, placement, tau) in enumerate(configs):
-        per_epoch = [m for m in metrics[k * epochs:(k + 1) * epochs]
-                     if not isinstance(m, TaskFailure)]
-        row = {"policy": policy if tau is None else f"window tau={tau}s", "placement": placement,
-               "epochs": len(per_epoch)}
-        if not per_epoch:
-            rows.append(row)
-            continue
-        for key in ("mean_cost_paper", "mean_cost_published", "mean_wait_s", "p95_wait_s",
-                    "utilization", "makespan_s"):
-            row[key] = float(np.mean([m[key] for m in per_epoch]))
+    for policy, placement, tau in configs:
+        label = config_label(policy, tau)
+        per_epoch = [m for m in done if m["policy"] == label and m["placement"] == placement]
+        row = {"policy": label, "placement": placement, "epochs": len(per_epoch)}
+        if per_epoch:
+            for key in ("mean_cost_paper", "mean_cost_published", "mean_wait_s", "p95_wait_s",
+                        "utilization", "makespan_s"):
+                row[key] = float(np.mean([m[key] for m in per_epoch]))
         rows.append(row)
     return rows
 
