@@ -59,10 +59,14 @@ def test_serial_equals_ray(serial_rows, monkeypatch):
     # Ray's workers import the tasks' module by name: let them find this test file
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    import signal
+
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         executor = make_executor(2, ray="local")
         assert executor.backend == "ray"
         assert executor.results(seeded_draw, TASKS, quiet=True) == serial_rows
+        assert signal.getsignal(signal.SIGTERM) == sigterm    # ray.init's handler not left here
         out = list(executor.map(fails_on_three, [(s,) for s in range(5)], quiet=True,
                                 report=False))
         assert isinstance(out[3], TaskFailure) and "three is bad" in out[3].error

@@ -45,6 +45,7 @@ import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -249,6 +250,9 @@ class Executor:
         ray = _import_ray()
         if not ray.is_initialized():
             _check_reachable(self.ray_address)
+            # ray.init installs its own SIGTERM handler in this process: keep the caller's (tjap's
+            # exits 143 with one line) and its SIGINT
+            handlers = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
             try:
                 if self.ray_address == "local":
                     ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
@@ -261,6 +265,11 @@ class Executor:
                 raise InvalidInputError(
                     f"cannot join a Ray cluster at --ray {self.ray_address} ({first}); start one "
                     "with `ray start --head`, or use --ray local for a private one") from None
+            finally:
+                for sig, handler in handlers.items():
+                    if handler is not None and signal.getsignal(sig) != handler \
+                            and threading.current_thread() is threading.main_thread():
+                        signal.signal(sig, handler)
         remote = ray.remote(num_cpus=1)(_call_pinned)
         fn_ref = ray.put(fn)
         # at most ~2 tasks per worker in flight: results stream back while the rest wait
