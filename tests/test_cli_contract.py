@@ -233,9 +233,9 @@ def test_head_of_a_long_output(tmp_path):
     assert err in (["status=0"], [f"status={EXIT_CLOSED_STDOUT}"]), proc.stderr
 
 
-def test_progress_bar_goes_to_a_terminal_stderr(files):
-    """stdout to a file (--json > out.json), stderr a terminal: the bar is drawn on stderr and
-    the JSON on stdout stays clean."""
+def on_a_terminal(*argv) -> tuple[subprocess.Popen, bytes, bytes]:
+    """Run ``tjap argv`` with stdout to a pipe and stderr a terminal 80 columns wide; the
+    process, its stdout and what it drew on the terminal."""
     import fcntl
     import pty
     import struct
@@ -245,8 +245,7 @@ def test_progress_bar_goes_to_a_terminal_stderr(files):
     # a terminal 80 columns wide (a fresh pseudo-terminal has 0, where tqdm draws nothing)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     try:
-        proc = tjap_process("solve", files["window"], "--json", stdout=subprocess.PIPE,
-                            stderr=slave)
+        proc = tjap_process(*argv, stdout=subprocess.PIPE, stderr=slave)
         os.close(slave)
         out, _ = proc.communicate(timeout=120)
         drawn = b""
@@ -261,9 +260,32 @@ def test_progress_bar_goes_to_a_terminal_stderr(files):
             drawn += chunk
     finally:
         os.close(master)
+    return proc, out, drawn
+
+
+def test_progress_bar_goes_to_a_terminal_stderr(files):
+    """stdout to a file (--json > out.json), stderr a terminal: the bar is drawn on stderr and
+    the JSON on stdout stays clean."""
+    proc, out, drawn = on_a_terminal("solve", files["window"], "--json")
     assert proc.returncode == 0
     assert json.loads(out)["status"] == "OPTIMAL"
     assert b"auto" in drawn and b"0/1" in drawn, drawn     # tqdm's bar, desc = the method
+
+
+@pytest.mark.parametrize("argv, bar", [
+    (["simulate", "--trace", LS6, "--nodes", "76", "--start", "2023-03-01", "--days", "3",
+      "--json"], b"simulate"),
+    (["online", "--num-jobs", "200", "--json"], b"window"),
+    (["generate", "windows", "--num-windows", "20", "--out", "{tmp}/w.jsonl", "--json"],
+     b"windows"),
+], ids=["simulate", "online", "generate"])
+def test_commands_that_loop_draw_a_bar_on_a_terminal(files, argv, bar):
+    """Commands that can run for many seconds report as they go (a simulation's jobs done, a
+    replay's jobs started, the windows made), on stderr only."""
+    proc, out, drawn = on_a_terminal(*[a.format(**files) for a in argv])
+    assert proc.returncode == 0, drawn
+    json.loads(out)                                          # stdout: the JSON alone
+    assert bar + b":" in drawn and b"it/s" in drawn, drawn
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(files):

@@ -39,6 +39,7 @@ and run here.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import logging
 import multiprocessing as mp
@@ -64,6 +65,18 @@ def progress(iterable, *, total=None, desc="", quiet=False):
 
     return tqdm(iterable, total=total, desc=desc, file=sys.stderr,
                 disable=quiet or not sys.stderr.isatty(), leave=False)
+
+
+@contextlib.contextmanager
+def progress_bar(desc: str = "", quiet: bool = False):
+    """:func:`progress` for a loop that reports itself: yields ``update(done, total)``, to be
+    called as the work advances (a simulation's jobs done, a stream's windows made)."""
+    with progress(None, desc=desc, quiet=quiet) as bar:
+        def update(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        yield update
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ def check_warm_start(jobs: Jobs, t0: int, message: str | None = None) -> None:
 def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
                  config: SchedulerConfig | None = None, start: str | None = None,
                  days: float | None = None, warm_start: bool = False,
-                 ignore_dependencies: bool = False) -> tuple[SimulationResult, dict]:
+                 ignore_dependencies: bool = False,
+                 progress=None) -> tuple[SimulationResult, dict]:
     """Load ``path``, keep the jobs submitted in [start, start + days), and simulate them.
 
     Without ``warm_start`` the selected jobs arrive on an empty cluster. With it the simulation
@@ -77,7 +78,8 @@ def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
     simulates every later job until ``start + days``. ``ignore_dependencies`` drops the
     dependencies the trace states (SWF field 17). Returns (result, info) where info has the
     loader's report (``info["report"]``, a :class:`~placement.batch.traces.TraceReport`) and the
-    nodes used.
+    nodes used. ``progress(done, total)``, if given, is called as the simulation runs (jobs
+    done, jobs to simulate).
     """
     jobs, report = load_trace(path, format, ignore_dependencies=ignore_dependencies)
     if len(jobs) == 0:
@@ -114,7 +116,9 @@ def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
             raise InvalidInputError(f"{path}: no job submitted in {period}; the trace holds "
                                     f"{submit_span(jobs)}")
         sim = Simulator(chosen, nodes, config)
-    result = sim.run()
+    before = sim.jobs_done()      # a warm start's jobs that had ended by then
+    result = sim.run(progress=None if progress is None else
+                     lambda done: progress(done - before, len(chosen) - before))
     info = {"trace": str(path), "format": report.format, "nodes": int(nodes),
             "loaded_jobs": report.jobs, "skipped_lines": report.skipped,
             "skipped_examples": list(report.examples), "warm_start": warm_start,

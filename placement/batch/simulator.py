@@ -303,9 +303,10 @@ class Simulator:
     def now(self) -> int:
         return int(self._state["clock"][k.NOW])
 
-    def advance(self, until_s: int | None = None) -> int | None:
+    def advance(self, until_s: int | None = None, progress=None) -> int | None:
         """Process every event up to and including ``until_s`` (all of them if None). Returns
-        the time of the next event, or None if nothing is left."""
+        the time of the next event, or None if nothing is left. ``progress``, if given, is
+        called with the number of jobs done after each slice of the run (about every 0.1 s)."""
         j, s = self.jobs, self._state
         stop = k.INF - 1 if until_s is None else int(until_s)
         # in slices of simulated time of about 0.1 s of computing each (the first a simulated
@@ -326,6 +327,8 @@ class Simulator:
             took = time.perf_counter() - tick
             self.runtime_s += took
             slices.took(took)
+            if progress is not None:
+                progress(self.jobs_done())
             if upto >= stop or nxt >= k.INF:
                 break
             upto = max(upto, nxt - slices.size)   # nothing happens before nxt: skip to it
@@ -364,8 +367,14 @@ class Simulator:
             return "held"
         return ("future", "pending", "running", "done")[status]
 
-    def run(self, until_s: int | None = None) -> "SimulationResult":
-        self.advance(until_s)
+    def jobs_done(self) -> int:
+        """How many jobs have ended (a warm start's earlier jobs included)."""
+        return int(np.count_nonzero(self._state["status"] == k.DONE))
+
+    def run(self, until_s: int | None = None, progress=None) -> "SimulationResult":
+        """Advance to ``until_s`` (to the end if None) and return the result; ``progress`` as
+        :meth:`advance`."""
+        self.advance(until_s, progress)
         return self.result()
 
     # -- snapshots and warm starts ---------------------------------------------------------------

@@ -214,9 +214,10 @@ def _per_job(topology, workload, jobs, policy, placement, convention, schedule) 
 def replay(topology: Topology, workload: Workload, *, policy: str = "window",
            placement: str = "firstfit", tau_s: int = 60, cap: int | None = 5, method: str = "dp",
            convention: str = "paper", seed: int = 0, jobs: range | None = None,
-           **solve_options) -> Schedule:
+           progress=None, **solve_options) -> Schedule:
     """Replay ``jobs`` of ``workload`` (all by default) on an initially empty cluster, any
-    :class:`Topology` (nodes are indices in its depth-first order)."""
+    :class:`Topology` (nodes are indices in its depth-first order). ``progress(started,
+    total)``, if given, is called as jobs start (after each window of the window policy)."""
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
                                 f"{type(topology).__name__}")
@@ -241,11 +242,17 @@ def replay(topology: Topology, workload: Workload, *, policy: str = "window",
     if workload.requested_nodes[list(jobs)].max() > topology.num_nodes:
         raise InvalidInputError("a job requests more nodes than the cluster has")
     schedule = Schedule(topology, workload, jobs)
+    started = 0
     if policy == "window":
         for tick in window_ticks(topology, workload, jobs.start, jobs.stop, tau_s=tau_s, cap=cap,
                                  method=method, convention=convention, seed=seed, **solve_options):
             for j, nodes in tick.started:
                 schedule.record(j, tick.time_s, nodes)
+            started += len(tick.started)
+            if progress is not None:
+                progress(started, len(jobs))
     else:
         _per_job(topology, workload, jobs, policy, placement, convention, schedule)
+        if progress is not None:
+            progress(len(jobs), len(jobs))
     return schedule

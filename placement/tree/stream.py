@@ -106,7 +106,7 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
                      cap: int | None = 5, tau_s: int = 60, epoch_windows: int = 100,
                      num_jobs: int = 100_000, method: str = "auto", convention: str = "paper",
                      topology=None, warmup_windows: int | None = None,
-                     workload: Workload | None = None) -> list[Window]:
+                     workload: Workload | None = None, progress=None) -> list[Window]:
     """Windows of the paper's stream on a named 1000-node layout ("paper" or "published"), or
     on ``topology`` (any :class:`~placement.tree.topology.Topology`: a user's cluster).
 
@@ -120,7 +120,8 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
     replays ``warmup_windows`` windows that are not kept (default: one mean job runtime's worth,
     of the generator or of ``workload``, so the kept windows see a loaded, fragmented cluster
     rather than an empty one). On a named layout nothing is scaled and nothing skipped unless
-    ``warmup_windows`` is given.
+    ``warmup_windows`` is given. ``progress(made, num_windows)``, if given, is called after each
+    window.
     """
     if topology is None:
         topology = FatTree.from_layout(layout)
@@ -139,7 +140,11 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
     elif not isinstance(workload, Workload):
         raise InvalidInputError(f"workload must be a Workload (Workload.from_file reads one), "
                                 f"got {type(workload).__name__}")
-    windows = list(window_stream(topology, workload, num_windows=num_windows, tau_s=tau_s, cap=cap,
-                                 epoch_windows=epoch_windows, seed=seed, method=method,
-                                 convention=convention, warmup_windows=warmup_windows or 0))
+    windows = []
+    for window in window_stream(topology, workload, num_windows=num_windows, tau_s=tau_s,
+                                cap=cap, epoch_windows=epoch_windows, seed=seed, method=method,
+                                convention=convention, warmup_windows=warmup_windows or 0):
+        windows.append(window)
+        if progress is not None:
+            progress(len(windows), num_windows)
     return windows

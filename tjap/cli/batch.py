@@ -128,6 +128,7 @@ def cmd_simulate(args) -> int:
     from placement.batch.simulator import Priority, SchedulerConfig
 
     from tjap.errors import InvalidInputError
+    from tjap.executor import progress_bar
 
     backfill = int(args.backfill) if args.backfill.isdigit() else args.backfill
     priority = Priority(age=args.weight_age, job_size=args.weight_job_size,
@@ -146,9 +147,12 @@ def cmd_simulate(args) -> int:
         defaults = {"bf_interval_s": 30, "bf_resolution_s": 60, "bf_max_job_test": 500}
         config = SchedulerConfig(backfill=backfill, priority=priority,
                                  **{k: defaults[k] if v is None else v for k, v in tuning.items()})
-    result, info = replay_trace(args.trace, format=args.format, nodes=args.nodes, config=config,
-                                start=args.start, days=args.days, warm_start=args.warm_start,
-                                ignore_dependencies=args.ignore_dependencies)
+    with progress_bar("simulate", quiet=args.quiet) as advanced:
+        result, info = replay_trace(args.trace, format=args.format, nodes=args.nodes,
+                                    config=config, start=args.start, days=args.days,
+                                    warm_start=args.warm_start,
+                                    ignore_dependencies=args.ignore_dependencies,
+                                    progress=advanced)
     report = info["report"]
     summary = {"jobs": 0, "skipped_lines": info["skipped_lines"]} | result.summary()
     summary |= {"nodes": info["nodes"], "backfill": args.backfill, "trace": info["trace"]}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tjap.cli.common import add_common, cap, count, positive, print_json, warn
 from tjap.errors import InvalidInputError, TjapError
-from tjap.executor import progress
+from tjap.executor import progress, progress_bar
 
 
 def add_parser(sub) -> None:
@@ -259,9 +259,12 @@ def cmd_generate(args) -> int:
 
         tree = Topology.from_file(args.topology)
         workload, report = read_workload(args, tree.num_nodes)
-        windows = generate_windows(topology=tree, num_windows=args.num_windows, seed=args.seed,
-                                   cap=args.cap, tau_s=args.tau, epoch_windows=args.epoch_windows,
-                                   warmup_windows=args.warmup, workload=workload)
+        with progress_bar("windows", quiet=args.quiet) as made:
+            windows = generate_windows(topology=tree, num_windows=args.num_windows,
+                                       seed=args.seed, cap=args.cap, tau_s=args.tau,
+                                       epoch_windows=args.epoch_windows,
+                                       warmup_windows=args.warmup, workload=workload,
+                                       progress=made)
         # every line names the tree file (relative to the output's folder) instead of holding it
         key = "json" if Path(args.topology).suffix.lower() == ".json" else "slurm"
         where = {key: os.path.relpath(Path(args.topology).resolve(), out.resolve().parent)}
@@ -272,9 +275,10 @@ def cmd_generate(args) -> int:
             raise TjapError("--warmup needs --topology (the paper's layouts keep the paper's "
                             "stream from an empty cluster)")
         workload, report = read_workload(args, FatTree.from_layout(args.layout).num_nodes)
-        windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
-                                   tau_s=args.tau, epoch_windows=args.epoch_windows,
-                                   workload=workload)
+        with progress_bar("windows", quiet=args.quiet) as made:
+            windows = generate_windows(args.layout, args.num_windows, args.seed, cap=args.cap,
+                                       tau_s=args.tau, epoch_windows=args.epoch_windows,
+                                       workload=workload, progress=made)
         lines = [w.to_json() for w in windows]
         what = f"{args.layout} layout"
     if report is not None:
@@ -318,10 +322,11 @@ def cmd_online(args) -> int:
                 f"the workload has {workload.num_jobs} jobs: --first-job {first} leaves "
                 f"{left}, fewer than --num-jobs {num_jobs}; ask for at most {left}")
     show_workload_report(args, report)
-    schedule = replay(topology, workload, policy=args.policy,
-                      placement=args.placement, tau_s=args.tau, cap=args.cap,
-                      method=solver, convention=args.convention, seed=args.seed,
-                      jobs=range(first, first + num_jobs))
+    with progress_bar(args.policy, quiet=args.quiet) as started:
+        schedule = replay(topology, workload, policy=args.policy,
+                          placement=args.placement, tau_s=args.tau, cap=args.cap,
+                          method=solver, convention=args.convention, seed=args.seed,
+                          jobs=range(first, first + num_jobs), progress=started)
     metrics = schedule.metrics()
     if args.json:
         print_json(metrics | workload_fields(args, report))
