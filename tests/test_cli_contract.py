@@ -278,10 +278,12 @@ def test_progress_bar_goes_to_a_terminal_stderr(files):
     (["online", "--num-jobs", "200", "--json"], b"window"),
     (["generate", "windows", "--num-windows", "20", "--out", "{tmp}/w.jsonl", "--json"],
      b"windows"),
-], ids=["simulate", "online", "generate"])
+    (["bench", "batch", "--trace", LS6, "--repeats", "1", "--sizes", "2000", "--out",
+      "{tmp}/batch", "--json"], b"batch"),
+], ids=["simulate", "online", "generate", "bench-batch"])
 def test_commands_that_loop_draw_a_bar_on_a_terminal(files, argv, bar):
     """Commands that can run for many seconds report as they go (a simulation's jobs done, a
-    replay's jobs started, the windows made), on stderr only."""
+    replay's jobs started, the windows made, a benchmark's parts), on stderr only."""
     proc, out, drawn = on_a_terminal(*[a.format(**files) for a in argv])
     assert proc.returncode == 0, drawn
     json.loads(out)                                          # stdout: the JSON alone

@@ -275,6 +275,7 @@ def _check_warm_start(trace: str, start: str) -> None:
 def _bench_batch(args) -> int:
     from placement.batch.traces import bundled_trace
     from tjap.bench import batch_sim
+    from tjap.executor import progress
     from tjap.report import format_table, write_csv
 
     if args.trace is None:
@@ -285,9 +286,13 @@ def _bench_batch(args) -> int:
     except ValueError:
         raise TjapError(f"--sizes must be comma-separated integers, got {args.sizes!r}") from None
     out = Path(args.out)
-    speed = batch_sim.speed(args.trace, args.nodes, args.repeats)
-    scaling = batch_sim.scaling(args.trace, args.nodes, sizes, repeats=args.repeats, seed=args.seed)
-    months = batch_sim.warm_months(args.trace, args.nodes, args.start)
+    parts = {"speed": lambda: batch_sim.speed(args.trace, args.nodes, args.repeats),
+             "scaling": lambda: batch_sim.scaling(args.trace, args.nodes, sizes,
+                                                  repeats=args.repeats, seed=args.seed),
+             "months": lambda: batch_sim.warm_months(args.trace, args.nodes, args.start)}
+    done = {name: run() for name, run in progress(parts.items(), total=len(parts),
+                                                  desc="batch", quiet=args.quiet)}
+    speed, scaling, months = done["speed"], done["scaling"], done["months"]
     png = batch_sim.plot_months(months, out / "batch_months.png",
                                 f"{Path(args.trace).name}: {args.nodes} nodes, EASY, warm start")
     for name, rows in (("speed", speed), ("scaling", scaling), ("months", months)):
