@@ -15,6 +15,9 @@ One job stream, time-compressed, is replayed on a throw-away multi-node Slurm 22
   not held (their CH cost is 0 wherever they run): Slurm's backfill starts them.
 - ``tjap-prefix`` (a variant): as ``tjap``, but the service's windows take the paper's greedy
   prefix only (``backfill="none"``; ``tjap`` uses the service's default EASY backfilling).
+- ``tjap-local`` (a variant): as ``tjap``, and a multi-node job whose best idle nodes cost more
+  than ``1 + --locality-slack`` times its best on the empty cluster is held for up to
+  ``--locality-wait`` wall seconds after its submission (``tjap slurm place --locality-slack``).
 
 From Slurm's records (``jobcomp/filetxt``: submit, start, end, node list) each way gets the mean
 CH cost per job (the paper's Eq. (1) on the nodes Slurm reports; beside it the floor, every job on
@@ -74,14 +77,16 @@ from tjap.slurm.service import PlacementService, ServiceConfig
 
 WAYS = ("slurm", "tjap", "switches")
 #: a variant of ``tjap``: only multi-node jobs are held (a one-node job costs 0 wherever it runs)
-EXTRA_WAYS = ("tjap-multi", "tjap-prefix")
+EXTRA_WAYS = ("tjap-multi", "tjap-prefix", "tjap-local")
 #: the service's ways and their window backfilling
-SERVICE_WAYS = {"tjap": "easy", "tjap-multi": "easy", "tjap-prefix": "none"}
+SERVICE_WAYS = {"tjap": "easy", "tjap-multi": "easy", "tjap-prefix": "none",
+                "tjap-local": "easy"}
 WAY_LABELS = {"slurm": "(a) Slurm alone (backfill + topology/tree)",
               "tjap": "(b) Slurm + tjap slurm place (guarded)",
               "switches": "(c) Slurm alone + --switches hints",
               "tjap-multi": "(b') as (b), one-node jobs not held",
-              "tjap-prefix": "(b'') as (b), windows without backfill (the paper's prefix)"}
+              "tjap-prefix": "(b'') as (b), windows without backfill (the paper's prefix)",
+              "tjap-local": "(b3) as (b), jobs held for locality"}
 #: Slurm 22.05's will-run batch width (the fidelity benchmark's node-level rule)
 WILL_RUN_WINDOW_S = 30
 
@@ -311,7 +316,9 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
     ours = theirs = 0.0
     compared = 0
     backfilled = 0
+    held_for_locality: set = set()
     for w in windows:
+        held_for_locality.update(int(h["job_id"]) for h in w.get("held_for_locality", []))
         done = [e for e in w["jobs"] if e["outcome"] == "placed"]
         backfilled += sum(int(e["job_id"]) in set(w.get("backfilled", [])) for e in done)
         for e in done:
@@ -332,6 +339,7 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
                                    for w in windows),
             "winners": winners, "windows_compared": compared,
             "jobs_placed": len(placed_at), "jobs_backfilled": backfilled,
+            "jobs_held_for_locality": len(held_for_locality),
             "window_cost_sum": ours, "window_slurm_tree_cost_sum": theirs,
             "window_cost_ratio": ours / theirs if theirs else None,
             "mean_held_s": float(np.mean(held)) if held else None,
@@ -372,7 +380,8 @@ def slurm_config(topology: Topology) -> LocalSlurmConfig:
 
 def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float = 1.0,
             switch_wait_s: int = 10, time_limit_s: float | None = 0.3,
-            compression: float = 1.0, keep: bool = False) -> dict:
+            compression: float = 1.0, keep: bool = False, locality_slack: float = 0.5,
+            locality_wait_s: float = 12.0) -> dict:
     """Replay ``rows`` on a fresh local Slurm the ``way`` given; the summary, per-job rows and
     (``tjap``) the service's breakdown."""
     from benchmarks.slurm_replay import replay_on_slurm
@@ -382,7 +391,7 @@ def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float
                                 f"got {way!r}")
     slurm = _WaySlurm(slurm_config(topology))
     slurm.keep_workdir = keep
-    if way in ("tjap", "tjap-prefix"):
+    if way in ("tjap", "tjap-prefix", "tjap-local"):
         slurm.extra = staticmethod(lambda n: ["--hold"])
     elif way == "tjap-multi":
         slurm.extra = staticmethod(lambda n: ["--hold"] if n > 1 else [])
@@ -393,9 +402,11 @@ def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float
     with slurm:
         log = slurm.workdir / "tjap-service.jsonl"
         if way in SERVICE_WAYS:
-            service = PlacementService(ServiceConfig(interval_s=interval_s,
-                                                     time_limit_s=time_limit_s, retries=None,
-                                                     backfill=SERVICE_WAYS[way]),
+            local = way == "tjap-local"
+            service = PlacementService(ServiceConfig(
+                interval_s=interval_s, time_limit_s=time_limit_s, retries=None,
+                backfill=SERVICE_WAYS[way], locality_slack=locality_slack if local else None,
+                locality_wait_s=locality_wait_s),
                                        client=SlurmClient(slurm.env), log_path=log,
                                        report=lambda msg: None)
             thread = threading.Thread(target=service.run, daemon=True)
@@ -501,7 +512,8 @@ def table(result: dict) -> str:
             s = r["service"]
             lines.append(f"service ({r['way']}): {s['windows']} windows "
                          f"({s['windows_placing']} placing, {s.get('jobs_backfilled', 0)} of "
-                         f"{s.get('jobs_placed', 0)} jobs backfilled), "
+                         f"{s.get('jobs_placed', 0)} jobs backfilled, "
+                         f"{s.get('jobs_held_for_locality', 0)} held for locality), "
                          f"winners {s['winners']}, window cost / slurm-tree's on the same "
                          f"windows {s['window_cost_ratio']}, mean held {s['mean_held_s']} s, "
                          f"placed to start {s['mean_placed_to_start_s']} s")
@@ -524,6 +536,10 @@ def main(argv=None) -> int:
     p.add_argument("--time-limit", type=float, default=0.3,
                    help="the service's time limit per window (s)")
     p.add_argument("--switch-wait", type=int, default=10, help="--switches wait (wall s)")
+    p.add_argument("--locality-slack", type=float, default=0.5,
+                   help="tjap-local: hold jobs whose nodes cost over 1+F times their best")
+    p.add_argument("--locality-wait", type=float, default=12.0,
+                   help="tjap-local: most wall seconds a job is held for locality")
     p.add_argument("--ways", default=",".join(WAYS),
                    help=f"comma-separated, of {', '.join(WAYS + EXTRA_WAYS)}")
     p.add_argument("--sequential", action="store_true", help="one Slurm after another")
@@ -541,13 +557,16 @@ def main(argv=None) -> int:
     ways = tuple(w for w in args.ways.split(",") if w)
     res = benchmark(rows, topology, ways=ways, parallel=not args.sequential,
                     interval_s=args.interval, switch_wait_s=args.switch_wait,
-                    time_limit_s=args.time_limit, compression=compression)
+                    time_limit_s=args.time_limit, compression=compression,
+                    locality_slack=args.locality_slack, locality_wait_s=args.locality_wait)
     res["setup"] = {"workload": args.workload, "jobs": args.jobs, "seed": args.seed,
                     "start": args.start if args.workload == "ls6" else None,
                     "nodes": topology.num_nodes, "topology": topology.to_slurm(),
                     "max_nodes": args.max_nodes, "load": args.load,
                     "compression": compression, "interval_s": args.interval,
                     "time_limit_s": args.time_limit, "switch_wait_s": args.switch_wait,
+                    "locality_slack": args.locality_slack,
+                    "locality_wait_s": args.locality_wait,
                     "parallel": not args.sequential, "argv": sys.argv[1:] if argv is None
                     else list(argv)}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

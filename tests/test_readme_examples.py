@@ -142,6 +142,8 @@ ELSEWHERE = {
         "needs a running Slurm, and writes a system log",
     "tjap slurm place --once --dry-run --json": "needs a running Slurm",
     "tjap slurm advise": "needs a running Slurm",
+    "tjap slurm place --partition main --locality-slack 0.5 --locality-wait 600":
+        "needs a running Slurm with a partition main (the holds: test_slurm_service_live.py)",
     "tjap provision live --local --policy moe --trace placement/batch/data/ls6-a100.tsv "
     "--at 2023-03-02T12:00 --cancel-successor":
         "starts a localhost Slurm: needs root and slurm-wlm (tests/test_provision_live_slurm.py, "

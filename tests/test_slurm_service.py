@@ -16,14 +16,16 @@ import tjap
 from heuristics.guarded import solve_guarded
 from placement.batch.slurm import (PendingJob, SlurmClient, SlurmError, parse_pending,
                                    parse_test_only)
-from placement.tree.cost import assignment_cost
+from placement.tree.cost import assignment_cost, job_cost
 from placement.tree.hostlist import expand_hostlist
 from placement.tree.topology import Topology
 from placement.tree.window import Window
 from placement.tree.workload import select_prefix
 from tjap.cli import main
+from tjap.cli.slurm import describe
 from tjap.errors import InvalidInputError, UnknownMethodError
-from tjap.slurm.queue import WaitTracker, eligible, plan_window, priority_key
+from tjap.slurm.queue import (WaitTracker, eligible, hold_for_locality, plan_window,
+                              priority_key)
 from tjap.slurm.service import PlacementService, ServiceConfig, State, transient, unreachable
 
 from test_tree_windows import IRREGULAR, random_window
@@ -401,6 +403,10 @@ def test_guarded_on_the_irregular_tree_and_bad_input():
     (["slurm", "place", "--users", "alice,b ob"], "bad user name"),
     (["slurm", "advise", "--partition", "a=b"], "bad partition name"),
     (["slurm", "advise", "--method", "nope"], "choose one of"),
+    (["slurm", "place", "--locality-wait", "60"], "--locality-wait needs --locality-slack"),
+    (["slurm", "place", "--locality-slack", "half"], "--locality-slack must be a number"),
+    (["slurm", "place", "--locality-slack", "-0.1"], "locality slack must be a number >= 0"),
+    (["slurm", "advise", "--locality-slack", "0.5", "--locality-wait", "0"], "locality wait"),
 ])
 def test_bad_arguments_are_one_line_errors(argv, words, capsys):
     assert main(argv) == 2
@@ -431,3 +437,71 @@ def test_service_config_validation():
         ServiceConfig(interval_s=float("inf")).validate()
     with pytest.raises(InvalidInputError, match="account"):
         ServiceConfig(accounts=("a b",)).validate()
+
+
+# -- holding jobs for locality ---------------------------------------------------------------
+def _cheapest(names, size):
+    """Brute force: the least CH cost of ``size`` of the node ``names`` on TREE."""
+    return min(job_cost(TREE, TREE.node_indices(list(c)))
+               for c in itertools.combinations(names, size))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), min_size=14, max_size=14),
+       st.lists(st.tuples(st.integers(1, 6), st.integers(0, 400)), min_size=1, max_size=4),
+       st.sampled_from([0.0, 0.25, 1.0]))
+def test_hold_for_locality_against_brute_force(idle_mask, specs, slack):
+    idle = [n for n, keep in zip(TREE.node_names, idle_mask) if keep]
+    jobs = [job(i + 1, n, submit=1000 - waited) for i, (n, waited) in enumerate(specs)]
+    floors = {}
+    held = hold_for_locality(jobs, TREE, idle, TREE.node_names, 1000.0, slack, 300.0,
+                             floors=floors)
+    by_id = {h["job_id"]: h for h in held}
+    for j, (n, waited) in zip(jobs, specs):
+        fits = n <= len(idle)
+        expect = (n > 1 and fits and waited < 300
+                  and _cheapest(idle, n) > (1 + slack) * _cheapest(TREE.node_names, n) + 1e-9)
+        assert (j.job_id in by_id) == expect
+        if expect:
+            h = by_id[j.job_id]
+            assert h["cost_now"] == pytest.approx(_cheapest(idle, n))
+            assert h["best"] == pytest.approx(_cheapest(TREE.node_names, n))
+            assert h["waited_s"] == waited and h["nodes_requested"] == n
+    assert all(floors[n] == pytest.approx(_cheapest(TREE.node_names, n)) for n in floors)
+
+
+def test_hold_for_locality_rejects_negative_settings():
+    with pytest.raises(InvalidInputError, match="slack and wait"):
+        hold_for_locality([], TREE, [], TREE.node_names, 0.0, -1.0, 10.0)
+
+
+def test_service_holds_a_scattered_job_until_its_wait_is_over():
+    # a 4-node job on one node of each of four leaves: far above its best (one leaf of 4)
+    idle = ["n01", "n05", "n07", "n10", "n12"]
+    nodes = TREE.node_names
+    old = service(dry_run=True, locality_slack=0.5, locality_wait_s=60.0)
+    st_ = State("main", TREE, idle, [job(1, 4, submit=1000), job(2, 1, submit=1001)],
+                read_at=1030.0, nodes=nodes)
+    rec = old.decide(st_)
+    assert [w["job_id"] for w in rec["waiting"]] == [1]
+    h, = rec["held_for_locality"]
+    assert h["job_id"] == 1 and h["waited_s"] == 30.0
+    assert h["cost_now"] == pytest.approx(_cheapest(idle, 4))
+    assert h["best"] == pytest.approx(_cheapest(nodes, 4)) and h["cost_now"] > 1.5 * h["best"]
+    assert rec["sizes"] == [1]                   # the one-node job is placed all the same
+    assert any("held for locality" in line for line in describe(rec))
+    # past the wait it takes the best nodes there are
+    late = State("main", TREE, idle, [job(1, 4, submit=1000)], read_at=1060.0, nodes=nodes)
+    rec = old.decide(late)
+    assert rec["held_for_locality"] == [] and rec["sizes"] == [4]
+    # without a slack nothing is held, nor with a slack this scatter stays within
+    assert service(dry_run=True).decide(st_)["held_for_locality"] == []
+    assert service(dry_run=True, locality_slack=3.0).decide(st_)["held_for_locality"] == []
+
+
+def test_locality_settings_are_validated():
+    with pytest.raises(InvalidInputError, match="locality slack"):
+        ServiceConfig(locality_slack=float("nan")).validate()
+    with pytest.raises(InvalidInputError, match="locality wait"):
+        ServiceConfig(locality_slack=0.5, locality_wait_s=-1).validate()
+    assert ServiceConfig(locality_slack=0, locality_wait_s=1).validate().locality_slack == 0

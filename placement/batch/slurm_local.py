@@ -72,6 +72,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -594,8 +595,17 @@ def munge_works() -> bool:
     return proc.returncode == 0
 
 
+_MUNGE_LOCK = threading.Lock()
+
+
 def ensure_munged(timeout_s: float = 10) -> None:
-    """Start munged (as user ``munge``) unless a munge daemon already answers."""
+    """Start munged (as user ``munge``) unless a munge daemon already answers. Threads of one
+    process take turns; a munged that another process started at the same moment is taken."""
+    with _MUNGE_LOCK:
+        _ensure_munged(timeout_s)
+
+
+def _ensure_munged(timeout_s: float) -> None:
     if munge_works():
         return
     munged = _which("munged")
@@ -618,6 +628,11 @@ def ensure_munged(timeout_s: float = 10) -> None:
             else ["su", "-s", "/bin/sh", "munge", "-c", f"{munged} --force"])
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
+        end = time.monotonic() + 2         # lost a race with another process starting it?
+        while time.monotonic() < end:
+            if munge_works():
+                return
+            time.sleep(0.1)
         raise SlurmError(f"cannot start munged: {(proc.stderr or proc.stdout).strip()}")
     end = time.monotonic() + timeout_s
     while not munge_works():

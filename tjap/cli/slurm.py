@@ -39,6 +39,13 @@ def _reading_options(p) -> None:
     p.add_argument("--no-compare", dest="compare", action="store_false",
                    help="do not compute slurm-tree's cost and the SCAS optimum beside another "
                         "--method")
+    p.add_argument("--locality-slack", default=None, metavar="F",
+                   help="hold a multi-node job whose cheapest idle nodes cost more than 1+F "
+                        "times its cheapest on the empty partition, for a better placement "
+                        "(e.g. 0.5; default: never hold for locality)")
+    p.add_argument("--locality-wait", default=None, metavar="S",
+                   help="with --locality-slack: no job is held for locality once it was "
+                        "submitted S seconds ago (default 300)")
     p.add_argument("--test-only", action="store_true",
                    help="also ask Slurm (sbatch --test-only) where it would start the "
                         "window's first job")
@@ -99,15 +106,24 @@ def _names(text: str | None) -> tuple:
 
 
 def _config(args, **extra):
+    from tjap.errors import InvalidInputError
     from tjap.slurm.service import ServiceConfig
 
+    slack = None
+    if args.locality_slack is not None:
+        slack = _number(args.locality_slack, "--locality-slack", allow_none=True)
+    if args.locality_wait is not None:
+        if slack is None:
+            raise InvalidInputError("--locality-wait needs --locality-slack (how much costlier "
+                                    "than its best a job's nodes may be before it waits)")
+        extra["locality_wait_s"] = _number(args.locality_wait, "--locality-wait")
     return ServiceConfig(
         partition=args.partition, users=_names(args.users), accounts=_names(args.accounts),
         method=args.method, time_limit_s=_number(args.time_limit, "--time-limit",
                                                  allow_none=True),
         cap=_number(args.cap, "--cap", int, allow_none=True), backfill=args.backfill,
-        seed=args.seed,
-        compare=args.compare, test_only=args.test_only, **extra).validate()
+        seed=args.seed, compare=args.compare, test_only=args.test_only, locality_slack=slack,
+        **extra).validate()
 
 
 def describe(rec: dict) -> list[str]:
@@ -124,6 +140,10 @@ def describe(rec: dict) -> list[str]:
         why = f" ({e['reason']})" if e.get("reason") else ""
         lines.append(f"  job {e['job_id']} ({e['nodes_requested']} nodes, waited {e['waited']}):"
                      f" {e['nodes'] or '-'} {e['outcome']}{why}")
+    for e in rec.get("held_for_locality", []):
+        lines.append(f"  job {e['job_id']} ({e['nodes_requested']} nodes): held for locality "
+                     f"(best idle nodes cost {e['cost_now']:g}, {e['best']:g} on the empty "
+                     f"partition; submitted {e['waited_s']:.0f} s ago)")
     for e in rec.get("ignored", []):
         lines.append(f"  job {e['job_id']}: ignored ({e['reason']})")
     return lines

@@ -12,14 +12,22 @@
   ``backfill="easy"`` (the service's default) jobs behind the first one that does not fit join
   the window when they fit now and do not delay that job's reservation (EASY backfilling, as
   Slurm's ``sched/backfill`` would start them; :func:`easy_backfill`).
+- :func:`hold_for_locality`: optionally, the window's multi-node jobs that would land on nodes
+  much costlier than their best on the partition wait a while for better ones (Slurm's
+  ``--switches=N@TIME`` by CH cost rather than by switch count).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
+
 from placement.batch.slurm import PendingJob
+from placement.tree.cost import job_cost
+from placement.tree.freeform import best_single_job_nodes
 from placement.tree.hostlist import expand_hostlist
+from placement.tree.topology import Topology
 from placement.tree.workload import select_prefix
 from tjap.errors import InvalidInputError
 
@@ -167,5 +175,38 @@ def plan_window(jobs: Sequence[PendingJob], idle_count: int, tracker: WaitTracke
             [j for i, j in enumerate(ordered) if i not in taken])
 
 
-__all__ = ["BACKFILL", "WaitTracker", "easy_backfill", "eligible", "plan_window",
-           "priority_key", "shadow"]
+def hold_for_locality(jobs: Sequence[PendingJob], topology: Topology, idle: Sequence[str],
+                      nodes: Sequence[str], now: float, slack: float, wait_s: float,
+                      convention: str = "paper", floors: dict | None = None) -> list[dict]:
+    """The jobs of a window that stay held for a better placement, one dict each: ``job_id``,
+    ``nodes_requested``, ``cost_now`` (its cheapest node set among the ``idle`` node names),
+    ``best`` (its cheapest set among all the partition's ``nodes``, as if it were empty) and
+    ``waited_s`` (``now`` minus its submit time).
+
+    A multi-node job is held when ``cost_now > (1 + slack) * best`` and it was submitted less
+    than ``wait_s`` seconds before ``now``; after that it takes what there is, so no job waits
+    more than ``wait_s`` for locality. One-node jobs cost nothing anywhere and are never held.
+    ``floors`` (size -> best), if given, caches ``best`` across calls for the same ``nodes``.
+    """
+    if not (slack >= 0 and wait_s >= 0):
+        raise InvalidInputError(f"slack and wait must be >= 0, got {slack!r} and {wait_s!r}")
+    floors = {} if floors is None else floors
+    idle_ids = np.sort(topology.node_indices(list(idle))) if len(idle) else None
+    held = []
+    for job in jobs:
+        size = int(job.nodes)
+        waited = float(now) - float(job.submit_time)
+        if size < 2 or waited >= wait_s or idle_ids is None or size > len(idle_ids):
+            continue
+        if size not in floors:
+            floors[size] = job_cost(topology, best_single_job_nodes(
+                topology, np.sort(topology.node_indices(list(nodes))), size), convention)
+        now_cost = job_cost(topology, best_single_job_nodes(topology, idle_ids, size), convention)
+        if now_cost > (1 + slack) * floors[size] + 1e-9:
+            held.append({"job_id": job.job_id, "nodes_requested": size, "cost_now": now_cost,
+                         "best": floors[size], "waited_s": waited})
+    return held
+
+
+__all__ = ["BACKFILL", "WaitTracker", "easy_backfill", "eligible", "hold_for_locality",
+           "plan_window", "priority_key", "shadow"]

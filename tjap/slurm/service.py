@@ -12,6 +12,9 @@ One pass (a *window*):
    ``backfill="easy"`` (the default) also the later jobs that fit now without delaying the
    first job that does not (EASY, from the running jobs' start times and time limits), as
    Slurm's own backfill would have started them;
+   with ``locality_slack`` set, a multi-node job whose best nodes now cost more than
+   ``1 + locality_slack`` times its best on the empty partition stays held for up to
+   ``locality_wait_s`` seconds after its submission (:func:`tjap.slurm.queue.hold_for_locality`);
 3. solve that window with ``method`` (default ``guarded``: never costlier than Slurm's own
    ``topology/tree`` choice nor than the SCAS optimum), and compute Slurm's would-be cost
    (``slurm-tree``) and the SCAS optimum beside it;
@@ -59,7 +62,8 @@ from tjap.api import MAX_TIME_LIMIT_S, solve
 from tjap.errors import InvalidInputError, TjapError
 from tjap.registry import get
 from tjap.result import plain
-from tjap.slurm.queue import BACKFILL, WaitTracker, eligible, plan_window, priority_key
+from tjap.slurm.queue import (BACKFILL, WaitTracker, eligible, hold_for_locality, plan_window,
+                              priority_key)
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
@@ -98,6 +102,13 @@ class ServiceConfig:
         Ask Slurm itself (``sbatch --test-only``) where it would start the window's first job.
     retries : int, optional
         Failed passes in a row before :meth:`PlacementService.run` gives up (None: never).
+    locality_slack : float, optional
+        Hold a multi-node job of the window whose cheapest idle nodes cost more than ``1 +
+        locality_slack`` times its cheapest nodes on the empty partition, for a better
+        placement (None, the default: never hold for locality).
+    locality_wait_s : float
+        With ``locality_slack``: a job submitted this many seconds ago or more is no longer
+        held for locality (it takes the best nodes there are).
     """
 
     partition: str | None = None
@@ -114,6 +125,8 @@ class ServiceConfig:
     compare: bool = True
     test_only: bool = False
     retries: int | None = None
+    locality_slack: float | None = None
+    locality_wait_s: float = 300.0
 
     def validate(self) -> "ServiceConfig":
         """Raise :class:`~tjap.errors.InvalidInputError` (or ``UnknownMethodError``) on a bad
@@ -133,6 +146,16 @@ class ServiceConfig:
         if self.backfill not in BACKFILL:
             raise InvalidInputError(f"unknown backfill {self.backfill!r}; choose one of "
                                     f"{', '.join(BACKFILL)}")
+        if self.locality_slack is not None and not (
+                isinstance(self.locality_slack, (int, float)) and 0 <= self.locality_slack
+                < math.inf):
+            raise InvalidInputError(f"locality slack must be a number >= 0 (0.5: hold jobs "
+                                    f"whose nodes cost over 1.5x their best) or none, got "
+                                    f"{self.locality_slack!r}")
+        if not (isinstance(self.locality_wait_s, (int, float)) and 0 < self.locality_wait_s
+                <= 7 * 86400):
+            raise InvalidInputError(f"locality wait must be between 0 and 604800 s, got "
+                                    f"{self.locality_wait_s!r}")
         if self.retries is not None and (not isinstance(self.retries, int) or self.retries < 0):
             raise InvalidInputError(f"retries must be a non-negative integer, got "
                                     f"{self.retries!r}")
@@ -162,6 +185,8 @@ class State:
     releases: list = field(default_factory=list)
     #: time limit in seconds of each pending job (None: no limit)
     limits: dict = field(default_factory=dict)
+    #: every node of the partition on the tree (idle or not)
+    nodes: list = field(default_factory=list)
 
 
 def transient(exc: SlurmError) -> bool:
@@ -244,6 +269,8 @@ class PlacementService:
         self.partition = self.config.partition
         self.topology: Topology | None = None
         self._topology_text: str | None = None
+        #: (partition's nodes, size) -> a job's cheapest cost on the empty partition
+        self._floors: dict = {}
         self.stop_event = threading.Event()
         self.stop_signal: str | None = None
 
@@ -303,7 +330,8 @@ class PlacementService:
         pending = [j for j in pending if (not users or j.user in users)
                    and (not accounts or j.account in accounts)]
         return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
-                     releases=releases, limits=limits)
+                     releases=releases, limits=limits,
+                     nodes=[n.name for n in nodes if n.name in names])
 
     # -- deciding ----------------------------------------------------------------------------
     def decide(self, state: State) -> dict:
@@ -322,6 +350,17 @@ class PlacementService:
         first_waiting = None
         if waiting:
             first_waiting = min(priority_key(j, self.tracker.get(j.job_id)) for j in waiting)
+        locality = []
+        if cfg.locality_slack is not None and window_jobs:
+            key = (self._topology_text, tuple(state.nodes))
+            if key not in self._floors:
+                self._floors = {key: {}}          # the tree or the partition changed
+            locality = hold_for_locality(window_jobs, state.topology, state.idle, state.nodes,
+                                         state.read_at, cfg.locality_slack, cfg.locality_wait_s,
+                                         cfg.convention, self._floors[key])
+            kept = {h["job_id"] for h in locality}
+            waiting = waiting + [j for j in window_jobs if j.job_id in kept]
+            window_jobs = [j for j in window_jobs if j.job_id not in kept]
         backfilled = [j.job_id for j in window_jobs if first_waiting is not None
                       and priority_key(j, self.tracker.get(j.job_id)) > first_waiting]
         rec = {"event": "window", "window": self.windows + 1, "time": state.read_at,
@@ -334,8 +373,8 @@ class PlacementService:
                "sizes": [j.nodes for j in window_jobs], "jobs": [],
                "waiting": [{"job_id": j.job_id, "nodes_requested": j.nodes,
                             "waited": self.tracker.get(j.job_id)} for j in waiting],
-               "ignored": ignored, "cost": None, "slurm_tree_cost": None,
-               "scas_optimum": None}
+               "held_for_locality": locality, "ignored": ignored, "cost": None,
+               "slurm_tree_cost": None, "scas_optimum": None}
         rec["_jobs"] = window_jobs
         if not window_jobs:
             return rec
