@@ -174,9 +174,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[2, 3, 4, 5])
     p.add_argument("--jobs", type=int, default=150)
-    p.add_argument("--slack", type=_slack, nargs="+", default=[None, 1.0, 0.5, 0.3],
+    p.add_argument("--slack", type=_slack, nargs="+", default=[None, 1.0, 0.5, 0.3, 0.2],
                    help="locality slacks ('none': never hold)")
-    p.add_argument("--wait", type=float, nargs="+", default=[8, 16, 24],
+    p.add_argument("--wait", type=float, nargs="+", default=[8, 12, 16, 24],
                    help="most seconds a job is held for locality")
     p.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
     p.add_argument("--visible-after", type=float, default=1.0,

@@ -6,7 +6,8 @@ logged; a held job that does not fit waits and is placed in a later window; jobs
 released and modified between reading and updating are skipped; a node drained between reading
 and updating keeps that job held; slurmctld stopped and restarted under a running service;
 ``--dry-run``, ``advise`` and Ctrl-C change nothing; an account with no Slurm rights places its
-own jobs and is refused another user's; on windows with scattered busy nodes the
+own jobs and is refused another user's; a job held for locality runs on a whole leaf once one
+frees up, or where it can once its wait is over; on windows with scattered busy nodes the
 placement Slurm runs costs no more than Slurm's own choice nor than the SCAS optimum.
 """
 
@@ -332,6 +333,42 @@ def test_never_above_slurm_nor_scas_on_windows_with_busy_nodes(slurm, tmp_path):
     print("\nwindow sizes cost slurm-tree scas winner")
     for row in rows_out:
         print(*row)
+
+
+# -- holding a job for locality ------------------------------------------------------------------
+def test_a_job_held_for_locality_waits_for_good_nodes_or_its_wait(slurm, tmp_path):
+    client = slurm.client()
+    # one busy node in each leaf of four: a 4-node job's best is now 3 + 1 nodes under one
+    # spine (cost 9000), against one whole leaf (6000) on the empty partition
+    blockers = {v: client.submit(nodes_or_tasks=1, time_limit_min=3, command="sleep 120",
+                                 output="/dev/null", name="busy", extra_args=["-N", "1", "-w", v])
+                for v in ("n01", "n10", "n15")}
+    wait_running(client, blockers.values())
+    svc = service(slurm, tmp_path, locality_slack=0.25, locality_wait_s=4.0)
+    first = submit_held(client, 4, "first")
+    rec = svc.run_pass()
+    assert rec["jobs"] == [] and [w["job_id"] for w in rec["waiting"]] == [first]
+    held, = rec["held_for_locality"]
+    assert (held["job_id"], held["cost_now"], held["best"]) == (first, 9000.0, 6000.0)
+    assert jobs_now(client)[first][:2] == ("PENDING", "JobHeldUser")
+    client.cancel([blockers["n01"]])           # a whole leaf frees up: placed there at once
+    wait_for(lambda: any(n.name == "n01" and n.state == "idle"
+                         for n in client.partition_nodes()), 20, "n01 to be idle")
+    rec = svc.run_pass()
+    assert [(e["job_id"], e["cost"], e["outcome"]) for e in rec["jobs"]] == \
+        [(first, 6000.0, "placed")]
+    rows = wait_running(client, [first])
+    assert expand_hostlist(rows[first][2]) == ["n01", "n02", "n03", "n04"]
+    second = submit_held(client, 4, "second")  # no whole leaf left: held until its wait is over
+    rec = svc.run_pass()
+    assert [h["job_id"] for h in rec["held_for_locality"]] == [second]
+    submitted = client.pending(job_id=second)[0].submit_time
+    time.sleep(max(0.0, submitted + 4.0 - time.time()) + 0.1)
+    rec = svc.run_pass()
+    assert rec["held_for_locality"] == []
+    assert [(e["job_id"], e["cost"], e["outcome"]) for e in rec["jobs"]] == \
+        [(second, 9000.0, "placed")]
+    wait_running(client, [second])
 
 
 # -- least privilege ------------------------------------------------------------------------------
