@@ -23,6 +23,7 @@ most a job is held for locality, wall seconds). Each row: mean CH cost and mean 
 service over the reference's, per seed and their mean::
 
     python -m benchmarks.service_frontier --seeds 2 3 4 5
+    python -m benchmarks.service_frontier --replot OUT.json --plot PNG --live LIVE.json ...
 
 Every simulated placement is checked (no node held twice, every job its size).
 """
@@ -166,6 +167,51 @@ def frontier(seeds, slacks, waits, *, jobs: int = 150, nodes: int = 40, tick_s: 
     return out
 
 
+def plot(rows: list[dict], png, live=()) -> Path:
+    """Mean CH cost against mean wait (both over Slurm alone's) of every setting, the slacks
+    joined by their waits, the target's corner marked; ``live``: ``(label, wait, cost)`` points
+    measured on a real Slurm, drawn beside."""
+    from tjap.report import pyplot, save_figure
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    for slack in dict.fromkeys(r["slack"] for r in rows):
+        pts = [r for r in rows if r["slack"] == slack]
+        label = "service as before" if slack == "none" else f"slack {slack}"
+        ax.plot([r["wait"] for r in pts], [r["cost"] for r in pts], marker="o", ms=4, lw=1,
+                label=label)
+        for r in pts:
+            if r["wait_s"] != "-":
+                ax.annotate(f"{r['wait_s']:g} s", (r["wait"], r["cost"]), fontsize=6,
+                            xytext=(3, 2), textcoords="offset points")
+    for label, wait, cost in live:
+        ax.scatter([wait], [cost], marker="x", color="k", zorder=3)
+        ax.annotate(label, (wait, cost), fontsize=7, xytext=(4, -9), textcoords="offset points")
+    ax.axhline(0.85, color="tab:red", lw=0.8, ls="--")
+    ax.axvline(1.10, color="tab:red", lw=0.8, ls="--")
+    ax.fill_between([0, 1.10], 0, 0.85, color="tab:red", alpha=0.08, label="issue 19's target")
+    ax.set_xlim(left=0.4)
+    ax.set_ylim(0.8, 1.02)
+    ax.set_xlabel("mean wait / Slurm alone's")
+    ax.set_ylabel("mean CH cost / Slurm alone's")
+    ax.set_title("placement service: cost against wait (simulated; x: live runs)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper right")
+    return save_figure(fig, png)
+
+
+def _live_points(paths) -> list:
+    """``(label, wait ratio, cost ratio)`` of each service way in saved
+    :mod:`benchmarks.slurm_topology` results."""
+    out = []
+    for path in paths:
+        res = json.loads(Path(path).read_text())
+        seed = res.get("setup", {}).get("seed")
+        for way, q in res.get("ratios", {}).items():
+            if way.startswith("tjap"):
+                out.append((f"{way} s{seed}", q["mean_wait"], q["cost"]))
+    return out
+
+
 def _slack(text: str):
     return None if text.lower() == "none" else float(text)
 
@@ -182,7 +228,18 @@ def main(argv=None) -> int:
     p.add_argument("--visible-after", type=float, default=1.0,
                    help="seconds after its submission a job is seen by the service")
     p.add_argument("--out", default=None, metavar="JSON")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw the frontier")
+    p.add_argument("--live", nargs="*", default=[], metavar="JSON",
+                   help="benchmarks.slurm_topology results whose service ways are drawn beside")
+    p.add_argument("--replot", default=None, metavar="JSON",
+                   help="draw --plot from a saved --out instead of simulating")
     args = p.parse_args(argv)
+    if args.replot:
+        if not args.plot:
+            raise SystemExit("--replot needs --plot PNG")
+        rows = json.loads(Path(args.replot).read_text())["rows"]
+        print(plot(rows, args.plot, _live_points(args.live)))
+        return 0
     rows = frontier(args.seeds, args.slack, args.wait, jobs=args.jobs, tick_s=args.tick,
                     visible_after_s=args.visible_after)
     cols = [("slack", ""), ("wait_s", "")]
@@ -191,6 +248,8 @@ def main(argv=None) -> int:
     print("the service's mean CH cost and mean wait over Slurm alone's (simulated), per seed "
           "and mean (issue 19's target: cost 0.85 at wait 1.10)")
     print(format_table(rows, cols))
+    if args.plot:
+        plot(rows, args.plot, _live_points(args.live))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps({"argv": sys.argv[1:] if argv is None else argv,

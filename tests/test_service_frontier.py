@@ -52,3 +52,11 @@ def test_the_reference_and_bad_settings():
     assert ref["mean_cost"] > 0 and ref["mean_wait_s"] >= 0
     with pytest.raises(InvalidInputError, match="tick"):
         sf.simulate_service(ROWS, TOPOLOGY, ServiceConfig(), tick_s=0)
+
+
+def test_plot_from_saved_rows(tmp_path):
+    rows = [{"slack": "none", "wait_s": "-", "cost": 0.97, "wait": 0.7},
+            {"slack": 0.5, "wait_s": 8.0, "cost": 0.91, "wait": 0.9},
+            {"slack": 0.5, "wait_s": 16.0, "cost": 0.89, "wait": 1.1}]
+    png = sf.plot(rows, tmp_path / "f.png", live=[("tjap s2", 0.94, 0.91)])
+    assert png.stat().st_size > 1000
