@@ -67,6 +67,30 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _two_tier_routes(group_of_tor: np.ndarray, up_base: int, top_base: int, tops: int) -> tuple:
+    """``(paths, length)`` between ToRs of a two-tier tree: ToRs of one group meet at their
+    group switch (up link ``up_base + tor`` each way); ToRs of two groups cross one of the
+    ``tops`` top switches, picked by a fixed hash of the pair (links ``top_base + group * tops
+    + top``). ``paths[a, b]`` holds the link ids (-1 padded), ``length[a, b]`` their count."""
+    n = len(group_of_tor)
+    paths = np.full((n, n, 4), -1, np.int64)
+    length = np.zeros((n, n), np.int64)
+    for a in range(n):
+        for b in range(n):
+            if a == b:
+                continue
+            ga, gb = group_of_tor[a], group_of_tor[b]
+            if ga == gb:
+                route = [up_base + a, up_base + b]
+            else:
+                c = (min(a, b) * 7 + max(a, b)) % tops
+                route = [up_base + a, top_base + ga * tops + c, top_base + gb * tops + c,
+                         up_base + b]
+            paths[a, b, :len(route)] = route
+            length[a, b] = len(route)
+    return paths, length
+
+
 class Cluster:
     """Servers, GPU groups, links and partitions of one cluster (build with :func:`make_cluster`).
 
@@ -116,22 +140,7 @@ class Cluster:
         ends = [(("server", s), ("edge", int(tor_of[s]))) for s in range(num_servers)]
         ends += [(("edge", e), ("agg", int(pod_of_tor[e]))) for e in range(n_tor)]
         ends += [(("agg", p), ("core", c)) for p in range(pods) for c in range(cores)]
-        paths = np.full((n_tor, n_tor, 4), -1, np.int64)
-        length = np.zeros((n_tor, n_tor), np.int64)
-        for a in range(n_tor):
-            for b in range(n_tor):
-                pa, pb = pod_of_tor[a], pod_of_tor[b]
-                if a == b:
-                    continue
-                if pa == pb:
-                    route = [up_base + a, up_base + b]
-                else:
-                    c = (min(a, b) * 7 + max(a, b)) % cores
-                    route = [up_base + a, core_base + pa * cores + c, core_base + pb * cores + c,
-                             up_base + b]
-                paths[a, b, :len(route)] = route
-                length[a, b] = len(route)
-        self._tree(tor_of, paths, length)
+        self._tree(tor_of, *_two_tier_routes(pod_of_tor, up_base, core_base, cores))
         return tor_of // edges_per_pod, gbps, tier, ends
 
     def _vl2(self):
@@ -151,22 +160,7 @@ class Cluster:
         ends = [(("server", s), ("tor", int(tor_of[s]))) for s in range(num_servers)]
         ends += [(("tor", t), ("agg", int(agg_of_tor[t]))) for t in range(tors)]
         ends += [(("agg", a), ("int", i)) for a in range(aggs) for i in range(inters)]
-        paths = np.full((tors, tors, 4), -1, np.int64)
-        length = np.zeros((tors, tors), np.int64)
-        for a in range(tors):
-            for b in range(tors):
-                ga, gb = agg_of_tor[a], agg_of_tor[b]
-                if a == b:
-                    continue
-                if ga == gb:
-                    route = [up_base + a, up_base + b]
-                else:
-                    i = (min(a, b) * 7 + max(a, b)) % inters
-                    route = [up_base + a, int_base + ga * inters + i, int_base + gb * inters + i,
-                             up_base + b]
-                paths[a, b, :len(route)] = route
-                length[a, b] = len(route)
-        self._tree(tor_of, paths, length)
+        self._tree(tor_of, *_two_tier_routes(agg_of_tor, up_base, int_base, inters))
         return agg_of_tor[tor_of], gbps, tier, ends
 
     def _bcube(self):
