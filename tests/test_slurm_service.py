@@ -467,6 +467,7 @@ def test_hold_for_locality_against_brute_force(idle_mask, specs, slack):
             assert h["cost_now"] == pytest.approx(_cheapest(idle, n))
             assert h["best"] == pytest.approx(_cheapest(TREE.node_names, n))
             assert h["waited_s"] == waited and h["nodes_requested"] == n
+            assert h["wait_left_s"] == 300 - waited
     assert all(floors[n] == pytest.approx(_cheapest(TREE.node_names, n)) for n in floors)
 
 
@@ -485,7 +486,7 @@ def test_service_holds_a_scattered_job_until_its_wait_is_over():
     rec = old.decide(st_)
     assert [w["job_id"] for w in rec["waiting"]] == [1]
     h, = rec["held_for_locality"]
-    assert h["job_id"] == 1 and h["waited_s"] == 30.0
+    assert h["job_id"] == 1 and h["waited_s"] == 30.0 and h["wait_left_s"] == 30.0
     assert h["cost_now"] == pytest.approx(_cheapest(idle, 4))
     assert h["best"] == pytest.approx(_cheapest(nodes, 4)) and h["cost_now"] > 1.5 * h["best"]
     assert rec["sizes"] == [1]                   # the one-node job is placed all the same

@@ -143,7 +143,8 @@ def describe(rec: dict) -> list[str]:
     for e in rec.get("held_for_locality", []):
         lines.append(f"  job {e['job_id']} ({e['nodes_requested']} nodes): held for locality "
                      f"(best idle nodes cost {e['cost_now']:g}, {e['best']:g} on the empty "
-                     f"partition; submitted {e['waited_s']:.0f} s ago)")
+                     f"partition; submitted {e['waited_s']:.0f} s ago, held at most "
+                     f"{e['wait_left_s']:.0f} s more)")
     for e in rec.get("ignored", []):
         lines.append(f"  job {e['job_id']}: ignored ({e['reason']})")
     return lines

@@ -181,7 +181,8 @@ def hold_for_locality(jobs: Sequence[PendingJob], topology: Topology, idle: Sequ
     """The jobs of a window that stay held for a better placement, one dict each: ``job_id``,
     ``nodes_requested``, ``cost_now`` (its cheapest node set among the ``idle`` node names),
     ``best`` (its cheapest set among all the partition's ``nodes``, as if it were empty) and
-    ``waited_s`` (``now`` minus its submit time).
+    ``waited_s`` (``now`` minus its submit time) and ``wait_left_s`` (how much longer it may be
+    held for locality).
 
     A multi-node job is held when ``cost_now > (1 + slack) * best`` and it was submitted less
     than ``wait_s`` seconds before ``now``; after that it takes what there is, so no job waits
@@ -204,7 +205,8 @@ def hold_for_locality(jobs: Sequence[PendingJob], topology: Topology, idle: Sequ
         now_cost = job_cost(topology, best_single_job_nodes(topology, idle_ids, size), convention)
         if now_cost > (1 + slack) * floors[size] + 1e-9:
             held.append({"job_id": job.job_id, "nodes_requested": size, "cost_now": now_cost,
-                         "best": floors[size], "waited_s": waited})
+                         "best": floors[size], "waited_s": waited,
+                         "wait_left_s": float(wait_s) - waited})
     return held
 
 
