@@ -402,12 +402,12 @@ def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float
     with slurm:
         log = slurm.workdir / "tjap-service.jsonl"
         if way in SERVICE_WAYS:
-            local = way == "tjap-local"
-            service = PlacementService(ServiceConfig(
+            config = ServiceConfig(
                 interval_s=interval_s, time_limit_s=time_limit_s, retries=None,
-                backfill=SERVICE_WAYS[way], locality_slack=locality_slack if local else None,
-                locality_wait_s=locality_wait_s),
-                                       client=SlurmClient(slurm.env), log_path=log,
+                backfill=SERVICE_WAYS[way],
+                locality_slack=locality_slack if way == "tjap-local" else None,
+                locality_wait_s=locality_wait_s)
+            service = PlacementService(config, client=SlurmClient(slurm.env), log_path=log,
                                        report=lambda msg: None)
             thread = threading.Thread(target=service.run, daemon=True)
             thread.start()
