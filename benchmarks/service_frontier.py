@@ -46,7 +46,7 @@ from placement.tree.hostlist import expand_hostlist
 from placement.tree.topology import Topology
 from tjap.errors import InvalidInputError
 from tjap.report import format_table
-from tjap.slurm.service import PlacementService, ServiceConfig, State, _timing
+from tjap.slurm.service import PlacementService, ServiceConfig, State, running_timing
 
 PARTITION = "main"
 
@@ -104,7 +104,7 @@ def simulate_service(rows: list[dict], topology: Topology, config: ServiceConfig
                 if j not in start and r["submit_s"] + visible_after_s <= t]
         runs = [_job(j, len(nodes_of[j]), rows[j]["submit_s"], 60 * rows[j]["limit_min"],
                      running_since=start[j]) for j in running]
-        releases, limits = _timing(held + runs, t)
+        releases, limits = running_timing(held + runs, t)
         service.sim_state = State(PARTITION, topology, [v for v in names if free[v]], held,
                                   read_at=t, releases=releases, limits=limits, nodes=names)
         rec = service.run_pass() if held else None

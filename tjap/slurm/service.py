@@ -209,7 +209,7 @@ def _now_iso(t: float) -> str:
 HOLDING = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
 
 
-def _timing(queued, now: float) -> tuple[list, dict]:
+def running_timing(queued, now: float) -> tuple[list, dict]:
     """``(releases, limits)`` of :class:`State` from the partition's pending and running jobs:
     ``(end, nodes)`` of each running job (end None when its limit is unlimited; a start Slurm
     did not report is taken as ``now``) and every job's time limit in seconds."""
@@ -321,7 +321,7 @@ class PlacementService:
         read_at = time.time()
         releases, limits = [], {}
         if easy:
-            releases, limits = _timing(queued, read_at)
+            releases, limits = running_timing(queued, read_at)
             for job in pending:        # released with its nodes named, about to start
                 if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
                     limit = limits.get(job.job_id)
@@ -586,5 +586,5 @@ class PlacementService:
         return 130 if self.stop_signal == "SIGINT" else 0
 
 
-__all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig", "State", "transient",
-           "unreachable"]
+__all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig", "State", "running_timing",
+           "transient", "unreachable"]
