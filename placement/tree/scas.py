@@ -103,6 +103,22 @@ def stopped_early(window: Window, method: str, convention: str, seed: int, deadl
                                   bound=bound, seed=seed, info=info)
 
 
+def _solved(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
+            data: ScasModel, starts: list, status: Status, bound: float, info: dict) -> Result:
+    """The result of a SCIP or CP-SAT run that found the start of each job in ``starts`` (empty:
+    none found) with the solver's ``status`` and dual ``bound``: stopped by the time limit, the
+    best of its incumbent, the DP and Seq (:func:`stopped_early`, with the bound when it is
+    finite); otherwise its solution, and the bound only when it found one."""
+    solution = data.assignment(starts) if starts else None
+    if status is Status.TIME_LIMIT:
+        return stopped_early(window, method, convention, seed, deadline, solution=solution,
+                             bound=bound if np.isfinite(bound) else None, info=info)
+    return Result.from_assignment(
+        window, solution if solution is not None else (), status=status, method=method,
+        convention=convention, runtime_s=deadline.elapsed(), bound=bound if starts else None,
+        seed=seed, info=info)
+
+
 def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                formulation="set-packing") -> Result:
     """Solve M_SCAS with SCIP (pyscipopt).
@@ -155,18 +171,10 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
     if model.getNSols() > 0 and status is not Status.INFEASIBLE:
         sol = model.getBestSol()
         starts = [int(np.argmax([model.getSolVal(sol, v) for v in row])) for row in y]
-    bound = model.getDualbound() if starts else None
     info = {"formulation": formulation, "build_s": built - started,
             "nodes": int(model.getNNodes())}
-    if status is Status.TIME_LIMIT:
-        bound = model.getDualbound()
-        return stopped_early(window, method, convention, seed, deadline,
-                             solution=data.assignment(starts) if starts else None,
-                             bound=bound if np.isfinite(bound) else None, info=info)
-    return Result.from_assignment(
-        window, data.assignment(starts) if starts else (), status=status, method=method,
-        convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
-        info=info)
+    return _solved(window, method, convention, seed, deadline, data, starts, status,
+                   model.getDualbound(), info)
 
 
 def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0,
@@ -227,17 +235,9 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
     starts = []
     if found:
         starts = [next(p for p, v in enumerate(row) if solver.boolean_value(v)) for row in y]
-    bound = solver.best_objective_bound / scale if found else None
     info = {"formulation": formulation, "build_s": built - started, "objective_scale": scale}
-    if status is Status.TIME_LIMIT:
-        bound = solver.best_objective_bound / scale
-        return stopped_early(window, method, convention, seed, deadline,
-                             solution=data.assignment(starts) if starts else None,
-                             bound=bound if np.isfinite(bound) else None, info=info)
-    return Result.from_assignment(
-        window, data.assignment(starts) if starts else (), status=status, method=method,
-        convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
-        info=info)
+    return _solved(window, method, convention, seed, deadline, data, starts, status,
+                   solver.best_objective_bound / scale, info)
 
 
 def solve_seq(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
