@@ -194,12 +194,12 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_csv(tmp_path):
     import subprocess
     import sys
 
+    from test_interrupts import default_sigint
+
     path = tmp_path / "rows.csv"
-    # SIGINT at its default in the child: a shell runs background jobs with SIGINT ignored, and
-    # an ignored signal stays ignored across exec (Python then installs no Ctrl-C handler)
     proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_sigint)
     pids = {int(proc.stdout.readline()) for _ in range(2)}   # two rows written
     time.sleep(0.3)                                           # the 30-second tasks are running
     proc.send_signal(signal.SIGINT)
