@@ -29,8 +29,6 @@ from placement.batch import SchedulerConfig, Simulator
 from placement.batch.traces import bundled_trace, load_trace
 from tjap.report import format_table
 
-SWF_FIELDS = 18
-
 
 def tiled_swf(path: Path, copies: int) -> int:
     """Write the Lublin workload ``copies`` times over to ``path``; returns the job lines."""

@@ -174,15 +174,14 @@ def cmd_bench(args) -> int:
     else:
         out_dir.mkdir(parents=True, exist_ok=True)
         stem = f"online_{args.layout}{tag}_s{args.seed}"
+        epochs_csv = out_dir / f"{stem}_epochs.csv"
         rows = online.run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
                           args.convention, quiet=args.quiet, executor=executor_from_args(args),
-                          workload=workload, options=options,
-                          epochs_csv=out_dir / f"{stem}_epochs.csv")
+                          workload=workload, options=options, epochs_csv=epochs_csv)
         png = online.plot(rows, out_dir / f"{stem}.png", args.convention)
         summary = {"rows": rows, "csv": str(write_csv(out_dir / f"{stem}.csv", rows)),
-                   "png": str(png)}
-        summary["epochs_csv"] = str(out_dir / f"{stem}_epochs.csv")
-        text = online.table(rows) + f"\nfiles: {summary['csv']}, {summary['epochs_csv']}, {png}"
+                   "png": str(png), "epochs_csv": str(epochs_csv)}
+        text = online.table(rows) + f"\nfiles: {summary['csv']}, {epochs_csv}, {png}"
     summary |= workload_fields(args, report)
     if args.json:
         print_json(summary)
