@@ -156,9 +156,10 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     stopped = None
     # the loop runs in slices of whole chunks (the RNG is re-seeded per chunk inside the kernel,
     # so the trajectory is the same however it is sliced): one chunk at a time under a time
-    # limit, else slices of about 0.1 s (the first 4096 iterations: the usual runs in one call),
-    # so that a Ctrl-C is seen between them
-    slices = Slices(_kernels.CHUNK, first=16)
+    # limit, else slices of about 0.1 s (the first 4096 iterations: the usual runs in one call;
+    # 256 with the learned repair, whose iterations take up to about 1 ms), so that a Ctrl-C is
+    # seen between them
+    slices = Slices(_kernels.CHUNK, first=1 if repair.code == _kernels.REPAIR_LEARNED else 16)
     while done < iterations:
         if deadline.expired():
             stopped = "time limit"

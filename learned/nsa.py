@@ -6,7 +6,9 @@ the compiled loop of :func:`heuristics.anneal.anneal` runs for each re-inserted 
 weights' inference file (``STEM.npz`` beside ``STEM.pt``, :func:`learned.policy_io.load_inference`),
 exported from the torch policy by :func:`export_inference` (``tjap train nsa`` writes it too;
 ``python -m learned.nsa export META.json`` for older weights). ``tjap.solve(window, method="nsa",
-iterations=500, weights=...)`` runs it. Torch is needed to train and to export, not to solve.
+iterations=500)`` runs it, by default with the best settings measured (:func:`solve_nsa`: the
+best loop, the look-ahead, the shipped weights trained for the window's cost convention). Torch
+is needed to train and to export, not to solve.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,34 +26,64 @@ from heuristics._net_kernels import net_config, net_scratch, pack_layers
 from heuristics.anneal import SA_PRESETS, anneal, preset_options
 from heuristics.operators import Metropolis, RandomDestroy, Repair
 from learned.features import ARCHS, CONV_LAYERS, feature_spec, require_fat_tree_features
-from learned.policy_io import check_shapes, load_inference, save_inference, spec_hash
+from learned.policy_io import (check_architecture, check_shapes, load_inference, save_inference,
+                               spec_hash)
 from placement.tree._dcas_kernels import taken_words
+from placement.tree.cost import convention_code
 from placement.tree.result import Result
 from placement.tree.window import Window
 from tjap.errors import InvalidInputError
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
+#: The shipped weights the paper's and the published code's presets run when none are given: the
+#: CNN-3 trained in the published setting (what the reproduction tables ran).
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
+#: The shipped weights preset "best" runs when none are given, by cost convention: the CNN-3
+#: trained in the best loop in the setting of that convention (its layout and cost,
+#: :data:`learned.train.SETTINGS`; ``training.setting`` in their metadata).
+BEST_WEIGHTS = {"paper": WEIGHTS_DIR / "nsa_cnn3_best_paper.json",
+                "published": WEIGHTS_DIR / "nsa_cnn3_best_published.json"}
 
-#: The loop settings (every option but the repair's) of the SA presets NSA runs under: the
-#: paper's Table I ("paper", the default), the published code ("published") and the best
-#: hand-written SA ("best": n^D = 5, T_max 25000, 1000 iterations), the last only with weights
-#: trained in that loop (``tjap train nsa --loop best``, see :func:`trained_loop`).
+#: The loop settings (every option but the repair's) of the SA presets NSA runs under: the best
+#: hand-written SA ("best", the default: n^D = 5, T_max 25000, 1000 iterations), only with
+#: weights trained in that loop (``tjap train nsa --loop best``, see :func:`trained_loop`); the
+#: paper's Table I ("paper") and the published code ("published").
 NSA_PRESETS = {name: {k: v for k, v in SA_PRESETS[name].items() if k not in ("repair", "q")}
                for name in ("paper", "published", "best")}
+
+#: The preset :func:`solve_nsa` runs when none is given (and its weights, if given, were trained
+#: in its loop; other weights run under "paper", see :func:`default_preset`).
+DEFAULT_PRESET = "best"
 
 #: Presets that run only weights trained in their loop.
 OWN_LOOP_PRESETS = ("best",)
 
 #: The look-ahead each preset runs by default (``lookahead`` of :func:`solve_nsa`): none in the
-#: paper's loops (the reproduction), the policy's 32 likeliest starts in the best loop
-#: (benchmarks/RESULTS.md, issue 21: what makes NSA pay at equal time).
+#: paper's loops (the reproduction), 32 starts proposed by the policy in the best loop
+#: (benchmarks/RESULTS.md: what makes NSA pay at equal time).
 NSA_LOOKAHEAD = {"paper": 0, "published": 0, "best": 32}
 
 
 def preset_lookahead(preset: str, lookahead=None) -> int:
     """The look-ahead NSA runs: ``lookahead`` if given, else the preset's (:data:`NSA_LOOKAHEAD`)."""
     return NSA_LOOKAHEAD[preset] if lookahead is None else lookahead
+
+
+def default_preset(weights=None) -> str:
+    """The preset NSA runs when none is given: :data:`DEFAULT_PRESET` ("best") with the shipped
+    weights (``weights`` None) or with weights trained in the best loop; "paper" (the paper's
+    Table I loop) with weights trained in another loop, which "best" refuses."""
+    if not weights:
+        return DEFAULT_PRESET
+    return DEFAULT_PRESET if trained_loop(_meta(weights)) == DEFAULT_PRESET else "paper"
+
+
+def default_weights(preset: str, convention: str = "paper") -> Path:
+    """The shipped weights NSA runs under ``preset`` when none are given: for "best" those
+    trained for ``convention`` (:data:`BEST_WEIGHTS`), else :data:`DEFAULT_WEIGHTS`."""
+    if preset in OWN_LOOP_PRESETS:
+        return BEST_WEIGHTS[convention]
+    return DEFAULT_WEIGHTS
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,8 +219,11 @@ def _check_metadata(meta_path, meta, expect_spec=None) -> tuple[str, dict]:
     idle, boundaries = (isinstance(channels, list) and name in channels
                         for name in ("idle", "switch_start"))
     try:
+        check_architecture(meta_path, {k: spec[k] for k in ("q", "n_max")}, "nsa", "feature_spec")
         known = feature_spec(spec["q"], spec["n_max"], idle, boundaries)["channels"]
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        if isinstance(exc, InvalidInputError):
+            raise
         known = None
     if channels != known:
         raise InvalidInputError(f"{meta_path}: feature_spec {spec} is not one the solver builds "
@@ -246,6 +281,11 @@ def _load(path: str, stamp):
     return load_actor(path)
 
 
+def _meta(weights) -> dict:
+    """The metadata of the NSA weights at ``weights``, checked and cached with their actor."""
+    return _load(*_cache_key(weights))[2]
+
+
 def build_policy(arch: str, spec: dict):
     """An untrained MaskableActorCriticPolicy of Table II architecture ``arch`` for ``spec``."""
     import gymnasium as gym
@@ -270,52 +310,66 @@ def load_policy(path, *, expect_spec: dict | None = None):
     return load_weights(path, "nsa", build)
 
 
-def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset="paper",
+def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset=None,
               iterations=None, weights=None, max_remove=None, t_max=None, t_min=None,
               reinsert=None, initial=None, sample=True, lookahead=None) -> Result:
     """NSA: the SA loop of :func:`heuristics.anneal.anneal` with the learned repair operator.
+
+    By default the best settings measured: the loop of the best hand-written SA (``preset=
+    "best"``), the shipped weights trained in it for the window's cost convention
+    (:data:`BEST_WEIGHTS`) and the look-ahead over 32 starts the policy proposes; so run, NSA-500
+    ends below the default ``sa`` given the same time (benchmarks/RESULTS.md, "Seed 002 NSA").
+    ``preset="paper"`` is the paper's NSA (Table I loop, no look-ahead, the shipped
+    published-setting CNN-3), ``preset="published"`` the published code's loop.
 
     Loop options left out (None) take their value from ``preset``, the loop settings of the SA
     preset of that name (:data:`NSA_PRESETS`); an option given explicitly overrides it. The
     repair is the policy, so the presets' ``repair`` and ``q`` do not apply (q comes from the
     weights). The ``"best"`` preset runs only weights trained in its loop (their metadata says
     ``training.loop == "best"``): its destroy (n^D = 5) is outside what the others were trained
-    on (n^D = 2).
+    on (n^D = 2). What ran is recorded in the Result's ``info``: ``preset``, ``weights`` (the
+    metadata file), ``weights_setting`` (the setting they were trained in: layout and cost
+    convention of :data:`learned.train.SETTINGS`) and ``lookahead``.
 
     Parameters
     ----------
     window : Window
         The idle nodes and the jobs to place.
     convention : {"paper", "published"}, default "paper"
-        Cost convention, see :mod:`placement.tree.cost` (not part of a preset).
+        Cost convention, see :mod:`placement.tree.cost` (not part of a preset). Under preset
+        "best" it also picks the default weights: those trained for it.
     time_limit_s : float, optional
         Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
     seed : int, default 0
         Seed of the loop's generator, which also draws the policy's starts; the same seed gives
         the same Result.
-    preset : {"paper", "published", "best"}, default "paper"
-        ``"paper"``: the paper's Table I loop (T_max 2500, T_min 2.5, 500 iterations, n^D = 2,
-        largest first). ``"published"``: the published code's loop (T_max 25000, window order;
-        pass ``convention="published"`` too). ``"best"``: the loop of the best hand-written SA
-        (T_max 25000, 1000 iterations, n^D = 5, largest first), for weights trained in it only
+    preset : {"best", "paper", "published"}, optional
+        ``"best"`` (the default): the loop of the best hand-written SA (T_max 25000, 1000
+        iterations, n^D = 5, largest first), for weights trained in it only
         (``learned/weights/nsa_cnn3_best_paper.json`` and ``nsa_cnn3_best_published.json``, one
-        per setting). tjap/bench/sa_tables.py's NSA table runs each setting under the preset of
-        its name.
+        per setting). ``"paper"``: the paper's Table I loop (T_max 2500, T_min 2.5, 500
+        iterations, n^D = 2, largest first). ``"published"``: the published code's loop (T_max
+        25000, window order; pass ``convention="published"`` too). Left out, it is "best",
+        unless ``weights`` are given that were not trained in the best loop: then "paper"
+        (:func:`default_preset`). tjap/bench/sa_tables.py's NSA table runs each setting under the
+        preset of its name.
     iterations : int, optional
-        Moves; the cooling schedule spans them. 500 in "paper" and "published", 1000 in
-        "best".
+        Moves; the cooling schedule spans them. 1000 in "best", 500 in "paper" and
+        "published".
     weights : str or Path, optional
         The trained policy to load (the path of its JSON metadata; its actor is read from the
-        ``.npz`` inference file beside it, without torch); by default the shipped CNN-3
-        (``learned/weights/nsa_cnn3.json``, trained in the published setting).
+        ``.npz`` inference file beside it, without torch). By default, under "best" the shipped
+        CNN-3 trained in the best loop for ``convention`` (:data:`BEST_WEIGHTS`); under "paper"
+        and "published" the shipped CNN-3 trained in the published setting
+        (``learned/weights/nsa_cnn3.json``, :data:`DEFAULT_WEIGHTS`).
     max_remove : int, optional
-        n^D: a move removes 1..max_remove jobs, uniformly. 2 in "paper" and "published", 5 in
-        "best".
+        n^D: a move removes 1..max_remove jobs, uniformly. 5 in "best", 2 in "paper" and
+        "published".
     t_max, t_min : float, optional
-        Metropolis temperatures, cooled exponentially from t_max to t_min. t_max: paper 2500,
-        published and best 25000; t_min 2.5 in all.
+        Metropolis temperatures, cooled exponentially from t_max to t_min. t_max: best and
+        published 25000, paper 2500; t_min 2.5 in all.
     reinsert : {"largest-first", "window-order"}, optional
-        Order in which removed jobs are re-inserted. paper and best "largest-first", published
+        Order in which removed jobs are re-inserted. best and paper "largest-first", published
         "window-order".
     initial : "seq", a method name, a Result or an assignment, optional
         Where the search starts. ``"seq"`` in every preset.
@@ -327,25 +381,29 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
         k >= 2: the policy proposes k starts (drawn by systematic sampling of its distribution
         with that one draw, or with ``sample=False`` its k likeliest) and the loop takes the one
         whose block plus the jobs still to re-insert, placed greedily after it, costs least;
-        0 or 1: the policy's start as is. Default: :data:`NSA_LOOKAHEAD` of the preset (paper
-        and published 0, best 32).
+        0 or 1: the policy's start as is. Default: :data:`NSA_LOOKAHEAD` of the preset (best
+        32, paper and published 0).
 
     Returns
     -------
     Result
-        The best solution found; see :func:`heuristics.anneal.anneal`.
+        The best solution found; see :func:`heuristics.anneal.anneal`. Its ``info`` also holds
+        ``preset``, ``weights``, ``weights_setting`` and ``lookahead`` (what ran).
 
     Raises
     ------
     InvalidInputError
-        An unknown preset or reinsert order, an option out of range, weights that do not load,
-        ``preset="best"`` with weights not trained in that loop, or a window on a general switch
-        tree (the policy's features are fat-tree features).
+        An unknown preset, convention or reinsert order, an option out of range, weights that do
+        not load, ``preset="best"`` with weights not trained in that loop, or a window on a
+        general switch tree (the policy's features are fat-tree features).
     """
     require_fat_tree_features(window)
+    convention_code(convention)                  # one line, before it picks the weights
+    if preset is None:
+        preset = default_preset(weights)
     o = preset_options(preset, NSA_PRESETS, iterations=iterations, max_remove=max_remove,
                        t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
-    weights = weights or DEFAULT_WEIGHTS
+    weights = weights or default_weights(preset, convention)
     repair = LearnedRepair.load(weights, sample=sample,
                                 lookahead=preset_lookahead(preset, lookahead))
     if preset in OWN_LOOP_PRESETS and repair.loop != preset:
@@ -354,10 +412,15 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
             f"{preset}; shipped: learned/weights/nsa_cnn3_{preset}_paper.json and "
             f"nsa_cnn3_{preset}_published.json), but {weights} were trained in the "
             f"{repair.loop or 'unrecorded'} loop; use preset='paper' or 'published' with them")
-    return anneal(window, iterations=o["iterations"], repair=repair,
-                  destroy=RandomDestroy(o["max_remove"]), accept=Metropolis(o["t_max"], o["t_min"]),
-                  reinsert=o["reinsert"], initial=o["initial"], convention=convention,
-                  time_limit_s=time_limit_s, seed=seed, method="nsa")
+    result = anneal(window, iterations=o["iterations"], repair=repair,
+                    destroy=RandomDestroy(o["max_remove"]),
+                    accept=Metropolis(o["t_max"], o["t_min"]), reinsert=o["reinsert"],
+                    initial=o["initial"], convention=convention, time_limit_s=time_limit_s,
+                    seed=seed, method="nsa")
+    ran = {"preset": preset, "weights": str(weights),
+           "weights_setting": (_meta(weights).get("training") or {}).get("setting"),
+           "lookahead": int(repair.lookahead)}
+    return replace(result, info={**result.info, **ran})
 
 
 def main(argv=None) -> int:

@@ -28,6 +28,7 @@ import hashlib
 import json
 import platform
 import sys
+import warnings
 from importlib import metadata
 from pathlib import Path
 
@@ -53,6 +54,32 @@ EXPORTS = {"nsa": "`python -m learned.nsa export META.json` (needs torch)"}
 DISTRIBUTIONS = {"tjap": "tjap", "torch": "torch", "numpy": "numpy",
                  "stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib",
                  "gymnasium": "gymnasium"}
+
+
+#: The largest number a model's metadata may give as a size (a width, a depth, a count of heads,
+#: experts or outputs): larger ones are refused before a model is built from them.
+MAX_MODEL_SIZE = 4096
+
+
+def check_architecture(meta_path, config, family: str, field: str):
+    """``config``, the metadata's ``field`` (a model constructor's keyword arguments), with every
+    number in it (nested objects and lists included) checked to lie within -MAX_MODEL_SIZE ..
+    MAX_MODEL_SIZE: a size edited into metadata is one line, never a model that takes all memory
+    or hours to build. Anything but an object or list is returned as is (the builder words
+    that error)."""
+    values = (config.items() if isinstance(config, dict)
+              else enumerate(config) if isinstance(config, list) else ())
+    for key, value in values:
+        name = (f"{field}[{key}]" if isinstance(config, list)
+                else f"{field}.{key}" if field else str(key))
+        if isinstance(value, (dict, list)):
+            check_architecture(meta_path, value, family, name)
+        elif (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and not abs(value) <= MAX_MODEL_SIZE):
+            raise InvalidInputError(
+                f"{meta_path}: {name} = {value!r:.30} is not a size of a model tjap builds (at "
+                f"most {MAX_MODEL_SIZE}); {_fix(family)}")
+    return config
 
 
 def spec_hash(spec: dict) -> str:
@@ -160,27 +187,44 @@ def read_metadata(path, family: str) -> tuple[Path, dict]:
     path = Path(path)
     meta_path = path if path.suffix == ".json" else path.with_suffix(".json")
     try:
-        meta = json.loads(meta_path.read_text())
+        raw = meta_path.read_bytes()
     except OSError:
         raise InvalidInputError(f"no {what} metadata at {meta_path}; give the .json written "
                                 f"beside the weights, or train one with {train}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"{meta_path} is not valid JSON ({exc}); {_fix(family)}") from None
+    meta = _parse_metadata(meta_path, raw, family)
     found = meta.get("format") if isinstance(meta, dict) else None
-    if found in OLD_FORMATS:
+    if isinstance(found, str) and found in OLD_FORMATS:
         raise InvalidInputError(
             f"{meta_path} is in the old weights format {found} (no checksum); convert it with "
             f"`python -m learned.policy_io upgrade {meta_path}` or retrain with {train}")
     if found != FORMAT:
-        raise InvalidInputError(f"{meta_path} is not tjap weights metadata (format {found!r}, "
+        raise InvalidInputError(f"{meta_path} is not tjap weights metadata (format {found!r:.60}, "
                                 f"expected {FORMAT!r}); {_fix(family)}")
     if meta.get("family") != family:
-        raise InvalidInputError(f"{meta_path} holds {meta.get('family')!r} weights, not {what} "
-                                f"ones ({family!r}); give a {what}'s .json")
+        raise InvalidInputError(f"{meta_path} holds {meta.get('family')!r:.60} weights, not "
+                                f"{what} ones ({family!r}); give a {what}'s .json")
     if not all(isinstance(meta.get(k), str) for k in ("weights_file", "weights_sha256")):
         raise InvalidInputError(f"{meta_path} names no weights_file and weights_sha256; "
                                 f"{_fix(family)}")
     return meta_path, meta
+
+
+def _parse_metadata(meta_path: Path, raw: bytes, family: str):
+    """The JSON in the bytes of a metadata file; bytes that are not UTF-8 or not JSON are one
+    line naming the file."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"{meta_path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}), "
+            f"so not weights metadata; {_fix(family)}") from None
+    try:
+        return json.loads(text)
+    except RecursionError:
+        reason = "it nests too deeply"
+    except ValueError as exc:   # JSONDecodeError, or an integer of too many digits
+        reason = " ".join(str(exc).split())[:120]
+    raise InvalidInputError(f"{meta_path} is not valid JSON ({reason}); {_fix(family)}")
 
 
 def load_weights(path, family: str, build=None):
@@ -207,12 +251,46 @@ def load_weights(path, family: str, build=None):
         of another model than the metadata describes.
     """
     meta_path, meta = read_metadata(path, family)
-    target = build(meta_path, meta) if build is not None else None
+    # the metadata is checked by building the model it describes without memory first (torch's
+    # meta device), so that sizes edited into it are compared with the weights file's, not
+    # allocated; a builder that cannot run there builds for real now, as it always did
+    probe = _build(build, meta_path, meta, family, on_meta=True) if build is not None else None
+    target = (_build(build, meta_path, meta, family) if build is not None and probe is None
+              else None)
     weights, raw = _checked_bytes(meta_path, meta, "weights", family)
     state = _parse(weights, family, raw)   # the bytes checked, not the file read again
-    if target is None:
+    if build is None:
         return state, meta
+    if probe is not None:
+        _fill(probe, state, weights, family, load=False)   # the weights' own names and shapes
+        target = _build(build, meta_path, meta, family)
     return _fill(target, state, weights, family), meta
+
+
+def _build(build, meta_path: Path, meta: dict, family: str, on_meta: bool = False):
+    """``build(meta_path, meta)``; with ``on_meta``, on torch's meta device (no memory), or None
+    where torch is not loaded or the builder cannot run there. A model the metadata describes
+    that does not build (negative, huge or non-integer sizes...) is one line."""
+    torch = sys.modules.get("torch") if on_meta else None
+    if on_meta and (torch is None or not hasattr(torch.device("meta"), "__enter__")):
+        return None
+    try:
+        if not on_meta:
+            return build(meta_path, meta)
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # a dry run: its warnings come again later
+            return build(meta_path, meta)
+    except InvalidInputError:
+        raise
+    except NotImplementedError:
+        if on_meta:
+            return None
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RuntimeError, OverflowError,
+            MemoryError) as exc:
+        reason = " ".join(str(exc).split())[:100]
+        raise InvalidInputError(f"{meta_path}: the model it describes does not build "
+                                f"({type(exc).__name__}: {reason}); {_fix(family)}") from None
 
 
 def load_inference(path, family: str) -> tuple[dict, dict]:
@@ -289,27 +367,34 @@ def _parse(weights: Path, family: str, raw: bytes | None = None) -> dict:
     return state
 
 
-def _fill(target, state: dict, weights: Path, family: str):
+def _fill(target, state: dict, weights: Path, family: str, load: bool = True):
+    """``target`` with the weights ``state`` loaded, after checking their names and shapes
+    (``load=False``: only checked)."""
     if not isinstance(target, dict):
-        _load_module(target, state, str(weights), family)
+        _load_module(target, state, str(weights), family, load)
         return target
     _same_names(target, state, str(weights), "parts", family)
     for name, part in target.items():
         if part is None:
-            target[name] = state[name]
+            if load:
+                target[name] = state[name]
         else:
             if not isinstance(state[name], dict):
                 raise InvalidInputError(f"{weights}: part {name!r} is not a state dict; "
                                         f"{_fix(family)}")
-            _load_module(part, state[name], f"{weights} (part {name!r})", family)
+            _load_module(part, state[name], f"{weights} (part {name!r})", family, load)
     return target
 
 
-def _load_module(module, state: dict, where: str, family: str) -> None:
+def _load_module(module, state: dict, where: str, family: str, load: bool = True) -> None:
+    if not hasattr(module, "state_dict"):
+        raise InvalidInputError(f"{where}: the metadata describes no model ({type(module).__name__}"
+                                f"); {_fix(family)}")
     check_shapes({key: tuple(value.shape) for key, value in module.state_dict().items()}, state,
                  where, family, "tensors")
-    module.load_state_dict(state)
-    module.eval()
+    if load:
+        module.load_state_dict(state)
+        module.eval()
 
 
 def check_shapes(expected: dict, state: dict, where: str, family: str,
@@ -345,7 +430,7 @@ def upgrade(path) -> tuple[Path, Path]:
     meta_path = Path(path).with_suffix(".json")
     try:
         meta = json.loads(meta_path.read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise InvalidInputError(f"cannot read {meta_path} ({type(exc).__name__})") from None
     found = meta.get("format") if isinstance(meta, dict) else None
     if found not in OLD_FORMATS:

@@ -294,3 +294,124 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(files):
     proc = tjap_process("solve", files["window"], "--json", stdout=subprocess.PIPE)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0 and err == b"" and json.loads(out)["status"] == "OPTIMAL"
+
+
+# -- Slurm that cannot be reached: exit 3 ----------------------------------------------------------
+#: What Slurm's commands print when slurmctld does not answer (squeue, sinfo, scontrol ...), and
+#: what ``scontrol ping`` prints then.
+UNREACHABLE = "{name}: error: Unable to contact slurm controller (connect failure)"
+PING_DOWN = "Slurmctld(primary) at ctl01 is DOWN"
+
+
+@pytest.fixture
+def dead_slurm(tmp_path, monkeypatch) -> Path:
+    """A cluster whose controller is not running: a slurm.conf naming it, and Slurm commands on
+    PATH that answer as real ones do when slurmctld is down (no real Slurm needed)."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=dead\nSlurmctldHost=ctl01\nSlurmctldPort=1\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("squeue", "sinfo", "scontrol", "sbatch", "scancel"):
+        tool = bin_dir / name
+        tool.write_text("#!/bin/sh\n"
+                        f'if [ "$1" = ping ]; then echo "{PING_DOWN}"; exit 1; fi\n'
+                        f'echo "{UNREACHABLE.format(name=name)}" >&2\nexit 1\n')
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    return conf
+
+
+def run_unreachable(capsys, argv) -> str:
+    """Run ``tjap argv`` in-process: exit 3 and one line on stderr; return the line."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 3, f"tjap {' '.join(map(str, argv))}: exit {code}, stderr {err!r}"
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith("tjap: error: "), err
+    return err.strip()
+
+
+@pytest.mark.parametrize("argv", [["slurm", "advise"], ["slurm", "place", "--once"],
+                                  ["slurm", "place", "--once", "--dry-run", "--json"],
+                                  ["provision", "live", "--policy", "reactive"]],
+                         ids=" ".join)
+def test_an_unreachable_slurmctld_exits_3(dead_slurm, capsys, argv):
+    line = run_unreachable(capsys, argv)
+    assert "cannot reach slurmctld" in line and "is Slurm running?" in line, line
+    assert f"SLURM_CONF={dead_slurm}" in line, line
+
+
+@pytest.mark.parametrize("argv", [["slurm", "advise"], ["slurm", "place", "--once"],
+                                  ["provision", "live", "--policy", "reactive"]],
+                         ids=" ".join)
+def test_slurm_commands_missing_from_path_exit_3(tmp_path, monkeypatch, capsys, argv):
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    line = run_unreachable(capsys, argv)
+    assert "not found on PATH" in line and "apt-get install slurm-wlm" in line, line
+
+
+def test_the_client_raises_the_unreachable_error(dead_slurm):
+    from placement.batch.slurm import SlurmClient, SlurmError
+    from tjap.errors import SlurmUnreachableError
+
+    client = SlurmClient()
+    for call in (client.queue, client.nodes, client.ping, client.show_topology):
+        with pytest.raises(SlurmUnreachableError, match="cannot reach slurmctld") as info:
+            call()
+        assert isinstance(info.value, SlurmError)   # still a SlurmError: retried by the service
+
+
+def test_other_slurm_failures_keep_their_exit_code(dead_slurm, capsys):
+    """A bad argument is still bad input (2), not an unreachable Slurm."""
+    run_bad(capsys, ["slurm", "place", "--interval", "0"])
+
+
+# -- output paths: checked before the work, folders created ----------------------------------------
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the work started before the output path was checked")
+
+
+def test_simulate_creates_the_folders_of_its_outputs(tmp_path, capsys):
+    plot, per_job = tmp_path / "missing" / "dir" / "a.png", tmp_path / "other" / "jobs.csv"
+    code = main(["simulate", "--trace", LS6, "--nodes", "76", "--start", "2023-03-01",
+                 "--days", "1", "--json", "--plot", str(plot), "--per-job", str(per_job)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["jobs"] > 0
+    assert plot.stat().st_size > 0 and per_job.read_text().startswith("job")
+
+
+@pytest.mark.parametrize("argv, stage", [
+    (["simulate", "--trace", LS6, "--nodes", "76", "--plot", "{blocker}/a.png"],
+     "placement.batch.replay.replay_trace"),
+    (["simulate", "--trace", LS6, "--nodes", "76", "--per-job", "{blocker}/sub/jobs.csv"],
+     "placement.batch.replay.replay_trace"),
+    (["simulate", "--trace", LS6, "--nodes", "76", "--plot", "{tmp}"],
+     "placement.batch.replay.replay_trace"),
+    (["generate", "windows", "--num-windows", "1", "--out", "{blocker}/w.jsonl"],
+     "placement.tree.stream.generate_windows"),
+    (["bench", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out", "{blocker}"],
+     "tjap.bench.sa_tables.table3"),
+    (["bench", "batch", "--out", "{blocker}/sub"], "tjap.bench.batch_sim.speed"),
+    (["train", "nsa", "--out", "{blocker}/w/nsa"], "learned.train.train_nsa"),
+], ids=["simulate-plot", "simulate-per-job", "simulate-plot-folder", "generate", "bench-table3",
+        "bench-batch", "train-nsa"])
+def test_an_unwritable_output_fails_before_the_work(tmp_path, monkeypatch, capsys, argv, stage):
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    module, _, name = stage.rpartition(".")
+    monkeypatch.setattr(__import__(module, fromlist=[name]), name, _must_not_run)
+    line = run_bad(capsys, [a.format(blocker=blocker, tmp=tmp_path) for a in argv])
+    flag = next(a for a in argv if "{" in a and a != argv[0])   # the path's value
+    option = argv[argv.index(flag) - 1]
+    assert f"cannot write {option} " in line and ("afile" in line or "folder" in line), line
+
+
+def test_the_service_log_folder_is_created(dead_slurm, tmp_path, capsys):
+    log = tmp_path / "logs" / "service" / "place.jsonl"
+    run_unreachable(capsys, ["slurm", "place", "--once", "--log", log])
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert events == ["start", "stop"]

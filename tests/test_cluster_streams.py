@@ -13,7 +13,7 @@ import pytest
 from benchmarks import topologies
 from placement.tree.cost import job_cost
 from placement.tree.fat_tree import FatTree
-from placement.tree.stream import generate_windows
+from placement.tree.stream import generate_windows, tree_load
 from placement.tree.topology import Topology
 from placement.tree.window import Window, load_windows
 from placement.tree.workload import Workload
@@ -78,6 +78,79 @@ def test_stream_on_a_tree_is_seeded_feasible_and_warmed_up():
         assert max(w.job_sizes) <= 40
     with pytest.raises(InvalidInputError, match="warmup_windows"):
         generate_windows(topology=tree, num_windows=1, warmup_windows=-1)
+
+
+def test_arrival_scale_spaces_arrivals_only():
+    a, b = Workload.generate(500, 3), Workload.generate(500, 3, arrival_scale=2.5)
+    assert (a.runtime_s == b.runtime_s).all() and (a.requested_nodes == b.requested_nodes).all()
+    assert (b.arrival_s == np.floor(a.arrival_s * 2.5)).all()
+    assert (Workload.generate(500, 3, arrival_scale=1.0).arrival_s == a.arrival_s).all()
+    with pytest.raises(InvalidInputError, match="arrival_scale"):
+        Workload.generate(5, 0, arrival_scale=0)
+
+
+@pytest.mark.parametrize("nodes", [4, 29, 160, 360, 999, 1000, 2000, 27648])
+def test_tree_load_keeps_the_papers_load_per_node(nodes):
+    """Offered load per node (mean request x mean runtime / mean inter-arrival time / nodes)
+    is the paper's on every cluster size, with runtimes never below the paper's."""
+    load = tree_load(nodes)
+    mean_request = (1 + load["max_nodes"]) / 2
+    offered = (mean_request * 905 * load["runtime_scale"]
+               / (17.5 * load["arrival_scale"]) / nodes)
+    assert offered == pytest.approx(20.5 * 905 / 17.5 / 1000)         # 1.06
+    assert load["runtime_scale"] >= 1 and 2 <= load["max_nodes"] <= min(40, max(nodes, 2))
+    if nodes < 1000:
+        assert load["max_nodes"] <= max(2, nodes // 4)
+    assert tree_load(1000) == {"max_nodes": 40, "runtime_scale": 1.0, "arrival_scale": 1.0}
+
+
+def _grid_tree(spines=4, leaves=5) -> Topology:
+    """A three-level tree of 360 nodes: leaves of 10-26 nodes under 4 spines."""
+    lines, first = [], 1
+    for s in range(spines):
+        for leaf in range(leaves):
+            n = 10 + 4 * ((s * leaves + leaf) % 5)
+            lines.append(f"SwitchName=l{s}_{leaf} Nodes=h[{first:04d}-{first + n - 1:04d}]")
+            first += n
+        lines.append(f"SwitchName=s{s} Switches=l{s}_[0-{leaves - 1}]")
+    lines.append(f"SwitchName=top Switches=s[0-{spines - 1}]")
+    return Topology.from_slurm("\n".join(lines))
+
+
+EXAMPLE_CONF = Path(__file__).resolve().parents[1] / "examples" / "topology.conf"
+
+
+@pytest.mark.parametrize("which", ["readme-29", "grid-360"])
+def test_windows_on_a_tree_see_a_loaded_fragmented_cluster(which):
+    """The stream on a small tree (the README's 29 nodes) and on a larger one: busy nodes over
+    several switches, idle nodes on more than one leaf, a job or more per window, seeded."""
+    tree = Topology.from_file(EXAMPLE_CONF) if which == "readme-29" else _grid_tree()
+    assert tree.num_nodes == (29 if which == "readme-29" else 360)
+    windows = generate_windows(topology=tree, num_windows=60, seed=0, epoch_windows=30)
+    assert len(windows) == 60
+    idle = np.array([w.num_idle / tree.num_nodes for w in windows])
+    assert 0.1 < idle.mean() < 0.8 and idle.max() < 1
+    leaves = lambda nodes: len(np.unique(tree.node_leaf[nodes]))           # noqa: E731
+    idle_leaves = np.array([leaves(w.idle_nodes) for w in windows])
+    busy_leaves = np.array([leaves(np.setdiff1d(np.arange(tree.num_nodes), w.idle_nodes))
+                            for w in windows])
+    assert (idle_leaves > 1).mean() >= 0.7 and (busy_leaves > 1).mean() >= 0.9
+    for w in windows:
+        assert w.num_jobs >= 1 and sum(w.job_sizes) <= w.num_idle
+        assert max(w.job_sizes) <= tree_load(tree.num_nodes)["max_nodes"]
+    again = generate_windows(topology=tree, num_windows=60, seed=0, epoch_windows=30)
+    assert again == windows
+    assert generate_windows(topology=tree, num_windows=60, seed=1, epoch_windows=30) != windows
+
+
+def test_generate_windows_cli_on_the_readme_tree_writes_loaded_windows(tmp_path, capsys):
+    out = tmp_path / "windows.jsonl"
+    assert main(["generate", "windows", "--topology", str(EXAMPLE_CONF), "--num-windows", "100",
+                 "--out", str(out), "--quiet"]) == 0
+    windows = load_windows(out)
+    assert len(windows) == 100
+    idle = np.mean([w.num_idle for w in windows]) / 29
+    assert 0.1 < idle < 0.8
 
 
 def test_paper_layout_stream_is_unchanged_by_the_new_options():

@@ -22,6 +22,7 @@ from placement.tree.stream import window_stream
 from placement.tree.topology import Topology
 from placement.tree.window import Window
 from placement.tree.workload import Workload
+import tjap
 from tjap import FatTree, InvalidInputError, Status, solve
 
 from conftest import make_window
@@ -314,3 +315,30 @@ def test_time_limit_covers_building_the_model():
             assert r.status.value in ("TIME_LIMIT", "FEASIBLE", "OPTIMAL")
         else:
             assert r.is_feasible() and r.objective <= dp.objective + 1e-6
+
+
+@pytest.mark.parametrize("warm, message", [
+    ("x", "warm_start must be a Result of this window or one list"),
+    ([[0, 1]], "warm_start has 1 node lists, the window 2 jobs"),
+    ([[0, 1, 2], [2, 3]], "job 1 gets node 2"),
+    ([[0, 1], [2, 3]], "job 0 gets 2 nodes, it asks for 3"),
+    ([["a", 1, 2], [3, 4]], "not lists of integer node ids")])
+def test_a_bad_warm_start_is_one_line(warm, message):
+    """It used to be a bare ValueError or ``KeyError: 57`` from deep inside."""
+    pytest.importorskip("pyscipopt")
+    window = tjap.Window(tjap.FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2),
+                         idle_nodes=range(12), job_sizes=[3, 2])
+    with pytest.raises(InvalidInputError, match=message) as info:
+        tjap.solve(window, "freeform", warm_start=warm)
+    assert "\n" not in str(info.value)
+
+
+def test_a_warm_start_of_another_window_is_refused():
+    pytest.importorskip("pyscipopt")
+    tree = tjap.FatTree(num_nodes=64, nodes_per_switch=4, switches_per_pod=4)
+    other = tjap.solve(tjap.Window(tree, range(60), [3, 2]), "dp")
+    window = tjap.Window(tree, range(4, 64), [3, 2])
+    with pytest.raises(InvalidInputError, match="a Result of another window"):
+        tjap.solve(window, "freeform", warm_start=other)
+    ok = tjap.solve(window, "freeform", warm_start=tjap.solve(window, "dp"))
+    assert ok.is_feasible()

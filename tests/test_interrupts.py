@@ -262,3 +262,50 @@ def _handlers():
 
 if os.name != "posix":                  # signals as tested here are POSIX
     pytestmark = pytest.mark.skip("POSIX signals")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("method", ["freeform", "guarded"])
+def test_a_signal_stops_the_free_form_model_build(tmp_path, method, sig, code):
+    """On a fragmented window (133 jobs on 950 scattered idle nodes of 1,000) the free-form model
+    takes seconds to build; a signal during the build stops the command at once. The build used
+    to sit in one quadratic C-level sum for tens of seconds, deaf to SIGINT and SIGTERM."""
+    pytest.importorskip("pyscipopt")
+    from benchmarks.time_limits import fragmented_window
+
+    path = tmp_path / "fragmented.json"
+    path.write_text(fragmented_window().to_json())
+    proc = subprocess.Popen([sys.executable, "-m", "tjap", "solve", str(path), "--method",
+                             method, "--time-limit", "5"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    # About 1 s of imports, then a build of about 3 s here (the model of 133 jobs): the signal
+    # lands late in the build or just after it. The quadratic build was then in its objective
+    # sum, and the command exited 30-60 s after the signal.
+    time.sleep(4.0)
+    assert proc.poll() is None, proc.stderr.read()
+    returncode, took, err = interrupt(proc, sig)
+    assert returncode == code, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert took < 2.0
+
+
+def test_cpsat_ending_before_its_limit_is_not_an_interrupt():
+    """CP-SAT may end short of its wall-clock limit (here: a deterministic-time limit; on a loaded
+    machine, its own clock): only a signal makes an interrupt. It used to be guessed from the
+    time taken, which raised KeyboardInterrupt with no Ctrl-C at all."""
+    cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+    from tjap import _backends
+
+    model = cp_model.CpModel()
+    x = [model.new_int_var(0, 50, f"x{i}") for i in range(60)]
+    for i in range(59):
+        model.add(x[i] + x[i + 1] != 50)
+        model.add_all_different(x[i:i + 3])
+    model.maximize(sum((i % 7 + 1) * v for i, v in enumerate(x)))
+    solver = _backends.cpsat_solver(30.0, 0)
+    solver.parameters.max_deterministic_time = 0.001
+    started = time.monotonic()
+    status, _ = _backends.cpsat_solve(solver, model)          # no KeyboardInterrupt
+    assert time.monotonic() - started < 15.0
+    assert status is not None

@@ -154,9 +154,12 @@ def test_preset_best_refuses_weights_not_trained_in_it(tmp_path, small_windows, 
     with pytest.raises(tjap.InvalidInputError, match="--loop best") as info:
         tjap.solve(small_windows[0], "nsa", weights=weights, preset="best", iterations=10)
     assert "\n" not in str(info.value)
-    # the shipped paper-setting model too, by default weights or named
+    # the shipped published-setting model too, named (without weights "best" runs the shipped
+    # best-loop ones, tests/test_nsa_default.py)
+    from learned.nsa import DEFAULT_WEIGHTS
+
     with pytest.raises(tjap.InvalidInputError, match="trained in the published loop"):
-        tjap.solve(small_windows[0], "nsa", preset="best", iterations=10)
+        tjap.solve(small_windows[0], "nsa", preset="best", weights=DEFAULT_WEIGHTS, iterations=10)
     tjap.solve(small_windows[0], "nsa", weights=weights, preset="paper", iterations=10)
 
 

@@ -189,7 +189,14 @@ def test_place_job_unknown_placement():
 
 
 # -- replay: every policy x placement ------------------------------------------------------------
-CASES = [(p, q) for p in POLICIES for q in PLACEMENTS]
+CASES = [(p, q) for p in POLICIES for q in PLACEMENTS if p != "window" or q == "firstfit"]
+
+
+@pytest.mark.parametrize("placement", ["contiguous", "freeform"])
+def test_the_window_policy_refuses_a_per_job_placement(placement):
+    """It used to ignore it (the same schedule as firstfit); it places with its method."""
+    with pytest.raises(InvalidInputError, match="method='freeform'"):
+        replay(small_tree(), small_workload(), policy="window", placement=placement)
 
 
 @pytest.mark.parametrize("policy,placement", CASES)

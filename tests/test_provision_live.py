@@ -248,7 +248,7 @@ def test_cli_names_how_to_start_slurm_when_it_is_unreachable(tmp_path, capsys):
     code = main(["provision", "live", "--policy", "reactive",
                  "--slurm-conf", str(tmp_path / "missing.conf")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1
+    assert code == 3 and len(err.splitlines()) == 1     # 3: Slurm cannot be reached
     assert err.startswith("tjap: error: cannot read the Slurm configuration")
     assert "tjap provision live --local" in err and "bash .ci/install-slurm" in err
     assert main(["provision", "live", "--local", "--slurm-conf", "x.conf"]) == 2

@@ -161,6 +161,7 @@ QUOTED = {
     "tjap solve window.json --method dp": "OPTIMAL 34666.7",
     "tjap solve window.json --method slurm-tree": "36666.7",
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl": "100",
+    "tjap bench exact --topology topology.conf --num-windows 100": "14010.2 14340.2",
 }
 
 #: The README's Python blocks the default suite runs, by their first line that is not an import;

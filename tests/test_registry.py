@@ -133,3 +133,33 @@ def test_the_placement_floor_names_its_exact_models_as_the_registry_does():
 
     for name, fn in SOLVERS.items():
         assert get("tree", name).load() is fn, name
+
+
+@pytest.mark.parametrize("returns, message", [
+    (lambda window: None, "returned NoneType, not a tjap.Result"),
+    (lambda window: [[0, 1, 2], [3, 4]], "returned list, not a tjap.Result"),
+    (lambda window: tjap.solve(tjap.Window(window.topology, range(16), [1]), "seq"),
+     "a Result of another window"),
+    (lambda window: tjap.Result.from_assignment(window, [[0, 1, 2], [2, 3]], status="FEASIBLE",
+                                                method="bad", convention="paper", runtime_s=0.0),
+     "infeasible assignment")])
+def test_what_a_registered_method_returns_is_checked(returns, message):
+    """``tjap.solve`` used to hand back whatever a registered function returned."""
+    def method(window, *, convention="paper", time_limit_s=None, seed=0):
+        return returns(window)
+
+    try:
+        register("returns-test", method)
+        with pytest.raises(InvalidInputError, match=message) as info:
+            tjap.solve(small_window(), "returns-test")
+        assert "\n" not in str(info.value) and "'returns-test'" in str(info.value)
+    finally:
+        from tjap import registry
+
+        registry._REGISTRY.pop(("tree", "returns-test"), None)
+
+
+def test_register_checks_the_model_flag():
+    with pytest.raises(InvalidInputError, match="model"):
+        register("model-test", print, model="contiguous")
+    assert {get("tree", m).model for m in methods("tree")} <= {"scas", "dcas", "free"}

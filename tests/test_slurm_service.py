@@ -393,7 +393,9 @@ def test_guarded_on_the_irregular_tree_and_bad_input():
 # -- arguments -------------------------------------------------------------------------------
 @pytest.mark.parametrize("argv, words", [
     (["slurm", "place", "--interval", "abc"], "--interval must be a number"),
-    (["slurm", "place", "--interval", "0"], "interval must be between"),
+    (["slurm", "place", "--interval", "0"], "interval must be more than 0 and at most 86400 s, "
+                                            "got 0.0"),
+    (["slurm", "place", "--interval", "86401"], "interval must be more than 0 and at most"),
     (["slurm", "place", "--interval", "nan"], "finite"),
     (["slurm", "place", "--time-limit", "-1"], "time limit must be positive"),
     (["slurm", "place", "--cap", "0"], "cap must be"),
@@ -406,7 +408,8 @@ def test_guarded_on_the_irregular_tree_and_bad_input():
     (["slurm", "place", "--locality-wait", "60"], "--locality-wait needs --locality-slack"),
     (["slurm", "place", "--locality-slack", "half"], "--locality-slack must be a number"),
     (["slurm", "place", "--locality-slack", "-0.1"], "locality slack must be a number >= 0"),
-    (["slurm", "advise", "--locality-slack", "0.5", "--locality-wait", "0"], "locality wait"),
+    (["slurm", "advise", "--locality-slack", "0.5", "--locality-wait", "0"],
+     "locality wait must be more than 0 and at most 604800 s"),
 ])
 def test_bad_arguments_are_one_line_errors(argv, words, capsys):
     assert main(argv) == 2
@@ -416,10 +419,10 @@ def test_bad_arguments_are_one_line_errors(argv, words, capsys):
 
 def test_missing_slurm_conf_is_one_line(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
-    assert main(["slurm", "advise"]) == 1
+    assert main(["slurm", "advise"]) == 3          # Slurm cannot be reached
     err = capsys.readouterr().err
     assert "does not exist" in err and err.count("\n") == 1
-    assert main(["slurm", "place", "--once", "--log", str(tmp_path / "log")]) == 1
+    assert main(["slurm", "place", "--once", "--log", str(tmp_path / "log")]) == 3
     events = [json.loads(ln)["event"] for ln in (tmp_path / "log").read_text().splitlines()]
     assert events == ["start", "stop"]
 

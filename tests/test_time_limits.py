@@ -1,6 +1,7 @@
 """Time limits: every window method honours ``time_limit_s`` (model building included) and returns
-a feasible solution never worse than Seq's, with status TIME_LIMIT when the limit cut it short;
-``auto`` says what it chose; JSON output never holds NaN or Infinity.
+a feasible solution never worse than the constructive rules its model admits, with status
+TIME_LIMIT when the limit cut it short; ``auto`` never runs unbounded and says what it chose;
+JSON output never holds NaN or Infinity.
 
 The timing targets (within 10 % + 0.5 s) are measured by benchmarks/time_limits.py; the bounds
 here are generous, for busy CI machines.
@@ -23,6 +24,8 @@ from placement.tree.window import Window
 from tjap import Status
 from tjap.errors import StateSpaceTooLargeError
 from tjap.registry import entries
+from benchmarks.auto_rules import scattered_window
+from benchmarks.time_limits import fragmented_window, rule_costs
 
 #: Rules that return their own choice (what Slurm or a first fit would do), not the best found.
 RULES = ("slurm-tree", "freeform-greedy")
@@ -66,6 +69,7 @@ def test_every_method_honours_a_limit(method, window, seq_cost):
     if r.status is Status.TIME_LIMIT:
         assert r.has_solution and r.info.get("stopped")
     assert r.bound is None or r.bound <= r.objective + 1e-6
+    assert r.bound is None or abs(r.bound) < 1e19           # never SCIP's infinity
     strict_json(r.to_json())
 
 
@@ -123,8 +127,58 @@ def test_auto_says_what_it_chose(window):
     big = tjap.solve(window, "auto", time_limit_s=1)
     assert big.info["auto"]["chose"] == "seq" and big.status is Status.TIME_LIMIT
     assert "reason" in big.info["auto"] and big.is_feasible()
-    assert auto_choice(window)["chose"] == "scip"            # no limit: as before
     assert auto_choice(window, 100.0)["chose"] == "scip"     # time to build the model
+    medium = scattered_window(jobs=40, idle=400, seed=0)      # 142,800 nonzeros, 70 % full
+    assert auto_choice(medium)["chose"] == "scip"            # no limit, within the size rules
+    # no limit, beyond the size rules: a constructive rule at once, never an unbounded SCIP run
+    choice = auto_choice(window)
+    assert choice["chose"] == "seq" and "no time limit" in choice["reason"]
+
+
+def test_auto_without_a_limit_is_bounded_and_takes_the_best_rule():
+    w = fragmented_window()
+    started = time.perf_counter()
+    r = tjap.solve(w, "auto")
+    assert time.perf_counter() - started < 20      # it used to run SCIP for minutes
+    assert r.status is Status.FEASIBLE and r.is_feasible()
+    assert r.info["auto"]["chose"] == "seq" and r.info["fallback"] == "freeform-greedy"
+    assert r.objective <= min(tjap.solve(w, m).objective for m in tjap.api.RULES) + 1e-6
+
+
+def test_a_method_that_gave_up_is_never_worse_than_the_rules_its_model_admits():
+    w = fragmented_window()
+    floors = rule_costs(w)
+    assert floors["free"] < floors["scas"]         # on this window the rules differ
+    for method in ("auto", "scip", "freeform", "guarded", "sa", "lns"):
+        r = tjap.solve(w, method, time_limit_s=0.3)
+        assert r.is_feasible(), method
+        assert r.objective <= floors[tjap.registry.get("tree", method).model] + 1e-6, method
+
+
+@pytest.mark.parametrize("method", ["freeform", "guarded"])
+def test_building_the_free_form_model_keeps_the_limit(method):
+    """The free-form model of a fragmented window (133 jobs on 950 scattered idle nodes) took
+    over 30 s to build, its objective summed in quadratic time, for a 5 s limit."""
+    w = fragmented_window()
+    tjap.solve(w, method, time_limit_s=1e-3)
+    started = time.perf_counter()
+    r = tjap.solve(w, method, time_limit_s=1.0)
+    wall = time.perf_counter() - started
+    assert wall < 4.0, f"{method} took {wall:.2f} s for a 1 s limit"
+    assert r.status is Status.TIME_LIMIT and r.is_feasible()
+    assert r.objective <= rule_costs(w)["free"] + 1e-6
+
+
+def test_scip_never_reports_its_infinity_as_a_bound():
+    """SCIP stopped after building the model but before its first dual bound reported -1e20
+    (its infinity) as the bound."""
+    pytest.importorskip("pyscipopt")
+    w = scattered_window(jobs=40, idle=400, seed=0)
+    r = tjap.solve(w, "scip", time_limit_s=1.0)
+    assert r.bound is None or 0 <= r.bound <= r.objective, r.bound
+    for method in ("scip-paper", "freeform"):
+        r = tjap.solve(w, method, time_limit_s=1.0)
+        assert r.bound is None or abs(r.bound) < 1e19, (method, r.bound)
 
 
 def test_results_without_a_solution_are_strict_json(window):

@@ -25,8 +25,11 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     method : str
         One of ``tjap.methods()``; ``tjap methods`` lists them with what they compute.
 
-        - ``auto`` (default): exact SCAS, ``dp`` when its table is small, else ``scip``; with
-          a time limit, the method predicted to fit it (``seq`` when none does).
+        - ``auto`` (default): exact SCAS where it is affordable, never unbounded: ``dp`` when
+          its table is small, else ``scip`` when the window is within measured size rules (or,
+          with a time limit, predicted to fit it); otherwise, or when cut short, the best of the
+          constructive rules (``seq``, ``slurm-tree``, ``freeform-greedy``).
+          ``info["auto"]`` says which ran and why.
         - ``dp``: exact SCAS by dynamic programming (``max_cells=``).
         - ``scip``, ``cpsat``: exact SCAS set packing (``formulation="set-packing" | "paper"``;
           cpsat also ``workers=``); ``scip-paper``, ``cpsat-paper``: the paper's formulation.
@@ -41,18 +44,24 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
           :func:`heuristics.anneal.solve_sa`.
         - ``lns``: DCAS descent from the SCAS optimum with the greedy repair (``iterations=``,
           ``repair=``, ``max_remove=``, ``initial=``); see :func:`heuristics.anneal.solve_lns`.
-        - ``nsa``: neural SA, the paper's SA loop with a trained repair (``weights=``,
-          ``preset="paper" | "published"``, ``iterations=``, ``max_remove=``, ``t_max=``,
-          ``t_min=``, ``reinsert=``, ``initial=``, ``sample=``); see
-          :func:`learned.nsa.solve_nsa`.
+        - ``nsa``: neural SA, the SA loop with a trained repair, by default the best settings
+          measured (``preset="best"``: the best SA's loop, 1000 iterations, the shipped weights
+          trained in it for ``convention``, and the look-ahead over 32 starts the policy
+          proposes); ``preset="paper"`` is the paper's NSA (Table I loop, the shipped CNN-3, no
+          look-ahead), ``preset="published"`` its published code's loop. Options (each
+          overrides the preset's): ``weights=``, ``iterations=``, ``max_remove=``, ``t_max=``,
+          ``t_min=``, ``reinsert=``, ``initial=``, ``sample=``, ``lookahead=``; ``info`` records
+          the preset, weights and look-ahead that ran; see :func:`learned.nsa.solve_nsa`.
     time_limit_s : float, optional
         Wall-clock limit, honoured by every method within 10 % + 0.5 s, building models
         included (importing a solver package or loading weights the first time in a process is
         not counted where it happens before the method's clock starts). A method the limit cuts
-        short returns status TIME_LIMIT with the best solution it found, never worse than
-        ``seq``'s (``info["fallback"]`` names the rule used instead when the method had nothing
-        better), and its proven bound when it has one. ``auto`` chooses ``dp``, ``scip`` or
-        ``seq`` by predicted cost and says which and why in ``info["auto"]``.
+        short returns status TIME_LIMIT with the best solution it found, never worse than the
+        constructive rules its model admits (:data:`RULES`: ``seq`` always, ``slurm-tree`` and
+        ``freeform-greedy`` where the placement is allowed: see :func:`no_worse_than_rules`;
+        ``info["fallback"]`` names the rule used instead when the method had nothing better),
+        and its proven bound when it has one. ``auto`` chooses ``dp``, ``scip`` or the rules by
+        predicted cost and says which and why in ``info["auto"]``.
     seed : int
         Random seed; the same seed gives the same Result.
     convention : {"paper", "published"}
@@ -91,20 +100,63 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
     result = entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
                           **options)
-    if time_limit_s is not None and result.status.value == "TIME_LIMIT" and not result.has_solution:
-        result = _seq_instead(result, convention, seed)   # e.g. a registered method of a user
+    _check_returned(result, window, entry.name)
+    status = result.status.value
+    if status == "TIME_LIMIT" or (entry.exact and status == "FEASIBLE"):
+        result = no_worse_than_rules(result, entry.model, convention, seed)
     return result
 
 
-def _seq_instead(result, convention, seed):
-    """A TIME_LIMIT result without a solution, with the Seq rule's solution instead."""
+#: The cheap constructive rules a result that is not proven (cut short by its time limit, or an
+#: exact method that gave up) is compared with, in tie-breaking order.
+RULES = ("seq", "slurm-tree", "freeform-greedy")
+
+
+def no_worse_than_rules(result, model: str, convention: str = "paper", seed: int = 0):
+    """``result``, or the cheapest of the constructive :data:`RULES` whose placement ``model``
+    admits (``"scas"``: contiguous blocks of the idle sequence; ``"dcas"``: the dynamic
+    contiguity rule; ``"free"``: any; ``""``: Seq only) when that is strictly cheaper, with
+    ``info["fallback"]`` naming it; the status and the bound are kept. A result without a
+    solution always takes the rule's."""
     from dataclasses import replace
 
-    from placement.tree.scas import solve_seq
+    from placement.tree.dcas import is_dcas
+    from placement.tree.scas import is_scas
 
-    seq = solve_seq(result.window, convention=convention, seed=seed)
-    return replace(result, assignment=seq.assignment, objective=seq.objective,
-                   info={**result.info, "fallback": "seq"})
+    admits = {"scas": is_scas, "dcas": is_dcas, "free": lambda w, a: True}.get(model)
+    best = result if result.has_solution else None
+    for name in RULES if admits is not None else RULES[:1]:
+        rule = get("tree", name).load()(result.window, convention=convention, seed=seed)
+        if best is not None and rule.objective >= best.objective - 1e-9:
+            continue                     # the admission check (slow for dcas) only for a gain
+        if name == "seq" or admits(result.window, rule.assignment):
+            best = rule
+    if best is result:
+        return result
+    info = {**result.info, "fallback": best.method}
+    if "order" in info and "starts" in info:     # a DCAS search's steps describe the assignment
+        from placement.tree.dcas import encode
+
+        info["order"], info["starts"] = encode(result.window, best.assignment)
+    return replace(result, assignment=best.assignment, objective=best.objective, info=info)
+
+
+def _check_returned(result, window, name: str) -> None:
+    """A method's answer must be a Result of ``window`` whose assignment (if any) is feasible;
+    anything else is one line naming the method (a registered function of a user, typically)."""
+    from placement.tree.result import Result
+
+    if not isinstance(result, Result):
+        raise InvalidInputError(
+            f"method {name!r} returned {type(result).__name__}, not a tjap.Result; return "
+            "tjap.Result.from_assignment(window, assignment, status=..., method=..., "
+            "convention=..., runtime_s=...)")
+    if result.window is not window and result.window != window:
+        raise InvalidInputError(f"method {name!r} returned a Result of another window")
+    if result.assignment and not result.is_feasible():
+        raise InvalidInputError(
+            f"method {name!r} returned an infeasible assignment (each job needs exactly its "
+            "size in distinct idle nodes, no node shared)")
 
 
 def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris", *,

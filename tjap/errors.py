@@ -2,7 +2,7 @@
 
 Every error a user can trigger is a subclass of :class:`TjapError` (itself a ``ValueError``), with a
 message that names the field, the bad value and what is allowed. The CLI prints these as one line
-and exits with code 2.
+and exits with code 2, except :class:`SlurmUnreachableError` (Slurm cannot be reached), exit 3.
 """
 
 
@@ -24,6 +24,18 @@ class MissingDependencyError(TjapError, ImportError):
 
 class StateSpaceTooLargeError(TjapError):
     """An exact method would need more states than its limit allows."""
+
+
+class SlurmError(TjapError):
+    """A Slurm command failed, timed out, is not installed, or the controller is unreachable
+    (raised by :mod:`placement.batch.slurm`, which re-exports it)."""
+
+
+class SlurmUnreachableError(SlurmError):
+    """Slurm cannot be reached from here: slurmctld does not answer (or a command timed out
+    waiting for it), Slurm's commands (``squeue``, ``sinfo``, ``scontrol``, ...) are not on
+    ``PATH``, or the configuration ``SLURM_CONF`` names cannot be read, or munge cannot
+    authenticate. The input may be fine; the cluster is not there. The CLI exits with code 3."""
 
 
 class Terminated(KeyboardInterrupt):

@@ -42,6 +42,9 @@ SYSTEM_DESCRIPTIONS = {
     "provision": "seed 004: decide when to submit the successor of a chained job",
 }
 
+#: What a tree method's model admits (:attr:`Method.model`); "" when not stated.
+MODELS = ("scas", "dcas", "free", "")
+
 #: What a method of each system is called in messages.
 NOUNS = {"tree": "method", "network": "network policy", "interference": "interference policy",
          "provision": "provisioner"}
@@ -71,6 +74,12 @@ class Method:
         The factory takes the requested name as its first argument (one factory, many names).
     builtin : bool
         Shipped with tjap; :func:`register` refuses to replace it unless ``replace=True``.
+    model : str
+        For ``"tree"`` methods, the placements the method's model admits: ``"scas"``
+        (contiguous blocks of the idle sequence), ``"dcas"`` (the dynamic contiguity rule),
+        ``"free"`` (any idle nodes), or ``""`` (not stated: a method of a user). A result cut
+        short by a time limit is never worse than the constructive rules its model admits
+        (:func:`tjap.solve`).
     """
 
     name: str
@@ -85,6 +94,7 @@ class Method:
     extra: str = ""
     pass_name: bool = False
     builtin: bool = False
+    model: str = ""
 
     def missing(self) -> list[str]:
         """The required modules that are not installed."""
@@ -163,9 +173,12 @@ def register(name: str, fn: Callable | str, description: str = "", *, system: st
         raise InvalidInputError(f"{system} method {name!r} is built in; pass replace=True to "
                                 "replace it")
     unknown = set(flags) - {"exact", "time_limited", "learned", "needs_torch", "requires",
-                            "extra", "pass_name"}
+                            "extra", "pass_name", "model"}
     if unknown:
         raise InvalidInputError(f"unknown register() flags {sorted(unknown)}")
+    if flags.get("model", "") not in MODELS:
+        raise InvalidInputError(f"register(model=...) must be one of "
+                                f"{', '.join(map(repr, MODELS))}, got {flags['model']!r}")
     method = Method(name, system, fn, description, **flags)
     _REGISTRY[system, name] = method
     return method
@@ -204,42 +217,45 @@ def make(system: str, name: str, **options):
 
 
 # -- seed 002: window solvers -----------------------------------------------------------------
-_add("tree", "auto", "placement.tree.exact:solve_auto", "exact SCAS: dp when its table is small, else SCIP",
-     exact=True, time_limited=True)
+_add("tree", "auto", "placement.tree.exact:solve_auto",
+     "exact SCAS where affordable (dp, else SCIP by measured size rules or the time limit); "
+     "otherwise the best of seq, slurm-tree and freeform-greedy",
+     exact=True, time_limited=True, model="free")
 _add("tree", "dp", "placement.tree.csp:solve_dp",
-     "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True)
+     "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True, model="scas")
 _add("tree", "scip", "placement.tree.scas:solve_scip",
      "exact SCAS, set-packing 0-1 model on SCIP", exact=True, time_limited=True,
-     requires=("pyscipopt",), extra="pyscipopt")
+     requires=("pyscipopt",), extra="pyscipopt", model="scas")
 _add("tree", "cpsat", "placement.tree.scas:solve_cpsat",
      "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT", exact=True, time_limited=True,
-     requires=("ortools",), extra="ortools")
+     requires=("ortools",), extra="ortools", model="scas")
 _add("tree", "scip-paper", "placement.tree.scas:solve_scip_paper",
      "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)", exact=True,
-     time_limited=True, requires=("pyscipopt",), extra="pyscipopt")
+     time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="scas")
 _add("tree", "cpsat-paper", "placement.tree.scas:solve_cpsat_paper",
      "exact SCAS, the paper's x/y formulation on CP-SAT (for comparison)", exact=True,
-     time_limited=True, requires=("ortools",), extra="ortools")
+     time_limited=True, requires=("ortools",), extra="ortools", model="scas")
 _add("tree", "freeform", "placement.tree.freeform:solve_freeform",
      "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')", exact=True,
-     time_limited=True, requires=("pyscipopt",), extra="pyscipopt")
+     time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="free")
 _add("tree", "freeform-greedy", "placement.tree.freeform:solve_freeform_greedy",
-     "fast best-fit heuristic with no contiguity rule")
+     "fast best-fit heuristic with no contiguity rule", model="free")
 _add("tree", "seq", "placement.tree.scas:solve_seq",
-     "the paper's sequential assignment (each job takes the next idle nodes)")
+     "the paper's sequential assignment (each job takes the next idle nodes)", model="scas")
 _add("tree", "slurm-tree", "heuristics.slurm_tree:solve_slurm_tree",
-     "what Slurm 22.05's topology/tree selection does, job by job in window order")
+     "what Slurm 22.05's topology/tree selection does, job by job in window order", model="free")
 _add("tree", "guarded", "heuristics.guarded:solve_guarded",
      "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
-     time_limited=True)
+     time_limited=True, model="free")
 _add("tree", "sa", "heuristics.anneal:solve_sa",
      "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
-     time_limited=True)
+     time_limited=True, model="dcas")
 _add("tree", "lns", "heuristics.anneal:solve_lns",
-     "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True)
+     "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True, model="dcas")
 _add("tree", "nsa", "learned.nsa:solve_nsa",
-     "neural SA: the sa loop with a trained repair operator run in Numba (weights=...; torch "
-     "only to train)", time_limited=True, learned=True)
+     "neural SA: the sa loop with a trained repair operator run in Numba, by default the best "
+     "settings measured (preset='paper' for the paper's; weights=...; torch only to train)",
+     time_limited=True, learned=True, model="dcas")
 
 # -- seed 003: network request policies -------------------------------------------------------
 _add("network", "tetris", "heuristics.network:TetrisPolicy",

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from learned.policy_io import load_weights, save_weights
+from learned.policy_io import check_architecture, load_weights, save_weights
 from tjap.errors import InvalidInputError
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
@@ -71,6 +71,7 @@ def load_model(path=None, level: str | None = None):
                 f"use {'marl-server' if weights_level(meta) == 'server' else 'marl or single'} "
                 f"with them or train {level}-level ones (tjap train interference "
                 f"--level {level})")
+        check_architecture(meta_path, meta["model"], "interference-gnn", "model")
         try:
             return InterferenceGNN(**meta["model"])
         except TypeError:

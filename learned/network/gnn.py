@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from learned.network.features import CHOSEN, WIDTH, FeatureBuilder, feature_spec
-from learned.policy_io import load_weights, save_weights, spec_hash
+from learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
 from placement.network.topology import Topology
 from tjap.errors import InvalidInputError
 
@@ -188,6 +188,7 @@ def load(path=DEFAULT_WEIGHTS, topology: Topology | None = None):
         if spec_hash(meta.get("feature_spec", {})) != spec_hash(feature_spec()):
             raise InvalidInputError(f"{meta_path} was trained on another feature layout "
                                     f"({meta.get('feature_spec_hash')}); retrain it")
+        check_architecture(meta_path, meta.get("architecture"), "network-gnn", "architecture")
         try:
             return GraphSAGEAllocator(**meta["architecture"])
         except (KeyError, TypeError):

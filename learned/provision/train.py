@@ -340,29 +340,62 @@ def parser(add_help: bool = True) -> argparse.ArgumentParser:
     :func:`learned.provision.calibrate.training_args` re-reads a run's recorded command with them."""
     p = argparse.ArgumentParser(prog="tjap train provision", add_help=add_help,
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--trace", required=True)
-    p.add_argument("--out", default="learned/weights")
-    p.add_argument("--from", dest="start", default="2022-11-01")
-    p.add_argument("--to", dest="end", default="2023-03-01")
-    p.add_argument("--scheduler", default="mirage")
-    p.add_argument("--cluster-nodes", type=int, default=76)
-    p.add_argument("--pair-nodes", type=int, nargs="+", default=[1, 8])
-    p.add_argument("--episodes", type=int, default=1000)
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--data", help="an .npz of recorded episodes: read if it exists, else written")
-    p.add_argument("--budget-s", type=float, default=1800, help="wall-clock budget of the whole run")
-    p.add_argument("--record-share", type=float, default=0.45, help="share of the budget for episodes")
-    p.add_argument("--epochs", type=int, default=12)
-    p.add_argument("--experts", type=int, default=4)
-    p.add_argument("--dqn-steps", type=int, default=20000)
-    p.add_argument("--pg-steps", type=int, default=1500)
-    p.add_argument("--tree-samples", type=int, default=30000)
-    p.add_argument("--rf-trees", type=int, default=60)
-    p.add_argument("--xgb-rounds", type=int, default=150)
-    p.add_argument("--e-interruption", type=float, default=1.0)
-    p.add_argument("--e-overlap", type=float, default=1.0)
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trace", required=True, metavar="FILE",
+                   help="the trace replayed (SWF or sacct TSV, e.g. the bundled "
+                        "placement/batch/data/ls6-a100.tsv)")
+    p.add_argument("--out", default="learned/weights", metavar="DIR",
+                   help="folder of the provision_*.{pt,npz,json} written (default "
+                        "learned/weights; created if missing)")
+    p.add_argument("--from", dest="start", default="2022-11-01", metavar="ISO",
+                   help="start of the training period (UTC; default 2022-11-01)")
+    p.add_argument("--to", dest="end", default="2023-03-01", metavar="ISO",
+                   help="end of the training period (UTC, excluded; nothing after it is "
+                        "replayed; default 2023-03-01)")
+    p.add_argument("--scheduler", default="mirage",
+                   help="scheduler setting of the replay: mirage (default; conservative "
+                        "backfill, age + size priority) or easy (Slurm's defaults)")
+    p.add_argument("--cluster-nodes", type=int, default=76,
+                   help="nodes of the simulated cluster (default 76)")
+    p.add_argument("--pair-nodes", type=int, nargs="+", default=[1, 8], metavar="N",
+                   help="nodes of the pair jobs, taken in turn by the episodes (default 1 8)")
+    p.add_argument("--episodes", type=int, default=1000,
+                   help="episodes to record, within the budget's recording share "
+                        "(default 1000)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="processes recording the episodes (default 2)")
+    p.add_argument("--data", metavar="NPZ",
+                   help="an .npz of recorded episodes: read if it exists, else written")
+    p.add_argument("--budget-s", type=float, default=1800,
+                   help="wall-clock budget of the whole run, in seconds (default 1800)")
+    p.add_argument("--record-share", type=float, default=0.45,
+                   help="share of the budget for recording episodes (default 0.45)")
+    p.add_argument("--epochs", type=int, default=12,
+                   help="epochs of the foundation models' regression (default 12; the mixture's "
+                        "gate a quarter of them)")
+    p.add_argument("--experts", type=int, default=4,
+                   help="experts of the mixture, one per equal time partition of the training "
+                        "period (default 4)")
+    p.add_argument("--dqn-steps", type=int, default=20000,
+                   help="gradient steps of each DQN head, fewer when its share of --budget-s "
+                        "runs out (default 20000)")
+    p.add_argument("--pg-steps", type=int, default=1500,
+                   help="gradient steps of each policy-gradient head, fewer when its share of "
+                        "--budget-s runs out (default 1500)")
+    p.add_argument("--tree-samples", type=int, default=30000,
+                   help="training decisions sampled for the random forest and XGBoost "
+                        "(default 30000)")
+    p.add_argument("--rf-trees", type=int, default=60,
+                   help="trees of the random forest (default 60)")
+    p.add_argument("--xgb-rounds", type=int, default=150,
+                   help="boosting rounds of XGBoost (default 150)")
+    p.add_argument("--e-interruption", type=float, default=1.0,
+                   help="weight e_I of an hour of interruption in the heads' reward "
+                        "(default 1)")
+    p.add_argument("--e-overlap", type=float, default=1.0,
+                   help="weight e_O of an hour of overlap in the heads' reward (default 1)")
+    p.add_argument("--device", default="cuda",
+                   help="torch device (default cuda, or cpu when no GPU is there)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     return p
 
 
@@ -406,6 +439,7 @@ def run(args, argv) -> int:
         log(f"recorded {len(data['inject_s'])} of {len(injections)} episodes, "
             f"{len(data['wait_s'])} decisions, {time.time() - began:.0f} s")
         if args.data:
+            Path(args.data).parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(args.data, **data)
     n_ep = len(data["inject_s"])
     if n_ep < 4:

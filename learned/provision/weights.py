@@ -14,10 +14,11 @@ them.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
-from learned.policy_io import (load_weights, read_metadata as read_weights_metadata,
-                                save_weights, spec_hash)
+from learned.policy_io import (check_architecture, load_weights,
+                                read_metadata as read_weights_metadata, save_weights, spec_hash)
 from learned.provision.features import feature_spec
 from tjap.errors import InvalidInputError
 
@@ -62,6 +63,8 @@ def load_network(path):
         if meta.get("kind") not in ("transformer", "moe"):
             raise InvalidInputError(f"{meta_path} holds a {meta.get('kind')!r} model, not a "
                                     "transformer or moe")
+        check_architecture(meta_path, {k: meta.get(k) for k in ("foundation", "experts", "heads")},
+                           FAMILY, "")
         try:
             return {"foundation": build_foundation(meta["kind"], meta["foundation"],
                                                    meta.get("experts", 0))} | {
@@ -94,14 +97,25 @@ def weight_key(weight: float) -> str:
 
 def thresholds(meta: dict, weight: float, name: str) -> tuple[float, float]:
     """(scale, shift_h) calibrated for ``weight`` in a model's metadata."""
-    table = meta.get("thresholds", {}).get("by_interruption_weight", {})
+    thresholds_ = meta.get("thresholds")
+    table = thresholds_.get("by_interruption_weight") if isinstance(thresholds_, dict) else None
+    table = table if isinstance(table, dict) else {}
     if weight_key(weight) not in table:
-        have = ", ".join(table) or "none"
+        have = ", ".join(map(str, table))[:120] or "none"
         raise InvalidInputError(
             f"{name} has no threshold calibrated for e_I/e_O = {weight:g} (calibrated: {have}); "
             f"run `tjap provision calibrate --trace TRACE --interruption-weights {weight:g}`")
     entry = table[weight_key(weight)]
-    return float(entry["scale"]), float(entry["shift_h"])
+    try:
+        scale, shift = float(entry["scale"]), float(entry["shift_h"])
+    except (TypeError, KeyError, ValueError, OverflowError):
+        scale = shift = math.nan
+    if not (math.isfinite(scale) and math.isfinite(shift)):
+        raise InvalidInputError(
+            f"{name}: the threshold for e_I/e_O = {weight:g} is not a pair of numbers scale and "
+            f"shift_h, got {entry!r:.80}; run `tjap provision calibrate --trace TRACE "
+            f"--interruption-weights {weight:g}` again")
+    return scale, shift
 
 
 __all__ = ["FAMILY", "WEIGHTS_DIR", "load_network", "load_trees", "metadata_path",

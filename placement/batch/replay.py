@@ -9,6 +9,7 @@ import numpy as np
 from placement.batch.jobs import Jobs
 from placement.batch.simulator import SchedulerConfig, SimulationResult, Simulator
 from placement.batch.traces import default_nodes, load_trace
+from placement.tree.topology import MAX_NODES
 from tjap.errors import InvalidInputError
 
 DAY_S = 86400
@@ -97,8 +98,11 @@ def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
     t1 = None if days is None else t0 + int(round(days * DAY_S))
     oversized = int((jobs.nodes > nodes).sum())
     if oversized:
+        fix = (f"pass --nodes {jobs.max_nodes} or more" if jobs.max_nodes <= MAX_NODES else
+               f"tjap simulates at most {MAX_NODES:,} nodes (MAX_NODES): remove the larger "
+               "jobs from the trace")
         raise InvalidInputError(f"{oversized} job(s) of {path} request more than {nodes} nodes "
-                                f"(largest {jobs.max_nodes}); pass --nodes {jobs.max_nodes} or more")
+                                f"(largest {jobs.max_nodes}); {fix}")
     period = (f"--start {_moment(jobs, t0) if t0 is not None else 'of the trace'}"
               + (f" --days {days:g}" if days is not None else ""))
     if warm_start:

@@ -70,6 +70,7 @@ import numpy as np
 from placement.batch import _kernels as k
 from placement.batch.jobs import Jobs
 from placement.tree.cost import CONVENTIONS, convention_code
+from placement.tree.topology import MAX_NODES
 from tjap._backends import Slices
 from tjap.errors import InvalidInputError, check_options
 from tjap.result import Record, plain
@@ -79,6 +80,9 @@ PLACEMENTS = ("firstfit", "contiguous", "freeform")
 #: placements chosen in Python after the kernels ran (see the module docstring, "Nodes")
 PYTHON_PLACEMENTS = ("freeform",)
 DAY_S = 86400
+#: The most node allocations (the jobs' node counts summed) one simulation records: each is a
+#: slot of an int64 array, so 2 GiB at most.
+MAX_ALLOCATIONS = 2**28
 
 
 @dataclass(frozen=True)
@@ -222,6 +226,11 @@ class Simulator:
             nodes = topology.num_nodes
         if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
             raise InvalidInputError(f"nodes must be a positive integer, got {nodes!r}")
+        if nodes > MAX_NODES:
+            raise InvalidInputError(
+                f"a cluster of {int(nodes):,} nodes is more than tjap simulates ({MAX_NODES:,} "
+                "nodes, placement.tree.topology.MAX_NODES); give nodes (--nodes) of at most "
+                f"{MAX_NODES:,}")
         if topology is not None and topology.num_nodes != nodes:
             raise InvalidInputError(f"nodes={nodes} but the topology has {topology.num_nodes}")
         if self.config.placement != "firstfit" and topology is None:
@@ -233,6 +242,12 @@ class Simulator:
                 f"{too_big} job(s) request more than the cluster's {nodes} nodes (largest: "
                 f"{jobs.max_nodes}); use at least {jobs.max_nodes} nodes or drop them with "
                 f"jobs.take(np.flatnonzero(jobs.nodes <= {nodes}))")
+        allocations = int(jobs.nodes.sum()) if len(jobs) else 0   # each job <= nodes here
+        if allocations > MAX_ALLOCATIONS:
+            raise InvalidInputError(
+                f"the {len(jobs):,} jobs request {allocations:,} nodes in all, more than one "
+                f"simulation records ({MAX_ALLOCATIONS:,}); simulate fewer jobs at a time "
+                "(--start/--days)")
         self.jobs = jobs
         self.num_nodes = int(nodes)
         self.topology = topology

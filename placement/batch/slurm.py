@@ -18,8 +18,11 @@ Errors
 Every failure raises :class:`SlurmError` (a :class:`~tjap.errors.TjapError`, so the CLI prints it as
 one line): a missing binary names it and the package to install, an unreachable controller says
 ``cannot reach slurmctld: ...; is Slurm running? (SLURM_CONF=...)``, timeouts and every other
-non-zero exit carry the command's first error line. Nothing is silently ignored, except
-(optionally) cancelling a job that has already ended.
+non-zero exit carry the command's first error line. When Slurm cannot be reached at all (the
+controller does not answer, a command times out, the commands are not installed, the
+configuration cannot be read, munge fails) the error is its subclass
+:class:`~tjap.errors.SlurmUnreachableError` (the CLI's exit code 3). Nothing is silently
+ignored, except (optionally) cancelling a job that has already ended.
 """
 
 from __future__ import annotations
@@ -31,14 +34,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tjap.errors import TjapError
+from tjap.errors import SlurmError, SlurmUnreachableError
 
 #: Packages that provide the commands (Debian/Ubuntu).
 INSTALL_HINT = "apt-get install slurm-wlm munge"
-
-
-class SlurmError(TjapError):
-    """A Slurm command failed, timed out, is not installed, or the controller is unreachable."""
 
 
 # -- records -----------------------------------------------------------------------------------
@@ -379,7 +378,8 @@ _DENIED = ("invalid user id", "access/permission denied", "access denied")
 
 
 def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: str) -> SlurmError:
-    """The :class:`SlurmError` for a Slurm command that exited with ``returncode``."""
+    """The :class:`SlurmError` for a Slurm command that exited with ``returncode``
+    (:class:`~tjap.errors.SlurmUnreachableError` when Slurm could not be reached)."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     first = lines[0] if lines else f"exit status {returncode}, no error message"
     # prefer the line that says what went wrong over generic "error:" preambles
@@ -392,11 +392,14 @@ def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: st
     cmd = Path(argv[0]).name
     where = f"SLURM_CONF={slurm_conf}"
     if any(s in low for s in _UNREACHABLE):
-        return SlurmError(f"cannot reach slurmctld: {first}; is Slurm running? ({where})")
+        return SlurmUnreachableError(f"cannot reach slurmctld: {first}; is Slurm running? "
+                                     f"({where}: start slurmctld, or point SLURM_CONF at the "
+                                     f"running cluster's slurm.conf)")
     if any(s in low for s in _NO_CONFIG):
-        return SlurmError(f"cannot read the Slurm configuration: {first} ({where})")
+        return SlurmUnreachableError(f"cannot read the Slurm configuration: {first} ({where})")
     if "munge" in low:
-        return SlurmError(f"munge authentication failed: {first}; is munged running? ({where})")
+        return SlurmUnreachableError(f"munge authentication failed: {first}; is munged "
+                                     f"running? ({where})")
     if any(s in low for s in _DENIED):
         return SlurmError(f"{cmd} refused (exit {returncode}): {first}: this account may not "
                           f"change that job (another user's job needs a Slurm operator account "
@@ -427,17 +430,20 @@ class SlurmClient:
         conf = self.env.get("SLURM_CONF")
         if conf and not Path(conf).is_file():
             # Slurm's commands would retry for 60 s before giving up
-            raise SlurmError(f"cannot read the Slurm configuration: {conf} does not exist "
-                             f"(SLURM_CONF={conf})")
+            raise SlurmUnreachableError(f"cannot read the Slurm configuration: {conf} does not "
+                                        f"exist (SLURM_CONF={conf}: point it at the cluster's "
+                                        f"slurm.conf)")
         try:
             proc = subprocess.run(argv, env=env, capture_output=True, text=True,
                                   timeout=self.timeout_s, stdin=subprocess.DEVNULL)
         except FileNotFoundError:
-            raise SlurmError(f"{argv[0]} not found: Slurm's commands are not installed "
-                             f"(Debian/Ubuntu: {INSTALL_HINT})") from None
+            raise SlurmUnreachableError(f"{argv[0]} not found on PATH: Slurm's commands are not "
+                                        f"installed (Debian/Ubuntu: {INSTALL_HINT}) or not on "
+                                        f"PATH") from None
         except subprocess.TimeoutExpired:
-            raise SlurmError(f"{Path(argv[0]).name} timed out after {self.timeout_s:g} s; is "
-                             f"slurmctld responding? (SLURM_CONF={self.slurm_conf})") from None
+            raise SlurmUnreachableError(f"{Path(argv[0]).name} timed out after "
+                                        f"{self.timeout_s:g} s; is slurmctld responding? "
+                                        f"(SLURM_CONF={self.slurm_conf})") from None
         if check and proc.returncode != 0:
             raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
         return proc
@@ -522,13 +528,14 @@ class SlurmClient:
         return parse_jobcomp(text)
 
     def ping(self) -> None:
-        """Raise :class:`SlurmError` unless the controller answers."""
+        """Raise :class:`~tjap.errors.SlurmUnreachableError` unless the controller answers."""
         proc = self.run(["scontrol", "ping"], check=False)
         text = proc.stdout + proc.stderr
         if proc.returncode != 0 or "DOWN" in text:
             first = text.strip().splitlines()[0] if text.strip() else "no answer"
-            raise SlurmError(f"cannot reach slurmctld: {first}; is Slurm running? "
-                             f"(SLURM_CONF={self.slurm_conf})")
+            raise SlurmUnreachableError(f"cannot reach slurmctld: {first}; is Slurm running? "
+                                        f"(SLURM_CONF={self.slurm_conf}: start slurmctld, or "
+                                        f"point SLURM_CONF at the running cluster's slurm.conf)")
 
     # -- the placement service's operations (tjap slurm place) -------------------------------
     def pending(self, *, partition: str | None = None, users=(), accounts=(),

@@ -208,8 +208,12 @@ def load_sacct(path, *, ignore_dependencies: bool = False) -> tuple[Jobs, TraceR
     they are left out and counted in ``meta["steps_skipped"]``. Times are Unix seconds (epoch 0).
     sacct tables state no dependencies; ``ignore_dependencies`` is accepted for uniformity."""
     _check_file(path)
-    layout, declared_count, lines = _sacct_preamble(path, _numbered_lines(path))
-    first = next(lines, None)
+    numbered = _numbered_lines(path)
+    try:                                 # closed here, even when the preamble is refused
+        layout, declared_count, lines = _sacct_preamble(path, numbered)
+        first = next(lines, None)
+    finally:
+        numbered.close()
     if first is None:
         raise InvalidInputError(f"trace file {path} has no job lines; is it "
                                 f"{_FORMAT_NAMES['sacct']}?")
@@ -283,8 +287,13 @@ def _numbered_lines(path) -> Iterator[tuple[int, str]]:
 
 
 def _head(path, count: int = 40) -> list[str]:
-    """The first ``count`` non-blank lines."""
-    return [text for _, text in itertools.islice(_numbered_lines(path), count)]
+    """The first ``count`` non-blank lines (the file is closed here, not when the unfinished
+    line generator happens to be collected: an exception's traceback can keep it alive)."""
+    lines = _numbered_lines(path)
+    try:
+        return [text for _, text in itertools.islice(lines, count)]
+    finally:
+        lines.close()
 
 
 # -- format guessing and hints --------------------------------------------------------------------
@@ -627,8 +636,9 @@ def _sacct_preamble(path, lines: Iterator[tuple[int, str]]
     layout, the stated count (or None) and the remaining (data) lines."""
     first = next(lines, None)
     declared = None
-    if first is not None and first[1].strip().isdecimal():
-        declared = int(first[1])
+    count = first[1].strip() if first is not None else ""
+    if count.isdecimal() and len(count) <= 18:
+        declared = int(count)   # stripped: str.strip drops \x1c-\x1f, int() does not
         first = next(lines, None)
     if first is None or not _is_sacct_header(first[1]):
         raise InvalidInputError(f"trace file {path} is not a sacct-style trace (no header line "
@@ -705,8 +715,8 @@ class _SacctLayout:
         """A non-negative integer field."""
         if not (text.isdecimal() and text.isascii()):
             raise _Skip(f"bad {self.names[key]} {text!r}", kind=f"bad {self.names[key]}")
-        if int(text) > _BIG:
-            raise _Skip(f"{self.names[key]} {text!r} out of range",
+        if len(text.lstrip("0")) > 16 or int(text) > _BIG:   # int() reads 4300 digits at most
+            raise _Skip(f"{self.names[key]} {text[:40]!r} out of range",
                         kind=f"{self.names[key]} out of range")
         return int(text)
 

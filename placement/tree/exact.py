@@ -14,31 +14,59 @@ from dataclasses import replace
 from placement.tree import csp
 from placement.tree.freeform import solve_freeform, solve_freeform_greedy
 from placement.tree.result import Result, Status
-from placement.tree.scas import (predicted_build_s, solve_cpsat, solve_cpsat_paper, solve_scip,
-                                 solve_scip_paper, solve_seq)
+from placement.tree.scas import (predicted_build_s, set_packing_nonzeros, solve_cpsat,
+                                 solve_cpsat_paper, solve_scip, solve_scip_paper, solve_seq)
 from placement.tree.window import Window
 from tjap.errors import UnknownMethodError
+
+
+#: Without a time limit, ``auto`` runs SCIP only on windows whose set-packing model has at most
+#: :data:`AUTO_SCIP_SMALL` nonzeros, or at most :data:`AUTO_SCIP_NONZEROS` with jobs asking for
+#: at most :data:`AUTO_SCIP_FILL` of the idle nodes: every such window measured was proven
+#: optimal within 5 s (``python -m benchmarks.auto_rules``); fuller or larger windows took 8 s to
+#: over 20 s.
+AUTO_SCIP_SMALL = 20_000
+AUTO_SCIP_NONZEROS = 150_000
+AUTO_SCIP_FILL = 0.9
+#: Without a time limit, SCIP still stops after this many seconds (a window the size rules let
+#: through that turns out hard): the best of its incumbent, the DP and Seq, status TIME_LIMIT.
+AUTO_SCIP_CAP_S = 60.0
 
 
 def auto_choice(window: Window, time_limit_s=None) -> dict:
     """Which method ``auto`` runs on ``window`` and why, from predicted costs (no solving).
 
-    Without a limit: ``dp`` when its table has at most ``csp.AUTO_DP_CELLS`` cells, else
-    ``scip``. With a limit: ``dp`` when its table fits (``csp.MAX_DP_CELLS``) and one pass is
-    predicted to take at most half the limit (or the table is small anyway); else ``scip`` when
-    building its model is predicted to take at most 60 % of the limit; else ``seq`` (the first
-    fit, instant: there is no time to prove anything better).
+    Without a limit: ``dp`` when its table has at most ``csp.AUTO_DP_CELLS`` cells; else
+    ``scip`` when the model is within the measured size rules (:data:`AUTO_SCIP_SMALL`,
+    :data:`AUTO_SCIP_NONZEROS`, :data:`AUTO_SCIP_FILL`), capped at :data:`AUTO_SCIP_CAP_S`; else ``seq`` (no exact method is
+    predicted to finish soon). With a limit: ``dp`` when its table fits (``csp.MAX_DP_CELLS``)
+    and one pass is predicted to take at most half the limit (or the table is small anyway);
+    else ``scip`` when building its model is predicted to take at most 60 % of the limit; else
+    ``seq`` (the first fit, instant: there is no time to prove anything better).
 
     Returns a dict: ``chose``, ``reason``, ``dp_cells``, ``predicted_dp_s`` (one pass),
-    ``predicted_scip_build_s``."""
+    ``predicted_scip_build_s``, ``scip_nonzeros``."""
     cells = csp.dp_table_cells(window)
     dp_s = csp.predicted_dp_s(window)
     build_s = predicted_build_s(window, "scip")
-    out = {"dp_cells": cells, "predicted_dp_s": dp_s, "predicted_scip_build_s": build_s}
+    nonzeros = set_packing_nonzeros(window)
+    out = {"dp_cells": cells, "predicted_dp_s": dp_s, "predicted_scip_build_s": build_s,
+           "scip_nonzeros": nonzeros}
     if cells <= csp.AUTO_DP_CELLS and (time_limit_s is None or dp_s <= time_limit_s):
         return {"chose": "dp", "reason": f"small DP table ({cells:,} cells)", **out}
     if time_limit_s is None:
-        return {"chose": "scip", "reason": f"DP table of {cells:,} cells is large", **out}
+        fill = sum(window.job_sizes) / max(window.num_idle, 1)
+        if nonzeros <= AUTO_SCIP_SMALL or (nonzeros <= AUTO_SCIP_NONZEROS
+                                           and fill <= AUTO_SCIP_FILL):
+            return {"chose": "scip", "reason": f"DP table of {cells:,} cells is large; SCIP's "
+                    f"model ({nonzeros:,} nonzeros, jobs fill {fill:.0%} of the idle nodes) is "
+                    f"within the sizes measured to solve in seconds (stops at "
+                    f"{AUTO_SCIP_CAP_S:g} s)", **out}
+        return {"chose": "seq", "reason": f"no time limit and no exact method measured to finish "
+                f"soon (DP table of {cells:,} cells; SCIP model of {nonzeros:,} nonzeros with "
+                f"jobs filling {fill:.0%} of the idle nodes: beyond {AUTO_SCIP_SMALL:,}, or "
+                f"{AUTO_SCIP_NONZEROS:,} at {AUTO_SCIP_FILL:.0%}); give a time limit to search",
+                **out}
     if cells <= csp.MAX_DP_CELLS and dp_s <= 0.5 * time_limit_s:
         return {"chose": "dp", "reason": f"DP predicted {dp_s:.3g} s within the limit", **out}
     if build_s <= 0.6 * time_limit_s:
@@ -50,21 +78,28 @@ def auto_choice(window: Window, time_limit_s=None) -> dict:
 
 def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
     """Exact SCAS by the method predicted to finish (see :func:`auto_choice`): ``dp`` when its
-    table is small, else ``scip`` within ``time_limit_s``; with a limit too short for either,
-    ``seq`` with status TIME_LIMIT. ``info["auto"]`` says which method ran and why; the Result's
-    ``method`` is that method."""
+    table is small, else ``scip`` within ``time_limit_s`` (without one: when the window is within
+    the measured size rules, stopped at :data:`AUTO_SCIP_CAP_S`), else ``seq`` (status
+    TIME_LIMIT with a limit, FEASIBLE without). It never runs unbounded. ``info["auto"]`` says
+    which method ran and why; the Result's ``method`` is that method. :func:`tjap.solve`'s
+    ``auto`` also compares a result that is not proven with the constructive rules."""
     started = time.perf_counter()
     choice = auto_choice(window, time_limit_s)
     if choice["chose"] == "dp":
         result = csp.solve_dp(window, convention=convention, seed=seed, time_limit_s=time_limit_s)
     elif choice["chose"] == "scip":
-        left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - started)
-        result = solve_scip(window, convention=convention, time_limit_s=max(left, 1e-3)
-                            if left is not None else None, seed=seed)
+        left = (AUTO_SCIP_CAP_S if time_limit_s is None
+                else time_limit_s - (time.perf_counter() - started))
+        result = solve_scip(window, convention=convention, time_limit_s=max(left, 1e-3),
+                            seed=seed)
     else:
         seq = solve_seq(window, convention=convention, seed=seed)
-        result = replace(seq, status=Status.TIME_LIMIT,
-                         info={"stopped": "time limit: no exact method fits", "fallback": "seq"})
+        if time_limit_s is None:
+            result = replace(seq, info={"fallback": "seq"})
+        else:
+            result = replace(seq, status=Status.TIME_LIMIT,
+                             info={"stopped": "time limit: no exact method fits",
+                                   "fallback": "seq"})
     return replace(result, runtime_s=time.perf_counter() - started,
                    info={**result.info, "auto": choice})
 

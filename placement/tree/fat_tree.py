@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.tree.topology import Topology
+from placement.tree.topology import MAX_NODES, Topology
 from tjap.errors import InvalidInputError
 
 #: Hop levels of a node pair: same edge switch, same pod, different pods.
@@ -22,9 +22,18 @@ SAME_SWITCH, SAME_POD, OTHER_POD = 0, 1, 2
 LAYOUTS = ("paper", "published")
 
 
-def _positive_int(name: str, value) -> int:
+#: The keys of a fat-tree's JSON form (:meth:`FatTree.from_dict`).
+DICT_KEYS = ("k", "num_nodes", "nodes_per_switch", "switches_per_pod")
+
+
+def _positive_int(name: str, value, most: int = MAX_NODES) -> int:
+    """``value`` as an int in 1..``most`` (one line naming ``name`` otherwise)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r:.40}")
+    if value > most:
+        raise InvalidInputError(
+            f"{name}={int(value):,} is more than tjap supports: a topology has at most "
+            f"{MAX_NODES:,} nodes (placement.tree.topology.MAX_NODES); give {name} <= {most:,}")
     return int(value)
 
 
@@ -50,7 +59,7 @@ class FatTree(Topology):
 
     def __init__(self, k=None, num_nodes=None, nodes_per_switch=None, switches_per_pod=None):
         if k is not None:
-            k = _positive_int("k", k)
+            k = _positive_int("k", k, 2 * MAX_NODES)
             if k % 2:
                 raise InvalidInputError(f"k must be even (a k-ary fat-tree has k/2 ports down), got {k}")
             if nodes_per_switch is not None or switches_per_pod is not None:
@@ -58,6 +67,11 @@ class FatTree(Topology):
                     "give either k or nodes_per_switch and switches_per_pod, not both")
             nodes_per_switch = switches_per_pod = k // 2
             capacity = k**3 // 4
+            if num_nodes is None and capacity > MAX_NODES:
+                raise InvalidInputError(
+                    f"k={k} gives a fat-tree of {capacity:,} nodes, more than tjap supports "
+                    f"({MAX_NODES:,} nodes, placement.tree.topology.MAX_NODES); give a smaller "
+                    "k or num_nodes too")
             num_nodes = capacity if num_nodes is None else _positive_int("num_nodes", num_nodes)
             if num_nodes > capacity:
                 raise InvalidInputError(
@@ -129,11 +143,26 @@ class FatTree(Topology):
 
     @classmethod
     def from_dict(cls, data) -> "FatTree":
+        """Read :meth:`to_dict`'s form, ``{"num_nodes", "nodes_per_switch",
+        "switches_per_pod"}``, or the radix form ``{"k": K}`` / ``{"k": K, "num_nodes": N}``
+        (``FatTree(k=K, num_nodes=N)``). Any other key is refused."""
         if not isinstance(data, dict):
             raise InvalidInputError(f"topology must be an object, got {type(data).__name__}")
+        unknown = sorted(map(str, set(data) - set(DICT_KEYS)))
+        if unknown:
+            raise InvalidInputError(
+                f"topology has unknown key(s) {', '.join(map(repr, unknown))}; a fat-tree takes "
+                "num_nodes, nodes_per_switch and switches_per_pod, or k (and optionally "
+                "num_nodes); other switch trees are {'tree': ...}, {'slurm': PATH} or "
+                "{'json': PATH}")
+        if "k" in data:
+            return cls(k=data["k"], num_nodes=data.get("num_nodes"),
+                       nodes_per_switch=data.get("nodes_per_switch"),
+                       switches_per_pod=data.get("switches_per_pod"))
         missing = {"num_nodes", "nodes_per_switch", "switches_per_pod"} - set(data)
         if missing:
-            raise InvalidInputError(f"topology is missing field(s) {', '.join(sorted(missing))}")
+            raise InvalidInputError(f"topology is missing field(s) {', '.join(sorted(missing))}; "
+                                    "give num_nodes, nodes_per_switch and switches_per_pod, or k")
         return cls(num_nodes=data["num_nodes"], nodes_per_switch=data["nodes_per_switch"],
                    switches_per_pod=data["switches_per_pod"])
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from tjap import _backends
 from placement.tree.cost import HOP_UNIT_COST, convention_code
-from placement.tree.result import Result, Status
+from placement.tree.result import Result, Status, checked_assignment
 from placement.tree.topology import Topology
 from placement.tree.tree_cost import cost_from_sum_of_squares
 from placement.tree.window import Window
@@ -133,10 +133,15 @@ class _Builder:
         else:
             self.model.addCons(constraint)
 
-    @staticmethod
-    def sum(terms):
+    def sum(self, terms):
+        """The sum of ``terms`` (variables or weighted variables), built in linear time (Python's
+        ``sum`` copies the growing expression at every step: quadratic, minutes on big windows)."""
         terms = list(terms)
-        return sum(terms[1:], terms[0]) if terms else 0
+        if not terms:
+            return 0
+        if self.kind == "cpsat":
+            return self.cp.LinearExpr.sum(terms)
+        return _backends.require("pyscipopt").quicksum(terms)
 
 
 def _ordered_bits(b: _Builder, cap: int):
@@ -222,10 +227,16 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     code = convention_code(convention)
     started = time.perf_counter()
+    if warm_start is not None:
+        warm_start = checked_assignment(window, warm_start, "warm_start")
     cap = _Capacity(window)
     if cap.top_level == 1:
         return _first_fit(window, started, convention)
     L = cap.top_level
+
+    def out_of_time() -> bool:
+        return _seconds_left(started, time_limit_s) == 0
+
     b = _Builder(solver, time_limit_s, seed)
     sizes = window.job_sizes
     uppers = [(members, int(cap.idle[members].sum())) for row in cap.rows
@@ -261,12 +272,16 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         b.add(b.sum(c * v for c, v in terms) <= best_squares[n])
         count_vars.append(leaf_bits)
         squares.append(terms)
-        if _seconds_left(started, time_limit_s) == 0:     # a huge tree: building alone is over
+        if out_of_time():                # a huge window: building alone is over the limit
             return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
     for e, idle in enumerate(cap.idle):
         b.add(b.sum(count_vars[j][e][k] for j in range(len(sizes))
                     for k in range(len(count_vars[j][e]))) <= int(idle))
+        if e % 16 == 15 and out_of_time():
+            return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
     _break_symmetry(b, cap, count_vars, sizes)
+    if out_of_time():
+        return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
 
     # Objective (tree_cost's count form, top level L; L = 3 on the paper's fat-tree).
     #   paper:     sum_j c (2L n^2 - 2n)/n - (2c/n) S_j
@@ -288,11 +303,10 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                   - HOP_UNIT_COST * b.sum(c * v for c, v in terms) - n + 1)
             job_costs.append(cost)
         objective = b.sum(job_costs)
+    if out_of_time():
+        return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
 
-    hint = None
-    if warm_start is not None:
-        assignment = warm_start.assignment if isinstance(warm_start, Result) else warm_start
-        hint = _counts(window, cap, assignment)
+    hint = None if warm_start is None else _counts(window, cap, warm_start)
     if solver == "cpsat":
         b.model.minimize(objective)
         if hint is not None:
@@ -315,12 +329,14 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         found = b.model.getNSols() > 0 and status is not Status.INFEASIBLE
         sol = b.model.getBestSol() if found else None
         value = (lambda v: b.model.getSolVal(sol, v) > 0.5)
-        dual = b.model.getDualbound() if found else None
-        # SCIP stopped before its first dual bound reports -infinity: no bound, not -1e20
-        bound = None if dual is None or b.model.isInfinity(abs(dual)) else dual + constant
+        dual = _backends.scip_dual_bound(b.model) if found else None
+        bound = None if dual is None else dual + constant
     counts = None
     if found:
         counts = [[sum(value(v) for v in bits) for bits in row] for row in count_vars]
+    if solver == "scip":
+        del sol, value, count_vars, upper_vars, squares, objective
+        _backends.scip_free(b.model)          # within the limit, not after the return
     result = Result.from_assignment(
         window, cap.assignment(counts) if counts else (), status=status, method="freeform",
         convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
@@ -375,8 +391,7 @@ def _stopped_building(window, warm_start, cap, started, convention, seed, solver
                                        convention=convention, runtime_s=runtime, seed=seed,
                                        info=info)
         return _no_worse_than_seq(empty, started, convention, seed)
-    assignment = warm_start.assignment if isinstance(warm_start, Result) else warm_start
-    hint = _counts(window, cap, assignment)
+    hint = _counts(window, cap, warm_start)
     warm = Result.from_assignment(window, cap.assignment(hint), status=Status.TIME_LIMIT,
                                   method="freeform", convention=convention, runtime_s=runtime,
                                   seed=seed, info={**info, "kept_warm_start": True})

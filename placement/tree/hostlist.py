@@ -24,13 +24,18 @@ from tjap.errors import InvalidInputError
 #: The most names one expression may expand to (a guard against ``n[0-999999999]``).
 MAX_NAMES = 10_000_000
 
+#: The most digits of a number in a range (``int`` reads at most 4300).
+_MAX_DIGITS = 100
+
 _SPECIAL = set("[],")
-_ITEM = re.compile(r"^(\d+)(?:-(\d+))?$")
-_LAST_NUMBER = re.compile(r"^(.*?)(\d+)(\D*)$")
+_ITEM = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
+_LAST_NUMBER = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")
 
 
 def _bad(text: str, why: str, fix: str) -> InvalidInputError:
-    return InvalidInputError(f"hostlist {text!r}: {why}; {fix}")
+    shown = repr(text)
+    shown = shown if len(shown) <= 120 else shown[:110] + "...'"
+    return InvalidInputError(f"hostlist {shown}: {why}; {fix}")
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -48,8 +53,14 @@ def _split_top_level(text: str) -> list[str]:
     return pieces
 
 
-def _bracket_values(text: str, body: str) -> list[str]:
-    """The names' number strings of one bracket group's content ``body``."""
+def _too_many(text: str, limit: int, fix: str) -> InvalidInputError:
+    return _bad(text, f"expands to more than {limit:,} names", fix)
+
+
+def _bracket_values(text: str, body: str, limit: int = MAX_NAMES,
+                    fix: str = "split the list", outer: int = 1) -> list[str]:
+    """The names' number strings of one bracket group's content ``body``, refused before they are
+    made if ``outer`` names times them exceed ``limit``."""
     if not body:
         raise _bad(text, "empty range []", "put numbers or ranges inside, e.g. n[1-4]")
     values: list[str] = []
@@ -63,20 +74,26 @@ def _bracket_values(text: str, body: str) -> list[str]:
         low, high = match.group(1), match.group(2)
         if high is None:
             values.append(low)
+            if outer * len(values) > limit:
+                raise _too_many(text, limit, fix)
             continue
+        if len(low) > _MAX_DIGITS or len(high) > _MAX_DIGITS:
+            raise _bad(text, f"range [{low:.20}...] has a number of more than {_MAX_DIGITS} "
+                             "digits", "use shorter numbers")
         lo, hi = int(low), int(high)
         if hi < lo:
             raise _bad(text, f"range {low}-{high} is reversed",
                        f"write the low end first: [{high}-{low}]")
-        if len(values) + hi - lo + 1 > MAX_NAMES:
-            raise _bad(text, f"expands to more than {MAX_NAMES} names", "split the list")
+        if outer * (len(values) + hi - lo + 1) > limit:
+            raise _too_many(text, limit, fix)
         width = len(low)
         values.extend(str(v).zfill(width) for v in range(lo, hi + 1))
     return values
 
 
-def _expand_name(text: str, piece: str) -> list[str]:
-    """Every name of one comma-free piece such as ``r[1-2]n[01-03]``."""
+def _expand_name(text: str, piece: str, limit: int = MAX_NAMES,
+                 fix: str = "split the list") -> list[str]:
+    """Every name of one comma-free piece such as ``r[1-2]n[01-03]`` (at most ``limit``)."""
     if not piece:
         raise _bad(text, "empty name", "remove the extra comma")
     names = [""]
@@ -95,16 +112,17 @@ def _expand_name(text: str, piece: str) -> list[str]:
         body = piece[start + 1:end]
         if "[" in body:
             raise _bad(text, f"nested '[' in {piece!r}", "brackets do not nest")
-        values = _bracket_values(text, body)
-        if len(names) * len(values) > MAX_NAMES:
-            raise _bad(text, f"expands to more than {MAX_NAMES} names", "split the list")
+        values = _bracket_values(text, body, limit, fix, len(names))
+        if len(names) * len(values) > limit:
+            raise _too_many(text, limit, fix)
         literal = piece[position:start]
         names = [n + literal + v for n in names for v in values]
         position = end + 1
     return names
 
 
-def expand_hostlist(text: str) -> list[str]:
+def expand_hostlist(text: str, limit: int = MAX_NAMES, fix: str = "split the list"
+                    ) -> list[str]:
     """Every name of a hostlist expression, in the expression's order.
 
     Parameters
@@ -112,6 +130,9 @@ def expand_hostlist(text: str) -> list[str]:
     text : str
         A hostlist expression such as ``"c101-[001-016],gpu[01-09],n[1-3,7]"``. Surrounding
         whitespace is ignored; whitespace inside is not allowed.
+    limit : int, default :data:`MAX_NAMES`
+        The most names it may expand to: a larger expression is refused before its names are
+        made (``fix`` is the advice the error ends with).
 
     Returns
     -------
@@ -139,9 +160,9 @@ def expand_hostlist(text: str) -> list[str]:
         raise _bad(text, "contains whitespace", "separate names with commas, not spaces")
     names: list[str] = []
     for piece in _split_top_level(stripped):
-        names.extend(_expand_name(text, piece))
-        if len(names) > MAX_NAMES:
-            raise _bad(text, f"expands to more than {MAX_NAMES} names", "split the list")
+        names.extend(_expand_name(text, piece, limit, fix))
+        if len(names) > limit:
+            raise _too_many(text, limit, fix)
     return names
 
 
@@ -202,7 +223,7 @@ def compress_hostlist(names) -> str:
     group = None      # (prefix, width, suffix, numbers) of the names being merged
     for name in names:
         match = _LAST_NUMBER.match(name)
-        if match is None:
+        if match is None or len(match.group(2)) > _MAX_DIGITS:   # written as it is
             if group:
                 parts.append(_group_text(*group[:2], group[3], group[2]))
                 group = None

@@ -225,6 +225,10 @@ def replay(topology: Topology, workload: Workload, *, policy: str = "window",
         raise InvalidInputError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if placement not in PLACEMENTS:
         raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+    if policy == "window" and placement != "firstfit":
+        raise InvalidInputError(
+            f"placement {placement!r} is for the fcfs and easy policies; the window policy places "
+            f"each window with its method (e.g. method='freeform' for the cheapest node sets)")
     if policy != "window" and placement != "firstfit" and not isinstance(topology, FatTree):
         raise InvalidInputError(
             f"placement {placement!r} of the {policy} policy needs a FatTree for now (the batch "

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from placement.tree.cost import assignment_cost
 from placement.tree.window import Window
+from tjap.errors import InvalidInputError
 from tjap.result import Record, Status, plain
 
 
@@ -86,3 +87,42 @@ class Result(Record):
         return plain({"method": self.method, "status": self.status, "objective": self.objective,
                       "bound": self.bound, "gap": self.gap, "runtime_s": self.runtime_s,
                       "feasible": self.is_feasible()})
+
+
+def checked_assignment(window: Window, given, what: str) -> tuple:
+    """``given`` (a :class:`Result` of ``window``, or an assignment: one list of node ids per
+    job, in window order) as a feasible assignment of ``window``; anything else is one
+    :class:`~tjap.errors.InvalidInputError` naming ``what`` (e.g. ``"warm_start"``) and the fix."""
+    if isinstance(given, Result):
+        if given.window != window:
+            raise InvalidInputError(
+                f"{what} is a Result of another window ({given.window.num_jobs} jobs on "
+                f"{given.window.num_idle} idle nodes; this one has {window.num_jobs} jobs on "
+                f"{window.num_idle}); give a Result of this window")
+        if not given.has_solution:
+            raise InvalidInputError(f"{what} is a Result without a solution (status "
+                                    f"{given.status.value}); give one that has an assignment")
+        given = given.assignment
+    shape = ("a Result of this window or one list of node ids per job "
+             f"({window.num_jobs} lists, in window order)")
+    if isinstance(given, (str, bytes)) or not hasattr(given, "__len__"):
+        raise InvalidInputError(f"{what} must be {shape}, got {type(given).__name__}")
+    try:
+        assignment = tuple(tuple(int(v) for v in nodes) for nodes in given)
+    except (TypeError, ValueError):
+        raise InvalidInputError(f"{what} must be {shape}; its entries are not lists of "
+                                "integer node ids") from None
+    if len(assignment) != window.num_jobs:
+        raise InvalidInputError(f"{what} has {len(assignment)} node lists, the window "
+                                f"{window.num_jobs} jobs; give {shape}")
+    idle = set(window.idle_nodes.tolist())
+    used: set[int] = set()
+    for j, (nodes, size) in enumerate(zip(assignment, window.job_sizes)):
+        if len(nodes) != size:
+            raise InvalidInputError(f"{what}: job {j} gets {len(nodes)} nodes, it asks for {size}")
+        bad = [v for v in nodes if v not in idle or v in used]
+        if bad or len(set(nodes)) != size:
+            raise InvalidInputError(f"{what}: job {j} gets node {bad[0] if bad else nodes[0]}, "
+                                    "which is not idle in this window or taken twice")
+        used.update(nodes)
+    return assignment

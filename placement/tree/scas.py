@@ -108,11 +108,14 @@ def _solved(window: Window, method: str, convention: str, seed: int, deadline: D
     """The result of a SCIP or CP-SAT run that found the start of each job in ``starts`` (empty:
     none found) with the solver's ``status`` and dual ``bound``: stopped by the time limit, the
     best of its incumbent, the DP and Seq (:func:`stopped_early`, with the bound when it is
-    finite); otherwise its solution, and the bound only when it found one."""
+    known); otherwise its solution, and the bound only when it found one. ``bound`` is None or
+    infinite when the solver has none."""
     solution = data.assignment(starts) if starts else None
+    if bound is not None and not np.isfinite(bound):
+        bound = None
     if status is Status.TIME_LIMIT:
         return stopped_early(window, method, convention, seed, deadline, solution=solution,
-                             bound=bound if np.isfinite(bound) else None, info=info)
+                             bound=bound, info=info)
     return Result.from_assignment(
         window, solution if solution is not None else (), status=status, method=method,
         convention=convention, runtime_s=deadline.elapsed(), bound=bound if starts else None,
@@ -167,14 +170,16 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
     built = time.perf_counter()
     _backends.scip_optimize(model, deadline.left())
     status = _backends.scip_status(model)
-    starts = []
+    starts, sol = [], None
     if model.getNSols() > 0 and status is not Status.INFEASIBLE:
         sol = model.getBestSol()
         starts = [int(np.argmax([model.getSolVal(sol, v) for v in row])) for row in y]
     info = {"formulation": formulation, "build_s": built - started,
             "nodes": int(model.getNNodes())}
-    return _solved(window, method, convention, seed, deadline, data, starts, status,
-                   model.getDualbound(), info)
+    bound = _backends.scip_dual_bound(model)
+    del y, sol
+    _backends.scip_free(model)                # within the limit, not after the return
+    return _solved(window, method, convention, seed, deadline, data, starts, status, bound, info)
 
 
 def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0,
@@ -216,14 +221,16 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
                     deadline.check()
             for k in range(m):
                 model.add_at_most_one(x[j][k] for j in range(window.num_jobs))
+        deadline.check()
         scaled = _backends.integer_coefficients(data.costs, window.job_sizes)
+        flat = [v for row in y for v in row]
         if scaled is None:
             scale = 1.0
-            model.minimize(sum(float(c) * v for costs, row in zip(data.costs, y)
-                               for c, v in zip(costs, row)))
+            model.minimize(cp_model.LinearExpr.weighted_sum(
+                flat, [float(c) for costs in data.costs for c in costs]))
         else:
             scale, coefs = scaled
-            model.minimize(sum(c * v for cs, row in zip(coefs, y) for c, v in zip(cs, row)))
+            model.minimize(cp_model.LinearExpr.weighted_sum(flat, [c for cs in coefs for c in cs]))
         deadline.check()
     except _backends.OutOfTime:
         return stopped_early(window, method, convention, seed, deadline,

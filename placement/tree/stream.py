@@ -100,6 +100,38 @@ def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, conventi
 
 #: Nodes of the paper's cluster, whose load the stream on another cluster keeps per node.
 PAPER_NODES = 1000
+#: On a cluster smaller than the paper's, the largest job requests at most this share of it.
+LARGEST_JOB_SHARE = 0.25
+
+
+def tree_load(num_nodes: int) -> dict:
+    """How the paper's generator is scaled for a cluster of ``num_nodes`` nodes, so that it sees
+    the paper's offered load per node (about 1.06: on average 1.06 x num_nodes nodes' worth of
+    work arrives per second of work the cluster can do) with jobs that outlive many windows.
+
+    Returns ``max_nodes`` (the largest request), ``runtime_scale`` and ``arrival_scale`` (for
+    :meth:`~placement.tree.workload.Workload.generate`):
+
+    - at least the paper's 1000 nodes: requests stay 1-40 nodes and arrivals the paper's, and
+      every runtime is multiplied by num_nodes / 1000;
+    - fewer nodes: runtimes stay the paper's (10-1800 s, many windows of 60 s long), requests
+      are 1 to min(40, num_nodes // 4) nodes (at least 2, at most the cluster), so that several
+      jobs fit at once, and every inter-arrival time is multiplied by
+      (1000 / num_nodes) x (mean request / 20.5), which keeps the offered load per node.
+
+    On 1000 nodes this is the paper's generator, unscaled.
+    """
+    if num_nodes < 1:
+        raise InvalidInputError(f"a cluster needs at least one node, got {num_nodes}")
+    if num_nodes >= PAPER_NODES:
+        return {"max_nodes": REQUESTED_NODES[1], "runtime_scale": num_nodes / PAPER_NODES,
+                "arrival_scale": 1.0}
+    max_nodes = min(REQUESTED_NODES[1], num_nodes,
+                    max(2, int(num_nodes * LARGEST_JOB_SHARE)))
+    mean_request = (REQUESTED_NODES[0] + max_nodes) / 2
+    paper_mean_request = (REQUESTED_NODES[0] + REQUESTED_NODES[1]) / 2
+    return {"max_nodes": max_nodes, "runtime_scale": 1.0,
+            "arrival_scale": PAPER_NODES / num_nodes * mean_request / paper_mean_request}
 
 
 def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 0, *,
@@ -115,28 +147,30 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
     :meth:`~placement.tree.workload.Workload.from_file`, used as it is (nothing rescaled;
     ``num_jobs`` ignored).
 
-    On a ``topology`` of N nodes every generated runtime is scaled by N / 1000, so the load per
-    node is the paper's (job sizes stay the paper's 1-40 nodes, at most N), and each epoch first
-    replays ``warmup_windows`` windows that are not kept (default: one mean job runtime's worth,
-    of the generator or of ``workload``, so the kept windows see a loaded, fragmented cluster
-    rather than an empty one). On a named layout nothing is scaled and nothing skipped unless
-    ``warmup_windows`` is given. ``progress(made, num_windows)``, if given, is called after each
-    window.
+    On a ``topology`` the generator is scaled to the tree's node count by :func:`tree_load`, so
+    that the cluster carries the paper's load per node: on a tree of 1000 nodes or more every
+    runtime is multiplied by nodes / 1000; on a smaller one runtimes stay the paper's, requests
+    are at most a quarter of the cluster (at most 40) and arrivals are spaced out to keep the
+    load. Each epoch first replays ``warmup_windows`` windows that are not kept (default: one
+    mean job runtime's worth, of the generator or of ``workload``), so the kept windows see a
+    loaded, fragmented cluster (busy nodes scattered over the switches, a queue behind the
+    window) rather than an empty one. On a named layout nothing is scaled and nothing skipped
+    unless ``warmup_windows`` is given. ``progress(made, num_windows)``, if given, is called
+    after each window.
     """
+    load = None
     if topology is None:
         topology = FatTree.from_layout(layout)
-        scale = 1.0
     else:
-        scale = topology.num_nodes / PAPER_NODES
+        load = tree_load(topology.num_nodes)
         if warmup_windows is None:
-            mean_runtime = ((RUNTIME_S[0] + RUNTIME_S[1]) / 2 * scale if workload is None
-                            else float(np.mean(workload.runtime_s)))
+            mean_runtime = ((RUNTIME_S[0] + RUNTIME_S[1]) / 2 * load["runtime_scale"]
+                            if workload is None else float(np.mean(workload.runtime_s)))
             warmup_windows = int(np.ceil(mean_runtime / tau_s))
     if warmup_windows is not None and warmup_windows < 0:
         raise InvalidInputError(f"warmup_windows must be 0 or more, got {warmup_windows}")
     if workload is None:
-        workload = Workload.generate(num_jobs, seed, runtime_scale=scale,
-                                     max_nodes=min(REQUESTED_NODES[1], topology.num_nodes))
+        workload = Workload.generate(num_jobs, seed, **(load or {}))
     elif not isinstance(workload, Workload):
         raise InvalidInputError(f"workload must be a Workload (Workload.from_file reads one), "
                                 f"got {type(workload).__name__}")

@@ -41,11 +41,48 @@ from tjap.errors import InvalidInputError
 #: Name of the switch added above several top-level switches.
 IMPLICIT_ROOT = "(root)"
 
+#: The most compute nodes (and the most switches) of a tree tjap reads or builds: every reader
+#: and constructor refuses a larger size (one line, before allocating anything of that size).
+MAX_NODES = 1_000_000
+#: The most switches of a tree (a switch tree has at least one node under each leaf switch).
+MAX_SWITCHES = MAX_NODES
+
 _BAD_NAME = re.compile(r"[\s,\[\]=#\\]")
 
 
 def _where(where: str, message: str) -> InvalidInputError:
     return InvalidInputError(f"{where}: {message}" if where else message)
+
+
+#: The advice of an error about a tree larger than tjap supports.
+_SIZE_FIX = (f"tjap supports switch trees of at most {MAX_NODES:,} nodes and {MAX_SWITCHES:,} "
+             "switches (placement.tree.topology.MAX_NODES, MAX_SWITCHES)")
+
+
+def _check_size(num_nodes: int, num_switches: int, where: str = "") -> None:
+    """Refuse a tree of more nodes or switches than tjap supports (before building it)."""
+    if num_nodes > MAX_NODES:
+        raise _where(where, f"the tree has more than {MAX_NODES:,} nodes; {_SIZE_FIX}")
+    if num_switches > MAX_SWITCHES + 1:     # + an implicit root
+        raise _where(where, f"the tree has more than {MAX_SWITCHES:,} switches; {_SIZE_FIX}")
+
+
+def _listed(value, key: str, counts: dict) -> list[str]:
+    """The names listed under ``key`` ("nodes" or "switches") of one switch: a hostlist
+    expression (expanded only up to what tjap supports) or a list of names. ``counts[key]``
+    counts the names of that key read so far; more than tjap supports are refused."""
+    most = MAX_NODES if key == "nodes" else MAX_SWITCHES
+    if isinstance(value, str):
+        room = most - counts[key]       # expanded only as far as the tree may still grow
+        fix = (_SIZE_FIX if room == most else f"with the {counts[key]:,} {key} listed before "
+               f"it, the tree would have more than {most:,}; {_SIZE_FIX}")
+        names = expand_hostlist(value, room, fix) if value else []
+    else:
+        names = list(_check_names(value, "node" if key == "nodes" else "switch"))
+    counts[key] += len(names)
+    if counts[key] > most:
+        raise InvalidInputError(f"the tree lists more than {most:,} {key}; {_SIZE_FIX}")
+    return names
 
 
 def _check_names(names, what: str, where: str = "") -> tuple[str, ...]:
@@ -104,6 +141,8 @@ class Topology:
                  "_count_form")
 
     def __init__(self, switch_names, switch_parent, node_names, node_leaf):
+        switch_names, node_names = tuple(switch_names), tuple(node_names)
+        _check_size(len(node_names), len(switch_names))
         switch_names = _check_names(switch_names, "switch")
         node_names = _check_names(node_names, "node")
         parent = _frozen_int_array(switch_parent, "switch_parent")
@@ -372,12 +411,15 @@ class Topology:
 
         file = Path(path)
         if file.suffix.lower() == ".json":
+            text = read_utf8(file, "switch tree file")
             try:
-                data = json.loads(file.read_text(encoding="utf-8"))
-            except OSError as error:
-                raise InvalidInputError(f"cannot read {path}: {error.strerror or error}") from None
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:
-                where = f"line {error.lineno}: {error.msg}" if hasattr(error, "lineno") else error
+                data = json.loads(text)
+            except RecursionError:
+                raise InvalidInputError(f"{path} is not valid JSON (it nests too deeply)"
+                                        ) from None
+            except ValueError as error:   # JSONDecodeError, or an integer of too many digits
+                where = (f"line {error.lineno}: {error.msg}" if hasattr(error, "lineno")
+                         else " ".join(str(error).split())[:120])
                 raise InvalidInputError(f"{path} is not valid JSON ({where})") from None
             try:
                 return cls.from_dict(data)
@@ -409,8 +451,12 @@ class Topology:
         """
         text = _read_source(source)
         specs = []
+        counts = {"nodes": 0, "switches": 0}
         for number, line in _logical_lines(text):
             where = f"line {number}"
+            if len(specs) >= MAX_SWITCHES:
+                raise _where(where, f"the tree has more than {MAX_SWITCHES:,} switches; "
+                                    f"{_SIZE_FIX}")
             fields: dict[str, str] = {}
             for token in line.split():
                 key, sep, value = token.partition("=")
@@ -431,7 +477,7 @@ class Topology:
             for key in ("nodes", "switches"):
                 if key in fields:
                     try:
-                        lists[key] = expand_hostlist(fields[key]) if fields[key] else []
+                        lists[key] = _listed(fields[key], key, counts)
                     except InvalidInputError as error:
                         raise _where(where, str(error)) from None
                     if not lists[key]:
@@ -485,7 +531,9 @@ class Topology:
         entries = data["switches"]
         if not isinstance(entries, list):
             raise InvalidInputError(f"switches must be a list, got {type(entries).__name__}")
+        _check_size(0, len(entries))
         specs = []
+        counts = {"nodes": 0, "switches": 0}
         for i, entry in enumerate(entries):
             where = f"switches[{i}]"
             if not isinstance(entry, dict) or "name" not in entry:
@@ -499,9 +547,7 @@ class Topology:
                 if key in entry:
                     value = entry[key]
                     try:
-                        lists[key] = (expand_hostlist(value) if isinstance(value, str)
-                                      else list(_check_names(value, key[:-1] if key == "nodes"
-                                                             else "switch")))
+                        lists[key] = _listed(value, key, counts)
                     except InvalidInputError as error:
                         raise _where(where, str(error)) from None
                     except TypeError:
@@ -659,15 +705,32 @@ def _preorder_depths(switch_names, parent: np.ndarray) -> np.ndarray:
     return depth
 
 
+def read_utf8(path, what: str) -> str:
+    """The text of the file at ``path``, read as UTF-8 (a leading byte order mark dropped).
+
+    A file that cannot be read, or whose bytes are not UTF-8, is one line of
+    :class:`InvalidInputError` naming it (``what`` says what the file is, e.g. "topology file")
+    and, for bytes that are not UTF-8, the first bad byte and its offset.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise InvalidInputError(f"cannot read {what} {str(path)!r}: "
+                                f"{error.strerror or error}") from None
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        offset = bom + error.start
+        raise InvalidInputError(
+            f"{what} {str(path)!r} is not UTF-8 text (byte 0x{data[offset]:02x} at offset "
+            f"{offset}); save it as UTF-8") from None
+
+
 def _read_source(source) -> str:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
                                            and "=" not in source):
-        path = Path(source)
-        try:
-            return path.read_text()
-        except OSError as error:
-            raise InvalidInputError(f"cannot read topology file {str(path)!r}: "
-                                    f"{error.strerror or error}") from None
+        return read_utf8(source, "topology file")
     if not isinstance(source, str):
         raise InvalidInputError(
             f"from_slurm takes a path or the file's text, got {type(source).__name__}")

@@ -10,6 +10,11 @@ JSON schema (``Window.to_json`` / ``Window.from_json``)::
       "meta":       {...}               # optional, free-form (epoch, time, ...), kept as is
     }
 
+A fat-tree may be given by its radix too: ``{"k": 4}`` or ``{"k": 20, "num_nodes": 1000}``
+(:meth:`FatTree.from_dict`). Unknown keys, of the window or of its topology, are refused with the
+accepted ones, never ignored; sizes beyond :data:`~placement.tree.topology.MAX_NODES` are refused
+before anything is allocated.
+
 On any other switch tree ``topology`` is ``{"tree": Topology.to_dict()}``,
 ``{"slurm": "topology.conf"}`` or ``{"json": "tree.json"}`` (a path, relative to the window
 file's folder when read by :func:`load_windows`; the file is read once), and ``idle_nodes`` lists node names (indices are accepted too); Q is the
@@ -29,9 +34,13 @@ import numpy as np
 from placement.tree import _kernels, tree_cost
 from placement.tree.cost import convention_code
 from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology
+from placement.tree.topology import Topology, read_utf8
 from tjap.errors import InvalidInputError
 from placement.tree.fat_tree import FatTree
+
+
+#: The keys of a window's JSON form (``meta`` optional).
+WINDOW_KEYS = ("topology", "idle_nodes", "job_sizes", "meta")
 
 
 def _int_list(name: str, values) -> list[int]:
@@ -50,7 +59,8 @@ def _tree_nodes(tree: Topology, values) -> list[int]:
     expression (``"c[01-04],gpu7"``, what ``sinfo`` prints)."""
     if isinstance(values, str):
         try:
-            values = expand_hostlist(values)
+            values = expand_hostlist(values, tree.num_nodes,
+                                     f"the tree has {tree.num_nodes} nodes, each idle at most once")
         except InvalidInputError as exc:
             raise InvalidInputError(f"idle_nodes: {exc}") from None
     if isinstance(values, bytes) or not hasattr(values, "__iter__"):
@@ -242,6 +252,11 @@ class Window:
         from ``base_dir`` (by default the working directory)."""
         if not isinstance(data, dict):
             raise InvalidInputError(f"a window must be a JSON object, got {type(data).__name__}")
+        unknown = sorted(map(str, set(data) - set(WINDOW_KEYS)))
+        if unknown:
+            raise InvalidInputError(
+                f"window has unknown key(s) {', '.join(repr(k[:40]) for k in unknown[:5])}; "
+                f"a window's keys are {', '.join(WINDOW_KEYS)} (put free-form data in meta)")
         missing = {"topology", "idle_nodes", "job_sizes"} - set(data)
         if missing:
             raise InvalidInputError(f"window is missing field(s) {', '.join(sorted(missing))}")
@@ -253,11 +268,7 @@ class Window:
 
     @classmethod
     def from_json(cls, text: str, base_dir=None) -> "Window":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"window is not valid JSON: {exc}") from None
-        return cls.from_dict(data, base_dir)
+        return cls.from_dict(_parse_json(text, "window"), base_dir)
 
     def __repr__(self) -> str:
         return (f"Window({self.topology!r}, {self.num_idle} idle nodes, "
@@ -271,31 +282,34 @@ class Window:
     __hash__ = None
 
 
+def _parse_json(text: str, what: str):
+    """``json.loads(text)``; anything it refuses is one line naming ``what``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InvalidInputError(f"{what} is not valid JSON: it nests too deeply") from None
+    except ValueError as exc:   # JSONDecodeError, or an integer of too many digits
+        raise InvalidInputError(f"{what} is not valid JSON: "
+                                f"{' '.join(str(exc).split())[:160]}") from None
+
+
 def load_windows(path) -> list[Window]:
     """Read windows from a ``.json`` file (one window or a list) or a ``.jsonl`` file (one a line).
 
     A topology ``{"slurm": "topology.conf"}`` is read relative to the window file's folder.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(f"cannot read window file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"{path} is not UTF-8 text; window files are JSON or JSONL") from None
+    text = read_utf8(path, "window file")
     if path.suffix == ".jsonl":
         windows = []
-        for lineno, line in enumerate(text.splitlines(), 1):
+        for lineno, line in enumerate(text.split("\n"), 1):   # JSON strings may hold U+2028
             if line.strip():
                 try:
                     windows.append(Window.from_json(line, path.parent))
                 except InvalidInputError as exc:
                     raise InvalidInputError(f"{path}:{lineno}: {exc}") from None
         return windows
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInputError(f"{path} is not valid JSON: {exc}") from None
+    data = _parse_json(text, str(path))
     try:
         if isinstance(data, list):
             return [Window.from_dict(d, path.parent) for d in data]

@@ -14,6 +14,7 @@ was read, skipped and changed.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import math
@@ -60,16 +61,25 @@ class Workload:
 
     @classmethod
     def generate(cls, num_jobs: int = 100_000, seed: int = 0, max_nodes: int = REQUESTED_NODES[1],
-                 runtime_scale: float = 1.0) -> "Workload":
-        """The paper's random workload; ``runtime_scale`` multiplies every runtime (rounded), so
-        that a cluster of ``1000 * runtime_scale`` nodes sees the paper's load per node."""
+                 runtime_scale: float = 1.0, arrival_scale: float = 1.0) -> "Workload":
+        """The paper's random workload. ``max_nodes`` is the largest request (requests are
+        uniform integers in [1, max_nodes]); ``runtime_scale`` multiplies every runtime
+        (rounded) and ``arrival_scale`` every inter-arrival time (arrival times rounded down to
+        whole seconds), so that a cluster of another size can see the paper's load per node
+        (:func:`placement.tree.stream.tree_load`). With the defaults, the paper's workload."""
         if num_jobs < 1:
             raise InvalidInputError(f"num_jobs must be at least 1, got {num_jobs}")
         if not runtime_scale > 0:
             raise InvalidInputError(f"runtime_scale must be positive, got {runtime_scale}")
+        if not arrival_scale > 0:
+            raise InvalidInputError(f"arrival_scale must be positive, got {arrival_scale}")
         rng = np.random.default_rng(seed)
         gaps = rng.integers(INTER_ARRIVAL_S[0], INTER_ARRIVAL_S[1] + 1, num_jobs)
-        arrival = np.cumsum(gaps) - gaps[0]
+        if arrival_scale == 1.0:
+            arrival = np.cumsum(gaps) - gaps[0]
+        else:
+            scaled = np.cumsum(gaps * float(arrival_scale))
+            arrival = np.floor(scaled - scaled[0]).astype(np.int64)
         runtime = rng.integers(RUNTIME_S[0], RUNTIME_S[1] + 1, num_jobs)
         if runtime_scale != 1.0:
             runtime = np.rint(runtime * runtime_scale).astype(np.int64)
@@ -98,7 +108,7 @@ class Workload:
         arrives at 0. With ``cluster_nodes``, jobs requesting more nodes than that are dropped
         and counted. Nothing is rescaled: runtimes and sizes are the file's (unlike
         :func:`placement.tree.stream.generate_windows` on a ``topology``, which scales the
-        generator's runtimes to the cluster). Time limits, users and dependencies are not used:
+        generator to the cluster). Time limits, users and dependencies are not used:
         the window stream runs every job for its runtime, as the paper's did.
         """
         return _read_workload(cls, path, format, cluster_nodes)
@@ -296,6 +306,8 @@ def _authors_values(text: str) -> list[int]:
 def _authors_value(text: str, name: str) -> int:
     """An integer field; an integral decimal (``25.0``) is read as that integer."""
     if (text.isascii() and text.isdigit()) or _INTEGER.match(text):
+        if len(text.lstrip("+-0")) > 20:      # far out of range (and int() reads 4300 digits)
+            raise _Bad(f"{name} {text[:24]!r}... out of range", "number out of range")
         value = int(text)
     elif _DECIMAL.match(text) and math.isfinite(float(text)) and float(text).is_integer():
         value = int(float(text))
@@ -359,32 +371,33 @@ def _read_authors_lines(path):
     by_kind: dict[str, dict] = {}
     examples: list[str] = []
     lines = skipped = malformed_head = 0
-    for number, text in _numbered_lines(path):
-        if not text.split("#", 1)[0].strip():
-            continue                                          # a comment
-        lines += 1
-        try:
-            job, submit, runtime, nodes = values = _authors_values(text)
-            if submit < 0:
-                raise _Bad("negative submit time", malformed=False)
-            if runtime < 0:
-                raise _Bad("negative runtime", malformed=False)
-            if nodes < 1:
-                raise _Bad("no node count", malformed=False)
-            if job in seen:
-                raise _Bad("duplicate job id")
-        except _Bad as bad:
-            skipped += 1
-            malformed_head += bad.malformed and lines == malformed_head + 1
-            entry = by_kind.setdefault(bad.kind, {"count": 0, "first_line": number})
-            entry["count"] += 1
-            if len(examples) < _MAX_EXAMPLES:
-                shown = "".join(c if c.isprintable() else " " for c in text[:_EXAMPLE_WIDTH])
-                examples.append(f"line {number}: {bad.reason}: {shown}")
-            continue
-        seen.add(job)
-        rows.append(values)
-        line_numbers.append(number)
+    with contextlib.closing(_numbered_lines(path)) as numbered:   # closed even on an error
+        for number, text in numbered:
+            if not text.split("#", 1)[0].strip():
+                continue                                          # a comment
+            lines += 1
+            try:
+                job, submit, runtime, nodes = values = _authors_values(text)
+                if submit < 0:
+                    raise _Bad("negative submit time", malformed=False)
+                if runtime < 0:
+                    raise _Bad("negative runtime", malformed=False)
+                if nodes < 1:
+                    raise _Bad("no node count", malformed=False)
+                if job in seen:
+                    raise _Bad("duplicate job id")
+            except _Bad as bad:
+                skipped += 1
+                malformed_head += bad.malformed and lines == malformed_head + 1
+                entry = by_kind.setdefault(bad.kind, {"count": 0, "first_line": number})
+                entry["count"] += 1
+                if len(examples) < _MAX_EXAMPLES:
+                    shown = "".join(c if c.isprintable() else " " for c in text[:_EXAMPLE_WIDTH])
+                    examples.append(f"line {number}: {bad.reason}: {shown}")
+                continue
+            seen.add(job)
+            rows.append(values)
+            line_numbers.append(number)
     if lines == 0:
         raise InvalidInputError(f"workload file {path} has no job lines (only comments or blank "
                                 "lines); add one job a line: job id, submit s, runtime s, nodes")

@@ -16,7 +16,11 @@ which is by design what ``tjap.solve(w, "sa")`` runs.
 
 Both cap a window at 5 multi-node jobs (the published code's evaluation setting). An epoch is
 ``windows_per_epoch`` windows from an empty cluster; its "cost" is the mean window cost, as the
-paper's per-epoch "sum / 100". The windows come from the paper's generator, or with ``workload``
+paper's text defines Table III's "Cost" (the average over 100 instances). The published code
+divided instead the sum over the windows of 100 periods by 100, counting the periods with no
+window (about 7 % of them) as zeros, which puts every column of the paper's table about 7 %
+lower; ``python -m benchmarks.table3_accounting`` replays an epoch that way (see
+benchmarks/RESULTS.md). The windows come from the paper's generator, or with ``workload``
 from any :class:`~placement.tree.workload.Workload` (a job list read by
 :meth:`~placement.tree.workload.Workload.from_file`, used as read: nothing rescaled).
 """

@@ -5,8 +5,9 @@ Each family module has ``add_parser(sub)``, which adds its subcommands and sets 
 (simulate, provision), ``slurm`` (place, advise), ``network``, ``interference``, ``train`` and ``methods``.
 
 Exit codes: 0 success, 1 the job ran but failed (no solution found), 2 bad input or usage,
-130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 141 stdout closed by its reader (``| head``;
-quietly). Every error the user can
+3 Slurm cannot be reached (:class:`tjap.errors.SlurmUnreachableError`: slurmctld does not answer,
+or Slurm's commands or configuration are missing), 130 interrupted (Ctrl-C), 143 terminated
+(SIGTERM), 141 stdout closed by its reader (``| head``; quietly). Every error the user can
 cause prints one line ``tjap: error: ...`` (usage errors add ``(see tjap CMD --help)``) and never a
 traceback.
 """
@@ -21,7 +22,7 @@ import sys
 import threading
 
 import tjap
-from tjap.errors import Terminated, TjapError, interrupted_by
+from tjap.errors import SlurmUnreachableError, Terminated, TjapError, interrupted_by
 
 # Importing this module loads nothing beyond the standard library, so that the handlers of
 # Ctrl-C and SIGTERM are in place before the families (numpy, Numba, solvers) are imported.
@@ -85,6 +86,11 @@ def _main(argv) -> int:
     args.command_line = "tjap " + shlex.join(argv)   # what training runs record in metadata
     try:
         return args.run(args)
+    except SlurmUnreachableError as exc:
+        from tjap.cli.common import EXIT_SLURM_UNREACHABLE
+
+        print(f"tjap: error: {exc}", file=sys.stderr)
+        return EXIT_SLURM_UNREACHABLE
     except TjapError as exc:
         print(f"tjap: error: {exc}", file=sys.stderr)
         return 2

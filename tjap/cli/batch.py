@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.cli.common import add_common, positive, print_json, warn
+from tjap.cli.common import add_common, check_output, positive, print_json, warn
 from tjap.errors import TjapError
 from tjap.executor import add_executor_arguments, executor_from_args
 
@@ -57,9 +57,15 @@ def add_parser(sub) -> None:
     for factor in ("age", "job-size", "fairshare", "qos"):
         p.add_argument(f"--weight-{factor}", type=float, default=0.0,
                        help=f"PriorityWeight{factor.title().replace('-', '')} (default 0)")
-    p.add_argument("--max-age", type=positive(int), default=7 * 86400, metavar="S")
-    p.add_argument("--plot", metavar="PNG", help="write utilization, queue and wait plots")
-    p.add_argument("--per-job", metavar="CSV", help="write each job's submit, start, end, wait")
+    p.add_argument("--max-age", type=positive(int), default=7 * 86400, metavar="S",
+                   help="PriorityMaxAge: seconds of waiting after which the age factor is full "
+                        "(default 604800, 7 days)")
+    p.add_argument("--plot", metavar="PNG",
+                   help="write utilization, queue and wait plots to PNG (missing folders are "
+                        "created)")
+    p.add_argument("--per-job", metavar="CSV",
+                   help="write each job's submit, start, end, wait to CSV (missing folders are "
+                        "created)")
     add_common(p)
 
     p.set_defaults(run=cmd_simulate)
@@ -71,11 +77,17 @@ def add_parser(sub) -> None:
                                     "of the trace at random times of [--from, --to) whose reactive "
                                     "wait matches --load, and report the provisioner's mean "
                                     "interruption and overlap.")
-    e.add_argument("--trace", required=True, metavar="FILE")
-    e.add_argument("--from", dest="start", required=True, metavar="ISO")
-    e.add_argument("--to", dest="end", required=True, metavar="ISO")
-    e.add_argument("--nodes", type=positive(int), default=1, help="nodes of each pair job")
-    e.add_argument("--cluster-nodes", type=positive(int), default=76)
+    e.add_argument("--trace", required=True, metavar="FILE",
+                   help="the trace replayed as background load (SWF or sacct TSV, e.g. the "
+                        "bundled placement/batch/data/ls6-a100.tsv)")
+    e.add_argument("--from", dest="start", required=True, metavar="ISO",
+                   help="first date (UTC) at which a pair may be injected")
+    e.add_argument("--to", dest="end", required=True, metavar="ISO",
+                   help="end date (UTC, excluded) of the injection period")
+    e.add_argument("--nodes", type=positive(int), default=1,
+                   help="nodes of each pair job (default 1)")
+    e.add_argument("--cluster-nodes", type=positive(int), default=76,
+                   help="nodes of the simulated cluster (default 76, LS6's A100 nodes)")
     e.add_argument("--load", choices=("heavy", "medium", "light", "any"), default="any",
                    help="reactive wait > 12 h, 2-12 h, < 2 h")
     e.add_argument("--policy", default="reactive",
@@ -90,7 +102,8 @@ def add_parser(sub) -> None:
     e.add_argument("--weights", default=None, metavar="JSON",
                    help="a learned --policy's trained weights instead of the shipped ones (the "
                         "metadata .json, e.g. OUT/provision_moe.json of `tjap train provision`)")
-    e.add_argument("--pairs", type=positive(int), default=20)
+    e.add_argument("--pairs", type=positive(int), default=20,
+                   help="pairs injected, each at its own time (default 20)")
     e.add_argument("--max-tries", type=positive(int), help="injection times tried (default 20x pairs)")
     add_common(e)
     add_executor_arguments(e)
@@ -99,7 +112,9 @@ def add_parser(sub) -> None:
                                     "threshold of rf, xgb, transformer and moe on the training "
                                     "run's held-out episodes, and store it in their metadata "
                                     "(NAME@W then serves it).")
-    c.add_argument("--trace", required=True, metavar="FILE")
+    c.add_argument("--trace", required=True, metavar="FILE",
+                   help="the trace the models were trained on (their held-out episodes are "
+                        "re-recorded on it)")
     c.add_argument("--interruption-weights", type=positive(float), nargs="+", default=None,
                    metavar="W",
                    help="interruption weights e_I / e_O to calibrate for (default 1 2 4)")
@@ -108,11 +123,17 @@ def add_parser(sub) -> None:
                    help="deprecated alias of --interruption-weights (numbers only: elsewhere "
                         "--weights is a weights file)")
     c.add_argument("--models", nargs="+", default=["rf", "xgb", "transformer", "moe"],
-                   choices=("rf", "xgb", "transformer", "moe"))
-    c.add_argument("--weights-dir", default=None, help="default: the shipped learned/weights")
-    c.add_argument("--data", default="build/provision_held_out.npz",
-                   help="cache of the re-recorded held-out episodes (read if it exists)")
-    c.add_argument("--workers", type=positive(int), default=1)
+                   choices=("rf", "xgb", "transformer", "moe"),
+                   help="the regression provisioners to calibrate (default all four)")
+    c.add_argument("--weights-dir", default=None, metavar="DIR",
+                   help="folder of the models' weights, whose metadata gains the thresholds "
+                        "(default: the shipped learned/weights)")
+    c.add_argument("--data", default="build/provision_held_out.npz", metavar="NPZ",
+                   help="cache of the re-recorded held-out episodes: read if it exists, else "
+                        "written (missing folders are created; default "
+                        "build/provision_held_out.npz)")
+    c.add_argument("--workers", type=positive(int), default=1,
+                   help="processes re-recording the held-out episodes (default 1)")
     add_common(c)
     _add_live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
                           description="Watch a predecessor on a real Slurm and submit its successor "
@@ -130,6 +151,8 @@ def cmd_simulate(args) -> int:
     from tjap.errors import InvalidInputError
     from tjap.executor import progress_bar
 
+    plot = check_output(args.plot, "--plot")          # before the simulation, not after it
+    per_job = check_output(args.per_job, "--per-job")
     backfill = int(args.backfill) if args.backfill.isdigit() else args.backfill
     priority = Priority(age=args.weight_age, job_size=args.weight_job_size,
                         fairshare=args.weight_fairshare, qos=args.weight_qos,
@@ -158,12 +181,13 @@ def cmd_simulate(args) -> int:
     summary |= {"nodes": info["nodes"], "backfill": args.backfill, "trace": info["trace"]}
     if args.warm_start:
         summary["months"] = monthly_waits(result)
-    if args.plot:
-        result.plot(args.plot)
-    if args.per_job:
+    if plot is not None:
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        result.plot(plot)
+    if per_job is not None:
         from tjap.report import write_csv
 
-        write_csv(Path(args.per_job), result.per_job())
+        write_csv(per_job, result.per_job())
     if args.json:
         for line in report.warnings:
             print(f"tjap: warning: {line}", file=sys.stderr)
@@ -305,6 +329,8 @@ def _interruption_weights(args) -> list[float]:
 def _provision_calibrate(args) -> int:
     from learned.provision.calibrate import calibrate
 
+    if not Path(args.data).exists():     # read if it exists, else written
+        check_output(args.data, "--data")
     chosen = calibrate(args.trace, _interruption_weights(args), args.models, args.weights_dir,
                        args.data, args.workers, command=args.command_line,
                        log=(lambda *a: None) if args.json else (lambda m: print(m, flush=True)))
@@ -372,8 +398,8 @@ def _provision_live(args) -> int:
         client = SlurmClient({"SLURM_CONF": args.slurm_conf} if args.slurm_conf else None)
         try:
             client.ping()
-        except SlurmError as exc:
-            raise SlurmError(f"{exc}; {START_HINT}") from None
+        except SlurmError as exc:   # the same class: unreachable stays exit 3
+            raise type(exc)(f"{exc}; {START_HINT}") from None
     provisioner = _provisioner(args.policy, args.seed, args.weights)
     try:
         if args.local:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.cli.common import add_common, cap, count, positive, print_json
+from tjap.cli.common import add_common, cap, check_output, count, positive, print_json
 from tjap.cli.tree import add_workload_options, read_workload, workload_fields
 from tjap.errors import TjapError
 from tjap.executor import add_executor_arguments, executor_from_args
@@ -23,8 +23,11 @@ def add_parser(sub) -> None:
                                      "optimum on the same windows; table, CSV and PNG. With "
                                      "--topology FILE: dp, SCIP, slurm-tree and the free-form "
                                      "bound on your cluster's tree, with dp's peak memory.")
-    b.add_argument("--num-windows", type=positive(int), default=200)
-    b.add_argument("--layout", choices=("paper", "published"), default="paper")
+    b.add_argument("--num-windows", type=positive(int), default=200, metavar="N",
+                   help="windows of the stream solved (default 200)")
+    b.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper (default): k=20, 10 pods of 100; published: the authors' 25 pods "
+                        "of 40")
     b.add_argument("--topology", default=None, metavar="FILE",
                    help="a Slurm topology.conf or JSON tree: the stream on that cluster "
                         "instead of --layout")
@@ -35,14 +38,20 @@ def add_parser(sub) -> None:
                    help="with --topology: the lower bound beside the methods: the free-form "
                         "model's (default) or each job's best node set alone (per-job: cheap, "
                         "for trees of tens of thousands of nodes)")
-    b.add_argument("--convention", choices=("paper", "published"), default="paper")
-    b.add_argument("--cap", type=cap, default=5)
-    b.add_argument("--freeform-time-limit", type=positive(float), default=2.0, metavar="S")
+    b.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
+    b.add_argument("--cap", type=cap, default=5,
+                   help="most multi-node jobs per window (default 5; 'none')")
+    b.add_argument("--freeform-time-limit", type=positive(float), default=2.0, metavar="S",
+                   help="time limit of the free-form model per window, in seconds (default 2)")
     b.add_argument("--paper-windows", type=int, default=20,
                    help="windows also solved with the paper's formulation (default 20)")
-    b.add_argument("--paper-time-limit", type=positive(float), default=10.0, metavar="S")
+    b.add_argument("--paper-time-limit", type=positive(float), default=10.0, metavar="S",
+                   help="time limit of the paper's formulation per window, in seconds "
+                        "(default 10)")
     add_workload_options(b)
-    b.add_argument("--out", default="benchmarks/out", help="folder for CSV and PNG")
+    b.add_argument("--out", default="benchmarks/out", metavar="DIR",
+                   help="folder for CSV and PNG (default benchmarks/out; created if missing)")
     add_common(b)
     add_executor_arguments(b, default_workers=1)   # rows carry solver times
 
@@ -53,14 +62,20 @@ def add_parser(sub) -> None:
         b.add_argument("--setting", choices=("published", "paper"), default="published",
                        help="published: the authors' code (25x40 layout, published cost, T_max "
                             "25000); paper: the paper's text (k=20, Eq. 1 cost, T_max 2500)")
-        b.add_argument("--epochs", type=positive(int), default=10)
-        b.add_argument("--windows-per-epoch", type=positive(int), default=100)
+        b.add_argument("--epochs", type=positive(int), default=10,
+                       help="epochs of the stream, each from an empty cluster at a random job "
+                            "(default 10)")
+        b.add_argument("--windows-per-epoch", type=positive(int), default=100, metavar="N",
+                       help="windows per epoch (default 100)")
         if name == "table3":
-            b.add_argument("--freeform-time-limit", type=positive(float), default=1.0, metavar="S")
+            b.add_argument("--freeform-time-limit", type=positive(float), default=1.0,
+                           metavar="S", help="time limit of the free-form model per window, "
+                                             "in seconds (default 1)")
         if name == "nsa":
             b.add_argument("--weights", default=None, metavar="JSON",
                            help="NSA's policy (default: the shipped learned/weights/nsa_cnn3.json, "
-                                "trained in the published setting)")
+                                "trained in the published setting; with --preset best the "
+                                "setting's nsa_cnn3_best_<setting>.json)")
             b.add_argument("--preset", default=None, metavar="NAME",
                            help="NSA's loop, a preset of learned.nsa.NSA_PRESETS (default: the "
                                 "setting's); the SA columns keep the setting's")
@@ -75,10 +90,15 @@ def add_parser(sub) -> None:
                                 "processes on the cores), or wall, the solver's wall time; "
                                 "both are recorded")
         if name == "table4":
-            b.add_argument("--paper-windows", type=int, default=20)
-            b.add_argument("--limit", type=positive(float), default=30.0, metavar="S")
+            b.add_argument("--paper-windows", type=int, default=20,
+                           help="windows (the first ones) also solved with the paper's "
+                                "formulation (default 20)")
+            b.add_argument("--limit", type=positive(float), default=30.0, metavar="S",
+                           help="the time limit of the limited SCIP runs, in seconds "
+                                "(default 30)")
         add_workload_options(b)
-        b.add_argument("--out", default="benchmarks/out", help="folder for CSV")
+        b.add_argument("--out", default="benchmarks/out", metavar="DIR",
+                       help="folder for CSV (default benchmarks/out; created if missing)")
         add_common(b)
         add_executor_arguments(b, default_workers=1)   # rows carry solver times
     b = bench.add_parser("batch", help="batch simulator: LS6 speed, scaling, warm-start waits",
@@ -88,25 +108,39 @@ def add_parser(sub) -> None:
     b.add_argument("--trace", default=None, metavar="FILE",
                    help="sacct or SWF trace (default: the bundled LS6 A100 trace, "
                         "placement/batch/data/ls6-a100.tsv)")
-    b.add_argument("--nodes", type=positive(int), default=76, help="cluster size (paper: 76)")
-    b.add_argument("--repeats", type=positive(int), default=3)
-    b.add_argument("--sizes", default="25000,250000", help="synthetic trace sizes")
-    b.add_argument("--start", default="2022-11-01", help="warm-start date")
-    b.add_argument("--out", default="benchmarks/out")
+    b.add_argument("--nodes", type=positive(int), default=76,
+                   help="cluster size in nodes (default 76, the paper's)")
+    b.add_argument("--repeats", type=positive(int), default=3, metavar="N",
+                   help="timed runs of each simulation; the best time is kept (default 3)")
+    b.add_argument("--sizes", default="25000,250000",
+                   help="jobs of the synthetic traces, comma-separated (default 25000,250000)")
+    b.add_argument("--start", default="2022-11-01", metavar="ISO",
+                   help="warm-start date of the monthly-wait replay (default 2022-11-01)")
+    b.add_argument("--out", default="benchmarks/out", metavar="DIR",
+                   help="folder for CSV and PNG (default benchmarks/out; created if missing)")
     add_common(b)
     b = bench.add_parser("online", help="seed 002 Fig. 6: window-based scheduling against FCFS/EASY",
                          description="Window policy for tau in 10..60 s against per-job FCFS and "
                                      "EASY with first-fit, contiguous and free-form placement.")
-    b.add_argument("--layout", choices=("paper", "published"), default="paper")
-    b.add_argument("--convention", choices=("paper", "published"), default="paper")
-    b.add_argument("--epochs", type=positive(int), default=10)
-    b.add_argument("--jobs-per-epoch", type=positive(int), default=300)
-    b.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
+    b.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper (default): k=20, 10 pods of 100; published: the authors' 25 pods "
+                        "of 40")
+    b.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
+    b.add_argument("--epochs", type=positive(int), default=10,
+                   help="replays per configuration, each of --jobs-per-epoch consecutive "
+                        "jobs from a random start (the same for every configuration); the table "
+                        "shows their means (default 10)")
+    b.add_argument("--jobs-per-epoch", type=positive(int), default=300, metavar="N",
+                   help="jobs replayed per epoch (default 300)")
+    b.add_argument("--method", default="dp",
+                   help="window solver, any tjap.solve method (default dp)")
     b.add_argument("--weights", default=None, metavar="JSON",
                    help="--method nsa: the trained policy's metadata (default: the shipped "
-                        "learned/weights/nsa_cnn3.json)")
+                        "learned/weights/nsa_cnn3_best_<convention>.json, run in the best loop)")
     add_workload_options(b)
-    b.add_argument("--out", default="benchmarks/out")
+    b.add_argument("--out", default="benchmarks/out", metavar="DIR",
+                   help="folder for CSV and PNG (default benchmarks/out; created if missing)")
     add_common(b)
     add_executor_arguments(b)
 
@@ -114,6 +148,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_bench(args) -> int:
+    check_output(args.out, "--out", folder=True)   # before the work: a bad folder fails now
     if args.what == "exact":
         return _bench_exact(args)
     if args.what == "batch":
@@ -123,8 +158,6 @@ def cmd_bench(args) -> int:
     from tjap.report import write_csv
 
     out_dir = Path(args.out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise TjapError(f"--out {out_dir} is a file; give a folder")
     if args.what == "online":
         from tjap.cli.tree import method_options
 
@@ -196,7 +229,7 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
     the summary to NAME.json; returns the printed text and the summary."""
     import json
 
-    from learned.nsa import DEFAULT_WEIGHTS
+    from learned.nsa import default_weights
     from tjap.result import plain
 
     preset = args.preset or args.setting
@@ -215,7 +248,8 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
                               workload=workload, preset=preset, clock=args.clock,
                               csv_path=out_dir / f"{name}.csv", lookahead=args.lookahead)
     default = sa_tables.default_sa_preset()
-    weights = args.weights or f"learned/weights/{Path(DEFAULT_WEIGHTS).name}"
+    conv = sa_tables.SETTINGS[args.setting]["convention"]
+    weights = args.weights or f"learned/weights/{default_weights(preset, conv).name}"
     from learned.nsa import preset_lookahead
 
     summary = {"setting": args.setting, "nsa_preset": preset,

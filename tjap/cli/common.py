@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from tjap.result import plain
 
@@ -39,6 +40,11 @@ class ArgumentParser(argparse.ArgumentParser):
 #: The exit status when the reader of stdout went away (``tjap ... | head``): 128 + SIGPIPE, what
 #: a command killed by SIGPIPE reports, so ``set -o pipefail`` scripts see the output was cut.
 EXIT_CLOSED_STDOUT = 141
+
+#: The exit status when Slurm cannot be reached (:class:`tjap.errors.SlurmUnreachableError`:
+#: slurmctld does not answer, Slurm's commands are not on PATH, its configuration is missing):
+#: not 1 (the job ran and found no solution) nor 2 (the input is wrong).
+EXIT_SLURM_UNREACHABLE = 3
 
 
 def stdout_closed() -> bool:
@@ -115,6 +121,41 @@ def int_in(low: int, high: int):
             raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value!r}")
         return number
     return parse
+
+
+def check_output(path, flag: str, *, folder: bool = False) -> Path | None:
+    """Check an output path option (``--out``, ``--plot``, ``--log``, ...) before the command
+    does its work; returns it as a Path (None stays None).
+
+    The rule of every command: folders missing on the way are created when the output is
+    written; what cannot be written is a one-line :class:`~tjap.errors.InvalidInputError` now,
+    naming ``flag``, the path and the fix: a file where a folder is needed (on the way, or as
+    ``path`` itself when ``folder``), a folder where ``path`` should be a file, a folder that
+    may not be written to. Nothing is created here."""
+    from tjap.errors import InvalidInputError
+
+    if path is None:
+        return None
+    target = Path(path)
+    head = f"cannot write {flag} {path}"
+    if folder and target.exists() and not target.is_dir():
+        raise InvalidInputError(f"{head}: it is a file; give a folder")
+    if not folder and target.is_dir():
+        raise InvalidInputError(f"{head}: it is a folder; give a file name")
+    where = target if folder else target.parent
+    existing = where
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidInputError(f"{head}: {existing} is a file, not a folder; give another path "
+                                "(or move that file)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InvalidInputError(f"{head}: no permission to write in {existing}; give a folder "
+                                "you can write to")
+    if not folder and target.exists() and not os.access(target, os.W_OK):
+        raise InvalidInputError(f"{head}: the file exists and may not be written (permission "
+                                "denied)")
+    return target
 
 
 def add_common(p: argparse.ArgumentParser) -> None:

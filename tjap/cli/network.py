@@ -26,8 +26,9 @@ def add_parser(sub) -> None:
     what = p.add_subparsers(dest="what", required=True, metavar="WHAT")
     e = what.add_parser(
         "evaluate", help="run a policy on one topology over several seeds",
-        description="Serve request episodes (one arrival per tick, 95%% offered load) on one of "
-                    "the paper's topologies with a policy and print the means over seeds.")
+        description="Serve request episodes (one arrival per tick, offered load --load, "
+                    "default 0.95) on one of the paper's topologies with a policy and print the "
+                    "means over seeds.")
     e.add_argument("--topology", default="8:1-16",
                    help="channels per tier-1 link and oversubscription, 'n:1-o' with o in 16, 8, 4 "
                         "(the paper: n in 8, 16, 32; default 8:1-16)")

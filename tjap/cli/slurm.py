@@ -13,7 +13,7 @@ import json
 import math
 import sys
 
-from tjap.cli.common import add_common
+from tjap.cli.common import add_common, check_output
 
 METHOD_DEFAULT = "guarded"
 
@@ -71,7 +71,8 @@ def add_parser(sub) -> None:
     s.add_argument("--once", action="store_true", help="one window, then exit")
     s.add_argument("--dry-run", action="store_true",
                    help="decide and print, change nothing in Slurm")
-    s.add_argument("--log", metavar="FILE", help="append every decision as a JSON line to FILE")
+    s.add_argument("--log", metavar="FILE", help="append every decision as a JSON line to FILE "
+                                                 "(missing folders are created)")
     s.add_argument("--retries", default="none", metavar="N",
                    help="give up after N failed passes in a row (default: never; with --once "
                         "0)")
@@ -151,7 +152,7 @@ def describe(rec: dict) -> list[str]:
 
 
 def run_place(args) -> int:
-    from placement.batch.slurm import SlurmError
+    from placement.batch.slurm import SlurmError, SlurmUnreachableError
     from tjap.slurm.service import PlacementService
 
     cfg = _config(args, interval_s=_number(args.interval, "--interval"),
@@ -164,21 +165,28 @@ def run_place(args) -> int:
         elif not args.quiet and rec.get("event") == "window":
             print("\n".join(describe(rec)), flush=True)
 
-    service = PlacementService(cfg, log_path=args.log, emit=emit)
+    log = check_output(args.log, "--log")
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)   # as every output path: folders created
+    service = PlacementService(cfg, log_path=log, emit=emit)
     try:
         return service.run(once=args.once)
+    except SlurmUnreachableError:
+        raise                       # exit 3, as every command that talks to Slurm
     except SlurmError as exc:
         print(f"tjap: error: {exc}", file=sys.stderr)
         return 1
 
 
 def run_advise(args) -> int:
-    from placement.batch.slurm import SlurmError
+    from placement.batch.slurm import SlurmError, SlurmUnreachableError
     from tjap.slurm.service import PlacementService
 
     service = PlacementService(_config(args))
     try:
         rec = service.advise()
+    except SlurmUnreachableError:
+        raise                       # exit 3, as every command that talks to Slurm
     except SlurmError as exc:
         print(f"tjap: error: {exc}", file=sys.stderr)
         return 1

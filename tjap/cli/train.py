@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from tjap.cli.common import add_common, count, positive, print_json
+from pathlib import Path
+
+from tjap.cli.common import add_common, check_output, count, positive, print_json
 from tjap.errors import InvalidInputError
 
 
@@ -15,7 +17,9 @@ def add_parser(sub) -> None:
                                      "repair and/or MaskablePPO) on windows of the paper's stream; "
                                      "writes OUT.pt, OUT.npz, OUT.json (metadata with the "
                                      "command) and OUT_curve.csv.")
-    t.add_argument("--arch", default="cnn3", choices=("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3"))
+    t.add_argument("--arch", default="cnn3", choices=("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3"),
+                   help="the policy network, one of the paper's Table II architectures "
+                        "(default cnn3)")
 
     t.add_argument("--timesteps", type=count, default=300_000,
                    help="PPO steps (0: only the imitation warm start)")
@@ -35,16 +39,23 @@ def add_parser(sub) -> None:
                    help="PPO's episode reward: minus the repaired jobs' cost (the paper), minus "
                         "the window's (its code), or the look-ahead expert's cost for the same "
                         "destroyed solution minus the repaired jobs' (a per-episode baseline)")
-    t.add_argument("--device", default="cpu")
+    t.add_argument("--device", default="cpu",
+                   help="torch device to train on: cpu (default), cuda, cuda:N")
     t.add_argument("--idle-flag", action="store_true", help="the published code's fifth feature")
     t.add_argument("--boundaries", action="store_true",
                    help="two extra channels marking where a new switch / pod starts (ours)")
-    t.add_argument("--learning-rate", type=positive(float), default=3e-4)
-    t.add_argument("--n-steps", type=positive(int), default=2048, help="PPO rollout length")
-    t.add_argument("--batch-size", type=positive(int), default=256)
-    t.add_argument("--ent-coef", type=float, default=0.01)
-    t.add_argument("--clip-range", type=positive(float), default=0.2)
-    t.add_argument("--n-epochs", type=positive(int), default=10, help="PPO epochs per rollout")
+    t.add_argument("--learning-rate", type=positive(float), default=3e-4,
+                   help="PPO's Adam learning rate (default 3e-4)")
+    t.add_argument("--n-steps", type=positive(int), default=2048,
+                   help="PPO rollout length in steps (default 2048)")
+    t.add_argument("--batch-size", type=positive(int), default=256,
+                   help="PPO minibatch size (default 256)")
+    t.add_argument("--ent-coef", type=float, default=0.01,
+                   help="PPO entropy coefficient (default 0.01)")
+    t.add_argument("--clip-range", type=positive(float), default=0.2,
+                   help="PPO clip range (default 0.2)")
+    t.add_argument("--n-epochs", type=positive(int), default=10,
+                   help="PPO epochs per rollout (default 10)")
     t.add_argument("--imitation-steps", type=count, default=0,
                    help="expert steps behaviour-cloned before PPO (0: none)")
     t.add_argument("--expert", choices=("greedy-within-q", "lookahead"),
@@ -52,13 +63,19 @@ def add_parser(sub) -> None:
                    help="the imitated repair: the cheapest block within q, or the look-ahead "
                         "(each start scored by its block plus the later removed jobs placed "
                         "greedily)")
-    t.add_argument("--imitation-epochs", type=positive(int), default=10)
+    t.add_argument("--imitation-epochs", type=positive(int), default=10,
+                   help="behaviour-cloning epochs over the expert steps (default 10)")
     t.add_argument("--imitation-temperature", type=float, default=0.0, metavar="T",
                    help="0: clone the cheapest start; T > 0: clone softmax(-cost / T) and roll "
                         "the expert out by sampling it (cost units)")
-    t.add_argument("--imitation-lr", type=positive(float), default=1e-3)
-    t.add_argument("--imitation-batch-size", type=positive(int), default=256)
-    t.add_argument("--out", default="learned/weights/nsa_cnn3")
+    t.add_argument("--imitation-lr", type=positive(float), default=1e-3,
+                   help="Adam learning rate of the behaviour cloning (default 1e-3)")
+    t.add_argument("--imitation-batch-size", type=positive(int), default=256,
+                   help="minibatch size of the behaviour cloning (default 256)")
+    t.add_argument("--out", default="learned/weights/nsa_cnn3", metavar="OUT",
+                   help="path of the files written, without suffix: OUT.pt, OUT.npz, OUT.json, "
+                        "OUT_curve.csv (default learned/weights/nsa_cnn3; missing folders are "
+                        "created)")
     add_common(t)
     _add_network(train)
     _add_interference(train)
@@ -68,6 +85,12 @@ def add_parser(sub) -> None:
 
 
 def cmd_train(args) -> int:
+    # output paths are checked before hours of training (their folders are created on writing)
+    check_output(args.out, "--out", folder=args.what == "provision")
+    check_output(getattr(args, "save_bc", None), "--save-bc")
+    data = getattr(args, "data", None)
+    if data is not None and not Path(data).exists():     # read if it exists, else written
+        check_output(data, "--data")
     if args.what == "network":
         return _train_network(args)
     if args.what == "provision":
@@ -115,12 +138,17 @@ def _add_network(train_subparsers) -> None:
                     "MaskablePPO (--timesteps, 0: none). Writes OUT.pt, OUT.json (metadata) and, "
                     "after PPO, OUT_curve.csv; with both stages the imitation weights go to "
                     "OUT_imitation.")
-    t.add_argument("--topologies", nargs="+", default=list(NAMES), metavar="NAME")
+    t.add_argument("--topologies", nargs="+", default=list(NAMES), metavar="NAME",
+                   help="the 64-server topologies trained on, 'n:1-o' as tjap network evaluate "
+                        "--topology (default all nine: n in 8, 16, 32 and o in 16, 8, 4)")
     t.add_argument("--init", default=None, metavar="JSON",
                    help="start from these weights (the first stage run)")
     t.add_argument("--time-budget", type=positive(float), default=None, metavar="S",
                    help="wall-clock budget of each stage")
-    t.add_argument("--out", default="learned/weights/network_gnn")
+    t.add_argument("--out", default="learned/weights/network_gnn", metavar="OUT",
+                   help="path of the files written, without suffix: OUT.pt, OUT.json, "
+                        "OUT_curve.csv, OUT_imitation.* (default learned/weights/network_gnn; "
+                        "missing folders are created)")
     imitation = t.add_argument_group("imitation of the exact model (DAgger)")
     imitation.add_argument("--imitation-iterations", type=int, default=0,
                            help="DAgger rounds (0: no imitation, the default)")
@@ -143,13 +171,18 @@ def _add_network(train_subparsers) -> None:
                      help="requests per PPO training episode (default 32)")
     ppo.add_argument("--routing", choices=tuple(ROUTINGS), default="shortest",
                      help="the engine's path rule in training, saved with the weights")
-    ppo.add_argument("--learning-rate", type=positive(float), default=PPO["learning_rate"])
+    ppo.add_argument("--learning-rate", type=positive(float), default=PPO["learning_rate"],
+                     help="PPO's Adam learning rate (default %(default)g)")
     ppo.add_argument("--n-steps", type=positive(int), default=PPO["n_steps"],
                      help="steps per environment per rollout")
-    ppo.add_argument("--batch-size", type=positive(int), default=PPO["batch_size"])
-    ppo.add_argument("--ent-coef", type=float, default=PPO["ent_coef"])
-    ppo.add_argument("--n-epochs", type=positive(int), default=PPO["n_epochs"])
-    ppo.add_argument("--gamma", type=positive(float, 1.0), default=PPO["gamma"])
+    ppo.add_argument("--batch-size", type=positive(int), default=PPO["batch_size"],
+                     help="PPO minibatch size (default %(default)s)")
+    ppo.add_argument("--ent-coef", type=float, default=PPO["ent_coef"],
+                     help="PPO entropy coefficient (default %(default)g)")
+    ppo.add_argument("--n-epochs", type=positive(int), default=PPO["n_epochs"],
+                     help="PPO epochs per rollout (default %(default)s)")
+    ppo.add_argument("--gamma", type=positive(float, 1.0), default=PPO["gamma"],
+                     help="PPO discount factor, in (0, 1] (default %(default)g)")
     ppo.add_argument("--validate-every", type=positive(float), default=None, metavar="S",
                      help="validate on seeds 100-104 every S seconds and keep the best weights")
     ppo.add_argument("--eval-seeds", type=int, default=5,
@@ -217,7 +250,9 @@ def _add_interference(train_subparsers) -> None:
                     "OUT.json (metadata: how trained, the command, the curve).")
     t.add_argument("--k", type=int, default=8, help="fat-tree k of the training cluster")
     t.add_argument("--intervals", type=int, default=8, help="arrival intervals per episode")
-    t.add_argument("--pattern", default="poisson")
+    t.add_argument("--pattern", default="poisson",
+                   help="arrival pattern of the training episodes: uniform, poisson (default) "
+                        "or trace (arrivals following the bundled LS6 A100 trace)")
     t.add_argument("--expert", default="whole", choices=("whole", "tetris"),
                    help="the rule behaviour cloning imitates (default whole)")
     t.add_argument("--reward", default="proxy", choices=("proxy", "jct", "jct_rule"),
@@ -237,13 +272,22 @@ def _add_interference(train_subparsers) -> None:
     t.add_argument("--eval-every", type=int, default=0,
                    help="with --eval-seeds: also evaluate before PPO and every N PPO decisions "
                         "(learning curve of greedy avg JCT in the metadata)")
-    t.add_argument("--bc-episodes", type=int, default=6)
-    t.add_argument("--bc-epochs", type=int, default=6)
-    t.add_argument("--ppo-steps", type=int, default=0)
-    t.add_argument("--rollout", type=int, default=1024)
-    t.add_argument("--hidden", type=int, default=32)
-    t.add_argument("--layers", type=int, default=2)
-    t.add_argument("--out", default="learned/weights/interference_marl")
+    t.add_argument("--bc-episodes", type=int, default=6,
+                   help="episodes of the --expert rule recorded for behaviour cloning (default 6)")
+    t.add_argument("--bc-epochs", type=int, default=6,
+                   help="behaviour-cloning epochs over them (default 6)")
+    t.add_argument("--ppo-steps", type=int, default=0,
+                   help="PPO decisions after the cloning (default 0: no PPO)")
+    t.add_argument("--rollout", type=int, default=1024,
+                   help="decisions per PPO rollout (default 1024)")
+    t.add_argument("--hidden", type=int, default=32,
+                   help="width of the GNN's hidden layers (default 32)")
+    t.add_argument("--layers", type=int, default=2,
+                   help="depth of the GNN: message-passing layers (default 2)")
+    t.add_argument("--out", default="learned/weights/interference_marl", metavar="OUT",
+                   help="path of the files written, without suffix: OUT.pt and OUT.json "
+                        "(default learned/weights/interference_marl; missing folders are "
+                        "created)")
     t.add_argument("--init", default=None, help="start from these weights (.json)")
     t.add_argument("--save-bc", default=None, help="also save the cloned model here before PPO")
     add_common(t)
@@ -284,7 +328,8 @@ def _add_provision(train_subparsers) -> None:
                     "models, train the DQN and policy-gradient heads and the tree baselines, and "
                     "write learned/weights/provision_*.{pt,npz,json}. Takes about --budget-s.")
     t.add_argument("--json", action="store_true", help="(accepted for symmetry; output is JSON)")
-    t.add_argument("--quiet", action="store_true")
+    t.add_argument("--quiet", action="store_true",
+                   help="(accepted for symmetry; the run prints its progress lines)")
 
 
 def _train_provision(args) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tjap.cli.common import add_common, cap, count, positive, print_json, warn
+from tjap.cli.common import add_common, cap, check_output, count, positive, print_json, warn
 from tjap.errors import InvalidInputError, TjapError
 from tjap.executor import progress, progress_bar
 
@@ -34,23 +34,29 @@ def add_parser(sub) -> None:
                        description="Replay the paper's workload and write its scheduling windows "
                                    "(on the paper's layouts, or on your cluster's tree with "
                                    "--topology).")
-    g.add_argument("--num-windows", type=positive(int), default=200)
+    g.add_argument("--num-windows", type=positive(int), default=200, metavar="N",
+                   help="windows to write (default 200)")
     g.add_argument("--layout", choices=("paper", "published"), default="paper",
                    help="paper: k=20, 10 pods of 100; published: the authors' 25 pods of 40")
     g.add_argument("--topology", default=None, metavar="FILE",
                    help="your cluster instead of --layout: a Slurm topology.conf or JSON tree; "
-                        "the generator's runtimes are scaled by nodes/1000 (the paper's load per "
-                        "node; a --workload is used as read) and each line names FILE relative "
-                        "to --out")
+                        "the generator is scaled to its node count so that it carries the "
+                        "paper's load per node (1000+ nodes: runtimes x nodes/1000; fewer: jobs "
+                        "of at most a quarter of the cluster, arriving less often; a --workload "
+                        "is used as read) and each line names FILE relative to --out")
     g.add_argument("--warmup", type=int, default=None, metavar="N",
                    help="with --topology: windows replayed before the first one written "
                         "(default: one mean job runtime's worth, a loaded cluster)")
     g.add_argument("--cap", type=cap, default=5,
                    help="most multi-node jobs per window (default 5, as the published code; 'none')")
-    g.add_argument("--tau", type=positive(int), default=60, help="window period in seconds")
-    g.add_argument("--epoch-windows", type=positive(int), default=100)
+    g.add_argument("--tau", type=positive(int), default=60,
+                   help="window period in seconds (default 60)")
+    g.add_argument("--epoch-windows", type=positive(int), default=100, metavar="N",
+                   help="windows per epoch: every N windows the replay starts again from an "
+                        "empty cluster at a random job of the workload (default 100)")
     add_workload_options(g)
-    g.add_argument("--out", required=True, help="output .jsonl file")
+    g.add_argument("--out", required=True, metavar="FILE",
+                   help="output .jsonl file (missing folders are created)")
     add_common(g)
     g.set_defaults(run=cmd_generate)
 
@@ -64,14 +70,26 @@ def add_parser(sub) -> None:
                         "of the file from --first-job, whichever is fewer)")
     p.add_argument("--first-job", type=count, default=0,
                    help="index of the first job replayed, from 0 (default 0)")
-    p.add_argument("--layout", choices=("paper", "published"), default="paper")
-    p.add_argument("--policy", choices=("window", "fcfs", "easy"), default="window")
+    p.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper (default): k=20, 10 pods of 100; published: the authors' 25 pods "
+                        "of 40")
+    p.add_argument("--policy", choices=("window", "fcfs", "easy"), default="window",
+                   help="window (default): every --tau seconds a greedy prefix of the queue is "
+                        "solved as one window with --method; fcfs: jobs start in arrival order; "
+                        "easy: EASY backfilling")
     p.add_argument("--placement", choices=("firstfit", "contiguous", "freeform"), default="firstfit",
-                   help="per-job placement (fcfs/easy)")
-    p.add_argument("--tau", type=positive(int), default=60, help="window period (s)")
-    p.add_argument("--cap", type=cap, default=5)
-    p.add_argument("--method", default="dp", help="window solver (any tjap.solve method)")
-    p.add_argument("--convention", choices=("paper", "published"), default="paper")
+                   help="per-job placement of fcfs and easy: firstfit (default, lowest idle "
+                        "nodes), contiguous (cheapest block of consecutive idle nodes) or "
+                        "freeform (cheapest node set); the window policy places with --method "
+                        "instead and refuses another placement")
+    p.add_argument("--tau", type=positive(int), default=60,
+                   help="window period in seconds (default 60)")
+    p.add_argument("--cap", type=cap, default=5,
+                   help="most multi-node jobs per window (default 5; 'none')")
+    p.add_argument("--method", default="dp",
+                   help="window solver, any tjap.solve method (default dp)")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
     add_method_options(p)
     add_common(p)
     p.set_defaults(run=cmd_online)
@@ -79,9 +97,13 @@ def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="a paper-sized window solved by every exact method",
                        description="Generate the first window of the paper's stream (1000 idle "
                                    "nodes) and solve it with every exact method.")
-    p.add_argument("--layout", choices=("paper", "published"), default="paper")
-    p.add_argument("--convention", choices=("paper", "published"), default="paper")
-    p.add_argument("--time-limit", type=positive(float), default=30.0, metavar="S")
+    p.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper (default): k=20, 10 pods of 100; published: the authors' 25 pods "
+                        "of 40")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
+    p.add_argument("--time-limit", type=positive(float), default=30.0, metavar="S",
+                   help="time limit of each method but dp, in seconds (default 30)")
     add_common(p)
     p.set_defaults(run=cmd_demo)
 
@@ -99,13 +121,14 @@ def add_method_options(p) -> None:
     p.add_argument("--repair", default=None, metavar="NAME",
                    help="sa, lns: the repair operator (greedy, lookahead, paper, uniform)")
     p.add_argument("--preset", default=None, metavar="NAME",
-                   help="sa: best | paper | published; nsa: paper | published | best")
+                   help="sa, nsa: best (default) | paper | published")
     p.add_argument("--weights", default=None, metavar="JSON",
-                   help="nsa: the trained policy's metadata (default: the shipped "
-                        "learned/weights/nsa_cnn3.json)")
+                   help="nsa: the trained policy's metadata (default: with preset best the "
+                        "shipped learned/weights/nsa_cnn3_best_<convention>.json, with paper "
+                        "or published learned/weights/nsa_cnn3.json)")
     p.add_argument("--lookahead", type=count, default=None, metavar="K",
                    help="nsa: score the policy's K proposed starts with the later jobs placed "
-                        "greedily (default: the preset's, 0 = off; best 32)")
+                        "greedily (default: the preset's: best 32, paper and published 0 = off)")
 
 
 def method_options(args) -> dict:
@@ -253,7 +276,7 @@ def cmd_generate(args) -> int:
     from placement.tree.fat_tree import FatTree
     from placement.tree.stream import generate_windows
 
-    out = Path(args.out)
+    out = check_output(args.out, "--out")   # before the work: a bad path fails now
     if args.topology:
         from placement.tree.topology import Topology
 

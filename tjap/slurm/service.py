@@ -133,7 +133,7 @@ class ServiceConfig:
         setting; returns self."""
         if not (isinstance(self.interval_s, (int, float)) and math.isfinite(self.interval_s)
                 and 0 < self.interval_s <= 86400):
-            raise InvalidInputError(f"interval must be between 0 and 86400 s, got "
+            raise InvalidInputError(f"interval must be more than 0 and at most 86400 s, got "
                                     f"{self.interval_s!r}")
         if self.time_limit_s is not None and not (
                 isinstance(self.time_limit_s, (int, float)) and 0 < self.time_limit_s
@@ -154,8 +154,8 @@ class ServiceConfig:
                                     f"{self.locality_slack!r}")
         if not (isinstance(self.locality_wait_s, (int, float)) and 0 < self.locality_wait_s
                 <= 7 * 86400):
-            raise InvalidInputError(f"locality wait must be between 0 and 604800 s, got "
-                                    f"{self.locality_wait_s!r}")
+            raise InvalidInputError(f"locality wait must be more than 0 and at most 604800 s, "
+                                    f"got {self.locality_wait_s!r}")
         if self.retries is not None and (not isinstance(self.retries, int) or self.retries < 0):
             raise InvalidInputError(f"retries must be a non-negative integer, got "
                                     f"{self.retries!r}")
