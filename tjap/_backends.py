@@ -144,16 +144,17 @@ def scip_model(time_limit_s, seed, threads=1):
     return model
 
 
-#: Seconds per variable that reading a solution of a SCIP model and freeing it take after the
-#: solve (measured: about 0.35 s for the 93,000 binaries of a 133-job free-form model);
-#: :func:`scip_optimize` keeps that much of the time left for them.
-SCIP_AFTER_S_PER_VAR = 3e-6
+#: Seconds per variable that SCIP may run past its limit (transforming a large model is not
+#: interruptible) plus reading a solution and freeing the model (measured: 0.45-0.65 s in all
+#: for the 93,000-126,000 binaries of a 133-job window); :func:`scip_optimize` keeps that much of
+#: the time left for them.
+SCIP_AFTER_S_PER_VAR = 6e-6
 
 
-#: Under a time limit, a SCIP model of more than this many variables presolves with SCIP's FAST
-#: settings: its default presolve rounds check the clock only between rounds, and on models of
-#: about 100,000 variables (a window of 90-133 jobs on 1,000 idle nodes) ran up to 1.5 s past
-#: the limit; FAST presolving kept within 0.1 s of it.
+#: Under a time limit, a SCIP model of more than this many variables is not presolved: SCIP's
+#: presolve rounds check the clock only between rounds, and on models of about 100,000
+#: variables (a window of 90-133 jobs on 1,000 idle nodes) ran up to 1.5 s past the limit (FAST
+#: presolving still 0.6 s); without them it stays within 0.4 s of it.
 SCIP_FAST_PRESOLVE_VARS = 50_000
 
 
@@ -164,14 +165,14 @@ def scip_optimize(model, time_limit_s=None) -> None:
     that, SCIP gets all but the predicted time to read its solution and free the model
     (:data:`SCIP_AFTER_S_PER_VAR`) and 5 % for SCIP's own overrun of its limit (it checks the
     clock between steps; seen up to 0.5 s on a loaded machine), at most half of it, so the
-    caller's limit holds with them; a large model presolves fast
+    caller's limit holds with them; a large model is not presolved
     (:data:`SCIP_FAST_PRESOLVE_VARS`)."""
     if time_limit_s is not None:
         after = min(0.5 * float(time_limit_s), 0.02 + 0.05 * float(time_limit_s)
                     + SCIP_AFTER_S_PER_VAR * model.getNVars())
         model.setParam("limits/time", max(float(time_limit_s) - after, 1e-3))
         if model.getNVars() > SCIP_FAST_PRESOLVE_VARS:
-            model.setPresolve(require("pyscipopt").SCIP_PARAMSETTING.FAST)
+            model.setPresolve(require("pyscipopt").SCIP_PARAMSETTING.OFF)
     run_interruptible(model.optimizeNogil, model.interruptSolve)
     if model.getStatus() == "userinterrupt":
         raise KeyboardInterrupt
@@ -261,6 +262,12 @@ def cpsat_solver(time_limit_s, seed, workers=1):
 CPSAT_LOAD_S_PER_CONSTRAINT = 4e-7
 
 
+#: Under a time limit, a CP-SAT model of more than this many variables is not presolved: on
+#: models of about 126,000 variables (a 133-job window on 950 idle nodes) its presolve ran 0.4-0.7
+#: s past the limit; without it the search stays within 0.05 s of it.
+CPSAT_NO_PRESOLVE_VARS = 50_000
+
+
 def cpsat_solve(solver, model) -> tuple[Status, bool]:
     """Solve ``model`` with ``solver``; a Ctrl-C or SIGTERM during the search raises
     KeyboardInterrupt (or the SIGTERM handler's exception) here, never a result. Returns
@@ -273,7 +280,9 @@ def cpsat_solve(solver, model) -> tuple[Status, bool]:
     signal arrived, never guessed from the time it took (CP-SAT may well end before its limit,
     on a loaded machine too). The model cannot be solved in a helper thread instead (its wrapper
     aborts the process at exit when interrupted there). Python's SIGINT handler is put back
-    after the search in case the solver replaced it."""
+    after the search in case the solver replaced it. Under a time limit, CP-SAT gets it less its
+    loading time (:data:`CPSAT_LOAD_S_PER_CONSTRAINT`) and 5 %, and a large model is not
+    presolved (:data:`CPSAT_NO_PRESOLVE_VARS`), so the caller's limit holds."""
     cp_model = require("ortools.sat.python.cp_model")
     main = threading.current_thread() is threading.main_thread()
     solver.parameters.catch_sigint_signal = False
@@ -282,6 +291,8 @@ def cpsat_solve(solver, model) -> tuple[Status, bool]:
         after = min(0.5 * limit, 0.02 + 0.05 * limit
                     + CPSAT_LOAD_S_PER_CONSTRAINT * len(model.proto.constraints))
         solver.parameters.max_time_in_seconds = max(limit - after, 1e-3)
+        if len(model.proto.variables) > CPSAT_NO_PRESOLVE_VARS:
+            solver.parameters.cp_model_presolve = False
     previous = signal.getsignal(signal.SIGINT) if main else None
     try:
         with stop_on_signal(solver.stop_search):
