@@ -219,3 +219,16 @@ def test_each_dotted_name_in_the_readme_exists(dotted):
     path = module_file(parts[:cut])
     if rest:
         assert defines(path, rest[0]), f"README names {dotted}: {path.relative_to(ROOT)} has no {rest[0]}"
+
+
+def test_the_method_table_lists_every_window_method():
+    """Section 1's table of window methods names every method tjap.solve accepts (it left out
+    slurm-tree and guarded)."""
+    from tjap.registry import methods
+
+    text = README.read_text()
+    table = text[text.index("| method | what it solves |"):]
+    table = table[:table.index("\n\n")]
+    named = set(re.findall(r"`([a-z][a-z-]*)`", "\n".join(line.split("|")[1]
+                                                           for line in table.splitlines()[2:])))
+    assert set(methods("tree")) <= named, sorted(set(methods("tree")) - named)
