@@ -42,3 +42,4 @@ docs: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) build *.egg-info benchmarks/out site
+	find tjap placement heuristics learned -name "*.nb[ic]" -delete   # numba caches

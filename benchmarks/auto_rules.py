@@ -7,7 +7,7 @@ SCAS optimum as windows grow, against the model's size (nonzeros of the set-pack
 Windows: ``jobs`` jobs of 2-12 nodes on ``idle`` idle nodes drawn at random (scattered, so
 fragmented) from the paper's fat-tree of 1,000 nodes. For each, ``dp_cells`` (the DP's table),
 ``nonzeros`` (SCIP's model) and SCIP's wall time and status. ``auto`` runs SCIP without a limit
-only below :data:`placement.tree.exact.AUTO_SCIP_NONZEROS`, the largest size at which every
+only below :data:`tjap.placement.tree.exact.AUTO_SCIP_NONZEROS`, the largest size at which every
 window here was solved to optimality within a few seconds.
 """
 
@@ -18,10 +18,10 @@ import time
 
 import numpy as np
 
-from placement.tree import csp
-from placement.tree.fat_tree import FatTree
-from placement.tree.scas import set_packing_nonzeros, solve_scip
-from placement.tree.window import Window
+from tjap.placement.tree import csp
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.scas import set_packing_nonzeros, solve_scip
+from tjap.placement.tree.window import Window
 from tjap.report import format_table
 
 

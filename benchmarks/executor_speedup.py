@@ -26,7 +26,7 @@ from pathlib import Path
 
 from benchmarks.common import format_table, make_executor
 from benchmarks.network import HEURISTICS, sweep
-from placement.network import NAMES
+from tjap.placement.network import NAMES
 
 TIMING_COLUMNS = ("wall_s", "runtime_s", "mean_runtime_s")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import executor_from_args, format_table, make_executor, write_csv
-from placement.interference import Workload, default_rate, error_table, make_cluster, simulate
+from tjap.placement.interference import Workload, default_rate, error_table, make_cluster, simulate
 from tjap.executor import add_executor_arguments
 from tjap.registry import make
 
@@ -74,7 +74,7 @@ def alone_best_jct(cluster, workload) -> np.ndarray:
     """Per job, its JCT alone on the empty cluster at the best of its one-server socket splits and
     the one-task-per-server plan (simulated; no queueing, no co-runners): a lower-bound estimate
     of what any placement can reach (other multi-server plans are not tried)."""
-    from placement.interference import Simulator
+    from tjap.placement.interference import Simulator
 
     cache, out = {}, np.empty(len(workload))
     for j in range(len(workload)):
@@ -120,7 +120,7 @@ def diagnose(k: int = 20, intervals: int = 48, arrivals: str = "uniform", seed: 
               "ideal_jct": float(ideal.mean())}
     if bound:
         report["alone_best_jct"] = float(alone_best_jct(cluster, workload).mean())
-    from placement.interference import Simulator
+    from tjap.placement.interference import Simulator
 
     for name in policies:
         sim = Simulator(cluster, workload)

@@ -26,7 +26,7 @@ import numpy as np
 
 from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_table,
                                make_executor, pyplot, save_figure)
-from placement.network import NAMES, evaluate, paper_topology
+from tjap.placement.network import NAMES, evaluate, paper_topology
 from tjap.executor import add_executor_arguments
 from tjap.registry import make
 
@@ -139,7 +139,7 @@ def time_gnn_choice(name: str = "8:1-16", servers: int = 1024, requests: int = 2
 
     import torch
 
-    from placement.network import Requests, run_episode
+    from tjap.placement.network import Requests, run_episode
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

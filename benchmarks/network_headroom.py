@@ -1,6 +1,6 @@
 """How much could planning across requests gain over the exact per-request model? (issue 7)
 
-A diagnostic, not an allocator. The exact model (:mod:`placement.network.exact`) serves each
+A diagnostic, not an allocator. The exact model (:mod:`tjap.placement.network.exact`) serves each
 request with the fewest channels, ties broken by best fit; it accepts every request that can be
 served at all in the state it finds, so an allocator can only beat it by leaving better states
 behind. This measures how much better those states can be made:
@@ -34,11 +34,11 @@ import time
 import numpy as np
 
 from benchmarks.common import TaskFailure, executor_from_args, format_table
-from heuristics.network import ExactPolicy
-from placement.network import NAMES, paper_topology
-from placement.network.engine import Outcome
-from placement.network.episode import run_episode
-from placement.network.requests import Requests
+from tjap.heuristics.network import ExactPolicy
+from tjap.placement.network import NAMES, paper_topology
+from tjap.placement.network.engine import Outcome
+from tjap.placement.network.episode import run_episode
+from tjap.placement.network.requests import Requests
 from tjap.errors import InvalidInputError
 from tjap.executor import add_executor_arguments
 from tjap.registry import make

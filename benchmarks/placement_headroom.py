@@ -8,15 +8,15 @@ passes, 1 s release delay) is replayed with several placements. Jobs ask for nod
 so any placement fits that schedule:
 
 - ``slurm-tree``: each job, when it starts, on Slurm's own best fit on the switch tree
-  (:mod:`heuristics.slurm_tree`), the reference (ratio 1);
+  (:mod:`tjap.heuristics.slurm_tree`), the reference (ratio 1);
 - ``cheapest-now``: each job, when it starts, on the cheapest free nodes for itself (the exact
-  single-job tree DP, :func:`placement.tree.freeform.best_single_job_nodes`): what the per-job
+  single-job tree DP, :func:`tjap.placement.tree.freeform.best_single_job_nodes`): what the per-job
   optimum buys; the service's windows hold one or two jobs (:mod:`benchmarks.slurm_topology`),
   so this is close to what it does, minus the wait its tick adds;
 - ``floor``: every job on the cheapest nodes of the empty cluster (no schedule does better).
 
 Every placement is checked (no node held by two running jobs, every job its size) and costed by
-the library's :func:`placement.tree.cost.job_cost`.
+the library's :func:`tjap.placement.tree.cost.job_cost`.
 
     python -m benchmarks.placement_headroom --seeds 2 3 4 5
 
@@ -34,10 +34,10 @@ import numpy as np
 
 from benchmarks.slurm_topology import (cluster_topology, cost_floor, paper_rows, place_in_order,
                                        simulate_starts)
-from heuristics.slurm_tree import slurm_tree_nodes
-from placement.tree.cost import job_cost
-from placement.tree.freeform import best_single_job_nodes
-from placement.tree.topology import Topology
+from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.topology import Topology
 from tjap.report import format_table
 
 

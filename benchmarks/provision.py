@@ -31,7 +31,7 @@ from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_
 from tjap.executor import add_executor_arguments
 
 #: Every provisioner; ``NAME@4``: the regressor's threshold for interruption weight e_I / e_O = 4
-#: (a performance-sensitive user in the paper's sense, section 4.5; :mod:`learned.provision.calibrate`).
+#: (a performance-sensitive user in the paper's sense, section 4.5; :mod:`tjap.learned.provision.calibrate`).
 METHODS = ("reactive", "avg", "rf", "xgb", "transformer", "moe", "transformer_dqn", "moe_dqn",
            "transformer_pg", "moe_pg", "transformer@4", "moe@4")
 LOADS = ("heavy", "medium", "light")
@@ -43,14 +43,14 @@ PAPER = {(8, "heavy"): {"rf/xgb (ensembles)": 82.5, "moe_dqn": 77.5, "transforme
 @lru_cache(maxsize=1)
 def _jobs(trace):
     """The trace, read once per process (the parent reads it first, so forked workers share it)."""
-    from placement.batch import load_trace
+    from tjap.placement.batch import load_trace
 
     return load_trace(trace)[0]
 
 
 def _sample(trace, nodes, load, start, end, pairs, seed, tries, scheduler):
-    from heuristics.provisioning import sample_pairs, scheduler_config
-    from placement.batch.chained import Pair
+    from tjap.heuristics.provisioning import sample_pairs, scheduler_config
+    from tjap.placement.batch.chained import Pair
 
     tick = time.time()
     times = sample_pairs(_jobs(trace), 76, Pair(nodes=nodes), start, end, load, pairs, seed,
@@ -59,9 +59,9 @@ def _sample(trace, nodes, load, start, end, pairs, seed, tries, scheduler):
 
 
 def _evaluate(trace, nodes, load, times, method, seed, scheduler):
-    from heuristics.provisioning import evaluate, scheduler_config
+    from tjap.heuristics.provisioning import evaluate, scheduler_config
     from tjap.registry import make as make_policy
-    from placement.batch.chained import Pair
+    from tjap.placement.batch.chained import Pair
 
     tick = time.time()
     options = {} if method in ("reactive", "avg") else {"seed": seed}
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="benchmarks/out/provision_march.csv")
     p.add_argument("--figure", default="benchmarks/figures/provision_march.png")
     args = p.parse_args(argv)
-    from placement.batch.replay import check_period, parse_date
+    from tjap.placement.batch.replay import check_period, parse_date
 
     began = time.time()
     jobs = _jobs(args.trace)

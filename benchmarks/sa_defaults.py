@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import format_table, progress, write_csv
-from placement.tree.stream import generate_windows
+from tjap.placement.tree.stream import generate_windows
 from tjap import solve
 
 LAYOUTS = ("paper", "published")

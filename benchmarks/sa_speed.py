@@ -39,10 +39,10 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
     the run."""
     import os
 
-    from heuristics import _kernels
-    from heuristics.anneal import SA_PRESETS, anneal
-    from heuristics.operators import Metropolis, RandomDestroy
-    from placement.tree.dcas import Arrays
+    from tjap.heuristics import _kernels
+    from tjap.heuristics.anneal import SA_PRESETS, anneal
+    from tjap.heuristics.operators import Metropolis, RandomDestroy
+    from tjap.placement.tree.dcas import Arrays
 
     s, p = SETTINGS[setting], SA_PRESETS[setting]
     code = 0 if s["convention"] == "paper" else 1

@@ -39,11 +39,11 @@ import numpy as np
 
 from benchmarks.slurm_topology import (cluster_topology, paper_rows, place_in_order,
                                        simulate_starts)
-from heuristics.slurm_tree import slurm_tree_nodes
-from placement.batch.slurm import PendingJob
-from placement.tree.cost import job_cost
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology
+from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.placement.batch.slurm import PendingJob
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.topology import Topology
 from tjap.errors import InvalidInputError
 from tjap.report import format_table
 from tjap.slurm.service import PlacementService, ServiceConfig, State, running_timing

@@ -67,10 +67,10 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
-from placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
-from placement.batch.slurm import SlurmClient
-from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
-from placement.batch.traces import bundled_trace
+from tjap.placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
+from tjap.placement.batch.slurm import SlurmClient
+from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from tjap.placement.batch.traces import bundled_trace
 from tjap.errors import InvalidInputError
 
 #: Slurm 22.05's will-run batch width (select/cons_tres), used by the node-level replay
@@ -147,7 +147,7 @@ def local_slurm(mode: str, nodes: int, nodes_as: str = "cpus", debug_dir=None) -
         return LocalSlurm(LocalSlurmConfig(cpus=nodes, extra=extra, **slurm_kw), **where)
     names = node_names(nodes)
     # one switch over every node: topology/tree then takes a job's nodes as the first idle ones
-    # in node order (heuristics.slurm_tree), the simulator's first fit; without a topology
+    # in node order (tjap.heuristics.slurm_tree), the simulator's first fit; without a topology
     # plugin cons_tres picks a best-fitting run of consecutive nodes instead
     return WholeNodeSlurm(LocalSlurmConfig(cpus=nodes, node_names=names, cpus_per_node=1,
                                            topology_conf=single_switch_conf(names), extra=extra,

@@ -64,14 +64,14 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.topologies import irregular_tree
-from heuristics.slurm_tree import slurm_tree_nodes
-from placement.batch import Jobs, SchedulerConfig, Simulator
-from placement.batch.slurm import SlurmClient
-from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
-from placement.tree.cost import job_cost
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology
-from placement.tree.workload import REQUESTED_NODES, Workload
+from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
+from tjap.placement.batch.slurm import SlurmClient
+from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.workload import REQUESTED_NODES, Workload
 from tjap.errors import InvalidInputError
 from tjap.slurm.service import PlacementService, ServiceConfig
 
@@ -165,7 +165,7 @@ def ls6_rows(start: str, count: int, topology: Topology, *, max_nodes: int = 12,
     """A slice of the bundled LS6 A100 trace (``count`` jobs from ``start``), compressed, sizes
     scaled to ``1..max_nodes`` from the slice's own largest size."""
     from benchmarks.slurm_fidelity import trace_slice
-    from placement.batch.traces import bundled_trace
+    from tjap.placement.batch.traces import bundled_trace
 
     rows = trace_slice(str(bundled_trace("ls6-a100")), start, count, compression)
     top = max(r["cpus"] for r in rows)
@@ -207,7 +207,7 @@ def job_rows(rows: list[dict], records, topology: Topology, t0: float) -> list[d
 def cost_floor(topology: Topology, size: int) -> float:
     """The least CH cost of a job of ``size`` nodes on the empty cluster (no placement can do
     better)."""
-    from placement.tree.freeform import best_single_job_nodes
+    from tjap.placement.tree.freeform import best_single_job_nodes
 
     nodes = best_single_job_nodes(topology, np.arange(topology.num_nodes), int(size))
     return job_cost(topology, nodes, "paper")

@@ -10,7 +10,7 @@ switch levels and uneven leaves (a new tree every ``windows / trees`` windows). 
 2. the window's jobs are submitted one at a time in priority order
    (``sbatch -N n --exclusive --wrap "sleep ..."``), each waited for until it runs, so that Slurm
    places job j on the nodes left idle by the busy job and jobs 0..j-1, exactly the question
-   :func:`heuristics.slurm_tree.solve_slurm_tree` answers;
+   :func:`tjap.heuristics.slurm_tree.solve_slurm_tree` answers;
 3. each job's nodes are read from ``squeue``; everything is cancelled and the nodes waited for
    until idle.
 
@@ -33,14 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from heuristics.slurm_tree import solve_slurm_tree
-from placement.batch.slurm import SlurmError
-from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_version
-from placement.tree.cost import assignment_cost
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.scas import solve_seq
-from placement.tree.topology import Topology
-from placement.tree.window import Window
+from tjap.heuristics.slurm_tree import solve_slurm_tree
+from tjap.placement.batch.slurm import SlurmError
+from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_version
+from tjap.placement.tree.cost import assignment_cost
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.scas import solve_seq
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 from benchmarks.common import format_table
 
 #: Seconds a job may stay pending before it counts as "Slurm did not place it".

@@ -48,11 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import format_table, progress, write_csv
-from heuristics.operators import Metropolis
-from placement.tree.cost import convention_code
-from placement.tree.fat_tree import FatTree
-from placement.tree.window import Window
-from placement.tree.workload import Workload, priority_order, select_prefix
+from tjap.heuristics.operators import Metropolis
+from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload, priority_order, select_prefix
 from tjap import solve
 from tjap.bench.sa_tables import PAPER_TABLE3, SETTINGS
 
@@ -91,7 +91,7 @@ def published_walk(window: Window, iterations: int, convention: str = "published
     an idle node drawn uniformly among the first ``q`` idle ones (in id order) taking the idle
     nodes from there on and then from the lowest id (DCAS). Every move starts from the previous
     proposal, whether it was accepted or not; the best proposal is returned."""
-    from placement.tree import _kernels
+    from tjap.placement.tree import _kernels
 
     rng = np.random.default_rng(seed)
     topology, idle = window.topology, window.idle_nodes
@@ -134,7 +134,7 @@ def run_window(window: Window, method: str, options: dict, convention: str, seed
     if method == "published-walk":
         return published_walk(window, options["iterations"], convention, seed), None
     if method == "walk":
-        from heuristics.anneal import anneal
+        from tjap.heuristics.anneal import anneal
 
         r = anneal(window, iterations=options["iterations"], repair="paper",
                    reinsert="window-order", accept=WALK["accept"], convention=convention,

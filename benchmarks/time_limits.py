@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from placement.tree.fat_tree import FatTree
-from placement.tree.window import Window
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.window import Window
 from tjap.api import no_worse_than_rules, solve
 from tjap.registry import entries, get
 from tjap.report import format_table

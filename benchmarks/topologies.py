@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from placement.tree.fat_tree import FatTree
-from placement.tree.hostlist import compress_hostlist
-from placement.tree.topology import Topology
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.hostlist import compress_hostlist
+from tjap.placement.tree.topology import Topology
 
 FOLDER = Path(__file__).resolve().parent / "topologies"
 

@@ -5,9 +5,9 @@ workload: its 10,000 jobs repeated ``--copies`` times (45: 450,000 lines, about 
 after the one before (job ids and submit times shifted by the copy's span; field 17, the
 preceding job, is -1 throughout). Then, in one process:
 
-- ``load_s``: :func:`placement.batch.traces.load_trace` on the file, first call (Numba's
+- ``load_s``: :func:`tjap.placement.batch.traces.load_trace` on the file, first call (Numba's
   compiled byte scanner loaded from its cache) and second call;
-- ``simulate_s``: :class:`placement.batch.Simulator` on the loaded jobs, on the header's 256
+- ``simulate_s``: :class:`tjap.placement.batch.Simulator` on the loaded jobs, on the header's 256
   nodes, EASY with the Slurm-like defaults (``tjap simulate``'s default), its kernel time.
 
 The issue's target: loading costs no more than the simulation.
@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from placement.batch import SchedulerConfig, Simulator
-from placement.batch.traces import bundled_trace, load_trace
+from tjap.placement.batch import SchedulerConfig, Simulator
+from tjap.placement.batch.traces import bundled_trace, load_trace
 from tjap.report import format_table
 
 

@@ -3,11 +3,11 @@ project's one jit policy (:mod:`tjap._jit`).
 
 Operators are chosen by integer codes so the whole loop stays compiled (the repair's kind by the
 type of its argument, see :func:`pick_start`); the public operator classes in
-:mod:`heuristics.operators` map to these codes and validate their parameters.
+:mod:`tjap.heuristics.operators` map to these codes and validate their parameters.
 
-The tree enters as its count form (see :mod:`placement.tree._dcas_kernels`): ``group_q`` (the
+The tree enters as its count form (see :mod:`tjap.placement.tree._dcas_kernels`): ``group_q`` (the
 group of each idle position per row), ``shallow`` (each row's shallow group), ``top_level`` and
-``num_groups``, built by :class:`placement.tree.dcas.Arrays`; the same kernels serve the paper's
+``num_groups``, built by :class:`tjap.placement.tree.dcas.Arrays`; the same kernels serve the paper's
 fat-tree and any switch tree.
 
 The loop (:func:`anneal`) is written for speed: no call and no opaque code inside a move, small
@@ -19,18 +19,18 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from heuristics._net_kernels import (CFG_LOOKAHEAD, CFG_SAMPLE, candidate_starts, net_logits,
+from tjap.heuristics._net_kernels import (CFG_LOOKAHEAD, CFG_SAMPLE, candidate_starts, net_logits,
                                       net_start, top_k)
-from placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
+from tjap.placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
                                            take_block_cost, taken_words)
-from placement.tree.tree_cost import block_costs
+from tjap.placement.tree.tree_cost import block_costs
 from tjap._jit import njit, njit_inline
 
 # repair operators: how a re-inserted job picks its start in the current idle sequence
 REPAIR_PAPER = 0     # uniform among the first min(q, length) positions (the paper, q = 100)
 REPAIR_UNIFORM = 1   # uniform over every position
 REPAIR_GREEDY = 2    # the cheapest block (ties: lowest position)
-REPAIR_LEARNED = 3   # a trained network run in the loop (heuristics._net_kernels, learned.nsa)
+REPAIR_LEARNED = 3   # a trained network run in the loop (tjap.heuristics._net_kernels, tjap.learned.nsa)
 REPAIR_LOOKAHEAD = 4  # k proposed starts, each scored with the later jobs placed greedily
 # order in which removed jobs are re-inserted
 REINSERT_LARGEST_FIRST = 0  # descending size, ties by window order (the paper's text)
@@ -194,11 +194,11 @@ def pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, ali
     cheapest blocks or, with a temperature, sampled from the softmax of -cost / temperature
     with one draw, each scored by :func:`lookahead_start`; ``work`` is a taken bitmap of
     scratch), and the seven-tuple ``(params, layers, switch_q, pod_q, config, scratch, work)``
-    a learned one: a network run by :mod:`heuristics._net_kernels` on the repair state
+    a learned one: a network run by :mod:`tjap.heuristics._net_kernels` on the repair state
     (``others``, ``num_others``: the nodes and number of the jobs still to re-insert after this
-    one), given one draw of the loop's generator for its sampling (see :mod:`learned.nsa`); with
+    one), given one draw of the loop's generator for its sampling (see :mod:`tjap.learned.nsa`); with
     a look-ahead k in its config, the network's k proposals
-    (:func:`heuristics._net_kernels.candidate_starts`) are scored the same way. So the loop is
+    (:func:`tjap.heuristics._net_kernels.candidate_starts`) are scored the same way. So the loop is
     one piece of source, compiled once per kind, and the drawn kind, the fast one, carries no
     calls: a call in the loop keeps the reference counting of the loop's arrays, which would
     cost more than the move itself."""
@@ -206,7 +206,7 @@ def pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, ali
 
 def repair_argument(code: int):
     """The form of the hand-written repair operator ``code`` that the compiled loop takes (see
-    pick_start); a learned repair builds its own (:func:`heuristics._net_kernels.pack_layers`)."""
+    pick_start); a learned repair builds its own (:func:`tjap.heuristics._net_kernels.pack_layers`)."""
     if code in (REPAIR_LEARNED, REPAIR_LOOKAHEAD):
         raise ValueError("a learned or look-ahead repair builds its own argument")
     return code if code in (REPAIR_PAPER, REPAIR_UNIFORM) else (code,)

@@ -9,7 +9,7 @@ carries: ``params`` (float32, the trained networks' precision: each layer's weig
 bias) and ``layers`` (int64, one row of shapes and offsets per layer). Sums run in float64.
 
 The input is the repair state of the current job (:func:`observe`, the one definition of
-:func:`learned.features.repair_observation`): for the first ``q`` positions of the current idle
+:func:`tjap.learned.features.repair_observation`): for the first ``q`` positions of the current idle
 sequence, the edge switch / num_switches, the pod / num_pods, the job's request / n_max, the other
 unallocated jobs' request / ((|J'| - 1) n_max), optionally 1 (an idle position) and optionally 1
 where a position starts a new switch / pod; zero past the end of the sequence (masked).
@@ -75,7 +75,7 @@ def net_config(q: int, n_max: int, num_switches: int, num_pods: int, idle_flag: 
     """The int64 ``config`` array of a learned repair: the observation's settings (see
     :func:`observe`), whether the start is drawn (``sample``) or the argmax, and ``lookahead``:
     when at least 2, the network proposes that many starts (:func:`candidate_starts`) and the
-    loop scores them (:func:`heuristics._kernels.lookahead_start`)."""
+    loop scores them (:func:`tjap.heuristics._kernels.lookahead_start`)."""
     config = np.zeros(CONFIG_FIELDS, np.int64)
     config[[CFG_Q, CFG_N_MAX, CFG_SWITCHES, CFG_PODS]] = q, n_max, num_switches, num_pods
     config[[CFG_IDLE, CFG_BOUNDARIES, CFG_SAMPLE]] = idle_flag, boundaries, sample

@@ -4,7 +4,7 @@
 default, or any Result), remove 1..n^D random jobs, re-insert them one by one with a repair operator
 in the sequence updated after the kept jobs, accept by the Metropolis rule (or only improvements),
 cool exponentially. The loop runs compiled in Numba; operators are chosen by
-:mod:`heuristics.operators`.
+:mod:`tjap.heuristics.operators`.
 
 Registered in :func:`tjap.solve` as:
 
@@ -16,9 +16,9 @@ Registered in :func:`tjap.solve` as:
 - ``"lns"`` (:func:`solve_lns`): start from the exact SCAS optimum and descend with the greedy
   repair.
 
-Both run on any switch tree (a :class:`~placement.tree.fat_tree.FatTree` or a general
-:class:`~placement.tree.topology.Topology`): the kernels cost blocks through the tree's count form.
-The learned repair (``"nsa"``, :mod:`learned.nsa`) is the exception: its features are the paper's
+Both run on any switch tree (a :class:`~tjap.placement.tree.fat_tree.FatTree` or a general
+:class:`~tjap.placement.tree.topology.Topology`): the kernels cost blocks through the tree's count form.
+The learned repair (``"nsa"``, :mod:`tjap.learned.nsa`) is the exception: its features are the paper's
 fat-tree edge switches and pods.
 """
 
@@ -28,16 +28,16 @@ import time
 
 import numpy as np
 
-from heuristics import _kernels
-from heuristics.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repair, REINSERT,
+from tjap.heuristics import _kernels
+from tjap.heuristics.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repair, REINSERT,
                                   make_repair)
-from placement.tree.cost import convention_code
-from placement.tree.dcas import Arrays, decode, encode
-from placement.tree.exact import window_solver
+from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.dcas import Arrays, decode, encode
+from tjap.placement.tree.exact import window_solver
 from tjap._backends import Deadline, Slices
 from tjap.errors import InvalidInputError
-from placement.tree.result import Result, Status
-from placement.tree.window import Window
+from tjap.placement.tree.result import Result, Status
+from tjap.placement.tree.window import Window
 
 #: Named settings of every option of :func:`solve_sa`; explicit options override them.
 #:
@@ -72,7 +72,7 @@ def preset_options(preset, presets: dict, **given) -> dict:
 def initial_solution(window: Window, initial, convention: str, seed: int,
                      time_limit_s: float | None = None):
     """(order, starts, label, stopped) for ``initial``: "seq", the name of an exact method
-    (:data:`placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
+    (:data:`tjap.placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
     is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit."""
     if initial is None or initial == "seq":
         return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq", False
@@ -102,7 +102,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     iterations : int, default 500
         Moves (t_max in the paper); the cooling schedule spans them.
     repair : Repair or {"paper", "uniform", "greedy", "lookahead"}, default "paper"
-        How a re-inserted job chooses its start (:mod:`heuristics.operators`); a name builds the
+        How a re-inserted job chooses its start (:mod:`tjap.heuristics.operators`); a name builds the
         operator with its defaults (q = 100).
     destroy : RandomDestroy, default RandomDestroy(max_remove=2)
         How many jobs a move removes (1..max_remove, uniformly).
@@ -111,11 +111,11 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     reinsert : {"largest-first", "window-order"}, default "largest-first"
         Order of re-insertion: descending size (the paper) or window order (its code).
     initial : None, str, callable, Result or assignment, default None
-        Where the search starts, by default Seq. A name of :data:`placement.tree.exact.SOLVERS`
+        Where the search starts, by default Seq. A name of :data:`tjap.placement.tree.exact.SOLVERS`
         (``"dp"``, ``"auto"``...) or a callable ``solver(window, *, seed, convention)`` is
         solved first with the same seed.
     convention : {"paper", "published"}, default "paper"
-        Cost convention, see :mod:`placement.tree.cost`.
+        Cost convention, see :mod:`tjap.placement.tree.cost`.
     time_limit_s : float, optional
         Stop once exceeded, between chunks of 256 iterations (a chunk of the learned repair
         takes milliseconds). An initial solution from a solver gets half of it.
@@ -201,7 +201,7 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     window : Window
         The idle nodes and the jobs to place.
     convention : {"paper", "published"}, default "paper"
-        Cost convention, see :mod:`placement.tree.cost` (not part of a preset).
+        Cost convention, see :mod:`tjap.placement.tree.cost` (not part of a preset).
     time_limit_s : float, optional
         Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
     seed : int, default 0
@@ -217,7 +217,7 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     repair : {"paper", "uniform", "greedy", "lookahead"} or Repair, optional
         How a re-inserted job chooses its start: ``"greedy"`` the start of the cheapest block,
         ``"lookahead"`` the best of 16 candidate starts, each scored with the jobs still to
-        re-insert placed greedily after it (:class:`~heuristics.operators.LookaheadRepair`,
+        re-insert placed greedily after it (:class:`~tjap.heuristics.operators.LookaheadRepair`,
         about 10x the time per move), ``"paper"`` a start drawn uniformly among the first ``q``
         positions, ``"uniform"`` a start drawn over every position. best "greedy", paper
         "paper", published "paper".
@@ -236,7 +236,7 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     initial : str, callable, Result or assignment, optional
         Where the search starts: ``"seq"`` (the paper's sequential assignment, in every
         preset), an exact method's name (``"dp"``, ``"auto"``... of
-        :data:`placement.tree.exact.SOLVERS`) or a solver callable, solved first with the same
+        :data:`tjap.placement.tree.exact.SOLVERS`) or a solver callable, solved first with the same
         seed, or a given Result or assignment.
 
     Returns
@@ -274,7 +274,7 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     window : Window
         The idle nodes and the jobs to place.
     convention : {"paper", "published"}, default "paper"
-        Cost convention, see :mod:`placement.tree.cost`.
+        Cost convention, see :mod:`tjap.placement.tree.cost`.
     time_limit_s : float, optional
         Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
     seed : int, default 0

@@ -4,9 +4,9 @@ optimum on the window it is given.
 It solves the window three ways and keeps the cheapest feasible placement:
 
 1. ``scas``: the exact SCAS optimum (contiguous blocks of the idle sequence), by ``dp`` when its
-   table is small, else SCIP within the time limit (:func:`placement.tree.exact.solve_auto`);
+   table is small, else SCIP within the time limit (:func:`tjap.placement.tree.exact.solve_auto`);
 2. ``slurm-tree``: what Slurm 22.05's ``topology/tree`` selection would do, job by job in window
-   order (:func:`heuristics.slurm_tree.solve_slurm_tree`);
+   order (:func:`tjap.heuristics.slurm_tree.solve_slurm_tree`);
 3. ``freeform`` (only with a time limit, and only with time left after the first two): the
    free-form model (no contiguity), warm-started from the better of the two, within the time
    left; it keeps its warm start unless it finds something strictly cheaper.
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import time
 
-from heuristics.slurm_tree import solve_slurm_tree
-from placement.tree.exact import solve_auto
-from placement.tree.freeform import solve_freeform
-from placement.tree.result import Result
-from placement.tree.window import Window
+from tjap.heuristics.slurm_tree import solve_slurm_tree
+from tjap.placement.tree.exact import solve_auto
+from tjap.placement.tree.freeform import solve_freeform
+from tjap.placement.tree.result import Result
+from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError, TjapError
 from tjap.result import Status
 
@@ -84,7 +84,7 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
 
     Examples
     --------
-    >>> from placement.tree.topology import Topology
+    >>> from tjap.placement.tree.topology import Topology
     >>> t = Topology.from_slurm('''
     ... SwitchName=a Nodes=n[1-4]
     ... SwitchName=b Nodes=n[5-8]

@@ -1,8 +1,8 @@
 """Server-choosing baselines of seed 003 (Tetris, NALB, NULB, random, exact), behind the
-:class:`placement.network.ServerPolicy` protocol: ``reset(topology, seed)`` and ``choose(engine)``,
+:class:`tjap.placement.network.ServerPolicy` protocol: ``reset(topology, seed)`` and ``choose(engine)``,
 which returns one server the engine's mask allows (or a server with its paths, or None to give up).
-The same episode (:class:`placement.network.Episode`, driven by
-:func:`~placement.network.run_episode`) runs every one of them, and a learned policy plugs in the
+The same episode (:class:`tjap.placement.network.Episode`, driven by
+:func:`~tjap.placement.network.run_episode`) runs every one of them, and a learned policy plugs in the
 same way. Build them by name with ``tjap.registry.make("network", name, **options)``.
 
 - **tetris**: per-server cosine between the server's free vector (CPU, memory, free channels of its
@@ -15,11 +15,11 @@ same way. Build them by name with ``tjap.registry.make("network", name, **option
 - **nulb**: the first server by Tetris, then a breadth-first walk of the network from it, taking
   every server met that can still contribute until the request is covered; neighbours are visited
   in id order. The whole server list is planned when the request arrives. Routing: balanced
-  (bandwidth-weighted, emptier links preferred; see :mod:`placement.network.engine`).
+  (bandwidth-weighted, emptier links preferred; see :mod:`tjap.placement.network.engine`).
 - **nalb**: NULB, but each node's neighbours are visited in decreasing free channels of the link
   to them (ties by id).
 - **random**: uniform among the servers the mask allows. Routing: shortest.
-- **exact**: the CP-SAT per-request model (:func:`placement.network.solve_request`): fewest
+- **exact**: the CP-SAT per-request model (:func:`tjap.placement.network.solve_request`): fewest
   channels, ties to best fit; gives the request up when the model finds no plan.
 """
 
@@ -30,9 +30,9 @@ from collections import deque
 
 import numpy as np
 
-from placement.network.engine import Engine
-from placement.network.exact import solve_request
-from placement.network.topology import Topology
+from tjap.placement.network.engine import Engine
+from tjap.placement.network.exact import solve_request
+from tjap.placement.network.topology import Topology
 from tjap.errors import InvalidInputError
 from tjap.result import Status
 
@@ -172,7 +172,7 @@ class ExactPolicy(_PlannedPolicy):
 
     def plan(self, engine: Engine, tie_cost=None):
         """The request's servers and paths, or None; ``tie_cost`` as in
-        :func:`placement.network.exact.solve_request` (default best fit)."""
+        :func:`tjap.placement.network.exact.solve_request` (default best fit)."""
         cpu, mem, _ = engine.request
         result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
                                engine.free_channels, cpu, mem, time_limit_s=self.time_limit_s,

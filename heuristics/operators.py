@@ -1,7 +1,7 @@
 """Operators of the DCAS search loop: destroy, repair, re-insertion order and acceptance.
 
 Each operator is a small frozen object that validates its parameters and tells the compiled loop
-(:mod:`heuristics._kernels`) which code to run. A learned repair operator (``learned``) implements
+(:mod:`tjap.heuristics._kernels`) which code to run. A learned repair operator (``learned``) implements
 the same :class:`Repair` protocol: its kernel argument carries its network's arrays.
 """
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heuristics import _kernels as k
-from placement.tree._dcas_kernels import taken_words
+from tjap.heuristics import _kernels as k
+from tjap.placement.tree._dcas_kernels import taken_words
 from tjap.errors import InvalidInputError
 
 
@@ -26,8 +26,8 @@ class Repair:
 
     def kernel_argument(self, window, arrays):
         """What the compiled loop takes as ``repair`` for ``window`` (``arrays``: its
-        :class:`placement.tree.dcas.Arrays`); its type selects the operator's kind (see
-        :func:`heuristics._kernels.pick_start`)."""
+        :class:`tjap.placement.tree.dcas.Arrays`); its type selects the operator's kind (see
+        :func:`tjap.heuristics._kernels.pick_start`)."""
         return k.repair_argument(self.code)
 
 

@@ -8,9 +8,9 @@ from typing import Protocol
 
 import numpy as np
 
-from placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import Priority, SchedulerConfig
+from tjap.placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import Priority, SchedulerConfig
 from tjap.errors import InvalidInputError
 from tjap.result import Record
 

@@ -46,7 +46,7 @@ Assumptions (checked against a real Slurm 22.05.8 by ``benchmarks/slurm_tree_val
   order; nodes of one leaf are taken in that order.
 - All nodes have the same weight and one CPU, and every idle node can run the job.
 
-With several top-level switches (a :data:`~placement.tree.topology.IMPLICIT_ROOT` tree) a job
+With several top-level switches (a :data:`~tjap.placement.tree.topology.IMPLICIT_ROOT` tree) a job
 that no single top-level switch can hold would stay pending in Slurm; :func:`slurm_tree_nodes`
 then raises :class:`SlurmWouldNotPlaceError` and :func:`solve_slurm_tree` returns an
 ``INFEASIBLE`` result naming the job in ``info["unplaced_job"]``.
@@ -59,9 +59,9 @@ import time
 
 import numpy as np
 
-from placement.tree.result import Result
-from placement.tree.topology import IMPLICIT_ROOT, Topology
-from placement.tree.window import Window
+from tjap.placement.tree.result import Result
+from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology
+from tjap.placement.tree.window import Window
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
 from tjap.result import Status

@@ -8,18 +8,18 @@ are all zero and masked. ``idle_flag=True`` adds the published code's fifth chan
 position holds an idle node). ``boundaries=True`` (ours, not the paper's) adds two channels that
 are 1 where a position starts a new edge switch / pod in the sequence, which the normalised ids
 only show as differences of 1/num_switches. The compiled loop builds the same observation with the
-same kernel (:func:`heuristics._net_kernels.observe`).
+same kernel (:func:`tjap.heuristics._net_kernels.observe`).
 
 :data:`ARCHS` and :data:`CONV_LAYERS` are the layer sizes of the networks that read it (Table II
-of seed 002), kept here without torch: :mod:`learned.nets` builds them for training, and solving
-(:mod:`learned.nsa`) checks exported weights against them without importing torch.
+of seed 002), kept here without torch: :mod:`tjap.learned.nets` builds them for training, and solving
+(:mod:`tjap.learned.nsa`) checks exported weights against them without importing torch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from heuristics._net_kernels import observe
+from tjap.heuristics._net_kernels import observe
 from tjap.errors import InvalidInputError
 
 FEATURES = ("switch", "pod", "request", "others")
@@ -46,7 +46,7 @@ def require_fat_tree_features(window, method: str = "nsa") -> None:
     Raises
     ------
     InvalidInputError
-        The window's topology is not a :class:`~placement.tree.fat_tree.FatTree`.
+        The window's topology is not a :class:`~tjap.placement.tree.fat_tree.FatTree`.
     """
     if not window.is_fat_tree:
         raise InvalidInputError(

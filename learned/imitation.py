@@ -11,7 +11,7 @@ known. :data:`EXPERTS`:
   expert takes the start of the least total. With no job left after the current one it is the
   greedy-within-q expert.
 
-:func:`collect_demonstrations` runs an expert in :class:`learned.envs.NSARepairEnv` (the same
+:func:`collect_demonstrations` runs an expert in :class:`tjap.learned.envs.NSARepairEnv` (the same
 windows and settings as PPO's), and :func:`behaviour_clone` fits a MaskablePPO policy to it
 before PPO goes on:
 
@@ -23,8 +23,8 @@ before PPO goes on:
   episode has the episode's reward as its return);
 - Adam, a few epochs, on CPU, shuffled by a seeded generator: the same seed gives the same weights.
 
-Block costs come from the project's kernels (:func:`placement.tree.tree_cost.block_costs` and
-:func:`heuristics._kernels.greedy_start`, the greedy repair of the SA loop), so the experts and the
+Block costs come from the project's kernels (:func:`tjap.placement.tree.tree_cost.block_costs` and
+:func:`tjap.heuristics._kernels.greedy_start`, the greedy repair of the SA loop), so the experts and the
 search score a block the same way.
 """
 
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from heuristics._kernels import lookahead_total
-from placement.tree._dcas_kernels import row_ends
-from placement.tree.tree_cost import block_costs
+from tjap.heuristics._kernels import lookahead_total
+from tjap.placement.tree._dcas_kernels import row_ends
+from tjap.placement.tree.tree_cost import block_costs
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
 
@@ -46,7 +46,7 @@ EXPERTS = ("greedy-within-q", "lookahead")
 
 def expert_block_costs(env) -> np.ndarray:
     """Cost of the current job's block at each start 0..q-1 of the current idle sequence of an
-    :class:`~learned.envs.NSARepairEnv` (between ``reset``/``step`` calls); ``inf`` where the
+    :class:`~tjap.learned.envs.NSARepairEnv` (between ``reset``/``step`` calls); ``inf`` where the
     start is masked. A block wraps to the head of the sequence, as in the SA loop."""
     env = getattr(env, "unwrapped", env)
     a = env.a
@@ -62,7 +62,7 @@ def expert_block_costs(env) -> np.ndarray:
 @njit
 def _lookahead_totals(group_q, ends, shallow, top_level, num_groups, convention, taken, length,
                       size, rest, q, out):
-    """``out[s]`` for s < min(q, length): :func:`heuristics._kernels.lookahead_total` of start
+    """``out[s]`` for s < min(q, length): :func:`tjap.heuristics._kernels.lookahead_total` of start
     s with the jobs of sizes ``rest`` after it (the look-ahead repair's score of a start);
     ``taken`` (the bitmap of the current sequence) is unchanged."""
     work = np.empty_like(taken)
@@ -79,8 +79,8 @@ def lookahead_totals(arrays, taken, length: int, size: int, rest, q: int,
     cost of the current job's block there and of the jobs of sizes ``rest`` (those still to
     re-insert after it, in re-insertion order) each then placed at its cheapest block.
 
-    ``arrays``: the window's :class:`placement.tree.dcas.Arrays`; ``taken``: the taken bitmap of
-    the current idle sequence of ``length`` positions (:mod:`placement.tree._dcas_kernels`), not
+    ``arrays``: the window's :class:`tjap.placement.tree.dcas.Arrays`; ``taken``: the taken bitmap of
+    the current idle sequence of ``length`` positions (:mod:`tjap.placement.tree._dcas_kernels`), not
     changed; ``convention``: the cost convention's code."""
     out = np.full(q, np.inf)
     _lookahead_totals(arrays.group_q, row_ends(arrays.group_q), arrays.shallow,
@@ -91,7 +91,7 @@ def lookahead_totals(arrays, taken, length: int, size: int, rest, q: int,
 
 def expert_scores(env, expert: str = "greedy-within-q") -> np.ndarray:
     """The score of each start 0..q-1 by ``expert`` (lower is better; ``inf`` where masked) at
-    the current step of an :class:`~learned.envs.NSARepairEnv`: the block cost
+    the current step of an :class:`~tjap.learned.envs.NSARepairEnv`: the block cost
     (:func:`expert_block_costs`) or the look-ahead total (:func:`lookahead_totals`)."""
     if expert not in EXPERTS:
         raise InvalidInputError(f"expert must be one of {', '.join(EXPERTS)}, got {expert!r}")

@@ -14,7 +14,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
 from torch import nn
 
-from learned.features import ARCHS, CONV_LAYERS  # Table II, kept without torch (see there)
+from tjap.learned.features import ARCHS, CONV_LAYERS  # Table II, kept without torch (see there)
 from tjap.errors import InvalidInputError
 
 

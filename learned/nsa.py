@@ -1,11 +1,11 @@
 """Neural simulated annealing (seed 002): a trained repair operator inside the same SA loop.
 
 :class:`LearnedRepair` holds the actor of a trained policy as the arrays of a small network that
-the compiled loop of :func:`heuristics.anneal.anneal` runs for each re-inserted job
-(:mod:`heuristics._net_kernels`): no callback, no torch at solve time. The arrays come from the
-weights' inference file (``STEM.npz`` beside ``STEM.pt``, :func:`learned.policy_io.load_inference`),
+the compiled loop of :func:`tjap.heuristics.anneal.anneal` runs for each re-inserted job
+(:mod:`tjap.heuristics._net_kernels`): no callback, no torch at solve time. The arrays come from the
+weights' inference file (``STEM.npz`` beside ``STEM.pt``, :func:`tjap.learned.policy_io.load_inference`),
 exported from the torch policy by :func:`export_inference` (``tjap train nsa`` writes it too;
-``python -m learned.nsa export META.json`` for older weights). ``tjap.solve(window, method="nsa",
+``python -m tjap.learned.nsa export META.json`` for older weights). ``tjap.solve(window, method="nsa",
 iterations=500)`` runs it, by default with the best settings measured (:func:`solve_nsa`: the
 best loop, the look-ahead, the shipped weights trained for the window's cost convention). Torch
 is needed to train and to export, not to solve.
@@ -21,17 +21,17 @@ from pathlib import Path
 
 import numpy as np
 
-from heuristics import _kernels as k
-from heuristics._net_kernels import net_config, net_scratch, pack_layers
-from heuristics.anneal import SA_PRESETS, anneal, preset_options
-from heuristics.operators import Metropolis, RandomDestroy, Repair
-from learned.features import ARCHS, CONV_LAYERS, feature_spec, require_fat_tree_features
-from learned.policy_io import (check_architecture, check_shapes, load_inference, save_inference,
+from tjap.heuristics import _kernels as k
+from tjap.heuristics._net_kernels import net_config, net_scratch, pack_layers
+from tjap.heuristics.anneal import SA_PRESETS, anneal, preset_options
+from tjap.heuristics.operators import Metropolis, RandomDestroy, Repair
+from tjap.learned.features import ARCHS, CONV_LAYERS, feature_spec, require_fat_tree_features
+from tjap.learned.policy_io import (check_architecture, check_shapes, load_inference, save_inference,
                                spec_hash)
-from placement.tree._dcas_kernels import taken_words
-from placement.tree.cost import convention_code
-from placement.tree.result import Result
-from placement.tree.window import Window
+from tjap.placement.tree._dcas_kernels import taken_words
+from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.result import Result
+from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
 
 WEIGHTS_DIR = Path(__file__).parent / "weights"
@@ -40,7 +40,7 @@ WEIGHTS_DIR = Path(__file__).parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
 #: The shipped weights preset "best" runs when none are given, by cost convention: the CNN-3
 #: trained in the best loop in the setting of that convention (its layout and cost,
-#: :data:`learned.train.SETTINGS`; ``training.setting`` in their metadata).
+#: :data:`tjap.learned.train.SETTINGS`; ``training.setting`` in their metadata).
 BEST_WEIGHTS = {"paper": WEIGHTS_DIR / "nsa_cnn3_best_paper.json",
                 "published": WEIGHTS_DIR / "nsa_cnn3_best_published.json"}
 
@@ -94,9 +94,9 @@ class LearnedRepair(Repair):
     seed). With ``lookahead`` k >= 2 the policy proposes k starts instead (its k likeliest, or
     with ``sample`` k drawn by systematic sampling of its softmax with that one draw) and the
     loop takes the one whose block plus the later removed jobs placed greedily costs least
-    (:func:`heuristics._kernels.lookahead_start`, the hand-written
-    :class:`~heuristics.operators.LookaheadRepair`'s scoring). ``params`` and ``layers``: the
-    actor packed by :func:`heuristics._net_kernels.pack_layers`; ``spec``: the feature spec it
+    (:func:`tjap.heuristics._kernels.lookahead_start`, the hand-written
+    :class:`~tjap.heuristics.operators.LookaheadRepair`'s scoring). ``params`` and ``layers``: the
+    actor packed by :func:`tjap.heuristics._net_kernels.pack_layers`; ``spec``: the feature spec it
     reads."""
 
     name = "learned"
@@ -183,7 +183,7 @@ def actor_arrays(policy) -> dict:
 
 
 def pack_actor(arrays: dict, arch: str, spec: dict) -> tuple[np.ndarray, np.ndarray]:
-    """(params, layers) of :func:`heuristics._net_kernels.pack_layers` for the actor's arrays
+    """(params, layers) of :func:`tjap.heuristics._net_kernels.pack_layers` for the actor's arrays
     (checked against :func:`actor_shapes` by the caller): every layer as a 1-d convolution, a
     dense one spanning its whole input (the flattened conv output, or the observation)."""
     a, channels, q = ARCHS[arch], len(spec["channels"]), int(spec["q"])
@@ -227,7 +227,7 @@ def _check_metadata(meta_path, meta, expect_spec=None) -> tuple[str, dict]:
         known = None
     if channels != known:
         raise InvalidInputError(f"{meta_path}: feature_spec {spec} is not one the solver builds "
-                                "(q, n_max and the channels of learned.features.feature_spec)")
+                                "(q, n_max and the channels of tjap.learned.features.feature_spec)")
     return arch, spec
 
 
@@ -245,7 +245,7 @@ def load_actor(path, *, expect_spec: dict | None = None) -> tuple[np.ndarray, np
     if odd:
         raise InvalidInputError(f"{where} holds non-float arrays ({', '.join(odd)}), not an "
                                 "actor's weights; restore it or export it again with "
-                                "`python -m learned.nsa export`")
+                                "`python -m tjap.learned.nsa export`")
     params, layers = pack_actor(arrays, arch, spec)
     return params, layers, meta
 
@@ -291,7 +291,7 @@ def build_policy(arch: str, spec: dict):
     import gymnasium as gym
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    from learned.nets import policy_kwargs
+    from tjap.learned.nets import policy_kwargs
 
     obs_space = gym.spaces.Box(0.0, 1.0, (len(spec["channels"]), spec["q"]), dtype=np.float32)
     return MaskableActorCriticPolicy(obs_space, gym.spaces.Discrete(spec["q"]),
@@ -302,7 +302,7 @@ def load_policy(path, *, expect_spec: dict | None = None):
     """(policy, metadata) of NSA weights at ``path`` (.json, .pt or the stem), in eval mode;
     ``expect_spec``: refuse weights trained on other features. Needs torch (training, export);
     solving reads :func:`load_actor`."""
-    from learned.policy_io import load_weights
+    from tjap.learned.policy_io import load_weights
 
     def build(meta_path, meta):
         return build_policy(*_check_metadata(meta_path, meta, expect_spec))
@@ -313,7 +313,7 @@ def load_policy(path, *, expect_spec: dict | None = None):
 def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset=None,
               iterations=None, weights=None, max_remove=None, t_max=None, t_min=None,
               reinsert=None, initial=None, sample=True, lookahead=None) -> Result:
-    """NSA: the SA loop of :func:`heuristics.anneal.anneal` with the learned repair operator.
+    """NSA: the SA loop of :func:`tjap.heuristics.anneal.anneal` with the learned repair operator.
 
     By default the best settings measured: the loop of the best hand-written SA (``preset=
     "best"``), the shipped weights trained in it for the window's cost convention
@@ -329,14 +329,14 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     ``training.loop == "best"``): its destroy (n^D = 5) is outside what the others were trained
     on (n^D = 2). What ran is recorded in the Result's ``info``: ``preset``, ``weights`` (the
     metadata file), ``weights_setting`` (the setting they were trained in: layout and cost
-    convention of :data:`learned.train.SETTINGS`) and ``lookahead``.
+    convention of :data:`tjap.learned.train.SETTINGS`) and ``lookahead``.
 
     Parameters
     ----------
     window : Window
         The idle nodes and the jobs to place.
     convention : {"paper", "published"}, default "paper"
-        Cost convention, see :mod:`placement.tree.cost` (not part of a preset). Under preset
+        Cost convention, see :mod:`tjap.placement.tree.cost` (not part of a preset). Under preset
         "best" it also picks the default weights: those trained for it.
     time_limit_s : float, optional
         Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
@@ -387,7 +387,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Returns
     -------
     Result
-        The best solution found; see :func:`heuristics.anneal.anneal`. Its ``info`` also holds
+        The best solution found; see :func:`tjap.heuristics.anneal.anneal`. Its ``info`` also holds
         ``preset``, ``weights``, ``weights_setting`` and ``lookahead`` (what ran).
 
     Raises
@@ -426,7 +426,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m learned.nsa", description="Tools for NSA weights.")
+    p = argparse.ArgumentParser(prog="python -m tjap.learned.nsa", description="Tools for NSA weights.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     ex = sub.add_parser("export", help="write the inference file (.npz) of NSA weights",
                         description="Write the inference file of NSA weights: STEM.npz, the "
@@ -441,7 +441,7 @@ def main(argv=None) -> int:
             params, _, _ = load_actor(path)
             print(f"{target}: {params.size} parameters")
     except InvalidInputError as exc:
-        print(f"learned.nsa: {exc}", file=sys.stderr)
+        print(f"tjap.learned.nsa: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -19,7 +19,7 @@ that names the file and how to get a good one.
 Weights written by an older tjap (``format`` "tjap.policy/1", "tjap.network-gnn/1",
 "tjap.interference-gnn/1", "tjap.provision/1": no checksum) are converted, tensors unchanged, by
 
-    python -m learned.policy_io upgrade OLD.json [...]
+    python -m tjap.learned.policy_io upgrade OLD.json [...]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ OLD_FORMATS = {"tjap.policy/1": "nsa", "tjap.network-gnn/1": "network-gnn",
 INFERENCE = ("inference_file", "inference_sha256")
 RESERVED = ("format", "family", "weights_file", "weights_sha256") + INFERENCE
 #: family -> the command that writes the inference file of existing weights
-EXPORTS = {"nsa": "`python -m learned.nsa export META.json` (needs torch)"}
+EXPORTS = {"nsa": "`python -m tjap.learned.nsa export META.json` (needs torch)"}
 DISTRIBUTIONS = {"tjap": "tjap", "torch": "torch", "numpy": "numpy",
                  "stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib",
                  "gymnasium": "gymnasium"}
@@ -196,7 +196,7 @@ def read_metadata(path, family: str) -> tuple[Path, dict]:
     if isinstance(found, str) and found in OLD_FORMATS:
         raise InvalidInputError(
             f"{meta_path} is in the old weights format {found} (no checksum); convert it with "
-            f"`python -m learned.policy_io upgrade {meta_path}` or retrain with {train}")
+            f"`python -m tjap.learned.policy_io upgrade {meta_path}` or retrain with {train}")
     if found != FORMAT:
         raise InvalidInputError(f"{meta_path} is not tjap weights metadata (format {found!r:.60}, "
                                 f"expected {FORMAT!r}); {_fix(family)}")
@@ -444,7 +444,7 @@ def upgrade(path) -> tuple[Path, Path]:
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m learned.policy_io",
+    p = argparse.ArgumentParser(prog="python -m tjap.learned.policy_io",
                                 description="Tools for tjap's weights files.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     up = sub.add_parser("upgrade", help=f"re-save weights of an old format in {FORMAT}",
@@ -458,7 +458,7 @@ def main(argv=None) -> int:
             weights, meta_path = upgrade(path)
             print(f"{meta_path}: {FORMAT}, {weights.name} sha256 {file_sha256(weights)[:12]}...")
     except InvalidInputError as exc:
-        print(f"learned.policy_io: {exc}", file=sys.stderr)
+        print(f"tjap.learned.policy_io: {exc}", file=sys.stderr)
         return 2
     return 0
 

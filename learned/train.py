@@ -7,7 +7,7 @@ without torch, and their metadata) and ``OUT_curve.csv`` (the learning curve: ti
 mean reward of the last 100 episodes). Training windows come from the paper's stream under a seed
 distinct from the evaluation windows (``seed + 1000``).
 
-``imitation_steps > 0`` warm-starts the policy before PPO (:mod:`learned.imitation`): that many
+``imitation_steps > 0`` warm-starts the policy before PPO (:mod:`tjap.learned.imitation`): that many
 steps of an expert (``imitation_expert``: greedy-within-q or the look-ahead repair) are collected
 in a second environment on the same windows (reset with ``seed + 1``), the actor is
 behaviour-cloned (masked cross-entropy, hard or soft targets) and the critic fitted to the
@@ -15,10 +15,10 @@ expert's episode returns, then PPO runs for ``timesteps`` (0 = the cloned policy
 settings are recorded under ``training.imitation``.
 
 The environment's loop (n^D, re-insertion order) is by default that of the setting's SA preset;
-``loop="best"`` trains in the loop of the best hand-written SA (:data:`heuristics.anneal.SA_PRESETS`
+``loop="best"`` trains in the loop of the best hand-written SA (:data:`tjap.heuristics.anneal.SA_PRESETS`
 ``"best"``: n^D = 5, largest first) on the setting's layout and cost convention. The loop is
 recorded in the metadata (``training.loop``, ``training.loop_options``), and
-:func:`learned.nsa.solve_nsa` runs ``preset="best"`` only with weights trained in it.
+:func:`tjap.learned.nsa.solve_nsa` runs ``preset="best"`` only with weights trained in it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 from tjap.errors import InvalidInputError
 
 #: Layout and cost convention of each setting; the environment's loop (re-insertion order, n^D,
-#: q) is by default that of the SA preset of the same name (:data:`heuristics.anneal.SA_PRESETS`).
+#: q) is by default that of the SA preset of the same name (:data:`tjap.heuristics.anneal.SA_PRESETS`).
 SETTINGS = {"published": {"layout": "published", "convention": "published"},
             "paper": {"layout": "paper", "convention": "paper"}}
 
@@ -56,8 +56,8 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
 
     ``loop``: None (the setting's SA preset) or ``"best"`` (:data:`LOOPS`); ``q``: the positions
     the policy chooses among (default: the loop preset's q, 100); ``warmup_repair``: the repair
-    of the moves that make each episode's current solution (:class:`learned.envs.NSARepairEnv`);
-    ``imitation_expert``: :data:`learned.imitation.EXPERTS`; ``command``: the command line
+    of the moves that make each episode's current solution (:class:`tjap.learned.envs.NSARepairEnv`);
+    ``imitation_expert``: :data:`tjap.learned.imitation.EXPERTS`; ``command``: the command line
     recorded in the metadata."""
     try:
         import torch
@@ -68,10 +68,10 @@ def train_nsa(arch="cnn3", timesteps=300_000, seed=0, out="learned/weights/nsa_c
     except ImportError as exc:
         raise InvalidInputError(f"training needs torch, stable-baselines3 and sb3-contrib ({exc.name} "
                                 "is missing); install the project with `make test` or pip install -e .")
-    from heuristics.anneal import SA_PRESETS
-    from learned.envs import NSARepairEnv
-    from learned.nets import policy_kwargs
-    from placement.tree.stream import generate_windows
+    from tjap.heuristics.anneal import SA_PRESETS
+    from tjap.learned.envs import NSARepairEnv
+    from tjap.learned.nets import policy_kwargs
+    from tjap.placement.tree.stream import generate_windows
 
     if setting not in SETTINGS:
         raise InvalidInputError(f"setting must be one of {', '.join(SETTINGS)}, got {setting!r}")
@@ -167,8 +167,8 @@ def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple
     ``path``.npz (the actor's arrays, what solving reads without torch) and ``path``.json (the
     architecture, the feature spec and its hash, ``training``, both files' checksums); returns
     the paths of the .pt and the .json."""
-    from learned.nsa import actor_arrays
-    from learned.policy_io import save_inference, save_weights, spec_hash
+    from tjap.learned.nsa import actor_arrays
+    from tjap.learned.policy_io import save_inference, save_weights, spec_hash
 
     weights, meta = save_weights(path, "nsa", policy, {"architecture": arch, "feature_spec": spec,
                                                        "feature_spec_hash": spec_hash(spec),
@@ -179,9 +179,9 @@ def save_policy(policy, path, *, arch: str, spec: dict, training: dict) -> tuple
 
 def _imitate(policy, env, steps, seed, epochs, temperature, learning_rate,
              batch_size, expert) -> tuple[dict, list[dict]]:
-    """Behaviour-clone ``policy`` on ``expert`` (:data:`learned.imitation.EXPERTS`): (the
+    """Behaviour-clone ``policy`` on ``expert`` (:data:`tjap.learned.imitation.EXPERTS`): (the
     metadata's imitation dict, the per-epoch losses)."""
-    from learned.imitation import bc_losses, behaviour_clone, collect_demonstrations
+    from tjap.learned.imitation import bc_losses, behaviour_clone, collect_demonstrations
 
     tick = time.perf_counter()
     demos = collect_demonstrations(env, steps, seed=seed + 1, temperature=temperature,

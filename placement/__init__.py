@@ -5,3 +5,7 @@ loaders and a real Slurm adapter, seed 004), ``network`` (three-tier composable 
 with k-shortest-path connectivity, seed 003) and ``interference`` (servers, jobs, the interference
 model and the JCT simulator, seed 001). They are filled in by their own issues.
 """
+
+if __name__ != "tjap.placement":
+    raise ImportError("the folder placement/ is installed as tjap.placement: write "
+                      "`import tjap.placement` (or `from tjap.placement import ...`)")

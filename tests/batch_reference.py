@@ -1,5 +1,5 @@
 """The textbook FCFS / EASY scheduler in plain Python, independent of the batch simulator's
-kernels: the oracle of the simulator's tests and of placement.tree.online's per-job policies, and the
+kernels: the oracle of the simulator's tests and of tjap.placement.tree.online's per-job policies, and the
 random job tables they run on."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from placement.batch.jobs import Jobs
+from tjap.placement.batch.jobs import Jobs
 
 
 def textbook_starts(submit, nodes, limit, runtime, n: int, easy: bool,

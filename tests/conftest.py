@@ -83,7 +83,7 @@ def wrap_window(tree) -> Window:
 def checked_commits(monkeypatch):
     """Check the interference simulator's resources after every commit (never oversubscribed);
     the fixture's value lists the committed jobs."""
-    from placement.interference.simulator import Simulator
+    from tjap.placement.interference.simulator import Simulator
 
     jobs = []
     original = Simulator.commit

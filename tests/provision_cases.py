@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.batch import Jobs, SchedulerConfig
-from placement.batch.chained import Pair
+from tjap.placement.batch import Jobs, SchedulerConfig
+from tjap.placement.batch.chained import Pair
 
 H = 3600
 EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from batch_reference import job_tables, jobs_starts
-from placement.batch import _kernels as k
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
+from tjap.placement.batch import _kernels as k
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
 from tjap.errors import InvalidInputError
-from placement.tree.fat_tree import FatTree
+from tjap.placement.tree.fat_tree import FatTree
 
 EXACT = dict(bf_interval_s=0, bf_resolution_s=1)
 
@@ -212,7 +212,7 @@ class _TinySlices:
 def test_slicing_a_run_changes_nothing(monkeypatch, backfill):
     """The simulator runs its kernel in slices of simulated time (so that Ctrl-C is seen between
     them); cut into hundreds of random slices, a run is the same as in one call."""
-    import placement.batch.simulator as simulator
+    import tjap.placement.batch.simulator as simulator
 
     jobs, n = random_jobs(3)
     cfg = SchedulerConfig(backfill=backfill, priority=Priority(age=100, fairshare=100))

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from batch_reference import job_tables, jobs_starts
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
 from tjap.errors import InvalidInputError
-from placement.tree.online import place_job
-from placement.tree.fat_tree import FatTree
+from tjap.placement.tree.online import place_job
+from tjap.placement.tree.fat_tree import FatTree
 
 EXACT = dict(bf_interval_s=0, bf_resolution_s=1, bf_max_job_test=10**6)
 TREE = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)

@@ -169,7 +169,7 @@ def test_interrupted_nsa_table_leaves_a_partial_csv(tmp_path, monkeypatch):
 
 
 def test_bench_nsa_on_a_workload_file(tmp_path, capsys):
-    from placement.tree.workload import Workload
+    from tjap.placement.tree.workload import Workload
 
     jobs = Workload.generate(500, seed=2)
     path = tmp_path / "jobs.txt"

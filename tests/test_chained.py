@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from placement.batch import Jobs, SchedulerConfig, Simulator
-from placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features, split, with_pair
+from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
+from tjap.placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features, split, with_pair
 from tjap.errors import InvalidInputError
 
 H = 3600
@@ -61,7 +61,7 @@ def test_episode_history_and_errors():
 
 
 # -- provisioners ----------------------------------------------------------------------------------
-from heuristics.provisioning import Average, Reactive, evaluate, run_episode  # noqa: E402
+from tjap.heuristics.provisioning import Average, Reactive, evaluate, run_episode  # noqa: E402
 
 
 class Recorder:

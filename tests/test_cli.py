@@ -14,7 +14,7 @@ import pytest
 import tjap
 from tjap import FatTree, Window, assignment_cost, load_windows, methods
 from tjap.cli import main
-from placement.tree.stream import generate_windows
+from tjap.placement.tree.stream import generate_windows
 
 TINY = {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2}
 

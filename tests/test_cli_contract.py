@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from placement.batch.traces import bundled_trace
+from tjap.placement.batch.traces import bundled_trace
 from tjap.cli import build_parser, main
 from tjap.cli.common import EXIT_CLOSED_STDOUT
 
@@ -354,7 +354,7 @@ def test_slurm_commands_missing_from_path_exit_3(tmp_path, monkeypatch, capsys, 
 
 
 def test_the_client_raises_the_unreachable_error(dead_slurm):
-    from placement.batch.slurm import SlurmClient, SlurmError
+    from tjap.placement.batch.slurm import SlurmClient, SlurmError
     from tjap.errors import SlurmUnreachableError
 
     client = SlurmClient()
@@ -386,17 +386,17 @@ def test_simulate_creates_the_folders_of_its_outputs(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, stage", [
     (["simulate", "--trace", LS6, "--nodes", "76", "--plot", "{blocker}/a.png"],
-     "placement.batch.replay.replay_trace"),
+     "tjap.placement.batch.replay.replay_trace"),
     (["simulate", "--trace", LS6, "--nodes", "76", "--per-job", "{blocker}/sub/jobs.csv"],
-     "placement.batch.replay.replay_trace"),
+     "tjap.placement.batch.replay.replay_trace"),
     (["simulate", "--trace", LS6, "--nodes", "76", "--plot", "{tmp}"],
-     "placement.batch.replay.replay_trace"),
+     "tjap.placement.batch.replay.replay_trace"),
     (["generate", "windows", "--num-windows", "1", "--out", "{blocker}/w.jsonl"],
-     "placement.tree.stream.generate_windows"),
+     "tjap.placement.tree.stream.generate_windows"),
     (["bench", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out", "{blocker}"],
      "tjap.bench.sa_tables.table3"),
     (["bench", "batch", "--out", "{blocker}/sub"], "tjap.bench.batch_sim.speed"),
-    (["train", "nsa", "--out", "{blocker}/w/nsa"], "learned.train.train_nsa"),
+    (["train", "nsa", "--out", "{blocker}/w/nsa"], "tjap.learned.train.train_nsa"),
 ], ids=["simulate-plot", "simulate-per-job", "simulate-plot-folder", "generate", "bench-table3",
         "bench-batch", "train-nsa"])
 def test_an_unwritable_output_fails_before_the_work(tmp_path, monkeypatch, capsys, argv, stage):

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from benchmarks import topologies
-from placement.tree.cost import job_cost
-from placement.tree.fat_tree import FatTree
-from placement.tree.stream import generate_windows, tree_load
-from placement.tree.topology import Topology
-from placement.tree.window import Window, load_windows
-from placement.tree.workload import Workload
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.stream import generate_windows, tree_load
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window, load_windows
+from tjap.placement.tree.workload import Workload
 from tjap.cli import main
 from tjap.errors import InvalidInputError
 

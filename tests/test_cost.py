@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 
 import tjap
 from tjap import FatTree, InvalidInputError, Window, assignment_cost, job_cost
-from placement.tree import _kernels
-from placement.tree.cost import convention_code, cost_from_counts
+from tjap.placement.tree import _kernels
+from tjap.placement.tree.cost import convention_code, cost_from_counts
 
 C = 1000
 

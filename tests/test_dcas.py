@@ -3,7 +3,7 @@
 Under DCAS jobs are placed one after another; each takes n_j consecutive nodes (wrapping) of the idle
 sequence *as updated after the previous jobs* (seed 002, section III-B). The oracle here enumerates
 every job order and every start of every step (0 <= start < idle nodes left at that step) and
-decodes them with a plain list, independently of placement.tree.dcas and its kernels.
+decodes them with a plain list, independently of tjap.placement.tree.dcas and its kernels.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tjap import FatTree, InvalidInputError, Window, assignment_cost, solve
-from placement.tree import _dcas_kernels
-from placement.tree._kernels import cost_from_squares
-from placement.tree.dcas import decode, encode, is_dcas
+from tjap.placement.tree import _dcas_kernels
+from tjap.placement.tree._kernels import cost_from_squares
+from tjap.placement.tree.dcas import decode, encode, is_dcas
 
 CONVENTIONS = ("paper", "published")
 TOL = 1e-6

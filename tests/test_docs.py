@@ -57,7 +57,7 @@ def test_the_reference_covers_every_model_and_the_core():
     """Every public module of placement/ (the four systems' models) and of the tjap core has its
     place in the reference: a module added there is added to its system's page."""
     rendered = {m for page in PAGES for m in RENDERED.findall(page.read_text())}
-    public = {".".join(p.relative_to(ROOT).with_suffix("").parts)
+    public = {".".join(("tjap", *p.relative_to(ROOT).with_suffix("").parts))
               for p in (ROOT / "placement").glob("*/*.py") if not p.name.startswith("_")}
     core = {"tjap.result", "tjap.errors", "tjap.registry", "tjap.report", "tjap.executor"}
     missing = sorted((public | core) - rendered)

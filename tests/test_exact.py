@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 import tjap
 from tjap import (FatTree, InvalidInputError, Result, StateSpaceTooLargeError, Status,
                   UnknownMethodError, Window, assignment_cost, solve)
-from placement.tree import csp
-from placement.tree.scas import is_scas
+from tjap.placement.tree import csp
+from tjap.placement.tree.scas import is_scas
 
 CONVENTIONS = ("paper", "published")
 SCAS_EXACT = ("dp", "scip", "cpsat")
@@ -371,7 +371,7 @@ def test_seq_takes_next_idle_nodes(seed, window_factory):
 def test_same_seed_same_assignment(method, window_factory):
     if method == "nsa":
         pytest.importorskip("torch")
-        from learned.nsa import DEFAULT_WEIGHTS
+        from tjap.learned.nsa import DEFAULT_WEIGHTS
         if not DEFAULT_WEIGHTS.exists():
             pytest.skip("no shipped NSA weights")
     for s in (7, 31):

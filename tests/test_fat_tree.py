@@ -5,7 +5,7 @@ import pytest
 
 import tjap
 from tjap import FatTree, InvalidInputError
-from placement.tree.fat_tree import OTHER_POD, SAME_POD, SAME_SWITCH
+from tjap.placement.tree.fat_tree import OTHER_POD, SAME_POD, SAME_SWITCH
 
 
 def test_paper_k20_has_10_pods_of_100():

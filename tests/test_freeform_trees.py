@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.tree.freeform import best_single_job_nodes
-from placement.tree.online import place_job, replay
-from placement.tree.stream import window_stream
-from placement.tree.topology import Topology
-from placement.tree.window import Window
-from placement.tree.workload import Workload
+from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.online import place_job, replay
+from tjap.placement.tree.stream import window_stream
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
 import tjap
 from tjap import FatTree, InvalidInputError, Status, solve
 
@@ -299,7 +299,7 @@ def test_time_limit_covers_building_the_model():
     (no solution, or the warm start kept), instead of the solver getting its full limit after."""
     import time
 
-    from placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.fat_tree import FatTree
     from tjap import solve
 
     tree = FatTree(k=24)                                   # 3456 nodes, 288 edge switches

@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from placement.batch.jobs import Jobs
-from placement.batch.traces import TraceReport, load_trace
-from placement.tree.fat_tree import FatTree
-from placement.tree.topology import MAX_NODES, Topology
-from placement.tree.window import Window, load_windows
-from placement.tree.workload import Workload
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.traces import TraceReport, load_trace
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.topology import MAX_NODES, Topology
+from tjap.placement.tree.window import Window, load_windows
+from tjap.placement.tree.workload import Workload
 from tjap.errors import InvalidInputError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -386,9 +386,9 @@ def shipped_copy(stem: str, into: Path) -> Path:
 def test_fuzz_weights_metadata(folder):
     """The .json sidecar read by every family's read_metadata, provision thresholds, and NSA's
     load_actor (the solve-time reader: inference file, names, shapes, no torch)."""
-    from learned import policy_io
-    from learned.nsa import load_actor
-    from learned.provision import weights as provision_weights
+    from tjap.learned import policy_io
+    from tjap.learned.nsa import load_actor
+    from tjap.learned.provision import weights as provision_weights
 
     path = shipped_copy("nsa_fcn1", folder)
     seeds = [path.read_bytes()] + [(SHIPPED / f"{stem}.json").read_bytes()
@@ -412,7 +412,7 @@ def test_fuzz_torch_weights_metadata(folder):
     """The sidecar of torch weights, read by load_weights with the model it describes built
     (the interference GNN: a small model)."""
     pytest.importorskip("torch")
-    from learned.interference.policy import load_model
+    from tjap.learned.interference.policy import load_model
 
     path = shipped_copy("interference_single", folder)
     seeds = [path.read_bytes(), (SHIPPED / "interference_marl_server.json").read_bytes()]
@@ -424,7 +424,7 @@ def test_fuzz_torch_weights_metadata(folder):
 def test_fuzz_array_weights_metadata(folder):
     """The sidecar of array weights (.npz), read by load_weights without torch (a provisioner's
     tree ensemble)."""
-    from learned.provision.weights import load_trees
+    from tjap.learned.provision.weights import load_trees
 
     path = shipped_copy("provision_xgb", folder)
     load_trees(path)                  # the copy is good

@@ -11,10 +11,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from placement.interference import (Coefficients, Simulator, Workload, co_location_samples,
+from tjap.placement.interference import (Coefficients, Simulator, Workload, co_location_samples,
                                     error_table, fit, make_cluster, simulate)
-from placement.interference import _kernels as kern
-from placement.interference import profiles
+from tjap.placement.interference import _kernels as kern
+from tjap.placement.interference import profiles
 from tjap.cli import main
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
 from tjap.registry import make, methods

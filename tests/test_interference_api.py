@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from placement.interference import (CLUSTER, PlacementEpisode, Simulator, Workload, make_cluster,
+from tjap.placement.interference import (CLUSTER, PlacementEpisode, Simulator, Workload, make_cluster,
                                     simulate)
 from tjap.api import place_job
 from tjap.errors import InvalidInputError, UnknownMethodError

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from learned.envs.interference import InterferenceEnv
-from learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
-from learned.interference.gnn import InterferenceGNN, to_torch
-from learned.interference.policy import MarlPolicy, load_model, save_model
-from placement.interference import Simulator, Workload, make_cluster
+from tjap.learned.envs.interference import InterferenceEnv
+from tjap.learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
+from tjap.learned.interference.gnn import InterferenceGNN, to_torch
+from tjap.learned.interference.policy import MarlPolicy, load_model, save_model
+from tjap.placement.interference import Simulator, Workload, make_cluster
 from tjap.errors import InvalidInputError
 from tjap.registry import make
 
@@ -190,7 +190,7 @@ def test_single_agent_env_places_across_partitions_without_forwarding(checked_co
 
 
 def test_evaluate_in_env_follows_the_greedy_policy():
-    from learned.interference.train import evaluate_in_env
+    from tjap.learned.interference.train import evaluate_in_env
 
     torch.manual_seed(3)
     model = InterferenceGNN(hidden=8, layers=1)
@@ -209,7 +209,7 @@ def test_evaluate_in_env_follows_the_greedy_policy():
 
 def _record_observations(monkeypatch, module) -> list:
     """Patch ``module.observe`` to record every (observation, mask) it returns."""
-    from learned.interference import features
+    from tjap.learned.interference import features
 
     seen, original = [], features.observe
 
@@ -228,10 +228,10 @@ def test_simulator_policy_sees_exactly_the_env_observations(monkeypatch, single_
     ``single`` in the simulator gets the same observations and masks, decision by decision (the
     queue lengths of every scheduler and the partitions a forwarded job was offered to included),
     so both runs end with the same finish times."""
-    import learned.envs.interference as env_module
-    from learned.interference import features
-    from learned.interference.policy import SingleAgentPolicy
-    from learned.interference.train import evaluate_in_env
+    import tjap.learned.envs.interference as env_module
+    from tjap.learned.interference import features
+    from tjap.learned.interference.policy import SingleAgentPolicy
+    from tjap.learned.interference.train import evaluate_in_env
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)   # tiny networks: more threads only contend (as the CLI sets)

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from learned.envs.interference import InterferenceEnv, rule_action
-from learned.interference.features import (NODE_FEATURES, PartitionGraph, Planning,
+from tjap.learned.envs.interference import InterferenceEnv, rule_action
+from tjap.learned.interference.features import (NODE_FEATURES, PartitionGraph, Planning,
                                            choose_group, observe)
-from learned.interference.gnn import InterferenceGNN, to_torch
-from learned.interference.policy import (DEFAULT_WEIGHTS, SERVER_WEIGHTS, MarlPolicy,
+from tjap.learned.interference.gnn import InterferenceGNN, to_torch
+from tjap.learned.interference.policy import (DEFAULT_WEIGHTS, SERVER_WEIGHTS, MarlPolicy,
                                          ServerLevelPolicy, load_model, save_model)
-from placement.interference import Simulator, Workload, make_cluster
+from tjap.placement.interference import Simulator, Workload, make_cluster
 from tjap.cli import main
 from tjap.errors import InvalidInputError
 from tjap.registry import make
@@ -122,7 +122,7 @@ def test_marl_server_in_simulator_replays_the_env(monkeypatch, checked_commits):
     """The greedy policy of one network in the server-level env and as ``marl-server`` in the
     simulator (seeded with the workload's seed, as the env's group generator) draw the same
     groups: same finish times, nothing oversubscribed; runs are deterministic by seed."""
-    from learned.interference.train import evaluate_in_env
+    from tjap.learned.interference.train import evaluate_in_env
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from learned.envs.interference import InterferenceEnv
-from learned.interference.gnn import InterferenceGNN, to_torch
-from learned.interference.policy import SINGLE_WEIGHTS, SingleAgentPolicy
-from learned.interference.train import evaluate_in_env, ppo
-from placement.interference import Simulator, Workload, make_cluster
+from tjap.learned.envs.interference import InterferenceEnv
+from tjap.learned.interference.gnn import InterferenceGNN, to_torch
+from tjap.learned.interference.policy import SINGLE_WEIGHTS, SingleAgentPolicy
+from tjap.learned.interference.train import evaluate_in_env, ppo
+from tjap.placement.interference import Simulator, Workload, make_cluster
 from tjap.cli import main
 from tjap.errors import InvalidInputError
 from tjap.registry import make

@@ -10,12 +10,12 @@ import json
 import numpy as np
 import pytest
 
-from heuristics.interference.anneal import OptPolicy
-from heuristics.interference.rules import WholeJobPolicy
-from placement.interference import Coefficients, Simulator, Workload, make_cluster, profiles
-from placement.interference import _kernels as kern
-from placement.interference.jobs import RUNNING
-from placement.interference.planning import running_jobs_by_server, split_cost
+from tjap.heuristics.interference.anneal import OptPolicy
+from tjap.heuristics.interference.rules import WholeJobPolicy
+from tjap.placement.interference import Coefficients, Simulator, Workload, make_cluster, profiles
+from tjap.placement.interference import _kernels as kern
+from tjap.placement.interference.jobs import RUNNING
+from tjap.placement.interference.planning import running_jobs_by_server, split_cost
 from tjap.registry import make
 
 GEN = Coefficients.generator()
@@ -209,7 +209,7 @@ def test_opt_can_start_from_whole_and_rejects_unknown_starts():
 def test_env_whole_expert_replays_the_whole_rule():
     """Following the env's ``whole`` expert (read from the observation's whole_ok / whole_gap)
     gives exactly the JCTs of the ``whole`` policy in the simulator."""
-    from learned.envs.interference import InterferenceEnv
+    from tjap.learned.envs.interference import InterferenceEnv
 
     env = InterferenceEnv(k=4, intervals=3, rate=1.5, extra_intervals=60)
     env.reset(seed=7)
@@ -223,7 +223,7 @@ def test_env_whole_expert_replays_the_whole_rule():
 
 
 def test_env_jct_reward_sums_to_minus_the_total_jct():
-    from learned.envs.interference import InterferenceEnv
+    from tjap.learned.envs.interference import InterferenceEnv
 
     env = InterferenceEnv(k=4, intervals=3, rate=1.5, extra_intervals=60, reward="jct")
     env.reset(seed=7)

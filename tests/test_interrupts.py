@@ -94,8 +94,8 @@ import signal
 import sys
 import numpy as np
 import tjap
-from placement.tree.fat_tree import FatTree
-from placement.tree.window import Window
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.window import Window
 
 rng = np.random.default_rng(0)
 window = Window(FatTree.from_layout("paper"), range(1000), rng.integers(2, 13, 40).tolist())
@@ -157,7 +157,7 @@ def test_interruption_line_is_one_line():
 #: about 0.9, conservative backfilling over a long queue)
 LONG_SIMULATION = """
 import numpy as np, sys
-from placement.batch import Jobs, SchedulerConfig, Simulator
+from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
 rng = np.random.default_rng(0)
 n = 20_000
 limit = rng.integers(60, 5000, n)

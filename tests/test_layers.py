@@ -2,10 +2,10 @@
 other in a circle.
 
 Floors, bottom first: the tjap core (errors, jit policy, result protocol, solver helpers,
-reporting, the sweep executor), ``placement`` (models and simulators), ``heuristics`` (search
-loops and hand-written operators), ``learned`` (trained operators), the tjap face (``tjap``
-itself, ``solve``, the registry, the command line, the bench runners) and ``benchmarks`` (the
-project's experiments). A file may import its own floor and the floors below it. Every import
+reporting, the sweep executor), ``tjap.placement`` (models and simulators, the folder
+``placement/``), ``tjap.heuristics`` (search loops and hand-written operators, ``heuristics/``),
+``tjap.learned`` (trained operators, ``learned/``), the tjap face (``tjap`` itself, ``solve``, the
+registry, the command line) and ``benchmarks`` (the project's experiments, not installed). A file may import its own floor and the floors below it. Every import
 counts, lazy ones inside functions included, and so does a ``"pkg.mod:attr"`` or ``"pkg.mod"``
 string (how registries name what they load).
 """
@@ -19,7 +19,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("tjap", "placement", "heuristics", "learned", "benchmarks")
+# the installed floors: each folder at the repository's top is the package named beside it
+FOLDERS = {"placement": "tjap.placement", "heuristics": "tjap.heuristics",
+           "learned": "tjap.learned", "tjap": "tjap", "benchmarks": "benchmarks"}
+PACKAGES = ("tjap", "benchmarks")
 CORE = {"tjap.errors", "tjap._jit", "tjap.result", "tjap._backends", "tjap.executor", "tjap.report"}
 FLOORS = {"core": 0, "placement": 1, "heuristics": 2, "learned": 3, "face": 4, "benchmarks": 5}
 MODULE_STRING = re.compile(r"^((?:%s)(?:\.\w+)+)(?::\w+)?$" % "|".join(PACKAGES))
@@ -29,18 +32,23 @@ def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
-    return ".".join(parts)
+    return ".".join([FOLDERS[parts[0]], *parts[1:]])
 
 
 def project_modules() -> dict[str, Path]:
-    return {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    """Every module by its installed name, read from the folders (not through tjap's links)."""
+    links = {ROOT / "tjap" / folder for folder in FOLDERS if folder not in PACKAGES}
+    return {module_name(p): p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py")
+            if not any(link in p.parents for link in links)}
 
 
 def floor(module: str) -> str:
     if module in CORE:
         return "core"
-    top = module.split(".")[0]
-    return "face" if top == "tjap" else top
+    parts = module.split(".")
+    if parts[0] == "tjap":
+        return parts[1] if len(parts) > 1 and parts[1] in FLOORS else "face"
+    return parts[0]
 
 
 def resolve(name: str, modules: dict) -> str | None:
@@ -131,9 +139,9 @@ def test_no_import_circles():
 
 @pytest.mark.parametrize("source, expected", [
     ("from tjap.errors import TjapError", {"tjap.errors"}),
-    ("def f():\n    from heuristics import anneal", {"heuristics.anneal"}),
-    ("X = 'learned.nsa:solve_nsa'", {"learned.nsa"}),
-    ("import placement.tree.window", {"placement.tree.window"}),
+    ("def f():\n    from tjap.heuristics import anneal", {"tjap.heuristics.anneal"}),
+    ("X = 'tjap.learned.nsa:solve_nsa'", {"tjap.learned.nsa"}),
+    ("import tjap.placement.tree.window", {"tjap.placement.tree.window"}),
 ])
 def test_the_reader_sees_every_kind_of_import(tmp_path, source, expected):
     path = tmp_path / "probe.py"

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from heuristics.network import NALBPolicy, NULBPolicy, TetrisPolicy
-from placement.network import (NAMES, Engine, Episode, Outcome, Requests, Topology, evaluate,
+from tjap.heuristics.network import NALBPolicy, NULBPolicy, TetrisPolicy
+from tjap.placement.network import (NAMES, Engine, Episode, Outcome, Requests, Topology, evaluate,
                                paper_topology, run_episode, solve_request)
-from placement.network import _kernels as kern
+from tjap.placement.network import _kernels as kern
 from network_oracle import fewest_channels
 from tjap.api import place_request
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError

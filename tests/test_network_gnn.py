@@ -13,11 +13,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
-from learned.envs.network_alloc import NetworkAllocEnv  # noqa: E402
-from learned.network import gnn  # noqa: E402
-from learned.network.features import FeatureBuilder, NODE_FEATURES  # noqa: E402
-from learned.network.gnn import GNNPolicy, GraphSAGEAllocator, load, save  # noqa: E402
-from placement.network import (Engine, Outcome, Requests, Topology, evaluate,  # noqa: E402
+from tjap.learned.envs.network_alloc import NetworkAllocEnv  # noqa: E402
+from tjap.learned.network import gnn  # noqa: E402
+from tjap.learned.network.features import FeatureBuilder, NODE_FEATURES  # noqa: E402
+from tjap.learned.network.gnn import GNNPolicy, GraphSAGEAllocator, load, save  # noqa: E402
+from tjap.placement.network import (Engine, Outcome, Requests, Topology, evaluate,  # noqa: E402
                                paper_topology, run_episode)
 from tjap.errors import InvalidInputError  # noqa: E402
 
@@ -183,7 +183,7 @@ def test_save_load_round_trip(tmp_path):
 def test_ppo_plumbing_takes_a_few_steps():
     from sb3_contrib import MaskablePPO
 
-    from learned.network.gnn import GNNMaskablePolicy
+    from tjap.learned.network.gnn import GNNMaskablePolicy
 
     env = NetworkAllocEnv(tiny(), requests=4)
     model = MaskablePPO(GNNMaskablePolicy, env, policy_kwargs={"topology": tiny()}, n_steps=32,
@@ -215,7 +215,7 @@ def test_gnn_chooses_only_allowed_servers_and_is_deterministic(servers, requests
 def test_shipped_weights_metadata():
     meta = json.loads(gnn.DEFAULT_WEIGHTS.read_text())
     assert "MaskablePPO" in meta["training"]["algorithm"]
-    assert meta["training"]["command"].startswith("python -m learned.network.train")
+    assert meta["training"]["command"].startswith("python -m tjap.learned.network.train")
     assert gnn.DEFAULT_WEIGHTS.with_suffix(".pt").stat().st_size < 300_000
 
 
@@ -247,8 +247,8 @@ def test_cli_gnn(capsys):
 def test_ppo_validation_keeps_the_best_check(tmp_path, monkeypatch):
     """With validate_every_s, PPO saves the weights of the best validation check: here the fake
     validation ranks the start best, so the saved weights are the initial ones."""
-    from learned.network import imitation
-    from learned.network.train import train_network
+    from tjap.learned.network import imitation
+    from tjap.learned.network.train import train_network
 
     means = iter([0.9, 0.2, 0.1, 0.1, 0.1, 0.1])
     monkeypatch.setattr(imitation, "validate", lambda net, topologies: {"mean": next(means)})

@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from placement.network import Engine, Outcome, Requests, Topology, paper_topology, solve_request
+from tjap.placement.network import Engine, Outcome, Requests, Topology, paper_topology, solve_request
 from network_oracle import fewest_channels
 from tjap.errors import InvalidInputError
 from tjap.result import Status
 
 torch = pytest.importorskip("torch")
 
-from learned.network import imitation  # noqa: E402
-from learned.network.gnn import ARCH, GraphSAGEAllocator  # noqa: E402
+from tjap.learned.network import imitation  # noqa: E402
+from tjap.learned.network.gnn import ARCH, GraphSAGEAllocator  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -176,12 +176,12 @@ def test_cli_train_network_rejects_bad_numbers(capsys):
 def test_shipped_weights_record_the_imitation_stage():
     import json
 
-    from learned.network import gnn
+    from tjap.learned.network import gnn
 
     meta = json.loads(gnn.DEFAULT_WEIGHTS.read_text())
     stage1 = meta["training"]["continued_from"]["training"]
     assert stage1["algorithm"].startswith("imitation of the exact")
-    assert stage1["command"].startswith("python -m learned.network.imitation")
+    assert stage1["command"].startswith("python -m tjap.learned.network.imitation")
     validation = meta["training"]["validation"]
     ours = validation["this (imitation + PPO)"]["mean"]
     assert ours >= max(v["mean"] for k, v in validation.items() if isinstance(v, dict))

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 import tjap
-from learned.nsa import BEST_WEIGHTS, DEFAULT_WEIGHTS, default_preset, default_weights
-from placement.tree.stream import generate_windows
+from tjap.learned.nsa import (BEST_WEIGHTS, DEFAULT_WEIGHTS, WEIGHTS_DIR, default_preset,
+                              default_weights)
+from tjap.placement.tree.stream import generate_windows
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "learned" / "weights"
+WEIGHTS = WEIGHTS_DIR
 LAYOUTS = ("paper", "published")
 
 #: ``tjap.solve(window(layout), "nsa", seed=7, iterations=120, convention=layout)`` as it ran when
@@ -121,7 +122,7 @@ def test_default_weights_by_preset_and_convention():
 
 
 def test_bad_convention_is_one_line_before_any_weights(windows):
-    from learned.nsa import solve_nsa
+    from tjap.learned.nsa import solve_nsa
 
     with pytest.raises(tjap.InvalidInputError) as info:
         solve_nsa(windows["paper"], convention="nope", iterations=5)

@@ -1,4 +1,4 @@
-"""Online scheduling (placement.tree.online): per-job placement, the window policy against per-job FCFS and
+"""Online scheduling (tjap.placement.tree.online): per-job placement, the window policy against per-job FCFS and
 EASY backfilling, their schedules' validity, metrics, bad input and the ``online`` CLI command."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from batch_reference import textbook_starts as reference_starts
 from tjap import FatTree, InvalidInputError, job_cost
 from tjap.cli import main
-from placement.tree.online import PLACEMENTS, POLICIES, best_single_job_nodes, place_job, replay, window_ticks
-from placement.tree.workload import Workload
+from tjap.placement.tree.online import PLACEMENTS, POLICIES, best_single_job_nodes, place_job, replay, window_ticks
+from tjap.placement.tree.workload import Workload
 
 CONVENTIONS = ("paper", "published")
 
@@ -304,8 +304,8 @@ def test_easy_backfills_a_job_ending_exactly_at_the_shadow_time():
     w = make_workload([0, 1, 2], [100, 10, 98], [6, 8, 1])
     e = replay(tree, w, policy="easy")
     assert e.start_s == {0: 0, 1: 100, 2: 2} and e.reservations == {1: 100}
-    from placement.batch.simulator import simulate
-    from placement.tree.online import per_job_config, workload_jobs
+    from tjap.placement.batch.simulator import simulate
+    from tjap.placement.tree.online import per_job_config, workload_jobs
     strict = simulate(workload_jobs(w, range(3)), 8, replace(per_job_config("easy"),
                                                               bf_end_at_reservation=False))
     assert strict.start_s.tolist() == [0, 100, 110]

@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks import placement_headroom as ph
 from benchmarks import slurm_topology as st
-from heuristics.slurm_tree import slurm_tree_nodes
-from placement.tree.cost import job_cost
+from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.placement.tree.cost import job_cost
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from placement.batch.jobs import Jobs
-from placement.batch.replay import replay_trace
-from placement.batch.simulator import MAX_ALLOCATIONS, Simulator
-from placement.tree.fat_tree import FatTree
-from placement.tree.topology import MAX_NODES, Topology
-from placement.tree.window import Window, load_windows
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.replay import replay_trace
+from tjap.placement.batch.simulator import MAX_ALLOCATIONS, Simulator
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.topology import MAX_NODES, Topology
+from tjap.placement.tree.window import Window, load_windows
 from tjap.cli import main
 from tjap.errors import InvalidInputError
 
@@ -212,8 +212,8 @@ def test_json_too_deep_or_too_long_a_number_is_one_line(tmp_path, text):
 # -- weights metadata ------------------------------------------------------------------------------
 def test_model_sizes_edited_into_metadata_are_refused_before_building(tmp_path):
     pytest.importorskip("torch")
-    from learned.interference.policy import load_model
-    from learned.policy_io import MAX_MODEL_SIZE
+    from tjap.learned.interference.policy import load_model
+    from tjap.learned.policy_io import MAX_MODEL_SIZE
 
     meta = json.loads((SHIPPED / "interference_single.json").read_text())
     shutil.copyfile(SHIPPED / meta["weights_file"], tmp_path / meta["weights_file"])

@@ -9,7 +9,7 @@ and c. The Python blocks of
 "Python in ten lines" and of the numbered system sections are checked for their imports only
 (their examples need traces and minutes; the API reference's examples run in test_docs.py), and
 so are the ``tjap.NAME`` attributes of "Python in ten lines". Every dotted name of the project in
-the README's inline code (```placement.tree.online.per_job_config```) must name a module that
+the README's inline code (```tjap.placement.tree.online.per_job_config```) must name a module that
 exists, and a name that module defines.
 """
 

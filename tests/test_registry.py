@@ -67,7 +67,7 @@ def test_register_refuses_to_replace_a_builtin_and_checks_its_argument():
         register("mine", 42)
     with pytest.raises(InvalidInputError, match="unknown system"):
         register("mine", print, system="slurm")
-    assert get("tree", "dp").target == "placement.tree.csp:solve_dp"   # untouched
+    assert get("tree", "dp").target == "tjap.placement.tree.csp:solve_dp"   # untouched
 
 
 def test_a_registered_method_is_solvable_and_replace_true_works():
@@ -102,7 +102,7 @@ def test_provisioner_weight_suffix_only_where_the_factory_takes_names():
 
 def test_import_tjap_and_listing_methods_stay_light():
     code = ("import sys, tjap, tjap.registry; tjap.registry.entries(); "
-            "heavy = [m for m in ('torch', 'pyscipopt', 'ortools', 'numba', 'placement.tree.csp') "
+            "heavy = [m for m in ('torch', 'pyscipopt', 'ortools', 'numba', 'tjap.placement.tree.csp') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -112,10 +112,10 @@ def test_import_tjap_and_listing_methods_stay_light():
 def test_other_systems_entry_points_refuse_unknown_options():
     import numpy as np
 
-    from placement.batch.jobs import Jobs
-    from placement.batch.simulator import simulate as simulate_batch
-    from placement.interference import Workload, make_cluster
-    from placement.interference import simulate as simulate_interference
+    from tjap.placement.batch.jobs import Jobs
+    from tjap.placement.batch.simulator import simulate as simulate_batch
+    from tjap.placement.interference import Workload, make_cluster
+    from tjap.placement.interference import simulate as simulate_interference
 
     jobs = Jobs.build(submit_s=np.arange(4) * 10, nodes=np.ones(4, np.int64),
                       limit_s=np.full(4, 60), runtime_s=np.full(4, 30))
@@ -129,7 +129,7 @@ def test_other_systems_entry_points_refuse_unknown_options():
 
 
 def test_the_placement_floor_names_its_exact_models_as_the_registry_does():
-    from placement.tree.exact import SOLVERS
+    from tjap.placement.tree.exact import SOLVERS
 
     for name, fn in SOLVERS.items():
         assert get("tree", name).load() is fn, name

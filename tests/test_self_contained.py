@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from placement.batch.traces import BUNDLED_DIR, BUNDLED_TRACES, bundled_trace, load_trace
+from tjap.placement.batch.traces import BUNDLED_DIR, BUNDLED_TRACES, bundled_trace, load_trace
 from tjap.errors import InvalidInputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def test_the_bundled_traces_ship_with_their_licences():
     assert total < 4_000_000            # the repository stays small
     # package data, so an installed wheel has them too
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    patterns = data["package-data"]["placement.batch"]
+    patterns = data["package-data"]["tjap.placement.batch"]
     for name in list(BUNDLED_TRACES) + ["README.md"]:
         assert any(Path("data", name).match(p) for p in patterns), name
 
@@ -120,7 +120,7 @@ def test_bundled_trace_names_and_errors():
 
 
 def test_defaults_use_the_bundled_trace():
-    from placement.interference.jobs import DEFAULT_TRACE
+    from tjap.placement.interference.jobs import DEFAULT_TRACE
     from tjap.cli import build_parser
 
     assert DEFAULT_TRACE == bundled_trace("ls6-a100") and DEFAULT_TRACE.exists()

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import service_frontier as sf
 from benchmarks import slurm_topology as st
-from placement.tree.cost import job_cost
+from tjap.placement.tree.cost import job_cost
 from tjap.errors import InvalidInputError
 from tjap.slurm.service import ServiceConfig
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from placement.batch.traces import bundled_trace
+from tjap.placement.batch.traces import bundled_trace
 from tjap.cli import main
 
 LS6 = bundled_trace("ls6-a100")        # shipped with the package: these tests never skip

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from placement.batch.slurm_local import slurm_available
-from placement.batch.traces import bundled_trace
+from tjap.placement.batch.slurm_local import slurm_available
+from tjap.placement.batch.traces import bundled_trace
 
 LS6 = bundled_trace("ls6-a100")
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from benchmarks.slurm_fidelity import (agreement, local_slurm, longest_common_order, node_names,
                                        out_of_order, replay_origin, single_switch_conf)
-from placement.batch import Jobs, SchedulerConfig, Simulator
-from placement.batch import _kernels as k
+from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
+from tjap.placement.batch import _kernels as k
 from tjap.errors import InvalidInputError
 
 

@@ -13,14 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tjap
-from heuristics.guarded import solve_guarded
-from placement.batch.slurm import (PendingJob, SlurmClient, SlurmError, parse_pending,
+from tjap.heuristics.guarded import solve_guarded
+from tjap.placement.batch.slurm import (PendingJob, SlurmClient, SlurmError, parse_pending,
                                    parse_test_only)
-from placement.tree.cost import assignment_cost, job_cost
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology
-from placement.tree.window import Window
-from placement.tree.workload import select_prefix
+from tjap.placement.tree.cost import assignment_cost, job_cost
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import select_prefix
 from tjap.cli import main
 from tjap.cli.slurm import describe
 from tjap.errors import InvalidInputError, UnknownMethodError

@@ -25,12 +25,12 @@ import numpy as np
 import pytest
 
 import tjap
-from placement.batch.slurm import SlurmClient
-from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
-from placement.tree.cost import assignment_cost
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology
-from placement.tree.window import Window
+from tjap.placement.batch.slurm import SlurmClient
+from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
+from tjap.placement.tree.cost import assignment_cost
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 from tjap.cli import main
 from tjap.slurm.service import PlacementService, ServiceConfig
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from benchmarks import slurm_topology as st
-from placement.batch.slurm import CompletedJob
-from placement.batch.slurm_local import slurm_available
-from placement.tree.cost import job_cost
-from placement.tree.topology import Topology
+from tjap.placement.batch.slurm import CompletedJob
+from tjap.placement.batch.slurm_local import slurm_available
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.topology import Topology
 from tjap.errors import InvalidInputError
 
 TREE = Topology.from_slurm("""

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from benchmarks.slurm_tree_validation import SlurmPlacer, compare, random_window
-from placement.batch.slurm import SlurmError
-from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
-from placement.tree.topology import Topology
-from placement.tree.window import Window
+from tjap.placement.batch.slurm import SlurmError
+from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
 
 _REASON = slurm_available()

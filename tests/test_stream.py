@@ -1,4 +1,4 @@
-"""The paper's workload and its window stream (placement.tree.stream): ranges, determinism, validation, the
+"""The paper's workload and its window stream (tjap.placement.tree.stream): ranges, determinism, validation, the
 greedy prefix selection, queue order and the windows themselves."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tjap import FatTree, InvalidInputError, Window, solve
-from placement.tree.stream import generate_windows, window_stream
-from placement.tree.workload import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload,
+from tjap.placement.tree.stream import generate_windows, window_stream
+from tjap.placement.tree.workload import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload,
                                      priority_order, select_prefix)
 
 LAYOUTS = ("paper", "published")

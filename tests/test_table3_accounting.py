@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import table3_accounting as acc
-from placement.tree.fat_tree import FatTree
-from placement.tree.window import Window
-from placement.tree.workload import Workload
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
 from tjap import solve
 
 

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 import tjap
-from placement.tree import csp
-from placement.tree.exact import auto_choice
-from placement.tree.fat_tree import FatTree
-from placement.tree.result import Result
-from placement.tree.window import Window
+from tjap.placement.tree import csp
+from tjap.placement.tree.exact import auto_choice
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.result import Result
+from tjap.placement.tree.window import Window
 from tjap import Status
 from tjap.errors import StateSpaceTooLargeError
 from tjap.registry import entries

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.tree.hostlist import compress_hostlist, expand_hostlist
-from placement.tree.topology import IMPLICIT_ROOT, Topology
-from placement.tree.fat_tree import FatTree
+from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology
+from tjap.placement.tree.fat_tree import FatTree
 from tjap.errors import InvalidInputError
 
 # a two-level topology.conf: four leaf switches of four nodes under one spine

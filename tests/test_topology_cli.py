@@ -37,7 +37,7 @@ def test_show_levels_sizes_and_order(tmp_path, capsys):
 
 
 def test_json_tree_reads_like_the_conf(tmp_path, capsys):
-    from placement.tree.topology import Topology
+    from tjap.placement.tree.topology import Topology
 
     path = tmp_path / "tree.json"
     path.write_text(json.dumps(Topology.from_slurm(CONF).to_dict()))

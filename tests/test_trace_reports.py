@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import trace_reference as reference
-from placement.batch.jobs import COLUMNS
-from placement.batch.traces import bundled_trace, load_sacct, load_swf, load_trace
+from tjap.placement.batch.jobs import COLUMNS
+from tjap.placement.batch.traces import bundled_trace, load_sacct, load_swf, load_trace
 from tjap.cli import main
 from tjap.errors import InvalidInputError
 
@@ -202,8 +202,8 @@ def test_textbook_backfill(capsys, swf):
 def test_the_textbook_preset_is_the_per_job_easy_baseline():
     """``SchedulerConfig.textbook_easy`` is the configuration tests/test_online.py checks against
     the plain-Python textbook EASY reference."""
-    from placement.batch.simulator import SchedulerConfig
-    from placement.tree.online import per_job_config
+    from tjap.placement.batch.simulator import SchedulerConfig
+    from tjap.placement.tree.online import per_job_config
 
     assert SchedulerConfig.textbook_easy() == per_job_config("easy")
 
@@ -283,7 +283,7 @@ def test_jobs_build_maps_dependency_ids_to_rows():
     """Jobs.build's vectorised id -> row mapping against a dictionary."""
     import numpy as np
 
-    from placement.batch.jobs import Jobs
+    from tjap.placement.batch.jobs import Jobs
 
     rng = np.random.default_rng(3)
     for n in (1, 2, 7, 50):
@@ -306,7 +306,7 @@ def test_a_refused_file_is_closed_at_once(tmp_path, text, suffix):
     open as long as the error's traceback lived (800 of them in a fuzzing run)."""
     import os
 
-    from placement.tree.workload import Workload
+    from tjap.placement.tree.workload import Workload
 
     path = tmp_path / f"bad{suffix}"
     path.write_text(text)

@@ -1,4 +1,4 @@
-"""Trace loaders (placement.batch.traces): the two shipped traces, SWF and sacct-style parsing,
+"""Trace loaders (tjap.placement.batch.traces): the two shipped traces, SWF and sacct-style parsing,
 skipped-line reports, clear errors for files that are not traces, and format guessing."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from placement.batch.jobs import COLUMNS
-from placement.batch.traces import (FORMATS, TraceReport, bundled_trace, default_nodes, load_sacct,
+from tjap.placement.batch.jobs import COLUMNS
+from tjap.placement.batch.traces import (FORMATS, TraceReport, bundled_trace, default_nodes, load_sacct,
                                     load_swf, load_trace)
 from tjap.errors import InvalidInputError
 

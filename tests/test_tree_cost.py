@@ -1,4 +1,4 @@
-"""The cost on any switch tree (placement.tree.tree_cost): the count form and its kernels against
+"""The cost on any switch tree (tjap.placement.tree.tree_cost): the count form and its kernels against
 a pair loop on random irregular trees, and against today's fat-tree cost and block kernel."""
 
 from collections import Counter
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.tree import _kernels
-from placement.tree.cost import convention_code, job_cost
-from placement.tree.fat_tree import FatTree
-from placement.tree.tree_cost import (CountForm, block_costs, count_groups, node_set_cost,
+from tjap.placement.tree import _kernels
+from tjap.placement.tree.cost import convention_code, job_cost
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.tree_cost import (CountForm, block_costs, count_groups, node_set_cost,
                                       switch_depths)
 from tjap.errors import InvalidInputError
 

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from placement.tree.cost import assignment_cost, job_cost
-from placement.tree.scas import is_scas
-from placement.tree.topology import Topology
-from placement.tree.window import Window, load_windows
+from tjap.placement.tree.cost import assignment_cost, job_cost
+from tjap.placement.tree.scas import is_scas
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window, load_windows
 from tjap import FatTree, InvalidInputError, Status, solve
 
 from conftest import make_window

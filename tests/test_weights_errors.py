@@ -104,7 +104,7 @@ def tiny_window() -> Window:
 
 
 def trace() -> str:
-    from placement.batch.traces import bundled_trace
+    from tjap.placement.batch.traces import bundled_trace
 
     return str(bundled_trace("ls6-a100"))
 

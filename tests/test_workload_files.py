@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from placement.batch.traces import bundled_trace, load_trace
-from placement.tree.stream import generate_windows, window_stream
-from placement.tree.workload import FILE_FORMATS, Workload, WorkloadReport
+from tjap.placement.batch.traces import bundled_trace, load_trace
+from tjap.placement.tree.stream import generate_windows, window_stream
+from tjap.placement.tree.workload import FILE_FORMATS, Workload, WorkloadReport
 from tjap import FatTree, InvalidInputError
 from tjap.cli import main
 from test_cli import assert_one_line_error, run
@@ -88,7 +88,7 @@ def test_authors_format_arrays_and_report(tmp_path):
                                    "12 5 -1 3", "13 5 10 99999999999999999999"])
 def test_clean_files_read_at_once_as_line_by_line(tmp_path, extra):
     """A clean file is read by NumPy at once, anything else line by line: the same result."""
-    from placement.tree.workload import _authors_clean, _read_authors, _read_authors_lines
+    from tjap.placement.tree.workload import _authors_clean, _read_authors, _read_authors_lines
 
     lines = [f"{k + 1}\t{10 * k + 3}  {k * 7 % 50}  {k % 9 + 1}" for k in range(10)]
     path = write(tmp_path / "jobs.txt", lines + ([extra] if extra is not None else []))

@@ -1,9 +1,9 @@
 """The trace loaders' rules one line at a time, in plain Python: the oracle the vectorised readers
-of placement.batch.traces (a Numba byte scan plus NumPy columns) are checked against."""
+of tjap.placement.batch.traces (a Numba byte scan plus NumPy columns) are checked against."""
 
 from __future__ import annotations
 
-from placement.batch import traces as t
+from tjap.placement.batch import traces as t
 
 
 def _swf_job(text: str) -> t._Job:

@@ -1,8 +1,8 @@
 """tjap: placement problems of HPC and ML clusters: exact models, Numba search, learned operators.
 
 The face of the library. Seed 002's model (:class:`Topology`, :class:`FatTree`, :class:`Window`, the hop cost) and
-:func:`solve` are re-exported here; the other systems live in :mod:`placement.network`,
-:mod:`placement.interference` and :mod:`placement.batch`, and every system's methods are listed
+:func:`solve` are re-exported here; the other systems live in :mod:`tjap.placement.network`,
+:mod:`tjap.placement.interference` and :mod:`tjap.placement.batch`, and every system's methods are listed
 by :func:`tjap.registry.methods`. Importing tjap loads nothing heavy: the names below are resolved
 on first use, and solvers, networks and torch are imported only when a method needs them.
 """
@@ -18,13 +18,13 @@ __version__ = "0.2.0"
 
 # public name -> module that defines it (imported on first access, PEP 562)
 _LAZY = {
-    "Topology": "placement.tree.topology",
-    "FatTree": "placement.tree.fat_tree",
-    "Window": "placement.tree.window",
-    "load_windows": "placement.tree.window",
-    "job_cost": "placement.tree.cost",
-    "assignment_cost": "placement.tree.cost",
-    "Result": "placement.tree.result",
+    "Topology": "tjap.placement.tree.topology",
+    "FatTree": "tjap.placement.tree.fat_tree",
+    "Window": "tjap.placement.tree.window",
+    "load_windows": "tjap.placement.tree.window",
+    "job_cost": "tjap.placement.tree.cost",
+    "assignment_cost": "tjap.placement.tree.cost",
+    "Result": "tjap.placement.tree.result",
     "Status": "tjap.result",
     "solve": "tjap.api",
     "place_job": "tjap.api",

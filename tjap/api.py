@@ -21,7 +21,7 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     Parameters
     ----------
     window : Window
-        The idle nodes and the jobs to place (:class:`placement.tree.window.Window`).
+        The idle nodes and the jobs to place (:class:`tjap.placement.tree.window.Window`).
     method : str
         One of ``tjap.methods()``; ``tjap methods`` lists them with what they compute.
 
@@ -41,9 +41,9 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
           ``preset="paper"`` is the paper's Table I, ``preset="published"`` its published code.
           Options (each overrides the preset's): ``iterations=``, ``repair=``, ``q=``,
           ``max_remove=``, ``t_max=``, ``t_min=``, ``reinsert=``, ``initial=``; see
-          :func:`heuristics.anneal.solve_sa`.
+          :func:`tjap.heuristics.anneal.solve_sa`.
         - ``lns``: DCAS descent from the SCAS optimum with the greedy repair (``iterations=``,
-          ``repair=``, ``max_remove=``, ``initial=``); see :func:`heuristics.anneal.solve_lns`.
+          ``repair=``, ``max_remove=``, ``initial=``); see :func:`tjap.heuristics.anneal.solve_lns`.
         - ``nsa``: neural SA, the SA loop with a trained repair, by default the best settings
           measured (``preset="best"``: the best SA's loop, 1000 iterations, the shipped weights
           trained in it for ``convention``, and the look-ahead over 32 starts the policy
@@ -51,7 +51,7 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
           look-ahead), ``preset="published"`` its published code's loop. Options (each
           overrides the preset's): ``weights=``, ``iterations=``, ``max_remove=``, ``t_max=``,
           ``t_min=``, ``reinsert=``, ``initial=``, ``sample=``, ``lookahead=``; ``info`` records
-          the preset, weights and look-ahead that ran; see :func:`learned.nsa.solve_nsa`.
+          the preset, weights and look-ahead that ran; see :func:`tjap.learned.nsa.solve_nsa`.
     time_limit_s : float, optional
         Wall-clock limit, honoured by every method within 10 % + 0.5 s, building models
         included (importing a solver package or loading weights the first time in a process is
@@ -65,7 +65,7 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     seed : int
         Random seed; the same seed gives the same Result.
     convention : {"paper", "published"}
-        Cost convention, see :mod:`placement.tree.cost`.
+        Cost convention, see :mod:`tjap.placement.tree.cost`.
     **options
         Method-specific options, listed above. An option the method does not take raises
         :class:`~tjap.errors.InvalidInputError` naming it and the valid ones.
@@ -83,8 +83,8 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     >>> result.status.value, result.is_feasible()
     ('OPTIMAL', True)
     """
-    from placement.tree.cost import convention_code
-    from placement.tree.window import Window
+    from tjap.placement.tree.cost import convention_code
+    from tjap.placement.tree.window import Window
 
     if not isinstance(window, Window):
         raise InvalidInputError(f"solve() needs a tjap.Window, got {type(window).__name__}")
@@ -121,8 +121,8 @@ def no_worse_than_rules(result, model: str, convention: str = "paper", seed: int
     solution always takes the rule's."""
     from dataclasses import replace
 
-    from placement.tree.dcas import is_dcas
-    from placement.tree.scas import is_scas
+    from tjap.placement.tree.dcas import is_dcas
+    from tjap.placement.tree.scas import is_scas
 
     admits = {"scas": is_scas, "dcas": is_dcas, "free": lambda w, a: True}.get(model)
     best = result if result.has_solution else None
@@ -136,7 +136,7 @@ def no_worse_than_rules(result, model: str, convention: str = "paper", seed: int
         return result
     info = {**result.info, "fallback": best.method}
     if "order" in info and "starts" in info:     # a DCAS search's steps describe the assignment
-        from placement.tree.dcas import encode
+        from tjap.placement.tree.dcas import encode
 
         info["order"], info["starts"] = encode(result.window, best.assignment)
     return replace(result, assignment=best.assignment, objective=best.objective, info=info)
@@ -146,7 +146,7 @@ def _check_returned(result, window, name: str) -> None:
     """A registered method's answer must be a Result of ``window`` whose assignment (if any) is
     feasible; anything else is one line naming the method. Not run for the built-in methods (their
     tests check it), so that it costs nothing on the hot path of the online replay."""
-    from placement.tree.result import Result
+    from tjap.placement.tree.result import Result
 
     if not isinstance(result, Result):
         raise InvalidInputError(
@@ -168,7 +168,7 @@ def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris",
 
     Parameters
     ----------
-    engine : placement.network.Engine
+    engine : tjap.placement.network.Engine
         The state: free CPU, memory and channels and the requests still held; no request may be
         in progress, and the request must fit the free resources.
     cpu, mem, holding : int
@@ -182,7 +182,7 @@ def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris",
         The policy's seed.
     commit : bool
         True (default): the engine keeps an accepted request (released ``holding`` ticks later by
-        :meth:`~placement.network.Engine.advance`). False: the engine is left as it was.
+        :meth:`~tjap.placement.network.Engine.advance`). False: the engine is left as it was.
     **options
         The policy's options; an unknown one raises
         :class:`~tjap.errors.InvalidInputError` listing the valid ones.
@@ -196,17 +196,17 @@ def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris",
 
     Examples
     --------
-    >>> from placement.network import Engine, paper_topology
+    >>> from tjap.placement.network import Engine, paper_topology
     >>> engine = Engine(paper_topology("8:1-16"))
     >>> place_request(engine, 40, 20, 5, "tetris").servers
     (0, 1, 2)
     """
     import copy
 
-    from placement.network import Engine, serve_request
+    from tjap.placement.network import Engine, serve_request
 
     if not isinstance(engine, Engine):
-        raise InvalidInputError(f"engine must be a placement.network.Engine, "
+        raise InvalidInputError(f"engine must be a tjap.placement.network.Engine, "
                                 f"got {type(engine).__name__}")
     if isinstance(policy, str):
         policy = get("network", policy).make(policy, **options)
@@ -223,13 +223,13 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
     """Place one seed-001 job, or one batch, on an interference simulator's current state.
 
     One scheduling decision outside an episode: the turn a scheduler gets in
-    :class:`placement.interference.episode.PlacementEpisode`. As a turn does, the call records
+    :class:`tjap.placement.interference.episode.PlacementEpisode`. As a turn does, the call records
     on ``sim`` that the jobs were offered to ``partition`` in the current interval (what the
     learned policies read).
 
     Parameters
     ----------
-    sim : placement.interference.Simulator
+    sim : tjap.placement.interference.Simulator
         The cluster, the workload and the state to place on (resources in use, running jobs).
     jobs : int or sequence of int
         A waiting job of ``sim.workload``, or a batch of them (placed in order, each seeing the
@@ -239,11 +239,11 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
         object. Either is reset with ``(sim, seed)`` first.
     partition : int, optional
         The partition to place on; default the jobs' home scheduler's, or the whole cluster
-        (:data:`placement.interference.cluster.CLUSTER`) for a policy of scope ``"cluster"``.
+        (:data:`tjap.placement.interference.cluster.CLUSTER`) for a policy of scope ``"cluster"``.
     seed : int
         The seed the policy is reset with (the random rule and the server level draw from it).
     commit : bool
-        Also start the placed jobs on ``sim`` (:meth:`~placement.interference.Simulator.commit`).
+        Also start the placed jobs on ``sim`` (:meth:`~tjap.placement.interference.Simulator.commit`).
     **options
         Options of a policy given by name (``iterations=`` for opt, ``weights=`` for the learned
         ones); an option it does not take raises InvalidInputError listing the valid ones.
@@ -256,7 +256,7 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
 
     Examples
     --------
-    >>> from placement.interference import Simulator, Workload, make_cluster
+    >>> from tjap.placement.interference import Simulator, Workload, make_cluster
     >>> cluster = make_cluster("fattree", 4)
     >>> sim = Simulator(cluster, Workload.generate(cluster.num_partitions, 1, "uniform", 0))
     >>> plan = place_job(sim, 0, "tetris")
@@ -265,12 +265,12 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
     """
     import numpy as np
 
-    from placement.interference import CLUSTER, PlacementPolicy, Simulator
-    from placement.interference.episode import check_plans
-    from placement.interference.jobs import WAITING
+    from tjap.placement.interference import CLUSTER, PlacementPolicy, Simulator
+    from tjap.placement.interference.episode import check_plans
+    from tjap.placement.interference.jobs import WAITING
 
     if not isinstance(sim, Simulator):
-        raise InvalidInputError(f"sim must be a placement.interference.Simulator, "
+        raise InvalidInputError(f"sim must be a tjap.placement.interference.Simulator, "
                                 f"got {type(sim).__name__}")
     single = isinstance(jobs, (int, np.integer)) and not isinstance(jobs, bool)
     batch = [jobs] if single else list(jobs) if isinstance(jobs, (list, tuple, np.ndarray)) \

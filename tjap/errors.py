@@ -28,7 +28,7 @@ class StateSpaceTooLargeError(TjapError):
 
 class SlurmError(TjapError):
     """A Slurm command failed, timed out, is not installed, or the controller is unreachable
-    (raised by :mod:`placement.batch.slurm`, which re-exports it)."""
+    (raised by :mod:`tjap.placement.batch.slurm`, which re-exports it)."""
 
 
 class SlurmUnreachableError(SlurmError):

@@ -217,58 +217,58 @@ def make(system: str, name: str, **options):
 
 
 # -- seed 002: window solvers -----------------------------------------------------------------
-_add("tree", "auto", "placement.tree.exact:solve_auto",
+_add("tree", "auto", "tjap.placement.tree.exact:solve_auto",
      "exact SCAS where affordable (dp, else SCIP by measured size rules or the time limit); "
      "otherwise the best of seq, slurm-tree and freeform-greedy",
      exact=True, time_limited=True, model="free")
-_add("tree", "dp", "placement.tree.csp:solve_dp",
+_add("tree", "dp", "tjap.placement.tree.csp:solve_dp",
      "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True, model="scas")
-_add("tree", "scip", "placement.tree.scas:solve_scip",
+_add("tree", "scip", "tjap.placement.tree.scas:solve_scip",
      "exact SCAS, set-packing 0-1 model on SCIP", exact=True, time_limited=True,
      requires=("pyscipopt",), extra="pyscipopt", model="scas")
-_add("tree", "cpsat", "placement.tree.scas:solve_cpsat",
+_add("tree", "cpsat", "tjap.placement.tree.scas:solve_cpsat",
      "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT", exact=True, time_limited=True,
      requires=("ortools",), extra="ortools", model="scas")
-_add("tree", "scip-paper", "placement.tree.scas:solve_scip_paper",
+_add("tree", "scip-paper", "tjap.placement.tree.scas:solve_scip_paper",
      "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)", exact=True,
      time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="scas")
-_add("tree", "cpsat-paper", "placement.tree.scas:solve_cpsat_paper",
+_add("tree", "cpsat-paper", "tjap.placement.tree.scas:solve_cpsat_paper",
      "exact SCAS, the paper's x/y formulation on CP-SAT (for comparison)", exact=True,
      time_limited=True, requires=("ortools",), extra="ortools", model="scas")
-_add("tree", "freeform", "placement.tree.freeform:solve_freeform",
+_add("tree", "freeform", "tjap.placement.tree.freeform:solve_freeform",
      "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')", exact=True,
      time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="free")
-_add("tree", "freeform-greedy", "placement.tree.freeform:solve_freeform_greedy",
+_add("tree", "freeform-greedy", "tjap.placement.tree.freeform:solve_freeform_greedy",
      "fast best-fit heuristic with no contiguity rule", model="free")
-_add("tree", "seq", "placement.tree.scas:solve_seq",
+_add("tree", "seq", "tjap.placement.tree.scas:solve_seq",
      "the paper's sequential assignment (each job takes the next idle nodes)", model="scas")
-_add("tree", "slurm-tree", "heuristics.slurm_tree:solve_slurm_tree",
+_add("tree", "slurm-tree", "tjap.heuristics.slurm_tree:solve_slurm_tree",
      "what Slurm 22.05's topology/tree selection does, job by job in window order", model="free")
-_add("tree", "guarded", "heuristics.guarded:solve_guarded",
+_add("tree", "guarded", "tjap.heuristics.guarded:solve_guarded",
      "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
      time_limited=True, model="free")
-_add("tree", "sa", "heuristics.anneal:solve_sa",
+_add("tree", "sa", "tjap.heuristics.anneal:solve_sa",
      "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
      time_limited=True, model="dcas")
-_add("tree", "lns", "heuristics.anneal:solve_lns",
+_add("tree", "lns", "tjap.heuristics.anneal:solve_lns",
      "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True, model="dcas")
-_add("tree", "nsa", "learned.nsa:solve_nsa",
+_add("tree", "nsa", "tjap.learned.nsa:solve_nsa",
      "neural SA: the sa loop with a trained repair operator run in Numba, by default the best "
      "settings measured (preset='paper' for the paper's; weights=...; torch only to train)",
      time_limited=True, learned=True, model="dcas")
 
 # -- seed 003: network request policies -------------------------------------------------------
-_add("network", "tetris", "heuristics.network:TetrisPolicy",
+_add("network", "tetris", "tjap.heuristics.network:TetrisPolicy",
      "cosine fit of free resources with a rack-locality penalty; shortest paths")
-_add("network", "nalb", "heuristics.network:NALBPolicy",
+_add("network", "nalb", "tjap.heuristics.network:NALBPolicy",
      "Tetris first server, then a walk by free link channels; balanced routing")
-_add("network", "nulb", "heuristics.network:NULBPolicy",
+_add("network", "nulb", "tjap.heuristics.network:NULBPolicy",
      "Tetris first server, then a breadth-first walk; balanced routing")
-_add("network", "random", "heuristics.network:RandomPolicy", "uniform among allowed servers")
-_add("network", "exact", "heuristics.network:ExactPolicy",
+_add("network", "random", "tjap.heuristics.network:RandomPolicy", "uniform among allowed servers")
+_add("network", "exact", "tjap.heuristics.network:ExactPolicy",
      "CP-SAT per-request model: fewest channels, ties to best fit", exact=True,
      requires=("ortools",), extra="ortools")
-_add("network", "gnn", "learned.network.gnn:GNNPolicy",
+_add("network", "gnn", "tjap.learned.network.gnn:GNNPolicy",
      "learned GNN allocator (shipped weights by default; weights=PATH)", learned=True,
      needs_torch=True, extra="torch==2.13.0")
 
@@ -277,25 +277,25 @@ for _name, _text in (("tetris", "per task: multi-resource packing that follows l
                      ("lb", "per task: least-loaded server, then group"),
                      ("lif", "per task: least interference first (the fitted model)"),
                      ("random", "per task: uniform among feasible groups")):
-    _add("interference", _name, "heuristics.interference.rules:TaskPolicy", _text, pass_name=True)
-_add("interference", "opt", "heuristics.interference.anneal:OptPolicy",
+    _add("interference", _name, "tjap.heuristics.interference.rules:TaskPolicy", _text, pass_name=True)
+_add("interference", "opt", "tjap.heuristics.interference.anneal:OptPolicy",
      "annealing over the whole batch on the fitted interference model")
-_add("interference", "whole", "heuristics.interference.rules:WholeJobPolicy",
+_add("interference", "whole", "tjap.heuristics.interference.rules:WholeJobPolicy",
      "each job whole on one server at the split of least predicted cost (ours)")
-_add("interference", "marl", "learned.interference.policy:MarlPolicy",
+_add("interference", "marl", "tjap.learned.interference.policy:MarlPolicy",
      "multi-agent GNN actor-critic, device level (weights=PATH)", learned=True, needs_torch=True,
      extra="torch==2.13.0")
-_add("interference", "single", "learned.interference.policy:SingleAgentPolicy",
+_add("interference", "single", "tjap.learned.interference.policy:SingleAgentPolicy",
      "single-agent GNN actor-critic (weights=PATH)", learned=True, needs_torch=True,
      extra="torch==2.13.0")
-_add("interference", "marl-server", "learned.interference.policy:ServerLevelPolicy",
+_add("interference", "marl-server", "tjap.learned.interference.policy:ServerLevelPolicy",
      "multi-agent GNN actor-critic, server level (weights=PATH)", learned=True,
      needs_torch=True, extra="torch==2.13.0")
 
 # -- seed 004: provisioners for chained jobs --------------------------------------------------
-_add("provision", "reactive", "heuristics.provisioning:Reactive",
+_add("provision", "reactive", "tjap.heuristics.provisioning:Reactive",
      "submit the successor when the predecessor ends")
-_add("provision", "avg", "heuristics.provisioning:Average",
+_add("provision", "avg", "tjap.heuristics.provisioning:Average",
      "submit once the predecessor's expected end is within the mean recent wait")
 for _name, _text, _torch in (
         ("rf", "random-forest wait regressor (NAME@W: threshold for weight W)", False),
@@ -306,5 +306,5 @@ for _name, _text, _torch in (
         ("moe_dqn", "mixture of experts with a DQN head", True),
         ("transformer_pg", "transformer with a policy-gradient head", True),
         ("moe_pg", "mixture of experts with a policy-gradient head", True)):
-    _add("provision", _name, "learned.provision.policies:load_provisioner", _text, learned=True,
+    _add("provision", _name, "tjap.learned.provision.policies:load_provisioner", _text, learned=True,
          needs_torch=_torch, pass_name=True, extra="torch==2.13.0" if _torch else "")

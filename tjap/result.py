@@ -1,6 +1,6 @@
 """The result protocol every system shares: the status of a solve, and one way to print results.
 
-Every result of the library (a window's :class:`~placement.tree.result.Result`, a network
+Every result of the library (a window's :class:`~tjap.placement.tree.result.Result`, a network
 request's plan, a simulation's summary ...) is a frozen dataclass that mixes in :class:`Record`,
 so it has ``to_dict()``, ``to_json()`` and ``summary()`` with one spelling per key across systems
 (``utilization``, ``runtime_s``) and integers kept as integers.

@@ -1,6 +1,6 @@
 """Griffe extension: Sphinx cross-reference roles in docstrings become links in the reference.
 
-The docstrings name other objects the Sphinx way (``:class:`~placement.tree.window.Window```,
+The docstrings name other objects the Sphinx way (``:class:`~tjap.placement.tree.window.Window```,
 ``:func:`solve```, ``:mod:`.topology```). This extension rewrites each role, before the docstring
 is parsed, into an optional cross-reference of mkdocs-autorefs: a link where the target is in the
 reference, plain code where it is not (never a warning). ``~`` shows the last name only; a name

@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from heuristics.interference.rules import TASK_RULES, TaskPolicy, WholeJobPolicy
-from placement.interference import _kernels as sim_kern
-from placement.interference import profiles
-from placement.interference.planning import (Scratch, commit_scratch, jobs_comm, occupy,
+from tjap.heuristics.interference.rules import TASK_RULES, TaskPolicy, WholeJobPolicy
+from tjap.placement.interference import _kernels as sim_kern
+from tjap.placement.interference import profiles
+from tjap.placement.interference.planning import (Scratch, commit_scratch, jobs_comm, occupy,
                                              running_jobs_by_server)
 from tjap._jit import njit
 from tjap.errors import InvalidInputError

@@ -13,13 +13,13 @@ task fits nowhere is rolled back and forwarded. Scores (Sec. VI-A of the paper):
   loaded group.
 - **lif** (least interference first): the interference model's total slowdown of all tasks on the
   group's server after placing the task (the unclipped model, summed exactly from per-group sums:
-  :func:`placement.interference.planning.server_interference`); least first. Uses the simulator's
+  :func:`tjap.placement.interference.planning.server_interference`); least first. Uses the simulator's
   coefficients.
 - **random**: uniform among the feasible groups.
 
 **whole** (ours, an extra baseline; not in the paper; :class:`WholeJobPolicy`): each job whole on
 one server when one of the partition holds it, at the server and socket split of least predicted
-cost (:func:`placement.interference.planning.split_cost`: its own predicted iteration time over
+cost (:func:`tjap.placement.interference.planning.split_cost`: its own predicted iteration time over
 ideal, plus the slowdown and transfer time it adds to the jobs already there); Tetris's per-task
 placement otherwise.
 """
@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.interference import profiles
-from placement.interference.planning import (Scratch, add_plan_flows, commit_scratch, occupy,
+from tjap.placement.interference import profiles
+from tjap.placement.interference.planning import (Scratch, add_plan_flows, commit_scratch, occupy,
                                              running_jobs_by_server, server_interference,
                                              split_cost)
 from tjap._jit import njit
@@ -145,7 +145,7 @@ def _whole_best(servers, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, c
                 pcie_used, tasks, exp_sum, server_tasks, group_cores, cpu_capacity,
                 server_first_group, server_groups, num_groups, link_gbps, link_flows, coef,
                 nb_ptr, nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s):
-    """(server, a, b, cost) of least :func:`~placement.interference.planning.split_cost` over
+    """(server, a, b, cost) of least :func:`~tjap.placement.interference.planning.split_cost` over
     ``servers`` (ties: the first server, then the most workers and PSs on its first group);
     server -1 when the job fits whole on none. Empty servers of one shape are alike: only the
     first is scored."""
@@ -176,7 +176,7 @@ def _whole_best(servers, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, c
 class WholeJobPolicy:
     """``whole``: each job on one server when one of the partition holds it (every task), at the
     server and socket split of least predicted cost
-    (:func:`~placement.interference.planning.split_cost`: the job's own predicted iteration time
+    (:func:`~tjap.placement.interference.planning.split_cost`: the job's own predicted iteration time
     over its ideal one, plus the slowdown and the transfer time it adds to the jobs already
     there, the latter from the bandwidth its flows take on the server's PCIe and QPI links); a
     job no server holds whole is placed task by task as Tetris does. Ours, not the

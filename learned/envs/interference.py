@@ -2,7 +2,7 @@
 
 An episode runs a generated workload (``intervals`` intervals of arrivals, the CLI's default rate
 of 15 jobs per interval per 100 servers of a partition) on a small cluster: it drives the
-simulator's own loop, :class:`placement.interference.episode.PlacementEpisode` (at each interval
+simulator's own loop, :class:`tjap.placement.interference.episode.PlacementEpisode` (at each interval
 the arrived jobs join their home scheduler's queue; the schedulers, in partition order, place their
 queues; the jobs they forwarded are then offered to the other partitions, most free GPUs first,
 each partition at most once; a job no partition takes waits for the next interval; then the
@@ -31,22 +31,22 @@ hand-written rule (``rule``, default ``whole``): at reset the rule's own choices
 same workload (a twin env), and each interval's reward is the rule's time in system in that
 interval minus the agent's, so an episode's return is the rule's total JCT minus the agent's
 (zero for an exact copy of the rule, positive where the agent does better). Observations:
-:func:`learned.interference.features.observe`; the queue lengths and the partitions a job was
+:func:`tjap.learned.interference.features.observe`; the queue lengths and the partitions a job was
 offered to are recorded on the simulator by the episode (:meth:`Simulator.begin_interval`,
 :meth:`Simulator.mark_offered`), so the ``marl`` policy in the simulator sees exactly these
 observations (test).
 
 ``single_agent=True`` is the single-agent variant: one scheduler whose graph is the whole cluster
 (every GPU group), one queue of every arrived job, no forwarding action; in the simulator it is
-the ``single`` policy (:class:`learned.interference.policy.SingleAgentPolicy`), which replays
+the ``single`` policy (:class:`tjap.learned.interference.policy.SingleAgentPolicy`), which replays
 these episodes exactly.
 
-``level="server"`` is seed 001's server-level variant (:mod:`learned.interference.features`):
+``level="server"`` is seed 001's server-level variant (:mod:`tjap.learned.interference.features`):
 the graph's nodes are the servers and switches, action ``i < servers`` picks the partition's i-th
 server (allowed when one of its groups can take the task) and the task goes to one of those groups
 drawn uniformly at random by a generator seeded with the episode's workload seed (so an episode is
 deterministic by the env seed); in the simulator it is the ``marl-server`` policy
-(:class:`learned.interference.policy.ServerLevelPolicy`), which draws from the run's seed (the
+(:class:`tjap.learned.interference.policy.ServerLevelPolicy`), which draws from the run's seed (the
 workload's by default) in the same order, so it replays these episodes too. ``num_actions`` is the
 number of action nodes (``num_groups`` the partition's GPU groups, equal at device level).
 """
@@ -56,10 +56,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from learned.interference.features import (ALL, EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
+from tjap.learned.interference.features import (ALL, EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
                                            PARTITION_FEATURES, PartitionGraph, Planning,
                                            added_slowdown, check_level, choose_group, observe)
-from placement.interference import (PlacementEpisode, Simulator, Workload, default_rate,
+from tjap.placement.interference import (PlacementEpisode, Simulator, Workload, default_rate,
                                     make_cluster, profiles)
 from tjap.errors import InvalidInputError
 
@@ -211,7 +211,7 @@ class InterferenceEnv(gym.Env):
 
         ``tetris``: the feasible group maximising 2 x (the job already has a task on its server)
         + fill after placing. ``whole``: the group of the least-cost plan keeping the job on one
-        server (:class:`heuristics.interference.rules.WholeJobPolicy`, read from the ``whole_ok`` /
+        server (:class:`tjap.heuristics.interference.rules.WholeJobPolicy`, read from the ``whole_ok`` /
         ``whole_gap`` features), Tetris's choice when no such plan exists. At server level the
         same code reads the server nodes' aggregates (most fill, least gap over the server's
         groups), so it picks the server of the rule's group (ties to the first, as there)."""

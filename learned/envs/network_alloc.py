@@ -2,14 +2,14 @@
 
 An episode serves ``requests`` requests (the paper trains on 32) on one topology (drawn per episode
 from ``topologies``, all of one size, so one observation shape): it is a
-:class:`placement.network.Episode`, the same object :func:`placement.network.run_episode` drives,
-and one env step is one :meth:`~placement.network.Episode.step`. Reward (the paper, Sec. 3.B): +10
+:class:`tjap.placement.network.Episode`, the same object :func:`tjap.placement.network.run_episode` drives,
+and one env step is one :meth:`~tjap.placement.network.Episode.step`. Reward (the paper, Sec. 3.B): +10
 when a step completes a request, -10 when it fails it, 0 otherwise. An action the engine's mask
 forbids (only a caller ignoring ``action_masks()`` sends one) fails the request.
 
-Observations are :class:`learned.network.features.FeatureBuilder`'s ``(nodes + 1) x 16`` array;
+Observations are :class:`tjap.learned.network.features.FeatureBuilder`'s ``(nodes + 1) x 16`` array;
 the topology's structure is not in them (the policy holds it). Request streams are
-:meth:`placement.network.Requests.generate` with seeds drawn from the env's generator in
+:meth:`tjap.placement.network.Requests.generate` with seeds drawn from the env's generator in
 [1000, 2^31), apart from the evaluation seeds 0..999.
 """
 
@@ -18,8 +18,8 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from learned.network.features import FeatureBuilder
-from placement.network import Episode, Outcome, Requests, Topology, paper_topology
+from tjap.learned.network.features import FeatureBuilder
+from tjap.placement.network import Episode, Outcome, Requests, Topology, paper_topology
 from tjap.errors import InvalidInputError
 
 ACCEPT_REWARD, FAIL_REWARD = 10.0, -10.0

@@ -11,7 +11,7 @@ removed job is placed, then minus the CH cost of the repaired jobs (``reward="re
 paper) or of the whole window (``reward="window"``, the published code), divided by
 ``reward_scale``. ``reward="relative"`` (ours) subtracts a per-episode baseline from the repaired
 jobs' cost: the look-ahead expert's best total for the same destroyed solution
-(:func:`learned.imitation.lookahead_totals`), so that rewards of easy and hard windows are on one
+(:func:`tjap.learned.imitation.lookahead_totals`), so that rewards of easy and hard windows are on one
 scale (0: as good as the expert; positive: better); the baseline depends on the episode's start
 only, so policy gradients stay unbiased.
 """
@@ -21,11 +21,11 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from heuristics import _kernels as k
-from learned.features import feature_spec, repair_observation, require_fat_tree_features
-from placement.tree._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
-from placement.tree.cost import convention_code
-from placement.tree.dcas import Arrays
+from tjap.heuristics import _kernels as k
+from tjap.learned.features import feature_spec, repair_observation, require_fat_tree_features
+from tjap.placement.tree._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
+from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.dcas import Arrays
 from tjap.errors import InvalidInputError
 
 REWARDS = ("repaired", "window", "relative")
@@ -48,7 +48,7 @@ class NSARepairEnv(gym.Env):
         if warmup_repair not in WARMUP_REPAIRS:
             raise InvalidInputError(f"warmup_repair must be one of {', '.join(WARMUP_REPAIRS)}, "
                                     f"got {warmup_repair!r}")
-        from heuristics.operators import REINSERT
+        from tjap.heuristics.operators import REINSERT
 
         for w in windows:
             require_fat_tree_features(w, "NSARepairEnv")
@@ -93,7 +93,7 @@ class NSARepairEnv(gym.Env):
                              self.positions, self.taken)
         self.baseline = 0.0
         if self.reward_kind == "relative":   # the look-ahead expert's score of this state
-            from learned.imitation import expert_scores
+            from tjap.learned.imitation import expert_scores
 
             self.baseline = float(expert_scores(self, "lookahead").min())
         return self._observe(), {}

@@ -1,7 +1,7 @@
 """Gymnasium environment of seed 004's decision: every 10 minutes after the predecessor's
 submission, wait (action 0) or submit the successor (action 1).
 
-Observation: the 144 x 40 history ending now, normalised (:mod:`learned.provision.features`).
+Observation: the 144 x 40 history ending now, normalised (:mod:`tjap.learned.provision.features`).
 Reward: 0 while waiting; when the successor is submitted (by the agent, or by the reactive
 fallback when the predecessor ends first) the episode ends with -(e_I * interruption_h + e_O *
 overlap_h). Each reset injects the pair at one of ``injection_times`` (drawn with the env's
@@ -14,10 +14,10 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from learned.provision.features import SCALES, normalise, observation
-from placement.batch.chained import HOUR_S, ChainedEpisode, Pair
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import SchedulerConfig
+from tjap.learned.provision.features import SCALES, normalise, observation
+from tjap.placement.batch.chained import HOUR_S, ChainedEpisode, Pair
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import SchedulerConfig
 from tjap.errors import InvalidInputError
 
 WAIT, SUBMIT = 0, 1

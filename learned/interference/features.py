@@ -10,11 +10,11 @@ directions, with features ``log2(Gbps) / 8``, ``flows on the link / 8`` and a on
 The planning state (:class:`Planning`) is a scratch copy of the simulator's per-group arrays that
 the scheduler updates as it places a job's tasks one by one (so the batch's later tasks see the
 earlier ones), plus the partial plan of the current job. :func:`observe` turns it into the
-observation of :class:`learned.envs.InterferenceEnv` (a dict of arrays, see ``NODE_FEATURES``,
+observation of :class:`tjap.learned.envs.InterferenceEnv` (a dict of arrays, see ``NODE_FEATURES``,
 ``JOB_FEATURES``, ``PARTITION_FEATURES``). Group features include the two scores the heuristics
 use (Tetris's locality + fill and the interference model's added slowdown of the server, computed
 by one Numba kernel), so imitation of Tetris is learnable and interference is visible, and the
-score of the ``whole`` rule (:class:`heuristics.interference.rules.WholeJobPolicy`):
+score of the ``whole`` rule (:class:`tjap.heuristics.interference.rules.WholeJobPolicy`):
 ``whole_ok`` whether some plan that keeps the job on one server (consistent with its tasks placed
 so far) puts the current task on the group, ``whole_gap`` that plan's least predicted cost minus
 the best group's (clipped to [0, 2]; 2 where no such plan exists).
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.interference import profiles
-from placement.interference.cluster import CLUSTER
-from placement.interference.planning import (Scratch, add_plan_flows, running_jobs_by_server,
+from tjap.placement.interference import profiles
+from tjap.placement.interference.cluster import CLUSTER
+from tjap.placement.interference.planning import (Scratch, add_plan_flows, running_jobs_by_server,
                                              server_interference, split_cost)
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
@@ -147,7 +147,7 @@ class PartitionGraph:
 
 class Planning(Scratch):
     """Scratch per-group state of one ``place`` call (a
-    :class:`~placement.interference.planning.Scratch` copy of the simulator's) and the partial
+    :class:`~tjap.placement.interference.planning.Scratch` copy of the simulator's) and the partial
     plan of the job being placed."""
 
     def __init__(self, sim, partition: int | None = None, exclude=()):
@@ -242,7 +242,7 @@ def _whole_group_costs(servers, plan_server, placed, is_worker, W, P, cw, pw, ew
                        server_tasks, group_gpus, group_cores, cpu_capacity, server_first_group,
                        server_groups, num_groups, link_gbps, link_flows, coef, nb_ptr, nb_jobs,
                        flow_ptr, flow_links, flow_len, job_volume, job_iter_s, out):
-    """``out[g]``: the least predicted cost (:func:`placement.interference.planning.split_cost`,
+    """``out[g]``: the least predicted cost (:func:`tjap.placement.interference.planning.split_cost`,
     on the state before the job) of a plan keeping the job whole on one server that puts the current
     task on group g and agrees with the tasks placed so far (``placed``: workers on the server's
     first / second group, PSs on the first / second; all on ``plan_server``, -1 before the first

@@ -1,12 +1,12 @@
 """The actor-critic network of seed 001's learned schedulers (one set of weights shared by every
 partition's scheduler: parameter sharing).
 
-- Inner GNN over the partition graph (:class:`learned.interference.features.PartitionGraph`):
+- Inner GNN over the partition graph (:class:`tjap.learned.interference.features.PartitionGraph`):
   ``layers`` rounds of edge-conditioned mean aggregation,
   ``h_i <- relu(W_self h_i + mean_{j -> i} MLP([h_j, e_ji]))``, with the job's features
   concatenated to every node's input (so the embedding is of "this task here").
 - Inter-scheduler summary: every partition's summary vector (free GPUs, CPU and PCIe load, queue,
-  visited, :data:`~learned.interference.features.PARTITION_FEATURES`) is embedded by an MLP, the
+  visited, :data:`~tjap.learned.interference.features.PARTITION_FEATURES`) is embedded by an MLP, the
   embeddings of the *other* partitions are mean-pooled (one round of mean aggregation on the
   complete graph of schedulers) and joined with the own one. The summaries are aggregates of the
   partition's state that the schedulers exchange, not the inner GNN's embeddings of the other
@@ -24,7 +24,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from learned.interference.features import (EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
+from tjap.learned.interference.features import (EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
                                            PARTITION_FEATURES)
 
 

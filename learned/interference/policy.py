@@ -3,26 +3,26 @@ behind the simulator's policy protocol, its single-agent twin ``single`` (one sc
 whole cluster), and saving / loading their weights.
 
 ``place(sim, partition, jobs)`` plans each job task by task on a scratch copy of the state
-(:class:`learned.interference.features.Planning`): the network scores the partition's GPU groups
+(:class:`tjap.learned.interference.features.Planning`): the network scores the partition's GPU groups
 and "forward"; the policy takes the best allowed action (greedy, so runs are deterministic). A job
 is returned as None (forwarded by the simulator to the other partitions, each at most once) when
 the network picks "forward" or a task fits nowhere. Forwarding is allowed before a job's first
 task only, and only while some partition has not been offered the job in this interval. The
-observations are the env's (:func:`learned.interference.features.observe`, which reads the queue
+observations are the env's (:func:`tjap.learned.interference.features.observe`, which reads the queue
 lengths and the partitions a job was offered to from the simulator), so the policy replays the
 env's greedy episodes exactly (tests).
 
 ``single`` (:class:`SingleAgentPolicy`) runs the same network over the whole cluster's graph
-(every GPU group, :data:`learned.interference.features.ALL`): the simulator asks it once per
+(every GPU group, :data:`tjap.learned.interference.features.ALL`): the simulator asks it once per
 interval for every queued job (its ``scope`` is "cluster"), forwarding is never offered, and a
 job with a task that fits nowhere waits. Its default weights are the single-agent run's,
 ``learned/weights/interference_single.json``.
 
 ``marl-server`` (:class:`ServerLevelPolicy`) is seed 001's server-level variant: the network sees
 the partition's servers and switches (no GPU groups, ``level="server"`` of
-:class:`learned.interference.features.PartitionGraph`), picks a server per task, and the task goes
+:class:`tjap.learned.interference.features.PartitionGraph`), picks a server per task, and the task goes
 to one of the server's groups that can take it, drawn uniformly at random from a generator seeded
-by the run's seed (:func:`learned.interference.features.choose_group`). Its default weights are
+by the run's seed (:func:`tjap.learned.interference.features.choose_group`). Its default weights are
 ``learned/weights/interference_marl_server.json``. Weights record the level they were trained at
 (``"level"`` in the metadata; none recorded: device); loading them at the other level is refused.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from learned.policy_io import check_architecture, load_weights, save_weights
+from tjap.learned.policy_io import check_architecture, load_weights, save_weights
 from tjap.errors import InvalidInputError
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
@@ -43,9 +43,9 @@ SERVER_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_marl_server.json")
 
 def save_model(model, path, training: dict, level: str = "device") -> tuple[Path, Path]:
     """Write ``path``.pt (the state dict) and ``path``.json (metadata: the architecture, the
-    ``level`` the network acts at, ``training``) in the format of :mod:`learned.policy_io`; the
+    ``level`` the network acts at, ``training``) in the format of :mod:`tjap.learned.policy_io`; the
     device level's metadata has no ``level`` key (which reads as device)."""
-    from learned.interference.features import check_level
+    from tjap.learned.interference.features import check_level
 
     extra = {"level": level} if check_level(level) != "device" else {}
     return save_weights(path, "interference-gnn", model,
@@ -60,7 +60,7 @@ def weights_level(meta: dict) -> str:
 def load_model(path=None, level: str | None = None):
     """(model, metadata) from ``path`` (.json, .pt or the stem; default the shipped weights);
     with ``level``, weights trained at the other level are refused."""
-    from learned.interference.gnn import InterferenceGNN
+    from tjap.learned.interference.gnn import InterferenceGNN
 
     def build(meta_path, meta):
         if not isinstance(meta.get("model"), dict):
@@ -99,7 +99,7 @@ class MarlPolicy:
         self.stats = {"decisions": 0, "forwards": 0}
 
     def reset(self, sim, seed: int) -> None:
-        from learned.interference.features import PartitionGraph
+        from tjap.learned.interference.features import PartitionGraph
 
         import torch
 
@@ -120,8 +120,8 @@ class MarlPolicy:
     def place(self, sim, partition: int, jobs) -> list:
         import torch
 
-        from learned.interference.features import Planning, choose_group, observe
-        from learned.interference.gnn import to_torch
+        from tjap.learned.interference.features import Planning, choose_group, observe
+        from tjap.learned.interference.gnn import to_torch
 
         graph = self._graph(sim, partition)
         plan = Planning(sim, partition)

@@ -1,7 +1,7 @@
 """Training of the ``marl`` schedulers: imitation of a hand-written rule, then PPO (ours, on CPU).
 
-1. Behaviour cloning: :class:`learned.envs.InterferenceEnv` is run with the choices of ``--expert``
-   (``whole``, the default, or ``tetris``; :meth:`~learned.envs.InterferenceEnv.expert_action`)
+1. Behaviour cloning: :class:`tjap.learned.envs.InterferenceEnv` is run with the choices of ``--expert``
+   (``whole``, the default, or ``tetris``; :meth:`~tjap.learned.envs.InterferenceEnv.expert_action`)
    on ``--bc-episodes`` episodes; the network fits the expert's actions (masked cross-entropy)
    and the discounted returns (value, MSE).
 2. PPO (clipped, GAE) with masked sampling, every partition's decisions feeding the one shared
@@ -55,7 +55,7 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
                     num_actions: int, value_scale: float, log=print):
     import torch
 
-    from learned.interference.gnn import to_torch
+    from tjap.learned.interference.gnn import to_torch
 
     obs_list, masks, actions, returns = data
     rng = np.random.default_rng(seed)
@@ -90,7 +90,7 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
     rows before the first rollout, at every ``eval_every`` decisions and after the last one."""
     import torch
 
-    from learned.interference.gnn import to_torch
+    from tjap.learned.interference.gnn import to_torch
 
     G = env.num_actions
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -181,7 +181,7 @@ def evaluate_in_env(model, env, seeds) -> list[float]:
     their finish)."""
     import torch
 
-    from learned.interference.gnn import to_torch
+    from tjap.learned.interference.gnn import to_torch
 
     out = []
     for seed in seeds:
@@ -218,7 +218,7 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
     expert : {"whole", "tetris"}
         The rule behaviour cloning imitates (and ``jct_rule`` measures against).
     reward : {"proxy", "jct", "jct_rule"}
-        The env's reward for PPO (:class:`learned.envs.InterferenceEnv`).
+        The env's reward for PPO (:class:`tjap.learned.envs.InterferenceEnv`).
     single_agent, level
         The single-agent variant; what the network picks ("device": a GPU group, "server").
     eval_seeds : sequence of int
@@ -242,9 +242,9 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
     """
     import torch
 
-    from learned.envs.interference import InterferenceEnv
-    from learned.interference.gnn import InterferenceGNN
-    from learned.interference.policy import save_model
+    from tjap.learned.envs.interference import InterferenceEnv
+    from tjap.learned.interference.gnn import InterferenceGNN
+    from tjap.learned.interference.policy import save_model
 
     log = (lambda *a, **kw: None) if quiet else print
     torch.set_num_threads(1)
@@ -257,7 +257,7 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
                                single_agent=single_agent, level=level)
     model = InterferenceGNN(hidden=hidden, layers=layers)
     if init:
-        from learned.interference.policy import load_model
+        from tjap.learned.interference.policy import load_model
 
         model = load_model(init, level=level)[0]
     value_scale = 50.0

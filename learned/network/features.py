@@ -22,10 +22,10 @@ import math
 
 import numpy as np
 
-from placement.network import _kernels as kern
-from placement.network.engine import ROUTINGS, Engine
-from placement.network.requests import holding_max
-from placement.network.topology import Topology
+from tjap.placement.network import _kernels as kern
+from tjap.placement.network.engine import ROUTINGS, Engine
+from tjap.placement.network.requests import holding_max
+from tjap.placement.network.topology import Topology
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
 
@@ -58,7 +58,7 @@ class FeatureBuilder:
 
     def __init__(self, topology: Topology, *, max_servers: int = 8, load: float = 0.95):
         if not isinstance(topology, Topology):
-            raise InvalidInputError(f"topology must be a placement.network.Topology, "
+            raise InvalidInputError(f"topology must be a tjap.placement.network.Topology, "
                                     f"got {type(topology).__name__}")
         t = topology
         self.topology = t

@@ -4,7 +4,7 @@
 :class:`GNNMaskablePolicy`, an sb3-contrib ``MaskableActorCriticPolicy``, so MaskablePPO trains it)
 and by inference (:class:`GNNPolicy`, the ``gnn`` server policy of the episode loop):
 
-- input: the observation of :mod:`learned.network.features`, ``(nodes + 1) x 16``: one row per node
+- input: the observation of :mod:`tjap.learned.network.features`, ``(nodes + 1) x 16``: one row per node
   (servers and switches) and one request/global row;
 - encoder: ``layers`` (3) GraphSAGE layers of ``hidden`` (16) units,
   ``h' = ReLU(W_self h + W_neigh mean_{u in N(v)} h_u)``; the mean is a product with the row-normalised
@@ -26,9 +26,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from learned.network.features import CHOSEN, WIDTH, FeatureBuilder, feature_spec
-from learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
-from placement.network.topology import Topology
+from tjap.learned.network.features import CHOSEN, WIDTH, FeatureBuilder, feature_spec
+from tjap.learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
+from tjap.placement.network.topology import Topology
 from tjap.errors import InvalidInputError
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
@@ -174,7 +174,7 @@ def __getattr__(name):   # GNNMaskablePolicy without importing sb3 at module imp
 # -- save / load ---------------------------------------------------------------------------------
 def save(net: GraphSAGEAllocator, path, *, arch: dict, routing: str, training: dict) -> tuple:
     """Write ``PATH.pt`` (the state dict; no adjacency) and ``PATH.json`` (metadata) in the
-    format of :mod:`learned.policy_io`; returns both paths."""
+    format of :mod:`tjap.learned.policy_io`; returns both paths."""
     spec = feature_spec()
     return save_weights(path, "network-gnn", net, {
         "what": "seed-003 learned server allocator (GraphSAGE + MaskablePPO)",

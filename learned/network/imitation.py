@@ -1,9 +1,9 @@
 """Imitation of the exact per-request model by the seed-003 gnn, DAgger-style (ours, not the paper's).
 
 PPO from random weights leaves the gnn 5-22 % behind the exact per-request CP-SAT model
-(:func:`placement.network.solve_request`) on the 64-server topologies. So the same network (same
-features, same :class:`~learned.network.gnn.GraphSAGEAllocator`, saved in the same format, so the
-``gnn`` policy and ``--init`` of :mod:`learned.network.train` load it) is fitted to the exact
+(:func:`tjap.placement.network.solve_request`) on the 64-server topologies. So the same network (same
+features, same :class:`~tjap.learned.network.gnn.GraphSAGEAllocator`, saved in the same format, so the
+``gnn`` policy and ``--init`` of :mod:`tjap.learned.network.train` load it) is fitted to the exact
 model's choices:
 
 - **labels**: in a state of the engine (a request being served, some servers already chosen), the
@@ -29,7 +29,7 @@ validation seeds 100-104 that :func:`validate` uses to choose between candidates
         --imitation-epochs 4 --imitation-lr 3e-3 --seed 0 --time-budget 960 --timesteps 0 \\
         --out learned/weights/network_gnn_imitation
 
-(the shipped stage 1, run as ``python -m learned.network.imitation`` before that command moved
+(the shipped stage 1, run as ``python -m tjap.learned.network.imitation`` before that command moved
 into ``tjap train network``; the budget stopped it after 5 rounds), then PPO from it:
 ``tjap train network --init learned/weights/network_gnn_imitation.json ...``.
 """
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.network import (NAMES, Engine, Episode, Outcome, Requests, paper_topology,
+from tjap.placement.network import (NAMES, Engine, Episode, Outcome, Requests, paper_topology,
                                solve_request)
 from tjap.errors import InvalidInputError
 from tjap.result import Status
@@ -126,7 +126,7 @@ def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: 
     completion. Returns the samples and the episode's acceptance."""
     import torch
 
-    from learned.network.features import FeatureBuilder
+    from tjap.learned.network.features import FeatureBuilder
 
     if beta < 1.0 and net is None:
         raise InvalidInputError("beta < 1 needs a network to roll out")
@@ -232,8 +232,8 @@ def validate(net_or_path, topologies=NAMES, *, seeds=range(100, 105), requests: 
     """Mean acceptance of the masked argmax per topology on validation seeds (not the table's)."""
     import torch
 
-    from learned.network.gnn import GNNPolicy
-    from placement.network import evaluate
+    from tjap.learned.network.gnn import GNNPolicy
+    from tjap.placement.network import evaluate
 
     seeds = list(seeds)
     out = {}
@@ -263,8 +263,8 @@ def train_imitation(topologies=NAMES, *, iterations: int = 4, episodes: int = 6,
 
     import torch
 
-    from learned.network.features import FeatureBuilder
-    from learned.network.gnn import ARCH, GraphSAGEAllocator, load, save
+    from tjap.learned.network.features import FeatureBuilder
+    from tjap.learned.network.gnn import ARCH, GraphSAGEAllocator, load, save
 
     if iterations < 1 or episodes < 1 or requests < 1:
         raise InvalidInputError("iterations, episodes and requests must be positive")

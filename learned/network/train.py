@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from placement.network import NAMES
+from tjap.placement.network import NAMES
 from tjap.errors import InvalidInputError
 
 PPO = {"n_steps": 256, "batch_size": 512, "learning_rate": 3e-4, "gamma": 0.99,
@@ -32,7 +32,7 @@ def _make_env(topologies, requests, routing, seed):
         import torch
         from stable_baselines3.common.monitor import Monitor
 
-        from learned.envs.network_alloc import NetworkAllocEnv
+        from tjap.learned.envs.network_alloc import NetworkAllocEnv
 
         torch.set_num_threads(1)
         env = Monitor(NetworkAllocEnv(topologies, requests=requests, routing=routing),
@@ -48,7 +48,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
                   time_budget_s=None, init=None, validate_every_s=None) -> dict:
     """PPO on ``topologies``; with ``validate_every_s``, every rollout that ends at least that
     many seconds after the last check validates the policy (masked argmax, seeds 100-104,
-    :func:`learned.network.imitation.validate`, never the table's seeds 0-4), and the weights with
+    :func:`tjap.learned.network.imitation.validate`, never the table's seeds 0-4), and the weights with
     the best validation mean (the start included) are the ones saved."""
     import copy
 
@@ -58,8 +58,8 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from learned.network.gnn import ARCH, GNNMaskablePolicy, save
-    from placement.network import paper_topology
+    from tjap.learned.network.gnn import ARCH, GNNMaskablePolicy, save
+    from tjap.placement.network import paper_topology
 
     if timesteps < 1 or envs < 1:
         raise InvalidInputError("timesteps and envs must be positive")
@@ -77,7 +77,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
                         seed=seed, device="cpu", verbose=0, **hyper)
     continued = None
     if init is not None:   # go on from earlier weights (PPO again; recorded in the metadata)
-        from learned.network.gnn import load
+        from tjap.learned.network.gnn import load
 
         net, continued = load(init)
         model.policy.net.load_state_dict(net.state_dict())
@@ -86,7 +86,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
     best = {"mean": -1.0, "state": None, "timesteps": 0}
 
     def check(net, timesteps):
-        from learned.network.imitation import validate
+        from tjap.learned.network.imitation import validate
 
         val = validate(copy.deepcopy(net), topologies)
         checks.append({"timesteps": int(timesteps), "validation": val,
@@ -168,8 +168,8 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
 
 
 def _evaluate_one(job):
-    from learned.network.gnn import GNNPolicy
-    from placement.network import evaluate, paper_topology
+    from tjap.learned.network.gnn import GNNPolicy
+    from tjap.placement.network import evaluate, paper_topology
 
     path, name, servers, seeds, requests = job
     res = evaluate(paper_topology(name, servers), lambda: GNNPolicy(path), requests=requests,
@@ -185,7 +185,7 @@ def evaluate_weights(path, topologies=NAMES, *, servers=64, seeds=5, requests=12
     import os
     from concurrent.futures import ProcessPoolExecutor
 
-    from learned.policy_io import read_metadata, update_metadata
+    from tjap.learned.policy_io import read_metadata, update_metadata
 
     if seeds < 1:
         return {}

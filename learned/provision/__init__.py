@@ -1,6 +1,6 @@
 """Learned provisioners for chained jobs (seed 004): tree baselines (random forest, XGBoost), a
 transformer foundation model and a mixture of transformer experts, with DQN and policy-gradient
-heads, all behind the submit-or-wait protocol of :mod:`heuristics.provisioning`.
+heads, all behind the submit-or-wait protocol of :mod:`tjap.heuristics.provisioning`.
 
 Every provisioner, hand-written or learned, is built by name through the one registry:
 
@@ -10,6 +10,6 @@ Every provisioner, hand-written or learned, is built by name through the one reg
 
 from __future__ import annotations
 
-from learned.provision.policies import MODELS, load_provisioner
+from tjap.learned.provision.policies import MODELS, load_provisioner
 
 __all__ = ["MODELS", "load_provisioner"]

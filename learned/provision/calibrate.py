@@ -14,7 +14,7 @@ penalty e_I * interruption + e_O * overlap on the training run's held-out episod
 evaluation month, is never seen. The episodes are rebuilt from the training command in the
 weights' metadata: the same injection times and the same split. They are recorded again here with
 every decision probed, and checked against the reactive figures the training run stored. Replaying
-a rule on them is exact (:func:`learned.provision.episodes.first_submission`).
+a rule on them is exact (:func:`tjap.learned.provision.episodes.first_submission`).
 
     tjap provision calibrate --trace placement/batch/data/ls6-a100.tsv --interruption-weights 1 2 4
 
@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from learned.policy_io import update_metadata
-from learned.provision import episodes as E
-from learned.provision.features import HOUR_S, normalise
-from learned.provision.weights import (FAMILY, WEIGHTS_DIR, load_network, load_trees,
+from tjap.learned.policy_io import update_metadata
+from tjap.learned.provision import episodes as E
+from tjap.learned.provision.features import HOUR_S, normalise
+from tjap.learned.provision.weights import (FAMILY, WEIGHTS_DIR, load_network, load_trees,
                                        metadata_path, read_metadata, weight_key)
 from tjap.errors import InvalidInputError
 
@@ -49,9 +49,9 @@ SHIFTS_H = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 def training_args(meta: dict) -> tuple[argparse.Namespace, int]:
     """The training run's arguments (from the command in its metadata) and how many episodes it
     recorded (they are the first of its injection times: recording streams them in order)."""
-    from learned.provision.train import parser
+    from tjap.learned.provision.train import parser
 
-    # after "tjap train provision" (or, in older metadata, "python -m learned.provision.train")
+    # after "tjap train provision" (or, in older metadata, "python -m tjap.learned.provision.train")
     command = shlex.split(meta.get("command", ""))[3:]
     try:
         args = parser().parse_args(command)
@@ -63,11 +63,11 @@ def training_args(meta: dict) -> tuple[argparse.Namespace, int]:
 
 def record_held_out(trace: str, meta: dict, workers: int = 1) -> dict:
     """Record the training run's held-out episodes again (every decision probed)."""
-    from heuristics.provisioning import scheduler_config
-    from learned.provision.train import DAY_S, injection_times, split_episodes
-    from placement.batch import load_trace
-    from placement.batch.chained import ChainedEpisode, Pair
-    from placement.batch.replay import check_period, parse_date
+    from tjap.heuristics.provisioning import scheduler_config
+    from tjap.learned.provision.train import DAY_S, injection_times, split_episodes
+    from tjap.placement.batch import load_trace
+    from tjap.placement.batch.chained import ChainedEpisode, Pair
+    from tjap.placement.batch.replay import check_period, parse_date
 
     args, n_ep = training_args(meta)
     jobs, _ = load_trace(trace)
@@ -101,7 +101,7 @@ def predictions_h(model: str, data: dict, weights_dir=None) -> np.ndarray:
         return np.asarray(ensemble.predict(flat), np.float64)
     import torch
 
-    from learned.provision.train import Windows, predict_all
+    from tjap.learned.provision.train import Windows, predict_all
 
     foundation, _, _ = load_network(path)
     return predict_all(foundation, Windows(data, torch.device("cpu")), batch=512)[0].astype(np.float64)
@@ -116,7 +116,7 @@ def penalty_h(outcomes_s: np.ndarray, weight: float) -> float:
 def choose(data: dict, pred_h: np.ndarray, weights) -> dict:
     """For each weight, the (scale, shift_h) of the grid with the least mean penalty on ``data``
     (ties: the rule closest to the plain one, scale 1 and shift 0), with its figures."""
-    from learned.provision.train import validate
+    from tjap.learned.provision.train import validate
 
     remaining_h = data["remaining_s"] / HOUR_S
     outcomes = {(a, b): E.first_submission(data, a * pred_h + b >= remaining_h)[0]

@@ -6,7 +6,7 @@ checkpoint at every decision, records the whole decision problem of an injection
 each decision k and the outcome had the successor been submitted then (a probe: submit, run the
 replay until the successor starts, rewind), plus the reactive fallback's outcome. Supervised
 pretraining regresses the probed wait on the state; the DQN and policy-gradient heads learn on the
-same recorded decisions, as on episodes of :class:`learned.envs.provision.ProvisionEnv`.
+same recorded decisions, as on episodes of :class:`tjap.learned.envs.provision.ProvisionEnv`.
 
 A set of episodes is a dict of flat arrays (saved as .npz): ``rows`` (all snapshot rows, raw),
 ``row_offset`` (episode e's rows are ``rows[row_offset[e]:row_offset[e+1]]``: ``history`` warm-up
@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 
-from learned.provision.features import observation, remaining_s
-from placement.batch.chained import ChainedEpisode, Pair
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import SchedulerConfig
+from tjap.learned.provision.features import observation, remaining_s
+from tjap.placement.batch.chained import ChainedEpisode, Pair
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import SchedulerConfig
 from tjap.executor import Executor, TaskFailure
 
 _JOBS: Jobs | None = None  # the trace of the worker processes (set before forking)

@@ -1,4 +1,4 @@
-"""What a learned provisioner sees: the 144 x 40 history of :func:`placement.batch.chained.
+"""What a learned provisioner sees: the 144 x 40 history of :func:`tjap.placement.batch.chained.
 snapshot_features` ending at the decision time, each feature divided by a fixed scale.
 
 One definition for the environment, the training data, the tree baselines and the provisioners:
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.batch.chained import FEATURES, HOUR_S, ChainedEpisode, snapshot_features
+from tjap.placement.batch.chained import FEATURES, HOUR_S, ChainedEpisode, snapshot_features
 
 
 def _scale(name: str) -> float:

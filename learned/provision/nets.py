@@ -10,7 +10,7 @@
   history's mean; prediction and embedding are the gate-weighted averages of the experts' (the
   paper's dense, weighted-average MoE).
 - :class:`DecisionHead`: an MLP over the foundation model's embedding and the head inputs of
-  :func:`learned.provision.features.head_inputs`; two outputs (Q of wait, Q of submit) for the DQN
+  :func:`tjap.learned.provision.features.head_inputs`; two outputs (Q of wait, Q of submit) for the DQN
   head, one (the logit of submitting) for the policy-gradient head.
 """
 

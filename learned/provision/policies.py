@@ -1,5 +1,5 @@
-"""Learned provisioners behind the submit-or-wait protocol of :mod:`heuristics.provisioning`, from
-their weights (:mod:`learned.provision.weights`: ``learned/weights/provision_<model>.{pt,npz}``
+"""Learned provisioners behind the submit-or-wait protocol of :mod:`tjap.heuristics.provisioning`, from
+their weights (:mod:`tjap.learned.provision.weights`: ``learned/weights/provision_<model>.{pt,npz}``
 beside ``provision_<model>.json``).
 
 - ``rf``, ``xgb``, ``transformer``, ``moe``: a regressor of the successor's wait if submitted now;
@@ -7,7 +7,7 @@ beside ``provision_<model>.json``).
   falls at or after the predecessor's expected end). With an interruption weight w = e_I / e_O
   (``load_provisioner(name, interruption_weight=w)``, or the name ``"moe@w"``), submit once
   scale * predicted wait + shift >= remaining time, (scale, shift) calibrated for w on the
-  training period's held-out episodes (:mod:`learned.provision.calibrate`).
+  training period's held-out episodes (:mod:`tjap.learned.provision.calibrate`).
 - ``transformer_dqn``, ``moe_dqn``: the DQN head on the frozen foundation model; submit when
   Q(submit) > Q(wait).
 - ``transformer_pg``, ``moe_pg``: the policy-gradient head; submit with the head's probability
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from learned.provision.features import HOUR_S, head_inputs, normalise, observation, remaining_s
-from learned.provision.weights import (load_network, load_trees, metadata_path, read_metadata,
+from tjap.learned.provision.features import HOUR_S, head_inputs, normalise, observation, remaining_s
+from tjap.learned.provision.weights import (load_network, load_trees, metadata_path, read_metadata,
                                        thresholds)
 from tjap.errors import InvalidInputError, UnknownMethodError
 

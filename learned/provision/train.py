@@ -4,7 +4,7 @@ weights with their metadata.
 
     tjap train provision --trace placement/batch/data/ls6-a100.tsv --out learned/weights --workers 16
 
-1. Episodes (:mod:`learned.provision.episodes`): pairs of 1- and 8-node jobs (alternating) injected
+1. Episodes (:mod:`tjap.learned.provision.episodes`): pairs of 1- and 8-node jobs (alternating) injected
    at uniform random times of [--from, --to - 6 days) into a replay of the trace's jobs submitted
    before --to (nothing after --to is ever seen: March 2023 stays unseen), scheduler setting
    --scheduler. 15 % of the episodes (seeded) are held out for validation.
@@ -14,7 +14,7 @@ weights with their metadata.
    partitions: by default 4, about a month each) and then fitting the softmax gate with the experts
    frozen.
 3. Heads on each frozen foundation (inputs: its embedding and the head inputs of
-   :func:`learned.provision.features.head_inputs`), reward -(e_I * interruption_h + e_O *
+   :func:`tjap.learned.provision.features.head_inputs`), reward -(e_I * interruption_h + e_O *
    overlap_h) at the end of an episode:
    - DQN: double DQN over the recorded transitions (experience replay of every decision: submit is
      terminal with the probed reward; wait leads to the next decision, or to the reactive
@@ -26,7 +26,7 @@ weights with their metadata.
      REINFORCE's sampling noise.
 4. Trees (the ``ml-baselines`` extra): scikit-learn's RandomForestRegressor and XGBoost regress the
    same wait on the flattened normalised history of a random subsample of training decisions;
-   shipped as arrays (:mod:`learned.provision.trees`).
+   shipped as arrays (:mod:`tjap.learned.provision.trees`).
 
 Each model is validated on the held-out episodes by replaying its decisions (exact: the recorded
 episode holds the outcome of submitting at every decision); the figures go into its metadata. The
@@ -44,9 +44,9 @@ from pathlib import Path
 
 import numpy as np
 
-from learned.provision import episodes as E
-from learned.provision.features import HOUR_S, head_inputs, normalise
-from learned.provision.weights import save
+from tjap.learned.provision import episodes as E
+from tjap.learned.provision.features import HOUR_S, head_inputs, normalise
+from tjap.learned.provision.weights import save
 from tjap.errors import InvalidInputError
 
 DAY_S = 86400
@@ -174,7 +174,7 @@ def train_dqn(z_train, data, rewards, fb_rewards, embedding_dim, device, steps, 
 
     import torch
 
-    from learned.provision.nets import DecisionHead
+    from tjap.learned.provision.nets import DecisionHead
 
     torch.manual_seed(seed)
     head = DecisionHead(embedding_dim, outputs=2).to(device)
@@ -238,7 +238,7 @@ def train_pg(z_train, data, rewards, fb_rewards, embedding_dim, device, steps, d
              seed) -> tuple:
     import torch
 
-    from learned.provision.nets import DecisionHead
+    from tjap.learned.provision.nets import DecisionHead
 
     torch.manual_seed(seed)
     head = DecisionHead(embedding_dim, outputs=1).to(device)
@@ -283,7 +283,7 @@ def train_trees(data, decisions, val, args, results: dict):
         x = rows[x_index].reshape(len(decisions), -1)
         y = (data["wait_s"][decisions] / HOUR_S).astype(np.float32)
         xv = normalise(val["rows"])[E.window_index(val)].reshape(len(val["wait_s"]), -1)
-        from learned.provision.trees import from_sklearn_forest, from_xgboost
+        from tjap.learned.provision.trees import from_sklearn_forest, from_xgboost
 
         try:
             from sklearn.ensemble import RandomForestRegressor
@@ -337,7 +337,7 @@ def split_episodes(n_ep: int, rng) -> tuple[np.ndarray, np.ndarray]:
 
 def parser(add_help: bool = True) -> argparse.ArgumentParser:
     """The options of a training run: ``tjap train provision`` takes them, and
-    :func:`learned.provision.calibrate.training_args` re-reads a run's recorded command with them."""
+    :func:`tjap.learned.provision.calibrate.training_args` re-reads a run's recorded command with them."""
     p = argparse.ArgumentParser(prog="tjap train provision", add_help=add_help,
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", required=True, metavar="FILE",
@@ -404,10 +404,10 @@ def run(args, argv) -> int:
     command line recorded in the metadata (after ``tjap train provision``)."""
     import torch
 
-    from heuristics.provisioning import scheduler_config
-    from learned.provision.nets import HistoryTransformer, MixtureOfExperts
-    from placement.batch import load_trace
-    from placement.batch.replay import check_period, parse_date
+    from tjap.heuristics.provisioning import scheduler_config
+    from tjap.learned.provision.nets import HistoryTransformer, MixtureOfExperts
+    from tjap.placement.batch import load_trace
+    from tjap.placement.batch.replay import check_period, parse_date
 
     began = time.time()
     deadline = began + args.budget_s
@@ -431,7 +431,7 @@ def run(args, argv) -> int:
     else:
         injections = injection_times(start_s, end_s - 6 * DAY_S, args.episodes, args.seed,
                                      args.pair_nodes)
-        from placement.batch.chained import ChainedEpisode, Pair  # compile once before forking
+        from tjap.placement.batch.chained import ChainedEpisode, Pair  # compile once before forking
 
         ChainedEpisode(seen, args.cluster_nodes, injections[0][0], Pair(), config=config)
         data = E.record_many(seen, args.cluster_nodes, injections, config, args.workers,

@@ -60,7 +60,7 @@ class TreeEnsemble:
 
     def arrays(self) -> dict:
         """The ensemble as the named arrays of :data:`ARRAYS` (leaf values as float32), as
-        :mod:`learned.provision.weights` saves it."""
+        :mod:`tjap.learned.provision.weights` saves it."""
         return {"kind": np.asarray(self.kind), "feature": self.feature.astype(np.int32),
                 "threshold": np.asarray(self.threshold), "left": self.left.astype(np.int32),
                 "right": self.right.astype(np.int32), "value": self.value.astype(np.float32),

@@ -1,14 +1,14 @@
 """The provisioners' weights: ``learned/weights/provision_<model>.{pt,npz}`` beside
-``provision_<model>.json``, in the format of :mod:`learned.policy_io` (family "provision").
+``provision_<model>.json``, in the format of :mod:`tjap.learned.policy_io` (family "provision").
 
 The metadata holds the feature spec and its hash (checked against
-:func:`learned.provision.features.feature_spec` at load), the training run, the validation figures
+:func:`tjap.learned.provision.features.feature_spec` at load), the training run, the validation figures
 and, for the regressors, the decision thresholds calibrated per interruption weight
-(:mod:`learned.provision.calibrate` writes them, :func:`thresholds` reads them). The transformer and
+(:mod:`tjap.learned.provision.calibrate` writes them, :func:`thresholds` reads them). The transformer and
 moe models are saved in parts (``foundation``, ``dqn``, ``pg``); the tree ensembles as arrays.
 
-The provisioners (:mod:`learned.provision.policies`), their training
-(:mod:`learned.provision.train`) and calibration all go through this module, which imports none of
+The provisioners (:mod:`tjap.learned.provision.policies`), their training
+(:mod:`tjap.learned.provision.train`) and calibration all go through this module, which imports none of
 them.
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from learned.policy_io import (check_architecture, load_weights,
+from tjap.learned.policy_io import (check_architecture, load_weights,
                                 read_metadata as read_weights_metadata, save_weights, spec_hash)
-from learned.provision.features import feature_spec
+from tjap.learned.provision.features import feature_spec
 from tjap.errors import InvalidInputError
 
 FAMILY = "provision"
@@ -34,7 +34,7 @@ def metadata_path(model: str, weights_dir=None) -> Path:
 def save(path, state, meta: dict) -> tuple[Path, Path]:
     """Write a provisioner's weights and metadata (``meta`` plus the feature spec and its hash):
     ``state`` is a dict of named modules (``foundation`` and the heads, to .pt) or a tree
-    ensemble's arrays (:meth:`learned.provision.trees.TreeEnsemble.arrays`, to .npz)."""
+    ensemble's arrays (:meth:`tjap.learned.provision.trees.TreeEnsemble.arrays`, to .npz)."""
     spec = feature_spec()
     return save_weights(path, FAMILY, state, {"feature_spec": spec,
                                               "feature_spec_hash": spec_hash(spec)} | meta)
@@ -43,7 +43,7 @@ def save(path, state, meta: dict) -> tuple[Path, Path]:
 def _check_spec(meta_path: Path, meta: dict) -> None:
     if meta.get("feature_spec_hash") != spec_hash(feature_spec()):
         raise InvalidInputError(f"{meta_path} was trained on other features than "
-                                "learned.provision.features defines; retrain it with "
+                                "tjap.learned.provision.features defines; retrain it with "
                                 "`tjap train provision --trace TRACE`")
 
 
@@ -56,7 +56,7 @@ def read_metadata(path) -> dict:
 
 def load_network(path):
     """(foundation, {head name: head}, metadata) of a saved transformer / moe model."""
-    from learned.provision.nets import DecisionHead, build_foundation
+    from tjap.learned.provision.nets import DecisionHead, build_foundation
 
     def build(meta_path, meta):
         _check_spec(meta_path, meta)
@@ -80,7 +80,7 @@ def load_network(path):
 
 def load_trees(path):
     """(tree ensemble, metadata) of a saved rf / xgb model."""
-    from learned.provision.trees import ARRAYS, TreeEnsemble
+    from tjap.learned.provision.trees import ARRAYS, TreeEnsemble
 
     def build(meta_path, meta):
         _check_spec(meta_path, meta)

@@ -1,19 +1,19 @@
 """Batch-queue simulation (seed 004, and seed 002's per-job baselines): an event-driven simulator
 of a Slurm-like queue with multifactor priority and backfilling, loaders for real traces, and an
-adapter to a real Slurm (:mod:`placement.batch.slurm`).
+adapter to a real Slurm (:mod:`tjap.placement.batch.slurm`).
 
->>> from placement.batch import load_trace, simulate
->>> from placement.batch import bundled_trace
+>>> from tjap.placement.batch import load_trace, simulate
+>>> from tjap.placement.batch import bundled_trace
 >>> jobs, report = load_trace(bundled_trace("ls6-a100"))   # shipped with the package
 >>> simulate(jobs, 76, backfill="easy").summary()["mean_wait_s"]
 """
 
-from placement.batch.jobs import Jobs
-from placement.batch.replay import monthly_waits, replay_trace
-from placement.batch.simulator import (Priority, SchedulerConfig, SimulationResult, Simulator,
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.replay import monthly_waits, replay_trace
+from tjap.placement.batch.simulator import (Priority, SchedulerConfig, SimulationResult, Simulator,
                                        Snapshot, simulate)
-from placement.batch.synthetic import synthetic_jobs
-from placement.batch.traces import TraceReport, bundled_trace, default_nodes, load_trace
+from tjap.placement.batch.synthetic import synthetic_jobs
+from tjap.placement.batch.traces import TraceReport, bundled_trace, default_nodes, load_trace
 
 __all__ = ["Jobs", "Priority", "SchedulerConfig", "SimulationResult", "Simulator", "Snapshot",
            "TraceReport", "bundled_trace", "default_nodes", "load_trace", "monthly_waits", "replay_trace",

@@ -1,4 +1,4 @@
-"""Numba kernels of the batch-queue simulator. The public wrapper is :mod:`placement.batch.simulator`.
+"""Numba kernels of the batch-queue simulator. The public wrapper is :mod:`tjap.placement.batch.simulator`.
 
 The simulator state is a set of arrays (so a snapshot is a copy of them) plus the scalar slots of
 ``clock`` (indices below). Jobs are rows of the job table, in (submit, id) order, so a row index
@@ -13,7 +13,7 @@ backfill pass (if due).
 import numpy as np
 
 from tjap._jit import njit, njit_inline
-from placement.tree._kernels import block_costs
+from tjap.placement.tree._kernels import block_costs
 
 INF = 1 << 62
 
@@ -353,7 +353,7 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
                   free, node_of, node_offset, reserved_at, first_reservation, iconf, switch_of,
                   pod_of, start_seq, pt, pf, pm, scratch):
     """One backfill pass (MODE_DEPTH or MODE_CONSERVATIVE), see the module docstring of
-    :mod:`placement.batch.simulator` for the rules."""
+    :mod:`tjap.placement.batch.simulator` for the rules."""
     resolution = iconf[BF_RESOLUTION]
     plen = build_profile(now, clock[FREE], running, clock[RLEN], start, limit, nodes, resolution,
                          pt, pf, scratch)

@@ -25,9 +25,9 @@ def background_rows(trace: str, at: str, warmup_h: float, horizon_h: float,
     the trace replay on Slurm (``benchmarks/slurm_replay.py``) takes them; ``submit_s`` in wall seconds."""
     import numpy as np
 
-    from placement.batch.live import slurm_limit_min, slurm_runtime_s
-    from placement.batch import load_trace
-    from placement.batch.replay import parse_date, submit_span
+    from tjap.placement.batch.live import slurm_limit_min, slurm_runtime_s
+    from tjap.placement.batch import load_trace
+    from tjap.placement.batch.replay import parse_date, submit_span
     from tjap.errors import InvalidInputError
 
     jobs, _ = load_trace(trace)
@@ -71,7 +71,7 @@ class BackgroundLoad(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        from placement.batch.slurm import SlurmError
+        from tjap.placement.batch.slurm import SlurmError
 
         try:
             for row in self.rows:
@@ -85,7 +85,7 @@ class BackgroundLoad(threading.Thread):
             self.error = exc
 
     def stop(self) -> None:
-        from placement.batch.slurm import SlurmError
+        from tjap.placement.batch.slurm import SlurmError
 
         self._stop_event.set()
         self.join(timeout=30)

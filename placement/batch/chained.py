@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.batch import _kernels as k
-from placement.batch.jobs import COLUMNS, Jobs
-from placement.batch.simulator import SchedulerConfig, Simulator
+from tjap.placement.batch import _kernels as k
+from tjap.placement.batch.jobs import COLUMNS, Jobs
+from tjap.placement.batch.simulator import SchedulerConfig, Simulator
 from tjap.errors import InvalidInputError
 
 HOUR_S = 3600

@@ -1,16 +1,16 @@
 """Run a provisioner against a real Slurm: watch the predecessor, submit the successor with sbatch.
 
-The simulator path (:class:`placement.batch.chained.ChainedEpisode`) and this live path show a
+The simulator path (:class:`tjap.placement.batch.chained.ChainedEpisode`) and this live path show a
 provisioner the same thing: at each decision the cluster's state is put into a
-:class:`~placement.batch.simulator.Simulator` (:meth:`~placement.batch.simulator.Simulator.
+:class:`~tjap.placement.batch.simulator.Simulator` (:meth:`~tjap.placement.batch.simulator.Simulator.
 from_trace_state`, nothing simulated) and read by the one feature function
-:func:`~placement.batch.chained.snapshot_features`; :class:`LiveEpisode` borrows the simulator
+:func:`~tjap.placement.batch.chained.snapshot_features`; :class:`LiveEpisode` borrows the simulator
 episode's own ``observation``, ``predecessor`` and ``recent_mean_wait_s``. Any provisioner behind
 the submit-or-wait protocol (``decide(episode) -> bool``) runs unchanged.
 
 Where the state comes from (:func:`live_state`): ``squeue`` (pending and running jobs: submit,
 start, limit, CPUs) and the ``jobcomp/filetxt`` log (jobs that ended in the last day: start, end),
-both through :class:`placement.batch.slurm.SlurmClient`. One CPU stands for one trace node (the
+both through :class:`tjap.placement.batch.slurm.SlurmClient`. One CPU stands for one trace node (the
 local cluster's convention, ``size="cpus"``). A job's runtime is unknown until it ends, so running
 jobs carry their limit (as :meth:`SlurmClient.to_jobs` does).
 
@@ -29,7 +29,7 @@ predecessor is seen to end between decisions (the reactive fallback, polled ever
 outcome is Slurm's own successor start minus predecessor end, from the jobcomp log.
 
 Command line: ``tjap provision live`` (an existing Slurm; ``--local`` starts a throw-away
-localhost Slurm, ``--trace`` adds a compressed trace load: :mod:`placement.batch.background`).
+localhost Slurm, ``--trace`` adds a compressed trace load: :mod:`tjap.placement.batch.background`).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from placement.batch.chained import DAY_S, FEATURES, HOUR_S, ChainedEpisode, Pair, \
+from tjap.placement.batch.chained import DAY_S, FEATURES, HOUR_S, ChainedEpisode, Pair, \
     snapshot_features
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import Simulator
-from placement.batch.slurm import CompletedJob, QueuedJob, SlurmClient, SlurmError
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import Simulator
+from tjap.placement.batch.slurm import CompletedJob, QueuedJob, SlurmClient, SlurmError
 from tjap.errors import InvalidInputError
 
 #: recorded start of a job that has not started (as ChainedEpisode marks the pair)
@@ -155,7 +155,7 @@ def live_state(queue: list[QueuedJob], completed: list[CompletedJob], now_wall: 
 
 class LiveEpisode:
     """What a provisioner sees in live mode: the attributes and methods of a
-    :class:`~placement.batch.chained.ChainedEpisode` (the same functions, not copies), over a state
+    :class:`~tjap.placement.batch.chained.ChainedEpisode` (the same functions, not copies), over a state
     rebuilt from Slurm at each :meth:`update`; :meth:`record` appends the snapshot to the history
     (the simulator episode records one per interval too)."""
 

@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from placement.batch.jobs import Jobs
-from placement.batch.simulator import SchedulerConfig, SimulationResult, Simulator
-from placement.batch.traces import default_nodes, load_trace
-from placement.tree.topology import MAX_NODES
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.batch.simulator import SchedulerConfig, SimulationResult, Simulator
+from tjap.placement.batch.traces import default_nodes, load_trace
+from tjap.placement.tree.topology import MAX_NODES
 from tjap.errors import InvalidInputError
 
 DAY_S = 86400
@@ -78,7 +78,7 @@ def replay_trace(path, *, format: str | None = None, nodes: int | None = None,
     starts at ``start`` from the trace's own state then (its running and queued jobs) and
     simulates every later job until ``start + days``. ``ignore_dependencies`` drops the
     dependencies the trace states (SWF field 17). Returns (result, info) where info has the
-    loader's report (``info["report"]``, a :class:`~placement.batch.traces.TraceReport`) and the
+    loader's report (``info["report"]``, a :class:`~tjap.placement.batch.traces.TraceReport`) and the
     nodes used. ``progress(done, total)``, if given, is called as the simulation runs (jobs
     done, jobs to simulate).
     """

@@ -1,7 +1,7 @@
 """Event-driven simulator of a Slurm-like batch queue: multifactor priority, a main pass in priority
 order, backfilling with a reservation depth, and pluggable node selection.
 
-Rules (the kernels are in :mod:`placement.batch._kernels`):
+Rules (the kernels are in :mod:`tjap.placement.batch._kernels`):
 
 - **Events** are submissions, job ends (a job ends at start + runtime; runtimes are clipped to the
   time limit, as Slurm kills a job at its limit), periodic priority recalculations and backfill
@@ -47,9 +47,9 @@ Rules (the kernels are in :mod:`placement.batch._kernels`):
 - **Release**: a job's nodes return ``release_delay_s`` after it ends (Slurm's COMPLETING state,
   about 1 s on a local Slurm; default 0); jobs depending on it become eligible then.
 - **Nodes**: ``placement="firstfit"`` (lowest free ids), ``"contiguous"`` (the cheapest block of
-  consecutive free nodes of a :class:`placement.tree.fat_tree.FatTree` under the hop-cost convention
-  ``cost_convention``, as :func:`placement.tree.online.place_job`) or ``"freeform"`` (the cheapest node set
-  of all for the job alone, :func:`placement.tree.freeform.best_single_job_nodes`). Every scheduling decision
+  consecutive free nodes of a :class:`tjap.placement.tree.fat_tree.FatTree` under the hop-cost convention
+  ``cost_convention``, as :func:`tjap.placement.tree.online.place_job`) or ``"freeform"`` (the cheapest node set
+  of all for the job alone, :func:`tjap.placement.tree.freeform.best_single_job_nodes`). Every scheduling decision
   counts nodes and never looks at which ones are free, so node choice changes no time: the
   Python-level placements (``"freeform"``) run the kernels with first-fit bookkeeping and
   :meth:`Simulator.result` then replays the starts in the kernels' order (``start_seq``), each
@@ -67,10 +67,10 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from placement.batch import _kernels as k
-from placement.batch.jobs import Jobs
-from placement.tree.cost import CONVENTIONS, convention_code
-from placement.tree.topology import MAX_NODES
+from tjap.placement.batch import _kernels as k
+from tjap.placement.batch.jobs import Jobs
+from tjap.placement.tree.cost import CONVENTIONS, convention_code
+from tjap.placement.tree.topology import MAX_NODES
 from tjap._backends import Slices
 from tjap.errors import InvalidInputError, check_options
 from tjap.result import Record, plain
@@ -172,7 +172,7 @@ class SchedulerConfig:
             raise InvalidInputError(f"cost_convention must be one of {', '.join(CONVENTIONS)}, "
                                     f"got {self.cost_convention!r}")
         if not isinstance(self.priority, Priority):
-            raise InvalidInputError("priority must be a placement.batch.Priority")
+            raise InvalidInputError("priority must be a tjap.placement.batch.Priority")
 
     @classmethod
     def textbook_easy(cls, **changes) -> "SchedulerConfig":
@@ -218,7 +218,7 @@ class Simulator:
     def __init__(self, jobs: Jobs, nodes: int | None = None, config: SchedulerConfig | None = None,
                  topology=None):
         if not isinstance(jobs, Jobs):
-            raise InvalidInputError("jobs must be a placement.batch.Jobs table (see load_trace)")
+            raise InvalidInputError("jobs must be a tjap.placement.batch.Jobs table (see load_trace)")
         self.config = config or SchedulerConfig()
         if nodes is None:
             if topology is None:
@@ -229,7 +229,7 @@ class Simulator:
         if nodes > MAX_NODES:
             raise InvalidInputError(
                 f"a cluster of {int(nodes):,} nodes is more than tjap simulates ({MAX_NODES:,} "
-                "nodes, placement.tree.topology.MAX_NODES); give nodes (--nodes) of at most "
+                "nodes, tjap.placement.tree.topology.MAX_NODES); give nodes (--nodes) of at most "
                 f"{MAX_NODES:,}")
         if topology is not None and topology.num_nodes != nodes:
             raise InvalidInputError(f"nodes={nodes} but the topology has {topology.num_nodes}")
@@ -467,7 +467,7 @@ class Simulator:
         """``node_of`` with every simulated start's nodes chosen by the Python-level placement:
         the starts replayed in the kernels' order (start time, then ``start_seq``), each on the
         nodes free at that moment (jobs end, and free their nodes, before jobs start)."""
-        from placement.tree.freeform import best_single_job_nodes
+        from tjap.placement.tree.freeform import best_single_job_nodes
 
         s, jobs, delay = self._state, self.jobs, self.config.release_delay_s
         node_of, free = s["node_of"].copy(), np.ones(self.num_nodes, bool)

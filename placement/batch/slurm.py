@@ -1,10 +1,10 @@
 """An adapter to a real Slurm: read the live queue and nodes, submit and cancel jobs, read the
-records of completed jobs, and turn the queue into a :class:`~placement.batch.jobs.Jobs` table.
+records of completed jobs, and turn the queue into a :class:`~tjap.placement.batch.jobs.Jobs` table.
 
 Everything goes through Slurm's own commands (``sbatch``, ``squeue``, ``sinfo``, ``scancel``) run as
 subprocesses, so it works against any Slurm the environment points at: the cluster of
 ``$SLURM_CONF`` (or ``/etc/slurm/slurm.conf``), or a throw-away local one started by
-:class:`placement.batch.slurm_local.LocalSlurm` (pass its ``env``).
+:class:`tjap.placement.batch.slurm_local.LocalSlurm` (pass its ``env``).
 
 Machine-readable output
 -----------------------
@@ -644,7 +644,7 @@ class SlurmClient:
     # -- conversion --------------------------------------------------------------------------
     def to_jobs(self, queue: list[QueuedJob] | None = None, *, size: str = "cpus",
                 unlimited_limit_s: int = 365 * 86400, include_held: bool = True):
-        """The running and pending jobs as a :class:`~placement.batch.jobs.Jobs` table.
+        """The running and pending jobs as a :class:`~tjap.placement.batch.jobs.Jobs` table.
 
         Mapping (one row per job, times on the Unix clock, ``epoch=0``):
 
@@ -662,7 +662,7 @@ class SlurmClient:
         Jobs in other states (completing is counted as running) are left out; with
         ``include_held=False`` pending jobs of priority 0 (held) are left out too.
         """
-        from placement.batch.jobs import Jobs
+        from tjap.placement.batch.jobs import Jobs
 
         if size not in ("cpus", "nodes"):
             raise SlurmError(f"size must be 'cpus' or 'nodes', got {size!r}")

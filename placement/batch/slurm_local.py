@@ -50,7 +50,7 @@ one: one ``slurmd -N NAME`` per node (Debian's build has ``MULTIPLE_SLURMD``), e
 port of one contiguous free range, all in one ``NodeName=`` line, so Slurm's node order (its
 bitmap order, which its node selection follows) is the order given. Each node has
 ``cpus_per_node`` CPUs (default 1). With :attr:`LocalSlurmConfig.topology_conf` (the text of a
-``topology.conf``, e.g. :meth:`placement.tree.topology.Topology.to_slurm`) the file is written
+``topology.conf``, e.g. :meth:`tjap.placement.tree.topology.Topology.to_slurm`) the file is written
 beside ``slurm.conf`` and ``TopologyPlugin=topology/tree`` is set;
 :meth:`LocalSlurmConfig.for_topology` fills both from a topology. Clusters of 14 to 40 nodes
 start here (every node idle, the main scheduler's first pass done) in a few seconds; each
@@ -78,7 +78,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from placement.batch.slurm import INSTALL_HINT, SlurmClient, SlurmError
+from tjap.placement.batch.slurm import INSTALL_HINT, SlurmClient, SlurmError
 
 #: Binaries a local cluster needs.
 REQUIRED_BINARIES = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "scontrol",
@@ -161,7 +161,7 @@ class LocalSlurmConfig:
 
     @classmethod
     def for_topology(cls, topology, **options) -> "LocalSlurmConfig":
-        """A config whose nodes are ``topology``'s (a :class:`~placement.tree.topology.Topology`)
+        """A config whose nodes are ``topology``'s (a :class:`~tjap.placement.tree.topology.Topology`)
         in its depth-first order, with its ``topology.conf`` and ``topology/tree``; ``options``
         set the other fields."""
         return cls(node_names=tuple(topology.node_names), topology_conf=topology.to_slurm(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.batch.jobs import Jobs
+from tjap.placement.batch.jobs import Jobs
 from tjap.errors import InvalidInputError
 
 

@@ -1,12 +1,12 @@
 """Loaders for workload traces: the Standard Workload Format (SWF) and sacct-style tables.
 
-Each loader returns a :class:`~placement.batch.jobs.Jobs` table and a :class:`TraceReport` that
+Each loader returns a :class:`~tjap.placement.batch.jobs.Jobs` table and a :class:`TraceReport` that
 says how many lines were read, how many were skipped and why (the first few, with line numbers).
 Bad lines are skipped and reported, never fatal; a file that is not a trace of the format at all (a
 JSON file, binary data, the other format) raises :class:`~tjap.errors.InvalidInputError` with a
 one-line message naming the file, the problem and the fix. Files are only ever opened for reading.
 Gzip-compressed files (``.swf.gz``) are read transparently. Both formats are read column-wise
-(a Numba scan of the bytes in :mod:`placement.batch._scan`, then NumPy; a 450,000-line trace
+(a Numba scan of the bytes in :mod:`tjap.placement.batch._scan`, then NumPy; a 450,000-line trace
 loads in about a second); the few lines the scan cannot read exactly go through Python with the
 same rules (``tests/trace_reference.py`` is the line-by-line oracle).
 
@@ -36,8 +36,8 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from placement.batch._scan import gather, scan_fields, scan_swf
-from placement.batch.jobs import Jobs
+from tjap.placement.batch._scan import gather, scan_fields, scan_swf
+from tjap.placement.batch.jobs import Jobs
 from tjap.errors import InvalidInputError
 
 #: Trace formats :func:`load_trace` accepts.

@@ -5,11 +5,11 @@ profiles (:mod:`.profiles`, the one table of our chosen numbers), workloads (:mo
 interference model with its fitting (:mod:`.model`), the interval simulator with the
 placement-policy protocol (:mod:`.simulator`), its loop one scheduling decision at a time
 (:mod:`.episode`) and the predicted cost of plans that policies share (:mod:`.planning`). The
-baselines (Tetris, LB, LIF, random, opt, whole) are in :mod:`heuristics.interference`; policies
+baselines (Tetris, LB, LIF, random, opt, whole) are in :mod:`tjap.heuristics.interference`; policies
 are built by name with ``tjap.registry.make("interference", name)`` and ``tjap interference
 evaluate`` runs them.
 
->>> from placement.interference import Workload, make_cluster, simulate
+>>> from tjap.placement.interference import Workload, make_cluster, simulate
 >>> from tjap.registry import make
 >>> cluster = make_cluster("fattree", 4)
 >>> workload = Workload.generate(cluster.num_partitions, 4, "poisson", seed=0, rate=2)
@@ -18,12 +18,12 @@ evaluate`` runs them.
 True
 """
 
-from placement.interference.cluster import ARCHS, CLUSTER, TOPOLOGIES, Cluster, make_cluster
-from placement.interference.episode import PlacementEpisode, Turn
-from placement.interference.jobs import ARRIVALS, INTERVAL_S, Workload, default_rate
-from placement.interference.model import (FIT_MODELS, Coefficients, Samples, co_location_samples,
+from tjap.placement.interference.cluster import ARCHS, CLUSTER, TOPOLOGIES, Cluster, make_cluster
+from tjap.placement.interference.episode import PlacementEpisode, Turn
+from tjap.placement.interference.jobs import ARRIVALS, INTERVAL_S, Workload, default_rate
+from tjap.placement.interference.model import (FIT_MODELS, Coefficients, Samples, co_location_samples,
                                           error_table, fit, prediction_error)
-from placement.interference.simulator import PlacementPolicy, SimResult, Simulator, simulate
+from tjap.placement.interference.simulator import PlacementPolicy, SimResult, Simulator, simulate
 
 __all__ = ["ARCHS", "ARRIVALS", "CLUSTER", "FIT_MODELS", "INTERVAL_S", "TOPOLOGIES", "Cluster",
            "Coefficients", "PlacementEpisode", "PlacementPolicy", "Samples", "SimResult",

@@ -1,8 +1,8 @@
 """Numba kernels of the seed-001 simulator; the public wrappers are in
-:mod:`placement.interference.cluster`, :mod:`.model` and :mod:`.simulator`.
+:mod:`tjap.placement.interference.cluster`, :mod:`.model` and :mod:`.simulator`.
 
 ``coef`` is the array (alpha1, alpha2, alpha3, lambda1, beta1, beta2, lambda2) of
-:class:`placement.interference.model.Coefficients`.
+:class:`tjap.placement.interference.model.Coefficients`.
 """
 
 import math

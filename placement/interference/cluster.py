@@ -31,7 +31,7 @@ a GPU group and its socket; sockets are joined by QPI at 300 Gbps.
 Link ids: ``[0, G)`` the PCIe link of each GPU group, ``[G, G + S)`` the QPI link of each server,
 then the network links. A worker-PS flow between groups a and b uses PCIe(a) [, QPI, ] PCIe(b) in
 one server, or PCIe(a), the network path between their servers, PCIe(b) across servers
-(:func:`placement.interference._kernels.fill_path`). The hot state lives in arrays; ``graph`` is the
+(:func:`tjap.placement.interference._kernels.fill_path`). The hot state lives in arrays; ``graph`` is the
 same network as a :class:`networkx.Graph` (for drawing and for graph encoders).
 """
 
@@ -262,7 +262,7 @@ class Cluster:
 
     def path(self, group_a: int, group_b: int) -> np.ndarray:
         """Link ids of the worker-PS path between two GPU groups."""
-        from placement.interference import _kernels as kern
+        from tjap.placement.interference import _kernels as kern
 
         for g in (group_a, group_b):
             if isinstance(g, bool) or not isinstance(g, (int, np.integer)) \
@@ -281,7 +281,7 @@ class Cluster:
         return 2 + 2 * self.bcube_levels
 
     def path_arrays(self) -> tuple:
-        """The arguments :func:`~placement.interference._kernels.fill_path` takes after the two
+        """The arguments :func:`~tjap.placement.interference._kernels.fill_path` takes after the two
         groups (one tuple, in order)."""
         return (self.group_server, self.num_groups, self.kind, self.server_tor, self.nic_link,
                 self.tor_path, self.tor_path_len, self.bcube_n, self.bcube_levels, self.port_base)

@@ -14,10 +14,10 @@ completion without preemption.
 turn; the caller places the turn's jobs (:meth:`~PlacementEpisode.submit` a policy's plans, or
 :meth:`~PlacementEpisode.commit` them one job at a time) and asks for the next turn; the jobs of a
 turn left waiting are what the loop forwards. :meth:`Simulator.run` drives it with a placement
-policy, one ``place`` call per turn; the gym env :class:`learned.envs.InterferenceEnv` drives the
+policy, one ``place`` call per turn; the gym env :class:`tjap.learned.envs.InterferenceEnv` drives the
 same object one task at a time.
 
->>> from placement.interference import Simulator, Workload, make_cluster
+>>> from tjap.placement.interference import Simulator, Workload, make_cluster
 >>> cluster = make_cluster("fattree", 4)
 >>> sim = Simulator(cluster, Workload.generate(cluster.num_partitions, 2, "poisson", 0, rate=1))
 >>> episode = PlacementEpisode(sim)
@@ -33,8 +33,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from placement.interference.cluster import CLUSTER
-from placement.interference.jobs import DONE, RUNNING, WAITING
+from tjap.placement.interference.cluster import CLUSTER
+from tjap.placement.interference.jobs import DONE, RUNNING, WAITING
 from tjap.errors import InvalidInputError
 
 SCOPES = ("partition", "cluster")

@@ -1,7 +1,7 @@
 """Workloads of seed 001: distributed training jobs arriving at the schedulers, interval by interval.
 
 A job trains one of the 8 model types (uniform), with U{1..4} workers and U{1..4} parameter servers
-and U{EPOCHS} epochs (:mod:`placement.interference.profiles`). Arrival counts per scheduler and
+and U{EPOCHS} epochs (:mod:`tjap.placement.interference.profiles`). Arrival counts per scheduler and
 30-minute interval follow one of three patterns (Sec. VI-B):
 
 - ``uniform``: 15 jobs per interval at every scheduler (the paper: "uniformly ... 15 jobs per
@@ -10,7 +10,7 @@ and U{EPOCHS} epochs (:mod:`placement.interference.profiles`). Arrival counts pe
 - ``trace``: the arrival pattern of a real trace (the paper used Google's): its submit times binned
   into 30-minute intervals and scaled so the mean is 15 per interval per scheduler; scheduler p
   reads the series from an offset of p / schedulers of its length (cyclically), and scaled counts
-  are rounded stochastically. Any trace :func:`placement.batch.load_trace` reads works; the default
+  are rounded stochastically. Any trace :func:`tjap.placement.batch.load_trace` reads works; the default
   is the LS6 A100 trace bundled in ``placement/batch/data/``.
 """
 
@@ -21,13 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
-from placement.interference import profiles
+from tjap.placement.interference import profiles
 from tjap.errors import InvalidInputError
 
 ARRIVALS = ("uniform", "poisson", "trace")
 INTERVAL_S = 1800.0
 JOBS_PER_INTERVAL = 15
-#: The bundled LS6 A100 trace (placement/batch/data/, see :func:`placement.batch.traces.bundled_trace`).
+#: The bundled LS6 A100 trace (placement/batch/data/, see :func:`tjap.placement.batch.traces.bundled_trace`).
 DEFAULT_TRACE = Path(__file__).resolve().parents[1] / "batch" / "data" / "ls6-a100.tsv"
 #: A job's state in a run: queued, placed and running, or finished.
 WAITING, RUNNING, DONE = 0, 1, 2
@@ -114,7 +114,7 @@ class Workload:
 def trace_counts(trace, intervals: int, schedulers: int, rate: float,
                  rng: np.random.Generator) -> np.ndarray:
     """(intervals, schedulers) arrival counts following ``trace``'s submissions (module doc)."""
-    from placement.batch import load_trace
+    from tjap.placement.batch import load_trace
 
     path = Path(trace) if trace is not None else DEFAULT_TRACE
     if not path.exists():

@@ -13,7 +13,7 @@ with C the CPU cores and P the PCIe Gbps of each task alone. lambda1 and lambda2
 as a sum, so fitting recovers ``lambda = lambda1 + lambda2`` (:attr:`Coefficients.constant`).
 
 Samples (:func:`co_location_samples`, documented there) come from the model with known
-coefficients (:data:`placement.interference.profiles.GENERATOR`) plus noise, so that our fitting
+coefficients (:data:`tjap.placement.interference.profiles.GENERATOR`) plus noise, so that our fitting
 code can be checked for recovering them, and the paper's Table III (prediction error of Linear,
 Quad, ours and ours without PCIe or CPU terms on held-out samples) has a reproducible analogue.
 Measured samples (a :class:`Samples` built from real co-location runs) can be fitted the same way.
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from placement.interference import profiles
+from tjap.placement.interference import profiles
 from tjap.errors import InvalidInputError, UnknownMethodError
 
 #: Fitting models of Table III.
@@ -250,7 +250,7 @@ def _fit_exponential(s: Samples, pcie: bool, iterations: int = 200) -> Coefficie
 def fit(samples: Samples, model: str = "ours") -> FittedModel:
     """Least-squares fit of one of :data:`FIT_MODELS` to ``samples``."""
     if not isinstance(samples, Samples):
-        raise InvalidInputError(f"samples must be a placement.interference.Samples, got "
+        raise InvalidInputError(f"samples must be a tjap.placement.interference.Samples, got "
                                 f"{type(samples).__name__}")
     if model in ("ours", "ours_wo_pcie"):
         coef = _fit_exponential(samples, pcie=model == "ours")

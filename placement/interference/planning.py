@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from placement.interference import _kernels as sim_kern
-from placement.interference.jobs import RUNNING
+from tjap.placement.interference import _kernels as sim_kern
+from tjap.placement.interference.jobs import RUNNING
 from tjap._jit import njit, njit_inline
 
 

@@ -28,7 +28,7 @@ Epochs per job are uniform in :data:`EPOCHS` (our choice: about 70 % GPU load on
 cluster with 15 jobs per interval per scheduler).
 
 :data:`GENERATOR` holds the coefficients of the interference model (Sec. V-B) that the simulator
-uses as ground truth and that :func:`placement.interference.model.co_location_samples` draws samples
+uses as ground truth and that :func:`tjap.placement.interference.model.co_location_samples` draws samples
 from. Chosen so that slowdown stays near zero until the co-located CPU load nears the 8 physical
 cores of a socket and then grows exponentially (the paper's rationale for the exponential form),
 and so that PCIe contention costs a few percent per 10 Gbps of interfering traffic.

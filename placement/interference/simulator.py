@@ -2,7 +2,7 @@
 
 Time runs in scheduling intervals of 30 minutes (Sec. VI-A). In each interval the schedulers place
 their queues and forward what they cannot place (the loop, one scheduling decision at a time:
-:class:`placement.interference.episode.PlacementEpisode`); placed jobs run to completion without
+:class:`tjap.placement.interference.episode.PlacementEpisode`); placed jobs run to completion without
 preemption (the paper's rule).
 
 Tasks: a worker takes one GPU of a GPU group and its model's CPU cores on that group's socket; a
@@ -11,7 +11,7 @@ parameter server takes no GPU and ``PS_CPU_CORES``. A socket holds at most 2 x i
 (:meth:`Simulator.fits`). PCIe is not reserved: its contention is interference.
 
 During the interval every running job progresses at its current speed (one Numba kernel,
-:func:`placement.interference._kernels.interval_update`): an iteration takes the slowest worker's
+:func:`tjap.placement.interference._kernels.interval_update`): an iteration takes the slowest worker's
 compute time, ideal x (1 + S) with S the interference model's slowdown of that worker given every
 other task on its server, plus the slowest worker-PS flow's gradient / PS over its bottleneck
 bandwidth (push and pull overlap on full-duplex links), each link's bandwidth shared equally among
@@ -28,12 +28,12 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from placement.interference import _kernels as kern
-from placement.interference import profiles
-from placement.interference.cluster import Cluster
-from placement.interference.episode import PlacementEpisode
-from placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
-from placement.interference.model import Coefficients
+from tjap.placement.interference import _kernels as kern
+from tjap.placement.interference import profiles
+from tjap.placement.interference.cluster import Cluster
+from tjap.placement.interference.episode import PlacementEpisode
+from tjap.placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
+from tjap.placement.interference.model import Coefficients
 from tjap.errors import InvalidInputError, check_options
 from tjap.result import Record
 
@@ -50,7 +50,7 @@ class PlacementPolicy(Protocol):
 
     A policy with ``scope = "cluster"`` is one scheduler for the whole cluster (the single-agent
     variant): it is called once per interval with ``partition = CLUSTER`` (-1,
-    :data:`placement.interference.cluster.CLUSTER`) and every queued job
+    :data:`tjap.placement.interference.cluster.CLUSTER`) and every queued job
     (the schedulers' queues in partition order), may use any GPU group, and nothing is
     forwarded (a job it returns None for waits for the next interval).
     """
@@ -121,10 +121,10 @@ class Simulator:
     def __init__(self, cluster: Cluster, workload: Workload,
                  coefficients: Coefficients | None = None, interval_s: float = INTERVAL_S):
         if not isinstance(cluster, Cluster):
-            raise InvalidInputError(f"cluster must be a placement.interference.Cluster, got "
+            raise InvalidInputError(f"cluster must be a tjap.placement.interference.Cluster, got "
                                     f"{type(cluster).__name__}")
         if not isinstance(workload, Workload):
-            raise InvalidInputError(f"workload must be a placement.interference.Workload, got "
+            raise InvalidInputError(f"workload must be a tjap.placement.interference.Workload, got "
                                     f"{type(workload).__name__}")
         if len(workload) and workload.home.max() >= cluster.num_partitions:
             raise InvalidInputError(f"workload has jobs for scheduler {int(workload.home.max())} "
@@ -270,7 +270,7 @@ class Simulator:
             max_intervals: int | None = None, drain: bool = True,
             progress: Callable | None = None) -> SimResult:
         """Run the workload under ``policy`` from an empty cluster (one
-        :class:`~placement.interference.episode.PlacementEpisode`, one ``place`` call per turn).
+        :class:`~tjap.placement.interference.episode.PlacementEpisode`, one ``place`` call per turn).
 
         Arrivals span the workload's intervals; with ``drain`` the run continues until every job
         has finished (at most ``max_intervals`` intervals in all, default the arrival span +

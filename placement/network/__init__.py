@@ -7,19 +7,19 @@ model (:mod:`.exact`). The policies (Tetris, NALB, NULB, random, exact, the lear
 by name with ``tjap.registry.make("network", name)``; ``tjap network evaluate`` runs them from the
 command line.
 
->>> from placement.network import Requests, paper_topology, run_episode
+>>> from tjap.placement.network import Requests, paper_topology, run_episode
 >>> from tjap.registry import make
 >>> topo = paper_topology("8:1-16", servers=64)
 >>> run_episode(topo, Requests.generate(topo, 128, seed=0), make("network", "tetris")).acceptance
 0.3828125
 """
 
-from placement.network.engine import ROUTINGS, Engine, Outcome
-from placement.network.episode import (Episode, EpisodeResult, Evaluation, ServerPolicy, evaluate,
+from tjap.placement.network.engine import ROUTINGS, Engine, Outcome
+from tjap.placement.network.episode import (Episode, EpisodeResult, Evaluation, ServerPolicy, evaluate,
                                        run_episode, serve_request)
-from placement.network.exact import RequestPlan, solve_request
-from placement.network.requests import Requests, holding_max
-from placement.network.topology import NAMES, SIZES, SPREAD, Topology, paper_topology, parse_name
+from tjap.placement.network.exact import RequestPlan, solve_request
+from tjap.placement.network.requests import Requests, holding_max
+from tjap.placement.network.topology import NAMES, SIZES, SPREAD, Topology, paper_topology, parse_name
 
 __all__ = ["NAMES", "ROUTINGS", "SIZES", "SPREAD", "Engine", "Episode", "EpisodeResult",
            "Evaluation", "Outcome", "RequestPlan", "Requests", "ServerPolicy", "Topology",

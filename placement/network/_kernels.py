@@ -1,4 +1,4 @@
-"""Numba kernels of the network engine. The public wrapper is :mod:`placement.network.engine`.
+"""Numba kernels of the network engine. The public wrapper is :mod:`tjap.placement.network.engine`.
 
 A server-to-server path is ``[u, *rack_paths[rack u, rack v, j], v]`` (server s's link id is s).
 """

@@ -26,8 +26,8 @@ import heapq
 
 import numpy as np
 
-from placement.network import _kernels as kern
-from placement.network.topology import Topology
+from tjap.placement.network import _kernels as kern
+from tjap.placement.network.topology import Topology
 from tjap.errors import InvalidInputError
 
 ROUTINGS = {"shortest": kern.ROUTE_SHORTEST, "balanced": kern.ROUTE_BALANCED}
@@ -50,7 +50,7 @@ class Engine:
     earlier server that the last successful :meth:`step` used (kept after the request ends, so a
     dry run on a copy can be replayed with :meth:`step`'s ``paths``).
 
-    >>> from placement.network import paper_topology
+    >>> from tjap.placement.network import paper_topology
     >>> engine = Engine(paper_topology("8:1-16"))
     >>> engine.begin(cpu=40, mem=20, holding=5)
     >>> engine.step(0), engine.step(1), engine.step(2)   # 16 + 16 + 8 CPU
@@ -59,7 +59,7 @@ class Engine:
 
     def __init__(self, topology: Topology, routing: str = "shortest"):
         if not isinstance(topology, Topology):
-            raise InvalidInputError(f"topology must be a placement.network.Topology, "
+            raise InvalidInputError(f"topology must be a tjap.placement.network.Topology, "
                                     f"got {type(topology).__name__}")
         if routing not in ROUTINGS:
             raise InvalidInputError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")

@@ -10,7 +10,7 @@ accepted or fails. Measures are sampled after each request's outcome and average
 :class:`Episode` is that loop as an object: :meth:`Episode.step` takes one decision and moves on
 to the next request when the current one ends. :func:`run_episode` drives it with a policy,
 :func:`evaluate` over several seeds, and the gymnasium environment
-(:class:`learned.envs.network_alloc.NetworkAllocEnv`) with an agent's actions; :func:`serve_request`
+(:class:`tjap.learned.envs.network_alloc.NetworkAllocEnv`) with an agent's actions; :func:`serve_request`
 serves one request on any engine state.
 """
 
@@ -22,10 +22,10 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from placement.network.engine import Engine, Outcome
-from placement.network.exact import RequestPlan
-from placement.network.requests import Requests
-from placement.network.topology import SPREAD, Topology
+from tjap.placement.network.engine import Engine, Outcome
+from tjap.placement.network.exact import RequestPlan
+from tjap.placement.network.requests import Requests
+from tjap.placement.network.topology import SPREAD, Topology
 from tjap.errors import InvalidInputError
 from tjap.result import Record, Status, plain
 
@@ -81,7 +81,7 @@ class EpisodeResult(Record):
     num_servers : ndarray of int
         Servers of each accepted request (0 if it failed).
     spread : ndarray of int
-        Index into :data:`placement.network.SPREAD` per accepted request, -1 if it failed.
+        Index into :data:`tjap.placement.network.SPREAD` per accepted request, -1 if it failed.
     utilization : ndarray, (requests, 5)
         CPU, memory and tier-1, -2, -3 channel utilization after each request's outcome.
     ticks, steps : int
@@ -110,7 +110,7 @@ class EpisodeResult(Record):
 
     def summary(self) -> dict:
         """The episode's figures: acceptance, mean utilizations, counts (integers), how spread
-        the accepted requests were (fractions per :data:`~placement.network.SPREAD` level), its
+        the accepted requests were (fractions per :data:`~tjap.placement.network.SPREAD` level), its
         seed and offered load, and ``info`` when the policy keeps statistics."""
         u = self.utilization.mean(axis=0)
         ok = self.spread[self.spread >= 0]
@@ -135,7 +135,7 @@ class Episode:
     :meth:`Engine.arrive`). ``engine`` is the state a policy reads; ``index`` the request being
     served (``len(requests)`` once :attr:`done`).
 
-    >>> from placement.network import Requests, paper_topology
+    >>> from tjap.placement.network import Requests, paper_topology
     >>> topo = paper_topology("8:1-16")
     >>> episode = Episode(topo, Requests.generate(topo, 4, seed=0))
     >>> while not episode.done:
@@ -147,7 +147,7 @@ class Episode:
     def __init__(self, topology: Topology, requests: Requests, *, routing: str = "shortest",
                  seed: int | None = None):
         if not isinstance(requests, Requests):
-            raise InvalidInputError(f"requests must be placement.network.Requests, "
+            raise InvalidInputError(f"requests must be tjap.placement.network.Requests, "
                                     f"got {type(requests).__name__}")
         self.engine = Engine(topology, routing=routing)
         total_cpu, total_mem = topology.capacity

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.network.topology import Topology
+from tjap.placement.network.topology import Topology
 from tjap import _backends
 from tjap.errors import InvalidInputError
 from tjap.result import Record, Status

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.network.topology import Topology
+from tjap.placement.network.topology import Topology
 from tjap.errors import InvalidInputError
 
 

@@ -14,10 +14,10 @@ Two ways to take a block: :func:`take_block` writes its Q positions (decoding a 
 the block run by run and, inside a run, group by group using :func:`row_ends`.
 
 **Costs on any tree.** A block's cost depends only on its size and the sum over the count form's
-rows (:class:`placement.tree.tree_cost.CountForm`) of its squared node counts per group. The
+rows (:class:`tjap.placement.tree.tree_cost.CountForm`) of its squared node counts per group. The
 kernels take the groups of each Q position, ``group_q[r, p]`` (rows x idle nodes), and each row's
 *shallow* group id ``shallow[r]`` (the nodes whose switch lies above that row, see
-:mod:`placement.tree.tree_cost`; -1 where none). Nodes are numbered depth first, so the nodes below
+:mod:`tjap.placement.tree.tree_cost`; -1 where none). Nodes are numbered depth first, so the nodes below
 a switch are consecutive in Q: every group but the shallow one is a run of consecutive positions.
 A block (a cyclic range of the free sequence) therefore meets each such group in one run of its
 positions, or in two when it wraps (its last and its first run), and run lengths give the sum of
@@ -32,7 +32,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import overload
 
 from tjap._jit import njit, njit_inline, popcount
-from placement.tree import tree_cost
+from tjap.placement.tree import tree_cost
 
 #: The project's block cost on any tree, compiled inline here: the search loop calls it for every
 #: block.

@@ -1,7 +1,7 @@
-"""Numba kernels of the exact SCAS dynamic programme (see :mod:`placement.tree.csp`).
+"""Numba kernels of the exact SCAS dynamic programme (see :mod:`tjap.placement.tree.csp`).
 
 The cyclic driver (the blocks that wrap from the tail of Q to its head, and the time limit
-between passes) is :func:`placement.tree.csp._cyclic_dp`. A state is a multiset of job sizes,
+between passes) is :func:`tjap.placement.tree.csp._cyclic_dp`. A state is a multiset of job sizes,
 encoded in mixed radix: ``digits[s, i]`` is how many jobs of size class i the state holds and
 ``strides[i]`` the index step of one such job.
 """

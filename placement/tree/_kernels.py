@@ -1,6 +1,6 @@
 """Numba kernels of the TJAP model: hop cost from switch/pod counts and costs of every SCAS block.
 
-Kernels take arrays and scalars only; the public wrappers in :mod:`placement.tree.cost` validate and convert.
+Kernels take arrays and scalars only; the public wrappers in :mod:`tjap.placement.tree.cost` validate and convert.
 Conventions are passed as integers: 0 = "paper", 1 = "published".
 """
 

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from placement.tree import _kernels
+from tjap.placement.tree import _kernels
 from tjap.errors import InvalidInputError
-from placement.tree.fat_tree import FatTree
-from placement.tree.tree_cost import CONVENTIONS, convention_code  # noqa: F401 (re-exported)
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.tree_cost import CONVENTIONS, convention_code  # noqa: F401 (re-exported)
 
 HOP_UNIT_COST = _kernels.HOP_UNIT_COST
 
@@ -41,9 +41,9 @@ def cost_from_counts(switch_counts, pod_counts, convention: str = "paper") -> fl
 def job_cost(topology, nodes: Sequence[int], convention: str = "paper") -> float:
     """CH cost of one job placed on ``nodes`` (distinct node ids of ``topology``).
 
-    ``topology`` is a :class:`FatTree` or a :class:`~placement.tree.topology.Topology`
+    ``topology`` is a :class:`FatTree` or a :class:`~tjap.placement.tree.topology.Topology`
     (whose nodes may also be given by name; its cost is its count form's,
-    :mod:`placement.tree.tree_cost`, equal to this one on a fat-tree).
+    :mod:`tjap.placement.tree.tree_cost`, equal to this one on a fat-tree).
 
     Examples
     --------

@@ -19,11 +19,11 @@ from collections import Counter
 
 import numpy as np
 
-from placement.tree import _dp_kernels
+from tjap.placement.tree import _dp_kernels
 from tjap._backends import Deadline
 from tjap.errors import StateSpaceTooLargeError
-from placement.tree.result import Result, Status
-from placement.tree.window import Window
+from tjap.placement.tree.result import Result, Status
+from tjap.placement.tree.window import Window
 
 #: Largest DP table (cells) solve_dp accepts by default, about 150 MB of memory.
 MAX_DP_CELLS = 2**24

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.tree import _dcas_kernels
+from tjap.placement.tree import _dcas_kernels
 from tjap.errors import InvalidInputError
-from placement.tree.window import Window
+from tjap.placement.tree.window import Window
 
 
 class Arrays:
@@ -24,7 +24,7 @@ class Arrays:
     ----------
     group_q : numpy.ndarray
         int64, rows x idle nodes: the count-form group of each Q position in each row
-        (:class:`placement.tree.tree_cost.CountForm`), the same on every tree.
+        (:class:`tjap.placement.tree.tree_cost.CountForm`), the same on every tree.
     shallow : numpy.ndarray or None
         int64, one per row: the id of the row's shallow group (nodes whose switch lies above the
         row), the only group that may be split along Q; None for a count form of two rows where
@@ -32,7 +32,7 @@ class Arrays:
     top_level, num_groups : int
         The count form's ``L`` and its number of group ids (scratch size of the greedy repair).
     switch_q, pod_q, num_switches, num_pods
-        On a :class:`~placement.tree.fat_tree.FatTree` only (None on a general tree): the edge
+        On a :class:`~tjap.placement.tree.fat_tree.FatTree` only (None on a general tree): the edge
         switch and pod of each Q position and their numbers, the features of the learned repair.
     sizes, offsets, num_idle
         Job sizes, each job's offset in a concatenated positions array, idle nodes.

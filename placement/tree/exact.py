@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from placement.tree import csp
-from placement.tree.freeform import solve_freeform, solve_freeform_greedy
-from placement.tree.result import Result, Status
-from placement.tree.scas import (predicted_build_s, set_packing_nonzeros, solve_cpsat,
+from tjap.placement.tree import csp
+from tjap.placement.tree.freeform import solve_freeform, solve_freeform_greedy
+from tjap.placement.tree.result import Result, Status
+from tjap.placement.tree.scas import (predicted_build_s, set_packing_nonzeros, solve_cpsat,
                                  solve_cpsat_paper, solve_scip, solve_scip_paper, solve_seq)
-from placement.tree.window import Window
+from tjap.placement.tree.window import Window
 from tjap.errors import UnknownMethodError
 
 

@@ -1,4 +1,4 @@
-"""The paper's pruned fat-tree layouts: a :class:`~placement.tree.topology.Topology` of three levels.
+"""The paper's pruned fat-tree layouts: a :class:`~tjap.placement.tree.topology.Topology` of three levels.
 
 Nodes are numbered 0..num_nodes-1 from left to right (named ``"0"``..``"N-1"``);
 ``nodes_per_switch`` consecutive ids share an edge switch and ``switches_per_pod`` consecutive
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from placement.tree.topology import MAX_NODES, Topology
+from tjap.placement.tree.topology import MAX_NODES, Topology
 from tjap.errors import InvalidInputError
 
 #: Hop levels of a node pair: same edge switch, same pod, different pods.
@@ -33,7 +33,7 @@ def _positive_int(name: str, value, most: int = MAX_NODES) -> int:
     if value > most:
         raise InvalidInputError(
             f"{name}={int(value):,} is more than tjap supports: a topology has at most "
-            f"{MAX_NODES:,} nodes (placement.tree.topology.MAX_NODES); give {name} <= {most:,}")
+            f"{MAX_NODES:,} nodes (tjap.placement.tree.topology.MAX_NODES); give {name} <= {most:,}")
     return int(value)
 
 
@@ -70,7 +70,7 @@ class FatTree(Topology):
             if num_nodes is None and capacity > MAX_NODES:
                 raise InvalidInputError(
                     f"k={k} gives a fat-tree of {capacity:,} nodes, more than tjap supports "
-                    f"({MAX_NODES:,} nodes, placement.tree.topology.MAX_NODES); give a smaller "
+                    f"({MAX_NODES:,} nodes, tjap.placement.tree.topology.MAX_NODES); give a smaller "
                     "k or num_nodes too")
             num_nodes = capacity if num_nodes is None else _positive_int("num_nodes", num_nodes)
             if num_nodes > capacity:

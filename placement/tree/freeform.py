@@ -1,8 +1,8 @@
 """Allocation with no contiguity rule: the true minimum CH cost of a window, on any switch tree.
 
 A job's cost depends only on its node count n and on S, the sum over the tree's count groups of
-its squared node counts (:mod:`placement.tree.tree_cost`; on the paper's fat-tree S = A + B, the
-per-edge-switch and per-pod sums of squares of :mod:`placement.tree.cost`). Every node of a leaf
+its squared node counts (:mod:`tjap.placement.tree.tree_cost`; on the paper's fat-tree S = A + B, the
+per-edge-switch and per-pod sums of squares of :mod:`tjap.placement.tree.cost`). Every node of a leaf
 switch lies in the same groups, so the quadratic assignment problem collapses to an integer model
 over per-leaf counts u[j, e]: a group's count is the sum of its leaves' counts, and each square is
 written exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by SCIP (default)
@@ -25,11 +25,11 @@ import time
 import numpy as np
 
 from tjap import _backends
-from placement.tree.cost import HOP_UNIT_COST, convention_code
-from placement.tree.result import Result, Status, checked_assignment
-from placement.tree.topology import Topology
-from placement.tree.tree_cost import cost_from_sum_of_squares
-from placement.tree.window import Window
+from tjap.placement.tree.cost import HOP_UNIT_COST, convention_code
+from tjap.placement.tree.result import Result, Status, checked_assignment
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
+from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
 
 SOLVERS = ("cpsat", "scip")
@@ -358,7 +358,7 @@ def _no_worse_than_seq(result: Result, started, convention, seed) -> Result:
     """A result stopped by the time limit, replaced by the better of the best-fit greedy and
     Seq when it has no solution or a worse one (``info["fallback"]`` names it); status
     TIME_LIMIT, the bound kept."""
-    from placement.tree.scas import solve_seq
+    from tjap.placement.tree.scas import solve_seq
 
     window = result.window
     rules = [solve_seq(window, convention=convention, seed=seed),
@@ -430,9 +430,9 @@ def _counts(window: Window, cap: _Capacity, assignment) -> np.ndarray:
 # -- one job alone ---------------------------------------------------------------------------------
 def best_single_job_nodes(topology: Topology, idle_nodes: np.ndarray, size: int) -> list[int]:
     """The cheapest node set of ``size`` nodes among ``idle_nodes`` for one job alone, in both
-    conventions, on any switch tree (a :class:`~placement.tree.fat_tree.FatTree` included).
+    conventions, on any switch tree (a :class:`~tjap.placement.tree.fat_tree.FatTree` included).
 
-    Cost falls as S (the sum of squared group counts, :mod:`placement.tree.tree_cost`) grows, so
+    Cost falls as S (the sum of squared group counts, :mod:`tjap.placement.tree.tree_cost`) grows, so
     this maximises S exactly by a DP over the tree: under a switch whose children are all leaves,
     fill the fullest leaves first (optimal for a given count); above, a knapsack over the
     children's tables. When the idle leaves sit at several depths, the tables are indexed by the

@@ -3,14 +3,14 @@ window-based (the paper) against per-job FCFS and EASY backfilling, with topolog
 topology-aware placement.
 
 - ``policy="window"``: every ``tau_s`` seconds the queue is ordered and a greedy prefix selected as
-  in :mod:`placement.tree.stream`; its multi-node jobs are solved as one window with any :func:`tjap.solve`
+  in :mod:`tjap.placement.tree.stream`; its multi-node jobs are solved as one window with any :func:`tjap.solve`
   method, one-node jobs placed first-fit.
 - ``policy="fcfs"``: jobs start in arrival order as soon as the head fits.
 - ``policy="easy"``: EASY backfilling. When the head does not fit, it gets a reservation at its
   shadow time (from running jobs' exact runtimes, as the paper's baseline used); a later job may
   start now if it fits and either ends by the shadow time or uses only nodes the head will not need.
 
-Both per-job policies run on the batch-queue simulator (:mod:`placement.batch.simulator`),
+Both per-job policies run on the batch-queue simulator (:mod:`tjap.placement.batch.simulator`),
 configured by :func:`per_job_config`; its topology-aware placements take a :class:`FatTree`, so on
 any other tree they run with ``"firstfit"`` only (the window policy, and :func:`place_job`, take
 any tree).
@@ -27,15 +27,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.tree.cost import convention_code, job_cost
+from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.errors import InvalidInputError
-from placement.tree.freeform import best_single_job_nodes
-from placement.tree.exact import window_solver
-from placement.tree.workload import Workload, priority_order, select_prefix
+from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.exact import window_solver
+from tjap.placement.tree.workload import Workload, priority_order, select_prefix
 from tjap.result import Record, plain
-from placement.tree.fat_tree import FatTree
-from placement.tree.topology import Topology
-from placement.tree.window import Window
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 
 POLICIES = ("window", "fcfs", "easy")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -125,7 +125,7 @@ def window_ticks(topology: Topology, workload: Workload, first_job: int, last_jo
     """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
     None: the caller stops). Ends once every job of [first_job, last_job) has started.
 
-    ``method`` solves each window: an exact model's name (:data:`placement.tree.exact.SOLVERS`) or
+    ``method`` solves each window: an exact model's name (:data:`tjap.placement.tree.exact.SOLVERS`) or
     a callable ``solver(window, *, seed, convention, **options) -> Result`` such as
     ``functools.partial(tjap.solve, method="sa")``."""
     solve = window_solver(method)
@@ -177,7 +177,7 @@ def per_job_config(policy: str, placement: str = "firstfit", convention: str = "
     EASY (one reservation) with exact runtimes as time limits, a pass at every event, one-second
     resolution, no release delay, equal priorities, no limit on the jobs a pass tests, and the
     textbook EASY rule (a backfilled job may end exactly at the head's shadow time)."""
-    from placement.batch.simulator import SchedulerConfig
+    from tjap.placement.batch.simulator import SchedulerConfig
 
     return SchedulerConfig(backfill="none" if policy == "fcfs" else "easy", bf_interval_s=0,
                            bf_resolution_s=1, bf_max_job_test=2**31, release_delay_s=0,
@@ -186,10 +186,10 @@ def per_job_config(policy: str, placement: str = "firstfit", convention: str = "
 
 
 def workload_jobs(workload: Workload, jobs: range):
-    """The ``jobs`` of ``workload`` as a :class:`placement.batch.jobs.Jobs` table: job id = index,
+    """The ``jobs`` of ``workload`` as a :class:`tjap.placement.batch.jobs.Jobs` table: job id = index,
     time limit = runtime (a zero runtime gets the table's least limit, 1 s, so EASY predicts it
     ends 1 s after its start)."""
-    from placement.batch.jobs import Jobs
+    from tjap.placement.batch.jobs import Jobs
 
     rows = np.arange(jobs.start, jobs.stop)
     runtime = workload.runtime_s[rows]
@@ -199,8 +199,8 @@ def workload_jobs(workload: Workload, jobs: range):
 
 
 def _per_job(topology, workload, jobs, policy, placement, convention, schedule) -> None:
-    """FCFS or EASY on :func:`placement.batch.simulator.simulate` (:func:`per_job_config`)."""
-    from placement.batch.simulator import simulate
+    """FCFS or EASY on :func:`tjap.placement.batch.simulator.simulate` (:func:`per_job_config`)."""
+    from tjap.placement.batch.simulator import simulate
 
     result = simulate(workload_jobs(workload, jobs), topology.num_nodes,
                       per_job_config(policy, placement, convention),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
-from placement.tree.cost import assignment_cost
-from placement.tree.window import Window
+from tjap.placement.tree.cost import assignment_cost
+from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
 from tjap.result import Record, Status, plain
 

@@ -20,9 +20,9 @@ import numpy as np
 from tjap import _backends
 from tjap._backends import Deadline
 from tjap.errors import InvalidInputError
-from placement.tree.csp import seq_assignment, solve_dp
-from placement.tree.result import Result, Status
-from placement.tree.window import Window
+from tjap.placement.tree.csp import seq_assignment, solve_dp
+from tjap.placement.tree.result import Result, Status
+from tjap.placement.tree.window import Window
 
 FORMULATIONS = ("set-packing", "paper")
 

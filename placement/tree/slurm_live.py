@@ -13,14 +13,14 @@ of ``slurm.conf``), so a leaf's nodes come back in the order Slurm's node select
 
 from __future__ import annotations
 
-from placement.batch.slurm import SlurmClient, SlurmError
+from tjap.placement.batch.slurm import SlurmClient, SlurmError
 from tjap.errors import InvalidInputError
 
 
 def show_topology_conf(text: str) -> str:
     """The ``topology.conf`` text equivalent to the output of ``scontrol show topology`` (read it
-    with :meth:`~placement.tree.topology.Topology.from_slurm`, or call
-    :meth:`~placement.tree.topology.Topology.from_scontrol`).
+    with :meth:`~tjap.placement.tree.topology.Topology.from_slurm`, or call
+    :meth:`~tjap.placement.tree.topology.Topology.from_scontrol`).
 
     Raises
     ------
@@ -55,7 +55,7 @@ def show_topology_conf(text: str) -> str:
 def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str:
     """The switch tree of the Slurm that ``env`` points at (``{"SLURM_CONF": path}``, merged
     over the environment; None: this process's environment), as Slurm itself sees it, in
-    ``topology.conf`` form (:meth:`~placement.tree.topology.Topology.from_slurm_live` reads
+    ``topology.conf`` form (:meth:`~tjap.placement.tree.topology.Topology.from_slurm_live` reads
     it).
 
     Raises
@@ -67,7 +67,7 @@ def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str
 
     Examples
     --------
-    >>> from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig  # doctest: +SKIP
+    >>> from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig  # doctest: +SKIP
     >>> with LocalSlurm(LocalSlurmConfig.for_topology(tree)) as slurm:        # doctest: +SKIP
     ...     Topology.from_slurm_live(slurm.env) == tree
     True

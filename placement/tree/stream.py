@@ -8,14 +8,14 @@ Window stream: every ``tau`` seconds finished jobs release their nodes and the a
 requested nodes. The window takes a greedy prefix of that order: it stops at the first job that
 does not fit the idle count and, as the published code did, after ``cap`` multi-node jobs (default
 5; ``None`` for no cap). Unselected jobs get NWP += 1. The selected multi-node jobs form the
-:class:`~placement.tree.window.Window`; it is solved with ``method`` to move the cluster on, and the selected
+:class:`~tjap.placement.tree.window.Window`; it is solved with ``method`` to move the cluster on, and the selected
 one-node jobs are then placed first-fit (lowest idle id). A window with no multi-node job is not
 counted. Evaluation runs in epochs of ``epoch_windows`` windows, each starting from an empty
 cluster at a random job index, as the authors' code did (the index is drawn in the first half of
 the workload; theirs was drawn in [0, jobs - 128)).
 
-Any :class:`~placement.tree.workload.Workload` feeds the stream: the generator's, or a job list
-read by :meth:`~placement.tree.workload.Workload.from_file` (the authors' published format, SWF
+Any :class:`~tjap.placement.tree.workload.Workload` feeds the stream: the generator's, or a job list
+read by :meth:`~tjap.placement.tree.workload.Workload.from_file` (the authors' published format, SWF
 or sacct), which is used as read (nothing rescaled).
 """
 
@@ -26,11 +26,11 @@ from collections.abc import Iterator
 import numpy as np
 
 from tjap.errors import InvalidInputError
-from placement.tree.online import window_ticks
-from placement.tree.fat_tree import FatTree
-from placement.tree.topology import Topology
-from placement.tree.window import Window
-from placement.tree.workload import REQUESTED_NODES, RUNTIME_S, Workload
+from tjap.placement.tree.online import window_ticks
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import REQUESTED_NODES, RUNTIME_S, Workload
 
 def window_stream(topology: Topology, workload: Workload, *, num_windows: int, tau_s: int = 60,
                   cap: int | None = 5, epoch_windows: int = 100, seed: int = 0,
@@ -110,7 +110,7 @@ def tree_load(num_nodes: int) -> dict:
     work arrives per second of work the cluster can do) with jobs that outlive many windows.
 
     Returns ``max_nodes`` (the largest request), ``runtime_scale`` and ``arrival_scale`` (for
-    :meth:`~placement.tree.workload.Workload.generate`):
+    :meth:`~tjap.placement.tree.workload.Workload.generate`):
 
     - at least the paper's 1000 nodes: requests stay 1-40 nodes and arrivals the paper's, and
       every runtime is multiplied by num_nodes / 1000;
@@ -140,11 +140,11 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
                      topology=None, warmup_windows: int | None = None,
                      workload: Workload | None = None, progress=None) -> list[Window]:
     """Windows of the paper's stream on a named 1000-node layout ("paper" or "published"), or
-    on ``topology`` (any :class:`~placement.tree.topology.Topology`: a user's cluster).
+    on ``topology`` (any :class:`~tjap.placement.tree.topology.Topology`: a user's cluster).
 
     The jobs are the paper's generator's (``num_jobs`` of them, drawn with ``seed``) unless
-    ``workload`` is given: a :class:`~placement.tree.workload.Workload`, such as a job list read by
-    :meth:`~placement.tree.workload.Workload.from_file`, used as it is (nothing rescaled;
+    ``workload`` is given: a :class:`~tjap.placement.tree.workload.Workload`, such as a job list read by
+    :meth:`~tjap.placement.tree.workload.Workload.from_file`, used as it is (nothing rescaled;
     ``num_jobs`` ignored).
 
     On a ``topology`` the generator is scaled to the tree's node count by :func:`tree_load`, so

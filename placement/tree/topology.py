@@ -4,7 +4,7 @@ A :class:`Topology` is what a scheduler builder knows about their cluster's netw
 switches holding compute nodes, switches above them, one root. It reads Slurm's
 ``topology.conf`` (:meth:`Topology.from_slurm`), a JSON-ready dict (:meth:`Topology.from_dict`)
 or a networkx tree (:meth:`Topology.from_networkx`). The paper's fat-tree layouts are the same
-kind of tree: :class:`~placement.tree.fat_tree.FatTree` is a subclass (the same node order and
+kind of tree: :class:`~tjap.placement.tree.fat_tree.FatTree` is a subclass (the same node order and
 costs, with the arrays its fast kernels take).
 
 Conventions
@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from placement.tree.hostlist import compress_hostlist, expand_hostlist
-from placement.tree.tree_cost import CountForm, count_groups
+from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.tree_cost import CountForm, count_groups
 from tjap.errors import InvalidInputError
 
 #: Name of the switch added above several top-level switches.
@@ -56,7 +56,7 @@ def _where(where: str, message: str) -> InvalidInputError:
 
 #: The advice of an error about a tree larger than tjap supports.
 _SIZE_FIX = (f"tjap supports switch trees of at most {MAX_NODES:,} nodes and {MAX_SWITCHES:,} "
-             "switches (placement.tree.topology.MAX_NODES, MAX_SWITCHES)")
+             "switches (tjap.placement.tree.topology.MAX_NODES, MAX_SWITCHES)")
 
 
 def _check_size(num_nodes: int, num_switches: int, where: str = "") -> None:
@@ -226,7 +226,7 @@ class Topology:
 
     @property
     def count_form(self) -> CountForm:
-        """The tree's :class:`~placement.tree.tree_cost.CountForm` (built once, then cached):
+        """The tree's :class:`~tjap.placement.tree.tree_cost.CountForm` (built once, then cached):
         what the cost of a node set and the SCAS block costs are computed from."""
         if self._count_form is None:
             object.__setattr__(self, "_count_form",
@@ -385,12 +385,12 @@ class Topology:
 
         Raises
         ------
-        placement.batch.slurm.SlurmError
+        tjap.placement.batch.slurm.SlurmError
             Slurm is not installed or its controller cannot be reached (one line).
         InvalidInputError
             Slurm runs without ``TopologyPlugin=topology/tree``.
         """
-        from placement.tree.slurm_live import live_topology_conf
+        from tjap.placement.tree.slurm_live import live_topology_conf
 
         return cls.from_slurm(live_topology_conf(env, timeout_s=timeout_s))
 
@@ -398,7 +398,7 @@ class Topology:
     def from_scontrol(cls, text: str) -> "Topology":
         """The tree printed by ``scontrol show topology`` (``Level=`` and ``LinkSpeed=`` are
         ignored; a switch with ``Switches=`` is built from those)."""
-        from placement.tree.slurm_live import show_topology_conf
+        from tjap.placement.tree.slurm_live import show_topology_conf
 
         return cls.from_slurm(show_topology_conf(text))
 

@@ -8,7 +8,7 @@ different depths.
 ``v`` to a switch ``X`` above it is the number of switches on the path from ``v``'s switch up to
 ``X``, inclusive. Two distinct nodes ``a, b`` whose lowest common switch is ``X`` are
 ``h = 2 l`` hops apart, with ``l = max(dist(a, X), dist(b, X))``. The costs follow
-:mod:`placement.tree.cost`: ``"paper"`` is (1/n) x sum over ordered pairs of ``1000 h``;
+:mod:`tjap.placement.tree.cost`: ``"paper"`` is (1/n) x sum over ordered pairs of ``1000 h``;
 ``"published"`` is sum over unordered pairs of ``1000 (h - 1)``, integer-divided by ``n``, at
 least 1.
 
@@ -35,7 +35,7 @@ Every group has the same weight (2 in hops), and each node lies in exactly one g
 ``r = 1..L-1``: its ancestor switch at depth ``r`` when ``D(v) >= r``, else ``R_r``. That is the
 array ``group_of[r - 1, v]`` of :class:`CountForm`. On the paper's fat-tree (edge switches under
 pods under one root) ``L = 3``, the rows are the edge switch and the pod, and this is
-:mod:`placement.tree.cost`'s ``6n^2 - 2A - 2B - 2n``. The costs:
+:mod:`tjap.placement.tree.cost`'s ``6n^2 - 2A - 2B - 2n``. The costs:
 
     paper     = 1000 * 2 (L n^2 - n - S) / n
     published = max(1, (1000 ((2L - 1) n^2 - n - 2S) / 2) // n)
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from placement.tree._kernels import HOP_UNIT_COST
+from tjap.placement.tree._kernels import HOP_UNIT_COST
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
 

@@ -12,7 +12,7 @@ JSON schema (``Window.to_json`` / ``Window.from_json``)::
 
 A fat-tree may be given by its radix too: ``{"k": 4}`` or ``{"k": 20, "num_nodes": 1000}``
 (:meth:`FatTree.from_dict`). Unknown keys, of the window or of its topology, are refused with the
-accepted ones, never ignored; sizes beyond :data:`~placement.tree.topology.MAX_NODES` are refused
+accepted ones, never ignored; sizes beyond :data:`~tjap.placement.tree.topology.MAX_NODES` are refused
 before anything is allocated.
 
 On any other switch tree ``topology`` is ``{"tree": Topology.to_dict()}``,
@@ -31,12 +31,12 @@ from types import MappingProxyType
 
 import numpy as np
 
-from placement.tree import _kernels, tree_cost
-from placement.tree.cost import convention_code
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology, read_utf8
+from tjap.placement.tree import _kernels, tree_cost
+from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.topology import Topology, read_utf8
 from tjap.errors import InvalidInputError
-from placement.tree.fat_tree import FatTree
+from tjap.placement.tree.fat_tree import FatTree
 
 
 #: The keys of a window's JSON form (``meta`` optional).

@@ -8,7 +8,7 @@ that order that fits (at most ``cap`` multi-node jobs).
 
 :meth:`Workload.from_file` reads a real job list instead: the seed-002 authors' published format
 (one job a line: job id, submit time s, runtime s, nodes), an SWF trace or a sacct-style table
-(both through :func:`placement.batch.traces.load_trace`), with a :class:`WorkloadReport` of what
+(both through :func:`tjap.placement.batch.traces.load_trace`), with a :class:`WorkloadReport` of what
 was read, skipped and changed.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 from tjap.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from placement.batch.traces import TraceReport
+    from tjap.placement.batch.traces import TraceReport
 
 INTER_ARRIVAL_S = (5, 30)
 RUNTIME_S = (10, 1800)
@@ -66,7 +66,7 @@ class Workload:
         uniform integers in [1, max_nodes]); ``runtime_scale`` multiplies every runtime
         (rounded) and ``arrival_scale`` every inter-arrival time (arrival times rounded down to
         whole seconds), so that a cluster of another size can see the paper's load per node
-        (:func:`placement.tree.stream.tree_load`). With the defaults, the paper's workload."""
+        (:func:`tjap.placement.tree.stream.tree_load`). With the defaults, the paper's workload."""
         if num_jobs < 1:
             raise InvalidInputError(f"num_jobs must be at least 1, got {num_jobs}")
         if not runtime_scale > 0:
@@ -98,7 +98,7 @@ class Workload:
         - ``"authors"``: the seed-002 authors' published workload format, one job a line,
           whitespace-separated: job id, submit time (s), runtime (s), requested nodes (integers;
           ``#`` comments and blank lines are skipped).
-        - ``"swf"``, ``"sacct"``: read by :func:`placement.batch.traces.load_trace` (its report,
+        - ``"swf"``, ``"sacct"``: read by :func:`tjap.placement.batch.traces.load_trace` (its report,
           its rules: SWF requested processors, else allocated ones, are the nodes; runtimes cut
           to the job's time limit are reported there).
 
@@ -107,7 +107,7 @@ class Workload:
         stably by submit time (the report counts those that moved) and shifted so the first
         arrives at 0. With ``cluster_nodes``, jobs requesting more nodes than that are dropped
         and counted. Nothing is rescaled: runtimes and sizes are the file's (unlike
-        :func:`placement.tree.stream.generate_windows` on a ``topology``, which scales the
+        :func:`tjap.placement.tree.stream.generate_windows` on a ``topology``, which scales the
         generator to the cluster). Time limits, users and dependencies are not used:
         the window stream runs every job for its runtime, as the paper's did.
         """
@@ -133,7 +133,7 @@ class WorkloadReport:
 
     Attributes
     ----------
-    trace : the reading of the file (a :class:`placement.batch.traces.TraceReport`: lines read,
+    trace : the reading of the file (a :class:`tjap.placement.batch.traces.TraceReport`: lines read,
         jobs kept, skipped lines per reason with the first line number, the loader's own changes;
         format ``"authors"`` for the authors' format).
     jobs : jobs in the workload.
@@ -225,7 +225,7 @@ def _read_workload(cls, path, format, cluster_nodes):
         ids, submit, runtime, nodes = (a[order] for a in (ids, submit, runtime, nodes))
         how = "file order, sorted stably by submit time"
     else:
-        from placement.batch.traces import load_trace
+        from tjap.placement.batch.traces import load_trace
 
         jobs, trace = load_trace(path, key)
         ids, submit, runtime, nodes = jobs.job_id, jobs.submit_s, jobs.runtime_s, jobs.nodes
@@ -268,7 +268,7 @@ def _detect(path) -> str:
     """The format of a job list from its first lines (an SWF record or a sacct header first,
     then a line of the authors' four integers), else from its name (``.txt``, the authors' own
     data file's suffix: authors; ``.swf``: swf; ``.tsv``, ``.sacct``: sacct)."""
-    from placement.batch.traces import _format_from_name, _head, _sniff
+    from tjap.placement.batch.traces import _format_from_name, _head, _sniff
 
     head = _head(path)
     guess = _sniff(head)
@@ -322,9 +322,9 @@ def _authors_value(text: str, name: str) -> int:
 
 def _read_authors(path):
     """The authors' format: (job ids, submit, runtime, nodes, line numbers) as int64 arrays in
-    file order, and the :class:`~placement.batch.traces.TraceReport`. A clean file (every line
+    file order, and the :class:`~tjap.placement.batch.traces.TraceReport`. A clean file (every line
     a job that is kept as it is) is read at once by NumPy; any other line by line."""
-    from placement.batch.traces import TraceReport
+    from tjap.placement.batch.traces import TraceReport
 
     clean = _authors_clean(path)
     if clean is None:
@@ -363,7 +363,7 @@ def _authors_clean(path):
 
 def _read_authors_lines(path):
     """:func:`_read_authors`, line by line (the reference: skips counted per reason)."""
-    from placement.batch.traces import TraceReport, _numbered_lines
+    from tjap.placement.batch.traces import TraceReport, _numbered_lines
 
     rows: list[list[int]] = []
     line_numbers: list[int] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from placement.batch import (SchedulerConfig, Simulator, load_trace, monthly_waits,
+from tjap.placement.batch import (SchedulerConfig, Simulator, load_trace, monthly_waits,
                              synthetic_jobs)
 
 #: The published Mirage simulator's reported time for one month of the LS6 trace (seed 004's

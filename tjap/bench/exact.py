@@ -5,7 +5,7 @@ formulation, and the free-form optimum as the bound on every contiguity strategy
     tjap bench exact --topology benchmarks/topologies/irregular_2000.conf --num-windows 100
 
 With ``--topology FILE`` (a Slurm topology.conf or JSON tree) the windows are the paper's stream on
-that cluster (:func:`placement.tree.stream.generate_windows`), and the methods are dp, SCIP set
+that cluster (:func:`tjap.placement.tree.stream.generate_windows`), and the methods are dp, SCIP set
 packing, Slurm's own choice (``slurm-tree``) and a lower bound (the free-form model's, or with
 ``--bound per-job`` each job's best node set alone, which is all a 27,648-node tree affords;
 ``above_bound_pct`` is each method's mean distance above it); dp's peak memory per window
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from placement.tree.stream import generate_windows
-from placement.tree.cost import job_cost
-from placement.tree.freeform import best_single_job_nodes
-from placement.tree.topology import Topology
-from placement.tree.window import Window
-from placement.tree.workload import Workload
+from tjap.placement.tree.stream import generate_windows
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
 from tjap.executor import make_executor, sweep_rows
@@ -70,7 +70,7 @@ def solve_tree_window(w, topology_path, seed, convention, freeform_time_limit_s,
     sweep: the window's idle nodes and jobs, the tree read once per process from its file).
 
     The lower bound is the larger of the per-job bound (each job's best node set with the others
-    ignored: :func:`~placement.tree.freeform.best_single_job_nodes`, milliseconds) and, with
+    ignored: :func:`~tjap.placement.tree.freeform.best_single_job_nodes`, milliseconds) and, with
     ``bound="freeform"``, the free-form model's bound (whose model grows with the idle leaves:
     minutes to build on a 27,648-node tree)."""
     w = _tree_window(w, topology_path)

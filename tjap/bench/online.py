@@ -5,10 +5,10 @@ Each epoch replays ``jobs_per_epoch`` consecutive jobs of the workload from a ra
 empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a task
 failed); the epochs' own rows can go to a CSV as they finish (``epochs_csv``). The workload is
 the paper's generator's (100,000 jobs drawn with the seed) or any
-:class:`~placement.tree.workload.Workload`, such as a job list read by
-:meth:`~placement.tree.workload.Workload.from_file` (used as read: nothing rescaled). Every
+:class:`~tjap.placement.tree.workload.Workload`, such as a job list read by
+:meth:`~tjap.placement.tree.workload.Workload.from_file` (used as read: nothing rescaled). Every
 (configuration, epoch) pair is one task of the executor, carrying its epoch's jobs. The per-job
-policies run on the batch-queue simulator (:func:`placement.tree.online.per_job_config`).
+policies run on the batch-queue simulator (:func:`tjap.placement.tree.online.per_job_config`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from functools import partial
 
 import numpy as np
 
-from placement.tree.online import replay
-from placement.tree.fat_tree import FatTree
-from placement.tree.window import Window
-from placement.tree.workload import Workload
+from tjap.placement.tree.online import replay
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
 from tjap.executor import make_executor, sweep_rows

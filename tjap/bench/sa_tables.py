@@ -10,7 +10,7 @@ Two settings, named in every table:
 - ``paper``: the paper's text: k = 20 (10 pods of 100), Eq. (1) cost, SA with ``preset="paper"``
   (T_max = 2500, re-insertion by descending size).
 
-Every SA run names its preset (see :data:`heuristics.anneal.SA_PRESETS`), so the tables do not move
+Every SA run names its preset (see :data:`tjap.heuristics.anneal.SA_PRESETS`), so the tables do not move
 when the library's defaults do; the one exception is the NSA table's ``sa_default_same_time``,
 which is by design what ``tjap.solve(w, "sa")`` runs.
 
@@ -21,8 +21,8 @@ divided instead the sum over the windows of 100 periods by 100, counting the per
 window (about 7 % of them) as zeros, which puts every column of the paper's table about 7 %
 lower; ``python -m benchmarks.table3_accounting`` replays an epoch that way (see
 benchmarks/RESULTS.md). The windows come from the paper's generator, or with ``workload``
-from any :class:`~placement.tree.workload.Workload` (a job list read by
-:meth:`~placement.tree.workload.Workload.from_file`, used as read: nothing rescaled).
+from any :class:`~tjap.placement.tree.workload.Workload` (a job list read by
+:meth:`~tjap.placement.tree.workload.Workload.from_file`, used as read: nothing rescaled).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ import time
 
 import numpy as np
 
-from placement.tree.stream import generate_windows
-from placement.tree.window import Window
-from placement.tree.workload import Workload
+from tjap.placement.tree.stream import generate_windows
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
 from tjap.executor import make_executor, sweep_rows
@@ -49,7 +49,7 @@ SETTINGS = {
 #: "SA best": the best hand-written configuration found here (greedy repair, up to 5 jobs removed,
 #: every job of a capped window, re-insertion largest first, T_max 25000), the library's default.
 BEST_SA = {"preset": "best"}
-#: The best loop with the hand-written look-ahead repair (heuristics.operators.LookaheadRepair)
+#: The best loop with the hand-written look-ahead repair (tjap.heuristics.operators.LookaheadRepair)
 LOOKAHEAD_SA = {"preset": "best", "repair": "lookahead"}
 
 #: The setting's LNS-500: descent from the SCAS optimum with the greedy repair, n^D = 2.
@@ -195,7 +195,7 @@ def default_sa_preset() -> str:
     """The preset ``tjap.solve(window, "sa")`` runs when none is given."""
     import inspect
 
-    from heuristics.anneal import solve_sa
+    from tjap.heuristics.anneal import solve_sa
 
     return inspect.signature(solve_sa).parameters["preset"].default
 
@@ -290,7 +290,7 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     solver's wall time), ``_cpu_s`` (CPU time of the call) and ``_iterations``:
 
     - ``nsa500``: NSA, 500 iterations, ``weights``, the loop of ``preset`` (default: the
-      setting's) and its ``lookahead`` (default: the preset's, :data:`learned.nsa.NSA_LOOKAHEAD`);
+      setting's) and its ``lookahead`` (default: the preset's, :data:`tjap.learned.nsa.NSA_LOOKAHEAD`);
     - ``seq``, ``scas_opt`` (dp);
     - ``sa500``, ``sa1000``: SA with the paper's repair in the setting's loop (the paper's
       comparison); ``sa500_best``: the best hand-written SA (:data:`BEST_SA`), 500 iterations;

@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
                                    "every 30 s, job ends rounded up to 60 s, at most 500 jobs "
                                    "tested a pass, and a backfilled job must end before the "
                                    "reservation begins; --backfill textbook is the textbook rule. "
-                                   "See placement.batch.simulator for the scheduling rules.")
+                                   "See tjap.placement.batch.simulator for the scheduling rules.")
     p.add_argument("--trace", required=True, metavar="FILE", help=".swf, .swf.gz or sacct TSV")
     p.add_argument("--format", choices=("swf", "sacct"), help="default: from the file name")
     p.add_argument("--nodes", type=positive(int),
@@ -138,15 +138,15 @@ def add_parser(sub) -> None:
     _add_live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
                           description="Watch a predecessor on a real Slurm and submit its successor "
                                       "when the provisioner says so (compressed time; optional "
-                                      "trace background load). See placement.batch.live."))
+                                      "trace background load). See tjap.placement.batch.live."))
     add_common(prov.choices["live"])
 
     p.set_defaults(run=cmd_provision)
 
 
 def cmd_simulate(args) -> int:
-    from placement.batch.replay import monthly_waits, replay_trace
-    from placement.batch.simulator import Priority, SchedulerConfig
+    from tjap.placement.batch.replay import monthly_waits, replay_trace
+    from tjap.placement.batch.simulator import Priority, SchedulerConfig
 
     from tjap.errors import InvalidInputError
     from tjap.executor import progress_bar
@@ -206,7 +206,7 @@ def cmd_simulate(args) -> int:
 
 def _trace_jobs(trace):
     """The trace's jobs, read once per process (forked workers share the parent's)."""
-    from placement.batch import load_trace
+    from tjap.placement.batch import load_trace
 
     if trace not in _TRACES:
         _TRACES.clear()
@@ -235,8 +235,8 @@ def _provisioner(name: str, seed: int, weights=None):
 def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler,
                         weights=None) -> dict:
     """One provisioner over the injection times (a task of the executor)."""
-    from heuristics.provisioning import evaluate, scheduler_config
-    from placement.batch.chained import Pair
+    from tjap.heuristics.provisioning import evaluate, scheduler_config
+    from tjap.placement.batch.chained import Pair
 
     provisioner = _provisioner(policy, seed, weights)
     return evaluate(_trace_jobs(trace), cluster_nodes, Pair(nodes=nodes), times, provisioner,
@@ -248,9 +248,9 @@ def cmd_provision(args) -> int:
         return _provision_calibrate(args)
     if args.what == "live":
         return _provision_live(args)
-    from heuristics.provisioning import sample_pairs, scheduler_config
-    from placement.batch.chained import Pair
-    from placement.batch.replay import check_period, parse_date
+    from tjap.heuristics.provisioning import sample_pairs, scheduler_config
+    from tjap.placement.batch.chained import Pair
+    from tjap.placement.batch.replay import check_period, parse_date
 
     jobs = _trace_jobs(args.trace)
     start, end = (int(jobs.from_unix(parse_date(d, flag)))
@@ -327,7 +327,7 @@ def _interruption_weights(args) -> list[float]:
 
 
 def _provision_calibrate(args) -> int:
-    from learned.provision.calibrate import calibrate
+    from tjap.learned.provision.calibrate import calibrate
 
     if not Path(args.data).exists():     # read if it exists, else written
         check_output(args.data, "--data")
@@ -378,11 +378,11 @@ def _add_live(p) -> None:
 
 def _provision_live(args) -> int:
     """``tjap provision live``: returns the exit code; errors raise TjapError (one line)."""
-    from placement.batch.live import START_HINT, format_decisions, run_live
-    from placement.batch.background import BackgroundLoad, background_rows
-    from placement.batch.chained import Pair
-    from placement.batch.slurm import SlurmClient, SlurmError
-    from placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+    from tjap.placement.batch.live import START_HINT, format_decisions, run_live
+    from tjap.placement.batch.background import BackgroundLoad, background_rows
+    from tjap.placement.batch.chained import Pair
+    from tjap.placement.batch.slurm import SlurmClient, SlurmError
+    from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
     from tjap.errors import InvalidInputError
 
     if not 0 < args.compress <= 1e6:

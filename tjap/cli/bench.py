@@ -77,7 +77,7 @@ def add_parser(sub) -> None:
                                 "trained in the published setting; with --preset best the "
                                 "setting's nsa_cnn3_best_<setting>.json)")
             b.add_argument("--preset", default=None, metavar="NAME",
-                           help="NSA's loop, a preset of learned.nsa.NSA_PRESETS (default: the "
+                           help="NSA's loop, a preset of tjap.learned.nsa.NSA_PRESETS (default: the "
                                 "setting's); the SA columns keep the setting's")
             b.add_argument("--lookahead", type=count, default=None, metavar="K",
                            help="NSA scores its policy's K proposed starts with the later jobs "
@@ -153,7 +153,7 @@ def cmd_bench(args) -> int:
         return _bench_exact(args)
     if args.what == "batch":
         return _bench_batch(args)
-    from placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.fat_tree import FatTree
     from tjap.bench import online, sa_tables
     from tjap.report import write_csv
 
@@ -229,7 +229,7 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
     the summary to NAME.json; returns the printed text and the summary."""
     import json
 
-    from learned.nsa import default_weights
+    from tjap.learned.nsa import default_weights
     from tjap.result import plain
 
     preset = args.preset or args.setting
@@ -250,7 +250,7 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
     default = sa_tables.default_sa_preset()
     conv = sa_tables.SETTINGS[args.setting]["convention"]
     weights = args.weights or f"learned/weights/{default_weights(preset, conv).name}"
-    from learned.nsa import preset_lookahead
+    from tjap.learned.nsa import preset_lookahead
 
     summary = {"setting": args.setting, "nsa_preset": preset,
                "nsa_lookahead": preset_lookahead(preset, args.lookahead),
@@ -269,12 +269,12 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
 
 
 def _bench_exact(args) -> int:
-    from placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.fat_tree import FatTree
     from tjap.bench import exact
 
     nodes = FatTree.from_layout(args.layout).num_nodes
     if args.topology and args.workload is not None:   # the tree's size, for --workload's check
-        from placement.tree.topology import Topology
+        from tjap.placement.tree.topology import Topology
 
         nodes = Topology.from_file(args.topology).num_nodes
     workload, report = read_workload(args, nodes)
@@ -298,15 +298,15 @@ def _bench_exact(args) -> int:
 
 def _check_warm_start(trace: str, start: str) -> None:
     """``--start`` must leave the warm start something to simulate (checked before the runs)."""
-    from placement.batch import load_trace
-    from placement.batch.replay import check_warm_start, parse_date
+    from tjap.placement.batch import load_trace
+    from tjap.placement.batch.replay import check_warm_start, parse_date
 
     jobs, _ = load_trace(trace)
     check_warm_start(jobs, int(jobs.from_unix(parse_date(start))))
 
 
 def _bench_batch(args) -> int:
-    from placement.batch.traces import bundled_trace
+    from tjap.placement.batch.traces import bundled_trace
     from tjap.bench import batch_sim
     from tjap.executor import progress
     from tjap.report import format_table, write_csv

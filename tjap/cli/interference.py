@@ -18,8 +18,8 @@ _SETTING_KEYS = ("policy", "cluster", "servers", "schedulers", "arrivals", "rate
 
 def add_parser(sub) -> None:
     """Add ``interference`` and its subcommands (``evaluate``, ``fit``) to the ``tjap`` parser."""
-    from placement.interference.cluster import ARCHS, TOPOLOGIES
-    from placement.interference.jobs import ARRIVALS
+    from tjap.placement.interference.cluster import ARCHS, TOPOLOGIES
+    from tjap.placement.interference.jobs import ARRIVALS
     from tjap.executor import add_executor_arguments
     from tjap.registry import methods
 
@@ -87,7 +87,7 @@ def run(args) -> int:
 
 
 def _fit(args) -> int:
-    from placement.interference.model import error_table
+    from tjap.placement.interference.model import error_table
 
     rows = error_table(args.samples, args.seed, noise=args.noise)
     if args.json:
@@ -119,7 +119,7 @@ def policy_options(args) -> dict:
 
 
 def _evaluate(args) -> int:
-    from placement.interference import Workload, default_rate, make_cluster, simulate
+    from tjap.placement.interference import Workload, default_rate, make_cluster, simulate
     from tjap.executor import progress
     from tjap.registry import get, make
 
@@ -177,7 +177,7 @@ def _print(args, summary: dict, runs: str) -> None:
 def run_seed(topology, k, arch, n, intervals, arrivals, trace, rate, drain, policy, options,
              seed) -> dict:
     """One seeded run's summary (a picklable task for the executor)."""
-    from placement.interference import Workload, make_cluster, simulate
+    from tjap.placement.interference import Workload, make_cluster, simulate
     from tjap.registry import make
 
     cluster = make_cluster(topology, k, arch, n)

@@ -2,7 +2,7 @@
 
 ``tjap network evaluate --topology 8:1-16 --servers 64 --policy tetris --requests 128 --seeds 5``
 runs episodes seeded ``--seed`` .. ``--seed + seeds - 1`` (every policy sees the same requests) and
-prints the means (:class:`placement.network.Evaluation`): acceptance, CPU and memory utilization,
+prints the means (:class:`tjap.placement.network.Evaluation`): acceptance, CPU and memory utilization,
 channel utilization per tier and how spread the accepted requests were. The episodes run as tasks
 of the sweep executor (``--workers N``, default one process per core; ``--ray ADDRESS``); the
 figures do not depend on it.
@@ -59,7 +59,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Run a ``tjap network`` subcommand; returns the exit code."""
-    from placement.network import Evaluation, Requests, evaluate, paper_topology
+    from tjap.placement.network import Evaluation, Requests, evaluate, paper_topology
     from tjap.executor import TaskFailure, executor_from_args, progress
     from tjap.registry import make
 
@@ -111,8 +111,8 @@ def run(args) -> int:
 def episode(topology: str, servers: int, policy: str, options: dict, requests: int, seed: int,
             max_servers: int, load: float):
     """One seeded episode of ``tjap network evaluate`` (a picklable task for the executor)."""
-    from placement.network import paper_topology
-    from placement.network.episode import run_seeded
+    from tjap.placement.network import paper_topology
+    from tjap.placement.network.episode import run_seeded
     from tjap.registry import make
 
     return run_seeded(paper_topology(topology, servers), lambda: make("network", policy, **options),

@@ -51,9 +51,9 @@ def summary(tree) -> dict:
 
 
 def run(args) -> int:
-    from placement.tree.hostlist import compress_hostlist
+    from tjap.placement.tree.hostlist import compress_hostlist
 
-    from placement.tree.topology import Topology
+    from tjap.placement.tree.topology import Topology
 
     tree = Topology.from_file(args.file)
     out = summary(tree)

@@ -97,7 +97,7 @@ def cmd_train(args) -> int:
         return _train_provision(args)
     if args.what == "interference":
         return _train_interference(args)
-    from learned.train import train_nsa
+    from tjap.learned.train import train_nsa
 
     out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,
                     args.reward, quiet=args.quiet, device=args.device, boundaries=args.boundaries,
@@ -126,10 +126,10 @@ def cmd_train(args) -> int:
 
 def _add_network(train_subparsers) -> None:
     """``tjap train network``: DAgger imitation of the exact model
-    (:func:`learned.network.imitation.train_imitation`) and/or MaskablePPO
-    (:func:`learned.network.train.train_network`)."""
-    from learned.network.train import PPO
-    from placement.network import NAMES, ROUTINGS
+    (:func:`tjap.learned.network.imitation.train_imitation`) and/or MaskablePPO
+    (:func:`tjap.learned.network.train.train_network`)."""
+    from tjap.learned.network.train import PPO
+    from tjap.placement.network import NAMES, ROUTINGS
 
     t = train_subparsers.add_parser(
         "network", help="the seed-003 gnn server allocator (imitation and/or MaskablePPO)",
@@ -194,8 +194,8 @@ def _train_network(args) -> int:
     """Run ``tjap train network`` (bad arguments raise InvalidInputError: one line, exit 2)."""
     from pathlib import Path
 
-    from learned.network.train import train_network
-    from placement.network import paper_topology
+    from tjap.learned.network.train import train_network
+    from tjap.placement.network import paper_topology
 
     if args.imitation_iterations < 0 or args.timesteps < 0:
         raise InvalidInputError("--imitation-iterations and --timesteps must be >= 0")
@@ -212,7 +212,7 @@ def _train_network(args) -> int:
     command = args.command_line
     out, init = {}, args.init
     if args.imitation_iterations:
-        from learned.network.imitation import train_imitation
+        from tjap.learned.network.imitation import train_imitation
 
         target = args.out + "_imitation" if args.timesteps else args.out
         out["imitation"] = train_imitation(
@@ -242,7 +242,7 @@ def _train_network(args) -> int:
 
 def _add_interference(train_subparsers) -> None:
     """``tjap train interference``: the seed-001 schedulers (behaviour cloning of a rule, then
-    PPO; :func:`learned.interference.train.train_interference`)."""
+    PPO; :func:`tjap.learned.interference.train.train_interference`)."""
     t = train_subparsers.add_parser(
         "interference", help="the seed-001 marl / single / marl-server schedulers",
         description="Train a seed-001 GNN scheduler: behaviour cloning of a hand-written rule "
@@ -295,7 +295,7 @@ def _add_interference(train_subparsers) -> None:
 
 def _train_interference(args) -> int:
     """Run ``tjap train interference`` (bad arguments raise InvalidInputError: one line, exit 2)."""
-    from learned.interference.train import train_interference
+    from tjap.learned.interference.train import train_interference
 
     try:
         seeds = [int(x) for x in args.eval_seeds.split(",")] if args.eval_seeds else []
@@ -319,7 +319,7 @@ def _train_interference(args) -> int:
 
 def _add_provision(train_subparsers) -> None:
     """``tjap train provision``: every seed-004 provisioner from one recorded set of episodes."""
-    from learned.provision.train import parser
+    from tjap.learned.provision.train import parser
 
     t = train_subparsers.add_parser(
         "provision", parents=[parser(add_help=False)],
@@ -333,7 +333,7 @@ def _add_provision(train_subparsers) -> None:
 
 
 def _train_provision(args) -> int:
-    from learned.provision.train import run
+    from tjap.learned.provision.train import run
 
     return run(args, args.command_line.split(" ")[3:])   # after "tjap train provision"
 

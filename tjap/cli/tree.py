@@ -175,7 +175,7 @@ def read_workload(args, cluster_nodes: int, show: bool = True):
     (Workload, WorkloadReport), or (None, None) for the paper's generator. With ``show`` the
     report goes to stderr now (:func:`show_workload_report`); a command that checks more of its
     arguments against the workload first shows it itself, so that an error stays one line."""
-    from placement.tree.workload import Workload
+    from tjap.placement.tree.workload import Workload
 
     path = getattr(args, "workload", None)
     if path in (None, "paper"):
@@ -224,8 +224,8 @@ def window_solver(method: str, **options):
 
 
 def cmd_solve(args) -> int:
-    from placement.tree.hostlist import compress_hostlist
-    from placement.tree.window import load_windows
+    from tjap.placement.tree.hostlist import compress_hostlist
+    from tjap.placement.tree.window import load_windows
     from tjap.api import solve
 
     options = method_options(args)
@@ -273,12 +273,12 @@ def cmd_generate(args) -> int:
     import json
     import os
 
-    from placement.tree.fat_tree import FatTree
-    from placement.tree.stream import generate_windows
+    from tjap.placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.stream import generate_windows
 
     out = check_output(args.out, "--out")   # before the work: a bad path fails now
     if args.topology:
-        from placement.tree.topology import Topology
+        from tjap.placement.tree.topology import Topology
 
         tree = Topology.from_file(args.topology)
         workload, report = read_workload(args, tree.num_nodes)
@@ -323,9 +323,9 @@ def cmd_generate(args) -> int:
 
 
 def cmd_online(args) -> int:
-    from placement.tree.online import replay
-    from placement.tree.fat_tree import FatTree
-    from placement.tree.workload import Workload
+    from tjap.placement.tree.online import replay
+    from tjap.placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.workload import Workload
 
     solver = window_solver(args.method, **method_options(args))   # bad options fail first
     topology = FatTree.from_layout(args.layout)
@@ -361,7 +361,7 @@ def cmd_online(args) -> int:
 
 def cmd_demo(args) -> int:
     from tjap.api import solve
-    from placement.tree.stream import generate_windows
+    from tjap.placement.tree.stream import generate_windows
 
     window = generate_windows(args.layout, 1, args.seed)[0]
     rows = []

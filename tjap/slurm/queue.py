@@ -8,7 +8,7 @@
 - :class:`WaitTracker`: windows waited (the paper's NWP) per job, across passes, in memory.
 - :func:`plan_window`: the paper's order (more windows waited first, then fewer nodes, then
   earlier submission, then job id) and the greedy prefix that fits the idle nodes, at most
-  ``cap`` multi-node jobs (:func:`placement.tree.workload.select_prefix`); with
+  ``cap`` multi-node jobs (:func:`tjap.placement.tree.workload.select_prefix`); with
   ``backfill="easy"`` (the service's default) jobs behind the first one that does not fit join
   the window when they fit now and do not delay that job's reservation (EASY backfilling, as
   Slurm's ``sched/backfill`` would start them; :func:`easy_backfill`).
@@ -23,12 +23,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from placement.batch.slurm import PendingJob
-from placement.tree.cost import job_cost
-from placement.tree.freeform import best_single_job_nodes
-from placement.tree.hostlist import expand_hostlist
-from placement.tree.topology import Topology
-from placement.tree.workload import select_prefix
+from tjap.placement.batch.slurm import PendingJob
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.workload import select_prefix
 from tjap.errors import InvalidInputError
 
 

@@ -34,7 +34,7 @@ job's update and release finish, leave the rest held, log a ``stop`` line and re
 SIGTERM, 130 for SIGINT).
 
 The Slurm commands are found on ``PATH`` and read ``SLURM_CONF`` from the environment; they are
-run with argument lists (:class:`placement.batch.slurm.SlurmClient`), never through a shell.
+run with argument lists (:class:`tjap.placement.batch.slurm.SlurmClient`), never through a shell.
 An account with no Slurm rights may run the service for its own jobs; other users' jobs need a
 Slurm operator account (or the ``SlurmUser``): Slurm refuses the update otherwise, and the job
 stays held with that reason in its record.
@@ -53,11 +53,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from placement.batch.slurm import PendingJob, SlurmClient, SlurmError
-from placement.tree.cost import job_cost
-from placement.tree.hostlist import compress_hostlist, expand_hostlist
-from placement.tree.topology import Topology
-from placement.tree.window import Window
+from tjap.placement.batch.slurm import PendingJob, SlurmClient, SlurmError
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 from tjap.api import MAX_TIME_LIMIT_S, solve
 from tjap.errors import InvalidInputError, TjapError
 from tjap.registry import get
