@@ -1,4 +1,4 @@
-"""Speed-up of the sweep executor (issue 9): one sweep run serially, on a local process pool and
+"""Speed-up of the sweep executor: one sweep run serially, on a local process pool and
 through a local Ray, in one run; the CSV rows must be byte-identical apart from timing columns.
 
     python -m benchmarks.executor_speedup [--workers 2] [--seeds 10] [--no-ray] [--out DIR]

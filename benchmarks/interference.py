@@ -1,4 +1,4 @@
-"""Seed 001 baselines (issue 8): average JCT of Tetris, LB, LIF, random, the SA operator "opt" and
+"""Seed 001 baselines: average JCT of Tetris, LB, LIF, random, the SA operator "opt" and
 our extra rule "whole" (each job on one server) under the arrival patterns (the paper's Fig. 7),
 server architectures (Fig. 8) and topologies (Fig. 9), Table III on generated co-location
 samples, and the one-day speed of the simulator.

@@ -1,4 +1,4 @@
-"""Seed 003 on the paper's nine topologies (issue 7): acceptance, CPU and memory utilisation of
+"""Seed 003 on the paper's nine topologies: acceptance, CPU and memory utilisation of
 Tetris, NALB, NULB, random, the exact per-request model and the learned allocator (gnn, the shipped
 weights) on the 64-server topologies (128-request episodes, 5 seeds), channel utilisation per tier
 (a PNG like the paper's Fig. 3), the heuristics and the gnn (without retraining) on the 1024-server

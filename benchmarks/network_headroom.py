@@ -1,4 +1,4 @@
-"""How much could planning across requests gain over the exact per-request model? (issue 7)
+"""How much could planning across requests gain over the exact per-request model?
 
 A diagnostic, not an allocator. The exact model (:mod:`tjap.placement.network.exact`) serves each
 request with the fewest channels, ties broken by best fit; it accepts every request that can be
@@ -34,7 +34,7 @@ import time
 import numpy as np
 
 from benchmarks.common import TaskFailure, executor_from_args, format_table
-from tjap.heuristics.network import ExactPolicy
+from tjap.heuristics.network.rules import ExactPolicy
 from tjap.placement.network import NAMES, paper_topology
 from tjap.placement.network.engine import Outcome
 from tjap.placement.network.episode import run_episode

@@ -1,5 +1,5 @@
 """How many proposals the learned look-ahead needs, and what a hand-written one does with the same
-time (issue 21).
+time.
 
 On the first ``windows`` evaluation windows of a setting (window stream seed 0, as ``tjap bench
 nsa``), in the best loop (n^D = 5, T_max 25000, 500 iterations) with the setting's best-loop
@@ -8,7 +8,7 @@ weights:
 - NSA with look-ahead k (``lookahead=k``; 0 = the policy's start as is), for each k of ``ks``,
   against the default SA given NSA's CPU time on that window
   (:func:`tjap.bench.sa_tables.sa_for_time`);
-- the hand-written look-ahead repair (:class:`tjap.heuristics.operators.LookaheadRepair`) with each
+- the hand-written look-ahead repair (:class:`tjap.heuristics.tree.operators.LookaheadRepair`) with each
   (k, temperature) of ``hand``, at 500 iterations and at the CPU time of NSA with the last k.
 
 Gains are means over windows of (column - NSA) / column in %, with a normal 95 % interval, as in
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import progress
-from tjap.heuristics.operators import LookaheadRepair
+from tjap.heuristics.tree.operators import LookaheadRepair
 from tjap import solve
 from tjap.bench.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
 

@@ -1,4 +1,4 @@
-"""How much CH cost can placement alone save on Slurm's own start schedule? (issue 19, item 4)
+"""How much CH cost can placement alone save on Slurm's own start schedule?
 
 The item-4 target asks the placement service for a mean CH cost at most 0.85 of Slurm alone's,
 with mean wait within +10 %. This benchmark measures the room placement has with the waits held
@@ -8,7 +8,7 @@ passes, 1 s release delay) is replayed with several placements. Jobs ask for nod
 so any placement fits that schedule:
 
 - ``slurm-tree``: each job, when it starts, on Slurm's own best fit on the switch tree
-  (:mod:`tjap.heuristics.slurm_tree`), the reference (ratio 1);
+  (:mod:`tjap.heuristics.slurm.tree`), the reference (ratio 1);
 - ``cheapest-now``: each job, when it starts, on the cheapest free nodes for itself (the exact
   single-job tree DP, :func:`tjap.placement.tree.freeform.best_single_job_nodes`): what the per-job
   optimum buys; the service's windows hold one or two jobs (:mod:`benchmarks.slurm_topology`),
@@ -34,7 +34,7 @@ import numpy as np
 
 from benchmarks.slurm_topology import (cluster_topology, cost_floor, paper_rows, place_in_order,
                                        simulate_starts)
-from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.topology import Topology
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
              "cheapest_now": r["ratio"]["cheapest-now"],
              "floor": r["floor_ratio"]} for r in results]
     print("mean CH cost on the simulator's schedule for Slurm alone, as a ratio to slurm-tree's "
-          "(issue 19's target: 0.85)")
+          "(target: 0.85)")
     print(format_table(rows, [("seed", "d"), ("mean_wait_s", ".1f"), ("slurm_tree_cost", ".0f"),
                               ("cheapest_now", ".3f"), ("floor", ".3f")]))
     if args.out:

@@ -31,7 +31,7 @@ from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_
 from tjap.executor import add_executor_arguments
 
 #: Every provisioner; ``NAME@4``: the regressor's threshold for interruption weight e_I / e_O = 4
-#: (a performance-sensitive user in the paper's sense, section 4.5; :mod:`tjap.learned.provision.calibrate`).
+#: (a performance-sensitive user in the paper's sense, section 4.5; :mod:`tjap.learned.batch.calibrate`).
 METHODS = ("reactive", "avg", "rf", "xgb", "transformer", "moe", "transformer_dqn", "moe_dqn",
            "transformer_pg", "moe_pg", "transformer@4", "moe@4")
 LOADS = ("heavy", "medium", "light")
@@ -49,7 +49,7 @@ def _jobs(trace):
 
 
 def _sample(trace, nodes, load, start, end, pairs, seed, tries, scheduler):
-    from tjap.heuristics.provisioning import sample_pairs, scheduler_config
+    from tjap.heuristics.batch.rules import sample_pairs, scheduler_config
     from tjap.placement.batch.chained import Pair
 
     tick = time.time()
@@ -59,7 +59,7 @@ def _sample(trace, nodes, load, start, end, pairs, seed, tries, scheduler):
 
 
 def _evaluate(trace, nodes, load, times, method, seed, scheduler):
-    from tjap.heuristics.provisioning import evaluate, scheduler_config
+    from tjap.heuristics.batch.rules import evaluate, scheduler_config
     from tjap.registry import make as make_policy
     from tjap.placement.batch.chained import Pair
 

@@ -1,4 +1,4 @@
-"""The defaults of ``tjap.solve(w, "sa")`` and ``"lns"`` against the SCAS optimum (issue 17).
+"""The defaults of ``tjap.solve(w, "sa")`` and ``"lns"`` against the SCAS optimum.
 
     python -m benchmarks.sa_defaults --num-windows 200 --seed 0
 

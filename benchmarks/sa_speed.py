@@ -39,9 +39,9 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
     the run."""
     import os
 
-    from tjap.heuristics import _kernels
-    from tjap.heuristics.anneal import SA_PRESETS, anneal
-    from tjap.heuristics.operators import Metropolis, RandomDestroy
+    from tjap.heuristics.tree import _kernels
+    from tjap.heuristics.tree.anneal import SA_PRESETS, anneal
+    from tjap.heuristics.tree.operators import Metropolis, RandomDestroy
     from tjap.placement.tree.dcas import Arrays
 
     s, p = SETTINGS[setting], SA_PRESETS[setting]

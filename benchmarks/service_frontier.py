@@ -1,4 +1,4 @@
-"""The placement service's own rules on a simulated cluster: CH cost against wait (issue 19, item 4).
+"""The placement service's own rules on a simulated cluster: CH cost against wait.
 
 Item 4 asks ``tjap slurm place`` for a mean CH cost at most 0.85 of Slurm alone's with a mean
 wait within +10 %. A live run takes minutes per setting and Slurm alone's own cost moves by a
@@ -39,8 +39,8 @@ import numpy as np
 
 from benchmarks.slurm_topology import (cluster_topology, paper_rows, place_in_order,
                                        simulate_starts)
-from tjap.heuristics.slurm_tree import slurm_tree_nodes
-from tjap.placement.batch.slurm import PendingJob
+from tjap.heuristics.slurm.tree import slurm_tree_nodes
+from tjap.placement.slurm.client import PendingJob
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
@@ -191,7 +191,7 @@ def plot(rows: list[dict], png, live=()) -> Path:
         ax.annotate(label, (wait, cost), fontsize=7, xytext=(4, -9), textcoords="offset points")
     ax.axhline(0.85, color="tab:red", lw=0.8, ls="--")
     ax.axvline(1.10, color="tab:red", lw=0.8, ls="--")
-    ax.fill_between([0, 1.10], 0, 0.85, color="tab:red", alpha=0.08, label="issue 19's target")
+    ax.fill_between([0, 1.10], 0, 0.85, color="tab:red", alpha=0.08, label="target")
     ax.set_xlim(left=0.4)
     ax.set_ylim(0.8, 1.02)
     ax.set_xlabel("mean wait / Slurm alone's")
@@ -248,7 +248,7 @@ def main(argv=None) -> int:
     cols += [(f"cost_s{s}", ".3f") for s in args.seeds] + [("cost", ".3f")]
     cols += [(f"wait_s{s}", ".2f") for s in args.seeds] + [("wait", ".2f")]
     print("the service's mean CH cost and mean wait over Slurm alone's (simulated), per seed "
-          "and mean (issue 19's target: cost 0.85 at wait 1.10)")
+          "and mean (target: cost 0.85 at wait 1.10)")
     print(format_table(rows, cols))
     if args.plot:
         plot(rows, args.plot, _live_points(args.live))

@@ -1,4 +1,4 @@
-"""Fidelity of the batch simulator against a real Slurm (issue 5).
+"""Fidelity of the batch simulator against a real Slurm.
 
 A slice of consecutive jobs of a real trace is compressed in time (``compression`` trace seconds
 per real second: submit times and runtimes divided, limits rounded up to whole minutes as sbatch
@@ -19,10 +19,10 @@ predecessor ends); the result also gives the figures without it.
 
 Two ways to stand for the trace's nodes (``--nodes-as``):
 
-- ``cpus`` (default, issue 5): one Slurm node whose ``nodes`` CPUs are the trace's nodes, each job
+- ``cpus`` (default): one Slurm node whose ``nodes`` CPUs are the trace's nodes, each job
   ``sbatch -n <nodes>``. Slurm's backfill reserves whole nodes, so the simulator runs with
   ``reserve_whole_node=True`` (see below).
-- ``slurm-nodes`` (issue 19): a multi-node Slurm with one ``slurmd`` per trace node (1 CPU each,
+- ``slurm-nodes``: a multi-node Slurm with one ``slurmd`` per trace node (1 CPU each,
   no topology plugin: Slurm's node order is the simulator's first fit), each job
   ``sbatch -N <nodes> -n <nodes> --exclusive``, all nodes on one switch of ``topology/tree`` so
   that Slurm takes a job's nodes as the first idle ones in node order (the simulator's first fit).
@@ -68,8 +68,8 @@ import networkx as nx
 import numpy as np
 
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
-from tjap.placement.batch.slurm import SlurmClient
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from tjap.placement.slurm.client import SlurmClient
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
 from tjap.placement.batch.traces import bundled_trace
 from tjap.errors import InvalidInputError
 
@@ -147,7 +147,7 @@ def local_slurm(mode: str, nodes: int, nodes_as: str = "cpus", debug_dir=None) -
         return LocalSlurm(LocalSlurmConfig(cpus=nodes, extra=extra, **slurm_kw), **where)
     names = node_names(nodes)
     # one switch over every node: topology/tree then takes a job's nodes as the first idle ones
-    # in node order (tjap.heuristics.slurm_tree), the simulator's first fit; without a topology
+    # in node order (tjap.heuristics.slurm.tree), the simulator's first fit; without a topology
     # plugin cons_tres picks a best-fitting run of consecutive nodes instead
     return WholeNodeSlurm(LocalSlurmConfig(cpus=nodes, node_names=names, cpus_per_node=1,
                                            topology_conf=single_switch_conf(names), extra=extra,

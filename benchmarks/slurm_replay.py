@@ -4,7 +4,7 @@ Each input job becomes ``sbatch -n cpus -t limit_min --wrap "sleep runtime"``, s
 (already compressed) submit time; once every job has ended, Slurm's own records
 (``jobcomp/filetxt``) give submit, start and end times. Independent of any simulator.
 
-Timing notes (Slurm 22.05, see :mod:`tjap.placement.batch.slurm_local`):
+Timing notes (Slurm 22.05, see :mod:`tjap.placement.slurm.harness`):
 
 - The replay clock starts on a whole Unix second (``t0``), so Slurm's 1 s-resolution times,
   relative to ``t0``, are whole numbers: a time ``t`` means the event happened in ``[t, t+1)``.
@@ -27,9 +27,9 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.placement.batch.background import sleep_command
-from tjap.placement.batch.slurm import SlurmError
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from tjap.placement.slurm.background import sleep_command
+from tjap.placement.slurm.client import SlurmError
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
 
 REQUIRED = ("id", "submit_s", "cpus", "limit_min", "runtime_s")
 

@@ -1,4 +1,4 @@
-"""TJAP inside a real Slurm (issue 19, item 4): one job stream, three ways, Slurm's own records.
+"""TJAP inside a real Slurm: one job stream, three ways, Slurm's own records.
 
 One job stream, time-compressed, is replayed on a throw-away multi-node Slurm 22.05 (one
 ``slurmd`` per node, ``sched/backfill``, ``topology/tree``; :class:`LocalSlurm`) three ways:
@@ -64,10 +64,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.topologies import irregular_tree
-from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
-from tjap.placement.batch.slurm import SlurmClient
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+from tjap.placement.slurm.client import SlurmClient
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology

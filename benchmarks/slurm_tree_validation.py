@@ -1,4 +1,4 @@
-"""Does ``slurm-tree`` choose what a real Slurm 22.05 chooses on a switch tree? (issue 18, item 5)
+"""Does ``slurm-tree`` choose what a real Slurm 22.05 chooses on a switch tree?
 
 A throw-away multi-node Slurm (one ``slurmd`` per node, ``TopologyPlugin=topology/tree``, the
 ``topology.conf`` written by :meth:`Topology.to_slurm`, ``slurm.conf``'s node order = the tree's
@@ -10,7 +10,7 @@ switch levels and uneven leaves (a new tree every ``windows / trees`` windows). 
 2. the window's jobs are submitted one at a time in priority order
    (``sbatch -N n --exclusive --wrap "sleep ..."``), each waited for until it runs, so that Slurm
    places job j on the nodes left idle by the busy job and jobs 0..j-1, exactly the question
-   :func:`tjap.heuristics.slurm_tree.solve_slurm_tree` answers;
+   :func:`tjap.heuristics.slurm.tree.solve_slurm_tree` answers;
 3. each job's nodes are read from ``squeue``; everything is cancelled and the nodes waited for
    until idle.
 
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.heuristics.slurm_tree import solve_slurm_tree
-from tjap.placement.batch.slurm import SlurmError
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_version
+from tjap.heuristics.slurm.tree import solve_slurm_tree
+from tjap.placement.slurm.client import SlurmError
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_version
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.scas import solve_seq

@@ -48,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import format_table, progress, write_csv
-from tjap.heuristics.operators import Metropolis
+from tjap.heuristics.tree.operators import Metropolis
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
@@ -134,7 +134,7 @@ def run_window(window: Window, method: str, options: dict, convention: str, seed
     if method == "published-walk":
         return published_walk(window, options["iterations"], convention, seed), None
     if method == "walk":
-        from tjap.heuristics.anneal import anneal
+        from tjap.heuristics.tree.anneal import anneal
 
         r = anneal(window, iterations=options["iterations"], repair="paper",
                    reinsert="window-order", accept=WALK["accept"], convention=convention,

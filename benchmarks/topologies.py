@@ -1,4 +1,4 @@
-"""The benchmark clusters of issue 18, written as Slurm ``topology.conf`` files.
+"""The benchmark clusters of the Slurm comparisons, written as Slurm ``topology.conf`` files.
 
 - ``irregular_2000.conf``: an irregular three-level tree of 2,000 nodes: a core switch, spine
   switches holding 4 to 9 leaf switches each, leaf switches of 8 to 32 nodes (uniform, seeded),

@@ -1,4 +1,4 @@
-"""Loading a large SWF trace against simulating it (issue 20, item 9).
+"""Loading a large SWF trace against simulating it.
 
 RICC (447,794 jobs) is not shipped, so a trace of its size is made from the bundled Lublin model
 workload: its 10,000 jobs repeated ``--copies`` times (45: 450,000 lines, about 31 MB), each copy

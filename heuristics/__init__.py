@@ -1,9 +1,11 @@
-"""heuristics: search loops and hand-written operators over the models of tjap and placement.
+"""heuristics (installed as ``tjap.heuristics``): search loops and hand-written operators over
+the models of :mod:`tjap.placement`.
 
-Numba kernels live in ``tjap.heuristics._kernels`` under the project's one jit policy (``tjap._jit``);
-the simulated-annealing / large-neighbourhood loop takes pluggable destroy, repair, accept and stop
-operators, and one module per family holds the hand-written operators (TJAP repair, packing
-heuristics, queue policies, provisioning rules).
+One room per family, as on every floor: ``tree`` (seed 002: DCAS annealing and its operators),
+``network`` (seed 003: server-choosing rules), ``interference`` (seed 001: placement rules and
+the ``opt`` annealer), ``batch`` (seed 004: hand-written provisioners); and ``slurm``, Slurm's
+own algorithms as baselines. Numba kernels sit beside the loop that calls them, under the
+project's one jit policy (:mod:`tjap._jit`).
 """
 
 if __name__ != "tjap.heuristics":

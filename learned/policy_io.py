@@ -50,7 +50,7 @@ OLD_FORMATS = {"tjap.policy/1": "nsa", "tjap.network-gnn/1": "network-gnn",
 INFERENCE = ("inference_file", "inference_sha256")
 RESERVED = ("format", "family", "weights_file", "weights_sha256") + INFERENCE
 #: family -> the command that writes the inference file of existing weights
-EXPORTS = {"nsa": "`python -m tjap.learned.nsa export META.json` (needs torch)"}
+EXPORTS = {"nsa": "`python -m tjap.learned.tree.policy export META.json` (needs torch)"}
 DISTRIBUTIONS = {"tjap": "tjap", "torch": "torch", "numpy": "numpy",
                  "stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib",
                  "gymnasium": "gymnasium"}

@@ -1,9 +1,12 @@
-"""placement: the other placement problems as models and simulators, with no search and no learning.
+"""placement (installed as ``tjap.placement``): every model and simulator, with no search and no
+learning.
 
-Sub-packages: ``batch`` (event-driven batch-queue simulator with priority and backfilling, trace
-loaders and a real Slurm adapter, seed 004), ``network`` (three-tier composable data-centre network
-with k-shortest-path connectivity, seed 003) and ``interference`` (servers, jobs, the interference
-model and the JCT simulator, seed 001). They are filled in by their own issues.
+One room per family, as on every floor: ``tree`` (seed 002 and every cluster drawn as levels:
+windows, cost, exact models), ``network`` (seed 003: the three-tier composable data-centre
+network), ``interference`` (seed 001: clusters, jobs, the interference model and the JCT
+simulator), ``batch`` (seed 004: the event-driven batch-queue simulator, trace loaders, chained
+jobs); and ``slurm``, the client, the local multi-node harness and the live readers of a real
+Slurm.
 """
 
 if __name__ != "tjap.placement":

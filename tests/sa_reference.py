@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from tjap.heuristics import _kernels as k
+from tjap.heuristics.tree import _kernels as k
 from tjap.placement.tree._kernels import HOP_UNIT_COST
 
 
@@ -49,7 +49,7 @@ def _greedy(switch_q, pod_q, alive, size, convention):
 
 
 def candidates(logits, k, u=None):
-    """The kernel's proposals (tjap.heuristics._net_kernels.candidate_starts), written plainly: with
+    """The kernel's proposals (tjap.heuristics.tree._mlp_kernels.candidate_starts), written plainly: with
     ``u``, for c = 0..k-1 the first position whose cumulative softmax exceeds (u + c) / k of the
     total (the last position if none), duplicates dropped; without, the k largest logits (ties
     to the lowest position)."""

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from numba import njit
 
 import sa_reference as reference
-from tjap.heuristics import _kernels
-from tjap.heuristics.operators import LookaheadRepair
+from tjap.heuristics.tree import _kernels
+from tjap.heuristics.tree.operators import LookaheadRepair
 from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays, decode, encode, is_dcas
@@ -39,7 +39,7 @@ def stream_windows() -> list[Window]:
 def run_reference(w: Window, *, iterations, repair="paper", reinsert="largest-first", seed=0,
                   convention="paper", order=None, starts=None, accept=_kernels.ACCEPT_METROPOLIS,
                   t_max=2500.0, t_min=2.5, max_remove=2, q=100):
-    """sa_reference.anneal with the arguments tjap.heuristics.anneal passes to the kernel."""
+    """sa_reference.anneal with the arguments tjap.heuristics.tree.anneal passes to the kernel."""
     a = Arrays(w)
     if order is None:
         order, starts = np.arange(w.num_jobs), np.zeros(w.num_jobs, np.int64)
@@ -195,7 +195,7 @@ def test_lookahead_options_are_taken_by_keyword_only():
 
 
 def test_top_k_and_candidate_starts_follow_the_plain_versions():
-    from tjap.heuristics._net_kernels import candidate_starts, top_k
+    from tjap.heuristics.tree._mlp_kernels import candidate_starts, top_k
 
     rng = np.random.default_rng(3)
     for trial in range(300):
@@ -319,7 +319,7 @@ def assert_same_result(a: Result, b: Result) -> None:
 
 
 def test_presets_are_the_documented_settings():
-    from tjap.heuristics.anneal import SA_PRESETS
+    from tjap.heuristics.tree.anneal import SA_PRESETS
 
     assert SA_PRESETS == {"best": BEST, "paper": PAPER, "published": PUBLISHED}
     assert list(SA_PRESETS) == ["best", "paper", "published"]  # the default first
@@ -424,7 +424,7 @@ def test_every_option_is_documented(method):
     """help(solve_sa) / help(solve_lns) list every option in their numpydoc Parameters."""
     import inspect
 
-    from tjap.heuristics.anneal import solve_lns, solve_sa
+    from tjap.heuristics.tree.anneal import solve_lns, solve_sa
 
     fn = {"sa": solve_sa, "lns": solve_lns}[method]
     doc = inspect.getdoc(fn)

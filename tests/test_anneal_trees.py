@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tjap.heuristics import _kernels
+from tjap.heuristics.tree import _kernels
 from tjap.placement.tree import _dcas_kernels
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays, decode, is_dcas
@@ -308,7 +308,7 @@ def test_nsa_refuses_a_general_tree_in_one_line():
 
 def test_nsa_environment_refuses_a_general_tree():
     pytest.importorskip("gymnasium")
-    from tjap.learned.envs.nsa_repair import NSARepairEnv
+    from tjap.learned.tree.env import NSARepairEnv
 
     w = Window(IRREGULAR, ["a1", "a2", "b1", "b2"], [2, 2])
     with pytest.raises(InvalidInputError, match="fat-tree"):

@@ -61,7 +61,7 @@ def test_episode_history_and_errors():
 
 
 # -- provisioners ----------------------------------------------------------------------------------
-from tjap.heuristics.provisioning import Average, Reactive, evaluate, run_episode  # noqa: E402
+from tjap.heuristics.batch.rules import Average, Reactive, evaluate, run_episode  # noqa: E402
 
 
 class Recorder:

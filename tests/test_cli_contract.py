@@ -1,4 +1,4 @@
-"""The command line's user contract for bad input and output (issue 20, items 3 and 5): every
+"""The command line's user contract for bad input and output: every
 subcommand answers a bad flag, a bad value, a missing or malformed file and an evaluation of nothing
 with exit status 2 and exactly one line ``tjap: error: ...`` on stderr, never a traceback or a
 usage block; a closed stdout (``| head``) ends quietly with 141; progress bars go to stderr when
@@ -354,7 +354,7 @@ def test_slurm_commands_missing_from_path_exit_3(tmp_path, monkeypatch, capsys, 
 
 
 def test_the_client_raises_the_unreachable_error(dead_slurm):
-    from tjap.placement.batch.slurm import SlurmClient, SlurmError
+    from tjap.placement.slurm.client import SlurmClient, SlurmError
     from tjap.errors import SlurmUnreachableError
 
     client = SlurmClient()
@@ -396,7 +396,7 @@ def test_simulate_creates_the_folders_of_its_outputs(tmp_path, capsys):
     (["bench", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out", "{blocker}"],
      "tjap.bench.sa_tables.table3"),
     (["bench", "batch", "--out", "{blocker}/sub"], "tjap.bench.batch_sim.speed"),
-    (["train", "nsa", "--out", "{blocker}/w/nsa"], "tjap.learned.train.train_nsa"),
+    (["train", "nsa", "--out", "{blocker}/w/nsa"], "tjap.learned.tree.train.train_nsa"),
 ], ids=["simulate-plot", "simulate-per-job", "simulate-plot-folder", "generate", "bench-table3",
         "bench-batch", "train-nsa"])
 def test_an_unwritable_output_fails_before_the_work(tmp_path, monkeypatch, capsys, argv, stage):

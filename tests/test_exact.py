@@ -371,7 +371,7 @@ def test_seq_takes_next_idle_nodes(seed, window_factory):
 def test_same_seed_same_assignment(method, window_factory):
     if method == "nsa":
         pytest.importorskip("torch")
-        from tjap.learned.nsa import DEFAULT_WEIGHTS
+        from tjap.learned.tree.policy import DEFAULT_WEIGHTS
         if not DEFAULT_WEIGHTS.exists():
             pytest.skip("no shipped NSA weights")
     for s in (7, 31):

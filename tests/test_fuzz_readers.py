@@ -387,8 +387,8 @@ def test_fuzz_weights_metadata(folder):
     """The .json sidecar read by every family's read_metadata, provision thresholds, and NSA's
     load_actor (the solve-time reader: inference file, names, shapes, no torch)."""
     from tjap.learned import policy_io
-    from tjap.learned.nsa import load_actor
-    from tjap.learned.provision import weights as provision_weights
+    from tjap.learned.tree.policy import load_actor
+    from tjap.learned.batch import weights as provision_weights
 
     path = shipped_copy("nsa_fcn1", folder)
     seeds = [path.read_bytes()] + [(SHIPPED / f"{stem}.json").read_bytes()
@@ -424,7 +424,7 @@ def test_fuzz_torch_weights_metadata(folder):
 def test_fuzz_array_weights_metadata(folder):
     """The sidecar of array weights (.npz), read by load_weights without torch (a provisioner's
     tree ensemble)."""
-    from tjap.learned.provision.weights import load_trees
+    from tjap.learned.batch.weights import load_trees
 
     path = shipped_copy("provision_xgb", folder)
     load_trees(path)                  # the copy is good

@@ -1,4 +1,4 @@
-"""The seed-001 learned schedulers (issue 8): env, GNN, the ``marl`` policy. No training here."""
+"""The seed-001 learned schedulers: env, GNN, the ``marl`` policy. No training here."""
 
 import json
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from tjap.learned.envs.interference import InterferenceEnv
+from tjap.learned.interference.env import InterferenceEnv
 from tjap.learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
-from tjap.learned.interference.gnn import InterferenceGNN, to_torch
+from tjap.learned.interference.nets import InterferenceGNN, to_torch
 from tjap.learned.interference.policy import MarlPolicy, load_model, save_model
 from tjap.placement.interference import Simulator, Workload, make_cluster
 from tjap.errors import InvalidInputError
@@ -228,7 +228,7 @@ def test_simulator_policy_sees_exactly_the_env_observations(monkeypatch, single_
     ``single`` in the simulator gets the same observations and masks, decision by decision (the
     queue lengths of every scheduler and the partitions a forwarded job was offered to included),
     so both runs end with the same finish times."""
-    import tjap.learned.envs.interference as env_module
+    import tjap.learned.interference.env as env_module
     from tjap.learned.interference import features
     from tjap.learned.interference.policy import SingleAgentPolicy
     from tjap.learned.interference.train import evaluate_in_env

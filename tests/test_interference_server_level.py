@@ -1,4 +1,4 @@
-"""Seed 001's server-level learned schedulers (issue 8): the network picks a server, the task goes
+"""Seed 001's server-level learned schedulers: the network picks a server, the task goes
 to a random group of it that can take it (``level="server"``, policy ``marl-server``)."""
 
 import json
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from tjap.learned.envs.interference import InterferenceEnv, rule_action
+from tjap.learned.interference.env import InterferenceEnv, rule_action
 from tjap.learned.interference.features import (NODE_FEATURES, PartitionGraph, Planning,
                                            choose_group, observe)
-from tjap.learned.interference.gnn import InterferenceGNN, to_torch
+from tjap.learned.interference.nets import InterferenceGNN, to_torch
 from tjap.learned.interference.policy import (DEFAULT_WEIGHTS, SERVER_WEIGHTS, MarlPolicy,
                                          ServerLevelPolicy, load_model, save_model)
 from tjap.placement.interference import Simulator, Workload, make_cluster

@@ -1,5 +1,5 @@
 """The single-agent scheduler in the simulator (``single``), the ``jct_rule`` reward and the
-PPO learning-curve plumbing of seed 001 (issue 8). No training here."""
+PPO learning-curve plumbing of seed 001. No training here."""
 
 import json
 
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from tjap.learned.envs.interference import InterferenceEnv
-from tjap.learned.interference.gnn import InterferenceGNN, to_torch
+from tjap.learned.interference.env import InterferenceEnv
+from tjap.learned.interference.nets import InterferenceGNN, to_torch
 from tjap.learned.interference.policy import SINGLE_WEIGHTS, SingleAgentPolicy
 from tjap.learned.interference.train import evaluate_in_env, ppo
 from tjap.placement.interference import Simulator, Workload, make_cluster

@@ -209,7 +209,7 @@ def test_opt_can_start_from_whole_and_rejects_unknown_starts():
 def test_env_whole_expert_replays_the_whole_rule():
     """Following the env's ``whole`` expert (read from the observation's whole_ok / whole_gap)
     gives exactly the JCTs of the ``whole`` policy in the simulator."""
-    from tjap.learned.envs.interference import InterferenceEnv
+    from tjap.learned.interference.env import InterferenceEnv
 
     env = InterferenceEnv(k=4, intervals=3, rate=1.5, extra_intervals=60)
     env.reset(seed=7)
@@ -223,7 +223,7 @@ def test_env_whole_expert_replays_the_whole_rule():
 
 
 def test_env_jct_reward_sums_to_minus_the_total_jct():
-    from tjap.learned.envs.interference import InterferenceEnv
+    from tjap.learned.interference.env import InterferenceEnv
 
     env = InterferenceEnv(k=4, intervals=3, rate=1.5, extra_intervals=60, reward="jct")
     env.reset(seed=7)

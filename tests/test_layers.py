@@ -139,11 +139,42 @@ def test_no_import_circles():
 
 @pytest.mark.parametrize("source, expected", [
     ("from tjap.errors import TjapError", {"tjap.errors"}),
-    ("def f():\n    from tjap.heuristics import anneal", {"tjap.heuristics.anneal"}),
-    ("X = 'tjap.learned.nsa:solve_nsa'", {"tjap.learned.nsa"}),
+    ("def f():\n    from tjap.heuristics.tree import anneal", {"tjap.heuristics.tree.anneal"}),
+    ("X = 'tjap.learned.tree.policy:solve_nsa'", {"tjap.learned.tree.policy"}),
     ("import tjap.placement.tree.window", {"tjap.placement.tree.window"}),
 ])
 def test_the_reader_sees_every_kind_of_import(tmp_path, source, expected):
     path = tmp_path / "probe.py"
     path.write_text(source)
     assert imports_of("probe", path, project_modules()) == expected
+
+
+# -- the same rooms on every floor ---------------------------------------------------------------
+FAMILIES = {"tree", "network", "interference", "batch"}
+ROOMS = {"placement": FAMILIES | {"slurm"}, "heuristics": FAMILIES | {"slurm"},
+         "learned": FAMILIES}
+SHARED = {"learned": {"policy_io.py"}}      # pieces every room of a floor uses, named for what they are
+LEARNED_ROLES = {"features", "nets", "policy", "env", "train"}
+# names that once stood for a role that has one name now
+OLD_ROLE_NAMES = {"gnn", "policies", "envs", "provisioning", "network_alloc", "nsa_repair"}
+
+
+@pytest.mark.parametrize("folder", sorted(ROOMS))
+def test_every_floor_has_the_same_family_rooms(folder):
+    rooms = {p.parent.name for p in (ROOT / folder).glob("*/__init__.py")}
+    assert rooms == ROOMS[folder], f"{folder}/ has the rooms {sorted(rooms)}"
+    loose = sorted(p.name for p in (ROOT / folder).glob("*.py")
+                   if p.name != "__init__.py" and p.name not in SHARED.get(folder, set()))
+    assert not loose, f"modules at the root of {folder}/ belong in a family's room: {loose}"
+
+
+@pytest.mark.parametrize("room", sorted(FAMILIES))
+def test_every_learned_room_holds_the_same_roles(room):
+    names = {p.stem for p in (ROOT / "learned" / room).glob("*.py")}
+    assert LEARNED_ROLES <= names, f"learned/{room}/ lacks {sorted(LEARNED_ROLES - names)}"
+
+
+def test_no_role_goes_by_an_old_name():
+    stray = sorted(str(p.relative_to(ROOT)) for folder in ROOMS for p in (ROOT / folder).rglob("*")
+                   if p.stem in OLD_ROLE_NAMES and "__pycache__" not in p.parts)
+    assert not stray, f"files named for a role under an old name: {stray}"

@@ -14,12 +14,12 @@ pytest.importorskip("sb3_contrib")
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 
 import tjap  # noqa: E402
-from tjap.learned.envs import NSARepairEnv  # noqa: E402
-from tjap.learned.features import feature_spec  # noqa: E402
-from tjap.learned.nets import ARCHS, count_parameters  # noqa: E402
-from tjap.learned.nsa import LearnedRepair, build_policy, load_policy  # noqa: E402
+from tjap.learned.tree.env import NSARepairEnv  # noqa: E402
+from tjap.learned.tree.features import feature_spec  # noqa: E402
+from tjap.learned.tree.nets import ARCHS, count_parameters  # noqa: E402
+from tjap.learned.tree.policy import LearnedRepair, build_policy, load_policy  # noqa: E402
 from tjap.learned.policy_io import spec_hash  # noqa: E402
-from tjap.learned.train import save_policy  # noqa: E402
+from tjap.learned.tree.train import save_policy  # noqa: E402
 from tjap.placement.tree.stream import generate_windows  # noqa: E402
 
 
@@ -150,8 +150,8 @@ def _same_result(a, b):
     ("paper", NSA_PAPER_LOOP),
     ("published", {**NSA_PAPER_LOOP, "t_max": 25000.0, "reinsert": "window-order"})])
 def test_nsa_presets_are_the_loops_of_the_sa_presets(saved_policy, windows, preset, loop):
-    from tjap.heuristics.anneal import SA_PRESETS
-    from tjap.learned.nsa import NSA_PRESETS
+    from tjap.heuristics.tree.anneal import SA_PRESETS
+    from tjap.learned.tree.policy import NSA_PRESETS
 
     assert NSA_PRESETS[preset] == loop
     assert all(SA_PRESETS[preset][k] == v for k, v in loop.items())
@@ -182,7 +182,7 @@ def test_nsa_unknown_preset_is_a_one_line_error(saved_policy, windows, preset):
 def test_nsa_documents_every_option():
     import inspect
 
-    from tjap.learned.nsa import solve_nsa
+    from tjap.learned.tree.policy import solve_nsa
 
     doc = inspect.getdoc(solve_nsa)
     params = doc.split("Parameters\n----------\n")[1].split("\n\n")[0]
@@ -194,7 +194,7 @@ def test_nsa_documents_every_option():
 def test_learned_repair_is_a_network_the_loop_runs(saved_policy, windows):
     """No callback: the loop gets the actor's arrays, its kind chosen by type (the forward pass
     and the trajectory against torch: tests/test_nsa_numba.py)."""
-    from tjap.heuristics import _kernels
+    from tjap.heuristics.tree import _kernels
     from tjap.placement.tree.dcas import Arrays
 
     path, _ = saved_policy
@@ -206,7 +206,7 @@ def test_learned_repair_is_a_network_the_loop_runs(saved_policy, windows):
 
 
 def test_tiny_training_run(tmp_path, windows):
-    from tjap.learned.train import train_nsa
+    from tjap.learned.tree.train import train_nsa
 
     out = train_nsa("cnn1", timesteps=256, seed=0, out=tmp_path / "t", num_windows=4, quiet=True,
                     ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1})
@@ -228,7 +228,7 @@ def test_sampled_nsa_is_seeded_and_feasible(saved_policy, windows):
     assert a.is_feasible() and a.assignment == b.assignment
 
 
-# -- imitation warm start (tjap.learned.imitation) ---------------------------------------------------
+# -- imitation warm start (tjap.learned.tree.imitation) ---------------------------------------------------
 
 def _brute_force_cheapest_valid_block(env):
     """The cheapest block among the valid starts, each block's node set costed on its own."""
@@ -248,7 +248,7 @@ def _brute_force_cheapest_valid_block(env):
 
 @pytest.mark.parametrize("q", [7, 100])
 def test_expert_action_is_the_cheapest_valid_block(windows, q):
-    from tjap.learned.imitation import expert_action, expert_block_costs
+    from tjap.learned.tree.imitation import expert_action, expert_block_costs
 
     env = NSARepairEnv(windows, q=q)
     for episode in range(40):
@@ -264,7 +264,7 @@ def test_expert_action_is_the_cheapest_valid_block(windows, q):
 
 
 def test_soft_targets():
-    from tjap.learned.imitation import soft_targets
+    from tjap.learned.tree.imitation import soft_targets
 
     costs = np.array([[3.0, 1.0, 1.0, np.inf]])
     assert soft_targets(costs, 0.0).tolist() == [[0.0, 1.0, 0.0, 0.0]]  # ties to the lowest
@@ -274,7 +274,7 @@ def test_soft_targets():
 
 @pytest.mark.parametrize("temperature", [0.0, 300.0])
 def test_demonstrations_and_behaviour_cloning_lower_the_loss(windows, temperature):
-    from tjap.learned.imitation import bc_losses, behaviour_clone, collect_demonstrations
+    from tjap.learned.tree.imitation import bc_losses, behaviour_clone, collect_demonstrations
 
     env = NSARepairEnv(windows)
     demos = collect_demonstrations(env, 200, seed=0, temperature=temperature)
@@ -300,7 +300,7 @@ def test_demonstrations_and_behaviour_cloning_lower_the_loss(windows, temperatur
 def test_behaviour_cloning_is_reproducible(windows):
     import torch
 
-    from tjap.learned.imitation import behaviour_clone, collect_demonstrations
+    from tjap.learned.tree.imitation import behaviour_clone, collect_demonstrations
 
     demos = collect_demonstrations(NSARepairEnv(windows), 100, seed=1)
     states = []
@@ -313,7 +313,7 @@ def test_behaviour_cloning_is_reproducible(windows):
 
 
 def test_imitation_bad_arguments(windows):
-    from tjap.learned.imitation import collect_demonstrations
+    from tjap.learned.tree.imitation import collect_demonstrations
 
     with pytest.raises(tjap.InvalidInputError, match="expert"):
         collect_demonstrations(NSARepairEnv(windows), 10, expert="oracle")
@@ -322,7 +322,7 @@ def test_imitation_bad_arguments(windows):
 
 
 def test_tiny_training_run_with_imitation(tmp_path):
-    from tjap.learned.train import train_nsa
+    from tjap.learned.tree.train import train_nsa
 
     out = train_nsa("cnn1", timesteps=128, seed=0, out=tmp_path / "t", num_windows=4, quiet=True,
                     ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1},

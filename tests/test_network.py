@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from tjap.heuristics.network import NALBPolicy, NULBPolicy, TetrisPolicy
+from tjap.heuristics.network.rules import NALBPolicy, NULBPolicy, TetrisPolicy
 from tjap.placement.network import (NAMES, Engine, Episode, Outcome, Requests, Topology, evaluate,
                                paper_topology, run_episode, solve_request)
 from tjap.placement.network import _kernels as kern

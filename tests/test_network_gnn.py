@@ -13,10 +13,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
-from tjap.learned.envs.network_alloc import NetworkAllocEnv  # noqa: E402
-from tjap.learned.network import gnn  # noqa: E402
+from tjap.learned.network.env import NetworkAllocEnv  # noqa: E402
+from tjap.learned.network import nets as gnn  # noqa: E402
 from tjap.learned.network.features import FeatureBuilder, NODE_FEATURES  # noqa: E402
-from tjap.learned.network.gnn import GNNPolicy, GraphSAGEAllocator, load, save  # noqa: E402
+from tjap.learned.network.nets import GraphSAGEAllocator, load, save  # noqa: E402
+from tjap.learned.network.policy import GNNPolicy  # noqa: E402
 from tjap.placement.network import (Engine, Outcome, Requests, Topology, evaluate,  # noqa: E402
                                paper_topology, run_episode)
 from tjap.errors import InvalidInputError  # noqa: E402
@@ -183,7 +184,7 @@ def test_save_load_round_trip(tmp_path):
 def test_ppo_plumbing_takes_a_few_steps():
     from sb3_contrib import MaskablePPO
 
-    from tjap.learned.network.gnn import GNNMaskablePolicy
+    from tjap.learned.network.nets import GNNMaskablePolicy
 
     env = NetworkAllocEnv(tiny(), requests=4)
     model = MaskablePPO(GNNMaskablePolicy, env, policy_kwargs={"topology": tiny()}, n_steps=32,

@@ -18,7 +18,7 @@ from tjap.result import Status
 torch = pytest.importorskip("torch")
 
 from tjap.learned.network import imitation  # noqa: E402
-from tjap.learned.network.gnn import ARCH, GraphSAGEAllocator  # noqa: E402
+from tjap.learned.network.nets import ARCH, GraphSAGEAllocator  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -176,7 +176,7 @@ def test_cli_train_network_rejects_bad_numbers(capsys):
 def test_shipped_weights_record_the_imitation_stage():
     import json
 
-    from tjap.learned.network import gnn
+    from tjap.learned.network import nets as gnn
 
     meta = json.loads(gnn.DEFAULT_WEIGHTS.read_text())
     stage1 = meta["training"]["continued_from"]["training"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import tjap
-from tjap.learned.nsa import (BEST_WEIGHTS, DEFAULT_WEIGHTS, WEIGHTS_DIR, default_preset,
+from tjap.learned.tree.policy import (BEST_WEIGHTS, DEFAULT_WEIGHTS, WEIGHTS_DIR, default_preset,
                               default_weights)
 from tjap.placement.tree.stream import generate_windows
 
@@ -122,7 +122,7 @@ def test_default_weights_by_preset_and_convention():
 
 
 def test_bad_convention_is_one_line_before_any_weights(windows):
-    from tjap.learned.nsa import solve_nsa
+    from tjap.learned.tree.policy import solve_nsa
 
     with pytest.raises(tjap.InvalidInputError) as info:
         solve_nsa(windows["paper"], convention="nope", iterations=5)

@@ -1,4 +1,4 @@
-"""The learned repair compiled into the SA loop (tjap.heuristics._net_kernels, tjap.learned.nsa).
+"""The learned repair compiled into the SA loop (tjap.heuristics.tree._mlp_kernels, tjap.learned.tree.policy).
 
 The Numba forward pass must give torch's actor logits (to 1e-5 against torch's float32, absolute
 or relative: torch sums in float32, whose rounding reaches 1e-5 on logits of 1-5 with q = 200
@@ -32,14 +32,14 @@ pytest.importorskip("sb3_contrib")
 
 import sa_reference as reference  # noqa: E402
 import tjap  # noqa: E402
-from tjap.heuristics import _kernels  # noqa: E402
-from tjap.heuristics._net_kernels import forward, net_scratch, net_start, observe  # noqa: E402
-from tjap.learned.envs import NSARepairEnv  # noqa: E402
-from tjap.learned.features import ARCHS, feature_spec, repair_observation  # noqa: E402
-from tjap.learned.nsa import (LearnedRepair, actor_arrays, build_policy, load_actor,  # noqa: E402
+from tjap.heuristics.tree import _kernels  # noqa: E402
+from tjap.heuristics.tree._mlp_kernels import forward, net_scratch, net_start, observe  # noqa: E402
+from tjap.learned.tree.env import NSARepairEnv  # noqa: E402
+from tjap.learned.tree.features import ARCHS, feature_spec, repair_observation  # noqa: E402
+from tjap.learned.tree.policy import (LearnedRepair, actor_arrays, build_policy, load_actor,  # noqa: E402
                          load_policy)
 from tjap.learned.policy_io import file_sha256  # noqa: E402
-from tjap.learned.train import save_policy  # noqa: E402
+from tjap.learned.tree.train import save_policy  # noqa: E402
 from tjap.placement.tree.cost import convention_code  # noqa: E402
 from tjap.placement.tree.dcas import Arrays  # noqa: E402
 from tjap.placement.tree.stream import generate_windows  # noqa: E402
@@ -54,7 +54,7 @@ SPECS = {"paper4": feature_spec(), "idle": feature_spec(idle_flag=True),
 # -- oracles -------------------------------------------------------------------------------------
 def numpy_observation(switch_q, pod_q, alive, length, size, others, num_others, num_switches,
                       num_pods, q=100, n_max=40, idle_flag=False, boundaries=False):
-    """The observation as tjap.learned.features built it in numpy before the kernel (the oracle)."""
+    """The observation as tjap.learned.tree.features built it in numpy before the kernel (the oracle)."""
     channels = 4 + int(idle_flag) + 2 * int(boundaries)
     obs = np.zeros((channels, q), dtype=np.float32)
     n = min(q, int(length))
@@ -287,8 +287,8 @@ def test_sampling_follows_the_cumulative_softmax(stream):
 # -- inside the loop -----------------------------------------------------------------------------
 def _anneal_both(window, repair, policy, spec, *, iterations, seed, t_max=25000.0,
                  reinsert="window-order", convention="published", max_remove=2):
-    from tjap.heuristics.anneal import anneal
-    from tjap.heuristics.operators import REINSERT, Metropolis, RandomDestroy
+    from tjap.heuristics.tree.anneal import anneal
+    from tjap.heuristics.tree.operators import REINSERT, Metropolis, RandomDestroy
 
     r = anneal(window, iterations=iterations, repair=repair, destroy=RandomDestroy(max_remove),
                accept=Metropolis(t_max, 2.5), reinsert=reinsert, convention=convention,
@@ -492,12 +492,12 @@ def test_bad_inference_files_are_one_line_errors(tmp_path):
     del meta["inference_file"], meta["inference_sha256"]
     meta_path.write_text(json.dumps(meta))
     _one_line(lambda: load_actor(meta_path), "a.json", "no inference_file",
-              "python -m tjap.learned.nsa export")
+              "python -m tjap.learned.tree.policy export")
     npz.unlink()
     _one_line(lambda: tjap.solve(generate_windows("paper", 1, seed=0)[0], "nsa",
                                  weights=meta_path), "no inference_file")
     # the export command writes it back
-    from tjap.learned.nsa import main
+    from tjap.learned.tree.policy import main
 
     assert main(["export", str(meta_path)]) == 0
     load_actor(meta_path)

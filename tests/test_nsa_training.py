@@ -1,4 +1,4 @@
-"""Training NSA in the best SA loop (issue 21, item 2): the look-ahead expert against a brute
+"""Training NSA in the best SA loop: the look-ahead expert against a brute
 force, the environment's warm-up repair, ``preset="best"`` only for weights trained in that loop,
 and the training options recorded in the metadata (tiny runs only; real training never runs here).
 """
@@ -14,10 +14,10 @@ pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
 import tjap  # noqa: E402
-from tjap.learned.envs import NSARepairEnv  # noqa: E402
-from tjap.learned.features import feature_spec  # noqa: E402
-from tjap.learned.nsa import build_policy  # noqa: E402
-from tjap.learned.train import save_policy  # noqa: E402
+from tjap.learned.tree.env import NSARepairEnv  # noqa: E402
+from tjap.learned.tree.features import feature_spec  # noqa: E402
+from tjap.learned.tree.policy import build_policy  # noqa: E402
+from tjap.learned.tree.train import save_policy  # noqa: E402
 from tjap.placement.tree.stream import generate_windows  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def _brute_force_totals(env):
 
 @pytest.mark.parametrize("q", [7, 100])
 def test_lookahead_expert_is_the_argmin_of_its_total_by_brute_force(small_windows, q):
-    from tjap.learned.imitation import expert_action, expert_scores
+    from tjap.learned.tree.imitation import expert_action, expert_scores
 
     env = NSARepairEnv(small_windows, q=q, max_remove=5, reinsert="largest-first")
     steps_with_rest = 0
@@ -85,7 +85,7 @@ def test_lookahead_expert_is_the_argmin_of_its_total_by_brute_force(small_window
 
 
 def test_lookahead_demonstrations_label_the_best_total(small_windows):
-    from tjap.learned.imitation import collect_demonstrations
+    from tjap.learned.tree.imitation import collect_demonstrations
 
     env = NSARepairEnv(small_windows, max_remove=5)
     demos = collect_demonstrations(env, 150, seed=0, temperature=300.0, expert="lookahead")
@@ -100,7 +100,7 @@ def test_relative_reward_subtracts_the_lookahead_baseline(small_windows):
     """reward="relative": (the look-ahead's best total at the episode's start - the repaired
     jobs' cost) / scale; with q past every window's idle nodes the look-ahead expert, which
     re-plans at every step, never ends above its own first plan."""
-    from tjap.learned.imitation import expert_action, expert_scores
+    from tjap.learned.tree.imitation import expert_action, expert_scores
 
     env = NSARepairEnv(small_windows, q=120, max_remove=5, reward="relative")
     plain = NSARepairEnv(small_windows, q=120, max_remove=5)
@@ -156,7 +156,7 @@ def test_preset_best_refuses_weights_not_trained_in_it(tmp_path, small_windows, 
     assert "\n" not in str(info.value)
     # the shipped published-setting model too, named (without weights "best" runs the shipped
     # best-loop ones, tests/test_nsa_default.py)
-    from tjap.learned.nsa import DEFAULT_WEIGHTS
+    from tjap.learned.tree.policy import DEFAULT_WEIGHTS
 
     with pytest.raises(tjap.InvalidInputError, match="trained in the published loop"):
         tjap.solve(small_windows[0], "nsa", preset="best", weights=DEFAULT_WEIGHTS, iterations=10)
@@ -164,8 +164,8 @@ def test_preset_best_refuses_weights_not_trained_in_it(tmp_path, small_windows, 
 
 
 def test_preset_best_runs_weights_trained_in_it_in_the_best_loop(tmp_path, small_windows):
-    from tjap.heuristics.anneal import SA_PRESETS
-    from tjap.learned.nsa import NSA_LOOKAHEAD, NSA_PRESETS
+    from tjap.heuristics.tree.anneal import SA_PRESETS
+    from tjap.learned.tree.policy import NSA_LOOKAHEAD, NSA_PRESETS
 
     assert NSA_PRESETS["best"] == {k: v for k, v in SA_PRESETS["best"].items()
                                    if k not in ("repair", "q")}
@@ -183,7 +183,7 @@ def test_preset_best_runs_weights_trained_in_it_in_the_best_loop(tmp_path, small
 
 # -- the training options, recorded ----------------------------------------------------------------
 def test_cli_training_in_the_best_loop_records_its_options(tmp_path, small_windows):
-    from tjap.learned.nsa import LearnedRepair
+    from tjap.learned.tree.policy import LearnedRepair
     from tjap.cli import main
 
     out = tmp_path / "b"

@@ -57,12 +57,12 @@ def test_every_weights_and_trace_file_is_package_data():
 
 def test_the_weights_and_traces_are_found_beside_the_modules():
     """The code finds them relative to its own files, so the wheel's layout is the clone's."""
-    import tjap.learned.nsa
-    import tjap.learned.provision.weights
+    import tjap.learned.tree.policy
+    import tjap.learned.batch.weights
     from tjap.placement.batch.traces import bundled_trace
 
-    assert tjap.learned.nsa.WEIGHTS_DIR.resolve() == (ROOT / "learned" / "weights").resolve()
-    assert tjap.learned.provision.weights.WEIGHTS_DIR == (ROOT / "learned" / "weights").resolve()
+    assert tjap.learned.tree.policy.WEIGHTS_DIR.resolve() == (ROOT / "learned" / "weights").resolve()
+    assert tjap.learned.batch.weights.WEIGHTS_DIR == (ROOT / "learned" / "weights").resolve()
     assert Path(bundled_trace("ls6-a100")).resolve().parent == (ROOT / "placement/batch/data").resolve()
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from benchmarks import placement_headroom as ph
 from benchmarks import slurm_topology as st
-from tjap.heuristics.slurm_tree import slurm_tree_nodes
+from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.tree.cost import job_cost
 
 

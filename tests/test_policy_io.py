@@ -49,9 +49,9 @@ def set_sha(meta_path: Path) -> None:
 # -- tiny models of each family ------------------------------------------------------------------
 def tiny_nsa(tmp_path, name="nsa", arch="fcn1"):
     pytest.importorskip("sb3_contrib")
-    from tjap.learned.features import feature_spec
-    from tjap.learned.nsa import build_policy
-    from tjap.learned.train import save_policy
+    from tjap.learned.tree.features import feature_spec
+    from tjap.learned.tree.policy import build_policy
+    from tjap.learned.tree.train import save_policy
 
     torch.manual_seed(0)
     policy = build_policy(arch, feature_spec())
@@ -61,7 +61,7 @@ def tiny_nsa(tmp_path, name="nsa", arch="fcn1"):
 
 
 def tiny_gnn(tmp_path, name="gnn", hidden=4):
-    from tjap.learned.network.gnn import GraphSAGEAllocator, save
+    from tjap.learned.network.nets import GraphSAGEAllocator, save
 
     torch.manual_seed(0)
     arch = {"hidden": hidden, "layers": 1, "request_dim": 2, "head_hidden": 4, "value_hidden": 4}
@@ -72,7 +72,7 @@ def tiny_gnn(tmp_path, name="gnn", hidden=4):
 
 
 def tiny_interference(tmp_path, name="marl", level="device"):
-    from tjap.learned.interference.gnn import InterferenceGNN
+    from tjap.learned.interference.nets import InterferenceGNN
     from tjap.learned.interference.policy import save_model
 
     torch.manual_seed(0)
@@ -82,8 +82,8 @@ def tiny_interference(tmp_path, name="marl", level="device"):
 
 
 def tiny_provision(tmp_path, name="provision_transformer"):
-    from tjap.learned.provision.nets import DecisionHead, HistoryTransformer
-    from tjap.learned.provision.weights import save
+    from tjap.learned.batch.nets import DecisionHead, HistoryTransformer
+    from tjap.learned.batch.weights import save
 
     torch.manual_seed(0)
     foundation = HistoryTransformer(d_model=8, heads=2, layers=1, feedforward=16)
@@ -96,8 +96,8 @@ def tiny_provision(tmp_path, name="provision_transformer"):
 
 
 def tiny_trees(tmp_path, name="provision_rf"):
-    from tjap.learned.provision.trees import TreeEnsemble
-    from tjap.learned.provision.weights import save
+    from tjap.learned.batch.trees import TreeEnsemble
+    from tjap.learned.batch.weights import save
 
     ensemble = TreeEnsemble("rf", np.array([0, -1, -1, 1, -1, -1], np.int32),
                             np.array([0.5, 0, 0, -0.25, 0, 0]), np.array([1, -1, -1, 4, -1, -1]),
@@ -109,7 +109,7 @@ def tiny_trees(tmp_path, name="provision_rf"):
 
 # -- round trips -------------------------------------------------------------------------------
 def test_nsa_round_trip(tmp_path):
-    from tjap.learned.nsa import load_policy
+    from tjap.learned.tree.policy import load_policy
 
     policy, weights, meta_path = tiny_nsa(tmp_path)
     loaded, meta = load_policy(meta_path)
@@ -120,7 +120,7 @@ def test_nsa_round_trip(tmp_path):
 
 
 def test_network_gnn_round_trip(tmp_path):
-    from tjap.learned.network.gnn import load
+    from tjap.learned.network.nets import load
     from tjap.placement.network import paper_topology
 
     net, _, meta_path = tiny_gnn(tmp_path)
@@ -145,7 +145,7 @@ def test_interference_round_trip(tmp_path, level):
 
 
 def test_provision_network_round_trip(tmp_path):
-    from tjap.learned.provision.weights import load_network
+    from tjap.learned.batch.weights import load_network
 
     (foundation, dqn, pg), _, meta_path = tiny_provision(tmp_path)
     loaded, heads, meta = load_network(meta_path)
@@ -156,7 +156,7 @@ def test_provision_network_round_trip(tmp_path):
 
 
 def test_provision_trees_round_trip(tmp_path):
-    from tjap.learned.provision.weights import load_trees
+    from tjap.learned.batch.weights import load_trees
 
     ensemble, weights, meta_path = tiny_trees(tmp_path)
     loaded, meta = load_trees(meta_path)
@@ -193,7 +193,7 @@ def test_sha256_mismatch(tmp_path):
 
 
 def test_truncated_pt(tmp_path):
-    from tjap.learned.network.gnn import load
+    from tjap.learned.network.nets import load
 
     _, weights, meta_path = tiny_gnn(tmp_path)
     weights.write_bytes(weights.read_bytes()[:200])
@@ -203,7 +203,7 @@ def test_truncated_pt(tmp_path):
 
 
 def test_truncated_npz(tmp_path):
-    from tjap.learned.provision.weights import load_trees
+    from tjap.learned.batch.weights import load_trees
 
     _, weights, meta_path = tiny_trees(tmp_path)
     weights.write_bytes(weights.read_bytes()[:-40])
@@ -214,8 +214,8 @@ def test_truncated_npz(tmp_path):
 
 def test_weights_of_another_model(tmp_path):
     from tjap.learned.interference.policy import load_model
-    from tjap.learned.network.gnn import load
-    from tjap.learned.provision.weights import load_network, load_trees
+    from tjap.learned.network.nets import load
+    from tjap.learned.batch.weights import load_network, load_trees
 
     # another family's tensors under interference metadata (checksum rewritten to match)
     _, _, meta_path = tiny_interference(tmp_path)
@@ -247,7 +247,7 @@ def test_weights_of_another_model(tmp_path):
 
 
 def test_metadata_of_another_family_or_format(tmp_path):
-    from tjap.learned.nsa import load_policy
+    from tjap.learned.tree.policy import load_policy
 
     _, _, meta_path = tiny_interference(tmp_path)
     one_line_error(lambda: load_policy(meta_path), meta_path, "'interference-gnn' weights",
@@ -260,7 +260,7 @@ def test_metadata_of_another_family_or_format(tmp_path):
 
 def test_missing_files(tmp_path):
     from tjap.learned.interference.policy import load_model
-    from tjap.learned.provision.weights import load_trees
+    from tjap.learned.batch.weights import load_trees
 
     one_line_error(lambda: load_model(tmp_path / "nothing.json"), "nothing.json",
                    "no interference GNN metadata", "tjap train interference")
@@ -273,7 +273,7 @@ def test_missing_files(tmp_path):
 
 
 def test_old_format_is_refused_and_upgraded(tmp_path):
-    from tjap.learned.interference.gnn import InterferenceGNN
+    from tjap.learned.interference.nets import InterferenceGNN
     from tjap.learned.interference.policy import load_model
 
     torch.manual_seed(3)

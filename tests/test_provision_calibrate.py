@@ -9,12 +9,12 @@ import shutil
 import numpy as np
 import pytest
 
-from tjap.heuristics.provisioning import run_episode
+from tjap.heuristics.batch.rules import run_episode
 from tjap.registry import make as make_policy
-from tjap.learned.provision.calibrate import SCALES, SHIFTS_H, choose, penalty_h, training_args
-from tjap.learned.provision.episodes import first_submission, record_episode, stack
-from tjap.learned.provision.policies import parse_name
-from tjap.learned.provision.weights import WEIGHTS_DIR, read_metadata, thresholds
+from tjap.learned.batch.calibrate import SCALES, SHIFTS_H, choose, penalty_h, training_args
+from tjap.learned.batch.episodes import first_submission, record_episode, stack
+from tjap.learned.batch.policy import parse_name
+from tjap.learned.batch.weights import WEIGHTS_DIR, read_metadata, thresholds
 from tjap.placement.batch.chained import ChainedEpisode
 from provision_cases import EXACT, PAIR, H, busy_trace
 from tjap.errors import InvalidInputError, UnknownMethodError
@@ -104,7 +104,7 @@ def test_training_args_come_from_the_shipped_metadata():
     assert (args.episodes, args.seed, args.start, args.end) == (1600, 0, "2022-11-01", "2023-03-01")
     assert recorded == meta["episodes"]["train"] + meta["episodes"]["validation"]
     with pytest.raises(InvalidInputError, match="cannot be read"):
-        training_args({"command": "python -m tjap.learned.provision.train --bogus"})
+        training_args({"command": "python -m tjap.learned.batch.train --bogus"})
 
 
 def test_benchmark_reuses_saved_injection_times_only_with_the_same_settings(tmp_path):

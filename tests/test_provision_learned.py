@@ -9,17 +9,17 @@ import itertools
 import numpy as np
 import pytest
 
-from tjap.heuristics.provisioning import run_episode
-from tjap.learned.provision import MODELS
+from tjap.heuristics.batch.rules import run_episode
+from tjap.learned.batch import MODELS
 from tjap.registry import make as make_policy
-from tjap.learned.provision.episodes import first_submission, record_episode, stack, window_index
-from tjap.learned.provision.features import SCALES, normalise, observation
+from tjap.learned.batch.episodes import first_submission, record_episode, stack, window_index
+from tjap.learned.batch.features import SCALES, normalise, observation
 from tjap.placement.batch.chained import ChainedEpisode
 from provision_cases import EXACT, PAIR, H, busy_trace
 from tjap.errors import InvalidInputError, UnknownMethodError
 
 def make_env(**kw):
-    from tjap.learned.envs.provision import ProvisionEnv
+    from tjap.learned.batch.env import ProvisionEnv
 
     return ProvisionEnv(busy_trace(), [30 * H, 34 * H], cluster_nodes=4, pair=PAIR, config=EXACT,
                         **kw)
@@ -109,7 +109,7 @@ def test_recorded_outcomes_match_fresh_episodes():
 
 
 def test_reward_signs():
-    from tjap.learned.provision.train import reward_h
+    from tjap.learned.batch.train import reward_h
 
     assert reward_h([2 * H], e_interruption=3.0).tolist() == [-6.0]
     assert reward_h([-3 * H], e_overlap=0.5).tolist() == [-1.5]
@@ -118,7 +118,7 @@ def test_reward_signs():
 
 def test_policy_gradient_objective_is_the_exact_expected_return():
     torch = pytest.importorskip("torch")
-    from tjap.learned.provision.train import segment_expected_return
+    from tjap.learned.batch.train import segment_expected_return
 
     rng = np.random.default_rng(0)
     lengths = [3, 1, 4]
@@ -143,8 +143,8 @@ def test_policy_gradient_objective_is_the_exact_expected_return():
 
 def test_tree_arrays_predict_exactly_like_sklearn(tmp_path):
     sklearn = pytest.importorskip("sklearn.ensemble")
-    from tjap.learned.provision.trees import from_sklearn_forest
-    from tjap.learned.provision.weights import load_trees, save
+    from tjap.learned.batch.trees import from_sklearn_forest
+    from tjap.learned.batch.weights import load_trees, save
 
     rng = np.random.default_rng(1)
     x = rng.normal(size=(400, 12)).astype(np.float32)
@@ -161,7 +161,7 @@ def test_tree_arrays_predict_exactly_like_sklearn(tmp_path):
 
 def test_tree_arrays_predict_like_xgboost():
     xgb = pytest.importorskip("xgboost")
-    from tjap.learned.provision.trees import from_xgboost
+    from tjap.learned.batch.trees import from_xgboost
 
     rng = np.random.default_rng(2)
     x = rng.normal(size=(400, 12)).astype(np.float32)
@@ -172,8 +172,8 @@ def test_tree_arrays_predict_like_xgboost():
 
 def test_network_save_load_round_trip(tmp_path):
     torch = pytest.importorskip("torch")
-    from tjap.learned.provision.nets import DecisionHead, HistoryTransformer, MixtureOfExperts
-    from tjap.learned.provision.weights import load_network, save
+    from tjap.learned.batch.nets import DecisionHead, HistoryTransformer, MixtureOfExperts
+    from tjap.learned.batch.weights import load_network, save
 
     torch.manual_seed(0)
     experts = [HistoryTransformer(d_model=8, heads=2, layers=1, feedforward=16) for _ in range(2)]

@@ -10,12 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from tjap.heuristics.provisioning import Average
-from tjap.placement.batch.live import (LiveEpisode, LiveResult, decide, format_decisions,
+from tjap.heuristics.batch.rules import Average
+from tjap.placement.slurm.chained import (LiveEpisode, LiveResult, decide, format_decisions,
                                     live_state, slurm_limit_min)
 from tjap.placement.batch import Jobs, SchedulerConfig
 from tjap.placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features
-from tjap.placement.batch.slurm import parse_jobcomp, parse_squeue
+from tjap.placement.slurm.client import parse_jobcomp, parse_squeue
 from tjap.errors import InvalidInputError
 
 H = 3600

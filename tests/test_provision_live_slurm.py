@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tjap.heuristics.provisioning import Reactive
-from tjap.placement.batch.live import run_live
+from tjap.heuristics.batch.rules import Reactive
+from tjap.placement.slurm.chained import run_live
 from tjap.placement.batch.chained import Pair
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 
 _REASON = slurm_available()
 pytestmark = [pytest.mark.slurm,

@@ -1,4 +1,4 @@
-"""The README's examples run as written, from a fresh clone (issue 20, item 7).
+"""The README's examples run as written, from a fresh clone.
 
 **What counts as an example.** The lines of the README's shell blocks (```bash, ```sh, ```console
 and unlabelled ones; ``$`` prompts and ``# comments`` removed, ``\\`` continuations joined) and

@@ -1,4 +1,4 @@
-"""The Slurm adapter (tjap.placement.batch.slurm), the local cluster (tjap.placement.batch.slurm_local) and
+"""The Slurm adapter (tjap.placement.slurm.client), the local cluster (tjap.placement.slurm.harness) and
 the trace replay on it (benchmarks.slurm_replay).
 
 Tests marked ``slurm`` start a real slurmctld/slurmd on this machine (``-m slurm``; they skip with
@@ -14,10 +14,10 @@ import time
 import numpy as np
 import pytest
 
-from tjap.placement.batch.slurm import (CompletedJob, SlurmClient, SlurmError, classify_error,
+from tjap.placement.slurm.client import (CompletedJob, SlurmClient, SlurmError, classify_error,
                                    dependency_ids, parse_duration, parse_jobcomp, parse_sinfo,
                                    parse_squeue)
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.errors import TjapError
 
 # -- captured output (Slurm 22.05.8) -----------------------------------------------------------
@@ -189,7 +189,7 @@ def test_config_lines():
 
 def test_replay_validates_rows_before_touching_slurm():
     from benchmarks.slurm_replay import replay_on_slurm
-    from tjap.placement.batch.background import sleep_command as _sleep_command
+    from tjap.placement.slurm.background import sleep_command as _sleep_command
 
     slurm = LocalSlurm(LocalSlurmConfig(cpus=8))   # never started
     good = {"id": "a", "submit_s": 0, "cpus": np.int64(2), "limit_min": 1, "runtime_s": 1.5}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tjap.placement.batch.slurm_local import slurm_available
+from tjap.placement.slurm.harness import slurm_available
 from tjap.placement.batch.traces import bundled_trace
 
 LS6 = bundled_trace("ls6-a100")
@@ -32,7 +32,7 @@ def test_simulator_follows_real_slurm_on_a_trace_slice():
     assert abs(easy["mean_wait_error_s"]) <= 0.3 * easy["mean_wait_slurm_s"]
 
 
-# -- node-level replay (issue 19): each trace node a Slurm node ------------------------------------
+# -- node-level replay: each trace node a Slurm node ------------------------------------
 def test_simulator_follows_a_multi_node_slurm_on_a_trace_slice():
     from benchmarks.slurm_fidelity import fidelity
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tjap
-from tjap.heuristics.guarded import solve_guarded
-from tjap.placement.batch.slurm import (PendingJob, SlurmClient, SlurmError, parse_pending,
+from tjap.heuristics.tree.guarded import solve_guarded
+from tjap.placement.slurm.client import (PendingJob, SlurmClient, SlurmError, parse_pending,
                                    parse_test_only)
 from tjap.placement.tree.cost import assignment_cost, job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
@@ -24,7 +24,7 @@ from tjap.placement.tree.workload import select_prefix
 from tjap.cli import main
 from tjap.cli.slurm import describe
 from tjap.errors import InvalidInputError, UnknownMethodError
-from tjap.slurm.queue import (WaitTracker, eligible, hold_for_locality, plan_window,
+from tjap.placement.slurm.queue import (WaitTracker, eligible, hold_for_locality, plan_window,
                               priority_key)
 from tjap.slurm.service import PlacementService, ServiceConfig, State, transient, unreachable
 

@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 import tjap
-from tjap.placement.batch.slurm import SlurmClient
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
+from tjap.placement.slurm.client import SlurmClient
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from benchmarks import slurm_topology as st
-from tjap.placement.batch.slurm import CompletedJob
-from tjap.placement.batch.slurm_local import slurm_available
+from tjap.placement.slurm.client import CompletedJob
+from tjap.placement.slurm.harness import slurm_available
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.topology import Topology
 from tjap.errors import InvalidInputError

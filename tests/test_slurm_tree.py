@@ -1,4 +1,4 @@
-"""slurm-tree: Slurm 22.05's topology/tree node selection (tjap.heuristics.slurm_tree), without Slurm.
+"""slurm-tree: Slurm 22.05's topology/tree node selection (tjap.heuristics.slurm.tree), without Slurm.
 
 The hand-worked cases follow the rule in the module docstring; the 9-node case with a leaf beside
 a switch (``test_leaf_beside_a_switch_wins_when_its_parent_fits``) is also what a real Slurm
@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from tjap.heuristics.slurm_tree import (INFINITE, SlurmWouldNotPlaceError, slurm_tree_nodes,
+from tjap.heuristics.slurm.tree import (INFINITE, SlurmWouldNotPlaceError, slurm_tree_nodes,
                                    solve_slurm_tree, switch_table)
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.topology import Topology
@@ -65,7 +65,7 @@ def pick(topology, idle, size):
 
 # -- plain-Python reference of the rule (the oracle of the Numba kernel) ----------------------
 def reference_nodes(topology: Topology, idle: set[int], size: int):
-    """The rule of tjap.heuristics.slurm_tree, written with sets and dicts, or None when no switch
+    """The rule of tjap.heuristics.slurm.tree, written with sets and dicts, or None when no switch
     holds ``size`` idle nodes."""
     implicit = topology.switch_names[0] == "(root)"
     switches = list(range(1 if implicit else 0, topology.num_switches))

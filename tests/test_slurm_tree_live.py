@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from benchmarks.slurm_tree_validation import SlurmPlacer, compare, random_window
-from tjap.placement.batch.slurm import SlurmError
-from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig, slurm_available
+from tjap.placement.slurm.client import SlurmError
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError

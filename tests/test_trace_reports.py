@@ -1,4 +1,4 @@
-"""Trace reports (issue 20, item 6): every loader says what it read, skipped (per reason, with the
+"""Trace reports: every loader says what it read, skipped (per reason, with the
 first line of each) and changed (runtimes cut, limits from runtimes, extra SWF fields, SWF field 17
 dependencies and whether they are followed); ``tjap simulate`` shows the report."""
 

@@ -1,4 +1,4 @@
-"""Seed 002's stream on a real job list (issue 20, item 7): ``Workload.from_file`` reads the
+"""Seed 002's stream on a real job list: ``Workload.from_file`` reads the
 authors' published format, SWF and sacct (the last two through the batch trace loaders), reports
 what it read, skipped and changed, and ``--workload FILE`` feeds ``tjap generate windows``,
 ``tjap online`` and ``tjap bench ...``; bad files are one line and exit 2."""

@@ -41,9 +41,9 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
           ``preset="paper"`` is the paper's Table I, ``preset="published"`` its published code.
           Options (each overrides the preset's): ``iterations=``, ``repair=``, ``q=``,
           ``max_remove=``, ``t_max=``, ``t_min=``, ``reinsert=``, ``initial=``; see
-          :func:`tjap.heuristics.anneal.solve_sa`.
+          :func:`tjap.heuristics.tree.anneal.solve_sa`.
         - ``lns``: DCAS descent from the SCAS optimum with the greedy repair (``iterations=``,
-          ``repair=``, ``max_remove=``, ``initial=``); see :func:`tjap.heuristics.anneal.solve_lns`.
+          ``repair=``, ``max_remove=``, ``initial=``); see :func:`tjap.heuristics.tree.anneal.solve_lns`.
         - ``nsa``: neural SA, the SA loop with a trained repair, by default the best settings
           measured (``preset="best"``: the best SA's loop, 1000 iterations, the shipped weights
           trained in it for ``convention``, and the look-ahead over 32 starts the policy
@@ -51,7 +51,7 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
           look-ahead), ``preset="published"`` its published code's loop. Options (each
           overrides the preset's): ``weights=``, ``iterations=``, ``max_remove=``, ``t_max=``,
           ``t_min=``, ``reinsert=``, ``initial=``, ``sample=``, ``lookahead=``; ``info`` records
-          the preset, weights and look-ahead that ran; see :func:`tjap.learned.nsa.solve_nsa`.
+          the preset, weights and look-ahead that ran; see :func:`tjap.learned.tree.policy.solve_nsa`.
     time_limit_s : float, optional
         Wall-clock limit, honoured by every method within 10 % + 0.5 s, building models
         included (importing a solver package or loading weights the first time in a process is

@@ -28,7 +28,7 @@ class StateSpaceTooLargeError(TjapError):
 
 class SlurmError(TjapError):
     """A Slurm command failed, timed out, is not installed, or the controller is unreachable
-    (raised by :mod:`tjap.placement.batch.slurm`, which re-exports it)."""
+    (raised by :mod:`tjap.placement.slurm.client`, which re-exports it)."""
 
 
 class SlurmUnreachableError(SlurmError):

@@ -242,33 +242,33 @@ _add("tree", "freeform-greedy", "tjap.placement.tree.freeform:solve_freeform_gre
      "fast best-fit heuristic with no contiguity rule", model="free")
 _add("tree", "seq", "tjap.placement.tree.scas:solve_seq",
      "the paper's sequential assignment (each job takes the next idle nodes)", model="scas")
-_add("tree", "slurm-tree", "tjap.heuristics.slurm_tree:solve_slurm_tree",
+_add("tree", "slurm-tree", "tjap.heuristics.slurm.tree:solve_slurm_tree",
      "what Slurm 22.05's topology/tree selection does, job by job in window order", model="free")
-_add("tree", "guarded", "tjap.heuristics.guarded:solve_guarded",
+_add("tree", "guarded", "tjap.heuristics.tree.guarded:solve_guarded",
      "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
      time_limited=True, model="free")
-_add("tree", "sa", "tjap.heuristics.anneal:solve_sa",
+_add("tree", "sa", "tjap.heuristics.tree.anneal:solve_sa",
      "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
      time_limited=True, model="dcas")
-_add("tree", "lns", "tjap.heuristics.anneal:solve_lns",
+_add("tree", "lns", "tjap.heuristics.tree.anneal:solve_lns",
      "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True, model="dcas")
-_add("tree", "nsa", "tjap.learned.nsa:solve_nsa",
+_add("tree", "nsa", "tjap.learned.tree.policy:solve_nsa",
      "neural SA: the sa loop with a trained repair operator run in Numba, by default the best "
      "settings measured (preset='paper' for the paper's; weights=...; torch only to train)",
      time_limited=True, learned=True, model="dcas")
 
 # -- seed 003: network request policies -------------------------------------------------------
-_add("network", "tetris", "tjap.heuristics.network:TetrisPolicy",
+_add("network", "tetris", "tjap.heuristics.network.rules:TetrisPolicy",
      "cosine fit of free resources with a rack-locality penalty; shortest paths")
-_add("network", "nalb", "tjap.heuristics.network:NALBPolicy",
+_add("network", "nalb", "tjap.heuristics.network.rules:NALBPolicy",
      "Tetris first server, then a walk by free link channels; balanced routing")
-_add("network", "nulb", "tjap.heuristics.network:NULBPolicy",
+_add("network", "nulb", "tjap.heuristics.network.rules:NULBPolicy",
      "Tetris first server, then a breadth-first walk; balanced routing")
-_add("network", "random", "tjap.heuristics.network:RandomPolicy", "uniform among allowed servers")
-_add("network", "exact", "tjap.heuristics.network:ExactPolicy",
+_add("network", "random", "tjap.heuristics.network.rules:RandomPolicy", "uniform among allowed servers")
+_add("network", "exact", "tjap.heuristics.network.rules:ExactPolicy",
      "CP-SAT per-request model: fewest channels, ties to best fit", exact=True,
      requires=("ortools",), extra="ortools")
-_add("network", "gnn", "tjap.learned.network.gnn:GNNPolicy",
+_add("network", "gnn", "tjap.learned.network.policy:GNNPolicy",
      "learned GNN allocator (shipped weights by default; weights=PATH)", learned=True,
      needs_torch=True, extra="torch==2.13.0")
 
@@ -293,9 +293,9 @@ _add("interference", "marl-server", "tjap.learned.interference.policy:ServerLeve
      needs_torch=True, extra="torch==2.13.0")
 
 # -- seed 004: provisioners for chained jobs --------------------------------------------------
-_add("provision", "reactive", "tjap.heuristics.provisioning:Reactive",
+_add("provision", "reactive", "tjap.heuristics.batch.rules:Reactive",
      "submit the successor when the predecessor ends")
-_add("provision", "avg", "tjap.heuristics.provisioning:Average",
+_add("provision", "avg", "tjap.heuristics.batch.rules:Average",
      "submit once the predecessor's expected end is within the mean recent wait")
 for _name, _text, _torch in (
         ("rf", "random-forest wait regressor (NAME@W: threshold for weight W)", False),
@@ -306,5 +306,5 @@ for _name, _text, _torch in (
         ("moe_dqn", "mixture of experts with a DQN head", True),
         ("transformer_pg", "transformer with a policy-gradient head", True),
         ("moe_pg", "mixture of experts with a policy-gradient head", True)):
-    _add("provision", _name, "tjap.learned.provision.policies:load_provisioner", _text, learned=True,
+    _add("provision", _name, "tjap.learned.batch.policy:load_provisioner", _text, learned=True,
          needs_torch=_torch, pass_name=True, extra="torch==2.13.0" if _torch else "")

@@ -1,2 +1,3 @@
-"""Learned schedulers of seed 001 (issue 8): partition features, the GNN actor-critic, the
-``marl`` placement policy and its training (imitation of Tetris, then actor-critic)."""
+"""Learned schedulers of seed 001: partition features (:mod:`.features`), the GNN actor-critic
+(:mod:`.nets`), the ``marl`` placement policy (:mod:`.policy`), the environment (:mod:`.env`) and
+its training (imitation of a rule, then actor-critic: :mod:`.train`)."""

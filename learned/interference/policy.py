@@ -60,7 +60,7 @@ def weights_level(meta: dict) -> str:
 def load_model(path=None, level: str | None = None):
     """(model, metadata) from ``path`` (.json, .pt or the stem; default the shipped weights);
     with ``level``, weights trained at the other level are refused."""
-    from tjap.learned.interference.gnn import InterferenceGNN
+    from tjap.learned.interference.nets import InterferenceGNN
 
     def build(meta_path, meta):
         if not isinstance(meta.get("model"), dict):
@@ -121,7 +121,7 @@ class MarlPolicy:
         import torch
 
         from tjap.learned.interference.features import Planning, choose_group, observe
-        from tjap.learned.interference.gnn import to_torch
+        from tjap.learned.interference.nets import to_torch
 
         graph = self._graph(sim, partition)
         plan = Planning(sim, partition)

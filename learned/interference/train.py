@@ -55,7 +55,7 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
                     num_actions: int, value_scale: float, log=print):
     import torch
 
-    from tjap.learned.interference.gnn import to_torch
+    from tjap.learned.interference.nets import to_torch
 
     obs_list, masks, actions, returns = data
     rng = np.random.default_rng(seed)
@@ -90,7 +90,7 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
     rows before the first rollout, at every ``eval_every`` decisions and after the last one."""
     import torch
 
-    from tjap.learned.interference.gnn import to_torch
+    from tjap.learned.interference.nets import to_torch
 
     G = env.num_actions
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -181,7 +181,7 @@ def evaluate_in_env(model, env, seeds) -> list[float]:
     their finish)."""
     import torch
 
-    from tjap.learned.interference.gnn import to_torch
+    from tjap.learned.interference.nets import to_torch
 
     out = []
     for seed in seeds:
@@ -242,8 +242,8 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
     """
     import torch
 
-    from tjap.learned.envs.interference import InterferenceEnv
-    from tjap.learned.interference.gnn import InterferenceGNN
+    from tjap.learned.interference.env import InterferenceEnv
+    from tjap.learned.interference.nets import InterferenceGNN
     from tjap.learned.interference.policy import save_model
 
     log = (lambda *a, **kw: None) if quiet else print
@@ -303,7 +303,7 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
                            "jct_rule": f"the {expert} rule's time in system in each "
                                        "interval on the same workload minus the agent's (sum = "
                                        "the rule's total JCT minus the agent's)"}[reward]
-                          + " (learned/envs/interference.py)",
+                          + " (learned/interference/env.py)",
                 "command": command,
                 "train_seconds": round(time.time() - started, 1), "date": date.today().isoformat(),
                 "device": "local CPU, torch.set_num_threads(1)", "curve": curve}

@@ -2,7 +2,7 @@
 
 PPO from random weights leaves the gnn 5-22 % behind the exact per-request CP-SAT model
 (:func:`tjap.placement.network.solve_request`) on the 64-server topologies. So the same network (same
-features, same :class:`~tjap.learned.network.gnn.GraphSAGEAllocator`, saved in the same format, so the
+features, same :class:`~tjap.learned.network.nets.GraphSAGEAllocator`, saved in the same format, so the
 ``gnn`` policy and ``--init`` of :mod:`tjap.learned.network.train` load it) is fitted to the exact
 model's choices:
 
@@ -232,7 +232,7 @@ def validate(net_or_path, topologies=NAMES, *, seeds=range(100, 105), requests: 
     """Mean acceptance of the masked argmax per topology on validation seeds (not the table's)."""
     import torch
 
-    from tjap.learned.network.gnn import GNNPolicy
+    from tjap.learned.network.policy import GNNPolicy
     from tjap.placement.network import evaluate
 
     seeds = list(seeds)
@@ -264,7 +264,7 @@ def train_imitation(topologies=NAMES, *, iterations: int = 4, episodes: int = 6,
     import torch
 
     from tjap.learned.network.features import FeatureBuilder
-    from tjap.learned.network.gnn import ARCH, GraphSAGEAllocator, load, save
+    from tjap.learned.network.nets import ARCH, GraphSAGEAllocator, load, save
 
     if iterations < 1 or episodes < 1 or requests < 1:
         raise InvalidInputError("iterations, episodes and requests must be positive")

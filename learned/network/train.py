@@ -32,7 +32,7 @@ def _make_env(topologies, requests, routing, seed):
         import torch
         from stable_baselines3.common.monitor import Monitor
 
-        from tjap.learned.envs.network_alloc import NetworkAllocEnv
+        from tjap.learned.network.env import NetworkAllocEnv
 
         torch.set_num_threads(1)
         env = Monitor(NetworkAllocEnv(topologies, requests=requests, routing=routing),
@@ -58,7 +58,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from tjap.learned.network.gnn import ARCH, GNNMaskablePolicy, save
+    from tjap.learned.network.nets import ARCH, GNNMaskablePolicy, save
     from tjap.placement.network import paper_topology
 
     if timesteps < 1 or envs < 1:
@@ -77,7 +77,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
                         seed=seed, device="cpu", verbose=0, **hyper)
     continued = None
     if init is not None:   # go on from earlier weights (PPO again; recorded in the metadata)
-        from tjap.learned.network.gnn import load
+        from tjap.learned.network.nets import load
 
         net, continued = load(init)
         model.policy.net.load_state_dict(net.state_dict())
@@ -168,7 +168,7 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
 
 
 def _evaluate_one(job):
-    from tjap.learned.network.gnn import GNNPolicy
+    from tjap.learned.network.policy import GNNPolicy
     from tjap.placement.network import evaluate, paper_topology
 
     path, name, servers, seeds, requests = job

@@ -1,6 +1,6 @@
 """Batch-queue simulation (seed 004, and seed 002's per-job baselines): an event-driven simulator
 of a Slurm-like queue with multifactor priority and backfilling, loaders for real traces, and an
-adapter to a real Slurm (:mod:`tjap.placement.batch.slurm`).
+adapter to a real Slurm (:mod:`tjap.placement.slurm.client`).
 
 >>> from tjap.placement.batch import load_trace, simulate
 >>> from tjap.placement.batch import bundled_trace

@@ -10,7 +10,7 @@ accepted or fails. Measures are sampled after each request's outcome and average
 :class:`Episode` is that loop as an object: :meth:`Episode.step` takes one decision and moves on
 to the next request when the current one ends. :func:`run_episode` drives it with a policy,
 :func:`evaluate` over several seeds, and the gymnasium environment
-(:class:`tjap.learned.envs.network_alloc.NetworkAllocEnv`) with an agent's actions; :func:`serve_request`
+(:class:`tjap.learned.network.env.NetworkAllocEnv`) with an agent's actions; :func:`serve_request`
 serves one request on any engine state.
 """
 

@@ -385,12 +385,12 @@ class Topology:
 
         Raises
         ------
-        tjap.placement.batch.slurm.SlurmError
+        tjap.placement.slurm.client.SlurmError
             Slurm is not installed or its controller cannot be reached (one line).
         InvalidInputError
             Slurm runs without ``TopologyPlugin=topology/tree``.
         """
-        from tjap.placement.tree.slurm_live import live_topology_conf
+        from tjap.placement.slurm.readers import live_topology_conf
 
         return cls.from_slurm(live_topology_conf(env, timeout_s=timeout_s))
 
@@ -398,7 +398,7 @@ class Topology:
     def from_scontrol(cls, text: str) -> "Topology":
         """The tree printed by ``scontrol show topology`` (``Level=`` and ``LinkSpeed=`` are
         ignored; a switch with ``Switches=`` is built from those)."""
-        from tjap.placement.tree.slurm_live import show_topology_conf
+        from tjap.placement.slurm.readers import show_topology_conf
 
         return cls.from_slurm(show_topology_conf(text))
 

@@ -1,4 +1,4 @@
-"""Batch-simulator benchmarks (issue 5): speed on the LS6 trace, scaling with trace size, and the
+"""Batch-simulator benchmarks: speed on the LS6 trace, scaling with trace size, and the
 warm-started replay's monthly waits beside the recorded ones.
 
 Times are wall-clock seconds of the compiled event loop (after one warm-up run that loads the

@@ -10,7 +10,7 @@ Two settings, named in every table:
 - ``paper``: the paper's text: k = 20 (10 pods of 100), Eq. (1) cost, SA with ``preset="paper"``
   (T_max = 2500, re-insertion by descending size).
 
-Every SA run names its preset (see :data:`tjap.heuristics.anneal.SA_PRESETS`), so the tables do not move
+Every SA run names its preset (see :data:`tjap.heuristics.tree.anneal.SA_PRESETS`), so the tables do not move
 when the library's defaults do; the one exception is the NSA table's ``sa_default_same_time``,
 which is by design what ``tjap.solve(w, "sa")`` runs.
 
@@ -49,7 +49,7 @@ SETTINGS = {
 #: "SA best": the best hand-written configuration found here (greedy repair, up to 5 jobs removed,
 #: every job of a capped window, re-insertion largest first, T_max 25000), the library's default.
 BEST_SA = {"preset": "best"}
-#: The best loop with the hand-written look-ahead repair (tjap.heuristics.operators.LookaheadRepair)
+#: The best loop with the hand-written look-ahead repair (tjap.heuristics.tree.operators.LookaheadRepair)
 LOOKAHEAD_SA = {"preset": "best", "repair": "lookahead"}
 
 #: The setting's LNS-500: descent from the SCAS optimum with the greedy repair, n^D = 2.
@@ -195,7 +195,7 @@ def default_sa_preset() -> str:
     """The preset ``tjap.solve(window, "sa")`` runs when none is given."""
     import inspect
 
-    from tjap.heuristics.anneal import solve_sa
+    from tjap.heuristics.tree.anneal import solve_sa
 
     return inspect.signature(solve_sa).parameters["preset"].default
 
@@ -290,7 +290,7 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     solver's wall time), ``_cpu_s`` (CPU time of the call) and ``_iterations``:
 
     - ``nsa500``: NSA, 500 iterations, ``weights``, the loop of ``preset`` (default: the
-      setting's) and its ``lookahead`` (default: the preset's, :data:`tjap.learned.nsa.NSA_LOOKAHEAD`);
+      setting's) and its ``lookahead`` (default: the preset's, :data:`tjap.learned.tree.policy.NSA_LOOKAHEAD`);
     - ``seq``, ``scas_opt`` (dp);
     - ``sa500``, ``sa1000``: SA with the paper's repair in the setting's loop (the paper's
       comparison); ``sa500_best``: the best hand-written SA (:data:`BEST_SA`), 500 iterations;

@@ -138,7 +138,7 @@ def add_parser(sub) -> None:
     _add_live(prov.add_parser("live", help="run a provisioner against a real Slurm (sbatch the successor)",
                           description="Watch a predecessor on a real Slurm and submit its successor "
                                       "when the provisioner says so (compressed time; optional "
-                                      "trace background load). See tjap.placement.batch.live."))
+                                      "trace background load). See tjap.placement.slurm.chained."))
     add_common(prov.choices["live"])
 
     p.set_defaults(run=cmd_provision)
@@ -235,7 +235,7 @@ def _provisioner(name: str, seed: int, weights=None):
 def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, scheduler,
                         weights=None) -> dict:
     """One provisioner over the injection times (a task of the executor)."""
-    from tjap.heuristics.provisioning import evaluate, scheduler_config
+    from tjap.heuristics.batch.rules import evaluate, scheduler_config
     from tjap.placement.batch.chained import Pair
 
     provisioner = _provisioner(policy, seed, weights)
@@ -248,7 +248,7 @@ def cmd_provision(args) -> int:
         return _provision_calibrate(args)
     if args.what == "live":
         return _provision_live(args)
-    from tjap.heuristics.provisioning import sample_pairs, scheduler_config
+    from tjap.heuristics.batch.rules import sample_pairs, scheduler_config
     from tjap.placement.batch.chained import Pair
     from tjap.placement.batch.replay import check_period, parse_date
 
@@ -327,7 +327,7 @@ def _interruption_weights(args) -> list[float]:
 
 
 def _provision_calibrate(args) -> int:
-    from tjap.learned.provision.calibrate import calibrate
+    from tjap.learned.batch.calibrate import calibrate
 
     if not Path(args.data).exists():     # read if it exists, else written
         check_output(args.data, "--data")
@@ -378,11 +378,11 @@ def _add_live(p) -> None:
 
 def _provision_live(args) -> int:
     """``tjap provision live``: returns the exit code; errors raise TjapError (one line)."""
-    from tjap.placement.batch.live import START_HINT, format_decisions, run_live
-    from tjap.placement.batch.background import BackgroundLoad, background_rows
+    from tjap.placement.slurm.chained import START_HINT, format_decisions, run_live
+    from tjap.placement.slurm.background import BackgroundLoad, background_rows
     from tjap.placement.batch.chained import Pair
-    from tjap.placement.batch.slurm import SlurmClient, SlurmError
-    from tjap.placement.batch.slurm_local import LocalSlurm, LocalSlurmConfig
+    from tjap.placement.slurm.client import SlurmClient, SlurmError
+    from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
     from tjap.errors import InvalidInputError
 
     if not 0 < args.compress <= 1e6:

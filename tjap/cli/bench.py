@@ -77,7 +77,7 @@ def add_parser(sub) -> None:
                                 "trained in the published setting; with --preset best the "
                                 "setting's nsa_cnn3_best_<setting>.json)")
             b.add_argument("--preset", default=None, metavar="NAME",
-                           help="NSA's loop, a preset of tjap.learned.nsa.NSA_PRESETS (default: the "
+                           help="NSA's loop, a preset of tjap.learned.tree.policy.NSA_PRESETS (default: the "
                                 "setting's); the SA columns keep the setting's")
             b.add_argument("--lookahead", type=count, default=None, metavar="K",
                            help="NSA scores its policy's K proposed starts with the later jobs "
@@ -229,7 +229,7 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
     the summary to NAME.json; returns the printed text and the summary."""
     import json
 
-    from tjap.learned.nsa import default_weights
+    from tjap.learned.tree.policy import default_weights
     from tjap.result import plain
 
     preset = args.preset or args.setting
@@ -250,7 +250,7 @@ def _bench_nsa(args, sa_tables, out_dir: Path, tag: str, workload) -> tuple[str,
     default = sa_tables.default_sa_preset()
     conv = sa_tables.SETTINGS[args.setting]["convention"]
     weights = args.weights or f"learned/weights/{default_weights(preset, conv).name}"
-    from tjap.learned.nsa import preset_lookahead
+    from tjap.learned.tree.policy import preset_lookahead
 
     summary = {"setting": args.setting, "nsa_preset": preset,
                "nsa_lookahead": preset_lookahead(preset, args.lookahead),

@@ -152,7 +152,7 @@ def describe(rec: dict) -> list[str]:
 
 
 def run_place(args) -> int:
-    from tjap.placement.batch.slurm import SlurmError, SlurmUnreachableError
+    from tjap.placement.slurm.client import SlurmError, SlurmUnreachableError
     from tjap.slurm.service import PlacementService
 
     cfg = _config(args, interval_s=_number(args.interval, "--interval"),
@@ -179,7 +179,7 @@ def run_place(args) -> int:
 
 
 def run_advise(args) -> int:
-    from tjap.placement.batch.slurm import SlurmError, SlurmUnreachableError
+    from tjap.placement.slurm.client import SlurmError, SlurmUnreachableError
     from tjap.slurm.service import PlacementService
 
     service = PlacementService(_config(args))

@@ -1,4 +1,4 @@
-"""``tjap topology show FILE``: what a cluster's switch tree looks like to tjap (issue 18).
+"""``tjap topology show FILE``: what a cluster's switch tree looks like to tjap.
 
 FILE is a Slurm ``topology.conf`` or a JSON tree (``Topology.to_dict()``); the command prints the
 switch levels, the size of every level's switches, the node count and the depth-first node order

@@ -97,7 +97,7 @@ def cmd_train(args) -> int:
         return _train_provision(args)
     if args.what == "interference":
         return _train_interference(args)
-    from tjap.learned.train import train_nsa
+    from tjap.learned.tree.train import train_nsa
 
     out = train_nsa(args.arch, args.timesteps, args.seed, args.out, args.setting, args.windows,
                     args.reward, quiet=args.quiet, device=args.device, boundaries=args.boundaries,
@@ -319,7 +319,7 @@ def _train_interference(args) -> int:
 
 def _add_provision(train_subparsers) -> None:
     """``tjap train provision``: every seed-004 provisioner from one recorded set of episodes."""
-    from tjap.learned.provision.train import parser
+    from tjap.learned.batch.train import parser
 
     t = train_subparsers.add_parser(
         "provision", parents=[parser(add_help=False)],
@@ -333,7 +333,7 @@ def _add_provision(train_subparsers) -> None:
 
 
 def _train_provision(args) -> int:
-    from tjap.learned.provision.train import run
+    from tjap.learned.batch.train import run
 
     return run(args, args.command_line.split(" ")[3:])   # after "tjap train provision"
 

@@ -6,7 +6,7 @@ One pass (a *window*):
    logged), the partition's idle nodes (``sinfo``) and its pending jobs (one ``squeue``, which
    with EASY also lists the running jobs); idle nodes
    that a released but not yet started job asks for (``ReqNodeList``) do not count as idle;
-2. keep the jobs the service may place (:func:`tjap.slurm.queue.eligible`: held by their owner
+2. keep the jobs the service may place (:func:`tjap.placement.slurm.queue.eligible`: held by their owner
    with ``sbatch --hold``, plain ``-N n`` jobs), order them as the paper does (more windows
    waited first, then fewer nodes) and take the greedy prefix that fits the idle nodes; with
    ``backfill="easy"`` (the default) also the later jobs that fit now without delaying the
@@ -14,7 +14,7 @@ One pass (a *window*):
    Slurm's own backfill would have started them;
    with ``locality_slack`` set, a multi-node job whose best nodes now cost more than
    ``1 + locality_slack`` times its best on the empty partition stays held for up to
-   ``locality_wait_s`` seconds after its submission (:func:`tjap.slurm.queue.hold_for_locality`);
+   ``locality_wait_s`` seconds after its submission (:func:`tjap.placement.slurm.queue.hold_for_locality`);
 3. solve that window with ``method`` (default ``guarded``: never costlier than Slurm's own
    ``topology/tree`` choice nor than the SCAS optimum), and compute Slurm's would-be cost
    (``slurm-tree``) and the SCAS optimum beside it;
@@ -34,7 +34,7 @@ job's update and release finish, leave the rest held, log a ``stop`` line and re
 SIGTERM, 130 for SIGINT).
 
 The Slurm commands are found on ``PATH`` and read ``SLURM_CONF`` from the environment; they are
-run with argument lists (:class:`tjap.placement.batch.slurm.SlurmClient`), never through a shell.
+run with argument lists (:class:`tjap.placement.slurm.client.SlurmClient`), never through a shell.
 An account with no Slurm rights may run the service for its own jobs; other users' jobs need a
 Slurm operator account (or the ``SlurmUser``): Slurm refuses the update otherwise, and the job
 stays held with that reason in its record.
@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tjap.placement.batch.slurm import PendingJob, SlurmClient, SlurmError
+from tjap.placement.slurm.client import PendingJob, SlurmClient, SlurmError
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.topology import Topology
@@ -62,7 +62,7 @@ from tjap.api import MAX_TIME_LIMIT_S, solve
 from tjap.errors import InvalidInputError, TjapError
 from tjap.registry import get
 from tjap.result import plain
-from tjap.slurm.queue import (BACKFILL, WaitTracker, eligible, hold_for_locality, plan_window,
+from tjap.placement.slurm.queue import (BACKFILL, WaitTracker, eligible, hold_for_locality, plan_window,
                               priority_key)
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).

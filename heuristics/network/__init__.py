@@ -1,0 +1,1 @@
+"""Hand-written server policies of the data-centre network family (seed 003): :mod:`.rules`."""

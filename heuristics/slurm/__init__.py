@@ -1,0 +1,2 @@
+"""Slurm's own node selection, re-implemented from its documentation and source as baseline
+methods: :mod:`.tree` (``topology/tree``, the ``slurm-tree`` method)."""

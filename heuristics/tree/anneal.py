@@ -1,0 +1,301 @@
+"""Simulated annealing and large-neighbourhood search over DCAS solutions of a window.
+
+:func:`anneal` is the one loop (Algorithm 1 of seed 002): start from an initial solution (Seq by
+default, or any Result), remove 1..n^D random jobs, re-insert them one by one with a repair operator
+in the sequence updated after the kept jobs, accept by the Metropolis rule (or only improvements),
+cool exponentially. The loop runs compiled in Numba; operators are chosen by
+:mod:`tjap.heuristics.tree.operators`.
+
+Registered in :func:`tjap.solve` as:
+
+- ``"sa"`` (:func:`solve_sa`): by default the best hand-written configuration measured
+  (``preset="best"``: greedy repair, n^D = 5, T_max 25000, 1000 iterations; benchmarks/RESULTS.md,
+  Table III's "SA-1000 best"). ``preset="paper"`` is the paper's Table I (T_max 2500, T_min 2.5,
+  500 iterations, n^D = 2, q = 100, ``repair="paper"``), ``preset="published"`` the published
+  code's setting (T_max 25000, re-insertion in window order).
+- ``"lns"`` (:func:`solve_lns`): start from the exact SCAS optimum and descend with the greedy
+  repair.
+
+Both run on any switch tree (a :class:`~tjap.placement.tree.fat_tree.FatTree` or a general
+:class:`~tjap.placement.tree.topology.Topology`): the kernels cost blocks through the tree's count form.
+The learned repair (``"nsa"``, :mod:`tjap.learned.tree.policy`) is the exception: its features are the paper's
+fat-tree edge switches and pods.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tjap.heuristics.tree import _kernels
+from tjap.heuristics.tree.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repair, REINSERT,
+                                  make_repair)
+from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.dcas import Arrays, decode, encode
+from tjap.placement.tree.exact import window_solver
+from tjap._backends import Deadline, Slices
+from tjap.errors import InvalidInputError
+from tjap.placement.tree.result import Result, Status
+from tjap.placement.tree.window import Window
+
+#: Named settings of every option of :func:`solve_sa`; explicit options override them.
+#:
+#: - ``"best"`` (the default): the best hand-written configuration measured, Table III's
+#:   "SA-1000 best" in benchmarks/RESULTS.md (greedy repair, every job of a capped window
+#:   removable, largest first, T_max 25000): 0.3-0.6 % above the SCAS optimum on the paper's
+#:   stream, against 2.2-3.7 % for the paper's settings at 1000 iterations.
+#: - ``"paper"``: the paper's Table I (T_max 2500, T_min 2.5, 500 iterations, n^D = 2, q = 100)
+#:   with its repair (a start drawn among the first q positions), largest first.
+#: - ``"published"``: the authors' published code, which produced the paper's tables: as
+#:   ``"paper"`` with T_max 25000 and removed jobs re-inserted in window order (its cost
+#:   convention is ``convention="published"``, given separately).
+SA_PRESETS = {
+    "best": {"iterations": 1000, "repair": "greedy", "q": 100, "max_remove": 5, "t_max": 25000.0,
+             "t_min": 2.5, "reinsert": "largest-first", "initial": "seq"},
+    "paper": {"iterations": 500, "repair": "paper", "q": 100, "max_remove": 2, "t_max": 2500.0,
+              "t_min": 2.5, "reinsert": "largest-first", "initial": "seq"},
+    "published": {"iterations": 500, "repair": "paper", "q": 100, "max_remove": 2,
+                  "t_max": 25000.0, "t_min": 2.5, "reinsert": "window-order", "initial": "seq"},
+}
+
+
+def preset_options(preset, presets: dict, **given) -> dict:
+    """The options of ``presets[preset]``, each replaced by the value in ``given`` unless that is
+    None (not given)."""
+    if not isinstance(preset, str) or preset not in presets:
+        raise InvalidInputError(f"preset must be one of {', '.join(presets)}, got {preset!r}")
+    chosen = presets[preset]
+    return {name: chosen[name] if value is None else value for name, value in given.items()}
+
+
+def initial_solution(window: Window, initial, convention: str, seed: int,
+                     time_limit_s: float | None = None):
+    """(order, starts, label, stopped) for ``initial``: "seq", the name of an exact method
+    (:data:`tjap.placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
+    is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit."""
+    if initial is None or initial == "seq":
+        return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq", False
+    if isinstance(initial, str) or callable(initial):
+        limit = {} if time_limit_s is None else {"time_limit_s": time_limit_s}
+        initial = window_solver(initial)(window, seed=seed, convention=convention, **limit)
+    assignment = initial.assignment if isinstance(initial, Result) else initial
+    label = initial.method if isinstance(initial, Result) else "given"
+    stopped = isinstance(initial, Result) and initial.status is Status.TIME_LIMIT
+    order, starts = encode(window, assignment)
+    return np.array(order, np.int64), np.array(starts, np.int64), label, stopped
+
+
+def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "paper",
+           destroy: RandomDestroy | None = None, accept=None, reinsert: str = "largest-first",
+           initial=None, convention: str = "paper", time_limit_s: float | None = None,
+           seed: int = 0, method: str = "sa") -> Result:
+    """Run the DCAS search loop on one window and return the best solution found.
+
+    The loop's own defaults are the paper's operators (Table I); :func:`solve_sa` and
+    :func:`solve_lns` choose the configurations that :func:`tjap.solve` runs.
+
+    Parameters
+    ----------
+    window : Window
+        The idle nodes and the jobs to place.
+    iterations : int, default 500
+        Moves (t_max in the paper); the cooling schedule spans them.
+    repair : Repair or {"paper", "uniform", "greedy", "lookahead"}, default "paper"
+        How a re-inserted job chooses its start (:mod:`tjap.heuristics.tree.operators`); a name builds the
+        operator with its defaults (q = 100).
+    destroy : RandomDestroy, default RandomDestroy(max_remove=2)
+        How many jobs a move removes (1..max_remove, uniformly).
+    accept : Metropolis or ImprovingOnly, default Metropolis(2500, 2.5)
+        Acceptance rule and cooling schedule.
+    reinsert : {"largest-first", "window-order"}, default "largest-first"
+        Order of re-insertion: descending size (the paper) or window order (its code).
+    initial : None, str, callable, Result or assignment, default None
+        Where the search starts, by default Seq. A name of :data:`tjap.placement.tree.exact.SOLVERS`
+        (``"dp"``, ``"auto"``...) or a callable ``solver(window, *, seed, convention)`` is
+        solved first with the same seed.
+    convention : {"paper", "published"}, default "paper"
+        Cost convention, see :mod:`tjap.placement.tree.cost`.
+    time_limit_s : float, optional
+        Stop once exceeded, between chunks of 256 iterations (a chunk of the learned repair
+        takes milliseconds). An initial solution from a solver gets half of it.
+    seed : int, default 0
+        Seed of the loop's generator; the same seed gives the same Result.
+    method : str, default "sa"
+        The method name recorded in the Result.
+
+    Returns
+    -------
+    Result
+        The best solution found: status FEASIBLE, or TIME_LIMIT when the limit cut the
+        iterations (or the initial solver) short (``info["stopped"]`` says so); ``info`` holds the initial solution and its
+        cost, accepted and improving moves, the repair's name, the best (order, starts) and the
+        loop's iterations per second.
+    """
+    started = time.perf_counter()
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
+        raise InvalidInputError(f"iterations must be a non-negative integer, got {iterations!r}")
+    if reinsert not in REINSERT:
+        raise InvalidInputError(f"reinsert must be one of {', '.join(REINSERT)}, got {reinsert!r}")
+    repair = make_repair(repair)
+    destroy = destroy or RandomDestroy()
+    accept = accept or Metropolis()
+    code = convention_code(convention)
+    a = Arrays(window)
+    deadline = Deadline(time_limit_s, started)
+    cur_order, cur_starts, label, initial_stopped = initial_solution(
+        window, initial, convention, seed,
+        None if time_limit_s is None else max(0.5 * deadline.left(), 1e-3))
+    args = (*a.tree, code, a.sizes)
+    cur = _kernels.solution_cost(*args, cur_order, cur_starts)
+    initial_cost = cur
+    best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
+    accepted = improved = done = 0
+    loop_s = 0.0
+    repair_arg = repair.kernel_argument(window, a)  # its kind is chosen by type
+    stopped = None
+    # the loop runs in slices of whole chunks (the RNG is re-seeded per chunk inside the kernel,
+    # so the trajectory is the same however it is sliced): one chunk at a time under a time
+    # limit, else slices of about 0.1 s (the first 4096 iterations: the usual runs in one call;
+    # 256 with the learned repair, whose iterations take up to about 1 ms), so that a Ctrl-C is
+    # seen between them
+    slices = Slices(_kernels.CHUNK, first=1 if repair.code == _kernels.REPAIR_LEARNED else 16)
+    while done < iterations:
+        if deadline.expired():
+            stopped = "time limit"
+            break
+        end = min(done + (_kernels.CHUNK if time_limit_s is not None else slices.size), iterations)
+        tick = time.perf_counter()
+        cur, best, acc, imp = _kernels.anneal(
+            *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
+            iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove, repair_arg,
+            repair.q, REINSERT[reinsert], accept.code, seed)
+        slices.took(time.perf_counter() - tick)
+        loop_s += time.perf_counter() - tick
+        accepted, improved, done = accepted + acc, improved + imp, end
+    if stopped is None and initial_stopped:
+        stopped = "time limit (initial solution)"
+    assignment = decode(window, best_order, best_starts)
+    info = {"initial": label, "initial_cost": float(initial_cost), "accepted": int(accepted),
+            "improved": int(improved), "repair": repair.name, "order": best_order.tolist(),
+            "starts": best_starts.tolist(),
+            "iterations_per_s": done / loop_s if loop_s > 0 and done else None}
+    if stopped:
+        info["stopped"] = stopped
+    return Result.from_assignment(
+        window, assignment, status=Status.TIME_LIMIT if stopped else Status.FEASIBLE,
+        method=method, convention=convention, runtime_s=time.perf_counter() - started,
+        seed=seed, iterations=done, info=info)
+
+
+def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset="best",
+             iterations=None, repair=None, q=None, max_remove=None, t_max=None, t_min=None,
+             reinsert=None, initial=None) -> Result:
+    """DCAS simulated annealing: by default the best hand-written configuration measured.
+
+    Every option left out (None) takes its value from ``preset``; an option given explicitly
+    overrides it. ``tjap.solve(window, "sa", preset="paper")`` is the paper's SA (Table I).
+
+    Parameters
+    ----------
+    window : Window
+        The idle nodes and the jobs to place.
+    convention : {"paper", "published"}, default "paper"
+        Cost convention, see :mod:`tjap.placement.tree.cost` (not part of a preset).
+    time_limit_s : float, optional
+        Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
+    seed : int, default 0
+        Seed of the loop's generator; the same seed gives the same Result.
+    preset : {"best", "paper", "published"}, default "best"
+        Named settings of the options below (:data:`SA_PRESETS`). ``"best"``: the best
+        hand-written configuration measured (benchmarks/RESULTS.md, Table III's "SA-1000 best":
+        0.3-0.6 % above the SCAS optimum on the paper's stream). ``"paper"``: the paper's
+        Table I with its repair. ``"published"``: the published code, which produced the
+        paper's tables (pass ``convention="published"`` too for its cost convention).
+    iterations : int, optional
+        Moves; the cooling schedule spans them. best 1000, paper 500, published 500.
+    repair : {"paper", "uniform", "greedy", "lookahead"} or Repair, optional
+        How a re-inserted job chooses its start: ``"greedy"`` the start of the cheapest block,
+        ``"lookahead"`` the best of 16 candidate starts, each scored with the jobs still to
+        re-insert placed greedily after it (:class:`~tjap.heuristics.tree.operators.LookaheadRepair`,
+        about 10x the time per move), ``"paper"`` a start drawn uniformly among the first ``q``
+        positions, ``"uniform"`` a start drawn over every position. best "greedy", paper
+        "paper", published "paper".
+    q : int, optional
+        Positions ``repair="paper"`` draws from (ignored by the other repairs; at least 1).
+        100 in every preset.
+    max_remove : int, optional
+        n^D: a move removes 1..max_remove jobs, uniformly. best 5 (every job of a window capped
+        at 5), paper 2, published 2.
+    t_max, t_min : float, optional
+        Metropolis temperatures, cooled exponentially from t_max to t_min over the iterations.
+        t_max: best 25000, paper 2500, published 25000; t_min 2.5 in every preset.
+    reinsert : {"largest-first", "window-order"}, optional
+        Order in which removed jobs are re-inserted: by descending size (the paper's text) or
+        in window order (its code). best and paper "largest-first", published "window-order".
+    initial : str, callable, Result or assignment, optional
+        Where the search starts: ``"seq"`` (the paper's sequential assignment, in every
+        preset), an exact method's name (``"dp"``, ``"auto"``... of
+        :data:`tjap.placement.tree.exact.SOLVERS`) or a solver callable, solved first with the same
+        seed, or a given Result or assignment.
+
+    Returns
+    -------
+    Result
+        The best solution found; see :func:`anneal`.
+
+    Raises
+    ------
+    InvalidInputError
+        An unknown preset, repair or reinsert order, or an option out of range.
+    """
+    o = preset_options(preset, SA_PRESETS, iterations=iterations, repair=repair, q=q,
+                       max_remove=max_remove, t_max=t_max, t_min=t_min, reinsert=reinsert,
+                       initial=initial)
+    return anneal(window, iterations=o["iterations"], repair=make_repair(o["repair"], o["q"]),
+                  destroy=RandomDestroy(o["max_remove"]), accept=Metropolis(o["t_max"], o["t_min"]),
+                  reinsert=o["reinsert"], initial=o["initial"], convention=convention,
+                  time_limit_s=time_limit_s, seed=seed, method="sa")
+
+
+def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
+              repair="greedy", max_remove=2, initial="auto") -> Result:
+    """DCAS descent from the exact SCAS optimum with the greedy repair (large-neighbourhood
+    search): the best measured search, at or below the SCAS optimum on every window.
+
+    Moves are accepted only when they do not worsen the current cost; removed jobs are
+    re-inserted largest first. Its defaults are Table III's "LNS-500" (benchmarks/RESULTS.md:
+    0.05-0.08 % below the SCAS optimum on average). The best SA's destroy (n^D = 5) measured
+    better for it on one layout and worse on the other (benchmarks/sa_defaults.py), so it keeps
+    n^D = 2.
+
+    Parameters
+    ----------
+    window : Window
+        The idle nodes and the jobs to place.
+    convention : {"paper", "published"}, default "paper"
+        Cost convention, see :mod:`tjap.placement.tree.cost`.
+    time_limit_s : float, optional
+        Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
+    seed : int, default 0
+        Seed of the loop's generator; the same seed gives the same Result.
+    iterations : int, default 500
+        Moves.
+    repair : {"greedy", "paper", "uniform"} or Repair, default "greedy"
+        How a re-inserted job chooses its start (see :func:`solve_sa`; ``"paper"`` draws among
+        the first 100 positions).
+    max_remove : int, default 2
+        A move removes 1..max_remove jobs, uniformly.
+    initial : str, callable, Result or assignment, default "auto"
+        Where the descent starts: by default the exact SCAS optimum (``"auto"``: dp, or SCIP on
+        a large window), so the result is never above it; otherwise as in :func:`solve_sa`.
+
+    Returns
+    -------
+    Result
+        The best solution found; see :func:`anneal`.
+    """
+    return anneal(window, iterations=iterations, repair=make_repair(repair),
+                  destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),
+                  reinsert="largest-first", initial=initial, convention=convention,
+                  time_limit_s=time_limit_s, seed=seed, method="lns")
