@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Both create .venv when needed.
-# `make docs` builds the API reference (mkdocs.yml, docs/) into site/, strict: any warning fails.
+# `make docs` builds the documentation site (mkdocs.yml, docs/) into site/, strict: any warning
+# fails, then checks it in headless Chromium (installed with apt when missing; tests marked docs).
 PYTHON ?= python3
 VENV := .venv
 # The one place torch is pinned: the CPU build, installed before anything else so that no
@@ -38,7 +39,9 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/tjap bench exact --num-windows 200 --seed 0 --layout published
 
 docs: $(VENV)/.installed
+	bash .ci/install-chromium || echo "warning: could not install chromium; the browser checks will skip"
 	$(VENV)/bin/mkdocs build --strict --site-dir site
+	TJAP_DOCS_SITE=site $(VENV)/bin/python -m pytest -q -m docs -rs tests/test_docs_site.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info benchmarks/out site

@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from benchmarks.common import one_line_errors, parser
 from tjap.placement.tree import csp
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.scas import set_packing_nonzeros, solve_scip
@@ -36,15 +37,22 @@ def scattered_window(jobs: int, idle: int, seed: int) -> Window:
     return Window(tree, idle_nodes, sizes.tolist())
 
 
-def main(argv=None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cap", type=float, default=30.0, help="SCIP's time limit per window (s)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="window seeds")
-    parser.add_argument("--idle", type=int, nargs="+", default=[100, 200, 400, 700, 1000],
-                        help="idle nodes per window")
-    parser.add_argument("--jobs", type=int, nargs="+", default=[5, 10, 20, 40, 80],
-                        help="jobs per window")
-    args = parser.parse_args(argv)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("auto_rules", __doc__)
+    p.add_argument("--cap", type=float, default=30.0, help="SCIP's time limit per window (s)")
+    p.add_argument("--seed", "--seeds", dest="seeds", type=int, nargs="+", default=[0],
+                   help="window seeds (default 0)")
+    p.add_argument("--idle", type=int, nargs="+", default=[100, 200, 400, 700, 1000],
+                   help="idle nodes per window")
+    p.add_argument("--jobs", type=int, nargs="+", default=[5, 10, 20, 40, 80],
+                   help="jobs per window")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Solve the grid's windows with SCIP; print a row per window, then all sorted by size."""
+    args = build_parser().parse_args(argv)
     rows = []
     for idle in args.idle:
         for jobs in args.jobs:
@@ -62,8 +70,8 @@ def main(argv=None) -> list[dict]:
     print(format_table(sorted(rows, key=lambda r: r["nonzeros"]),
                        [("idle", ""), ("jobs", ""), ("seed", ""), ("dp_cells", ",d"),
                         ("nonzeros", ",d"), ("scip_s", ".2f"), ("status", "")]))
-    return rows
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

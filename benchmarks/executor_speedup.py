@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.common import format_table, make_executor
+from benchmarks.common import add_out, format_table, make_executor, one_line_errors, parser
 from benchmarks.network import HEURISTICS, sweep
 from tjap.placement.network import NAMES
 
@@ -47,17 +47,24 @@ def _nothing() -> int:
     return os.getpid()
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("executor_speedup", __doc__)
+    p.add_argument("--workers", type=int, default=2,
+                   help="processes of the pool and of the local Ray (default 2)")
+    p.add_argument("--seeds", type=int, default=10, help="episodes per task (default 10)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="the first episode's seed (default 0; the others follow it)")
+    p.add_argument("--requests", type=int, default=512,
+                   help="requests per episode (default 512)")
+    p.add_argument("--no-ray", action="store_true", help="skip the Ray run")
+    add_out(p, "the CSV of each back end")
+    return p
+
+
+@one_line_errors
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.executor_speedup",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--seeds", type=int, default=10, help="episodes per task (default 10)")
-    parser.add_argument("--requests", type=int, default=512,
-                        help="requests per episode (default 512)")
-    parser.add_argument("--no-ray", action="store_true", help="skip the Ray run")
-    parser.add_argument("--out", default="benchmarks/out")
-    args = parser.parse_args(argv)
+    """Run the sweep on each back end; exit 1 when their rows differ."""
+    args = build_parser().parse_args(argv)
     out = Path(args.out)
     backends = [("serial", make_executor(1)), (f"pool{args.workers}", make_executor(args.workers))]
     if not args.no_ray:
@@ -70,8 +77,8 @@ def main(argv=None) -> int:
     for name, executor in backends:
         path = out / f"executor_speedup_{name}.csv"
         tick = time.perf_counter()
-        done = sweep(64, args.requests, args.seeds, HEURISTICS, quiet=True, executor=executor,
-                     csv_path=path)
+        done = sweep(64, args.requests, args.seeds, HEURISTICS, seed_base=args.seed, quiet=True,
+                     executor=executor, csv_path=path)
         wall_s = time.perf_counter() - tick
         rows.append({"backend": name, "workers": executor.workers, "tasks": len(done),
                      "wall_s": wall_s, "in_flight": sum(r["wall_s"] for r in done) / wall_s,

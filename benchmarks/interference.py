@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import executor_from_args, format_table, make_executor, write_csv
+from benchmarks.common import (add_out, executor_from_args, format_table, make_executor,
+                               one_line_errors, parser, write_csv)
 from tjap.placement.interference import Workload, default_rate, error_table, make_cluster, simulate
 from tjap.executor import add_executor_arguments
 from tjap.registry import make
@@ -145,19 +146,24 @@ def diagnose(k: int = 20, intervals: int = 48, arrivals: str = "uniform", seed: 
     return report
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.interference", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--intervals", type=int, default=48)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--figures", default="7,8,9")
-    parser.add_argument("--policies", default=",".join(POLICIES))
-    parser.add_argument("--opt-iterations", type=int, default=2000)
-    parser.add_argument("--out", default="benchmarks/out")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
-    add_executor_arguments(parser)
-    args = parser.parse_args(argv)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("interference", __doc__)
+    p.add_argument("--intervals", type=int, default=48)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--figures", default="7,8,9")
+    p.add_argument("--policies", default=",".join(POLICIES))
+    p.add_argument("--opt-iterations", type=int, default=2000)
+    add_out(p, "the CSV files")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    add_executor_arguments(p)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run the comparisons; print the tables (or, with ``--json``, everything)."""
+    args = build_parser().parse_args(argv)
     out = Path(args.out)
     start = time.perf_counter()
     table3 = error_table(480, args.seed)
@@ -174,7 +180,7 @@ def main(argv=None) -> dict:
                           f"python {platform.python_version()}"}
     if args.json:
         print(json.dumps(summary, indent=2))
-        return summary
+        return 0
     print("Table III on generated samples (held-out 20 %)")
     print(format_table(table3, [("model", ""), ("train_error", ".3f"), ("test_error", ".3f"),
                                 ("paper_error", ".3f")]))
@@ -188,8 +194,8 @@ def main(argv=None) -> dict:
                             ("avg_comm_share", ".3f"), ("utilization", ".3f"),
                             ("runtime_s", ".1f")]))
     print(f"\ntotal {summary['total_wall_s']:.0f} s; files: " + ", ".join(files.values()))
-    return summary
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import pyplot, save_figure
+from benchmarks.common import one_line_errors, parser, pyplot, save_figure
 from tjap.errors import InvalidInputError
 
 
@@ -71,17 +71,20 @@ def smooth(values: np.ndarray, window: int) -> np.ndarray:
     return (sums[idx] - sums[lo]) / (idx - lo)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("interference_fig10", __doc__)
     p.add_argument("runs", nargs="+", help="metadata .json of training runs")
     p.add_argument("--window", type=int, default=20, help="episodes per smoothing window")
-    p.add_argument("--figure", default="benchmarks/figures/interference_fig10.png")
-    args = p.parse_args(argv)
-    try:
-        runs = [load_run(path) for path in args.runs]
-    except InvalidInputError as exc:
-        print(f"interference_fig10: error: {exc}", file=sys.stderr)
-        return 2
+    p.add_argument("--figure", default="benchmarks/figures/interference_fig10.png",
+                   help="the PNG to draw (default benchmarks/figures/interference_fig10.png)")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Plot the runs' curves; print what each run reached."""
+    args = build_parser().parse_args(argv)
+    runs = [load_run(path) for path in args.runs]
     plt = pyplot()
     curves = any(run["eval_steps"].size for run in runs)
     fig, axes = plt.subplots(1, 2 if curves else 1, figsize=(13 if curves else 7, 4))

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_table,
-                               make_executor, pyplot, save_figure)
+from benchmarks.common import (CsvRows, TaskFailure, add_out, executor_from_args, format_table,
+                               make_executor, one_line_errors, parser, pyplot, save_figure)
 from tjap.placement.network import NAMES, evaluate, paper_topology
 from tjap.executor import add_executor_arguments
 from tjap.registry import make
@@ -202,21 +202,27 @@ def plot_tiers(rows: list[dict], path: Path, title: str = "") -> Path:
     return save_figure(fig, path)
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.network", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=128)
-    parser.add_argument("--seed-base", type=int, default=0)
-    parser.add_argument("--exact-time-limit", type=float, default=1.0, metavar="S")
-    parser.add_argument("--large-requests", type=int, default=2048,
-                        help="requests per 1024-server episode (the paper: 2048; 0 skips them)")
-    parser.add_argument("--large-seeds", type=int, default=2)
-    parser.add_argument("--out", default="benchmarks/out")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
-    add_executor_arguments(parser)
-    args = parser.parse_args(argv)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("network", __doc__)
+    p.add_argument("--seeds", type=int, default=5, help="episodes per cell (default 5)")
+    p.add_argument("--requests", type=int, default=128)
+    p.add_argument("--seed", "--seed-base", dest="seed_base", type=int, default=0,
+                   help="the first episode's seed (default 0; the others follow it)")
+    p.add_argument("--exact-time-limit", type=float, default=1.0, metavar="S")
+    p.add_argument("--large-requests", type=int, default=2048,
+                   help="requests per 1024-server episode (the paper: 2048; 0 skips them)")
+    p.add_argument("--large-seeds", type=int, default=2)
+    add_out(p, "CSV and PNG")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    add_executor_arguments(p)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run the sweeps and the timing; print the tables (or, with ``--json``, everything)."""
+    args = build_parser().parse_args(argv)
     out = Path(args.out)
     executor = executor_from_args(args)
     start = time.perf_counter()
@@ -244,7 +250,7 @@ def main(argv=None) -> dict:
                           f"python {platform.python_version()}"}
     if args.json:
         print(json.dumps(summary, indent=2))
-        return summary
+        return 0
     for key in ("acceptance", "cpu_utilization", "mem_utilization"):
         print(f"\n{key}, 64 servers ({args.requests} requests x {args.seeds} seeds)")
         print(format_table(pivot(small, key, POLICIES),
@@ -281,8 +287,8 @@ def main(argv=None) -> dict:
           f"{timing['max_ms']:.3f} ms")
     print(f"\n64-server sweep {small_s:.0f} s, total {summary['total_wall_s']:.0f} s; files: "
           + ", ".join(files.values()))
-    return summary
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -33,7 +33,8 @@ import time
 
 import numpy as np
 
-from benchmarks.common import TaskFailure, executor_from_args, format_table
+from benchmarks.common import (TaskFailure, executor_from_args, format_table, one_line_errors,
+                               parser)
 from tjap.heuristics.network.rules import ExactPolicy
 from tjap.placement.network import NAMES, paper_topology
 from tjap.placement.network.engine import Outcome
@@ -215,36 +216,42 @@ def summarise(rows: list[dict]) -> list[dict]:
     return out
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.network_headroom",
-                                     description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--topologies", default=",".join(NAMES))
-    parser.add_argument("--modes", default=",".join(MODES))
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--seed-base", type=int, default=0)
-    parser.add_argument("--requests", type=int, default=128)
-    parser.add_argument("--horizon", type=int, default=12)
-    parser.add_argument("--samples", type=int, default=2)
-    parser.add_argument("--others", default="",
-                        help="comma-separated policies whose plans join the candidates "
-                             "(e.g. gnn,tetris,nalb,nulb; default none)")
-    parser.add_argument("--solver-seeds", type=int, default=1,
-                        help="run the plain exact model with this many CP-SAT seeds (episode seed "
-                             "+ 1000 j) to show its own spread (default 1)")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
-    add_executor_arguments(parser)
-    args = parser.parse_args(argv)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("network_headroom", __doc__)
+    p.add_argument("--topologies", default=",".join(NAMES))
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--seeds", type=int, default=3, help="episodes per topology and mode (default 3)")
+    p.add_argument("--seed", "--seed-base", dest="seed_base", type=int, default=0,
+                   help="the first episode's seed (default 0; the others follow it)")
+    p.add_argument("--requests", type=int, default=128)
+    p.add_argument("--horizon", type=int, default=12)
+    p.add_argument("--samples", type=int, default=2)
+    p.add_argument("--others", default="",
+                   help="comma-separated policies whose plans join the candidates "
+                        "(e.g. gnn,tetris,nalb,nulb; default none)")
+    p.add_argument("--solver-seeds", type=int, default=1,
+                   help="run the plain exact model with this many CP-SAT seeds (episode seed "
+                        "+ 1000 j) to show its own spread (default 1)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--quiet", action="store_true")
+    add_executor_arguments(p)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run the episodes; print the summary table (or, with ``--json``, every episode)."""
+    p = build_parser()
+    args = p.parse_args(argv)
     names = [n for n in args.topologies.split(",") if n]
     modes = [m for m in args.modes.split(",") if m]
     for name in names:
         paper_topology(name)   # a one-line error for an unknown topology
     if bad := [m for m in modes if m not in MODES]:
-        parser.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
+        p.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
     for key in ("seeds", "requests", "horizon", "samples", "solver_seeds"):
         if getattr(args, key) < 1:
-            parser.error(f"--{key} must be a positive integer")
+            p.error(f"--{key} must be a positive integer")
     others = tuple(o for o in args.others.split(",") if o)
     for other in others:
         make("network", other)   # a one-line error for an unknown policy
@@ -259,7 +266,7 @@ def main(argv=None) -> dict:
                "samples": args.samples, "others": list(others), "wall_s": time.perf_counter() - start}
     if args.json:
         print(json.dumps(summary, indent=2))
-        return summary
+        return 0
     spread = [("exact_min", ".4f"), ("exact_max", ".4f")] if args.solver_seeds > 1 else []
     columns = [("topology", "")] + [(m, ".4f") for m in modes] + spread \
         + [(f"{m}_gain_pct", "+.2f") for m in ("clairvoyant", "sampled") if m in modes] \
@@ -267,8 +274,8 @@ def main(argv=None) -> dict:
     print(format_table(summary["summary"], columns))
     print(f"\n{len(rows)} episodes, horizon {args.horizon}, {args.samples} samples, "
           f"{summary['wall_s']:.0f} s")
-    return summary
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

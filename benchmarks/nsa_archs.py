@@ -6,14 +6,14 @@
 - :func:`budgets` (Fig. 5): on the first ``windows`` evaluation windows of the published setting,
   NSA-b with each architecture against SA-b with the paper's repair (equal iterations) and against
   SA with the paper's repair given NSA-b's time (as many iterations as fit NSA-b's CPU time on
-  that window, cooling over all of them: :func:`tjap.bench.sa_tables.sa_for_time`), for budgets
+  that window, cooling over all of them: :func:`benchmarks.sa_tables.sa_for_time`), for budgets
   b = 500..1000. Also SA-2b, the
   paper's own Fig. 5 comparison (it gives SA twice NSA's iterations as "the same solving time").
 
     python -m benchmarks.nsa_archs [--windows 30] [--archs fcn1,...,cnn3] [--quiet]
 
 Improvement of NSA over SA is the mean over windows of ``(SA - NSA) / SA`` in %, as
-:func:`tjap.bench.sa_tables.nsa_table` computes it.
+:func:`benchmarks.sa_tables.nsa_table` computes it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, pyplot, save_figure, write_csv
-from tjap.bench.sa_tables import SETTINGS, _windows, sa_for_time, timed_solve
+from benchmarks.common import (add_out, format_table, one_line_errors, parser, progress, pyplot,
+                               save_figure, write_csv)
+from benchmarks.sa_tables import SETTINGS, _windows, sa_for_time, timed_solve
 from tjap import solve
 
 ARCHS = ("fcn1", "fcn2", "fcn3", "cnn1", "cnn2", "cnn3")
@@ -164,18 +165,25 @@ def plot_budgets(rows, png=FIGURES / "nsa_fig5_budgets.png") -> Path:
     return save_figure(fig, png)
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("nsa_archs", __doc__)
     p.add_argument("--archs", default=",".join(ARCHS))
     p.add_argument("--windows", type=int, default=50)
     p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     p.add_argument("--seed", type=int, default=0)
+    add_out(p, "Fig. 5's CSV (its figures go to benchmarks/figures)")
     p.add_argument("--quiet", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Draw Fig. 4, run Fig. 5's comparison; print its table."""
+    args = build_parser().parse_args(argv)
     archs = [a for a in args.archs.split(",") if a]
     print("Fig. 4:", curves(archs))
     res = budgets(archs, args.windows, tuple(int(b) for b in args.budgets.split(",")),
-                  seed=args.seed, quiet=args.quiet)
+                  seed=args.seed, quiet=args.quiet, csv_path=Path(args.out) / "nsa_fig5.csv")
     print(format_table(res["rows"], [("arch", ""), ("budget", ""), ("nsa", ".1f"), ("sa", ".1f"),
                                      ("sa_same_time", ".1f"), ("impr_equal_iter_pct", ".2f"),
                                      ("impr_equal_time_pct", ".2f"), ("sa_2x", ".1f"),
@@ -183,7 +191,8 @@ def main(argv=None) -> None:
                                      ("sa_same_time_iterations", ".0f")]))
     print(f"Fig. 5: {res['png']}  csv: {res['csv']}  wall {res['wall_s']:.0f} s, "
           f"{args.windows} windows")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

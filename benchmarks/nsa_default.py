@@ -2,7 +2,7 @@
 
     python -m benchmarks.nsa_default --epochs 2 --windows-per-epoch 50 --seed 2026
 
-Windows: each setting of :data:`tjap.bench.sa_tables.SETTINGS` (its layout with its own cost
+Windows: each setting of :data:`benchmarks.sa_tables.SETTINGS` (its layout with its own cost
 convention, capped at 5 jobs, ``epochs`` epochs of ``windows_per_epoch`` windows from an empty
 cluster), from a window stream seed the shipped weights never saw: they were trained on stream
 seed 1001, and the look-ahead was chosen on the first 100 windows of seed 0. On each window:
@@ -12,7 +12,7 @@ seed 1001, and the look-ahead was chosen on the first 100 windows of seed 0. On 
   trained for the window's convention, look-ahead 32), and the paper's settings
   (``preset="paper"``, the default before; the shipped published-setting CNN-3, no look-ahead);
 - the default SA (``tjap.solve(w, "sa")``, no options) given as many iterations as fit in that
-  NSA run's time on the window (:func:`tjap.bench.sa_tables.sa_for_time`: a pilot and a
+  NSA run's time on the window (:func:`benchmarks.sa_tables.sa_for_time`: a pilot and a
   calibration run measure SA's time per iteration and fixed time there, then the run; the CPU
   clock of the solving thread by default, which on a shared machine is what a dedicated core's
   wall clock would read);
@@ -20,9 +20,10 @@ seed 1001, and the look-ahead was chosen on the first 100 windows of seed 0. On 
 
 Per layout and configuration: ``nsa_over_sa_pct``, the mean over windows of NSA's cost over
 SA's in %; ``nsa_gain_pct``, the mean of (SA - NSA) / SA in % with its normal 95 % interval
-(:func:`tjap.bench.sa_tables.gain_interval`, as in ``tjap bench nsa``); the shares of windows
-where NSA is better / worse; NSA's mean CPU ms; SA's mean iterations; SA's time over NSA's on
-both clocks (ratios of the means, about 1 when the budget was met); both gaps to the optimum.
+(:func:`benchmarks.sa_tables.gain_interval`, as in ``python -m benchmarks.sa_tables nsa``); the
+shares of windows where NSA is better / worse; NSA's mean CPU ms; SA's mean iterations; SA's time
+over NSA's on both clocks (ratios of the means, about 1 when the budget was met); both gaps to
+the optimum.
 Prints the table and writes ``<out>/nsa_default_s<seed>.csv`` (every window) and
 ``<out>/nsa_default_summary_s<seed>.csv``.
 """
@@ -34,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, write_csv
+from benchmarks.common import add_out, format_table, one_line_errors, parser, progress, write_csv
 from tjap import solve
-from tjap.bench.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
+from benchmarks.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
 
 #: name -> NSA options besides ``iterations=500``.
 CONFIGS = {
@@ -44,7 +45,6 @@ CONFIGS = {
     "nsa preset=paper": {"preset": "paper"},
 }
 ITERATIONS = 500
-OUT = Path(__file__).resolve().parent / "out"
 
 
 def run(epochs=2, windows_per_epoch=50, seed=2026, settings=tuple(SETTINGS), configs=CONFIGS,
@@ -110,8 +110,8 @@ COLUMNS = [("setting", ""), ("config", ""), ("windows", "d"), ("nsa_over_sa_pct"
            ("nsa_gap_pct", "+.3f"), ("sa_gap_pct", "+.3f")]
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("nsa_default", __doc__)
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--windows-per-epoch", type=int, default=50)
     p.add_argument("--seed", type=int, default=2026, help="window stream seed")
@@ -119,9 +119,15 @@ def main(argv=None) -> int:
                    help="one setting (repeatable; default both)")
     p.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                    help="the clock SA's budget is measured on (default cpu)")
-    p.add_argument("--out", default=str(OUT), help="folder for the CSV files")
+    add_out(p, "the CSV files")
     p.add_argument("--quiet", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run both settings; print the summary table and write the CSV files."""
+    args = build_parser().parse_args(argv)
     res = run(args.epochs, args.windows_per_epoch, args.seed,
               tuple(args.setting or SETTINGS), clock=args.clock, quiet=args.quiet)
     print(format_table(res["summary"], COLUMNS))

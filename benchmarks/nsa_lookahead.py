@@ -1,18 +1,18 @@
 """How many proposals the learned look-ahead needs, and what a hand-written one does with the same
 time.
 
-On the first ``windows`` evaluation windows of a setting (window stream seed 0, as ``tjap bench
-nsa``), in the best loop (n^D = 5, T_max 25000, 500 iterations) with the setting's best-loop
+On the first ``windows`` evaluation windows of a setting (window stream seed 0, as ``python -m
+benchmarks.sa_tables nsa``), in the best loop (n^D = 5, T_max 25000, 500 iterations) with the setting's best-loop
 weights:
 
 - NSA with look-ahead k (``lookahead=k``; 0 = the policy's start as is), for each k of ``ks``,
   against the default SA given NSA's CPU time on that window
-  (:func:`tjap.bench.sa_tables.sa_for_time`);
+  (:func:`benchmarks.sa_tables.sa_for_time`);
 - the hand-written look-ahead repair (:class:`tjap.heuristics.tree.operators.LookaheadRepair`) with each
   (k, temperature) of ``hand``, at 500 iterations and at the CPU time of NSA with the last k.
 
 Gains are means over windows of (column - NSA) / column in %, with a normal 95 % interval, as in
-:func:`tjap.bench.sa_tables.gain_interval`; gaps are to the SCAS optimum (dp).
+:func:`benchmarks.sa_tables.gain_interval`; gaps are to the SCAS optimum (dp).
 
     python -m benchmarks.nsa_lookahead --setting paper --windows 100 [--ks 0,8,16,32,64]
         [--hand 8:0,16:300,16:1000]
@@ -26,13 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import progress
+from benchmarks.common import add_out, one_line_errors, parser, progress
 from tjap.heuristics.tree.operators import LookaheadRepair
 from tjap import solve
-from tjap.bench.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
+from benchmarks.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "learned" / "weights"
-OUT = Path(__file__).resolve().parent / "out"
 
 
 def _parse_hand(text: str) -> list[tuple[int, float]]:
@@ -103,15 +102,23 @@ def summary_lines(rows, ks, hand) -> list[str]:
     return lines
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("nsa_lookahead", __doc__)
     p.add_argument("--setting", choices=tuple(SETTINGS), default="paper")
     p.add_argument("--windows", type=int, default=100)
     p.add_argument("--ks", default="0,8,16,32,64", help="NSA look-aheads, comma-separated")
     p.add_argument("--hand", default="8:0,16:300,16:1000",
                    help="hand-written look-aheads as k:temperature, comma-separated")
     p.add_argument("--seed", type=int, default=0)
+    add_out(p, "the rows (nsa_lookahead_<setting>_<windows>.json)")
     p.add_argument("--quiet", action="store_true")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run the sweep; print its lines and write its rows as JSON."""
+    p = build_parser()
     args = p.parse_args(argv)
     try:
         ks = tuple(int(k) for k in args.ks.split(","))
@@ -119,8 +126,9 @@ def main(argv=None) -> int:
     except ValueError:
         p.error("--ks takes integers and --hand k:temperature pairs, comma-separated")
     res = sweep(args.setting, args.windows, ks, hand, args.seed, args.quiet)
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"nsa_lookahead_{args.setting}_{args.windows}.json"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"nsa_lookahead_{args.setting}_{args.windows}.json"
     path.write_text(json.dumps(res, indent=1) + "\n")
     print("\n".join(res["lines"]))
     print(f"rows: {path}")

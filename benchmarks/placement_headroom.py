@@ -29,9 +29,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.slurm_topology import (cluster_topology, cost_floor, paper_rows, place_in_order,
                                        simulate_starts)
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
@@ -79,12 +81,19 @@ def check_placement(sizes, start, end, nodes) -> None:
                 raise AssertionError(f"jobs {k} and {j} share a node while both run")
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("placement_headroom", __doc__)
+    p.add_argument("--seed", "--seeds", dest="seeds", type=int, nargs="+", default=[2, 3, 4, 5],
+                   help="workload seeds, one run each (default 2 3 4 5)")
+    p.add_argument("--jobs", type=int, default=150, help="jobs of each stream (default 150)")
+    add_out(p, "the results (placement_headroom.json)")
+    return p
+
+
+@one_line_errors
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[2, 3, 4, 5])
-    parser.add_argument("--jobs", type=int, default=150)
-    parser.add_argument("--out", default=None, metavar="JSON")
-    args = parser.parse_args(argv)
+    """Place each seed's schedule every way; print the ratios and write every result as JSON."""
+    args = build_parser().parse_args(argv)
     results = [headroom(s, jobs=args.jobs) for s in args.seeds]
     rows = [{"seed": r["seed"], "mean_wait_s": r["mean_wait_s"],
              "slurm_tree_cost": r["mean_cost"]["slurm-tree"],
@@ -94,9 +103,10 @@ def main(argv=None) -> int:
           "(target: 0.85)")
     print(format_table(rows, [("seed", "d"), ("mean_wait_s", ".1f"), ("slurm_tree_cost", ".0f"),
                               ("cheapest_now", ".3f"), ("floor", ".3f")]))
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(results, f, indent=1)
+    path = Path(args.out) / "placement_headroom.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1))
+    print(f"results: {path}")
     return 0
 
 

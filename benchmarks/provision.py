@@ -10,9 +10,10 @@ Injection times: uniform random times of [--from, --to) whose reactive outcome f
 level (heavy > 12 h, medium 2-12 h, light <= 2 h) are kept (``sample_pairs``) until --pairs are
 found or --tries-per-pair x pairs times were tried (heavy-load times are rare: 3 % of 1-node
 injections). Scheduler setting --scheduler (default: the published Mirage simulator's). Writes
-benchmarks/out/provision_march.csv, the sampled injection times beside it
-(provision_march.times.json; ``--times`` reads such a file back to skip sampling the cells it
-holds) and benchmarks/figures/provision_march.png.
+provision_march.csv and the sampled injection times beside it (provision_march.times.json;
+``--times`` reads such a file back to skip sampling the cells it holds) to ``--out DIR``
+(default benchmarks/out), and the figure to ``--figure`` (default
+benchmarks/figures/provision_march.png).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import (CsvRows, TaskFailure, executor_from_args, format_table, pyplot,
-                               save_figure, write_csv)
+from benchmarks.common import (CsvRows, TaskFailure, add_out, executor_from_args, format_table,
+                               one_line_errors, parser, pyplot, save_figure, write_csv)
 from tjap.executor import add_executor_arguments
 
 #: Every provisioner; ``NAME@4``: the regressor's threshold for interruption weight e_I / e_O = 4
@@ -102,8 +103,8 @@ def _read_times(path, key: dict) -> dict:
     return {tuple(json.loads(cell)): times for cell, times in saved["cells"].items()}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("provision", __doc__)
     p.add_argument("--trace", required=True)
     p.add_argument("--from", dest="start", default="2023-03-01")
     p.add_argument("--to", dest="end", default="2023-04-01")
@@ -114,12 +115,22 @@ def main(argv=None) -> int:
                    help="only these cells, e.g. 1:heavy,8:heavy (default: 1 and 8 nodes x every load)")
     p.add_argument("--scheduler", default="mirage")
     p.add_argument("--times", default=None, metavar="FILE",
-                   help="reuse the injection times of an earlier run (its OUT.times.json)")
+                   help="reuse the injection times of an earlier run (its "
+                        "provision_march.times.json)")
     add_executor_arguments(p)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="benchmarks/out/provision_march.csv")
-    p.add_argument("--figure", default="benchmarks/figures/provision_march.png")
-    args = p.parse_args(argv)
+    add_out(p, "the rows (provision_march.csv) and the injection times "
+               "(provision_march.times.json)")
+    p.add_argument("--figure", default="benchmarks/figures/provision_march.png",
+                   help="the PNG to draw (default benchmarks/figures/provision_march.png)")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Sample the injection times, run every provisioner; print the table, write CSV and PNG."""
+    args = build_parser().parse_args(argv)
+    csv_path = Path(args.out) / "provision_march.csv"
     from tjap.placement.batch.replay import check_period, parse_date
 
     began = time.time()
@@ -146,14 +157,14 @@ def main(argv=None) -> int:
         sampled[cell] = times
         print(f"{cell[0]}-node {cell[1]}: {len(times)} injection times ({seconds:.0f} s)",
               flush=True)
-    times_path = Path(args.out).with_suffix(".times.json")
+    times_path = csv_path.with_suffix(".times.json")
     times_path.parent.mkdir(parents=True, exist_ok=True)
     times_path.write_text(json.dumps({"key": key, "cells": {json.dumps(list(c)): t
                                                             for c, t in sampled.items()}}))
     tasks = [(args.trace, n, load, sampled[(n, load)], m, args.seed, args.scheduler)
              for n, load in cells if (n, load) in sampled for m in args.methods]
     rows = []
-    with CsvRows(args.out) as partial:   # rows on disk as they arrive; rewritten whole below
+    with CsvRows(csv_path) as partial:   # rows on disk as they arrive; rewritten whole below
         for row in executor.map(_evaluate, tasks, desc="provisioners"):
             if not isinstance(row, TaskFailure):
                 rows.append(row)
@@ -164,13 +175,13 @@ def main(argv=None) -> int:
         base = reactive["mean_interruption_h"] if reactive else None
         r["interruption_reduction_pct"] = (100 * (1 - r["mean_interruption_h"] / base)
                                            if base else None)
-    write_csv(Path(args.out), rows)
+    write_csv(csv_path, rows)
     print(format_table(rows, [("nodes", "d"), ("load", ""), ("method", ""), ("pairs", "d"),
                               ("mean_interruption_h", ".2f"), ("mean_overlap_h", ".2f"),
                               ("zero_interruption_fraction", ".2f"),
                               ("interruption_reduction_pct", ".1f"), ("seconds", ".0f")]))
     plot(rows, args.methods, Path(args.figure))
-    print(f"files: {args.out}, {times_path}, {args.figure}; {time.time() - began:.0f} s in all")
+    print(f"files: {csv_path}, {times_path}, {args.figure}; {time.time() - began:.0f} s in all")
     return 0
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, write_csv
+from benchmarks.common import add_out, format_table, one_line_errors, parser, progress, write_csv
 from tjap.placement.tree.stream import generate_windows
 from tjap import solve
 
@@ -39,7 +39,6 @@ CONFIGS = {
     "lns max_remove=5": ("lns", {"max_remove": 5}),
 }
 
-OUT = Path(__file__).resolve().parent / "out"
 TOL = 1e-9
 
 
@@ -77,13 +76,19 @@ def run(num_windows=200, seed=0, layouts=LAYOUTS, configs=CONFIGS, quiet=False) 
     return {"summary": summary, "windows": per_window}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("sa_defaults", __doc__)
     p.add_argument("--num-windows", type=int, default=200)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(OUT), help="folder for the CSV files")
+    add_out(p, "the CSV files")
     p.add_argument("--quiet", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run every configuration on both layouts; print the table and write the CSV files."""
+    args = build_parser().parse_args(argv)
     res = run(args.num_windows, args.seed, quiet=args.quiet)
     print(format_table(res["summary"], [("layout", ""), ("config", ""), ("windows", "d"),
                                         ("mean_gap_pct", "+.3f"), ("max_gap_pct", "+.3f"),

@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import sa_reference  # noqa: E402  (the test suite's plain-Python twin)
 
-from tjap.bench.sa_tables import SETTINGS, _windows  # noqa: E402
+from benchmarks.common import one_line_errors, parser  # noqa: E402
+from benchmarks.sa_tables import SETTINGS, _windows  # noqa: E402
 from tjap.report import format_table  # noqa: E402
 
 
@@ -83,15 +84,20 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
     return out
 
 
-def main(argv=None) -> list[dict]:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sa_speed",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("--setting", choices=("published", "paper"), default="published")
-    parser.add_argument("--windows", type=int, default=20, help="windows of the stream (default 20)")
-    parser.add_argument("--iterations", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("sa_speed", __doc__)
+    p.add_argument("--setting", choices=("published", "paper"), default="published")
+    p.add_argument("--windows", type=int, default=20, help="windows of the stream (default 20)")
+    p.add_argument("--iterations", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Time both loops; print the table (or, with ``--json``, the rows)."""
+    args = build_parser().parse_args(argv)
     rows = speed(args.setting, args.windows, args.iterations, seed=args.seed)
     if args.json:
         print(json.dumps({"setting": args.setting, "rows": rows}, indent=2))
@@ -100,8 +106,8 @@ def main(argv=None) -> list[dict]:
                                   ("python_it_per_s", ".0f"), ("median_ratio", ".1f"),
                                   ("min_ratio", ".1f"), ("same_result", ""),
                                   ("load_1min", ".2f")]))
-    return rows
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

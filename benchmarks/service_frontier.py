@@ -22,8 +22,8 @@ Settings: ``--slack`` values (``none``: never hold for locality) times ``--wait`
 most a job is held for locality, wall seconds). Each row: mean CH cost and mean wait of the
 service over the reference's, per seed and their mean::
 
-    python -m benchmarks.service_frontier --seeds 2 3 4 5
-    python -m benchmarks.service_frontier --replot OUT.json --plot PNG --live LIVE.json ...
+    python -m benchmarks.service_frontier --seeds 2 3 4 5      # rows to benchmarks/out/service_frontier.json
+    python -m benchmarks.service_frontier --replot benchmarks/out/service_frontier.json --plot PNG --live LIVE.json ...
 
 Every simulated placement is checked (no node held twice, every job its size).
 """
@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.slurm_topology import (cluster_topology, paper_rows, place_in_order,
                                        simulate_starts)
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
@@ -46,7 +47,8 @@ from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
 from tjap.errors import InvalidInputError
 from tjap.report import format_table
-from tjap.slurm.service import PlacementService, ServiceConfig, State, running_timing
+from tjap.placement.slurm.readers import State, running_timing
+from tjap.slurm.service import PlacementService, ServiceConfig
 
 PARTITION = "main"
 
@@ -218,10 +220,11 @@ def _slack(text: str):
     return None if text.lower() == "none" else float(text)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[2, 3, 4, 5])
-    p.add_argument("--jobs", type=int, default=150)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("service_frontier", __doc__)
+    p.add_argument("--seed", "--seeds", dest="seeds", type=int, nargs="+", default=[2, 3, 4, 5],
+                   help="workload seeds, one stream each (default 2 3 4 5)")
+    p.add_argument("--jobs", type=int, default=150, help="jobs of each stream (default 150)")
     p.add_argument("--slack", type=_slack, nargs="+", default=[None, 1.0, 0.5, 0.3, 0.2],
                    help="locality slacks ('none': never hold)")
     p.add_argument("--wait", type=float, nargs="+", default=[8, 12, 16, 24],
@@ -229,16 +232,23 @@ def main(argv=None) -> int:
     p.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
     p.add_argument("--visible-after", type=float, default=1.0,
                    help="seconds after its submission a job is seen by the service")
-    p.add_argument("--out", default=None, metavar="JSON")
+    add_out(p, "the rows (service_frontier.json)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the frontier")
     p.add_argument("--live", nargs="*", default=[], metavar="JSON",
                    help="benchmarks.slurm_topology results whose service ways are drawn beside")
     p.add_argument("--replot", default=None, metavar="JSON",
-                   help="draw --plot from a saved --out instead of simulating")
+                   help="draw --plot from a saved service_frontier.json instead of simulating")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Simulate every setting (or redraw a saved run); print the table, write the rows."""
+    p = build_parser()
     args = p.parse_args(argv)
     if args.replot:
         if not args.plot:
-            raise SystemExit("--replot needs --plot PNG")
+            p.error("--replot needs --plot PNG")
         rows = json.loads(Path(args.replot).read_text())["rows"]
         print(plot(rows, args.plot, _live_points(args.live)))
         return 0
@@ -252,10 +262,11 @@ def main(argv=None) -> int:
     print(format_table(rows, cols))
     if args.plot:
         plot(rows, args.plot, _live_points(args.live))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps({"argv": sys.argv[1:] if argv is None else argv,
-                                              "rows": rows}, indent=1))
+    path = Path(args.out) / "service_frontier.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"argv": sys.argv[1:] if argv is None else argv, "rows": rows},
+                               indent=1))
+    print(f"rows: {path}")
     return 0
 
 

@@ -67,6 +67,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from benchmarks.common import add_out, one_line_errors, parser
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
 from tjap.placement.slurm.client import SlurmClient
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
@@ -399,8 +400,8 @@ def plot(results: list[dict], png) -> Path:
     return save_figure(fig, png)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("slurm_fidelity", __doc__)
     p.add_argument("--trace", default=str(bundled_trace("ls6-a100")))
     p.add_argument("--start", default="2023-02-10")
     p.add_argument("--jobs", type=int, default=200)
@@ -419,7 +420,10 @@ def main(argv=None) -> int:
                         "of runtime seconds after the sub-second pass that started it (the "
                         "simulator's rule, without the race against the passes' phases; use "
                         "with --release-delay 0)")
-    p.add_argument("--out", default="benchmarks/out/slurm_fidelity.json")
+    add_out(p, "the results (NAME.json)")
+    p.add_argument("--name", default="slurm_fidelity",
+                   help="file name of the results in --out, without .json (default "
+                        "slurm_fidelity)")
     p.add_argument("--debug-logs", metavar="DIR", default=None,
                    help="keep each mode's Slurm work directory under DIR/<mode> with slurmctld "
                         "logging at debug2 and DebugFlags=Backfill (off by default; the logs "
@@ -432,14 +436,22 @@ def main(argv=None) -> int:
                    help="no replay: run the current simulator again on the Slurm side of the "
                         "results a run wrote to JSON (its release delay unless --release-delay "
                         "is given) and write the new results to --out")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Replay on Slurm and simulate (or resimulate, or redraw a saved run); write the results."""
+    p = build_parser()
     args = p.parse_args(argv)
+    out = Path(args.out) / f"{args.name}.json"
     if args.resimulate:
         try:
             saved = json.loads(Path(args.resimulate).read_text())
             res = [resimulate(r, args.release_delay) for r in saved]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             p.error(f"--resimulate {args.resimulate}: not a result of this benchmark ({exc})")
-        return _report(res, args.out, args.plot)
+        return _report(res, out, args.plot)
     if args.replot:
         if not args.plot:
             p.error("--replot needs --plot PNG")
@@ -453,7 +465,7 @@ def main(argv=None) -> int:
                    tuple(args.modes.split(",")),
                    1 if args.release_delay is None else args.release_delay, args.nodes_as,
                    args.debug_logs, args.end_on_second)
-    return _report(res, args.out, args.plot)
+    return _report(res, out, args.plot)
 
 
 def _report(res: list[dict], out, png) -> int:

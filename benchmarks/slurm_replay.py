@@ -15,7 +15,8 @@ Timing notes (Slurm 22.05, see :mod:`tjap.placement.slurm.harness`):
   out of PENDING: an upper bound on the true start with ``poll_s`` resolution.
 
 Command line: ``python -m benchmarks.slurm_replay jobs.json [--cpus 256] [--scheduler backfill]``
-where ``jobs.json`` is a JSON list (or JSON lines) of input rows; prints the result as JSON.
+where ``jobs.json`` is a JSON list (or JSON lines) of input rows; prints the result as JSON and
+writes it to ``--out DIR`` (default benchmarks/out) as ``slurm_replay.json``.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.common import add_out, one_line_errors, parser
 from tjap.placement.slurm.background import sleep_command
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
+from tjap.errors import InvalidInputError
 
 REQUIRED = ("id", "submit_s", "cpus", "limit_min", "runtime_s")
 
@@ -202,33 +205,40 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
 
 
 def _load(path: Path) -> list[dict]:
-    text = path.read_text()
-    if path.suffix == ".jsonl":
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    return json.loads(text)
+    try:
+        text = path.read_text()
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"cannot read the jobs {path}: {exc}; give a JSON list or JSON "
+                                "lines of input rows") from None
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("slurm_replay", __doc__)
+    p.add_argument("jobs", type=Path, help="JSON list or JSON lines of input rows")
+    p.add_argument("--cpus", type=int, default=256)
+    p.add_argument("--scheduler", choices=("backfill", "builtin"), default="backfill")
+    p.add_argument("--bf-job-part-count-reserve", type=int, default=None)
+    add_out(p, "the rows (slurm_replay.json)")
+    return p
+
+
+@one_line_errors
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("jobs", type=Path, help="JSON list or JSON lines of input rows")
-    parser.add_argument("--cpus", type=int, default=256)
-    parser.add_argument("--scheduler", choices=("backfill", "builtin"), default="backfill")
-    parser.add_argument("--bf-job-part-count-reserve", type=int, default=None)
-    parser.add_argument("--out", type=Path, help="write the rows here (JSON) instead of stdout")
-    args = parser.parse_args(argv)
+    """Replay the jobs on a throw-away local Slurm; print the rows as JSON and write them."""
+    args = build_parser().parse_args(argv)
     config = LocalSlurmConfig(cpus=args.cpus, scheduler=args.scheduler,
                               bf_job_part_count_reserve=args.bf_job_part_count_reserve)
-    try:
-        with LocalSlurm(config) as slurm:
-            rows = replay_on_slurm(_load(args.jobs), slurm)
-    except SlurmError as exc:
-        print(f"slurm_replay: error: {exc}", file=sys.stderr)
-        return 2
+    jobs = _load(args.jobs)   # a bad file fails before Slurm starts
+    with LocalSlurm(config) as slurm:
+        rows = replay_on_slurm(jobs, slurm)
     text = json.dumps(rows, indent=1)
-    if args.out:
-        args.out.write_text(text + "\n")
-    else:
-        print(text)
+    print(text)
+    out = Path(args.out) / "slurm_replay.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text + "\n")
     return 0
 
 

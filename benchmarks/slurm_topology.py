@@ -43,7 +43,7 @@ switches, leaves of 3-8 nodes; :func:`benchmarks.topologies.irregular_tree`, see
 
 The three ways run side by side (three Slurms, ``--sequential`` for one after another)::
 
-    python -m benchmarks.slurm_topology --jobs 150 --seed 2 --out benchmarks/out/slurm_topology.json
+    python -m benchmarks.slurm_topology --jobs 150 --seed 2     # benchmarks/out/slurm_topology.json
 
 Where the gain and the wait come from is in the result: per way the cost and wait by job size,
 the share of multi-node jobs on the fewest leaves their size allows, and for ``tjap`` the service's
@@ -63,6 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.topologies import irregular_tree
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
@@ -520,8 +521,8 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("slurm_topology", __doc__)
     p.add_argument("--workload", choices=("paper", "ls6"), default="paper")
     p.add_argument("--jobs", type=int, default=150)
     p.add_argument("--seed", type=int, default=2, help="the paper workload's seed")
@@ -543,8 +544,17 @@ def main(argv=None) -> int:
     p.add_argument("--ways", default=",".join(WAYS),
                    help=f"comma-separated, of {', '.join(WAYS + EXTRA_WAYS)}")
     p.add_argument("--sequential", action="store_true", help="one Slurm after another")
-    p.add_argument("--out", default="benchmarks/out/slurm_topology.json")
-    args = p.parse_args(argv)
+    add_out(p, "the results (NAME.json)")
+    p.add_argument("--name", default="slurm_topology",
+                   help="file name of the results in --out, without .json (default "
+                        "slurm_topology)")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Replay the stream every way on a real Slurm; print the table, write the results."""
+    args = build_parser().parse_args(argv)
     topology = cluster_topology(args.nodes, args.tree_seed)
     if args.workload == "paper":
         compression = args.compression or 60.0
@@ -569,8 +579,9 @@ def main(argv=None) -> int:
                     "locality_wait_s": args.locality_wait,
                     "parallel": not args.sequential, "argv": sys.argv[1:] if argv is None
                     else list(argv)}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
+    out = Path(args.out) / f"{args.name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1))
     print(table(res))
     return 0
 

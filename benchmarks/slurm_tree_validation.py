@@ -19,8 +19,7 @@ window's cost (paper convention) is the same; anything else is a difference, lis
 first job that differs. As a baseline, the windows where simply taking the first idle nodes in
 node order (method ``seq``) gives Slurm's sets are counted too.
 
-    python -m benchmarks.slurm_tree_validation --windows 30 --seed 0 \\
-        --out benchmarks/out/slurm_tree_validation.json
+    python -m benchmarks.slurm_tree_validation --windows 30 --seed 0   # benchmarks/out/slurm_tree_validation.json
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.scas import solve_seq
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from benchmarks.common import format_table
+from benchmarks.common import add_out, format_table, one_line_errors, parser
 
 #: Seconds a job may stay pending before it counts as "Slurm did not place it".
 PENDING_LIMIT_S = 20.0
@@ -223,14 +222,24 @@ def run(num_windows: int, seed: int, num_trees: int, convention: str = "paper",
             "rows": rows}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("slurm_tree_validation", __doc__)
     p.add_argument("--windows", type=int, default=30)
     p.add_argument("--trees", type=int, default=3, help="random trees (one Slurm start each)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--convention", default="paper")
-    p.add_argument("--out", default="benchmarks/out/slurm_tree_validation.json")
+    add_out(p, "the results (NAME.json)")
+    p.add_argument("--name", default="slurm_tree_validation",
+                   help="file name of the results in --out, without .json (default "
+                        "slurm_tree_validation)")
     p.add_argument("--quiet", action="store_true")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Compare Slurm's placements with slurm-tree's; print the table, write the results."""
+    p = build_parser()
     args = p.parse_args(argv)
     if args.windows < 1 or args.trees < 1:
         p.error("--windows and --trees must be >= 1")
@@ -251,7 +260,7 @@ def main(argv=None) -> int:
           f"{s['jobs']} jobs the same set; {s['runtime_s']:.0f} s")
     print(f"baseline: the first idle nodes in node order (seq) give Slurm's sets in "
           f"{s['baseline_seq_same_set']}/{result['windows']} windows")
-    out = Path(args.out)
+    out = Path(args.out) / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {out}")

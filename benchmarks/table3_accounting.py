@@ -3,8 +3,9 @@ paper's.
 
     python -m benchmarks.table3_accounting --epochs 40 --seed 0 [--workload FILE]
 
-``tjap bench table3`` averages each method's cost over an epoch's 100 windows (periods with at
-least one multi-node job to place), as the paper's text defines Table III's "Cost". The authors'
+``python -m benchmarks.sa_tables table3`` averages each method's cost over an epoch's 100 windows
+(periods with at least one multi-node job to place), as the paper's text defines Table III's
+"Cost". The authors'
 evaluation loop (``test()`` in ``simanneal/test_sa.py`` of github.com/lzk23/hpcschedule) does
 something else, and this script replays the same workload their way:
 
@@ -23,7 +24,8 @@ something else, and this script replays the same workload their way:
   ``sa500_published`` and ``sa1000_published`` run that loop (:func:`published_walk`);
   ``sa500_walk`` and ``sa1000_walk`` are our ``preset="published"`` SA accepting every move
   (whose kernel re-takes kept jobs at their start position, so they may slide);
-  ``sa500`` / ``sa1000`` are the published preset as ``tjap bench table3`` runs it.
+  ``sa500`` / ``sa1000`` are the published preset as ``python -m benchmarks.sa_tables table3``
+  runs it.
 
 Seq is the same in both (each multi-node job, in window order, takes the next ``n`` idle nodes in
 id order that no earlier job took: ``HPCEnv.calculate_cost_by_seq_allocate``), and so is the cost
@@ -47,14 +49,14 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import format_table, progress, write_csv
+from benchmarks.common import add_out, format_table, one_line_errors, parser, progress, write_csv
 from tjap.heuristics.tree.operators import Metropolis
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload, priority_order, select_prefix
 from tjap import solve
-from tjap.bench.sa_tables import PAPER_TABLE3, SETTINGS
+from benchmarks.sa_tables import PAPER_TABLE3, SETTINGS
 
 #: The published code's SA loop: every move accepted (a temperature no cost change registers
 #: at), so each move starts from the last proposal; the result is the best proposal.
@@ -254,8 +256,8 @@ def summary_table(result: dict) -> list[dict]:
     return out
 
 
-def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("table3_accounting", __doc__)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--periods", type=int, default=100, help="periods per epoch (default 100)")
     p.add_argument("--seed", type=int, default=0)
@@ -264,9 +266,15 @@ def main(argv=None) -> None:
                         "default: the paper's generator, 100,000 jobs")
     p.add_argument("--move-on", choices=MOVE_ON, default="scas_opt")
     p.add_argument("--start-delay", type=float, default=0.0, metavar="S")
-    p.add_argument("--out", default="benchmarks/out")
+    add_out(p, "the CSV")
     p.add_argument("--quiet", action="store_true")
-    args = p.parse_args(argv)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Replay the epochs; print both countings beside the paper's and write the rows."""
+    args = build_parser().parse_args(argv)
     workload, tag = None, ""
     if args.workload:
         workload, report = Workload.from_file(args.workload, cluster_nodes=1000)
@@ -284,7 +292,8 @@ def main(argv=None) -> None:
         ("column", ""), ("per_window", ".1f"), ("per_period", ".1f"), ("paper", ".1f"),
         ("per_window_vs_paper_pct", "+.2f"), ("per_period_vs_paper_pct", "+.2f")]))
     print(f"rows: {csv}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

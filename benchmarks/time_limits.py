@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import one_line_errors, parser
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
 from tjap.api import no_worse_than_rules, solve
@@ -127,20 +128,27 @@ COLUMNS = [("window", ""), ("method", ""), ("limit_s", ".2f"), ("wall_s", ".3f")
            ("fallback", "")]
 
 
-def main(argv=None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--limit", type=float, nargs="+", default=[1.0, 5.0],
-                        help="time limits in seconds (default 1 and 5)")
-    parser.add_argument("--windows", nargs="+", choices=sorted(WINDOWS),
-                        default=["spread", "fragmented"], help="which windows (default both)")
-    parser.add_argument("--methods", nargs="*", default=None,
-                        help="window methods to time (default every installed one)")
-    parser.add_argument("--cli", action="store_true", help="one tjap solve process per method")
-    args = parser.parse_args(argv)
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("time_limits", __doc__)
+    p.add_argument("--limit", type=float, nargs="+", default=[1.0, 5.0],
+                   help="time limits in seconds (default 1 and 5)")
+    p.add_argument("--windows", nargs="+", choices=sorted(WINDOWS),
+                   default=["spread", "fragmented"], help="which windows (default both)")
+    p.add_argument("--seed", type=int, default=0, help="seed the windows are drawn with (default 0)")
+    p.add_argument("--methods", nargs="*", default=None,
+                   help="window methods to time (default every installed one)")
+    p.add_argument("--cli", action="store_true", help="one tjap solve process per method")
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Time every method on the windows; print the table."""
+    args = build_parser().parse_args(argv)
     names = args.methods or methods()
     rows = []
     for name in args.windows:
-        window = WINDOWS[name]()
+        window = WINDOWS[name](seed=args.seed)
         print(f"{name}: {window.num_jobs} jobs ({sum(window.job_sizes)} nodes) on "
               f"{window.num_idle} idle nodes", file=sys.stderr)
         for limit in args.limit:
@@ -148,8 +156,8 @@ def main(argv=None) -> list[dict]:
     print(f"limits {', '.join(f'{x:g}' for x in args.limit)} s "
           f"({'one tjap solve process each' if args.cli else 'in process, warmed up'})")
     print(format_table(rows, COLUMNS))
-    return rows
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import one_line_errors, parser
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.hostlist import compress_hostlist
 from tjap.placement.tree.topology import Topology
@@ -90,14 +91,22 @@ def files() -> dict[str, str]:
     }
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("topologies", __doc__)
+    p.add_argument("--out", default=str(FOLDER), metavar="DIR",
+                   help="folder for the topology.conf files (default benchmarks/topologies, "
+                        "where the shipped ones are; created if missing)")
+    return p
+
+
+@one_line_errors
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=FOLDER, help="folder to write (default: %(default)s)")
-    args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    """Write the clusters' files; print their paths."""
+    out = Path(build_parser().parse_args(argv).out)
+    out.mkdir(parents=True, exist_ok=True)
     for name, text in files().items():
-        (args.out / name).write_text(text, encoding="utf-8")
-        print(args.out / name)
+        (out / name).write_text(text, encoding="utf-8")
+        print(out / name)
     return 0
 
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import one_line_errors, parser
 from tjap.placement.batch import SchedulerConfig, Simulator
 from tjap.placement.batch.traces import bundled_trace, load_trace
 from tjap.report import format_table
@@ -69,12 +70,18 @@ def measure(copies: int = 45, backfill: str = "easy") -> dict:
             "simulate_over_load": simulate_s / loads[0]}
 
 
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("trace_loading", __doc__)
+    p.add_argument("--copies", type=int, default=45, help="copies of the Lublin trace (default 45)")
+    p.add_argument("--backfill", default="easy", help="the simulation's backfill (default easy)")
+    p.add_argument("--json", action="store_true", help="print the row as JSON")
+    return p
+
+
+@one_line_errors
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--copies", type=int, default=45)
-    parser.add_argument("--backfill", default="easy")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args(argv)
+    """Write the tiled trace to a temporary file, load and simulate it; print the timings."""
+    args = build_parser().parse_args(argv)
     row = measure(args.copies, args.backfill)
     if args.json:
         print(json.dumps(row))

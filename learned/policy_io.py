@@ -329,7 +329,7 @@ def _checked_bytes(meta_path: Path, meta: dict, kind: str, family: str) -> tuple
     try:
         raw = target.read_bytes()
     except OSError:
-        raise InvalidInputError(f"{kind} file {target} is missing; {_fix(family)}") from None
+        raise InvalidInputError(f"{kind} file {str(target)!r} is missing; {_fix(family)}") from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != expected:
         raise InvalidInputError(

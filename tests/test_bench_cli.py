@@ -1,4 +1,6 @@
-"""Every benchmark and training subcommand runs end to end on tiny inputs and writes what it says."""
+"""``tjap bench exact``, the paper reproductions of benchmarks/ (``python -m
+benchmarks.sa_tables``, ``benchmarks.online``, ...) and ``tjap train nsa`` run end to end on tiny
+inputs and write what they say; the experiments that left ``tjap bench`` name their new command."""
 
 from __future__ import annotations
 
@@ -7,19 +9,49 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import online, sa_tables
 from tjap.cli import main
 
 
-def run_json(capsys, *argv):
-    code = main([str(a) for a in argv])
+def run_json(capsys, *argv, command=main):
+    """Run ``command`` (default ``tjap``'s main) with ``argv``; its JSON output."""
+    code = command([str(a) for a in argv])
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out)
 
 
+@pytest.mark.parametrize("name, command", [
+    ("table3", "python -m benchmarks.sa_tables table3"),
+    ("table4", "python -m benchmarks.sa_tables table4"),
+    ("nsa", "python -m benchmarks.sa_tables nsa"),
+    ("online", "python -m benchmarks.online"),
+    ("batch", "python -m benchmarks.batch_sim")])
+def test_moved_experiments_name_their_new_command(capsys, name, command):
+    """``tjap bench NAME`` of an experiment that moved to benchmarks/ is one line naming the
+    command that runs it now, exit 2, whatever follows (its old options, --help)."""
+    for extra in ([], ["--epochs", "1", "--quiet"], ["--help"]):
+        code = main(["bench", name, *extra])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "" and len(err.splitlines()) == 1
+        assert err.startswith(f"tjap: error: tjap bench {name} is ") and command in err, err
+
+
+def test_bench_lists_only_exact(capsys):
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    listed = capsys.readouterr().out
+    assert "exact" in listed and not any(n in listed for n in ("table3", "nsa", "online", "batch"))
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "table5"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "invalid choice: 'table5' (choose from 'exact')" in err
+
+
 def test_bench_table3(tmp_path, capsys):
-    data = run_json(capsys, "bench", "table3", "--epochs", 1, "--windows-per-epoch", 2,
-                    "--freeform-time-limit", 0.5, "--out", tmp_path, "--quiet", "--json")
+    data = run_json(capsys, "table3", "--epochs", 1, "--windows-per-epoch", 2,
+                    "--freeform-time-limit", 0.5, "--out", tmp_path, "--quiet", "--json",
+                    command=sa_tables.main)
     assert Path(data["csv"]).exists()
     gaps = data["gap_to_scas_pct"]
     assert gaps["seq"] >= -1e-9 and gaps["freeform"] <= 1e-9  # seq never beats the optimum
@@ -31,7 +63,7 @@ def test_bench_table3(tmp_path, capsys):
 def test_table3_columns_name_their_settings(setting, loop):
     """Table III's SA and LNS columns pass their settings explicitly: the same figures as the
     options written out, whatever the library's defaults are."""
-    from tjap.bench.sa_tables import SETTINGS, _windows, table3_window
+    from benchmarks.sa_tables import SETTINGS, _windows, table3_window
     from tjap import solve
 
     w = _windows(setting, 1, 1, 0)[0]
@@ -57,8 +89,6 @@ def test_tables_keep_the_rows_of_an_interrupted_run(tmp_path, monkeypatch, table
     never a NAME.csv that looks finished."""
     import csv
 
-    from tjap.bench import sa_tables
-
     one_window = getattr(sa_tables, f"{table}_window")
     calls = []
 
@@ -82,8 +112,9 @@ def test_tables_keep_the_rows_of_an_interrupted_run(tmp_path, monkeypatch, table
 
 
 def test_bench_table4(tmp_path, capsys):
-    data = run_json(capsys, "bench", "table4", "--epochs", 1, "--windows-per-epoch", 2,
-                    "--paper-windows", 1, "--limit", 5, "--out", tmp_path, "--quiet", "--json")
+    data = run_json(capsys, "table4", "--epochs", 1, "--windows-per-epoch", 2,
+                    "--paper-windows", 1, "--limit", 5, "--out", tmp_path, "--quiet", "--json",
+                    command=sa_tables.main)
     assert data["windows"] == 2 and data["paper_windows"] == 1
     assert data["set_packing_optimal_pct"] == 100.0
 
@@ -91,7 +122,7 @@ def test_bench_table4(tmp_path, capsys):
 def test_sa_speed_benchmark(capsys):
     from benchmarks.sa_speed import main
 
-    rows = main(["--windows", "2", "--setting", "paper"])
+    rows = run_json(capsys, "--windows", 2, "--setting", "paper", "--json", command=main)["rows"]
     assert {r["repair"] for r in rows} == {"paper", "greedy"}
     assert all(r["median_ratio"] > 1 for r in rows)
     paper = next(r for r in rows if r["repair"] == "paper")
@@ -101,8 +132,8 @@ def test_sa_speed_benchmark(capsys):
 def test_bench_online(tmp_path, capsys):
     import csv
 
-    data = run_json(capsys, "bench", "online", "--epochs", 2, "--jobs-per-epoch", 30,
-                    "--out", tmp_path, "--quiet", "--json")
+    data = run_json(capsys, "--epochs", 2, "--jobs-per-epoch", 30, "--out", tmp_path, "--quiet",
+                    "--json", command=online.main)
     assert len(data["rows"]) == 12 and all(r["epochs"] == 2 for r in data["rows"])
     assert Path(data["csv"]).exists() and Path(data["png"]).exists()
     epochs = list(csv.DictReader(Path(data["epochs_csv"]).open()))
@@ -116,8 +147,6 @@ def test_bench_online(tmp_path, capsys):
 
 def test_bench_online_keeps_the_epochs_of_an_interrupted_run(tmp_path, monkeypatch):
     import csv
-
-    from tjap.bench import online
 
     calls = []
     one_epoch = online.replay_epoch

@@ -1,5 +1,6 @@
-"""``tjap bench nsa``: NSA-500 against SA at equal iterations and at equal time (SA given as many
-iterations as fit in NSA's time on each window), with the SCAS optimum beside them."""
+"""``python -m benchmarks.sa_tables nsa``: NSA-500 against SA at equal iterations and at equal
+time (SA given as many iterations as fit in NSA's time on each window), with the SCAS optimum
+beside them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tjap.bench import sa_tables
-from tjap.bench.sa_tables import (PILOT_ITERATIONS, iteration_cost, nsa_columns, nsa_table,
+from benchmarks import sa_tables
+from benchmarks.sa_tables import (PILOT_ITERATIONS, iteration_cost, main, nsa_columns, nsa_table,
                                   nsa_window, same_time_iterations, sa_for_time)
-from tjap.cli import main
 
 #: The columns whose cost does not depend on a measured time: the same for the same seed.
 UNTIMED = ["nsa500", "seq", "sa500", "sa1000", "sa500_best", "scas_opt"]
@@ -122,7 +122,7 @@ def test_nsa_columns_that_do_not_depend_on_timing_are_reproducible(table):
 
 
 def test_bench_nsa_cli(tmp_path, capsys):
-    code = main(["bench", "nsa", "--setting", "paper", "--epochs", "1", "--windows-per-epoch", "2",
+    code = main(["nsa", "--setting", "paper", "--epochs", "1", "--windows-per-epoch", "2",
                  "--weights", "learned/weights/nsa_cnn3_paper.json", "--out", str(tmp_path),
                  "--quiet", "--json"])
     out, err = capsys.readouterr()
@@ -140,7 +140,7 @@ def test_bench_nsa_cli(tmp_path, capsys):
 
 @pytest.mark.parametrize("flag", [["--weights", "none.json"], ["--preset", "hot"]])
 def test_bench_nsa_bad_weights_or_preset_is_one_line(tmp_path, capsys, flag):
-    code = main(["bench", "nsa", "--epochs", "1", "--windows-per-epoch", "1", *flag,
+    code = main(["nsa", "--epochs", "1", "--windows-per-epoch", "1", *flag,
                  "--out", str(tmp_path), "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("tjap: error")
@@ -175,7 +175,7 @@ def test_bench_nsa_on_a_workload_file(tmp_path, capsys):
     path = tmp_path / "jobs.txt"
     path.write_text("".join(f"{k + 1}  {a}  {r}  {n}\n" for k, (a, r, n) in enumerate(
         zip(jobs.arrival_s.tolist(), jobs.runtime_s.tolist(), jobs.requested_nodes.tolist()))))
-    code = main(["bench", "nsa", "--workload", str(path), "--epochs", "1", "--windows-per-epoch",
+    code = main(["nsa", "--workload", str(path), "--epochs", "1", "--windows-per-epoch",
                  "1", "--out", str(tmp_path), "--quiet", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err

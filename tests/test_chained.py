@@ -104,6 +104,8 @@ def test_reactive_interrupts_and_avg_trades_it_for_overlap_on_a_busy_queue():
     avg = evaluate(jobs, 4, pair, times, Average(), config=EXACT)
     assert reactive.mean_interruption_h > 1 and reactive.mean_overlap_h == 0
     assert avg.mean_interruption_h < reactive.mean_interruption_h
-    assert set(avg.summary()) == {"policy", "pairs", "mean_interruption_h", "mean_overlap_h",
+    assert set(avg.summary()) == {"method", "status", "objective", "runtime_s", "seed",
+                                  "policy", "pairs", "mean_interruption_h", "mean_overlap_h",
                                   "zero_interruption_fraction"}
+    assert avg.objective == avg.mean_interruption_h and avg.method == "avg"
     assert isinstance(avg.to_dict()["pairs"], int) and len(avg.outcomes_h) == len(times)

@@ -339,7 +339,6 @@ def test_unknown_method(tiny_file, capsys):
     ["solve", "{file}", "--method", "sa", "--iterations", "many"],
     ["solve", "{file}", "--method", "nsa", "--lookahead", "-1"],
     ["solve", "{file}", "--method", "nsa", "--lookahead", "two"],
-    ["bench", "nsa", "--lookahead", "-2"],
     ["generate", "windows", "--out", "{out}", "--cap", "bad"],
     ["generate", "windows", "--out", "{out}", "--cap", "0"],
     ["generate", "windows", "--out", "{out}", "--cap", "-3"],

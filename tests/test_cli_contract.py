@@ -5,11 +5,14 @@ usage block; a closed stdout (``| head``) ends quietly with 141; progress bars g
 stderr is a terminal.
 
 Most cases run in-process through ``tjap.cli.main`` (fast); the pipe and terminal cases run the
-real program."""
+real program. The paper reproductions that ``tjap bench`` handed to benchmarks/ (``python -m
+benchmarks.sa_tables``, ``benchmarks.online``, ``benchmarks.batch_sim``) keep the same contract:
+their cases name the module first."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -40,10 +43,20 @@ def leaf_commands(parser=None, path=()) -> list[tuple[str, ...]]:
 LEAVES = leaf_commands()
 
 
+def command_of(argv) -> tuple:
+    """``tjap``'s main and ``argv``; for ``argv = [benchmarks.NAME, *rest]``, that module's main
+    and ``rest``."""
+    if argv and str(argv[0]).startswith("benchmarks."):
+        return importlib.import_module(argv[0]).main, argv[1:]
+    return main, argv
+
+
 def run_bad(capsys, argv) -> str:
-    """Run ``tjap argv`` in-process and check the one-line error contract; return the line."""
+    """Run ``tjap argv`` (or a benchmarks module, see :func:`command_of`) in-process and check the
+    one-line error contract; return the line."""
+    command, rest = command_of(argv)
     try:
-        code = main([str(a) for a in argv])
+        code = command([str(a) for a in rest])
     except SystemExit as stop:
         code = stop.code
     out, err = capsys.readouterr()
@@ -123,10 +136,19 @@ CASES = [
     # bench
     (["bench", "exact", "--num-windows", "-3"], "--num-windows"),
     (["bench", "exact", "--topology", "{missing}"], "no_such_file"),
-    (["bench", "batch", "--trace", "{missing}"], "no_such_file"),
-    (["bench", "batch", "--sizes", "ten"], "--sizes"),
-    (["bench", "batch", "--start", "2030-01-01"], "2022-10-05"),
-    (["bench", "table3", "--epochs", "0"], "--epochs"),
+    (["bench", "table3", "--epochs", "0"], "run python -m benchmarks.sa_tables table3 ..."),
+    (["bench", "batch", "--sizes", "ten"], "run python -m benchmarks.batch_sim ..."),
+    # the paper reproductions of benchmarks/
+    (["benchmarks.batch_sim", "--trace", "{missing}"], "no_such_file"),
+    (["benchmarks.batch_sim", "--sizes", "ten"], "--sizes"),
+    (["benchmarks.batch_sim", "--start", "2030-01-01"], "2022-10-05"),
+    (["benchmarks.sa_tables", "table3", "--epochs", "0"], "--epochs"),
+    (["benchmarks.sa_tables", "nsa", "--lookahead", "-2"], "--lookahead"),
+    (["benchmarks.sa_tables", "table4", "--workload", "{missing}"], "no_such_file"),
+    (["benchmarks.sa_tables", "table5"], "table5"),
+    (["benchmarks.online", "--method", "magic"], "magic"),
+    (["benchmarks.online", "--epochs", "1", "--no-such-flag"],
+     "--no-such-flag (see python -m benchmarks.online --help)"),
     # simulate: files, values, periods outside the trace
     (["simulate", "--trace", "{missing}"], "no_such_file"),
     (["simulate", "--trace", "{binary}"], "binary"),
@@ -204,8 +226,13 @@ def test_there_are_at_least_30_bad_inputs():
 TJAP = [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())"]
 
 
-def tjap_process(*argv, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([*TJAP, *map(str, argv)],
+#: a benchmarks module (``python -m benchmarks.NAME``), run from the repository's root
+MODULE = [sys.executable, "-m"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tjap_process(*argv, program=TJAP, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([*program, *map(str, argv)], cwd=ROOT,
                             stderr=kwargs.pop("stderr", subprocess.PIPE), **kwargs)
 
 
@@ -233,7 +260,7 @@ def test_head_of_a_long_output(tmp_path):
     assert err in (["status=0"], [f"status={EXIT_CLOSED_STDOUT}"]), proc.stderr
 
 
-def on_a_terminal(*argv) -> tuple[subprocess.Popen, bytes, bytes]:
+def on_a_terminal(*argv, program=TJAP) -> tuple[subprocess.Popen, bytes, bytes]:
     """Run ``tjap argv`` with stdout to a pipe and stderr a terminal 80 columns wide; the
     process, its stdout and what it drew on the terminal."""
     import fcntl
@@ -245,7 +272,7 @@ def on_a_terminal(*argv) -> tuple[subprocess.Popen, bytes, bytes]:
     # a terminal 80 columns wide (a fresh pseudo-terminal has 0, where tqdm draws nothing)
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     try:
-        proc = tjap_process(*argv, stdout=subprocess.PIPE, stderr=slave)
+        proc = tjap_process(*argv, program=program, stdout=subprocess.PIPE, stderr=slave)
         os.close(slave)
         out, _ = proc.communicate(timeout=120)
         drawn = b""
@@ -278,13 +305,14 @@ def test_progress_bar_goes_to_a_terminal_stderr(files):
     (["online", "--num-jobs", "200", "--json"], b"window"),
     (["generate", "windows", "--num-windows", "20", "--out", "{tmp}/w.jsonl", "--json"],
      b"windows"),
-    (["bench", "batch", "--trace", LS6, "--repeats", "1", "--sizes", "2000", "--out",
+    (["benchmarks.batch_sim", "--trace", LS6, "--repeats", "1", "--sizes", "2000", "--out",
       "{tmp}/batch", "--json"], b"batch"),
-], ids=["simulate", "online", "generate", "bench-batch"])
+], ids=["simulate", "online", "generate", "benchmarks-batch_sim"])
 def test_commands_that_loop_draw_a_bar_on_a_terminal(files, argv, bar):
     """Commands that can run for many seconds report as they go (a simulation's jobs done, a
     replay's jobs started, the windows made, a benchmark's parts), on stderr only."""
-    proc, out, drawn = on_a_terminal(*[a.format(**files) for a in argv])
+    program = MODULE if argv[0].startswith("benchmarks.") else TJAP
+    proc, out, drawn = on_a_terminal(*[a.format(**files) for a in argv], program=program)
     assert proc.returncode == 0, drawn
     json.loads(out)                                          # stdout: the JSON alone
     assert bar + b":" in drawn and b"it/s" in drawn, drawn
@@ -393,12 +421,14 @@ def test_simulate_creates_the_folders_of_its_outputs(tmp_path, capsys):
      "tjap.placement.batch.replay.replay_trace"),
     (["generate", "windows", "--num-windows", "1", "--out", "{blocker}/w.jsonl"],
      "tjap.placement.tree.stream.generate_windows"),
-    (["bench", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out", "{blocker}"],
-     "tjap.bench.sa_tables.table3"),
-    (["bench", "batch", "--out", "{blocker}/sub"], "tjap.bench.batch_sim.speed"),
+    (["bench", "exact", "--num-windows", "1", "--out", "{blocker}"], "tjap.bench.run"),
+    (["benchmarks.sa_tables", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out",
+      "{blocker}"], "benchmarks.sa_tables.table3"),
+    (["benchmarks.batch_sim", "--out", "{blocker}/sub"], "benchmarks.batch_sim.speed"),
+    (["benchmarks.online", "--epochs", "1", "--out", "{blocker}"], "benchmarks.online.run"),
     (["train", "nsa", "--out", "{blocker}/w/nsa"], "tjap.learned.tree.train.train_nsa"),
-], ids=["simulate-plot", "simulate-per-job", "simulate-plot-folder", "generate", "bench-table3",
-        "bench-batch", "train-nsa"])
+], ids=["simulate-plot", "simulate-per-job", "simulate-plot-folder", "generate", "bench-exact",
+        "benchmarks-sa_tables-table3", "benchmarks-batch_sim", "benchmarks-online", "train-nsa"])
 def test_an_unwritable_output_fails_before_the_work(tmp_path, monkeypatch, capsys, argv, stage):
     blocker = tmp_path / "afile"
     blocker.write_text("")

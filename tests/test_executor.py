@@ -240,10 +240,14 @@ def test_cli_sweeps_match_serial(tmp_path, capsys):
     assert both["seeds"] == 2
     assert both["avg_jct"] == pytest.approx((one[0]["avg_jct"] + one[1]["avg_jct"]) / 2, rel=1e-12)
 
+    from benchmarks.online import main as online_main
+
     online = []
     for w in (1, 2):
-        run("bench", "online", "--epochs", 2, "--jobs-per-epoch", 20, "--quiet", "--json",
-            "--out", tmp_path / f"w{w}", "--workers", w)
+        assert online_main([str(a) for a in ("--epochs", 2, "--jobs-per-epoch", 20, "--quiet",
+                                             "--json", "--out", tmp_path / f"w{w}",
+                                             "--workers", w)]) == 0
+        capsys.readouterr()
         online.append((tmp_path / f"w{w}" / "online_paper_s0.csv").read_text())
     assert online[0] == online[1]
 

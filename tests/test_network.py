@@ -334,7 +334,9 @@ def test_episode_steps_one_decision_at_a_time(policy_name):
     """Driving an Episode by hand gives run_episode's result; it refuses a step after the end."""
     t = paper_topology("16:1-16", 64)
     reqs = Requests.generate(t, 30, 6)
-    policy = make("network", policy_name)
+    # exact: no per-request time limit, so a loaded machine cannot change its answers
+    options = {"time_limit_s": None} if policy_name == "exact" else {}
+    policy = make("network", policy_name, **options)
     episode = Episode(t, reqs, routing=policy.routing)
     policy.reset(t, reqs.seed)
     outcomes = []
@@ -342,7 +344,7 @@ def test_episode_steps_one_decision_at_a_time(policy_name):
         outcomes.append(episode.step(policy.choose(episode.engine)))
         assert episode.index == sum(o != Outcome.PENDING for o in outcomes)
     mine = episode.result(policy.name)
-    theirs = run_episode(t, reqs, make("network", policy_name))
+    theirs = run_episode(t, reqs, make("network", policy_name, **options))
     for name in ("accepted", "num_servers", "spread", "utilization"):
         assert np.array_equal(getattr(mine, name), getattr(theirs, name)), name
     assert (mine.ticks, mine.steps) == (theirs.ticks, theirs.steps) == (episode.engine.now + 1,
@@ -634,8 +636,10 @@ def test_arrive_moves_time_until_the_request_fits_and_refuses_one_that_never_can
 def test_headroom_diagnostic_runs_every_mode_and_names_bad_modes(capsys):
     from benchmarks import network_headroom as headroom
 
-    out = headroom.main(["--topologies", "8:1-16", "--seeds", "1", "--requests", "16",
-                         "--horizon", "3", "--samples", "1", "--workers", "1", "--json", "--quiet"])
+    assert headroom.main(["--topologies", "8:1-16", "--seeds", "1", "--requests", "16",
+                          "--horizon", "3", "--samples", "1", "--workers", "1", "--json",
+                          "--quiet"]) == 0
+    out = json.loads(capsys.readouterr().out)
     assert [r["mode"] for r in out["episodes"]] == list(headroom.MODES)
     exact = out["episodes"][0]["acceptance"]
     assert exact == evaluate(paper_topology("8:1-16"), lambda: make("network", "exact"),

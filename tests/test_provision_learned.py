@@ -12,10 +12,12 @@ import pytest
 from tjap.heuristics.batch.rules import run_episode
 from tjap.learned.batch import MODELS
 from tjap.registry import make as make_policy
-from tjap.learned.batch.episodes import first_submission, record_episode, stack, window_index
+from tjap.learned.batch.episodes import (first_submission, record_episode, record_many, stack,
+                                         window_index)
 from tjap.learned.batch.features import SCALES, normalise, observation
-from tjap.placement.batch.chained import ChainedEpisode
+from tjap.placement.batch.chained import ChainedEpisode, Pair
 from provision_cases import EXACT, PAIR, H, busy_trace
+from provision_reference import reference_record
 from tjap.errors import InvalidInputError, UnknownMethodError
 
 def make_env(**kw):
@@ -54,6 +56,24 @@ def test_env_rewards_and_sign_conventions():
     assert reward == pytest.approx(-2.0 * info["interruption_h"]) and steps > 30
     with pytest.raises(InvalidInputError, match="reset"):
         env.step(0)
+
+
+def test_probe_is_a_submission_step_that_leaves_the_env_as_it_was():
+    env = make_env(e_interruption=2.0)
+    env.reset(options={"inject_s": 30 * H})
+    for _ in range(3):
+        env.step(0)
+    raw, now = env.raw.copy(), env.episode.now
+    reward, info = env.probe()
+    assert np.array_equal(env.raw, raw) and env.episode.now == now and not env.episode.done
+    env.reset(options={"inject_s": 30 * H})
+    for _ in range(3):
+        env.step(0)
+    _, stepped, done, _, stepped_info = env.step(1)
+    assert done and stepped == reward and stepped_info == info
+    ep = env.episode   # wait (from the submission) - outcome (from P's end) = P's end - submission
+    pred_end = int(ep.sim._state["end"][ep.pred])
+    assert info["wait_s"] - info["outcome_s"] == pred_end - ep.submitted_s
 
 
 def test_env_reset_is_seeded_and_warm_starts_from_its_checkpoint():
@@ -106,6 +126,28 @@ def test_recorded_outcomes_match_fresh_episodes():
     third[2:] = True
     got, at = first_submission(data, third)
     assert got[0] == rec["outcome_s"][2] and at[0] == 2
+
+
+@pytest.mark.parametrize("inject_h, pair, config", [
+    (30, PAIR, EXACT),
+    (30, Pair(nodes=2), EXACT),                                    # the 48 h pair of training
+    (36, Pair(nodes=1, runtime_s=4 * H, limit_s=5 * H), None),   # the simulator's defaults
+])
+def test_recorded_episodes_equal_the_plain_recording(inject_h, pair, config):
+    """The training data (recorded through the environment's step) are those of the plain
+    recording that steps the chained episode directly (tests/provision_reference.py): the same
+    rows, probes, remaining times, fallback outcome and dtypes, one episode and a stacked set."""
+    jobs = busy_trace()
+    got = record_episode(jobs, 4, inject_h * H, pair, config)
+    want = reference_record(jobs, 4, inject_h * H, pair, config)
+    assert got.keys() == want.keys() and len(want["wait_s"]) > 30
+    for key in want:
+        assert np.asarray(got[key]).dtype == np.asarray(want[key]).dtype, key
+        assert np.array_equal(got[key], want[key]), key
+    if pair == Pair(nodes=pair.nodes):   # record_many's pairs are Pair(nodes=n)
+        many = record_many(jobs, 4, [(inject_h * H, pair.nodes)], config)
+        for key, value in stack([want]).items():
+            assert np.array_equal(many[key], value), key
 
 
 def test_reward_signs():

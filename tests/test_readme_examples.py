@@ -99,7 +99,7 @@ SLOW = {
     "tjap simulate --trace placement/batch/data/lublin_256.swf --backfill conservative --plot lublin.png":
         "conservative backfill on 10,000 jobs plus a figure (8 s after the cheap runs compiled "
         "the simulator)",
-    "tjap bench batch":
+    "python -m benchmarks.batch_sim":
         "a timing benchmark (speed, scaling, warm start: 6 s, timings that a loaded machine spoils)",
     "tjap train nsa --arch cnn3 --boundaries --seed 1 --timesteps 0 --imitation-steps 400000 "
     "--imitation-epochs 20 --imitation-temperature 300 --out learned/weights/nsa_cnn3":

@@ -121,8 +121,8 @@ def test_bundled_trace_names_and_errors():
 
 def test_defaults_use_the_bundled_trace():
     from tjap.placement.interference.jobs import DEFAULT_TRACE
-    from tjap.cli import build_parser
+    from benchmarks.batch_sim import build_parser
 
     assert DEFAULT_TRACE == bundled_trace("ls6-a100") and DEFAULT_TRACE.exists()
-    args = build_parser().parse_args(["bench", "batch"])
-    assert args.trace is None           # resolved to the bundled trace when the bench runs
+    args = build_parser().parse_args([])
+    assert args.trace is None           # resolved to the bundled trace when the benchmark runs

@@ -1,4 +1,5 @@
-"""``tjap simulate`` and ``tjap bench batch`` end to end on the shipped traces and crafted files."""
+"""``tjap simulate`` and ``python -m benchmarks.batch_sim`` end to end on the shipped traces and
+crafted files."""
 
 from __future__ import annotations
 
@@ -63,8 +64,11 @@ def test_simulate_bad_input(capsys, tmp_path):
 
 
 def test_bench_batch_small(capsys, tmp_path):
-    code, out, _ = run(capsys, "bench", "batch", "--trace", LS6, "--repeats", 1, "--sizes",
-                       "2000,4000", "--out", tmp_path, "--json")
+    from benchmarks import batch_sim
+
+    code = batch_sim.main([str(a) for a in ("--trace", LS6, "--repeats", 1, "--sizes",
+                                            "2000,4000", "--out", tmp_path, "--json")])
+    out = capsys.readouterr().out
     data = json.loads(out)
     assert code == 0 and [r["backfill"] for r in data["speed"]][:4] == ["none", "easy", "slurm",
                                                                          "conservative"]

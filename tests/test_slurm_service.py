@@ -26,7 +26,9 @@ from tjap.cli.slurm import describe
 from tjap.errors import InvalidInputError, UnknownMethodError
 from tjap.placement.slurm.queue import (WaitTracker, eligible, hold_for_locality, plan_window,
                               priority_key)
-from tjap.slurm.service import PlacementService, ServiceConfig, State, transient, unreachable
+from tjap.placement.slurm.client import transient, unreachable
+from tjap.placement.slurm.readers import State
+from tjap.slurm.service import PlacementService, ServiceConfig
 
 from test_tree_windows import IRREGULAR, random_window
 

@@ -1,10 +1,12 @@
 """Seed 002's stream on a real job list: ``Workload.from_file`` reads the
 authors' published format, SWF and sacct (the last two through the batch trace loaders), reports
 what it read, skipped and changed, and ``--workload FILE`` feeds ``tjap generate windows``,
-``tjap online`` and ``tjap bench ...``; bad files are one line and exit 2."""
+``tjap online``, ``tjap bench exact`` and the paper reproductions of benchmarks/ (``python -m
+benchmarks.sa_tables``, ``benchmarks.online``); bad files are one line and exit 2."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -17,6 +19,16 @@ from tjap.placement.tree.workload import FILE_FORMATS, Workload, WorkloadReport
 from tjap import FatTree, InvalidInputError
 from tjap.cli import main
 from test_cli import assert_one_line_error, run
+
+
+def run_command(capsys, *argv):
+    """``tjap argv`` in-process, or with ``argv = (benchmarks.NAME, *rest)`` that module's main;
+    (exit code, stdout, stderr)."""
+    if not argv[0].startswith("benchmarks."):
+        return run(capsys, *argv)
+    code = importlib.import_module(argv[0]).main([str(a) for a in argv[1:]])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def write(path: Path, lines) -> Path:
@@ -271,9 +283,10 @@ def test_online_from_a_file(capsys, jobs_file):
 
 
 def test_bench_table3_from_a_file(capsys, tmp_path, jobs_file):
-    code, stdout, err = run(capsys, "bench", "table3", "--workload", jobs_file, "--epochs", 1,
-                            "--windows-per-epoch", 2, "--freeform-time-limit", 0.5,
-                            "--out", tmp_path, "--quiet", "--json")
+    code, stdout, err = run_command(capsys, "benchmarks.sa_tables", "table3", "--workload",
+                                    jobs_file, "--epochs", 1, "--windows-per-epoch", 2,
+                                    "--freeform-time-limit", 0.5, "--out", tmp_path, "--quiet",
+                                    "--json")
     assert code == 0, err
     data = json.loads(stdout)
     assert Path(data["csv"]).name == "table3_published_jobs_s0.csv"   # beside the generator's
@@ -282,8 +295,9 @@ def test_bench_table3_from_a_file(capsys, tmp_path, jobs_file):
 
 
 def test_bench_online_from_a_file(capsys, tmp_path, jobs_file):
-    code, stdout, err = run(capsys, "bench", "online", "--workload", jobs_file, "--epochs", 1,
-                            "--jobs-per-epoch", 20, "--out", tmp_path, "--quiet")
+    code, stdout, err = run_command(capsys, "benchmarks.online", "--workload", jobs_file,
+                                    "--epochs", 1, "--jobs-per-epoch", 20, "--out", tmp_path,
+                                    "--quiet")
     assert code == 0, err
     assert stdout.startswith("workload: jobs.txt (authors, 2000 jobs)")
     assert (tmp_path / "online_paper_jobs_s0.csv").exists()
@@ -292,11 +306,11 @@ def test_bench_online_from_a_file(capsys, tmp_path, jobs_file):
 WORKLOAD_COMMANDS = [
     ("generate", "windows", "--out", "OUT/w.jsonl"),
     ("online",),
-    ("bench", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out", "OUT"),
-    ("bench", "table4", "--epochs", "1", "--windows-per-epoch", "1", "--out", "OUT"),
-    ("bench", "nsa", "--epochs", "1", "--windows-per-epoch", "1", "--out", "OUT"),
-    ("bench", "online", "--epochs", "1", "--out", "OUT"),
     ("bench", "exact", "--num-windows", "1", "--out", "OUT"),
+    ("benchmarks.sa_tables", "table3", "--epochs", "1", "--windows-per-epoch", "1", "--out", "OUT"),
+    ("benchmarks.sa_tables", "table4", "--epochs", "1", "--windows-per-epoch", "1", "--out", "OUT"),
+    ("benchmarks.sa_tables", "nsa", "--epochs", "1", "--windows-per-epoch", "1", "--out", "OUT"),
+    ("benchmarks.online", "--epochs", "1", "--out", "OUT"),
 ]
 
 
@@ -308,9 +322,9 @@ def test_bad_workload_files_are_one_line(capsys, tmp_path, command):
     for name, text in bad.items():
         if text is not None:
             (tmp_path / name).write_text(text)
-        assert_one_line_error(*run(capsys, *argv, "--workload", tmp_path / name, "--quiet"),
-                              name)
-    assert_one_line_error(*run(capsys, *argv, "--workload-format", "swf", "--quiet"),
+        assert_one_line_error(*run_command(capsys, *argv, "--workload", tmp_path / name,
+                                           "--quiet"), name)
+    assert_one_line_error(*run_command(capsys, *argv, "--workload-format", "swf", "--quiet"),
                           "--workload-format needs --workload FILE")
 
 
@@ -334,5 +348,6 @@ def test_a_short_file_is_one_error_line_after_its_report(capsys, tmp_path):
 
 
 def test_bench_online_weights_are_for_nsa(capsys, tmp_path):
-    assert_one_line_error(*run(capsys, "bench", "online", "--method", "dp", "--weights", "x.json",
-                               "--epochs", 1, "--out", tmp_path), "does not take --weights")
+    assert_one_line_error(*run_command(capsys, "benchmarks.online", "--method", "dp", "--weights",
+                                       "x.json", "--epochs", 1, "--out", tmp_path),
+                          "does not take --weights")

@@ -73,7 +73,12 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     Returns
     -------
     Result
-        The assignment, its objective, a bound where known, the status and the runtime.
+        A record (:class:`tjap.result.Record`) with the fields every result shares
+        (:data:`tjap.result.COMMON_FIELDS`): ``method``, ``status`` (OPTIMAL, FEASIBLE,
+        INFEASIBLE or TIME_LIMIT), ``objective`` (the assignment's hop cost under
+        ``convention``), ``runtime_s`` and ``seed``; and the window's own: the ``assignment``
+        (one tuple of node ids per job), the proven ``bound`` where known, ``convention``,
+        ``iterations`` and ``info``.
 
     Examples
     --------
@@ -190,9 +195,13 @@ def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris",
     Returns
     -------
     RequestPlan or None
-        The servers in the order chosen, the candidate path per earlier server (replaying them
-        with ``engine.step(server, paths)`` gives the same state) and the channels reserved; None
-        when the policy could not place the request (the engine is then unchanged).
+        A record (:class:`~tjap.placement.network.RequestPlan`) with the fields every result
+        shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the policy's name), ``status``
+        (FEASIBLE: a policy proves nothing), ``objective`` (the channels reserved),
+        ``runtime_s`` and ``seed``; and the plan: the servers in the order chosen and the
+        candidate path per earlier server (replaying them with ``engine.step(server, paths)``
+        gives the same state). None when the policy could not place the request (the engine is
+        then unchanged).
 
     Examples
     --------
@@ -251,8 +260,12 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
     Returns
     -------
     numpy.ndarray or None, or a list of them
-        Per job, its GPU group per task (workers first, then parameter servers), or None where
-        the policy did not place it (it would be forwarded); a list for a sequence of jobs.
+        The decision itself, not a record: per job, its GPU group per task (workers first, then
+        parameter servers), or None where the policy did not place it (it would be forwarded);
+        a list for a sequence of jobs. A placement has no figure of its own until the jobs run:
+        the record is the run's, :func:`tjap.placement.interference.simulate`'s
+        :class:`~tjap.placement.interference.simulator.SimResult`, with the fields every result
+        shares (:data:`tjap.result.COMMON_FIELDS`; its ``objective`` is the average JCT).
 
     Examples
     --------

@@ -3,6 +3,7 @@ protocol that learned provisioners implement too, and the evaluation loop they a
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -12,7 +13,7 @@ from tjap.placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, sp
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Priority, SchedulerConfig
 from tjap.errors import InvalidInputError
-from tjap.result import Record
+from tjap.result import Measurement
 
 LOADS = {"heavy": (12 * HOUR_S, np.inf), "medium": (2 * HOUR_S, 12 * HOUR_S),
          "light": (-np.inf, 2 * HOUR_S)}
@@ -35,7 +36,14 @@ def scheduler_config(name: str) -> SchedulerConfig:
 
 
 class Provisioner(Protocol):
-    """Decides, at each 10-minute decision point of an episode, whether to submit the successor."""
+    """Decides, at each 10-minute decision point of an episode, whether to submit the successor.
+
+    ``decide(episode)`` returns True (submit now) or False (wait another interval): one decision,
+    not a record. The records are the evaluations: :func:`evaluate` over simulated pairs returns
+    an :class:`Evaluation`, :func:`tjap.placement.slurm.chained.run_live` on a real Slurm a
+    :class:`~tjap.placement.slurm.chained.LiveResult`; both have the fields every result shares
+    (:data:`tjap.result.COMMON_FIELDS`), with the provisioner's ``name`` as ``method``.
+    """
 
     name: str
 
@@ -99,10 +107,17 @@ def sample_pairs(jobs: Jobs, nodes: int, pair: Pair, start_s: int, end_s: int, l
 
 
 @dataclass(frozen=True)
-class Evaluation(Record):
+class Evaluation(Measurement):
     """A provisioner's outcomes over injected pairs: mean interruption and overlap (hours), the
     fraction of pairs with no interruption, and every pair's outcome (successor start minus
-    predecessor end, hours; negative = overlap). ``summary()`` leaves the outcomes out."""
+    predecessor end, hours; negative = overlap). ``summary()`` leaves the outcomes out.
+
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    provisioner's name, an alias of ``policy``), ``status`` (FEASIBLE: the pairs ran their
+    course), ``objective`` (the mean interruption in hours, ``mean_interruption_h``; lower is
+    better), ``runtime_s`` (seconds of the evaluation) and ``seed`` (the seed the injection
+    times were drawn with and the provisioner built with, as the caller gave it).
+    """
 
     policy: str
     pairs: int
@@ -110,14 +125,29 @@ class Evaluation(Record):
     mean_overlap_h: float
     zero_interruption_fraction: float
     outcomes_h: tuple
+    runtime_s: float = 0.0
+    seed: int = 0
+
+    @property
+    def objective(self) -> float:
+        """The mean interruption in hours (``mean_interruption_h``)."""
+        return self.mean_interruption_h
 
     def summary(self) -> dict:
         return {k: v for k, v in self.to_dict().items() if k != "outcomes_h"}
 
 
 def evaluate(jobs: Jobs, nodes: int, pair: Pair, times: list[int], provisioner: Provisioner,
-             config: SchedulerConfig | None = None) -> Evaluation:
-    """Mean interruption and overlap (hours) of ``provisioner`` over pairs injected at ``times``."""
+             config: SchedulerConfig | None = None, seed: int = 0) -> Evaluation:
+    """Mean interruption and overlap (hours) of ``provisioner`` over pairs injected at ``times``
+    (one :func:`run_episode` each).
+
+    Returns an :class:`Evaluation`: method (the provisioner's name), status FEASIBLE, objective
+    (the mean interruption, hours), runtime_s, and ``seed`` as given (the seed that drew
+    ``times`` and built the provisioner, recorded with the figures)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
+    started = time.perf_counter()
     outcomes = np.array([run_episode(ChainedEpisode(jobs, nodes, t, pair, config=config),
                                      provisioner) for t in times], dtype=float)
     interruption, overlap = split(outcomes)
@@ -126,4 +156,5 @@ def evaluate(jobs: Jobs, nodes: int, pair: Pair, times: list[int], provisioner: 
                       mean_overlap_h=float(overlap.mean()) if len(times) else 0.0,
                       zero_interruption_fraction=float((interruption == 0).mean())
                       if len(times) else 0.0,
-                      outcomes_h=tuple((outcomes / HOUR_S).tolist()))
+                      outcomes_h=tuple((outcomes / HOUR_S).tolist()),
+                      runtime_s=time.perf_counter() - started, seed=int(seed))

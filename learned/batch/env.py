@@ -3,10 +3,17 @@ submission, wait (action 0) or submit the successor (action 1).
 
 Observation: the 144 x 40 history ending now, normalised (:mod:`tjap.learned.batch.features`).
 Reward: 0 while waiting; when the successor is submitted (by the agent, or by the reactive
-fallback when the predecessor ends first) the episode ends with -(e_I * interruption_h + e_O *
-overlap_h). Each reset injects the pair at one of ``injection_times`` (drawn with the env's
-seeded generator); the warm-started episode is kept as a checkpoint, so a later reset at the same
-time costs a copy instead of a replay of the warm-up.
+fallback when the predecessor ends first) the episode ends with :func:`reward_h` of the outcome,
+-(e_I * interruption_h + e_O * overlap_h). Each reset injects the pair at one of
+``injection_times`` (drawn with the env's seeded generator); the warm-started episode is kept as a
+checkpoint, so a later reset at the same time costs a copy instead of a replay of the warm-up.
+
+:meth:`ProvisionEnv.step` is the one step of training: the training data
+(:func:`tjap.learned.batch.episodes.record_episode`) are recorded by stepping this environment,
+waiting along the episode and probing a submission at each decision (:meth:`ProvisionEnv.probe`),
+and a provisioner at inference goes through the same episode step that this step takes
+(:meth:`tjap.placement.batch.chained.ChainedEpisode.step`, driven by
+:func:`tjap.heuristics.batch.rules.run_episode`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,21 @@ from tjap.errors import InvalidInputError
 WAIT, SUBMIT = 0, 1
 
 
+def reward_h(outcome_s, e_interruption: float = 1.0, e_overlap: float = 1.0) -> np.ndarray:
+    """The reward of outcomes (successor start minus predecessor end, seconds; one or an array):
+    -(e_I * interruption + e_O * overlap), in hours."""
+    o = np.asarray(outcome_s, dtype=np.float64) / HOUR_S
+    return -(e_interruption * np.maximum(o, 0) + e_overlap * np.maximum(-o, 0))
+
+
 class ProvisionEnv(gym.Env):
+    """The decision of seed 004 as a gymnasium environment (see the module notes).
+
+    ``raw`` is the raw history (history x 40, :func:`~tjap.learned.batch.features.observation`)
+    behind the last observation :meth:`reset` or :meth:`step` returned: the observation is
+    ``normalise(raw)``, and the training data record ``raw``.
+    """
+
     metadata = {"render_modes": []}
 
     def __init__(self, jobs: Jobs, injection_times, cluster_nodes: int = 76, pair: Pair = Pair(),
@@ -34,6 +55,8 @@ class ProvisionEnv(gym.Env):
             raise InvalidInputError("ProvisionEnv needs at least one injection time")
         if e_interruption < 0 or e_overlap < 0:
             raise InvalidInputError("the penalty weights e_interruption and e_overlap must be >= 0")
+        if isinstance(cache, bool) or not isinstance(cache, int) or cache < 1:
+            raise InvalidInputError(f"cache must be a positive integer, got {cache!r}")
         self.jobs, self.times, self.cluster_nodes, self.pair = jobs, times, cluster_nodes, pair
         self.config, self.history = config, history
         self.e_interruption, self.e_overlap = e_interruption, e_overlap
@@ -42,6 +65,7 @@ class ProvisionEnv(gym.Env):
         self._cache: dict[int, tuple[ChainedEpisode, tuple]] = {}
         self._cache_size = cache
         self.episode: ChainedEpisode | None = None
+        self.raw: np.ndarray | None = None
 
     def _start(self, inject_s: int) -> ChainedEpisode:
         if inject_s in self._cache:
@@ -56,7 +80,8 @@ class ProvisionEnv(gym.Env):
         return episode
 
     def _obs(self) -> np.ndarray:
-        return np.maximum(normalise(observation(self.episode)), 0.0)
+        self.raw = observation(self.episode)
+        return np.maximum(normalise(self.raw), 0.0)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -67,17 +92,44 @@ class ProvisionEnv(gym.Env):
         return self._obs(), {"inject_s": int(inject_s), "now_s": self.episode.now}
 
     def step(self, action):
+        """Wait (0) or submit (1). Once the successor is submitted (by the action, or by the
+        reactive fallback) the episode ends; ``info`` then holds the outcome (``outcome_s``,
+        ``interruption_h``, ``overlap_h``), the successor's wait from its submission to its start
+        (``wait_s``) and whether the fallback submitted it."""
+        reward, done, info = self._advance(action)
+        return self._obs(), reward, done, False, info
+
+    def _advance(self, action) -> tuple[float, bool, dict]:
+        """:meth:`step` but the observation: (reward, terminated, info)."""
         if self.episode is None or self.episode.done:
             raise InvalidInputError("call reset() before step()")
         if int(action) not in (WAIT, SUBMIT):
             raise InvalidInputError(f"action must be 0 (wait) or 1 (submit), got {action!r}")
-        submitted = self.episode.step(int(action) == SUBMIT)
-        if not submitted:
-            return self._obs(), 0.0, False, False, {"now_s": self.episode.now}
-        outcome_s = self.episode.outcome()
+        episode = self.episode
+        if not episode.step(int(action) == SUBMIT):
+            return 0.0, False, {"now_s": episode.now}
+        outcome_s = episode.outcome()
         o = outcome_s / HOUR_S
-        reward = -(self.e_interruption * max(o, 0.0) + self.e_overlap * max(-o, 0.0))
-        info = {"now_s": self.episode.now, "outcome_s": outcome_s,
+        reward = float(reward_h(outcome_s, self.e_interruption, self.e_overlap))
+        info = {"now_s": episode.now, "outcome_s": outcome_s,
                 "interruption_h": max(o, 0.0), "overlap_h": max(-o, 0.0),
+                "wait_s": int(episode.sim._state["start"][episode.succ]) - episode.submitted_s,
                 "fallback": int(action) != SUBMIT}
-        return self._obs(), float(reward), True, False, info
+        return reward, True, info
+
+    def probe(self) -> tuple[float, dict]:
+        """The reward and ``info`` that :meth:`step` would return for submitting now (action
+        1), after which the environment is back at this decision, as if nothing had been tried
+        (``raw`` and the observation stay this decision's).
+
+        Before the submission the episode's states do not depend on the actions, so one pass
+        that waits at every decision and probes a submission at each records the whole decision
+        problem of an injection time (:func:`tjap.learned.batch.episodes.record_episode`)."""
+        if self.episode is None or self.episode.done:
+            raise InvalidInputError("call reset() before probe()")
+        saved = self.episode.checkpoint()
+        try:
+            reward, _, info = self._advance(SUBMIT)
+        finally:
+            self.episode.rewind(saved)
+        return reward, info

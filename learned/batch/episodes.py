@@ -1,12 +1,15 @@
 """Recorded chained-job episodes: the training data of every learned provisioner.
 
 Before the successor is submitted, a provisioner's choices do not change the replay: the episode's
-states are the same whatever it decided so far. So one pass along the "wait" path, with a
-checkpoint at every decision, records the whole decision problem of an injection time: the state at
-each decision k and the outcome had the successor been submitted then (a probe: submit, run the
-replay until the successor starts, rewind), plus the reactive fallback's outcome. Supervised
-pretraining regresses the probed wait on the state; the DQN and policy-gradient heads learn on the
-same recorded decisions, as on episodes of :class:`tjap.learned.batch.env.ProvisionEnv`.
+states are the same whatever it decided so far. So one pass along the "wait" path records the
+whole decision problem of an injection time: the state at each decision k and the outcome had the
+successor been submitted then (a probe: submit, run the replay until the successor starts,
+rewind), plus the reactive fallback's outcome. The pass steps the gymnasium environment
+(:class:`tjap.learned.batch.env.ProvisionEnv`: :meth:`~tjap.learned.batch.env.ProvisionEnv.step`
+to wait, :meth:`~tjap.learned.batch.env.ProvisionEnv.probe` to probe), so the training data come
+from the one step function of the environment, which a provisioner's own episodes share.
+Supervised pretraining regresses the probed wait on the state; the DQN and policy-gradient heads
+learn on the same recorded decisions.
 
 A set of episodes is a dict of flat arrays (saved as .npz): ``rows`` (all snapshot rows, raw),
 ``row_offset`` (episode e's rows are ``rows[row_offset[e]:row_offset[e+1]]``: ``history`` warm-up
@@ -21,8 +24,9 @@ import time
 
 import numpy as np
 
-from tjap.learned.batch.features import observation, remaining_s
-from tjap.placement.batch.chained import ChainedEpisode, Pair
+from tjap.learned.batch.env import WAIT, ProvisionEnv
+from tjap.learned.batch.features import remaining_s
+from tjap.placement.batch.chained import Pair
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import SchedulerConfig
 from tjap.executor import Executor, TaskFailure
@@ -32,27 +36,26 @@ _JOBS: Jobs | None = None  # the trace of the worker processes (set before forki
 
 def record_episode(jobs: Jobs, cluster_nodes: int, inject_s: int, pair: Pair,
                    config: SchedulerConfig | None = None, history: int = 144) -> dict:
-    """One injection time's decisions: raw rows, and per decision the probed wait and outcome (s)
-    had the successor been submitted then, the predecessor's remaining time and whether it runs."""
-    ep = ChainedEpisode(jobs, cluster_nodes, inject_s, pair, config=config, history=history)
-    rows = [*ep.observation()]
+    """One injection time's decisions, recorded by stepping :class:`ProvisionEnv`: raw rows, and
+    per decision the probed wait and outcome (s) had the successor been submitted then, the
+    predecessor's remaining time and whether it runs."""
+    env = ProvisionEnv(jobs, [inject_s], cluster_nodes, pair, config, history=history, cache=1)
+    env.reset(options={"inject_s": inject_s})
+    rows = [*env.episode.observation()]   # the warm-up history before the first decision
     wait, outcome, remaining, running = [], [], [], []
-    state = ep.sim._state
-    while True:
-        rows.append(observation(ep)[-1])
-        remaining.append(remaining_s(ep))
-        running.append(ep.predecessor()["start_s"] is not None)
-        saved = ep.checkpoint()
-        ep.step(True)
-        outcome.append(ep.outcome())
-        wait.append(int(state["start"][ep.succ]) - ep.submitted_s)
-        ep.rewind(saved)
-        if ep.step(False):
-            break
+    done = False
+    while not done:
+        rows.append(env.raw[-1])          # the snapshot at this decision
+        remaining.append(remaining_s(env.episode))
+        running.append(env.episode.predecessor()["start_s"] is not None)
+        _, probe = env.probe()
+        outcome.append(probe["outcome_s"])
+        wait.append(probe["wait_s"])
+        _, _, done, _, info = env.step(WAIT)
     return {"rows": np.array(rows, np.float32), "wait_s": np.array(wait, np.float64),
             "outcome_s": np.array(outcome, np.float64),
             "remaining_s": np.array(remaining, np.float64), "running": np.array(running, bool),
-            "inject_s": int(inject_s), "nodes": pair.nodes, "fallback_outcome_s": ep.outcome()}
+            "inject_s": int(inject_s), "nodes": pair.nodes, "fallback_outcome_s": info["outcome_s"]}
 
 
 def _record(args):

@@ -4,10 +4,11 @@ weights with their metadata.
 
     tjap train provision --trace placement/batch/data/ls6-a100.tsv --out learned/weights --workers 16
 
-1. Episodes (:mod:`tjap.learned.batch.episodes`): pairs of 1- and 8-node jobs (alternating) injected
-   at uniform random times of [--from, --to - 6 days) into a replay of the trace's jobs submitted
-   before --to (nothing after --to is ever seen: March 2023 stays unseen), scheduler setting
-   --scheduler. 15 % of the episodes (seeded) are held out for validation.
+1. Episodes (:mod:`tjap.learned.batch.episodes`, recorded by stepping the gymnasium environment
+   :class:`tjap.learned.batch.env.ProvisionEnv`): pairs of 1- and 8-node jobs (alternating)
+   injected at uniform random times of [--from, --to - 6 days) into a replay of the trace's jobs
+   submitted before --to (nothing after --to is ever seen: March 2023 stays unseen), scheduler
+   setting --scheduler. 15 % of the episodes (seeded) are held out for validation.
 2. Foundation models, regressing the successor's wait if submitted now (hours, smooth L1) on the
    history: the transformer on every training decision; the mixture of experts by first
    pretraining one expert per equal time partition of [--from, --to) (the paper's temporal
@@ -15,7 +16,8 @@ weights with their metadata.
    frozen.
 3. Heads on each frozen foundation (inputs: its embedding and the head inputs of
    :func:`tjap.learned.batch.features.head_inputs`), reward -(e_I * interruption_h + e_O *
-   overlap_h) at the end of an episode:
+   overlap_h) at the end of an episode (:func:`tjap.learned.batch.env.reward_h`, the
+   environment's reward):
    - DQN: double DQN over the recorded transitions (experience replay of every decision: submit is
      terminal with the probed reward; wait leads to the next decision, or to the reactive
      fallback's reward after the last one), gamma = 1, a target network copied every 250 steps.
@@ -45,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from tjap.learned.batch import episodes as E
+from tjap.learned.batch.env import reward_h
 from tjap.learned.batch.features import HOUR_S, head_inputs, normalise
 from tjap.learned.batch.weights import save
 from tjap.errors import InvalidInputError
@@ -54,11 +57,6 @@ DAY_S = 86400
 
 def log(*args):
     print(f"[{time.strftime('%H:%M:%S')}]", *args, flush=True)
-
-
-def reward_h(outcome_s, e_interruption=1.0, e_overlap=1.0):
-    o = np.asarray(outcome_s, dtype=np.float64) / HOUR_S
-    return -(e_interruption * np.maximum(o, 0) + e_overlap * np.maximum(-o, 0))
 
 
 def summarise(outcomes_s) -> dict:

@@ -318,7 +318,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     By default the best settings measured: the loop of the best hand-written SA (``preset=
     "best"``), the shipped weights trained in it for the window's cost convention
     (:data:`BEST_WEIGHTS`) and the look-ahead over 32 starts the policy proposes; so run, NSA-500
-    ends below the default ``sa`` given the same time (benchmarks/RESULTS.md, "Seed 002 NSA").
+    ends below the default ``sa`` given the same time (benchmarks/RESULTS.md, "The default nsa against the default sa at equal time").
     ``preset="paper"`` is the paper's NSA (Table I loop, no look-ahead, the shipped
     published-setting CNN-3), ``preset="published"`` the published code's loop.
 
@@ -351,7 +351,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
         iterations, n^D = 2, largest first). ``"published"``: the published code's loop (T_max
         25000, window order; pass ``convention="published"`` too). Left out, it is "best",
         unless ``weights`` are given that were not trained in the best loop: then "paper"
-        (:func:`default_preset`). tjap/bench/sa_tables.py's NSA table runs each setting under the
+        (:func:`default_preset`). benchmarks/sa_tables.py's NSA table runs each setting under the
         preset of its name.
     iterations : int, optional
         Moves; the cooling schedule spans them. 1000 in "best", 500 in "paper" and

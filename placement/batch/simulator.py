@@ -73,7 +73,7 @@ from tjap.placement.tree.cost import CONVENTIONS, convention_code
 from tjap.placement.tree.topology import MAX_NODES
 from tjap._backends import Slices
 from tjap.errors import InvalidInputError, check_options
-from tjap.result import Record, plain
+from tjap.result import Measurement, plain
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -494,11 +494,17 @@ class Simulator:
 
 
 @dataclass(frozen=True)
-class SimulationResult(Record):
+class SimulationResult(Measurement):
     """Per-job start and end (-1: not started / not ended by ``now_s``) and the summary.
 
-    ``to_dict()`` holds the configuration, the summary and one row per job (:meth:`per_job`);
-    ``summary()`` the headline figures.
+    ``to_dict()`` holds the common fields, the configuration, the summary and one row per job
+    (:meth:`per_job`); ``summary()`` the headline figures.
+
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    scheduler: backfill mode and node placement, e.g. ``"easy/firstfit"``), ``status``
+    (FEASIBLE: the replay ran its course), ``objective`` (the mean wait in seconds of the jobs
+    the simulator started, ``summary()["mean_wait_s"]``; lower is better), ``runtime_s`` (the
+    simulator's computing time) and ``seed`` (always 0: the replay draws no random numbers).
     """
 
     jobs: Jobs
@@ -514,6 +520,24 @@ class SimulationResult(Record):
     runtime_s: float
     #: order of the simulator's starts (jobs started before this one; -1: not started by it)
     start_seq: np.ndarray
+
+    @property
+    def method(self) -> str:
+        """The scheduler: ``"<backfill>/<placement>"`` of ``config``."""
+        return f"{self.config.backfill}/{self.config.placement}"
+
+    @property
+    def objective(self) -> float:
+        """The mean wait (s) of the jobs the simulator started (``summary()["mean_wait_s"]``;
+        0 when it started none)."""
+        done = self.simulated & (self.start_s >= 0)
+        return float((self.start_s - self.jobs.submit_s)[done].astype(float).mean()) \
+            if done.any() else 0.0
+
+    @property
+    def seed(self) -> int:
+        """Always 0: the replay is deterministic."""
+        return 0
 
     @property
     def wait_s(self) -> np.ndarray:
@@ -556,8 +580,8 @@ class SimulationResult(Record):
                  "end_s": int(self.end_s[r]), "wait_s": int(wait[r])} for r in range(len(j))]
 
     def to_dict(self) -> dict:
-        return plain({"num_nodes": self.num_nodes, "config": self.config,
-                      "summary": self.summary(), "jobs": self.per_job()})
+        return self.common() | plain({"num_nodes": self.num_nodes, "config": self.config,
+                                      "summary": self.summary(), "jobs": self.per_job()})
 
     def series(self) -> dict:
         """Busy nodes and queued jobs over time (step functions: value from each time on)."""

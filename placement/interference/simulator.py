@@ -35,7 +35,7 @@ from tjap.placement.interference.episode import PlacementEpisode
 from tjap.placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
 from tjap.placement.interference.model import Coefficients
 from tjap.errors import InvalidInputError, check_options
-from tjap.result import Record
+from tjap.result import Measurement
 
 
 @runtime_checkable
@@ -64,9 +64,15 @@ class PlacementPolicy(Protocol):
 
 
 @dataclass(frozen=True)
-class SimResult(Record):
+class SimResult(Measurement):
     """Per-job outcome of a run and its summary (:meth:`summary`); ``to_dict()`` holds every
-    field (per-job arrays as lists, NaN as null)."""
+    field (per-job arrays as lists, NaN as null).
+
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    policy's name, an alias of ``policy``), ``status`` (FEASIBLE: the run ran its course),
+    ``objective`` (the average JCT of the finished jobs in intervals, ``summary()["avg_jct"]``;
+    lower is better; NaN, written as null, when none finished), ``runtime_s`` and ``seed``.
+    """
 
     policy: str
     cluster: str
@@ -87,13 +93,19 @@ class SimResult(Record):
     def jct(self) -> np.ndarray:
         return self.finish - self.arrival
 
+    @property
+    def objective(self) -> float:
+        """The average JCT of the finished jobs (intervals); NaN when none finished."""
+        done = np.isfinite(self.finish)
+        return float(self.jct[done].mean()) if done.any() else float("nan")
+
     def summary(self) -> dict:
         """avg_jct (intervals, finished jobs), jobs, completed, unfinished, avg_wait (intervals,
         started jobs), avg_slowdown and avg_comm_share (started jobs), forwarded_jobs,
         utilization (mean fraction of GPUs allocated), intervals and runtime_s."""
         done = np.isfinite(self.finish)
         started = self.start >= 0
-        return {"avg_jct": float(self.jct[done].mean()) if done.any() else float("nan"),
+        return {"avg_jct": self.objective,
                 "jobs": int(len(self.arrival)), "completed": int(done.sum()),
                 "unfinished": int((~done).sum()),
                 "avg_wait": float((self.start[started] - self.arrival[started]).mean())

@@ -27,7 +27,7 @@ from tjap.placement.network.exact import RequestPlan
 from tjap.placement.network.requests import Requests
 from tjap.placement.network.topology import SPREAD, Topology
 from tjap.errors import InvalidInputError
-from tjap.result import Record, Status, plain
+from tjap.result import Measurement, Status, plain
 
 #: A policy's decision: a server, ``(server, paths)`` naming the candidate path per server already
 #: chosen, or None to give the request up.
@@ -71,8 +71,13 @@ def _check_policy(policy) -> None:
 
 
 @dataclass(frozen=True)
-class EpisodeResult(Record):
+class EpisodeResult(Measurement):
     """Per-request records of one episode; :meth:`summary` gives their averages.
+
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    policy's name, an alias of ``policy``), ``status`` (FEASIBLE: the episode ran its course),
+    ``objective`` (the acceptance ratio, :attr:`acceptance`; higher is better), ``runtime_s``
+    and ``seed``.
 
     Attributes
     ----------
@@ -106,7 +111,13 @@ class EpisodeResult(Record):
 
     @property
     def acceptance(self) -> float:
+        """The fraction of requests accepted."""
         return float(self.accepted.mean())
+
+    @property
+    def objective(self) -> float:
+        """The acceptance ratio (:attr:`acceptance`)."""
+        return self.acceptance
 
     def summary(self) -> dict:
         """The episode's figures: acceptance, mean utilizations, counts (integers), how spread
@@ -236,7 +247,7 @@ def run_seeded(topology: Topology, make_policy: Callable[[], ServerPolicy], seed
 
 
 @dataclass(frozen=True)
-class Evaluation(Record):
+class Evaluation(Measurement):
     """Means over the episodes of one policy on one topology (:func:`evaluate`).
 
     The fractions (``acceptance``, the utilizations, the ``spread_*`` shares) and ``offered_load``
@@ -244,6 +255,11 @@ class Evaluation(Record):
     (``mean_accepted``, ``mean_ticks``, ``mean_steps``; ``mean_servers`` is servers per accepted
     request), as does ``mean_runtime_s`` (seconds per episode). ``requests`` is per episode.
     ``episodes`` holds each :class:`EpisodeResult`; :meth:`to_dict` writes their summaries.
+
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`), aliases of its own:
+    ``method`` (``policy``), ``status`` (FEASIBLE), ``objective`` (the mean acceptance ratio,
+    ``acceptance``; higher is better), ``runtime_s`` (seconds of all the episodes,
+    ``mean_runtime_s`` x ``seeds``) and ``seed`` (the first episode's, ``seed_base``).
     """
 
     policy: str
@@ -290,9 +306,25 @@ class Evaluation(Record):
         return cls(first.policy, first.topology, first.servers, runs[0]["requests"],
                    len(episodes), first.seed, **means, episodes=tuple(episodes))
 
+    @property
+    def objective(self) -> float:
+        """The mean acceptance ratio (``acceptance``)."""
+        return self.acceptance
+
+    @property
+    def runtime_s(self) -> float:
+        """Seconds of all the episodes (``mean_runtime_s`` x ``seeds``)."""
+        return self.mean_runtime_s * self.seeds
+
+    @property
+    def seed(self) -> int:
+        """The first episode's seed (``seed_base``)."""
+        return self.seed_base
+
     def to_dict(self) -> dict:
-        """Every field, the episodes as their :meth:`EpisodeResult.summary`."""
-        return self.summary() | {"episodes": [e.summary() for e in self.episodes]}
+        """The common fields, every field, the episodes as their :meth:`EpisodeResult.summary`."""
+        return (self.common() | self.summary()
+                | {"episodes": [e.summary() for e in self.episodes]})
 
     def summary(self) -> dict:
         """The means and what they are of, without the episodes."""
@@ -320,8 +352,8 @@ def serve_request(engine: Engine, policy: ServerPolicy, cpu: int, mem: int, hold
 
     Returns the plan (servers in order, the candidate path per earlier server, so that replaying
     it with :meth:`Engine.step` on the same state gives the same result, and the channels it
-    reserved; status FEASIBLE: a policy proves nothing), or None when the request failed (the
-    engine is then as before).
+    reserved; method the policy's name, status FEASIBLE: a policy proves nothing; objective the
+    channels), or None when the request failed (the engine is then as before).
     """
     _check_policy(policy)
     start = time.perf_counter()
@@ -344,4 +376,5 @@ def serve_request(engine: Engine, policy: ServerPolicy, cpu: int, mem: int, hold
     if outcome != Outcome.ACCEPTED:
         return None
     return RequestPlan(tuple(servers), tuple(paths), before - int(engine.free_channels.sum()),
-                       Status.FEASIBLE, time.perf_counter() - start)
+                       Status.FEASIBLE, time.perf_counter() - start,
+                       method=getattr(policy, "name", type(policy).__name__), seed=int(seed))

@@ -54,8 +54,12 @@ from tjap.result import Record, Status
 class RequestPlan(Record):
     """Servers in the order to choose them, and ``paths[m][i]``: the candidate path index of the
     pair (servers[i], servers[m]) for i < m. ``channels`` counts the channels the plan reserves;
-    ``bound`` (when the solver proves one) is a lower bound on it. ``to_dict()`` /
-    ``to_json()`` write every field (servers and paths as lists, the status by name)."""
+    ``bound`` (when the solver proves one) is a lower bound on it. ``method`` is what chose the
+    servers (``"exact"``: :func:`solve_request`; else the policy's name) and ``seed`` its seed.
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`) are ``method``,
+    ``status``, ``objective`` (the channels reserved, lower is better; None without a
+    solution), ``runtime_s`` and ``seed``. ``to_dict()`` / ``to_json()`` write them and every
+    field (servers and paths as lists, the status by name)."""
 
     servers: tuple
     paths: tuple
@@ -63,10 +67,17 @@ class RequestPlan(Record):
     status: Status
     runtime_s: float
     bound: int | None = None
+    method: str = "exact"
+    seed: int = 0
 
     @property
     def has_solution(self) -> bool:
         return len(self.servers) > 0
+
+    @property
+    def objective(self) -> int | None:
+        """The channels the plan reserves; None when it has no servers."""
+        return self.channels if self.has_solution else None
 
     def is_feasible(self, topology: Topology, free_cpu, free_mem, free_channels, cpu: int,
                     mem: int) -> bool:
@@ -131,7 +142,8 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
 
     def plan(servers, paths, channels, status, bound=None):
         return RequestPlan(tuple(int(s) for s in servers), tuple(tuple(int(j) for j in p) for p in paths),
-                           int(channels), Status(status), time.perf_counter() - start, bound)
+                           int(channels), Status(status), time.perf_counter() - start, bound,
+                           seed=int(seed))
 
     if fixed:   # the fixed servers give nothing more
         free_cpu, free_mem = free_cpu.copy(), free_mem.copy()

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -46,6 +46,7 @@ from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Simulator
 from tjap.placement.slurm.client import CompletedJob, QueuedJob, SlurmClient, SlurmError
 from tjap.errors import InvalidInputError
+from tjap.result import Measurement, plain
 
 #: recorded start of a job that has not started (as ChainedEpisode marks the pair)
 NOT_STARTED = np.iinfo(np.int64).max // 4
@@ -189,7 +190,7 @@ class LiveEpisode:
 
 # -- the loop ----------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class Decision:
     """One decision: wall time, trace hours since the predecessor's submission, the action
     (``wait``, ``submit``, or ``submit (predecessor ended)``: the reactive fallback), the
@@ -204,14 +205,25 @@ class Decision:
     remaining_h: float | None = None
 
 
-@dataclass
-class LiveResult:
+@dataclass(frozen=True)
+class LiveResult(Measurement):
+    """One pair run against a real Slurm (:func:`run_live`): the decisions and Slurm's records
+    of the two jobs (Unix seconds; None where Slurm recorded none).
+
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    provisioner's name, an alias of ``policy``), ``status`` (FEASIBLE: the pair ran its course),
+    ``objective`` (the interruption in trace hours, :attr:`interruption_h`; lower is better; None
+    while Slurm's records are missing), ``runtime_s`` (wall seconds of the run) and ``seed`` (the
+    provisioner's seed, as the caller gave it). ``to_dict()`` adds the outcome
+    (``outcome_wall_s``, ``outcome_h``, ``interruption_h``, ``overlap_h``).
+    """
+
     policy: str
     compress: float
     pair: dict
     pred_job_id: int
     succ_job_id: int | None = None
-    decisions: list[Decision] = field(default_factory=list)
+    decisions: tuple = ()
     pred_submit: int | None = None   # Slurm's records, Unix seconds
     pred_start: int | None = None
     pred_end: int | None = None
@@ -220,6 +232,13 @@ class LiveResult:
     succ_end: int | None = None
     succ_submitted_wall: float | None = None
     fallback: bool = False
+    runtime_s: float = 0.0
+    seed: int = 0
+
+    @property
+    def objective(self) -> float | None:
+        """The interruption in trace hours (:attr:`interruption_h`)."""
+        return self.interruption_h
 
     @property
     def outcome_wall_s(self) -> int | None:
@@ -234,13 +253,24 @@ class LiveResult:
         o = self.outcome_wall_s
         return None if o is None else o * self.compress / HOUR_S
 
-    def to_dict(self) -> dict:
-        out = asdict(self)
+    @property
+    def interruption_h(self) -> float | None:
+        """The positive part of the outcome (trace hours)."""
         o = self.outcome_h
-        out |= {"outcome_wall_s": self.outcome_wall_s, "outcome_h": o,
-                "interruption_h": None if o is None else max(o, 0.0),
-                "overlap_h": None if o is None else max(-o, 0.0)}
-        return out
+        return None if o is None else max(o, 0.0)
+
+    @property
+    def overlap_h(self) -> float | None:
+        """The negative part of the outcome, as hours of overlap."""
+        o = self.outcome_h
+        return None if o is None else max(-o, 0.0)
+
+    def to_dict(self) -> dict:
+        """The common fields, every field (the decisions as dicts) and the outcome."""
+        return super().to_dict() | plain({"outcome_wall_s": self.outcome_wall_s,
+                                          "outcome_h": self.outcome_h,
+                                          "interruption_h": self.interruption_h,
+                                          "overlap_h": self.overlap_h})
 
 
 def predicted_wait_h(provisioner, episode) -> float | None:
@@ -290,7 +320,7 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
              jobcomp_path=None, cluster_nodes: int | None = None, interval_s: int = 600,
              warmup_s: int = 0, poll_s: float = 0.2, history: int = 144,
              cancel_successor: bool = False, workdir: str | None = None,
-             timeout_s: float | None = None, on_decision=None) -> LiveResult:
+             timeout_s: float | None = None, on_decision=None, seed: int = 0) -> LiveResult:
     """Drive ``provisioner`` on the Slurm of ``client`` for one predecessor/successor pair.
 
     ``pred_job_id``: watch this job; None: record ``warmup_s`` trace seconds of history, then
@@ -301,9 +331,15 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
     each decision (for printing). ``timeout_s`` (wall; default 10 x the pair's compressed limit,
     plus twice the compressed warm-up, plus 60 s) bounds the whole run; the jobs this call
     submitted are cancelled if it fails or is interrupted.
+
+    Returns a :class:`LiveResult`: method (the provisioner's name), status FEASIBLE, objective
+    (the interruption in trace hours), runtime_s (wall seconds), ``seed`` as given (the seed the
+    provisioner was built with, recorded with the outcome), the decisions and Slurm's records.
     """
     if compress <= 0 or interval_s < 1 or poll_s <= 0:
         raise InvalidInputError("compress and poll_s must be > 0, interval_s >= 1")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
     limit_min = slurm_limit_min(pair.limit_s, compress)
     sleep = f"sleep {slurm_runtime_s(pair.runtime_s, pair.limit_s, compress):.3f}"
     succ_command = succ_command or sleep
@@ -317,6 +353,7 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
     interval_wall = interval_s / compress
     if timeout_s is None:
         timeout_s = 10 * limit_min * 60 + 2 * warmup_s / compress + 60
+    began = time.perf_counter()
     deadline = time.time() + timeout_s
     kw = dict(output="/dev/null", chdir=workdir)
     episode = LiveEpisode(history, interval_s)
@@ -344,8 +381,8 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
             first_tick = time.time()
         else:
             first_tick = time.time()
-        result = LiveResult(getattr(provisioner, "name", type(provisioner).__name__), compress,
-                            asdict(pair), pred_job_id)
+        decisions: list[Decision] = []
+        succ_job_id, succ_submitted_wall = None, None
         origin = None
         tick = first_tick
         fallback = False
@@ -379,14 +416,12 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
                                 remaining / HOUR_S)
             episode.record()
             if submit:
-                result.succ_job_id = client.submit(nodes_or_tasks=pair.nodes,
-                                                   time_limit_min=limit_min, command=succ_command,
-                                                   name="tjap-successor", **kw)
-                submitted.append(result.succ_job_id)
-                result.succ_submitted_wall = now
-                result.fallback = fallback
+                succ_job_id = client.submit(nodes_or_tasks=pair.nodes, time_limit_min=limit_min,
+                                            command=succ_command, name="tjap-successor", **kw)
+                submitted.append(succ_job_id)
+                succ_submitted_wall = now
                 episode.submitted_s = episode.now
-            result.decisions.append(decision)
+            decisions.append(decision)
             if on_decision is not None:
                 on_decision(decision)
             if submit:
@@ -394,14 +429,19 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
             tick += interval_wall
             if tick < time.time():   # a slow decision: skip to the next interval boundary
                 tick += math.ceil((time.time() - tick) / interval_wall) * interval_wall
-        _finish(client, jobcomp_path, result, cancel_successor, poll_s, deadline, timeout_s)
+        pred, succ = _finish(client, jobcomp_path, pred_job_id, succ_job_id, cancel_successor,
+                             poll_s, deadline, timeout_s)
     except BaseException:
         try:
             client.cancel(submitted)
         except SlurmError:
             pass
         raise
-    return result
+    return LiveResult(getattr(provisioner, "name", type(provisioner).__name__), compress,
+                      asdict(pair), pred_job_id, succ_job_id, tuple(decisions),
+                      pred.submit_time, pred.start_time, pred.end_time, succ.submit_time,
+                      succ.start_time, succ.end_time, succ_submitted_wall, fallback,
+                      time.perf_counter() - began, int(seed))
 
 
 def _pred_ended(client: SlurmClient, job_id: int) -> bool:
@@ -412,32 +452,29 @@ def _pred_ended(client: SlurmClient, job_id: int) -> bool:
     return True   # gone from squeue: ended
 
 
-def _finish(client, jobcomp_path, result: LiveResult, cancel_successor: bool, poll_s: float,
-            deadline: float, timeout_s: float) -> None:
+def _finish(client, jobcomp_path, pred_job_id: int, succ_job_id: int, cancel_successor: bool,
+            poll_s: float, deadline: float, timeout_s: float) -> tuple[CompletedJob, CompletedJob]:
     """Wait until Slurm has recorded the predecessor's end and the successor's start (cancelling
-    the successor once started, if asked) and copy Slurm's times into ``result``."""
-    wanted = {result.pred_job_id, result.succ_job_id}
+    the successor once started, if asked); returns Slurm's records of the two jobs."""
+    wanted = {pred_job_id, succ_job_id}
     cancelled = False
     while True:
         done = {j.job_id: j for j in client.completed(jobcomp_path) if j.job_id in wanted}
         if len(done) == 2:
             break
-        if cancel_successor and not cancelled and result.succ_job_id not in done:
-            succ = [q for q in client.queue() if q.job_id == result.succ_job_id]
-            if succ and succ[0].running and result.pred_job_id in done:
-                client.cancel([result.succ_job_id])
+        if cancel_successor and not cancelled and succ_job_id not in done:
+            succ = [q for q in client.queue() if q.job_id == succ_job_id]
+            if succ and succ[0].running and pred_job_id in done:
+                client.cancel([succ_job_id])
                 cancelled = True
         if time.time() > deadline:
             raise SlurmError(f"live run timed out after {timeout_s:.0f} s waiting for Slurm's "
                              f"records of jobs {sorted(wanted - set(done))}")
         time.sleep(poll_s)
-    pred, succ = done[result.pred_job_id], done[result.succ_job_id]
+    pred, succ = done[pred_job_id], done[succ_job_id]
     if succ.start_time is None:
         raise SlurmError(f"successor job {succ.job_id} ended without starting ({succ.state})")
-    result.pred_submit, result.pred_start, result.pred_end = (pred.submit_time, pred.start_time,
-                                                              pred.end_time)
-    result.succ_submit, result.succ_start, result.succ_end = (succ.submit_time, succ.start_time,
-                                                              succ.end_time)
+    return pred, succ
 
 
 def format_decisions(result: LiveResult, decisions: bool = True) -> str:

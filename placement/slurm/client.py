@@ -690,3 +690,21 @@ class SlurmClient:
             recorded_end_s=[-1] * len(rows),
             epoch=0, source=f"slurm squeue ({self.slurm_conf})",
             meta={"captured_at": int(time.time()), "size": size})
+
+
+# -- what a failure means --------------------------------------------------------------------
+#: Messages of Slurm errors that no retry can fix.
+_FATAL = ("not installed", "does not exist", "no default partition",
+          "cannot read the slurm configuration")
+
+
+def transient(exc: SlurmError) -> bool:
+    """True for a Slurm failure worth retrying (unreachable controller, timeout, ...)."""
+    text = str(exc).lower()
+    return not any(f in text for f in _FATAL)
+
+
+def unreachable(exc: SlurmError) -> bool:
+    """True when the controller did not answer (the pass cannot go on)."""
+    text = str(exc).lower()
+    return "cannot reach" in text or "timed out" in text

@@ -1,4 +1,5 @@
-"""The switch tree of a running Slurm, read with ``scontrol show topology``.
+"""What a running Slurm reports, read into the models: its switch tree (``scontrol show topology``)
+and one window's worth of a partition (:func:`read_state`: idle nodes, held jobs, running jobs' ends).
 
 Slurm prints one line per switch of its ``topology/tree`` plugin, in its switch table's order (the
 order of ``topology.conf``)::
@@ -13,7 +14,11 @@ of ``slurm.conf``), so a leaf's nodes come back in the order Slurm's node select
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
+
 from tjap.placement.slurm.client import SlurmClient, SlurmError
+from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.errors import InvalidInputError
 
 
@@ -90,4 +95,88 @@ def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str
     return show_topology_conf(text)
 
 
-__all__ = ["show_topology_conf", "live_topology_conf"]
+
+
+# -- one window's worth of a partition -----------------------------------------------------------
+@dataclass
+class State:
+    """What one pass read from Slurm."""
+
+    partition: str
+    topology: Topology
+    idle: list
+    pending: list
+    read_at: float = field(default_factory=time.time)
+    #: idle-looking nodes left out because a released, not yet started job asks for them
+    reserved: list = field(default_factory=list)
+    #: ``(end time, nodes)`` of the partition's running jobs (end None: no time limit) and of
+    #: released jobs not started yet (from now), for EASY backfilling
+    releases: list = field(default_factory=list)
+    #: time limit in seconds of each pending job (None: no limit)
+    limits: dict = field(default_factory=dict)
+    #: every node of the partition on the tree (idle or not)
+    nodes: list = field(default_factory=list)
+
+
+#: squeue states of jobs that hold their nodes (they free them at start + time limit at the latest)
+HOLDING = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
+
+
+def running_timing(queued, now: float) -> tuple[list, dict]:
+    """``(releases, limits)`` of :class:`State` from the partition's pending and running jobs:
+    ``(end, nodes)`` of each running job (end None when its limit is unlimited; a start Slurm
+    did not report is taken as ``now``) and every job's time limit in seconds."""
+    releases, limits = [], {}
+    for job in queued:
+        limits[job.job_id] = job.time_limit_s
+        if job.state in HOLDING.split(","):
+            start = job.start_time if job.start_time is not None else now
+            end = None if job.time_limit_s is None else start + job.time_limit_s
+            releases.append((end, job.nodes))
+    return releases, limits
+
+
+def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = True,
+               users=(), accounts=()) -> State:
+    """What a window of the placement service starts from: the partition's idle nodes on
+    ``topology`` (a :class:`~tjap.placement.tree.topology.Topology`, which imports this module
+    to read a live tree: hence no import of it here) and its pending jobs (of ``users`` / ``accounts`` when given), as Slurm reports
+    them now, with one ``squeue``. Idle-looking nodes that a released, not yet started job asks
+    for (``ReqNodeList``) are left out (``State.reserved``). With ``easy``, also the running
+    jobs' ends and the jobs' time limits (``State.releases``, ``State.limits``)."""
+    names = set(topology.node_names)
+    nodes = client.partition_nodes(partition)
+    # one squeue per pass: the held jobs, and with EASY the running jobs' starts and limits
+    queued = client.pending(partition=partition,
+                            states=f"PENDING,{HOLDING}" if easy else "PENDING")
+    pending = [j for j in queued if j.state == "PENDING"]
+    # nodes named by pending jobs that are not held (e.g. released by the last window but
+    # not started yet) are spoken for, idle as they may look
+    reserved = set()
+    for job in pending:
+        if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
+            try:
+                reserved.update(expand_hostlist(job.req_nodes))
+            except InvalidInputError:
+                pass
+    idle = [n.name for n in nodes if n.state == "idle" and n.name in names]
+    held_back = [n for n in idle if n in reserved]
+    idle = [n for n in idle if n not in reserved]
+    read_at = time.time()
+    releases, limits = [], {}
+    if easy:
+        releases, limits = running_timing(queued, read_at)
+        for job in pending:        # released with its nodes named, about to start
+            if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
+                limit = limits.get(job.job_id)
+                releases.append((None if limit is None else read_at + limit, job.nodes))
+    users, accounts = set(users), set(accounts)
+    pending = [j for j in pending if (not users or j.user in users)
+               and (not accounts or j.account in accounts)]
+    return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
+                 releases=releases, limits=limits,
+                 nodes=[n.name for n in nodes if n.name in names])
+
+
+__all__ = ["HOLDING", "State", "live_topology_conf", "read_state", "running_timing",
+           "show_topology_conf"]

@@ -18,6 +18,10 @@ class Result(Record):
     ``assignment`` holds one tuple of node ids per job, in window order (empty when no solution);
     :meth:`node_names` gives the same nodes by name.
     ``bound`` is a proven lower bound on the method's model, when the method knows one.
+    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the window
+    method), ``status`` (OPTIMAL when proven, FEASIBLE, INFEASIBLE or TIME_LIMIT), ``objective``
+    (the assignment's hop cost under ``convention``, lower is better; NaN, written as null, when
+    there is no solution), ``runtime_s`` and ``seed``.
     """
 
     window: Window

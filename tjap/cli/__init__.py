@@ -1,7 +1,7 @@
 """The ``tjap`` command line: one program, one module per family of subcommands.
 
 Each family module has ``add_parser(sub)``, which adds its subcommands and sets ``run``, and
-``run(args)``: ``tree`` (solve, generate, online, demo), ``topology`` (show), ``bench`` (the experiments), ``batch``
+``run(args)``: ``tree`` (solve, generate, online, demo), ``topology`` (show), ``bench`` (exact), ``batch``
 (simulate, provision), ``slurm`` (place, advise), ``network``, ``interference``, ``train`` and ``methods``.
 
 Exit codes: 0 success, 1 the job ran but failed (no solution found), 2 bad input or usage,
@@ -82,6 +82,12 @@ def main(argv=None) -> int:
 
 def _main(argv) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    from tjap.cli.bench import moved_experiment
+
+    moved = moved_experiment(argv)
+    if moved is not None:
+        print(f"tjap: error: {moved}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     args.command_line = "tjap " + shlex.join(argv)   # what training runs record in metadata
     try:

@@ -240,7 +240,7 @@ def _provision_evaluate(trace, cluster_nodes, nodes, times, policy, seed, schedu
 
     provisioner = _provisioner(policy, seed, weights)
     return evaluate(_trace_jobs(trace), cluster_nodes, Pair(nodes=nodes), times, provisioner,
-                    scheduler_config(scheduler))
+                    scheduler_config(scheduler), seed=seed)
 
 
 def cmd_provision(args) -> int:
@@ -433,7 +433,7 @@ def _provision_live(args) -> int:
         result = run_live(client, provisioner, pair=pair, compress=args.compress,
                           pred_job_id=args.pred_job, jobcomp_path=jobcomp, warmup_s=warmup_s,
                           cancel_successor=args.cancel_successor, workdir=workdir,
-                          on_decision=show)
+                          on_decision=show, seed=args.seed)
         if load is not None and load.error is not None:
             raise load.error
     finally:

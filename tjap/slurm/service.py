@@ -50,10 +50,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from tjap.placement.slurm.client import PendingJob, SlurmClient, SlurmError
+from tjap.placement.slurm.client import PendingJob, SlurmClient, SlurmError, transient, unreachable
+from tjap.placement.slurm.readers import State, read_state
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.topology import Topology
@@ -67,9 +68,6 @@ from tjap.placement.slurm.queue import (BACKFILL, WaitTracker, eligible, hold_fo
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
-#: Messages of Slurm errors that no retry can fix.
-_FATAL = ("not installed", "does not exist", "no default partition",
-          "cannot read the slurm configuration")
 
 
 @dataclass
@@ -169,58 +167,8 @@ class ServiceConfig:
         return self
 
 
-@dataclass
-class State:
-    """What one pass read from Slurm."""
-
-    partition: str
-    topology: Topology
-    idle: list
-    pending: list
-    read_at: float = field(default_factory=time.time)
-    #: idle-looking nodes left out because a released, not yet started job asks for them
-    reserved: list = field(default_factory=list)
-    #: ``(end time, nodes)`` of the partition's running jobs (end None: no time limit) and of
-    #: released jobs not started yet (from now), for EASY backfilling
-    releases: list = field(default_factory=list)
-    #: time limit in seconds of each pending job (None: no limit)
-    limits: dict = field(default_factory=dict)
-    #: every node of the partition on the tree (idle or not)
-    nodes: list = field(default_factory=list)
-
-
-def transient(exc: SlurmError) -> bool:
-    """True for a Slurm failure worth retrying (unreachable controller, timeout, ...)."""
-    text = str(exc).lower()
-    return not any(f in text for f in _FATAL)
-
-
-def unreachable(exc: SlurmError) -> bool:
-    """True when the controller did not answer (the pass cannot go on)."""
-    text = str(exc).lower()
-    return "cannot reach" in text or "timed out" in text
-
-
 def _now_iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
-
-
-#: squeue states of jobs that hold their nodes (they free them at start + time limit at the latest)
-HOLDING = "RUNNING,COMPLETING,CONFIGURING,SUSPENDED"
-
-
-def running_timing(queued, now: float) -> tuple[list, dict]:
-    """``(releases, limits)`` of :class:`State` from the partition's pending and running jobs:
-    ``(end, nodes)`` of each running job (end None when its limit is unlimited; a start Slurm
-    did not report is taken as ``now``) and every job's time limit in seconds."""
-    releases, limits = [], {}
-    for job in queued:
-        limits[job.job_id] = job.time_limit_s
-        if job.state in HOLDING.split(","):
-            start = job.start_time if job.start_time is not None else now
-            end = None if job.time_limit_s is None else start + job.time_limit_s
-            releases.append((end, job.nodes))
-    return releases, limits
 
 
 class PlacementService:
@@ -288,7 +236,8 @@ class PlacementService:
 
     # -- reading -----------------------------------------------------------------------------
     def read_state(self) -> State:
-        """Partition, switch tree, idle nodes and pending jobs, as Slurm reports them now."""
+        """Partition, switch tree, idle nodes and pending jobs, as Slurm reports them now
+        (:func:`tjap.placement.slurm.readers.read_state`); a change of the tree is logged."""
         c = self.client
         partition = self.partition or c.default_partition()
         self.partition = partition
@@ -299,39 +248,8 @@ class PlacementService:
             self.topology, self._topology_text = topology, text
             self.record({"event": "topology", "time": time.time(), "changed": changed,
                          "nodes": topology.num_nodes, "switches": topology.num_switches})
-        topology = self.topology
-        names = set(topology.node_names)
-        nodes = c.partition_nodes(partition)
-        # one squeue per pass: the held jobs, and with EASY the running jobs' starts and limits
-        easy = self.config.backfill == "easy"
-        queued = c.pending(partition=partition, states=f"PENDING,{HOLDING}" if easy else "PENDING")
-        pending = [j for j in queued if j.state == "PENDING"]
-        # nodes named by pending jobs that are not held (e.g. released by the last window but
-        # not started yet) are spoken for, idle as they may look
-        reserved = set()
-        for job in pending:
-            if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
-                try:
-                    reserved.update(expand_hostlist(job.req_nodes))
-                except InvalidInputError:
-                    pass
-        idle = [n.name for n in nodes if n.state == "idle" and n.name in names]
-        held_back = [n for n in idle if n in reserved]
-        idle = [n for n in idle if n not in reserved]
-        read_at = time.time()
-        releases, limits = [], {}
-        if easy:
-            releases, limits = running_timing(queued, read_at)
-            for job in pending:        # released with its nodes named, about to start
-                if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
-                    limit = limits.get(job.job_id)
-                    releases.append((None if limit is None else read_at + limit, job.nodes))
-        users, accounts = set(self.config.users), set(self.config.accounts)
-        pending = [j for j in pending if (not users or j.user in users)
-                   and (not accounts or j.account in accounts)]
-        return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
-                     releases=releases, limits=limits,
-                     nodes=[n.name for n in nodes if n.name in names])
+        return read_state(c, partition, self.topology, easy=self.config.backfill == "easy",
+                          users=self.config.users, accounts=self.config.accounts)
 
     # -- deciding ----------------------------------------------------------------------------
     def decide(self, state: State) -> dict:
@@ -586,5 +504,4 @@ class PlacementService:
         return 130 if self.stop_signal == "SIGINT" else 0
 
 
-__all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig", "State", "running_timing",
-           "transient", "unreachable"]
+__all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig"]

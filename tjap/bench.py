@@ -1,8 +1,12 @@
-"""Exact SCAS solvers on the paper's window stream: dp against SCIP and CP-SAT, the paper's weak
-formulation, and the free-form optimum as the bound on every contiguity strategy.
+"""``tjap bench exact``: the exact SCAS solvers on the paper's window stream, or on a user's own
+cluster: dp against SCIP and CP-SAT, the paper's weak formulation, and the free-form optimum as
+the bound on every contiguity strategy.
 
     tjap bench exact --num-windows 200 --seed 0 --layout paper
     tjap bench exact --topology benchmarks/topologies/irregular_2000.conf --num-windows 100
+
+The paper reproductions and the project's studies are no ``tjap`` command: they live in the
+repository's ``benchmarks/`` folder, each run as ``python -m benchmarks.NAME`` from a clone.
 
 With ``--topology FILE`` (a Slurm topology.conf or JSON tree) the windows are the paper's stream on
 that cluster (:func:`tjap.placement.tree.stream.generate_windows`), and the methods are dp, SCIP set

@@ -1,6 +1,14 @@
 """Seed 002's Table III (Seq, SA, against the exact SCAS and free-form optima), Table IV (SCIP with
-and without a time limit, both formulations), NSA against SA at equal iterations and at equal
-wall time, and the Numba-vs-Python speed of the SA loop.
+and without a time limit, both formulations), and NSA against SA at equal iterations and at equal
+time (SA given as many iterations as fit in NSA's time on each window).
+
+    python -m benchmarks.sa_tables table3 --setting published|paper [--workload FILE]
+    python -m benchmarks.sa_tables table4 --setting published|paper [--limit 30]
+    python -m benchmarks.sa_tables nsa --setting published|paper [--weights JSON] [--preset best]
+
+Each writes its rows to ``--out DIR`` (default benchmarks/out) as they arrive
+(``table3_<setting>_s<seed>.csv``, ``table4_...``, ``nsa_...csv`` and a summary ``.json``;
+``NAME.partial.csv`` until the last row) and prints a table or, with ``--json``, the summary.
 
 Two settings, named in every table:
 
@@ -27,17 +35,24 @@ from any :class:`~tjap.placement.tree.workload.Workload` (a job list read by
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import add_out, one_line_errors, parser
+from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.stream import generate_windows
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload
 from tjap.api import solve
+from tjap.cli.common import add_common, check_output, count, positive, print_json
+from tjap.cli.tree import add_workload_options, read_workload, workload_fields
 from tjap.errors import InvalidInputError
-from tjap.executor import make_executor, sweep_rows
+from tjap.executor import add_executor_arguments, executor_from_args, make_executor, sweep_rows
 from tjap.report import format_table
 
 #: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
@@ -404,3 +419,158 @@ def print_nsa_summary(summary: list[dict]) -> str:
         ("mean_cpu_ms", ".2f"), ("mean_iterations", ".0f"), ("cpu_ratio", ".3f"),
         ("wall_ratio", ".3f"), ("nsa_gain_pct", "+.3f"), ("ci95_low", "+.3f"),
         ("ci95_high", "+.3f"), ("nsa_better_pct", ".1f"), ("nsa_worse_pct", ".1f")])
+
+
+# -- the command line: python -m benchmarks.sa_tables table3|table4|nsa ----------------------------
+def build_parser() -> argparse.ArgumentParser:
+    """``table3``, ``table4`` and ``nsa``, each with its options."""
+    p = parser("sa_tables", __doc__)
+    tables = p.add_subparsers(dest="what", required=True, metavar="TABLE")
+    for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
+                           ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
+                           ("nsa", "NSA-500 against SA at equal iterations and at equal wall time")):
+        b = tables.add_parser(name, help=helptext, description=helptext)
+        b.add_argument("--setting", choices=("published", "paper"), default="published",
+                       help="published: the authors' code (25x40 layout, published cost, T_max "
+                            "25000); paper: the paper's text (k=20, Eq. 1 cost, T_max 2500)")
+        b.add_argument("--epochs", type=positive(int), default=10,
+                       help="epochs of the stream, each from an empty cluster at a random job "
+                            "(default 10)")
+        b.add_argument("--windows-per-epoch", type=positive(int), default=100, metavar="N",
+                       help="windows per epoch (default 100)")
+        if name == "table3":
+            b.add_argument("--freeform-time-limit", type=positive(float), default=1.0,
+                           metavar="S", help="time limit of the free-form model per window, "
+                                             "in seconds (default 1)")
+        if name == "nsa":
+            b.add_argument("--weights", default=None, metavar="JSON",
+                           help="NSA's policy (default: the shipped learned/weights/nsa_cnn3.json, "
+                                "trained in the published setting; with --preset best the "
+                                "setting's nsa_cnn3_best_<setting>.json)")
+            b.add_argument("--preset", default=None, metavar="NAME",
+                           help="NSA's loop, a preset of tjap.learned.tree.policy.NSA_PRESETS (default: the "
+                                "setting's); the SA columns keep the setting's")
+            b.add_argument("--lookahead", type=count, default=None, metavar="K",
+                           help="NSA scores its policy's K proposed starts with the later jobs "
+                                "placed greedily (default: the preset's: paper and published 0 "
+                                "= off, best 32)")
+            b.add_argument("--clock", choices=CLOCKS, default="cpu",
+                           help="the clock NSA's time is measured on for the equal-time SA "
+                                "budgets: cpu (default), the CPU time of each solve call (on a "
+                                "dedicated core its wall time, and not inflated by other "
+                                "processes on the cores), or wall, the solver's wall time; "
+                                "both are recorded")
+        if name == "table4":
+            b.add_argument("--paper-windows", type=int, default=20,
+                           help="windows (the first ones) also solved with the paper's "
+                                "formulation (default 20)")
+            b.add_argument("--limit", type=positive(float), default=30.0, metavar="S",
+                           help="the time limit of the limited SCIP runs, in seconds "
+                                "(default 30)")
+        add_workload_options(b)
+        add_out(b, "CSV")
+        add_common(b)
+        add_executor_arguments(b, default_workers=1)   # rows carry solver times
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run one table; print it (or its summary as JSON with ``--json``); returns the exit code."""
+    args = build_parser().parse_args(argv)
+    check_output(args.out, "--out", folder=True)   # before the work: a bad folder fails now
+    out_dir = Path(args.out)
+    layout = SETTINGS[args.setting]["layout"]
+    workload, report = read_workload(args, FatTree.from_layout(layout).num_nodes)
+    # a file workload's results are named after it, beside (never over) the generator's
+    tag = f"_{Path(args.workload).stem}" if report is not None else ""
+    run = {"table3": _run_table3, "table4": _run_table4, "nsa": _run_nsa}[args.what]
+    text, summary = run(args, out_dir, tag, workload)
+    summary |= workload_fields(args, report)
+    if args.json:
+        print_json(summary)
+    else:
+        where = report.summary() if report is not None else "the paper's generator"
+        print(f"workload: {where}\n{text}")
+    return 0
+
+
+def _run_table3(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
+    csv_path = out_dir / f"table3_{args.setting}{tag}_s{args.seed}.csv"
+    res = table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
+                 args.freeform_time_limit, quiet=args.quiet, executor=executor_from_args(args),
+                 workload=workload, csv_path=csv_path)
+    names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
+    summary = {"setting": args.setting, "epochs": res["epochs"],
+               "gap_to_scas_pct": gaps(res["rows"], names),
+               "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
+               "csv": str(csv_path)}
+    text = print_table3(res) + "\ngap to the SCAS optimum (%): " + ", ".join(
+        f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
+    text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
+    return text, summary
+
+
+def _run_table4(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
+    csv_path = out_dir / f"table4_{args.setting}{tag}_s{args.seed}.csv"
+    res = table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
+                 args.paper_windows, args.limit, quiet=args.quiet,
+                 executor=executor_from_args(args), workload=workload, csv_path=csv_path)
+    rows = res["rows"]
+    paper = [r for r in rows if "paper_limit" in r]
+    ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
+    summary = {"setting": args.setting, "windows": len(rows),
+               "set_packing_mean_s": float(np.mean([r["sp_nolimit_s"] for r in rows])),
+               "set_packing_median_s": float(np.median([r["sp_nolimit_s"] for r in rows])),
+               "set_packing_max_s": float(np.max([r["sp_nolimit_s"] for r in rows])),
+               "set_packing_optimal_pct": 100 * float(np.mean([r["sp_nolimit_status"] == "OPTIMAL" for r in rows])),
+               "paper_windows": len(paper),
+               "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
+               "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
+               "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
+               "csv": str(csv_path)}
+    return "\n".join(f"{k}: {v}" for k, v in summary.items()), summary
+
+
+def _run_nsa(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
+    """Rows to NAME.csv as they arrive (NAME.partial.csv until the last), the summary to
+    NAME.json; returns the printed text and the summary."""
+    from tjap.learned.tree.policy import default_weights, preset_lookahead
+    from tjap.result import plain
+
+    preset = args.preset or args.setting
+    name = f"nsa_{args.setting}{tag}"
+    if args.weights:
+        name += f"_{Path(args.weights).stem}"
+    if preset != args.setting:
+        name += f"_{preset}-loop"
+    if args.lookahead is not None:
+        name += f"_la{args.lookahead}"
+    if args.clock != "cpu":
+        name += f"_{args.clock}-clock"
+    name += f"_s{args.seed}"
+    res = nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch, args.seed,
+                    quiet=args.quiet, executor=executor_from_args(args), workload=workload,
+                    preset=preset, clock=args.clock, csv_path=out_dir / f"{name}.csv",
+                    lookahead=args.lookahead)
+    default = default_sa_preset()
+    conv = SETTINGS[args.setting]["convention"]
+    weights = args.weights or f"learned/weights/{default_weights(preset, conv).name}"
+    summary = {"setting": args.setting, "nsa_preset": preset,
+               "nsa_lookahead": preset_lookahead(preset, args.lookahead),
+               "clock": args.clock,
+               "weights": weights, "seed": args.seed, "windows": len(res["rows"]),
+               "default_sa_preset": default,
+               "summary": res["summary"], "epochs": res["epochs"],
+               "csv": str(out_dir / f"{name}.csv"), "json": str(out_dir / f"{name}.json")}
+    Path(summary["json"]).write_text(json.dumps(plain(summary), indent=2, allow_nan=False) + "\n")
+    text = (print_nsa_summary(res["summary"])
+            + f"\nnsa_gain_pct: mean over windows of (column - nsa500) / column, with its 95 % "
+              f"interval; the *_same_time columns ran as many iterations as fit in NSA's time "
+              f"({args.clock} clock) on each window (cpu_ratio, wall_ratio: their mean time over "
+              f"NSA's); sa_default is preset {default!r}\nfiles: {summary['csv']}, {summary['json']}")
+    return text, summary
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

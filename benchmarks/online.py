@@ -1,6 +1,12 @@
 """Seed 002's Fig. 6: window-based scheduling for tau in 10..60 s against per-job FCFS and EASY
 backfilling, topology-blind (first-fit) and topology-aware (contiguous, free-form) placement.
 
+    python -m benchmarks.online --seed 0 [--epochs 10] [--method dp] [--workload FILE]
+
+Writes ``online_<layout>_s<seed>.csv`` (one row per configuration), ``..._epochs.csv`` (one row
+per configuration and epoch, as they finish) and ``.png`` to ``--out DIR`` (default
+benchmarks/out), and prints the table.
+
 Each epoch replays ``jobs_per_epoch`` consecutive jobs of the workload from a random index on an
 empty cluster; figures are means over epochs (over the epochs that ran, ``epochs``, when a task
 failed); the epochs' own rows can go to a CSV as they finish (``epochs_csv``). The workload is
@@ -13,18 +19,23 @@ policies run on the batch-queue simulator (:func:`tjap.placement.tree.online.per
 
 from __future__ import annotations
 
+import argparse
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import add_out, one_line_errors, parser
 from tjap.placement.tree.online import replay
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload
 from tjap.api import solve
+from tjap.cli.common import add_common, check_output, positive, print_json
+from tjap.cli.tree import add_workload_options, method_options, read_workload, workload_fields
 from tjap.errors import InvalidInputError
-from tjap.executor import make_executor, sweep_rows
-from tjap.report import format_table, pyplot, save_figure
+from tjap.executor import add_executor_arguments, executor_from_args, make_executor, sweep_rows
+from tjap.report import format_table, pyplot, save_figure, write_csv
 
 TAUS = (10, 20, 30, 40, 50, 60)
 PER_JOB = (("fcfs", "firstfit"), ("easy", "firstfit"), ("fcfs", "contiguous"),
@@ -127,3 +138,60 @@ def plot(rows, path, convention="paper"):
 
 def table(rows) -> str:
     return format_table(rows, COLUMNS)
+
+
+# -- the command line: python -m benchmarks.online ----------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("online", __doc__)
+    p.add_argument("--layout", choices=("paper", "published"), default="paper",
+                   help="paper (default): k=20, 10 pods of 100; published: the authors' 25 pods "
+                        "of 40")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="cost convention (default paper)")
+    p.add_argument("--epochs", type=positive(int), default=10,
+                   help="replays per configuration, each of --jobs-per-epoch consecutive "
+                        "jobs from a random start (the same for every configuration); the table "
+                        "shows their means (default 10)")
+    p.add_argument("--jobs-per-epoch", type=positive(int), default=300, metavar="N",
+                   help="jobs replayed per epoch (default 300)")
+    p.add_argument("--method", default="dp",
+                   help="window solver, any tjap.solve method (default dp)")
+    p.add_argument("--weights", default=None, metavar="JSON",
+                   help="--method nsa: the trained policy's metadata (default: the shipped "
+                        "learned/weights/nsa_cnn3_best_<convention>.json, run in the best loop)")
+    add_workload_options(p)
+    add_out(p, "CSV and PNG")
+    add_common(p)
+    add_executor_arguments(p)
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    """Run the replays; print the table (or, with ``--json``, the rows and files)."""
+    args = build_parser().parse_args(argv)
+    check_output(args.out, "--out", folder=True)   # before the work: a bad folder fails now
+    options = method_options(args)   # a flag the method does not take fails here
+    workload, report = read_workload(args, FatTree.from_layout(args.layout).num_nodes)
+    # a file workload's results are named after it, beside (never over) the generator's
+    tag = f"_{Path(args.workload).stem}" if report is not None else ""
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"online_{args.layout}{tag}_s{args.seed}"
+    epochs_csv = out_dir / f"{stem}_epochs.csv"
+    rows = run(args.layout, args.epochs, args.jobs_per_epoch, args.seed, args.method,
+               args.convention, quiet=args.quiet, executor=executor_from_args(args),
+               workload=workload, options=options, epochs_csv=epochs_csv)
+    png = plot(rows, out_dir / f"{stem}.png", args.convention)
+    summary = {"rows": rows, "csv": str(write_csv(out_dir / f"{stem}.csv", rows)),
+               "png": str(png), "epochs_csv": str(epochs_csv)} | workload_fields(args, report)
+    if args.json:
+        print_json(summary)
+    else:
+        where = report.summary() if report is not None else "the paper's generator"
+        print(f"workload: {where}\n{table(rows)}\nfiles: {summary['csv']}, {epochs_csv}, {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
