@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.tree_cost import CountForm, count_groups
 from tjap.errors import InvalidInputError
@@ -431,10 +432,13 @@ class Topology:
 
     @classmethod
     def from_slurm(cls, source) -> "Topology":
-        """Read Slurm's ``topology.conf`` (the ``topology/tree`` plugin's format).
+        """Read Slurm's ``topology.conf``, of the ``topology/tree`` or the ``topology/block`` plugin.
 
         Each line ``SwitchName=NAME Nodes=HOSTLIST`` defines a leaf switch,
-        ``SwitchName=NAME Switches=HOSTLIST`` a switch above others. Keys are case-insensitive;
+        ``SwitchName=NAME Switches=HOSTLIST`` a switch above others. A block configuration
+        (``BlockName=NAME Nodes=HOSTLIST`` lines and an optional ``BlockSizes=``) becomes the
+        same kind of tree: each base block a leaf switch, each aggregated block Slurm plans
+        with a switch above the blocks it joins (:mod:`tjap.placement.tree.blocks`). Keys are case-insensitive;
         other keys (``LinkSpeed=``...) are ignored; ``#`` starts a comment; a line ending in
         ``\\`` continues on the next. Several top-level switches are joined under
         :data:`IMPLICIT_ROOT`.
@@ -450,11 +454,11 @@ class Topology:
             One line naming the line number (or switch, or node) and the fix; nothing is built.
         """
         text = _read_source(source)
-        specs = []
+        specs, blocks, block_sizes = [], [], None
         counts = {"nodes": 0, "switches": 0}
         for number, line in _logical_lines(text):
             where = f"line {number}"
-            if len(specs) >= MAX_SWITCHES:
+            if len(specs) + len(blocks) >= MAX_SWITCHES:
                 raise _where(where, f"the tree has more than {MAX_SWITCHES:,} switches; "
                                     f"{_SIZE_FIX}")
             fields: dict[str, str] = {}
@@ -467,12 +471,26 @@ class Topology:
                 if key in fields:
                     raise _where(where, f"{key} is given twice; give each key once per line")
                 fields[key] = value
-            if "switchname" not in fields:
-                raise _where(where, "the line has no SwitchName=; every line defines one switch "
-                                    "(SwitchName=NAME Nodes=... or Switches=...)")
-            name = fields["switchname"]
+            if "blocksizes" in fields and len(fields) == 1:
+                if block_sizes is not None:
+                    raise _where(where, "BlockSizes= is given twice; give it once")
+                block_sizes = (parse_block_sizes(fields["blocksizes"], where), where)
+                continue
+            kind = "blockname" if "blockname" in fields else "switchname"
+            if kind not in fields:
+                raise _where(where, "the line has no SwitchName= or BlockName=; every line "
+                                    "defines one switch (SwitchName=NAME Nodes=... or "
+                                    "Switches=...) or one block (BlockName=NAME Nodes=...)")
+            if "blockname" in fields and "switchname" in fields:
+                raise _where(where, "the line has both SwitchName= and BlockName=; a line "
+                                    "defines a switch (topology/tree) or a block (topology/block)")
+            if kind == "blockname" and "switches" in fields:
+                raise _where(where, "a block lists nodes, not switches (BlockName=NAME "
+                                    "Nodes=...); Slurm builds the larger blocks itself")
+            name = fields[kind]
             if not name:
-                raise _where(where, "SwitchName= is empty; give the switch a name")
+                raise _where(where, f"{'BlockName' if kind == 'blockname' else 'SwitchName'}= "
+                                    "is empty; give it a name")
             lists = {}
             for key in ("nodes", "switches"):
                 if key in fields:
@@ -483,7 +501,22 @@ class Topology:
                     if not lists[key]:
                         raise _where(where, f"{key.capitalize()}= is empty; list at least one "
                                             "name or remove the key")
-            specs.append((name, lists.get("nodes"), lists.get("switches"), where))
+            if kind == "blockname":
+                if "nodes" not in lists:
+                    raise _where(where, f"block {name!r} has no Nodes=; list its nodes")
+                blocks.append((name, lists["nodes"], where))
+            else:
+                specs.append((name, lists.get("nodes"), lists.get("switches"), where))
+        if specs and (blocks or block_sizes):
+            first = blocks[0][2] if blocks else block_sizes[1]
+            raise _where(first, "the file mixes switches (topology/tree) and blocks "
+                                "(topology/block); a topology.conf describes one of the two")
+        if block_sizes is not None and not blocks:
+            raise _where(block_sizes[1], "BlockSizes= is given but no block; add lines like "
+                                         "BlockName=b1 Nodes=n[1-18]")
+        if blocks:
+            specs = block_specs(blocks, block_sizes[0] if block_sizes else None,
+                                block_sizes[1] if block_sizes else "the blocks")
         if not specs:
             raise InvalidInputError("the topology.conf text defines no switch; add lines like "
                                     "SwitchName=s1 Nodes=n[1-4]")
