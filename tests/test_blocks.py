@@ -173,3 +173,34 @@ def test_topology_show_reads_a_block_file(tmp_path, capsys):
     assert main(["topology", "show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "b1..b4" in out and "72" in out
+
+
+SCONTROL_BLOCKS = """BlockName=b1 BlockIndex=0 Nodes=n[1-4] BlockSize=4
+BlockName=b2 BlockIndex=1 Nodes=n[5-8] BlockSize=4
+BlockName=b3 BlockIndex=2 Nodes=n[9-12] BlockSize=4
+BlockName=b4 BlockIndex=3 Nodes=n[13-16] BlockSize=4
+AggregatedBlock=b[1-2] BlockIndex=4 Nodes=n[1-8] BlockSize=8
+AggregatedBlock=b[3-4] BlockIndex=5 Nodes=n[9-16] BlockSize=8
+AggregatedBlock=b[1-4] BlockIndex=6 Nodes=n[1-16] BlockSize=16
+"""
+
+
+def test_scontrol_show_topology_of_a_block_cluster():
+    """What a live 24.11 prints under topology/block (base blocks, then aggregated blocks) is the
+    tree of the equivalent topology.conf, and Slurm's aggregates are checked against tjap's."""
+    tree = Topology.from_scontrol(SCONTROL_BLOCKS)
+    assert tree == Topology.from_slurm(block_conf([4] * 4, [4, 8, 16]))
+    two = Topology.from_scontrol(
+        "BlockName=g0 BlockIndex=0 Nodes=h[1-2] BlockSize=2\n"
+        "BlockName=g1 BlockIndex=1 Nodes=h[3-4] BlockSize=2\n"
+        "AggregatedBlock=g[0-1] BlockIndex=2 Nodes=h[1-4] BlockSize=4\n")
+    assert two.switch_names == ("g0..g1", "g0", "g1")
+
+
+def test_an_aggregate_slurm_lists_that_tjap_does_not_build_is_one_line():
+    text = SCONTROL_BLOCKS.replace("AggregatedBlock=b[3-4] BlockIndex=5 Nodes=n[9-16]",
+                                   "AggregatedBlock=b[2-3] BlockIndex=5 Nodes=n[5-12]")
+    with pytest.raises(InvalidInputError, match=r"aggregated block b\[2-3\] \(n\[5-12\]\)"):
+        Topology.from_scontrol(text)
+    with pytest.raises(InvalidInputError, match="lacks Nodes= or BlockSize="):
+        Topology.from_scontrol("BlockName=b1 BlockIndex=0 Nodes=n[1-4]\n")

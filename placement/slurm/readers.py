@@ -22,26 +22,50 @@ from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.errors import InvalidInputError
 
 
+def _fields(line: str) -> dict:
+    fields = {}
+    for token in line.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            fields[key.lower()] = value
+    return fields
+
+
 def show_topology_conf(text: str) -> str:
     """The ``topology.conf`` text equivalent to the output of ``scontrol show topology`` (read it
     with :meth:`~tjap.placement.tree.topology.Topology.from_slurm`, or call
     :meth:`~tjap.placement.tree.topology.Topology.from_scontrol`).
 
+    Under ``topology/tree`` Slurm prints one ``SwitchName=`` line per switch; under
+    ``topology/block`` one ``BlockName=... Nodes=... BlockSize=N`` line per base block, then one
+    ``AggregatedBlock=... Nodes=... BlockSize=N`` line per aggregated block. A block cluster comes
+    back as its ``BlockName=`` lines and ``BlockSizes=`` (the base size, then every aggregated
+    size Slurm printed), from which the tree model builds the same aggregated blocks
+    (:func:`aggregated_blocks` lists Slurm's own, to check that they agree).
+
     Raises
     ------
     InvalidInputError
-        No switch line (Slurm runs without ``topology/tree``) or a malformed line.
+        No switch or block line (Slurm runs with neither plugin) or a malformed line.
     """
-    lines = []
+    lines, sizes, blocks = [], set(), []
     for raw in text.splitlines():
         line = raw.strip()
-        if not line.lower().startswith("switchname="):
+        lower = line.lower()
+        if lower.startswith("blockname=") or lower.startswith("aggregatedblock="):
+            fields = _fields(line)
+            size = fields.get("blocksize", "")
+            if not size.isdigit() or not fields.get("nodes"):
+                raise InvalidInputError(f"scontrol show topology: a block line lacks Nodes= or "
+                                        f"BlockSize=: {line[:120]!r}")
+            sizes.add(int(size))
+            if lower.startswith("blockname="):
+                blocks.append(f"BlockName={fields['blockname']} Nodes={fields['nodes']}")
+                base = int(size)
             continue
-        fields = {}
-        for token in line.split():
-            key, sep, value = token.partition("=")
-            if sep:
-                fields[key.lower()] = value
+        if not lower.startswith("switchname="):
+            continue
+        fields = _fields(line)
         name = fields.get("switchname", "")
         if fields.get("switches"):
             lines.append(f"SwitchName={name} Switches={fields['switches']}")
@@ -50,11 +74,27 @@ def show_topology_conf(text: str) -> str:
         else:
             raise InvalidInputError(f"scontrol show topology: switch {name!r} lists neither "
                                     f"nodes nor switches: {line[:120]!r}")
+    if blocks:
+        kept = sorted(s for s in sizes if s >= base)
+        return "\n".join(blocks + ["BlockSizes=" + ",".join(map(str, kept))]) + "\n"
     if not lines:
         first = text.strip().splitlines()[0] if text.strip() else "no output"
-        raise InvalidInputError(f"Slurm reports no switch tree ({first}); set "
-                                "TopologyPlugin=topology/tree and write a topology.conf")
+        raise InvalidInputError(f"Slurm reports no switch tree nor blocks ({first}); set "
+                                "TopologyPlugin=topology/tree or topology/block and write a "
+                                "topology.conf")
     return "\n".join(lines) + "\n"
+
+
+def aggregated_blocks(text: str) -> list[tuple[str, str]]:
+    """``(name, nodes hostlist)`` of every ``AggregatedBlock=`` line of ``scontrol show
+    topology`` (empty under ``topology/tree``)."""
+    found = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.lower().startswith("aggregatedblock="):
+            fields = _fields(line)
+            found.append((fields["aggregatedblock"], fields.get("nodes", "")))
+    return found
 
 
 def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str:
@@ -178,5 +218,5 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
                  nodes=[n.name for n in nodes if n.name in names])
 
 
-__all__ = ["HOLDING", "State", "live_topology_conf", "read_state", "running_timing",
-           "show_topology_conf"]
+__all__ = ["HOLDING", "State", "aggregated_blocks", "live_topology_conf", "read_state",
+           "running_timing", "show_topology_conf"]

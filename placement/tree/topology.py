@@ -398,10 +398,25 @@ class Topology:
     @classmethod
     def from_scontrol(cls, text: str) -> "Topology":
         """The tree printed by ``scontrol show topology`` (``Level=`` and ``LinkSpeed=`` are
-        ignored; a switch with ``Switches=`` is built from those)."""
-        from tjap.placement.slurm.readers import show_topology_conf
+        ignored; a switch with ``Switches=`` is built from those). Under ``topology/block`` the
+        base blocks and the block sizes Slurm prints give the tree, and every aggregated block
+        Slurm lists is checked to be one of its switches."""
+        from tjap.placement.slurm.readers import aggregated_blocks, show_topology_conf
 
-        return cls.from_slurm(show_topology_conf(text))
+        tree = cls.from_slurm(show_topology_conf(text))
+        if aggregated_blocks(text):     # Slurm's own aggregated blocks: the tree must hold each
+            below: dict[int, set] = {}
+            for node in tree.node_names:
+                for s in tree.ancestors(node):
+                    below.setdefault(s, set()).add(node)
+            ours = {frozenset(nodes) for nodes in below.values()}
+            for name, nodes in aggregated_blocks(text):
+                if frozenset(expand_hostlist(nodes)) not in ours:
+                    raise InvalidInputError(
+                        f"scontrol show topology: Slurm's aggregated block {name} ({nodes}) is "
+                        "not one tjap builds from the base blocks and BlockSizes; please report "
+                        "it with the output of scontrol show topology")
+        return tree
 
     @classmethod
     def from_file(cls, path) -> "Topology":
