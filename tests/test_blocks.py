@@ -204,3 +204,31 @@ def test_an_aggregate_slurm_lists_that_tjap_does_not_build_is_one_line():
         Topology.from_scontrol(text)
     with pytest.raises(InvalidInputError, match="lacks Nodes= or BlockSize="):
         Topology.from_scontrol("BlockName=b1 BlockIndex=0 Nodes=n[1-4]\n")
+
+
+def free_domains_by_definition(result, level: int) -> int:
+    """Whole domains of ``level`` left idle, from Topology.ancestors (an independent count)."""
+    tree = result.window.topology
+    taken = {n for nodes in result.assignment for n in nodes}
+    free = set(result.window.idle_nodes.tolist()) - taken
+    domains: dict[int, list[int]] = {}
+    for node in range(tree.num_nodes):
+        up = tree.ancestors(node)          # the node's leaf switch first, the root last
+        domains.setdefault(up[min(level, len(up)) - 1], []).append(node)
+    return sum(all(n in free for n in nodes) for nodes in domains.values())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_free_blocks_counts_whole_idle_domains(seed):
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(2, 6, size=int(rng.integers(3, 12))).tolist()
+    base = min(counts)
+    tree = Topology.from_slurm(block_conf(counts, [base, 2 * base, 4 * base]))
+    idle = sorted(rng.choice(tree.num_nodes, int(tree.num_nodes * 0.7), replace=False).tolist())
+    sizes = [int(s) for s in rng.integers(1, 6, size=3)]
+    result = tjap.solve(tjap.Window(tree, idle_nodes=idle, job_sizes=sizes), method="dp")
+    for level in (1, 2, 3, 9):
+        assert result.free_blocks(level) == free_domains_by_definition(result, level)
+    assert result.to_dict()["free_blocks"] == result.free_blocks(1)
+    with pytest.raises(InvalidInputError, match="level must be a whole number"):
+        result.free_blocks(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.window import Window
@@ -75,12 +76,35 @@ class Result(Record):
             used |= set(nodes)
         return True
 
+    def free_blocks(self, level: int = 1) -> int:
+        """Fragmentation: how many whole domains of ``level`` (1: the leaf switches, that is the
+        base blocks of a block cluster; 2: the switches or aggregated blocks above them ...) are
+        still entirely idle after the window's jobs take their nodes. A domain of a node is its
+        ``level``-th switch upward (the root where the path is shorter)."""
+        if not isinstance(level, (int, np.integer)) or isinstance(level, bool) or level < 1:
+            raise InvalidInputError(f"level must be a whole number >= 1 (1: the leaf switches), "
+                                    f"got {level!r}")
+        tree = self.window.topology
+        free = np.zeros(tree.num_nodes, bool)
+        free[self.window.idle_nodes] = True
+        for nodes in self.assignment:
+            free[list(nodes)] = False
+        domain = tree.node_leaf.astype(np.int64)
+        parent = tree.switch_parent
+        for _ in range(int(level) - 1):
+            domain = np.where(parent[domain] >= 0, parent[domain], domain)
+        busy = np.zeros(tree.num_switches, bool)
+        busy[domain[~free]] = True
+        return int(np.count_nonzero(~busy[np.unique(domain)]))
+
     def to_dict(self) -> dict:
         """Plain JSON data: no window (it is the input), objective None when there is no solution;
-        on a switch tree also ``"nodes"``, the assignment by node name."""
+        on a switch tree also ``"nodes"``, the assignment by node name; ``"free_blocks"``, the
+        leaf switches (base blocks) left entirely idle (:meth:`free_blocks`)."""
         out = {"method": self.method, "status": self.status, "convention": self.convention,
                "objective": self.objective, "bound": self.bound, "runtime_s": self.runtime_s,
-               "seed": self.seed, "iterations": self.iterations, "assignment": self.assignment}
+               "seed": self.seed, "iterations": self.iterations, "assignment": self.assignment,
+               "free_blocks": self.free_blocks() if self.has_solution else None}
         if not self.window.is_fat_tree:
             out["nodes"] = self.node_names()
         out["info"] = self.info
