@@ -15,6 +15,7 @@ import json
 import random
 import re
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -350,6 +351,57 @@ def test_fuzz_tree_json(folder):
     path = folder / "tree.json"
     fuzz("switch tree JSON (Topology.from_file)", files(TREE_SEEDS), writer(path),
          lambda _: Topology.from_file(path), check_tree)
+
+
+SLURM_YAML_SEEDS = [
+    "- topology: fabric\n  cluster_default: true\n  tree:\n    switches:\n"
+    "    - switch: spine\n      children: leaf[1-2]\n    - switch: leaf1\n      nodes: n[01-04]\n"
+    "    - switch: leaf2\n      nodes: [n05, n06]\n- topology: none\n  flat: true\n",
+    "- topology: nvl\n  block:\n    block_sizes: [2, 4]\n    blocks:\n"
+    "    - block: b1\n      nodes: g[1-2]\n    - block: b2\n      nodes: g[3-4]\n"
+    "    - block: b3\n      nodes: g[5-6]\n"]
+KUBE_NODES_SEEDS = [json.dumps({"kind": "List", "items": [
+    {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"block": f"b{i // 3}",
+                                                              "rack": f"r{i // 2}"}}}
+    for i in range(6)]}, indent=1)]
+HYPERNODE_SEEDS = [
+    "kind: HyperNode\nmetadata: {name: s0}\nspec:\n  tier: 1\n  members:\n"
+    "  - {type: Node, selector: {exactMatch: {name: n1}}}\n"
+    "  - {type: Node, selector: {exactMatch: {name: n2}}}\n---\n"
+    "kind: HyperNode\nmetadata: {name: s1}\nspec:\n  tier: 1\n  members:\n"
+    "  - {type: Node, selector: {regexMatch: {pattern: '^n[34]$'}}}\n---\n"
+    "kind: HyperNode\nmetadata: {name: s2}\nspec:\n  tier: 2\n  members:\n"
+    "  - {type: HyperNode, selector: {exactMatch: {name: s0}}}\n"
+    "  - {type: HyperNode, selector: {exactMatch: {name: s1}}}\n"]
+
+
+def test_the_level_readers_read_their_seeds():
+    for seed in SLURM_YAML_SEEDS:
+        check_tree(Topology.from_slurm_yaml(seed))
+    check_tree(Topology.from_node_labels(KUBE_NODES_SEEDS[0] + "\n", ["block", "rack"]))
+    check_tree(Topology.from_hypernodes(HYPERNODE_SEEDS[0], ["n1", "n2", "n3", "n4"]))
+
+
+def test_fuzz_topology_yaml(folder):
+    path = folder / "topology.yaml"
+    fuzz("topology.yaml (Topology.from_slurm_yaml, from_file)", files(SLURM_YAML_SEEDS),
+         writer(path), lambda _: Topology.from_file(path), check_tree)
+
+
+def test_fuzz_kube_nodes(folder):
+    path = folder / "nodes.json"
+    def read(_):
+        with warnings.catch_warnings():          # nodes left out are counted in a warning
+            warnings.simplefilter("ignore")
+            return Topology.from_node_labels(path, ["block", "rack"], missing="skip")
+    fuzz("kubectl nodes (Topology.from_node_labels)", files(KUBE_NODES_SEEDS), writer(path),
+         read, check_tree)
+
+
+def test_fuzz_hypernodes(folder):
+    path = folder / "hypernodes.yaml"
+    fuzz("HyperNodes (Topology.from_hypernodes)", files(HYPERNODE_SEEDS), writer(path),
+         lambda _: Topology.from_hypernodes(path, ["n1", "n2", "n3", "n4"]), check_tree)
 
 
 def test_fuzz_swf(folder):

@@ -136,6 +136,8 @@ SLOW = {
 
 #: The examples that need what a clone does not have, with the reason; never run here.
 ELSEWHERE = {
+    "tjap topology show hypernodes.yaml":
+        "the user's own Volcano manifests (tests/test_topology_levels.py runs it on one)",
     "tjap slurm place --once":
         "needs a running Slurm with topology/tree (tests/test_slurm_service_live.py, marked slurm)",
     "tjap slurm place --partition main --log /var/log/tjap-place.jsonl":

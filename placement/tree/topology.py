@@ -2,10 +2,13 @@
 
 A :class:`Topology` is what a scheduler builder knows about their cluster's network: leaf
 switches holding compute nodes, switches above them, one root. It reads Slurm's
-``topology.conf`` (:meth:`Topology.from_slurm`), a JSON-ready dict (:meth:`Topology.from_dict`)
-or a networkx tree (:meth:`Topology.from_networkx`). The paper's fat-tree layouts are the same
-kind of tree: :class:`~tjap.placement.tree.fat_tree.FatTree` is a subclass (the same node order and
-costs, with the arrays its fast kernels take).
+``topology.conf`` (:meth:`Topology.from_slurm`) and ``topology.yaml``
+(:meth:`Topology.from_slurm_yaml`), Kubernetes node labels at Kueue's topology levels
+(:meth:`Topology.from_node_labels`), Volcano HyperNodes (:meth:`Topology.from_hypernodes`), a
+JSON-ready dict (:meth:`Topology.from_dict`) or a networkx tree (:meth:`Topology.from_networkx`).
+The paper's fat-tree layouts are the same kind of tree:
+:class:`~tjap.placement.tree.fat_tree.FatTree` is a subclass (the same node order and costs, with
+the arrays its fast kernels take).
 
 Conventions
 -----------
@@ -36,6 +39,7 @@ import numpy as np
 
 from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.sources import read_utf8
 from tjap.placement.tree.tree_cost import CountForm, count_groups
 from tjap.errors import InvalidInputError
 
@@ -109,7 +113,8 @@ def _frozen_int_array(values, what: str) -> np.ndarray:
 class Topology:
     """A rooted tree of switches over named compute nodes (see the module's conventions).
 
-    Build one with :meth:`from_slurm`, :meth:`from_dict`, :meth:`from_networkx`,
+    Build one with :meth:`from_slurm`, :meth:`from_slurm_yaml`, :meth:`from_node_labels`,
+    :meth:`from_hypernodes`, :meth:`from_dict`, :meth:`from_networkx`,
     or ``FatTree(...)`` (a subclass); the constructor takes the canonical arrays and
     checks them. The tree is immutable.
 
@@ -420,12 +425,15 @@ class Topology:
 
     @classmethod
     def from_file(cls, path) -> "Topology":
-        """Read a tree from a file: ``*.json`` is :meth:`to_dict`'s form, anything else a Slurm
-        ``topology.conf`` (:meth:`from_slurm`). Unreadable or malformed files are one-line
-        errors."""
+        """Read a tree from a file: ``*.json`` is :meth:`to_dict`'s form, ``*.yaml`` and
+        ``*.yml`` a Slurm ``topology.yaml`` (its default topology, :meth:`from_slurm_yaml`),
+        anything else a Slurm ``topology.conf`` (:meth:`from_slurm`). Unreadable or malformed
+        files are one-line errors."""
         import json
 
         file = Path(path)
+        if file.suffix.lower() in (".yaml", ".yml"):
+            return cls.from_slurm_yaml(file)
         if file.suffix.lower() == ".json":
             text = read_utf8(file, "switch tree file")
             try:
@@ -536,6 +544,90 @@ class Topology:
             raise InvalidInputError("the topology.conf text defines no switch; add lines like "
                                     "SwitchName=s1 Nodes=n[1-4]")
         return cls._from_specs(specs)
+
+    @classmethod
+    def from_slurm_yaml(cls, source, name: str | None = None, *, nodes=None) -> "Topology":
+        """Read one topology of Slurm's ``topology.yaml`` (Slurm 25.05+): a ``tree:`` or a
+        ``block:`` one, built as :meth:`from_slurm` builds ``topology.conf``'s
+        (:mod:`tjap.placement.tree.slurm_yaml`).
+
+        Parameters
+        ----------
+        source : str, os.PathLike or list
+            A path, the file's text (a string holding a newline) or the parsed YAML list.
+        name : str, optional
+            The topology to read; None: the first marked ``cluster_default: true``, else the
+            first. :func:`~tjap.placement.tree.slurm_yaml.slurm_yaml_topologies` lists them.
+        nodes : str or list of str, optional
+            The nodes of a ``flat: true`` topology (which lists none), placed under one switch
+            named after the topology; without it a flat topology is refused.
+
+        Raises
+        ------
+        InvalidInputError
+            One line naming the topology, the entry and the field, and the fix: a name not in
+            the file (listing its topologies), a flat topology, a malformed entry.
+        """
+        from tjap.placement.tree.slurm_yaml import slurm_yaml_specs
+
+        counts = {"nodes": 0, "switches": 0}        # names read so far, within the size limits
+        return cls._from_specs(slurm_yaml_specs(
+            source, name, lambda value, key: _listed(value, key, counts), nodes))
+
+    @classmethod
+    def from_node_labels(cls, nodes, levels, *, missing: str = "error") -> "Topology":
+        """The tree that Kubernetes node labels draw at Kueue's topology levels: each domain
+        (the label values from the top level down to one level) a switch, the domains of the
+        lowest level leaf switches over their nodes (:mod:`tjap.placement.tree.levels`).
+
+        Parameters
+        ----------
+        nodes : dict, list, str or os.PathLike
+            ``kubectl get nodes -o json`` output (parsed, or a path to it), a list of Node
+            objects or of ``(name, labels)`` pairs.
+        levels : list of str, dict, str or os.PathLike
+            Label keys from the top level down (``kubernetes.io/hostname`` last, if at all: that
+            level is the node itself), or a Kueue ``Topology`` object (parsed, or a path to its
+            YAML) whose ``spec.levels[].nodeLabel`` gives them.
+        missing : {"error", "skip"}
+            A node without one of the labels is an error (default) or left out with a warning.
+
+        Examples
+        --------
+        >>> tree = Topology.from_node_labels(
+        ...     [("n1", {"rack": "r1"}), ("n2", {"rack": "r1"}), ("n3", {"rack": "r2"})],
+        ...     ["rack"])
+        >>> tree.switch_names, tree.nodes_of("r2")
+        (('(root)', 'r1', 'r2'), ('n3',))
+        """
+        from tjap.placement.tree.levels import node_label_specs
+
+        return cls._from_specs(node_label_specs(nodes, levels, missing))
+
+    @classmethod
+    def from_hypernodes(cls, manifests, nodes=None) -> "Topology":
+        """The tree of Volcano ``HyperNode`` objects: each HyperNode a switch, tier-1 ones over
+        their nodes, higher tiers over their member HyperNodes
+        (:mod:`tjap.placement.tree.levels`).
+
+        Parameters
+        ----------
+        manifests : list, dict, str or os.PathLike
+            HyperNode objects (a list, one, or a List of them), or a path to (or the text of) a
+            YAML file of ``---`` documents or a JSON file.
+        nodes : optional
+            The cluster's nodes (as :meth:`from_node_labels` takes them, or a list of names),
+            needed by members selected with ``regexMatch`` or ``labelMatch``.
+
+        Raises
+        ------
+        InvalidInputError
+            One line naming the HyperNode and member: an unknown member, a member of two
+            HyperNodes, a cycle, a tier that does not fit, a selector that picks nothing.
+        """
+        from tjap.placement.tree.levels import hypernode_specs
+
+        return cls._from_specs(hypernode_specs(manifests, nodes))
 
     def to_slurm(self) -> str:
         """The tree as ``topology.conf`` text (depth first; an implicit root is left out), which
@@ -751,28 +843,6 @@ def _preorder_depths(switch_names, parent: np.ndarray) -> np.ndarray:
         depth[i] = len(path)
         path.append(i)
     return depth
-
-
-def read_utf8(path, what: str) -> str:
-    """The text of the file at ``path``, read as UTF-8 (a leading byte order mark dropped).
-
-    A file that cannot be read, or whose bytes are not UTF-8, is one line of
-    :class:`InvalidInputError` naming it (``what`` says what the file is, e.g. "topology file")
-    and, for bytes that are not UTF-8, the first bad byte and its offset.
-    """
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise InvalidInputError(f"cannot read {what} {str(path)!r}: "
-                                f"{error.strerror or error}") from None
-    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    try:
-        return data[bom:].decode("utf-8")
-    except UnicodeDecodeError as error:
-        offset = bom + error.start
-        raise InvalidInputError(
-            f"{what} {str(path)!r} is not UTF-8 text (byte 0x{data[offset]:02x} at offset "
-            f"{offset}); save it as UTF-8") from None
 
 
 def _read_source(source) -> str:
