@@ -275,6 +275,20 @@ class Topology:
             raise InvalidInputError(f"unknown switch {name!r}; the tree's switches are "
                                     f"{compress_hostlist(self.switch_names)[:120]}") from None
 
+    def switch_spans(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(first, count)`` of every switch: the nodes under switch ``s`` (all levels below)
+        are the node indices ``first[s]`` to ``first[s] + count[s] - 1`` (the node order is depth
+        first, so they are contiguous)."""
+        count = np.zeros(self.num_switches, np.int64)
+        np.add.at(count, self.node_leaf, 1)
+        first = np.full(self.num_switches, self.num_nodes, np.int64)
+        np.minimum.at(first, self.node_leaf, np.arange(self.num_nodes, dtype=np.int64))
+        for s in range(self.num_switches - 1, 0, -1):      # parents come before their children
+            p = self.switch_parent[s]
+            count[p] += count[s]
+            first[p] = min(first[p], first[s])
+        return first, count
+
     def ancestors(self, node) -> tuple[int, ...]:
         """The switch indices above ``node`` (name or index), its leaf switch first, the root
         last; its length is the node's number of levels."""
@@ -410,11 +424,7 @@ class Topology:
 
         tree = cls.from_slurm(show_topology_conf(text))
         if aggregated_blocks(text):     # Slurm's own aggregated blocks: the tree must hold each
-            below: dict[int, set] = {}
-            for node in tree.node_names:
-                for s in tree.ancestors(node):
-                    below.setdefault(s, set()).add(node)
-            ours = {frozenset(nodes) for nodes in below.values()}
+            ours = {frozenset(tree.node_names[f:f + c]) for f, c in zip(*tree.switch_spans())}
             for name, nodes in aggregated_blocks(text):
                 if frozenset(expand_hostlist(nodes)) not in ours:
                     raise InvalidInputError(

@@ -61,10 +61,7 @@ def summary(tree) -> dict:
     """Levels (leaf = 1), per level the switch count and the nodes under each switch."""
     import numpy as np
 
-    under = np.zeros(tree.num_switches, np.int64)
-    np.add.at(under, tree.node_leaf, 1)
-    for s in range(tree.num_switches - 1, 0, -1):       # parents come before their children
-        under[tree.switch_parent[s]] += under[s]
+    under = tree.switch_spans()[1]                      # nodes under each switch
     height = np.zeros(tree.num_switches, np.int64)      # level counted upward from the leaves
     height[tree.leaf_switches] = 1
     for s in range(tree.num_switches - 1, 0, -1):
