@@ -14,7 +14,6 @@ import argparse
 import functools
 import sys
 
-from tjap.errors import SlurmUnreachableError, TjapError
 from tjap.executor import (CsvRows, TaskFailure, executor_from_args,  # noqa: F401
                            interruption_line, make_executor, progress)
 from tjap.report import format_table, pyplot, save_figure, write_csv  # noqa: F401
@@ -46,14 +45,10 @@ def one_line_errors(main):
 
     @functools.wraps(main)
     def run(argv=None) -> int:
+        from tjap.cli.common import run_command
+
         try:
-            return main(argv)
-        except SlurmUnreachableError as exc:
-            print(f"tjap: error: {exc}", file=sys.stderr)
-            return 3
-        except TjapError as exc:
-            print(f"tjap: error: {exc}", file=sys.stderr)
-            return 2
+            return run_command(main, argv)
         except KeyboardInterrupt as exc:
             print(interruption_line(exc), file=sys.stderr)
             return 130

@@ -22,7 +22,7 @@ import sys
 import threading
 
 import tjap
-from tjap.errors import SlurmUnreachableError, Terminated, TjapError, interrupted_by
+from tjap.errors import Terminated, interrupted_by
 
 # Importing this module loads nothing beyond the standard library, so that the handlers of
 # Ctrl-C and SIGTERM are in place before the families (numpy, Numba, solvers) are imported.
@@ -90,16 +90,9 @@ def _main(argv) -> int:
         return 2
     args = build_parser().parse_args(argv)
     args.command_line = "tjap " + shlex.join(argv)   # what training runs record in metadata
-    try:
-        return args.run(args)
-    except SlurmUnreachableError as exc:
-        from tjap.cli.common import EXIT_SLURM_UNREACHABLE
+    from tjap.cli.common import run_command
 
-        print(f"tjap: error: {exc}", file=sys.stderr)
-        return EXIT_SLURM_UNREACHABLE
-    except TjapError as exc:
-        print(f"tjap: error: {exc}", file=sys.stderr)
-        return 2
+    return run_command(args.run, args)
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:

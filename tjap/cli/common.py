@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from tjap.errors import SlurmUnreachableError, TjapError
 from tjap.result import plain
 
 
@@ -45,6 +46,20 @@ EXIT_CLOSED_STDOUT = 141
 #: slurmctld does not answer, Slurm's commands are not on PATH, its configuration is missing):
 #: not 1 (the job ran and found no solution) nor 2 (the input is wrong).
 EXIT_SLURM_UNREACHABLE = 3
+
+
+def run_command(run, *args) -> int:
+    """``run(*args)``, a command's body, with the command line's contract for errors: bad input
+    (a :class:`~tjap.errors.TjapError`) is one line ``tjap: error: ...`` on stderr and exit 2, an
+    unreachable Slurm the same line and :data:`EXIT_SLURM_UNREACHABLE`."""
+    try:
+        return run(*args)
+    except SlurmUnreachableError as exc:
+        print(f"tjap: error: {exc}", file=sys.stderr)
+        return EXIT_SLURM_UNREACHABLE
+    except TjapError as exc:
+        print(f"tjap: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def stdout_closed() -> bool:
