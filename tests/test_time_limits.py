@@ -110,8 +110,8 @@ def test_dp_stopped_between_passes_returns_its_best_so_far(monkeypatch):
     monkeypatch.setattr(csp, "DP_SECONDS_PER_CELL_CLASS", 1e-12)   # first pass "fits"...
     real = csp._cyclic_dp
 
-    def no_time_after_first(costs, sizes, counts, digits, strides, deadline, pass_s):
-        return real(costs, sizes, counts, digits, strides, deadline, 1e9)  # ...no more do
+    def no_time_after_first(tables, counts, digits, strides, deadline, pass_s):
+        return real(tables, counts, digits, strides, deadline, 1e9)  # ...no more do
     monkeypatch.setattr(csp, "_cyclic_dp", no_time_after_first)
     r = csp.solve_dp(w, time_limit_s=30)
     assert r.is_feasible() and r.objective >= exact.objective - 1e-6

@@ -38,7 +38,10 @@ def integer_coefficients(costs_by_job, sizes, limit=2**50):
     largest = max(max(abs(c) for c in costs) for costs in costs_by_job) * scale * len(sizes)
     if largest >= limit:
         return None
-    return scale, [[int(round(c * scale)) for c in costs] for costs in costs_by_job]
+    scaled = [[c * scale for c in costs] for costs in costs_by_job]
+    if any(abs(v - round(v)) > 1e-6 for row in scaled for v in row):
+        return None             # terms that are not multiples of 1/n_j (e.g. a stated weight)
+    return scale, [[int(round(v)) for v in row] for row in scaled]
 
 
 class Deadline:

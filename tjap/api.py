@@ -103,6 +103,10 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
         raise InvalidInputError(f"seed must be an integer, got {seed!r}")
     entry = get("tree", method)
     entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
+    if window.constrained and not entry.constraints:
+        from tjap.placement.tree.jobs import refuse_constraints
+
+        refuse_constraints(window, entry.name)
     result = entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
                           **options)
     if not entry.builtin:                 # the built-in methods are tested for this
@@ -131,9 +135,13 @@ def no_worse_than_rules(result, model: str, convention: str = "paper", seed: int
 
     admits = {"scas": is_scas, "dcas": is_dcas, "free": lambda w, a: True}.get(model)
     best = result if result.has_solution else None
-    for name in RULES if admits is not None else RULES[:1]:
+    rules = RULES if admits is not None else RULES[:1]
+    if result.window.constrained:            # the rules that keep the jobs' constraints
+        rules = [name for name in rules if get("tree", name).constraints]
+    for name in rules:
         rule = get("tree", name).load()(result.window, convention=convention, seed=seed)
-        if best is not None and rule.objective >= best.objective - 1e-9:
+        if not rule.has_solution or (best is not None
+                                     and rule.objective >= best.objective - 1e-9):
             continue                     # the admission check (slow for dcas) only for a gain
         if name == "seq" or admits(result.window, rule.assignment):
             best = rule

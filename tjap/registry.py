@@ -74,6 +74,11 @@ class Method:
         The factory takes the requested name as its first argument (one factory, many names).
     builtin : bool
         Shipped with tjap; :func:`register` refuses to replace it unless ``replace=True``.
+    constraints : bool
+        For ``"tree"`` methods: honours the jobs' constraints (segment, within, prefer,
+        exclusive, slurm_rule) and the fragmentation term of a window
+        (:mod:`tjap.placement.tree.jobs`); :func:`tjap.solve` refuses a window that has them
+        for a method without it.
     model : str
         For ``"tree"`` methods, the placements the method's model admits: ``"scas"``
         (contiguous blocks of the idle sequence), ``"dcas"`` (the dynamic contiguity rule),
@@ -95,6 +100,7 @@ class Method:
     pass_name: bool = False
     builtin: bool = False
     model: str = ""
+    constraints: bool = False
 
     def missing(self) -> list[str]:
         """The required modules that are not installed."""
@@ -173,7 +179,7 @@ def register(name: str, fn: Callable | str, description: str = "", *, system: st
         raise InvalidInputError(f"{system} method {name!r} is built in; pass replace=True to "
                                 "replace it")
     unknown = set(flags) - {"exact", "time_limited", "learned", "needs_torch", "requires",
-                            "extra", "pass_name", "model"}
+                            "extra", "pass_name", "model", "constraints"}
     if unknown:
         raise InvalidInputError(f"unknown register() flags {sorted(unknown)}")
     if flags.get("model", "") not in MODELS:
@@ -220,15 +226,16 @@ def make(system: str, name: str, **options):
 _add("tree", "auto", "tjap.placement.tree.exact:solve_auto",
      "exact SCAS where affordable (dp, else SCIP by measured size rules or the time limit); "
      "otherwise the best of seq, slurm-tree and freeform-greedy",
-     exact=True, time_limited=True, model="free")
+     exact=True, time_limited=True, model="free", constraints=True)
 _add("tree", "dp", "tjap.placement.tree.csp:solve_dp",
-     "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True, model="scas")
+     "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True,
+     model="scas", constraints=True)
 _add("tree", "scip", "tjap.placement.tree.scas:solve_scip",
      "exact SCAS, set-packing 0-1 model on SCIP", exact=True, time_limited=True,
-     requires=("pyscipopt",), extra="pyscipopt", model="scas")
+     requires=("pyscipopt",), extra="pyscipopt", model="scas", constraints=True)
 _add("tree", "cpsat", "tjap.placement.tree.scas:solve_cpsat",
      "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT", exact=True, time_limited=True,
-     requires=("ortools",), extra="ortools", model="scas")
+     requires=("ortools",), extra="ortools", model="scas", constraints=True)
 _add("tree", "scip-paper", "tjap.placement.tree.scas:solve_scip_paper",
      "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)", exact=True,
      time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="scas")
@@ -241,7 +248,8 @@ _add("tree", "freeform", "tjap.placement.tree.freeform:solve_freeform",
 _add("tree", "freeform-greedy", "tjap.placement.tree.freeform:solve_freeform_greedy",
      "fast best-fit heuristic with no contiguity rule", model="free")
 _add("tree", "seq", "tjap.placement.tree.scas:solve_seq",
-     "the paper's sequential assignment (each job takes the next idle nodes)", model="scas")
+     "the paper's sequential assignment (each job takes the next idle nodes; with constraints "
+     "the first run they allow)", model="scas", constraints=True)
 _add("tree", "slurm-tree", "tjap.heuristics.slurm.tree:solve_slurm_tree",
      "what Slurm 22.05's topology/tree selection does, job by job in window order", model="free")
 _add("tree", "guarded", "tjap.heuristics.tree.guarded:solve_guarded",

@@ -65,6 +65,7 @@ from tjap.placement.tree.window import Window
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
 from tjap.result import Status
+from tjap.placement.tree.jobs import refuse_constraints
 
 #: Slurm's INFINITE (a uint32 of all ones), the distance between switches with no common ancestor.
 INFINITE = 0xFFFFFFFF
@@ -355,6 +356,7 @@ def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, s
     ``info["unplaced_job"]`` the job's index) when Slurm would leave a job pending, which only
     happens on a tree with several top-level switches.
     """
+    refuse_constraints(window, "slurm-tree")
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
     started = time.perf_counter()

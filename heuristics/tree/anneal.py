@@ -38,6 +38,7 @@ from tjap._backends import Deadline, Slices
 from tjap.errors import InvalidInputError
 from tjap.placement.tree.result import Result, Status
 from tjap.placement.tree.window import Window
+from tjap.placement.tree.jobs import refuse_constraints
 
 #: Named settings of every option of :func:`solve_sa`; explicit options override them.
 #:
@@ -249,6 +250,7 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     InvalidInputError
         An unknown preset, repair or reinsert order, or an option out of range.
     """
+    refuse_constraints(window, "sa")
     o = preset_options(preset, SA_PRESETS, iterations=iterations, repair=repair, q=q,
                        max_remove=max_remove, t_max=t_max, t_min=t_min, reinsert=reinsert,
                        initial=initial)
@@ -295,6 +297,7 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Result
         The best solution found; see :func:`anneal`.
     """
+    refuse_constraints(window, "lns")
     return anneal(window, iterations=iterations, repair=make_repair(repair),
                   destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),
                   reinsert="largest-first", initial=initial, convention=convention,

@@ -31,6 +31,7 @@ from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError, TjapError
 from tjap.result import Status
+from tjap.placement.tree.jobs import refuse_constraints
 
 #: Seconds of time limit that must be left for the free-form improvement to start.
 MIN_IMPROVE_S = 0.05
@@ -93,6 +94,7 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
     >>> r.objective <= r.info["slurm_tree_cost"] and r.objective <= r.info["scas_optimum"]
     True
     """
+    refuse_constraints(window, "guarded")
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
     started = time.perf_counter()

@@ -33,6 +33,7 @@ from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
+from tjap.placement.tree.jobs import refuse_constraints
 
 WEIGHTS_DIR = Path(__file__).parents[1] / "weights"
 #: The shipped weights the paper's and the published code's presets run when none are given: the
@@ -397,6 +398,7 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
         not load, ``preset="best"`` with weights not trained in that loop, or a window on a
         general switch tree (the policy's features are fat-tree features).
     """
+    refuse_constraints(window, "nsa")
     require_fat_tree_features(window)
     convention_code(convention)                  # one line, before it picks the weights
     if preset is None:

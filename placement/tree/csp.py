@@ -20,6 +20,7 @@ from collections import Counter
 import numpy as np
 
 from tjap.placement.tree import _dp_kernels
+from tjap.placement.tree.arcs import arc_nodes, first_fit, job_arcs
 from tjap._backends import Deadline
 from tjap.errors import StateSpaceTooLargeError
 from tjap.placement.tree.result import Result, Status
@@ -31,16 +32,23 @@ MAX_DP_CELLS = 2**24
 AUTO_DP_CELLS = 2**21
 
 
+def job_classes(window: Window) -> tuple[list, np.ndarray]:
+    """The distinct jobs (size and constraints), in order of first appearance, and how many jobs
+    of the window are each."""
+    counter = Counter(window.jobs)
+    return list(counter), np.array(list(counter.values()), dtype=np.int64)
+
+
 def size_classes(window: Window) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct job sizes (in order of first appearance) and how many jobs have each."""
-    counter = Counter(window.job_sizes)
-    sizes = np.array(list(counter), dtype=np.int64)
-    return sizes, np.array([counter[s] for s in sizes], dtype=np.int64)
+    """The size of each job class (:func:`job_classes`; on a window without constraints, the
+    distinct job sizes) and how many jobs have each."""
+    classes, counts = job_classes(window)
+    return np.array([job.nodes for job in classes], dtype=np.int64), counts
 
 
 def num_dp_states(window: Window) -> int:
-    """Number of job multisets the DP tracks: prod over distinct sizes of (count + 1)."""
-    return int(np.prod(size_classes(window)[1] + 1))
+    """Number of job multisets the DP tracks: prod over job classes of (count + 1)."""
+    return int(np.prod(job_classes(window)[1] + 1))
 
 
 def dp_table_cells(window: Window) -> int:
@@ -64,7 +72,7 @@ DP_SECONDS_PER_CELL_CLASS = 4e-9
 def predicted_dp_s(window: Window) -> float:
     """Predicted seconds of one linear DP pass over the window (the DP runs one, plus one per
     promising wrap offset, usually few)."""
-    return dp_table_cells(window) * len(size_classes(window)[0]) * DP_SECONDS_PER_CELL_CLASS
+    return dp_table_cells(window) * len(job_classes(window)[0]) * DP_SECONDS_PER_CELL_CLASS
 
 
 def seq_assignment(window: Window) -> list[list[int]]:
@@ -74,16 +82,25 @@ def seq_assignment(window: Window) -> list[list[int]]:
     return [window.idle_nodes[o:o + n].tolist() for o, n in zip(offsets, window.job_sizes)]
 
 
+def fallback_assignment(window: Window, convention: str = "paper"):
+    """What a time-limited SCAS method falls back to: Seq, or on a window with constraints Seq
+    under them (:func:`~tjap.placement.tree.arcs.first_fit`; None when it finds no place)."""
+    if window.constrained:
+        return first_fit(window, convention)
+    return seq_assignment(window)
+
+
 def solve_dp(window: Window, *, convention="paper", time_limit_s=None, seed=0,
              max_cells=MAX_DP_CELLS) -> Result:
-    """Exact SCAS optimum by dynamic programming (Numba).
+    """Exact SCAS optimum by dynamic programming (Numba), the jobs' constraints included
+    (:mod:`tjap.placement.tree.arcs`): INFEASIBLE when no placement keeps them.
 
     Without a time limit, raises StateSpaceTooLargeError when the table would exceed
-    ``max_cells``. With ``time_limit_s``, it always returns a feasible solution: when the table is
-    too large or its first pass is predicted to take longer than the limit, the Seq solution
-    (status TIME_LIMIT, ``info["fallback"] = "seq"``); when the limit runs out between the passes
-    for blocks that wrap from the tail of Q to its head, the best solution so far, which is never
-    worse than Seq (status TIME_LIMIT)."""
+    ``max_cells``. With ``time_limit_s``, it always returns a feasible solution when Seq (under the
+    constraints) finds one: when the table is too large or its first pass is predicted to take
+    longer than the limit, the Seq solution (status TIME_LIMIT, ``info["fallback"] = "seq"``);
+    when the limit runs out between the passes for blocks that wrap from the tail of Q to its
+    head, the best solution so far, which is never worse than Seq (status TIME_LIMIT)."""
     started = time.perf_counter()
     deadline = Deadline(time_limit_s, started)
     cells = dp_table_cells(window)
@@ -95,79 +112,130 @@ def solve_dp(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                 f"method 'dp' needs a table of {cells:,} cells for this window's {window.num_jobs} "
                 f"jobs (limit {max_cells:,}); use method='auto' or 'scip', or cap the multi-node "
                 "jobs per window")
-        seq = Result.from_assignment(window, seq_assignment(window), status=Status.FEASIBLE,
-                                     method="seq", convention=convention, runtime_s=0.0)
         why = (f"table of {cells:,} cells over the limit of {max_cells:,}" if cells > max_cells
                else f"predicted {predicted:.3g} s, more than the {deadline.left():.3g} s left")
-        return Result(window, seq.assignment, seq.objective, Status.TIME_LIMIT, "dp", convention,
-                      time.perf_counter() - started, None, seed,
-                      info={"stopped": f"time limit: dp not run ({why})", "fallback": "seq",
-                            "dp_cells": cells, "predicted_s": predicted})
-    sizes, counts = size_classes(window)
+        return Result.from_assignment(
+            window, fallback_assignment(window, convention) or (), status=Status.TIME_LIMIT,
+            method="dp", convention=convention, runtime_s=time.perf_counter() - started,
+            seed=seed, info={"stopped": f"time limit: dp not run ({why})", "fallback": "seq",
+                             "dp_cells": cells, "predicted_s": predicted})
+    classes, counts = job_classes(window)
     digits, strides = _state_digits(counts)
-    costs = np.stack([window.block_costs(int(r), convention) for r in sizes])
-    objective, classes, starts, dps_run, complete = _cyclic_dp(
-        costs, sizes, counts, digits, strides, deadline, predicted)
-    # Hand the blocks of each size class to that class's jobs in window order, by start position.
-    blocks = {int(r): sorted(int(p) for c, p in zip(classes, starts) if sizes[c] == r) for r in sizes}
-    assignment = [window.block(blocks[n].pop(0), n).tolist() for n in window.job_sizes]
+    tables = _ArcTables(window, classes, convention)
+    objective, chosen, dps_run, complete = _cyclic_dp(tables, counts, digits, strides, deadline,
+                                                      predicted)
     info = {"dp_states": int(digits.shape[0]), "dp_runs": int(dps_run)}
     if not complete:
         info["stopped"] = "time limit: some wrapping blocks not tried"
+    if not np.isfinite(objective):
+        status = Status.INFEASIBLE if complete else Status.TIME_LIMIT
+        return Result.from_assignment(window, (), status=status, method="dp",
+                                      convention=convention,
+                                      runtime_s=time.perf_counter() - started, seed=seed,
+                                      info=info)
+    # Hand the runs of each class to that class's jobs in window order, by start position.
+    runs = {c: sorted(p for i, p in chosen if i == c) for c in range(len(classes))}
+    index = {job: c for c, job in enumerate(classes)}
+    assignment = [arc_nodes(window, job, runs[index[job]].pop(0)) for job in window.jobs]
     return Result.from_assignment(
         window, assignment, status=Status.OPTIMAL if complete else Status.TIME_LIMIT, method="dp",
         convention=convention, runtime_s=time.perf_counter() - started,
         bound=float(objective) if complete else None, seed=seed, info=info)
 
 
-def _cyclic_dp(costs, sizes, counts, digits, strides, deadline, pass_s):
-    """Exact SCAS optimum of disjoint cyclic blocks on Q (m = costs.shape[1] positions).
+class _ArcTables:
+    """The classes' arcs for the DP: those whose region lies inside Q's order, by the position
+    where the region ends (``first``, ``cost``, ``start``: class x end x slot), and those whose
+    region wraps from Q's tail to its head (``wraps``: rows of class, region start, head end and
+    start; ``wrap_costs``: their costs)."""
 
-    Either no block wraps (one linear DP over [0, m)), or exactly one block of class i starts at
-    p = m - sizes[i] + e and covers [p, m) and [0, e), with the rest placed linearly in [e, p).
-    A wrap offset e is tried only if some candidate's cost plus a lower bound on the other jobs
-    can beat the best so far (one DP serves every class at that e), and only while the deadline
-    leaves time for one more pass (``pass_s`` predicted).
+    def __init__(self, window: Window, classes, convention: str):
+        m = window.num_idle
+        arcs = [job_arcs(window, job, convention) for job in classes]
+        linear = [a.first + a.length <= m for a in arcs]
+        slots = 1
+        for a, keep in zip(arcs, linear):
+            if keep.any():
+                slots = max(slots, int(np.bincount(a.first[keep] + a.length[keep]).max()))
+        shape = (len(classes), m + 1, slots)
+        self.first = np.full(shape, -1, np.int64)
+        self.cost = np.full(shape, np.inf)
+        self.start = np.full(shape, -1, np.int64)
+        self.wraps, self.wrap_costs = [], []
+        self.min_cost = np.full(len(classes), np.inf)
+        for i, (a, keep) in enumerate(zip(arcs, linear)):
+            if a.count:
+                self.min_cost[i] = a.cost.min()
+            ends = a.first[keep] + a.length[keep]
+            order = np.argsort(ends, kind="stable")
+            ends = ends[order]
+            slot = np.arange(ends.size) - np.searchsorted(ends, ends, side="left")
+            self.first[i, ends, slot] = a.first[keep][order]
+            self.cost[i, ends, slot] = a.cost[keep][order]
+            self.start[i, ends, slot] = a.start[keep][order]
+            wrap = ~keep
+            self.wraps.append(np.stack([np.full(int(wrap.sum()), i), a.first[wrap],
+                                        a.first[wrap] + a.length[wrap] - m,
+                                        a.start[wrap]]).T)
+            self.wrap_costs.append(a.cost[wrap])
+        self.wraps = np.concatenate(self.wraps) if self.wraps else np.zeros((0, 4), np.int64)
+        self.wrap_costs = (np.concatenate(self.wrap_costs) if self.wrap_costs
+                           else np.zeros(0))
 
-    Returns (objective, classes, starts, number of DPs run, whether every offset was tried).
+
+def _cyclic_dp(tables: _ArcTables, counts, digits, strides, deadline, pass_s):
+    """Exact SCAS optimum of disjoint cyclic regions on Q (m positions).
+
+    Either no region wraps (one linear DP over [0, m)), or exactly one arc's region wraps: it
+    covers [a, m) and [0, e), with the rest placed linearly in [e, a). A head end e is tried only
+    if some arc's cost plus a lower bound on the other jobs can beat the best so far (one DP
+    serves every arc with that e), and only while the deadline leaves time for one more pass
+    (``pass_s`` predicted).
+
+    Returns (objective, [(class, start)] of the runs, number of DPs run, whether every head end
+    was tried); the objective is inf when no placement exists.
     """
     lin = _dp_kernels.linear_dp
+    m = tables.first.shape[1] - 1
     num_states, num_classes = digits.shape
-    m = costs.shape[1]
     full = num_states - 1
-    min_cost = costs.min(axis=1)
-    value, choice = lin(costs, sizes, digits, strides, 0, m)
+    value, choice = lin(tables.first, tables.cost, digits, strides, 0, m)
     best = value[m, full]
-    best_e, best_class, best_choice = 0, -1, choice
+    best_e, best_wrap, best_choice = 0, None, choice
     dps_run, complete = 1, True
-    for e in range(1, int(sizes.max())):
-        candidates = [i for i in range(num_classes) if counts[i] > 0 and e < sizes[i] <= m]
-        promising = False
-        for i in candidates:                      # summed in the same order as the kernel did
-            lower = costs[i, m - sizes[i] + e]
-            for k in range(num_classes):
-                lower += digits[full - strides[i], k] * min_cost[k]
-            promising = promising or lower < best
-        if not promising:
+    rest = digits[full - strides]                      # the other jobs, per wrapping class
+    lower_rest = (rest * np.where(rest > 0, tables.min_cost[None, :], 0.0)).sum(axis=1)
+    wraps, wrap_costs = tables.wraps, tables.wrap_costs
+    usable = (counts[wraps[:, 0]] > 0) & (wraps[:, 1] >= wraps[:, 2])
+    wraps, wrap_costs = wraps[usable], wrap_costs[usable]
+    lower = wrap_costs + lower_rest[wraps[:, 0]]
+    for e in np.unique(wraps[:, 2]):
+        at = np.flatnonzero(wraps[:, 2] == e)
+        if not (lower[at] < best).any():
             continue
         left = deadline.left()
         if left is not None and left < pass_s:
             complete = False
             break
-        value, choice = lin(costs, sizes, digits, strides, e, m)
+        value, choice = lin(tables.first, tables.cost, digits, strides, int(e), m)
         dps_run += 1
-        for i in candidates:
-            p = m - sizes[i] + e
-            v = costs[i, p] + value[p - e, full - strides[i]]
+        for k in at:
+            i, a = int(wraps[k, 0]), int(wraps[k, 1])
+            v = wrap_costs[k] + value[a - e, full - strides[i]]
             if v < best:
-                best, best_e, best_class, best_choice = v, e, i, choice
-    if best_class < 0:
-        classes, starts = _dp_kernels.backtrack(best_choice, sizes, strides, 0, m, full)
-        return best, classes, starts, dps_run, complete
-    p = m - sizes[best_class] + best_e
-    classes, starts = _dp_kernels.backtrack(best_choice, sizes, strides, best_e, p - best_e,
-                                            full - strides[best_class])
-    return (best, np.append(classes, best_class), np.append(starts, p), dps_run, complete)
+                best, best_e, best_wrap, best_choice = v, int(e), k, choice
+    if not np.isfinite(best):
+        return best, [], dps_run, complete
+    if best_wrap is None:
+        found = _dp_kernels.backtrack(best_choice, tables.first, strides, 0, m, full)
+        chosen = []
+    else:
+        i, a, _, p = (int(v) for v in wraps[best_wrap])
+        found = _dp_kernels.backtrack(best_choice, tables.first, strides, best_e, a - best_e,
+                                      full - strides[i])
+        chosen = [(i, p)]
+    chosen += [(int(i), int(tables.start[i, end, k])) for i, end, k in zip(*found)]
+    return best, chosen, dps_run, complete
 
 
 def graph(window: Window, convention: str = "paper"):

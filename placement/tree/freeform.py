@@ -31,6 +31,7 @@ from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
 from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
+from tjap.placement.tree.jobs import refuse_constraints
 
 SOLVERS = ("cpsat", "scip")
 
@@ -223,6 +224,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
     the solver stops with a worse solution, so the returned cost never exceeds it.
     """
+    refuse_constraints(window, "freeform")
     if solver not in SOLVERS:
         raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     code = convention_code(convention)
@@ -635,6 +637,7 @@ def solve_freeform_greedy(window: Window, *, convention="paper", time_limit_s=No
     child), and so on up to the top; inside the chosen switch, children with the most free nodes
     first. On the paper's fat-tree: the tightest edge switch, else the tightest pod, else the pods
     with the most idle nodes."""
+    refuse_constraints(window, "freeform-greedy")
     started = time.perf_counter()
     cap = _Capacity(window)
     free = cap.idle.astype(np.int64).copy()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tjap.placement.tree.arcs import job_penalty, violations
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
@@ -42,7 +43,7 @@ class Result(Record):
                         convention: str, runtime_s: float, **kwargs) -> "Result":
         """Build a Result whose objective is recomputed from the node sets."""
         assignment = tuple(tuple(int(v) for v in nodes) for nodes in assignment)
-        objective = assignment_cost(window.topology, assignment, convention) if assignment else float("nan")
+        objective = objective_of(window, assignment, convention) if assignment else float("nan")
         return cls(window, assignment, objective, Status(status), method, convention, runtime_s, **kwargs)
 
     @property
@@ -62,8 +63,9 @@ class Result(Record):
         return tuple(self.window.node_names(nodes) for nodes in self.assignment)
 
     def is_feasible(self) -> bool:
-        """True if each job holds exactly its requested number of distinct idle nodes and no node
-        is shared between jobs."""
+        """True if each job holds exactly its requested number of distinct idle nodes, no node
+        is shared between jobs, and every job's constraints hold
+        (:func:`~tjap.placement.tree.arcs.violations`)."""
         if not self.has_solution:
             return False
         idle = set(self.window.idle_nodes.tolist())
@@ -74,7 +76,12 @@ class Result(Record):
             if not set(nodes) <= idle or used & set(nodes):
                 return False
             used |= set(nodes)
-        return True
+        return not (self.window.constrained and violations(self.window, self.assignment))
+
+    def violations(self) -> list[str]:
+        """The job constraints the assignment breaks, one line each (empty when none or when
+        there is no solution)."""
+        return violations(self.window, self.assignment) if self.has_solution else []
 
     def free_blocks(self, level: int = 1) -> int:
         """Fragmentation: how many whole domains of ``level`` (1: the leaf switches, that is the
@@ -115,6 +122,16 @@ class Result(Record):
         return plain({"method": self.method, "status": self.status, "objective": self.objective,
                       "bound": self.bound, "gap": self.gap, "runtime_s": self.runtime_s,
                       "feasible": self.is_feasible()})
+
+
+def objective_of(window: Window, assignment, convention: str = "paper") -> float:
+    """The objective of an assignment of ``window``: its CH cost, plus on a window with
+    constraints each job's ``prefer`` and fragmentation terms
+    (:func:`~tjap.placement.tree.arcs.job_penalty`)."""
+    cost = assignment_cost(window.topology, assignment, convention)
+    if window.constrained:
+        cost += sum(job_penalty(window, job, nodes) for job, nodes in zip(window.jobs, assignment))
+    return cost
 
 
 def checked_assignment(window: Window, given, what: str) -> tuple:

@@ -20,7 +20,8 @@ import numpy as np
 from tjap import _backends
 from tjap._backends import Deadline
 from tjap.errors import InvalidInputError
-from tjap.placement.tree.csp import seq_assignment, solve_dp
+from tjap.placement.tree.arcs import arc_nodes, job_arcs
+from tjap.placement.tree.csp import fallback_assignment, solve_dp
 from tjap.placement.tree.result import Result, Status
 from tjap.placement.tree.window import Window
 
@@ -29,23 +30,45 @@ FORMULATIONS = ("set-packing", "paper")
 
 @dataclass(frozen=True)
 class ScasModel:
-    """The data of M_SCAS: for each job, the cost of starting at each position of Q."""
+    """The data of M_SCAS: for each job, its arcs (:mod:`tjap.placement.tree.arcs`): the starts
+    its constraints allow, their costs and the regions of Q they hold. Without constraints a
+    job's arcs are every start p of Q with the cost of D(p, n_j) and the run as its region."""
 
     window: Window
     convention: str
-    costs: tuple  # costs[j][p]: cost of job j on D(p, n_j)
+    arcs: tuple   # arcs[j]: the Arcs of job j
 
     @classmethod
     def build(cls, window: Window, convention: str = "paper") -> "ScasModel":
         return cls(window, convention,
-                   tuple(window.block_costs(n, convention) for n in window.job_sizes))
+                   tuple(job_arcs(window, job, convention) for job in window.jobs))
 
-    def covering_starts(self, size: int, position: int) -> np.ndarray:
-        """Start positions p whose block D(p, size) covers ``position``."""
-        return (position - np.arange(size)) % self.window.num_idle
+    @property
+    def costs(self) -> tuple:
+        """costs[j][k]: the cost of job j's k-th arc."""
+        return tuple(a.cost for a in self.arcs)
 
-    def assignment(self, starts) -> list[list[int]]:
-        return [self.window.block(p, n).tolist() for p, n in zip(starts, self.window.job_sizes)]
+    def covering(self) -> list[list[tuple[int, int]]]:
+        """For each position of Q, the (job, arc) pairs whose region holds it."""
+        m = self.window.num_idle
+        rows: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        for j, a in enumerate(self.arcs):
+            for k in range(a.count):
+                first, length = int(a.first[k]), int(a.length[k])
+                for q in range(first, first + length):
+                    rows[q % m].append((j, k))
+        return rows
+
+    def assignment(self, chosen) -> list[list[int]]:
+        """The node sets of the chosen arc of each job."""
+        return [arc_nodes(self.window, job, int(a.start[k]))
+                for a, k, job in zip(self.arcs, chosen, self.window.jobs)]
+
+
+def _paper_plain(window: Window, formulation: str) -> None:
+    if formulation == "paper" and window.constrained:
+        raise InvalidInputError("the paper's x/y formulation takes no job constraints; use "
+                                "formulation='set-packing' (method scip or cpsat) or dp")
 
 
 def _check_formulation(formulation: str) -> None:
@@ -62,7 +85,8 @@ CPSAT_BUILD_S_PER_NONZERO = 2.5e-6
 
 def set_packing_nonzeros(window: Window) -> int:
     """Nonzeros of the set-packing model: each start variable appears in its job's row and in
-    the n_j node rows its block covers."""
+    the n_j node rows its block covers (without constraints; with them, fewer starts or, for an
+    exclusive job, longer regions)."""
     return window.num_idle * sum(n + 1 for n in window.job_sizes)
 
 
@@ -103,6 +127,16 @@ def stopped_early(window: Window, method: str, convention: str, seed: int, deadl
                                   bound=bound, seed=seed, info=info)
 
 
+def _no_place(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
+              data: ScasModel) -> Result:
+    """INFEASIBLE: some job's constraints allow it no run of Q at all."""
+    j = next(j for j, arcs in enumerate(data.arcs) if arcs.count == 0)
+    return Result.from_assignment(window, (), status=Status.INFEASIBLE, method=method,
+                                  convention=convention, runtime_s=deadline.elapsed(), seed=seed,
+                                  info={"infeasible": f"job {j} has no run of the idle nodes "
+                                                      "that its constraints allow"})
+
+
 def _solved(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
             data: ScasModel, starts: list, status: Status, bound: float, info: dict) -> Result:
     """The result of a SCIP or CP-SAT run that found the start of each job in ``starts`` (empty:
@@ -134,7 +168,10 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
     started = time.perf_counter()      # the limit counts importing pyscipopt too
     deadline = Deadline(time_limit_s, started)
     try:
+        _paper_plain(window, formulation)
         data = ScasModel.build(window, convention)
+        if any(arcs.count == 0 for arcs in data.arcs):
+            return _no_place(window, method, convention, seed, deadline, data)
         model = _backends.scip_model(time_limit_s, seed)
         quicksum = _backends.require("pyscipopt").quicksum
         m = window.num_idle
@@ -145,9 +182,9 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
         for j in range(window.num_jobs):
             model.addCons(quicksum(y[j]) == 1)
         if formulation == "set-packing":
-            for k in range(m):
-                model.addCons(quicksum(y[j][p] for j, n in enumerate(window.job_sizes)
-                                       for p in data.covering_starts(n, k)) <= 1)
+            for k, row in enumerate(data.covering()):
+                if len(row) > 1:
+                    model.addCons(quicksum(y[j][a] for j, a in row) <= 1)
                 if k % 16 == 0:
                     deadline.check()
         else:
@@ -194,19 +231,22 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
     deadline = Deadline(time_limit_s, started)
     cp_model = _backends.require("ortools.sat.python.cp_model")
     try:
+        _paper_plain(window, formulation)
         data = ScasModel.build(window, convention)
+        if any(arcs.count == 0 for arcs in data.arcs):
+            return _no_place(window, method, convention, seed, deadline, data)
         model = cp_model.CpModel()
         m = window.num_idle
         y = []
-        for j in range(window.num_jobs):
-            y.append([model.new_bool_var(f"y{j}_{p}") for p in range(m)])
+        for j, arcs in enumerate(data.arcs):
+            y.append([model.new_bool_var(f"y{j}_{p}") for p in arcs.start])
             deadline.check()
         for row in y:
             model.add_exactly_one(row)
         if formulation == "set-packing":
-            for k in range(m):
-                model.add_at_most_one(y[j][p] for j, n in enumerate(window.job_sizes)
-                                      for p in data.covering_starts(n, k))
+            for k, row in enumerate(data.covering()):
+                if len(row) > 1:
+                    model.add_at_most_one(y[j][a] for j, a in row)
                 if k % 16 == 0:
                     deadline.check()
         else:
@@ -248,9 +288,14 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
 
 
 def solve_seq(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
-    """The paper's sequential assignment: each job, in window order, takes the next n_j idle nodes."""
+    """The paper's sequential assignment: each job, in window order, takes the next n_j idle
+    nodes; on a window with constraints, the first run its constraints allow that no earlier
+    job holds (:func:`~tjap.placement.tree.arcs.first_fit`; status INFEASIBLE, no solution, when
+    some job finds none)."""
     started = time.perf_counter()
-    return Result.from_assignment(window, seq_assignment(window), status=Status.FEASIBLE,
+    assignment = fallback_assignment(window, convention)
+    return Result.from_assignment(window, assignment or (),
+                                  status=Status.FEASIBLE if assignment else Status.INFEASIBLE,
                                   method="seq",
                                   convention=convention, runtime_s=time.perf_counter() - started,
                                   seed=seed)

@@ -10,6 +10,13 @@ JSON schema (``Window.to_json`` / ``Window.from_json``)::
       "meta":       {...}               # optional, free-form (epoch, time, ...), kept as is
     }
 
+In place of ``job_sizes`` a window may list ``jobs``: each a node count or an object with
+constraints, ``{"nodes": 36, "segment": 12}``, ``{"nodes": 8, "within": "block"}`` (the keys and
+their meaning: :mod:`tjap.placement.tree.jobs`). Two optional keys go with them: ``levels``, the
+names of the tree's levels, lowest first (``["block", "rack"]``), and ``fragmentation``, a term
+of the objective: ``{"weight": W, "level": L}`` (or W alone, level 1) adds W per whole idle
+domain of level L that a job breaks into (see :mod:`tjap.placement.tree.arcs`).
+
 A fat-tree may be given by its radix too: ``{"k": 4}`` or ``{"k": 20, "num_nodes": 1000}``
 (:meth:`FatTree.from_dict`). Unknown keys, of the window or of its topology, are refused with the
 accepted ones, never ignored; sizes beyond :data:`~tjap.placement.tree.topology.MAX_NODES` are refused
@@ -32,6 +39,7 @@ from types import MappingProxyType
 import numpy as np
 
 from tjap.placement.tree import _kernels, tree_cost
+from tjap.placement.tree.jobs import Job, resolve_job, resolve_level
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology, read_utf8
@@ -40,7 +48,8 @@ from tjap.placement.tree.fat_tree import FatTree
 
 
 #: The keys of a window's JSON form (``meta`` optional).
-WINDOW_KEYS = ("topology", "idle_nodes", "job_sizes", "meta")
+WINDOW_KEYS = ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation",
+               "meta")
 
 
 def _int_list(name: str, values) -> list[int]:
@@ -125,16 +134,27 @@ class Window:
         Idle nodes, by index (or, on a Topology, by name, or as one hostlist expression such as
         ``"c[01-04],gpu7"``); stored as indices sorted, which is
         the idle sequence Q (on a Topology, its depth-first node order).
-    job_sizes : sequence of int
-        Nodes requested by each job, in window order. Their sum may not exceed the idle count.
+    job_sizes : sequence of int, Job or dict
+        The jobs in window order: node counts, or :class:`~tjap.placement.tree.jobs.Job`
+        objects (or their JSON objects) with constraints. Their sizes may not sum to more than
+        the idle count.
     meta : dict, optional
         Free-form metadata kept through JSON round trips.
+    levels : sequence of str, optional
+        Names of the tree's levels, lowest first, for the jobs' constraints to use.
+    fragmentation : float or (float, int), optional
+        Weight W (and level L, default 1) of the objective's fragmentation term: W per whole
+        idle domain of level L that a job breaks into. Default 0 (not in the objective).
+
+    The jobs, with their levels as numbers, are :attr:`jobs`; their sizes :attr:`job_sizes`.
     """
 
-    __slots__ = ("topology", "idle_nodes", "job_sizes", "meta", "_block_cost_cache")
+    __slots__ = ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation",
+                 "meta", "_block_cost_cache")
 
     def __init__(self, topology: FatTree | Topology, idle_nodes: Sequence[int | str],
-                 job_sizes: Sequence[int], meta: dict | None = None):
+                 job_sizes: Sequence, meta: dict | None = None, *, levels: Sequence[str] = (),
+                 fragmentation=None):
         if isinstance(topology, FatTree):
             idle = _int_list("idle_nodes", idle_nodes)
         elif isinstance(topology, Topology):
@@ -142,7 +162,24 @@ class Window:
         else:
             raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
                                     f"{type(topology).__name__}")
-        sizes = _int_list("job_sizes", job_sizes)
+        if isinstance(job_sizes, (str, bytes)) or not hasattr(job_sizes, "__iter__"):
+            raise InvalidInputError(f"job_sizes must be a list of node counts or jobs, got "
+                                    f"{type(job_sizes).__name__}")
+        level_names = _level_names(levels)
+        jobs = []
+        for j, value in enumerate(job_sizes):
+            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+                if value < 1:
+                    raise InvalidInputError(
+                        f"job_sizes[{j}] = {value}: every job requests at least 1 node")
+                jobs.append(Job(int(value)))
+            elif isinstance(value, (Job, dict)):
+                jobs.append(resolve_job(Job.from_value(value, f"jobs[{j}]"), topology,
+                                        level_names, f"jobs[{j}]"))
+            else:
+                raise InvalidInputError(f"job_sizes[{j}] must be an integer (or a job object), "
+                                        f"got {value!r:.40}")
+        sizes = [job.nodes for job in jobs]
         if not sizes:
             raise InvalidInputError("job_sizes is empty: a window needs at least one job")
         bad = [i for i in idle if not 0 <= i < topology.num_nodes]
@@ -171,17 +208,26 @@ class Window:
         self.idle_nodes = np.array(sorted(idle), dtype=np.int64)
         self.idle_nodes.setflags(write=False)
         self.job_sizes = tuple(sizes)
+        self.jobs = tuple(jobs)
+        self.levels = level_names
+        self.fragmentation = _fragmentation(fragmentation, topology, level_names)
         self.meta = MappingProxyType(dict(meta or {}))
         self._block_cost_cache = {}
 
     def with_meta(self, **extra) -> "Window":
         """The same window with ``extra`` merged into its metadata (no re-validation)."""
         window = object.__new__(Window)
-        window.topology, window.idle_nodes, window.job_sizes = (self.topology, self.idle_nodes,
-                                                                self.job_sizes)
+        for name in ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation"):
+            setattr(window, name, getattr(self, name))
         window.meta = MappingProxyType({**extra, **self.meta})
         window._block_cost_cache = self._block_cost_cache
         return window
+
+    def with_fragmentation(self, weight: float, level=1) -> "Window":
+        """The same window with the objective's fragmentation term set to ``weight`` per whole
+        idle domain of ``level`` a job breaks into (0: no term)."""
+        return Window(self.topology, self.idle_nodes, self.jobs, dict(self.meta),
+                      levels=self.levels, fragmentation=(weight, level))
 
     # -- derived views -------------------------------------------------------------------------
     @property
@@ -191,6 +237,12 @@ class Window:
     @property
     def num_jobs(self) -> int:
         return len(self.job_sizes)
+
+    @property
+    def constrained(self) -> bool:
+        """True when some job carries a constraint or the objective has a fragmentation term:
+        only the methods that take constraints accept such a window."""
+        return bool(self.fragmentation[0]) or any(job.constrained for job in self.jobs)
 
     @property
     def is_fat_tree(self) -> bool:
@@ -238,7 +290,16 @@ class Window:
         else:
             topology = {"tree": self.topology.to_dict()}
             idle = list(self.node_names(self.idle_nodes))
-        out = {"topology": topology, "idle_nodes": idle, "job_sizes": list(self.job_sizes)}
+        out = {"topology": topology, "idle_nodes": idle}
+        if any(job.constrained for job in self.jobs):
+            out["jobs"] = [job.to_value() for job in self.jobs]
+        else:
+            out["job_sizes"] = list(self.job_sizes)
+        if self.levels:
+            out["levels"] = list(self.levels)
+        if self.fragmentation[0]:
+            out["fragmentation"] = {"weight": self.fragmentation[0],
+                                    "level": self.fragmentation[1]}
         if self.meta:
             out["meta"] = dict(self.meta)
         return out
@@ -257,14 +318,27 @@ class Window:
             raise InvalidInputError(
                 f"window has unknown key(s) {', '.join(repr(k[:40]) for k in unknown[:5])}; "
                 f"a window's keys are {', '.join(WINDOW_KEYS)} (put free-form data in meta)")
-        missing = {"topology", "idle_nodes", "job_sizes"} - set(data)
+        missing = {"topology", "idle_nodes"} - set(data)
         if missing:
             raise InvalidInputError(f"window is missing field(s) {', '.join(sorted(missing))}")
+        if "job_sizes" not in data and "jobs" not in data:
+            raise InvalidInputError("window is missing field job_sizes (node counts; or jobs: "
+                                    "counts or objects with constraints)")
+        if "job_sizes" in data and "jobs" in data:
+            raise InvalidInputError("a window lists its jobs in 'job_sizes' (node counts) or in "
+                                    "'jobs' (counts or objects with constraints), not both")
+        jobs = data.get("jobs", data.get("job_sizes"))
+        if "jobs" in data and (isinstance(jobs, (str, bytes)) or not isinstance(jobs, list)):
+            raise InvalidInputError(f"jobs must be a list of node counts or job objects, got "
+                                    f"{type(jobs).__name__}")
+        if "job_sizes" in data:
+            _int_list("job_sizes", jobs)
         meta = data.get("meta") or {}
         if not isinstance(meta, dict):
             raise InvalidInputError("window field meta must be an object")
         return cls(_topology_from_dict(data["topology"], base_dir), data["idle_nodes"],
-                   data["job_sizes"], meta)
+                   jobs, meta, levels=data.get("levels") or (),
+                   fragmentation=data.get("fragmentation"))
 
     @classmethod
     def from_json(cls, text: str, base_dir=None) -> "Window":
@@ -277,9 +351,41 @@ class Window:
     def __eq__(self, other) -> bool:
         return (isinstance(other, Window) and self.topology == other.topology
                 and np.array_equal(self.idle_nodes, other.idle_nodes)
-                and self.job_sizes == other.job_sizes)
+                and self.jobs == other.jobs and self.fragmentation == other.fragmentation)
 
     __hash__ = None
+
+
+def _level_names(levels) -> tuple[str, ...]:
+    if isinstance(levels, (str, bytes)) or not hasattr(levels, "__iter__"):
+        raise InvalidInputError(f"levels must be a list of level names, lowest first, got "
+                                f"{levels!r:.40}")
+    names = tuple(levels)
+    if any(not isinstance(n, str) or not n for n in names) or len(set(names)) != len(names):
+        raise InvalidInputError(f"levels must list distinct non-empty names, lowest first, got "
+                                f"{list(names)!r:.80}")
+    return names
+
+
+def _fragmentation(value, topology, names) -> tuple[float, int]:
+    """``fragmentation`` as (weight, level): None -> (0, 1); W -> (W, 1); {"weight", "level"}
+    or a (W, L) pair."""
+    if value is None:
+        return (0.0, 1)
+    level = 1
+    if isinstance(value, dict):
+        unknown = set(value) - {"weight", "level"}
+        if unknown or "weight" not in value:
+            raise InvalidInputError("fragmentation is a weight or {\"weight\": W, \"level\": L}, "
+                                    f"got {value!r:.60}")
+        value, level = value["weight"], value.get("level", 1)
+    elif isinstance(value, (tuple, list)) and len(value) == 2:
+        value, level = value
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value < 0:
+        raise InvalidInputError(f"fragmentation weight must be a finite number >= 0, got "
+                                f"{value!r:.40}")
+    return (float(value), resolve_level(topology, level, names, "fragmentation level"))
 
 
 def _parse_json(text: str, what: str):

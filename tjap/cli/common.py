@@ -125,6 +125,20 @@ def cap(value: str):
     return number
 
 
+def fragmentation(value: str) -> tuple[float, int | str]:
+    """An argparse type: ``W`` or ``W:LEVEL`` (a weight >= 0 and a level number or name)."""
+    weight, _, level = value.partition(":")
+    try:
+        number = float(weight)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected W or W:LEVEL with a weight W >= 0, got "
+                                         f"{value!r}")
+    level = level.strip() or "1"
+    return number, int(level) if level.isdigit() else level
+
+
 def int_in(low: int, high: int):
     """An argparse type: an integer in [low, high]."""
     def parse(value):

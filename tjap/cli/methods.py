@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
 
 def _flags(m) -> str:
     flags = [name for name, on in (("exact", m.exact), ("time-limited", m.time_limited),
-                                   ("learned", m.learned), ("torch", m.needs_torch)) if on]
+                                   ("learned", m.learned), ("torch", m.needs_torch),
+                                   ("constraints", m.constraints)) if on]
     return ",".join(flags) or "-"
 
 
@@ -31,7 +32,8 @@ def run(args) -> int:
     if args.json:
         print_json({s: {m.name: {"description": m.description, "exact": m.exact,
                                  "time_limited": m.time_limited, "learned": m.learned,
-                                 "needs_torch": m.needs_torch, "available": m.is_available(),
+                                 "needs_torch": m.needs_torch, "constraints": m.constraints,
+                                 "available": m.is_available(),
                                  "missing": m.missing()}
                         for m in entries(s)} for s in systems})
         return 0
@@ -39,5 +41,5 @@ def run(args) -> int:
         print(("\n" if k else "") + f"{system}: {SYSTEM_DESCRIPTIONS[system]}")
         for m in entries(system):
             note = "" if m.is_available() else f"  [needs: {', '.join(m.missing())}]"
-            print(f"  {m.name:16s} {_flags(m):26s} {m.description}{note}")
+            print(f"  {m.name:16s} {_flags(m):38s} {m.description}{note}")
     return 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tjap.cli.common import add_common, cap, check_output, count, positive, print_json, warn
+from tjap.cli.common import (add_common, cap, check_output, count, fragmentation, positive,
+                              print_json, warn)
 from tjap.errors import InvalidInputError, TjapError
 from tjap.executor import progress, progress_bar
 
@@ -22,6 +23,11 @@ def add_parser(sub) -> None:
     p.add_argument("--method", default="auto", help=f"solver method (default auto). {method_help}")
     p.add_argument("--time-limit", type=positive(float), default=None, metavar="S",
                    help="time limit per window in seconds")
+    p.add_argument("--fragmentation", type=fragmentation, default=None, metavar="W[:LEVEL]",
+                   help="add W to the objective per whole idle domain of LEVEL (default 1: leaf "
+                        "switches, base blocks) that a job breaks into; a small W such as 0.001 "
+                        "breaks ties between equally cheap placements (only methods with the "
+                        "'constraints' flag take it)")
     p.add_argument("--convention", choices=("paper", "published"), default="paper",
                    help="cost convention (default paper)")
     add_method_options(p)
@@ -232,6 +238,9 @@ def cmd_solve(args) -> int:
     windows = load_windows(args.file)
     if not windows:
         raise TjapError(f"{args.file} holds no window")
+    if args.fragmentation is not None:
+        weight, level = args.fragmentation
+        windows = [w.with_fragmentation(weight, level) for w in windows]
     if args.time_limit is not None or "weights" in options:
         # start-up, outside every window's limit: import the method's solver, load its compiled
         # kernels and weights (a bad weights file fails here, before any output), by a solve
@@ -249,11 +258,24 @@ def cmd_solve(args) -> int:
             print(f"{head}method={r.method} status={r.status.value} cost={r.objective:.2f} "
                   f"bound={'-' if r.bound is None else f'{r.bound:.2f}'} time={r.runtime_s:.4f}s")
             named = not r.window.is_fat_tree   # names out (a fat-tree's nodes are its indices)
-            for j, (n, nodes) in enumerate(zip(r.window.job_sizes, r.assignment)):
+            for j, (job, nodes) in enumerate(zip(r.window.jobs, r.assignment)):
                 where = (compress_hostlist(list(r.window.node_names(nodes))) if named
                          else _ranges(nodes))
-                print(f"  job {j} ({n} nodes): {where}")
+                print(f"  job {j} ({_job_label(job)}): {where}")
+            if r.has_solution and r.window.constrained:
+                print(f"  whole idle leaf blocks after the window: {r.free_blocks()}")
+            for line in r.violations():
+                print(f"  breaks: {line}")
     return 0 if all(r.has_solution for r in results) else 1
+
+
+def _job_label(job) -> str:
+    """``36 nodes, segment 12`` and the job's other constraints, for the text output."""
+    value = job.to_value()
+    if isinstance(value, int):
+        return f"{value} node" + ("s" if value != 1 else "")
+    rest = ", ".join(f"{k} {'yes' if v is True else v}" for k, v in value.items() if k != "nodes")
+    return f"{value['nodes']} nodes, {rest}"
 
 
 def _ranges(nodes) -> str:
