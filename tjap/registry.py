@@ -244,7 +244,8 @@ _add("tree", "cpsat-paper", "tjap.placement.tree.scas:solve_cpsat_paper",
      time_limited=True, requires=("ortools",), extra="ortools", model="scas")
 _add("tree", "freeform", "tjap.placement.tree.freeform:solve_freeform",
      "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')", exact=True,
-     time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="free")
+     time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="free",
+     constraints=True)
 _add("tree", "freeform-greedy", "tjap.placement.tree.freeform:solve_freeform_greedy",
      "fast best-fit heuristic with no contiguity rule", model="free")
 _add("tree", "seq", "tjap.placement.tree.scas:solve_seq",

@@ -8,6 +8,17 @@ over per-leaf counts u[j, e]: a group's count is the sum of its leaves' counts, 
 written exactly as u^2 = sum_k (2k - 1) * [u >= k] over ordered binaries. Solved by SCIP (default)
 or CP-SAT; every contiguity strategy (SCAS, DCAS) is measured against its optimum.
 
+The jobs' constraints and the objective's extra terms (:mod:`tjap.placement.tree.jobs`) go on the
+same counts: the domains of a level are unions of leaf switches, so a job's count in a domain is
+the sum of its leaves' counts. ``within`` is a binary choice of one domain per job, that domain's
+count being the job's size (``slurm_rule`` on an unsegmented job: within Slurm's level); a
+segment is an integer multiplier per domain of the segment level (the job's count there is a
+multiple of ``segment``); ``exclusive`` a binary usage per (job, domain) that empties the domain
+for every other job; ``prefer`` and the fragmentation term price those usage binaries (the
+minimisation sets them to the domains actually used). With no contiguity rule this is the least
+objective of every placement that keeps the constraints, so it bounds every constrained SCAS
+optimum from below.
+
 The model is exact, but its LP relaxation is weak (it lets every node count as if its job filled
 the fullest groups), so proving optimality on windows with hundreds of idle nodes can take long:
 give ``time_limit_s`` and a ``warm_start`` (the SCAS optimum), and read ``status`` and ``bound``.
@@ -31,7 +42,8 @@ from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
 from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
-from tjap.placement.tree.jobs import refuse_constraints
+from tjap.placement.tree.arcs import segment_level, violations
+from tjap.placement.tree.jobs import level_domains, refuse_constraints, slurm_level, switch_levels
 
 SOLVERS = ("cpsat", "scip")
 
@@ -84,6 +96,7 @@ class _Capacity(_IdleTree):
         self.top_level = form.top_level
         # Every node of a leaf lies in the same group of each row: one column per idle leaf.
         first = np.array([nodes[0] for nodes in self.nodes], dtype=np.int64)
+        self.topology, self.first, self._domains = t, first, {}
         leaf_group = form.group_of[:, first]
         #: per row (top row first): [(group id, member leaves e, the group is a leaf itself)]
         self.rows = []
@@ -93,6 +106,14 @@ class _Capacity(_IdleTree):
                 members = np.flatnonzero(leaf_group[r] == g)
                 row.append((g, members, g in self.leaf_position))
             self.rows.append(row)
+
+    def domains(self, level: int) -> list[tuple[int, np.ndarray]]:
+        """The domains of ``level`` that hold idle nodes: (switch, the idle leaves e inside it).
+        A leaf's nodes share every domain, so a domain is a union of idle leaves."""
+        if level not in self._domains:
+            of = level_domains(self.topology, level)[self.first]
+            self._domains[level] = [(int(d), np.flatnonzero(of == d)) for d in np.unique(of)]
+        return self._domains[level]
 
     def assignment(self, counts) -> list[list[int]]:
         """Concrete node ids for per-job, per-leaf counts (lowest idle ids of each leaf)."""
@@ -152,23 +173,40 @@ def _ordered_bits(b: _Builder, cap: int):
     return bits
 
 
-def _signatures(tree: _IdleTree) -> dict:
+def _signatures(tree: _IdleTree, marks=None) -> dict:
     """A canonical form of each idle subtree (leaf: its idle count; switch: its children's forms,
-    sorted): two sibling subtrees with the same form are interchangeable."""
+    sorted; each with ``marks[s]`` when given): two sibling subtrees with the same form are
+    interchangeable."""
     sig = {}
     for s in reversed(tree.switches):
+        mark = () if marks is None else marks[s]
         if tree.is_leaf(s):
-            sig[s] = ("L", int(tree.idle[tree.leaf_position[s]]))
+            sig[s] = ("L", int(tree.idle[tree.leaf_position[s]]), *mark)
         else:
-            sig[s] = ("S", tuple(sorted(sig[c] for c in tree.children[s])))
+            sig[s] = ("S", tuple(sorted(sig[c] for c in tree.children[s])), *mark)
     return sig
 
 
-def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes) -> None:
+def _domain_marks(cap: _Capacity) -> dict:
+    """Per switch: its level and whether every node below it is idle. Sibling subtrees that
+    agree on these everywhere also map the domains of every level onto each other, whole idle
+    ones onto whole idle ones, so swapping them keeps every job constraint and term."""
+    t = cap.topology
+    nodes = np.bincount(t.node_leaf, minlength=t.num_switches)
+    idle = np.bincount(t.node_leaf[np.concatenate(cap.nodes)], minlength=t.num_switches)
+    for s in range(t.num_switches - 1, 0, -1):          # children come after their parent
+        nodes[t.switch_parent[s]] += nodes[s]
+        idle[t.switch_parent[s]] += idle[s]
+    level = switch_levels(t)
+    return {s: (int(level[s]), bool(nodes[s] == idle[s])) for s in cap.switches}
+
+
+def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes, constrained: bool) -> None:
     """Interchangeable sibling subtrees (the same shape and idle counts below, so the same leaf
-    depths) may be taken in any order: require the largest job's count to be non-increasing
-    along each class of siblings. Permuting siblings at one switch leaves the totals of the
-    subtrees above it unchanged, so the rules of all switches hold together."""
+    depths; with constraints, the same levels and whole idle switches too) may be taken in any
+    order: require the largest job's count to be non-increasing along each class of siblings.
+    Permuting siblings at one switch leaves the totals of the subtrees above it unchanged, so
+    the rules of all switches hold together."""
     lead = max(range(len(sizes)), key=lambda j: (sizes[j], -j))
 
     def count(e):
@@ -179,7 +217,7 @@ def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes) -> None:
             return count(cap.leaf_position[s])
         return b.sum(count(e) for e in cap.under[s])
 
-    sig = _signatures(cap)
+    sig = _signatures(cap, _domain_marks(cap) if constrained else None)
     parents = sorted(cap.children, key=lambda s: (-int(cap.depth[s]), s))
     for s in parents:
         classes: dict = {}
@@ -206,7 +244,13 @@ def _square_terms(bits):
 
 
 def _first_fit(window: Window, started: float, convention: str) -> Result:
-    """A one-switch tree: every placement costs the same, so the first idle nodes are optimal."""
+    """A one-switch tree: every placement costs the same, so the first idle nodes are optimal.
+    Every level has one domain, the whole tree, so the constraints hold for any placement, but
+    an exclusive job cannot share the tree with another job."""
+    if window.num_jobs > 1 and any(job.exclusive is not None for job in window.jobs):
+        return Result.from_assignment(window, (), status=Status.INFEASIBLE, method="freeform",
+                                      convention=convention,
+                                      runtime_s=time.perf_counter() - started)
     assignment, at = [], 0
     for n in window.job_sizes:
         assignment.append(window.idle_nodes[at:at + n].tolist())
@@ -217,20 +261,104 @@ def _first_fit(window: Window, started: float, convention: str) -> Result:
                   convention, time.perf_counter() - started, result.objective)
 
 
+def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_time):
+    """The jobs' constraints and the objective's prefer and fragmentation terms on the per-leaf
+    counts (the module's documentation). Returns (objective terms (coefficient, variable), a
+    constant, and each added variable with its value from a warm start's counts), or None when
+    some ``within`` level has no domain with room for the job; raises
+    :class:`~tjap._backends.OutOfTime` when ``out_of_time()`` turns true between jobs."""
+    tree, sizes = window.topology, window.job_sizes
+    terms, constant, values, usage = [], 0.0, [], {}
+
+    def count(j, members):
+        return b.sum(v for e in members for v in count_vars[j][e])
+
+    def held(j, members):                     # the job's count there, from a warm start's
+        return lambda h: int(h[j, members].sum())
+
+    def used(j, level, d, members):
+        """A binary that is 1 when job j has a node in domain d of ``level``: at least each of
+        its leaves' first count bit (1 when the job has a node there; tighter than one bound
+        on the domain's count)."""
+        if (j, level, d) not in usage:
+            y = usage[(j, level, d)] = b.bool()
+            for e in members:
+                b.add(count_vars[j][e][0] <= y)
+            values.append((y, lambda h, got=held(j, members): int(got(h) > 0)))
+        return usage[(j, level, d)]
+
+    weight, frag_level = window.fragmentation
+    if weight:
+        of = level_domains(tree, frag_level)
+        whole = np.bincount(of, minlength=tree.num_switches) == np.bincount(
+            of[window.idle_nodes], minlength=tree.num_switches)
+    for j, job in enumerate(window.jobs):
+        if out_of_time():
+            raise _backends.OutOfTime
+        n = job.nodes
+        within = [job.within] if job.within is not None else []
+        if job.slurm_rule and job.segment is None:
+            within.append(slurm_level(tree, n))
+        for level in within:                 # one domain of the level holds all n nodes
+            domains = cap.domains(level)
+            if all(cap.idle[members].sum() < n for _, members in domains):
+                return None
+            for _, members in domains:       # the counts sum to n: one w is 1
+                if cap.idle[members].sum() >= n:
+                    w = b.bool()
+                    b.add(count(j, members) == n * w)
+                    values.append((w, lambda h, got=held(j, members), n=n: int(got(h) == n)))
+                else:
+                    b.add(count(j, members) == 0)
+        if job.segment is not None:          # whole segments in every domain of the level
+            for _, members in cap.domains(segment_level(window, job)):
+                k = b.int(0, min(int(cap.idle[members].sum()), n) // job.segment)
+                b.add(count(j, members) == job.segment * k)
+                values.append((k, lambda h, got=held(j, members), s=job.segment: got(h) // s))
+        if job.exclusive is not None and window.num_jobs > 1:   # the domains it uses are its own
+            for d, members in cap.domains(job.exclusive):
+                y = used(j, job.exclusive, d, members)
+                for k in range(window.num_jobs):
+                    if k != j:
+                        for e in members:
+                            b.add(y + count_vars[k][e][0] <= 1)
+        if job.prefer is not None and job.prefer_cost:
+            constant -= job.prefer_cost
+            terms += [(job.prefer_cost, used(j, job.prefer, d, members))
+                      for d, members in cap.domains(job.prefer)]
+        if weight:
+            terms += [(weight, used(j, frag_level, d, members))
+                      for d, members in cap.domains(frag_level) if whole[d]]
+    return terms, constant, values
+
+
+def _coefficient(value: float, solver: str):
+    """An objective coefficient: an int for CP-SAT where it is one (exact), else the float."""
+    return int(value) if solver == "cpsat" and float(value).is_integer() else value
+
+
 def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                    solver="scip", warm_start=None, workers=1) -> Result:
     """Exact minimum CH cost with no contiguity rule, on any switch tree.
 
-    ``warm_start``: a Result (or assignment) of the same window, used as a CP-SAT hint and kept if
-    the solver stops with a worse solution, so the returned cost never exceeds it.
+    The jobs' constraints hold and the objective has their ``prefer`` and fragmentation terms
+    (the module's documentation): the result is the least objective of every placement that
+    keeps them, a lower bound of every constrained SCAS optimum (INFEASIBLE when none exists).
+
+    ``warm_start``: a Result (or assignment) of the same window that keeps its constraints, used
+    as a solver hint and kept if the solver stops with a worse solution, so the returned cost
+    never exceeds it.
     """
-    refuse_constraints(window, "freeform")
     if solver not in SOLVERS:
         raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     code = convention_code(convention)
     started = time.perf_counter()
     if warm_start is not None:
         warm_start = checked_assignment(window, warm_start, "warm_start")
+        broken = violations(window, warm_start) if window.constrained else []
+        if broken:
+            raise InvalidInputError(f"warm_start breaks the jobs' constraints ({broken[0]}); "
+                                    "give a placement that keeps them, or no warm start")
     cap = _Capacity(window)
     if cap.top_level == 1:
         return _first_fit(window, started, convention)
@@ -281,7 +409,19 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                     for k in range(len(count_vars[j][e]))) <= int(idle))
         if e % 16 == 15 and out_of_time():
             return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
-    _break_symmetry(b, cap, count_vars, sizes)
+    extra, extra_constant, extra_values = [], 0.0, []
+    if window.constrained:
+        try:
+            built = _constrain(b, window, cap, count_vars, out_of_time)
+        except _backends.OutOfTime:
+            return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
+        if built is None:                    # a job that no domain of its level holds
+            return Result.from_assignment(window, (), status=Status.INFEASIBLE,
+                                          method="freeform", convention=convention,
+                                          runtime_s=time.perf_counter() - started, seed=seed,
+                                          info={"solver": solver})
+        extra, extra_constant, extra_values = built
+    _break_symmetry(b, cap, count_vars, sizes, window.constrained)
     if out_of_time():
         return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
 
@@ -295,7 +435,8 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                    for n in sizes]
         if solver == "cpsat" and max(weights) * 80 * (L - 1) * len(sizes) * window.num_idle >= 2**62:
             raise InvalidInputError("job sizes too diverse for an exact CP-SAT objective; use solver='scip'")
-        objective = b.sum(-w * c * v for w, terms in zip(weights, squares) for c, v in terms)
+        objective = b.sum([-w * c * v for w, terms in zip(weights, squares) for c, v in terms]
+                          + [_coefficient(p * scale, solver) * v for p, v in extra])
     else:
         constant, scale = 0.0, 1
         job_costs = []
@@ -304,7 +445,8 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
             b.add(n * cost >= HOP_UNIT_COST * ((2 * L - 1) * n * n - n) // 2
                   - HOP_UNIT_COST * b.sum(c * v for c, v in terms) - n + 1)
             job_costs.append(cost)
-        objective = b.sum(job_costs)
+        objective = b.sum(job_costs + [_coefficient(p, solver) * v for p, v in extra])
+    constant += extra_constant                # prefer: the first domain is free
     if out_of_time():
         return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
 
@@ -316,6 +458,8 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
                 for e, c in enumerate(row):
                     for k, v in enumerate(count_vars[j][e]):
                         b.model.add_hint(v, k < c)
+            for v, value in extra_values:
+                b.model.add_hint(v, value(hint))
         cp_solver = _backends.cpsat_solver(_seconds_left(started, time_limit_s), seed, workers)
         status, found = _backends.cpsat_solve(cp_solver, b.model)
         value = cp_solver.boolean_value
@@ -324,7 +468,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         b.model.setObjective(objective, "minimize")
         if hint is not None:
             _scip_start(b.model, hint, count_vars, upper_vars,
-                        job_costs if code == 1 else None, L)
+                        job_costs if code == 1 else None, L, extra_values)
         # the limit covers building the model too
         _backends.scip_optimize(b.model, _seconds_left(started, time_limit_s))
         status = _backends.scip_status(b.model)
@@ -337,7 +481,7 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     if found:
         counts = [[sum(value(v) for v in bits) for bits in row] for row in count_vars]
     if solver == "scip":
-        del sol, value, count_vars, upper_vars, squares, objective
+        del sol, value, count_vars, upper_vars, squares, objective, extra, extra_values
         _backends.scip_free(b.model)          # within the limit, not after the return
     result = Result.from_assignment(
         window, cap.assignment(counts) if counts else (), status=status, method="freeform",
@@ -363,11 +507,13 @@ def _no_worse_than_seq(result: Result, started, convention, seed) -> Result:
     from tjap.placement.tree.scas import solve_seq
 
     window = result.window
-    rules = [solve_seq(window, convention=convention, seed=seed),
-             solve_freeform_greedy(window, convention=convention, seed=seed)]
-    rule = min(rules, key=lambda r: r.objective)     # seq first: it wins ties
+    rules = [solve_seq(window, convention=convention, seed=seed)]
+    if not window.constrained:                       # the greedy does not keep constraints
+        rules.append(solve_freeform_greedy(window, convention=convention, seed=seed))
+    rules = [r for r in rules if r.has_solution]
     info = {**result.info, "stopped": result.info.get("stopped", "time limit")}
-    if result.has_solution and result.objective <= rule.objective + 1e-9:
+    rule = min(rules, key=lambda r: r.objective) if rules else None  # seq first: it wins ties
+    if rule is None or (result.has_solution and result.objective <= rule.objective + 1e-9):
         return Result(window, result.assignment, result.objective, Status.TIME_LIMIT,
                       result.method, convention, time.perf_counter() - started, result.bound,
                       seed, info=info)
@@ -400,9 +546,11 @@ def _stopped_building(window, warm_start, cap, started, convention, seed, solver
     return _no_worse_than_seq(warm, started, convention, seed)
 
 
-def _scip_start(model, hint, count_vars, upper_vars, job_costs, top_level) -> bool:
+def _scip_start(model, hint, count_vars, upper_vars, job_costs, top_level, extra_values) -> bool:
     """Hand SCIP the warm start as a complete solution, so it prunes with it from the start."""
     sol = model.createSol()
+    for v, value in extra_values:
+        model.setSolVal(sol, v, float(value(hint)))
     sum_sq = [int((np.asarray(row) ** 2).sum()) for row in hint]
     for j, row in enumerate(hint):
         for e, c in enumerate(row):
