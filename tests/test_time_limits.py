@@ -28,7 +28,7 @@ from benchmarks.auto_rules import scattered_window
 from benchmarks.time_limits import fragmented_window, rule_costs
 
 #: Rules that return their own choice (what Slurm or a first fit would do), not the best found.
-RULES = ("slurm-tree", "freeform-greedy")
+RULES = ("slurm-tree", "freeform-greedy", "slurm-block", "kueue-bestfit", "kueue-leastfree")
 
 
 def big_window(jobs=90, idle=1000, seed=0) -> Window:

@@ -253,6 +253,15 @@ _add("tree", "seq", "tjap.placement.tree.scas:solve_seq",
      "the first run they allow)", model="scas", constraints=True)
 _add("tree", "slurm-tree", "tjap.heuristics.slurm.tree:solve_slurm_tree",
      "what Slurm 22.05's topology/tree selection does, job by job in window order", model="free")
+_add("tree", "slurm-block", "tjap.heuristics.slurm.block:solve_slurm_block",
+     "what Slurm 24.11's topology/block selection does (segments, exclusive=topo), job by job",
+     model="free", constraints=True)
+_add("tree", "kueue-bestfit", "tjap.heuristics.tree.kueue:solve_kueue_bestfit",
+     "Kueue's topology-aware scheduling, BestFit profile (required/preferred levels, slices)",
+     model="free", constraints=True)
+_add("tree", "kueue-leastfree", "tjap.heuristics.tree.kueue:solve_kueue_leastfree",
+     "Kueue's topology-aware scheduling, default Mixed profile (LeastFree when unconstrained)",
+     model="free", constraints=True)
 _add("tree", "guarded", "tjap.heuristics.tree.guarded:solve_guarded",
      "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
      time_limited=True, model="free")
