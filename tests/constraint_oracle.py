@@ -95,8 +95,9 @@ def keeps(window, assignment) -> bool:
     return True
 
 
-def objective(window, assignment, convention="paper") -> float:
-    """CH cost plus the prefer and fragmentation terms, from their definitions."""
+def objective(window, assignment, convention="paper", jobs=None) -> float:
+    """CH cost plus the prefer and fragmentation terms, from their definitions (``jobs``: the
+    jobs the node sets belong to, by default the window's)."""
     tree = window.topology
     memo = {}
     total = 0.0
@@ -108,7 +109,7 @@ def objective(window, assignment, convention="paper") -> float:
         for v in range(tree.num_nodes):
             by_domain.setdefault(domain(tree, v, flevel, memo), []).append(v)
         whole = {d for d, vs in by_domain.items() if all(v in idle for v in vs)}
-    for job, nodes in zip(window.jobs, assignment):
+    for job, nodes in zip(window.jobs if jobs is None else jobs, assignment):
         total += job_cost(tree, list(nodes), convention)
         if job.prefer is not None:
             total += job.prefer_cost * (len({domain(tree, v, job.prefer, memo)

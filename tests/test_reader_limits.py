@@ -255,7 +255,7 @@ def test_unknown_window_keys_are_refused_with_the_accepted_ones(tmp_path):
     typo = dict(good)
     typo["job_size"] = typo.pop("job_sizes")
     refused(lambda: Window.from_dict(typo), "unknown key(s) 'job_size'",
-            "topology, idle_nodes, job_sizes, meta")
+            "topology, idle_nodes, job_sizes, jobs, levels, fragmentation, meta")
     refused(lambda: Window.from_dict(good | {"epoch": 3}), "'epoch'", "meta")
     path = tmp_path / "w.jsonl"
     path.write_text(json.dumps(good) + "\n" + json.dumps(good | {"extra": 1}) + "\n")

@@ -145,7 +145,7 @@ def no_worse_than_rules(result, model: str, convention: str = "paper", seed: int
             continue                     # the admission check (slow for dcas) only for a gain
         if name == "seq" or admits(result.window, rule.assignment):
             best = rule
-    if best is result:
+    if best is None or best is result:
         return result
     info = {**result.info, "fallback": best.method}
     if "order" in info and "starts" in info:     # a DCAS search's steps describe the assignment

@@ -267,9 +267,10 @@ _add("tree", "guarded", "tjap.heuristics.tree.guarded:solve_guarded",
      time_limited=True, model="free")
 _add("tree", "sa", "tjap.heuristics.tree.anneal:solve_sa",
      "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
-     time_limited=True, model="dcas")
+     time_limited=True, model="dcas", constraints=True)
 _add("tree", "lns", "tjap.heuristics.tree.anneal:solve_lns",
-     "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True, model="dcas")
+     "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True, model="dcas",
+     constraints=True)
 _add("tree", "nsa", "tjap.learned.tree.policy:solve_nsa",
      "neural SA: the sa loop with a trained repair operator run in Numba, by default the best "
      "settings measured (preset='paper' for the paper's; weights=...; torch only to train)",

@@ -8,7 +8,10 @@ type of its argument, see :func:`pick_start`); the public operator classes in
 The tree enters as its count form (see :mod:`tjap.placement.tree._dcas_kernels`): ``group_q`` (the
 group of each idle position per row), ``shallow`` (each row's shallow group), ``top_level`` and
 ``num_groups``, built by :class:`tjap.placement.tree.dcas.Arrays`; the same kernels serve the paper's
-fat-tree and any switch tree.
+fat-tree and any switch tree. A window whose jobs carry constraints runs its own loop,
+:func:`anneal_constrained`, on the constrained DCAS kernels of
+:mod:`tjap.placement.tree._dcas_constraints` (a plain loop: its moves cost far more than the
+reference counting the fast loop avoids).
 
 The loop (:func:`anneal`) is written for speed: no call and no opaque code inside a move, small
 branch-free kernels inlined flat into it, so that Numba can drop the reference counting of its
@@ -21,6 +24,7 @@ from numba.extending import overload
 
 from tjap.heuristics.tree._mlp_kernels import (CFG_LOOKAHEAD, CFG_SAMPLE, candidate_starts, net_logits,
                                       net_start, top_k)
+from tjap.placement.tree import _dcas_constraints as rules_k
 from tjap.placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
                                            take_block_cost, taken_words)
 from tjap.placement.tree.tree_cost import block_costs
@@ -462,6 +466,127 @@ def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order
         new = 0.0
         for j in range(num_jobs):  # in job order, as the plain-Python twin sums
             new += job_cost[j]
+        delta = new - cur
+        if delta <= 0.0:
+            take = True
+        elif accept == ACCEPT_METROPOLIS:
+            temperature = t_max * ratio ** (it / max(iterations - 1, 1))
+            take = draw(rng) < np.exp(-delta / temperature)
+        else:
+            take = False
+        if take:
+            cur = new
+            for i in range(num_jobs):
+                cur_order[i] = new_order[i]
+                cur_starts[i] = new_starts[i]
+            accepted += 1
+            if new < best:
+                best = new
+                for i in range(num_jobs):
+                    best_order[i] = new_order[i]
+                    best_starts[i] = new_starts[i]
+                improved += 1
+    return cur, best, accepted, improved
+
+
+#: The constrained loop re-seeds its RNG every CONSTRAINED_CHUNK iterations (its moves try every
+#: start of a job, so a time limit is checked more often).
+CONSTRAINED_CHUNK = 16
+
+
+@njit
+def constrained_start(rules, group_q, shallow, top_level, convention, j, n, alive, length,
+                      seq_domains, busy, walk, out, repair, q, rng):
+    """The start of job ``j`` on the free sequence ``alive[:length]`` (after
+    :func:`~tjap.placement.tree._dcas_constraints.prepare`) that ``repair`` picks among the
+    starts its constraints allow: greedy, the cheapest (ties: the lowest); paper and uniform,
+    the first allowed start at or after the drawn one (cyclically). -1 when none is allowed."""
+    if repair == REPAIR_GREEDY:
+        best, best_cost = -1, np.inf
+        for s in range(length):
+            cost = rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n, s,
+                                     alive, length, seq_domains, busy, walk, out)
+            if cost < best_cost:
+                best, best_cost = s, cost
+        return best
+    bound = length - (repair == REPAIR_PAPER) * max(length - q, 0)
+    first = int(draw(rng) * bound)
+    for k in range(length):
+        s = first + k if first + k < length else first + k - length
+        if rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n, s, alive,
+                             length, seq_domains, busy, walk, out) < np.inf:
+            return s
+    return -1
+
+
+@njit
+def constrained_move(rules, group_q, shallow, top_level, convention, sizes, new_order,
+                     new_starts, kept, job_cost, state, alive, seq_domains, walk, out, busy,
+                     repair, q, rng):
+    """Place the steps of ``new_order`` under the constraints: a kept step at its start when
+    that start is still allowed, else (and every removed job) at the start ``repair`` picks
+    (:func:`constrained_start`, written into ``new_starts``). Returns the solution's price
+    (summed in job order), or infinity when some job has no allowed start."""
+    state[:] = rules_k.FREE
+    for step in range(new_order.shape[0]):
+        j = new_order[step]
+        n = sizes[j]
+        length = rules_k.free_sequence(state, alive)
+        rules_k.prepare(rules, j, state, alive, length, seq_domains, busy)
+        cost = np.inf
+        if step < kept:
+            cost = rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n,
+                                     new_starts[step], alive, length, seq_domains, busy, walk,
+                                     out)
+        if cost == np.inf:
+            s = constrained_start(rules, group_q, shallow, top_level, convention, j, n, alive,
+                                  length, seq_domains, busy, walk, out, repair, q, rng)
+            if s < 0:
+                return np.inf
+            new_starts[step] = s
+            cost = rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n, s,
+                                     alive, length, seq_domains, busy, walk, out)
+        rules_k.commit(rules, j, n, state, out)
+        job_cost[j] = cost
+    total = 0.0
+    for j in range(sizes.shape[0]):
+        total += job_cost[j]
+    return total
+
+
+@njit
+def anneal_constrained(group_q, shallow, top_level, convention, sizes, rules, cur_order,
+                       cur_starts, cur, best_order, best_starts, best, it_begin, it_end,
+                       iterations, t_max, t_min, max_remove, repair, q, reinsert, accept, seed):
+    """:func:`anneal` on a window with constraints (``rules``:
+    :class:`tjap.placement.tree.dcas.Rules`), over the constrained DCAS solutions: the same
+    destroy, re-insertion order and acceptance, each move placed by :func:`constrained_move`
+    (``repair``: a drawn or the greedy code). A move that leaves some job without an allowed
+    start is rejected, so the current and best solutions stay feasible. ``it_begin`` must be a
+    multiple of CONSTRAINED_CHUNK."""
+    num_jobs = sizes.shape[0]
+    state, alive, seq_domains, walk, out, busy = rules_k.scratch(rules, group_q.shape[1])
+    job_cost = np.empty(num_jobs)
+    picks = np.empty(num_jobs, np.int64)
+    new_order = np.empty(num_jobs, np.int64)
+    new_starts = np.empty(num_jobs, np.int64)
+    draws_per_move = 2 + 2 * num_jobs  # at most: destroy 1 + k, repair one per job, acceptance 1
+    rng = rng_state(draws_per_move)
+    accepted = 0
+    improved = 0
+    ratio = t_min / t_max
+    for it in range(it_begin, it_end):
+        if it % CONSTRAINED_CHUNK == 0 or it == it_begin:
+            rng_seed(rng, (seed * 1_000_003 + it // CONSTRAINED_CHUNK) % 4294967296)
+        rng_reserve(rng, draws_per_move)
+        k = _removed_steps(picks, num_jobs, max_remove, rng)
+        kept = _split_steps(cur_order, cur_starts, new_order, new_starts, picks, k)
+        _sort_removed(sizes, new_order, picks, kept, reinsert)
+        new = constrained_move(rules, group_q, shallow, top_level, convention, sizes,
+                               new_order, new_starts, kept, job_cost, state, alive,
+                               seq_domains, walk, out, busy, repair, q, rng)
+        if new == np.inf:
+            continue
         delta = new - cur
         if delta <= 0.0:
             take = True

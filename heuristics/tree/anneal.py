@@ -20,6 +20,21 @@ Both run on any switch tree (a :class:`~tjap.placement.tree.fat_tree.FatTree` or
 :class:`~tjap.placement.tree.topology.Topology`): the kernels cost blocks through the tree's count form.
 The learned repair (``"nsa"``, :mod:`tjap.learned.tree.policy`) is the exception: its features are the paper's
 fat-tree edge switches and pods.
+
+Both take windows whose jobs carry constraints (:mod:`tjap.placement.tree.jobs`): they then
+search the DCAS solutions under the constraints (defined in :mod:`tjap.placement.tree.dcas`: a
+job's run of the remaining sequence must lie in one domain for ``within`` and ``slurm_rule``,
+a segmented job takes the segmented walk of :mod:`tjap.placement.tree.arcs` on the remaining
+sequence, an ``exclusive`` job's domains hold no other job's nodes) and minimise
+:func:`~tjap.placement.tree.result.objective_of`, the CH cost plus the prefer and fragmentation
+terms. The start is feasible: Seq under the constraints
+(:func:`~tjap.placement.tree.arcs.first_fit`, or the exact SCAS optimum when it finds no
+place) for ``sa``, the exact SCAS optimum under the constraints for ``lns``. A move that leaves
+a job without an allowed start is rejected; a kept job whose start is no longer allowed once
+the removed jobs are gone is placed again by the repair. So every solution the loop holds is
+feasible, and the result is never worse than the start. The greedy, paper and uniform repairs
+take constraints (paper and uniform: the first allowed start at or after the drawn one); the
+look-ahead and learned repairs do not.
 """
 
 from __future__ import annotations
@@ -32,13 +47,15 @@ from tjap.heuristics.tree import _kernels
 from tjap.heuristics.tree.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repair, REINSERT,
                                   make_repair)
 from tjap.placement.tree.cost import convention_code
-from tjap.placement.tree.dcas import Arrays, decode, encode
+from tjap.placement.tree.dcas import Arrays, Rules, decode, encode
 from tjap.placement.tree.exact import window_solver
 from tjap._backends import Deadline, Slices
 from tjap.errors import InvalidInputError
-from tjap.placement.tree.result import Result, Status
+from tjap.placement.tree.result import Result, Status, objective_of
 from tjap.placement.tree.window import Window
-from tjap.placement.tree.jobs import refuse_constraints
+
+#: The repairs that take job constraints (:func:`tjap.heuristics.tree._kernels.constrained_start`).
+CONSTRAINED_REPAIRS = (_kernels.REPAIR_PAPER, _kernels.REPAIR_UNIFORM, _kernels.REPAIR_GREEDY)
 
 #: Named settings of every option of :func:`solve_sa`; explicit options override them.
 #:
@@ -74,8 +91,14 @@ def initial_solution(window: Window, initial, convention: str, seed: int,
                      time_limit_s: float | None = None):
     """(order, starts, label, stopped) for ``initial``: "seq", the name of an exact method
     (:data:`tjap.placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
-    is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit."""
-    if initial is None or initial == "seq":
+    is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit.
+
+    On a window with constraints, "seq" is Seq under them, and where it finds no place the exact
+    SCAS optimum (``"auto"``); order and starts are None when that finds none either."""
+    if window.constrained and (initial is None or initial == "seq"):
+        seq = window_solver("seq")(window, seed=seed, convention=convention)
+        initial = seq if seq.has_solution else "auto"
+    elif initial is None or initial == "seq":
         return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq", False
     if isinstance(initial, str) or callable(initial):
         limit = {} if time_limit_s is None else {"time_limit_s": time_limit_s}
@@ -83,6 +106,8 @@ def initial_solution(window: Window, initial, convention: str, seed: int,
     assignment = initial.assignment if isinstance(initial, Result) else initial
     label = initial.method if isinstance(initial, Result) else "given"
     stopped = isinstance(initial, Result) and initial.status is Status.TIME_LIMIT
+    if isinstance(initial, Result) and not initial.has_solution:
+        return None, None, label, stopped
     order, starts = encode(window, assignment)
     return np.array(order, np.int64), np.array(starts, np.int64), label, stopped
 
@@ -119,7 +144,8 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
         Cost convention, see :mod:`tjap.placement.tree.cost`.
     time_limit_s : float, optional
         Stop once exceeded, between chunks of 256 iterations (a chunk of the learned repair
-        takes milliseconds). An initial solution from a solver gets half of it.
+        takes milliseconds; 16 on a window with constraints, whose moves try every start).
+        An initial solution from a solver gets half of it.
     seed : int, default 0
         Seed of the loop's generator; the same seed gives the same Result.
     method : str, default "sa"
@@ -142,32 +168,55 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     destroy = destroy or RandomDestroy()
     accept = accept or Metropolis()
     code = convention_code(convention)
-    a = Arrays(window)
+    constrained = window.constrained
+    if constrained and repair.code not in CONSTRAINED_REPAIRS:
+        raise InvalidInputError(f"repair {repair.name!r} does not take job constraints; use "
+                                "'greedy', 'paper' or 'uniform', or give plain job sizes")
+    rules = Rules.of(window) if constrained else None
+    a = rules.arrays if constrained else Arrays(window)
     deadline = Deadline(time_limit_s, started)
     cur_order, cur_starts, label, initial_stopped = initial_solution(
         window, initial, convention, seed,
         None if time_limit_s is None else max(0.5 * deadline.left(), 1e-3))
-    args = (*a.tree, code, a.sizes)
-    cur = _kernels.solution_cost(*args, cur_order, cur_starts)
+    if cur_order is None:               # constraints that no start keeps
+        info = {"initial": label,
+                "no_start": f"{label} found no placement that keeps the jobs' constraints"}
+        if initial_stopped:
+            info["stopped"] = "time limit (initial solution)"
+        return Result.from_assignment(
+            window, (), status=Status.TIME_LIMIT if initial_stopped else Status.INFEASIBLE,
+            method=method, convention=convention, runtime_s=time.perf_counter() - started,
+            seed=seed, iterations=0, info=info)
+    if constrained:
+        loop, chunk = _kernels.anneal_constrained, _kernels.CONSTRAINED_CHUNK
+        repair_arg = repair.code
+        args = (a.group_q, a.shallow, a.top_level, code, a.sizes, rules.args)
+        cur = sum(rules.place(cur_order, cur_starts, code)[1].tolist())
+        start_steps = (cur_order.copy(), cur_starts.copy())
+    else:
+        loop, chunk = _kernels.anneal, _kernels.CHUNK
+        repair_arg = repair.kernel_argument(window, a)  # its kind is chosen by type
+        args = (*a.tree, code, a.sizes)
+        cur = _kernels.solution_cost(*args, cur_order, cur_starts)
     initial_cost = cur
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
     accepted = improved = done = 0
     loop_s = 0.0
-    repair_arg = repair.kernel_argument(window, a)  # its kind is chosen by type
     stopped = None
     # the loop runs in slices of whole chunks (the RNG is re-seeded per chunk inside the kernel,
     # so the trajectory is the same however it is sliced): one chunk at a time under a time
     # limit, else slices of about 0.1 s (the first 4096 iterations: the usual runs in one call;
-    # 256 with the learned repair, whose iterations take up to about 1 ms), so that a Ctrl-C is
-    # seen between them
-    slices = Slices(_kernels.CHUNK, first=1 if repair.code == _kernels.REPAIR_LEARNED else 16)
+    # 256 with the learned repair, whose iterations take up to about 1 ms; 16 on a window with
+    # constraints), so that a Ctrl-C is seen between them
+    slices = Slices(chunk, first=1 if constrained or repair.code == _kernels.REPAIR_LEARNED
+                    else 16)
     while done < iterations:
         if deadline.expired():
             stopped = "time limit"
             break
-        end = min(done + (_kernels.CHUNK if time_limit_s is not None else slices.size), iterations)
+        end = min(done + (chunk if time_limit_s is not None else slices.size), iterations)
         tick = time.perf_counter()
-        cur, best, acc, imp = _kernels.anneal(
+        cur, best, acc, imp = loop(
             *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
             iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove, repair_arg,
             repair.q, REINSERT[reinsert], accept.code, seed)
@@ -177,6 +226,10 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     if stopped is None and initial_stopped:
         stopped = "time limit (initial solution)"
     assignment = decode(window, best_order, best_starts)
+    if constrained and (objective_of(window, assignment, convention)
+                        > objective_of(window, decode(window, *start_steps), convention)):
+        best_order, best_starts = start_steps   # the loop's sums gained by rounding alone
+        assignment = decode(window, best_order, best_starts)
     info = {"initial": label, "initial_cost": float(initial_cost), "accepted": int(accepted),
             "improved": int(improved), "repair": repair.name, "order": best_order.tolist(),
             "starts": best_starts.tolist(),
@@ -204,7 +257,8 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     convention : {"paper", "published"}, default "paper"
         Cost convention, see :mod:`tjap.placement.tree.cost` (not part of a preset).
     time_limit_s : float, optional
-        Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
+        Stop early (between chunks of 256 iterations, 16 with constraints) once exceeded; by
+        default no limit.
     seed : int, default 0
         Seed of the loop's generator; the same seed gives the same Result.
     preset : {"best", "paper", "published"}, default "best"
@@ -250,7 +304,6 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     InvalidInputError
         An unknown preset, repair or reinsert order, or an option out of range.
     """
-    refuse_constraints(window, "sa")
     o = preset_options(preset, SA_PRESETS, iterations=iterations, repair=repair, q=q,
                        max_remove=max_remove, t_max=t_max, t_min=t_min, reinsert=reinsert,
                        initial=initial)
@@ -278,7 +331,8 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     convention : {"paper", "published"}, default "paper"
         Cost convention, see :mod:`tjap.placement.tree.cost`.
     time_limit_s : float, optional
-        Stop early (between chunks of 256 iterations) once exceeded; by default no limit.
+        Stop early (between chunks of 256 iterations, 16 with constraints) once exceeded; by
+        default no limit.
     seed : int, default 0
         Seed of the loop's generator; the same seed gives the same Result.
     iterations : int, default 500
@@ -297,7 +351,6 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Result
         The best solution found; see :func:`anneal`.
     """
-    refuse_constraints(window, "lns")
     return anneal(window, iterations=iterations, repair=make_repair(repair),
                   destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),
                   reinsert="largest-first", initial=initial, convention=convention,

@@ -77,6 +77,11 @@ def segment_arcs(domains_q, n, segment, group_of, top_level, q, num_groups, conv
                     seen += 1
                     if whole_rows[r, positions[i]]:
                         seen_whole += 1
+            d_first = count_rows[r, positions[0]]
+            if seen > 1 and count_rows[r, positions[n - 1]] == d_first:
+                seen -= 1                      # the walk wrapped back into its first domain
+                if whole_rows[r, positions[0]]:
+                    seen_whole -= 1
             distinct[r, p] = seen
             distinct_whole[r, p] = seen_whole
     return length, cost, distinct, distinct_whole

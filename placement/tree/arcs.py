@@ -187,8 +187,18 @@ def _touched(window, runs: _Runs, p, n: int, extra: bool = False) -> np.ndarray:
     if n >= window.num_idle:
         touched = np.full(p.size, np.unique(runs.domains).size)
     else:
-        touched = runs.crossings(p, n) + 1
+        crossings = runs.crossings(p, n)
+        touched = crossings + 1 - _back_home(window, runs, p, n, crossings)
     return touched - 1 if extra else touched
+
+
+def _back_home(window, runs: _Runs, p, n: int, crossings) -> np.ndarray:
+    """1 where a run that wraps from Q's tail to its head ends in the domain it began in (having
+    left it): that domain was counted twice."""
+    m = window.num_idle
+    last = (p + n - 1) % m
+    return ((p + n > m) & (crossings > 0)
+            & (runs.domains[p] == runs.domains[last])).astype(np.int64)
 
 
 def _opened(window, level: int, cache: dict, p, n: int) -> np.ndarray:
@@ -202,7 +212,8 @@ def _opened(window, level: int, cache: dict, p, n: int) -> np.ndarray:
     prefix = cache[key]
     if n >= window.num_idle:
         return np.full(p.size, np.unique(runs.domains[whole]).size)
-    return whole[p].astype(np.int64) + prefix[p + n] - prefix[p + 1]
+    opened = whole[p].astype(np.int64) + prefix[p + n] - prefix[p + 1]
+    return opened - _back_home(window, runs, p, n, runs.crossings(p, n)) * whole[p]
 
 
 def _exclusive_regions(runs: _Runs, p, n) -> tuple[np.ndarray, np.ndarray]:

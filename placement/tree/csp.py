@@ -152,35 +152,38 @@ class _ArcTables:
     def __init__(self, window: Window, classes, convention: str):
         m = window.num_idle
         arcs = [job_arcs(window, job, convention) for job in classes]
-        linear = [a.first + a.length <= m for a in arcs]
+        ends = [a.first + a.length for a in arcs]
+        linear = [e <= m for e in ends]
         slots = 1
-        for a, keep in zip(arcs, linear):
-            if keep.any():
-                slots = max(slots, int(np.bincount(a.first[keep] + a.length[keep]).max()))
+        for a, e, keep in zip(arcs, ends, linear):
+            if keep.sum() > 1 and not (np.diff(e[keep]) > 0).all():   # arcs sharing an end
+                slots = max(slots, int(np.bincount(e[keep]).max()))
         shape = (len(classes), m + 1, slots)
         self.first = np.full(shape, -1, np.int64)
         self.cost = np.full(shape, np.inf)
         self.start = np.full(shape, -1, np.int64)
-        self.wraps, self.wrap_costs = [], []
-        self.min_cost = np.full(len(classes), np.inf)
-        for i, (a, keep) in enumerate(zip(arcs, linear)):
-            if a.count:
-                self.min_cost[i] = a.cost.min()
-            ends = a.first[keep] + a.length[keep]
-            order = np.argsort(ends, kind="stable")
-            ends = ends[order]
-            slot = np.arange(ends.size) - np.searchsorted(ends, ends, side="left")
-            self.first[i, ends, slot] = a.first[keep][order]
-            self.cost[i, ends, slot] = a.cost[keep][order]
-            self.start[i, ends, slot] = a.start[keep][order]
+        self.min_cost = np.array([a.cost.min() if a.count else np.inf for a in arcs])
+        wraps, wrap_costs = [], []
+        for i, (a, e, keep) in enumerate(zip(arcs, ends, linear)):
+            if not a.count:
+                continue
+            at, first, cost, start = e[keep], a.first[keep], a.cost[keep], a.start[keep]
+            if at.size < 2 or (np.diff(at) > 0).all():     # ends already distinct, in order
+                slot = 0
+            else:
+                order = np.argsort(at, kind="stable")
+                at, first, cost, start = at[order], first[order], cost[order], start[order]
+                slot = np.arange(at.size) - np.searchsorted(at, at, side="left")
+            self.first[i, at, slot] = first
+            self.cost[i, at, slot] = cost
+            self.start[i, at, slot] = start
             wrap = ~keep
-            self.wraps.append(np.stack([np.full(int(wrap.sum()), i), a.first[wrap],
-                                        a.first[wrap] + a.length[wrap] - m,
-                                        a.start[wrap]]).T)
-            self.wrap_costs.append(a.cost[wrap])
-        self.wraps = np.concatenate(self.wraps) if self.wraps else np.zeros((0, 4), np.int64)
-        self.wrap_costs = (np.concatenate(self.wrap_costs) if self.wrap_costs
-                           else np.zeros(0))
+            if wrap.any():
+                wraps.append(np.stack([np.full(int(wrap.sum()), i), a.first[wrap], e[wrap] - m,
+                                       a.start[wrap]]).T)
+                wrap_costs.append(a.cost[wrap])
+        self.wraps = np.concatenate(wraps) if wraps else np.zeros((0, 4), np.int64)
+        self.wrap_costs = np.concatenate(wrap_costs) if wrap_costs else np.zeros(0)
 
 
 def _cyclic_dp(tables: _ArcTables, counts, digits, strides, deadline, pass_s):
