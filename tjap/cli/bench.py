@@ -10,7 +10,8 @@ one line naming the command that runs them now (exit 2).
 from __future__ import annotations
 
 from tjap.cli.common import add_common, cap, check_output, positive, print_json
-from tjap.cli.tree import add_workload_options, read_workload, workload_fields
+from tjap.cli.tree import (add_constraints_option, add_workload_options, read_workload,
+                           workload_fields)
 from tjap.executor import add_executor_arguments
 
 #: The experiments that moved to the repository's benchmarks/: name -> (what it is, its command).
@@ -44,7 +45,15 @@ def add_parser(sub) -> None:
                          description="dp, SCIP, CP-SAT, the paper formulation and the free-form "
                                      "optimum on the same windows; table, CSV and PNG. With "
                                      "--topology FILE: dp, SCIP, slurm-tree and the free-form "
-                                     "bound on your cluster's tree, with dp's peak memory.")
+                                     "bound on your cluster's tree, with dp's peak memory. With "
+                                     "--topology FILE --constraints MIX: windows of jobs with "
+                                     "constraints (segment, within, exclusive) on your loaded "
+                                     "cluster: dp, SCIP, CP-SAT, the free-form bound and the "
+                                     "schedulers' own rules (slurm-block, kueue-bestfit, "
+                                     "kueue-leastfree) where they take constraints, with the "
+                                     "whole idle base blocks each leaves, the windows where it "
+                                     "left a job unplaced and the jobs whose constraints it "
+                                     "broke.")
     b.add_argument("--num-windows", type=positive(int), default=200, metavar="N",
                    help="windows of the stream solved (default 200)")
     b.add_argument("--layout", choices=("paper", "published"), default="paper",
@@ -60,6 +69,10 @@ def add_parser(sub) -> None:
                    help="with --topology: the lower bound beside the methods: the free-form "
                         "model's (default) or each job's best node set alone (per-job: cheap, "
                         "for trees of tens of thousands of nodes)")
+    add_constraints_option(b)
+    b.add_argument("--time-limit", type=positive(float), default=None, metavar="S",
+                   help="with --constraints: time limit of SCIP and CP-SAT per window, in "
+                        "seconds (default none); runs it cuts short count in cut_short")
     b.add_argument("--convention", choices=("paper", "published"), default="paper",
                    help="cost convention (default paper)")
     b.add_argument("--cap", type=cap, default=5,
@@ -100,10 +113,17 @@ def cmd_bench(args) -> int:
         where = (f"{out['layout']} ({out['nodes']} nodes)" if "topology" in out
                  else f"{out['layout']} layout")
         jobs = f", workload {report.summary()}" if report is not None else ""
-        print(f"exact SCAS on {out['num_windows']} windows, {where}{jobs}, "
+        what = "windows with job constraints" if "mix" in out else "windows"
+        print(f"exact SCAS on {out['num_windows']} {what}, {where}{jobs}, "
               f"{out['convention']} cost, cap {out['cap']}, seed {out['seed']}")
         print(out["table"])
-        if "topology" in out:
+        if "mix" in out:
+            print("jobs: " + ", ".join(f"{k} {v:.0%}" for k, v in out["mix"].items())
+                  + "; cost_vs_dp and free_blocks on the windows every method places "
+                  "(all_place); peak RSS of this process: " f"{out['max_rss_mb']:.0f} MB")
+            for note in out["notes"]:
+                print(note)
+        elif "topology" in out:
             print(f"lower bound: {out['bound']}; peak RSS of this process: "
                   f"{out['max_rss_mb']:.0f} MB")
         print("files: " + ", ".join(out["files"].values()))

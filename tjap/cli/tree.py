@@ -60,6 +60,7 @@ def add_parser(sub) -> None:
     g.add_argument("--epoch-windows", type=positive(int), default=100, metavar="N",
                    help="windows per epoch: every N windows the replay starts again from an "
                         "empty cluster at a random job of the workload (default 100)")
+    add_constraints_option(g)
     add_workload_options(g)
     g.add_argument("--out", required=True, metavar="FILE",
                    help="output .jsonl file (missing folders are created)")
@@ -112,6 +113,30 @@ def add_parser(sub) -> None:
                    help="time limit of each method but dp, in seconds (default 30)")
     add_common(p)
     p.set_defaults(run=cmd_demo)
+
+
+def add_constraints_option(p) -> None:
+    """``--constraints MIX``: windows with job constraints drawn on a loaded, fragmented
+    ``--topology`` (:func:`tjap.placement.tree.block_windows.constrained_windows`)."""
+    p.add_argument("--constraints", type=constraint_mix, default=None, metavar="MIX",
+                   help="with --topology: windows of jobs with constraints instead of the "
+                        "paper's stream, each drawn on a loaded, fragmented cluster (whole, part "
+                        "and no base blocks busy): 'mix' is a third segmented (segments of the "
+                        "base block size or half of it), a quarter 'within' level 1 or 2, a "
+                        "tenth exclusive, the rest plain; or give the shares, e.g. "
+                        "segment=0.5,within=0.2,exclusive=0.1 (the rest plain)")
+
+
+def constraint_mix(value: str):
+    """An argparse type: a :class:`~tjap.placement.tree.block_windows.ConstraintMix`."""
+    import argparse
+
+    from tjap.placement.tree.block_windows import ConstraintMix
+
+    try:
+        return ConstraintMix.parse(value)
+    except InvalidInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 #: ``tjap solve`` / ``tjap online`` flags passed to the method as keyword options, when given
@@ -261,7 +286,7 @@ def cmd_solve(args) -> int:
             for j, (job, nodes) in enumerate(zip(r.window.jobs, r.assignment)):
                 where = (compress_hostlist(list(r.window.node_names(nodes))) if named
                          else _ranges(nodes))
-                print(f"  job {j} ({_job_label(job)}): {where}")
+                print(f"  job {j} ({_job_label(job, r.window.levels)}): {where}")
             if r.has_solution and r.window.constrained:
                 print(f"  whole idle leaf blocks after the window: {r.free_blocks()}")
             for line in r.violations():
@@ -269,12 +294,20 @@ def cmd_solve(args) -> int:
     return 0 if all(r.has_solution for r in results) else 1
 
 
-def _job_label(job) -> str:
-    """``36 nodes, segment 12`` and the job's other constraints, for the text output."""
+def _job_label(job, levels=()) -> str:
+    """``36 nodes, segment 12`` and the job's other constraints, for the text output (levels by
+    the window's names where it has them)."""
     value = job.to_value()
     if isinstance(value, int):
         return f"{value} node" + ("s" if value != 1 else "")
-    rest = ", ".join(f"{k} {'yes' if v is True else v}" for k, v in value.items() if k != "nodes")
+
+    def shown(key, v):
+        if v is True:
+            return "yes"
+        if key in ("segment_level", "within", "prefer", "exclusive") and v <= len(levels):
+            return levels[v - 1]
+        return v
+    rest = ", ".join(f"{k} {shown(k, v)}" for k, v in value.items() if k != "nodes")
     return f"{value['nodes']} nodes, {rest}"
 
 
@@ -299,6 +332,8 @@ def cmd_generate(args) -> int:
     from tjap.placement.tree.stream import generate_windows
 
     out = check_output(args.out, "--out")   # before the work: a bad path fails now
+    if args.constraints is not None:
+        return _generate_constrained(args, out)
     if args.topology:
         from tjap.placement.tree.topology import Topology
 
@@ -341,6 +376,45 @@ def cmd_generate(args) -> int:
         print_json(summary)
     else:
         print(f"wrote {len(windows)} windows ({what}, seed {args.seed}) to {out}")
+    return 0
+
+
+def _generate_constrained(args, out) -> int:
+    """``tjap generate windows --topology FILE --constraints MIX``: windows with a ``jobs``
+    list on the loaded cluster."""
+    import json
+    import os
+
+    from tjap.placement.tree.block_windows import constrained_windows
+    from tjap.placement.tree.topology import Topology
+
+    if not args.topology or args.workload is not None or args.warmup is not None:
+        raise TjapError("--constraints draws its own windows on a --topology FILE; give "
+                        "--topology, and drop --workload and --warmup")
+    tree = Topology.from_file(args.topology)
+    with progress_bar("windows", quiet=args.quiet) as made:
+        windows = constrained_windows(tree, args.num_windows, args.seed, cap=args.cap,
+                                      mix=args.constraints, progress=made)
+    key = "json" if Path(args.topology).suffix.lower() == ".json" else "slurm"
+    where = {key: os.path.relpath(Path(args.topology).resolve(), out.resolve().parent)}
+    lines = []
+    for w in windows:       # one key, "jobs", on every line (plain counts too)
+        data = {"topology": where, "idle_nodes": list(w.node_names(w.idle_nodes)),
+                "jobs": [job.to_value() for job in w.jobs], "meta": dict(w.meta)}
+        lines.append(json.dumps(data))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(line + "\n" for line in lines))
+    except OSError as exc:
+        raise TjapError(f"cannot write {out}: {exc.strerror}") from None
+    summary = {"out": str(out), "windows": len(windows), "seed": args.seed, "cap": args.cap,
+               "topology": args.topology, "mix": args.constraints.shares()}
+    if args.json:
+        print_json(summary)
+    else:
+        shares = ", ".join(f"{k} {v:.0%}" for k, v in summary["mix"].items())
+        print(f"wrote {len(windows)} windows with job constraints ({args.topology}, "
+              f"{tree.num_nodes} nodes; {shares}; seed {args.seed}) to {out}")
     return 0
 
 
