@@ -79,6 +79,12 @@ CHEAP = (
     "tjap solve window.json --method dp",
     "tjap solve window.json --method slurm-tree",
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl",
+    "tjap topology show blocks.conf",
+    "tjap solve blocks-window.json --method dp",
+    "tjap solve blocks-window.json --method slurm-block",
+    "tjap solve blocks-window.json --method kueue-bestfit",
+    "tjap generate windows --topology blocks.conf --constraints mix --num-windows 20 "
+    "--out block-windows.jsonl",
     "tjap simulate --trace placement/batch/data/ls6-a100.tsv --nodes 76 --backfill easy --json",
     "tjap simulate --trace placement/batch/data/ls6-a100.tsv --nodes 76 --start 2022-11-01 --warm-start",
 )
@@ -87,6 +93,10 @@ CHEAP = (
 #: The times are CPU seconds on the 2-core development machine. Several are short, but the
 #: default suite keeps to about a minute: these cost more than they add to the cheap runs.
 SLOW = {
+    "tjap bench exact --topology blocks.conf --constraints mix --num-windows 20":
+        "20 constrained windows x dp, SCIP, CP-SAT, the free-form bound and three anchors",
+    "python -m benchmarks.blocks --num-windows 100 50 --out benchmarks/out/blocks":
+        "150 windows on 576- and 4,608-node block clusters, SCIP on each (about 6 minutes)",
     "tjap bench exact --topology topology.conf":
         "200 windows x dp, SCIP, slurm-tree and the free-form bound (8 s)",
     "tjap bench exact --topology topology.conf --num-windows 100":
@@ -136,6 +146,8 @@ SLOW = {
 
 #: The examples that need what a clone does not have, with the reason; never run here.
 ELSEWHERE = {
+    "tjap topology show nodes.json --kueue-topology topology.yaml":
+        "the user's own node list and Kueue Topology (tests/test_topology_levels.py reads some)",
     "tjap topology show hypernodes.yaml":
         "the user's own Volcano manifests (tests/test_topology_levels.py runs it on one)",
     "tjap slurm place --once":
@@ -164,6 +176,9 @@ QUOTED = {
     "tjap solve window.json --method slurm-tree": "36666.7",
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl": "100",
     "tjap bench exact --topology topology.conf --num-windows 100": "14010.2 14340.2",
+    "tjap solve blocks-window.json --method dp": "OPTIMAL 38000",
+    "tjap solve blocks-window.json --method slurm-block": "74000",
+    "tjap solve blocks-window.json --method kueue-bestfit": "38000",
 }
 
 #: The README's Python blocks the default suite runs, by their first line that is not an import;
@@ -171,6 +186,7 @@ QUOTED = {
 CHEAP_PYTHON = (
     "tree = tjap.FatTree(k=20, num_nodes=1000)",
     'tree = tjap.Topology.from_slurm("topology.conf")',
+    "# kubectl get nodes -o json gives the same (name, labels); Kueue's Topology lists the levels",
     'topo = paper_topology("8:1-16", servers=64)',
     'jobs, report = load_trace(bundled_trace("ls6-a100"))',
 )
