@@ -132,6 +132,25 @@ def draw(rng):
     :func:`rng_reserve`), or from Numba's global generator (:func:`seed_rng`) if ``rng`` is None."""
 
 
+@njit_inline
+def _accepted(delta, accept, t_max, ratio, it, iterations, rng):
+    """The acceptance test of one move: improving or equal always; worse with the Metropolis
+    probability at this iteration's temperature, or never."""
+    if delta <= 0.0:
+        return True
+    if accept == ACCEPT_METROPOLIS:
+        temperature = t_max * ratio ** (it / max(iterations - 1, 1))
+        return draw(rng) < np.exp(-delta / temperature)
+    return False
+
+
+@njit_inline
+def _copy_solution(order, starts, to_order, to_starts):
+    for i in range(order.shape[0]):
+        to_order[i] = order[i]
+        to_starts[i] = starts[i]
+
+
 @overload(draw, inline="always", jit_options={"cache": True, "nogil": True})
 def _draw(rng):
     if isinstance(rng, (types.NoneType, types.Omitted)):
@@ -466,25 +485,13 @@ def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order
         new = 0.0
         for j in range(num_jobs):  # in job order, as the plain-Python twin sums
             new += job_cost[j]
-        delta = new - cur
-        if delta <= 0.0:
-            take = True
-        elif accept == ACCEPT_METROPOLIS:
-            temperature = t_max * ratio ** (it / max(iterations - 1, 1))
-            take = draw(rng) < np.exp(-delta / temperature)
-        else:
-            take = False
-        if take:
+        if _accepted(new - cur, accept, t_max, ratio, it, iterations, rng):
             cur = new
-            for i in range(num_jobs):
-                cur_order[i] = new_order[i]
-                cur_starts[i] = new_starts[i]
+            _copy_solution(new_order, new_starts, cur_order, cur_starts)
             accepted += 1
             if new < best:
                 best = new
-                for i in range(num_jobs):
-                    best_order[i] = new_order[i]
-                    best_starts[i] = new_starts[i]
+                _copy_solution(new_order, new_starts, best_order, best_starts)
                 improved += 1
     return cur, best, accepted, improved
 
@@ -587,25 +594,13 @@ def anneal_constrained(group_q, shallow, top_level, convention, sizes, rules, cu
                                seq_domains, walk, out, busy, repair, q, rng)
         if new == np.inf:
             continue
-        delta = new - cur
-        if delta <= 0.0:
-            take = True
-        elif accept == ACCEPT_METROPOLIS:
-            temperature = t_max * ratio ** (it / max(iterations - 1, 1))
-            take = draw(rng) < np.exp(-delta / temperature)
-        else:
-            take = False
-        if take:
+        if _accepted(new - cur, accept, t_max, ratio, it, iterations, rng):
             cur = new
-            for i in range(num_jobs):
-                cur_order[i] = new_order[i]
-                cur_starts[i] = new_starts[i]
+            _copy_solution(new_order, new_starts, cur_order, cur_starts)
             accepted += 1
             if new < best:
                 best = new
-                for i in range(num_jobs):
-                    best_order[i] = new_order[i]
-                    best_starts[i] = new_starts[i]
+                _copy_solution(new_order, new_starts, best_order, best_starts)
                 improved += 1
     return cur, best, accepted, improved
 

@@ -363,11 +363,7 @@ def cmd_generate(args) -> int:
         what = f"{args.layout} layout"
     if report is not None:
         what += f", workload {report.summary()}"
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(line + "\n" for line in lines))
-    except OSError as exc:
-        raise TjapError(f"cannot write {out}: {exc.strerror}") from None
+    _write_lines(out, lines)
     summary = {"out": str(out), "windows": len(windows), "seed": args.seed, "cap": args.cap,
                "tau_s": args.tau,
                **({"topology": args.topology} if args.topology else {"layout": args.layout}),
@@ -377,6 +373,15 @@ def cmd_generate(args) -> int:
     else:
         print(f"wrote {len(windows)} windows ({what}, seed {args.seed}) to {out}")
     return 0
+
+
+def _write_lines(out: Path, lines: list[str]) -> None:
+    """Write one JSON line per window to ``out`` (its folder made), or one line of error."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("".join(line + "\n" for line in lines))
+    except OSError as exc:
+        raise TjapError(f"cannot write {out}: {exc.strerror}") from None
 
 
 def _generate_constrained(args, out) -> int:
@@ -402,11 +407,7 @@ def _generate_constrained(args, out) -> int:
         data = {"topology": where, "idle_nodes": list(w.node_names(w.idle_nodes)),
                 "jobs": [job.to_value() for job in w.jobs], "meta": dict(w.meta)}
         lines.append(json.dumps(data))
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(line + "\n" for line in lines))
-    except OSError as exc:
-        raise TjapError(f"cannot write {out}: {exc.strerror}") from None
+    _write_lines(out, lines)
     summary = {"out": str(out), "windows": len(windows), "seed": args.seed, "cap": args.cap,
                "topology": args.topology, "mix": args.constraints.shares()}
     if args.json:
