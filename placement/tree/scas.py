@@ -45,7 +45,7 @@ class ScasModel:
 
     @property
     def costs(self) -> tuple:
-        """costs[j][k]: the cost of job j's k-th arc."""
+        """``costs[j][k]``: the cost of job j's k-th arc."""
         return tuple(a.cost for a in self.arcs)
 
     def covering(self) -> list[list[tuple[int, int]]]:

@@ -146,6 +146,8 @@ class Window:
         Weight W (and level L, default 1) of the objective's fragmentation term: W per whole
         idle domain of level L that a job breaks into. Default 0 (not in the objective).
 
+    Notes
+    -----
     The jobs, with their levels as numbers, are :attr:`jobs`; their sizes :attr:`job_sizes`.
     """
 
