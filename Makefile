@@ -26,9 +26,11 @@ test: $(VENV)/.installed
 test-signals: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m slow tests/test_interrupts.py
 
-# Tests against a real local Slurm (installs slurm-wlm + munge with apt when missing; needs root).
+# Tests against a real local Slurm (installs slurm-wlm + munge with apt when missing, builds Slurm
+# 24.11 once into /var/cache/tjap/slurm-24.11 for the topology/block tests; needs root).
 test-slurm: $(VENV)/.installed
 	bash .ci/install-slurm || echo "warning: could not install Slurm; the slurm tests will skip"
+	bash .ci/build-slurm-newer || echo "warning: could not build Slurm 24.11; its tests will skip"
 	$(VENV)/bin/python -m pytest -q -m slurm -rs
 
 test-all: $(VENV)/.installed

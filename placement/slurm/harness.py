@@ -59,6 +59,25 @@ idle again, e.g. after cancelling jobs.
 
 ``munged`` is a system daemon: it is started (as user ``munge``, with ``/run/munge`` created)
 when none answers, and left running by :meth:`LocalSlurm.stop`.
+
+Which Slurm: the system's, or 24.11 with topology/block
+-------------------------------------------------------
+:attr:`LocalSlurmConfig.slurm` picks the Slurm: ``"system"`` (the installed package, 22.05 on
+Debian 12), ``"24.11"`` (built from the upstream tarball of Debian 13's ``slurm-wlm`` source by
+``.ci/build-slurm-newer`` into ``$TJAP_SLURM_NEWER``, default ``/var/cache/tjap/slurm-24.11``) or
+the absolute path of another install prefix. The daemons run by full path
+(``PREFIX/sbin/slurmctld``, ``PREFIX/sbin/slurmd``) and :attr:`LocalSlurm.env` puts
+``PREFIX/bin`` and ``PREFIX/sbin`` first on ``PATH``, so :meth:`LocalSlurm.client` and every
+command the harness runs use that Slurm's own ``sbatch``, ``squeue``, ``scontrol`` ..., never the
+system's; munge is the system's either way. :func:`slurm_available`, :func:`slurm_version` take
+the same choice, and :func:`newer_slurm_available` says why 24.11 cannot run (e.g. not built).
+Slurm 24.11.5 accepts every setting above unchanged.
+
+A :attr:`LocalSlurmConfig.topology_conf` with ``BlockName=``/``BlockSizes=`` lines sets
+``TopologyPlugin=topology/block`` (Slurm 23.11 or later: the system's 22.05 is refused with a
+one-line error); :meth:`LocalSlurmConfig.for_blocks` writes one from a block tree
+(:func:`block_conf`). A 16-node cluster in 4 blocks of 4 starts here
+in about 5 s, and ``scontrol show topology`` lists the base blocks, then the aggregated ones.
 """
 
 from __future__ import annotations
@@ -78,6 +97,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import INSTALL_HINT, SlurmClient, SlurmError
 
 #: Binaries a local cluster needs.
@@ -85,6 +105,15 @@ REQUIRED_BINARIES = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scance
                      "sdiag", "munged", "munge")
 #: Where Debian puts the daemons (not always on a non-root PATH).
 _SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+#: Slurm's programs that an install keeps in ``sbin`` (the client tools are in ``bin``).
+_DAEMONS = ("slurmctld", "slurmd", "slurmstepd")
+#: munge comes from the system whichever Slurm runs.
+_MUNGE = ("munged", "munge", "mungekey")
+#: The Slurm that ``.ci/build-slurm-newer`` builds, and the variable that moves its prefix.
+NEWER_SLURM = "24.11"
+NEWER_SLURM_ENV = "TJAP_SLURM_NEWER"
+NEWER_SLURM_DEFAULT = "/var/cache/tjap/slurm-24.11"
+BUILD_HINT = "run .ci/build-slurm-newer as root (about 3 minutes)"
 
 
 def _which(name: str) -> str | None:
@@ -98,9 +127,49 @@ def _which(name: str) -> str | None:
     return None
 
 
-def slurm_available() -> str | None:
-    """None if a local Slurm can be started here, else a one-line reason."""
-    missing = [b for b in REQUIRED_BINARIES if _which(b) is None]
+def newer_slurm_prefix() -> Path:
+    """Where ``.ci/build-slurm-newer`` installs Slurm 24.11 (``$TJAP_SLURM_NEWER``, default
+    ``/var/cache/tjap/slurm-24.11``)."""
+    return Path(os.environ.get(NEWER_SLURM_ENV) or NEWER_SLURM_DEFAULT)
+
+
+def slurm_prefix(slurm: str = "system") -> Path | None:
+    """The install prefix of the Slurm that ``slurm`` names: None for ``"system"`` (the
+    daemons and tools found on PATH and in ``/usr/sbin``), :func:`newer_slurm_prefix` for
+    ``"24.11"``, or the folder itself for an absolute path (holding ``sbin/slurmctld`` and
+    ``bin/sbatch``)."""
+    if slurm is None or slurm == "system":
+        return None
+    if slurm == NEWER_SLURM:
+        return newer_slurm_prefix()
+    if isinstance(slurm, (str, os.PathLike)) and Path(slurm).is_absolute():
+        return Path(slurm)
+    raise SlurmError(f"slurm must be 'system', {NEWER_SLURM!r} or the absolute path of a Slurm "
+                     f"install (the folder holding sbin/slurmctld), got {slurm!r}")
+
+
+def slurm_binary(name: str, slurm: str = "system") -> str | None:
+    """The full path of Slurm's program ``name`` in the Slurm that ``slurm`` names (see
+    :func:`slurm_prefix`), or None when it is missing. munge's programs always come from the
+    system."""
+    prefix = slurm_prefix(slurm)
+    if prefix is None or name in _MUNGE:
+        return _which(name)
+    path = prefix / ("sbin" if name in _DAEMONS else "bin") / name
+    return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def slurm_available(slurm: str = "system") -> str | None:
+    """None if a local Slurm (the one ``slurm`` names, see :func:`slurm_prefix`) can be started
+    here, else a one-line reason."""
+    prefix = slurm_prefix(slurm)
+    missing = [b for b in REQUIRED_BINARIES if slurm_binary(b, slurm) is None]
+    ours = [b for b in missing if b not in _MUNGE]
+    if prefix is not None and ours:
+        where = f"{prefix}/{'sbin' if ours[0] in _DAEMONS else 'bin'}/{ours[0]}"
+        if slurm == NEWER_SLURM:
+            return f"Slurm {NEWER_SLURM} is not built (no {where}; {BUILD_HINT})"
+        return f"no Slurm installed under {prefix} (missing {where})"
     if missing:
         return f"Slurm is not installed (missing {', '.join(missing)}; {INSTALL_HINT})"
     if os.geteuid() != 0:
@@ -108,19 +177,115 @@ def slurm_available() -> str | None:
     return None
 
 
-def slurm_version() -> str:
-    """``slurmctld -V`` (e.g. ``slurm-wlm 22.05.8``)."""
-    exe = _which("slurmctld")
+def newer_slurm_available() -> str | None:
+    """None if the Slurm 24.11 that ``.ci/build-slurm-newer`` builds can be started here, else a
+    one-line reason (e.g. not built yet)."""
+    reason = slurm_available(NEWER_SLURM)
+    if reason:
+        return reason
+    found = slurm_version(NEWER_SLURM)
+    if version_tuple(found)[:2] != (24, 11):
+        return (f"{newer_slurm_prefix()}/sbin/slurmctld reports {found!r}, not Slurm "
+                f"{NEWER_SLURM} ({BUILD_HINT})")
+    return None
+
+
+def slurm_version(slurm: str = "system") -> str:
+    """``slurmctld -V`` of the Slurm that ``slurm`` names (e.g. ``slurm-wlm 22.05.8``,
+    ``slurm 24.11.5``)."""
+    exe = slurm_binary("slurmctld", slurm)
     if exe is None:
-        raise SlurmError(f"slurmctld not found ({INSTALL_HINT})")
+        hint = BUILD_HINT if slurm == NEWER_SLURM else INSTALL_HINT
+        raise SlurmError(f"slurmctld not found in the {slurm} Slurm ({hint})")
     proc = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=10)
     return (proc.stdout or proc.stderr).strip()
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"slurm 24.11.5"`` -> ``(24, 11, 5)``."""
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not m:
+        raise SlurmError(f"cannot read a Slurm version from {text!r}")
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def is_block_conf(text: str) -> bool:
+    """Whether ``topology.conf`` text is for ``topology/block`` (``BlockName=``/``BlockSizes=``
+    lines) rather than ``topology/tree``."""
+    return any(re.match(r"\s*(blockname|blocksizes)\s*=", line, re.I)
+               for line in text.splitlines())
+
+
+def block_conf(topology, block_sizes=None) -> str:
+    """A block tree (a :class:`~tjap.placement.tree.topology.Topology` whose leaf switches are base
+    blocks and whose higher switches are aggregated blocks, as ``Topology.from_slurm`` builds from
+    ``BlockName=`` lines) as ``topology.conf`` text for Slurm's ``topology/block`` plugin: one
+    ``BlockName=`` line per leaf switch in the tree's order, then ``BlockSizes=``.
+
+    ``block_sizes`` (in nodes, e.g. ``[4, 8, 16]``) is written as given; None derives it from the
+    tree: the smallest block's node count, times the number of base blocks each aggregate plans
+    for (a power of two). The text is checked to build the same tree again (the aggregates' names
+    aside, which Slurm does not read).
+
+    Raises
+    ------
+    InvalidInputError
+        The tree is not one that Slurm's block rules build from its leaf switches and those sizes.
+
+    Examples
+    --------
+    >>> from tjap.placement.tree.topology import Topology
+    >>> tree = Topology.from_slurm("BlockName=b1 Nodes=n[1-2]\\nBlockName=b2 Nodes=n[3-4]\\n"
+    ...                            "BlockSizes=2,4\\n")
+    >>> print(block_conf(tree), end="")
+    BlockName=b1 Nodes=n[1-2]
+    BlockName=b2 Nodes=n[3-4]
+    BlockSizes=2,4
+    """
+    from tjap.placement.tree.blocks import parse_block_sizes
+    from tjap.placement.tree.hostlist import compress_hostlist
+    from tjap.placement.tree.topology import IMPLICIT_ROOT
+
+    leaves = [int(s) for s in topology.leaf_switches]
+    if block_sizes is None:
+        base = int(min(topology.leaf_sizes))
+        under = {}                        # aggregate switch -> base blocks below it
+        for leaf in leaves:
+            s = int(topology.switch_parent[leaf])
+            while s >= 0:
+                under[s] = under.get(s, 0) + 1
+                s = int(topology.switch_parent[s])
+        implicit = topology.switch_names[0] == IMPLICIT_ROOT
+        factors = {1} | {1 << (count - 1).bit_length() for s, count in under.items()
+                         if not (s == 0 and implicit)}
+        block_sizes = [base * f for f in sorted(factors)]
+    else:
+        block_sizes = parse_block_sizes(",".join(map(str, block_sizes)), "block_sizes")
+    sizes = ",".join(map(str, block_sizes))
+    lines = [f"BlockName={topology.switch_names[s]} "
+             f"Nodes={compress_hostlist(topology.nodes_of(s))}" for s in leaves]
+    text = "\n".join(lines + [f"BlockSizes={sizes}"]) + "\n"
+
+    def shape(tree):     # everything but the aggregates' names
+        return (tree.node_names, tree.switch_names[0] == IMPLICIT_ROOT,
+                tree.switch_parent.tolist(), tree.node_leaf.tolist(),
+                [tree.switch_names[s] for s in tree.leaf_switches])
+
+    if shape(type(topology).from_slurm(text)) != shape(topology):
+        raise InvalidInputError(
+            f"this tree is not the block topology Slurm builds from its {len(leaves)} leaf "
+            f"switches with BlockSizes={sizes}: give the block sizes it was built with, or build "
+            "it with Topology.from_slurm from BlockName= lines")
+    return text
 
 
 @dataclass
 class LocalSlurmConfig:
     """The knobs of a local cluster (see the module docstring for the fixed settings)."""
 
+    #: Which Slurm runs it: "system" (the installed package), "24.11" (built by
+    #: ``.ci/build-slurm-newer``) or the absolute path of an install prefix.
+    slurm: str = "system"
     #: CPUs of the single node; each trace node is one CPU.
     cpus: int = 256
     #: "backfill" -> sched/backfill; "builtin" -> sched/builtin (strict priority order, FCFS).
@@ -150,7 +315,8 @@ class LocalSlurmConfig:
     node_names: tuple = ()
     #: CPUs of each node when ``node_names`` is given.
     cpus_per_node: int = 1
-    #: Text of a topology.conf; when given, ``TopologyPlugin=topology/tree`` uses it.
+    #: Text of a topology.conf; when given, ``TopologyPlugin=topology/tree`` uses it, or
+    #: ``topology/block`` when it has ``BlockName=``/``BlockSizes=`` lines (Slurm 23.11 or later).
     topology_conf: str | None = None
     partition: str = "main"
     #: None: pick free ports.
@@ -166,6 +332,22 @@ class LocalSlurmConfig:
         set the other fields."""
         return cls(node_names=tuple(topology.node_names), topology_conf=topology.to_slurm(),
                    **options)
+
+    @classmethod
+    def for_blocks(cls, topology, block_sizes=None, **options) -> "LocalSlurmConfig":
+        """A config for a block tree (base blocks as leaf switches, e.g. read by
+        ``Topology.from_slurm`` from ``BlockName=`` lines) under ``topology/block``: its nodes in
+        order and :func:`block_conf`'s text (``block_sizes`` in nodes; None: derived from the
+        tree). Needs ``slurm="24.11"`` (or another Slurm of 23.11 or later) among ``options``."""
+        return cls(node_names=tuple(topology.node_names),
+                   topology_conf=block_conf(topology, block_sizes), **options)
+
+    @property
+    def topology_plugin(self) -> str | None:
+        """``topology/block``, ``topology/tree`` or None, from :attr:`topology_conf`."""
+        if self.topology_conf is None:
+            return None
+        return "topology/block" if is_block_conf(self.topology_conf) else "topology/tree"
 
     @property
     def multi_node(self) -> bool:
@@ -250,6 +432,9 @@ class LocalSlurm:
                  keep_workdir: bool = False):
         self.config = config or LocalSlurmConfig()
         self.config.scheduler_type()   # validate early
+        #: The Slurm install prefix (None: the system's Slurm).
+        self.prefix = slurm_prefix(self.config.slurm)
+        self._version: tuple | None = None
         if int(self.config.cpus) < 1:
             raise SlurmError(f"cpus must be >= 1, got {self.config.cpus!r}")
         names = self.config.node_names
@@ -273,6 +458,10 @@ class LocalSlurm:
         self.topology_path = self.workdir / "topology.conf"
         self.jobcomp_path = self.workdir / "jobcomp.txt"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf_path))
+        if self.prefix is not None:   # this Slurm's client tools first, never the system's
+            self.env["PATH"] = os.pathsep.join(
+                [str(self.prefix / "bin"), str(self.prefix / "sbin")]
+                + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p])
         self._procs: dict[str, subprocess.Popen] = {}
         self._finalizer = None
         self.ports: tuple[int, int] | None = None
@@ -281,6 +470,30 @@ class LocalSlurm:
     def node_names(self) -> tuple:
         """The cluster's node names, in Slurm's node order."""
         return self.config.all_node_names()
+
+    @property
+    def version(self) -> tuple:
+        """The version of the Slurm this cluster runs, e.g. ``(24, 11, 5)``."""
+        if self._version is None:
+            self._version = version_tuple(slurm_version(self.config.slurm))
+        return self._version
+
+    def binary(self, name: str) -> str:
+        """The full path of Slurm's program ``name`` in this cluster's Slurm."""
+        path = slurm_binary(name, self.config.slurm)
+        if path is None:
+            raise SlurmError(slurm_available(self.config.slurm)
+                             or f"{name} not found in the {self.config.slurm} Slurm")
+        return path
+
+    def check_topology(self) -> None:
+        """Refuse a block topology on a Slurm older than 23.11 (one line, with the fix)."""
+        if self.config.topology_plugin == "topology/block" and self.version < (23, 11):
+            raise SlurmError(
+                f"topology/block needs Slurm 23.11 or later, and the {self.config.slurm} Slurm "
+                f"is {self.version[0]}.{self.version[1]:02d}; build 24.11 with "
+                ".ci/build-slurm-newer "
+                "(as root) and pass slurm='24.11'")
 
     # -- configuration -----------------------------------------------------------------------
     def conf_lines(self) -> list[str]:
@@ -342,7 +555,7 @@ class LocalSlurm:
                              "SlurmdPidFile": str(w / "slurmd.%n.pid"),
                              "SlurmdLogFile": str(w / "log" / "slurmd.%n.log")})
         if c.topology_conf is not None:
-            settings["TopologyPlugin"] = "topology/tree"
+            settings["TopologyPlugin"] = c.topology_plugin
         settings.update({str(k): str(v) for k, v in c.extra.items()})
         lines = [f"{k}={v}" for k, v in settings.items()]
         if c.multi_node:
@@ -379,9 +592,10 @@ class LocalSlurm:
         3 s after starting, which would delay the first jobs under ``sched/builtin``."""
         if self._procs:
             raise SlurmError("this LocalSlurm is already started")
-        reason = slurm_available()
+        reason = slurm_available(self.config.slurm)
         if reason:
             raise SlurmError(reason)
+        self.check_topology()
         deadline = time.monotonic() + timeout_s
         ensure_munged()
         c = self.config
@@ -406,15 +620,15 @@ class LocalSlurm:
         # stop the daemons if the interpreter exits without stop()
         self._finalizer = weakref.finalize(self, _shutdown, self._procs, self.env)
         try:
-            self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf_path)])
+            self._spawn("slurmctld", self._controller_argv())
             self._wait(lambda: self._ping(), deadline, "slurmctld to answer")
             if c.multi_node:
                 for name in names:
-                    self._spawn(f"slurmd.{name}", [_which("slurmd"), "-D", "-f",
+                    self._spawn(f"slurmd.{name}", [self.binary("slurmd"), "-D", "-f",
                                                    str(self.conf_path), "-N", name])
                 self._wait(self._nodes_idle, deadline, f"all {len(names)} nodes to become idle")
             else:
-                self._spawn("slurmd", [_which("slurmd"), "-D", "-f", str(self.conf_path),
+                self._spawn("slurmd", [self.binary("slurmd"), "-D", "-f", str(self.conf_path),
                                        "-N", c.node_name])
                 self._wait(self._node_idle, deadline, f"node {c.node_name} to become idle")
             if wait_scheduler:
@@ -424,6 +638,9 @@ class LocalSlurm:
             self.stop()
             raise
         return self
+
+    def _controller_argv(self) -> list[str]:
+        return [self.binary("slurmctld"), "-D", "-i", "-f", str(self.conf_path)]
 
     def _spawn(self, name: str, argv: list[str]) -> None:
         out = open(self.workdir / f"{name}.out", "ab")
@@ -475,7 +692,7 @@ class LocalSlurm:
             raise SlurmError("slurmctld is already running")
         if not self._procs:
             raise SlurmError("this LocalSlurm is not started")
-        self._spawn("slurmctld", [_which("slurmctld"), "-D", "-i", "-f", str(self.conf_path)])
+        self._spawn("slurmctld", self._controller_argv())
         self._wait(lambda: self._ping(), time.monotonic() + timeout_s, "slurmctld to answer")
 
     def restart_controller(self, down_s: float = 0.0, timeout_s: float = 30) -> None:

@@ -108,7 +108,7 @@ def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str
     SlurmError
         Slurm is not installed or not reachable (one line, naming ``SLURM_CONF``).
     InvalidInputError
-        Slurm runs without a ``topology/tree`` switch tree.
+        Slurm runs with neither a ``topology/tree`` switch tree nor ``topology/block`` blocks.
 
     Examples
     --------
@@ -122,7 +122,8 @@ def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str
     text = proc.stdout + proc.stderr
     # scontrol exits 0 when slurmctld is down (the error goes to stderr): a missing switch line
     # is checked whatever the exit status, and a controller that does not answer named first
-    if "switchname=" not in proc.stdout.lower():
+    listed = proc.stdout.lower()
+    if "switchname=" not in listed and "blockname=" not in listed:
         err = client.run(["scontrol", "ping"], check=False)
         if err.returncode != 0 or "DOWN" in err.stdout:
             client.ping()              # raises the one-line "cannot reach slurmctld" error
