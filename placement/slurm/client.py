@@ -584,6 +584,19 @@ class SlurmClient:
             pairs.append(f"{key}={value}")
         self.run(["scontrol", "update", f"JobId={int(job_id)}", *pairs])
 
+    def batch_script(self, job_id: int) -> str | None:
+        """A batch job's script (``scontrol write batch_script ID -``), or None when Slurm has
+        none to give (not a batch job, gone, or not this account's job); an unreachable
+        controller raises."""
+        argv = ["scontrol", "write", "batch_script", str(int(job_id)), "-"]
+        proc = self.run(argv, check=False)
+        if proc.returncode != 0:
+            err = classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
+            if isinstance(err, SlurmUnreachableError):
+                raise err
+            return None
+        return proc.stdout
+
     def release(self, job_id: int) -> None:
         """``scontrol release ID``."""
         self.run(["scontrol", "release", str(int(job_id))])

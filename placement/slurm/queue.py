@@ -5,6 +5,8 @@
   ``JobHeldUser``), asking for no nodes of their own (``--nodelist``), no ``--exclude`` and no
   ``--constraint``; an administrator's hold (``JobHeldAdmin``) is never touched. The others are
   left alone and listed as ``ignored`` with the reason.
+- :func:`segment_problem`: on a ``topology/block`` cluster, a held job whose ``--segment``
+  Slurm never places (it does not divide the job, or exceeds a base block) is left alone too.
 - :class:`WaitTracker`: windows waited (the paper's NWP) per job, across passes, in memory.
 - :func:`plan_window`: the paper's order (more windows waited first, then fewer nodes, then
   earlier submission, then job id) and the greedy prefix that fits the idle nodes, at most
@@ -32,12 +34,13 @@ from tjap.placement.tree.workload import select_prefix
 from tjap.errors import InvalidInputError
 
 
-def eligible(job: PendingJob, partition: str, ours: dict | None = None) -> str | None:
+def eligible(job: PendingJob, partition: str, ours: dict | None = None,
+             excluded: dict | None = None) -> str | None:
     """None if the service may place ``job``, else why not (one short phrase).
 
     ``ours`` maps job ids to the node names of a ``ReqNodeList`` this service set and left
     behind (its update went through, its release did not): such a node list is not the user's
-    own.
+    own; ``excluded`` likewise for an ``ExcNodeList`` (a segmented job's steer).
     """
     if not job.plain:
         return "array or heterogeneous job"
@@ -51,12 +54,27 @@ def eligible(job: PendingJob, partition: str, ours: dict | None = None) -> str |
         return "not held"
     if job.req_nodes and not _same_nodes(job.req_nodes, (ours or {}).get(job.job_id)):
         return "asks for its own nodes (--nodelist)"
-    if job.exc_nodes:
+    if job.exc_nodes and not _same_nodes(job.exc_nodes, (excluded or {}).get(job.job_id)):
         return "excludes nodes (--exclude)"
     if job.features:
         return "has a --constraint"
     if job.nodes < 1:
         return f"asks for {job.nodes} nodes"
+    return None
+
+
+def segment_problem(nodes: int, segment: int | None, base: int) -> str | None:
+    """Why Slurm 24.11's ``topology/block`` never starts a job of ``nodes`` nodes in segments of
+    ``segment`` on base blocks of ``base`` nodes (None: it may): a segment that does not divide
+    the job, or one larger than a base block (Slurm then leaves the job pending with
+    ``BadConstraints`` whatever its nodes)."""
+    if segment is None:
+        return None
+    if nodes % segment:
+        return f"its --segment={segment} does not divide its {nodes} nodes"
+    if segment > base:
+        return (f"its --segment={segment} is larger than a base block ({base} nodes), which "
+                f"Slurm 24.11 does not place")
     return None
 
 
@@ -211,4 +229,4 @@ def hold_for_locality(jobs: Sequence[PendingJob], topology: Topology, idle: Sequ
 
 
 __all__ = ["BACKFILL", "WaitTracker", "easy_backfill", "eligible", "hold_for_locality",
-           "plan_window", "priority_key", "shadow"]
+           "plan_window", "priority_key", "segment_problem", "shadow"]

@@ -1,5 +1,6 @@
-"""What a running Slurm reports, read into the models: its switch tree (``scontrol show topology``)
-and one window's worth of a partition (:func:`read_state`: idle nodes, held jobs, running jobs' ends).
+"""What a running Slurm reports, read into the models: its switch tree (``scontrol show topology``),
+one window's worth of a partition (:func:`read_state`: idle nodes, held jobs, running jobs' ends)
+and, on a ``topology/block`` cluster, the held jobs' segments (:func:`read_segments`).
 
 Slurm prints one line per switch of its ``topology/tree`` plugin, in its switch table's order (the
 order of ``topology.conf``)::
@@ -14,6 +15,7 @@ of ``slurm.conf``), so a leaf's nodes come back in the order Slurm's node select
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import dataclass, field
 
@@ -97,6 +99,12 @@ def aggregated_blocks(text: str) -> list[tuple[str, str]]:
     return found
 
 
+def is_block_topology(text: str) -> bool:
+    """Whether ``scontrol show topology``'s text is that of ``topology/block`` (it lists
+    ``BlockName=`` lines) rather than ``topology/tree``."""
+    return any(line.strip().lower().startswith("blockname=") for line in text.splitlines())
+
+
 def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str:
     """The switch tree of the Slurm that ``env`` points at (``{"SLURM_CONF": path}``, merged
     over the environment; None: this process's environment), as Slurm itself sees it, in
@@ -157,6 +165,12 @@ class State:
     limits: dict = field(default_factory=dict)
     #: every node of the partition on the tree (idle or not)
     nodes: list = field(default_factory=list)
+    #: every node of the partition, on the tree or not (empty: ``nodes``)
+    partition_nodes: list = field(default_factory=list)
+    #: the cluster runs ``topology/block`` (the tree's leaf switches are its base blocks)
+    blocks: bool = False
+    #: job id -> the ``--segment`` a held job asks for (:func:`read_segments`; absent: none)
+    segments: dict = field(default_factory=dict)
 
 
 #: squeue states of jobs that hold their nodes (they free them at start + time limit at the latest)
@@ -183,7 +197,8 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
     ``topology`` (a :class:`~tjap.placement.tree.topology.Topology`, which imports this module
     to read a live tree: hence no import of it here) and its pending jobs (of ``users`` / ``accounts`` when given), as Slurm reports
     them now, with one ``squeue``. Idle-looking nodes that a released, not yet started job asks
-    for (``ReqNodeList``) are left out (``State.reserved``). With ``easy``, also the running
+    for (:func:`pinned_nodes`: its ``ReqNodeList``, or what its ``ExcNodeList`` leaves it) are
+    left out (``State.reserved``). With ``easy``, also the running
     jobs' ends and the jobs' time limits (``State.releases``, ``State.limits``)."""
     names = set(topology.node_names)
     nodes = client.partition_nodes(partition)
@@ -192,14 +207,13 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
                             states=f"PENDING,{HOLDING}" if easy else "PENDING")
     pending = [j for j in queued if j.state == "PENDING"]
     # nodes named by pending jobs that are not held (e.g. released by the last window but
-    # not started yet) are spoken for, idle as they may look
+    # not started yet) are spoken for, idle as they may look: a ReqNodeList, or an ExcNodeList
+    # that leaves the job just its node count of the partition
+    everyone = [n.name for n in nodes]
     reserved = set()
     for job in pending:
-        if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
-            try:
-                reserved.update(expand_hostlist(job.req_nodes))
-            except InvalidInputError:
-                pass
+        if job.reason not in ("JobHeldUser", "JobHeldAdmin"):
+            reserved.update(pinned_nodes(job, everyone))
     idle = [n.name for n in nodes if n.state == "idle" and n.name in names]
     held_back = [n for n in idle if n in reserved]
     idle = [n for n in idle if n not in reserved]
@@ -208,7 +222,7 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
     if easy:
         releases, limits = running_timing(queued, read_at)
         for job in pending:        # released with its nodes named, about to start
-            if job.req_nodes and job.reason not in ("JobHeldUser", "JobHeldAdmin"):
+            if job.reason not in ("JobHeldUser", "JobHeldAdmin") and pinned_nodes(job, everyone):
                 limit = limits.get(job.job_id)
                 releases.append((None if limit is None else read_at + limit, job.nodes))
     users, accounts = set(users), set(accounts)
@@ -216,8 +230,80 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
                and (not accounts or j.account in accounts)]
     return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
                  releases=releases, limits=limits,
-                 nodes=[n.name for n in nodes if n.name in names])
+                 nodes=[n.name for n in nodes if n.name in names], partition_nodes=everyone)
 
 
-__all__ = ["HOLDING", "State", "aggregated_blocks", "live_topology_conf", "read_state",
-           "running_timing", "show_topology_conf"]
+def pinned_nodes(job, partition_nodes) -> list:
+    """The nodes a pending job is pinned to: its ``ReqNodeList``, or the nodes of the partition
+    its ``ExcNodeList`` leaves when they are just its node count (how the placement service
+    steers a segmented job); empty when neither (or a list cannot be read)."""
+    try:
+        if job.req_nodes:
+            return expand_hostlist(job.req_nodes)
+        if job.exc_nodes:
+            excluded = set(expand_hostlist(job.exc_nodes))
+            left = [n for n in partition_nodes if n not in excluded]
+            return left if len(left) == job.nodes else []
+    except InvalidInputError:
+        pass
+    return []
+
+
+# -- segments (topology/block) --------------------------------------------------------------------
+def script_segment(script: str) -> int | None:
+    """The ``--segment`` a batch script asks for in its ``#SBATCH`` directives (None: none).
+
+    Slurm 24.11 shows a job's ``--segment`` nowhere a client reads it (no ``squeue`` field, none
+    in ``scontrol show job``): its job records do not carry it. The batch script does, when the
+    segment is one of its directives. Directives are read as ``sbatch`` reads them: lines that
+    begin with ``#SBATCH`` (or ``#SLURM``) before the first command, words split as a shell
+    would, the last ``--segment`` winning; a ``hetjob`` separator ends the first component. A
+    segment given on ``sbatch``'s command line instead is not in the script: such a job reads
+    as unsegmented (the placement service then pins it with a node list, which Slurm refuses
+    with ``BadConstraints`` when it has several segments; the service undoes that at once).
+    """
+    found = None
+    for line in script.splitlines():
+        magic = next((m for m in ("#SBATCH", "#SLURM") if line.startswith(m)), None)
+        if magic is None:
+            stripped = line.strip()
+            if stripped and not stripped.startswith("#"):
+                break                         # the first command ends the directives
+            continue
+        try:
+            words = shlex.split(line[len(magic):])
+        except ValueError:
+            continue
+        if words[:1] and words[0].lower() in ("hetjob", "packjob"):
+            break
+        for k, word in enumerate(words):
+            value = None
+            if word.startswith("--segment="):
+                value = word.split("=", 1)[1]
+            elif word == "--segment" and k + 1 < len(words):
+                value = words[k + 1]
+            if value is not None and value.isdigit() and int(value) > 0:
+                found = int(value)
+    return found
+
+
+def read_segments(client: SlurmClient, jobs, cache: dict | None = None) -> dict:
+    """job id -> ``--segment`` of each of ``jobs`` that asks for one, read from its batch script
+    (:func:`script_segment`; ``scontrol write batch_script``). ``cache`` (job id -> segment or
+    None) keeps what was read across passes: a job's script does not change. A job whose
+    script cannot be read (not a batch job, or not this account's to read) counts as
+    unsegmented; an unreachable controller raises."""
+    cache = {} if cache is None else cache
+    found = {}
+    for job in jobs:
+        if job.job_id not in cache:
+            text = client.batch_script(job.job_id)
+            cache[job.job_id] = None if text is None else script_segment(text)
+        if cache[job.job_id] is not None:
+            found[job.job_id] = cache[job.job_id]
+    return found
+
+
+__all__ = ["HOLDING", "State", "aggregated_blocks", "is_block_topology", "live_topology_conf",
+           "pinned_nodes", "read_segments", "read_state", "running_timing", "script_segment",
+           "show_topology_conf"]

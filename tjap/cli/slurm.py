@@ -132,15 +132,25 @@ def describe(rec: dict) -> list[str]:
     def cost(v):
         return "-" if v is None else f"{v:g}"
     jobs = rec.get("jobs", [])
+    if rec.get("topology") == "block":
+        beside = (f"slurm-block {cost(rec.get('slurm_block_cost'))}, optimum under Slurm's "
+                  f"block rule {cost(rec.get('scas_optimum'))}, without it "
+                  f"{cost(rec.get('unconstrained_optimum'))}")
+    else:
+        beside = (f"slurm-tree {cost(rec.get('slurm_tree_cost'))}, SCAS optimum "
+                  f"{cost(rec.get('scas_optimum'))}")
     head = (f"window {rec.get('window', '-')} ({rec['partition']}, {rec['idle_count']} idle): "
             f"{rec.get('placed', 0)}/{len(jobs)} placed, {len(rec.get('waiting', []))} "
-            f"waiting; cost {cost(rec.get('cost'))} (slurm-tree {cost(rec.get('slurm_tree_cost'))}"
-            f", SCAS optimum {cost(rec.get('scas_optimum'))})")
+            f"waiting; cost {cost(rec.get('cost'))} ({beside})")
     lines = [head]
     for e in jobs:
         why = f" ({e['reason']})" if e.get("reason") else ""
-        lines.append(f"  job {e['job_id']} ({e['nodes_requested']} nodes, waited {e['waited']}):"
-                     f" {e['nodes'] or '-'} {e['outcome']}{why}")
+        seg = f", segments of {e['segment']}" if e.get("segment") else ""
+        how = " via ExcNodeList" if e.get("mechanism") == "excnodelist" and e.get("nodes") else ""
+        lines.append(f"  job {e['job_id']} ({e['nodes_requested']} nodes{seg}, waited "
+                     f"{e['waited']}): {e['nodes'] or '-'} {e['outcome']}{how}{why}")
+    for e in rec.get("unsteered", []):
+        lines.append(f"  job {e['job_id']}: {e['reason']}")
     for e in rec.get("held_for_locality", []):
         lines.append(f"  job {e['job_id']} ({e['nodes_requested']} nodes): held for locality "
                      f"(best idle nodes cost {e['cost_now']:g}, {e['best']:g} on the empty "

@@ -5,7 +5,8 @@ One pass (a *window*):
 1. read the live switch tree (``scontrol show topology``; re-read every pass, a change is
    logged), the partition's idle nodes (``sinfo``) and its pending jobs (one ``squeue``, which
    with EASY also lists the running jobs); idle nodes
-   that a released but not yet started job asks for (``ReqNodeList``) do not count as idle;
+   that a released but not yet started job asks for (``ReqNodeList``, or an ``ExcNodeList``
+   that leaves it just its node count) do not count as idle;
 2. keep the jobs the service may place (:func:`tjap.placement.slurm.queue.eligible`: held by their owner
    with ``sbatch --hold``, plain ``-N n`` jobs), order them as the paper does (more windows
    waited first, then fewer nodes) and take the greedy prefix that fits the idle nodes; with
@@ -26,6 +27,39 @@ One pass (a *window*):
 
 Every window is one JSON line (:meth:`PlacementService.run_pass`), appended to the log file and
 handed to ``emit``. Jobs not placed wait: their windows-waited count grows by one, in memory.
+
+On a ``topology/block`` cluster (Slurm 23.11 or later; ``scontrol show topology`` lists
+``BlockName=`` lines, read as a tree whose leaf switches are the base blocks and whose higher
+switches are the aggregated blocks):
+
+- each held job's ``--segment`` is read from its batch script's ``#SBATCH`` directives
+  (:func:`tjap.placement.slurm.readers.script_segment`: Slurm 24.11 shows the segment in no
+  ``squeue`` or ``scontrol show job`` field); a job whose segment Slurm never places (it does
+  not divide the job, or exceeds a base block) is ignored with the reason;
+- every job of the window is a :class:`~tjap.placement.tree.jobs.Job` with ``slurm_rule`` (and
+  its ``segment``), so every method only chooses node sets Slurm's block rule accepts: all of a
+  job's nodes inside one block of the level its size asks for, or each segment inside one
+  block of the level the segment's size asks for. A job that no such set fits stays held (and
+  waits a window), and so, from the last, do jobs that do not fit beside the earlier ones;
+- the default method, ``guarded``, means here the cheapest of the exact optimum under the rule
+  (``auto``: ``dp`` when its table is small, else SCIP within the time limit) and Slurm's own
+  choice (``slurm-block``), ties to the optimum: never costlier than either. Any other method
+  must take constraints (``tjap methods``). The record logs ``slurm_block_cost``,
+  ``scas_optimum`` (the optimum under the rule), ``unconstrained_optimum`` (the same jobs
+  without the rule or segments) and ``rule_price`` (the difference);
+- a job of one segment (or none) is pinned with ``ReqNodeList`` as above; a job of several
+  segments cannot be (Slurm refuses a node list with more than one segment), so it is steered
+  with ``scontrol update JobId=ID ExcNodeList=<every node of the partition but the chosen
+  ones>``, checked and released the same way. Each job's entry names its ``mechanism``
+  (``reqnodelist`` or ``excnodelist``) and ``segment``;
+- after the window's releases the service watches the steered jobs for up to
+  ``steer_check_s`` seconds, and at the start of every later pass, until Slurm has judged them:
+  a job Slurm leaves pending with ``Reason=BadConstraints`` (it refused the node set: e.g. a
+  segment given on ``sbatch``'s command line, invisible to the service, with a node list) gets
+  its ``ReqNodeList`` / ``ExcNodeList`` cleared at once, so that Slurm places it itself (it stays
+  released; the service does not retry a steer Slurm refused). Its entry's outcome is
+  ``unsteered`` (or it is listed under ``unsteered`` in a later window's record). No job is left
+  pending with ``BadConstraints`` by a steer of the service.
 
 :meth:`PlacementService.run` repeats passes every ``interval_s`` seconds. A Slurm command that
 fails (typically an unreachable ``slurmctld``) is reported in one line and retried with
@@ -54,9 +88,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tjap.placement.slurm.client import PendingJob, SlurmClient, SlurmError, transient, unreachable
-from tjap.placement.slurm.readers import State, read_state
+from tjap.placement.slurm.readers import State, is_block_topology, read_segments, read_state
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.jobs import Job, slurm_level
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.api import MAX_TIME_LIMIT_S, solve
@@ -64,7 +99,7 @@ from tjap.errors import InvalidInputError, TjapError
 from tjap.registry import get
 from tjap.result import plain
 from tjap.placement.slurm.queue import (BACKFILL, WaitTracker, eligible, hold_for_locality, plan_window,
-                              priority_key)
+                              priority_key, segment_problem)
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
@@ -81,7 +116,8 @@ class ServiceConfig:
     users, accounts : tuple of str
         Only jobs of these users / accounts (empty: all).
     method : str
-        The window method (``tjap methods``); ``guarded`` by default.
+        The window method (``tjap methods``); ``guarded`` by default (on a ``topology/block``
+        cluster: the cheapest of the optimum under Slurm's block rule and ``slurm-block``).
     time_limit_s : float, optional
         Time limit of the method per window.
     cap : int, optional
@@ -97,7 +133,8 @@ class ServiceConfig:
         Also compute Slurm's would-be cost (``slurm-tree``) and the SCAS optimum when the method
         does not report them (``guarded`` does).
     test_only : bool
-        Ask Slurm itself (``sbatch --test-only``) where it would start the window's first job.
+        Ask Slurm itself (``sbatch --test-only``) where it would start the window's first job
+        (``topology/tree`` clusters).
     retries : int, optional
         Failed passes in a row before :meth:`PlacementService.run` gives up (None: never).
     locality_slack : float, optional
@@ -107,6 +144,10 @@ class ServiceConfig:
     locality_wait_s : float
         With ``locality_slack``: a job submitted this many seconds ago or more is no longer
         held for locality (it takes the best nodes there are).
+    steer_check_s : float
+        On a ``topology/block`` cluster: seconds to wait after a window's releases for Slurm's
+        verdict on the steered jobs (a refused steer, ``BadConstraints``, is undone at once);
+        jobs not judged by then are checked again at the start of every pass.
     """
 
     partition: str | None = None
@@ -125,6 +166,7 @@ class ServiceConfig:
     retries: int | None = None
     locality_slack: float | None = None
     locality_wait_s: float = 300.0
+    steer_check_s: float = 5.0
 
     def validate(self) -> "ServiceConfig":
         """Raise :class:`~tjap.errors.InvalidInputError` (or ``UnknownMethodError``) on a bad
@@ -154,6 +196,9 @@ class ServiceConfig:
                 <= 7 * 86400):
             raise InvalidInputError(f"locality wait must be more than 0 and at most 604800 s, "
                                     f"got {self.locality_wait_s!r}")
+        if not (isinstance(self.steer_check_s, (int, float)) and 0 <= self.steer_check_s <= 600):
+            raise InvalidInputError(f"steer check must be 0 to 600 s, got "
+                                    f"{self.steer_check_s!r}")
         if self.retries is not None and (not isinstance(self.retries, int) or self.retries < 0):
             raise InvalidInputError(f"retries must be a non-negative integer, got "
                                     f"{self.retries!r}")
@@ -211,6 +256,13 @@ class PlacementService:
         self.tracker = WaitTracker()
         #: job id -> node names of a ReqNodeList this service set but did not release
         self.ours: dict[int, tuple] = {}
+        #: job id -> node names of an ExcNodeList this service set but did not release
+        self.excluded: dict[int, tuple] = {}
+        #: job id -> {"mechanism", "nodes", "value"} of released steers Slurm has not yet judged
+        #: (topology/block)
+        self.steered: dict[int, dict] = {}
+        #: job id -> the --segment read from its batch script (None: none)
+        self._segments: dict = {}
         self.windows = 0
         #: passes that read Slurm and finished (a setup error after the first is retried)
         self.passes = 0
@@ -248,16 +300,26 @@ class PlacementService:
             self.topology, self._topology_text = topology, text
             self.record({"event": "topology", "time": time.time(), "changed": changed,
                          "nodes": topology.num_nodes, "switches": topology.num_switches})
-        return read_state(c, partition, self.topology, easy=self.config.backfill == "easy",
-                          users=self.config.users, accounts=self.config.accounts)
+        state = read_state(c, partition, self.topology, easy=self.config.backfill == "easy",
+                           users=self.config.users, accounts=self.config.accounts)
+        state.blocks = is_block_topology(self._topology_text)
+        if state.blocks:
+            held = [j for j in state.pending if j.held_by_user and j.plain]
+            self._segments = {j.job_id: self._segments[j.job_id] for j in held
+                              if j.job_id in self._segments}
+            state.segments = read_segments(c, held, self._segments)
+        return state
 
     # -- deciding ----------------------------------------------------------------------------
     def decide(self, state: State) -> dict:
         """The window record for ``state`` (nothing applied, outcomes not yet known)."""
         cfg = self.config
         ignored, held = [], []
+        base = int(state.topology.leaf_sizes.min())
         for job in state.pending:
-            why = eligible(job, state.partition, self.ours)
+            why = eligible(job, state.partition, self.ours, self.excluded)
+            if why is None and state.blocks:
+                why = segment_problem(job.nodes, state.segments.get(job.job_id), base)
             if why is None:
                 held.append(job)
             elif job.state == "PENDING" and job.reason in ("JobHeldUser", "JobHeldAdmin"):
@@ -292,10 +354,16 @@ class PlacementService:
                "waiting": [{"job_id": j.job_id, "nodes_requested": j.nodes,
                             "waited": self.tracker.get(j.job_id)} for j in waiting],
                "held_for_locality": locality, "ignored": ignored, "cost": None,
-               "slurm_tree_cost": None, "scas_optimum": None}
+               "slurm_tree_cost": None, "scas_optimum": None,
+               "topology": "block" if state.blocks else "tree"}
         rec["_jobs"] = window_jobs
+        if state.blocks:
+            rec.update({"slurm_block_cost": None, "unconstrained_optimum": None,
+                        "rule_price": None})
         if not window_jobs:
             return rec
+        if state.blocks:
+            return self._decide_blocks(rec, state, window_jobs)
         window = Window(state.topology, state.idle, [j.nodes for j in window_jobs])
         result = solve(window, cfg.method, time_limit_s=cfg.time_limit_s, seed=cfg.seed,
                        convention=cfg.convention)
@@ -334,14 +402,114 @@ class PlacementService:
                 rec["slurm_test_only"] = {"job_id": window_jobs[0].job_id, "error": str(exc)}
         return rec
 
-    def _job_entry(self, job: PendingJob, nodes, cost, outcome, reason) -> dict:
+    def _job_entry(self, job: PendingJob, nodes, cost, outcome, reason, *, segment=None,
+                   mechanism="reqnodelist") -> dict:
         return {"job_id": job.job_id, "user": job.user, "account": job.account,
                 "nodes_requested": job.nodes, "waited": self.tracker.get(job.job_id),
-                "nodes": nodes, "cost": cost, "outcome": outcome, "reason": reason}
+                "nodes": nodes, "cost": cost, "outcome": outcome, "reason": reason,
+                "segment": segment, "mechanism": mechanism}
+
+    # -- deciding on a topology/block cluster ---------------------------------------------------
+    def _try(self, window: Window, method: str, **options):
+        """``solve(window, method)``, or None when it cannot run (a missing solver, ...)."""
+        try:
+            return solve(window, method, seed=self.config.seed,
+                         convention=self.config.convention, **options)
+        except TjapError:
+            return None
+
+    def _solve_blocks(self, window: Window) -> tuple:
+        """``(result or None, record fields)`` of a window of jobs under Slurm's block rule:
+        with ``guarded`` the cheapest of the optimum under the rule (``auto``) and
+        ``slurm-block``, ties to the optimum; else the method's result, with both beside."""
+        cfg = self.config
+        scas = slurm = None
+        if cfg.method == "guarded" or cfg.compare:
+            scas = self._try(window, "auto", time_limit_s=cfg.time_limit_s)
+            slurm = self._try(window, "slurm-block")
+        fields = {
+            "slurm_block_cost": slurm.objective if slurm is not None and slurm.has_solution
+            else None,
+            "scas_optimum": scas.objective if scas is not None and scas.status.value == "OPTIMAL"
+            else None}
+        if cfg.method != "guarded":
+            return solve(window, cfg.method, time_limit_s=cfg.time_limit_s, seed=cfg.seed,
+                         convention=cfg.convention), fields
+        found = {name: r for name, r in (("scas", scas), ("slurm-block", slurm))
+                 if r is not None and r.has_solution}
+        if not found:
+            return None, fields
+        winner = min(found, key=lambda k: (found[k].objective, k != "scas"))
+        fields["winner"] = winner
+        return found[winner], fields
+
+    def _decide_blocks(self, rec: dict, state: State, window_jobs: list) -> dict:
+        """The window record on a ``topology/block`` cluster (see the module docstring)."""
+        cfg = self.config
+        if cfg.method != "guarded" and not get("tree", cfg.method).constraints:
+            raise InvalidInputError(
+                f"method {cfg.method!r} does not take Slurm's block rule, which every job of a "
+                "topology/block cluster carries; use guarded (the default), auto, dp, scip, "
+                "cpsat, seq or slurm-block")
+        started = time.perf_counter()
+        topology = state.topology
+        segments = [state.segments.get(j.job_id) for j in window_jobs]
+        jobs = [Job(j.nodes, segment=seg, slurm_rule=True)
+                for j, seg in zip(window_jobs, segments)]
+        held = {}                          # window index -> why it stays held
+        for i, job in enumerate(jobs):
+            if not solve(Window(topology, state.idle, [job]), "seq").has_solution:
+                held[i] = _no_block_reason(topology, job)
+        keep = [i for i in range(len(jobs)) if i not in held]
+        result, fields = None, {}
+        while keep:
+            window = Window(topology, state.idle, [jobs[i] for i in keep])
+            result, fields = self._solve_blocks(window)
+            if result is not None and result.has_solution:
+                break
+            held[keep.pop()] = ("does not fit beside the window's earlier jobs under Slurm's "
+                                "block rule")
+        rec.update(fields)
+        placed = {}
+        if keep:
+            rec["cost"] = result.objective
+            rec["status"] = result.status.value
+            placed = dict(zip(keep, result.node_names()))
+            free = self._try(Window(topology, state.idle, [jobs[i].nodes for i in keep]), "auto",
+                             time_limit_s=cfg.time_limit_s)
+            if free is not None and free.status.value == "OPTIMAL":
+                rec["unconstrained_optimum"] = free.objective
+                if rec["scas_optimum"] is not None:
+                    rec["rule_price"] = rec["scas_optimum"] - free.objective
+        else:
+            rec["status"] = "INFEASIBLE"
+        everyone = state.partition_nodes or state.nodes
+        rec["_excluded"] = {}
+        for i, (job, seg) in enumerate(zip(window_jobs, segments)):
+            mechanism = "excnodelist" if seg is not None and job.nodes // seg > 1 else \
+                "reqnodelist"
+            if i not in placed:
+                rec["jobs"].append(self._job_entry(job, None, None, "held", held[i],
+                                                   segment=seg, mechanism=mechanism))
+                continue
+            names = sorted(placed[i], key=topology.node_index)
+            rec["jobs"].append(self._job_entry(
+                job, compress_hostlist(names),
+                job_cost(topology, topology.node_indices(names), cfg.convention), None, None,
+                segment=seg, mechanism=mechanism))
+            if mechanism == "excnodelist":
+                chosen = set(names)
+                rec["_excluded"][job.job_id] = compress_hostlist(
+                    [n for n in everyone if n not in chosen])
+        rec["solve_s"] = time.perf_counter() - started
+        return rec
 
     # -- applying ----------------------------------------------------------------------------
-    def _apply_job(self, job: PendingJob, hostlist: str) -> tuple[str, str | None]:
-        """Update and release one job; ``(outcome, reason)``. An unreachable controller raises."""
+    def _apply_job(self, job: PendingJob, hostlist: str, mechanism: str = "reqnodelist",
+                   excluded: str | None = None) -> tuple[str, str | None]:
+        """Steer one job to ``hostlist`` (its ``ReqNodeList``, or with ``excnodelist`` its
+        ``ExcNodeList`` set to ``excluded``) and release it; ``(outcome, reason)``. An
+        unreachable controller raises."""
         c = self.client
         if self.before_update is not None:
             self.before_update(job, hostlist)
@@ -354,20 +522,24 @@ class PlacementService:
             return "skipped", f"no longer held by its user (reason {now.reason})"
         if now.fingerprint != job.fingerprint:
             return "skipped", "modified since it was read"
+        if mechanism == "excnodelist":
+            key, value, mine = "ExcNodeList", excluded, self.excluded
+        else:
+            key, value, mine = "ReqNodeList", hostlist, self.ours
         try:
-            c.update_job(job.job_id, ReqNodeList=hostlist)
+            c.update_job(job.job_id, **{key: value})
         except SlurmError as exc:
             if unreachable(exc):
                 raise
             return "held", f"update failed: {exc}"
         names = expand_hostlist(hostlist)
-        self.ours[job.job_id] = tuple(names)
+        mine[job.job_id] = tuple(expand_hostlist(value))
         states = {n.name: n.state for n in c.partition_nodes(nodelist=hostlist)}
         busy = [f"{n} is {states.get(n, 'missing')}" for n in names if states.get(n) != "idle"]
         if busy:
             try:
-                c.update_job(job.job_id, ReqNodeList="")
-                self.ours.pop(job.job_id, None)
+                c.update_job(job.job_id, **{key: ""})
+                mine.pop(job.job_id, None)
             except SlurmError:
                 pass
             return "held", "node " + ", ".join(busy[:3])
@@ -377,12 +549,13 @@ class PlacementService:
             if unreachable(exc):
                 raise
             return "held", f"release failed: {exc}"
-        self.ours.pop(job.job_id, None)
+        mine.pop(job.job_id, None)
         return "placed", None
 
     def apply(self, rec: dict) -> dict:
         """Carry out a window record from :meth:`decide` (outcome and reason per job)."""
         jobs = rec.get("_jobs", [])
+        excluded = rec.get("_excluded", {})
         failure = None
         for job, entry in zip(jobs, rec["jobs"]):
             if entry["outcome"] is not None:
@@ -397,15 +570,83 @@ class PlacementService:
                 entry["outcome"], entry["reason"] = "held", "not attempted (stopping)"
                 continue
             try:
-                entry["outcome"], entry["reason"] = self._apply_job(job, entry["nodes"])
+                entry["outcome"], entry["reason"] = self._apply_job(
+                    job, entry["nodes"], entry["mechanism"], excluded.get(job.job_id))
             except SlurmError as exc:
                 failure = exc
                 entry["outcome"], entry["reason"] = "held", f"Slurm failed: {exc}"
+        if rec.get("topology") == "block" and not self.config.dry_run:
+            for entry in rec["jobs"]:
+                if entry["outcome"] == "placed":
+                    self.steered[entry["job_id"]] = {
+                        "mechanism": entry["mechanism"], "nodes": entry["nodes"],
+                        "value": excluded.get(entry["job_id"], entry["nodes"])}
+            if failure is None:
+                try:
+                    undone = self.check_steers(self.config.steer_check_s,
+                                               [e["job_id"] for e in rec["jobs"]
+                                                if e["outcome"] == "placed"])
+                except SlurmError as exc:
+                    failure, undone = exc, []
+                for entry in rec["jobs"]:
+                    why = next((u["reason"] for u in undone if u["job_id"] == entry["job_id"]),
+                               None)
+                    if why is not None:
+                        entry["outcome"], entry["reason"] = "unsteered", why
         rec["_failure"] = failure
         return rec
 
+    def check_steers(self, wait_s: float = 0.0, ids=None) -> list[dict]:
+        """Slurm's verdict on the released steers (:attr:`steered`; ``ids``: of these jobs,
+        waiting up to ``wait_s`` seconds for Slurm to judge each). A job Slurm leaves pending
+        with ``BadConstraints`` gets the ``ReqNodeList`` / ``ExcNodeList`` the service set
+        cleared, so that Slurm places it itself; one dict per such job (``job_id``,
+        ``mechanism``, ``nodes``, ``reason``). A job that runs, ended, is held again or was
+        changed by someone else is forgotten; one still pending for another reason (its nodes
+        are busy, ...) is kept and checked again at the next pass."""
+        c = self.client
+        waiting = set(self.steered if ids is None else ids) & set(self.steered)
+        deadline = time.monotonic() + wait_s
+        undone = []
+        while True:
+            for job_id in sorted(waiting):
+                steer = self.steered[job_id]
+                key = "ReqNodeList" if steer["mechanism"] == "reqnodelist" else "ExcNodeList"
+                now = c.pending(job_id=job_id)
+                mine = now and _steer_in_place(now[0], steer)
+                if not mine:                      # running, gone or changed: not ours now
+                    self.steered.pop(job_id)
+                    waiting.discard(job_id)
+                elif now[0].reason in ("JobHeldUser", "JobHeldAdmin"):
+                    (self.ours if key == "ReqNodeList" else self.excluded)[job_id] = \
+                        tuple(expand_hostlist(steer["value"]))
+                    self.steered.pop(job_id)
+                    waiting.discard(job_id)
+                elif now[0].reason == "BadConstraints":
+                    try:
+                        c.update_job(job_id, **{key: ""})
+                    except SlurmError as exc:
+                        if unreachable(exc):
+                            raise
+                        self.report(f"job {job_id}: clearing its {key} failed ({exc}); "
+                                    "retried at the next pass")
+                        waiting.discard(job_id)
+                        continue
+                    self.steered.pop(job_id)
+                    waiting.discard(job_id)
+                    undone.append({"job_id": job_id, "mechanism": steer["mechanism"],
+                                   "nodes": steer["nodes"],
+                                   "reason": f"Slurm refused the node set (BadConstraints); "
+                                             f"{key} cleared, Slurm places it itself"})
+                elif now[0].reason != "None":     # judged: it waits for its nodes
+                    waiting.discard(job_id)
+            if not waiting or time.monotonic() >= deadline:
+                return undone
+            time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+
     def _finish(self, rec: dict, *, advance: bool = True) -> dict:
         failure = rec.pop("_failure", None)
+        rec.pop("_excluded", None)
         jobs = rec.pop("_jobs", [])
         if advance and (jobs or rec["waiting"]):
             # jobs still held wait one more window; placed and skipped ones are forgotten
@@ -419,10 +660,14 @@ class PlacementService:
     def run_pass(self) -> dict | None:
         """One window: read, decide, apply, log. Returns the record (None when no job was held
         and nothing was logged). A Slurm failure is raised after the partial window is logged."""
+        unsteered = self.check_steers() if self.steered else []
         state = self.read_state()
         rec = self.decide(state)
-        if not rec["_jobs"] and not rec["waiting"] and not rec["ignored"]:
+        if state.blocks:
+            rec["unsteered"] = unsteered
+        if not rec["_jobs"] and not rec["waiting"] and not rec["ignored"] and not unsteered:
             rec.pop("_jobs")
+            rec.pop("_excluded", None)
             return None
         self.windows += 1
         rec, failure = self._finish(self.apply(rec))
@@ -502,6 +747,27 @@ class PlacementService:
                          "windows": self.windows,
                          "error": str(error) if error is not None else None})
         return 130 if self.stop_signal == "SIGINT" else 0
+
+
+def _steer_in_place(job: PendingJob, steer: dict) -> bool:
+    """Whether ``job`` (as squeue shows it now) still carries the steer the service set."""
+    if job.state != "PENDING":
+        return False
+    if steer["mechanism"] == "reqnodelist":
+        return bool(job.req_nodes) and set(expand_hostlist(job.req_nodes)) == set(
+            expand_hostlist(steer["value"]))
+    return bool(job.exc_nodes) and set(expand_hostlist(job.exc_nodes)) == set(
+        expand_hostlist(steer["value"]))
+
+
+def _no_block_reason(topology, job: Job) -> str:
+    """Why no idle node set of a window fits ``job`` under Slurm's block rule."""
+    if job.segment is None:
+        return (f"Slurm's block rule: no block of level {slurm_level(topology, job.nodes)} "
+                f"has {job.nodes} idle nodes")
+    return (f"Slurm's block rule: the idle nodes hold fewer than {job.nodes // job.segment} "
+            f"segments of {job.segment} inside blocks of level "
+            f"{slurm_level(topology, job.segment)}")
 
 
 __all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig"]
