@@ -27,11 +27,13 @@ test-signals: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m slow tests/test_interrupts.py
 
 # Tests against a real local Slurm (installs slurm-wlm + munge with apt when missing, builds Slurm
-# 24.11 once into /var/cache/tjap/slurm-24.11 for the topology/block tests; needs root).
+# 24.11 once into /var/cache/tjap/slurm-24.11 for the topology/block tests; needs root), then the
+# topology/tree tests again on Slurm 24.11 (TJAP_SLURM picks the Slurm of every local cluster).
 test-slurm: $(VENV)/.installed
 	bash .ci/install-slurm || echo "warning: could not install Slurm; the slurm tests will skip"
 	bash .ci/build-slurm-newer || echo "warning: could not build Slurm 24.11; its tests will skip"
 	$(VENV)/bin/python -m pytest -q -m slurm -rs
+	TJAP_SLURM=24.11 $(VENV)/bin/python -m pytest -q -m slurm -rs tests/test_slurm_tree_live.py tests/test_slurm_service_live.py
 
 test-all: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m ''

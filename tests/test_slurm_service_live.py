@@ -275,6 +275,7 @@ def test_dry_run_advise_and_ctrl_c_change_nothing(slurm, tmp_path, monkeypatch, 
     rec = service(slurm, tmp_path, dry_run=True).run_pass()
     assert [e["outcome"] for e in rec["jobs"]] == ["dry-run", "dry-run"] and rec["placed"] == 0
     monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
+    monkeypatch.setenv("PATH", slurm.env["PATH"])        # that Slurm's client tools
     assert main(["slurm", "advise", "--json", "--time-limit", "2"]) == 0
     advice = json.loads(capsys.readouterr().out)
     assert advice["event"] == "advice" and [e["outcome"] for e in advice["jobs"]] == ["advice"] * 2

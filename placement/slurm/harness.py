@@ -133,6 +133,17 @@ def newer_slurm_prefix() -> Path:
     return Path(os.environ.get(NEWER_SLURM_ENV) or NEWER_SLURM_DEFAULT)
 
 
+#: The environment variable that picks the Slurm of a :class:`LocalSlurmConfig` (and of
+#: :func:`slurm_available`) when none is given: ``system`` (the default) or ``24.11``; the
+#: slurm-marked tree tests run once per Slurm this way (``make test-slurm``).
+SLURM_CHOICE_ENV = "TJAP_SLURM"
+
+
+def default_slurm() -> str:
+    """The Slurm a cluster runs when none is named: ``$TJAP_SLURM``, else ``"system"``."""
+    return os.environ.get(SLURM_CHOICE_ENV) or "system"
+
+
 def slurm_prefix(slurm: str = "system") -> Path | None:
     """The install prefix of the Slurm that ``slurm`` names: None for ``"system"`` (the
     daemons and tools found on PATH and in ``/usr/sbin``), :func:`newer_slurm_prefix` for
@@ -159,9 +170,10 @@ def slurm_binary(name: str, slurm: str = "system") -> str | None:
     return str(path) if path.is_file() and os.access(path, os.X_OK) else None
 
 
-def slurm_available(slurm: str = "system") -> str | None:
-    """None if a local Slurm (the one ``slurm`` names, see :func:`slurm_prefix`) can be started
-    here, else a one-line reason."""
+def slurm_available(slurm: str | None = None) -> str | None:
+    """None if a local Slurm (the one ``slurm`` names, see :func:`slurm_prefix`; by default
+    :func:`default_slurm`) can be started here, else a one-line reason."""
+    slurm = default_slurm() if slurm is None else slurm
     prefix = slurm_prefix(slurm)
     missing = [b for b in REQUIRED_BINARIES if slurm_binary(b, slurm) is None]
     ours = [b for b in missing if b not in _MUNGE]
@@ -284,8 +296,9 @@ class LocalSlurmConfig:
     """The knobs of a local cluster (see the module docstring for the fixed settings)."""
 
     #: Which Slurm runs it: "system" (the installed package), "24.11" (built by
-    #: ``.ci/build-slurm-newer``) or the absolute path of an install prefix.
-    slurm: str = "system"
+    #: ``.ci/build-slurm-newer``) or the absolute path of an install prefix; by default
+    #: ``$TJAP_SLURM`` or "system" (:func:`default_slurm`).
+    slurm: str = field(default_factory=default_slurm)
     #: CPUs of the single node; each trace node is one CPU.
     cpus: int = 256
     #: "backfill" -> sched/backfill; "builtin" -> sched/builtin (strict priority order, FCFS).
