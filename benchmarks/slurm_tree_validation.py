@@ -17,9 +17,12 @@ switch levels and uneven leaves (a new tree every ``windows / trees`` windows). 
 A window *agrees* when Slurm and ``slurm-tree`` give every job the same node set, else when the
 window's cost (paper convention) is the same; anything else is a difference, listed with the
 first job that differs. As a baseline, the windows where simply taking the first idle nodes in
-node order (method ``seq``) gives Slurm's sets are counted too.
+node order (method ``seq``) gives Slurm's sets are counted too. ``--slurm 24.11`` runs the same
+windows (the same ``--seed``) on the Slurm 24.11 that ``.ci/build-slurm-newer`` builds, against
+slurm-tree's 24.11 rule (``slurm="24.11"``; a Slurm older than 24.11 is compared with 22.05's).
 
     python -m benchmarks.slurm_tree_validation --windows 30 --seed 0   # benchmarks/out/slurm_tree_validation.json
+    python -m benchmarks.slurm_tree_validation --windows 30 --seed 0 --slurm 24.11 --name slurm_tree_validation_24.11
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import numpy as np
 
 from tjap.heuristics.slurm.tree import solve_slurm_tree
 from tjap.placement.slurm.client import SlurmError
-from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_version
+from tjap.placement.slurm.harness import (LocalSlurm, LocalSlurmConfig, slurm_version,
+                                          version_tuple)
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.scas import solve_seq
@@ -157,10 +161,10 @@ class SlurmPlacer:
             self.slurm.wait_idle(timeout_s=60)
 
 
-def compare(window: Window, slurm_nodes, convention: str = "paper") -> dict:
-    """Slurm's placement of ``window`` against slurm-tree's."""
+def compare(window: Window, slurm_nodes, convention: str = "paper", rule: str = "22.05") -> dict:
+    """Slurm's placement of ``window`` against slurm-tree's (the ``rule`` of that release)."""
     topology = window.topology
-    model = solve_slurm_tree(window, convention=convention)
+    model = solve_slurm_tree(window, convention=convention, slurm=rule)
     model_sets = [sorted(topology.node_names[v] for v in nodes) for nodes in model.assignment]
     row = {"idle": [topology.node_names[v] for v in window.idle_nodes],
            "job_sizes": list(window.job_sizes), "slurm": slurm_nodes, "slurm_tree": model_sets,
@@ -187,18 +191,20 @@ def compare(window: Window, slurm_nodes, convention: str = "paper") -> dict:
 
 
 def run(num_windows: int, seed: int, num_trees: int, convention: str = "paper",
-        quiet: bool = False) -> dict:
+        quiet: bool = False, slurm: str = "system") -> dict:
+    version = slurm_version(slurm)
+    rule = "24.11" if version_tuple(version) >= (24, 11) else "22.05"
     rng = np.random.default_rng(seed)
     trees = [random_tree(rng) for _ in range(num_trees)]
     per_tree = [num_windows // num_trees + (t < num_windows % num_trees) for t in range(num_trees)]
     rows = []
     started = time.perf_counter()
     for t, (tree, count) in enumerate(zip(trees, per_tree)):
-        with LocalSlurm(LocalSlurmConfig.for_topology(tree)) as slurm:
-            placer = SlurmPlacer(slurm)
+        with LocalSlurm(LocalSlurmConfig.for_topology(tree, slurm=slurm)) as cluster:
+            placer = SlurmPlacer(cluster)
             for _ in range(count):
                 window = random_window(rng, tree)
-                row = compare(window, placer.place(window), convention)
+                row = compare(window, placer.place(window), convention, rule)
                 row["tree"] = t
                 rows.append(row)
                 if not quiet:
@@ -212,12 +218,22 @@ def run(num_windows: int, seed: int, num_trees: int, convention: str = "paper",
     jobs_same = sum(a == b for r in rows if all(x is not None for x in r["slurm"])
                     for a, b in zip((sorted(x) for x in r["slurm"]), r["slurm_tree"]))
     seq_same = sum(bool(r.get("seq_same_set")) for r in rows)
-    return {"slurm_version": slurm_version(), "seed": seed, "windows": n, "trees":
+    older = {}
+    if rule != "22.05":                       # what the 22.05 rule would have said
+        same = 0
+        for r in rows:
+            if all(x is not None for x in r["slurm"]):
+                tree = trees[r["tree"]]
+                old = solve_slurm_tree(Window(tree, r["idle"], r["job_sizes"]), slurm="22.05")
+                same += sum(sorted(a) == sorted(tree.node_names[v] for v in b)
+                            for a, b in zip(r["slurm"], old.assignment))
+        older["jobs_same_set_22_05_rule"] = same
+    return {"slurm_version": version, "rule": rule, "seed": seed, "windows": n, "trees":
             [t.to_slurm() for t in trees], "convention": convention,
             "summary": {"same_set": same_set, "same_set_or_cost": same_cost,
                         "fraction_same_set": same_set / n, "fraction_same_set_or_cost": same_cost / n,
                         "jobs": jobs, "jobs_same_set": jobs_same,
-                        "baseline_seq_same_set": seq_same,
+                        "baseline_seq_same_set": seq_same, **older,
                         "runtime_s": time.perf_counter() - started},
             "rows": rows}
 
@@ -228,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trees", type=int, default=3, help="random trees (one Slurm start each)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--convention", default="paper")
+    p.add_argument("--slurm", default="system",
+                   help="the Slurm to run: system (the installed one, the default), 24.11 (built "
+                        "by .ci/build-slurm-newer) or the absolute path of an install")
     add_out(p, "the results (NAME.json)")
     p.add_argument("--name", default="slurm_tree_validation",
                    help="file name of the results in --out, without .json (default "
@@ -244,7 +263,7 @@ def main(argv=None) -> int:
     if args.windows < 1 or args.trees < 1:
         p.error("--windows and --trees must be >= 1")
     result = run(args.windows, args.seed, min(args.trees, args.windows), args.convention,
-                 args.quiet)
+                 args.quiet, args.slurm)
     table = [{"window": i + 1, "tree": r["tree"], "jobs": ",".join(map(str, r["job_sizes"])),
               "idle": len(r["idle"]), "same set": "yes" if r["same_set"] else "no",
               "same cost": "yes" if r["same_set"] or r["same_cost"] else "no",
@@ -254,12 +273,16 @@ def main(argv=None) -> int:
                                ("same set", ""), ("same cost", ""), ("Slurm cost", ".0f"),
                                ("slurm-tree cost", ".0f")]))
     s = result["summary"]
-    print(f"{result['slurm_version']}: {s['same_set']}/{result['windows']} windows the same node "
+    print(f"{result['slurm_version']} against slurm-tree's {result['rule']} rule: "
+          f"{s['same_set']}/{result['windows']} windows the same node "
           f"sets ({s['fraction_same_set']:.0%}), {s['same_set_or_cost']}/{result['windows']} the "
           f"same sets or cost ({s['fraction_same_set_or_cost']:.0%}); {s['jobs_same_set']}/"
           f"{s['jobs']} jobs the same set; {s['runtime_s']:.0f} s")
     print(f"baseline: the first idle nodes in node order (seq) give Slurm's sets in "
           f"{s['baseline_seq_same_set']}/{result['windows']} windows")
+    if "jobs_same_set_22_05_rule" in s:
+        print(f"slurm-tree's 22.05 rule gives Slurm's set for {s['jobs_same_set_22_05_rule']}/"
+              f"{s['jobs']} jobs")
     out = Path(args.out) / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -157,6 +157,59 @@ def test_segments_of_12_on_blocks_of_18():
         [12, 12, 12]
 
 
+def uneven(sizes, block_sizes):
+    """Base blocks b1, b2 ... of the given node counts, nodes n1, n2 ... in order."""
+    lines, first = [], 1
+    for i, size in enumerate(sizes):
+        lines.append(f"BlockName=b{i + 1} Nodes=n[{first}-{first + size - 1}]")
+        first += size
+    return Topology.from_slurm("\n".join(lines) + f"\nBlockSizes={block_sizes}\n")
+
+
+def test_the_whole_cluster_counts_only_its_full_llblocks():
+    """What Slurm 24.11.5 did (tests/test_slurm_block_live.py): 7 blocks of 4-6 with
+    BlockSizes=4,8. 11 nodes ask for three base blocks, a level no BlockSizes entry gives: the
+    whole cluster, counted as llblocks of two blocks. Slurm counts 7 // 2 = 3 of them, so the
+    lone b7 (5 idle) is left out and b3-b4 (7 idle) alone cannot hold 11: pending."""
+    tree = uneven([5, 4, 4, 4, 6, 5, 5], "4,8")
+    idle = [n for n in names((1, 33)) if n not in ("n2", "n13", "n26")]
+    result = solve(tree, idle, [9, 9, 11, 1])
+    assert result.info["unplaced"] == [2]
+    placed = {j: sorted(tree.node_names[v] for v in nodes)
+              for j, nodes in result.info["placed"].items()}
+    assert placed == {0: sorted(names((18, 25), "n27")), 1: sorted(names("n1", (3, 9), "n28")),
+                      3: ["n10"]}
+
+
+@pytest.mark.parametrize("jobs, busy, expected", [
+    ([30, 2], ("n3", "n12"), [names("n1", (5, 11), (13, 34)), ["n2", "n4"]]),
+    ([33], (), None),
+])
+def test_a_short_top_block_counts_at_its_block_size(jobs, busy, expected):
+    """What Slurm 24.11.5 did: 7 blocks of 4-5 with BlockSizes=4,8,16,32. The top block counts
+    as 8 base blocks: 30 nodes (8 blocks' worth) go to it; 33 (9) go to the whole cluster,
+    whose one llblock, the top block, is larger than the 7 base blocks and never counted:
+    Slurm refuses the job although every node is idle."""
+    tree = uneven([4, 5, 5, 5, 5, 5, 5], "4,8,16,32")
+    result = solve(tree, [n for n in names((1, 34)) if n not in busy], jobs)
+    if expected is None:
+        assert result.info["unplaced"] == [0]
+    else:
+        assert [sorted(nodes) for nodes in result.node_names()] == [sorted(e) for e in expected]
+
+
+def test_the_whole_cluster_above_a_full_top_block_takes_it_as_llblock():
+    """What Slurm 24.11.5 did: 8 blocks of 4-7, BlockSizes=4,8,16,32; 39 nodes ask for 10 base
+    blocks, more than the top block's 8: the whole cluster, whose llblock is the top block
+    itself. Base blocks are taken most idle first (b8, the last of the fullest, first), and the
+    last node comes from b2, the one with the fewest idle nodes that holds it."""
+    tree = uneven([7, 4, 7, 6, 5, 7, 6, 7], "4,8,16,32")
+    idle = names((1, 6), (8, 14), (16, 27), "n29", "n31", (33, 39), (41, 42), (44, 49))
+    result = solve(tree, idle, [39])
+    assert result.node_names()[0] == tuple(names((1, 6), "n8", (12, 14), (16, 27), "n29", "n31",
+                                                 (33, 39), (41, 42), (44, 49)))
+
+
 def test_a_job_no_block_holds_is_unplaced_and_later_jobs_still_go():
     """Two idle nodes per block: 5 nodes ask for a pair of blocks, which holds 4: pending."""
     idle = names((1, 2), (5, 6), (9, 10), (13, 14))

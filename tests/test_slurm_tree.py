@@ -1,4 +1,5 @@
-"""slurm-tree: Slurm 22.05's topology/tree node selection (tjap.heuristics.slurm.tree), without Slurm.
+"""slurm-tree: Slurm 22.05's topology/tree node selection (tjap.heuristics.slurm.tree), and
+24.11's (``slurm="24.11"``), without Slurm.
 
 The hand-worked cases follow the rule in the module docstring; the 9-node case with a leaf beside
 a switch (``test_leaf_beside_a_switch_wins_when_its_parent_fits``) is also what a real Slurm
@@ -64,9 +65,9 @@ def pick(topology, idle, size):
 
 
 # -- plain-Python reference of the rule (the oracle of the Numba kernel) ----------------------
-def reference_nodes(topology: Topology, idle: set[int], size: int):
-    """The rule of tjap.heuristics.slurm.tree, written with sets and dicts, or None when no switch
-    holds ``size`` idle nodes."""
+def reference_nodes(topology: Topology, idle: set[int], size: int, slurm: str = "22.05"):
+    """The rule of tjap.heuristics.slurm.tree (22.05's, or 24.11's), written with sets and dicts,
+    or None when no switch holds ``size`` idle nodes."""
     implicit = topology.switch_names[0] == "(root)"
     switches = list(range(1 if implicit else 0, topology.num_switches))
     parent_t = {s: int(topology.switch_parent[s]) for s in switches}
@@ -109,23 +110,24 @@ def reference_nodes(topology: Topology, idle: set[int], size: int):
     count = {s: len(set(below(s)) & inside) for s in switches}
 
     def better(i, j, rem):
+        """(order, whether i or the ancestor of i the comparison ended at holds rem)"""
         while True:
             fi, fj = count[i] >= rem, count[j] >= rem
             if fi and fj:
                 if count[i] != count[j]:
-                    return 1 if count[i] < count[j] else -1
+                    return (1 if count[i] < count[j] else -1), fi
                 break
             if fi != fj:
-                return 1 if fi else -1
+                return (1 if fi else -1), fi
             if (parent[i] != i or parent[j] != j) and parent[i] != parent[j]:
                 i, j = parent[i], parent[j]
                 continue
             break
         if count[i] != count[j]:
-            return 1 if count[i] > count[j] else -1
+            return (1 if count[i] > count[j] else -1), fi
         if level[i] != level[j]:
-            return 1 if level[i] < level[j] else -1
-        return 0
+            return (1 if level[i] < level[j] else -1), fi
+        return 0, fi
 
     leaves = [s for s in switches if level[s] == 0]
     dist = {s: 0 for s in switches}
@@ -138,8 +140,9 @@ def reference_nodes(topology: Topology, idle: set[int], size: int):
             if best is None:
                 best = i
                 continue
-            c = better(i, best, rem)
-            if (dist[i] < dist[best] and c >= 0) or (dist[i] == dist[best] and c > 0):
+            c, fit = better(i, best, rem)
+            closer = fit if slurm == "24.11" else c >= 0
+            if (dist[i] < dist[best] and closer) or (dist[i] == dist[best] and c > 0):
                 best = i
         assert best is not None
         for s in switches:
@@ -149,6 +152,9 @@ def reference_nodes(topology: Topology, idle: set[int], size: int):
             if rem:
                 taken.append(v)
                 rem -= 1
+        if slurm == "24.11" and rem:
+            for s in path_up(best):
+                count[s] = max(0, count[s] - count[best]) if s != best else count[s]
         count[best] = 0
     return sorted(taken)
 
@@ -246,9 +252,55 @@ def test_several_top_level_switches_confine_the_job():
     assert r.info["unplaced_job"] == 1
 
 
+#: Two trees of benchmarks/slurm_tree_validation.py (seed 0) on which Slurm 24.11.5 and 22.05.8
+#: chose differently; the node sets are theirs.
+BESIDE = Topology.from_slurm("""
+SwitchName=top Switches=l[1-3],m1
+SwitchName=l1 Nodes=n[001-004]
+SwitchName=l2 Nodes=n[005-010]
+SwitchName=l3 Nodes=n[011-016]
+SwitchName=m1 Switches=l[4-5]
+SwitchName=l4 Nodes=n[017-021]
+SwitchName=l5 Nodes=n[022-027]
+""")
+PAIRS = Topology.from_slurm("""
+SwitchName=top Switches=m[1-2]
+SwitchName=m1 Switches=l[1-2]
+SwitchName=l1 Nodes=n[001-006]
+SwitchName=l2 Nodes=n[007-011]
+SwitchName=m2 Switches=l[3-5]
+SwitchName=l3 Nodes=n[012-017]
+SwitchName=l4 Nodes=n[018-021]
+SwitchName=l5 Nodes=n[022-025]
+""")
+
+
+def _n(*numbers):
+    return [f"n{i:03d}" for i in numbers]
+
+
+@pytest.mark.parametrize("tree, idle, sizes, slurm_22_05, slurm_24_11", [
+    # l5 (5 idle, its switch m1 holds 8) first; 2 missing: 22.05 takes the best fit l1 (2 idle),
+    # 24.11 the closer l4, which holds them
+    (BESIDE, _n(1, 3, 8, 9, 10, 17, 19, 20, 23, 24, 25, 26, 27), [7],
+     [_n(1, 3, 23, 24, 25, 26, 27)], [_n(17, 19, 23, 24, 25, 26, 27)]),
+    # 8 nodes: l3 first (its switch m2 holds 8); for the 5 missing, 24.11 counts the 5 left
+    # under m2, a tighter fit than m1's 6, and stays there (l4, l5); 22.05 still counts m2's 8,
+    # so m1 is the tighter fit and it goes to l1, then back to l4
+    (PAIRS, _n(1, 2, 4, 7, 8, 9, 12, 16, 17, 18, 19, 22, 23, 24), [8, 1],
+     [_n(1, 2, 4, 12, 16, 17, 18, 19), _n(7)], [_n(12, 16, 17, 18, 19, 22, 23, 24), _n(1)]),
+])
+def test_what_slurm_22_05_and_24_11_chose(tree, idle, sizes, slurm_22_05, slurm_24_11):
+    window = Window(tree, idle, sizes)
+    for slurm, expected in (("22.05", slurm_22_05), ("24.11", slurm_24_11)):
+        result = solve_slurm_tree(window, slurm=slurm)
+        assert [sorted(nodes) for nodes in result.node_names()] == expected, slurm
+
+
 # -- the oracle, feasibility, determinism ----------------------------------------------------
+@pytest.mark.parametrize("slurm", ["22.05", "24.11"])
 @pytest.mark.parametrize("seed", range(40))
-def test_kernel_matches_the_reference(seed):
+def test_kernel_matches_the_reference(seed, slurm):
     rng = np.random.default_rng(seed)
     topology = random_topology(rng)
     for _ in range(8):
@@ -256,12 +308,12 @@ def test_kernel_matches_the_reference(seed):
         if not idle:
             continue
         size = int(rng.integers(1, len(idle) + 1))
-        expected = reference_nodes(topology, idle, size)
+        expected = reference_nodes(topology, idle, size, slurm)
         if expected is None:
             with pytest.raises(SlurmWouldNotPlaceError):
-                slurm_tree_nodes(topology, sorted(idle), size)
+                slurm_tree_nodes(topology, sorted(idle), size, slurm=slurm)
         else:
-            assert slurm_tree_nodes(topology, sorted(idle), size).tolist() == expected
+            assert slurm_tree_nodes(topology, sorted(idle), size, slurm=slurm).tolist() == expected
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -336,6 +388,15 @@ def test_bad_input_is_one_line(idle, size, match):
     with pytest.raises(InvalidInputError, match=match) as info:
         slurm_tree_nodes(UNEVEN, idle, size)
     assert "\n" not in str(info.value)
+
+
+def test_bad_release_is_one_line():
+    for call in (lambda: slurm_tree_nodes(UNEVEN, ["n1"], 1, slurm="23.02"),
+                 lambda: solve_slurm_tree(Window(UNEVEN, ["n1"], [1]), slurm=24.11)):
+        with pytest.raises(InvalidInputError, match="slurm must be one of '22.05', '24.11'") \
+                as info:
+            call()
+        assert "\n" not in str(info.value)
 
 
 def test_bad_topology_and_window():

@@ -7,7 +7,9 @@ The rules are re-written from a reading of Slurm 24.11's ``eval_nodes_block`` (w
 ``topology_p_whole_topo`` in ``src/plugins/topology/block/topology_block.c`` and of
 ``_block_by_topology`` in ``src/plugins/select/cons_tres/job_test.c``, and checked against the
 placements a real Slurm 24.11.5 made on 16 nodes in 4 blocks of 4 with ``BlockSizes=4,8,16``
-(``tests/test_anchors_block_kueue.py`` replays them). For what this project places (jobs of
+(``tests/test_anchors_block_kueue.py`` replays them) and on random block clusters of 16-40 nodes
+(``benchmarks/slurm_block_validation.py``; ``tests/test_slurm_block_live.py`` replays a few on
+a real Slurm). For what this project places (jobs of
 ``n`` whole nodes, ``sbatch -N n --exclusive``, nodes of equal weight and CPUs, no required
 nodes) Slurm does this:
 
@@ -17,20 +19,28 @@ nodes) Slurm does this:
    leaf's node count.
 2. **The level a job asks for.** A request of ``r`` nodes needs ceil(r / b) base blocks, rounded
    up to the next ``BlockSizes`` level: the lowest level whose largest domain has that many
-   (:func:`~tjap.placement.tree.jobs.slurm_level`); when no level has, the whole tree. The
-   request's nodes all come from one block of that level.
+   (:func:`~tjap.placement.tree.jobs.slurm_level`); a single top aggregated block counts at its
+   ``BlockSizes`` size (its base blocks rounded up to a power of two), so it also takes the
+   requests between its real size and that one. The request's nodes all come from one block of
+   that level. A larger request (possible where blocks hold more than ``b`` nodes) goes to the
+   whole cluster, counted as all its base blocks. The blocks of the next level down are the
+   level's "llblocks" (for the whole cluster: the top aggregated blocks, or the single top
+   block itself); the request may use ceil(r / llblock size) of them.
 3. **The block.** Of the blocks of that level that can hold the request, the one with the
    fewest idle nodes (best fit), the last in the tree's order on a tie. A block can hold the
-   request when its idle nodes do; when the level skips a ``BlockSizes`` entry (its blocks hold
-   more lower-level blocks, "llblocks" of the level just below, than ceil(r / llblock size)),
-   only the idle nodes of that many of its fullest llblocks count.
+   request when its idle nodes do; when its size (in base blocks, as rule 2 counts it) is not
+   the llblock size times the llblocks the request may use, only the idle nodes of that many of
+   its fullest llblocks count, and only llblocks among its first size / llblock size (rounded
+   down): the whole cluster leaves out a last llblock that is not full, and holds no request at
+   all when its llblock is a top block larger than the cluster (base blocks not a power of two):
+   Slurm refuses such a job at submission ("Requested node configuration is not available").
 4. **Base blocks inside it.** Base blocks are added one at a time until the request is met; each
    gives its idle nodes in node order. The next one is, in Slurm's order: one that holds all the
    missing nodes, the one with the fewest idle nodes among those, the last on a tie; else the
    one with the most idle nodes, the last on a tie. Where llblocks count (rule 3), the choice
    first prefers a base block in an llblock the job already uses, then an llblock that holds all
    the missing nodes (the one with the fewest idle nodes), else the llblock with the most idle
-   nodes, and the job may use at most ceil(r / llblock size) llblocks. A step that adds no node
+   nodes, and the job may use at most the llblocks of rule 2. A step that adds no node
    (Slurm's code may pick an empty base block in an llblock already used) ends the search: the
    job stays pending, as the code does.
 5. **Segments** (``--segment=S``, the job's ``segment``). The level is sized from the segment, and
@@ -56,11 +66,13 @@ not: ``within`` and ``prefer`` (the block plugin has no ``--switches``), a fragm
 holds). ``slurm_rule`` always holds: it is the rule of steps 2-5.
 
 Simplified: node order is the tree's node order (Slurm's ``NodeName`` order); one weight for
-all nodes; a level "skips a ``BlockSizes`` entry" when its largest domain holds more leaves than
-the largest domain below it times the llblocks the request may use (Slurm counts a short top
-block at its nominal size instead); the ``SPREAD_SEGMENTS`` / ``CONSOLIDATE_SEGMENTS`` flags of
-later releases are not modelled; a pending job does not hold back the jobs behind it (no
-reservation). On a tree that is not a block tree (any :class:`Topology`), leaf switches are the
+all nodes; the tree keeps no ``BlockSizes`` entry above the first that holds every base block,
+so those are taken as absent, and that first one as the top block's base blocks rounded up to
+a power of two (Slurm sizes a request's level from every entry given: where the configuration
+lists larger sizes, or its first size that holds every base block is larger than that, Slurm
+may place the largest requests otherwise); the ``SPREAD_SEGMENTS`` / ``CONSOLIDATE_SEGMENTS``
+flags of later releases are not modelled; a pending job does not hold back the jobs behind it
+(no reservation). On a tree that is not a block tree (any :class:`Topology`), leaf switches are the
 base blocks and the switches above them the aggregated blocks of their level.
 
 ``time_limit_s`` and ``seed`` are accepted for the common solver signature: the rule is
@@ -77,6 +89,7 @@ import numpy as np
 from tjap.errors import InvalidInputError
 from tjap.placement.tree.jobs import level_domains, slurm_level, switch_levels
 from tjap.placement.tree.result import Result
+from tjap.placement.tree.topology import IMPLICIT_ROOT
 from tjap.placement.tree.window import Window
 from tjap.result import Status
 
@@ -102,7 +115,14 @@ class BlockTable:
     leaf_domain : dict level -> int64 array
         Each switch's domain at the level (meaningful for leaf switches).
     nominal : dict level -> int
-        The most leaves a domain of the level holds.
+        The size of the level's blocks in base blocks, as Slurm counts it: the most leaves a
+        domain of the level holds; at the top, a single aggregated block counts at its
+        ``BlockSizes`` size (that count rounded up to a power of two), the implicit root above
+        several top blocks at the number of base blocks.
+    num_blocks : int
+        The number of base blocks (Slurm's whole-cluster block when no level is large enough).
+    implicit : bool
+        Whether the top is the implicit root over several top blocks.
     leaf_first, leaf_size : int64 arrays
         A leaf switch's nodes are ``leaf_first[s] : leaf_first[s] + leaf_size[s]``.
     """
@@ -132,6 +152,10 @@ class BlockTable:
             self.leaves_in[level] = inside
             self.blocks[level] = list(inside)            # leaves in node order: so are domains
             self.nominal[level] = max(len(v) for v in inside.values())
+        self.num_blocks = len(leaves)
+        self.implicit = self.top > 1 and topology.switch_names[0] == IMPLICIT_ROOT
+        if self.top > 1 and not self.implicit:
+            self.nominal[self.top] = 1 << (self.nominal[self.top] - 1).bit_length()
 
 
 @functools.lru_cache(maxsize=16)
@@ -141,21 +165,32 @@ def block_table(topology) -> BlockTable:
 
 
 # --------------------------------------------------------------------------- one request
-def _level_for(table: BlockTable, topology, count: int) -> int:
+def _level_for(table: BlockTable, topology, count: int) -> tuple[int, int, int]:
+    """Where Slurm looks for ``count`` nodes: ``(level, span, ll_level)``, the level of the
+    blocks, their size in base blocks as Slurm counts it, and the level of their llblocks (0:
+    none). The top level at its ``BlockSizes`` size when that holds ceil(count / b) base
+    blocks; else the whole cluster, ``span`` all the base blocks, whose llblock is the top
+    aggregated block (the level below the implicit root's)."""
     level = slurm_level(topology, count)
-    return table.top if level is None else level
+    if level is None and table.nominal[table.top] * table.base >= count:
+        level = table.top
+    if level is not None:
+        return level, table.nominal[level], level - 1
+    return table.top, table.num_blocks, table.top - 1 if table.implicit else table.top
 
 
-def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int):
-    """One pass of ``eval_nodes_block`` for ``rem`` nodes at ``level``: the node ids taken (in the
-    order taken), or None when Slurm would not place the request."""
+def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int, span: int,
+                ll_level: int):
+    """One pass of ``eval_nodes_block`` for ``rem`` nodes in the blocks of ``level``, which
+    Slurm counts as ``span`` base blocks, with llblocks of ``ll_level`` (0: none): the node ids
+    taken (in the order taken), or None when Slurm would not place the request."""
     counts = np.bincount(table.node_domain[level][avail], minlength=table.leaf_size.size)
     leaf_count = np.bincount(table.node_leaf[avail], minlength=table.leaf_size.size)
-    ll_level = level - 1
     use_ll, max_ll = False, 0
     if ll_level >= 1:
         max_ll = -(-rem // (table.nominal[ll_level] * table.base))
-        use_ll = table.nominal[level] != table.nominal[ll_level] * max_ll
+        use_ll = span != table.nominal[ll_level] * max_ll
+        counted = span // table.nominal[ll_level]     # llblocks of a block that Slurm counts
     ll_count = (np.bincount(table.node_domain[ll_level][avail], minlength=table.leaf_size.size)
                 if use_ll else None)
     # rule 3: the block with the fewest idle nodes that can hold the request, the last on a tie
@@ -164,7 +199,8 @@ def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int):
         idle = int(counts[block])
         usable = idle
         if use_ll:
-            lls = {int(table.leaf_domain[ll_level][s]) for s in table.leaves_in[level][block]}
+            lls = list(dict.fromkeys(int(table.leaf_domain[ll_level][s])
+                                     for s in table.leaves_in[level][block]))[:counted]
             usable = int(sum(sorted((int(ll_count[d]) for d in lls), reverse=True)[:max_ll]))
         if usable < rem:
             continue
@@ -228,13 +264,13 @@ def block_nodes(window: Window, job, avail: np.ndarray):
     topology = window.topology
     table = block_table(topology)
     if job.segment is None:
-        nodes = _eval_block(table, avail, job.nodes, _level_for(table, topology, job.nodes))
+        nodes = _eval_block(table, avail, job.nodes, *_level_for(table, topology, job.nodes))
         return None if nodes is None else sorted(nodes)
     level = _level_for(table, topology, job.segment)
     left = avail.copy()
     nodes = []
     for _ in range(job.nodes // job.segment):
-        part = _eval_block(table, left, job.segment, level)
+        part = _eval_block(table, left, job.segment, *level)
         if part is None:
             return None
         left[part] = False

@@ -1,4 +1,4 @@
-"""What Slurm 22.05 would choose on a switch tree: its ``topology/tree`` node selection as a
+"""What Slurm 22.05 (or 24.11) would choose on a switch tree: its ``topology/tree`` selection as a
 placement method, for one job (:func:`slurm_tree_nodes`) and for a window of jobs placed one after
 another in priority order (:func:`solve_slurm_tree`, registered as method ``"slurm-tree"``).
 
@@ -31,6 +31,14 @@ nodes, no ``--switches`` limit. In those terms Slurm does this:
 4. **Taking nodes.** The chosen leaf gives its idle nodes in node order (Slurm's node index
    order) until the job has ``n``; its count drops to zero and every switch's summed distance
    grows by its distance to the chosen leaf, so the next leaf is preferably near the ones taken.
+
+**Slurm 24.11** (``slurm="24.11"``; its ``_eval_nodes_topo`` in
+``src/plugins/topology/tree/eval_nodes_tree.c``) differs in two steps, and this rule reproduces
+its choices on the 120 windows (285 jobs) of ``benchmarks/slurm_tree_validation.py`` (seeds 0
+and 1) where 22.05's differs on 20: in step 3 a strictly closer leaf replaces the best so far
+when it can hold the missing nodes, or when the ancestor the comparison ended at can (not when
+it merely compares at least as well); and once a leaf has given all its idle nodes, every switch
+above it loses them too, so the parents' counts are those left.
 
 So a job that fits in one leaf lands in the leaf with the fewest idle nodes that holds it (the
 first such leaf on a tie), on that leaf's first idle nodes. A larger job starts with the leaf the
@@ -92,6 +100,8 @@ class SlurmSwitchTable:
         The leaf switches, in table order.
     leaf_dist : int64 array (len(leaves), num_switches)
         Links between each leaf and every switch, :data:`INFINITE` across top-level switches.
+    top : bool array
+        Whether the switch is a top-level switch (no line lists it).
     """
 
     def __init__(self, topology: Topology):
@@ -141,8 +151,8 @@ class SlurmSwitchTable:
         self.num_switches = num
         self.offset = offset
         self.level, self.parent, self.first_node, self.end_node = level, parent, first, end
-        self.leaves, self.leaf_dist = leaves, leaf_dist
-        for array in (level, parent, first, end, leaves, leaf_dist):
+        self.leaves, self.leaf_dist, self.top = leaves, leaf_dist, is_top
+        for array in (level, parent, first, end, leaves, leaf_dist, is_top):
             array.setflags(write=False)
 
 
@@ -155,42 +165,45 @@ def switch_table(topology: Topology) -> SlurmSwitchTable:
 # --------------------------------------------------------------------------- kernels
 @njit
 def _compare(i, j, rem, count, parent, level):
-    """1 if leaf ``i`` is the better of ``i`` and ``j`` for ``rem`` missing nodes, -1 if ``j``,
-    0 if neither (Slurm's ``_topo_compare_switches``)."""
+    """``(order, fit)``: order is 1 if leaf ``i`` is the better of ``i`` and ``j`` for ``rem``
+    missing nodes, -1 if ``j``, 0 if neither (Slurm's ``_topo_compare_switches``); fit is
+    whether ``i``, or the ancestor of ``i`` the comparison ended at, holds ``rem`` nodes."""
     while True:
         i_fit = count[i] >= rem
         j_fit = count[j] >= rem
         if i_fit and j_fit:
             if count[i] < count[j]:
-                return 1
+                return 1, i_fit
             if count[i] > count[j]:
-                return -1
+                return -1, i_fit
             break
         if i_fit:
-            return 1
+            return 1, i_fit
         if j_fit:
-            return -1
+            return -1, i_fit
         if (parent[i] != i or parent[j] != j) and parent[i] != parent[j]:
             i = parent[i]
             j = parent[j]
             continue
         break
     if count[i] > count[j]:
-        return 1
+        return 1, i_fit
     if count[i] < count[j]:
-        return -1
+        return -1, i_fit
     if level[i] < level[j]:
-        return 1
+        return 1, i_fit
     if level[i] > level[j]:
-        return -1
-    return 0
+        return -1, i_fit
+    return 0, i_fit
 
 
 @njit
-def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dist, out):
+def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dist, top_level,
+              newer, out):
     """Slurm's choice of ``size`` nodes among ``avail`` (uint8 per node, 1 = idle; the chosen
-    nodes are set to 0). Writes the node indices to ``out[:size]`` in the order taken and returns
-    ``size``, or returns -1 (nothing changed) when no switch holds ``size`` idle nodes."""
+    nodes are set to 0), by 22.05's rule or, with ``newer``, by 24.11's. Writes the node indices
+    to ``out[:size]`` in the order taken and returns ``size``, or returns -1 (nothing changed)
+    when no switch holds ``size`` idle nodes."""
     num = level.size
     count = np.zeros(num, dtype=np.int64)
     for s in range(num):
@@ -228,8 +241,9 @@ def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dis
                     best = i
                     best_pos = pos
                 continue
-            tcs = _compare(i, best, rem, count, parent, level)
-            if (dist[i] < dist[best] and tcs >= 0) or (dist[i] == dist[best] and tcs > 0):
+            tcs, fit = _compare(i, best, rem, count, parent, level)
+            if (dist[i] < dist[best] and (fit if newer else tcs >= 0)) \
+                    or (dist[i] == dist[best] and tcs > 0):
                 best = i
                 best_pos = pos
         if best == -1:
@@ -248,6 +262,14 @@ def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dis
                 rem -= 1
                 if rem == 0:
                     return size
+        if newer:                 # 24.11: the leaf's switches lose the nodes it gave
+            used = count[best]
+            s = best
+            while True:
+                count[s] = count[s] - used if count[s] > used else 0
+                if top_level[s]:
+                    break
+                s = parent[s]
         count[best] = 0
     # not reached on a tree (the top switch holds enough nodes): undo
     for k in range(taken):
@@ -256,13 +278,14 @@ def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dis
 
 
 @njit
-def place_window(avail, sizes, level, parent, first_node, end_node, leaves, leaf_dist, out):
+def place_window(avail, sizes, level, parent, first_node, end_node, leaves, leaf_dist, top_level,
+                 newer, out):
     """Place the jobs of ``sizes`` one after another (``out`` holds their nodes back to back).
     Returns -1 when all are placed, else the index of the first job Slurm would not start."""
     offset = 0
     for j in range(sizes.size):
         got = place_job(avail, sizes[j], level, parent, first_node, end_node, leaves, leaf_dist,
-                        out[offset:offset + sizes[j]])
+                        top_level, newer, out[offset:offset + sizes[j]])
         if got < 0:
             return j
         offset += sizes[j]
@@ -288,6 +311,18 @@ def _avail_mask(topology: Topology, idle) -> np.ndarray:
     return mask
 
 
+#: The Slurm releases whose rule is modelled (``slurm=``): 22.05's and 24.11's.
+RELEASES = ("22.05", "24.11")
+
+
+def _newer(slurm) -> bool:
+    """True for 24.11's rule, False for 22.05's; anything else is one line."""
+    if slurm not in RELEASES:
+        raise InvalidInputError(f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
+                                f"release whose topology/tree rule to follow), got {slurm!r:.40}")
+    return slurm == "24.11"
+
+
 def _check_topology(topology) -> Topology:
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology must be a tjap.Topology (or FatTree), got "
@@ -295,9 +330,10 @@ def _check_topology(topology) -> Topology:
     return topology
 
 
-def slurm_tree_nodes(topology: Topology, idle, size: int) -> np.ndarray:
-    """The nodes Slurm 22.05's ``topology/tree`` selection gives a whole-node job of ``size``
-    nodes when ``idle`` are the idle nodes (see the module docstring for the rule).
+def slurm_tree_nodes(topology: Topology, idle, size: int, *, slurm: str = "22.05") -> np.ndarray:
+    """The nodes Slurm 22.05's ``topology/tree`` selection (24.11's with ``slurm="24.11"``)
+    gives a whole-node job of ``size`` nodes when ``idle`` are the idle nodes (see the module
+    docstring for the rule).
 
     Parameters
     ----------
@@ -307,6 +343,8 @@ def slurm_tree_nodes(topology: Topology, idle, size: int) -> np.ndarray:
         The idle nodes.
     size : int
         Nodes the job asks for (``sbatch -N size --exclusive``).
+    slurm : {"22.05", "24.11"}
+        The release whose rule to follow.
 
     Returns
     -------
@@ -330,6 +368,7 @@ def slurm_tree_nodes(topology: Topology, idle, size: int) -> np.ndarray:
     ['n5', 'n6']
     """
     topology = _check_topology(topology)
+    newer = _newer(slurm)
     if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
         raise InvalidInputError(f"size must be a positive integer, got {size!r}")
     avail = _avail_mask(topology, idle)
@@ -339,7 +378,7 @@ def slurm_tree_nodes(topology: Topology, idle, size: int) -> np.ndarray:
     table = switch_table(topology)
     out = np.empty(int(size), dtype=np.int64)
     got = place_job(avail, np.int64(size), table.level, table.parent, table.first_node,
-                    table.end_node, table.leaves, table.leaf_dist, out)
+                    table.end_node, table.leaves, table.leaf_dist, table.top, newer, out)
     if got < 0:
         raise SlurmWouldNotPlaceError(
             f"no switch holds {size} idle nodes: Slurm would leave this job pending (the tree has "
@@ -347,9 +386,11 @@ def slurm_tree_nodes(topology: Topology, idle, size: int) -> np.ndarray:
     return np.sort(out)
 
 
-def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
+def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, seed=0,
+                     slurm: str = "22.05") -> Result:
     """Place the window's jobs in window (priority) order, each where Slurm 22.05's
-    ``topology/tree`` selection puts it on the nodes the previous jobs left idle.
+    ``topology/tree`` selection (24.11's with ``slurm="24.11"``) puts it on the nodes the
+    previous jobs left idle.
 
     ``time_limit_s`` and ``seed`` are accepted for the common solver signature; the rule is
     deterministic and fast. Status ``FEASIBLE``; ``INFEASIBLE`` (no assignment,
@@ -359,6 +400,7 @@ def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, s
     refuse_constraints(window, "slurm-tree")
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
+    newer = _newer(slurm)
     started = time.perf_counter()
     topology = _check_topology(window.topology)
     table = switch_table(topology)
@@ -367,7 +409,7 @@ def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, s
     sizes = np.asarray(window.job_sizes, dtype=np.int64)
     out = np.empty(int(sizes.sum()), dtype=np.int64)
     failed = place_window(avail, sizes, table.level, table.parent, table.first_node,
-                          table.end_node, table.leaves, table.leaf_dist, out)
+                          table.end_node, table.leaves, table.leaf_dist, table.top, newer, out)
     runtime = time.perf_counter() - started
     if failed >= 0:
         return Result.from_assignment(
@@ -382,5 +424,5 @@ def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, s
                                   runtime_s=runtime, seed=seed)
 
 
-__all__ = ["INFINITE", "SlurmSwitchTable", "SlurmWouldNotPlaceError", "place_job", "place_window",
-           "slurm_tree_nodes", "solve_slurm_tree", "switch_table"]
+__all__ = ["INFINITE", "RELEASES", "SlurmSwitchTable", "SlurmWouldNotPlaceError", "place_job",
+           "place_window", "slurm_tree_nodes", "solve_slurm_tree", "switch_table"]
