@@ -13,8 +13,10 @@ import json
 import numpy as np
 import pytest
 
-from tjap.heuristics.slurm.tree import (INFINITE, SlurmWouldNotPlaceError, slurm_tree_nodes,
-                                   solve_slurm_tree, switch_table)
+from tjap.heuristics.slurm.tree import (INFINITE, RELEASES, SlurmWouldNotPlaceError,
+                                        release_for, slurm_tree_nodes, solve_slurm_tree,
+                                        switch_table)
+from tjap.heuristics.tree.guarded import solve_guarded
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
@@ -295,6 +297,25 @@ def test_what_slurm_22_05_and_24_11_chose(tree, idle, sizes, slurm_22_05, slurm_
     for slurm, expected in (("22.05", slurm_22_05), ("24.11", slurm_24_11)):
         result = solve_slurm_tree(window, slurm=slurm)
         assert [sorted(nodes) for nodes in result.node_names()] == expected, slurm
+
+
+@pytest.mark.parametrize("version, rule", [("slurm 24.11.5", "24.11"), ("slurm 25.05.0", "24.11"),
+                                           ("slurm-wlm 22.05.8", "22.05"),
+                                           ("slurm 23.11.4", "22.05"), ("", "22.05")])
+def test_the_rule_follows_the_live_version(version, rule):
+    assert release_for(version) == rule
+
+
+def test_guarded_follows_the_rule_it_is_given():
+    window = Window(BESIDE, _n(1, 3, 8, 9, 10, 17, 19, 20, 23, 24, 25, 26, 27), [7])
+    for slurm in RELEASES:
+        r = solve_guarded(window, slurm=slurm)
+        assert r.info["slurm_tree_cost"] == solve_slurm_tree(window, slurm=slurm).objective
+    assert solve_slurm_tree(window, slurm="22.05").objective != \
+        solve_slurm_tree(window, slurm="24.11").objective
+    with pytest.raises(InvalidInputError, match="slurm must be one of") as info:
+        solve_guarded(window, slurm="23.02")
+    assert "\n" not in str(info.value)
 
 
 # -- the oracle, feasibility, determinism ----------------------------------------------------

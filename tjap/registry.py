@@ -252,7 +252,8 @@ _add("tree", "seq", "tjap.placement.tree.scas:solve_seq",
      "the paper's sequential assignment (each job takes the next idle nodes; with constraints "
      "the first run they allow)", model="scas", constraints=True)
 _add("tree", "slurm-tree", "tjap.heuristics.slurm.tree:solve_slurm_tree",
-     "what Slurm 22.05's topology/tree selection does, job by job in window order", model="free")
+     "what Slurm 22.05's topology/tree selection does, job by job in window order "
+     "(slurm='24.11': 24.11's)", model="free")
 _add("tree", "slurm-block", "tjap.heuristics.slurm.block:solve_slurm_block",
      "what Slurm 24.11's topology/block selection does (segments, exclusive=topo), job by job",
      model="free", constraints=True)

@@ -62,6 +62,8 @@ then raises :class:`SlurmWouldNotPlaceError` and :func:`solve_slurm_tree` return
 
 from __future__ import annotations
 
+import re
+
 import functools
 import time
 
@@ -313,6 +315,13 @@ def _avail_mask(topology: Topology, idle) -> np.ndarray:
 
 #: The Slurm releases whose rule is modelled (``slurm=``): 22.05's and 24.11's.
 RELEASES = ("22.05", "24.11")
+
+
+def release_for(version: str) -> str:
+    """The rule of :data:`RELEASES` a Slurm version follows (``slurm 24.11.5`` -> ``"24.11"``,
+    ``slurm-wlm 22.05.8`` -> ``"22.05"``): 24.11's from 24.11 on, else 22.05's."""
+    found = re.search(r"(\d+)\.(\d+)", version or "")
+    return "24.11" if found and (int(found[1]), int(found[2])) >= (24, 11) else "22.05"
 
 
 def _newer(slurm) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-from tjap.heuristics.slurm.tree import solve_slurm_tree
+from tjap.heuristics.slurm.tree import RELEASES, solve_slurm_tree
 from tjap.placement.tree.exact import solve_auto
 from tjap.placement.tree.freeform import solve_freeform
 from tjap.placement.tree.result import Result
@@ -60,7 +60,7 @@ def _run(fn, *args, **kwargs):
 
 
 def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                  improve: bool = True, solver: str = "scip") -> Result:
+                  improve: bool = True, solver: str = "scip", slurm: str = "22.05") -> Result:
     """The cheapest of the SCAS optimum, ``slurm-tree`` and (with a time limit) a warm-started
     free-form improvement; see the module docstring.
 
@@ -76,6 +76,8 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
         Try the free-form improvement (default True).
     solver : {"scip", "cpsat"}
         The free-form model's solver.
+    slurm : {"22.05", "24.11"}
+        Which Slurm's ``topology/tree`` rule ``slurm-tree`` follows (they differ on some jobs).
 
     Returns
     -------
@@ -97,6 +99,9 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
     refuse_constraints(window, "guarded")
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
+    if slurm not in RELEASES:
+        raise InvalidInputError(f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
+                                f"Slurm whose topology/tree rule to follow), got {slurm!r}")
     started = time.perf_counter()
     entries: dict[str, dict] = {}
     found: dict[str, Result] = {}
@@ -106,7 +111,8 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
     entries["scas"] = _entry(scas, error, spent)
     if scas is not None and scas.has_solution:
         found["scas"] = scas
-    slurm, error, spent = _run(solve_slurm_tree, window, convention=convention, seed=seed)
+    slurm, error, spent = _run(solve_slurm_tree, window, convention=convention, seed=seed,
+                               slurm=slurm)
     entries["slurm-tree"] = _entry(slurm, error, spent)
     if slurm is not None and slurm.has_solution:
         found["slurm-tree"] = slurm

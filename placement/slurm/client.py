@@ -633,6 +633,11 @@ class SlurmClient:
         raise SlurmError("Slurm has no default partition; name one with --partition "
                          f"(partitions: {', '.join(names) or 'none'})")
 
+    def version(self) -> str:
+        """The Slurm version of the client tools, as ``scontrol --version`` prints it (e.g.
+        ``slurm 24.11.5``, ``slurm-wlm 22.05.8``)."""
+        return self.run(["scontrol", "--version"]).stdout.strip()
+
     def show_topology(self) -> str:
         """``scontrol show topology``'s text; an unreachable controller raises (scontrol
         itself exits 0 then)."""

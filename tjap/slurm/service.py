@@ -264,6 +264,7 @@ class PlacementService:
         #: job id -> the --segment read from its batch script (None: none)
         self._segments: dict = {}
         self.windows = 0
+        self._tree_rule = None
         #: passes that read Slurm and finished (a setup error after the first is retried)
         self.passes = 0
         self.partition = self.config.partition
@@ -365,8 +366,10 @@ class PlacementService:
         if state.blocks:
             return self._decide_blocks(rec, state, window_jobs)
         window = Window(state.topology, state.idle, [j.nodes for j in window_jobs])
+        rule = rec["slurm_tree_rule"] = self.tree_rule()
+        follow = {"slurm": rule} if cfg.method in ("guarded", "slurm-tree") else {}
         result = solve(window, cfg.method, time_limit_s=cfg.time_limit_s, seed=cfg.seed,
-                       convention=cfg.convention)
+                       convention=cfg.convention, **follow)
         rec.update({"status": result.status.value, "solve_s": result.runtime_s})
         info = result.info or {}
         if cfg.method == "guarded":
@@ -374,7 +377,7 @@ class PlacementService:
                         "slurm_tree_cost": info.get("slurm_tree_cost"),
                         "scas_optimum": info.get("scas_optimum")})
         elif cfg.compare:
-            slurm = solve(window, "slurm-tree", convention=cfg.convention)
+            slurm = solve(window, "slurm-tree", convention=cfg.convention, slurm=rule)
             rec["slurm_tree_cost"] = slurm.objective if slurm.has_solution else None
             try:
                 scas = solve(window, "auto", time_limit_s=cfg.time_limit_s,
@@ -656,6 +659,19 @@ class PlacementService:
         placed = sum(e["outcome"] == "placed" for e in rec["jobs"])
         rec["placed"] = placed
         return rec, failure
+
+    def tree_rule(self) -> str:
+        """Which Slurm's ``topology/tree`` rule ``slurm-tree`` (and ``guarded``) follow: the
+        live Slurm's (``scontrol --version``: 24.11's from 24.11 on, else 22.05's), read once;
+        22.05's when the version cannot be read."""
+        if self._tree_rule is None:
+            from tjap.heuristics.slurm.tree import release_for
+
+            try:
+                self._tree_rule = release_for(self.client.version())
+            except SlurmError:
+                return "22.05"
+        return self._tree_rule
 
     def run_pass(self) -> dict | None:
         """One window: read, decide, apply, log. Returns the record (None when no job was held
