@@ -41,9 +41,29 @@ the runtime rounded up to whole minutes (Slurm's resolution): 1 min for every pa
 The cluster (``--nodes``, default 40): an irregular three-level tree (core, spines of 2-3 leaf
 switches, leaves of 3-8 nodes; :func:`benchmarks.topologies.irregular_tree`, seeded).
 
+On a ``topology/block`` cluster (``--blocks COUNTxSIZE``, e.g. ``16x4``: 16 base blocks of 4
+nodes, ``n1`` ..., with ``BlockSizes`` the base size times 1, 2, 4 ... up to the whole cluster;
+Slurm 24.11, ``--slurm 24.11``, the default with ``--blocks``): the same stream, and a share of
+the multi-node jobs (``--segmented``, default a third, drawn with ``--seed``) asks for
+``--segment=S``, S a divisor of its size of 2 up to the base block size (never the whole job),
+written as ``#SBATCH --segment=S`` in its batch script, so that Slurm and the service both read
+it. The ways are ``slurm`` (Slurm's own block placement) and the service's (``tjap``,
+``tjap-local``, ...; the service keeps Slurm's block rule, pins with ``ReqNodeList`` and steers
+segmented jobs with ``ExcNodeList``); ``switches`` is for ``topology/tree`` only, and the
+simulator's prediction is left out (it models ``topology/tree``). Each way also reports, costs
+with the aggregated blocks as tree levels: the mean CH cost of the segmented jobs and of the
+unsegmented multi-node jobs apart, the share of multi-node jobs inside one base block, the
+segment requests kept (every segment inside one base block: the job's node count in each base
+block a multiple of S), mean wait by kind, and beside them the floors: each job's cheapest nodes
+on the empty cluster under Slurm's block rule (its segments included) and without it
+(:func:`block_summary`). The service's breakdown adds the jobs steered with ``ExcNodeList``, the
+steers Slurm refused, and why held jobs waited: the window entries left held, by reason, and
+how often a held job was left out of a window (:func:`service_breakdown`).
+
 The three ways run side by side (three Slurms, ``--sequential`` for one after another)::
 
     python -m benchmarks.slurm_topology --jobs 150 --seed 2     # benchmarks/out/slurm_topology.json
+    python -m benchmarks.slurm_topology --blocks 16x4 --jobs 120 --interval 0.25 --name blocks_16x4
 
 Where the gain and the wait come from is in the result: per way the cost and wait by job size,
 the share of multi-node jobs on the fewest leaves their size allows, and for ``tjap`` the service's
@@ -56,6 +76,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -67,16 +88,22 @@ from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.topologies import irregular_tree
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
-from tjap.placement.slurm.client import SlurmClient
-from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
+from tjap.placement.slurm.client import SlurmClient, SlurmError
+from tjap.placement.slurm.harness import (NEWER_SLURM, LocalSlurm, LocalSlurmConfig, block_conf,
+                                          newer_slurm_available, slurm_prefix)
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.jobs import Job
 from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import REQUESTED_NODES, Workload
+from tjap.api import solve
 from tjap.errors import InvalidInputError
 from tjap.slurm.service import PlacementService, ServiceConfig
 
 WAYS = ("slurm", "tjap", "switches")
+#: the ways on a topology/block cluster by default
+BLOCK_WAYS = ("slurm", "tjap")
 #: a variant of ``tjap``: only multi-node jobs are held (a one-node job costs 0 wherever it runs)
 EXTRA_WAYS = ("tjap-multi", "tjap-prefix", "tjap-local")
 #: the service's ways and their window backfilling
@@ -178,6 +205,61 @@ def ls6_rows(start: str, count: int, topology: Topology, *, max_nodes: int = 12,
     return rows
 
 
+def parse_blocks(text: str) -> tuple[int, int]:
+    """``"16x4"`` -> ``(16, 4)``: base blocks and nodes per base block."""
+    parts = str(text).lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InvalidInputError(f"--blocks must be COUNTxSIZE, e.g. 16x4 (16 base blocks of 4 "
+                                f"nodes), got {text!r}")
+    count, size = int(parts[0]), int(parts[1])
+    if count < 2 or count * size > 512:
+        raise InvalidInputError(f"--blocks {text}: give 2 or more base blocks and at most 512 "
+                                f"nodes in all, e.g. 16x4 or 8x8")
+    return count, size
+
+
+def block_topology(count: int, size: int) -> Topology:
+    """A ``topology/block`` cluster of ``count`` base blocks of ``size`` nodes (``b1`` ... over
+    ``n1`` ...), ``BlockSizes`` the base size times 1, 2, 4 ... up to the whole cluster, read as
+    Slurm reads it (:meth:`Topology.from_slurm`: aggregated blocks as tree levels)."""
+    levels = max(1, (int(count) - 1).bit_length())
+    text = "".join(f"BlockName=b{b + 1} Nodes=n[{b * size + 1}-{(b + 1) * size}]\n"
+                   for b in range(int(count)))
+    text += "BlockSizes=" + ",".join(str(size << k) for k in range(levels + 1)) + "\n"
+    return Topology.from_slurm(text)
+
+
+def segment_sizes(size: int, base: int) -> list[int]:
+    """The ``--segment`` values a job of ``size`` nodes may ask for on base blocks of ``base``
+    nodes: the divisors of ``size`` from 2 to ``base``, the whole job left out."""
+    return [s for s in range(2, min(int(base), int(size) - 1) + 1) if size % s == 0]
+
+
+def add_segments(rows: list[dict], base: int, share: float = 1 / 3, seed: int = 0) -> list[dict]:
+    """``rows`` with a ``segment`` each (None: unsegmented): ``round(share *`` multi-node jobs``)``
+    of the jobs that may ask for one (:func:`segment_sizes`), drawn with ``seed``, each a size
+    drawn from its admissible ones."""
+    if not 0 <= share <= 1:
+        raise InvalidInputError(f"the segmented share must lie in [0, 1], got {share!r}")
+    rng = np.random.default_rng([int(seed), 0x5E6])
+    multi = sum(r["cpus"] > 1 for r in rows)
+    able = [i for i, r in enumerate(rows) if segment_sizes(r["cpus"], base)]
+    want = int(round(share * multi))
+    if want > len(able):
+        raise InvalidInputError(f"only {len(able)} of the {multi} multi-node jobs can ask for a "
+                                f"segment of 2..{base} nodes dividing their size; lower "
+                                f"--segmented to {len(able) / max(multi, 1):.2f} or less")
+    chosen = set(rng.choice(able, size=want, replace=False).tolist()) if want else set()
+    return [{**r, "segment": int(rng.choice(segment_sizes(r["cpus"], base))) if i in chosen
+             else None} for i, r in enumerate(rows)]
+
+
+def segment_script(command: str, segment: int) -> str:
+    """The batch script of a job of ``--segment=segment`` running ``command``: the segment is an
+    ``#SBATCH`` directive, where Slurm and the placement service both read it."""
+    return f"#!/bin/sh\n#SBATCH --segment={int(segment)}\n{command}\n"
+
+
 # -- Slurm's records to figures (pure) ----------------------------------------------------------
 def job_rows(rows: list[dict], records, topology: Topology, t0: float) -> list[dict]:
     """One row per replayed job from Slurm's records: input fields, ``slurm_job_id``,
@@ -195,7 +277,8 @@ def job_rows(rows: list[dict], records, topology: Topology, t0: float) -> list[d
             raise InvalidInputError(f"job {row['id']} ran on {len(names)} nodes "
                                     f"({rec.node_list!r}), asked for {row['cpus']}")
         ids = topology.node_indices(names)
-        out.append({**{k: row[k] for k in ("id", "cpus", "runtime_s", "limit_min")},
+        out.append({**{k: row[k] for k in ("id", "cpus", "runtime_s", "limit_min", "segment")
+                       if k in row},
                     "slurm_job_id": rec.job_id, "state": rec.state,
                     "submit": float(rec.submit_time - t0), "start": float(rec.start_time - t0),
                     "end": float(rec.end_time - t0),
@@ -245,6 +328,61 @@ def summarize(per_job: list[dict], topology: Topology, compression: float = 1.0)
             "makespan_trace_s": float(makespan * compression),
             "fewest_leaves_pct": 100 * float(np.mean(packed)) if packed else 100.0,
             "by_size": by_size}
+
+
+def block_floor(topology: Topology, size: int, segment: int | None = None) -> float:
+    """The least CH cost of a job of ``size`` nodes (and ``segment``) on the empty block cluster
+    under Slurm's block rule (:class:`~tjap.placement.tree.jobs.Job` with ``slurm_rule``)."""
+    job = Job(int(size), segment=segment, slurm_rule=True)
+    result = solve(Window(topology, np.arange(topology.num_nodes), [job]), "dp")
+    if not result.has_solution:
+        raise InvalidInputError(f"no block of this cluster holds a job of {size} nodes"
+                                + (f" in segments of {segment}" if segment else ""))
+    return job_cost(topology, result.assignment[0], "paper")
+
+
+def segments_kept(topology: Topology, node_ids, segment: int) -> bool:
+    """Whether a node set keeps ``--segment=segment``: it splits into segments each inside one
+    base block (its node count in every base block a multiple of ``segment``)."""
+    counts = np.unique(np.asarray(topology.node_leaf)[np.asarray(node_ids, np.int64)],
+                       return_counts=True)[1]
+    return bool(np.all(counts % int(segment) == 0))
+
+
+def block_summary(per_job: list[dict], topology: Topology) -> dict:
+    """The block cluster's measures of per-job rows (``cpus``, ``segment``, ``nodes``, ``cost``,
+    ``leaves``, ``wait``): mean CH cost and wait of the segmented jobs and of the unsegmented
+    multi-node jobs apart, the share of multi-node jobs inside one base block, the segmented
+    jobs that kept their segments (:func:`segments_kept`), and the floors of both kinds: each
+    job's cheapest nodes on the empty cluster under Slurm's block rule (:func:`block_floor`)
+    and without it (:func:`cost_floor`)."""
+    rule, free = {}, {}
+    out: dict = {}
+    for kind, pick in (("segmented", lambda r: r.get("segment") is not None),
+                       ("unsegmented", lambda r: r.get("segment") is None and r["cpus"] > 1)):
+        jobs = [r for r in per_job if pick(r)]
+        for r in jobs:
+            key = (int(r["cpus"]), r.get("segment"))
+            if key not in rule:
+                rule[key] = block_floor(topology, *key)
+            if key[0] not in free:
+                free[key[0]] = cost_floor(topology, key[0])
+
+        def mean(values):
+            return float(np.mean(values)) if jobs else None
+        out |= {f"{kind}_jobs": len(jobs),
+                f"mean_cost_{kind}": mean([r["cost"] for r in jobs]),
+                f"mean_wait_{kind}_s": mean([r["wait"] for r in jobs]),
+                f"floor_rule_{kind}": mean([rule[(int(r["cpus"]), r.get("segment"))]
+                                            for r in jobs]),
+                f"floor_free_{kind}": mean([free[int(r["cpus"])] for r in jobs])}
+    multi = [r for r in per_job if r["cpus"] > 1]
+    out["one_block_pct"] = (100 * float(np.mean([r["leaves"] == 1 for r in multi]))
+                            if multi else 100.0)
+    out["segments_kept"] = sum(segments_kept(topology, topology.node_indices(r["nodes"]),
+                                             r["segment"])
+                               for r in per_job if r.get("segment") is not None)
+    return out
 
 
 def simulate_starts(per_job: list[dict], num_nodes: int) -> tuple:
@@ -307,8 +445,12 @@ def predict_slurm(per_job: list[dict], topology: Topology, compression: float = 
 
 def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
     """From the service's JSON lines: windows, placements per winner, the service's cost beside
-    Slurm's would-be cost (``slurm-tree``) on the same windows, and how long jobs stayed held
-    (submit to the window that placed them) versus released to start."""
+    Slurm's would-be cost (``slurm-tree``; on a block cluster ``slurm-block``) on the same
+    windows, and how long jobs stayed held (submit to the window that placed them) versus
+    released to start; on a block cluster also the jobs steered with ``ExcNodeList`` and the
+    steers Slurm refused (undone by the service). Why jobs waited: ``held_in_window`` counts
+    the window entries that stayed held, by reason (numbers as ``N``), ``left_out_of_windows``
+    the held jobs left out of a window (its prefix and backfill did not take them)."""
     windows = [json.loads(line) for line in Path(log_path).read_text().splitlines()
                if line.strip()]
     windows = [w for w in windows if w.get("event") == "window"]
@@ -318,18 +460,28 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
     compared = 0
     backfilled = 0
     held_for_locality: set = set()
+    steered = unsteered = waiting = 0
+    reasons: dict[str, int] = {}
     for w in windows:
+        waiting += len(w.get("waiting", []))
+        for e in w["jobs"]:
+            if e["outcome"] == "held":
+                why = re.sub(r"\d+", "N", str(e.get("reason")))
+                reasons[why] = reasons.get(why, 0) + 1
         held_for_locality.update(int(h["job_id"]) for h in w.get("held_for_locality", []))
         done = [e for e in w["jobs"] if e["outcome"] == "placed"]
         backfilled += sum(int(e["job_id"]) in set(w.get("backfilled", [])) for e in done)
         for e in done:
             placed_at[int(e["job_id"])] = float(w["time"]) - t0
+        steered += sum(e.get("mechanism") == "excnodelist" for e in done)
+        unsteered += (sum(e["outcome"] == "unsteered" for e in w["jobs"])
+                      + len(w.get("unsteered", [])))
         if done:
             winners[str(w.get("winner"))] = winners.get(str(w.get("winner")), 0) + 1
-        if w.get("cost") is not None and w.get("slurm_tree_cost") is not None \
-                and len(done) == len(w["jobs"]):
+        slurms = w.get("slurm_block_cost" if w.get("topology") == "block" else "slurm_tree_cost")
+        if w.get("cost") is not None and slurms is not None and len(done) == len(w["jobs"]):
             ours += float(w["cost"])
-            theirs += float(w["slurm_tree_cost"])
+            theirs += float(slurms)
             compared += 1
     held = [placed_at[r["slurm_job_id"]] - r["submit"] for r in per_job
             if r["slurm_job_id"] in placed_at]
@@ -341,6 +493,10 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
             "winners": winners, "windows_compared": compared,
             "jobs_placed": len(placed_at), "jobs_backfilled": backfilled,
             "jobs_held_for_locality": len(held_for_locality),
+            "jobs_steered_excnodelist": steered, "steers_undone": unsteered,
+            "held_in_window": reasons, "left_out_of_windows": waiting,
+            "mean_solve_s": float(np.mean([w["solve_s"] for w in windows if w.get("solve_s")]
+                                          or [0.0])),
             "window_cost_sum": ours, "window_slurm_tree_cost_sum": theirs,
             "window_cost_ratio": ours / theirs if theirs else None,
             "mean_held_s": float(np.mean(held)) if held else None,
@@ -349,48 +505,74 @@ def service_breakdown(log_path: Path, per_job: list[dict], t0: float) -> dict:
 
 # -- running the ways (live Slurm) --------------------------------------------------------------
 class _WayClient(SlurmClient):
-    """Submits every job on whole nodes (``-N n --exclusive``) plus the way's options."""
+    """Submits every job on whole nodes (``-N n --exclusive``) plus the way's options; a job
+    named in :attr:`segments` is submitted as a batch script whose ``#SBATCH --segment=S``
+    asks for its segment (:func:`segment_script`, written into its working directory)."""
 
     extra = staticmethod(lambda n: [])
+    #: job name -> its ``--segment``
+    segments: dict = {}
 
     def submit(self, *, nodes_or_tasks: int, extra_args=(), **options) -> int:
         n = int(nodes_or_tasks)
-        return super().submit(nodes_or_tasks=n, extra_args=["-N", str(n), "--exclusive",
-                                                            *self.extra(n), *extra_args],
-                              **options)
+        args = ["-N", str(n), "--exclusive", *self.extra(n), *extra_args]
+        segment = self.segments.get(options.get("name"))
+        if segment is None:
+            return super().submit(nodes_or_tasks=n, extra_args=args, **options)
+        folder = Path(options.get("chdir") or ".")
+        script = folder / f"{options['name']}.sh"
+        script.write_text(segment_script(options["command"], segment))
+        argv = ["sbatch", "--parsable", "-n", str(n), "-t", str(int(options["time_limit_min"])),
+                "-J", options["name"], "-o", options.get("output") or "/dev/null",
+                "--chdir", str(folder), *args, str(script)]
+        out = self.run(argv).stdout.strip().splitlines()
+        if not out or not out[-1].split(";")[0].isdigit():
+            raise SlurmError(f"sbatch printed no job id for {options['name']}: {out!r}")
+        return int(out[-1].split(";")[0])
 
 
 class _WaySlurm(LocalSlurm):
     """A multi-node :class:`LocalSlurm` whose :meth:`client` submits the way's jobs."""
 
     extra = staticmethod(lambda n: [])
+    segments: dict = {}
 
     def client(self, timeout_s: float = 30) -> SlurmClient:
         c = _WayClient(self.env, timeout_s=timeout_s)
-        c.extra = self.extra
+        c.extra, c.segments = self.extra, self.segments
         return c
 
 
-def slurm_config(topology: Topology) -> LocalSlurmConfig:
-    """The local cluster of every way: ``topology`` with ``topology/tree``, ``sched/backfill``
-    (bf_interval = bf_resolution = sched_interval = 1 s, Slurm's default reservation depth)."""
-    return LocalSlurmConfig.for_topology(topology, scheduler="backfill", cpus=topology.num_nodes,
-                                         cpus_per_node=1, bf_interval_s=1, bf_resolution_s=1,
-                                         sched_interval_s=1)
+def slurm_config(topology: Topology, slurm: str = "system",
+                 blocks: bool = False) -> LocalSlurmConfig:
+    """The local cluster of every way: ``topology`` with ``topology/tree`` (``blocks``:
+    ``topology/block``, :meth:`LocalSlurmConfig.for_blocks`), run by the Slurm ``slurm`` names,
+    ``sched/backfill`` (bf_interval = bf_resolution = sched_interval = 1 s, Slurm's default
+    reservation depth)."""
+    make = LocalSlurmConfig.for_blocks if blocks else LocalSlurmConfig.for_topology
+    return make(topology, slurm=slurm, scheduler="backfill", cpus=topology.num_nodes,
+                cpus_per_node=1, bf_interval_s=1, bf_resolution_s=1, sched_interval_s=1)
 
 
 def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float = 1.0,
             switch_wait_s: int = 10, time_limit_s: float | None = 0.3,
             compression: float = 1.0, keep: bool = False, locality_slack: float = 0.5,
-            locality_wait_s: float = 12.0) -> dict:
-    """Replay ``rows`` on a fresh local Slurm the ``way`` given; the summary, per-job rows and
-    (``tjap``) the service's breakdown."""
+            locality_wait_s: float = 12.0, slurm: str = "system", blocks: bool = False) -> dict:
+    """Replay ``rows`` on a fresh local Slurm (``slurm``: which one) the ``way`` given; the
+    summary, per-job rows and (``tjap``) the service's breakdown. With ``blocks`` the cluster
+    is ``topology/block``, rows with a ``segment`` ask for it in their batch scripts, and the
+    summary has :func:`block_summary`'s measures."""
     from benchmarks.slurm_replay import replay_on_slurm
 
     if way not in WAYS + EXTRA_WAYS:
         raise InvalidInputError(f"way must be one of {', '.join(WAYS + EXTRA_WAYS)}, "
                                 f"got {way!r}")
-    slurm = _WaySlurm(slurm_config(topology))
+    if blocks and way == "switches":
+        raise InvalidInputError("way switches (--switches hints) is for topology/tree; on a "
+                                "block cluster choose among slurm, " + ", ".join(SERVICE_WAYS))
+    slurm = _WaySlurm(slurm_config(topology, slurm, blocks))
+    slurm.segments = {f"replay-{r['id']}": int(r["segment"]) for r in rows
+                      if r.get("segment") is not None}
     slurm.keep_workdir = keep
     if way in ("tjap", "tjap-prefix", "tjap-local"):
         slurm.extra = staticmethod(lambda n: ["--hold"])
@@ -421,8 +603,11 @@ def run_way(way: str, rows: list[dict], topology: Topology, *, interval_s: float
         records = slurm.completed()
         t0 = _replay_origin(done, records)
         per_job = job_rows(done, records, topology, t0)
-        out = {"way": way, "label": WAY_LABELS[way],
+        label = WAY_LABELS[way]
+        out = {"way": way,
+               "label": label.replace("topology/tree", "topology/block") if blocks else label,
                **summarize(per_job, topology, compression),
+               **(block_summary(per_job, topology) if blocks else {}),
                "wall_s": time.time() - started}
         if service is not None:
             out["service"] = service_breakdown(log, per_job, t0)
@@ -443,7 +628,8 @@ def _replay_origin(done: list[dict], records) -> float:
 def benchmark(rows: list[dict], topology: Topology, *, ways=WAYS, parallel: bool = True,
               **options) -> dict:
     """Every way's run (side by side with ``parallel``), the simulator's prediction for
-    ``slurm`` and the ratios of ``tjap`` and ``switches`` to ``slurm``."""
+    ``slurm`` (not on a block cluster) and the ratios of the other ways to ``slurm`` (on a
+    block cluster also of the segmented and unsegmented jobs' mean costs)."""
     results: dict[str, dict] = {}
     errors: list[BaseException] = []
 
@@ -466,8 +652,9 @@ def benchmark(rows: list[dict], topology: Topology, *, ways=WAYS, parallel: bool
     out = {"ways": [results[w] for w in ways]}
     if "slurm" in results:
         base = results["slurm"]
-        out["simulator"] = predict_slurm(base["per_job"], topology,
-                                         options.get("compression", 1.0))
+        if not options.get("blocks"):
+            out["simulator"] = predict_slurm(base["per_job"], topology,
+                                             options.get("compression", 1.0))
         out["ratios"] = {w: {"cost": _ratio(results[w]["mean_cost"], base["mean_cost"]),
                              "cost_multi": _ratio(results[w]["mean_cost_multi"],
                                                   base["mean_cost_multi"]),
@@ -475,13 +662,17 @@ def benchmark(rows: list[dict], topology: Topology, *, ways=WAYS, parallel: bool
                              "mean_wait": _ratio(results[w]["mean_wait_s"],
                                                  base["mean_wait_s"]),
                              "p95_wait": _ratio(results[w]["p95_wait_s"], base["p95_wait_s"]),
-                             "makespan": _ratio(results[w]["makespan_s"], base["makespan_s"])}
+                             "makespan": _ratio(results[w]["makespan_s"], base["makespan_s"]),
+                             **({k: _ratio(results[w][f"mean_cost_{k}"],
+                                           base[f"mean_cost_{k}"])
+                                 for k in ("segmented", "unsegmented")}
+                                if options.get("blocks") else {})}
                          for w in ways if w != "slurm"}
     return out
 
 
-def _ratio(a: float, b: float) -> float | None:
-    return float(a / b) if b else None
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return float(a / b) if a is not None and b else None
 
 
 def table(result: dict) -> str:
@@ -511,13 +702,57 @@ def table(result: dict) -> str:
     for r in result["ways"]:
         if "service" in r:
             s = r["service"]
+            theirs = "slurm-block" if "segmented_jobs" in r else "slurm-tree"
             lines.append(f"service ({r['way']}): {s['windows']} windows "
                          f"({s['windows_placing']} placing, {s.get('jobs_backfilled', 0)} of "
                          f"{s.get('jobs_placed', 0)} jobs backfilled, "
                          f"{s.get('jobs_held_for_locality', 0)} held for locality), "
-                         f"winners {s['winners']}, window cost / slurm-tree's on the same "
+                         f"winners {s['winners']}, window cost / {theirs}'s on the same "
                          f"windows {s['window_cost_ratio']}, mean held {s['mean_held_s']} s, "
                          f"placed to start {s['mean_placed_to_start_s']} s")
+    if "segmented_jobs" in result["ways"][0]:
+        lines += ["", block_table(result)]
+    return "\n".join(lines)
+
+
+def block_table(result: dict) -> str:
+    """The block cluster's measures (:func:`block_summary`) of every way, the floors and the
+    ratios to Slurm alone."""
+    first = result["ways"][0]
+    seg, multi = first["segmented_jobs"], first["unsegmented_jobs"]
+    head = (f"{'way':46s} {'seg. cost':>9s} {'unseg. cost':>11s} {'one block':>9s} "
+            f"{'segs kept':>9s} {'wait seg.':>9s} {'wait unseg.':>11s} {'mean wait':>9s} "
+            f"{'p95 wait':>8s}")
+    lines = [f"block cluster: {seg} segmented jobs, {multi} unsegmented multi-node jobs "
+             f"(CH cost, paper convention, aggregated blocks as levels; wait in wall s)",
+             head, "-" * len(head)]
+
+    def num(x, width, digits=0):
+        return f"{x:{width}.{digits}f}" if x is not None else f"{'-':>{width}s}"
+    for r in result["ways"]:
+        lines.append(f"{r['label']:46s} {num(r['mean_cost_segmented'], 9)} "
+                     f"{num(r['mean_cost_unsegmented'], 11)} {r['one_block_pct']:8.0f}% "
+                     f"{r['segments_kept']:4d}/{seg:<4d} "
+                     f"{num(r['mean_wait_segmented_s'], 9, 1)} "
+                     f"{num(r['mean_wait_unsegmented_s'], 11, 1)} {r['mean_wait_s']:9.1f} "
+                     f"{r['p95_wait_s']:8.1f}")
+    lines.append(f"{'floor under Slurm' + chr(39) + 's block rule':46s} "
+                 f"{num(first['floor_rule_segmented'], 9)} "
+                 f"{num(first['floor_rule_unsegmented'], 11)}")
+    lines.append(f"{'floor without it':46s} {num(first['floor_free_segmented'], 9)} "
+                 f"{num(first['floor_free_unsegmented'], 11)}")
+    for way, q in result.get("ratios", {}).items():
+        lines.append(f"{way}/slurm: segmented cost {num(q.get('segmented'), 5, 3)}, "
+                     f"unsegmented multi-node cost {num(q.get('unsegmented'), 5, 3)}, "
+                     f"mean wait {num(q['mean_wait'], 5, 3)}, p95 wait {num(q['p95_wait'], 5, 3)}")
+    for r in result["ways"]:
+        if "service" in r:
+            s = r["service"]
+            lines.append(f"service ({r['way']}): {s.get('jobs_steered_excnodelist', 0)} jobs "
+                         f"steered with ExcNodeList, {s.get('steers_undone', 0)} steers refused "
+                         f"by Slurm and undone; mean solve {s.get('mean_solve_s', 0):.3f} s; "
+                         f"{s.get('left_out_of_windows', 0)} times a held job was left out of "
+                         f"a window; held in a window: {s.get('held_in_window', {})}")
     return "\n".join(lines)
 
 
@@ -527,7 +762,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=150)
     p.add_argument("--seed", type=int, default=2, help="the paper workload's seed")
     p.add_argument("--start", default="2023-02-10", help="LS6 slice start (--workload ls6)")
-    p.add_argument("--nodes", type=int, default=40, help="nodes of the emulated cluster")
+    p.add_argument("--nodes", type=int, default=None,
+                   help="nodes of the emulated cluster (default 40; with --blocks, theirs)")
+    p.add_argument("--slurm", default=None,
+                   help="which Slurm: system (default) or 24.11 (the default with --blocks; "
+                        "built by .ci/build-slurm-newer)")
+    p.add_argument("--blocks", default=None, metavar="COUNTxSIZE",
+                   help="a topology/block cluster of COUNT base blocks of SIZE nodes, e.g. "
+                        "16x4 or 8x8 (Slurm 24.11)")
+    p.add_argument("--segmented", type=float, default=1 / 3,
+                   help="with --blocks: share of the multi-node jobs asking for --segment "
+                        "(default 1/3)")
     p.add_argument("--tree-seed", type=int, default=1)
     p.add_argument("--max-nodes", type=int, default=12, help="largest job after scaling")
     p.add_argument("--load", type=float, default=0.85, help="offered load (paper workload)")
@@ -541,8 +786,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tjap-local: hold jobs whose nodes cost over 1+F times their best")
     p.add_argument("--locality-wait", type=float, default=12.0,
                    help="tjap-local: most wall seconds a job is held for locality")
-    p.add_argument("--ways", default=",".join(WAYS),
-                   help=f"comma-separated, of {', '.join(WAYS + EXTRA_WAYS)}")
+    p.add_argument("--ways", default=None,
+                   help=f"comma-separated, of {', '.join(WAYS + EXTRA_WAYS)} (default "
+                        f"{','.join(WAYS)}; with --blocks {','.join(BLOCK_WAYS)})")
     p.add_argument("--sequential", action="store_true", help="one Slurm after another")
     add_out(p, "the results (NAME.json)")
     p.add_argument("--name", default="slurm_topology",
@@ -551,11 +797,44 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def cluster_choice(slurm: str | None, blocks: str | None, nodes: int | None,
+                   ways=WAYS) -> tuple[str, tuple[int, int] | None]:
+    """``(slurm, (count, size) or None)`` from ``--slurm``, ``--blocks``, ``--nodes`` and the
+    ways, checked: a block cluster runs on Slurm 24.11 (or another install, never the system's
+    22.05), has the nodes it is made of and no ``switches`` way."""
+    if slurm is not None:
+        slurm_prefix(slurm)               # one line naming the choices
+    if blocks is None:
+        return slurm or "system", None
+    count, size = parse_blocks(blocks)
+    slurm = slurm or NEWER_SLURM
+    if slurm == "system":
+        raise InvalidInputError("--blocks needs topology/block, which the system's Slurm (22.05) "
+                                f"lacks: use --slurm {NEWER_SLURM}")
+    if nodes is not None and nodes != count * size:
+        raise InvalidInputError(f"--nodes {nodes} disagrees with --blocks {blocks} "
+                                f"({count * size} nodes): leave --nodes out")
+    if "switches" in ways:
+        raise InvalidInputError("way switches (--switches hints) is for topology/tree; with "
+                                "--blocks choose --ways among slurm, " + ", ".join(SERVICE_WAYS))
+    if slurm == NEWER_SLURM:
+        reason = newer_slurm_available()
+        if reason:
+            raise SlurmError(reason)
+    return slurm, (count, size)
+
+
 @one_line_errors
 def main(argv=None) -> int:
     """Replay the stream every way on a real Slurm; print the table, write the results."""
     args = build_parser().parse_args(argv)
-    topology = cluster_topology(args.nodes, args.tree_seed)
+    ways = (tuple(w for w in args.ways.split(",") if w) if args.ways is not None
+             else BLOCK_WAYS if args.blocks is not None else WAYS)
+    slurm, blocks = cluster_choice(args.slurm, args.blocks, args.nodes, ways)
+    if blocks is None:
+        topology = cluster_topology(40 if args.nodes is None else args.nodes, args.tree_seed)
+    else:
+        topology = block_topology(*blocks)
     if args.workload == "paper":
         compression = args.compression or 60.0
         rows = paper_rows(args.jobs, args.seed, topology, max_nodes=args.max_nodes,
@@ -564,19 +843,26 @@ def main(argv=None) -> int:
         compression = args.compression or 300.0
         rows = ls6_rows(args.start, args.jobs, topology, max_nodes=args.max_nodes,
                         compression=compression)
-    ways = tuple(w for w in args.ways.split(",") if w)
+    if blocks is not None:
+        rows = add_segments(rows, blocks[1], args.segmented, args.seed)
     res = benchmark(rows, topology, ways=ways, parallel=not args.sequential,
                     interval_s=args.interval, switch_wait_s=args.switch_wait,
                     time_limit_s=args.time_limit, compression=compression,
-                    locality_slack=args.locality_slack, locality_wait_s=args.locality_wait)
+                    locality_slack=args.locality_slack, locality_wait_s=args.locality_wait,
+                    slurm=slurm, blocks=blocks is not None)
     res["setup"] = {"workload": args.workload, "jobs": args.jobs, "seed": args.seed,
                     "start": args.start if args.workload == "ls6" else None,
-                    "nodes": topology.num_nodes, "topology": topology.to_slurm(),
+                    "nodes": topology.num_nodes,
+                    "topology": block_conf(topology) if blocks else topology.to_slurm(),
                     "max_nodes": args.max_nodes, "load": args.load,
                     "compression": compression, "interval_s": args.interval,
                     "time_limit_s": args.time_limit, "switch_wait_s": args.switch_wait,
                     "locality_slack": args.locality_slack,
-                    "locality_wait_s": args.locality_wait,
+                    "locality_wait_s": args.locality_wait, "slurm": slurm,
+                    "blocks": args.blocks if blocks is not None else None,
+                    "segmented": args.segmented if blocks is not None else None,
+                    "segments": ({r["id"]: r["segment"] for r in rows if r["segment"]}
+                                 if blocks is not None else None),
                     "parallel": not args.sequential, "argv": sys.argv[1:] if argv is None
                     else list(argv)}
     out = Path(args.out) / f"{args.name}.json"

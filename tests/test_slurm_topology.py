@@ -1,20 +1,27 @@
 """benchmarks/slurm_topology.py: the pure parts offline (size scaling, the ``--switches`` hint,
 the stream's load, figures from Slurm's records, the simulator's prediction, the service's
-breakdown), and a tiny live run of the three ways (``-m slurm``)."""
+breakdown; on a block cluster the options, the segments drawn and written into job scripts,
+the floors and the block measures), a tiny live run of the three ways and one of both ways on
+a 16-node block cluster of Slurm 24.11 (``-m slurm``)."""
 
 from __future__ import annotations
 
 import itertools
 import json
+import subprocess
 
 import numpy as np
 import pytest
 
+import constraint_oracle as oracle
 from benchmarks import slurm_topology as st
 from tjap.placement.slurm.client import CompletedJob
-from tjap.placement.slurm.harness import slurm_available
+from tjap.placement.slurm.harness import block_conf, newer_slurm_available, slurm_available
+from tjap.placement.slurm.readers import script_segment
 from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.jobs import Job
 from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
 from tjap.errors import InvalidInputError
 
 TREE = Topology.from_slurm("""
@@ -171,3 +178,169 @@ def test_three_ways_live():
     assert tjap_way["service"]["mean_held_s"] is not None
     assert res["simulator"]["jobs"] == len(rows)
     assert set(res["ratios"]) == {"tjap", "switches"}
+
+
+# -- a topology/block cluster (Slurm 24.11) -------------------------------------------------------
+BLOCKS = st.block_topology(4, 4)                  # n1..n16 in b1..b4, BlockSizes=4,8,16
+
+
+def test_block_options_parse_and_build_the_cluster():
+    assert st.parse_blocks("16x4") == (16, 4) and st.parse_blocks("8X8") == (8, 8)
+    for bad in ("16", "16x", "x4", "0x4", "16x4x2", "1x64", "a x4", "100x100"):
+        with pytest.raises(InvalidInputError, match="--blocks"):
+            st.parse_blocks(bad)
+    t = st.block_topology(16, 4)
+    assert t.num_nodes == 64 and t.leaf_sizes.tolist() == [4] * 16
+    assert block_conf(t).splitlines()[-1] == "BlockSizes=4,8,16,32,64"
+    assert block_conf(st.block_topology(8, 8)).splitlines()[-1] == "BlockSizes=8,16,32,64"
+    assert st.cluster_choice(None, "16x4", None, st.BLOCK_WAYS)[1] == (16, 4) \
+        or newer_slurm_available() is not None
+    assert st.cluster_choice(None, None, None) == ("system", None)
+    with pytest.raises(InvalidInputError, match="--slurm 24.11"):
+        st.cluster_choice("system", "16x4", None)
+    with pytest.raises(InvalidInputError, match="disagrees"):
+        st.cluster_choice("/opt/slurm", "16x4", 40, st.BLOCK_WAYS)
+    with pytest.raises(InvalidInputError, match="topology/tree"):
+        st.cluster_choice("/opt/slurm", "16x4", None, ("slurm", "switches"))
+
+
+def test_a_block_option_error_is_one_line(capsys):
+    assert st.main(["--blocks", "16x4", "--slurm", "system"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "--slurm 24.11" in err
+
+
+def test_segments_divide_the_job_fit_a_base_block_and_cover_a_third():
+    for size in range(1, 25):
+        for base in (2, 4, 8):
+            assert st.segment_sizes(size, base) == [s for s in range(2, size)
+                                                    if size % s == 0 and s <= base]
+    rows = st.paper_rows(150, 2, st.block_topology(16, 4), max_nodes=12)
+    seg = st.add_segments(rows, 4, 1 / 3, seed=2)
+    assert seg == st.add_segments(rows, 4, 1 / 3, seed=2) != st.add_segments(rows, 4, 1 / 3, 3)
+    assert [{k: v for k, v in r.items() if k != "segment"} for r in seg] == rows
+    chosen = [r for r in seg if r["segment"] is not None]
+    multi = sum(r["cpus"] > 1 for r in rows)
+    assert len(chosen) == round(multi / 3)
+    assert all(r["cpus"] % r["segment"] == 0 and 2 <= r["segment"] <= 4
+               and r["segment"] < r["cpus"] for r in chosen)
+    assert all(r["segment"] is None for r in st.add_segments(rows, 4, 0.0))
+    with pytest.raises(InvalidInputError, match="lower --segmented"):
+        st.add_segments(rows, 4, 1.0)
+
+
+def test_a_segment_script_is_read_back_by_the_service():
+    text = st.segment_script("sleep 3", 4)
+    assert text.startswith("#!/bin/sh\n") and text.rstrip().endswith("sleep 3")
+    assert script_segment(text) == 4
+
+
+def test_segmented_jobs_are_submitted_as_scripts(tmp_path):
+    seen = []
+
+    class Client(st._WayClient):
+        def run(self, argv, *, check=True):
+            seen.append(list(argv))
+            return subprocess.CompletedProcess(argv, 0, stdout="41;cluster\n", stderr="")
+    c = Client({"SLURM_CONF": str(tmp_path / "slurm.conf")})
+    c.extra = staticmethod(lambda n: ["--hold"])
+    c.segments = {"replay-3": 2}
+    assert c.submit(nodes_or_tasks=4, time_limit_min=1, command="sleep 2", name="replay-3",
+                    output="/dev/null", chdir=str(tmp_path)) == 41
+    c.submit(nodes_or_tasks=2, time_limit_min=1, command="sleep 2", name="replay-4",
+             output="/dev/null", chdir=str(tmp_path))
+    script, plain = seen
+    assert script[-1] == str(tmp_path / "replay-3.sh") and "--wrap" not in script
+    assert script_segment((tmp_path / "replay-3.sh").read_text()) == 2
+    for flag in ("-N", "--exclusive", "--hold", "-J"):
+        assert flag in script and flag in plain
+    assert plain[-2:] == ["--wrap", "sleep 2"] and not (tmp_path / "replay-4.sh").exists()
+
+
+def test_block_floors_match_brute_force():
+    everything = list(range(BLOCKS.num_nodes))
+    for size, segment in ((2, None), (3, None), (5, None), (6, None), (4, 2), (6, 2), (6, 3),
+                          (8, 4), (8, 2)):
+        window = Window(BLOCKS, everything, [Job(size, segment=segment, slurm_rule=True)])
+        best = min(job_cost(BLOCKS, list(c)) for c in itertools.combinations(everything, size)
+                   if oracle.keeps(window, [list(c)]))
+        assert st.block_floor(BLOCKS, size, segment) == pytest.approx(best), (size, segment)
+    with pytest.raises(InvalidInputError, match="no block"):
+        st.block_floor(BLOCKS, 17)
+
+
+def test_segments_kept_agrees_with_the_oracle():
+    everything = list(range(BLOCKS.num_nodes))
+    for size, segment in ((4, 2), (6, 3), (8, 4)):
+        window = Window(BLOCKS, everything, [Job(size, segment=segment)])
+        for c in itertools.islice(itertools.combinations(everything, size), 0, None, 97):
+            assert st.segments_kept(BLOCKS, list(c), segment) == oracle.keeps(window, [list(c)])
+
+
+def test_block_summary_splits_segmented_from_unsegmented():
+    def row(nodes, segment, wait):
+        ids = BLOCKS.node_indices(nodes)
+        return {"cpus": len(nodes), "segment": segment, "nodes": nodes, "wait": wait,
+                "cost": job_cost(BLOCKS, ids),
+                "leaves": int(np.unique(BLOCKS.node_leaf[ids]).size)}
+    per_job = [row(["n1", "n2", "n5", "n6"], 2, 1.0),        # kept, two blocks
+               row(["n1", "n5", "n9", "n13"], 2, 3.0),       # broken: one node per block
+               row(["n9", "n10", "n11"], None, 2.0),          # one block
+               row(["n3", "n4", "n7"], None, 4.0),            # two blocks
+               row(["n16"], None, 0.0)]                       # one node: not counted
+    s = st.block_summary(per_job, BLOCKS)
+    assert (s["segmented_jobs"], s["unsegmented_jobs"], s["segments_kept"]) == (2, 2, 1)
+    cost = [r["cost"] for r in per_job]
+    assert s["mean_cost_segmented"] == pytest.approx((cost[0] + cost[1]) / 2)
+    assert s["mean_cost_unsegmented"] == pytest.approx((cost[2] + cost[3]) / 2)
+    assert s["mean_wait_segmented_s"] == 2.0 and s["mean_wait_unsegmented_s"] == 3.0
+    assert s["one_block_pct"] == 25.0                        # of the 4 multi-node jobs
+    assert s["floor_rule_segmented"] == st.block_floor(BLOCKS, 4, 2)
+    assert s["floor_free_unsegmented"] == st.cost_floor(BLOCKS, 3)
+    assert s["floor_rule_unsegmented"] >= s["floor_free_unsegmented"]
+
+
+def test_service_breakdown_on_blocks_compares_with_slurm_block(tmp_path):
+    log = tmp_path / "service.jsonl"
+    lines = [{"event": "window", "time": 1002.0, "winner": "scas", "cost": 3000.0,
+              "topology": "block", "slurm_tree_cost": None, "slurm_block_cost": 6000.0,
+              "unsteered": [],
+              "jobs": [{"job_id": 11, "outcome": "placed", "mechanism": "excnodelist"},
+                       {"job_id": 12, "outcome": "placed", "mechanism": "reqnodelist"}]},
+             {"event": "window", "time": 1003.0, "topology": "block", "cost": None,
+              "slurm_block_cost": None, "unsteered": [{"job_id": 13}],
+              "jobs": [{"job_id": 14, "outcome": "unsteered", "mechanism": "reqnodelist"}]}]
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    per_job = [{"slurm_job_id": 11, "submit": 1.0, "start": 3.0},
+               {"slurm_job_id": 12, "submit": 1.0, "start": 3.0}]
+    b = st.service_breakdown(log, per_job, 1000.0)
+    assert b["window_cost_ratio"] == 0.5 and b["windows_compared"] == 1
+    assert b["jobs_steered_excnodelist"] == 1 and b["steers_undone"] == 2
+
+
+_NEWER = newer_slurm_available()
+
+
+@pytest.mark.slurm
+@pytest.mark.skipif(_NEWER is not None, reason=f"no Slurm 24.11: {_NEWER}")
+def test_both_ways_live_on_a_block_cluster():
+    """8 jobs on 16 nodes in 4 base blocks of 4 (Slurm 24.11), a third of the multi-node ones
+    segmented, Slurm alone and with the service: every job ran on its node count, kept Slurm's
+    block rule and its segments; the service steered the segmented jobs."""
+    rows = st.add_segments(st.paper_rows(8, 0, BLOCKS, max_nodes=8, load=0.9,
+                                         compression=120), 4, 1 / 3, seed=0)
+    segmented = sum(r["segment"] is not None for r in rows)
+    assert segmented >= 1
+    res = st.benchmark(rows, BLOCKS, ways=st.BLOCK_WAYS, interval_s=0.5, time_limit_s=0.3,
+                       compression=120, slurm="24.11", blocks=True)
+    assert "simulator" not in res and set(res["ratios"]["tjap"]) >= {"segmented", "unsegmented"}
+    everything = list(range(BLOCKS.num_nodes))
+    for r in res["ways"]:
+        assert r["segmented_jobs"] == segmented and r["segments_kept"] == segmented
+        for j, x in zip(r["per_job"], rows):
+            assert j["state"] == "COMPLETED" and len(j["nodes"]) == x["cpus"]
+            window = Window(BLOCKS, everything, [Job(x["cpus"], segment=x["segment"],
+                                                     slurm_rule=True)])
+            assert oracle.keeps(window, [BLOCKS.node_indices(j["nodes"])]), (j, x)
+    assert res["ways"][1]["service"]["jobs_steered_excnodelist"] == segmented
+    assert res["ways"][1]["service"]["steers_undone"] == 0
