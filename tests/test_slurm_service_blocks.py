@@ -194,8 +194,10 @@ def test_jobs_the_rule_cannot_place_stay_held_and_bad_segments_are_ignored():
     assert "larger than a base block" in rec["ignored"][1]["reason"]
     by_id = {e["job_id"]: e for e in rec["jobs"]}
     assert by_id[2]["nodes"] == "n[13-14]" and by_id[2]["outcome"] is None
-    assert by_id[1]["outcome"] == "held" and by_id[1]["nodes"] is None
-    assert by_id[1]["reason"] == "Slurm's block rule: no block of level 1 has 3 idle nodes"
+    # a job no idle block holds stays out of the window, so it keeps no later job out
+    assert 1 not in by_id and [w["job_id"] for w in rec["waiting"]] == [1]
+    assert rec["held_by_rule"] == [{"job_id": 1, "nodes_requested": 3, "reason":
+                                    "Slurm's block rule: no block of level 1 has 3 idle nodes"}]
     rec, _ = svc._finish(svc.apply(rec))
     assert svc.tracker.get(1) == 1 and svc.tracker.get(2) == 0      # held: one window waited
     rec = dry_service().decide(block_state(["n1", "n2", "n13", "n14", "n15"],
@@ -435,9 +437,9 @@ def test_the_service_restarted_with_jobs_held_places_them(slurm, tmp_path):
         proc.stderr.close()
     assert "Traceback" not in stderr
     windows = [r for r in log_lines(log) if r["event"] == "window"]
-    for rec in windows:                                     # both wait for a whole block
-        assert {e["job_id"]: e["outcome"] for e in rec["jobs"]} == {seg: "held", four: "held"}
-        assert all(e["reason"].startswith("Slurm's block rule") for e in rec["jobs"])
+    for rec in windows:               # both wait for a whole block, out of the window
+        assert rec["jobs"] == [] and {h["job_id"] for h in rec["held_by_rule"]} == {seg, four}
+        assert all(h["reason"].startswith("Slurm's block rule") for h in rec["held_by_rule"])
     rows = jobs_now(client)
     for i in (seg, four):
         assert rows[i][:2] == ("PENDING", "JobHeldUser") and rows[i][3:] == ("", "")

@@ -325,9 +325,13 @@ class PlacementService:
                 held.append(job)
             elif job.state == "PENDING" and job.reason in ("JobHeldUser", "JobHeldAdmin"):
                 ignored.append({"job_id": job.job_id, "reason": why})
+        blocked = []
+        if state.blocks:       # a job no idle block holds under Slurm's rule takes no place
+            held, blocked = self._fit_alone(state, held)
         window_jobs, waiting = plan_window(held, len(state.idle), self.tracker, cfg.cap,
                                            backfill=cfg.backfill, now=state.read_at,
                                            releases=state.releases, limits=state.limits)
+        waiting = waiting + [job for job, _ in blocked]
         first_waiting = None
         if waiting:
             first_waiting = min(priority_key(j, self.tracker.get(j.job_id)) for j in waiting)
@@ -360,7 +364,9 @@ class PlacementService:
         rec["_jobs"] = window_jobs
         if state.blocks:
             rec.update({"slurm_block_cost": None, "unconstrained_optimum": None,
-                        "rule_price": None})
+                        "rule_price": None,
+                        "held_by_rule": [{"job_id": j.job_id, "nodes_requested": j.nodes,
+                                          "reason": why} for j, why in blocked]})
         if not window_jobs:
             return rec
         if state.blocks:
@@ -445,6 +451,25 @@ class PlacementService:
         winner = min(found, key=lambda k: (found[k].objective, k != "scas"))
         fields["winner"] = winner
         return found[winner], fields
+
+    def _fit_alone(self, state: State, held: list) -> tuple[list, list]:
+        """Split the held jobs of a block cluster into those some idle node set holds alone
+        under Slurm's block rule (or that ask for more nodes than are idle: the count decides
+        for them, and EASY reserves for them as before) and the others, ``(job, why)``: only the
+        first are counted when the window is planned, so that a job no block can take now does
+        not keep the jobs behind it out of the window (Slurm's own backfill tests each job
+        against the nodes)."""
+        fits, blocked = [], []
+        for job in held:
+            if job.nodes > len(state.idle):          # too few idle nodes: the count decides
+                fits.append(job)
+                continue
+            rule = Job(job.nodes, segment=state.segments.get(job.job_id), slurm_rule=True)
+            if solve(Window(state.topology, state.idle, [rule]), "seq").has_solution:
+                fits.append(job)
+            else:
+                blocked.append((job, _no_block_reason(state.topology, rule)))
+        return fits, blocked
 
     def _decide_blocks(self, rec: dict, state: State, window_jobs: list) -> dict:
         """The window record on a ``topology/block`` cluster (see the module docstring)."""
