@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+import slurm_waits
+
 import constraint_oracle as oracle
 import tjap
 from tjap.placement.slurm.client import PendingJob, SlurmClient
@@ -247,27 +249,11 @@ def jobs_now(client) -> dict:
 
 
 def wait_for(predicate, timeout_s: float, what: str):
-    end = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return slurm_waits.wait_for(predicate, timeout_s, what)
 
 
 def wait_running(client, ids, timeout_s: float = 20) -> dict:
-    ids = list(ids)
-
-    def ready():
-        rows = jobs_now(client)
-        return rows if all(rows.get(i, ("",))[0] == "RUNNING" for i in ids) else None
-    try:
-        return wait_for(ready, timeout_s, f"jobs {ids} to run")
-    except AssertionError:
-        raise AssertionError(f"jobs {ids} did not run: "
-                             f"{ {i: jobs_now(client).get(i) for i in ids} }") from None
+    return slurm_waits.wait_running(client, ids, jobs_now, timeout_s)
 
 
 def busy(client, *names) -> list[int]:

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import slurm_waits
+
 import tjap
 from tjap.placement.slurm.client import SlurmClient
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
@@ -91,27 +93,11 @@ def jobs_now(client) -> dict:
 
 
 def wait_for(predicate, timeout_s: float, what: str):
-    end = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
+    return slurm_waits.wait_for(predicate, timeout_s, what, poll_s=0.3)
 
 
 def wait_running(client, ids, timeout_s: float = 20) -> dict:
-    ids = list(ids)
-
-    def ready():
-        rows = jobs_now(client)
-        return rows if all(rows.get(i, ("",))[0] == "RUNNING" for i in ids) else None
-    try:
-        return wait_for(ready, timeout_s, f"jobs {ids} to run")
-    except AssertionError:
-        raise AssertionError(f"timed out waiting for jobs {ids} to run: "
-                             f"{ {i: jobs_now(client).get(i) for i in ids} }") from None
+    return slurm_waits.wait_running(client, ids, jobs_now, timeout_s)
 
 
 def service(slurm, tmp_path=None, **options) -> PlacementService:
