@@ -45,7 +45,7 @@ bench: $(VENV)/.installed
 docs: $(VENV)/.installed
 	bash .ci/install-chromium || echo "warning: could not install chromium; the browser checks will skip"
 	$(VENV)/bin/mkdocs build --strict --site-dir site
-	TJAP_DOCS_SITE=site $(VENV)/bin/python -m pytest -q -m docs -rs tests/test_docs_site.py
+	TJAP_DOCS_SITE=site $(VENV)/bin/python -m pytest -q -m docs -rs tests/test_docs_site.py tests/test_audit_report.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info benchmarks/out site

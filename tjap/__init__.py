@@ -31,10 +31,11 @@ _LAZY = {
     "place_request": "tjap.api",
     "methods": "tjap.registry",
     "register": "tjap.registry",
+    "audit": "tjap.auditor",
 }
 
 __all__ = ["Topology", "FatTree", "Window", "Result", "Status", "solve", "place_job", "place_request",
-           "methods", "register", "job_cost",
+           "methods", "register", "job_cost", "audit",
            "assignment_cost", "load_windows", "TjapError", "InvalidInputError",
            "UnknownMethodError", "MissingDependencyError", "StateSpaceTooLargeError",
            "__version__"]

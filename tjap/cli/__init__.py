@@ -2,7 +2,7 @@
 
 Each family module has ``add_parser(sub)``, which adds its subcommands and sets ``run``, and
 ``run(args)``: ``tree`` (solve, generate, online, demo), ``topology`` (show), ``bench`` (exact), ``batch``
-(simulate, provision), ``slurm`` (place, advise), ``network``, ``interference``, ``train`` and ``methods``.
+(simulate, provision), ``slurm`` (place, advise), ``audit``, ``network``, ``interference``, ``train`` and ``methods``.
 
 Exit codes: 0 success, 1 the job ran but failed (no solution found), 2 bad input or usage,
 3 Slurm cannot be reached (:class:`tjap.errors.SlurmUnreachableError`: slurmctld does not answer,
@@ -26,8 +26,8 @@ from tjap.errors import Terminated, interrupted_by
 
 # Importing this module loads nothing beyond the standard library, so that the handlers of
 # Ctrl-C and SIGTERM are in place before the families (numpy, Numba, solvers) are imported.
-FAMILY_NAMES = ("tree", "topology", "bench", "batch", "slurm", "network", "interference",
-                "train", "methods")
+FAMILY_NAMES = ("tree", "topology", "bench", "batch", "slurm", "audit", "network",
+                "interference", "train", "methods")
 
 
 def families() -> tuple:

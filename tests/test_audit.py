@@ -1,0 +1,203 @@
+"""tjap audit (tjap.auditor) against brute force on small random histories, its filters and
+reasons, and the command line."""
+
+import itertools
+import json
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+
+import tjap
+from tjap.cli import main
+from tjap.errors import InvalidInputError
+from tjap.heuristics.slurm.tree import slurm_tree_nodes
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.topology import Topology
+
+TREE = """SwitchName=s1 Nodes=n[1-3]
+SwitchName=s2 Nodes=n[4-7]
+SwitchName=s3 Nodes=n[8-9]
+SwitchName=a Switches=s[1-2]
+SwitchName=top Switches=a,s3
+"""
+HEADER = "JobID|Partition|Submit|Start|End|NNodes|NodeList|State"
+
+
+def stamp(t: int) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def random_jobs(rng, topo: Topology, count: int):
+    """Jobs placed on free nodes of a random schedule: (job id, start, end, node ids)."""
+    jobs, running, t = [], [], 1_790_000_000
+    for j in range(count):
+        t += int(rng.integers(0, 4))
+        running = [r for r in running if r[2] > t]
+        busy = {v for r in running for v in r[3]}
+        free = [v for v in range(topo.num_nodes) if v not in busy]
+        if not free:
+            continue
+        size = int(rng.integers(1, min(5, len(free)) + 1))
+        nodes = sorted(rng.choice(free, size, replace=False).tolist())
+        job = (str(100 + j), t, t + int(rng.integers(0, 9)), nodes)
+        jobs.append(job)
+        running.append(job)
+    return jobs
+
+
+def sacct_text(topo, jobs) -> list[str]:
+    lines = [HEADER]
+    for job_id, start, end, nodes in jobs:
+        names = compress_hostlist([topo.node_names[v] for v in nodes])
+        lines.append(f"{job_id}|batch|{stamp(start)}|{stamp(start)}|{stamp(end)}|{len(nodes)}|"
+                     f"{names}|COMPLETED")
+    return lines
+
+
+def jobcomp_text(topo, jobs) -> list[str]:
+    lines = []
+    for job_id, start, end, nodes in sorted(jobs, key=lambda j: (j[2], j[0])):   # by end
+        names = compress_hostlist([topo.node_names[v] for v in nodes])
+        lines.append(f"JobId={job_id} UserId=u(1) GroupId=g(1) Name=wrap JobState=COMPLETED "
+                     f"Partition=batch TimeLimit=5 StartTime={stamp(start)} EndTime={stamp(end)} "
+                     f"NodeList={names} NodeCnt={len(nodes)} ProcCnt={len(nodes)} WorkDir=/tmp "
+                     f"SubmitTime={stamp(start)} ExitCode=0:0")
+    return lines
+
+
+def brute_idle(jobs, k: int, num_nodes: int) -> list[int]:
+    """Idle nodes at job k's start, from the definition (ties by job id)."""
+    _, start, _, own = jobs[k]
+    key = lambda j: (j[1], int(j[0]))
+    busy = {v for j in jobs if j is not jobs[k] and key(j) < key(jobs[k]) and j[2] > start
+            for v in j[3]}
+    return [v for v in range(num_nodes) if v not in busy]
+
+
+def brute_optimum(topo, idle: list[int], size: int) -> float:
+    m = len(idle)
+    return min(job_cost(topo, [idle[(p + i) % m] for i in range(size)]) for p in range(m))
+
+
+def brute_bound(topo, idle: list[int], size: int) -> float:
+    return min(job_cost(topo, list(c)) for c in itertools.combinations(idle, size))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_every_measure_equals_brute_force(seed):
+    topo = Topology.from_slurm(TREE)
+    rng = np.random.default_rng(seed)
+    jobs = random_jobs(rng, topo, 25)
+    result = tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC", worst=3)
+    data = result.to_dict()
+    multi = [k for k, j in enumerate(jobs) if len(j[3]) >= 2]
+    assert {e["job_id"] for e in data["jobs"]} == {jobs[k][0] for k in multi}
+    by_id = {j[0]: k for k, j in enumerate(jobs)}
+    for entry in data["jobs"]:
+        k = by_id[entry["job_id"]]
+        _, start, _, own = jobs[k]
+        idle = brute_idle(jobs, k, topo.num_nodes)
+        assert set(own) <= set(idle)
+        assert not entry["overlap"]
+        size = len(own)
+        assert entry["size"] == size and entry["idle"] == len(idle)
+        assert entry["cost"] == pytest.approx(job_cost(topo, own))
+        assert entry["optimum"] == pytest.approx(brute_optimum(topo, idle, size))
+        assert entry["bound"] == pytest.approx(brute_bound(topo, idle, size))
+        assert entry["floor"] == pytest.approx(brute_bound(topo, list(range(topo.num_nodes)), size))
+        tree = slurm_tree_nodes(topo, [topo.node_names[v] for v in idle], size)
+        assert entry["slurm_tree"] == pytest.approx(job_cost(topo, tree))
+        assert entry["slurm_tree_same"] == (sorted(tree.tolist()) == own)
+        for key in ("optimum_nodes", "bound_nodes", "slurm_tree_nodes"):     # idle, right size
+            got = topo.node_indices(expand_hostlist(entry[key]))
+            assert len(set(got.tolist())) == size and set(got.tolist()) <= set(idle)
+        assert entry["floor"] <= entry["bound"] + 1e-9 <= entry["optimum"] + 2e-9
+        assert entry["bound"] <= entry["cost"] + 1e-9
+    s = data["summary"]
+    assert s["jobs"] == len(data["jobs"])
+    assert s["cost"] == pytest.approx(sum(e["cost"] for e in data["jobs"]))
+    assert s["differing_jobs"] == [e["job_id"] for e in data["jobs"] if not e["slurm_tree_same"]]
+    assert sum(g["jobs"] for g in s["by_size"]) == s["jobs"]
+    gaps = sorted((e["cost"] - e["optimum"] for e in data["jobs"]), reverse=True)[:3]
+    assert [w["cost"] - w["optimum"] for w in s["worst"]] == pytest.approx(gaps)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sacct_and_jobcomp_give_the_same_numbers(seed):
+    topo = Topology.from_slurm(TREE)
+    jobs = random_jobs(np.random.default_rng(seed), topo, 30)
+    a = tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC").to_dict()
+    b = tjap.audit(jobcomp_text(topo, jobs), topo, timezone="UTC").to_dict()
+    assert a["records"]["format"] == "sacct" and b["records"]["format"] == "jobcomp"
+    key = lambda e: e["job_id"]
+    assert sorted(a["jobs"], key=key) == sorted(b["jobs"], key=key)
+    assert a["summary"] == b["summary"]
+
+
+def test_filters_and_reasons_count_every_record():
+    topo = Topology.from_slurm(TREE)
+    t = 1_790_000_000
+    lines = [HEADER,
+             f"1|batch|{stamp(t)}|{stamp(t)}|{stamp(t + 50)}|2|n[1-2]|COMPLETED",
+             f"2|gpu|{stamp(t)}|{stamp(t + 10)}|{stamp(t + 50)}|2|n[4-5]|COMPLETED",
+             f"3|batch|{stamp(t)}|{stamp(t + 20)}|{stamp(t + 50)}|2|n6,z1|COMPLETED",
+             f"4+0|batch|{stamp(t)}|{stamp(t + 30)}|{stamp(t + 50)}|2|n[8-9]|COMPLETED",
+             f"5|batch|{stamp(t)}|{stamp(t + 40)}|{stamp(t + 50)}|1|n3|COMPLETED",
+             f"6|batch|{stamp(t)}|{stamp(t + 100)}|{stamp(t + 150)}|2|n[1-2]|COMPLETED"]
+    r = tjap.audit(lines, topo, timezone="UTC", partition="batch", end=t + 60)
+    assert [e["job_id"] for e in r.to_dict()["jobs"]] == ["1"]
+    assert r.skipped == {"other_partition": 1, "unknown_nodes": 1, "heterogeneous": 1,
+                         "below_min_nodes": 1, "outside_window": 1}
+    # the skipped jobs' nodes still count as busy: job 6 (at t+100) sees none; job 1 saw none
+    r = tjap.audit(lines, topo, timezone="UTC", start=stamp(t + 5))
+    first = r.to_dict()["jobs"][0]
+    assert first["job_id"] == "2" and first["idle"] == topo.num_nodes - 2   # job 1 holds n[1-2]
+
+
+def test_timezone_reads_local_times():
+    topo = Topology.from_slurm(TREE)
+    line = "1|batch|2026-07-01T12:00:00|2026-07-01T12:00:00|2026-07-01T13:00:00|2|n[1-2]|COMPLETED"
+    utc = tjap.audit([HEADER, line], topo, timezone="UTC").to_dict()["jobs"][0]
+    berlin = tjap.audit([HEADER, line], topo, timezone="Europe/Berlin").to_dict()["jobs"][0]
+    assert utc["start_s"] - berlin["start_s"] == 7200            # CEST is UTC+2
+    assert berlin["start"] == "2026-07-01T12:00:00+02:00"
+
+
+def test_bad_options_are_one_line_errors():
+    topo = Topology.from_slurm(TREE)
+    for kwargs, match in (({"fmt": "csv"}, "format"), ({"slurm": "21.08"}, "slurm"),
+                          ({"min_nodes": 1}, "min_nodes"), ({"convention": "x"}, "convention"),
+                          ({"timezone": "Mars/Olympus"}, "IANA"), ({"start": "yesterday"}, "date"),
+                          ({"start": "2026-02-01", "end": "2026-01-01"}, "after")):
+        with pytest.raises(InvalidInputError, match=match):
+            tjap.audit([HEADER], topo, **kwargs)
+    with pytest.raises(InvalidInputError):
+        tjap.audit([HEADER], 42)
+
+
+def test_cli_summary_json_and_errors(tmp_path, capsys):
+    topo = Topology.from_slurm(TREE)
+    (tmp_path / "topology.conf").write_text(TREE)
+    jobs = random_jobs(np.random.default_rng(5), topo, 20)
+    records = tmp_path / "sacct.txt"
+    records.write_text("\n".join(sacct_text(topo, jobs)) + "\n")
+    args = [str(records), "--topology", str(tmp_path / "topology.conf"), "--timezone", "UTC"]
+    assert main(["audit", *args]) == 0
+    out = capsys.readouterr().out
+    assert "above the empty-cluster floor" in out and "slurm-tree" in out
+    assert main(["audit", *args, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["tjap_audit"] == 1 and data["jobs"]
+    assert data == json.loads(json.dumps(tjap.audit(records, tmp_path / "topology.conf",
+                                                    timezone="UTC").to_dict()))
+    (tmp_path / "file").write_text("x")
+    assert main(["audit", *args, "--report", str(tmp_path / "file")]) == 2
+    assert "--report" in capsys.readouterr().err
+    (tmp_path / "junk.txt").write_text("hello world\n")
+    assert main(["audit", str(tmp_path / "junk.txt"), "--topology",
+                 str(tmp_path / "topology.conf")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tjap: error:") and len(err.strip().splitlines()) == 1
+    assert main(["audit", str(records), "--topology", str(tmp_path / "missing.conf")]) == 2

@@ -1,0 +1,97 @@
+"""``tjap audit RECORDS --topology FILE``: what network placement cost a Slurm site, job by job.
+
+RECORDS is ``sacct --parsable2 --allocations`` output or a ``jobcomp/filetxt`` log
+(:mod:`tjap.placement.slurm.accounting` says which columns and what happens to every kind of odd
+record); the audit is :func:`tjap.auditor.audit`. It prints a summary, ``--json`` the whole result
+(one entry per audited job), and ``--report DIR`` writes a self-contained HTML page with plots.
+It only reads: nothing is sent to Slurm.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from tjap.cli.common import add_common, check_output, count, int_in
+from tjap.result import plain
+
+
+def add_parser(sub) -> None:
+    """Add ``audit`` to the ``tjap`` parser."""
+    p = sub.add_parser(
+        "audit", help="what placement cost you: audit a Slurm site's accounting records",
+        description="Read Slurm accounting records (sacct --parsable2 --allocations output, or "
+                    "the jobcomp/filetxt log) and the site's topology; rebuild the idle nodes at "
+                    "each job's start and compare the nodes each multi-node job got with the "
+                    "cheapest idle nodes then (SCAS optimum, free-form bound), with Slurm's own "
+                    "topology/tree choice and with the empty-cluster floor. Read-only.")
+    p.add_argument("records", metavar="RECORDS",
+                   help="sacct --parsable2 output with its header, or a jobcomp/filetxt log "
+                        "(.gz read as such)")
+    p.add_argument("--topology", required=True, metavar="FILE",
+                   help="the site's topology.conf or JSON tree, or 'slurm' for the running "
+                        "Slurm's (scontrol show topology)")
+    p.add_argument("--format", dest="fmt", choices=("auto", "sacct", "jobcomp"), default="auto",
+                   help="what RECORDS holds (default: told from its first line)")
+    p.add_argument("--timezone", metavar="TZ", default=None,
+                   help="IANA zone of the records' times, e.g. Europe/Berlin (sacct and jobcomp "
+                        "print local times; default: this machine's zone)")
+    p.add_argument("--from", dest="start", metavar="DATE", default=None,
+                   help="audit jobs that started at or after DATE (YYYY-MM-DD[THH:MM[:SS]], in "
+                        "--timezone); earlier records still count as busy nodes")
+    p.add_argument("--to", dest="end", metavar="DATE", default=None,
+                   help="audit jobs that started before DATE")
+    p.add_argument("--partition", metavar="NAME", default=None,
+                   help="audit only this partition's jobs (all records count as busy nodes)")
+    p.add_argument("--min-nodes", type=int_in(2, 10**9), default=2, metavar="N",
+                   help="audit jobs of at least N nodes (default 2)")
+    p.add_argument("--convention", choices=("paper", "published"), default="paper",
+                   help="CH cost convention (default paper)")
+    p.add_argument("--slurm", choices=("22.05", "24.11"), default="22.05",
+                   help="whose topology/tree rule slurm-tree follows (default 22.05)")
+    p.add_argument("--worst", type=count, default=10, metavar="K",
+                   help="jobs with the most cost above the optimum kept in the summary, with "
+                        "the nodes busy at their start (default 10)")
+    p.add_argument("--report", metavar="DIR", default=None,
+                   help="also write DIR/index.html: a self-contained page with plots")
+    add_common(p)
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from tjap.auditor import audit
+    from tjap.executor import progress_bar
+
+    report = check_output(args.report, "--report", folder=True)
+    with progress_bar("audit", quiet=args.quiet) as update:
+        result = audit(args.records, args.topology, fmt=args.fmt, timezone=args.timezone,
+                       start=args.start, end=args.end, partition=args.partition,
+                       min_nodes=args.min_nodes, convention=args.convention, slurm=args.slurm,
+                       worst=args.worst,
+                       progress=lambda done, total, phase: update(done, total))
+    if report is not None:
+        from tjap.audit_report import write_report
+
+        path = write_report(result, result.topology, report)
+        print(f"tjap: report written to {path}", file=sys.stderr)
+    if args.json:
+        write_json(result, sys.stdout)
+    else:
+        print(result.summary_text())
+    if result.interrupted:
+        print(f"tjap: interrupted: audited {result.num_jobs:,} jobs (the output above is marked "
+              "interrupted)", file=sys.stderr)
+        return 130
+    return 0
+
+
+def write_json(result, out) -> None:
+    """The result's JSON, written job by job (a million jobs never sit in memory as text)."""
+    data = result.to_dict(jobs=False)
+    data.pop("jobs")
+    head = json.dumps(plain(data), indent=1, allow_nan=False)
+    out.write(head[:-2] + ',\n "jobs": [')
+    for i in range(result.num_jobs):
+        out.write(("\n  " if i == 0 else ",\n  ")
+                  + json.dumps(plain(result.job(i)), allow_nan=False))
+    out.write("\n ]\n}\n")
