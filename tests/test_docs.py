@@ -86,8 +86,7 @@ def test_every_python_block_of_the_guides_runs(name, tmp_path, monkeypatch, caps
     page = DOCS / name
     found = blocks(page, "python")
     assert found, f"{name} has no ```python block"
-    for file in (ROOT / "examples").iterdir():
-        shutil.copy(file, tmp_path)
+    shutil.copytree(ROOT / "examples", tmp_path, dirs_exist_ok=True)
     monkeypatch.chdir(tmp_path)
     for line, code in found:
         run_block(page, line, code)

@@ -7,13 +7,14 @@ from tjap.errors import InvalidInputError
 from tjap.placement.slurm.occupancy import NO_END, History, HistoryBuilder, Sweep
 
 
-def brute_busy(h: History, a: int, num_nodes: int) -> np.ndarray:
+def brute_busy(h: History, a: int, num_nodes: int, strict: bool = False) -> np.ndarray:
     """Busy counts at a's start, from the definition: every b started before a (by start, then
-    key, then index) that had not ended by a's start."""
+    key, then index) that had not ended by a's start (strict: before it)."""
     busy = np.zeros(num_nodes, np.int64)
     mine = (h.start[a], h.key[a], a)
     for b in range(h.size):
-        if b != a and (h.start[b], h.key[b], b) < mine and h.end[b] > h.start[a]:
+        running = h.end[b] >= h.start[a] if strict else h.end[b] > h.start[a]
+        if b != a and (h.start[b], h.key[b], b) < mine and running:
             for v in h.nodes_of(b):
                 busy[v] += 1
     return busy
@@ -28,21 +29,27 @@ def random_history(rng, m: int, num_nodes: int) -> History:
     return History.from_lists(start.tolist(), end, nodes, key=key.tolist())
 
 
+@pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("seed", range(60))
-def test_sweep_equals_brute_force(seed):
+def test_sweep_equals_brute_force(seed, strict):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 7))
     h = random_history(rng, int(rng.integers(1, 14)), n)
-    sweep = Sweep(h, n)
+    path = np.array([[0, 1 + v % 2] for v in range(n)])    # switch 0 above all, 1 and 2 halves
+    sweep = Sweep(h, n, strict=strict, node_path=path, num_switches=3)
     for k, a in enumerate(sweep.order):
-        assert sweep.busy_before(k).tolist() == brute_busy(h, int(a), n).tolist(), (seed, k)
+        busy = brute_busy(h, int(a), n, strict)
+        assert sweep.busy_before(k).tolist() == busy.tolist(), (seed, k)
+        idle = busy == 0
+        assert sweep.idle.tolist() == idle.astype(int).tolist()
+        assert sweep.switch_idle.tolist() == [idle.sum(), idle[0::2].sum(), idle[1::2].sum()]
     assert (sweep.busy >= 0).all()
 
 
-def test_end_frees_nodes_for_a_start_at_the_same_second():
+def test_end_frees_nodes_for_a_start_at_the_same_second_unless_strict():
     h = History.from_lists(start=[0, 10], end=[10, 20], nodes=[[0, 1], [0, 1]])
-    s = Sweep(h, 2)
-    assert s.busy_before(1).tolist() == [0, 0]
+    assert Sweep(h, 2).busy_before(1).tolist() == [0, 0]
+    assert Sweep(h, 2, strict=True).busy_before(1).tolist() == [1, 1]
 
 
 def test_running_allocation_holds_to_the_end():
@@ -52,9 +59,10 @@ def test_running_allocation_holds_to_the_end():
     assert s.busy_before(1).tolist() == [1, 0]
 
 
-def test_zero_length_allocation_holds_nothing():
+def test_zero_length_allocation_holds_nothing_unless_strict():
     h = History.from_lists(start=[5, 5], end=[5, 9], nodes=[[0], [0]])
     assert Sweep(h, 1).busy_before(1).tolist() == [0]
+    assert Sweep(h, 1, strict=True).busy_before(1).tolist() == [1]
 
 
 def test_builder_equals_from_lists():

@@ -87,6 +87,11 @@ CHEAP = (
     "--out block-windows.jsonl",
     "tjap simulate --trace placement/batch/data/ls6-a100.tsv --nodes 76 --backfill easy --json",
     "tjap simulate --trace placement/batch/data/ls6-a100.tsv --nodes 76 --start 2022-11-01 --warm-start",
+    "tjap audit examples/audit/sacct.txt --topology examples/audit/topology.conf --timezone Etc/UTC",
+    "tjap audit examples/audit/jobcomp.txt --topology examples/audit/topology.conf --timezone Etc/UTC "
+    "--json",
+    "tjap audit examples/audit/sacct.txt --topology examples/audit/topology.conf --timezone Etc/UTC "
+    "--report audit-report",
 )
 
 #: The examples run only with ``-m slow``, each with the reason.
@@ -156,6 +161,9 @@ ELSEWHERE = {
         "needs a running Slurm, and writes a system log",
     "tjap slurm place --once --dry-run --json": "needs a running Slurm",
     "tjap slurm advise": "needs a running Slurm",
+    "tjap audit records.txt --topology /etc/slurm/topology.conf --timezone Europe/Berlin "
+    "--report audit-report":
+        "the site's own records and topology (the examples/audit/ commands run on a real run's)",
     "tjap slurm place --partition main --locality-slack 0.5 --locality-wait 600":
         "needs a running Slurm with a partition main (the holds: test_slurm_service_live.py)",
     "tjap provision live --local --policy moe --trace placement/batch/data/ls6-a100.tsv "
@@ -179,6 +187,8 @@ QUOTED = {
     "tjap solve blocks-window.json --method dp": "OPTIMAL 38000",
     "tjap solve blocks-window.json --method slurm-block": "74000",
     "tjap solve blocks-window.json --method kueue-bestfit": "38000",
+    "tjap audit examples/audit/sacct.txt --topology examples/audit/topology.conf --timezone Etc/UTC":
+        "120 111 30.3 6.5 6.5 95.5 5",
 }
 
 #: The README's Python blocks the default suite runs, by their first line that is not an import;

@@ -14,6 +14,13 @@ multi-node job in the time asked for, compares the nodes Slurm gave it with:
   is the fidelity of that model on the site's own history;
 - ``floor``: the cheapest nodes of the empty cluster.
 
+The idle nodes at a start are those no other allocation held: every job that started before it
+(the same second: by job id) and had not ended before that second
+(:class:`~tjap.placement.slurm.occupancy.Sweep` with ``strict=True``), plus the job's own nodes.
+Nodes freed within the job's own second are not counted as idle: Slurm may still have been
+completing those jobs. A job whose nodes another record still held after that second is flagged
+``overlap`` (inconsistent records); it is audited all the same, on its own nodes.
+
 Costs are the CH cost of :func:`tjap.placement.tree.cost.job_cost` (``convention``). The audit
 only reads: it never talks to the scheduler. What it cannot see: nodes that were down, drained,
 reserved or outside the job's partition at its start are taken as idle when no record holds
@@ -46,6 +53,9 @@ AUDIT_FORMAT = 1
 SLURM_RULES = ("22.05", "24.11")
 
 _JOB_KEY = re.compile(r"(\d+)(?:[_+](\d+))?")
+#: A hostlist split around its bracket groups, and one piece: names, then maybe [ranges]suffix.
+_TOP_COMMA = re.compile(r",(?![^\[]*\])")
+_PIECE = re.compile(r"([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)")
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -132,79 +142,129 @@ def size_class(size: int) -> str:
 
 # -- node names -----------------------------------------------------------------------------------
 class _Names:
-    """Node names of a topology both ways, with a cache of recorded hostlists."""
+    """Node names of a topology both ways: recorded hostlists to node ids (cached), and sorted
+    node ids to a hostlist (by runs of consecutive ids, each run's text cached)."""
 
     def __init__(self, topology):
+        from tjap.placement.tree.hostlist import _LAST_NUMBER
+
         self.names = topology.node_names
         self.index = {name: i for i, name in enumerate(self.names)}
         self._cache: dict[str, tuple[np.ndarray, bool]] = {}
+        # (prefix, suffix, width) -> node id of each number, -1 where none: a bracket range
+        # "a-b" whose "a" has w digits names prefix + str(i).zfill(w) + suffix
+        families: dict[tuple[str, str, int], dict[int, int]] = {}
+        self._split: list = []                     # (prefix, suffix, digits, number, padded)
+        for i, name in enumerate(self.names):
+            m = _LAST_NUMBER.match(name)
+            if m is None or len(m.group(2)) > 9:
+                self._split.append(None)
+                continue
+            prefix, digits, suffix = m.groups()
+            padded = len(digits) > 1 and digits[0] == "0"
+            self._split.append((prefix, suffix, digits, int(digits), padded))
+            for width in ([len(digits)] if padded else range(1, len(digits) + 1)):
+                families.setdefault((prefix, suffix, width), {})[int(digits)] = i
+        self._families = {}                        # plain lists: fast to index one by one
+        for key, numbers in families.items():
+            table = [-1] * (max(numbers) + 1)
+            for number, node in numbers.items():
+                table[number] = node
+            self._families[key] = table
 
     def ids(self, hostlist: str) -> tuple[np.ndarray, bool]:
         """(sorted ids of the known nodes of ``hostlist``, whether every node is known)."""
         hit = self._cache.get(hostlist)
         if hit is not None:
             return hit
-        from tjap.placement.tree.hostlist import expand_hostlist
+        out = self._fast_ids(hostlist)
+        if out is None:
+            from tjap.placement.tree.hostlist import expand_hostlist
 
-        names = expand_hostlist(hostlist)
-        known = [self.index[n] for n in names if n in self.index]
-        out = (np.array(sorted(set(known)), dtype=np.int32), len(known) == len(names))
+            names = expand_hostlist(hostlist)
+            known = [self.index[n] for n in names if n in self.index]
+            out = (np.array(sorted(set(known)), dtype=np.int32), len(known) == len(names))
         if len(self._cache) < 200_000:
             self._cache[hostlist] = out
         return out
 
+    def _fast_ids(self, hostlist: str):
+        """:meth:`ids` of plain names and ``prefix[ranges]suffix`` pieces, by the number
+        tables; None for anything else (read by ``expand_hostlist``)."""
+        found: list[int] = []
+        complete = True
+        for piece in _TOP_COMMA.split(hostlist.strip()):
+            if "[" not in piece:
+                if not piece or "]" in piece:
+                    return None
+                found.append(self.index.get(piece, -1))
+                continue
+            m = _PIECE.fullmatch(piece)
+            if m is None:
+                return None
+            prefix, body, suffix = m.groups()
+            for item in body.split(","):
+                low, dash, high = item.partition("-")
+                if not low.isdigit() or (dash and not high.isdigit()):
+                    return None
+                table = self._families.get((prefix, suffix, len(low)))
+                a = int(low)
+                b = int(high) if dash else a
+                if b < a:
+                    return None
+                if table is None or b >= len(table):
+                    complete = False
+                    if table is None:
+                        continue
+                if a == b:
+                    found.append(table[a] if a < len(table) else -1)
+                else:
+                    found.extend(table[a:b + 1])
+        if -1 in found:
+            complete = False
+            found = [v for v in found if v >= 0]
+        ids = np.array(sorted(set(found)), dtype=np.int32)
+        return ids, complete
+
     def hostlist(self, ids) -> str:
-        from tjap.placement.tree.hostlist import compress_hostlist
+        """The hostlist of the sorted, distinct node ids ``ids`` ("" for none): neighbours that
+        differ only in their last number share a bracket, consecutive numbers a range."""
+        parts: list[str] = []
+        bodies: list[str] = []
+        key = None                                  # (prefix, suffix) of the open bracket
+        lo_text = last_text = ""
+        last = width = 0
+        padded = False
+        for v in ids.tolist() if isinstance(ids, np.ndarray) else ids:
+            split = self._split[v]
+            if split is not None:
+                prefix, suffix, digits, number, pad = split
+                if (key is not None and key[0] == prefix and key[1] == suffix
+                        and number == last + 1 and (len(digits) == width or not (pad or padded))):
+                    last, last_text = number, digits
+                    continue
+            if key is not None:                      # close the range (and maybe the bracket)
+                bodies.append(lo_text if last_text == lo_text else f"{lo_text}-{last_text}")
+                if split is None or key[0] != split[0] or key[1] != split[1]:
+                    parts.append(_bracket(key[0], bodies, key[1]))
+                    bodies = []
+            if split is None:
+                parts.append(self.names[v])
+                key = None
+                continue
+            key = (prefix, suffix)
+            lo_text = last_text = digits
+            last, width, padded = number, len(digits), pad
+        if key is not None:
+            bodies.append(lo_text if last_text == lo_text else f"{lo_text}-{last_text}")
+            parts.append(_bracket(key[0], bodies, key[1]))
+        return ",".join(parts)
 
-        return compress_hostlist([self.names[int(v)] for v in sorted(ids)])
 
-
-# -- the measures of one job ----------------------------------------------------------------------
-class _Measures:
-    """Cost as placed, SCAS optimum, free-form bound, slurm-tree's choice and floor of one job
-    (the optima by :mod:`tjap.placement.tree.single_job`'s kernels)."""
-
-    def __init__(self, topology, convention: str, slurm: str):
-        from tjap.heuristics.slurm.tree import switch_table
-        from tjap.placement.tree.cost import convention_code
-        from tjap.placement.tree.single_job import SingleJobTables
-
-        self.convention = convention
-        self.form = topology.count_form
-        self.code = convention_code(convention)
-        self.newer = slurm == "24.11"
-        self.table = switch_table(topology)
-        self.single = SingleJobTables.from_topology(topology)
-        self._counts = np.zeros(self.form.num_groups, np.int64)
-        self._floor: dict[int, float] = {}
-        self._all = np.ones(topology.num_nodes, dtype=bool)
-        self._tree_out = np.empty(topology.num_nodes, dtype=np.int64)
-
-    def cost(self, ids: np.ndarray) -> float:
-        from tjap.placement.tree.tree_cost import node_set_cost
-
-        return float(node_set_cost(self.form.group_of, self.form.top_level,
-                                   ids.astype(np.int64), self._counts, self.code))
-
-    def optima(self, idle: np.ndarray, size: int):
-        """((optimum, its nodes sorted), (bound, its nodes sorted)) on the idle mask."""
-        (scas_sq, scas_nodes), (bound_sq, bound_nodes) = self.single.optima(idle, size)
-        return ((self.single.cost(size, scas_sq, self.convention), np.sort(scas_nodes)),
-                (self.single.cost(size, bound_sq, self.convention), np.sort(bound_nodes)))
-
-    def slurm_tree(self, idle: np.ndarray, size: int) -> np.ndarray | None:
-        from tjap.heuristics.slurm.tree import place_job
-
-        t = self.table
-        out = self._tree_out[:size]
-        got = place_job(idle.copy(), np.int64(size), t.level, t.parent, t.first_node,
-                        t.end_node, t.leaves, t.leaf_dist, t.top, self.newer, out)
-        return None if got < 0 else np.sort(out)
-
-    def floor(self, size: int) -> float:
-        if size not in self._floor:
-            self._floor[size] = self.optima(self._all, size)[1][0]
-        return self._floor[size]
+def _bracket(prefix: str, bodies: list[str], suffix: str) -> str:
+    if len(bodies) == 1 and "-" not in bodies[0]:
+        return f"{prefix}{bodies[0]}{suffix}"
+    return f"{prefix}[{','.join(bodies)}]{suffix}"
 
 
 # -- the result -----------------------------------------------------------------------------------
@@ -227,6 +287,7 @@ class AuditResult:
     interrupted: bool = False
     _names: _Names | None = None
     _tz: object = None
+    _summary: dict | None = None
 
     @property
     def num_jobs(self) -> int:
@@ -263,12 +324,18 @@ class AuditResult:
 
     def summary(self) -> dict:
         """The summary of the JSON: totals, shares, fidelity, and the same by size class,
-        partition and week."""
+        partition and week (computed once)."""
+        if self._summary is None:
+            self._summary = self._summarise()
+        return self._summary
+
+    def _summarise(self) -> dict:
         j = self.jobs
         rows = np.arange(self.num_jobs)
         out = self._group_summary(rows)
         out["differing_jobs"] = [j["job_id"][i] for i in rows if not j["slurm_tree_same"][i]]
-        out["by_size"] = self._groups([size_class(int(s)) for s in j["size"]])
+        classes = {int(n): size_class(int(n)) for n in np.unique(j["size"])}
+        out["by_size"] = self._groups([classes[n] for n in j["size"].tolist()])
         out["by_partition"] = self._groups(j["partition"])
         out["by_week"] = self._groups(self._weeks())
         out["worst"] = [dict(self._job(i), busy=self._names.hostlist(busy) if busy.size else "")
@@ -276,31 +343,35 @@ class AuditResult:
         return out
 
     def _weeks(self) -> list[str]:
-        days: dict[int, str] = {}
+        weeks: dict[int, str] = {}                # by quarter hour: zones shift by those
         labels = []
-        for s in self.jobs["start_s"]:
-            day = int(s) // 86400
-            if day not in days:
-                y, w, _ = datetime.fromtimestamp(int(s), self._tz).isocalendar()
-                days[day] = f"{y}-W{w:02d}"
-            labels.append(days[day])
+        for s in self.jobs["start_s"].tolist():
+            quarter = s // 900
+            if quarter not in weeks:
+                y, w, _ = datetime.fromtimestamp(s, self._tz).isocalendar()
+                weeks[quarter] = f"{y}-W{w:02d}"
+            labels.append(weeks[quarter])
         return labels
 
+    def _nodes(self, name: str, i: int) -> str:
+        lo, hi = self.jobs["ptr"][i], self.jobs["ptr"][i + 1]
+        return self._names.hostlist(self.jobs["flat"][name][lo:hi])
+
     def _job(self, i: int) -> dict:
-        j, names = self.jobs, self._names
-        tree = j["slurm_tree"][i]
+        """The JSON entry of the i-th job: plain Python values only."""
+        j = self.jobs
+        tree, bound = j["slurm_tree"][i], j["bound"][i]
         return {
             "job_id": j["job_id"][i], "partition": j["partition"][i],
             "start": datetime.fromtimestamp(int(j["start_s"][i]), self._tz).isoformat(),
             "start_s": int(j["start_s"][i]), "size": int(j["size"][i]),
-            "nodes": names.hostlist(j["nodes"][i]), "idle": int(j["idle"][i]),
+            "nodes": self._nodes("nodes", i), "idle": int(j["idle"][i]),
             "cost": float(j["cost"][i]), "optimum": float(j["optimum"][i]),
-            "optimum_nodes": names.hostlist(j["optimum_nodes"][i]),
-            "bound": float(j["bound"][i]), "bound_nodes": names.hostlist(j["bound_nodes"][i]),
+            "optimum_nodes": self._nodes("optimum", i),
+            "bound": float(bound), "bound_nodes": self._nodes("bound", i),
             "floor": float(j["floor"][i]),
             "slurm_tree": None if math.isnan(tree) else float(tree),
-            "slurm_tree_nodes": (None if j["slurm_tree_nodes"][i] is None
-                                 else names.hostlist(j["slurm_tree_nodes"][i])),
+            "slurm_tree_nodes": None if math.isnan(tree) else self._nodes("slurm_tree", i),
             "slurm_tree_same": bool(j["slurm_tree_same"][i]),
             "overlap": bool(j["overlap"][i]),
         }
@@ -438,7 +509,11 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
     allocations = read_allocations(records, fmt=fmt_read, timezone=timezone, skipped=skipped)
     for alloc in allocations:
         read += 1
-        ids, all_known = names.ids(alloc.nodes)
+        try:
+            ids, all_known = names.ids(alloc.nodes)
+        except InvalidInputError:
+            skipped.add("malformed", alloc.line, alloc.job_id)
+            continue
         row = builder.add(alloc.start, alloc.end, _job_key(alloc.job_id), ids)
         if progress is not None and read % 10000 == 0:
             progress(read, None, "reading")
@@ -474,76 +549,67 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
 
 
 def _measure(history, topo, audited_rows, meta, convention, slurm, worst, progress) -> dict:
-    """The per-job measures of the audited allocations, walking the history in start order."""
+    """The per-job measures of the audited allocations, in start order
+    (:func:`tjap.heuristics.slurm.audit_loop.measure`), with the bound computed in Python on
+    trees whose leaves sit at several depths, the floors, and the worst jobs' busy nodes."""
+    from tjap.errors import interrupted_by
+    from tjap.heuristics.slurm.audit_loop import LoopTables, measure
     from tjap.placement.slurm.occupancy import Sweep
+    from tjap.placement.tree.cost import convention_code
 
-    measures = _Measures(topo, convention, slurm)
-    sweep = Sweep(history, topo.num_nodes)
+    tables = LoopTables(topo, slurm)
+    code = convention_code(convention)
+    meta_of = dict(zip(audited_rows, meta))
+    report = None if progress is None else (lambda done, total: progress(done, total, "auditing"))
+    cols, rows, ptr, flat, done, interrupted = measure(history, topo, audited_rows, tables, code,
+                                                       progress=report)
+    cols = {name: col[:done] for name, col in cols.items()}
+    rows, ptr = rows[:done], ptr[:done + 1]
+    sizes = np.diff(ptr)
+    single = tables.single
     position = np.empty(history.size, np.int64)
+    sweep = Sweep(history, topo.num_nodes, strict=True)
     position[sweep.order] = np.arange(history.size)
-    audited = sorted(range(len(audited_rows)), key=lambda i: position[audited_rows[i]])
-    m = len(audited)
-    cols = {name: np.empty(m, np.float64) for name in ("cost", "optimum", "bound", "floor",
-                                                       "slurm_tree")}
-    cols.update(size=np.empty(m, np.int64), idle=np.empty(m, np.int64),
-                start_s=np.empty(m, np.int64), slurm_tree_same=np.zeros(m, bool),
-                overlap=np.zeros(m, bool))
-    cols.update(job_id=[], partition=[], nodes=[], optimum_nodes=[], bound_nodes=[],
-                slurm_tree_nodes=[])
-    heap: list = []                        # (excess over optimum, -k, k, busy ids)
     try:
-        _measure_loop(audited, audited_rows, meta, history, sweep, position, measures, cols,
-                      heap, worst, progress)
-    except BaseException as exc:           # Ctrl-C, SIGTERM: keep the jobs measured so far
-        from tjap.errors import interrupted_by
-
+        if not single.exact_kernel:                # the bound in Python, job by job
+            for i, row in enumerate(rows.tolist()):
+                idle = sweep.busy_before(int(position[row])) == 0
+                idle[history.nodes_of(row)] = True
+                best, nodes = single.bound(idle, int(sizes[i]))
+                cols["bound"][i] = single.cost(int(sizes[i]), best, convention)
+                flat["bound"][ptr[i]:ptr[i + 1]] = nodes
+                if progress is not None and i % 1000 == 0:
+                    progress(i, rows.size, "bounds")
+    except BaseException as exc:
         if interrupted_by(exc) is None:
             raise
-        done = len(cols["slurm_tree_nodes"])
-        for name in cols:
-            cols[name] = cols[name][:done]
-        heap = [item for item in heap if item[2] < done]
-        cols["_interrupted"] = True
-    else:
-        cols["_interrupted"] = False
-    cols["_worst"] = [(k, busy) for _, _, k, busy in sorted(heap, reverse=True)]
-    return cols
-
-
-def _measure_loop(audited, audited_rows, meta, history, sweep, position, measures, cols, heap,
-                  worst, progress) -> None:
-    """Measure the audited jobs in start order into ``cols`` (a job's entries are written
-    together, after its measures, so an interrupted loop leaves whole jobs only)."""
-    m = len(audited)
-    for k, i in enumerate(audited):
-        row = audited_rows[i]
-        busy = sweep.busy_before(int(position[row]))
-        ids = history.nodes_of(row)
-        size = ids.size
-        overlap = bool(busy[ids].any())
-        idle = busy == 0
-        idle[ids] = True
-        cost = measures.cost(ids)
-        (optimum, optimum_nodes), (bound, bound_nodes) = measures.optima(idle, size)
-        floor = measures.floor(size)
-        tree = measures.slurm_tree(idle, size)
-        tree_cost = np.nan if tree is None else measures.cost(tree)
-        for name, value in (("size", size), ("idle", int(idle.sum())),
-                            ("start_s", history.start[row]), ("overlap", overlap),
-                            ("cost", cost), ("optimum", optimum), ("bound", bound),
-                            ("floor", floor), ("slurm_tree", tree_cost),
-                            ("slurm_tree_same", tree is not None and np.array_equal(tree, ids))):
-            cols[name][k] = value
-        for name, value in (("job_id", meta[i][0]), ("partition", meta[i][1]), ("nodes", ids),
-                            ("optimum_nodes", optimum_nodes), ("bound_nodes", bound_nodes),
-                            ("slurm_tree_nodes", tree)):
-            cols[name].append(value)
-        gap = cost - optimum
-        if worst and (len(heap) < worst or gap > heap[0][0]):
-            item = (gap, -k, k, np.flatnonzero(~idle))
-            if len(heap) < worst:
-                heapq.heappush(heap, item)
-            else:
-                heapq.heapreplace(heap, item)
-        if progress is not None and k % 1000 == 0:
-            progress(k, m, "auditing")
+        interrupted = True
+        keep = int(np.argmax(np.isnan(cols["bound"]))) if np.isnan(cols["bound"]).any() else done
+        cols = {name: col[:keep] for name, col in cols.items()}
+        rows, ptr, sizes = rows[:keep], ptr[:keep + 1], sizes[:keep]
+    everything = np.ones(topo.num_nodes, dtype=bool)
+    floors = {int(n): single.cost(int(n), single.bound(everything, int(n))[0], convention)
+              for n in np.unique(sizes)}
+    gap = cols["cost"] - cols["optimum"]
+    top = sorted(np.argsort(-gap, kind="stable")[:worst].tolist(), key=lambda i: position[rows[i]])
+    busy_of = {}
+    sweep = Sweep(history, topo.num_nodes, strict=True)
+    for i in top:
+        busy = sweep.busy_before(int(position[rows[i]])) > 0
+        busy[history.nodes_of(int(rows[i]))] = False
+        busy_of[i] = np.flatnonzero(busy)
+    recorded = np.concatenate([history.nodes_of(r) for r in rows.tolist()]) if rows.size \
+        else np.zeros(0, np.int32)
+    return {
+        "job_id": [meta_of[r][0] for r in rows.tolist()],
+        "partition": [meta_of[r][1] for r in rows.tolist()],
+        "start_s": history.start[rows], "size": sizes, "idle": cols["idle"],
+        "cost": cols["cost"], "optimum": cols["optimum"], "bound": cols["bound"],
+        "floor": np.array([floors[int(n)] for n in sizes.tolist()], dtype=np.float64),
+        "slurm_tree": cols["slurm_tree"], "slurm_tree_same": cols["same"],
+        "overlap": cols["overlap"], "ptr": ptr,
+        "flat": {"nodes": recorded, "optimum": flat["optimum"], "bound": flat["bound"],
+                 "slurm_tree": flat["slurm_tree"]},
+        "_worst": [(i, busy_of[i]) for i in sorted(top, key=lambda i: (-gap[i], i))],
+        "_interrupted": interrupted,
+    }

@@ -206,13 +206,22 @@ def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dis
     nodes are set to 0), by 22.05's rule or, with ``newer``, by 24.11's. Writes the node indices
     to ``out[:size]`` in the order taken and returns ``size``, or returns -1 (nothing changed)
     when no switch holds ``size`` idle nodes."""
-    num = level.size
-    count = np.zeros(num, dtype=np.int64)
-    for s in range(num):
+    count = np.zeros(level.size, dtype=np.int64)
+    for s in range(level.size):
         c = 0
         for v in range(first_node[s], end_node[s]):
             c += avail[v]
         count[s] = c
+    return place_counted(avail, count, size, level, parent, first_node, end_node, leaves,
+                         leaf_dist, top_level, newer, out)
+
+
+@njit
+def place_counted(avail, count, size, level, parent, first_node, end_node, leaves, leaf_dist,
+                  top_level, newer, out):
+    """:func:`place_job` given ``count``, the idle nodes below each switch (which the call
+    overwrites): for callers that keep those counts as nodes come and go."""
+    num = level.size
     top = -1
     for s in range(num):
         if count[s] < size or count[s] == 0:
@@ -222,12 +231,13 @@ def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dis
     if top == -1:
         return -1
     lo, hi = first_node[top], end_node[top]
-    for s in range(num):          # keep only the top switch's nodes
-        a, b = max(first_node[s], lo), min(end_node[s], hi)
-        c = 0
-        for v in range(a, b):
-            c += avail[v]
-        count[s] = c
+    for s in range(num):          # keep only the top switch's nodes (spans nest or are apart)
+        if first_node[s] >= lo and end_node[s] <= hi:
+            continue              # inside the top switch: all its idle nodes
+        if first_node[s] <= lo and end_node[s] >= hi:
+            count[s] = count[top]  # above it: the top switch's
+        else:
+            count[s] = 0
     dist = np.zeros(num, dtype=np.int64)
     rem = size
     taken = 0

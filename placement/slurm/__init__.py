@@ -7,7 +7,8 @@
 - :mod:`.queue`: the window rules of the placement service, as pure functions of what Slurm
   reported (which held jobs may be placed, in which order, with EASY-style backfill).
 - :mod:`.harness`: a throw-away multi-node Slurm on this machine (several slurmd on one host),
-  for the tests and the validations.
+  for the tests and the validations; :mod:`.accounting_db`: its optional accounting (a private
+  MariaDB and slurmdbd).
 - :mod:`.background`: a trace slice submitted as background load.
 - :mod:`.chained`: a provisioner run against a real Slurm (the live twin of
   :mod:`tjap.placement.batch.chained`).

@@ -7,12 +7,16 @@ allocations that started before it and had not ended.
 
 The rules, at one second ``t`` (Slurm's accounting records whole seconds):
 
-- every allocation that ended at or before ``t`` has released its nodes (a job ending at ``t``
-  frees them for a job starting at ``t``, as Slurm's own records show on a busy cluster);
 - allocations that start at the same second are taken in the order of their ``key`` (the job id
   in submission order), so each sees the ones before it as busy;
 - an allocation with no end (still running) holds its nodes to the end of the history;
-- an allocation that starts and ends at the same second holds nothing.
+- an allocation that ended at ``t`` itself is the one unclear case: Slurm often starts the next
+  job within the second its predecessor ended, on the nodes it freed, while other nodes freed in
+  that second are still completing (their epilog runs). ``strict=False`` counts everything that
+  ended at or before ``t`` as released (an allocation that starts and ends in one second holds
+  nothing); ``strict=True`` counts only what ended before ``t`` (every allocation holds its nodes
+  through its last second). The audit takes the idle nodes by the strict rule, plus the job's
+  own, and calls records inconsistent only when they break the lenient one.
 
 The walk is a Numba kernel; 1,000,000 allocations take about a second.
 
@@ -126,60 +130,115 @@ class Sweep:
     allocation of ``order`` (every one before it started, every one ended by then released) and
     returns the busy count per node: the allocations holding each node at that moment, the k-th
     itself not included. The walk only moves forward.
+
+    Along with the counts it keeps ``idle`` (uint8 per node, 1 where no allocation holds it)
+    and, given ``node_path`` (int64, one row per node: the switches above it, padded with -1),
+    ``switch_idle``: the idle nodes below each of ``num_switches`` switches. Numba code that
+    walks the history itself calls :func:`advance` with :meth:`kernel_args`.
     """
 
-    def __init__(self, history: History, num_nodes: int):
+    def __init__(self, history: History, num_nodes: int, *, strict: bool = False,
+                 node_path: np.ndarray | None = None, num_switches: int = 0):
         if history.nodes.size and (int(history.nodes.min()) < 0
                                    or int(history.nodes.max()) >= num_nodes):
             raise InvalidInputError(f"a History's node ids must lie in 0..{num_nodes - 1}")
+        if node_path is None:
+            node_path = np.full((num_nodes, 0), -1, np.int64)
+        node_path = np.asarray(node_path, dtype=np.int64)
+        if node_path.ndim != 2 or node_path.shape[0] != num_nodes or (
+                node_path.size and int(node_path.max()) >= num_switches):
+            raise InvalidInputError("node_path needs one row per node of switch ids below "
+                                    "num_switches (padded with -1)")
         self.history = history
         self.order = np.lexsort((history.key, history.start)).astype(np.int64)
         self._by_end = np.argsort(history.end, kind="stable").astype(np.int64)
         self.busy = np.zeros(num_nodes, np.int32)
+        self.idle = np.ones(num_nodes, np.uint8)
+        self.node_path = node_path
+        self.switch_idle = np.bincount(node_path[node_path >= 0],
+                                       minlength=num_switches).astype(np.int64)
         self._state = np.zeros(history.size, np.int8)
         self._pos = np.zeros(2, np.int64)           # next in order, next in by-end
+        self.strict = bool(strict)
+
+    def kernel_args(self) -> tuple:
+        """The arguments of :func:`advance` before ``stop``, then those after it."""
+        h = self.history
+        return ((h.start, h.end, h.ptr, h.nodes, self.order, self._by_end, self._pos),
+                (self.busy, self._state, self.strict, self.idle, self.node_path,
+                 self.switch_idle))
+
+    @property
+    def position(self) -> int:
+        """The first allocation of ``order`` not started yet."""
+        return int(self._pos[0])
 
     def busy_before(self, k: int) -> np.ndarray:
         """Busy counts at the start of ``order[k]`` (a view that the next call changes)."""
         if k < self._pos[0]:
             raise InvalidInputError(f"the sweep is past allocation {k} of the start order")
-        h = self.history
-        _advance(h.start, h.end, h.ptr, h.nodes, self.order, self._by_end, self._pos, int(k),
-                 self.busy, self._state)
+        before, after = self.kernel_args()
+        advance(*before, int(k), *after)
         return self.busy
 
 
 # -- kernels --------------------------------------------------------------------------------------
 @njit
-def _release(t, end, ptr, nodes, by_end, pos, busy, state):
-    """Release every allocation that ended at or before ``t``."""
+def _hold(v, busy, idle, node_path, switch_idle):
+    busy[v] += 1
+    if busy[v] == 1:
+        idle[v] = 0
+        for s in node_path[v]:
+            if s >= 0:
+                switch_idle[s] -= 1
+
+
+@njit
+def _free(v, busy, idle, node_path, switch_idle):
+    busy[v] -= 1
+    if busy[v] == 0:
+        idle[v] = 1
+        for s in node_path[v]:
+            if s >= 0:
+                switch_idle[s] += 1
+
+
+@njit
+def _release(t, end, ptr, nodes, by_end, pos, busy, state, strict, idle, node_path, switch_idle):
+    """Release every allocation that ended at or before ``t`` (before ``t`` if ``strict``)."""
     e = pos[1]
-    while e < by_end.shape[0] and end[by_end[e]] <= t:
+    limit = t - 1 if strict else t
+    while e < by_end.shape[0] and end[by_end[e]] <= limit:
         a = by_end[e]
         if state[a] == 1:
             for i in range(ptr[a], ptr[a + 1]):
-                busy[nodes[i]] -= 1
+                _free(nodes[i], busy, idle, node_path, switch_idle)
         state[a] = 2                # ended (never held, if it ends before its turn to start)
         e += 1
     pos[1] = e
 
 
 @njit
-def _advance(start, end, ptr, nodes, order, by_end, pos, stop, busy, state):
+def advance(start, end, ptr, nodes, order, by_end, pos, stop, busy, state, strict, idle,
+            node_path, switch_idle):
     """Start every allocation of ``order`` before position ``stop``, then release those ended by
-    the start of ``order[stop]`` (when there is one)."""
+    the start of ``order[stop]`` (when there is one). ``pos`` holds the next position in
+    ``order`` and in ``by_end`` (the allocations by end); ``state`` is 0 (not started), 1
+    (holding its nodes) or 2 (ended) per allocation."""
     k = pos[0]
     while k < stop:
         a = order[k]
-        _release(start[a], end, ptr, nodes, by_end, pos, busy, state)
+        _release(start[a], end, ptr, nodes, by_end, pos, busy, state, strict, idle, node_path,
+                 switch_idle)
         if state[a] == 0:
-            if end[a] > start[a]:
+            if end[a] > start[a] or strict:
                 for i in range(ptr[a], ptr[a + 1]):
-                    busy[nodes[i]] += 1
+                    _hold(nodes[i], busy, idle, node_path, switch_idle)
                 state[a] = 1
             else:
                 state[a] = 2
         k += 1
     pos[0] = k
     if stop < order.shape[0]:
-        _release(start[order[stop]], end, ptr, nodes, by_end, pos, busy, state)
+        _release(start[order[stop]], end, ptr, nodes, by_end, pos, busy, state, strict, idle,
+                 node_path, switch_idle)

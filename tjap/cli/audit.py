@@ -93,5 +93,5 @@ def write_json(result, out) -> None:
     out.write(head[:-2] + ',\n "jobs": [')
     for i in range(result.num_jobs):
         out.write(("\n  " if i == 0 else ",\n  ")
-                  + json.dumps(plain(result.job(i)), allow_nan=False))
+                  + json.dumps(result.job(i), allow_nan=False))     # plain values already
     out.write("\n ]\n}\n")
