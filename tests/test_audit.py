@@ -225,3 +225,70 @@ def test_records_that_share_a_running_node_are_flagged_not_dropped():
     # job 2 starts in the second job 1 ends: n[1-2] are its own, so idle; n3 was never held
     assert jobs["2"]["idle"] == topo.num_nodes
     assert jobs["3"]["cost"] == pytest.approx(job_cost(topo, [1, 2]))
+
+
+BLOCKS = """BlockName=b1 Nodes=g[01-04]
+BlockName=b2 Nodes=g[05-08]
+BlockName=b3 Nodes=g[09-12]
+BlockSizes=4,8
+"""
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_block_topologies_compare_with_slurms_block_rule(seed, tmp_path):
+    from tjap.heuristics.slurm.block import slurm_block_nodes
+
+    path = tmp_path / "topology.conf"
+    path.write_text(BLOCKS)
+    topo = Topology.from_file(path)
+    jobs = random_jobs(np.random.default_rng(seed), topo, 25)
+    data = tjap.audit(sacct_text(topo, jobs), path, timezone="UTC").to_dict()
+    assert data["options"]["slurm_rule"] == "topology/block"
+    by_id = {j[0]: k for k, j in enumerate(jobs)}
+    for entry in data["jobs"]:
+        k = by_id[entry["job_id"]]
+        idle = np.zeros(topo.num_nodes, bool)
+        idle[brute_idle(jobs, k, topo.num_nodes)] = True
+        block = slurm_block_nodes(topo, idle, entry["size"])
+        if block is None:
+            assert entry["slurm_tree"] is None and not entry["slurm_tree_same"]
+        else:
+            assert entry["slurm_tree"] == pytest.approx(job_cost(topo, block))
+            assert entry["slurm_tree_same"] == (block == jobs[k][3])
+        assert entry["bound"] == pytest.approx(
+            brute_bound(topo, brute_idle(jobs, k, topo.num_nodes), entry["size"]))
+    tree = tjap.audit(sacct_text(topo, jobs), path, timezone="UTC", slurm_rule="tree").to_dict()
+    assert tree["options"]["slurm_rule"] == "topology/tree"
+    assert [e["cost"] for e in tree["jobs"]] == [e["cost"] for e in data["jobs"]]
+
+
+def test_an_interrupted_audit_keeps_whole_jobs_and_says_so(monkeypatch, tmp_path, capsys):
+    from tjap.heuristics.slurm import audit_loop
+
+    topo = Topology.from_slurm(EVEN_TREE)
+    jobs = random_jobs(np.random.default_rng(1), topo, 40)
+    full = tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC").to_dict()
+    real, calls = audit_loop._measure_chunk, []
+
+    def stopped_after_two_chunks(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(audit_loop, "_measure_chunk", stopped_after_two_chunks)
+    monkeypatch.setitem(audit_loop.measure.__kwdefaults__, "chunk", 5)
+    part = tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC")
+    assert part.interrupted and part.num_jobs == 10
+    assert part.to_dict()["jobs"] == full["jobs"][:10]
+    assert part.summary_text().startswith("INTERRUPTED")
+    records = tmp_path / "sacct.txt"
+    records.write_text("\n".join(sacct_text(topo, jobs)) + "\n")
+    (tmp_path / "t.conf").write_text(EVEN_TREE)
+    calls.clear()
+    code = main(["audit", str(records), "--topology", str(tmp_path / "t.conf"), "--timezone",
+                 "UTC", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 130 and "interrupted" in err
+    data = json.loads(out)
+    assert data["interrupted"] is True and len(data["jobs"]) == 10

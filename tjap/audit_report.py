@@ -115,6 +115,10 @@ def report_html(result, topology) -> str:
                   _worst_section(summary.get("worst", []), topology),
                   _differing_section(summary, data.get("jobs", []))]
     parts.append(_footer())
+    if data.get("options", {}).get("slurm_rule") == "topology/block":   # a block cluster
+        parts = [part.replace("topology/tree rule", "topology/block rule")
+                 .replace("slurm-tree", "slurm-block").replace("Slurm-tree", "Slurm-block")
+                 for part in parts]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>tjap audit: {_e(data['records'].get('source', ''))}</title>"
@@ -239,7 +243,9 @@ def _options(options: dict) -> str:
              f"partition {_e(options.get('partition') or 'all')}",
              f"jobs of at least {_number(options.get('min_nodes', 2))} nodes",
              f"cost convention {_e(options.get('convention', 'paper'))}",
-             f"Slurm {_e(options.get('slurm', '22.05'))}'s topology/tree rule"]
+             f"Slurm {_e(options.get('slurm', '22.05'))}'s topology/tree rule"
+             if options.get("slurm_rule", "topology/tree") == "topology/tree"
+             else "Slurm's topology/block rule"]
     return ", ".join(words)
 
 

@@ -60,15 +60,24 @@ _PIECE = re.compile(r"([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)")
 
 # -- inputs ---------------------------------------------------------------------------------------
 def _topology(topology):
-    """A Topology from a Topology, a file path, or ``"slurm"`` (the running Slurm's)."""
+    """(Topology, where it came from, whether its text is Slurm's ``topology/block``) from a
+    Topology, a file path, or ``"slurm"`` (the running Slurm's)."""
+    from tjap.placement.slurm.readers import is_block_topology, live_topology_conf
     from tjap.placement.tree.topology import Topology
 
     if isinstance(topology, Topology):
-        return topology, "Topology object"
+        return topology, "Topology object", False
     if isinstance(topology, (str, os.PathLike)):
         if str(topology) == "slurm":
-            return Topology.from_slurm_live(), "the running Slurm (scontrol show topology)"
-        return Topology.from_file(topology), str(topology)
+            text = live_topology_conf()
+            return (Topology.from_scontrol(text), "the running Slurm (scontrol show topology)",
+                    is_block_topology(text))
+        tree = Topology.from_file(topology)
+        try:
+            text = Path(topology).read_text(errors="replace")
+        except OSError:
+            text = ""
+        return tree, str(topology), is_block_topology(text)
     raise InvalidInputError(f"topology must be a tjap.Topology, a topology file or 'slurm', got "
                             f"{type(topology).__name__}")
 
@@ -394,7 +403,9 @@ class AuditResult:
 
         s = self.summary()
         r, o = self.records, self.options
-        lines = [f"tjap audit of {r['source']} ({r['format']}, times in {r['timezone']}): "
+        lines = ["INTERRUPTED: the jobs audited before Ctrl-C or SIGTERM only"] \
+            if self.interrupted else []
+        lines += [f"tjap audit of {r['source']} ({r['format']}, times in {r['timezone']}): "
                  f"{r['allocations']:,} allocations read, {s['jobs']:,} jobs of "
                  f"{o['min_nodes']}+ nodes audited"]
         if s["jobs"]:
@@ -404,7 +415,9 @@ class AuditResult:
                 lines.append(f"  the cheapest idle nodes at each start (SCAS optimum) would have "
                              f"removed {_pct(s['removable_share'])} of that excess (free-form "
                              f"bound: {_pct(s['bound_share'])})")
-            lines.append(f"  slurm-tree ({o['slurm']} rule) picks the recorded nodes for "
+            rule = (f"slurm-tree ({o['slurm']} rule)" if o["slurm_rule"] == "topology/tree"
+                    else "slurm-block (topology/block rule)")
+            lines.append(f"  {rule} picks the recorded nodes for "
                          f"{_pct(s['fidelity'])} of them; {len(s['differing_jobs']):,} differ "
                          "(listed under summary.differing_jobs in --json)")
             lines.append("")
@@ -442,7 +455,8 @@ def _group_order(label: str):
 # -- the audit ------------------------------------------------------------------------------------
 def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, start=None,
           end=None, partition: str | None = None, min_nodes: int = 2, convention: str = "paper",
-          slurm: str = "22.05", worst: int = 10, progress=None) -> AuditResult:
+          slurm: str = "22.05", slurm_rule: str = "auto", worst: int = 10,
+          progress=None) -> AuditResult:
     """Audit the placements of a site's accounting records on its topology.
 
     Parameters
@@ -469,6 +483,11 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
         The CH cost convention.
     slurm : {"22.05", "24.11"}
         Whose ``topology/tree`` rule slurm-tree follows.
+    slurm_rule : {"auto", "tree", "block"}
+        Which of Slurm's selections the recorded choice is compared with (the ``slurm_tree``
+        columns): ``topology/tree``'s (slurm-tree) or ``topology/block``'s (slurm-block, for a
+        job without ``--segment``); ``auto``: block when the topology's text has ``BlockName=``
+        lines.
     worst : int
         How many of the jobs with the largest cost above the optimum the summary keeps, with
         the nodes busy at their start.
@@ -492,7 +511,10 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
         raise InvalidInputError(f"min_nodes must be an integer of at least 2, got {min_nodes!r}")
     if isinstance(worst, bool) or not isinstance(worst, (int, np.integer)) or worst < 0:
         raise InvalidInputError(f"worst must be a non-negative integer, got {worst!r}")
-    topo, topo_source = _topology(topology)
+    if slurm_rule not in ("auto", "tree", "block"):
+        raise InvalidInputError(f"slurm_rule must be auto, tree or block, got {slurm_rule!r}")
+    topo, topo_source, is_block = _topology(topology)
+    rule = "block" if slurm_rule == "block" or (slurm_rule == "auto" and is_block) else "tree"
     tz = resolve_timezone(timezone)
     records, fmt_read = _records_format(records, fmt)
     lo, hi = _when(start, tz, "start"), _when(end, tz, "end")
@@ -532,7 +554,7 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
             meta.append((alloc.job_id, alloc.partition))
     history = builder.build()
 
-    jobs = _measure(history, topo, audited_rows, meta, convention, slurm, worst, progress)
+    jobs = _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst, progress)
     worst_list = jobs.pop("_worst")
     interrupted = jobs.pop("_interrupted")
     result = AuditResult(topology=topo, interrupted=interrupted,
@@ -543,12 +565,13 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
         options={"from": None if lo is None else datetime.fromtimestamp(lo, tz).isoformat(),
                  "to": None if hi is None else datetime.fromtimestamp(hi, tz).isoformat(),
                  "partition": partition, "min_nodes": int(min_nodes), "convention": convention,
-                 "slurm": slurm},
+                 "slurm": slurm, "slurm_rule": f"topology/{rule}"},
         skipped=skipped.counts, jobs=jobs, worst=worst_list, _names=names, _tz=tz)
     return result
 
 
-def _measure(history, topo, audited_rows, meta, convention, slurm, worst, progress) -> dict:
+def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
+             progress) -> dict:
     """The per-job measures of the audited allocations, in start order
     (:func:`tjap.heuristics.slurm.audit_loop.measure`), with the bound computed in Python on
     trees whose leaves sit at several depths, the floors, and the worst jobs' busy nodes."""
@@ -570,23 +593,43 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, worst, progre
     position = np.empty(history.size, np.int64)
     sweep = Sweep(history, topo.num_nodes, strict=True)
     position[sweep.order] = np.arange(history.size)
+    if rule == "block":                            # Slurm's block rule replaces the tree's
+        cols["slurm_tree"][:] = np.nan
+        cols["same"][:] = False
+    python_bound, python_block = not single.exact_kernel, rule == "block"
+    finished = 0
     try:
-        if not single.exact_kernel:                # the bound in Python, job by job
+        if python_bound or python_block:         # what the kernel leaves, job by job
+            from tjap.heuristics.slurm.block import slurm_block_nodes
+            from tjap.placement.tree.cost import job_cost
+
             for i, row in enumerate(rows.tolist()):
                 idle = sweep.busy_before(int(position[row])) == 0
-                idle[history.nodes_of(row)] = True
-                best, nodes = single.bound(idle, int(sizes[i]))
-                cols["bound"][i] = single.cost(int(sizes[i]), best, convention)
-                flat["bound"][ptr[i]:ptr[i + 1]] = nodes
+                own = history.nodes_of(row)
+                idle[own] = True
+                size = int(sizes[i])
+                if python_bound:
+                    best, nodes = single.bound(idle, size)
+                    cols["bound"][i] = single.cost(size, best, convention)
+                    flat["bound"][ptr[i]:ptr[i + 1]] = nodes
+                if python_block:
+                    nodes = slurm_block_nodes(topo, idle, size)
+                    if nodes is not None:
+                        cols["slurm_tree"][i] = job_cost(topo, nodes, convention)
+                        cols["same"][i] = nodes == own.tolist()
+                        flat["slurm_tree"][ptr[i]:ptr[i + 1]] = nodes
+                finished = i + 1
                 if progress is not None and i % 1000 == 0:
-                    progress(i, rows.size, "bounds")
+                    progress(i, rows.size, "python")
+        else:
+            finished = done
     except BaseException as exc:
         if interrupted_by(exc) is None:
             raise
         interrupted = True
-        keep = int(np.argmax(np.isnan(cols["bound"]))) if np.isnan(cols["bound"]).any() else done
-        cols = {name: col[:keep] for name, col in cols.items()}
-        rows, ptr, sizes = rows[:keep], ptr[:keep + 1], sizes[:keep]
+    if finished < done:
+        cols = {name: col[:finished] for name, col in cols.items()}
+        rows, ptr, sizes = rows[:finished], ptr[:finished + 1], sizes[:finished]
     everything = np.ones(topo.num_nodes, dtype=bool)
     floors = {int(n): single.cost(int(n), single.bound(everything, int(n))[0], convention)
               for n in np.unique(sizes)}

@@ -257,6 +257,16 @@ def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int, span
     return None
 
 
+def slurm_block_nodes(topology, idle: np.ndarray, size: int):
+    """The nodes Slurm's ``topology/block`` selection gives a whole-node job of ``size`` nodes
+    (no segment) when ``idle`` (a boolean mask over ``topology``'s nodes) are the idle nodes: a
+    sorted list of node ids, or None when Slurm would leave it pending."""
+    table = block_table(topology)
+    nodes = _eval_block(table, np.asarray(idle, dtype=bool), int(size),
+                        *_level_for(table, topology, int(size)))
+    return None if nodes is None else sorted(nodes)
+
+
 def block_nodes(window: Window, job, avail: np.ndarray):
     """The nodes Slurm's block selection gives ``job`` (a job of ``window``) when ``avail`` (a
     boolean mask over the tree's nodes) are the nodes it may use: a sorted list of node ids, or

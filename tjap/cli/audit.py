@@ -49,6 +49,10 @@ def add_parser(sub) -> None:
                    help="CH cost convention (default paper)")
     p.add_argument("--slurm", choices=("22.05", "24.11"), default="22.05",
                    help="whose topology/tree rule slurm-tree follows (default 22.05)")
+    p.add_argument("--slurm-rule", choices=("auto", "tree", "block"), default="auto",
+                   help="compare the recorded nodes with Slurm's topology/tree selection or its "
+                        "topology/block one (auto, the default: block when the topology has "
+                        "BlockName= lines)")
     p.add_argument("--worst", type=count, default=10, metavar="K",
                    help="jobs with the most cost above the optimum kept in the summary, with "
                         "the nodes busy at their start (default 10)")
@@ -60,15 +64,23 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from tjap.auditor import audit
-    from tjap.executor import progress_bar
+    from tjap.executor import progress
 
     report = check_output(args.report, "--report", folder=True)
-    with progress_bar("audit", quiet=args.quiet) as update:
+    with progress(None, desc="audit", quiet=args.quiet) as bar:
+        shown = []
+
+        def update(done, total, phase):        # one bar: records read, then jobs measured
+            if shown[-1:] != [phase]:
+                shown.append(phase)
+                bar.reset(total=total)
+                bar.set_description(phase)
+            bar.update(done - bar.n)
+
         result = audit(args.records, args.topology, fmt=args.fmt, timezone=args.timezone,
                        start=args.start, end=args.end, partition=args.partition,
                        min_nodes=args.min_nodes, convention=args.convention, slurm=args.slurm,
-                       worst=args.worst,
-                       progress=lambda done, total, phase: update(done, total))
+                       slurm_rule=args.slurm_rule, worst=args.worst, progress=update)
     if report is not None:
         from tjap.audit_report import write_report
 
