@@ -292,3 +292,19 @@ def test_an_interrupted_audit_keeps_whole_jobs_and_says_so(monkeypatch, tmp_path
     assert code == 130 and "interrupted" in err
     data = json.loads(out)
     assert data["interrupted"] is True and len(data["jobs"]) == 10
+
+
+def test_topology_slurm_reads_the_running_slurms(monkeypatch):
+    from tjap.placement.slurm import readers
+
+    scontrol = """SwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-9] Switches=a,s3
+SwitchName=a Level=1 LinkSpeed=1 Nodes=n[1-7] Switches=s[1-2]
+SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n[1-3]
+SwitchName=s2 Level=0 LinkSpeed=1 Nodes=n[4-7]
+SwitchName=s3 Level=0 LinkSpeed=1 Nodes=n[8-9]"""
+    monkeypatch.setattr(readers, "live_topology_conf", lambda *a, **k: scontrol)
+    topo = Topology.from_slurm(TREE)
+    jobs = random_jobs(np.random.default_rng(2), topo, 20)
+    live = tjap.audit(sacct_text(topo, jobs), "slurm", timezone="UTC").to_dict()
+    assert live["topology"]["source"].startswith("the running Slurm")
+    assert live["jobs"] == tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC").to_dict()["jobs"]
