@@ -336,3 +336,17 @@ def test_the_page_screenshots_in_chromium(tmp_path, monkeypatch):
         with Image.open(shot) as image:   # a palette PNG: a few tens of KB for the README
             image.convert("RGB").quantize(colors=128).save(Path(keep) / "audit-report.png",
                                                            optimize=True)
+
+
+def test_an_audit_result_gives_the_page_of_its_json(monkeypatch):
+    """The page of an AuditResult (read without writing out every job) is the page of its
+    whole JSON."""
+    import tjap
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    result = tjap.audit("examples/audit/sacct.txt", "examples/audit/topology.conf",
+                        timezone="UTC")
+    stamp = re.compile(r"Written by tjap [^<]*")
+    light = stamp.sub("", report_html(result, result.topology))
+    whole = stamp.sub("", report_html(result.to_dict(), result.topology))
+    assert light == whole and "r003n" in light
