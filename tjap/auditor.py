@@ -33,14 +33,12 @@ you").
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import os
 import re
-import sys
 from dataclasses import dataclass, field
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +51,7 @@ AUDIT_FORMAT = 1
 SLURM_RULES = ("22.05", "24.11")
 
 _JOB_KEY = re.compile(r"(\d+)(?:[_+](\d+))?")
-#: A hostlist split around its bracket groups, and one piece: names, then maybe [ranges]suffix.
+#: A hostlist's top-level commas (outside brackets), and one ``prefix[ranges]suffix`` piece.
 _TOP_COMMA = re.compile(r",(?![^\[]*\])")
 _PIECE = re.compile(r"([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)")
 
