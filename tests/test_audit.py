@@ -202,6 +202,15 @@ def test_cli_summary_json_and_errors(tmp_path, capsys):
     assert data["tjap_audit"] == 1 and data["jobs"]
     assert data == json.loads(json.dumps(tjap.audit(records, tmp_path / "topology.conf",
                                                     timezone="UTC").to_dict()))
+    assert main(["audit", *args, "--csv", str(tmp_path / "out" / "jobs.csv"), "--quiet"]) == 0
+    capsys.readouterr()
+    import csv
+    from tjap.cli.audit import JOB_FIELDS
+
+    rows = list(csv.DictReader(open(tmp_path / "out" / "jobs.csv")))
+    assert [r["job_id"] for r in rows] == [j["job_id"] for j in data["jobs"]]
+    assert tuple(rows[0]) == JOB_FIELDS
+    assert float(rows[0]["cost"]) == pytest.approx(data["jobs"][0]["cost"])
     (tmp_path / "file").write_text("x")
     assert main(["audit", *args, "--report", str(tmp_path / "file")]) == 2
     assert "--report" in capsys.readouterr().err

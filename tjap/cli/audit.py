@@ -15,6 +15,11 @@ import sys
 from tjap.cli.common import add_common, check_output, count, int_in
 from tjap.result import plain
 
+#: The fields of a job entry, in order (the CSV header when no job was audited).
+JOB_FIELDS = ("job_id", "partition", "start", "start_s", "size", "nodes", "idle", "cost",
+              "optimum", "optimum_nodes", "bound", "bound_nodes", "floor", "slurm_tree",
+              "slurm_tree_nodes", "slurm_tree_same", "overlap")
+
 
 def add_parser(sub) -> None:
     """Add ``audit`` to the ``tjap`` parser."""
@@ -58,6 +63,8 @@ def add_parser(sub) -> None:
                         "the nodes busy at their start (default 10)")
     p.add_argument("--report", metavar="DIR", default=None,
                    help="also write DIR/index.html: a self-contained page with plots")
+    p.add_argument("--csv", metavar="FILE", default=None,
+                   help="also write one row per audited job to FILE (the --json job fields)")
     add_common(p)
     p.set_defaults(run=run)
 
@@ -67,6 +74,7 @@ def run(args) -> int:
     from tjap.executor import progress
 
     report = check_output(args.report, "--report", folder=True)
+    table = check_output(args.csv, "--csv")
     with progress(None, desc="audit", quiet=args.quiet) as bar:
         shown = []
 
@@ -86,6 +94,9 @@ def run(args) -> int:
 
         path = write_report(result, result.topology, report)
         print(f"tjap: report written to {path}", file=sys.stderr)
+    if table is not None:
+        write_csv(result, table)
+        print(f"tjap: {result.num_jobs:,} jobs written to {table}", file=sys.stderr)
     if args.json:
         write_json(result, sys.stdout)
     else:
@@ -95,6 +106,23 @@ def run(args) -> int:
               "interrupted)", file=sys.stderr)
         return 130
     return 0
+
+
+def write_csv(result, path) -> None:
+    """One row per audited job, the fields of ``--json``'s job entries (written row by row)."""
+    import csv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        writer = None
+        for i in range(result.num_jobs):
+            row = result.job(i)
+            if writer is None:
+                writer = csv.DictWriter(f, fieldnames=list(row))
+                writer.writeheader()
+            writer.writerow(row)
+        if writer is None:                    # no job: the header alone
+            csv.writer(f).writerow(JOB_FIELDS)
 
 
 def write_json(result, out) -> None:
