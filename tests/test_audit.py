@@ -317,3 +317,26 @@ SwitchName=s3 Level=0 LinkSpeed=1 Nodes=n[8-9]"""
     live = tjap.audit(sacct_text(topo, jobs), "slurm", timezone="UTC").to_dict()
     assert live["topology"]["source"].startswith("the running Slurm")
     assert live["jobs"] == tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC").to_dict()["jobs"]
+
+
+def test_node_index_reads_and_writes_hostlists_as_expand_and_compress_do():
+    import random
+
+    from tjap.placement.tree.hostlist import NodeIndex
+
+    names = [f"n{i}" for i in range(1, 13)] + [f"gpu{i:03d}" for i in range(1, 11)] + ["x7y"] \
+        + [f"r001n{i:02d}" for i in range(1, 6)] + [f"r002n{i:02d}" for i in range(1, 13)] \
+        + ["login"]
+    index = NodeIndex(names)
+    rng = random.Random(0)
+    for _ in range(2000):
+        pick = sorted(rng.sample(range(len(names)), rng.randint(1, 8)))
+        extra = [] if rng.random() < 0.7 else ["zz9", "n99", "gpu011"][:rng.randint(1, 3)]
+        listed = [names[v] for v in pick] + extra
+        rng.shuffle(listed)
+        ids, complete = index.ids(compress_hostlist(listed))
+        assert ids.tolist() == pick and complete == (not extra)
+        assert expand_hostlist(index.hostlist(pick)) == [names[v] for v in pick]
+    assert index.ids("n[1-2]x[3]")[0].tolist() == []          # read by expand_hostlist
+    with pytest.raises(InvalidInputError):
+        index.ids("n[5-3]")

@@ -51,9 +51,6 @@ AUDIT_FORMAT = 1
 SLURM_RULES = ("22.05", "24.11")
 
 _JOB_KEY = re.compile(r"(\d+)(?:[_+](\d+))?")
-#: A hostlist's top-level commas (outside brackets), and one ``prefix[ranges]suffix`` piece.
-_TOP_COMMA = re.compile(r",(?![^\[]*\])")
-_PIECE = re.compile(r"([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)")
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -148,132 +145,6 @@ def size_class(size: int) -> str:
 
 
 # -- node names -----------------------------------------------------------------------------------
-class _Names:
-    """Node names of a topology both ways: recorded hostlists to node ids (cached), and sorted
-    node ids to a hostlist (by runs of consecutive ids, each run's text cached)."""
-
-    def __init__(self, topology):
-        from tjap.placement.tree.hostlist import _LAST_NUMBER
-
-        self.names = topology.node_names
-        self.index = {name: i for i, name in enumerate(self.names)}
-        self._cache: dict[str, tuple[np.ndarray, bool]] = {}
-        # (prefix, suffix, width) -> node id of each number, -1 where none: a bracket range
-        # "a-b" whose "a" has w digits names prefix + str(i).zfill(w) + suffix
-        families: dict[tuple[str, str, int], dict[int, int]] = {}
-        self._split: list = []                     # (prefix, suffix, digits, number, padded)
-        for i, name in enumerate(self.names):
-            m = _LAST_NUMBER.match(name)
-            if m is None or len(m.group(2)) > 9:
-                self._split.append(None)
-                continue
-            prefix, digits, suffix = m.groups()
-            padded = len(digits) > 1 and digits[0] == "0"
-            self._split.append((prefix, suffix, digits, int(digits), padded))
-            for width in ([len(digits)] if padded else range(1, len(digits) + 1)):
-                families.setdefault((prefix, suffix, width), {})[int(digits)] = i
-        self._families = {}                        # plain lists: fast to index one by one
-        for key, numbers in families.items():
-            table = [-1] * (max(numbers) + 1)
-            for number, node in numbers.items():
-                table[number] = node
-            self._families[key] = table
-
-    def ids(self, hostlist: str) -> tuple[np.ndarray, bool]:
-        """(sorted ids of the known nodes of ``hostlist``, whether every node is known)."""
-        hit = self._cache.get(hostlist)
-        if hit is not None:
-            return hit
-        out = self._fast_ids(hostlist)
-        if out is None:
-            from tjap.placement.tree.hostlist import expand_hostlist
-
-            names = expand_hostlist(hostlist)
-            known = [self.index[n] for n in names if n in self.index]
-            out = (np.array(sorted(set(known)), dtype=np.int32), len(known) == len(names))
-        if len(self._cache) < 200_000:
-            self._cache[hostlist] = out
-        return out
-
-    def _fast_ids(self, hostlist: str):
-        """:meth:`ids` of plain names and ``prefix[ranges]suffix`` pieces, by the number
-        tables; None for anything else (read by ``expand_hostlist``)."""
-        found: list[int] = []
-        complete = True
-        for piece in _TOP_COMMA.split(hostlist.strip()):
-            if "[" not in piece:
-                if not piece or "]" in piece:
-                    return None
-                found.append(self.index.get(piece, -1))
-                continue
-            m = _PIECE.fullmatch(piece)
-            if m is None:
-                return None
-            prefix, body, suffix = m.groups()
-            for item in body.split(","):
-                low, dash, high = item.partition("-")
-                if not low.isdigit() or (dash and not high.isdigit()):
-                    return None
-                table = self._families.get((prefix, suffix, len(low)))
-                a = int(low)
-                b = int(high) if dash else a
-                if b < a:
-                    return None
-                if table is None or b >= len(table):
-                    complete = False
-                    if table is None:
-                        continue
-                if a == b:
-                    found.append(table[a] if a < len(table) else -1)
-                else:
-                    found.extend(table[a:b + 1])
-        if -1 in found:
-            complete = False
-            found = [v for v in found if v >= 0]
-        ids = np.array(sorted(set(found)), dtype=np.int32)
-        return ids, complete
-
-    def hostlist(self, ids) -> str:
-        """The hostlist of the sorted, distinct node ids ``ids`` ("" for none): neighbours that
-        differ only in their last number share a bracket, consecutive numbers a range."""
-        parts: list[str] = []
-        bodies: list[str] = []
-        key = None                                  # (prefix, suffix) of the open bracket
-        lo_text = last_text = ""
-        last = width = 0
-        padded = False
-        for v in ids.tolist() if isinstance(ids, np.ndarray) else ids:
-            split = self._split[v]
-            if split is not None:
-                prefix, suffix, digits, number, pad = split
-                if (key is not None and key[0] == prefix and key[1] == suffix
-                        and number == last + 1 and (len(digits) == width or not (pad or padded))):
-                    last, last_text = number, digits
-                    continue
-            if key is not None:                      # close the range (and maybe the bracket)
-                bodies.append(lo_text if last_text == lo_text else f"{lo_text}-{last_text}")
-                if split is None or key[0] != split[0] or key[1] != split[1]:
-                    parts.append(_bracket(key[0], bodies, key[1]))
-                    bodies = []
-            if split is None:
-                parts.append(self.names[v])
-                key = None
-                continue
-            key = (prefix, suffix)
-            lo_text = last_text = digits
-            last, width, padded = number, len(digits), pad
-        if key is not None:
-            bodies.append(lo_text if last_text == lo_text else f"{lo_text}-{last_text}")
-            parts.append(_bracket(key[0], bodies, key[1]))
-        return ",".join(parts)
-
-
-def _bracket(prefix: str, bodies: list[str], suffix: str) -> str:
-    if len(bodies) == 1 and "-" not in bodies[0]:
-        return f"{prefix}{bodies[0]}{suffix}"
-    return f"{prefix}[{','.join(bodies)}]{suffix}"
-
-
 # -- the result -----------------------------------------------------------------------------------
 _SUMS = ("cost", "optimum", "bound", "floor")
 
@@ -292,7 +163,7 @@ class AuditResult:
     jobs: dict            # column name -> numpy array or list
     worst: list = field(default_factory=list)
     interrupted: bool = False
-    _names: _Names | None = None
+    _names: object = None            # the topology's NodeIndex
     _tz: object = None
     _summary: dict | None = None
 
@@ -345,7 +216,7 @@ class AuditResult:
         out["by_size"] = self._groups([classes[n] for n in j["size"].tolist()])
         out["by_partition"] = self._groups(j["partition"])
         out["by_week"] = self._groups(self._weeks())
-        out["worst"] = [dict(self._job(i), busy=self._names.hostlist(busy) if busy.size else "")
+        out["worst"] = [dict(self._job(i), busy=self._names.hostlist(busy))
                         for i, busy in self.worst]
         return out
 
@@ -362,7 +233,7 @@ class AuditResult:
 
     def _nodes(self, name: str, i: int) -> str:
         lo, hi = self.jobs["ptr"][i], self.jobs["ptr"][i + 1]
-        return self._names.hostlist(self.jobs["flat"][name][lo:hi])
+        return self._names.hostlist(np.sort(self.jobs["flat"][name][lo:hi]))
 
     def _job(self, i: int) -> dict:
         """The JSON entry of the i-th job: plain Python values only."""
@@ -520,7 +391,9 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
         raise InvalidInputError("the audit's end must come after its start")
 
     source_name = str(records) if isinstance(records, (str, os.PathLike)) else "lines"
-    names = _Names(topo)
+    from tjap.placement.tree.hostlist import NodeIndex
+
+    names = NodeIndex(topo.node_names)
     skipped = Skipped()
     builder = HistoryBuilder()
     audited_rows: list[int] = []          # history index of each job to audit
@@ -588,9 +461,7 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
     rows, ptr = rows[:done], ptr[:done + 1]
     sizes = np.diff(ptr)
     single = tables.single
-    position = np.empty(history.size, np.int64)
-    sweep = Sweep(history, topo.num_nodes, strict=True)
-    position[sweep.order] = np.arange(history.size)
+    position = history.position
     if rule == "block":                            # Slurm's block rule replaces the tree's
         cols["slurm_tree"][:] = np.nan
         cols["same"][:] = False
@@ -600,6 +471,8 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
         if python_bound or python_block:         # what the kernel leaves, job by job
             from tjap.heuristics.slurm.block import slurm_block_nodes
             from tjap.placement.tree.cost import job_cost
+
+            sweep = Sweep(history, topo.num_nodes, strict=True)
 
             for i, row in enumerate(rows.tolist()):
                 idle = sweep.busy_before(int(position[row])) == 0

@@ -68,8 +68,7 @@ def measure(history, topology, rows, tables: LoopTables, code: int, *, chunk: in
     strict = Sweep(history, topology.num_nodes, strict=True, node_path=tables.node_path,
                    num_switches=tables.num_counts)
     lenient = Sweep(history, topology.num_nodes)
-    position = np.empty(history.size, np.int64)
-    position[strict.order] = np.arange(history.size)
+    position = history.position
     rows = np.asarray(rows, np.int64)
     rows = rows[np.argsort(position[rows], kind="stable")]
     sizes = history.ptr[rows + 1] - history.ptr[rows]

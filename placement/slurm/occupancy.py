@@ -31,6 +31,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -70,6 +71,23 @@ class History:
 
     def nodes_of(self, i: int) -> np.ndarray:
         return self.nodes[self.ptr[i]:self.ptr[i + 1]]
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        """The allocations in start order (ties by ``key``, then index); computed once."""
+        return np.lexsort((self.key, self.start)).astype(np.int64)
+
+    @cached_property
+    def position(self) -> np.ndarray:
+        """Each allocation's place in :attr:`order`."""
+        out = np.empty(self.size, np.int64)
+        out[self.order] = np.arange(self.size)
+        return out
+
+    @cached_property
+    def by_end(self) -> np.ndarray:
+        """The allocations by end (ties by index)."""
+        return np.argsort(self.end, kind="stable").astype(np.int64)
 
     @classmethod
     def from_lists(cls, start, end, nodes, key=None) -> "History":
@@ -150,8 +168,8 @@ class Sweep:
             raise InvalidInputError("node_path needs one row per node of switch ids below "
                                     "num_switches (padded with -1)")
         self.history = history
-        self.order = np.lexsort((history.key, history.start)).astype(np.int64)
-        self._by_end = np.argsort(history.end, kind="stable").astype(np.int64)
+        self.order = history.order
+        self._by_end = history.by_end
         self.busy = np.zeros(num_nodes, np.int32)
         self.idle = np.ones(num_nodes, np.uint8)
         self.node_path = node_path

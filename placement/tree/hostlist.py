@@ -30,6 +30,9 @@ _MAX_DIGITS = 100
 _SPECIAL = set("[],")
 _ITEM = re.compile(r"^([0-9]+)(?:-([0-9]+))?$")
 _LAST_NUMBER = re.compile(r"^(.*?)([0-9]+)([^0-9]*)$")
+#: A hostlist's top-level commas (outside brackets), and one ``prefix[ranges]suffix`` piece.
+_TOP_COMMA = re.compile(r",(?![^\[]*\])")
+_PIECE = re.compile(r"([^\[\],]*)\[([0-9,\-]+)\]([^\[\],]*)")
 
 
 def _bad(text: str, why: str, fix: str) -> InvalidInputError:
@@ -176,22 +179,6 @@ def _check_name(name) -> str:
     return name
 
 
-def _group_text(prefix: str, width: int, numbers: list[int], suffix: str) -> str:
-    """``prefix[a-b,c]suffix`` from the numbers of one group (consecutive runs become ranges)."""
-    if len(numbers) == 1:
-        return f"{prefix}{str(numbers[0]).zfill(width)}{suffix}"
-    items, low = [], numbers[0]
-    for i in range(1, len(numbers) + 1):
-        if i < len(numbers) and numbers[i] == numbers[i - 1] + 1:
-            continue
-        high = numbers[i - 1]
-        lo_text = str(low).zfill(width)
-        items.append(lo_text if high == low else f"{lo_text}-{str(high).zfill(width)}")
-        if i < len(numbers):
-            low = numbers[i]
-    return f"{prefix}[{','.join(items)}]{suffix}"
-
-
 def compress_hostlist(names) -> str:
     """One hostlist expression for ``names``, keeping their order (and any duplicates).
 
@@ -219,25 +206,164 @@ def compress_hostlist(names) -> str:
     names = [_check_name(n) for n in names]
     if not names:
         raise InvalidInputError("compress_hostlist needs at least one name, got none")
+    return _compress(names, [split_name(n) for n in names])
+
+
+def split_name(name: str):
+    """``(prefix, digits, suffix, number)`` of a name's last number, or None for a name written
+    as it is (no number, or one too long to read).
+
+    >>> split_name("gpu010x")
+    ('gpu', '010', 'x', 10)
+    """
+    match = _LAST_NUMBER.match(name)
+    if match is None or len(match.group(2)) > _MAX_DIGITS:
+        return None
+    prefix, digits, suffix = match.groups()
+    return prefix, digits, suffix, int(digits)
+
+
+def _compress(names, splits) -> str:
+    """:func:`compress_hostlist` of checked ``names`` given their :func:`split_name`.
+
+    A group is open while names share its prefix and suffix and their numbers read back with
+    its padding (``str(number).zfill(width) == digits``: as long as the group's first, or
+    longer without a leading zero); consecutive numbers extend the open range."""
     parts: list[str] = []
-    group = None      # (prefix, width, suffix, numbers) of the names being merged
-    for name in names:
-        match = _LAST_NUMBER.match(name)
-        if match is None or len(match.group(2)) > _MAX_DIGITS:   # written as it is
-            if group:
-                parts.append(_group_text(*group[:2], group[3], group[2]))
-                group = None
+    items: list[str] = []        # the open group's closed ranges
+    prefix = suffix = None       # the open group's (None: none open)
+    width = last = 0
+    low = high = ""
+    for name, split in zip(names, splits):
+        if split is not None:
+            p, digits, x, number = split
+            if (p == prefix and x == suffix
+                    and (len(digits) == width or (len(digits) > width and digits[0] != "0"))):
+                if number == last + 1:
+                    high, last = digits, number
+                    continue
+                items.append(low if high == low else f"{low}-{high}")
+                low = high = digits
+                last = number
+                continue
+        if prefix is not None:   # close the open group
+            items.append(low if high == low else f"{low}-{high}")
+            parts.append(f"{prefix}{items[0]}{suffix}" if len(items) == 1 and "-" not in items[0]
+                         else f"{prefix}[{','.join(items)}]{suffix}")
+            items, prefix = [], None
+        if split is None:        # written as it is
             parts.append(name)
             continue
-        prefix, digits, suffix = match.groups()
-        number = int(digits)
-        if (group and group[0] == prefix and group[2] == suffix
-                and str(number).zfill(group[1]) == digits):
-            group[3].append(number)
-            continue
-        if group:
-            parts.append(_group_text(*group[:2], group[3], group[2]))
-        group = (prefix, len(digits), suffix, [number])
-    if group:
-        parts.append(_group_text(*group[:2], group[3], group[2]))
+        prefix, low, suffix, last = split
+        high, width = low, len(low)
+    if prefix is not None:
+        items.append(low if high == low else f"{low}-{high}")
+        parts.append(f"{prefix}{items[0]}{suffix}" if len(items) == 1 and "-" not in items[0]
+                     else f"{prefix}[{','.join(items)}]{suffix}")
     return ",".join(parts)
+
+
+class NodeIndex:
+    """A fixed list of node names read and written as hostlists many times (an accounting
+    history's node lists): :meth:`ids` maps an expression to node indices, :meth:`hostlist`
+    writes sorted indices back, each name split once.
+
+    Expressions of plain names and ``prefix[ranges]suffix`` pieces are read by tables of the
+    numbers of each (prefix, suffix, padding); anything else by :func:`expand_hostlist`.
+
+    Examples
+    --------
+    >>> index = NodeIndex(["n1", "n2", "n3", "gpu01"])
+    >>> index.ids("n[1-2],gpu01,x9")
+    (array([0, 1, 3], dtype=int32), False)
+    >>> index.hostlist([0, 1, 3])
+    'n[1-2],gpu01'
+    """
+
+    #: Expressions remembered by :meth:`ids` (their results are small arrays).
+    CACHE = 200_000
+
+    def __init__(self, names):
+        self.names = tuple(names)
+        self.index = {name: i for i, name in enumerate(self.names)}
+        self._splits = [split_name(name) for name in self.names]
+        self._cache: dict = {}
+        # (prefix, suffix, width) -> node index of each number, -1 where none: a range "a-b"
+        # whose "a" has w digits names prefix + str(i).zfill(w) + suffix. Plain lists: fast to
+        # index one number at a time.
+        families: dict = {}
+        for i, split in enumerate(self._splits):
+            if split is None or len(split[1]) > 9:
+                continue
+            prefix, digits, suffix, number = split
+            padded = len(digits) > 1 and digits[0] == "0"
+            for width in ([len(digits)] if padded else range(1, len(digits) + 1)):
+                families.setdefault((prefix, suffix, width), {})[number] = i
+        self._families = {}
+        for key, numbers in families.items():
+            table = [-1] * (max(numbers) + 1)
+            for number, node in numbers.items():
+                table[number] = node
+            self._families[key] = table
+
+    def ids(self, text: str):
+        """``(indices, complete)``: the sorted, distinct indices (int32) of the names of
+        ``text`` in the list, and whether every name of ``text`` is in it.
+
+        Raises
+        ------
+        InvalidInputError
+            ``text`` is not a hostlist expression (as :func:`expand_hostlist`).
+        """
+        import numpy as np
+
+        hit = self._cache.get(text)
+        if hit is not None:
+            return hit
+        found = self._table_ids(text)
+        if found is None:
+            names = expand_hostlist(text)
+            found = [self.index.get(n, -1) for n in names]
+        complete = -1 not in found
+        out = (np.array(sorted({v for v in found if v >= 0}), dtype=np.int32), complete)
+        if len(self._cache) < self.CACHE:
+            self._cache[text] = out
+        return out
+
+    def _table_ids(self, text: str):
+        """The indices of ``text`` (-1 for unknown names) read by the number tables; None when
+        ``text`` is not only plain names and one-bracket pieces."""
+        found: list[int] = []
+        for piece in _TOP_COMMA.split(text.strip()):
+            if "[" not in piece:
+                if not piece or "]" in piece:
+                    return None
+                found.append(self.index.get(piece, -1))
+                continue
+            m = _PIECE.fullmatch(piece)
+            if m is None:
+                return None
+            prefix, body, suffix = m.groups()
+            for item in body.split(","):
+                low, dash, high = item.partition("-")
+                if not low.isdigit() or (dash and not high.isdigit()):
+                    return None
+                a = int(low)
+                b = int(high) if dash else a
+                if b < a:
+                    return None
+                table = self._families.get((prefix, suffix, len(low)))
+                if table is None:
+                    found.append(-1)
+                    continue
+                found.extend(table[a:b + 1])
+                if b >= len(table):
+                    found.append(-1)
+        return found
+
+    def hostlist(self, ids) -> str:
+        """The expression of the names at the sorted, distinct indices ``ids`` ("" for none)."""
+        ids = ids.tolist() if hasattr(ids, "tolist") else list(ids)
+        if not ids:
+            return ""
+        return _compress([self.names[v] for v in ids], [self._splits[v] for v in ids])
