@@ -61,21 +61,37 @@ def live_rows(jobs: int, seed: int, topology) -> list[dict]:
         raise InvalidInputError(f"jobs must be a positive integer, got {jobs!r}")
     rows = paper_rows(jobs, seed, topology, max_nodes=MAX_NODES)
     sizes = np.array([r["cpus"] for r in rows])
-    runtime = np.clip(np.ceil(np.array([r["runtime_s"] for r in rows]) / 5),
-                      MIN_RUNTIME_S, MAX_RUNTIME_S).astype(int)
+    runtime = np.clip(
+        np.ceil(np.array([r["runtime_s"] for r in rows]) / 5), MIN_RUNTIME_S, MAX_RUNTIME_S
+    ).astype(int)
     submit = np.array([r["submit_s"] for r in rows], dtype=float)
     span = submit[-1] if submit[-1] > 0 else 1.0
     target = float((sizes * runtime).sum()) / (LOAD * topology.num_nodes)
     submit = np.rint(submit * target / span).astype(int)
-    return [{"id": i, "submit_s": int(submit[i]), "nodes": int(sizes[i]),
-             "runtime_s": int(runtime[i])} for i in range(jobs)]
+    return [
+        {"id": i, "submit_s": int(submit[i]), "nodes": int(sizes[i]), "runtime_s": int(runtime[i])}
+        for i in range(jobs)
+    ]
 
 
 def _submit(slurm: LocalSlurm, row: dict) -> str:
-    argv = ["sbatch", "--parsable", "-N", str(row["nodes"]), "--exclusive", "-t",
-            str(max(1, math.ceil((row["runtime_s"] + 30) / 60))), "-J", f"audit{row['id']}",
-            "-o", "/dev/null", "--chdir", str(slurm.workdir), "--wrap",
-            f"sleep {row['runtime_s']}"]
+    argv = [
+        "sbatch",
+        "--parsable",
+        "-N",
+        str(row["nodes"]),
+        "--exclusive",
+        "-t",
+        str(max(1, math.ceil((row["runtime_s"] + 30) / 60))),
+        "-J",
+        f"audit{row['id']}",
+        "-o",
+        "/dev/null",
+        "--chdir",
+        str(slurm.workdir),
+        "--wrap",
+        f"sleep {row['runtime_s']}",
+    ]
     out = slurm.client(timeout_s=30).run(argv).stdout.strip()
     return out.split(";")[0]
 
@@ -107,8 +123,7 @@ def run_accounted(workdir, *, jobs: int = 120, seed: int = 0, slurm: str = "syst
     out.mkdir(parents=True, exist_ok=True)
     topology = cluster_topology(40, seed=1)
     rows = live_rows(jobs, seed, topology)
-    config = dataclasses.replace(slurm_config(topology, slurm), accounting=True,
-                                 timezone=TIMEZONE)
+    config = dataclasses.replace(slurm_config(topology, slurm), accounting=True, timezone=TIMEZONE)
     began = time.monotonic()
     cluster = LocalSlurm(config)
     try:
@@ -127,11 +142,19 @@ def run_accounted(workdir, *, jobs: int = 120, seed: int = 0, slurm: str = "syst
         recorded = time.monotonic()
     finally:
         cluster.stop()
-    return {"sacct": str(out / "sacct.txt"), "jobcomp": str(out / "jobcomp.txt"),
-            "topology": str(out / "topology.conf"), "job_ids": ids, "timezone": TIMEZONE,
-            "rows": rows, "timings": {"start_s": round(started - began, 2),
-                                      "jobs_s": round(recorded - started, 2),
-                                      "total_s": round(time.monotonic() - began, 2)}}
+    return {
+        "sacct": str(out / "sacct.txt"),
+        "jobcomp": str(out / "jobcomp.txt"),
+        "topology": str(out / "topology.conf"),
+        "job_ids": ids,
+        "timezone": TIMEZONE,
+        "rows": rows,
+        "timings": {
+            "start_s": round(started - began, 2),
+            "jobs_s": round(recorded - started, 2),
+            "total_s": round(time.monotonic() - began, 2),
+        },
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,8 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_out(p, "sacct.txt, jobcomp.txt and topology.conf")
     p.add_argument("--jobs", type=int, default=120, help="jobs to submit (default 120)")
     p.add_argument("--seed", type=int, default=0, help="seed of the job stream (default 0)")
-    p.add_argument("--slurm", default="system", help="which Slurm: system (default), 24.11 or "
-                                                     "an install prefix")
+    p.add_argument(
+        "--slurm",
+        default="system",
+        help="which Slurm: system (default), 24.11 or an install prefix",
+    )
     p.add_argument("--json", action="store_true", help="print the run's result as JSON")
     return p
 
@@ -158,11 +184,18 @@ def audit_both(run: dict) -> dict:
     a, b = out["sacct"], out["jobcomp"]
     key = lambda job: job["job_id"]
     audited = {job["job_id"] for job in a["jobs"]}
-    return {"summary": a["summary"], "skipped": a["skipped"],
-            "same_numbers": (sorted(a["jobs"], key=key) == sorted(b["jobs"], key=key)
-                             and a["summary"] == b["summary"] and a["skipped"] == b["skipped"]),
-            "submitted": len(run["job_ids"]), "audited": len(audited),
-            "skipped_jobs": sum(a["skipped"].values())}
+    return {
+        "summary": a["summary"],
+        "skipped": a["skipped"],
+        "same_numbers": (
+            sorted(a["jobs"], key=key) == sorted(b["jobs"], key=key)
+            and a["summary"] == b["summary"]
+            and a["skipped"] == b["skipped"]
+        ),
+        "submitted": len(run["job_ids"]),
+        "audited": len(audited),
+        "skipped_jobs": sum(a["skipped"].values()),
+    }
 
 
 def main(argv=None) -> int:
@@ -176,22 +209,29 @@ def main(argv=None) -> int:
     audit = audit_both(run)
     Path(args.out, "audit.json").write_text(json.dumps(audit, indent=1) + "\n")
     if args.json:
-        print(json.dumps({**{k: v for k, v in run.items() if k != "rows"}, "audit": audit},
-                         indent=1))
+        print(
+            json.dumps({**{k: v for k, v in run.items() if k != "rows"}, "audit": audit}, indent=1)
+        )
         return 0
     for key in ("sacct", "jobcomp", "topology"):
         print(f"{key}: {run[key]}")
     t = run["timings"]
-    print(f"{len(run['job_ids'])} jobs, times in {run['timezone']}; cluster started in "
-          f"{t['start_s']:.1f} s, jobs ran and were recorded in {t['jobs_s']:.1f} s")
+    print(
+        f"{len(run['job_ids'])} jobs, times in {run['timezone']}; cluster started in "
+        f"{t['start_s']:.1f} s, jobs ran and were recorded in {t['jobs_s']:.1f} s"
+    )
     s = audit["summary"]
-    print(f"audit: {audit['audited']} jobs audited, {audit['skipped_jobs']} skipped "
-          f"{audit['skipped']}; sacct and jobcomp give the same numbers: {audit['same_numbers']}")
-    print(f"cost / floor {s['excess_ratio']:.3f}, optimum / floor {s['optimum'] / s['floor']:.3f}, "
-          f"bound / floor {s['bound'] / s['floor']:.3f}, slurm-tree / floor "
-          f"{s['slurm_tree'] / s['floor']:.3f}; excess removed by the optimum "
-          f"{s['removable_share']:.3f}; slurm-tree equals the record for {s['fidelity']:.3f} "
-          f"({len(s['differing_jobs'])} differ)")
+    print(
+        f"audit: {audit['audited']} jobs audited, {audit['skipped_jobs']} skipped "
+        f"{audit['skipped']}; sacct and jobcomp give the same numbers: {audit['same_numbers']}"
+    )
+    print(
+        f"cost / floor {s['excess_ratio']:.3f}, optimum / floor {s['optimum'] / s['floor']:.3f}, "
+        f"bound / floor {s['bound'] / s['floor']:.3f}, slurm-tree / floor "
+        f"{s['slurm_tree'] / s['floor']:.3f}; excess removed by the optimum "
+        f"{s['removable_share']:.3f}; slurm-tree equals the record for {s['fidelity']:.3f} "
+        f"({len(s['differing_jobs'])} differ)"
+    )
     return 0
 
 

@@ -90,8 +90,9 @@ def topology_conf(nodes: int, leaf: int = 25, fanout: int = 20) -> str:
     each (the last may hold fewer), middle switches ``m0, m1, ...`` of ``fanout`` leaves each, and
     one switch ``top`` above them; nodes ``n1`` to ``n<nodes>`` in order."""
     if nodes < 2 or leaf < 1 or fanout < 1:
-        raise InvalidInputError(f"nodes must be >= 2 and leaf, fanout >= 1, got {nodes}, {leaf}, "
-                                f"{fanout}")
+        raise InvalidInputError(
+            f"nodes must be >= 2 and leaf, fanout >= 1, got {nodes}, {leaf}, {fanout}"
+        )
     leaves = math.ceil(nodes / leaf)
     middles = math.ceil(leaves / fanout)
     lines = [f"SwitchName=top Switches=m[0-{middles - 1}]"]
@@ -116,8 +117,13 @@ def workload(count: int, nodes: int, load: float, seed: int):
     limit = np.maximum(np.ceil(runtime * rng.uniform(1, 3, len(model)) / quarter), 1) * quarter
     timeout = rng.random(len(model)) < 0.05
     runtime = np.where(timeout, limit, runtime)
-    like = Jobs.build(submit_s=model.submit_s, nodes=model.nodes, limit_s=limit,
-                      runtime_s=runtime, source="lublin_256")
+    like = Jobs.build(
+        submit_s=model.submit_s,
+        nodes=model.nodes,
+        limit_s=limit,
+        runtime_s=runtime,
+        source="lublin_256",
+    )
     return synthetic_jobs(count, nodes, like=like, load=load, seed=seed)
 
 
@@ -144,8 +150,9 @@ def _plan(result, records: int, skip_share: float, seed: int) -> dict:
     cancelled = round(CANCELLED_SHARE * skips)
     pending = skips - steps - cancelled
     if pending < 2:
-        raise InvalidInputError(f"{records} records leave too few for the skip records; "
-                                "give at least 1,000 records")
+        raise InvalidInputError(
+            f"{records} records leave too few for the skip records; give at least 1,000 records"
+        )
     now = int(result.jobs.submit_s[-1]) + 1
     start, end = result.start_s, result.end_s
     done = np.flatnonzero((start >= 0) & (start <= now) & (end <= now))
@@ -155,11 +162,20 @@ def _plan(result, records: int, skip_share: float, seed: int) -> dict:
     arrays = np.sort(rng.choice(done[: max(len(done) - 3, 1)], 2, replace=False))
     array_index = np.full(n, -1, np.int64)
     for first in arrays:
-        array_index[first:first + 3] = np.arange(3)
-    return {"now": now, "steps": set(with_steps.tolist()), "cancelled_after": cancelled_after,
-            "pending": pending, "array_index": array_index,
-            "counts": {"steps": steps, "cancelled_while_pending": cancelled,
-                       "pending_submitted_last_hour": pending, "pending_array_ranges": 2}}
+        array_index[first : first + 3] = np.arange(3)
+    return {
+        "now": now,
+        "steps": set(with_steps.tolist()),
+        "cancelled_after": cancelled_after,
+        "pending": pending,
+        "array_index": array_index,
+        "counts": {
+            "steps": steps,
+            "cancelled_while_pending": cancelled,
+            "pending_submitted_last_hour": pending,
+            "pending_array_ranges": 2,
+        },
+    }
 
 
 def write_records(path: Path, result, plan: dict, nodes: int, seed: int) -> dict:
@@ -172,9 +188,20 @@ def write_records(path: Path, result, plan: dict, nodes: int, seed: int) -> dict
     names = [f"n{i + 1}" for i in range(nodes)]
     cancel_at = np.bincount(plan["cancelled_after"], minlength=n)
     array_index, with_steps = plan["array_index"], plan["steps"]
-    counts = dict.fromkeys(("lines", "jobs_started", "jobs_running", "jobs_pending_at_end",
-                            "multi_node_started", "array_elements", "step_lines",
-                            "cancelled_while_pending", "pending_extra"), 0)
+    counts = dict.fromkeys(
+        (
+            "lines",
+            "jobs_started",
+            "jobs_running",
+            "jobs_pending_at_end",
+            "multi_node_started",
+            "array_elements",
+            "step_lines",
+            "cancelled_while_pending",
+            "pending_extra",
+        ),
+        0,
+    )
     job_id, array_base = FIRST_ID, 0
     with open(path, "w", buffering=1 << 20) as out:
         out.write(HEADER + "\n")
@@ -197,12 +224,13 @@ def write_records(path: Path, result, plan: dict, nodes: int, seed: int) -> dict
                 account = f"acct{accounts[i]}"
                 if array_index[row] == 0:
                     array_base = job_id
-                label = (f"{array_base}_{array_index[row]}" if array_index[row] >= 0
-                         else str(job_id))
+                label = f"{array_base}_{array_index[row]}" if array_index[row] >= 0 else str(job_id)
                 s = int(start[row])
-                if s < 0 or s > now:            # not started when the records were taken
-                    lines.append(f"{label}|{partition}|{submit[i]}|Unknown|Unknown|{size}|"
-                                 f"None assigned|PENDING|{account}\n")
+                if s < 0 or s > now:  # not started when the records were taken
+                    lines.append(
+                        f"{label}|{partition}|{submit[i]}|Unknown|Unknown|{size}|"
+                        f"None assigned|PENDING|{account}\n"
+                    )
                     counts["jobs_pending_at_end"] += 1
                 else:
                     ids = np.sort(result.nodes_of(row))
@@ -216,24 +244,32 @@ def write_records(path: Path, result, plan: dict, nodes: int, seed: int) -> dict
                         finish, state = ended_at[i], END_STATES[states[i]]
                         if state == "CANCELLED":
                             state = f"CANCELLED by {uids[i]}"
-                    lines.append(f"{label}|{partition}|{submit[i]}|{started_at[i]}|{finish}|"
-                                 f"{size}|{hosts}|{state}|{account}\n")
+                    lines.append(
+                        f"{label}|{partition}|{submit[i]}|{started_at[i]}|{finish}|"
+                        f"{size}|{hosts}|{state}|{account}\n"
+                    )
                     counts["jobs_started"] += 1
                     counts["multi_node_started"] += int(size > 1)
                     counts["array_elements"] += int(array_index[row] >= 0)
                     if row in with_steps:
                         first = hosts if size == 1 else names[ids[0]]
-                        lines.append(f"{label}.batch||{submit[i]}|{started_at[i]}|{finish}|1|"
-                                     f"{first}|{state}|{account}\n")
-                        lines.append(f"{label}.extern||{submit[i]}|{started_at[i]}|{finish}|"
-                                     f"{size}|{hosts}|COMPLETED|{account}\n")
+                        lines.append(
+                            f"{label}.batch||{submit[i]}|{started_at[i]}|{finish}|1|"
+                            f"{first}|{state}|{account}\n"
+                        )
+                        lines.append(
+                            f"{label}.extern||{submit[i]}|{started_at[i]}|{finish}|"
+                            f"{size}|{hosts}|COMPLETED|{account}\n"
+                        )
                         counts["step_lines"] += 2
                 job_id += 1
-                for _ in range(cancel_at[row]):   # cancelled while pending, by its owner
+                for _ in range(cancel_at[row]):  # cancelled while pending, by its owner
                     gone = int(jobs.submit_s[row]) + int(waits[i])
-                    lines.append(f"{job_id}|{partition}|{submit[i]}|None|"
-                                 f"{_times(np.array([gone + EPOCH_S]))[0]}|{size}|None assigned|"
-                                 f"CANCELLED by {uids[i]}|{account}\n")
+                    lines.append(
+                        f"{job_id}|{partition}|{submit[i]}|None|"
+                        f"{_times(np.array([gone + EPOCH_S]))[0]}|{size}|None assigned|"
+                        f"CANCELLED by {uids[i]}|{account}\n"
+                    )
                     counts["cancelled_while_pending"] += 1
                     job_id += 1
             out.write("".join(lines))
@@ -244,17 +280,26 @@ def write_records(path: Path, result, plan: dict, nodes: int, seed: int) -> dict
         sizes = rng.choice(jobs.nodes, pending)
         for i in range(pending):
             label = f"{job_id}_[5-10]" if i < 2 else str(job_id)
-            out.write(f"{label}|batch|{submits[i]}|Unknown|Unknown|{sizes[i]}|None assigned|"
-                      f"PENDING|acct{i % 40}\n")
+            out.write(
+                f"{label}|batch|{submits[i]}|Unknown|Unknown|{sizes[i]}|None assigned|"
+                f"PENDING|acct{i % 40}\n"
+            )
             counts["pending_extra"] += 1
             counts["lines"] += 1
             job_id += 1
     return counts
 
 
-def generate(out, records: int = 1_000_000, seed: int = 0, nodes: int = 10_000,
-             leaf: int = 25, fanout: int = 20, load: float = 0.95,
-             skip_share: float = 0.01) -> dict:
+def generate(
+    out,
+    records: int = 1_000_000,
+    seed: int = 0,
+    nodes: int = 10_000,
+    leaf: int = 25,
+    fanout: int = 20,
+    load: float = 0.95,
+    skip_share: float = 0.01,
+) -> dict:
     """Write ``topology.conf``, ``sacct.txt`` and ``generation.json`` to ``out`` (see the module
     docstring); returns what ``generation.json`` holds."""
     if records < 1000:
@@ -275,28 +320,61 @@ def generate(out, records: int = 1_000_000, seed: int = 0, nodes: int = 10_000,
     counts = write_records(out / "sacct.txt", result, plan, nodes, seed)
     write_s = time.perf_counter() - write_tick
     summary = result.summary()
-    skip_records = (counts["step_lines"] + counts["cancelled_while_pending"]
-                    + counts["pending_extra"] + counts["jobs_pending_at_end"])
+    skip_records = (
+        counts["step_lines"]
+        + counts["cancelled_while_pending"]
+        + counts["pending_extra"]
+        + counts["jobs_pending_at_end"]
+    )
     info = {
-        "records": counts["lines"], "seed": seed, "nodes": nodes,
-        "topology": {"file": "topology.conf", "leaf_nodes": leaf, "leaves_per_middle": fanout,
-                     "levels": 3},
-        "workload": {"model": "lublin_256 rows resampled (tjap.placement.batch.synthetic_jobs)",
-                     "load": load, "jobs": len(jobs), "max_nodes": jobs.max_nodes,
-                     "multi_node_share": float((jobs.nodes > 1).mean()),
-                     "scheduler": "easy/firstfit (SchedulerConfig defaults)"},
-        "simulation": {"seconds": round(sim_s, 2), "utilization": summary["utilization"],
-                       "mean_wait_s": summary["mean_wait_s"],
-                       "span_days": round(summary["makespan_s"] / 86400, 1),
-                       "first": str(_times(np.array([EPOCH_S]))[0]),
-                       "records_taken_at": str(_times(np.array([plan["now"] + EPOCH_S]))[0])},
-        "counts": counts, "skip_records": skip_records,
+        "records": counts["lines"],
+        "seed": seed,
+        "nodes": nodes,
+        "topology": {
+            "file": "topology.conf",
+            "leaf_nodes": leaf,
+            "leaves_per_middle": fanout,
+            "levels": 3,
+        },
+        "workload": {
+            "model": "lublin_256 rows resampled (tjap.placement.batch.synthetic_jobs)",
+            "load": load,
+            "jobs": len(jobs),
+            "max_nodes": jobs.max_nodes,
+            "multi_node_share": float((jobs.nodes > 1).mean()),
+            "scheduler": "easy/firstfit (SchedulerConfig defaults)",
+        },
+        "simulation": {
+            "seconds": round(sim_s, 2),
+            "utilization": summary["utilization"],
+            "mean_wait_s": summary["mean_wait_s"],
+            "span_days": round(summary["makespan_s"] / 86400, 1),
+            "first": str(_times(np.array([EPOCH_S]))[0]),
+            "records_taken_at": str(_times(np.array([plan["now"] + EPOCH_S]))[0]),
+        },
+        "counts": counts,
+        "skip_records": skip_records,
         "skip_share": skip_records / counts["lines"],
         "write_seconds": round(write_s, 1),
         "generation_seconds": round(time.perf_counter() - tick, 1),
-        "command": shlex.join(["python", "-m", "benchmarks.audit_scale", "generate", "--out",
-                               str(out), "--records", str(records), "--seed", str(seed),
-                               "--nodes", str(nodes), "--load", str(load)]),
+        "command": shlex.join(
+            [
+                "python",
+                "-m",
+                "benchmarks.audit_scale",
+                "generate",
+                "--out",
+                str(out),
+                "--records",
+                str(records),
+                "--seed",
+                str(seed),
+                "--nodes",
+                str(nodes),
+                "--load",
+                str(load),
+            ]
+        ),
     }
     (out / "generation.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
@@ -305,13 +383,23 @@ def generate(out, records: int = 1_000_000, seed: int = 0, nodes: int = 10_000,
 # -- measuring -----------------------------------------------------------------------------------
 def audit_command(records: Path, topology: Path, as_json: bool = False) -> list[str]:
     """The ``tjap audit`` command line measured (the interpreter running this module)."""
-    command = [sys.executable, "-m", "tjap", "audit", str(records), "--topology", str(topology),
-               "--timezone", "UTC"]
+    command = [
+        sys.executable,
+        "-m",
+        "tjap",
+        "audit",
+        str(records),
+        "--topology",
+        str(topology),
+        "--timezone",
+        "UTC",
+    ]
     return command + (["--json"] if as_json else ["--quiet"])
 
 
-def measure(command: list[str], stdout: Path, cpus: int | None = None,
-            timeout_s: float = 600) -> dict:
+def measure(
+    command: list[str], stdout: Path, cpus: int | None = None, timeout_s: float = 600
+) -> dict:
     """Run ``command`` with its stdout in the file ``stdout``, on the first ``cpus`` CPUs this
     process may use (all if None); its exit status, wall seconds, peak resident MB and stderr."""
     env = dict(os.environ)
@@ -321,8 +409,13 @@ def measure(command: list[str], stdout: Path, cpus: int | None = None,
         env["NUMBA_NUM_THREADS"] = str(len(chosen))
     with open(stdout, "wb") as sink:
         tick = time.perf_counter()
-        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE, env=env,
-                                 preexec_fn=lambda: os.sched_setaffinity(0, chosen))
+        child = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            env=env,
+            preexec_fn=lambda: os.sched_setaffinity(0, chosen),
+        )
         timer = threading.Timer(timeout_s, child.kill)
         timer.start()
         err = child.stderr.read()
@@ -330,11 +423,15 @@ def measure(command: list[str], stdout: Path, cpus: int | None = None,
         wall = time.perf_counter() - tick
         timer.cancel()
         child.returncode = os.waitstatus_to_exitcode(status)
-    return {"returncode": child.returncode, "wall_s": round(wall, 2),
-            "peak_mb": round(usage.ru_maxrss / 1024, 1), "cpu_s": round(usage.ru_utime
-                                                                       + usage.ru_stime, 2),
-            "cpus": len(chosen), "timed_out": wall >= timeout_s,
-            "stderr_tail": err.decode(errors="replace")[-2000:]}
+    return {
+        "returncode": child.returncode,
+        "wall_s": round(wall, 2),
+        "peak_mb": round(usage.ru_maxrss / 1024, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+        "cpus": len(chosen),
+        "timed_out": wall >= timeout_s,
+        "stderr_tail": err.decode(errors="replace")[-2000:],
+    }
 
 
 def machine() -> dict:
@@ -346,8 +443,13 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    return {"nproc": os.cpu_count(), "usable_cpus": len(os.sched_getaffinity(0)), "cpu": cpu,
-            "python": platform.python_version(), "platform": platform.platform()}
+    return {
+        "nproc": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
 def _head(source: Path, target: Path, lines: int) -> None:
@@ -364,61 +466,103 @@ def _figures(output: Path, as_json: bool) -> dict:
     if as_json:
         with open(output) as f:
             data = json.load(f)
-        return {"allocations": data["records"]["allocations"],
-                "audited_jobs": data["summary"]["jobs"], "skipped": data["skipped"],
-                "overlap_jobs": sum(bool(job["overlap"]) for job in data["jobs"])}
+        return {
+            "allocations": data["records"]["allocations"],
+            "audited_jobs": data["summary"]["jobs"],
+            "skipped": data["skipped"],
+            "overlap_jobs": sum(bool(job["overlap"]) for job in data["jobs"]),
+        }
     text = output.read_text()
     head = re.search(r"([\d,]+) allocations read, ([\d,]+) jobs", text)
-    skipped = {reason: int(count.replace(",", ""))
-               for count, reason in re.findall(r"^\s+([\d,]+)\s+(\w+): ", text, re.MULTILINE)}
+    skipped = {
+        reason: int(count.replace(",", ""))
+        for count, reason in re.findall(r"^\s+([\d,]+)\s+(\w+): ", text, re.MULTILINE)
+    }
     if head is None:
         return {"skipped": skipped}
-    return {"allocations": int(head[1].replace(",", "")),
-            "audited_jobs": int(head[2].replace(",", "")), "skipped": skipped}
+    return {
+        "allocations": int(head[1].replace(",", "")),
+        "audited_jobs": int(head[2].replace(",", "")),
+        "skipped": skipped,
+    }
 
 
-def run(directory, out, cpus: int | None = 2, as_json: bool = False,
-        timeout_s: float = 600, warmup: bool = True) -> dict:
+def run(
+    directory,
+    out,
+    cpus: int | None = 2,
+    as_json: bool = False,
+    timeout_s: float = 600,
+    warmup: bool = True,
+) -> dict:
     """Audit ``directory``'s records in a child process and write ``out/audit_scale.json``."""
     directory, out = Path(directory), Path(out)
     records, topology = directory / "sacct.txt", directory / "topology.conf"
     for path in (records, topology):
         if not path.is_file():
-            raise InvalidInputError(f"{path} is missing; write it with python -m "
-                                    f"benchmarks.audit_scale generate --out {directory}")
+            raise InvalidInputError(
+                f"{path} is missing; write it with python -m "
+                f"benchmarks.audit_scale generate --out {directory}"
+            )
     out.mkdir(parents=True, exist_ok=True)
     generation_file = directory / "generation.json"
     generation = json.loads(generation_file.read_text()) if generation_file.is_file() else {}
-    if warmup:   # fill the compiled kernels' cache, so the measured run does not compile
+    if warmup:  # fill the compiled kernels' cache, so the measured run does not compile
         sample = out / "warmup_sacct.txt"
         _head(records, sample, WARMUP_RECORDS)
-        first = measure(audit_command(sample, topology, as_json), out / "warmup_out.txt",
-                        cpus, timeout_s)
+        first = measure(
+            audit_command(sample, topology, as_json), out / "warmup_out.txt", cpus, timeout_s
+        )
         sample.unlink()
         if first["returncode"] != 0:
-            raise InvalidInputError(f"the warm-up audit failed (exit {first['returncode']}): "
-                                    f"{first['stderr_tail'].strip().splitlines()[-1:]}")
+            raise InvalidInputError(
+                f"the warm-up audit failed (exit {first['returncode']}): "
+                f"{first['stderr_tail'].strip().splitlines()[-1:]}"
+            )
     command = audit_command(records, topology, as_json)
     output = out / ("audit.json" if as_json else "audit.txt")
     taken = measure(command, output, cpus, timeout_s)
-    row = {"records": generation.get("records"), "nodes": generation.get("nodes"),
-           "output": str(output), "output_bytes": output.stat().st_size}
+    row = {
+        "records": generation.get("records"),
+        "nodes": generation.get("nodes"),
+        "output": str(output),
+        "output_bytes": output.stat().st_size,
+    }
     if taken["returncode"] == 0:
         row |= _figures(output, as_json)
-    row |= {"wall_s": taken["wall_s"], "cpu_s": taken["cpu_s"], "peak_mb": taken["peak_mb"],
-            "cpus": taken["cpus"], "returncode": taken["returncode"],
-            "timed_out": taken["timed_out"], "target": {"wall_s": 60, "peak_mb": 2048, "cpus": 2},
-            "within_target": (taken["returncode"] == 0 and taken["wall_s"] <= 60
-                              and taken["peak_mb"] < 2048),
-            "machine": machine(),
-            "commands": {"generate": generation.get("command"),
-                         "audit": shlex.join(command) + f" > {output}",
-                         "run": shlex.join(["python", "-m", "benchmarks.audit_scale", "run",
-                                            "--dir", str(directory), "--out", str(out)]
-                                           + (["--cpus", str(cpus)] if cpus else [])
-                                           + (["--json"] if as_json else []))},
-            "generation_seconds": generation.get("generation_seconds"),
-            "stderr_tail": taken["stderr_tail"]}
+    row |= {
+        "wall_s": taken["wall_s"],
+        "cpu_s": taken["cpu_s"],
+        "peak_mb": taken["peak_mb"],
+        "cpus": taken["cpus"],
+        "returncode": taken["returncode"],
+        "timed_out": taken["timed_out"],
+        "target": {"wall_s": 60, "peak_mb": 2048, "cpus": 2},
+        "within_target": (
+            taken["returncode"] == 0 and taken["wall_s"] <= 60 and taken["peak_mb"] < 2048
+        ),
+        "machine": machine(),
+        "commands": {
+            "generate": generation.get("command"),
+            "audit": shlex.join(command) + f" > {output}",
+            "run": shlex.join(
+                [
+                    "python",
+                    "-m",
+                    "benchmarks.audit_scale",
+                    "run",
+                    "--dir",
+                    str(directory),
+                    "--out",
+                    str(out),
+                ]
+                + (["--cpus", str(cpus)] if cpus else [])
+                + (["--json"] if as_json else [])
+            ),
+        },
+        "generation_seconds": generation.get("generation_seconds"),
+        "stderr_tail": taken["stderr_tail"],
+    }
     (out / "audit_scale.json").write_text(json.dumps(row, indent=2) + "\n")
     return row
 
@@ -427,33 +571,57 @@ def run(directory, out, cpus: int | None = 2, as_json: bool = False,
 def build_parser() -> argparse.ArgumentParser:
     p = parser("audit_scale", __doc__)
     sub = p.add_subparsers(dest="what", required=True, metavar="STEP")
-    g = sub.add_parser("generate", help="write the topology and the accounting records",
-                       description="write DIR/topology.conf, DIR/sacct.txt, DIR/generation.json")
+    g = sub.add_parser(
+        "generate",
+        help="write the topology and the accounting records",
+        description="write DIR/topology.conf, DIR/sacct.txt, DIR/generation.json",
+    )
     add_out(g, "topology.conf, sacct.txt and generation.json")
-    g.add_argument("--records", type=int, default=1_000_000,
-                   help="lines of sacct.txt after the header (default 1,000,000)")
+    g.add_argument(
+        "--records",
+        type=int,
+        default=1_000_000,
+        help="lines of sacct.txt after the header (default 1,000,000)",
+    )
     g.add_argument("--seed", type=int, default=0, help="the workload's seed (default 0)")
     g.add_argument("--nodes", type=int, default=10_000, help="cluster nodes (default 10,000)")
     g.add_argument("--leaf", type=int, default=25, help="nodes per leaf switch (default 25)")
-    g.add_argument("--fanout", type=int, default=20,
-                   help="leaf switches per middle switch (default 20)")
-    g.add_argument("--load", type=float, default=0.95,
-                   help="offered share of the node-seconds (default 0.95)")
-    g.add_argument("--skip-share", type=float, default=0.01,
-                   help="share of records the audit must skip (default 0.01)")
-    r = sub.add_parser("run", help="audit the records in a child process, timed",
-                       description="time tjap audit on DIR's records; write OUT/audit_scale.json")
-    r.add_argument("--dir", default=OUT, metavar="DIR",
-                   help=f"the folder generate wrote (default {OUT})")
+    g.add_argument(
+        "--fanout", type=int, default=20, help="leaf switches per middle switch (default 20)"
+    )
+    g.add_argument(
+        "--load", type=float, default=0.95, help="offered share of the node-seconds (default 0.95)"
+    )
+    g.add_argument(
+        "--skip-share",
+        type=float,
+        default=0.01,
+        help="share of records the audit must skip (default 0.01)",
+    )
+    r = sub.add_parser(
+        "run",
+        help="audit the records in a child process, timed",
+        description="time tjap audit on DIR's records; write OUT/audit_scale.json",
+    )
+    r.add_argument(
+        "--dir", default=OUT, metavar="DIR", help=f"the folder generate wrote (default {OUT})"
+    )
     add_out(r, "the audit's output and audit_scale.json")
-    r.add_argument("--cpus", type=int, default=2,
-                   help="CPUs the audit may use (default 2; 0: all)")
-    r.add_argument("--json", action="store_true",
-                   help="measure tjap audit --json (every audited job) instead of the summary")
-    r.add_argument("--timeout", type=float, default=600,
-                   help="seconds before the audit is stopped (default 600)")
-    r.add_argument("--no-warmup", action="store_true",
-                   help="measure the first run, compilation included")
+    r.add_argument("--cpus", type=int, default=2, help="CPUs the audit may use (default 2; 0: all)")
+    r.add_argument(
+        "--json",
+        action="store_true",
+        help="measure tjap audit --json (every audited job) instead of the summary",
+    )
+    r.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds before the audit is stopped (default 600)",
+    )
+    r.add_argument(
+        "--no-warmup", action="store_true", help="measure the first run, compilation included"
+    )
     return p
 
 
@@ -461,11 +629,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.what == "generate":
-        info = generate(args.out, args.records, args.seed, args.nodes, args.leaf, args.fanout,
-                        args.load, args.skip_share)
+        info = generate(
+            args.out,
+            args.records,
+            args.seed,
+            args.nodes,
+            args.leaf,
+            args.fanout,
+            args.load,
+            args.skip_share,
+        )
     else:
-        info = run(args.dir, args.out, args.cpus or None, args.json, args.timeout,
-                   not args.no_warmup)
+        info = run(
+            args.dir, args.out, args.cpus or None, args.json, args.timeout, not args.no_warmup
+        )
         info.pop("stderr_tail", None)
     print(json.dumps(info, indent=2))
     return 0

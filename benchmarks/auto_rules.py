@@ -40,12 +40,25 @@ def scattered_window(jobs: int, idle: int, seed: int) -> Window:
 def build_parser() -> argparse.ArgumentParser:
     p = parser("auto_rules", __doc__)
     p.add_argument("--cap", type=float, default=30.0, help="SCIP's time limit per window (s)")
-    p.add_argument("--seed", "--seeds", dest="seeds", type=int, nargs="+", default=[0],
-                   help="window seeds (default 0)")
-    p.add_argument("--idle", type=int, nargs="+", default=[100, 200, 400, 700, 1000],
-                   help="idle nodes per window")
-    p.add_argument("--jobs", type=int, nargs="+", default=[5, 10, 20, 40, 80],
-                   help="jobs per window")
+    p.add_argument(
+        "--seed",
+        "--seeds",
+        dest="seeds",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="window seeds (default 0)",
+    )
+    p.add_argument(
+        "--idle",
+        type=int,
+        nargs="+",
+        default=[100, 200, 400, 700, 1000],
+        help="idle nodes per window",
+    )
+    p.add_argument(
+        "--jobs", type=int, nargs="+", default=[5, 10, 20, 40, 80], help="jobs per window"
+    )
     return p
 
 
@@ -60,16 +73,46 @@ def main(argv=None) -> int:
                 w = scattered_window(jobs, idle, seed)
                 started = time.perf_counter()
                 r = solve_scip(w, time_limit_s=args.cap, seed=seed)
-                rows.append({"idle": idle, "jobs": w.num_jobs, "seed": seed,
-                             "dp_cells": csp.dp_table_cells(w),
-                             "nonzeros": set_packing_nonzeros(w),
-                             "scip_s": time.perf_counter() - started, "status": r.status.value})
-                print(format_table(rows[-1:], [("idle", ""), ("jobs", ""), ("seed", ""),
-                                               ("dp_cells", ",d"), ("nonzeros", ",d"),
-                                               ("scip_s", ".2f"), ("status", "")]), flush=True)
-    print(format_table(sorted(rows, key=lambda r: r["nonzeros"]),
-                       [("idle", ""), ("jobs", ""), ("seed", ""), ("dp_cells", ",d"),
-                        ("nonzeros", ",d"), ("scip_s", ".2f"), ("status", "")]))
+                rows.append(
+                    {
+                        "idle": idle,
+                        "jobs": w.num_jobs,
+                        "seed": seed,
+                        "dp_cells": csp.dp_table_cells(w),
+                        "nonzeros": set_packing_nonzeros(w),
+                        "scip_s": time.perf_counter() - started,
+                        "status": r.status.value,
+                    }
+                )
+                print(
+                    format_table(
+                        rows[-1:],
+                        [
+                            ("idle", ""),
+                            ("jobs", ""),
+                            ("seed", ""),
+                            ("dp_cells", ",d"),
+                            ("nonzeros", ",d"),
+                            ("scip_s", ".2f"),
+                            ("status", ""),
+                        ],
+                    ),
+                    flush=True,
+                )
+    print(
+        format_table(
+            sorted(rows, key=lambda r: r["nonzeros"]),
+            [
+                ("idle", ""),
+                ("jobs", ""),
+                ("seed", ""),
+                ("dp_cells", ",d"),
+                ("nonzeros", ",d"),
+                ("scip_s", ".2f"),
+                ("status", ""),
+            ],
+        )
+    )
     return 0
 
 

@@ -18,13 +18,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from benchmarks.common import add_out, one_line_errors, parser
-from tjap.placement.batch import (SchedulerConfig, Simulator, load_trace, monthly_waits,
-                             synthetic_jobs)
-from tjap.placement.batch.replay import check_warm_start, parse_date
-from tjap.placement.batch.traces import bundled_trace
 from tjap.cli.common import add_common, check_output, positive, print_json
 from tjap.errors import TjapError
 from tjap.executor import progress
+from tjap.placement.batch import (
+    SchedulerConfig,
+    Simulator,
+    load_trace,
+    monthly_waits,
+    synthetic_jobs,
+)
+from tjap.placement.batch.replay import check_warm_start, parse_date
+from tjap.placement.batch.traces import bundled_trace
 from tjap.report import format_table, write_csv
 
 #: The published Mirage simulator's reported time for one month of the LS6 trace (seed 004's
@@ -54,42 +59,69 @@ def speed(trace: str, nodes: int = 76, repeats: int = 3, month: str = "2023-03")
     for mode in MODES:
         seconds, result = _timed(jobs, nodes, SchedulerConfig(backfill=mode), repeats)
         summary = result.summary()
-        rows.append({"jobs": len(jobs), "span": "whole trace", "backfill": mode,
-                     "seconds": seconds, "mean_wait_h": summary["mean_wait_s"] / 3600,
-                     "utilization": summary["utilization"]})
+        rows.append(
+            {
+                "jobs": len(jobs),
+                "span": "whole trace",
+                "backfill": mode,
+                "seconds": seconds,
+                "mean_wait_h": summary["mean_wait_s"] / 3600,
+                "utilization": summary["utilization"],
+            }
+        )
     year, mon = map(int, month.split("-"))
     nxt = f"{year + mon // 12}-{mon % 12 + 1:02d}-01"
     one = jobs.between(int(jobs.from_unix(_unix(f"{month}-01"))), int(jobs.from_unix(_unix(nxt))))
     seconds, result = _timed(one, nodes, SchedulerConfig(backfill="easy"), repeats)
-    rows.append({"jobs": len(one), "span": month, "backfill": "easy", "seconds": seconds,
-                 "mean_wait_h": result.summary()["mean_wait_s"] / 3600,
-                 "utilization": result.summary()["utilization"],
-                 "published_over_ours": PUBLISHED_MONTH_S / seconds})
+    rows.append(
+        {
+            "jobs": len(one),
+            "span": month,
+            "backfill": "easy",
+            "seconds": seconds,
+            "mean_wait_h": result.summary()["mean_wait_s"] / 3600,
+            "utilization": result.summary()["utilization"],
+            "published_over_ours": PUBLISHED_MONTH_S / seconds,
+        }
+    )
     return rows
 
 
-def scaling(trace: str, nodes: int = 76, sizes=(25_000, 250_000), load: float = 0.8,
-            repeats: int = 3, seed: int = 0) -> list[dict]:
+def scaling(
+    trace: str,
+    nodes: int = 76,
+    sizes=(25_000, 250_000),
+    load: float = 0.8,
+    repeats: int = 3,
+    seed: int = 0,
+) -> list[dict]:
     """EASY on synthetic traces (the trace's jobs resampled onto Poisson arrivals at ``load``)."""
     like, _ = load_trace(trace)
     rows = []
     for count in sizes:
         jobs = synthetic_jobs(count, nodes, like=like, load=load, seed=seed)
         seconds, result = _timed(jobs, nodes, SchedulerConfig(backfill="easy"), repeats)
-        rows.append({"jobs": count, "seconds": seconds,
-                     "mean_wait_h": result.summary()["mean_wait_s"] / 3600,
-                     "time_over_smallest": None})
+        rows.append(
+            {
+                "jobs": count,
+                "seconds": seconds,
+                "mean_wait_h": result.summary()["mean_wait_s"] / 3600,
+                "time_over_smallest": None,
+            }
+        )
     for row in rows:
         row["time_over_smallest"] = row["seconds"] / rows[0]["seconds"]
     return rows
 
 
-def warm_months(trace: str, nodes: int = 76, start: str = "2022-11-01",
-                backfill: str = "easy") -> list[dict]:
+def warm_months(
+    trace: str, nodes: int = 76, start: str = "2022-11-01", backfill: str = "easy"
+) -> list[dict]:
     """Warm start at ``start`` from the trace's own state; simulated against recorded waits."""
     jobs, _ = load_trace(trace)
-    sim = Simulator.from_trace_state(jobs, int(jobs.from_unix(_unix(start))), nodes,
-                                     SchedulerConfig(backfill=backfill))
+    sim = Simulator.from_trace_state(
+        jobs, int(jobs.from_unix(_unix(start))), nodes, SchedulerConfig(backfill=backfill)
+    )
     return monthly_waits(sim.run())
 
 
@@ -111,17 +143,37 @@ def plot_months(rows: list[dict], path: Path, title: str) -> Path:
 # -- the command line: python -m benchmarks.batch_sim -------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = parser("batch_sim", __doc__)
-    p.add_argument("--trace", default=None, metavar="FILE",
-                   help="sacct or SWF trace (default: the bundled LS6 A100 trace, "
-                        "placement/batch/data/ls6-a100.tsv)")
-    p.add_argument("--nodes", type=positive(int), default=76,
-                   help="cluster size in nodes (default 76, the paper's)")
-    p.add_argument("--repeats", type=positive(int), default=3, metavar="N",
-                   help="timed runs of each simulation; the best time is kept (default 3)")
-    p.add_argument("--sizes", default="25000,250000",
-                   help="jobs of the synthetic traces, comma-separated (default 25000,250000)")
-    p.add_argument("--start", default="2022-11-01", metavar="ISO",
-                   help="warm-start date of the monthly-wait replay (default 2022-11-01)")
+    p.add_argument(
+        "--trace",
+        default=None,
+        metavar="FILE",
+        help="sacct or SWF trace (default: the bundled LS6 A100 trace, "
+        "placement/batch/data/ls6-a100.tsv)",
+    )
+    p.add_argument(
+        "--nodes",
+        type=positive(int),
+        default=76,
+        help="cluster size in nodes (default 76, the paper's)",
+    )
+    p.add_argument(
+        "--repeats",
+        type=positive(int),
+        default=3,
+        metavar="N",
+        help="timed runs of each simulation; the best time is kept (default 3)",
+    )
+    p.add_argument(
+        "--sizes",
+        default="25000,250000",
+        help="jobs of the synthetic traces, comma-separated (default 25000,250000)",
+    )
+    p.add_argument(
+        "--start",
+        default="2022-11-01",
+        metavar="ISO",
+        help="warm-start date of the monthly-wait replay (default 2022-11-01)",
+    )
     add_out(p, "CSV and PNG")
     add_common(p)
     return p
@@ -137,7 +189,7 @@ def _check_warm_start(trace: str, start: str) -> None:
 def main(argv=None) -> int:
     """Time the simulator; print the three tables (or, with ``--json``, their rows)."""
     args = build_parser().parse_args(argv)
-    check_output(args.out, "--out", folder=True)   # before the work: a bad folder fails now
+    check_output(args.out, "--out", folder=True)  # before the work: a bad folder fails now
     if args.trace is None:
         args.trace = str(bundled_trace("ls6-a100"))
     _check_warm_start(args.trace, args.start)
@@ -146,30 +198,68 @@ def main(argv=None) -> int:
     except ValueError:
         raise TjapError(f"--sizes must be comma-separated integers, got {args.sizes!r}") from None
     out = Path(args.out)
-    parts = {"speed": lambda: speed(args.trace, args.nodes, args.repeats),
-             "scaling": lambda: scaling(args.trace, args.nodes, sizes, repeats=args.repeats,
-                                        seed=args.seed),
-             "months": lambda: warm_months(args.trace, args.nodes, args.start)}
-    done = {name: run() for name, run in progress(parts.items(), total=len(parts),
-                                                  desc="batch", quiet=args.quiet)}
+    parts = {
+        "speed": lambda: speed(args.trace, args.nodes, args.repeats),
+        "scaling": lambda: scaling(
+            args.trace, args.nodes, sizes, repeats=args.repeats, seed=args.seed
+        ),
+        "months": lambda: warm_months(args.trace, args.nodes, args.start),
+    }
+    done = {
+        name: run()
+        for name, run in progress(parts.items(), total=len(parts), desc="batch", quiet=args.quiet)
+    }
     speed_rows, scaling_rows, months = done["speed"], done["scaling"], done["months"]
-    png = plot_months(months, out / "batch_months.png",
-                      f"{Path(args.trace).name}: {args.nodes} nodes, EASY, warm start")
+    png = plot_months(
+        months,
+        out / "batch_months.png",
+        f"{Path(args.trace).name}: {args.nodes} nodes, EASY, warm start",
+    )
     for name, rows in (("speed", speed_rows), ("scaling", scaling_rows), ("months", months)):
         write_csv(out / f"batch_{name}.csv", rows)
     if args.json:
-        print_json({"speed": speed_rows, "scaling": scaling_rows, "months": months,
-                    "png": str(png)})
+        print_json(
+            {"speed": speed_rows, "scaling": scaling_rows, "months": months, "png": str(png)}
+        )
         return 0
-    print(format_table(speed_rows, [("span", ""), ("jobs", "d"), ("backfill", ""),
-                                    ("seconds", ".3f"), ("mean_wait_h", ".2f"),
-                                    ("utilization", ".3f"), ("published_over_ours", ".0f")]))
+    print(
+        format_table(
+            speed_rows,
+            [
+                ("span", ""),
+                ("jobs", "d"),
+                ("backfill", ""),
+                ("seconds", ".3f"),
+                ("mean_wait_h", ".2f"),
+                ("utilization", ".3f"),
+                ("published_over_ours", ".0f"),
+            ],
+        )
+    )
     print()
-    print(format_table(scaling_rows, [("jobs", "d"), ("seconds", ".3f"), ("mean_wait_h", ".2f"),
-                                      ("time_over_smallest", ".2f")]))
+    print(
+        format_table(
+            scaling_rows,
+            [
+                ("jobs", "d"),
+                ("seconds", ".3f"),
+                ("mean_wait_h", ".2f"),
+                ("time_over_smallest", ".2f"),
+            ],
+        )
+    )
     print()
-    print(format_table(months, [("month", ""), ("jobs", "d"), ("recorded_mean_wait_h", ".2f"),
-                                ("simulated_mean_wait_h", ".2f")]))
+    print(
+        format_table(
+            months,
+            [
+                ("month", ""),
+                ("jobs", "d"),
+                ("recorded_mean_wait_h", ".2f"),
+                ("simulated_mean_wait_h", ".2f"),
+            ],
+        )
+    )
     print(f"files: {out}/batch_*.csv, {png}")
     return 0
 

@@ -82,8 +82,10 @@ def block_conf(num_blocks: int, base: int = BASE) -> str:
     nodes ``gpu0000`` ...), with block sizes doubling up to the whole cluster."""
     digits = len(str(num_blocks - 1))
     width = len(str(num_blocks * base - 1))
-    lines = [f"BlockName=b{b:0{digits}d} Nodes=gpu[{b * base:0{width}d}-{b * base + base - 1:0{width}d}]"
-             for b in range(num_blocks)]
+    lines = [
+        f"BlockName=b{b:0{digits}d} Nodes=gpu[{b * base:0{width}d}-{b * base + base - 1:0{width}d}]"
+        for b in range(num_blocks)
+    ]
     sizes, size = [], base
     while size <= num_blocks * base:
         sizes.append(size)
@@ -96,25 +98,37 @@ def table1_row(cluster: str, rows: list[dict]) -> dict:
     dp = {r["window"]: r for r in rows if r["method"] == "dp"}
     scip = {r["window"]: r for r in rows if r["method"] == "scip"}
     both = [k for k in dp if dp[k]["status"] == "OPTIMAL" and scip[k]["status"] == "OPTIMAL"]
-    same = [k for k in both if abs(dp[k]["objective"] - scip[k]["objective"])
-            <= 1e-6 * max(1.0, abs(scip[k]["objective"]))]
+    same = [
+        k
+        for k in both
+        if abs(dp[k]["objective"] - scip[k]["objective"])
+        <= 1e-6 * max(1.0, abs(scip[k]["objective"]))
+    ]
     dp_s = np.array([dp[k]["runtime_s"] for k in dp])
     scip_s = np.array([scip[k]["runtime_s"] for k in dp])
-    return {"cluster": cluster, "windows": len(dp), "both_optimal": len(both),
-            "dp_equals_scip_pct": 100.0 * len(same) / len(both) if both else None,
-            "dp_median_ms": 1e3 * float(np.median(dp_s)), "dp_max_ms": 1e3 * float(dp_s.max()),
-            "scip_median_ms": 1e3 * float(np.median(scip_s)),
-            "scip_max_ms": 1e3 * float(scip_s.max()),
-            "speedup_median": float(np.median(scip_s / np.maximum(dp_s, 1e-9))),
-            "dp_peak_mb": max(dp[k]["peak_mb"] for k in dp),
-            "scip_cut_short": sum(scip[k]["status"] == "TIME_LIMIT" for k in dp),
-            "dp_over_50ms": int(np.sum(dp_s > DP_TARGET_MS / 1e3))}
+    return {
+        "cluster": cluster,
+        "windows": len(dp),
+        "both_optimal": len(both),
+        "dp_equals_scip_pct": 100.0 * len(same) / len(both) if both else None,
+        "dp_median_ms": 1e3 * float(np.median(dp_s)),
+        "dp_max_ms": 1e3 * float(dp_s.max()),
+        "scip_median_ms": 1e3 * float(np.median(scip_s)),
+        "scip_max_ms": 1e3 * float(scip_s.max()),
+        "speedup_median": float(np.median(scip_s / np.maximum(dp_s, 1e-9))),
+        "dp_peak_mb": max(dp[k]["peak_mb"] for k in dp),
+        "scip_cut_short": sum(scip[k]["status"] == "TIME_LIMIT" for k in dp),
+        "dp_over_50ms": int(np.sum(dp_s > DP_TARGET_MS / 1e3)),
+    }
 
 
 def table2_rows(cluster: str, summary: list[dict]) -> list[dict]:
     """Each method of table 2 on one cluster, from the run's summary."""
-    return [{"cluster": cluster, **{key: s[key] for key, _ in TABLE2[1:]}}
-            for s in summary if s["method"] in TABLE2_METHODS]
+    return [
+        {"cluster": cluster, **{key: s[key] for key, _ in TABLE2[1:]}}
+        for s in summary
+        if s["method"] in TABLE2_METHODS
+    ]
 
 
 def case_window(tree: Topology) -> Window:
@@ -142,58 +156,113 @@ def table3_rows(tree: Topology, names, freeform_time_limit_s: float) -> list[dic
         for name in ("dp", "scip", *names):
             options = {"time_limit_s": freeform_time_limit_s} if name == "freeform" else {}
             r = solve(w, name, **options)
-            rows.append({"job": job, "method": name, "status": r.status.value,
-                         "nodes_per_block": per_block(w, r.assignment[0]) if r.assignment
-                         else "(not placed)",
-                         "cost": r.objective if r.has_solution else None,
-                         "keeps_segments": (not violations(window, r.assignment))
-                         if r.has_solution else None,
-                         "free_blocks": r.free_blocks(1) if r.has_solution else None})
+            rows.append(
+                {
+                    "job": job,
+                    "method": name,
+                    "status": r.status.value,
+                    "nodes_per_block": per_block(w, r.assignment[0])
+                    if r.assignment
+                    else "(not placed)",
+                    "cost": r.objective if r.has_solution else None,
+                    "keeps_segments": (not violations(window, r.assignment))
+                    if r.has_solution
+                    else None,
+                    "free_blocks": r.free_blocks(1) if r.has_solution else None,
+                }
+            )
     return rows
 
 
-TABLE1 = [("cluster", ""), ("windows", "d"), ("both_optimal", "d"), ("dp_equals_scip_pct", ".1f"),
-          ("dp_median_ms", ".2f"), ("dp_max_ms", ".2f"), ("scip_median_ms", ".1f"),
-          ("scip_max_ms", ".1f"), ("speedup_median", ".1f"), ("dp_peak_mb", ".2f"),
-          ("scip_cut_short", "d"), ("dp_over_50ms", "d")]
-TABLE2 = [("cluster", ""), ("method", ""), ("all_place", "d"), ("cost_vs_dp", ".4f"),
-          ("bound_vs_dp", ".4f"), ("free_blocks", ".2f"), ("asked_without", "d"), ("unplaced_windows", "d"),
-          ("unplaced_jobs", "d"), ("broken_jobs", "d"), ("cut_short", "d")]
-TABLE3 = [("job", ""), ("method", ""), ("status", ""), ("nodes_per_block", ""), ("cost", ".1f"),
-          ("keeps_segments", ""), ("free_blocks", "d")]
+TABLE1 = [
+    ("cluster", ""),
+    ("windows", "d"),
+    ("both_optimal", "d"),
+    ("dp_equals_scip_pct", ".1f"),
+    ("dp_median_ms", ".2f"),
+    ("dp_max_ms", ".2f"),
+    ("scip_median_ms", ".1f"),
+    ("scip_max_ms", ".1f"),
+    ("speedup_median", ".1f"),
+    ("dp_peak_mb", ".2f"),
+    ("scip_cut_short", "d"),
+    ("dp_over_50ms", "d"),
+]
+TABLE2 = [
+    ("cluster", ""),
+    ("method", ""),
+    ("all_place", "d"),
+    ("cost_vs_dp", ".4f"),
+    ("bound_vs_dp", ".4f"),
+    ("free_blocks", ".2f"),
+    ("asked_without", "d"),
+    ("unplaced_windows", "d"),
+    ("unplaced_jobs", "d"),
+    ("broken_jobs", "d"),
+    ("cut_short", "d"),
+]
+TABLE3 = [
+    ("job", ""),
+    ("method", ""),
+    ("status", ""),
+    ("nodes_per_block", ""),
+    ("cost", ".1f"),
+    ("keeps_segments", ""),
+    ("free_blocks", "d"),
+]
 
 
 def markdown(rows: list[dict], columns) -> str:
     """A markdown table of ``rows`` (cells formatted as :func:`format_table` does)."""
+
     def cell(row, key, spec):
         value = row.get(key)
         if value is None or value == "":
             return "-"
         return format(value, spec) if spec and not isinstance(value, (str, bool)) else str(value)
 
-    lines = ["| " + " | ".join(k for k, _ in columns) + " |",
-             "|" + "---|" * len(columns)]
+    lines = ["| " + " | ".join(k for k, _ in columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(r, k, s) for k, s in columns) + " |" for r in rows]
     return "\n".join(lines)
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("blocks", __doc__)
-    p.add_argument("--clusters", nargs="+", choices=sorted(CLUSTERS), default=list(CLUSTERS),
-                   help="clusters to run (default both: nvl576 nvl4608)")
-    p.add_argument("--num-windows", type=int, nargs="+", default=[100], metavar="N",
-                   help="windows per cluster: one number for every cluster, or one per cluster "
-                        "in --clusters order (default 100)")
+    p.add_argument(
+        "--clusters",
+        nargs="+",
+        choices=sorted(CLUSTERS),
+        default=list(CLUSTERS),
+        help="clusters to run (default both: nvl576 nvl4608)",
+    )
+    p.add_argument(
+        "--num-windows",
+        type=int,
+        nargs="+",
+        default=[100],
+        metavar="N",
+        help="windows per cluster: one number for every cluster, or one per cluster "
+        "in --clusters order (default 100)",
+    )
     p.add_argument("--cap", type=int, default=5, help="most multi-node jobs per window (default 5)")
     p.add_argument("--seed", type=int, default=0, help="seed of the windows (default 0)")
-    p.add_argument("--scip-time-limit", type=float, default=60.0, metavar="S",
-                   help="SCIP's time limit per window in seconds (default 60); runs cut short "
-                        "are counted in table 1")
-    p.add_argument("--freeform-time-limit", type=float, default=2.0, metavar="S",
-                   help="the free-form bound's time limit per window in seconds (default 2)")
+    p.add_argument(
+        "--scip-time-limit",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="SCIP's time limit per window in seconds (default 60); runs cut short "
+        "are counted in table 1",
+    )
+    p.add_argument(
+        "--freeform-time-limit",
+        type=float,
+        default=2.0,
+        metavar="S",
+        help="the free-form bound's time limit per window in seconds (default 2)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress lines")
-    add_out(p, "the tables (CSV and markdown), the per-window rows and the clusters' "
-               "topology.conf")
+    add_out(p, "the tables (CSV and markdown), the per-window rows and the clusters' topology.conf")
     return p
 
 
@@ -205,8 +274,10 @@ def main(argv=None) -> int:
     if len(counts) == 1:
         counts = counts * len(args.clusters)
     if len(counts) != len(args.clusters) or min(counts) < 1:
-        raise InvalidInputError(f"--num-windows takes one positive number or one per cluster "
-                                f"({len(args.clusters)}), got {' '.join(map(str, counts))}")
+        raise InvalidInputError(
+            f"--num-windows takes one positive number or one per cluster "
+            f"({len(args.clusters)}), got {' '.join(map(str, counts))}"
+        )
     if args.cap < 1 or args.scip_time_limit <= 0 or args.freeform_time_limit <= 0:
         raise InvalidInputError("--cap and the time limits must be positive")
     out = Path(args.out)
@@ -216,11 +287,17 @@ def main(argv=None) -> int:
         conf = out / f"blocks_{cluster}.conf"
         conf.write_text(block_conf(CLUSTERS[cluster]))
         trees[cluster] = Topology.from_slurm(conf)
-        result = run_constrained(conf, count, args.seed, cap=args.cap,
-                                 methods=("dp", "scip", *TABLE2_METHODS[1:]),
-                                 time_limit_s=args.scip_time_limit,
-                                 freeform_time_limit_s=args.freeform_time_limit,
-                                 quiet=args.quiet, csv_path=out / f"blocks_rows_{cluster}.csv")
+        result = run_constrained(
+            conf,
+            count,
+            args.seed,
+            cap=args.cap,
+            methods=("dp", "scip", *TABLE2_METHODS[1:]),
+            time_limit_s=args.scip_time_limit,
+            freeform_time_limit_s=args.freeform_time_limit,
+            quiet=args.quiet,
+            csv_path=out / f"blocks_rows_{cluster}.csv",
+        )
         table1.append(table1_row(cluster, result["rows"]))
         table2 += table2_rows(cluster, result["summary"])
         notes = result["notes"]
@@ -228,13 +305,16 @@ def main(argv=None) -> int:
             print(f"{cluster}: {count} windows done", file=sys.stderr, flush=True)
     tree = trees.get("nvl576") or Topology.from_slurm(block_conf(CLUSTERS["nvl576"]))
     names, _ = constrained_methods(("dp", "scip", *TABLE2_METHODS[1:]))
-    table3 = table3_rows(tree, [n for n in names if n not in ("dp", "scip")],
-                         args.freeform_time_limit)
-    titles = [f"Table 1: dp against SCIP (peak memory: tracemalloc; dp target {DP_TARGET_MS:g} ms)",
-              "Table 2: each method against dp (cost_vs_dp and free_blocks on the windows every "
-              "method places, all_place)",
-              f"Table 3: one job of 36 nodes, --segment=12, on nvl576 with idle "
-              f"{', '.join(f'{b}:{n}' for b, n in CASE_IDLE.items())}"]
+    table3 = table3_rows(
+        tree, [n for n in names if n not in ("dp", "scip")], args.freeform_time_limit
+    )
+    titles = [
+        f"Table 1: dp against SCIP (peak memory: tracemalloc; dp target {DP_TARGET_MS:g} ms)",
+        "Table 2: each method against dp (cost_vs_dp and free_blocks on the windows every "
+        "method places, all_place)",
+        f"Table 3: one job of 36 nodes, --segment=12, on nvl576 with idle "
+        f"{', '.join(f'{b}:{n}' for b, n in CASE_IDLE.items())}",
+    ]
     tables = [(table1, TABLE1), (table2, TABLE2), (table3, TABLE3)]
     text = []
     for k, (title, (rows, columns)) in enumerate(zip(titles, tables), 1):

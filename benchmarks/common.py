@@ -14,8 +14,14 @@ import argparse
 import functools
 import sys
 
-from tjap.executor import (CsvRows, TaskFailure, executor_from_args,  # noqa: F401
-                           interruption_line, make_executor, progress)
+from tjap.executor import (  # noqa: F401
+    CsvRows,
+    TaskFailure,
+    executor_from_args,
+    interruption_line,
+    make_executor,
+    progress,
+)
 from tjap.report import format_table, pyplot, save_figure, write_csv  # noqa: F401
 
 #: Where a benchmark writes its files unless given ``--out DIR``.
@@ -28,14 +34,21 @@ def parser(name: str, doc: str) -> argparse.ArgumentParser:
     benchmarks.NAME --help)``), as every ``tjap`` command has them."""
     from tjap.cli.common import ArgumentParser
 
-    return ArgumentParser(prog=f"python -m benchmarks.{name}", description=doc,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return ArgumentParser(
+        prog=f"python -m benchmarks.{name}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def add_out(p: argparse.ArgumentParser, what: str = "its files", default=OUT) -> None:
     """``--out DIR``: the folder a benchmark writes ``what`` to (default ``benchmarks/out``)."""
-    p.add_argument("--out", default=str(default), metavar="DIR",
-                   help=f"folder for {what} (default {default}; created if missing)")
+    p.add_argument(
+        "--out",
+        default=str(default),
+        metavar="DIR",
+        help=f"folder for {what} (default {default}; created if missing)",
+    )
 
 
 def one_line_errors(main):
@@ -52,4 +65,5 @@ def one_line_errors(main):
         except KeyboardInterrupt as exc:
             print(interruption_line(exc), file=sys.stderr)
             return 130
+
     return run

@@ -49,13 +49,20 @@ def _nothing() -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("executor_speedup", __doc__)
-    p.add_argument("--workers", type=int, default=2,
-                   help="processes of the pool and of the local Ray (default 2)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="processes of the pool and of the local Ray (default 2)",
+    )
     p.add_argument("--seeds", type=int, default=10, help="episodes per task (default 10)")
-    p.add_argument("--seed", type=int, default=0,
-                   help="the first episode's seed (default 0; the others follow it)")
-    p.add_argument("--requests", type=int, default=512,
-                   help="requests per episode (default 512)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the first episode's seed (default 0; the others follow it)",
+    )
+    p.add_argument("--requests", type=int, default=512, help="requests per episode (default 512)")
     p.add_argument("--no-ray", action="store_true", help="skip the Ray run")
     add_out(p, "the CSV of each back end")
     return p
@@ -69,7 +76,7 @@ def main(argv=None) -> int:
     backends = [("serial", make_executor(1)), (f"pool{args.workers}", make_executor(args.workers))]
     if not args.no_ray:
         ray = make_executor(args.workers, ray="local")
-        ray.results(_nothing, [()] * args.workers, quiet=True)      # start Ray off the clock
+        ray.results(_nothing, [()] * args.workers, quiet=True)  # start Ray off the clock
         backends.append((f"ray{args.workers}", ray))
     sweep(64, args.requests, 1, HEURISTICS, names=NAMES[:1], quiet=True)  # load the kernels
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -77,22 +84,51 @@ def main(argv=None) -> int:
     for name, executor in backends:
         path = out / f"executor_speedup_{name}.csv"
         tick = time.perf_counter()
-        done = sweep(64, args.requests, args.seeds, HEURISTICS, seed_base=args.seed, quiet=True,
-                     executor=executor, csv_path=path)
+        done = sweep(
+            64,
+            args.requests,
+            args.seeds,
+            HEURISTICS,
+            seed_base=args.seed,
+            quiet=True,
+            executor=executor,
+            csv_path=path,
+        )
         wall_s = time.perf_counter() - tick
-        rows.append({"backend": name, "workers": executor.workers, "tasks": len(done),
-                     "wall_s": wall_s, "in_flight": sum(r["wall_s"] for r in done) / wall_s,
-                     "csv": str(path)})
+        rows.append(
+            {
+                "backend": name,
+                "workers": executor.workers,
+                "tasks": len(done),
+                "wall_s": wall_s,
+                "in_flight": sum(r["wall_s"] for r in done) / wall_s,
+                "csv": str(path),
+            }
+        )
     reference = rows_without_timing(Path(rows[0]["csv"]))
     for row in rows:
         row["serial_over_this"] = rows[0]["wall_s"] / row["wall_s"]
         row["rows_identical"] = rows_without_timing(Path(row["csv"])) == reference
-    print(f"{len(NAMES)} topologies x {len(HEURISTICS)} heuristics = {rows[0]['tasks']} tasks, "
-          f"{args.seeds} seeds x {args.requests} requests each; {os.cpu_count()} CPUs, "
-          f"1-min load average before: {load}")
-    print(format_table(rows, [("backend", ""), ("workers", "d"), ("tasks", "d"),
-                              ("wall_s", ".2f"), ("in_flight", ".2f"),
-                              ("serial_over_this", ".2f"), ("rows_identical", ""), ("csv", "")]))
+    print(
+        f"{len(NAMES)} topologies x {len(HEURISTICS)} heuristics = {rows[0]['tasks']} tasks, "
+        f"{args.seeds} seeds x {args.requests} requests each; {os.cpu_count()} CPUs, "
+        f"1-min load average before: {load}"
+    )
+    print(
+        format_table(
+            rows,
+            [
+                ("backend", ""),
+                ("workers", "d"),
+                ("tasks", "d"),
+                ("wall_s", ".2f"),
+                ("in_flight", ".2f"),
+                ("serial_over_this", ".2f"),
+                ("rows_identical", ""),
+                ("csv", ""),
+            ],
+        )
+    )
     if not args.no_ray:
         import ray as ray_module
 

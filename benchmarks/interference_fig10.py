@@ -43,8 +43,10 @@ def load_run(path: str) -> dict:
     try:
         training = json.loads(Path(path).read_text())["training"]
     except (OSError, ValueError, KeyError) as exc:
-        raise InvalidInputError(f"{path}: not the metadata of a `tjap train interference` run "
-                                f"({exc}); give the .json that run wrote") from None
+        raise InvalidInputError(
+            f"{path}: not the metadata of a `tjap train interference` run "
+            f"({exc}); give the .json that run wrote"
+        ) from None
     ppo = [row for row in training.get("curve", []) if row.get("phase") == "ppo"]
     if not ppo:
         raise InvalidInputError(f"{path}: the run has no PPO curve (train with --ppo-steps > 0)")
@@ -52,15 +54,21 @@ def load_run(path: str) -> dict:
     evals = [row for row in training.get("curve", []) if row.get("phase") == "eval"]
     kind = "single agent" if training["single_agent"] else "multi-agent (per pod)"
     start = "from clone" if training.get("init") else "from scratch"
-    reward = training.get("command", "").split("--reward ")[-1].split()[0] \
-        if "--reward " in training.get("command", "") else "proxy"
-    return {"label": f"{kind}, {start}, {reward}, {steps[-1] / 1000:.0f}k decisions",
-            "steps": steps,
-            "cost_per_job": np.array([-row["return"] / max(row["jobs"], 1) for row in ppo]),
-            "eval_steps": np.array([row["step"] for row in evals], float),
-            "eval_jct": np.array([np.mean(row["avg_jct"]) for row in evals], float),
-            "eval_avg_jct": training.get("figures", {}).get("eval_avg_jct"),
-            "seconds": training.get("train_seconds"), "command": training.get("command")}
+    reward = (
+        training.get("command", "").split("--reward ")[-1].split()[0]
+        if "--reward " in training.get("command", "")
+        else "proxy"
+    )
+    return {
+        "label": f"{kind}, {start}, {reward}, {steps[-1] / 1000:.0f}k decisions",
+        "steps": steps,
+        "cost_per_job": np.array([-row["return"] / max(row["jobs"], 1) for row in ppo]),
+        "eval_steps": np.array([row["step"] for row in evals], float),
+        "eval_jct": np.array([np.mean(row["avg_jct"]) for row in evals], float),
+        "eval_avg_jct": training.get("figures", {}).get("eval_avg_jct"),
+        "seconds": training.get("train_seconds"),
+        "command": training.get("command"),
+    }
 
 
 def smooth(values: np.ndarray, window: int) -> np.ndarray:
@@ -75,8 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = parser("interference_fig10", __doc__)
     p.add_argument("runs", nargs="+", help="metadata .json of training runs")
     p.add_argument("--window", type=int, default=20, help="episodes per smoothing window")
-    p.add_argument("--figure", default="benchmarks/figures/interference_fig10.png",
-                   help="the PNG to draw (default benchmarks/figures/interference_fig10.png)")
+    p.add_argument(
+        "--figure",
+        default="benchmarks/figures/interference_fig10.png",
+        help="the PNG to draw (default benchmarks/figures/interference_fig10.png)",
+    )
     return p
 
 
@@ -93,18 +104,24 @@ def main(argv=None) -> int:
         ax.plot(run["steps"], smooth(run["cost_per_job"], args.window), label=run["label"])
         if run["eval_steps"].size:
             axes[1].plot(run["eval_steps"], run["eval_jct"], marker="o", label=run["label"])
-            print(f"{run['label']}: greedy avg JCT on the held-out seeds (mean) at "
-                  + ", ".join(f"{int(s)}: {j:.4f}" for s, j in zip(run["eval_steps"],
-                                                                  run["eval_jct"])))
-        first = run["cost_per_job"][:args.window].mean()
-        last = run["cost_per_job"][-args.window:].mean()
-        print(f"{run['label']}: {run['steps'].size} episodes, {int(run['steps'][-1])} decisions, "
-              f"cost per job {first:.2f} (first {args.window}) -> {last:.2f} (last {args.window}), "
-              f"greedy avg JCT {run['eval_avg_jct']}, {run['seconds']} s")
+            print(
+                f"{run['label']}: greedy avg JCT on the held-out seeds (mean) at "
+                + ", ".join(
+                    f"{int(s)}: {j:.4f}" for s, j in zip(run["eval_steps"], run["eval_jct"])
+                )
+            )
+        first = run["cost_per_job"][: args.window].mean()
+        last = run["cost_per_job"][-args.window :].mean()
+        print(
+            f"{run['label']}: {run['steps'].size} episodes, {int(run['steps'][-1])} decisions, "
+            f"cost per job {first:.2f} (first {args.window}) -> {last:.2f} (last {args.window}), "
+            f"greedy avg JCT {run['eval_avg_jct']}, {run['seconds']} s"
+        )
     ax.set_xlabel("PPO decisions")
     ax.set_ylabel(f"episode cost per job (intervals, mean of {args.window} episodes)")
-    ax.set_title("Multi-agent vs single-agent scheduler, k = 8 fat-tree (cf. seed 001 Fig. 10)",
-                 fontsize=9)
+    ax.set_title(
+        "Multi-agent vs single-agent scheduler, k = 8 fat-tree (cf. seed 001 Fig. 10)", fontsize=9
+    )
     ax.legend(fontsize=7 if curves else None)
     if curves:
         axes[1].set_xlabel("PPO decisions")

@@ -33,15 +33,14 @@ import time
 
 import numpy as np
 
-from benchmarks.common import (TaskFailure, executor_from_args, format_table, one_line_errors,
-                               parser)
+from benchmarks.common import TaskFailure, executor_from_args, format_table, one_line_errors, parser
+from tjap.errors import InvalidInputError
+from tjap.executor import add_executor_arguments
 from tjap.heuristics.network.rules import ExactPolicy
 from tjap.placement.network import NAMES, paper_topology
 from tjap.placement.network.engine import Outcome
 from tjap.placement.network.episode import run_episode
 from tjap.placement.network.requests import Requests
-from tjap.errors import InvalidInputError
-from tjap.executor import add_executor_arguments
 from tjap.registry import make
 
 MODES = ("exact", "clairvoyant", "sampled")
@@ -52,11 +51,16 @@ def tie_costs(engine) -> dict:
     model's default (free CPU + memory: fuller servers first)."""
     t = engine.topology
     fit = engine.free_cpu + engine.free_mem
-    own = engine.free_channels[:t.num_servers]   # a server's own link (its index: the topology's)
-    used = t.link_capacity[:t.num_servers] - own
+    own = engine.free_channels[: t.num_servers]  # a server's own link (its index: the topology's)
+    used = t.link_capacity[: t.num_servers] - own
     span = int(t.server_cpu + t.server_mem) + 1
-    return {"best": fit, "worst": span - 1 - fit, "fewest_free_channels": own * span + fit,
-            "most_free_channels": used * span + fit, "best_then_channels": fit * span + own}
+    return {
+        "best": fit,
+        "worst": span - 1 - fit,
+        "fewest_free_channels": own * span + fit,
+        "most_free_channels": used * span + fit,
+        "best_then_channels": fit * span + own,
+    }
 
 
 TIE_RULES = ("best", "worst", "fewest_free_channels", "most_free_channels", "best_then_channels")
@@ -66,7 +70,7 @@ def _commit(engine, plan) -> None:
     outcome = Outcome.PENDING
     for server, paths in plan:
         outcome = engine.step(server, paths)
-    if outcome != Outcome.ACCEPTED:   # a plan of the exact model always completes its request
+    if outcome != Outcome.ACCEPTED:  # a plan of the exact model always completes its request
         raise RuntimeError(f"an exact plan did not complete its request ({outcome.name})")
 
 
@@ -105,8 +109,9 @@ class LookAheadExact(ExactPolicy):
     """The exact model choosing among its tie-break plans by look-ahead (see the module doc).
     ``requests``: the episode's stream (read only in ``clairvoyant`` mode)."""
 
-    def __init__(self, mode: str, requests: Requests, horizon: int = 12, samples: int = 2,
-                 others=()):
+    def __init__(
+        self, mode: str, requests: Requests, horizon: int = 12, samples: int = 2, others=()
+    ):
         super().__init__(time_limit_s=1.0)
         self.others = [make("network", name) for name in others]
         if mode not in ("clairvoyant", "sampled"):
@@ -118,7 +123,7 @@ class LookAheadExact(ExactPolicy):
         super().reset(topology, seed)
         self.index = -1
         self.stats |= {"looked": 0, "changed": 0}
-        self.solver = ExactPolicy(time_limit_s=1.0)   # candidates and rollouts, own stats
+        self.solver = ExactPolicy(time_limit_s=1.0)  # candidates and rollouts, own stats
         self.solver.reset(topology, seed)
         for other in self.others:
             other.reset(topology, seed)
@@ -127,8 +132,11 @@ class LookAheadExact(ExactPolicy):
         start = self.index + 1
         if self.mode == "clairvoyant":
             r, stop = self.requests, min(start + self.horizon, len(self.requests))
-            return [Requests(r.cpu[start:stop], r.mem[start:stop], r.holding[start:stop])] \
-                if stop > start else []
+            return (
+                [Requests(r.cpu[start:stop], r.mem[start:stop], r.holding[start:stop])]
+                if stop > start
+                else []
+            )
         seeds = np.random.SeedSequence([self.seed, start, 3]).generate_state(self.samples)
         return [Requests.generate(self.topology, self.horizon, int(s)) for s in seeds]
 
@@ -139,25 +147,34 @@ class LookAheadExact(ExactPolicy):
         for rule in TIE_RULES:
             plan = self.solver.plan(engine, costs[rule].astype(np.int64))
             if plan is None:
-                return None   # no plan under one rule: none under any (same feasible set)
+                return None  # no plan under one rule: none under any (same feasible set)
             after = copy.deepcopy(engine)
             _commit(after, plan)
-            key = (after.free_cpu.tobytes(), after.free_mem.tobytes(), after.free_channels.tobytes())
+            key = (
+                after.free_cpu.tobytes(),
+                after.free_mem.tobytes(),
+                after.free_channels.tobytes(),
+            )
             candidates.setdefault(key, (plan, after))
         for other in self.others:
             plan, after = _dry_run(other, engine)
             if plan is not None:
-                key = (after.free_cpu.tobytes(), after.free_mem.tobytes(),
-                       after.free_channels.tobytes())
+                key = (
+                    after.free_cpu.tobytes(),
+                    after.free_mem.tobytes(),
+                    after.free_channels.tobytes(),
+                )
                 candidates.setdefault(key, (plan, after))
         candidates = list(candidates.values())
         futures = self.futures() if len(candidates) > 1 else []
         if not futures:
             return candidates[0][0]
         self.stats["looked"] += 1
-        scores = [sum(accepted_ahead(copy.deepcopy(after), f, self.solver) for f in futures)
-                  for _, after in candidates]
-        best = int(np.argmax(scores))   # the first maximum: best fit wins ties
+        scores = [
+            sum(accepted_ahead(copy.deepcopy(after), f, self.solver) for f in futures)
+            for _, after in candidates
+        ]
+        best = int(np.argmax(scores))  # the first maximum: best fit wins ties
         self.stats["changed"] += best != 0
         return candidates[best][0]
 
@@ -176,19 +193,36 @@ class SolverSeededExact(ExactPolicy):
         self.seed = seed + self.offset
 
 
-def episode(name: str, mode: str, seed: int, requests: int, horizon: int, samples: int,
-            others=(), solver_offset: int = 0) -> dict:
+def episode(
+    name: str,
+    mode: str,
+    seed: int,
+    requests: int,
+    horizon: int,
+    samples: int,
+    others=(),
+    solver_offset: int = 0,
+) -> dict:
     """One episode of ``mode`` (``exact``: the plain exact model, its CP-SAT seeded ``seed +
     solver_offset``) on topology ``name``."""
     topology = paper_topology(name)
     reqs = Requests.generate(topology, requests, seed)
-    policy = SolverSeededExact(solver_offset) if mode == "exact" \
+    policy = (
+        SolverSeededExact(solver_offset)
+        if mode == "exact"
         else LookAheadExact(mode, reqs, horizon, samples, others)
+    )
     result = run_episode(topology, reqs, policy, seed=seed)
-    return {"topology": name, "mode": mode, "seed": seed, "solver_offset": solver_offset,
-            "acceptance": result.acceptance,
-            "looked": result.info.get("looked", 0), "changed": result.info.get("changed", 0),
-            "runtime_s": result.runtime_s}
+    return {
+        "topology": name,
+        "mode": mode,
+        "seed": seed,
+        "solver_offset": solver_offset,
+        "acceptance": result.acceptance,
+        "looked": result.info.get("looked", 0),
+        "changed": result.info.get("changed", 0),
+        "runtime_s": result.runtime_s,
+    }
 
 
 def summarise(rows: list[dict]) -> list[dict]:
@@ -197,17 +231,30 @@ def summarise(rows: list[dict]) -> list[dict]:
     for name in dict.fromkeys(r["topology"] for r in rows):
         row = {"topology": name}
         for mode in MODES:
-            mine = [r for r in rows if r["topology"] == name and r["mode"] == mode
-                    and r["solver_offset"] == 0]
+            mine = [
+                r
+                for r in rows
+                if r["topology"] == name and r["mode"] == mode and r["solver_offset"] == 0
+            ]
             if mine:
                 row[mode] = float(np.mean([r["acceptance"] for r in mine]))
                 row[f"{mode}_changed"] = int(sum(r["changed"] for r in mine))
-        offsets = sorted({r["solver_offset"] for r in rows
-                          if r["topology"] == name and r["mode"] == "exact"})
-        if len(offsets) > 1:   # exact's own spread over CP-SAT seeds (means over the episodes)
-            means = [np.mean([r["acceptance"] for r in rows if r["topology"] == name
-                              and r["mode"] == "exact" and r["solver_offset"] == o])
-                     for o in offsets]
+        offsets = sorted(
+            {r["solver_offset"] for r in rows if r["topology"] == name and r["mode"] == "exact"}
+        )
+        if len(offsets) > 1:  # exact's own spread over CP-SAT seeds (means over the episodes)
+            means = [
+                np.mean(
+                    [
+                        r["acceptance"]
+                        for r in rows
+                        if r["topology"] == name
+                        and r["mode"] == "exact"
+                        and r["solver_offset"] == o
+                    ]
+                )
+                for o in offsets
+            ]
             row["exact_min"], row["exact_max"] = float(min(means)), float(max(means))
         for mode in ("clairvoyant", "sampled"):
             if mode in row and "exact" in row:
@@ -220,18 +267,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = parser("network_headroom", __doc__)
     p.add_argument("--topologies", default=",".join(NAMES))
     p.add_argument("--modes", default=",".join(MODES))
-    p.add_argument("--seeds", type=int, default=3, help="episodes per topology and mode (default 3)")
-    p.add_argument("--seed", "--seed-base", dest="seed_base", type=int, default=0,
-                   help="the first episode's seed (default 0; the others follow it)")
+    p.add_argument(
+        "--seeds", type=int, default=3, help="episodes per topology and mode (default 3)"
+    )
+    p.add_argument(
+        "--seed",
+        "--seed-base",
+        dest="seed_base",
+        type=int,
+        default=0,
+        help="the first episode's seed (default 0; the others follow it)",
+    )
     p.add_argument("--requests", type=int, default=128)
     p.add_argument("--horizon", type=int, default=12)
     p.add_argument("--samples", type=int, default=2)
-    p.add_argument("--others", default="",
-                   help="comma-separated policies whose plans join the candidates "
-                        "(e.g. gnn,tetris,nalb,nulb; default none)")
-    p.add_argument("--solver-seeds", type=int, default=1,
-                   help="run the plain exact model with this many CP-SAT seeds (episode seed "
-                        "+ 1000 j) to show its own spread (default 1)")
+    p.add_argument(
+        "--others",
+        default="",
+        help="comma-separated policies whose plans join the candidates "
+        "(e.g. gnn,tetris,nalb,nulb; default none)",
+    )
+    p.add_argument(
+        "--solver-seeds",
+        type=int,
+        default=1,
+        help="run the plain exact model with this many CP-SAT seeds (episode seed "
+        "+ 1000 j) to show its own spread (default 1)",
+    )
     p.add_argument("--json", action="store_true")
     p.add_argument("--quiet", action="store_true")
     add_executor_arguments(p)
@@ -246,7 +308,7 @@ def main(argv=None) -> int:
     names = [n for n in args.topologies.split(",") if n]
     modes = [m for m in args.modes.split(",") if m]
     for name in names:
-        paper_topology(name)   # a one-line error for an unknown topology
+        paper_topology(name)  # a one-line error for an unknown topology
     if bad := [m for m in modes if m not in MODES]:
         p.error(f"unknown mode {bad[0]!r}; choose from {', '.join(MODES)}")
     for key in ("seeds", "requests", "horizon", "samples", "solver_seeds"):
@@ -254,26 +316,44 @@ def main(argv=None) -> int:
             p.error(f"--{key} must be a positive integer")
     others = tuple(o for o in args.others.split(",") if o)
     for other in others:
-        make("network", other)   # a one-line error for an unknown policy
-    tasks = [(n, m, args.seed_base + s, args.requests, args.horizon, args.samples, others,
-              1000 * j) for n in names for m in modes for s in range(args.seeds)
-             for j in range(args.solver_seeds if m == "exact" else 1)]
+        make("network", other)  # a one-line error for an unknown policy
+    tasks = [
+        (n, m, args.seed_base + s, args.requests, args.horizon, args.samples, others, 1000 * j)
+        for n in names
+        for m in modes
+        for s in range(args.seeds)
+        for j in range(args.solver_seeds if m == "exact" else 1)
+    ]
     start = time.perf_counter()
-    rows = [r for r in executor_from_args(args).map(episode, tasks, desc="episodes",
-                                                     quiet=args.quiet)
-            if not isinstance(r, TaskFailure)]
-    summary = {"episodes": rows, "summary": summarise(rows), "horizon": args.horizon,
-               "samples": args.samples, "others": list(others), "wall_s": time.perf_counter() - start}
+    rows = [
+        r
+        for r in executor_from_args(args).map(episode, tasks, desc="episodes", quiet=args.quiet)
+        if not isinstance(r, TaskFailure)
+    ]
+    summary = {
+        "episodes": rows,
+        "summary": summarise(rows),
+        "horizon": args.horizon,
+        "samples": args.samples,
+        "others": list(others),
+        "wall_s": time.perf_counter() - start,
+    }
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
     spread = [("exact_min", ".4f"), ("exact_max", ".4f")] if args.solver_seeds > 1 else []
-    columns = [("topology", "")] + [(m, ".4f") for m in modes] + spread \
-        + [(f"{m}_gain_pct", "+.2f") for m in ("clairvoyant", "sampled") if m in modes] \
+    columns = (
+        [("topology", "")]
+        + [(m, ".4f") for m in modes]
+        + spread
+        + [(f"{m}_gain_pct", "+.2f") for m in ("clairvoyant", "sampled") if m in modes]
         + [(f"{m}_changed", "d") for m in ("clairvoyant", "sampled") if m in modes]
+    )
     print(format_table(summary["summary"], columns))
-    print(f"\n{len(rows)} episodes, horizon {args.horizon}, {args.samples} samples, "
-          f"{summary['wall_s']:.0f} s")
+    print(
+        f"\n{len(rows)} episodes, horizon {args.horizon}, {args.samples} samples, "
+        f"{summary['wall_s']:.0f} s"
+    )
     return 0
 
 

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser, progress
-from tjap.heuristics.tree.operators import LookaheadRepair
-from tjap import solve
 from benchmarks.sa_tables import SETTINGS, _windows, gain_interval, sa_for_time, timed_solve
+from tjap import solve
+from tjap.heuristics.tree.operators import LookaheadRepair
 
 WEIGHTS = Path(__file__).resolve().parent.parent / "learned" / "weights"
 
@@ -42,18 +42,30 @@ def _parse_hand(text: str) -> list[tuple[int, float]]:
     return pairs
 
 
-def sweep(setting="paper", windows=100, ks=(0, 8, 16, 32, 64),
-          hand=((8, 0.0), (16, 300.0), (16, 1000.0)), seed=0, quiet=False) -> dict:
+def sweep(
+    setting="paper",
+    windows=100,
+    ks=(0, 8, 16, 32, 64),
+    hand=((8, 0.0), (16, 300.0), (16, 1000.0)),
+    seed=0,
+    quiet=False,
+) -> dict:
     """Rows of costs and CPU times per window, and the summary lines (see the module)."""
     conv = SETTINGS[setting]["convention"]
     weights = str(WEIGHTS / f"nsa_cnn3_best_{setting}.json")
     common = {"convention": conv, "seed": seed}
     nsa = {"preset": "best", "iterations": 500, "weights": weights}
     ws = _windows(setting, 1, windows, seed)
-    for k in ks:                                                         # compile first
+    for k in ks:  # compile first
         solve(ws[0], "nsa", lookahead=k, **nsa, **common)
     for k, temperature in hand:
-        solve(ws[0], "sa", iterations=3, repair=LookaheadRepair(k=k, temperature=temperature), **common)
+        solve(
+            ws[0],
+            "sa",
+            iterations=3,
+            repair=LookaheadRepair(k=k, temperature=temperature),
+            **common,
+        )
     rows = []
     for w in progress(ws, desc=f"look-ahead/{setting}", quiet=quiet):
         row = {"opt": solve(w, "dp", convention=conv).objective}
@@ -70,8 +82,14 @@ def sweep(setting="paper", windows=100, ks=(0, 8, 16, 32, 64),
             r = sa_for_time(w, budget, {"repair": repair}, common)[0]
             row[f"{key}_same_time"], row[f"{key}_same_time_iterations"] = r.objective, r.iterations
         rows.append(row)
-    return {"setting": setting, "windows": windows, "ks": list(ks), "hand": list(hand),
-            "rows": rows, "lines": summary_lines(rows, ks, hand)}
+    return {
+        "setting": setting,
+        "windows": windows,
+        "ks": list(ks),
+        "hand": list(hand),
+        "rows": rows,
+        "lines": summary_lines(rows, ks, hand),
+    }
 
 
 def summary_lines(rows, ks, hand) -> list[str]:
@@ -88,17 +106,21 @@ def summary_lines(rows, ks, hand) -> list[str]:
 
     lines = []
     for k in ks:
-        lines.append(f"NSA-500 look-ahead {k}: gap {gap(f'nsa{k}')}, "
-                     f"{1e3 * col(f'nsa{k}_cpu_s').mean():.1f} ms CPU; default SA at its time: "
-                     f"gap {gap(f'sa_at_nsa{k}')}; NSA gain {gain(f'nsa{k}', f'sa_at_nsa{k}')}")
+        lines.append(
+            f"NSA-500 look-ahead {k}: gap {gap(f'nsa{k}')}, "
+            f"{1e3 * col(f'nsa{k}_cpu_s').mean():.1f} ms CPU; default SA at its time: "
+            f"gap {gap(f'sa_at_nsa{k}')}; NSA gain {gain(f'nsa{k}', f'sa_at_nsa{k}')}"
+        )
     last = f"nsa{ks[-1]}"
     for k, temperature in hand:
         key = f"hand{k}_{temperature:g}"
-        lines.append(f"hand-written look-ahead k={k} T={temperature:g}: 500 iterations gap "
-                     f"{gap(key + '_500')} ({1e3 * col(key + '_500_cpu_s').mean():.1f} ms); at "
-                     f"NSA look-ahead {ks[-1]}'s time gap {gap(key + '_same_time')} "
-                     f"({col(key + '_same_time_iterations').mean():.0f} iterations), NSA gain "
-                     f"{gain(last, key + '_same_time')}")
+        lines.append(
+            f"hand-written look-ahead k={k} T={temperature:g}: 500 iterations gap "
+            f"{gap(key + '_500')} ({1e3 * col(key + '_500_cpu_s').mean():.1f} ms); at "
+            f"NSA look-ahead {ks[-1]}'s time gap {gap(key + '_same_time')} "
+            f"({col(key + '_same_time_iterations').mean():.0f} iterations), NSA gain "
+            f"{gain(last, key + '_same_time')}"
+        )
     return lines
 
 
@@ -107,8 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--setting", choices=tuple(SETTINGS), default="paper")
     p.add_argument("--windows", type=int, default=100)
     p.add_argument("--ks", default="0,8,16,32,64", help="NSA look-aheads, comma-separated")
-    p.add_argument("--hand", default="8:0,16:300,16:1000",
-                   help="hand-written look-aheads as k:temperature, comma-separated")
+    p.add_argument(
+        "--hand",
+        default="8:0,16:300,16:1000",
+        help="hand-written look-aheads as k:temperature, comma-separated",
+    )
     p.add_argument("--seed", type=int, default=0)
     add_out(p, "the rows (nsa_lookahead_<setting>_<windows>.json)")
     p.add_argument("--quiet", action="store_true")

@@ -34,8 +34,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
-from benchmarks.slurm_topology import (cluster_topology, cost_floor, paper_rows, place_in_order,
-                                       simulate_starts)
+from benchmarks.slurm_topology import (
+    cluster_topology,
+    cost_floor,
+    paper_rows,
+    place_in_order,
+    simulate_starts,
+)
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.freeform import best_single_job_nodes
@@ -52,22 +57,36 @@ def headroom(seed: int, *, jobs: int = 150, nodes: int = 40) -> dict:
     """One stream: mean CH cost of each placement on the simulator's schedule for Slurm alone."""
     topology = cluster_topology(nodes)
     rows = paper_rows(jobs, seed, topology)
-    per_job = [{"submit": r["submit_s"], "cpus": r["cpus"], "limit_min": r["limit_min"],
-                "runtime_s": r["runtime_s"]} for r in rows]
+    per_job = [
+        {
+            "submit": r["submit_s"],
+            "cpus": r["cpus"],
+            "limit_min": r["limit_min"],
+            "runtime_s": r["runtime_s"],
+        }
+        for r in rows
+    ]
     start, end, seq = simulate_starts(per_job, topology.num_nodes)
     sizes = [r["cpus"] for r in rows]
-    placed = {"slurm-tree": place_in_order(topology, sizes, start, end, seq, slurm_tree_nodes),
-              "cheapest-now": place_in_order(topology, sizes, start, end, seq, cheapest_now)}
+    placed = {
+        "slurm-tree": place_in_order(topology, sizes, start, end, seq, slurm_tree_nodes),
+        "cheapest-now": place_in_order(topology, sizes, start, end, seq, cheapest_now),
+    }
     mean = {}
     for name, nodes_of in placed.items():
         check_placement(sizes, start, end, nodes_of)
         mean[name] = float(np.mean([job_cost(topology, ids) for ids in nodes_of]))
     floor = float(np.mean([cost_floor(topology, n) for n in sizes]))
     ref = mean["slurm-tree"]
-    return {"seed": seed, "jobs": jobs,
-            "mean_wait_s": float(np.mean(start - np.array([r["submit_s"] for r in rows]))),
-            "mean_cost": mean, "ratio": {k: v / ref for k, v in mean.items()},
-            "floor": floor, "floor_ratio": floor / ref}
+    return {
+        "seed": seed,
+        "jobs": jobs,
+        "mean_wait_s": float(np.mean(start - np.array([r["submit_s"] for r in rows]))),
+        "mean_cost": mean,
+        "ratio": {k: v / ref for k, v in mean.items()},
+        "floor": floor,
+        "floor_ratio": floor / ref,
+    }
 
 
 def check_placement(sizes, start, end, nodes) -> None:
@@ -83,8 +102,15 @@ def check_placement(sizes, start, end, nodes) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("placement_headroom", __doc__)
-    p.add_argument("--seed", "--seeds", dest="seeds", type=int, nargs="+", default=[2, 3, 4, 5],
-                   help="workload seeds, one run each (default 2 3 4 5)")
+    p.add_argument(
+        "--seed",
+        "--seeds",
+        dest="seeds",
+        type=int,
+        nargs="+",
+        default=[2, 3, 4, 5],
+        help="workload seeds, one run each (default 2 3 4 5)",
+    )
     p.add_argument("--jobs", type=int, default=150, help="jobs of each stream (default 150)")
     add_out(p, "the results (placement_headroom.json)")
     return p
@@ -95,14 +121,32 @@ def main(argv=None) -> int:
     """Place each seed's schedule every way; print the ratios and write every result as JSON."""
     args = build_parser().parse_args(argv)
     results = [headroom(s, jobs=args.jobs) for s in args.seeds]
-    rows = [{"seed": r["seed"], "mean_wait_s": r["mean_wait_s"],
-             "slurm_tree_cost": r["mean_cost"]["slurm-tree"],
-             "cheapest_now": r["ratio"]["cheapest-now"],
-             "floor": r["floor_ratio"]} for r in results]
-    print("mean CH cost on the simulator's schedule for Slurm alone, as a ratio to slurm-tree's "
-          "(target: 0.85)")
-    print(format_table(rows, [("seed", "d"), ("mean_wait_s", ".1f"), ("slurm_tree_cost", ".0f"),
-                              ("cheapest_now", ".3f"), ("floor", ".3f")]))
+    rows = [
+        {
+            "seed": r["seed"],
+            "mean_wait_s": r["mean_wait_s"],
+            "slurm_tree_cost": r["mean_cost"]["slurm-tree"],
+            "cheapest_now": r["ratio"]["cheapest-now"],
+            "floor": r["floor_ratio"],
+        }
+        for r in results
+    ]
+    print(
+        "mean CH cost on the simulator's schedule for Slurm alone, as a ratio to slurm-tree's "
+        "(target: 0.85)"
+    )
+    print(
+        format_table(
+            rows,
+            [
+                ("seed", "d"),
+                ("mean_wait_s", ".1f"),
+                ("slurm_tree_cost", ".0f"),
+                ("cheapest_now", ".3f"),
+                ("floor", ".3f"),
+            ],
+        )
+    )
     path = Path(args.out) / "placement_headroom.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=1))

@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """``tjap provision live`` with ``argv`` (which handles its errors and signals)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    _, options = build_parser().parse_known_args(argv)   # --help: this page
+    _, options = build_parser().parse_known_args(argv)  # --help: this page
     return tjap_main(["provision", "live", *options])
 
 

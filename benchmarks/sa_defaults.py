@@ -24,8 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_out, format_table, one_line_errors, parser, progress, write_csv
-from tjap.placement.tree.stream import generate_windows
 from tjap import solve
+from tjap.placement.tree.stream import generate_windows
 
 LAYOUTS = ("paper", "published")
 
@@ -48,7 +48,7 @@ def run(num_windows=200, seed=0, layouts=LAYOUTS, configs=CONFIGS, quiet=False) 
     summary, per_window = [], []
     for layout in layouts:
         windows = generate_windows(layout, num_windows, seed, cap=5, convention="paper")
-        for method, options in configs.values():   # compile (or load) the kernels first
+        for method, options in configs.values():  # compile (or load) the kernels first
             solve(windows[0], method, seed=seed, **{**options, "iterations": 1})
         objectives = {name: [] for name in configs}
         times = {name: [] for name in configs}
@@ -56,8 +56,14 @@ def run(num_windows=200, seed=0, layouts=LAYOUTS, configs=CONFIGS, quiet=False) 
         for w in progress(windows, desc=f"sa defaults/{layout}", quiet=quiet):
             optimum = solve(w, "dp", seed=seed).objective
             optima.append(optimum)
-            row = {"layout": layout, "epoch": w.meta["epoch"], "window": w.meta["index"],
-                   "jobs": w.num_jobs, "idle_nodes": w.num_idle, "dp": optimum}
+            row = {
+                "layout": layout,
+                "epoch": w.meta["epoch"],
+                "window": w.meta["index"],
+                "jobs": w.num_jobs,
+                "idle_nodes": w.num_idle,
+                "dp": optimum,
+            }
             for name, (method, options) in configs.items():
                 r = solve(w, method, seed=seed, **options)
                 objectives[name].append(r.objective)
@@ -67,12 +73,19 @@ def run(num_windows=200, seed=0, layouts=LAYOUTS, configs=CONFIGS, quiet=False) 
         opt = np.array(optima)
         for name, (method, options) in configs.items():
             gap = 100 * (np.array(objectives[name]) - opt) / opt
-            summary.append({"layout": layout, "config": name, "method": method,
-                            "options": ", ".join(f"{k}={v!r}" for k, v in options.items()) or "-",
-                            "windows": len(opt), "mean_gap_pct": float(gap.mean()),
-                            "max_gap_pct": float(gap.max()),
-                            "at_or_below_optimum_pct": 100 * float(np.mean(gap <= TOL)),
-                            "mean_ms": 1000 * float(np.mean(times[name]))})
+            summary.append(
+                {
+                    "layout": layout,
+                    "config": name,
+                    "method": method,
+                    "options": ", ".join(f"{k}={v!r}" for k, v in options.items()) or "-",
+                    "windows": len(opt),
+                    "mean_gap_pct": float(gap.mean()),
+                    "max_gap_pct": float(gap.max()),
+                    "at_or_below_optimum_pct": 100 * float(np.mean(gap <= TOL)),
+                    "mean_ms": 1000 * float(np.mean(times[name])),
+                }
+            )
     return {"summary": summary, "windows": per_window}
 
 
@@ -90,12 +103,25 @@ def main(argv=None) -> int:
     """Run every configuration on both layouts; print the table and write the CSV files."""
     args = build_parser().parse_args(argv)
     res = run(args.num_windows, args.seed, quiet=args.quiet)
-    print(format_table(res["summary"], [("layout", ""), ("config", ""), ("windows", "d"),
-                                        ("mean_gap_pct", "+.3f"), ("max_gap_pct", "+.3f"),
-                                        ("at_or_below_optimum_pct", ".1f"), ("mean_ms", ".2f")]))
+    print(
+        format_table(
+            res["summary"],
+            [
+                ("layout", ""),
+                ("config", ""),
+                ("windows", "d"),
+                ("mean_gap_pct", "+.3f"),
+                ("max_gap_pct", "+.3f"),
+                ("at_or_below_optimum_pct", ".1f"),
+                ("mean_ms", ".2f"),
+            ],
+        )
+    )
     out = Path(args.out)
-    print(f"\nwrote {write_csv(out / f'sa_defaults_s{args.seed}.csv', res['summary'])} and "
-          f"{write_csv(out / f'sa_defaults_windows_s{args.seed}.csv', res['windows'])}")
+    print(
+        f"\nwrote {write_csv(out / f'sa_defaults_s{args.seed}.csv', res['summary'])} and "
+        f"{write_csv(out / f'sa_defaults_windows_s{args.seed}.csv', res['windows'])}"
+    )
     return 0
 
 

@@ -4,7 +4,7 @@ same parameters, same seed (seed 002's speed comparison).
     python -m benchmarks.sa_speed --setting published --windows 20
     python -m benchmarks.sa_speed --setting paper --windows 20
 
-The twin is the plain-Python oracle of the test suite (``tests/sa_reference.py``), which draws the
+The twin is the plain-Python oracle of the test suite (``tests/oracles/sa_reference.py``), which draws the
 same random numbers in the same order, so with the paper's repair both sides must end at the same
 best cost. A timing of one process: run it on a quiet machine, one at a time.
 """
@@ -27,8 +27,7 @@ from benchmarks.sa_tables import SETTINGS, _windows  # noqa: E402
 from tjap.report import format_table  # noqa: E402
 
 
-def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
-          repeats=3) -> list[dict]:
+def speed(setting="paper", num_windows=20, iterations=1000, seed=0, repeats=3) -> list[dict]:
     """Iterations per second of the Numba SA loop against its plain-Python twin, same windows, same
     parameters (the setting's preset: its T_max, T_min 2.5, n^D = 2, q = 100; largest first),
     same seed.
@@ -48,39 +47,65 @@ def speed(setting="paper", num_windows=20, iterations=1000, seed=0,
     s, p = SETTINGS[setting], SA_PRESETS[setting]
     code = 0 if s["convention"] == "paper" else 1
     windows = _windows(setting, 1, num_windows, seed)
-    params = dict(accept=Metropolis(p["t_max"], p["t_min"]), destroy=RandomDestroy(p["max_remove"]),
-                  reinsert="largest-first", convention=s["convention"], seed=seed)
+    params = dict(
+        accept=Metropolis(p["t_max"], p["t_min"]),
+        destroy=RandomDestroy(p["max_remove"]),
+        reinsert="largest-first",
+        convention=s["convention"],
+        seed=seed,
+    )
     out = []
-    for repair, rcode, py_iters in (("paper", _kernels.REPAIR_PAPER, iterations),
-                                    ("greedy", _kernels.REPAIR_GREEDY, 50)):
+    for repair, rcode, py_iters in (
+        ("paper", _kernels.REPAIR_PAPER, iterations),
+        ("greedy", _kernels.REPAIR_GREEDY, 50),
+    ):
         anneal(windows[0], iterations=1, repair=repair, **params)  # compile first
         ratios, numba_ips, python_ips, same = [], [], [], 0
         for w in windows:
             a = Arrays(w)
             j = w.num_jobs
-            runs = [anneal(w, iterations=iterations, repair=repair, **params)
-                    for _ in range(repeats)]
+            runs = [
+                anneal(w, iterations=iterations, repair=repair, **params) for _ in range(repeats)
+            ]
             nb = max(r.info["iterations_per_s"] for r in runs)
             py = 0.0
             for _ in range(repeats):
                 tick = time.perf_counter()
                 _, _, py_best = sa_reference.anneal(
-                    a.switch_q, a.pod_q, code, a.sizes, np.arange(j), np.zeros(j, np.int64),
-                    py_iters, p["t_max"], p["t_min"], p["max_remove"], rcode, p["q"],
+                    a.switch_q,
+                    a.pod_q,
+                    code,
+                    a.sizes,
+                    np.arange(j),
+                    np.zeros(j, np.int64),
+                    py_iters,
+                    p["t_max"],
+                    p["t_min"],
+                    p["max_remove"],
+                    rcode,
+                    p["q"],
                     _kernels.REINSERT_LARGEST_FIRST,
-                    _kernels.ACCEPT_METROPOLIS, seed)
+                    _kernels.ACCEPT_METROPOLIS,
+                    seed,
+                )
                 py = max(py, py_iters / (time.perf_counter() - tick))
             r = runs[0]
             numba_ips.append(nb)
             python_ips.append(py)
             ratios.append(nb / py)
             same += py_iters == iterations and py_best == r.objective
-        out.append({"repair": repair, "windows": len(windows),
-                    "numba_it_per_s": float(np.median(numba_ips)),
-                    "python_it_per_s": float(np.median(python_ips)),
-                    "median_ratio": float(np.median(ratios)), "min_ratio": float(np.min(ratios)),
-                    "same_result": same if py_iters == iterations else None,
-                    "load_1min": os.getloadavg()[0]})
+        out.append(
+            {
+                "repair": repair,
+                "windows": len(windows),
+                "numba_it_per_s": float(np.median(numba_ips)),
+                "python_it_per_s": float(np.median(python_ips)),
+                "median_ratio": float(np.median(ratios)),
+                "min_ratio": float(np.min(ratios)),
+                "same_result": same if py_iters == iterations else None,
+                "load_1min": os.getloadavg()[0],
+            }
+        )
     return out
 
 
@@ -102,10 +127,21 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({"setting": args.setting, "rows": rows}, indent=2))
     else:
-        print(format_table(rows, [("repair", ""), ("windows", "d"), ("numba_it_per_s", ".0f"),
-                                  ("python_it_per_s", ".0f"), ("median_ratio", ".1f"),
-                                  ("min_ratio", ".1f"), ("same_result", ""),
-                                  ("load_1min", ".2f")]))
+        print(
+            format_table(
+                rows,
+                [
+                    ("repair", ""),
+                    ("windows", "d"),
+                    ("numba_it_per_s", ".0f"),
+                    ("python_it_per_s", ".0f"),
+                    ("median_ratio", ".1f"),
+                    ("min_ratio", ".1f"),
+                    ("same_result", ""),
+                    ("load_1min", ".2f"),
+                ],
+            )
+        )
     return 0
 
 

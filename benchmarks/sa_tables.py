@@ -44,15 +44,15 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
-from tjap.placement.tree.fat_tree import FatTree
-from tjap.placement.tree.stream import generate_windows
-from tjap.placement.tree.window import Window
-from tjap.placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.cli.common import add_common, check_output, count, positive, print_json
 from tjap.cli.tree import add_workload_options, read_workload, workload_fields
 from tjap.errors import InvalidInputError
 from tjap.executor import add_executor_arguments, executor_from_args, make_executor, sweep_rows
+from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.stream import generate_windows
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
 from tjap.report import format_table
 
 #: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
@@ -71,30 +71,58 @@ LOOKAHEAD_SA = {"preset": "best", "repair": "lookahead"}
 LNS = {"repair": "greedy", "max_remove": 2, "initial": "auto"}
 
 #: Table III of the paper (published setting), averages over 10 epochs.
-PAPER_TABLE3 = {"seq": 105023.5, "sa500": 91813.2, "sa1000": 90809.7, "nsa500": 89588.7,
-                "sa500_s": 0.76, "sa1000_s": 1.55}
+PAPER_TABLE3 = {
+    "seq": 105023.5,
+    "sa500": 91813.2,
+    "sa1000": 90809.7,
+    "nsa500": 89588.7,
+    "sa500_s": 0.76,
+    "sa1000_s": 1.55,
+}
 
 
-def _windows(setting: str, epochs: int, windows_per_epoch: int, seed: int,
-             workload: Workload | None = None):
+def _windows(
+    setting: str, epochs: int, windows_per_epoch: int, seed: int, workload: Workload | None = None
+):
     s = SETTINGS[setting]
-    return generate_windows(s["layout"], epochs * windows_per_epoch, seed, cap=5,
-                            epoch_windows=windows_per_epoch, convention=s["convention"],
-                            workload=workload)
+    return generate_windows(
+        s["layout"],
+        epochs * windows_per_epoch,
+        seed,
+        cap=5,
+        epoch_windows=windows_per_epoch,
+        convention=s["convention"],
+        workload=workload,
+    )
 
 
-def table3(setting="published", epochs=10, windows_per_epoch=100, seed=0, freeform_time_limit_s=1.0,
-           quiet=False, executor=None, workload: Workload | None = None,
-           csv_path=None) -> dict:
+def table3(
+    setting="published",
+    epochs=10,
+    windows_per_epoch=100,
+    seed=0,
+    freeform_time_limit_s=1.0,
+    quiet=False,
+    executor=None,
+    workload: Workload | None = None,
+    csv_path=None,
+) -> dict:
     """Table III's methods on every window (:func:`table3_window`), one task per window. With
     ``csv_path`` the rows go to disk as they arrive, in NAME.partial.csv until the last one."""
     conv = SETTINGS[setting]["convention"]
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
-    solve(windows[0], "sa", preset=setting, iterations=1, convention=conv)          # compile first
+    solve(windows[0], "sa", preset=setting, iterations=1, convention=conv)  # compile first
     solve(windows[0], "sa", iterations=1, convention=conv, **BEST_SA)
     tasks = [(setting, w.to_dict(), seed, freeform_time_limit_s) for w in windows]
-    rows = sweep_rows(executor or make_executor(1), table3_window, tasks,
-                      desc=f"table3/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
+    rows = sweep_rows(
+        executor or make_executor(1),
+        table3_window,
+        tasks,
+        desc=f"table3/{setting}",
+        quiet=quiet,
+        csv_path=csv_path,
+        lines=True,
+    )
     names = list(_table3_runs(setting)) + ["freeform"]
     return {"setting": setting, "rows": rows, "epochs": _per_epoch(rows, names) if rows else []}
 
@@ -114,8 +142,12 @@ def table3_window(setting, w, seed, freeform_time_limit_s) -> dict:
     """Table III's methods on one window (a task of the sweep; the window as a dict): one row."""
     w = Window.from_dict(w)
     conv = SETTINGS[setting]["convention"]
-    row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
-           "jobs": w.num_jobs}
+    row = {
+        "epoch": w.meta["epoch"],
+        "window": w.meta["index"],
+        "idle": w.num_idle,
+        "jobs": w.num_jobs,
+    }
     results = {}
     for name, kw in _table3_runs(setting).items():
         kw = dict(kw)
@@ -124,8 +156,14 @@ def table3_window(setting, w, seed, freeform_time_limit_s) -> dict:
         row[name] = r.objective
         row[f"{name}_s"] = r.runtime_s
     best_known = min(results.values(), key=lambda r: r.objective)
-    ff = solve(w, "freeform", convention=conv, seed=seed, time_limit_s=freeform_time_limit_s,
-               warm_start=best_known)
+    ff = solve(
+        w,
+        "freeform",
+        convention=conv,
+        seed=seed,
+        time_limit_s=freeform_time_limit_s,
+        warm_start=best_known,
+    )
     row["freeform"] = ff.objective
     row["freeform_bound"] = ff.bound
     row["freeform_optimal"] = ff.status.value == "OPTIMAL"
@@ -155,17 +193,34 @@ def gaps(rows, names, reference="scas_opt") -> dict:
     return {n: 100 * float(np.mean((np.array([r[n] for r in rows]) - ref) / ref)) for n in names}
 
 
-def table4(setting="published", epochs=10, windows_per_epoch=100, seed=0, paper_windows=20,
-           limit_s=30.0, quiet=False, executor=None, workload: Workload | None = None,
-           csv_path=None) -> dict:
+def table4(
+    setting="published",
+    epochs=10,
+    windows_per_epoch=100,
+    seed=0,
+    paper_windows=20,
+    limit_s=30.0,
+    quiet=False,
+    executor=None,
+    workload: Workload | None = None,
+    csv_path=None,
+) -> dict:
     """SCIP with no limit and with ``limit_s`` on the set-packing model (all windows) and the
     paper's formulation (the first ``paper_windows`` windows); one task per window. With
     ``csv_path`` the rows go to disk as they arrive, in NAME.partial.csv until the last one."""
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
-    tasks = [(setting, w.to_dict(), seed, limit_s, k < paper_windows)
-             for k, w in enumerate(windows)]
-    rows = sweep_rows(executor or make_executor(1), table4_window, tasks,
-                      desc=f"table4/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
+    tasks = [
+        (setting, w.to_dict(), seed, limit_s, k < paper_windows) for k, w in enumerate(windows)
+    ]
+    rows = sweep_rows(
+        executor or make_executor(1),
+        table4_window,
+        tasks,
+        desc=f"table4/{setting}",
+        quiet=quiet,
+        csv_path=csv_path,
+        lines=True,
+    )
     return {"setting": setting, "rows": rows}
 
 
@@ -176,7 +231,11 @@ def table4_window(setting, w, seed, limit_s, with_paper) -> dict:
     row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle}
     for name, method, limit in (("sp_nolimit", "scip", None), ("sp_limit", "scip", limit_s)):
         r = solve(w, method, convention=conv, time_limit_s=limit, seed=seed)
-        row[name], row[f"{name}_s"], row[f"{name}_status"] = r.objective, r.runtime_s, r.status.value
+        row[name], row[f"{name}_s"], row[f"{name}_status"] = (
+            r.objective,
+            r.runtime_s,
+            r.status.value,
+        )
     if with_paper:
         r = solve(w, "scip-paper", convention=conv, time_limit_s=limit_s, seed=seed)
         row["paper_limit"], row["paper_limit_s"] = r.objective, r.runtime_s
@@ -185,9 +244,20 @@ def table4_window(setting, w, seed, limit_s, with_paper) -> dict:
 
 
 def print_table3(result: dict) -> str:
-    cols = [("epoch", ""), ("seq", ".1f"), ("sa500", ".1f"), ("sa500_ms", ".2f"), ("sa1000", ".1f"),
-            ("sa1000_ms", ".2f"), ("sa1000_best", ".1f"), ("sa1000_best_ms", ".2f"),
-            ("lns500", ".1f"), ("scas_opt", ".1f"), ("scas_opt_ms", ".2f"), ("freeform", ".1f")]
+    cols = [
+        ("epoch", ""),
+        ("seq", ".1f"),
+        ("sa500", ".1f"),
+        ("sa500_ms", ".2f"),
+        ("sa1000", ".1f"),
+        ("sa1000_ms", ".2f"),
+        ("sa1000_best", ".1f"),
+        ("sa1000_best_ms", ".2f"),
+        ("lns500", ".1f"),
+        ("scas_opt", ".1f"),
+        ("scas_opt_ms", ".2f"),
+        ("freeform", ".1f"),
+    ]
     return format_table(result["epochs"], cols)
 
 
@@ -195,7 +265,7 @@ def _nsa_equal_iteration_runs(setting: str) -> dict:
     """The NSA table's runs of fixed iterations beside NSA-500: Seq, SA-500 and SA-1000 with
     the paper's repair in the setting's loop, the best SA and the look-ahead SA with 500, and
     the SCAS optimum."""
-    paper_sa = {"preset": setting}   # the paper's repair, in the setting's loop
+    paper_sa = {"preset": setting}  # the paper's repair, in the setting's loop
     return {
         "seq": dict(method="seq"),
         "sa500": dict(method="sa", iterations=500, **paper_sa),
@@ -282,21 +352,39 @@ def sa_for_time(w: Window, budget_s: float, options: dict, common: dict, clock: 
     times, seconds per iteration, fixed seconds, the calibration's iterations)."""
     if clock not in CLOCKS:
         raise InvalidInputError(f"clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
-    pilot = (PILOT_ITERATIONS, timed_solve(w, "sa", iterations=PILOT_ITERATIONS, **options,
-                                           **common)[1][clock])
+    pilot = (
+        PILOT_ITERATIONS,
+        timed_solve(w, "sa", iterations=PILOT_ITERATIONS, **options, **common)[1][clock],
+    )
     calibration = pilot
     n = same_time_iterations(CALIBRATION_SHARE * budget_s, pilot[1] / PILOT_ITERATIONS)
     if n >= 2 * PILOT_ITERATIONS:
         calibration = (n, timed_solve(w, "sa", iterations=n, **options, **common)[1][clock])
     per_iteration, fixed = iteration_cost(pilot, calibration)
-    r, times = timed_solve(w, "sa", iterations=same_time_iterations(budget_s, per_iteration, fixed),
-                           **options, **common)
+    r, times = timed_solve(
+        w,
+        "sa",
+        iterations=same_time_iterations(budget_s, per_iteration, fixed),
+        **options,
+        **common,
+    )
     return r, times, per_iteration, fixed, calibration[0]
 
 
-def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=100, seed=0,
-              quiet=False, executor=None, workload: Workload | None = None, preset=None,
-              clock="cpu", csv_path=None, lookahead=None) -> dict:
+def nsa_table(
+    setting="published",
+    weights=None,
+    epochs=10,
+    windows_per_epoch=100,
+    seed=0,
+    quiet=False,
+    executor=None,
+    workload: Workload | None = None,
+    preset=None,
+    clock="cpu",
+    csv_path=None,
+    lookahead=None,
+) -> dict:
     """NSA-500 against SA at equal iterations and at equal time, window by window, with the
     SCAS optimum beside them.
 
@@ -326,17 +414,39 @@ def nsa_table(setting="published", weights=None, epochs=10, windows_per_epoch=10
     preset = preset or setting
     windows = _windows(setting, epochs, windows_per_epoch, seed, workload)
     # compile first (and fail here, in one line, on bad weights or preset)
-    solve(windows[0], "nsa", preset=preset, iterations=1, weights=weights, convention=conv,
-          seed=seed, lookahead=lookahead)
+    solve(
+        windows[0],
+        "nsa",
+        preset=preset,
+        iterations=1,
+        weights=weights,
+        convention=conv,
+        seed=seed,
+        lookahead=lookahead,
+    )
     for options in (*_nsa_same_time_runs(setting).values(), BEST_SA):
         solve(windows[0], "sa", iterations=1, convention=conv, **options)
     tasks = [(setting, w.to_dict(), seed, weights, preset, clock, lookahead) for w in windows]
-    rows = sweep_rows(executor or make_executor(1), nsa_window, tasks,
-                      desc=f"nsa/{setting}", quiet=quiet, csv_path=csv_path, lines=True)
+    rows = sweep_rows(
+        executor or make_executor(1),
+        nsa_window,
+        tasks,
+        desc=f"nsa/{setting}",
+        quiet=quiet,
+        csv_path=csv_path,
+        lines=True,
+    )
     names = nsa_columns(setting)
-    return {"setting": setting, "preset": preset, "weights": weights, "seed": seed,
-            "clock": clock, "rows": rows, "epochs": _per_epoch(rows, names) if rows else [],
-            "summary": nsa_summary(rows, names)}
+    return {
+        "setting": setting,
+        "preset": preset,
+        "weights": weights,
+        "seed": seed,
+        "clock": clock,
+        "rows": rows,
+        "epochs": _per_epoch(rows, names) if rows else [],
+        "summary": nsa_summary(rows, names),
+    }
 
 
 def nsa_window(setting, w, seed, weights, preset=None, clock="cpu", lookahead=None) -> dict:
@@ -344,22 +454,35 @@ def nsa_window(setting, w, seed, weights, preset=None, clock="cpu", lookahead=No
     one row (see :func:`nsa_table`)."""
     w = Window.from_dict(w)
     common = {"convention": SETTINGS[setting]["convention"], "seed": seed}
-    row = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle": w.num_idle,
-           "jobs": w.num_jobs, "seed": seed}
+    row = {
+        "epoch": w.meta["epoch"],
+        "window": w.meta["index"],
+        "idle": w.num_idle,
+        "jobs": w.num_jobs,
+        "seed": seed,
+    }
 
     def record(name, r, times):
         row[name], row[f"{name}_iterations"] = r.objective, r.iterations
         row[f"{name}_s"], row[f"{name}_cpu_s"] = times["wall"], times["cpu"]
 
-    nsa, nsa_times = timed_solve(w, "nsa", iterations=500, weights=weights,
-                                 preset=preset or setting, lookahead=lookahead, **common)
+    nsa, nsa_times = timed_solve(
+        w,
+        "nsa",
+        iterations=500,
+        weights=weights,
+        preset=preset or setting,
+        lookahead=lookahead,
+        **common,
+    )
     record("nsa500", nsa, nsa_times)
     for name, kw in _nsa_equal_iteration_runs(setting).items():
         kw = dict(kw)
         record(name, *timed_solve(w, kw.pop("method"), **kw, **common))
     for name, options in _nsa_same_time_runs(setting).items():
-        r, times, per_iteration, fixed, calibration = sa_for_time(w, nsa_times[clock], options,
-                                                                  common, clock)
+        r, times, per_iteration, fixed, calibration = sa_for_time(
+            w, nsa_times[clock], options, common, clock
+        )
         record(name, r, times)
         row[f"{name}_per_iteration_us"] = 1e6 * per_iteration
         row[f"{name}_fixed_ms"] = 1e3 * fixed
@@ -397,28 +520,50 @@ def nsa_summary(rows: list[dict], names: list[str], reference="scas_opt", z=1.96
     for name in names:
         cost = np.array([r[name] for r in rows], float)
         iterations = [r[f"{name}_iterations"] for r in rows]
-        entry = {"column": name, "mean_cost": float(cost.mean()), "gap_to_scas_pct": gap[name],
-                 "mean_ms": 1000 * mean(f"{name}_s"), "mean_cpu_ms": 1000 * mean(f"{name}_cpu_s"),
-                 "mean_iterations": None if None in iterations else float(np.mean(iterations))}
+        entry = {
+            "column": name,
+            "mean_cost": float(cost.mean()),
+            "gap_to_scas_pct": gap[name],
+            "mean_ms": 1000 * mean(f"{name}_s"),
+            "mean_cpu_ms": 1000 * mean(f"{name}_cpu_s"),
+            "mean_iterations": None if None in iterations else float(np.mean(iterations)),
+        }
         if f"{name}_cpu_ratio" in rows[0]:
             entry["cpu_ratio"] = mean(f"{name}_cpu_s") / mean("nsa500_cpu_s")
             entry["wall_ratio"] = mean(f"{name}_s") / mean("nsa500_s")
         if name != "nsa500":
             gain, low, high = gain_interval(cost, nsa, z)
-            entry |= {"nsa_gain_pct": gain, "ci95_low": low, "ci95_high": high,
-                      "nsa_better_pct": 100 * float(np.mean(nsa < cost)),
-                      "nsa_worse_pct": 100 * float(np.mean(nsa > cost))}
+            entry |= {
+                "nsa_gain_pct": gain,
+                "ci95_low": low,
+                "ci95_high": high,
+                "nsa_better_pct": 100 * float(np.mean(nsa < cost)),
+                "nsa_worse_pct": 100 * float(np.mean(nsa > cost)),
+            }
         out.append(entry)
     return out
 
 
 def print_nsa_summary(summary: list[dict]) -> str:
     """:func:`nsa_summary` as a plain-text table, one line per column."""
-    return format_table(summary, [
-        ("column", ""), ("mean_cost", ".1f"), ("gap_to_scas_pct", "+.3f"), ("mean_ms", ".2f"),
-        ("mean_cpu_ms", ".2f"), ("mean_iterations", ".0f"), ("cpu_ratio", ".3f"),
-        ("wall_ratio", ".3f"), ("nsa_gain_pct", "+.3f"), ("ci95_low", "+.3f"),
-        ("ci95_high", "+.3f"), ("nsa_better_pct", ".1f"), ("nsa_worse_pct", ".1f")])
+    return format_table(
+        summary,
+        [
+            ("column", ""),
+            ("mean_cost", ".1f"),
+            ("gap_to_scas_pct", "+.3f"),
+            ("mean_ms", ".2f"),
+            ("mean_cpu_ms", ".2f"),
+            ("mean_iterations", ".0f"),
+            ("cpu_ratio", ".3f"),
+            ("wall_ratio", ".3f"),
+            ("nsa_gain_pct", "+.3f"),
+            ("ci95_low", "+.3f"),
+            ("ci95_high", "+.3f"),
+            ("nsa_better_pct", ".1f"),
+            ("nsa_worse_pct", ".1f"),
+        ],
+    )
 
 
 # -- the command line: python -m benchmarks.sa_tables table3|table4|nsa ----------------------------
@@ -426,51 +571,94 @@ def build_parser() -> argparse.ArgumentParser:
     """``table3``, ``table4`` and ``nsa``, each with its options."""
     p = parser("sa_tables", __doc__)
     tables = p.add_subparsers(dest="what", required=True, metavar="TABLE")
-    for name, helptext in (("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
-                           ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
-                           ("nsa", "NSA-500 against SA at equal iterations and at equal wall time")):
+    for name, helptext in (
+        ("table3", "seed 002 Table III: Seq and SA against the SCAS and free-form optima"),
+        ("table4", "seed 002 Table IV: SCIP with and without a time limit, both formulations"),
+        ("nsa", "NSA-500 against SA at equal iterations and at equal wall time"),
+    ):
         b = tables.add_parser(name, help=helptext, description=helptext)
-        b.add_argument("--setting", choices=("published", "paper"), default="published",
-                       help="published: the authors' code (25x40 layout, published cost, T_max "
-                            "25000); paper: the paper's text (k=20, Eq. 1 cost, T_max 2500)")
-        b.add_argument("--epochs", type=positive(int), default=10,
-                       help="epochs of the stream, each from an empty cluster at a random job "
-                            "(default 10)")
-        b.add_argument("--windows-per-epoch", type=positive(int), default=100, metavar="N",
-                       help="windows per epoch (default 100)")
+        b.add_argument(
+            "--setting",
+            choices=("published", "paper"),
+            default="published",
+            help="published: the authors' code (25x40 layout, published cost, T_max "
+            "25000); paper: the paper's text (k=20, Eq. 1 cost, T_max 2500)",
+        )
+        b.add_argument(
+            "--epochs",
+            type=positive(int),
+            default=10,
+            help="epochs of the stream, each from an empty cluster at a random job (default 10)",
+        )
+        b.add_argument(
+            "--windows-per-epoch",
+            type=positive(int),
+            default=100,
+            metavar="N",
+            help="windows per epoch (default 100)",
+        )
         if name == "table3":
-            b.add_argument("--freeform-time-limit", type=positive(float), default=1.0,
-                           metavar="S", help="time limit of the free-form model per window, "
-                                             "in seconds (default 1)")
+            b.add_argument(
+                "--freeform-time-limit",
+                type=positive(float),
+                default=1.0,
+                metavar="S",
+                help="time limit of the free-form model per window, in seconds (default 1)",
+            )
         if name == "nsa":
-            b.add_argument("--weights", default=None, metavar="JSON",
-                           help="NSA's policy (default: the shipped learned/weights/nsa_cnn3.json, "
-                                "trained in the published setting; with --preset best the "
-                                "setting's nsa_cnn3_best_<setting>.json)")
-            b.add_argument("--preset", default=None, metavar="NAME",
-                           help="NSA's loop, a preset of tjap.learned.tree.policy.NSA_PRESETS (default: the "
-                                "setting's); the SA columns keep the setting's")
-            b.add_argument("--lookahead", type=count, default=None, metavar="K",
-                           help="NSA scores its policy's K proposed starts with the later jobs "
-                                "placed greedily (default: the preset's: paper and published 0 "
-                                "= off, best 32)")
-            b.add_argument("--clock", choices=CLOCKS, default="cpu",
-                           help="the clock NSA's time is measured on for the equal-time SA "
-                                "budgets: cpu (default), the CPU time of each solve call (on a "
-                                "dedicated core its wall time, and not inflated by other "
-                                "processes on the cores), or wall, the solver's wall time; "
-                                "both are recorded")
+            b.add_argument(
+                "--weights",
+                default=None,
+                metavar="JSON",
+                help="NSA's policy (default: the shipped learned/weights/nsa_cnn3.json, "
+                "trained in the published setting; with --preset best the "
+                "setting's nsa_cnn3_best_<setting>.json)",
+            )
+            b.add_argument(
+                "--preset",
+                default=None,
+                metavar="NAME",
+                help="NSA's loop, a preset of tjap.learned.tree.policy.NSA_PRESETS (default: the "
+                "setting's); the SA columns keep the setting's",
+            )
+            b.add_argument(
+                "--lookahead",
+                type=count,
+                default=None,
+                metavar="K",
+                help="NSA scores its policy's K proposed starts with the later jobs "
+                "placed greedily (default: the preset's: paper and published 0 "
+                "= off, best 32)",
+            )
+            b.add_argument(
+                "--clock",
+                choices=CLOCKS,
+                default="cpu",
+                help="the clock NSA's time is measured on for the equal-time SA "
+                "budgets: cpu (default), the CPU time of each solve call (on a "
+                "dedicated core its wall time, and not inflated by other "
+                "processes on the cores), or wall, the solver's wall time; "
+                "both are recorded",
+            )
         if name == "table4":
-            b.add_argument("--paper-windows", type=int, default=20,
-                           help="windows (the first ones) also solved with the paper's "
-                                "formulation (default 20)")
-            b.add_argument("--limit", type=positive(float), default=30.0, metavar="S",
-                           help="the time limit of the limited SCIP runs, in seconds "
-                                "(default 30)")
+            b.add_argument(
+                "--paper-windows",
+                type=int,
+                default=20,
+                help="windows (the first ones) also solved with the paper's "
+                "formulation (default 20)",
+            )
+            b.add_argument(
+                "--limit",
+                type=positive(float),
+                default=30.0,
+                metavar="S",
+                help="the time limit of the limited SCIP runs, in seconds (default 30)",
+            )
         add_workload_options(b)
         add_out(b, "CSV")
         add_common(b)
-        add_executor_arguments(b, default_workers=1)   # rows carry solver times
+        add_executor_arguments(b, default_workers=1)  # rows carry solver times
     return p
 
 
@@ -478,7 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run one table; print it (or its summary as JSON with ``--json``); returns the exit code."""
     args = build_parser().parse_args(argv)
-    check_output(args.out, "--out", folder=True)   # before the work: a bad folder fails now
+    check_output(args.out, "--out", folder=True)  # before the work: a bad folder fails now
     out_dir = Path(args.out)
     layout = SETTINGS[args.setting]["layout"]
     workload, report = read_workload(args, FatTree.from_layout(layout).num_nodes)
@@ -497,38 +685,65 @@ def main(argv=None) -> int:
 
 def _run_table3(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
     csv_path = out_dir / f"table3_{args.setting}{tag}_s{args.seed}.csv"
-    res = table3(args.setting, args.epochs, args.windows_per_epoch, args.seed,
-                 args.freeform_time_limit, quiet=args.quiet, executor=executor_from_args(args),
-                 workload=workload, csv_path=csv_path)
+    res = table3(
+        args.setting,
+        args.epochs,
+        args.windows_per_epoch,
+        args.seed,
+        args.freeform_time_limit,
+        quiet=args.quiet,
+        executor=executor_from_args(args),
+        workload=workload,
+        csv_path=csv_path,
+    )
     names = ["seq", "sa500", "sa1000", "sa1000_best", "lns500", "freeform"]
-    summary = {"setting": args.setting, "epochs": res["epochs"],
-               "gap_to_scas_pct": gaps(res["rows"], names),
-               "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
-               "csv": str(csv_path)}
-    text = print_table3(res) + "\ngap to the SCAS optimum (%): " + ", ".join(
-        f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
+    summary = {
+        "setting": args.setting,
+        "epochs": res["epochs"],
+        "gap_to_scas_pct": gaps(res["rows"], names),
+        "freeform_optimal_pct": 100 * float(np.mean([r["freeform_optimal"] for r in res["rows"]])),
+        "csv": str(csv_path),
+    }
+    text = (
+        print_table3(res)
+        + "\ngap to the SCAS optimum (%): "
+        + ", ".join(f"{k} {v:+.3f}" for k, v in summary["gap_to_scas_pct"].items())
+    )
     text += f"\nfree-form proven optimal on {summary['freeform_optimal_pct']:.1f}% of windows"
     return text, summary
 
 
 def _run_table4(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
     csv_path = out_dir / f"table4_{args.setting}{tag}_s{args.seed}.csv"
-    res = table4(args.setting, args.epochs, args.windows_per_epoch, args.seed,
-                 args.paper_windows, args.limit, quiet=args.quiet,
-                 executor=executor_from_args(args), workload=workload, csv_path=csv_path)
+    res = table4(
+        args.setting,
+        args.epochs,
+        args.windows_per_epoch,
+        args.seed,
+        args.paper_windows,
+        args.limit,
+        quiet=args.quiet,
+        executor=executor_from_args(args),
+        workload=workload,
+        csv_path=csv_path,
+    )
     rows = res["rows"]
     paper = [r for r in rows if "paper_limit" in r]
     ratio = [r["paper_limit_s"] / r["sp_nolimit_s"] for r in paper]
-    summary = {"setting": args.setting, "windows": len(rows),
-               "set_packing_mean_s": float(np.mean([r["sp_nolimit_s"] for r in rows])),
-               "set_packing_median_s": float(np.median([r["sp_nolimit_s"] for r in rows])),
-               "set_packing_max_s": float(np.max([r["sp_nolimit_s"] for r in rows])),
-               "set_packing_optimal_pct": 100 * float(np.mean([r["sp_nolimit_status"] == "OPTIMAL" for r in rows])),
-               "paper_windows": len(paper),
-               "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
-               "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
-               "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
-               "csv": str(csv_path)}
+    summary = {
+        "setting": args.setting,
+        "windows": len(rows),
+        "set_packing_mean_s": float(np.mean([r["sp_nolimit_s"] for r in rows])),
+        "set_packing_median_s": float(np.median([r["sp_nolimit_s"] for r in rows])),
+        "set_packing_max_s": float(np.max([r["sp_nolimit_s"] for r in rows])),
+        "set_packing_optimal_pct": 100
+        * float(np.mean([r["sp_nolimit_status"] == "OPTIMAL" for r in rows])),
+        "paper_windows": len(paper),
+        "paper_mean_s": float(np.mean([r["paper_limit_s"] for r in paper])) if paper else None,
+        "paper_timeouts": sum(r["paper_limit_status"] != "OPTIMAL" for r in paper),
+        "paper_over_set_packing_median": float(np.median(ratio)) if ratio else None,
+        "csv": str(csv_path),
+    }
     return "\n".join(f"{k}: {v}" for k, v in summary.items()), summary
 
 
@@ -549,26 +764,45 @@ def _run_nsa(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
     if args.clock != "cpu":
         name += f"_{args.clock}-clock"
     name += f"_s{args.seed}"
-    res = nsa_table(args.setting, args.weights, args.epochs, args.windows_per_epoch, args.seed,
-                    quiet=args.quiet, executor=executor_from_args(args), workload=workload,
-                    preset=preset, clock=args.clock, csv_path=out_dir / f"{name}.csv",
-                    lookahead=args.lookahead)
+    res = nsa_table(
+        args.setting,
+        args.weights,
+        args.epochs,
+        args.windows_per_epoch,
+        args.seed,
+        quiet=args.quiet,
+        executor=executor_from_args(args),
+        workload=workload,
+        preset=preset,
+        clock=args.clock,
+        csv_path=out_dir / f"{name}.csv",
+        lookahead=args.lookahead,
+    )
     default = default_sa_preset()
     conv = SETTINGS[args.setting]["convention"]
     weights = args.weights or f"learned/weights/{default_weights(preset, conv).name}"
-    summary = {"setting": args.setting, "nsa_preset": preset,
-               "nsa_lookahead": preset_lookahead(preset, args.lookahead),
-               "clock": args.clock,
-               "weights": weights, "seed": args.seed, "windows": len(res["rows"]),
-               "default_sa_preset": default,
-               "summary": res["summary"], "epochs": res["epochs"],
-               "csv": str(out_dir / f"{name}.csv"), "json": str(out_dir / f"{name}.json")}
+    summary = {
+        "setting": args.setting,
+        "nsa_preset": preset,
+        "nsa_lookahead": preset_lookahead(preset, args.lookahead),
+        "clock": args.clock,
+        "weights": weights,
+        "seed": args.seed,
+        "windows": len(res["rows"]),
+        "default_sa_preset": default,
+        "summary": res["summary"],
+        "epochs": res["epochs"],
+        "csv": str(out_dir / f"{name}.csv"),
+        "json": str(out_dir / f"{name}.json"),
+    }
     Path(summary["json"]).write_text(json.dumps(plain(summary), indent=2, allow_nan=False) + "\n")
-    text = (print_nsa_summary(res["summary"])
-            + f"\nnsa_gain_pct: mean over windows of (column - nsa500) / column, with its 95 % "
-              f"interval; the *_same_time columns ran as many iterations as fit in NSA's time "
-              f"({args.clock} clock) on each window (cpu_ratio, wall_ratio: their mean time over "
-              f"NSA's); sa_default is preset {default!r}\nfiles: {summary['csv']}, {summary['json']}")
+    text = (
+        print_nsa_summary(res["summary"])
+        + f"\nnsa_gain_pct: mean over windows of (column - nsa500) / column, with its 95 % "
+        f"interval; the *_same_time columns ran as many iterations as fit in NSA's time "
+        f"({args.clock} clock) on each window (cpu_ratio, wall_ratio: their mean time over "
+        f"NSA's); sa_default is preset {default!r}\nfiles: {summary['csv']}, {summary['json']}"
+    )
     return text, summary
 
 

@@ -38,16 +38,15 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
-from benchmarks.slurm_topology import (cluster_topology, paper_rows, place_in_order,
-                                       simulate_starts)
+from benchmarks.slurm_topology import cluster_topology, paper_rows, place_in_order, simulate_starts
+from tjap.errors import InvalidInputError
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.slurm.client import PendingJob
+from tjap.placement.slurm.readers import State, running_timing
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
-from tjap.errors import InvalidInputError
 from tjap.report import format_table
-from tjap.placement.slurm.readers import State, running_timing
 from tjap.slurm.service import PlacementService, ServiceConfig
 
 PARTITION = "main"
@@ -66,20 +65,43 @@ class SimulatedService(PlacementService):
         return self.sim_state
 
 
-def _job(job_id: int, nodes: int, submit: float, limit_s: int, *, running_since=None,
-         ) -> PendingJob:
-    return PendingJob(job_id=job_id, job_text=str(job_id),
-                      state="PENDING" if running_since is None else "RUNNING",
-                      reason="JobHeldUser" if running_since is None else "None", nodes=nodes,
-                      submit_time=int(submit), user="sim", account="", partition=PARTITION,
-                      priority=0, req_nodes="", exc_nodes="", features="", name="sim",
-                      start_time=None if running_since is None else int(running_since),
-                      time_limit_s=int(limit_s))
+def _job(
+    job_id: int,
+    nodes: int,
+    submit: float,
+    limit_s: int,
+    *,
+    running_since=None,
+) -> PendingJob:
+    return PendingJob(
+        job_id=job_id,
+        job_text=str(job_id),
+        state="PENDING" if running_since is None else "RUNNING",
+        reason="JobHeldUser" if running_since is None else "None",
+        nodes=nodes,
+        submit_time=int(submit),
+        user="sim",
+        account="",
+        partition=PARTITION,
+        priority=0,
+        req_nodes="",
+        exc_nodes="",
+        features="",
+        name="sim",
+        start_time=None if running_since is None else int(running_since),
+        time_limit_s=int(limit_s),
+    )
 
 
-def simulate_service(rows: list[dict], topology: Topology, config: ServiceConfig, *,
-                     tick_s: float = 1.0, visible_after_s: float = 1.0,
-                     max_time_s: float = 1e6) -> list[dict]:
+def simulate_service(
+    rows: list[dict],
+    topology: Topology,
+    config: ServiceConfig,
+    *,
+    tick_s: float = 1.0,
+    visible_after_s: float = 1.0,
+    max_time_s: float = 1e6,
+) -> list[dict]:
     """Replay ``rows`` (:func:`benchmarks.slurm_topology.paper_rows`) under the service's rules
     on a simulated cluster: per job ``submit``, ``start``, ``end``, ``wait``, ``nodes`` (names)
     and ``cost``. Jobs the service places start at once on its nodes."""
@@ -96,19 +118,39 @@ def simulate_service(rows: list[dict], topology: Topology, config: ServiceConfig
     t = 0.0
     while len(start) < n:
         if t > max_time_s:
-            raise InvalidInputError(f"the simulated service left {n - len(start)} jobs "
-                                    f"unstarted after {max_time_s:g} s")
+            raise InvalidInputError(
+                f"the simulated service left {n - len(start)} jobs unstarted after {max_time_s:g} s"
+            )
         for j in [j for j in running if start[j] + rows[j]["runtime_s"] <= t]:
             running.remove(j)
             for v in nodes_of[j]:
                 free[v] = True
-        held = [_job(j, r["cpus"], r["submit_s"], 60 * r["limit_min"]) for j, r in enumerate(rows)
-                if j not in start and r["submit_s"] + visible_after_s <= t]
-        runs = [_job(j, len(nodes_of[j]), rows[j]["submit_s"], 60 * rows[j]["limit_min"],
-                     running_since=start[j]) for j in running]
+        held = [
+            _job(j, r["cpus"], r["submit_s"], 60 * r["limit_min"])
+            for j, r in enumerate(rows)
+            if j not in start and r["submit_s"] + visible_after_s <= t
+        ]
+        runs = [
+            _job(
+                j,
+                len(nodes_of[j]),
+                rows[j]["submit_s"],
+                60 * rows[j]["limit_min"],
+                running_since=start[j],
+            )
+            for j in running
+        ]
         releases, limits = running_timing(held + runs, t)
-        service.sim_state = State(PARTITION, topology, [v for v in names if free[v]], held,
-                                  read_at=t, releases=releases, limits=limits, nodes=names)
+        service.sim_state = State(
+            PARTITION,
+            topology,
+            [v for v in names if free[v]],
+            held,
+            read_at=t,
+            releases=releases,
+            limits=limits,
+            nodes=names,
+        )
         rec = service.run_pass() if held else None
         for e in (rec or {}).get("jobs", []):
             if e["outcome"] != "dry-run":
@@ -116,32 +158,59 @@ def simulate_service(rows: list[dict], topology: Topology, config: ServiceConfig
             j = int(e["job_id"])
             chosen = expand_hostlist(e["nodes"])
             if len(chosen) != rows[j]["cpus"] or not all(free[v] for v in chosen):
-                raise AssertionError(f"job {j}: placed on {e['nodes']}, not {rows[j]['cpus']} "
-                                     "free nodes")
+                raise AssertionError(
+                    f"job {j}: placed on {e['nodes']}, not {rows[j]['cpus']} free nodes"
+                )
             for v in chosen:
                 free[v] = False
             start[j], nodes_of[j] = t, chosen
             running.append(j)
         t += tick_s
-    return [{"cpus": r["cpus"], "submit": float(r["submit_s"]), "start": start[j],
-             "end": start[j] + r["runtime_s"], "wait": start[j] - r["submit_s"],
-             "nodes": nodes_of[j], "cost": job_cost(topology, nodes_of[j])}
-            for j, r in enumerate(rows)]
+    return [
+        {
+            "cpus": r["cpus"],
+            "submit": float(r["submit_s"]),
+            "start": start[j],
+            "end": start[j] + r["runtime_s"],
+            "wait": start[j] - r["submit_s"],
+            "nodes": nodes_of[j],
+            "cost": job_cost(topology, nodes_of[j]),
+        }
+        for j, r in enumerate(rows)
+    ]
 
 
 def reference(rows: list[dict], topology: Topology) -> dict:
     """Slurm alone as the batch simulator predicts it: mean CH cost and mean wait."""
-    per_job = [{"submit": r["submit_s"], "cpus": r["cpus"], "limit_min": r["limit_min"],
-                "runtime_s": r["runtime_s"]} for r in rows]
+    per_job = [
+        {
+            "submit": r["submit_s"],
+            "cpus": r["cpus"],
+            "limit_min": r["limit_min"],
+            "runtime_s": r["runtime_s"],
+        }
+        for r in rows
+    ]
     start, end, seq = simulate_starts(per_job, topology.num_nodes)
     sizes = [r["cpus"] for r in rows]
     nodes = place_in_order(topology, sizes, start, end, seq, slurm_tree_nodes)
-    return {"mean_cost": float(np.mean([job_cost(topology, v) for v in nodes])),
-            "mean_wait_s": float(np.mean(start - np.array([r["submit_s"] for r in rows])))}
+    return {
+        "mean_cost": float(np.mean([job_cost(topology, v) for v in nodes])),
+        "mean_wait_s": float(np.mean(start - np.array([r["submit_s"] for r in rows]))),
+    }
 
 
-def frontier(seeds, slacks, waits, *, jobs: int = 150, nodes: int = 40, tick_s: float = 1.0,
-             visible_after_s: float = 1.0, time_limit_s: float | None = None) -> list[dict]:
+def frontier(
+    seeds,
+    slacks,
+    waits,
+    *,
+    jobs: int = 150,
+    nodes: int = 40,
+    tick_s: float = 1.0,
+    visible_after_s: float = 1.0,
+    time_limit_s: float | None = None,
+) -> list[dict]:
     """One row per setting (slack None once, else slack x wait): cost and wait ratios per seed
     and their means. ``time_limit_s`` is the window method's (``guarded``); None, the default,
     keeps the results independent of the machine's speed (the cheaper of the SCAS optimum and
@@ -155,10 +224,12 @@ def frontier(seeds, slacks, waits, *, jobs: int = 150, nodes: int = 40, tick_s: 
         row = {"slack": "none" if slack is None else slack, "wait_s": wait or "-"}
         costs, waits_ = [], []
         for s, rows in streams.items():
-            cfg = ServiceConfig(time_limit_s=time_limit_s, locality_slack=slack,
-                                locality_wait_s=wait or 300.0)
-            done = simulate_service(rows, topology, cfg, tick_s=tick_s,
-                                    visible_after_s=visible_after_s)
+            cfg = ServiceConfig(
+                time_limit_s=time_limit_s, locality_slack=slack, locality_wait_s=wait or 300.0
+            )
+            done = simulate_service(
+                rows, topology, cfg, tick_s=tick_s, visible_after_s=visible_after_s
+            )
             c = float(np.mean([d["cost"] for d in done])) / refs[s]["mean_cost"]
             w = float(np.mean([d["wait"] for d in done])) / refs[s]["mean_wait_s"]
             row[f"cost_s{s}"], row[f"wait_s{s}"] = c, w
@@ -166,8 +237,12 @@ def frontier(seeds, slacks, waits, *, jobs: int = 150, nodes: int = 40, tick_s: 
             waits_.append(w)
         row["cost"], row["wait"] = float(np.mean(costs)), float(np.mean(waits_))
         out.append(row)
-        print(f"slack {row['slack']} wait {row['wait_s']}: cost {row['cost']:.3f} wait "
-              f"{row['wait']:.2f}x", file=sys.stderr, flush=True)
+        print(
+            f"slack {row['slack']} wait {row['wait_s']}: cost {row['cost']:.3f} wait "
+            f"{row['wait']:.2f}x",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
 
 
@@ -182,12 +257,18 @@ def plot(rows: list[dict], png, live=()) -> Path:
     for slack in dict.fromkeys(r["slack"] for r in rows):
         pts = [r for r in rows if r["slack"] == slack]
         label = "service as before" if slack == "none" else f"slack {slack}"
-        ax.plot([r["wait"] for r in pts], [r["cost"] for r in pts], marker="o", ms=4, lw=1,
-                label=label)
+        ax.plot(
+            [r["wait"] for r in pts], [r["cost"] for r in pts], marker="o", ms=4, lw=1, label=label
+        )
         for r in pts:
             if r["wait_s"] != "-":
-                ax.annotate(f"{r['wait_s']:g} s", (r["wait"], r["cost"]), fontsize=6,
-                            xytext=(3, 2), textcoords="offset points")
+                ax.annotate(
+                    f"{r['wait_s']:g} s",
+                    (r["wait"], r["cost"]),
+                    fontsize=6,
+                    xytext=(3, 2),
+                    textcoords="offset points",
+                )
     for label, wait, cost in live:
         ax.scatter([wait], [cost], marker="x", color="k", zorder=3)
         ax.annotate(label, (wait, cost), fontsize=7, xytext=(4, -9), textcoords="offset points")
@@ -222,22 +303,52 @@ def _slack(text: str):
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("service_frontier", __doc__)
-    p.add_argument("--seed", "--seeds", dest="seeds", type=int, nargs="+", default=[2, 3, 4, 5],
-                   help="workload seeds, one stream each (default 2 3 4 5)")
+    p.add_argument(
+        "--seed",
+        "--seeds",
+        dest="seeds",
+        type=int,
+        nargs="+",
+        default=[2, 3, 4, 5],
+        help="workload seeds, one stream each (default 2 3 4 5)",
+    )
     p.add_argument("--jobs", type=int, default=150, help="jobs of each stream (default 150)")
-    p.add_argument("--slack", type=_slack, nargs="+", default=[None, 1.0, 0.5, 0.3, 0.2],
-                   help="locality slacks ('none': never hold)")
-    p.add_argument("--wait", type=float, nargs="+", default=[8, 12, 16, 24],
-                   help="most seconds a job is held for locality")
+    p.add_argument(
+        "--slack",
+        type=_slack,
+        nargs="+",
+        default=[None, 1.0, 0.5, 0.3, 0.2],
+        help="locality slacks ('none': never hold)",
+    )
+    p.add_argument(
+        "--wait",
+        type=float,
+        nargs="+",
+        default=[8, 12, 16, 24],
+        help="most seconds a job is held for locality",
+    )
     p.add_argument("--tick", type=float, default=1.0, help="seconds between passes")
-    p.add_argument("--visible-after", type=float, default=1.0,
-                   help="seconds after its submission a job is seen by the service")
+    p.add_argument(
+        "--visible-after",
+        type=float,
+        default=1.0,
+        help="seconds after its submission a job is seen by the service",
+    )
     add_out(p, "the rows (service_frontier.json)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the frontier")
-    p.add_argument("--live", nargs="*", default=[], metavar="JSON",
-                   help="benchmarks.slurm_topology results whose service ways are drawn beside")
-    p.add_argument("--replot", default=None, metavar="JSON",
-                   help="draw --plot from a saved service_frontier.json instead of simulating")
+    p.add_argument(
+        "--live",
+        nargs="*",
+        default=[],
+        metavar="JSON",
+        help="benchmarks.slurm_topology results whose service ways are drawn beside",
+    )
+    p.add_argument(
+        "--replot",
+        default=None,
+        metavar="JSON",
+        help="draw --plot from a saved service_frontier.json instead of simulating",
+    )
     return p
 
 
@@ -252,20 +363,29 @@ def main(argv=None) -> int:
         rows = json.loads(Path(args.replot).read_text())["rows"]
         print(plot(rows, args.plot, _live_points(args.live)))
         return 0
-    rows = frontier(args.seeds, args.slack, args.wait, jobs=args.jobs, tick_s=args.tick,
-                    visible_after_s=args.visible_after)
+    rows = frontier(
+        args.seeds,
+        args.slack,
+        args.wait,
+        jobs=args.jobs,
+        tick_s=args.tick,
+        visible_after_s=args.visible_after,
+    )
     cols = [("slack", ""), ("wait_s", "")]
     cols += [(f"cost_s{s}", ".3f") for s in args.seeds] + [("cost", ".3f")]
     cols += [(f"wait_s{s}", ".2f") for s in args.seeds] + [("wait", ".2f")]
-    print("the service's mean CH cost and mean wait over Slurm alone's (simulated), per seed "
-          "and mean (target: cost 0.85 at wait 1.10)")
+    print(
+        "the service's mean CH cost and mean wait over Slurm alone's (simulated), per seed "
+        "and mean (target: cost 0.85 at wait 1.10)"
+    )
     print(format_table(rows, cols))
     if args.plot:
         plot(rows, args.plot, _live_points(args.live))
     path = Path(args.out) / "service_frontier.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"argv": sys.argv[1:] if argv is None else argv, "rows": rows},
-                               indent=1))
+    path.write_text(
+        json.dumps({"argv": sys.argv[1:] if argv is None else argv, "rows": rows}, indent=1)
+    )
     print(f"rows: {path}")
     return 0
 

@@ -42,13 +42,12 @@ from pathlib import Path
 import numpy as np
 
 import tjap
+from benchmarks.common import add_out, format_table, one_line_errors, parser
 from tjap.placement.slurm.client import SlurmError
-from tjap.placement.slurm.harness import (LocalSlurm, LocalSlurmConfig, block_conf,
-                                          slurm_version)
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, block_conf, slurm_version
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from benchmarks.common import add_out, format_table, one_line_errors, parser
 
 #: Seconds a job may take to start before the wait gives up on it (it normally starts or is
 #: found pending within two main-scheduler passes, about 2 s).
@@ -56,8 +55,9 @@ START_LIMIT_S = 20.0
 
 
 # --------------------------------------------------------------------------- random cases
-def random_cluster(rng: np.random.Generator, min_nodes: int = 16,
-                   max_nodes: int = 40) -> tuple[Topology, list[int]]:
+def random_cluster(
+    rng: np.random.Generator, min_nodes: int = 16, max_nodes: int = 40
+) -> tuple[Topology, list[int]]:
     """A block cluster and its ``BlockSizes`` (in nodes): 2 or more base blocks of ``b`` = 2-8
     nodes (a quarter of the time some of ``b`` to ``b + 2``), ``min_nodes``-``max_nodes`` nodes
     named ``n1``... in block order; ``BlockSizes`` is ``b`` and each ``b * 2^k`` up to the first
@@ -74,7 +74,7 @@ def random_cluster(rng: np.random.Generator, min_nodes: int = 16,
             sizes[int(rng.integers(count))] = base
         if min_nodes <= sum(sizes) <= max_nodes:
             break
-    top = (count - 1).bit_length()                       # 2^top base blocks hold them all
+    top = (count - 1).bit_length()  # 2^top base blocks hold them all
     block_sizes = [base] + [base << k for k in range(1, top + 1) if rng.random() < 0.6]
     lines, first = [], 1
     for i, size in enumerate(sizes):
@@ -95,8 +95,9 @@ def random_window(rng: np.random.Generator, topology: Topology, max_jobs: int = 
     busy = rng.random(n) < rng.uniform(0.1, 0.5)
     if rng.random() < 1 / 3:
         leaves = np.asarray(topology.leaf_switches)
-        for leaf in rng.choice(leaves, size=min(len(leaves) - 1, int(rng.integers(1, 3))),
-                               replace=False):
+        for leaf in rng.choice(
+            leaves, size=min(len(leaves) - 1, int(rng.integers(1, 3))), replace=False
+        ):
             busy[topology.node_leaf == leaf] = True
     idle = np.flatnonzero(~busy)
     jobs, left = [], int(idle.size)
@@ -132,8 +133,20 @@ class SlurmPlacer:
         self.refused: list[int] = []
 
     def _sbatch(self, args: list[str], exclusive: str = "--exclusive") -> int:
-        proc = self.client.run(["sbatch", "--parsable", exclusive, "-o", "/dev/null", "-t", "60",
-                                *args, "--wrap", "sleep 100000"])
+        proc = self.client.run(
+            [
+                "sbatch",
+                "--parsable",
+                exclusive,
+                "-o",
+                "/dev/null",
+                "-t",
+                "60",
+                *args,
+                "--wrap",
+                "sleep 100000",
+            ]
+        )
         return int(proc.stdout.strip().split(";")[0])
 
     def _cycles(self) -> int:
@@ -144,8 +157,9 @@ class SlurmPlacer:
         main scheduler that began after ``cycles`` (None: wait for it to run)."""
         end = time.monotonic() + START_LIMIT_S
         while True:
-            out = self.client.run(["squeue", "-h", "-j", str(job_id), "-o", "%T|%N"],
-                                  check=False).stdout.strip()
+            out = self.client.run(
+                ["squeue", "-h", "-j", str(job_id), "-o", "%T|%N"], check=False
+            ).stdout.strip()
             state, _, nodes = out.partition("|")
             if state == "RUNNING" and nodes:
                 return expand_hostlist(nodes)
@@ -165,11 +179,14 @@ class SlurmPlacer:
         ids = []
         try:
             for leaf in topology.leaf_switches:
-                names = [topology.node_names[v]
-                         for v in np.flatnonzero((topology.node_leaf == leaf) & ~idle)]
+                names = [
+                    topology.node_names[v]
+                    for v in np.flatnonzero((topology.node_leaf == leaf) & ~idle)
+                ]
                 if names:
-                    ids.append(self._sbatch(["-N", str(len(names)), "-w", ",".join(names),
-                                             "-J", "busy"]))
+                    ids.append(
+                        self._sbatch(["-N", str(len(names)), "-w", ",".join(names), "-J", "busy"])
+                    )
             for job_id in ids:
                 if self._wait(job_id, None) is None:
                     raise SlurmError(f"the job {job_id} holding busy nodes did not start")
@@ -180,9 +197,10 @@ class SlurmPlacer:
                     args.append(f"--segment={job.segment}")
                 cycles = self._cycles()
                 try:
-                    ids.append(self._sbatch(args, "--exclusive=topo" if job.exclusive
-                                            else "--exclusive"))
-                except SlurmError as err:              # no block could ever hold it
+                    ids.append(
+                        self._sbatch(args, "--exclusive=topo" if job.exclusive else "--exclusive")
+                    )
+                except SlurmError as err:  # no block could ever hold it
                     if "node configuration is not available" not in str(err):
                         raise
                     self.refused.append(j)
@@ -190,7 +208,7 @@ class SlurmPlacer:
                     continue
                 nodes = self._wait(ids[-1], cycles)
                 placed.append(nodes)
-                if nodes is None:                      # pending: it must hold nothing
+                if nodes is None:  # pending: it must hold nothing
                     self.client.cancel([ids[-1]])
             return placed
         finally:
@@ -207,8 +225,10 @@ def model_sets(window: Window) -> list[list[str] | None]:
         chosen = dict(enumerate(result.assignment))
     else:
         chosen = result.info["placed"]
-    return [sorted(topology.node_names[v] for v in chosen[j]) if j in chosen else None
-            for j in range(window.num_jobs)]
+    return [
+        sorted(topology.node_names[v] for v in chosen[j]) if j in chosen else None
+        for j in range(window.num_jobs)
+    ]
 
 
 def step_window(window: Window, slurm_nodes, j: int) -> Window | None:
@@ -237,24 +257,35 @@ def describe(window: Window, slurm_nodes, j: int, slurm, model) -> str:
     """One line: the base blocks each side used for job ``j`` and their idle nodes then."""
     topology = window.topology
     step = step_window(window, slurm_nodes, j)
-    idle = np.bincount(topology.node_leaf[step.idle_nodes] if step else [],
-                       minlength=topology.num_switches)
+    idle = np.bincount(
+        topology.node_leaf[step.idle_nodes] if step else [], minlength=topology.num_switches
+    )
 
     def blocks(nodes):
         if nodes is None:
             return "pending"
-        leaves = sorted({int(topology.node_leaf[v]) for v in topology.node_indices(nodes)},
-                        key=first.__getitem__)
-        return (compress_hostlist(nodes) + " in "
-                + ",".join(f"{topology.switch_names[s]}" for s in leaves))
+        leaves = sorted(
+            {int(topology.node_leaf[v]) for v in topology.node_indices(nodes)},
+            key=first.__getitem__,
+        )
+        return (
+            compress_hostlist(nodes)
+            + " in "
+            + ",".join(f"{topology.switch_names[s]}" for s in leaves)
+        )
 
-    first = {int(s): int(np.flatnonzero(topology.node_leaf == s)[0])
-             for s in topology.leaf_switches}
+    first = {
+        int(s): int(np.flatnonzero(topology.node_leaf == s)[0]) for s in topology.leaf_switches
+    }
     job = window.jobs[j]
-    what = f"-N {job.nodes}" + (f" --segment={job.segment}" if job.segment else "") + \
-        (" --exclusive=topo" if job.exclusive else "")
-    free = " ".join(f"{topology.switch_names[s]}:{int(idle[s])}"
-                    for s in sorted(first, key=first.__getitem__))
+    what = (
+        f"-N {job.nodes}"
+        + (f" --segment={job.segment}" if job.segment else "")
+        + (" --exclusive=topo" if job.exclusive else "")
+    )
+    free = " ".join(
+        f"{topology.switch_names[s]}:{int(idle[s])}" for s in sorted(first, key=first.__getitem__)
+    )
     return f"job {j} ({what}): Slurm {blocks(slurm)}; slurm-block {blocks(model)}; idle {free}"
 
 
@@ -266,21 +297,31 @@ def compare(window: Window, slurm_nodes) -> dict:
     steps = [step_window(window, slurm, j) for j in range(window.num_jobs)]
     step = [None if w is None else model_sets(w)[0] for w in steps]
     same = [a == b for a, b in zip(slurm, model)]
-    row = {"idle": [topology.node_names[v] for v in window.idle_nodes],
-           "jobs": [job.to_value() for job in window.jobs], "slurm": slurm,
-           "slurm_block": model, "slurm_block_step": step, "same": same,
-           "same_step": [a == b for a, b in zip(slurm, step)],
-           "differences": [describe(window, slurm, j, slurm[j], step[j])
-                           for j in range(window.num_jobs) if slurm[j] != step[j]]}
+    row = {
+        "idle": [topology.node_names[v] for v in window.idle_nodes],
+        "jobs": [job.to_value() for job in window.jobs],
+        "slurm": slurm,
+        "slurm_block": model,
+        "slurm_block_step": step,
+        "same": same,
+        "same_step": [a == b for a, b in zip(slurm, step)],
+        "differences": [
+            describe(window, slurm, j, slurm[j], step[j])
+            for j in range(window.num_jobs)
+            if slurm[j] != step[j]
+        ],
+    }
     return row
 
 
-def run(num_windows: int, seed: int, num_clusters: int, slurm: str = "24.11",
-        quiet: bool = False) -> dict:
+def run(
+    num_windows: int, seed: int, num_clusters: int, slurm: str = "24.11", quiet: bool = False
+) -> dict:
     rng = np.random.default_rng(seed)
     clusters = [random_cluster(rng) for _ in range(num_clusters)]
-    per_cluster = [num_windows // num_clusters + (c < num_windows % num_clusters)
-                   for c in range(num_clusters)]
+    per_cluster = [
+        num_windows // num_clusters + (c < num_windows % num_clusters) for c in range(num_clusters)
+    ]
     rows = []
     started = time.perf_counter()
     for c, ((tree, sizes), count) in enumerate(zip(clusters, per_cluster)):
@@ -292,12 +333,19 @@ def run(num_windows: int, seed: int, num_clusters: int, slurm: str = "24.11",
                 row["cluster"], row["refused"] = c, placer.refused
                 rows.append(row)
                 if not quiet:
-                    print(f"window {len(rows):3d} cluster {c} jobs {row['jobs']}: "
-                          f"{sum(row['same'])}/{len(row['same'])} the same", file=sys.stderr)
-    jobs = [(s, m, p) for r in rows for s, m, p in zip(r["slurm"], r["slurm_block"],
-                                                       r["slurm_block_step"])]
+                    print(
+                        f"window {len(rows):3d} cluster {c} jobs {row['jobs']}: "
+                        f"{sum(row['same'])}/{len(row['same'])} the same",
+                        file=sys.stderr,
+                    )
+    jobs = [
+        (s, m, p)
+        for r in rows
+        for s, m, p in zip(r["slurm"], r["slurm_block"], r["slurm_block_step"])
+    ]
     summary = {
-        "windows": len(rows), "jobs": len(jobs),
+        "windows": len(rows),
+        "jobs": len(jobs),
         "jobs_same": sum(s == m for s, m, _ in jobs),
         "jobs_same_step": sum(s == p for s, _, p in jobs),
         "windows_all_same": sum(all(r["same"]) for r in rows),
@@ -307,11 +355,22 @@ def run(num_windows: int, seed: int, num_clusters: int, slurm: str = "24.11",
         "refused": sum(len(r["refused"]) for r in rows),
         "segmented": sum("segment" in job for r in rows for job in _dicts(r["jobs"])),
         "exclusive": sum("exclusive" in job for r in rows for job in _dicts(r["jobs"])),
-        "runtime_s": time.perf_counter() - started}
-    return {"slurm_version": slurm_version(slurm), "seed": seed,
-            "clusters": [{"topology_conf": block_conf(tree, sizes), "block_sizes": sizes,
-                          "nodes": tree.num_nodes} for tree, sizes in clusters],
-            "summary": summary, "rows": rows}
+        "runtime_s": time.perf_counter() - started,
+    }
+    return {
+        "slurm_version": slurm_version(slurm),
+        "seed": seed,
+        "clusters": [
+            {
+                "topology_conf": block_conf(tree, sizes),
+                "block_sizes": sizes,
+                "nodes": tree.num_nodes,
+            }
+            for tree, sizes in clusters
+        ],
+        "summary": summary,
+        "rows": rows,
+    }
 
 
 def _dicts(jobs):
@@ -321,16 +380,25 @@ def _dicts(jobs):
 def build_parser() -> argparse.ArgumentParser:
     p = parser("slurm_block_validation", __doc__)
     p.add_argument("--windows", type=int, default=36)
-    p.add_argument("--clusters", type=int, default=6,
-                   help="random block clusters (one Slurm start each; default 6)")
+    p.add_argument(
+        "--clusters",
+        type=int,
+        default=6,
+        help="random block clusters (one Slurm start each; default 6)",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--slurm", default="24.11",
-                   help="the Slurm to run: 24.11 (built by .ci/build-slurm-newer, the default) or "
-                        "the absolute path of an install of 23.11 or later")
+    p.add_argument(
+        "--slurm",
+        default="24.11",
+        help="the Slurm to run: 24.11 (built by .ci/build-slurm-newer, the default) or "
+        "the absolute path of an install of 23.11 or later",
+    )
     add_out(p, "the results (NAME.json)")
-    p.add_argument("--name", default="slurm_block_validation",
-                   help="file name of the results in --out, without .json (default "
-                        "slurm_block_validation)")
+    p.add_argument(
+        "--name",
+        default="slurm_block_validation",
+        help="file name of the results in --out, without .json (default slurm_block_validation)",
+    )
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -342,35 +410,59 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.windows < 1 or args.clusters < 1:
         p.error("--windows and --clusters must be >= 1")
-    result = run(args.windows, args.seed, min(args.clusters, args.windows), args.slurm,
-                 args.quiet)
+    result = run(args.windows, args.seed, min(args.clusters, args.windows), args.slurm, args.quiet)
     clusters = result["clusters"]
     table = []
     for i, r in enumerate(result["rows"]):
         cluster = clusters[r["cluster"]]
-        table.append({
-            "window": i + 1, "cluster": r["cluster"], "nodes": cluster["nodes"],
-            "BlockSizes": ",".join(map(str, cluster["block_sizes"])), "idle": len(r["idle"]),
-            "jobs": " ".join(_job_text(job) for job in r["jobs"]),
-            "same": f"{sum(r['same'])}/{len(r['same'])}",
-            "same step": f"{sum(r['same_step'])}/{len(r['same_step'])}",
-            "pending Slurm/model": f"{sum(s is None for s in r['slurm'])}/"
-                                   f"{sum(m is None for m in r['slurm_block'])}"})
-    print(format_table(table, [("window", ""), ("cluster", ""), ("nodes", ""),
-                               ("BlockSizes", ""), ("idle", ""), ("jobs", ""), ("same", ""),
-                               ("same step", ""), ("pending Slurm/model", "")]))
-    print("jobs: n nodes, n/s in segments of s, x --exclusive=topo; same: jobs with Slurm's node "
-          "set (or pending in both); same step: slurm-block on the nodes Slurm left idle")
+        table.append(
+            {
+                "window": i + 1,
+                "cluster": r["cluster"],
+                "nodes": cluster["nodes"],
+                "BlockSizes": ",".join(map(str, cluster["block_sizes"])),
+                "idle": len(r["idle"]),
+                "jobs": " ".join(_job_text(job) for job in r["jobs"]),
+                "same": f"{sum(r['same'])}/{len(r['same'])}",
+                "same step": f"{sum(r['same_step'])}/{len(r['same_step'])}",
+                "pending Slurm/model": f"{sum(s is None for s in r['slurm'])}/"
+                f"{sum(m is None for m in r['slurm_block'])}",
+            }
+        )
+    print(
+        format_table(
+            table,
+            [
+                ("window", ""),
+                ("cluster", ""),
+                ("nodes", ""),
+                ("BlockSizes", ""),
+                ("idle", ""),
+                ("jobs", ""),
+                ("same", ""),
+                ("same step", ""),
+                ("pending Slurm/model", ""),
+            ],
+        )
+    )
+    print(
+        "jobs: n nodes, n/s in segments of s, x --exclusive=topo; same: jobs with Slurm's node "
+        "set (or pending in both); same step: slurm-block on the nodes Slurm left idle"
+    )
     s = result["summary"]
     jobs = s["jobs"]
-    print(f"{result['slurm_version']}: {s['windows']} windows, {jobs} jobs "
-          f"({s['segmented']} segmented, {s['exclusive']} --exclusive=topo); "
-          f"{s['jobs_same']}/{jobs} jobs the same node set ({s['jobs_same'] / jobs:.0%}), "
-          f"{s['jobs_same_step']}/{jobs} step by step ({s['jobs_same_step'] / jobs:.0%}); "
-          f"{s['windows_all_same']}/{s['windows']} windows all the same; {s['runtime_s']:.0f} s")
-    print(f"pending: {s['pending_both']} jobs in both ({s['refused']} of them refused by sbatch: "
-          f"no block could ever hold them), {s['pending_slurm_only']} in Slurm only, "
-          f"{s['pending_model_only']} in slurm-block only")
+    print(
+        f"{result['slurm_version']}: {s['windows']} windows, {jobs} jobs "
+        f"({s['segmented']} segmented, {s['exclusive']} --exclusive=topo); "
+        f"{s['jobs_same']}/{jobs} jobs the same node set ({s['jobs_same'] / jobs:.0%}), "
+        f"{s['jobs_same_step']}/{jobs} step by step ({s['jobs_same_step'] / jobs:.0%}); "
+        f"{s['windows_all_same']}/{s['windows']} windows all the same; {s['runtime_s']:.0f} s"
+    )
+    print(
+        f"pending: {s['pending_both']} jobs in both ({s['refused']} of them refused by sbatch: "
+        f"no block could ever hold them), {s['pending_slurm_only']} in Slurm only, "
+        f"{s['pending_model_only']} in slurm-block only"
+    )
     differences = [(i + 1, d) for i, r in enumerate(result["rows"]) for d in r["differences"]]
     print(f"differences (step by step): {len(differences) or 'none'}")
     for window, line in differences:
@@ -385,8 +477,11 @@ def main(argv=None) -> int:
 def _job_text(job) -> str:
     if isinstance(job, int):
         return str(job)
-    return (str(job["nodes"]) + (f"/{job['segment']}" if "segment" in job else "")
-            + ("x" if job.get("exclusive") else ""))
+    return (
+        str(job["nodes"])
+        + (f"/{job['segment']}" if "segment" in job else "")
+        + ("x" if job.get("exclusive") else "")
+    )
 
 
 if __name__ == "__main__":

@@ -68,11 +68,11 @@ import networkx as nx
 import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
+from tjap.errors import InvalidInputError
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
+from tjap.placement.batch.traces import bundled_trace
 from tjap.placement.slurm.client import SlurmClient
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
-from tjap.placement.batch.traces import bundled_trace
-from tjap.errors import InvalidInputError
 
 #: Slurm 22.05's will-run batch width (select/cons_tres), used by the node-level replay
 WILL_RUN_WINDOW_S = 30
@@ -80,9 +80,11 @@ WILL_RUN_WINDOW_S = 30
 #: how the trace's nodes are stood for in Slurm (see the module docstring)
 NODES_AS = ("cpus", "slurm-nodes")
 
-MODES = {"fcfs": ({"scheduler": "builtin"}, "none"),
-         "easy": ({"scheduler": "backfill", "bf_job_part_count_reserve": 1}, "easy"),
-         "slurm": ({"scheduler": "backfill"}, "slurm")}
+MODES = {
+    "fcfs": ({"scheduler": "builtin"}, "none"),
+    "easy": ({"scheduler": "backfill", "bf_job_part_count_reserve": 1}, "easy"),
+    "slurm": ({"scheduler": "backfill"}, "slurm"),
+}
 
 
 def trace_slice(trace: str, start: str, count: int, compression: float) -> list[dict]:
@@ -95,8 +97,15 @@ def trace_slice(trace: str, start: str, count: int, compression: float) -> list[
     for r in range(first, min(first + count, len(jobs))):
         limit_min = max(1, math.ceil(jobs.limit_s[r] / compression / 60))
         runtime = min(max(1, round(jobs.runtime_s[r] / compression)), limit_min * 60 - 2)
-        rows.append({"id": int(jobs.job_id[r]), "submit_s": int((jobs.submit_s[r] - base) // compression),
-                     "cpus": int(jobs.nodes[r]), "limit_min": limit_min, "runtime_s": runtime})
+        rows.append(
+            {
+                "id": int(jobs.job_id[r]),
+                "submit_s": int((jobs.submit_s[r] - base) // compression),
+                "cpus": int(jobs.nodes[r]),
+                "limit_min": limit_min,
+                "runtime_s": runtime,
+            }
+        )
     return rows
 
 
@@ -120,8 +129,11 @@ class _WholeNodeClient(SlurmClient):
 
     def submit(self, *, nodes_or_tasks: int, extra_args=(), **options) -> int:
         n = str(int(nodes_or_tasks))
-        return super().submit(nodes_or_tasks=nodes_or_tasks,
-                              extra_args=["-N", n, "--exclusive", *extra_args], **options)
+        return super().submit(
+            nodes_or_tasks=nodes_or_tasks,
+            extra_args=["-N", n, "--exclusive", *extra_args],
+            **options,
+        )
 
 
 class WholeNodeSlurm(LocalSlurm):
@@ -150,9 +162,17 @@ def local_slurm(mode: str, nodes: int, nodes_as: str = "cpus", debug_dir=None) -
     # one switch over every node: topology/tree then takes a job's nodes as the first idle ones
     # in node order (tjap.heuristics.slurm.tree), the simulator's first fit; without a topology
     # plugin cons_tres picks a best-fitting run of consecutive nodes instead
-    return WholeNodeSlurm(LocalSlurmConfig(cpus=nodes, node_names=names, cpus_per_node=1,
-                                           topology_conf=single_switch_conf(names), extra=extra,
-                                           **slurm_kw), **where)
+    return WholeNodeSlurm(
+        LocalSlurmConfig(
+            cpus=nodes,
+            node_names=names,
+            cpus_per_node=1,
+            topology_conf=single_switch_conf(names),
+            extra=extra,
+            **slurm_kw,
+        ),
+        **where,
+    )
 
 
 def single_switch_conf(names) -> str:
@@ -160,10 +180,18 @@ def single_switch_conf(names) -> str:
     return f"SwitchName=s0 Nodes={','.join(names)}\n"
 
 
-def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: int = 0,
-                  reserve_whole_node: bool = True, *, origin: int = 0,
-                  will_run_window_s: int = 0, reserve_nodes: bool = False,
-                  bf_interval_s: int = 1) -> np.ndarray:
+def simulate_rows(
+    rows: list[dict],
+    cpus: int,
+    backfill: str,
+    release_delay_s: int = 0,
+    reserve_whole_node: bool = True,
+    *,
+    origin: int = 0,
+    will_run_window_s: int = 0,
+    reserve_nodes: bool = False,
+    bf_interval_s: int = 1,
+) -> np.ndarray:
     """Simulated starts (relative seconds) of the replayed rows, from Slurm's recorded submits;
     ``release_delay_s`` models Slurm's COMPLETING time (nodes return that long after a job ends).
     ``reserve_whole_node``: True when the trace's nodes are the CPUs of one Slurm node (its
@@ -174,15 +202,23 @@ def simulate_rows(rows: list[dict], cpus: int, backfill: str, release_delay_s: i
     the second after a change, or 0, in the second of the change (see :func:`compare`)."""
     runtime = [r["runtime_s"] for r in rows]
     origin = int(origin or 0)
-    jobs = Jobs.build(submit_s=[int(r["slurm_submit"]) + origin for r in rows],
-                      nodes=[r["cpus"] for r in rows],
-                      limit_s=[60 * r["limit_min"] for r in rows], runtime_s=runtime,
-                      job_id=list(range(len(rows))))
-    config = SchedulerConfig(backfill=backfill, bf_interval_s=bf_interval_s, bf_resolution_s=1,
-                             bf_max_job_test=1000, release_delay_s=release_delay_s,
-                             reserve_whole_node=reserve_whole_node,
-                             bf_will_run_window_s=will_run_window_s,
-                             bf_reserve_nodes=bool(reserve_nodes and backfill == "easy"))
+    jobs = Jobs.build(
+        submit_s=[int(r["slurm_submit"]) + origin for r in rows],
+        nodes=[r["cpus"] for r in rows],
+        limit_s=[60 * r["limit_min"] for r in rows],
+        runtime_s=runtime,
+        job_id=list(range(len(rows))),
+    )
+    config = SchedulerConfig(
+        backfill=backfill,
+        bf_interval_s=bf_interval_s,
+        bf_resolution_s=1,
+        bf_max_job_test=1000,
+        release_delay_s=release_delay_s,
+        reserve_whole_node=reserve_whole_node,
+        bf_will_run_window_s=will_run_window_s,
+        bf_reserve_nodes=bool(reserve_nodes and backfill == "easy"),
+    )
     result = Simulator(jobs, cpus, config).run()
     starts = np.empty(len(rows), np.int64)
     starts[jobs.job_id] = result.start_s - origin
@@ -196,24 +232,30 @@ def agreement(slurm_start, sim_start, submit, tie_s: float = 1.0) -> dict:
     pairs = int(np.triu(np.abs(slurm_start[:, None] - slurm_start[None, :]) > tie_s, 1).sum())
     error = (sim_start - submit) - (slurm_start - submit)
     discordant_pairs = int(np.triu(bad, 1).sum())
-    return {"jobs": len(submit), "same_order_pct": 100 * float((~bad.any(axis=1)).mean()),
-            "discordant_pairs": discordant_pairs, "ordered_pairs": pairs,
-            "concordant_pairs_pct": 100 * (1 - discordant_pairs / pairs) if pairs else 100.0,
-            "mean_wait_slurm_s": float((slurm_start - submit).mean()),
-            "mean_wait_sim_s": float((sim_start - submit).mean()),
-            "mean_wait_error_s": float(error.mean()),
-            "mean_abs_wait_error_s": float(np.abs(error).mean()),
-            "max_abs_wait_error_s": float(np.abs(error).max()),
-            "longest_common_order_pct": longest_common_order(slurm_start, sim_start,
-                                                             tie_s)["longest_common_order_pct"]}
+    return {
+        "jobs": len(submit),
+        "same_order_pct": 100 * float((~bad.any(axis=1)).mean()),
+        "discordant_pairs": discordant_pairs,
+        "ordered_pairs": pairs,
+        "concordant_pairs_pct": 100 * (1 - discordant_pairs / pairs) if pairs else 100.0,
+        "mean_wait_slurm_s": float((slurm_start - submit).mean()),
+        "mean_wait_sim_s": float((sim_start - submit).mean()),
+        "mean_wait_error_s": float(error.mean()),
+        "mean_abs_wait_error_s": float(np.abs(error).mean()),
+        "max_abs_wait_error_s": float(np.abs(error).max()),
+        "longest_common_order_pct": longest_common_order(slurm_start, sim_start, tie_s)[
+            "longest_common_order_pct"
+        ],
+    }
 
 
 def _discordant_before(slurm_start, sim_start, tie_s: float) -> np.ndarray:
     """``m[i, j]``: Slurm starts job ``i`` more than ``tie_s`` before ``j`` and the simulator
     starts it strictly later (the discordant pairs of :func:`agreement`, oriented)."""
     slurm_start, sim_start = np.asarray(slurm_start, float), np.asarray(sim_start, float)
-    return ((slurm_start[:, None] - slurm_start[None, :] < -tie_s)
-            & (sim_start[:, None] - sim_start[None, :] > 0))
+    return (slurm_start[:, None] - slurm_start[None, :] < -tie_s) & (
+        sim_start[:, None] - sim_start[None, :] > 0
+    )
 
 
 def longest_common_order(slurm_start, sim_start, tie_s: float = 1.0) -> dict:
@@ -230,8 +272,10 @@ def longest_common_order(slurm_start, sim_start, tie_s: float = 1.0) -> dict:
     ``longest_common_order`` (the set's size) and ``longest_common_order_pct`` (its share)."""
     slurm_start, sim_start = np.asarray(slurm_start, float), np.asarray(sim_start, float)
     if slurm_start.shape != sim_start.shape or slurm_start.ndim != 1:
-        raise InvalidInputError("slurm_start and sim_start must be 1-D arrays of one length, got "
-                                f"shapes {slurm_start.shape} and {sim_start.shape}")
+        raise InvalidInputError(
+            "slurm_start and sim_start must be 1-D arrays of one length, got "
+            f"shapes {slurm_start.shape} and {sim_start.shape}"
+        )
     n = len(slurm_start)
     if n == 0:
         return {"jobs": 0, "longest_common_order": 0, "longest_common_order_pct": 100.0}
@@ -261,9 +305,16 @@ def out_of_order(per_job: list[dict], sim_key: str = "sim_start", tie_s: float =
         partners = np.flatnonzero(bad[i])
         partners = partners[np.argsort(slurm[partners], kind="stable")]
         r = per_job[i]
-        rows.append({"id": r["id"], "submit": r["submit"], "cpus": r["cpus"],
-                     "slurm_start": r["slurm_start"], "sim_start": r[sim_key],
-                     "discordant_with": [per_job[j]["id"] for j in partners]})
+        rows.append(
+            {
+                "id": r["id"],
+                "submit": r["submit"],
+                "cpus": r["cpus"],
+                "slurm_start": r["slurm_start"],
+                "sim_start": r[sim_key],
+                "discordant_with": [per_job[j]["id"] for j in partners],
+            }
+        )
     rows.sort(key=lambda r: (r["slurm_start"], r["submit"]))
     return rows
 
@@ -278,8 +329,15 @@ def replay_origin(done: list[dict], records) -> int | None:
     return None
 
 
-def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
-             nodes_as: str = "cpus", debug_dir=None, end_on_second: bool = False) -> dict:
+def run_mode(
+    rows: list[dict],
+    mode: str,
+    cpus: int,
+    release_delay_s: int = 1,
+    nodes_as: str = "cpus",
+    debug_dir=None,
+    end_on_second: bool = False,
+) -> dict:
     """Replay ``rows`` on a fresh local Slurm in ``mode`` and compare (:func:`compare`)."""
     from benchmarks.slurm_replay import replay_on_slurm
 
@@ -289,8 +347,15 @@ def run_mode(rows: list[dict], mode: str, cpus: int, release_delay_s: int = 1,
     return compare(done, mode, cpus, release_delay_s, nodes_as, end_on_second, origin)
 
 
-def compare(done: list[dict], mode: str, cpus: int, release_delay_s: int, nodes_as: str,
-            end_on_second: bool, origin) -> dict:
+def compare(
+    done: list[dict],
+    mode: str,
+    cpus: int,
+    release_delay_s: int,
+    nodes_as: str,
+    end_on_second: bool,
+    origin,
+) -> dict:
     """The simulator on the jobs Slurm ran (rows of :func:`benchmarks.slurm_replay
     .replay_on_slurm`: ``slurm_submit``, ``start``, ``end`` and the input fields) against
     Slurm's starts. With ``end_on_second`` every job ended early in its start second +
@@ -303,31 +368,59 @@ def compare(done: list[dict], mode: str, cpus: int, release_delay_s: int, nodes_
     whole = check_nodes_as(nodes_as) == "cpus"
     done = sorted(done, key=lambda r: r["slurm_submit"])
     # node level: Slurm's will-run batching and reservations on named nodes (see the docstring)
-    rules = dict(origin=origin or 0, will_run_window_s=0 if whole else WILL_RUN_WINDOW_S,
-                 reserve_nodes=not whole, bf_interval_s=0 if end_on_second else 1)
+    rules = dict(
+        origin=origin or 0,
+        will_run_window_s=0 if whole else WILL_RUN_WINDOW_S,
+        reserve_nodes=not whole,
+        bf_interval_s=0 if end_on_second else 1,
+    )
     sim = simulate_rows(done, cpus, backfill, release_delay_s, whole, **rules)
     submit = np.array([r["slurm_submit"] for r in done], float)
     slurm_start = [r["start"] for r in done]
     ran = sum(1 for r in done if r["end"] - r["start"] == r["runtime_s"])
-    out = {"mode": mode, "nodes_as": nodes_as, "nodes": cpus, "release_delay_s": release_delay_s,
-           "end_on_second": bool(end_on_second), "bf_interval_s": rules["bf_interval_s"],
-           "t0_unix": origin, "will_run_window_s": rules["will_run_window_s"],
-           "reserve_nodes": rules["reserve_nodes"] and backfill == "easy",
-           "ran_their_runtime": ran, **agreement(slurm_start, sim, submit)}
+    out = {
+        "mode": mode,
+        "nodes_as": nodes_as,
+        "nodes": cpus,
+        "release_delay_s": release_delay_s,
+        "end_on_second": bool(end_on_second),
+        "bf_interval_s": rules["bf_interval_s"],
+        "t0_unix": origin,
+        "will_run_window_s": rules["will_run_window_s"],
+        "reserve_nodes": rules["reserve_nodes"] and backfill == "easy",
+        "ran_their_runtime": ran,
+        **agreement(slurm_start, sim, submit),
+    }
     other = 1 - min(release_delay_s, 1)
     measured = simulate_rows(done, cpus, backfill, other, whole, **rules)
     out[f"with_release_delay_{other}s"] = agreement(slurm_start, measured, submit)
     if not whole:  # the same without the two Slurm rules: node counts, earliest start
         for delay in (release_delay_s, other):
-            plain = simulate_rows(done, cpus, backfill, delay, whole, origin=origin or 0,
-                                  bf_interval_s=rules["bf_interval_s"])
+            plain = simulate_rows(
+                done,
+                cpus,
+                backfill,
+                delay,
+                whole,
+                origin=origin or 0,
+                bf_interval_s=rules["bf_interval_s"],
+            )
             out[f"node_counts_release_delay_{delay}s"] = agreement(slurm_start, plain, submit)
-    out["per_job"] = [{"id": r["id"], "slurm_job_id": r.get("slurm_job_id"),
-                       "submit": r["slurm_submit"], "cpus": r["cpus"],
-                       "limit_min": r["limit_min"], "runtime_s": r["runtime_s"],
-                       "slurm_start": r["start"], "slurm_end": r["end"], "sim_start": int(s),
-                       f"sim_start_release_delay_{other}s": int(m)}
-                      for r, s, m in zip(done, sim, measured)]
+    out["per_job"] = [
+        {
+            "id": r["id"],
+            "slurm_job_id": r.get("slurm_job_id"),
+            "submit": r["slurm_submit"],
+            "cpus": r["cpus"],
+            "limit_min": r["limit_min"],
+            "runtime_s": r["runtime_s"],
+            "slurm_start": r["start"],
+            "slurm_end": r["end"],
+            "sim_start": int(s),
+            f"sim_start_release_delay_{other}s": int(m),
+        }
+        for r, s, m in zip(done, sim, measured)
+    ]
     out["out_of_order"] = out_of_order(out["per_job"])
     return out
 
@@ -335,17 +428,43 @@ def compare(done: list[dict], mode: str, cpus: int, release_delay_s: int, nodes_
 def resimulate(result: dict, release_delay_s: int | None = None) -> dict:
     """:func:`compare` again on the Slurm side of a saved result of :func:`run_mode` (its
     ``per_job`` rows), with the current simulator: no new replay."""
-    done = [{"id": r["id"], "slurm_job_id": r.get("slurm_job_id"), "slurm_submit": r["submit"],
-             "cpus": r["cpus"], "limit_min": r["limit_min"], "runtime_s": r["runtime_s"],
-             "start": r["slurm_start"], "end": r["slurm_end"]} for r in result["per_job"]]
+    done = [
+        {
+            "id": r["id"],
+            "slurm_job_id": r.get("slurm_job_id"),
+            "slurm_submit": r["submit"],
+            "cpus": r["cpus"],
+            "limit_min": r["limit_min"],
+            "runtime_s": r["runtime_s"],
+            "start": r["slurm_start"],
+            "end": r["slurm_end"],
+        }
+        for r in result["per_job"]
+    ]
     delay = result["release_delay_s"] if release_delay_s is None else release_delay_s
-    return compare(done, result["mode"], result["nodes"], delay, result["nodes_as"],
-                   result.get("end_on_second", False), result["t0_unix"])
+    return compare(
+        done,
+        result["mode"],
+        result["nodes"],
+        delay,
+        result["nodes_as"],
+        result.get("end_on_second", False),
+        result["t0_unix"],
+    )
 
 
-def fidelity(trace: str, start: str, count: int = 200, compression: float = 300, cpus: int = 76,
-             modes=("fcfs", "easy"), release_delay_s: int = 1, nodes_as: str = "cpus",
-             debug_dir=None, end_on_second: bool = False) -> list[dict]:
+def fidelity(
+    trace: str,
+    start: str,
+    count: int = 200,
+    compression: float = 300,
+    cpus: int = 76,
+    modes=("fcfs", "easy"),
+    release_delay_s: int = 1,
+    nodes_as: str = "cpus",
+    debug_dir=None,
+    end_on_second: bool = False,
+) -> list[dict]:
     """Every mode's replay, run side by side (separate local Slurms). ``cpus``: the number of
     trace nodes, as CPUs of one Slurm node or as Slurm nodes (``nodes_as``). ``debug_dir``: keep
     each mode's Slurm work directory there with debug logs (see :func:`local_slurm`).
@@ -358,10 +477,12 @@ def fidelity(trace: str, start: str, count: int = 200, compression: float = 300,
 
     def work(mode):
         try:
-            results[mode] = run_mode(rows, mode, cpus, release_delay_s, nodes_as, debug_dir,
-                                     end_on_second)
+            results[mode] = run_mode(
+                rows, mode, cpus, release_delay_s, nodes_as, debug_dir, end_on_second
+            )
         except BaseException as exc:  # re-raised below, in the caller's thread
             errors.append(exc)
+
     threads = [threading.Thread(target=work, args=(m,)) for m in modes]
     for t in threads:
         t.start()
@@ -388,14 +509,15 @@ def plot(results: list[dict], png) -> Path:
         top = float(max(slurm.max(), sim.max())) if len(rows) else 1.0
         ax.plot([0, top], [0, top], color="0.7", lw=1, zorder=0)
         ax.scatter(slurm[~off], sim[~off], s=10, label="same start order")
-        ax.scatter(slurm[off], sim[off], s=14, marker="x", color="tab:red",
-                   label="out of order")
+        ax.scatter(slurm[off], sim[off], s=14, marker="x", color="tab:red", label="out of order")
         ax.set_xlabel("Slurm's start (s)")
         ax.set_ylabel("simulated start (s)")
         delay = f", release delay {r['release_delay_s']} s" if "release_delay_s" in r else ""
-        ax.set_title(f"{r['mode']}{delay}: {r['same_order_pct']:.1f} % same order, longest "
-                     f"common order {r.get('longest_common_order_pct', float('nan')):.1f} %",
-                     fontsize=9)
+        ax.set_title(
+            f"{r['mode']}{delay}: {r['same_order_pct']:.1f} % same order, longest "
+            f"common order {r.get('longest_common_order_pct', float('nan')):.1f} %",
+            fontsize=9,
+        )
         ax.legend(fontsize=8, loc="upper left")
     return save_figure(fig, png)
 
@@ -406,36 +528,71 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", default="2023-02-10")
     p.add_argument("--jobs", type=int, default=200)
     p.add_argument("--compression", type=float, default=300)
-    p.add_argument("--nodes", "--cpus", dest="cpus", type=int, default=76,
-                   help="trace nodes replayed (CPUs of one Slurm node, or Slurm nodes)")
-    p.add_argument("--nodes-as", choices=NODES_AS, default="cpus",
-                   help="cpus: one Slurm node, a CPU per trace node (default); slurm-nodes: one "
-                        "slurmd per trace node, jobs on whole nodes")
-    p.add_argument("--release-delay", type=int, default=None,
-                   help="simulator's release delay in seconds (0 or 1; the other is reported "
-                        "too; default 1, or with --resimulate the saved run's)")
+    p.add_argument(
+        "--nodes",
+        "--cpus",
+        dest="cpus",
+        type=int,
+        default=76,
+        help="trace nodes replayed (CPUs of one Slurm node, or Slurm nodes)",
+    )
+    p.add_argument(
+        "--nodes-as",
+        choices=NODES_AS,
+        default="cpus",
+        help="cpus: one Slurm node, a CPU per trace node (default); slurm-nodes: one "
+        "slurmd per trace node, jobs on whole nodes",
+    )
+    p.add_argument(
+        "--release-delay",
+        type=int,
+        default=None,
+        help="simulator's release delay in seconds (0 or 1; the other is reported "
+        "too; default 1, or with --resimulate the saved run's)",
+    )
     p.add_argument("--modes", default="fcfs,easy")
-    p.add_argument("--end-on-second", action="store_true",
-                   help="each job ends on a whole second, its recorded start + runtime, instead "
-                        "of runtime seconds after the sub-second pass that started it (the "
-                        "simulator's rule, without the race against the passes' phases; use "
-                        "with --release-delay 0)")
+    p.add_argument(
+        "--end-on-second",
+        action="store_true",
+        help="each job ends on a whole second, its recorded start + runtime, instead "
+        "of runtime seconds after the sub-second pass that started it (the "
+        "simulator's rule, without the race against the passes' phases; use "
+        "with --release-delay 0)",
+    )
     add_out(p, "the results (NAME.json)")
-    p.add_argument("--name", default="slurm_fidelity",
-                   help="file name of the results in --out, without .json (default "
-                        "slurm_fidelity)")
-    p.add_argument("--debug-logs", metavar="DIR", default=None,
-                   help="keep each mode's Slurm work directory under DIR/<mode> with slurmctld "
-                        "logging at debug2 and DebugFlags=Backfill (off by default; the logs "
-                        "are large, keep them out of git, e.g. under benchmarks/out/)")
-    p.add_argument("--plot", metavar="PNG", default=None,
-                   help="also draw each job's simulated start against Slurm's to PNG")
-    p.add_argument("--replot", metavar="JSON", default=None,
-                   help="no replay: read the results a run wrote to JSON and draw --plot from them")
-    p.add_argument("--resimulate", metavar="JSON", default=None,
-                   help="no replay: run the current simulator again on the Slurm side of the "
-                        "results a run wrote to JSON (its release delay unless --release-delay "
-                        "is given) and write the new results to --out")
+    p.add_argument(
+        "--name",
+        default="slurm_fidelity",
+        help="file name of the results in --out, without .json (default slurm_fidelity)",
+    )
+    p.add_argument(
+        "--debug-logs",
+        metavar="DIR",
+        default=None,
+        help="keep each mode's Slurm work directory under DIR/<mode> with slurmctld "
+        "logging at debug2 and DebugFlags=Backfill (off by default; the logs "
+        "are large, keep them out of git, e.g. under benchmarks/out/)",
+    )
+    p.add_argument(
+        "--plot",
+        metavar="PNG",
+        default=None,
+        help="also draw each job's simulated start against Slurm's to PNG",
+    )
+    p.add_argument(
+        "--replot",
+        metavar="JSON",
+        default=None,
+        help="no replay: read the results a run wrote to JSON and draw --plot from them",
+    )
+    p.add_argument(
+        "--resimulate",
+        metavar="JSON",
+        default=None,
+        help="no replay: run the current simulator again on the Slurm side of the "
+        "results a run wrote to JSON (its release delay unless --release-delay "
+        "is given) and write the new results to --out",
+    )
     return p
 
 
@@ -461,10 +618,18 @@ def main(argv=None) -> int:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             p.error(f"--replot {args.replot}: not a result of this benchmark ({exc})")
         return 0
-    res = fidelity(args.trace, args.start, args.jobs, args.compression, args.cpus,
-                   tuple(args.modes.split(",")),
-                   1 if args.release_delay is None else args.release_delay, args.nodes_as,
-                   args.debug_logs, args.end_on_second)
+    res = fidelity(
+        args.trace,
+        args.start,
+        args.jobs,
+        args.compression,
+        args.cpus,
+        tuple(args.modes.split(",")),
+        1 if args.release_delay is None else args.release_delay,
+        args.nodes_as,
+        args.debug_logs,
+        args.end_on_second,
+    )
     return _report(res, out, args.plot)
 
 

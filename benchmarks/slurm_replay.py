@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 from benchmarks.common import add_out, one_line_errors, parser
+from tjap.errors import InvalidInputError
 from tjap.placement.slurm.background import sleep_command
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig
-from tjap.errors import InvalidInputError
 
 REQUIRED = ("id", "submit_s", "cpus", "limit_min", "runtime_s")
 
@@ -50,17 +50,21 @@ def _check(jobs: list[dict], cpus: int) -> None:
     for i, job in enumerate(jobs):
         missing = [k for k in REQUIRED if k not in job]
         if missing:
-            raise SlurmError(f"replay job {i}: missing {', '.join(missing)} (rows need "
-                             f"{', '.join(REQUIRED)})")
+            raise SlurmError(
+                f"replay job {i}: missing {', '.join(missing)} (rows need {', '.join(REQUIRED)})"
+            )
         jid = job["id"]
         n = _as_int(job["cpus"])
         if n is None or not 1 <= n <= cpus:
-            raise SlurmError(f"replay job {jid}: cpus must be an integer in 1..{cpus} (the node's "
-                             f"CPUs), got {job['cpus']!r}")
+            raise SlurmError(
+                f"replay job {jid}: cpus must be an integer in 1..{cpus} (the node's "
+                f"CPUs), got {job['cpus']!r}"
+            )
         limit = _as_int(job["limit_min"])
         if limit is None or limit < 1:
-            raise SlurmError(f"replay job {jid}: limit_min must be an integer >= 1, got "
-                             f"{job['limit_min']!r}")
+            raise SlurmError(
+                f"replay job {jid}: limit_min must be an integer >= 1, got {job['limit_min']!r}"
+            )
         job["cpus"], job["limit_min"] = n, limit
         try:
             runtime = float(job["runtime_s"])
@@ -68,8 +72,10 @@ def _check(jobs: list[dict], cpus: int) -> None:
         except (TypeError, ValueError):
             raise SlurmError(f"replay job {jid}: runtime_s and submit_s must be numbers") from None
         if not (0 <= runtime <= 60 * limit):
-            raise SlurmError(f"replay job {jid}: runtime_s must lie in [0, 60*limit_min], got "
-                             f"{job['runtime_s']!r}")
+            raise SlurmError(
+                f"replay job {jid}: runtime_s must lie in [0, 60*limit_min], got "
+                f"{job['runtime_s']!r}"
+            )
         if not submit >= 0:
             raise SlurmError(f"replay job {jid}: submit_s must be >= 0, got {job['submit_s']!r}")
 
@@ -94,16 +100,24 @@ def whole_second_command(runtime_s: int, after_s: float = END_AFTER_S) -> str:
     runtime = int(runtime_s)
     if runtime != runtime_s or runtime < 1:
         raise ValueError(f"a whole-second end needs a whole positive runtime, got {runtime_s!r}")
-    return ('t=$(date +%s); for i in 1 2 3 4 5; do '
-            's=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null); '
-            'case "$s" in ""|*[!0-9]*) sleep 0.05;; *) t=$s; break;; esac; done; '
-            f'd=$(awk -v t="$t" -v n="$(date +%s.%N)" \'BEGIN {{ d = t + {runtime} + {after_s:g} - n; '
-            'if (d < 0) d = 0; printf "%.3f", d }\'); sleep "$d"')
+    return (
+        "t=$(date +%s); for i in 1 2 3 4 5; do "
+        's=$(SLURM_TIME_FORMAT=%s squeue -h -j "$SLURM_JOB_ID" -o %S 2>/dev/null); '
+        'case "$s" in ""|*[!0-9]*) sleep 0.05;; *) t=$s; break;; esac; done; '
+        f'd=$(awk -v t="$t" -v n="$(date +%s.%N)" \'BEGIN {{ d = t + {runtime} + {after_s:g} - n; '
+        'if (d < 0) d = 0; printf "%.3f", d }\'); sleep "$d"'
+    )
 
 
-def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
-                    timeout_s: float | None = None, align_start: bool = True,
-                    end_on_second: bool = False) -> list[dict]:
+def replay_on_slurm(
+    jobs: list[dict],
+    slurm: LocalSlurm,
+    *,
+    poll_s: float = 0.2,
+    timeout_s: float | None = None,
+    align_start: bool = True,
+    end_on_second: bool = False,
+) -> list[dict]:
     """Submit ``jobs`` to the running ``slurm`` at their submit times, wait for all to end, and
     return one row per job (input order).
 
@@ -125,8 +139,11 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
     _check(jobs, int(slurm.config.cpus))
     client = slurm.client()
     if timeout_s is None:
-        timeout_s = (max((float(j["submit_s"]) for j in jobs), default=0)
-                     + sum(60 * j["limit_min"] for j in jobs) + 60)
+        timeout_s = (
+            max((float(j["submit_s"]) for j in jobs), default=0)
+            + sum(60 * j["limit_min"] for j in jobs)
+            + 60
+        )
     now = time.time()
     t0 = float(math.ceil(now + 0.05)) if align_start else now
     time.sleep(max(0.0, t0 - time.time()))
@@ -160,11 +177,18 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
                     continue
                 time.sleep(min(wait, poll_s))
             submitted = time.time() - t0
-            jid = client.submit(nodes_or_tasks=job["cpus"], time_limit_min=job["limit_min"],
-                                command=(whole_second_command(job["runtime_s"])
-                                         if end_on_second else sleep_command(job["runtime_s"])),
-                                name=f"replay-{job['id']}", output="/dev/null",
-                                chdir=str(slurm.workdir))
+            jid = client.submit(
+                nodes_or_tasks=job["cpus"],
+                time_limit_min=job["limit_min"],
+                command=(
+                    whole_second_command(job["runtime_s"])
+                    if end_on_second
+                    else sleep_command(job["runtime_s"])
+                ),
+                name=f"replay-{job['id']}",
+                output="/dev/null",
+                chdir=str(slurm.workdir),
+            )
             job["slurm_job_id"] = jid
             job["submit"] = submitted
             slurm_ids.append(jid)
@@ -181,8 +205,10 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
             if pending_ids:
                 poll()
             if time.monotonic() > deadline:
-                raise SlurmError(f"replay timed out after {timeout_s:.0f} s with "
-                                 f"{len(wanted) - len(done)} of {len(wanted)} jobs unfinished")
+                raise SlurmError(
+                    f"replay timed out after {timeout_s:.0f} s with "
+                    f"{len(wanted) - len(done)} of {len(wanted)} jobs unfinished"
+                )
             time.sleep(poll_s)
     except BaseException:
         try:
@@ -197,9 +223,14 @@ def replay_on_slurm(jobs: list[dict], slurm: LocalSlurm, *, poll_s: float = 0.2,
 
         def rel(t):
             return None if t is None else float(t - t0)
-        job.update(slurm_submit=rel(rec.submit_time), start=rel(rec.start_time),
-                   end=rel(rec.end_time), observed_start=observed.get(job["slurm_job_id"]),
-                   state=rec.state)
+
+        job.update(
+            slurm_submit=rel(rec.submit_time),
+            start=rel(rec.start_time),
+            end=rel(rec.end_time),
+            observed_start=observed.get(job["slurm_job_id"]),
+            state=rec.state,
+        )
         out.append(job)
     return out
 
@@ -211,8 +242,9 @@ def _load(path: Path) -> list[dict]:
             return [json.loads(line) for line in text.splitlines() if line.strip()]
         return json.loads(text)
     except (OSError, ValueError) as exc:
-        raise InvalidInputError(f"cannot read the jobs {path}: {exc}; give a JSON list or JSON "
-                                "lines of input rows") from None
+        raise InvalidInputError(
+            f"cannot read the jobs {path}: {exc}; give a JSON list or JSON lines of input rows"
+        ) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,9 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Replay the jobs on a throw-away local Slurm; print the rows as JSON and write them."""
     args = build_parser().parse_args(argv)
-    config = LocalSlurmConfig(cpus=args.cpus, scheduler=args.scheduler,
-                              bf_job_part_count_reserve=args.bf_job_part_count_reserve)
-    jobs = _load(args.jobs)   # a bad file fails before Slurm starts
+    config = LocalSlurmConfig(
+        cpus=args.cpus,
+        scheduler=args.scheduler,
+        bf_job_part_count_reserve=args.bf_job_part_count_reserve,
+    )
+    jobs = _load(args.jobs)  # a bad file fails before Slurm starts
     with LocalSlurm(config) as slurm:
         rows = replay_on_slurm(jobs, slurm)
     text = json.dumps(rows, indent=1)

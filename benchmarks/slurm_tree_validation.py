@@ -35,16 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import add_out, format_table, one_line_errors, parser
 from tjap.heuristics.slurm.tree import solve_slurm_tree
 from tjap.placement.slurm.client import SlurmError
-from tjap.placement.slurm.harness import (LocalSlurm, LocalSlurmConfig, slurm_version,
-                                          version_tuple)
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_version, version_tuple
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.scas import solve_seq
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from benchmarks.common import add_out, format_table, one_line_errors, parser
 
 #: Seconds a job may stay pending before it counts as "Slurm did not place it".
 PENDING_LIMIT_S = 20.0
@@ -119,15 +118,28 @@ class SlurmPlacer:
         self.poll_s = poll_s
 
     def _sbatch(self, args: list[str]) -> int:
-        proc = self.client.run(["sbatch", "--parsable", "--exclusive", "-o", "/dev/null",
-                                "-t", "60", *args, "--wrap", "sleep 100000"])
+        proc = self.client.run(
+            [
+                "sbatch",
+                "--parsable",
+                "--exclusive",
+                "-o",
+                "/dev/null",
+                "-t",
+                "60",
+                *args,
+                "--wrap",
+                "sleep 100000",
+            ]
+        )
         return int(proc.stdout.strip().split(";")[0])
 
     def _wait_running(self, job_id: int) -> list[str] | None:
         end = time.monotonic() + PENDING_LIMIT_S
         while True:
-            out = self.client.run(["squeue", "-h", "-j", str(job_id), "-o", "%T|%N"],
-                                  check=False).stdout.strip()
+            out = self.client.run(
+                ["squeue", "-h", "-j", str(job_id), "-o", "%T|%N"], check=False
+            ).stdout.strip()
             state, _, nodes = out.partition("|")
             if state == "RUNNING" and nodes:
                 return expand_hostlist(nodes)
@@ -143,8 +155,11 @@ class SlurmPlacer:
         try:
             if busy:
                 names = [topology.node_names[v] for v in busy]
-                ids.append(self._sbatch(["-N", str(len(names)), "--nodelist=" + ",".join(names),
-                                         "-J", "busy"]))
+                ids.append(
+                    self._sbatch(
+                        ["-N", str(len(names)), "--nodelist=" + ",".join(names), "-J", "busy"]
+                    )
+                )
                 if self._wait_running(ids[-1]) is None:
                     raise SlurmError("the job holding the busy nodes did not start")
             placed = []
@@ -166,32 +181,52 @@ def compare(window: Window, slurm_nodes, convention: str = "paper", rule: str = 
     topology = window.topology
     model = solve_slurm_tree(window, convention=convention, slurm=rule)
     model_sets = [sorted(topology.node_names[v] for v in nodes) for nodes in model.assignment]
-    row = {"idle": [topology.node_names[v] for v in window.idle_nodes],
-           "job_sizes": list(window.job_sizes), "slurm": slurm_nodes, "slurm_tree": model_sets,
-           "slurm_tree_status": model.status.value}
+    row = {
+        "idle": [topology.node_names[v] for v in window.idle_nodes],
+        "job_sizes": list(window.job_sizes),
+        "slurm": slurm_nodes,
+        "slurm_tree": model_sets,
+        "slurm_tree_status": model.status.value,
+    }
     if any(nodes is None for nodes in slurm_nodes):
-        row.update(same_set=False, same_cost=False, slurm_cost=None,
-                   slurm_tree_cost=model.objective if model.has_solution else None,
-                   first_difference=next(j for j, n in enumerate(slurm_nodes) if n is None))
+        row.update(
+            same_set=False,
+            same_cost=False,
+            slurm_cost=None,
+            slurm_tree_cost=model.objective if model.has_solution else None,
+            first_difference=next(j for j, n in enumerate(slurm_nodes) if n is None),
+        )
         return row
     slurm_sets = [sorted(nodes) for nodes in slurm_nodes]
     seq = solve_seq(window, convention=convention)
-    row["seq_same_set"] = slurm_sets == [sorted(topology.node_names[v] for v in nodes)
-                                         for nodes in seq.assignment]
-    slurm_cost = assignment_cost(topology, [topology.node_indices(s) for s in slurm_sets],
-                                 convention)
+    row["seq_same_set"] = slurm_sets == [
+        sorted(topology.node_names[v] for v in nodes) for nodes in seq.assignment
+    ]
+    slurm_cost = assignment_cost(
+        topology, [topology.node_indices(s) for s in slurm_sets], convention
+    )
     same_set = model.has_solution and slurm_sets == model_sets
-    row.update(same_set=bool(same_set), slurm_cost=slurm_cost,
-               slurm_tree_cost=model.objective if model.has_solution else None)
+    row.update(
+        same_set=bool(same_set),
+        slurm_cost=slurm_cost,
+        slurm_tree_cost=model.objective if model.has_solution else None,
+    )
     row["same_cost"] = bool(model.has_solution and abs(slurm_cost - model.objective) < 1e-9)
     if not same_set:
-        row["first_difference"] = next((j for j, (a, b) in enumerate(zip(slurm_sets, model_sets))
-                                        if a != b), None)
+        row["first_difference"] = next(
+            (j for j, (a, b) in enumerate(zip(slurm_sets, model_sets)) if a != b), None
+        )
     return row
 
 
-def run(num_windows: int, seed: int, num_trees: int, convention: str = "paper",
-        quiet: bool = False, slurm: str = "system") -> dict:
+def run(
+    num_windows: int,
+    seed: int,
+    num_trees: int,
+    convention: str = "paper",
+    quiet: bool = False,
+    slurm: str = "system",
+) -> dict:
     version = slurm_version(slurm)
     rule = "24.11" if version_tuple(version) >= (24, 11) else "22.05"
     rng = np.random.default_rng(seed)
@@ -208,34 +243,54 @@ def run(num_windows: int, seed: int, num_trees: int, convention: str = "paper",
                 row["tree"] = t
                 rows.append(row)
                 if not quiet:
-                    print(f"window {len(rows):3d} tree {t} jobs {row['job_sizes']}: "
-                          f"{'same set' if row['same_set'] else 'same cost' if row['same_cost'] else 'DIFFERENT'}",
-                          file=sys.stderr)
+                    print(
+                        f"window {len(rows):3d} tree {t} jobs {row['job_sizes']}: "
+                        f"{'same set' if row['same_set'] else 'same cost' if row['same_cost'] else 'DIFFERENT'}",
+                        file=sys.stderr,
+                    )
     n = len(rows)
     same_set = sum(r["same_set"] for r in rows)
     same_cost = sum(r["same_set"] or r["same_cost"] for r in rows)
     jobs = sum(len(r["job_sizes"]) for r in rows)
-    jobs_same = sum(a == b for r in rows if all(x is not None for x in r["slurm"])
-                    for a, b in zip((sorted(x) for x in r["slurm"]), r["slurm_tree"]))
+    jobs_same = sum(
+        a == b
+        for r in rows
+        if all(x is not None for x in r["slurm"])
+        for a, b in zip((sorted(x) for x in r["slurm"]), r["slurm_tree"])
+    )
     seq_same = sum(bool(r.get("seq_same_set")) for r in rows)
     older = {}
-    if rule != "22.05":                       # what the 22.05 rule would have said
+    if rule != "22.05":  # what the 22.05 rule would have said
         same = 0
         for r in rows:
             if all(x is not None for x in r["slurm"]):
                 tree = trees[r["tree"]]
                 old = solve_slurm_tree(Window(tree, r["idle"], r["job_sizes"]), slurm="22.05")
-                same += sum(sorted(a) == sorted(tree.node_names[v] for v in b)
-                            for a, b in zip(r["slurm"], old.assignment))
+                same += sum(
+                    sorted(a) == sorted(tree.node_names[v] for v in b)
+                    for a, b in zip(r["slurm"], old.assignment)
+                )
         older["jobs_same_set_22_05_rule"] = same
-    return {"slurm_version": version, "rule": rule, "seed": seed, "windows": n, "trees":
-            [t.to_slurm() for t in trees], "convention": convention,
-            "summary": {"same_set": same_set, "same_set_or_cost": same_cost,
-                        "fraction_same_set": same_set / n, "fraction_same_set_or_cost": same_cost / n,
-                        "jobs": jobs, "jobs_same_set": jobs_same,
-                        "baseline_seq_same_set": seq_same, **older,
-                        "runtime_s": time.perf_counter() - started},
-            "rows": rows}
+    return {
+        "slurm_version": version,
+        "rule": rule,
+        "seed": seed,
+        "windows": n,
+        "trees": [t.to_slurm() for t in trees],
+        "convention": convention,
+        "summary": {
+            "same_set": same_set,
+            "same_set_or_cost": same_cost,
+            "fraction_same_set": same_set / n,
+            "fraction_same_set_or_cost": same_cost / n,
+            "jobs": jobs,
+            "jobs_same_set": jobs_same,
+            "baseline_seq_same_set": seq_same,
+            **older,
+            "runtime_s": time.perf_counter() - started,
+        },
+        "rows": rows,
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -244,13 +299,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trees", type=int, default=3, help="random trees (one Slurm start each)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--convention", default="paper")
-    p.add_argument("--slurm", default="system",
-                   help="the Slurm to run: system (the installed one, the default), 24.11 (built "
-                        "by .ci/build-slurm-newer) or the absolute path of an install")
+    p.add_argument(
+        "--slurm",
+        default="system",
+        help="the Slurm to run: system (the installed one, the default), 24.11 (built "
+        "by .ci/build-slurm-newer) or the absolute path of an install",
+    )
     add_out(p, "the results (NAME.json)")
-    p.add_argument("--name", default="slurm_tree_validation",
-                   help="file name of the results in --out, without .json (default "
-                        "slurm_tree_validation)")
+    p.add_argument(
+        "--name",
+        default="slurm_tree_validation",
+        help="file name of the results in --out, without .json (default slurm_tree_validation)",
+    )
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -262,27 +322,59 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.windows < 1 or args.trees < 1:
         p.error("--windows and --trees must be >= 1")
-    result = run(args.windows, args.seed, min(args.trees, args.windows), args.convention,
-                 args.quiet, args.slurm)
-    table = [{"window": i + 1, "tree": r["tree"], "jobs": ",".join(map(str, r["job_sizes"])),
-              "idle": len(r["idle"]), "same set": "yes" if r["same_set"] else "no",
-              "same cost": "yes" if r["same_set"] or r["same_cost"] else "no",
-              "Slurm cost": r["slurm_cost"], "slurm-tree cost": r["slurm_tree_cost"]}
-             for i, r in enumerate(result["rows"])]
-    print(format_table(table, [("window", ""), ("tree", ""), ("jobs", ""), ("idle", ""),
-                               ("same set", ""), ("same cost", ""), ("Slurm cost", ".0f"),
-                               ("slurm-tree cost", ".0f")]))
+    result = run(
+        args.windows,
+        args.seed,
+        min(args.trees, args.windows),
+        args.convention,
+        args.quiet,
+        args.slurm,
+    )
+    table = [
+        {
+            "window": i + 1,
+            "tree": r["tree"],
+            "jobs": ",".join(map(str, r["job_sizes"])),
+            "idle": len(r["idle"]),
+            "same set": "yes" if r["same_set"] else "no",
+            "same cost": "yes" if r["same_set"] or r["same_cost"] else "no",
+            "Slurm cost": r["slurm_cost"],
+            "slurm-tree cost": r["slurm_tree_cost"],
+        }
+        for i, r in enumerate(result["rows"])
+    ]
+    print(
+        format_table(
+            table,
+            [
+                ("window", ""),
+                ("tree", ""),
+                ("jobs", ""),
+                ("idle", ""),
+                ("same set", ""),
+                ("same cost", ""),
+                ("Slurm cost", ".0f"),
+                ("slurm-tree cost", ".0f"),
+            ],
+        )
+    )
     s = result["summary"]
-    print(f"{result['slurm_version']} against slurm-tree's {result['rule']} rule: "
-          f"{s['same_set']}/{result['windows']} windows the same node "
-          f"sets ({s['fraction_same_set']:.0%}), {s['same_set_or_cost']}/{result['windows']} the "
-          f"same sets or cost ({s['fraction_same_set_or_cost']:.0%}); {s['jobs_same_set']}/"
-          f"{s['jobs']} jobs the same set; {s['runtime_s']:.0f} s")
-    print(f"baseline: the first idle nodes in node order (seq) give Slurm's sets in "
-          f"{s['baseline_seq_same_set']}/{result['windows']} windows")
+    print(
+        f"{result['slurm_version']} against slurm-tree's {result['rule']} rule: "
+        f"{s['same_set']}/{result['windows']} windows the same node "
+        f"sets ({s['fraction_same_set']:.0%}), {s['same_set_or_cost']}/{result['windows']} the "
+        f"same sets or cost ({s['fraction_same_set_or_cost']:.0%}); {s['jobs_same_set']}/"
+        f"{s['jobs']} jobs the same set; {s['runtime_s']:.0f} s"
+    )
+    print(
+        f"baseline: the first idle nodes in node order (seq) give Slurm's sets in "
+        f"{s['baseline_seq_same_set']}/{result['windows']} windows"
+    )
     if "jobs_same_set_22_05_rule" in s:
-        print(f"slurm-tree's 22.05 rule gives Slurm's set for {s['jobs_same_set_22_05_rule']}/"
-              f"{s['jobs']} jobs")
+        print(
+            f"slurm-tree's 22.05 rule gives Slurm's set for {s['jobs_same_set_22_05_rule']}/"
+            f"{s['jobs']} jobs"
+        )
     out = Path(args.out) / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")

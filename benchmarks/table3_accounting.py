@@ -50,13 +50,13 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import add_out, format_table, one_line_errors, parser, progress, write_csv
+from benchmarks.sa_tables import PAPER_TABLE3, SETTINGS
+from tjap import solve
 from tjap.heuristics.tree.operators import Metropolis
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload, priority_order, select_prefix
-from tjap import solve
-from benchmarks.sa_tables import PAPER_TABLE3, SETTINGS
 
 #: The published code's SA loop: every move accepted (a temperature no cost change registers
 #: at), so each move starts from the last proposal; the result is the best proposal.
@@ -79,14 +79,26 @@ MOVE_ON = [name for name, (method, _) in RUNS.items() if method != "published-wa
 
 #: The paper's Table III and Table IV averages (published setting), by our column names;
 #: ``scas_opt``: Table IV's "SCIP (no time limit)", the optimum of the same SCAS model.
-PAPER = {"seq": PAPER_TABLE3["seq"], "sa500": PAPER_TABLE3["sa500"],
-         "sa1000": PAPER_TABLE3["sa1000"], "sa500_walk": PAPER_TABLE3["sa500"],
-         "sa1000_walk": PAPER_TABLE3["sa1000"], "sa500_published": PAPER_TABLE3["sa500"],
-         "sa1000_published": PAPER_TABLE3["sa1000"], "scas_opt": 83092.3}
+PAPER = {
+    "seq": PAPER_TABLE3["seq"],
+    "sa500": PAPER_TABLE3["sa500"],
+    "sa1000": PAPER_TABLE3["sa1000"],
+    "sa500_walk": PAPER_TABLE3["sa500"],
+    "sa1000_walk": PAPER_TABLE3["sa1000"],
+    "sa500_published": PAPER_TABLE3["sa500"],
+    "sa1000_published": PAPER_TABLE3["sa1000"],
+    "scas_opt": 83092.3,
+}
 
 
-def published_walk(window: Window, iterations: int, convention: str = "published",
-                   seed: int = 0, q: int = 100, max_remove: int = 2) -> float:
+def published_walk(
+    window: Window,
+    iterations: int,
+    convention: str = "published",
+    seed: int = 0,
+    q: int = 100,
+    max_remove: int = 2,
+) -> float:
     """The best cost the published code's SA loop finds on ``window`` (its move, written out):
     start from Seq; each move removes 1..``max_remove`` random jobs (all when there are no more),
     the others keep their nodes, and the removed ones are re-inserted in window order, each from
@@ -102,13 +114,16 @@ def published_walk(window: Window, iterations: int, convention: str = "published
     sizes = [int(n) for n in window.job_sizes]
 
     def cost(positions):
-        return _kernels.cost_from_squares(positions.size,
-                                          int((np.bincount(switch[positions]) ** 2).sum()),
-                                          int((np.bincount(pod[positions]) ** 2).sum()), code)
+        return _kernels.cost_from_squares(
+            positions.size,
+            int((np.bincount(switch[positions]) ** 2).sum()),
+            int((np.bincount(pod[positions]) ** 2).sum()),
+            code,
+        )
 
     free = np.ones(idle.size, bool)
     taken, job_costs, first = [], [], 0
-    for n in sizes:                                   # Seq
+    for n in sizes:  # Seq
         taken.append(np.arange(first, first + n))
         job_costs.append(cost(taken[-1]))
         first += n
@@ -124,7 +139,7 @@ def published_walk(window: Window, iterations: int, convention: str = "published
             positions = np.flatnonzero(free)
             at = positions[int(rng.integers(0, min(positions.size, q)))]
             block = np.concatenate([positions[positions >= at], positions[positions < at]])
-            taken[j] = block[:sizes[j]]
+            taken[j] = block[: sizes[j]]
             free[taken[j]] = False
             job_costs[j] = cost(taken[j])
         best = min(best, sum(job_costs))
@@ -138,17 +153,34 @@ def run_window(window: Window, method: str, options: dict, convention: str, seed
     if method == "walk":
         from tjap.heuristics.tree.anneal import anneal
 
-        r = anneal(window, iterations=options["iterations"], repair="paper",
-                   reinsert="window-order", accept=WALK["accept"], convention=convention,
-                   seed=seed, method="sa-walk")
+        r = anneal(
+            window,
+            iterations=options["iterations"],
+            repair="paper",
+            reinsert="window-order",
+            accept=WALK["accept"],
+            convention=convention,
+            seed=seed,
+            method="sa-walk",
+        )
     else:
         r = solve(window, method, convention=convention, seed=seed, **options)
     return float(r.objective), r.assignment
 
 
-def authors_epoch(topology, workload: Workload, start: int, *, periods: int = 100,
-                  tau_s: int = 60, cap: int = 5, convention: str = "published", seed: int = 0,
-                  move_on: str = "scas_opt", start_delay_s: float = 0.0) -> list[dict]:
+def authors_epoch(
+    topology,
+    workload: Workload,
+    start: int,
+    *,
+    periods: int = 100,
+    tau_s: int = 60,
+    cap: int = 5,
+    convention: str = "published",
+    seed: int = 0,
+    move_on: str = "scas_opt",
+    start_delay_s: float = 0.0,
+) -> list[dict]:
     """One epoch of the published evaluation loop from job ``start`` on an empty cluster:
     ``periods`` periods, one row per processed window (its period, idle nodes, jobs and every
     column's cost); the cluster moves on with column ``move_on``."""
@@ -184,7 +216,7 @@ def authors_epoch(topology, workload: Workload, start: int, *, periods: int = 10
         single = [j for j in selected if workload.requested_nodes[j] == 1]
         delay = 0.0
         if len(multi) == 1 and workload.requested_nodes[multi[0]] == idle.size:
-            assignment = [idle.tolist()]           # placed first-fit, not counted
+            assignment = [idle.tolist()]  # placed first-fit, not counted
         elif multi:
             window = Window(topology, idle, [int(workload.requested_nodes[j]) for j in multi])
             row = {"period": period, "idle": int(idle.size), "jobs": len(multi)}
@@ -209,9 +241,17 @@ def authors_epoch(topology, workload: Workload, start: int, *, periods: int = 10
     return rows
 
 
-def run(setting: str = "published", epochs: int = 10, seed: int = 0, *, periods: int = 100,
-        workload: Workload | None = None, move_on: str = "scas_opt", start_delay_s: float = 0.0,
-        quiet: bool = False) -> dict:
+def run(
+    setting: str = "published",
+    epochs: int = 10,
+    seed: int = 0,
+    *,
+    periods: int = 100,
+    workload: Workload | None = None,
+    move_on: str = "scas_opt",
+    start_delay_s: float = 0.0,
+    quiet: bool = False,
+) -> dict:
     """``epochs`` epochs of :func:`authors_epoch`, each from a job index drawn uniformly in
     [0, jobs - 128) as the published code drew it; per-window rows and per-epoch figures under
     both countings (``periods``: sum // periods; ``windows``: mean over processed windows)."""
@@ -224,9 +264,16 @@ def run(setting: str = "published", epochs: int = 10, seed: int = 0, *, periods:
     rows, per_epoch = [], []
     for epoch in progress(range(epochs), desc=f"table3 accounting/{setting}", quiet=quiet):
         start = int(rng.integers(0, max(1, workload.num_jobs - 128)))
-        got = authors_epoch(topology, workload, start, periods=periods,
-                            convention=s["convention"], seed=seed, move_on=move_on,
-                            start_delay_s=start_delay_s)
+        got = authors_epoch(
+            topology,
+            workload,
+            start,
+            periods=periods,
+            convention=s["convention"],
+            seed=seed,
+            move_on=move_on,
+            start_delay_s=start_delay_s,
+        )
         for r in got:
             r["epoch"] = epoch + 1
         rows += got
@@ -236,10 +283,20 @@ def run(setting: str = "published", epochs: int = 10, seed: int = 0, *, periods:
             entry[f"{name}_periods"] = float(sum(costs) // periods)
             entry[f"{name}_windows"] = float(np.mean(costs)) if costs else 0.0
         per_epoch.append(entry)
-    avg = {"epoch": "avg"} | {k: float(np.mean([e[k] for e in per_epoch]))
-                              for k in per_epoch[0] if k not in ("epoch", "start_job")}
-    return {"setting": setting, "seed": seed, "periods": periods, "move_on": move_on,
-            "start_delay_s": start_delay_s, "rows": rows, "epochs": per_epoch + [avg]}
+    avg = {"epoch": "avg"} | {
+        k: float(np.mean([e[k] for e in per_epoch]))
+        for k in per_epoch[0]
+        if k not in ("epoch", "start_job")
+    }
+    return {
+        "setting": setting,
+        "seed": seed,
+        "periods": periods,
+        "move_on": move_on,
+        "start_delay_s": start_delay_s,
+        "rows": rows,
+        "epochs": per_epoch + [avg],
+    }
 
 
 def summary_table(result: dict) -> list[dict]:
@@ -249,10 +306,16 @@ def summary_table(result: dict) -> list[dict]:
     out = []
     for name in COLUMNS:
         paper = PAPER[name]
-        out.append({"column": name, "per_window": avg[f"{name}_windows"],
-                    "per_period": avg[f"{name}_periods"], "paper": paper,
-                    "per_window_vs_paper_pct": 100 * (avg[f"{name}_windows"] / paper - 1),
-                    "per_period_vs_paper_pct": 100 * (avg[f"{name}_periods"] / paper - 1)})
+        out.append(
+            {
+                "column": name,
+                "per_window": avg[f"{name}_windows"],
+                "per_period": avg[f"{name}_periods"],
+                "paper": paper,
+                "per_window_vs_paper_pct": 100 * (avg[f"{name}_windows"] / paper - 1),
+                "per_period_vs_paper_pct": 100 * (avg[f"{name}_periods"] / paper - 1),
+            }
+        )
     return out
 
 
@@ -261,9 +324,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--periods", type=int, default=100, help="periods per epoch (default 100)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workload", default=None, metavar="FILE",
-                   help="a job list (the authors' data/data_large_1800_40.txt, SWF, sacct); "
-                        "default: the paper's generator, 100,000 jobs")
+    p.add_argument(
+        "--workload",
+        default=None,
+        metavar="FILE",
+        help="a job list (the authors' data/data_large_1800_40.txt, SWF, sacct); "
+        "default: the paper's generator, 100,000 jobs",
+    )
     p.add_argument("--move-on", choices=MOVE_ON, default="scas_opt")
     p.add_argument("--start-delay", type=float, default=0.0, metavar="S")
     add_out(p, "the CSV")
@@ -280,17 +347,38 @@ def main(argv=None) -> int:
         workload, report = Workload.from_file(args.workload, cluster_nodes=1000)
         print(report.text())
         tag = f"_{Path(args.workload).stem}"
-    result = run("published", args.epochs, args.seed, periods=args.periods, workload=workload,
-                 move_on=args.move_on, start_delay_s=args.start_delay, quiet=args.quiet)
-    csv = write_csv(Path(args.out) / f"table3_accounting_published{tag}_s{args.seed}.csv",
-                    result["rows"])
+    result = run(
+        "published",
+        args.epochs,
+        args.seed,
+        periods=args.periods,
+        workload=workload,
+        move_on=args.move_on,
+        start_delay_s=args.start_delay,
+        quiet=args.quiet,
+    )
+    csv = write_csv(
+        Path(args.out) / f"table3_accounting_published{tag}_s{args.seed}.csv", result["rows"]
+    )
     avg = result["epochs"][-1]
-    print(f"{args.epochs} epochs x {args.periods} periods, cluster moved on with "
-          f"{args.move_on}, start delay {args.start_delay} s; {avg['windows']:.1f} processed "
-          f"windows per epoch on average ({100 * avg['windows'] / args.periods:.1f} % of periods)")
-    print(format_table(summary_table(result), [
-        ("column", ""), ("per_window", ".1f"), ("per_period", ".1f"), ("paper", ".1f"),
-        ("per_window_vs_paper_pct", "+.2f"), ("per_period_vs_paper_pct", "+.2f")]))
+    print(
+        f"{args.epochs} epochs x {args.periods} periods, cluster moved on with "
+        f"{args.move_on}, start delay {args.start_delay} s; {avg['windows']:.1f} processed "
+        f"windows per epoch on average ({100 * avg['windows'] / args.periods:.1f} % of periods)"
+    )
+    print(
+        format_table(
+            summary_table(result),
+            [
+                ("column", ""),
+                ("per_window", ".1f"),
+                ("per_period", ".1f"),
+                ("paper", ".1f"),
+                ("per_window_vs_paper_pct", "+.2f"),
+                ("per_period_vs_paper_pct", "+.2f"),
+            ],
+        )
+    )
     print(f"rows: {csv}")
     return 0
 

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import one_line_errors, parser
+from tjap.api import no_worse_than_rules, solve
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
-from tjap.api import no_worse_than_rules, solve
 from tjap.registry import entries, get
 from tjap.report import format_table
 
@@ -46,8 +46,9 @@ def acceptance_window(jobs: int = 90, idle: int = 1000, seed: int = 0) -> Window
     return Window(FatTree.from_layout("paper"), range(idle), rng.integers(2, 13, jobs).tolist())
 
 
-def fragmented_window(idle: int = 950, requested: int = 890, seed: int = 0,
-                      largest: int = 12) -> Window:
+def fragmented_window(
+    idle: int = 950, requested: int = 890, seed: int = 0, largest: int = 12
+) -> Window:
     """``idle`` nodes drawn at random from the paper's fat-tree, and jobs of 2 to ``largest``
     nodes (the last one smaller) asking for ``requested`` of them."""
     rng = np.random.default_rng(seed)
@@ -70,29 +71,38 @@ def methods() -> list[str]:
 def rule_costs(window: Window) -> dict:
     """Each model's cheapest admitted rule: {"scas"|"dcas"|"free"|"": cost}."""
     seq = solve(window, "seq")
-    return {model: no_worse_than_rules(seq, model).objective
-            for model in ("scas", "dcas", "free", "")}
+    return {
+        model: no_worse_than_rules(seq, model).objective for model in ("scas", "dcas", "free", "")
+    }
 
 
 def _row(name, method, limit, wall, status, objective, rules, runtime, info) -> dict:
     floor = rules[get("tree", method).model]
-    return {"window": name, "method": method, "limit_s": limit, "wall_s": wall,
-            "runtime_s": runtime, "within": wall <= limit + 0.5, "status": status,
-            "vs_rules_pct": None if objective is None else 100.0 * (objective / floor - 1.0),
-            "fallback": info.get("fallback") or (info.get("auto") or {}).get("chose") or ""}
+    return {
+        "window": name,
+        "method": method,
+        "limit_s": limit,
+        "wall_s": wall,
+        "runtime_s": runtime,
+        "within": wall <= limit + 0.5,
+        "status": status,
+        "vs_rules_pct": None if objective is None else 100.0 * (objective / floor - 1.0),
+        "fallback": info.get("fallback") or (info.get("auto") or {}).get("chose") or "",
+    }
 
 
 def run_in_process(name: str, window: Window, limit: float, names) -> list[dict]:
     rules = rule_costs(window)
     rows = []
     for method in names:
-        solve(window, method, time_limit_s=1e-3)          # start-up, as tjap solve does
+        solve(window, method, time_limit_s=1e-3)  # start-up, as tjap solve does
         started = time.perf_counter()
         r = solve(window, method, time_limit_s=limit)
         wall = time.perf_counter() - started
         assert r.is_feasible(), method
-        rows.append(_row(name, method, limit, wall, r.status.value, r.objective, rules,
-                         r.runtime_s, r.info))
+        rows.append(
+            _row(name, method, limit, wall, r.status.value, r.objective, rules, r.runtime_s, r.info)
+        )
         print(format_table(rows[-1:], COLUMNS).splitlines()[-1], file=sys.stderr, flush=True)
     return rows
 
@@ -100,6 +110,7 @@ def run_in_process(name: str, window: Window, limit: float, names) -> list[dict]
 def _strict(text: str):
     def refuse(name):
         raise ValueError(f"not JSON: {name}")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -110,33 +121,77 @@ def run_cli(name: str, window: Window, limit: float, names) -> list[dict]:
         path = Path(tmp) / "window.json"
         path.write_text(window.to_json())
         for method in names:
-            command = [sys.executable, "-c", "import sys; from tjap.cli import main; "
-                       "sys.exit(main())", "solve", str(path), "--method", method, "--json",
-                       "--time-limit", str(limit)]
+            command = [
+                sys.executable,
+                "-c",
+                "import sys; from tjap.cli import main; sys.exit(main())",
+                "solve",
+                str(path),
+                "--method",
+                method,
+                "--json",
+                "--time-limit",
+                str(limit),
+            ]
             started = time.perf_counter()
             done = subprocess.run(command, capture_output=True, text=True)
             wall = time.perf_counter() - started
             out = _strict(done.stdout)
-            rows.append(_row(name, method, limit, wall, out["status"], out["objective"], rules,
-                             out["runtime_s"], out["info"]))
+            rows.append(
+                _row(
+                    name,
+                    method,
+                    limit,
+                    wall,
+                    out["status"],
+                    out["objective"],
+                    rules,
+                    out["runtime_s"],
+                    out["info"],
+                )
+            )
             rows[-1]["within"] = out["runtime_s"] <= limit + 0.5
     return rows
 
 
-COLUMNS = [("window", ""), ("method", ""), ("limit_s", ".2f"), ("wall_s", ".3f"),
-           ("runtime_s", ".3f"), ("within", ""), ("status", ""), ("vs_rules_pct", ".2f"),
-           ("fallback", "")]
+COLUMNS = [
+    ("window", ""),
+    ("method", ""),
+    ("limit_s", ".2f"),
+    ("wall_s", ".3f"),
+    ("runtime_s", ".3f"),
+    ("within", ""),
+    ("status", ""),
+    ("vs_rules_pct", ".2f"),
+    ("fallback", ""),
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("time_limits", __doc__)
-    p.add_argument("--limit", type=float, nargs="+", default=[1.0, 5.0],
-                   help="time limits in seconds (default 1 and 5)")
-    p.add_argument("--windows", nargs="+", choices=sorted(WINDOWS),
-                   default=["spread", "fragmented"], help="which windows (default both)")
-    p.add_argument("--seed", type=int, default=0, help="seed the windows are drawn with (default 0)")
-    p.add_argument("--methods", nargs="*", default=None,
-                   help="window methods to time (default every installed one)")
+    p.add_argument(
+        "--limit",
+        type=float,
+        nargs="+",
+        default=[1.0, 5.0],
+        help="time limits in seconds (default 1 and 5)",
+    )
+    p.add_argument(
+        "--windows",
+        nargs="+",
+        choices=sorted(WINDOWS),
+        default=["spread", "fragmented"],
+        help="which windows (default both)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed the windows are drawn with (default 0)"
+    )
+    p.add_argument(
+        "--methods",
+        nargs="*",
+        default=None,
+        help="window methods to time (default every installed one)",
+    )
     p.add_argument("--cli", action="store_true", help="one tjap solve process per method")
     return p
 
@@ -149,12 +204,17 @@ def main(argv=None) -> int:
     rows = []
     for name in args.windows:
         window = WINDOWS[name](seed=args.seed)
-        print(f"{name}: {window.num_jobs} jobs ({sum(window.job_sizes)} nodes) on "
-              f"{window.num_idle} idle nodes", file=sys.stderr)
+        print(
+            f"{name}: {window.num_jobs} jobs ({sum(window.job_sizes)} nodes) on "
+            f"{window.num_idle} idle nodes",
+            file=sys.stderr,
+        )
         for limit in args.limit:
             rows += (run_cli if args.cli else run_in_process)(name, window, limit, names)
-    print(f"limits {', '.join(f'{x:g}' for x in args.limit)} s "
-          f"({'one tjap solve process each' if args.cli else 'in process, warmed up'})")
+    print(
+        f"limits {', '.join(f'{x:g}' for x in args.limit)} s "
+        f"({'one tjap solve process each' if args.cli else 'in process, warmed up'})"
+    )
     print(format_table(rows, COLUMNS))
     return 0
 

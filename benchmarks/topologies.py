@@ -6,7 +6,7 @@
 - ``fat_tree_k48.conf``: the paper's k = 48 fat-tree (27,648 nodes: 48 pods of 24 edge switches of
   24 nodes), as a plain switch tree a Slurm site would write (``n[00000-27647]``).
 
-Regenerate (deterministic; tests/test_bench_topologies.py checks the shipped files are these)::
+Regenerate (deterministic; tests/placement/tree/test_cluster_streams.py checks the shipped files are these)::
 
     python -m benchmarks.topologies
 """
@@ -26,8 +26,9 @@ from tjap.placement.tree.topology import Topology
 FOLDER = Path(__file__).resolve().parent / "topologies"
 
 
-def irregular_tree(num_nodes: int = 2000, leaf_sizes=(8, 32), leaves_per_spine=(4, 9),
-                   seed: int = 0) -> Topology:
+def irregular_tree(
+    num_nodes: int = 2000, leaf_sizes=(8, 32), leaves_per_spine=(4, 9), seed: int = 0
+) -> Topology:
     """A three-level tree with uneven leaves and spines: leaf switches of ``leaf_sizes`` nodes
     (inclusive, uniform) under spines of ``leaves_per_spine`` leaves, until ``num_nodes`` nodes (the
     last leaf is cut to fit)."""
@@ -36,7 +37,7 @@ def irregular_tree(num_nodes: int = 2000, leaf_sizes=(8, 32), leaves_per_spine=(
     while sum(sizes) < num_nodes:
         sizes.append(int(rng.integers(leaf_sizes[0], leaf_sizes[1] + 1)))
     sizes[-1] -= sum(sizes) - num_nodes
-    if sizes[-1] < leaf_sizes[0]:               # too small to be a leaf: give it to the one before
+    if sizes[-1] < leaf_sizes[0]:  # too small to be a leaf: give it to the one before
         last = sizes.pop()
         sizes[-1] += last
     lines, spine, leaf = [], 0, 0
@@ -49,8 +50,10 @@ def irregular_tree(num_nodes: int = 2000, leaf_sizes=(8, 32), leaves_per_spine=(
         for m in members:
             nodes = compress_hostlist([f"r{m + 1:03d}n{i:02d}" for i in range(1, sizes[m] + 1)])
             lines.append(f"SwitchName=leaf{m + 1:03d} Nodes={nodes}")
-        lines.append(f"SwitchName={spines[-1]} Switches=" +
-                     compress_hostlist([f"leaf{m + 1:03d}" for m in members]))
+        lines.append(
+            f"SwitchName={spines[-1]} Switches="
+            + compress_hostlist([f"leaf{m + 1:03d}" for m in members])
+        )
         leaf += take
     lines.append("SwitchName=core Switches=" + compress_hostlist(spines))
     return Topology.from_slurm("\n".join(lines))
@@ -64,15 +67,22 @@ def fat_tree_conf(k: int) -> str:
     per_switch, per_pod = fat.nodes_per_switch, fat.switches_per_pod
     lines = []
     for e in range(fat.num_edge_switches):
-        nodes = compress_hostlist([f"n{i:0{width}d}" for i in
-                                   range(e * per_switch, min((e + 1) * per_switch, fat.num_nodes))])
+        nodes = compress_hostlist(
+            [
+                f"n{i:0{width}d}"
+                for i in range(e * per_switch, min((e + 1) * per_switch, fat.num_nodes))
+            ]
+        )
         lines.append(f"SwitchName=edge{e:04d} Nodes={nodes}")
     for p in range(fat.num_pods):
         edges = range(p * per_pod, min((p + 1) * per_pod, fat.num_edge_switches))
-        lines.append(f"SwitchName=pod{p:02d} Switches=" +
-                     compress_hostlist([f"edge{e:04d}" for e in edges]))
-    lines.append("SwitchName=core Switches=" +
-                 compress_hostlist([f"pod{p:02d}" for p in range(fat.num_pods)]))
+        lines.append(
+            f"SwitchName=pod{p:02d} Switches=" + compress_hostlist([f"edge{e:04d}" for e in edges])
+        )
+    lines.append(
+        "SwitchName=core Switches="
+        + compress_hostlist([f"pod{p:02d}" for p in range(fat.num_pods)])
+    )
     return "\n".join(lines) + "\n"
 
 
@@ -84,18 +94,25 @@ def files() -> dict[str, str]:
     return {
         "irregular_2000.conf": HEADER.format(
             what="irregular three-level tree: 2000 nodes, leaf switches of 8-32 nodes, 4-9 "
-                 "leaves per spine (seed 0)") + irregular_tree().to_slurm(),
+            "leaves per spine (seed 0)"
+        )
+        + irregular_tree().to_slurm(),
         "fat_tree_k48.conf": HEADER.format(
-            what="k=48 fat-tree: 27648 nodes, 48 pods of 24 edge switches of 24 nodes")
+            what="k=48 fat-tree: 27648 nodes, 48 pods of 24 edge switches of 24 nodes"
+        )
         + fat_tree_conf(48),
     }
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("topologies", __doc__)
-    p.add_argument("--out", default=str(FOLDER), metavar="DIR",
-                   help="folder for the topology.conf files (default benchmarks/topologies, "
-                        "where the shipped ones are; created if missing)")
+    p.add_argument(
+        "--out",
+        default=str(FOLDER),
+        metavar="DIR",
+        help="folder for the topology.conf files (default benchmarks/topologies, "
+        "where the shipped ones are; created if missing)",
+    )
     return p
 
 

@@ -65,9 +65,16 @@ def measure(copies: int = 45, backfill: str = "easy") -> dict:
     tick = time.perf_counter()
     sim.run()
     simulate_s = time.perf_counter() - tick
-    return {"lines": lines, "size_mb": size_mb, "jobs": len(jobs), "backfill": backfill,
-            "load_first_s": loads[0], "load_second_s": loads[1], "simulate_s": simulate_s,
-            "simulate_over_load": simulate_s / loads[0]}
+    return {
+        "lines": lines,
+        "size_mb": size_mb,
+        "jobs": len(jobs),
+        "backfill": backfill,
+        "load_first_s": loads[0],
+        "load_second_s": loads[1],
+        "simulate_s": simulate_s,
+        "simulate_over_load": simulate_s / loads[0],
+    }
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -86,10 +93,21 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(row))
     else:
-        print(format_table([row], [("lines", "d"), ("size_mb", ".1f"), ("jobs", "d"),
-                                   ("backfill", ""), ("load_first_s", ".2f"),
-                                   ("load_second_s", ".2f"), ("simulate_s", ".2f"),
-                                   ("simulate_over_load", ".1f")]))
+        print(
+            format_table(
+                [row],
+                [
+                    ("lines", "d"),
+                    ("size_mb", ".1f"),
+                    ("jobs", "d"),
+                    ("backfill", ""),
+                    ("load_first_s", ".2f"),
+                    ("load_second_s", ".2f"),
+                    ("simulate_s", ".2f"),
+                    ("simulate_over_load", ".1f"),
+                ],
+            )
+        )
     return 0
 
 

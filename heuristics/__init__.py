@@ -9,5 +9,7 @@ project's one jit policy (:mod:`tjap._jit`).
 """
 
 if __name__ != "tjap.heuristics":
-    raise ImportError("the folder heuristics/ is installed as tjap.heuristics: write "
-                      "`import tjap.heuristics` (or `from tjap.heuristics import ...`)")
+    raise ImportError(
+        "the folder heuristics/ is installed as tjap.heuristics: write "
+        "`import tjap.heuristics` (or `from tjap.heuristics import ...`)"
+    )

@@ -12,5 +12,7 @@ one; it is never a second copy of the loop. Importing it needs torch.
 """
 
 if __name__ != "tjap.learned":
-    raise ImportError("the folder learned/ is installed as tjap.learned: write "
-                      "`import tjap.learned` (or `from tjap.learned import ...`)")
+    raise ImportError(
+        "the folder learned/ is installed as tjap.learned: write "
+        "`import tjap.learned` (or `from tjap.learned import ...`)"
+    )

@@ -44,16 +44,25 @@ FAMILIES = {
     "interference-gnn": ("interference GNN", "`tjap train interference --out STEM`"),
     "provision": ("provisioner", "`tjap train provision --trace TRACE --out DIR`"),
 }
-OLD_FORMATS = {"tjap.policy/1": "nsa", "tjap.network-gnn/1": "network-gnn",
-               "tjap.interference-gnn/1": "interference-gnn", "tjap.provision/1": "provision"}
+OLD_FORMATS = {
+    "tjap.policy/1": "nsa",
+    "tjap.network-gnn/1": "network-gnn",
+    "tjap.interference-gnn/1": "interference-gnn",
+    "tjap.provision/1": "provision",
+}
 #: The metadata fields of an inference file (see the module doc).
 INFERENCE = ("inference_file", "inference_sha256")
 RESERVED = ("format", "family", "weights_file", "weights_sha256") + INFERENCE
 #: family -> the command that writes the inference file of existing weights
 EXPORTS = {"nsa": "`python -m tjap.learned.tree.policy export META.json` (needs torch)"}
-DISTRIBUTIONS = {"tjap": "tjap", "torch": "torch", "numpy": "numpy",
-                 "stable_baselines3": "stable-baselines3", "sb3_contrib": "sb3-contrib",
-                 "gymnasium": "gymnasium"}
+DISTRIBUTIONS = {
+    "tjap": "tjap",
+    "torch": "torch",
+    "numpy": "numpy",
+    "stable_baselines3": "stable-baselines3",
+    "sb3_contrib": "sb3-contrib",
+    "gymnasium": "gymnasium",
+}
 
 
 #: The largest number a model's metadata may give as a size (a width, a depth, a count of heads,
@@ -67,18 +76,32 @@ def check_architecture(meta_path, config, family: str, field: str):
     MAX_MODEL_SIZE: a size edited into metadata is one line, never a model that takes all memory
     or hours to build. Anything but an object or list is returned as is (the builder words
     that error)."""
-    values = (config.items() if isinstance(config, dict)
-              else enumerate(config) if isinstance(config, list) else ())
+    values = (
+        config.items()
+        if isinstance(config, dict)
+        else enumerate(config)
+        if isinstance(config, list)
+        else ()
+    )
     for key, value in values:
-        name = (f"{field}[{key}]" if isinstance(config, list)
-                else f"{field}.{key}" if field else str(key))
+        name = (
+            f"{field}[{key}]"
+            if isinstance(config, list)
+            else f"{field}.{key}"
+            if field
+            else str(key)
+        )
         if isinstance(value, (dict, list)):
             check_architecture(meta_path, value, family, name)
-        elif (isinstance(value, (int, float)) and not isinstance(value, bool)
-              and not abs(value) <= MAX_MODEL_SIZE):
+        elif (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and not abs(value) <= MAX_MODEL_SIZE
+        ):
             raise InvalidInputError(
                 f"{meta_path}: {name} = {value!r:.30} is not a size of a model tjap builds (at "
-                f"most {MAX_MODEL_SIZE}); {_fix(family)}")
+                f"most {MAX_MODEL_SIZE}); {_fix(family)}"
+            )
     return config
 
 
@@ -105,8 +128,10 @@ def file_sha256(path) -> str:
 
 
 def _fix(family: str) -> str:
-    return (f"restore it (shipped weights: `git checkout learned/weights`) or retrain with "
-            f"{FAMILIES[family][1]}")
+    return (
+        f"restore it (shipped weights: `git checkout learned/weights`) or retrain with "
+        f"{FAMILIES[family][1]}"
+    )
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -140,7 +165,8 @@ def save_weights(path, family: str, state, meta: dict) -> tuple[Path, Path]:
         weights = path.with_suffix(".pt")
         torch.save(_detached(state), weights)
     record = {"format": FORMAT, "family": family} | {
-        k: v for k, v in meta.items() if k not in RESERVED}
+        k: v for k, v in meta.items() if k not in RESERVED
+    }
     record.setdefault("versions", versions())
     record |= {"weights_file": weights.name, "weights_sha256": file_sha256(weights)}
     meta_path = path.with_suffix(".json")
@@ -151,16 +177,23 @@ def save_weights(path, family: str, state, meta: dict) -> tuple[Path, Path]:
 def _detached(state) -> dict:
     if hasattr(state, "state_dict"):
         state = state.state_dict()
-    return {k: _detached(v) if isinstance(v, dict) or hasattr(v, "state_dict")
-            else v.detach().cpu() for k, v in state.items()}
+    return {
+        k: _detached(v) if isinstance(v, dict) or hasattr(v, "state_dict") else v.detach().cpu()
+        for k, v in state.items()
+    }
 
 
 def update_metadata(path, family: str, meta: dict) -> Path:
     """Rewrite the metadata of saved weights (e.g. thresholds calibrated later): the format,
     family, weights file and checksum are kept as they are on disk."""
     meta_path, old = read_metadata(path, family)
-    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k not in RESERVED} | {
-        k: old[k] for k in RESERVED if k in old}, indent=2))
+    meta_path.write_text(
+        json.dumps(
+            {k: v for k, v in meta.items() if k not in RESERVED}
+            | {k: old[k] for k in RESERVED if k in old},
+            indent=2,
+        )
+    )
     return meta_path
 
 
@@ -171,8 +204,10 @@ def save_inference(path, family: str, arrays: dict) -> Path:
     meta_path, meta = read_metadata(path, family)
     target = meta_path.with_suffix(".npz")
     if target.name == meta["weights_file"]:
-        raise InvalidInputError(f"{meta_path}: the weights are already the arrays {target.name}; "
-                                "they need no inference file")
+        raise InvalidInputError(
+            f"{meta_path}: the weights are already the arrays {target.name}; "
+            "they need no inference file"
+        )
     np.savez(target, **{name: np.ascontiguousarray(a) for name, a in arrays.items()})
     meta |= {"inference_file": target.name, "inference_sha256": file_sha256(target)}
     meta_path.write_text(json.dumps(meta, indent=2))
@@ -189,23 +224,31 @@ def read_metadata(path, family: str) -> tuple[Path, dict]:
     try:
         raw = meta_path.read_bytes()
     except OSError:
-        raise InvalidInputError(f"no {what} metadata at {meta_path}; give the .json written "
-                                f"beside the weights, or train one with {train}") from None
+        raise InvalidInputError(
+            f"no {what} metadata at {meta_path}; give the .json written "
+            f"beside the weights, or train one with {train}"
+        ) from None
     meta = _parse_metadata(meta_path, raw, family)
     found = meta.get("format") if isinstance(meta, dict) else None
     if isinstance(found, str) and found in OLD_FORMATS:
         raise InvalidInputError(
             f"{meta_path} is in the old weights format {found} (no checksum); convert it with "
-            f"`python -m tjap.learned.policy_io upgrade {meta_path}` or retrain with {train}")
+            f"`python -m tjap.learned.policy_io upgrade {meta_path}` or retrain with {train}"
+        )
     if found != FORMAT:
-        raise InvalidInputError(f"{meta_path} is not tjap weights metadata (format {found!r:.60}, "
-                                f"expected {FORMAT!r}); {_fix(family)}")
+        raise InvalidInputError(
+            f"{meta_path} is not tjap weights metadata (format {found!r:.60}, "
+            f"expected {FORMAT!r}); {_fix(family)}"
+        )
     if meta.get("family") != family:
-        raise InvalidInputError(f"{meta_path} holds {meta.get('family')!r:.60} weights, not "
-                                f"{what} ones ({family!r}); give a {what}'s .json")
+        raise InvalidInputError(
+            f"{meta_path} holds {meta.get('family')!r:.60} weights, not "
+            f"{what} ones ({family!r}); give a {what}'s .json"
+        )
     if not all(isinstance(meta.get(k), str) for k in ("weights_file", "weights_sha256")):
-        raise InvalidInputError(f"{meta_path} names no weights_file and weights_sha256; "
-                                f"{_fix(family)}")
+        raise InvalidInputError(
+            f"{meta_path} names no weights_file and weights_sha256; {_fix(family)}"
+        )
     return meta_path, meta
 
 
@@ -217,12 +260,13 @@ def _parse_metadata(meta_path: Path, raw: bytes, family: str):
     except UnicodeDecodeError as exc:
         raise InvalidInputError(
             f"{meta_path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}), "
-            f"so not weights metadata; {_fix(family)}") from None
+            f"so not weights metadata; {_fix(family)}"
+        ) from None
     try:
         return json.loads(text)
     except RecursionError:
         reason = "it nests too deeply"
-    except ValueError as exc:   # JSONDecodeError, or an integer of too many digits
+    except ValueError as exc:  # JSONDecodeError, or an integer of too many digits
         reason = " ".join(str(exc).split())[:120]
     raise InvalidInputError(f"{meta_path} is not valid JSON ({reason}); {_fix(family)}")
 
@@ -255,14 +299,13 @@ def load_weights(path, family: str, build=None):
     # meta device), so that sizes edited into it are compared with the weights file's, not
     # allocated; a builder that cannot run there builds for real now, as it always did
     probe = _build(build, meta_path, meta, family, on_meta=True) if build is not None else None
-    target = (_build(build, meta_path, meta, family) if build is not None and probe is None
-              else None)
+    target = _build(build, meta_path, meta, family) if build is not None and probe is None else None
     weights, raw = _checked_bytes(meta_path, meta, "weights", family)
-    state = _parse(weights, family, raw)   # the bytes checked, not the file read again
+    state = _parse(weights, family, raw)  # the bytes checked, not the file read again
     if build is None:
         return state, meta
     if probe is not None:
-        _fill(probe, state, weights, family, load=False)   # the weights' own names and shapes
+        _fill(probe, state, weights, family, load=False)  # the weights' own names and shapes
         target = _build(build, meta_path, meta, family)
     return _fill(target, state, weights, family), meta
 
@@ -278,7 +321,7 @@ def _build(build, meta_path: Path, meta: dict, family: str, on_meta: bool = Fals
         if not on_meta:
             return build(meta_path, meta)
         with torch.device("meta"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")          # a dry run: its warnings come again later
+            warnings.simplefilter("ignore")  # a dry run: its warnings come again later
             return build(meta_path, meta)
     except InvalidInputError:
         raise
@@ -286,11 +329,20 @@ def _build(build, meta_path: Path, meta: dict, family: str, on_meta: bool = Fals
         if on_meta:
             return None
         raise
-    except (TypeError, ValueError, KeyError, AttributeError, RuntimeError, OverflowError,
-            MemoryError) as exc:
+    except (
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        RuntimeError,
+        OverflowError,
+        MemoryError,
+    ) as exc:
         reason = " ".join(str(exc).split())[:100]
-        raise InvalidInputError(f"{meta_path}: the model it describes does not build "
-                                f"({type(exc).__name__}: {reason}); {_fix(family)}") from None
+        raise InvalidInputError(
+            f"{meta_path}: the model it describes does not build "
+            f"({type(exc).__name__}: {reason}); {_fix(family)}"
+        ) from None
 
 
 def load_inference(path, family: str) -> tuple[dict, dict]:
@@ -310,11 +362,13 @@ def load_inference(path, family: str) -> tuple[dict, dict]:
         how = f"export it with {EXPORTS[family]} or " if family in EXPORTS else ""
         raise InvalidInputError(
             f"{meta_path} names no inference_file (the arrays read at solve time without "
-            f"torch); {how}retrain with {FAMILIES[family][1]}")
+            f"torch); {how}retrain with {FAMILIES[family][1]}"
+        )
     inference, raw = _checked_bytes(meta_path, meta, "inference", family)
     if inference.suffix != ".npz":
-        raise InvalidInputError(f"{meta_path}: inference_file {inference.name!r} is not a .npz; "
-                                f"{_fix(family)}")
+        raise InvalidInputError(
+            f"{meta_path}: inference_file {inference.name!r} is not a .npz; {_fix(family)}"
+        )
     return _parse(inference, family, raw), meta
 
 
@@ -323,8 +377,9 @@ def _checked_bytes(meta_path: Path, meta: dict, kind: str, family: str) -> tuple
     ``{kind}_sha256`` (kind: "weights" or "inference")."""
     name, expected = meta[f"{kind}_file"], meta[f"{kind}_sha256"]
     if Path(name).name != name or name in ("", ".", ".."):
-        raise InvalidInputError(f"{meta_path}: {kind}_file {name!r} is not a file name beside "
-                                f"it; {_fix(family)}")
+        raise InvalidInputError(
+            f"{meta_path}: {kind}_file {name!r} is not a file name beside it; {_fix(family)}"
+        )
     target = meta_path.with_name(name)
     try:
         raw = target.read_bytes()
@@ -335,7 +390,8 @@ def _checked_bytes(meta_path: Path, meta: dict, kind: str, family: str) -> tuple
         raise InvalidInputError(
             f"{target} does not match the sha256 in {meta_path.name} ({digest[:12]}... != "
             f"{expected[:12]}...): the file is truncated, corrupt or another model's; "
-            f"{_fix(family)}")
+            f"{_fix(family)}"
+        )
     return target, raw
 
 
@@ -360,10 +416,12 @@ def _parse(weights: Path, family: str, raw: bytes | None = None) -> dict:
         raise InvalidInputError(
             f"{weights} cannot be read as {'a numpy .npz archive' if npz else 'torch weights'}: "
             f"it is truncated, corrupt or no weights file ({type(exc).__name__}: {reason}); "
-            f"{_fix(family)}") from None
+            f"{_fix(family)}"
+        ) from None
     if not isinstance(state, dict):
-        raise InvalidInputError(f"{weights} holds a {type(state).__name__}, not a dict of weights; "
-                                f"{_fix(family)}")
+        raise InvalidInputError(
+            f"{weights} holds a {type(state).__name__}, not a dict of weights; {_fix(family)}"
+        )
     return state
 
 
@@ -380,25 +438,33 @@ def _fill(target, state: dict, weights: Path, family: str, load: bool = True):
                 target[name] = state[name]
         else:
             if not isinstance(state[name], dict):
-                raise InvalidInputError(f"{weights}: part {name!r} is not a state dict; "
-                                        f"{_fix(family)}")
+                raise InvalidInputError(
+                    f"{weights}: part {name!r} is not a state dict; {_fix(family)}"
+                )
             _load_module(part, state[name], f"{weights} (part {name!r})", family, load)
     return target
 
 
 def _load_module(module, state: dict, where: str, family: str, load: bool = True) -> None:
     if not hasattr(module, "state_dict"):
-        raise InvalidInputError(f"{where}: the metadata describes no model ({type(module).__name__}"
-                                f"); {_fix(family)}")
-    check_shapes({key: tuple(value.shape) for key, value in module.state_dict().items()}, state,
-                 where, family, "tensors")
+        raise InvalidInputError(
+            f"{where}: the metadata describes no model ({type(module).__name__}); {_fix(family)}"
+        )
+    check_shapes(
+        {key: tuple(value.shape) for key, value in module.state_dict().items()},
+        state,
+        where,
+        family,
+        "tensors",
+    )
     if load:
         module.load_state_dict(state)
         module.eval()
 
 
-def check_shapes(expected: dict, state: dict, where: str, family: str,
-                 what: str = "arrays") -> None:
+def check_shapes(
+    expected: dict, state: dict, where: str, family: str, what: str = "arrays"
+) -> None:
     """Refuse (one line naming ``where``) a ``state`` (name -> tensor or array) whose names or
     shapes are not ``expected`` (name -> shape): the weights of another model."""
     _same_names(expected, state, where, what, family)
@@ -408,19 +474,24 @@ def check_shapes(expected: dict, state: dict, where: str, family: str,
             raise InvalidInputError(
                 f"{where} holds the weights of another model: {key} has shape "
                 f"{None if got is None else tuple(got)}, the model described by the metadata "
-                f"{tuple(shape)}; {_fix(family)}")
+                f"{tuple(shape)}; {_fix(family)}"
+            )
 
 
 def _same_names(expected, found, where: str, what: str, family: str) -> None:
     missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
     if missing or unexpected:
+
         def few(keys):
             return ", ".join(map(str, keys[:3])) + (f" (+{len(keys) - 3})" if len(keys) > 3 else "")
 
         parts = ([f"missing {few(missing)}"] if missing else []) + (
-            [f"unexpected {few(unexpected)}"] if unexpected else [])
-        raise InvalidInputError(f"{where} holds the weights of another model ({what}: "
-                                f"{'; '.join(parts)}); {_fix(family)}")
+            [f"unexpected {few(unexpected)}"] if unexpected else []
+        )
+        raise InvalidInputError(
+            f"{where} holds the weights of another model ({what}: "
+            f"{'; '.join(parts)}); {_fix(family)}"
+        )
 
 
 # -- converting old files --------------------------------------------------------------------------
@@ -434,8 +505,10 @@ def upgrade(path) -> tuple[Path, Path]:
         raise InvalidInputError(f"cannot read {meta_path} ({type(exc).__name__})") from None
     found = meta.get("format") if isinstance(meta, dict) else None
     if found not in OLD_FORMATS:
-        raise InvalidInputError(f"{meta_path} has format {found!r}, not an old one "
-                                f"({', '.join(OLD_FORMATS)}): nothing to upgrade")
+        raise InvalidInputError(
+            f"{meta_path} has format {found!r}, not an old one "
+            f"({', '.join(OLD_FORMATS)}): nothing to upgrade"
+        )
     family = OLD_FORMATS[found]
     weights = meta_path.with_name(meta.get("weights_file", meta_path.with_suffix(".pt").name))
     return save_weights(weights.with_suffix(""), family, _parse(weights, family), meta)
@@ -444,13 +517,17 @@ def upgrade(path) -> tuple[Path, Path]:
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m tjap.learned.policy_io",
-                                description="Tools for tjap's weights files.")
+    p = argparse.ArgumentParser(
+        prog="python -m tjap.learned.policy_io", description="Tools for tjap's weights files."
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    up = sub.add_parser("upgrade", help=f"re-save weights of an old format in {FORMAT}",
-                        description=f"Re-save weights of an older tjap format (no checksum) in "
-                                    f"{FORMAT}: the same tensors and metadata fields, plus "
-                                    "family and weights_sha256.")
+    up = sub.add_parser(
+        "upgrade",
+        help=f"re-save weights of an old format in {FORMAT}",
+        description=f"Re-save weights of an older tjap format (no checksum) in "
+        f"{FORMAT}: the same tensors and metadata fields, plus "
+        "family and weights_sha256.",
+    )
     up.add_argument("paths", nargs="+", metavar="OLD.json")
     args = p.parse_args(argv)
     try:

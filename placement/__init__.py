@@ -10,5 +10,7 @@ Slurm.
 """
 
 if __name__ != "tjap.placement":
-    raise ImportError("the folder placement/ is installed as tjap.placement: write "
-                      "`import tjap.placement` (or `from tjap.placement import ...`)")
+    raise ImportError(
+        "the folder placement/ is installed as tjap.placement: write "
+        "`import tjap.placement` (or `from tjap.placement import ...`)"
+    )

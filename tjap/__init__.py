@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import importlib
 
-from tjap.errors import (InvalidInputError, MissingDependencyError, StateSpaceTooLargeError,
-                         TjapError, UnknownMethodError)
+from tjap.errors import (
+    InvalidInputError,
+    MissingDependencyError,
+    StateSpaceTooLargeError,
+    TjapError,
+    UnknownMethodError,
+)
 
 __version__ = "0.2.0"
 
@@ -34,11 +39,28 @@ _LAZY = {
     "audit": "tjap.auditor",
 }
 
-__all__ = ["Topology", "FatTree", "Window", "Result", "Status", "solve", "place_job", "place_request",
-           "methods", "register", "job_cost", "audit",
-           "assignment_cost", "load_windows", "TjapError", "InvalidInputError",
-           "UnknownMethodError", "MissingDependencyError", "StateSpaceTooLargeError",
-           "__version__"]
+__all__ = [
+    "Topology",
+    "FatTree",
+    "Window",
+    "Result",
+    "Status",
+    "solve",
+    "place_job",
+    "place_request",
+    "methods",
+    "register",
+    "job_cost",
+    "audit",
+    "assignment_cost",
+    "load_windows",
+    "TjapError",
+    "InvalidInputError",
+    "UnknownMethodError",
+    "MissingDependencyError",
+    "StateSpaceTooLargeError",
+    "__version__",
+]
 
 
 def __getattr__(name: str):

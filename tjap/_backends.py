@@ -22,7 +22,8 @@ def require(module: str, extra_hint: str = "pip install -e ."):
         return importlib.import_module(module)
     except ImportError:
         raise MissingDependencyError(
-            f"solver package {module!r} is not installed; install it with `{extra_hint}`") from None
+            f"solver package {module!r} is not installed; install it with `{extra_hint}`"
+        ) from None
 
 
 def integer_coefficients(costs_by_job, sizes, limit=2**50):
@@ -40,7 +41,7 @@ def integer_coefficients(costs_by_job, sizes, limit=2**50):
         return None
     scaled = [[c * scale for c in costs] for costs in costs_by_job]
     if any(abs(v - round(v)) > 1e-6 for row in scaled for v in row):
-        return None             # terms that are not multiples of 1/n_j (e.g. a stated weight)
+        return None  # terms that are not multiples of 1/n_j (e.g. a stated weight)
     return scale, [[int(round(v)) for v in row] for row in scaled]
 
 
@@ -111,7 +112,7 @@ def run_interruptible(solve, stop):
     the solve is waited for (at most a few seconds) and the exception is raised again; the
     interrupted solve's result is never returned. Returns what ``solve()`` returned."""
     if threading.current_thread() is not threading.main_thread():
-        return solve()                   # signals are only delivered to the main thread
+        return solve()  # signals are only delivered to the main thread
     box = {}
 
     def target():
@@ -171,8 +172,10 @@ def scip_optimize(model, time_limit_s=None) -> None:
     caller's limit holds with them; a large model is not presolved
     (:data:`SCIP_FAST_PRESOLVE_VARS`)."""
     if time_limit_s is not None:
-        after = min(0.5 * float(time_limit_s), 0.02 + 0.05 * float(time_limit_s)
-                    + SCIP_AFTER_S_PER_VAR * model.getNVars())
+        after = min(
+            0.5 * float(time_limit_s),
+            0.02 + 0.05 * float(time_limit_s) + SCIP_AFTER_S_PER_VAR * model.getNVars(),
+        )
         model.setParam("limits/time", max(float(time_limit_s) - after, 1e-3))
         if model.getNVars() > SCIP_FAST_PRESOLVE_VARS:
             model.setPresolve(require("pyscipopt").SCIP_PARAMSETTING.OFF)
@@ -290,9 +293,11 @@ def cpsat_solve(solver, model) -> tuple[Status, bool]:
     main = threading.current_thread() is threading.main_thread()
     solver.parameters.catch_sigint_signal = False
     limit = solver.parameters.max_time_in_seconds
-    if limit < 1e300:                    # CP-SAT's own clock starts once the model is loaded
-        after = min(0.5 * limit, 0.02 + 0.05 * limit
-                    + CPSAT_LOAD_S_PER_CONSTRAINT * len(model.proto.constraints))
+    if limit < 1e300:  # CP-SAT's own clock starts once the model is loaded
+        after = min(
+            0.5 * limit,
+            0.02 + 0.05 * limit + CPSAT_LOAD_S_PER_CONSTRAINT * len(model.proto.constraints),
+        )
         solver.parameters.max_time_in_seconds = max(limit - after, 1e-3)
         if len(model.proto.variables) > CPSAT_NO_PRESOLVE_VARS:
             solver.parameters.cp_model_presolve = False

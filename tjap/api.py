@@ -14,8 +14,15 @@ from tjap.registry import get
 MAX_TIME_LIMIT_S = 1e9
 
 
-def solve(window, method: str = "auto", *, time_limit_s: float | None = None, seed: int = 0,
-          convention: str = "paper", **options):
+def solve(
+    window,
+    method: str = "auto",
+    *,
+    time_limit_s: float | None = None,
+    seed: int = 0,
+    convention: str = "paper",
+    **options,
+):
     """Solve one window.
 
     Parameters
@@ -94,11 +101,13 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
     if not isinstance(window, Window):
         raise InvalidInputError(f"solve() needs a tjap.Window, got {type(window).__name__}")
     convention_code(convention)
-    if time_limit_s is not None and not (isinstance(time_limit_s, (int, float))
-                                         and 0 < time_limit_s <= MAX_TIME_LIMIT_S):
+    if time_limit_s is not None and not (
+        isinstance(time_limit_s, (int, float)) and 0 < time_limit_s <= MAX_TIME_LIMIT_S
+    ):
         raise InvalidInputError(
             f"time_limit_s must be positive and at most {MAX_TIME_LIMIT_S:g} s (None for no limit), "
-            f"got {time_limit_s!r}")
+            f"got {time_limit_s!r}"
+        )
     if not isinstance(seed, (int,)) or isinstance(seed, bool):
         raise InvalidInputError(f"seed must be an integer, got {seed!r}")
     entry = get("tree", method)
@@ -107,9 +116,10 @@ def solve(window, method: str = "auto", *, time_limit_s: float | None = None, se
         from tjap.placement.tree.jobs import refuse_constraints
 
         refuse_constraints(window, entry.name)
-    result = entry.load()(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
-                          **options)
-    if not entry.builtin:                 # the built-in methods are tested for this
+    result = entry.load()(
+        window, convention=convention, time_limit_s=time_limit_s, seed=seed, **options
+    )
+    if not entry.builtin:  # the built-in methods are tested for this
         _check_returned(result, window, entry.name)
     status = result.status.value
     if status == "TIME_LIMIT" or (entry.exact and status == "FEASIBLE"):
@@ -135,20 +145,19 @@ def no_worse_than_rules(result, model: str, convention: str = "paper", seed: int
 
     admits = {"scas": is_scas, "dcas": is_dcas, "free": lambda w, a: True}.get(model)
     best = result if result.has_solution else None
-    rules = RULES if admits is not None else RULES[:1]
-    if result.window.constrained:            # the rules that keep the jobs' constraints
+    rules = list(RULES if admits is not None else RULES[:1])
+    if result.window.constrained:  # the rules that keep the jobs' constraints
         rules = [name for name in rules if get("tree", name).constraints]
     for name in rules:
         rule = get("tree", name).load()(result.window, convention=convention, seed=seed)
-        if not rule.has_solution or (best is not None
-                                     and rule.objective >= best.objective - 1e-9):
-            continue                     # the admission check (slow for dcas) only for a gain
-        if name == "seq" or admits(result.window, rule.assignment):
+        if not rule.has_solution or (best is not None and rule.objective >= best.objective - 1e-9):
+            continue  # the admission check (slow for dcas) only for a gain
+        if name == "seq" or (admits is not None and admits(result.window, rule.assignment)):
             best = rule
     if best is None or best is result:
         return result
     info = {**result.info, "fallback": best.method}
-    if "order" in info and "starts" in info:     # a DCAS search's steps describe the assignment
+    if "order" in info and "starts" in info:  # a DCAS search's steps describe the assignment
         from tjap.placement.tree.dcas import encode
 
         info["order"], info["starts"] = encode(result.window, best.assignment)
@@ -165,17 +174,28 @@ def _check_returned(result, window, name: str) -> None:
         raise InvalidInputError(
             f"method {name!r} returned {type(result).__name__}, not a tjap.Result; return "
             "tjap.Result.from_assignment(window, assignment, status=..., method=..., "
-            "convention=..., runtime_s=...)")
+            "convention=..., runtime_s=...)"
+        )
     if result.window is not window and result.window != window:
         raise InvalidInputError(f"method {name!r} returned a Result of another window")
     if result.assignment and not result.is_feasible():
         raise InvalidInputError(
             f"method {name!r} returned an infeasible assignment (each job needs exactly its "
-            "size in distinct idle nodes, no node shared)")
+            "size in distinct idle nodes, no node shared)"
+        )
 
 
-def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris", *,
-                  seed: int = 0, commit: bool = True, **options):
+def place_request(
+    engine,
+    cpu: int,
+    mem: int,
+    holding: int = 1,
+    policy="tetris",
+    *,
+    seed: int = 0,
+    commit: bool = True,
+    **options,
+):
     """Place one network request (seed 003) on a data centre's current state: one decision
     outside an episode.
 
@@ -223,20 +243,31 @@ def place_request(engine, cpu: int, mem: int, holding: int = 1, policy="tetris",
     from tjap.placement.network import Engine, serve_request
 
     if not isinstance(engine, Engine):
-        raise InvalidInputError(f"engine must be a tjap.placement.network.Engine, "
-                                f"got {type(engine).__name__}")
+        raise InvalidInputError(
+            f"engine must be a tjap.placement.network.Engine, got {type(engine).__name__}"
+        )
     if isinstance(policy, str):
         policy = get("network", policy).make(policy, **options)
     elif options:
-        raise InvalidInputError(f"options ({', '.join(sorted(options))}) are for a policy given "
-                                "by name; configure a policy object before passing it")
+        raise InvalidInputError(
+            f"options ({', '.join(sorted(options))}) are for a policy given "
+            "by name; configure a policy object before passing it"
+        )
     if not commit:
         engine = copy.deepcopy(engine)
     return serve_request(engine, policy, cpu, mem, holding, seed=seed)
 
 
-def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed: int = 0,
-              commit: bool = False, **options):
+def place_job(
+    sim,
+    jobs,
+    policy="tetris",
+    *,
+    partition: int | None = None,
+    seed: int = 0,
+    commit: bool = False,
+    **options,
+):
     """Place one seed-001 job, or one batch, on an interference simulator's current state.
 
     One scheduling decision outside an episode: the turn a scheduler gets in
@@ -291,16 +322,20 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
     from tjap.placement.interference.jobs import WAITING
 
     if not isinstance(sim, Simulator):
-        raise InvalidInputError(f"sim must be a tjap.placement.interference.Simulator, "
-                                f"got {type(sim).__name__}")
+        raise InvalidInputError(
+            f"sim must be a tjap.placement.interference.Simulator, got {type(sim).__name__}"
+        )
     single = isinstance(jobs, (int, np.integer)) and not isinstance(jobs, bool)
-    batch = [jobs] if single else list(jobs) if isinstance(jobs, (list, tuple, np.ndarray)) \
-        else None
+    batch = (
+        [jobs] if single else list(jobs) if isinstance(jobs, (list, tuple, np.ndarray)) else None
+    )
     n = len(sim.workload)
-    if not batch or any(isinstance(j, bool) or not isinstance(j, (int, np.integer))
-                        or not 0 <= j < n for j in batch):
-        raise InvalidInputError(f"jobs must be a job id in 0..{n - 1} or a non-empty list of "
-                                f"them, got {jobs!r}")
+    if not batch or any(
+        isinstance(j, bool) or not isinstance(j, (int, np.integer)) or not 0 <= j < n for j in batch
+    ):
+        raise InvalidInputError(
+            f"jobs must be a job id in 0..{n - 1} or a non-empty list of them, got {jobs!r}"
+        )
     batch = [int(j) for j in batch]
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InvalidInputError(f"seed must be an integer, got {seed!r}")
@@ -312,33 +347,43 @@ def place_job(sim, jobs, policy="tetris", *, partition: int | None = None, seed:
     if isinstance(policy, str):
         policy = get("interference", policy).make(policy, **options)
     elif options:
-        raise InvalidInputError(f"options ({', '.join(sorted(options))}) are for a policy given "
-                                "by name; configure a policy object before passing it")
+        raise InvalidInputError(
+            f"options ({', '.join(sorted(options))}) are for a policy given "
+            "by name; configure a policy object before passing it"
+        )
     elif not isinstance(policy, PlacementPolicy):
-        raise InvalidInputError(f"policy must be a name or have name, reset() and place(), got "
-                                f"{type(policy).__name__}")
+        raise InvalidInputError(
+            f"policy must be a name or have name, reset() and place(), got {type(policy).__name__}"
+        )
     whole_cluster = getattr(policy, "scope", "partition") == "cluster"
     homes = sorted({int(sim.workload.home[j]) for j in batch})
     if partition is None:
         if not whole_cluster and len(homes) > 1:
-            raise InvalidInputError(f"the jobs come from schedulers {homes}; give the partition "
-                                    "to place them on")
+            raise InvalidInputError(
+                f"the jobs come from schedulers {homes}; give the partition to place them on"
+            )
         partition = CLUSTER if whole_cluster else homes[0]
     elif whole_cluster and partition != CLUSTER:
-        raise InvalidInputError(f"policy {policy.name} places on the whole cluster; leave "
-                                f"partition out (or give {CLUSTER}), got {partition!r}")
-    elif not whole_cluster and (isinstance(partition, bool)
-                                or not isinstance(partition, (int, np.integer))
-                                or not 0 <= partition < sim.cluster.num_partitions):
-        raise InvalidInputError(f"partition must be in 0..{sim.cluster.num_partitions - 1}, "
-                                f"got {partition!r}")
+        raise InvalidInputError(
+            f"policy {policy.name} places on the whole cluster; leave "
+            f"partition out (or give {CLUSTER}), got {partition!r}"
+        )
+    elif not whole_cluster and (
+        isinstance(partition, bool)
+        or not isinstance(partition, (int, np.integer))
+        or not 0 <= partition < sim.cluster.num_partitions
+    ):
+        raise InvalidInputError(
+            f"partition must be in 0..{sim.cluster.num_partitions - 1}, got {partition!r}"
+        )
     partition = int(partition)
     if partition != CLUSTER:
         for job in batch:
             sim.mark_offered(job, partition)
     policy.reset(sim, int(seed))
-    plans = check_plans(sim, partition, batch, policy.place(sim, partition, batch),
-                        f"policy {policy.name}")
+    plans = check_plans(
+        sim, partition, batch, policy.place(sim, partition, batch), f"policy {policy.name}"
+    )
     if commit:
         for job, plan in zip(batch, plans):
             if plan is not None:

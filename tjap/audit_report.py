@@ -35,10 +35,20 @@ MAX_DIFFERING = 50
 WHOLE_TREE_NODES = 128
 
 # colour-blind safe (Okabe and Ito): the job's nodes, the optimum's, both, busy, idle
-COLOURS = {"job": "#d55e00", "opt": "#0072b2", "both": "#cc79a7", "busy": "#8c8c8c",
-           "idle": "#ffffff"}
-MEANINGS = {"job": "the job's nodes (as recorded)", "opt": "the optimum's nodes",
-            "both": "in both", "busy": "busy with other jobs at its start", "idle": "idle"}
+COLOURS = {
+    "job": "#d55e00",
+    "opt": "#0072b2",
+    "both": "#cc79a7",
+    "busy": "#8c8c8c",
+    "idle": "#ffffff",
+}
+MEANINGS = {
+    "job": "the job's nodes (as recorded)",
+    "opt": "the optimum's nodes",
+    "both": "in both",
+    "busy": "busy with other jobs at its start",
+    "idle": "idle",
+}
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial,
@@ -97,8 +107,9 @@ def write_report(result, topology, out_dir) -> Path:
     data = _as_dict(result)
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidInputError(f"report folder {str(out_dir)!r} is a file; give a folder (it "
-                                "is created when missing)")
+        raise InvalidInputError(
+            f"report folder {str(out_dir)!r} is a file; give a folder (it is created when missing)"
+        )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
     path.write_text(report_html(data, topology), encoding="utf-8")
@@ -111,19 +122,29 @@ def report_html(result, topology) -> str:
     summary = data["summary"]
     parts = [_header(data, topology), _headline(summary), _skipped_section(data.get("skipped", {}))]
     if summary.get("jobs"):
-        parts += [_time_section(data), _size_section(summary), _tables_section(summary),
-                  _worst_section(summary.get("worst", []), topology),
-                  _differing_section(summary, data.get("jobs", []))]
+        parts += [
+            _time_section(data),
+            _size_section(summary),
+            _tables_section(summary),
+            _worst_section(summary.get("worst", []), topology),
+            _differing_section(summary, data.get("jobs", [])),
+        ]
     parts.append(_footer())
-    if data.get("options", {}).get("slurm_rule") == "topology/block":   # a block cluster
-        parts = [part.replace("topology/tree rule", "topology/block rule")
-                 .replace("slurm-tree", "slurm-block").replace("Slurm-tree", "Slurm-block")
-                 for part in parts]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>tjap audit: {_e(data['records'].get('source', ''))}</title>"
-            f"<style>{STYLE}</style></head>\n<body><main>\n" + "\n".join(parts)
-            + "\n</main></body></html>\n")
+    if data.get("options", {}).get("slurm_rule") == "topology/block":  # a block cluster
+        parts = [
+            part.replace("topology/tree rule", "topology/block rule")
+            .replace("slurm-tree", "slurm-block")
+            .replace("Slurm-tree", "Slurm-block")
+            for part in parts
+        ]
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>tjap audit: {_e(data['records'].get('source', ''))}</title>"
+        f"<style>{STYLE}</style></head>\n<body><main>\n"
+        + "\n".join(parts)
+        + "\n</main></body></html>\n"
+    )
 
 
 def _as_dict(result) -> dict:
@@ -134,7 +155,8 @@ def _as_dict(result) -> dict:
         raise InvalidInputError(
             f"result must be tjap.audit(...)'s result or its to_dict(), got "
             f"{type(result).__name__}; give the audit's result (or the JSON `tjap audit --json` "
-            "prints, read with json.load)")
+            "prints, read with json.load)"
+        )
     return data
 
 
@@ -147,11 +169,19 @@ def _light(result) -> dict:
     j = result.jobs
     same = np.asarray(j["slurm_tree_same"], dtype=bool)
     listed = set(np.flatnonzero(~same)[:MAX_DIFFERING].tolist()) | {0, same.size - 1}
-    columns = zip(j["start_s"].tolist(), j["cost"].tolist(), j["optimum"].tolist(),
-                  j["floor"].tolist(), same.tolist())
-    data["jobs"] = [result.job(i) if i in listed else
-                    {"start_s": s, "cost": c, "optimum": o, "floor": f, "slurm_tree_same": t}
-                    for i, (s, c, o, f, t) in enumerate(columns)]
+    columns = zip(
+        j["start_s"].tolist(),
+        j["cost"].tolist(),
+        j["optimum"].tolist(),
+        j["floor"].tolist(),
+        same.tolist(),
+    )
+    data["jobs"] = [
+        result.job(i)
+        if i in listed
+        else {"start_s": s, "cost": c, "optimum": o, "floor": f, "slurm_tree_same": t}
+        for i, (s, c, o, f, t) in enumerate(columns)
+    ]
     return data
 
 
@@ -211,9 +241,14 @@ LEFT = ' class="text"'
 
 def _table(head: list[str], rows: list[list[str]], text_columns=(0,), hosts_columns=()) -> str:
     """An HTML table of already escaped cells; ``text_columns`` align left."""
+
     def cls(i):
-        return ' class="hosts"' if i in hosts_columns else (
-            ' class="text"' if i in text_columns else "")
+        return (
+            ' class="hosts"'
+            if i in hosts_columns
+            else (' class="text"' if i in text_columns else "")
+        )
+
     out = ['<div class="scroll"><table><thead><tr>']
     left = set(text_columns) | set(hosts_columns)
     out += [f"<th{LEFT if i in left else ''}>{h}</th>" for i, h in enumerate(head)]
@@ -230,19 +265,29 @@ def _table(head: list[str], rows: list[list[str]], text_columns=(0,), hosts_colu
 def _header(data: dict, topology) -> str:
     records, topo = data["records"], data.get("topology", {})
     options, jobs = data.get("options", {}), data.get("jobs", [])
-    facts = [("Records", f"{_e(records.get('source', '?'))} ({_e(records.get('format', '?'))}, "
-                         f"{_number(records.get('allocations'))} allocations read)"),
-             ("Time zone", _e(records.get("timezone", "?"))),
-             ("Jobs' starts", _span(jobs)),
-             ("Topology", f"{_e(topo.get('source', ''))} — "
-                          f"{_number(topo.get('nodes', topology.num_nodes))} nodes, "
-                          f"{_number(topo.get('switches', topology.num_switches))} switches, "
-                          f"{_number(topo.get('levels', topology.num_levels))} levels"),
-             ("Options", _options(options))]
+    facts = [
+        (
+            "Records",
+            f"{_e(records.get('source', '?'))} ({_e(records.get('format', '?'))}, "
+            f"{_number(records.get('allocations'))} allocations read)",
+        ),
+        ("Time zone", _e(records.get("timezone", "?"))),
+        ("Jobs' starts", _span(jobs)),
+        (
+            "Topology",
+            f"{_e(topo.get('source', ''))} — "
+            f"{_number(topo.get('nodes', topology.num_nodes))} nodes, "
+            f"{_number(topo.get('switches', topology.num_switches))} switches, "
+            f"{_number(topo.get('levels', topology.num_levels))} levels",
+        ),
+        ("Options", _options(options)),
+    ]
     rows = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
-    return ("<h1>Placement audit</h1><p class=\"sub\">The nodes Slurm gave each multi-node job, "
-            "against the cheapest nodes idle at its start (the optimum) and the cheapest nodes "
-            f"of the empty cluster (the floor).</p><dl class=\"facts\">{rows}</dl>")
+    return (
+        '<h1>Placement audit</h1><p class="sub">The nodes Slurm gave each multi-node job, '
+        "against the cheapest nodes idle at its start (the optimum) and the cheapest nodes "
+        f'of the empty cluster (the floor).</p><dl class="facts">{rows}</dl>'
+    )
 
 
 def _span(jobs: list) -> str:
@@ -252,57 +297,69 @@ def _span(jobs: list) -> str:
     first = min(starts, key=lambda j: j["start_s"])
     last = max(starts, key=lambda j: j["start_s"])
     days = (last["start_s"] - first["start_s"]) / 86400
-    return (f"{_e(_when(first.get('start', '')))} to {_e(_when(last.get('start', '')))} "
-            f"({days:,.1f} days)")
+    return (
+        f"{_e(_when(first.get('start', '')))} to {_e(_when(last.get('start', '')))} "
+        f"({days:,.1f} days)"
+    )
 
 
 def _options(options: dict) -> str:
-    words = [f"from {_e(options.get('from') or 'the first record')}",
-             f"to {_e(options.get('to') or 'the last record')}",
-             f"partition {_e(options.get('partition') or 'all')}",
-             f"jobs of at least {_number(options.get('min_nodes', 2))} nodes",
-             f"cost convention {_e(options.get('convention', 'paper'))}",
-             f"Slurm {_e(options.get('slurm', '22.05'))}'s topology/tree rule"
-             if options.get("slurm_rule", "topology/tree") == "topology/tree"
-             else "Slurm's topology/block rule"]
+    words = [
+        f"from {_e(options.get('from') or 'the first record')}",
+        f"to {_e(options.get('to') or 'the last record')}",
+        f"partition {_e(options.get('partition') or 'all')}",
+        f"jobs of at least {_number(options.get('min_nodes', 2))} nodes",
+        f"cost convention {_e(options.get('convention', 'paper'))}",
+        f"Slurm {_e(options.get('slurm', '22.05'))}'s topology/tree rule"
+        if options.get("slurm_rule", "topology/tree") == "topology/tree"
+        else "Slurm's topology/block rule",
+    ]
     return ", ".join(words)
 
 
 def _headline(summary: dict) -> str:
     jobs = summary.get("jobs", 0)
     if not jobs:
-        return ("<h2>Headline</h2><p class=\"lead\">No job was audited: no multi-node job of "
-                "the records fell inside the options (see the records left out below).</p>")
+        return (
+            '<h2>Headline</h2><p class="lead">No job was audited: no multi-node job of '
+            "the records fell inside the options (see the records left out below).</p>"
+        )
     ratio = summary.get("excess_ratio")
     excess = "–" if ratio is None else f"{100 * (ratio - 1):.1f} %"
     differing = len(summary.get("differing_jobs", []))
     differ = f"{differing:,} job differs" if differing == 1 else f"{differing:,} jobs differ"
-    cards = [(f"{jobs:,}", "jobs audited"),
-             (excess, "cost above the floor"),
-             (_percent(summary.get("removable_share")), "of that excess the optimum removes"),
-             (_percent(summary.get("bound_share")), "the free-form bound removes"),
-             (_percent(summary.get("fidelity")),
-              f"slurm-tree equals the record ({differ})")]
+    cards = [
+        (f"{jobs:,}", "jobs audited"),
+        (excess, "cost above the floor"),
+        (_percent(summary.get("removable_share")), "of that excess the optimum removes"),
+        (_percent(summary.get("bound_share")), "the free-form bound removes"),
+        (_percent(summary.get("fidelity")), f"slurm-tree equals the record ({differ})"),
+    ]
     boxes = "".join(f'<div class="card"><b>{v}</b><span>{_e(k)}</span></div>' for v, k in cards)
     removable = summary.get("removable_share")
-    words = [f"{jobs:,} multi-node jobs were audited. The nodes Slurm gave them cost "
-             f"{excess} more, summed over the jobs, than the floor (the cheapest nodes of the "
-             "empty cluster, which no scheduler can beat)."]
+    words = [
+        f"{jobs:,} multi-node jobs were audited. The nodes Slurm gave them cost "
+        f"{excess} more, summed over the jobs, than the floor (the cheapest nodes of the "
+        "empty cluster, which no scheduler can beat)."
+    ]
     if removable is None:
         words.append("There was no excess to remove.")
     else:
-        words.append(f"Placing each job on the cheapest run of consecutive idle nodes at its "
-                     f"start (the optimum) would have removed {_percent(removable)} of that "
-                     f"excess; the cheapest idle set of any shape (the bound) "
-                     f"{_percent(summary.get('bound_share'))}. The rest is the price of the "
-                     "nodes that were busy.")
+        words.append(
+            f"Placing each job on the cheapest run of consecutive idle nodes at its "
+            f"start (the optimum) would have removed {_percent(removable)} of that "
+            f"excess; the cheapest idle set of any shape (the bound) "
+            f"{_percent(summary.get('bound_share'))}. The rest is the price of the "
+            "nodes that were busy."
+        )
     if summary.get("fidelity") is not None:
-        words.append(f"Slurm's topology/tree rule, recomputed on the rebuilt idle nodes, gives "
-                     f"the recorded nodes for {_percent(summary['fidelity'])} of "
-                     f"{summary.get('fidelity_jobs', jobs):,} jobs; {differ} (listed at the "
-                     "end).")
-    return (f'<h2>Headline</h2><div class="cards">{boxes}</div>'
-            f'<p class="lead">{" ".join(words)}</p>')
+        words.append(
+            f"Slurm's topology/tree rule, recomputed on the rebuilt idle nodes, gives "
+            f"the recorded nodes for {_percent(summary['fidelity'])} of "
+            f"{summary.get('fidelity_jobs', jobs):,} jobs; {differ} (listed at the "
+            "end)."
+        )
+    return f'<h2>Headline</h2><div class="cards">{boxes}</div><p class="lead">{" ".join(words)}</p>'
 
 
 def _reason_meanings() -> dict:
@@ -318,32 +375,61 @@ def _skipped_section(skipped: dict) -> str:
     if not skipped:
         return "<h2>Records left out</h2><p>None: every record was an audited job.</p>"
     meanings = _reason_meanings()
-    rows = [[_e(reason), _number(count), _e(meanings.get(reason, ""))]
-            for reason, count in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return ("<h2>Records left out</h2><p>Records that are not audited jobs, by reason.</p>"
-            + _table(["Reason", "Records", "Meaning"], rows, text_columns=(0, 2)))
+    rows = [
+        [_e(reason), _number(count), _e(meanings.get(reason, ""))]
+        for reason, count in sorted(skipped.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
+    return "<h2>Records left out</h2><p>Records that are not audited jobs, by reason.</p>" + _table(
+        ["Reason", "Records", "Meaning"], rows, text_columns=(0, 2)
+    )
 
 
 def _group_rows(groups: list[dict]) -> list[list[str]]:
-    return [[_e(g.get("group", "")), _number(g.get("jobs")), _above_floor(g),
-             _above_floor(g, "slurm_tree"), _above_floor(g, "optimum"), _above_floor(g, "bound"),
-             _percent(g.get("removable_share")), _percent(g.get("fidelity")),
-             _number(g.get("cost")), _number(g.get("optimum")), _number(g.get("floor"))]
-            for g in groups]
+    return [
+        [
+            _e(g.get("group", "")),
+            _number(g.get("jobs")),
+            _above_floor(g),
+            _above_floor(g, "slurm_tree"),
+            _above_floor(g, "optimum"),
+            _above_floor(g, "bound"),
+            _percent(g.get("removable_share")),
+            _percent(g.get("fidelity")),
+            _number(g.get("cost")),
+            _number(g.get("optimum")),
+            _number(g.get("floor")),
+        ]
+        for g in groups
+    ]
 
 
-GROUP_HEAD = ["{}", "Jobs", "Cost above floor", "Slurm-tree above floor", "Optimum above floor",
-              "Bound above floor", "Optimum removes", "Fidelity", "Cost", "Optimum", "Floor"]
+GROUP_HEAD = [
+    "{}",
+    "Jobs",
+    "Cost above floor",
+    "Slurm-tree above floor",
+    "Optimum above floor",
+    "Bound above floor",
+    "Optimum removes",
+    "Fidelity",
+    "Cost",
+    "Optimum",
+    "Floor",
+]
 
 
 def _tables_section(summary: dict) -> str:
-    out = ["<h2>By size, partition and week</h2><p>Costs summed over the jobs of each group; "
-           "“above floor” is the sum's excess over the floor's, “optimum removes” the share of "
-           "the excess the optimum removes, “fidelity” the share of jobs where slurm-tree gives "
-           "the recorded nodes.</p>"]
-    for key, title, first in (("by_size", "By job size (nodes)", "Size"),
-                              ("by_partition", "By partition", "Partition"),
-                              ("by_week", "By week", "Week")):
+    out = [
+        "<h2>By size, partition and week</h2><p>Costs summed over the jobs of each group; "
+        "“above floor” is the sum's excess over the floor's, “optimum removes” the share of "
+        "the excess the optimum removes, “fidelity” the share of jobs where slurm-tree gives "
+        "the recorded nodes.</p>"
+    ]
+    for key, title, first in (
+        ("by_size", "By job size (nodes)", "Size"),
+        ("by_partition", "By partition", "Partition"),
+        ("by_week", "By week", "Week"),
+    ):
         groups = summary.get(key) or []
         if groups:
             head = [first] + GROUP_HEAD[1:]
@@ -354,30 +440,47 @@ def _tables_section(summary: dict) -> str:
 def _worst_section(worst: list, topology) -> str:
     if not worst:
         return ""
-    legend = "".join(f'<span><i style="background:{COLOURS[k]}"></i>{_e(MEANINGS[k])}</span>'
-                     for k in COLOURS)
-    out = [f"<h2>The {len(worst)} jobs with the most removable cost</h2><p>Each drawn on the "
-           "switch tree at its start"
-           + (": only the switches that hold its or the optimum's nodes, and those above them"
-              if topology.num_nodes > WHOLE_TREE_NODES else "")
-           + f".</p><p class=\"legend\">{legend}</p>"]
+    legend = "".join(
+        f'<span><i style="background:{COLOURS[k]}"></i>{_e(MEANINGS[k])}</span>' for k in COLOURS
+    )
+    out = [
+        f"<h2>The {len(worst)} jobs with the most removable cost</h2><p>Each drawn on the "
+        "switch tree at its start"
+        + (
+            ": only the switches that hold its or the optimum's nodes, and those above them"
+            if topology.num_nodes > WHOLE_TREE_NODES
+            else ""
+        )
+        + f'.</p><p class="legend">{legend}</p>'
+    ]
     for job in worst:
-        svg = switch_tree_svg(topology, job.get("nodes") or "", job.get("optimum_nodes") or "",
-                              job.get("busy") or "")
+        svg = switch_tree_svg(
+            topology, job.get("nodes") or "", job.get("optimum_nodes") or "", job.get("busy") or ""
+        )
         saved = (job["cost"] - job["optimum"]) / job["cost"] if job.get("cost") else None
-        facts = [("Job", _e(job.get("job_id", ""))), ("Partition", _e(job.get("partition", ""))),
-                 ("Start", _e(_when(job.get("start", "")))),
-                 ("Nodes", f"{_number(job.get('size'))} of {_number(job.get('idle'))} idle"),
-                 ("Cost", _number(job.get("cost"))),
-                 ("Optimum", f"{_number(job.get('optimum'))} ({_percent(saved)} less)"),
-                 ("Slurm-tree", "would not place it" if job.get("slurm_tree") is None
-                  else _number(job["slurm_tree"])),
-                 ("Bound", _number(job.get("bound"))), ("Floor", _number(job.get("floor"))),
-                 ("Recorded nodes", _hosts(job.get("nodes"))),
-                 ("Optimum's nodes", _hosts(job.get("optimum_nodes")))]
-        rows = "".join(f'<tr><td class="text">{k}</td>'
-                       f'<td class="{"hosts" if k.endswith("nodes") else "text"}">{v}</td></tr>'
-                       for k, v in facts)
+        facts = [
+            ("Job", _e(job.get("job_id", ""))),
+            ("Partition", _e(job.get("partition", ""))),
+            ("Start", _e(_when(job.get("start", "")))),
+            ("Nodes", f"{_number(job.get('size'))} of {_number(job.get('idle'))} idle"),
+            ("Cost", _number(job.get("cost"))),
+            ("Optimum", f"{_number(job.get('optimum'))} ({_percent(saved)} less)"),
+            (
+                "Slurm-tree",
+                "would not place it"
+                if job.get("slurm_tree") is None
+                else _number(job["slurm_tree"]),
+            ),
+            ("Bound", _number(job.get("bound"))),
+            ("Floor", _number(job.get("floor"))),
+            ("Recorded nodes", _hosts(job.get("nodes"))),
+            ("Optimum's nodes", _hosts(job.get("optimum_nodes"))),
+        ]
+        rows = "".join(
+            f'<tr><td class="text">{k}</td>'
+            f'<td class="{"hosts" if k.endswith("nodes") else "text"}">{v}</td></tr>'
+            for k, v in facts
+        )
         out.append(f'<div class="worst">{svg}<table>{rows}</table></div>')
     return "".join(out)
 
@@ -386,7 +489,7 @@ def _differing_section(summary: dict, jobs: list) -> str:
     ids = summary.get("differing_jobs") or []
     if not ids:
         return ""
-    differing = {}
+    differing: dict[object, dict] = {}
     for job in jobs:
         if job.get("slurm_tree_same") is not True:
             differing.setdefault(job.get("job_id"), job)
@@ -394,26 +497,48 @@ def _differing_section(summary: dict, jobs: list) -> str:
     for job_id in ids[:MAX_DIFFERING]:
         job = differing.get(job_id, {})
         tree = job.get("slurm_tree_nodes")
-        rows.append([_e(job_id), _e(job.get("partition", "")),
-                     f'<span class="nw">{_e(_when(job.get("start", "–")))}</span>',
-                     _hosts(job.get("nodes")),
-                     _hosts(tree) if tree is not None or not job else "would not place it",
-                     _number(job.get("cost")), _number(job.get("slurm_tree"))])
+        rows.append(
+            [
+                _e(job_id),
+                _e(job.get("partition", "")),
+                f'<span class="nw">{_e(_when(job.get("start", "–")))}</span>',
+                _hosts(job.get("nodes")),
+                _hosts(tree) if tree is not None or not job else "would not place it",
+                _number(job.get("cost")),
+                _number(job.get("slurm_tree")),
+            ]
+        )
     more = len(ids) - MAX_DIFFERING
-    return (f"<h2>Where slurm-tree differs from the record ({len(ids):,} jobs)</h2><p>Slurm's "
-            "topology/tree rule, recomputed on the rebuilt idle nodes, would have chosen other "
-            "nodes than the ones recorded: another selection rule or plugin, reservations, "
-            "features or nodes drained at the time the records do not show.</p>"
-            + _table(["Job", "Partition", "Start", "Recorded nodes", "Slurm-tree's nodes", "Cost",
-                      "Slurm-tree"], rows, text_columns=(0, 1, 2), hosts_columns=(3, 4))
-            + (f"<p>… and {more:,} more.</p>" if more > 0 else ""))
+    return (
+        f"<h2>Where slurm-tree differs from the record ({len(ids):,} jobs)</h2><p>Slurm's "
+        "topology/tree rule, recomputed on the rebuilt idle nodes, would have chosen other "
+        "nodes than the ones recorded: another selection rule or plugin, reservations, "
+        "features or nodes drained at the time the records do not show.</p>"
+        + _table(
+            [
+                "Job",
+                "Partition",
+                "Start",
+                "Recorded nodes",
+                "Slurm-tree's nodes",
+                "Cost",
+                "Slurm-tree",
+            ],
+            rows,
+            text_columns=(0, 1, 2),
+            hosts_columns=(3, 4),
+        )
+        + (f"<p>… and {more:,} more.</p>" if more > 0 else "")
+    )
 
 
 def _footer() -> str:
     from tjap import __version__
 
-    return (f'<p class="note">Written by tjap {_e(__version__)} on '
-            f'{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>')
+    return (
+        f'<p class="note">Written by tjap {_e(__version__)} on '
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC.</p>"
+    )
 
 
 # ---------------------------------------------------------------------------- plots
@@ -445,8 +570,9 @@ def _week_middle(group: str) -> datetime | None:
     """The middle of ISO week "2026-W47" (Thursday noon), or None."""
     try:
         year, week = str(group).split("-W")
-        return datetime.combine(date.fromisocalendar(int(year), int(week), 4),
-                                datetime.min.time()) + timedelta(hours=12)
+        return datetime.combine(
+            date.fromisocalendar(int(year), int(week), 4), datetime.min.time()
+        ) + timedelta(hours=12)
     except ValueError:
         return None
 
@@ -465,30 +591,66 @@ def _time_section(data: dict) -> str:
     best = np.array([j["optimum"] / j["floor"] for j in jobs])
     fig, ax = plt.subplots(figsize=(11, 4.2))
     size = 12 if len(jobs) < 2000 else 4
-    ax.scatter(when, ratio, s=size, alpha=0.45, color=COLOURS["job"], linewidths=0,
-               label="each job, as placed")
-    ax.scatter(when, best, s=size * 0.6, alpha=0.35, color=COLOURS["opt"], linewidths=0,
-               label="each job, the optimum")
-    weeks = [(_week_middle(g["group"]), g) for g in data["summary"].get("by_week") or []]
-    weeks = sorted(((w, g) for w, g in weeks if w is not None and g.get("floor")),
-                   key=lambda wg: wg[0])
-    if weeks:                                   # each week's point inside the jobs' time span
+    ax.scatter(
+        when,
+        ratio,
+        s=size,
+        alpha=0.45,
+        color=COLOURS["job"],
+        linewidths=0,
+        label="each job, as placed",
+    )
+    ax.scatter(
+        when,
+        best,
+        s=size * 0.6,
+        alpha=0.35,
+        color=COLOURS["opt"],
+        linewidths=0,
+        label="each job, the optimum",
+    )
+    weeks: list[tuple[datetime, dict]] = []
+    for g in data["summary"].get("by_week") or []:
+        middle = _week_middle(g["group"])
+        if middle is not None and g.get("floor"):
+            weeks.append((middle, g))
+    weeks.sort(key=lambda wg: wg[0])
+    if weeks:  # each week's point inside the jobs' time span
         first, last = min(when), max(when)
         x = [min(max(w, first), last) for w, _ in weeks]
-        ax.plot(x, [g["cost"] / g["floor"] for _, g in weeks], "-o", color="#8a2f00",
-                linewidth=2, label="weekly, as placed")
-        ax.plot(x, [g["optimum"] / g["floor"] for _, g in weeks], "--s", color="#003d66",
-                linewidth=2, label="weekly, the optimum")
+        ax.plot(
+            x,
+            [g["cost"] / g["floor"] for _, g in weeks],
+            "-o",
+            color="#8a2f00",
+            linewidth=2,
+            label="weekly, as placed",
+        )
+        ax.plot(
+            x,
+            [g["optimum"] / g["floor"] for _, g in weeks],
+            "--s",
+            color="#003d66",
+            linewidth=2,
+            label="weekly, the optimum",
+        )
     ax.axhline(1.0, color="#333", linewidth=0.8)
     ax.set_ylabel("cost / floor")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=9, ncol=4, frameon=False)
     fig.autofmt_xdate()
-    note = (f"<p class=\"note\">{MAX_POINTS:,} of {len(data['jobs']):,} jobs drawn, sampled "
-            "evenly; the weekly lines use every job.</p>") if sampled else ""
-    return ("<h2>Cost over time</h2><p>Each job's cost divided by its floor (1 is the best any "
-            "scheduler can do on the empty cluster), and each week's sums.</p>"
-            + _png(fig) + note)
+    note = (
+        (
+            f'<p class="note">{MAX_POINTS:,} of {len(data["jobs"]):,} jobs drawn, sampled '
+            "evenly; the weekly lines use every job.</p>"
+        )
+        if sampled
+        else ""
+    )
+    return (
+        "<h2>Cost over time</h2><p>Each job's cost divided by its floor (1 is the best any "
+        "scheduler can do on the empty cluster), and each week's sums.</p>" + _png(fig) + note
+    )
 
 
 def _size_section(summary: dict) -> str:
@@ -496,23 +658,29 @@ def _size_section(summary: dict) -> str:
     if not groups:
         return ""
     plt = _plt()
-    series = [("cost", "as placed", COLOURS["job"]), ("slurm_tree", "slurm-tree", "#e69f00"),
-              ("optimum", "optimum", COLOURS["opt"]), ("bound", "bound", "#009e73")]
+    series = [
+        ("cost", "as placed", COLOURS["job"]),
+        ("slurm_tree", "slurm-tree", "#e69f00"),
+        ("optimum", "optimum", COLOURS["opt"]),
+        ("bound", "bound", "#009e73"),
+    ]
     fig, ax = plt.subplots(figsize=(11, 3.8))
     x = np.arange(len(groups))
     width = 0.8 / len(series)
     for k, (key, label, colour) in enumerate(series):
-        values = [100 * (g[key] / g["floor"] - 1) if g.get(key) is not None else np.nan
-                  for g in groups]
-        ax.bar(x + (k - (len(series) - 1) / 2) * width, values, width, label=label,
-               color=colour)
+        values = [
+            100 * (g[key] / g["floor"] - 1) if g.get(key) is not None else np.nan for g in groups
+        ]
+        ax.bar(x + (k - (len(series) - 1) / 2) * width, values, width, label=label, color=colour)
     ax.set_xticks(x, [f"{g['group']}\n({g.get('jobs', 0):,} jobs)" for g in groups])
     ax.set_xlabel("job size (nodes)")
     ax.set_ylabel("% above the floor")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=9, ncol=4, frameon=False)
-    return ("<h2>By job size</h2><p>How far each choice lies above the floor, per size class: "
-            "the nodes recorded, slurm-tree's, the optimum's and the bound's.</p>" + _png(fig))
+    return (
+        "<h2>By job size</h2><p>How far each choice lies above the floor, per size class: "
+        "the nodes recorded, slurm-tree's, the optimum's and the bound's.</p>" + _png(fig)
+    )
 
 
 def _plt():
@@ -531,7 +699,7 @@ def _indices(topology, hostlist: str) -> set[int]:
     if not hostlist:
         return set()
     found = set()
-    for name in expand_hostlist(str(hostlist), limit=max(10 ** 6, topology.num_nodes)):
+    for name in expand_hostlist(str(hostlist), limit=max(10**6, topology.num_nodes)):
         try:
             found.add(topology.node_index(name))
         except InvalidInputError:
@@ -572,9 +740,9 @@ def switch_tree_svg(topology, nodes: str, optimum_nodes: str = "", busy: str = "
             while s >= 0 and s not in drawn:
                 drawn.add(s)
                 s = int(parent[s])
-    kids = {s: [] for s in drawn}
+    kids: dict[int, list[int]] = {s: [] for s in drawn}
     all_kids = np.bincount(parent[1:], minlength=topology.num_switches)
-    for s in sorted(drawn):                     # pre-order: children in the tree's order
+    for s in sorted(drawn):  # pre-order: children in the tree's order
         if parent[s] >= 0:
             kids[int(parent[s])].append(s)
     members = {}
@@ -598,16 +766,19 @@ def switch_tree_svg(topology, nodes: str, optimum_nodes: str = "", busy: str = "
         n = len(members[s])
         return min(n, max(4, min(16, math.ceil(math.sqrt(n)))))
 
-    widths = {}
-    for s in sorted(drawn, reverse=True):       # children before their parents
+    widths: dict[int, float] = {}
+    for s in sorted(drawn, reverse=True):  # children before their parents
         label_w = max(7 * len(label_of(s)) + 8, 30)
-        inner = (columns(s) * cell if s in members
-                 else sum(widths[c] for c in kids[s]) + gap * (len(kids[s]) - 1))
+        inner = (
+            columns(s) * cell
+            if s in members
+            else sum(widths[c] for c in kids[s]) + gap * (len(kids[s]) - 1)
+        )
         widths[s] = max(label_w, inner)
 
     place, shapes = {}, []
 
-    def layout(s, x):                           # s's subtree takes widths[s] from x
+    def layout(s, x):  # s's subtree takes widths[s] from x
         place[s] = x + widths[s] / 2
         if s not in members:
             span = sum(widths[c] for c in kids[s]) + gap * (len(kids[s]) - 1)
@@ -626,26 +797,35 @@ def switch_tree_svg(topology, nodes: str, optimum_nodes: str = "", busy: str = "
         hidden = int(all_kids[s]) - len(kids[s])
         title = f"{name}: {hidden} child switches not drawn" if hidden else name
         w = max(7 * len(label) + 8, 30)
-        shapes.append(f'<g><title>{_e(title)}</title><rect x="{cx - w / 2:.1f}" y="{y}" '
-                      f'width="{w}" height="{box_h}" rx="3" fill="#eef1f5" stroke="#556"/>'
-                      f'<text x="{cx:.1f}" y="{y + 13}" text-anchor="middle">{_e(label)}</text>'
-                      "</g>")
+        shapes.append(
+            f'<g><title>{_e(title)}</title><rect x="{cx - w / 2:.1f}" y="{y}" '
+            f'width="{w}" height="{box_h}" rx="3" fill="#eef1f5" stroke="#556"/>'
+            f'<text x="{cx:.1f}" y="{y + 13}" text-anchor="middle">{_e(label)}</text>'
+            "</g>"
+        )
         if parent[s] >= 0:
             p = int(parent[s])
-            shapes.insert(0, f'<line x1="{place[p]:.1f}" y1="{int(depth[p]) * level_h + box_h}" '
-                             f'x2="{cx:.1f}" y2="{y}" stroke="#99a"/>')
+            shapes.insert(
+                0,
+                f'<line x1="{place[p]:.1f}" y1="{int(depth[p]) * level_h + box_h}" '
+                f'x2="{cx:.1f}" y2="{y}" stroke="#99a"/>',
+            )
         if s in members:
             cols = columns(s)
             left = cx - cols * cell / 2
-            for k, v in enumerate(members[s]):
-                kind = state(int(v))
+            for k, node in enumerate(members[s]):
+                kind = state(int(node))
                 nx, ny = left + (k % cols) * cell, y + box_h + 6 + (k // cols) * cell
-                shapes.append(f'<rect class="{kind}" x="{nx:.1f}" y="{ny}" width="{cell - 2}" '
-                              f'height="{cell - 2}" fill="{COLOURS[kind]}" stroke="#555" '
-                              f'stroke-width="0.6"><title>{_e(topology.node_names[v])}</title>'
-                              "</rect>")
+                shapes.append(
+                    f'<rect class="{kind}" x="{nx:.1f}" y="{ny}" width="{cell - 2}" '
+                    f'height="{cell - 2}" fill="{COLOURS[kind]}" stroke="#555" '
+                    f'stroke-width="0.6"><title>{_e(topology.node_names[node])}</title>'
+                    "</rect>"
+                )
                 bottom = max(bottom, ny + cell)
     width, height = right + 8, max(bottom, box_h) + 4
-    return (f'<svg role="img" viewBox="-4 -2 {width:.0f} '
-            f'{height:.0f}" width="{width:.0f}" height="{height:.0f}" font-size="11" '
-            f'font-family="system-ui, sans-serif">' + "".join(shapes) + "</svg>")
+    return (
+        f'<svg role="img" viewBox="-4 -2 {width:.0f} '
+        f'{height:.0f}" width="{width:.0f}" height="{height:.0f}" font-size="11" '
+        f'font-family="system-ui, sans-serif">' + "".join(shapes) + "</svg>"
+    )

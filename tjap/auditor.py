@@ -38,8 +38,9 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,16 +66,21 @@ def _topology(topology):
     if isinstance(topology, (str, os.PathLike)):
         if str(topology) == "slurm":
             text = live_topology_conf()
-            return (Topology.from_scontrol(text), "the running Slurm (scontrol show topology)",
-                    is_block_topology(text))
+            return (
+                Topology.from_scontrol(text),
+                "the running Slurm (scontrol show topology)",
+                is_block_topology(text),
+            )
         tree = Topology.from_file(topology)
         try:
             text = Path(topology).read_text(errors="replace")
         except OSError:
             text = ""
         return tree, str(topology), is_block_topology(text)
-    raise InvalidInputError(f"topology must be a tjap.Topology, a topology file or 'slurm', got "
-                            f"{type(topology).__name__}")
+    raise InvalidInputError(
+        f"topology must be a tjap.Topology, a topology file or 'slurm', got "
+        f"{type(topology).__name__}"
+    )
 
 
 def _when(value, tz, what: str) -> int | None:
@@ -90,11 +96,13 @@ def _when(value, tz, what: str) -> int | None:
         try:
             moment = datetime.fromisoformat(value.strip())
         except ValueError:
-            raise InvalidInputError(f"{what} {value!r} is not a date: give YYYY-MM-DD or "
-                                    "YYYY-MM-DDTHH:MM[:SS]") from None
+            raise InvalidInputError(
+                f"{what} {value!r} is not a date: give YYYY-MM-DD or YYYY-MM-DDTHH:MM[:SS]"
+            ) from None
     else:
-        raise InvalidInputError(f"{what} must be a date (text or datetime) or Unix seconds, got "
-                                f"{type(value).__name__}")
+        raise InvalidInputError(
+            f"{what} must be a date (text or datetime) or Unix seconds, got {type(value).__name__}"
+        )
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=tz)
     return int(moment.timestamp())
@@ -160,11 +168,11 @@ class AuditResult:
     topology_info: dict
     options: dict
     skipped: dict
-    jobs: dict            # column name -> numpy array or list
+    jobs: dict  # column name -> numpy array or list
     worst: list = field(default_factory=list)
     interrupted: bool = False
-    _names: object = None            # the topology's NodeIndex
-    _tz: object = None
+    _names: Any = None  # the topology's NodeIndex
+    _tz: tzinfo | None = None
     _summary: dict | None = None
 
     @property
@@ -174,7 +182,7 @@ class AuditResult:
     # summaries
     def _group_summary(self, rows: np.ndarray) -> dict:
         j = self.jobs
-        out = {"jobs": int(rows.size)}
+        out: dict[str, Any] = {"jobs": int(rows.size)}
         for key in _SUMS:
             out[key] = float(j[key][rows].sum())
         tree = j["slurm_tree"][rows]
@@ -216,12 +224,13 @@ class AuditResult:
         out["by_size"] = self._groups([classes[n] for n in j["size"].tolist()])
         out["by_partition"] = self._groups(j["partition"])
         out["by_week"] = self._groups(self._weeks())
-        out["worst"] = [dict(self._job(i), busy=self._names.hostlist(busy))
-                        for i, busy in self.worst]
+        out["worst"] = [
+            dict(self._job(i), busy=self._names.hostlist(busy)) for i, busy in self.worst
+        ]
         return out
 
     def _weeks(self) -> list[str]:
-        weeks: dict[int, str] = {}                # by quarter hour: zones shift by those
+        weeks: dict[int, str] = {}  # by quarter hour: zones shift by those
         labels = []
         for s in self.jobs["start_s"].tolist():
             quarter = s // 900
@@ -240,13 +249,18 @@ class AuditResult:
         j = self.jobs
         tree, bound = j["slurm_tree"][i], j["bound"][i]
         return {
-            "job_id": j["job_id"][i], "partition": j["partition"][i],
+            "job_id": j["job_id"][i],
+            "partition": j["partition"][i],
             "start": datetime.fromtimestamp(int(j["start_s"][i]), self._tz).isoformat(),
-            "start_s": int(j["start_s"][i]), "size": int(j["size"][i]),
-            "nodes": self._nodes("nodes", i), "idle": int(j["idle"][i]),
-            "cost": float(j["cost"][i]), "optimum": float(j["optimum"][i]),
+            "start_s": int(j["start_s"][i]),
+            "size": int(j["size"][i]),
+            "nodes": self._nodes("nodes", i),
+            "idle": int(j["idle"][i]),
+            "cost": float(j["cost"][i]),
+            "optimum": float(j["optimum"][i]),
             "optimum_nodes": self._nodes("optimum", i),
-            "bound": float(bound), "bound_nodes": self._nodes("bound", i),
+            "bound": float(bound),
+            "bound_nodes": self._nodes("bound", i),
             "floor": float(j["floor"][i]),
             "slurm_tree": None if math.isnan(tree) else float(tree),
             "slurm_tree_nodes": None if math.isnan(tree) else self._nodes("slurm_tree", i),
@@ -260,11 +274,16 @@ class AuditResult:
 
     def to_dict(self, *, jobs: bool = True) -> dict:
         """The JSON of ``tjap audit --json`` (``jobs=False`` leaves out the per-job list)."""
-        return {"tjap_audit": AUDIT_FORMAT, "interrupted": self.interrupted,
-                "records": self.records,
-                "topology": self.topology_info, "options": self.options,
-                "summary": self.summary(), "skipped": dict(self.skipped),
-                "jobs": [self._job(i) for i in range(self.num_jobs)] if jobs else []}
+        return {
+            "tjap_audit": AUDIT_FORMAT,
+            "interrupted": self.interrupted,
+            "records": self.records,
+            "topology": self.topology_info,
+            "options": self.options,
+            "summary": self.summary(),
+            "skipped": dict(self.skipped),
+            "jobs": [self._job(i) for i in range(self.num_jobs)] if jobs else [],
+        }
 
     def summary_text(self) -> str:
         """The terminal summary: headline figures, the table by size class, the skipped records."""
@@ -272,32 +291,64 @@ class AuditResult:
 
         s = self.summary()
         r, o = self.records, self.options
-        lines = ["INTERRUPTED: the jobs audited before Ctrl-C or SIGTERM only"] \
-            if self.interrupted else []
-        lines += [f"tjap audit of {r['source']} ({r['format']}, times in {r['timezone']}): "
-                 f"{r['allocations']:,} allocations read, {s['jobs']:,} jobs of "
-                 f"{o['min_nodes']}+ nodes audited"]
+        lines = (
+            ["INTERRUPTED: the jobs audited before Ctrl-C or SIGTERM only"]
+            if self.interrupted
+            else []
+        )
+        lines += [
+            f"tjap audit of {r['source']} ({r['format']}, times in {r['timezone']}): "
+            f"{r['allocations']:,} allocations read, {s['jobs']:,} jobs of "
+            f"{o['min_nodes']}+ nodes audited"
+        ]
         if s["jobs"]:
-            lines.append(f"  as placed, their CH cost is {_pct(s['excess_ratio'] - 1)} above the "
-                         "empty-cluster floor")
+            lines.append(
+                f"  as placed, their CH cost is {_pct(s['excess_ratio'] - 1)} above the "
+                "empty-cluster floor"
+            )
             if s["removable_share"] is not None:
-                lines.append(f"  the cheapest idle nodes at each start (SCAS optimum) would have "
-                             f"removed {_pct(s['removable_share'])} of that excess (free-form "
-                             f"bound: {_pct(s['bound_share'])})")
-            rule = (f"slurm-tree ({o['slurm']} rule)" if o["slurm_rule"] == "topology/tree"
-                    else "slurm-block (topology/block rule)")
-            lines.append(f"  {rule} picks the recorded nodes for "
-                         f"{_pct(s['fidelity'])} of them; {len(s['differing_jobs']):,} differ "
-                         "(listed under summary.differing_jobs in --json)")
+                lines.append(
+                    f"  the cheapest idle nodes at each start (SCAS optimum) would have "
+                    f"removed {_pct(s['removable_share'])} of that excess (free-form "
+                    f"bound: {_pct(s['bound_share'])})"
+                )
+            rule = (
+                f"slurm-tree ({o['slurm']} rule)"
+                if o["slurm_rule"] == "topology/tree"
+                else "slurm-block (topology/block rule)"
+            )
+            lines.append(
+                f"  {rule} picks the recorded nodes for "
+                f"{_pct(s['fidelity'])} of them; {len(s['differing_jobs']):,} differ "
+                "(listed under summary.differing_jobs in --json)"
+            )
             lines.append("")
-            rows = [{"size": g["group"], "jobs": g["jobs"],
-                     "cost/floor": g["excess_ratio"], "optimum/floor": _ratio(g["optimum"], g["floor"]),
-                     "bound/floor": _ratio(g["bound"], g["floor"]),
-                     "removable": _pct(g["removable_share"]), "fidelity": _pct(g["fidelity"])}
-                    for g in s["by_size"]]
-            lines.append(format_table(rows, [("size", ""), ("jobs", ""), ("cost/floor", ".3f"),
-                                             ("optimum/floor", ".3f"), ("bound/floor", ".3f"),
-                                             ("removable", ""), ("fidelity", "")]))
+            rows = [
+                {
+                    "size": g["group"],
+                    "jobs": g["jobs"],
+                    "cost/floor": g["excess_ratio"],
+                    "optimum/floor": _ratio(g["optimum"], g["floor"]),
+                    "bound/floor": _ratio(g["bound"], g["floor"]),
+                    "removable": _pct(g["removable_share"]),
+                    "fidelity": _pct(g["fidelity"]),
+                }
+                for g in s["by_size"]
+            ]
+            lines.append(
+                format_table(
+                    rows,
+                    [
+                        ("size", ""),
+                        ("jobs", ""),
+                        ("cost/floor", ".3f"),
+                        ("optimum/floor", ".3f"),
+                        ("bound/floor", ".3f"),
+                        ("removable", ""),
+                        ("fidelity", ""),
+                    ],
+                )
+            )
         if self.skipped:
             from tjap.placement.slurm.accounting import REASONS
 
@@ -322,10 +373,22 @@ def _group_order(label: str):
 
 
 # -- the audit ------------------------------------------------------------------------------------
-def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, start=None,
-          end=None, partition: str | None = None, min_nodes: int = 2, convention: str = "paper",
-          slurm: str = "22.05", slurm_rule: str = "auto", worst: int = 10,
-          progress=None) -> AuditResult:
+def audit(
+    records,
+    topology,
+    *,
+    fmt: str = "auto",
+    timezone: str | None = None,
+    start=None,
+    end=None,
+    partition: str | None = None,
+    min_nodes: int = 2,
+    convention: str = "paper",
+    slurm: str = "22.05",
+    slurm_rule: str = "auto",
+    worst: int = 10,
+    progress=None,
+) -> AuditResult:
     """Audit the placements of a site's accounting records on its topology.
 
     Parameters
@@ -368,7 +431,7 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
     AuditResult
     """
     from tjap.placement.slurm.accounting import Skipped, read_allocations, resolve_timezone
-    from tjap.placement.slurm.occupancy import HistoryBuilder, Sweep
+    from tjap.placement.slurm.occupancy import HistoryBuilder
     from tjap.placement.tree.cost import convention_code
 
     if fmt not in ("auto", "sacct", "jobcomp"):
@@ -396,8 +459,8 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
     names = NodeIndex(topo.node_names)
     skipped = Skipped()
     builder = HistoryBuilder()
-    audited_rows: list[int] = []          # history index of each job to audit
-    meta: list[tuple[str, str]] = []      # (job_id, partition) of each of them
+    audited_rows: list[int] = []  # history index of each job to audit
+    meta: list[tuple[str, str]] = []  # (job_id, partition) of each of them
     read = 0
     allocations = read_allocations(records, fmt=fmt_read, timezone=timezone, skipped=skipped)
     for alloc in allocations:
@@ -428,21 +491,40 @@ def audit(records, topology, *, fmt: str = "auto", timezone: str | None = None, 
     jobs = _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst, progress)
     worst_list = jobs.pop("_worst")
     interrupted = jobs.pop("_interrupted")
-    result = AuditResult(topology=topo, interrupted=interrupted,
-        records={"source": source_name,
-                 "format": fmt_read, "timezone": tz.key, "allocations": read},
-        topology_info={"source": topo_source, "nodes": topo.num_nodes,
-                       "switches": topo.num_switches, "levels": topo.num_levels},
-        options={"from": None if lo is None else datetime.fromtimestamp(lo, tz).isoformat(),
-                 "to": None if hi is None else datetime.fromtimestamp(hi, tz).isoformat(),
-                 "partition": partition, "min_nodes": int(min_nodes), "convention": convention,
-                 "slurm": slurm, "slurm_rule": f"topology/{rule}"},
-        skipped=skipped.counts, jobs=jobs, worst=worst_list, _names=names, _tz=tz)
+    result = AuditResult(
+        topology=topo,
+        interrupted=interrupted,
+        records={
+            "source": source_name,
+            "format": fmt_read,
+            "timezone": tz.key,
+            "allocations": read,
+        },
+        topology_info={
+            "source": topo_source,
+            "nodes": topo.num_nodes,
+            "switches": topo.num_switches,
+            "levels": topo.num_levels,
+        },
+        options={
+            "from": None if lo is None else datetime.fromtimestamp(lo, tz).isoformat(),
+            "to": None if hi is None else datetime.fromtimestamp(hi, tz).isoformat(),
+            "partition": partition,
+            "min_nodes": int(min_nodes),
+            "convention": convention,
+            "slurm": slurm,
+            "slurm_rule": f"topology/{rule}",
+        },
+        skipped=skipped.counts,
+        jobs=jobs,
+        worst=worst_list,
+        _names=names,
+        _tz=tz,
+    )
     return result
 
 
-def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
-             progress) -> dict:
+def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst, progress) -> dict:
     """The per-job measures of the audited allocations, in start order
     (:func:`tjap.heuristics.slurm.audit_loop.measure`), with the bound computed in Python on
     trees whose leaves sit at several depths, the floors, and the worst jobs' busy nodes."""
@@ -455,20 +537,21 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
     code = convention_code(convention)
     meta_of = dict(zip(audited_rows, meta))
     report = None if progress is None else (lambda done, total: progress(done, total, "auditing"))
-    cols, rows, ptr, flat, done, interrupted = measure(history, topo, audited_rows, tables, code,
-                                                       progress=report)
+    cols, rows, ptr, flat, done, interrupted = measure(
+        history, topo, audited_rows, tables, code, progress=report
+    )
     cols = {name: col[:done] for name, col in cols.items()}
-    rows, ptr = rows[:done], ptr[:done + 1]
+    rows, ptr = rows[:done], ptr[: done + 1]
     sizes = np.diff(ptr)
     single = tables.single
     position = history.position
-    if rule == "block":                            # Slurm's block rule replaces the tree's
+    if rule == "block":  # Slurm's block rule replaces the tree's
         cols["slurm_tree"][:] = np.nan
         cols["same"][:] = False
     python_bound, python_block = not single.exact_kernel, rule == "block"
     finished = 0
     try:
-        if python_bound or python_block:         # what the kernel leaves, job by job
+        if python_bound or python_block:  # what the kernel leaves, job by job
             from tjap.heuristics.slurm.block import slurm_block_nodes
             from tjap.placement.tree.cost import job_cost
 
@@ -482,13 +565,13 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
                 if python_bound:
                     best, nodes = single.bound(idle, size)
                     cols["bound"][i] = single.cost(size, best, convention)
-                    flat["bound"][ptr[i]:ptr[i + 1]] = nodes
+                    flat["bound"][ptr[i] : ptr[i + 1]] = nodes
                 if python_block:
                     nodes = slurm_block_nodes(topo, idle, size)
                     if nodes is not None:
                         cols["slurm_tree"][i] = job_cost(topo, nodes, convention)
                         cols["same"][i] = nodes == own.tolist()
-                        flat["slurm_tree"][ptr[i]:ptr[i + 1]] = nodes
+                        flat["slurm_tree"][ptr[i] : ptr[i + 1]] = nodes
                 finished = i + 1
                 if progress is not None and i % 1000 == 0:
                     progress(i, rows.size, "python")
@@ -500,10 +583,12 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
         interrupted = True
     if finished < done:
         cols = {name: col[:finished] for name, col in cols.items()}
-        rows, ptr, sizes = rows[:finished], ptr[:finished + 1], sizes[:finished]
+        rows, ptr, sizes = rows[:finished], ptr[: finished + 1], sizes[:finished]
     everything = np.ones(topo.num_nodes, dtype=bool)
-    floors = {int(n): single.cost(int(n), single.bound(everything, int(n))[0], convention)
-              for n in np.unique(sizes)}
+    floors = {
+        int(n): single.cost(int(n), single.bound(everything, int(n))[0], convention)
+        for n in np.unique(sizes)
+    }
     gap = cols["cost"] - cols["optimum"]
     top = sorted(np.argsort(-gap, kind="stable")[:worst].tolist(), key=lambda i: position[rows[i]])
     busy_of = {}
@@ -512,18 +597,31 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst,
         busy = sweep.busy_before(int(position[rows[i]])) > 0
         busy[history.nodes_of(int(rows[i]))] = False
         busy_of[i] = np.flatnonzero(busy)
-    recorded = np.concatenate([history.nodes_of(r) for r in rows.tolist()]) if rows.size \
+    recorded = (
+        np.concatenate([history.nodes_of(r) for r in rows.tolist()])
+        if rows.size
         else np.zeros(0, np.int32)
+    )
     return {
         "job_id": [meta_of[r][0] for r in rows.tolist()],
         "partition": [meta_of[r][1] for r in rows.tolist()],
-        "start_s": history.start[rows], "size": sizes, "idle": cols["idle"],
-        "cost": cols["cost"], "optimum": cols["optimum"], "bound": cols["bound"],
+        "start_s": history.start[rows],
+        "size": sizes,
+        "idle": cols["idle"],
+        "cost": cols["cost"],
+        "optimum": cols["optimum"],
+        "bound": cols["bound"],
         "floor": np.array([floors[int(n)] for n in sizes.tolist()], dtype=np.float64),
-        "slurm_tree": cols["slurm_tree"], "slurm_tree_same": cols["same"],
-        "overlap": cols["overlap"], "ptr": ptr,
-        "flat": {"nodes": recorded, "optimum": flat["optimum"], "bound": flat["bound"],
-                 "slurm_tree": flat["slurm_tree"]},
+        "slurm_tree": cols["slurm_tree"],
+        "slurm_tree_same": cols["same"],
+        "overlap": cols["overlap"],
+        "ptr": ptr,
+        "flat": {
+            "nodes": recorded,
+            "optimum": flat["optimum"],
+            "bound": flat["bound"],
+            "slurm_tree": flat["slurm_tree"],
+        },
         "_worst": [(i, busy_of[i]) for i in sorted(top, key=lambda i: (-gap[i], i))],
         "_interrupted": interrupted,
     }

@@ -36,22 +36,24 @@ import time
 import tracemalloc
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from tjap.placement.tree.arcs import violations
-from tjap.placement.tree.block_windows import ConstraintMix, constrained_windows, job_kind
-from tjap.placement.tree.stream import generate_windows
-from tjap.placement.tree.cost import job_cost
-from tjap.placement.tree.freeform import best_single_job_nodes
-from tjap.placement.tree.result import objective_of
-from tjap.placement.tree.topology import Topology
-from tjap.placement.tree.window import Window
-from tjap.placement.tree.workload import Workload
 from tjap.api import solve
 from tjap.errors import InvalidInputError
 from tjap.executor import make_executor, sweep_rows
-from tjap.registry import get as get_method, methods as registered_methods
+from tjap.placement.tree.arcs import violations
+from tjap.placement.tree.block_windows import ConstraintMix, constrained_windows, job_kind
+from tjap.placement.tree.cost import job_cost
+from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.result import objective_of
+from tjap.placement.tree.stream import generate_windows
+from tjap.placement.tree.topology import Topology
+from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload
+from tjap.registry import get as get_method
+from tjap.registry import methods as registered_methods
 from tjap.report import format_table, pyplot, save_figure, write_csv
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
@@ -61,29 +63,50 @@ def solve_window(w, seed, convention, freeform_time_limit_s, paper_time_limit_s)
     """Every exact method on one window (a task of the sweep; the window as a dict);
     ``paper_time_limit_s`` None skips the paper's formulation. One row per method."""
     w = Window.from_dict(w)
-    base = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle_nodes": w.num_idle,
-            "jobs": w.num_jobs}
+    base = {
+        "epoch": w.meta["epoch"],
+        "window": w.meta["index"],
+        "idle_nodes": w.num_idle,
+        "jobs": w.num_jobs,
+    }
     by_method = {}
     for method in EXACT_METHODS:
         by_method[method] = solve(w, method, seed=seed, convention=convention)
-    by_method["freeform"] = solve(w, "freeform", seed=seed, convention=convention,
-                                  time_limit_s=freeform_time_limit_s, warm_start=by_method["dp"])
+    by_method["freeform"] = solve(
+        w,
+        "freeform",
+        seed=seed,
+        convention=convention,
+        time_limit_s=freeform_time_limit_s,
+        warm_start=by_method["dp"],
+    )
     if paper_time_limit_s is not None:
-        by_method["scip-paper"] = solve(w, "scip-paper", seed=seed, convention=convention,
-                                        time_limit_s=paper_time_limit_s)
-    return [{**base, "method": method, "status": r.status.value, "objective": r.objective,
-             "bound": r.bound, "runtime_s": r.runtime_s,
-             "scip_runtime_s": by_method["scip"].runtime_s,
-             "scip_objective": by_method["scip"].objective,
-             "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
-             "scas_optimum": by_method["dp"].objective} for method, r in by_method.items()]
+        by_method["scip-paper"] = solve(
+            w, "scip-paper", seed=seed, convention=convention, time_limit_s=paper_time_limit_s
+        )
+    return [
+        {
+            **base,
+            "method": method,
+            "status": r.status.value,
+            "objective": r.objective,
+            "bound": r.bound,
+            "runtime_s": r.runtime_s,
+            "scip_runtime_s": by_method["scip"].runtime_s,
+            "scip_objective": by_method["scip"].objective,
+            "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
+            "scas_optimum": by_method["dp"].objective,
+        }
+        for method, r in by_method.items()
+    ]
 
 
 TOPOLOGY_METHODS = ("scip", "dp", "slurm-tree")
 
 
-def solve_tree_window(w, topology_path, seed, convention, freeform_time_limit_s,
-                      bound="freeform") -> list[dict]:
+def solve_tree_window(
+    w, topology_path, seed, convention, freeform_time_limit_s, bound="freeform"
+) -> list[dict]:
     """dp, SCIP, slurm-tree and a lower bound on one window of a user's tree (a task of the
     sweep: the window's idle nodes and jobs, the tree read once per process from its file).
 
@@ -92,28 +115,48 @@ def solve_tree_window(w, topology_path, seed, convention, freeform_time_limit_s,
     ``bound="freeform"``, the free-form model's bound (whose model grows with the idle leaves:
     minutes to build on a 27,648-node tree)."""
     w = _tree_window(w, topology_path)
-    base = {"epoch": w.meta["epoch"], "window": w.meta["index"], "idle_nodes": w.num_idle,
-            "jobs": w.num_jobs}
+    base = {
+        "epoch": w.meta["epoch"],
+        "window": w.meta["index"],
+        "idle_nodes": w.num_idle,
+        "jobs": w.num_jobs,
+    }
     by_method = {m: solve(w, m, seed=seed, convention=convention) for m in TOPOLOGY_METHODS}
-    lower = sum(job_cost(w.topology, best_single_job_nodes(w.topology, w.idle_nodes, n),
-                         convention) for n in w.job_sizes)
+    lower = sum(
+        job_cost(w.topology, best_single_job_nodes(w.topology, w.idle_nodes, n), convention)
+        for n in w.job_sizes
+    )
     if bound == "freeform":
-        free = by_method["freeform"] = solve(w, "freeform", seed=seed, convention=convention,
-                                             time_limit_s=freeform_time_limit_s,
-                                             warm_start=by_method["dp"])
+        free = by_method["freeform"] = solve(
+            w,
+            "freeform",
+            seed=seed,
+            convention=convention,
+            time_limit_s=freeform_time_limit_s,
+            warm_start=by_method["dp"],
+        )
         lower = max(lower, free.bound if free.bound is not None else free.objective)
     tracemalloc.start()
     solve(w, "dp", seed=seed, convention=convention)
     dp_peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
-    return [{**base, "method": method, "status": r.status.value, "objective": r.objective,
-             "bound": r.bound, "runtime_s": r.runtime_s,
-             "scip_runtime_s": by_method["scip"].runtime_s,
-             "scip_objective": by_method["scip"].objective,
-             "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
-             "scas_optimum": by_method["dp"].objective, "lower_bound": lower,
-             "peak_mb": dp_peak_mb if method == "dp" else None}
-            for method, r in by_method.items()]
+    return [
+        {
+            **base,
+            "method": method,
+            "status": r.status.value,
+            "objective": r.objective,
+            "bound": r.bound,
+            "runtime_s": r.runtime_s,
+            "scip_runtime_s": by_method["scip"].runtime_s,
+            "scip_objective": by_method["scip"].objective,
+            "scip_optimal": by_method["scip"].status.value == "OPTIMAL",
+            "scas_optimum": by_method["dp"].objective,
+            "lower_bound": lower,
+            "peak_mb": dp_peak_mb if method == "dp" else None,
+        }
+        for method, r in by_method.items()
+    ]
 
 
 #: The methods ``tjap bench exact --constraints`` compares, in this order (dp first: the others
@@ -141,14 +184,16 @@ def constrained_methods(names) -> tuple[list[str], list[str]]:
         else:
             run.append(name)
     if run[:2] != ["dp", "scip"]:
-        raise InvalidInputError("the constrained benchmark needs dp and SCIP (pip install "
-                                "pyscipopt); every other method is measured against them")
+        raise InvalidInputError(
+            "the constrained benchmark needs dp and SCIP (pip install "
+            "pyscipopt); every other method is measured against them"
+        )
     return run, notes
 
 
 #: Constraints a method may refuse as beyond what its scheduler can express, and their values
 #: when dropped (:func:`solve_as_asked`).
-DROPPABLE = {"within": None, "prefer": None, "exclusive": None, "slurm_rule": False}
+DROPPABLE: dict[str, Any] = {"within": None, "prefer": None, "exclusive": None, "slurm_rule": False}
 
 
 def solve_as_asked(window: Window, method: str, **options):
@@ -157,17 +202,25 @@ def solve_as_asked(window: Window, method: str, **options):
     names the job and the constraint), the job is asked without it, as that scheduler's user
     would have to, and the window solved again. Returns the Result (of the window as asked:
     judge its placement against ``window``) and the constraints dropped (``"jobs[J].KEY"``)."""
-    jobs, dropped = list(window.jobs), []
+    jobs = list(window.jobs)
+    dropped: list[str] = []
     while True:
-        asked = window if not dropped else Window(window.topology, window.idle_nodes, jobs,
-                                                  dict(window.meta))
+        asked = (
+            window
+            if not dropped
+            else Window(window.topology, window.idle_nodes, jobs, dict(window.meta))
+        )
         try:
             return solve(asked, method, **options), dropped
         except InvalidInputError as exc:
             found = re.match(r"jobs\[(\d+)\]: ", str(exc))
-            job = jobs[int(found.group(1))] if found else None
-            key = next((k for k in DROPPABLE if job is not None and f"'{k}'" in str(exc)
-                        and getattr(job, k) != DROPPABLE[k]), None)
+            if found is None:
+                raise
+            job = jobs[int(found.group(1))]
+            key = next(
+                (k for k in DROPPABLE if f"'{k}'" in str(exc) and getattr(job, k) != DROPPABLE[k]),
+                None,
+            )
             if key is None:
                 raise
             jobs[int(found.group(1))] = replace(job, **{key: DROPPABLE[key]})
@@ -181,8 +234,9 @@ def _broken_jobs(window: Window, assignment) -> int:
     return len({line.split(":", 1)[0] for line in lines})
 
 
-def solve_constrained_window(w, topology_path, seed, convention, names, time_limit_s,
-                             freeform_time_limit_s) -> list[dict]:
+def solve_constrained_window(
+    w, topology_path, seed, convention, names, time_limit_s, freeform_time_limit_s
+) -> list[dict]:
     """Every method of ``names`` (dp and scip first) on one window with job constraints (a task
     of the sweep), each through :func:`solve_as_asked`. Besides cost (``objective``, of the
     window's own constraints) and time, each row says whether the method placed every job
@@ -191,9 +245,15 @@ def solve_constrained_window(w, topology_path, seed, convention, names, time_lim
     never do) and the whole idle base blocks left after it (``free_blocks``:
     :meth:`Result.free_blocks`)."""
     w = _tree_window(w, topology_path)
-    base = {"epoch": w.meta.get("epoch", 0), "window": w.meta["index"], "idle_nodes": w.num_idle,
-            "jobs": w.num_jobs, "kinds": "+".join(job_kind(job) for job in w.jobs)}
-    by_method, dropped = {}, {}
+    base = {
+        "epoch": w.meta.get("epoch", 0),
+        "window": w.meta["index"],
+        "idle_nodes": w.num_idle,
+        "jobs": w.num_jobs,
+        "kinds": "+".join(job_kind(job) for job in w.jobs),
+    }
+    by_method: dict[str, Any] = {}
+    dropped: dict[str, list[str]] = {}
     for name in names:
         options = {}
         if name in ("scip", "cpsat"):
@@ -202,8 +262,9 @@ def solve_constrained_window(w, topology_path, seed, convention, names, time_lim
             options["time_limit_s"] = freeform_time_limit_s
             if by_method["dp"].has_solution:
                 options["warm_start"] = by_method["dp"]
-        by_method[name], dropped[name] = solve_as_asked(w, name, seed=seed,
-                                                        convention=convention, **options)
+        by_method[name], dropped[name] = solve_as_asked(
+            w, name, seed=seed, convention=convention, **options
+        )
     tracemalloc.start()
     solve(w, "dp", seed=seed, convention=convention)
     dp_peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
@@ -212,17 +273,28 @@ def solve_constrained_window(w, topology_path, seed, convention, names, time_lim
     rows = []
     for method, r in by_method.items():
         unplaced = r.info.get("unplaced", range(w.num_jobs)) if not r.has_solution else ()
-        rows.append({
-            **base, "method": method, "status": r.status.value,
-            "objective": objective_of(w, r.assignment, convention) if r.has_solution
-            else float("nan"),
-            "bound": r.bound, "runtime_s": r.runtime_s, "placed": r.has_solution,
-            "unplaced_jobs": len(unplaced), "asked_without": " ".join(dropped[method]),
-            "broken_jobs": _broken_jobs(w, r.assignment),
-            "free_blocks": r.free_blocks(1) if r.has_solution else None,
-            "scip_runtime_s": scip.runtime_s, "scip_objective": scip.objective,
-            "scip_optimal": scip.status.value == "OPTIMAL", "scas_optimum": dp.objective,
-            "peak_mb": dp_peak_mb if method == "dp" else None})
+        rows.append(
+            {
+                **base,
+                "method": method,
+                "status": r.status.value,
+                "objective": objective_of(w, r.assignment, convention)
+                if r.has_solution
+                else float("nan"),
+                "bound": r.bound,
+                "runtime_s": r.runtime_s,
+                "placed": r.has_solution,
+                "unplaced_jobs": len(unplaced),
+                "asked_without": " ".join(dropped[method]),
+                "broken_jobs": _broken_jobs(w, r.assignment),
+                "free_blocks": r.free_blocks(1) if r.has_solution else None,
+                "scip_runtime_s": scip.runtime_s,
+                "scip_objective": scip.objective,
+                "scip_optimal": scip.status.value == "OPTIMAL",
+                "scas_optimum": dp.objective,
+                "peak_mb": dp_peak_mb if method == "dp" else None,
+            }
+        )
     return rows
 
 
@@ -233,12 +305,25 @@ def _tree_window(w: dict, topology_path: str) -> Window:
     tree = _TREES.get(topology_path)
     if tree is None:
         tree = _TREES[topology_path] = Topology.from_file(topology_path)
-    return Window(tree, w["idle_nodes"], w.get("jobs", w.get("job_sizes")), w.get("meta"))
+    jobs: Any = w.get("jobs", w.get("job_sizes"))  # JSON as read: Window checks it
+    return Window(tree, w["idle_nodes"], jobs, w.get("meta"))
 
 
-def run_constrained(path, num_windows=100, seed=0, *, convention="paper", cap=5, mix=None,
-                    methods=None, time_limit_s=None, freeform_time_limit_s=2.0, quiet=False,
-                    executor=None, csv_path=None) -> dict:
+def run_constrained(
+    path,
+    num_windows=100,
+    seed=0,
+    *,
+    convention="paper",
+    cap=5,
+    mix=None,
+    methods=None,
+    time_limit_s=None,
+    freeform_time_limit_s=2.0,
+    quiet=False,
+    executor=None,
+    csv_path=None,
+) -> dict:
     """Windows with job constraints on the tree in ``path``
     (:func:`~tjap.placement.tree.block_windows.constrained_windows`, the kinds of ``mix``): the
     ``methods`` that take constraints (default :data:`CONSTRAINED_METHODS` and
@@ -250,25 +335,72 @@ def run_constrained(path, num_windows=100, seed=0, *, convention="paper", cap=5,
     mix = ConstraintMix() if mix is None else mix
     names, notes = constrained_methods(methods or CONSTRAINED_METHODS + ANCHORS)
     windows = constrained_windows(tree, num_windows, seed, cap=cap, mix=mix)
-    for name in names:              # imports and compiled kernels first, untimed
-        solve_as_asked(windows[0], name, convention=convention,
-                       **({"time_limit_s": 1.0} if get_method("tree", name).time_limited else {}))
-    tasks = [({"idle_nodes": w.idle_nodes.tolist(), "jobs": [job.to_value() for job in w.jobs],
-               "meta": dict(w.meta)}, path, seed, convention, tuple(names), time_limit_s,
-              freeform_time_limit_s) for w in windows]
-    rows = sweep_rows(executor or make_executor(1), solve_constrained_window, tasks,
-                      desc=f"constrained/{Path(path).name}", quiet=quiet, csv_path=csv_path,
-                      many=True)
-    return {"rows": rows, "summary": summarize(rows), "layout": Path(path).name,
-            "topology": path, "nodes": tree.num_nodes, "seed": seed, "convention": convention,
-            "num_windows": len(windows), "cap": cap, "mix": mix.shares(), "methods": names,
-            "notes": notes, "constrained": True,
-            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    for name in names:  # imports and compiled kernels first, untimed
+        solve_as_asked(
+            windows[0],
+            name,
+            convention=convention,
+            **({"time_limit_s": 1.0} if get_method("tree", name).time_limited else {}),
+        )
+    tasks = [
+        (
+            {
+                "idle_nodes": w.idle_nodes.tolist(),
+                "jobs": [job.to_value() for job in w.jobs],
+                "meta": dict(w.meta),
+            },
+            path,
+            seed,
+            convention,
+            tuple(names),
+            time_limit_s,
+            freeform_time_limit_s,
+        )
+        for w in windows
+    ]
+    rows = sweep_rows(
+        executor or make_executor(1),
+        solve_constrained_window,
+        tasks,
+        desc=f"constrained/{Path(path).name}",
+        quiet=quiet,
+        csv_path=csv_path,
+        many=True,
+    )
+    return {
+        "rows": rows,
+        "summary": summarize(rows),
+        "layout": Path(path).name,
+        "topology": path,
+        "nodes": tree.num_nodes,
+        "seed": seed,
+        "convention": convention,
+        "num_windows": len(windows),
+        "cap": cap,
+        "mix": mix.shares(),
+        "methods": names,
+        "notes": notes,
+        "constrained": True,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
-def run_topology(path, num_windows=100, seed=0, *, convention="paper", cap=5, tau_s=60,
-                 warmup_windows=None, freeform_time_limit_s=2.0, bound="freeform", quiet=False,
-                 executor=None, csv_path=None, workload: Workload | None = None) -> dict:
+def run_topology(
+    path,
+    num_windows=100,
+    seed=0,
+    *,
+    convention="paper",
+    cap=5,
+    tau_s=60,
+    warmup_windows=None,
+    freeform_time_limit_s=2.0,
+    bound="freeform",
+    quiet=False,
+    executor=None,
+    csv_path=None,
+    workload: Workload | None = None,
+) -> dict:
     """The paper's stream on the tree in ``path``: dp, SCIP, slurm-tree and a lower bound
     (``bound``: "freeform" or "per-job", see :func:`solve_tree_window`) on every window (one
     task per window); per-window rows and summary. ``workload`` replaces the generator's jobs
@@ -277,40 +409,110 @@ def run_topology(path, num_windows=100, seed=0, *, convention="paper", cap=5, ta
         raise InvalidInputError(f"bound must be 'freeform' or 'per-job', got {bound!r}")
     path = str(Path(path).resolve())
     tree = _TREES[path] = Topology.from_file(path)
-    windows = generate_windows(topology=tree, num_windows=num_windows, seed=seed, cap=cap,
-                               tau_s=tau_s, epoch_windows=num_windows,
-                               warmup_windows=warmup_windows, convention=convention,
-                               workload=workload)
+    windows = generate_windows(
+        topology=tree,
+        num_windows=num_windows,
+        seed=seed,
+        cap=cap,
+        tau_s=tau_s,
+        epoch_windows=num_windows,
+        warmup_windows=warmup_windows,
+        convention=convention,
+        workload=workload,
+    )
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
-    tasks = [({"idle_nodes": w.idle_nodes.tolist(), "job_sizes": list(w.job_sizes),
-               "meta": dict(w.meta)}, path, seed, convention, freeform_time_limit_s, bound)
-             for w in windows]
-    rows = sweep_rows(executor or make_executor(1), solve_tree_window, tasks,
-                      desc=f"exact/{Path(path).name}", quiet=quiet, csv_path=csv_path, many=True)
-    return {"rows": rows, "summary": summarize(rows), "layout": Path(path).name,
-            "topology": path, "nodes": tree.num_nodes, "seed": seed, "convention": convention,
-            "num_windows": len(windows), "cap": cap, "bound": bound,
-            "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    tasks = [
+        (
+            {
+                "idle_nodes": w.idle_nodes.tolist(),
+                "job_sizes": list(w.job_sizes),
+                "meta": dict(w.meta),
+            },
+            path,
+            seed,
+            convention,
+            freeform_time_limit_s,
+            bound,
+        )
+        for w in windows
+    ]
+    rows = sweep_rows(
+        executor or make_executor(1),
+        solve_tree_window,
+        tasks,
+        desc=f"exact/{Path(path).name}",
+        quiet=quiet,
+        csv_path=csv_path,
+        many=True,
+    )
+    return {
+        "rows": rows,
+        "summary": summarize(rows),
+        "layout": Path(path).name,
+        "topology": path,
+        "nodes": tree.num_nodes,
+        "seed": seed,
+        "convention": convention,
+        "num_windows": len(windows),
+        "cap": cap,
+        "bound": bound,
+        "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
-def run(layout="paper", num_windows=200, seed=0, *, convention="paper", cap=5,
-        freeform_time_limit_s=2.0, paper_windows=20, paper_time_limit_s=10.0,
-        quiet=False, executor=None, csv_path=None, workload: Workload | None = None) -> dict:
+def run(
+    layout="paper",
+    num_windows=200,
+    seed=0,
+    *,
+    convention="paper",
+    cap=5,
+    freeform_time_limit_s=2.0,
+    paper_windows=20,
+    paper_time_limit_s=10.0,
+    quiet=False,
+    executor=None,
+    csv_path=None,
+    workload: Workload | None = None,
+) -> dict:
     """Solve the stream's windows with every exact method (one task per window on ``executor``,
     default serial; the paper's formulation on the first ``paper_windows``); return per-window
     rows and summary (with ``csv_path``, the rows are appended there as they arrive). Times are
     per task, so on a pool each method of a window shares a core's
     conditions with the SCIP run it is compared to. ``workload`` replaces the generator's jobs
     (used as read: nothing rescaled)."""
-    windows = generate_windows(layout, num_windows, seed, cap=cap, convention=convention,
-                               workload=workload)
+    windows = generate_windows(
+        layout, num_windows, seed, cap=cap, convention=convention, workload=workload
+    )
     solve(windows[0], "dp", convention=convention)  # compile (or load) the Numba kernels first
-    tasks = [(w.to_dict(), seed, convention, freeform_time_limit_s,
-              paper_time_limit_s if k < paper_windows else None) for k, w in enumerate(windows)]
-    rows = sweep_rows(executor or make_executor(1), solve_window, tasks,
-                      desc=f"exact/{layout}", quiet=quiet, csv_path=csv_path, many=True)
-    return {"rows": rows, "summary": summarize(rows), "layout": layout, "seed": seed,
-            "convention": convention, "num_windows": len(windows), "cap": cap}
+    tasks = [
+        (
+            w.to_dict(),
+            seed,
+            convention,
+            freeform_time_limit_s,
+            paper_time_limit_s if k < paper_windows else None,
+        )
+        for k, w in enumerate(windows)
+    ]
+    rows = sweep_rows(
+        executor or make_executor(1),
+        solve_window,
+        tasks,
+        desc=f"exact/{layout}",
+        quiet=quiet,
+        csv_path=csv_path,
+        many=True,
+    )
+    return {
+        "rows": rows,
+        "summary": summarize(rows),
+        "layout": layout,
+        "seed": seed,
+        "convention": convention,
+        "num_windows": len(windows),
+        "cap": cap,
+    }
 
 
 def summarize(rows: list[dict]) -> list[dict]:
@@ -320,30 +522,50 @@ def summarize(rows: list[dict]) -> list[dict]:
         t = np.array([r["runtime_s"] for r in rs])
         speedup = np.array([r["scip_runtime_s"] / max(r["runtime_s"], 1e-9) for r in rs])
         # a TIME_LIMIT row holds the best solution found (never worse than seq) and counts
-        solved = [r for r in rs if r["status"] in ("OPTIMAL", "FEASIBLE", "TIME_LIMIT")
-                  and r["objective"] is not None and np.isfinite(r["objective"])]
+        solved = [
+            r
+            for r in rs
+            if r["status"] in ("OPTIMAL", "FEASIBLE", "TIME_LIMIT")
+            and r["objective"] is not None
+            and np.isfinite(r["objective"])
+        ]
         agree = [r for r in solved if r["scip_optimal"]]
-        same = sum(abs(r["objective"] - r["scip_objective"]) <= 1e-6 * max(1.0, abs(r["scip_objective"]))
-                   for r in agree)
+        same = sum(
+            abs(r["objective"] - r["scip_objective"]) <= 1e-6 * max(1.0, abs(r["scip_objective"]))
+            for r in agree
+        )
         gap = [(r["scas_optimum"] - r["objective"]) / r["scas_optimum"] for r in solved]
-        bound_gap = [(r["objective"] - r["bound"]) / r["objective"] for r in solved
-                     if r["bound"] is not None]
-        above_bound = [(r["objective"] - r["lower_bound"]) / r["lower_bound"] for r in solved
-                       if r.get("lower_bound")]
+        bound_gap = [
+            (r["objective"] - r["bound"]) / r["objective"] for r in solved if r["bound"] is not None
+        ]
+        above_bound = [
+            (r["objective"] - r["lower_bound"]) / r["lower_bound"]
+            for r in solved
+            if r.get("lower_bound")
+        ]
         peaks = [r["peak_mb"] for r in rs if r.get("peak_mb") is not None]
-        out.append({
-            "method": method, "windows": len(rs),
-            "mean_s": float(t.mean()), "median_s": float(np.median(t)), "max_s": float(t.max()),
-            "scip_over_method": float(np.median(speedup)),
-            "method_over_scip": float(np.median(1.0 / speedup)),
-            "optimal_pct": 100.0 * sum(r["status"] == "OPTIMAL" for r in rs) / len(rs),
-            "same_as_scip_pct": 100.0 * same / len(agree) if agree else None,
-            "mean_objective": float(np.mean([r["objective"] for r in solved])) if solved else None,
-            "below_scas_pct": 100.0 * float(np.mean(gap)) if gap else None,
-            "max_bound_gap_pct": 100.0 * float(max(bound_gap)) if bound_gap else None,
-        })
+        out.append(
+            {
+                "method": method,
+                "windows": len(rs),
+                "mean_s": float(t.mean()),
+                "median_s": float(np.median(t)),
+                "max_s": float(t.max()),
+                "scip_over_method": float(np.median(speedup)),
+                "method_over_scip": float(np.median(1.0 / speedup)),
+                "optimal_pct": 100.0 * sum(r["status"] == "OPTIMAL" for r in rs) / len(rs),
+                "same_as_scip_pct": 100.0 * same / len(agree) if agree else None,
+                "mean_objective": float(np.mean([r["objective"] for r in solved]))
+                if solved
+                else None,
+                "below_scas_pct": 100.0 * float(np.mean(gap)) if gap else None,
+                "max_bound_gap_pct": 100.0 * float(max(bound_gap)) if bound_gap else None,
+            }
+        )
         if any("lower_bound" in r for r in rs):
-            out[-1]["above_bound_pct"] = 100.0 * float(np.mean(above_bound)) if above_bound else None
+            out[-1]["above_bound_pct"] = (
+                100.0 * float(np.mean(above_bound)) if above_bound else None
+            )
             out[-1]["peak_mb"] = float(max(peaks)) if peaks else None
         if any("placed" in r for r in rs):
             out[-1].update(_constrained_summary(rows, rs, peaks))
@@ -358,42 +580,70 @@ def _constrained_summary(rows: list[dict], rs: list[dict], peaks: list) -> dict:
     those it was asked without a constraint it cannot express (``asked_without``), those where
     it left a job unplaced and the jobs left, the jobs whose constraints it broke, and its runs
     cut short by a time limit."""
-    key = lambda r: (r["epoch"], r["window"])   # noqa: E731
+    key = lambda r: (r["epoch"], r["window"])  # noqa: E731
     unplaced = {key(r) for r in rows if not r["placed"]}
     common = [r for r in rs if key(r) not in unplaced]
     bounds = [r["bound"] / r["scas_optimum"] for r in common if r["bound"] is not None]
-    return {"all_place": len(common),
-            "asked_without": sum(bool(r["asked_without"]) for r in rs),
-            "cost_vs_dp": float(np.mean([r["objective"] / r["scas_optimum"] for r in common]))
-            if common else None,
-            "free_blocks": float(np.mean([r["free_blocks"] for r in common])) if common else None,
-            "bound_vs_dp": float(np.mean(bounds)) if bounds else None,
-            "unplaced_windows": sum(not r["placed"] for r in rs),
-            "unplaced_jobs": sum(r["unplaced_jobs"] for r in rs),
-            "broken_jobs": sum(r["broken_jobs"] for r in rs),
-            "cut_short": sum(r["status"] == "TIME_LIMIT" for r in rs),
-            "peak_mb": float(max(peaks)) if peaks else None}
+    return {
+        "all_place": len(common),
+        "asked_without": sum(bool(r["asked_without"]) for r in rs),
+        "cost_vs_dp": float(np.mean([r["objective"] / r["scas_optimum"] for r in common]))
+        if common
+        else None,
+        "free_blocks": float(np.mean([r["free_blocks"] for r in common])) if common else None,
+        "bound_vs_dp": float(np.mean(bounds)) if bounds else None,
+        "unplaced_windows": sum(not r["placed"] for r in rs),
+        "unplaced_jobs": sum(r["unplaced_jobs"] for r in rs),
+        "broken_jobs": sum(r["broken_jobs"] for r in rs),
+        "cut_short": sum(r["status"] == "TIME_LIMIT" for r in rs),
+        "peak_mb": float(max(peaks)) if peaks else None,
+    }
 
 
-COLUMNS = [("method", ""), ("windows", "d"), ("mean_s", ".4f"), ("median_s", ".4f"),
-           ("max_s", ".4f"), ("scip_over_method", ".1f"), ("method_over_scip", ".1f"), ("optimal_pct", ".1f"),
-           ("same_as_scip_pct", ".1f"), ("mean_objective", ".1f"), ("below_scas_pct", ".3f"),
-           ("max_bound_gap_pct", ".3f")]
+COLUMNS = [
+    ("method", ""),
+    ("windows", "d"),
+    ("mean_s", ".4f"),
+    ("median_s", ".4f"),
+    ("max_s", ".4f"),
+    ("scip_over_method", ".1f"),
+    ("method_over_scip", ".1f"),
+    ("optimal_pct", ".1f"),
+    ("same_as_scip_pct", ".1f"),
+    ("mean_objective", ".1f"),
+    ("below_scas_pct", ".3f"),
+    ("max_bound_gap_pct", ".3f"),
+]
 
 
 TOPOLOGY_COLUMNS = [c for c in COLUMNS if c[0] not in ("method_over_scip", "max_bound_gap_pct")] + [
-    ("above_bound_pct", ".3f"), ("peak_mb", ".2f")]
+    ("above_bound_pct", ".3f"),
+    ("peak_mb", ".2f"),
+]
 
 #: The table of ``--constraints``: speed against SCIP, optimality, and (on the windows every
 #: method places) cost relative to dp and whole idle base blocks left; windows asked without a
 #: constraint the method cannot express, windows and jobs left unplaced, jobs with a broken
 #: constraint, runs cut short by the time limit.
-CONSTRAINED_COLUMNS = [("method", ""), ("windows", "d"), ("median_s", ".4f"), ("max_s", ".4f"),
-                       ("scip_over_method", ".1f"), ("optimal_pct", ".1f"), ("cut_short", "d"),
-                       ("same_as_scip_pct", ".1f"), ("all_place", "d"), ("cost_vs_dp", ".4f"),
-                       ("bound_vs_dp", ".4f"), ("free_blocks", ".2f"), ("asked_without", "d"),
-                       ("unplaced_windows", "d"), ("unplaced_jobs", "d"), ("broken_jobs", "d"),
-                       ("peak_mb", ".2f")]
+CONSTRAINED_COLUMNS = [
+    ("method", ""),
+    ("windows", "d"),
+    ("median_s", ".4f"),
+    ("max_s", ".4f"),
+    ("scip_over_method", ".1f"),
+    ("optimal_pct", ".1f"),
+    ("cut_short", "d"),
+    ("same_as_scip_pct", ".1f"),
+    ("all_place", "d"),
+    ("cost_vs_dp", ".4f"),
+    ("bound_vs_dp", ".4f"),
+    ("free_blocks", ".2f"),
+    ("asked_without", "d"),
+    ("unplaced_windows", "d"),
+    ("unplaced_jobs", "d"),
+    ("broken_jobs", "d"),
+    ("peak_mb", ".2f"),
+]
 
 
 def _stem(layout, convention, seed, workload_file=None, constrained=False) -> str:
@@ -404,11 +654,18 @@ def _stem(layout, convention, seed, workload_file=None, constrained=False) -> st
 
 def report(result: dict, out_dir: Path) -> dict:
     """Write CSVs and the PNG; return their paths and the printed table."""
-    stem = _stem(result["layout"], result["convention"], result["seed"],
-                 result.get("workload_file"), result.get("constrained", False))
-    paths = {"rows_csv": write_csv(out_dir / f"{stem}.csv", result["rows"]),
-             "summary_csv": write_csv(out_dir / f"{stem}_summary.csv", result["summary"]),
-             "plot_png": plot(result, out_dir / f"{stem}.png")}
+    stem = _stem(
+        result["layout"],
+        result["convention"],
+        result["seed"],
+        result.get("workload_file"),
+        result.get("constrained", False),
+    )
+    paths = {
+        "rows_csv": write_csv(out_dir / f"{stem}.csv", result["rows"]),
+        "summary_csv": write_csv(out_dir / f"{stem}_summary.csv", result["summary"]),
+        "plot_png": plot(result, out_dir / f"{stem}.png"),
+    }
     return {k: str(v) for k, v in paths.items()}
 
 
@@ -417,19 +674,34 @@ def plot(result: dict, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for method in dict.fromkeys(r["method"] for r in result["rows"]):
         rs = [r for r in result["rows"] if r["method"] == method]
-        ax.scatter([r["idle_nodes"] for r in rs], [r["runtime_s"] for r in rs], s=10, label=method,
-                   alpha=0.7)
+        ax.scatter(
+            [r["idle_nodes"] for r in rs],
+            [r["runtime_s"] for r in rs],
+            s=10,
+            label=method,
+            alpha=0.7,
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("idle nodes in the window")
     ax.set_ylabel("time per window (s)")
-    where = (f"{result['layout']}, {result['nodes']} nodes" if "topology" in result
-             else f"{result['layout']} layout")
-    stream = (f"the stream of {Path(result['workload_file']).name}"
-              if result.get("workload_file") else
-              "windows with job constraints" if result.get("constrained") else "the paper's stream")
-    ax.set_title(f"Exact SCAS on {stream} ({where}, "
-                 f"{result['convention']} cost, {result['num_windows']} windows)", fontsize=10)
+    where = (
+        f"{result['layout']}, {result['nodes']} nodes"
+        if "topology" in result
+        else f"{result['layout']} layout"
+    )
+    stream = (
+        f"the stream of {Path(result['workload_file']).name}"
+        if result.get("workload_file")
+        else "windows with job constraints"
+        if result.get("constrained")
+        else "the paper's stream"
+    )
+    ax.set_title(
+        f"Exact SCAS on {stream} ({where}, "
+        f"{result['convention']} cost, {result['num_windows']} windows)",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     return save_figure(fig, path)
@@ -448,44 +720,86 @@ def main(args, workload: Workload | None = None) -> dict:
         raise InvalidInputError(f"--out {args.out} is a file; give a folder for the CSV and PNG")
     if getattr(args, "constraints", None) is not None:
         if not args.topology or workload is not None or args.warmup is not None:
-            raise InvalidInputError("--constraints draws its own windows on a --topology FILE; "
-                                    "give --topology, and drop --workload and --warmup")
+            raise InvalidInputError(
+                "--constraints draws its own windows on a --topology FILE; "
+                "give --topology, and drop --workload and --warmup"
+            )
         result = run_constrained(
-            args.topology, args.num_windows, args.seed, convention=args.convention, cap=args.cap,
-            mix=args.constraints, time_limit_s=args.time_limit,
-            freeform_time_limit_s=args.freeform_time_limit, quiet=args.quiet,
+            args.topology,
+            args.num_windows,
+            args.seed,
+            convention=args.convention,
+            cap=args.cap,
+            mix=args.constraints,
+            time_limit_s=args.time_limit,
+            freeform_time_limit_s=args.freeform_time_limit,
+            quiet=args.quiet,
             executor=executor_from_args(args),
-            csv_path=Path(args.out) / f"{_stem(args.topology, args.convention, args.seed, None, True)}.csv")
+            csv_path=Path(args.out)
+            / f"{_stem(args.topology, args.convention, args.seed, None, True)}.csv",
+        )
         columns = CONSTRAINED_COLUMNS
     elif args.topology:
         result = run_topology(
-            args.topology, args.num_windows, args.seed, convention=args.convention, cap=args.cap,
-            warmup_windows=args.warmup, freeform_time_limit_s=args.freeform_time_limit,
-            bound=args.bound, quiet=args.quiet, executor=executor_from_args(args),
-            csv_path=Path(args.out) / f"{_stem(args.topology, args.convention, args.seed, source)}.csv",
-            workload=workload)
+            args.topology,
+            args.num_windows,
+            args.seed,
+            convention=args.convention,
+            cap=args.cap,
+            warmup_windows=args.warmup,
+            freeform_time_limit_s=args.freeform_time_limit,
+            bound=args.bound,
+            quiet=args.quiet,
+            executor=executor_from_args(args),
+            csv_path=Path(args.out)
+            / f"{_stem(args.topology, args.convention, args.seed, source)}.csv",
+            workload=workload,
+        )
         columns = TOPOLOGY_COLUMNS
     else:
-        result = run(args.layout, args.num_windows, args.seed, convention=args.convention,
-                     cap=args.cap, freeform_time_limit_s=args.freeform_time_limit,
-                     paper_windows=args.paper_windows, paper_time_limit_s=args.paper_time_limit,
-                     quiet=args.quiet, executor=executor_from_args(args),
-                     csv_path=Path(args.out) / f"{_stem(args.layout, args.convention, args.seed, source)}.csv",
-                     workload=workload)
+        result = run(
+            args.layout,
+            args.num_windows,
+            args.seed,
+            convention=args.convention,
+            cap=args.cap,
+            freeform_time_limit_s=args.freeform_time_limit,
+            paper_windows=args.paper_windows,
+            paper_time_limit_s=args.paper_time_limit,
+            quiet=args.quiet,
+            executor=executor_from_args(args),
+            csv_path=Path(args.out)
+            / f"{_stem(args.layout, args.convention, args.seed, source)}.csv",
+            workload=workload,
+        )
         columns = COLUMNS
     if not result["rows"]:
         raise InvalidInputError("every window failed (see the messages above); nothing to report")
     result["workload_file"] = source
     files = report(result, Path(args.out))
-    extra = ({"topology": result["topology"], "nodes": result["nodes"],
-              "max_rss_mb": result["max_rss_mb"]} if args.topology else {})
+    extra = (
+        {
+            "topology": result["topology"],
+            "nodes": result["nodes"],
+            "max_rss_mb": result["max_rss_mb"],
+        }
+        if args.topology
+        else {}
+    )
     if result.get("constrained"):
         extra |= {"mix": result["mix"], "methods": result["methods"], "notes": result["notes"]}
     elif args.topology:
         extra["bound"] = result["bound"]
-    return {"summary": result["summary"], "files": files, "layout": result["layout"],
-            "convention": result["convention"], "seed": result["seed"],
-            "num_windows": result["num_windows"], "cap": result["cap"],
-            **({"workload": source} if source else {}), **extra,
-            "table": format_table(result["summary"], columns),
-            "wall_s": time.perf_counter() - started}
+    return {
+        "summary": result["summary"],
+        "files": files,
+        "layout": result["layout"],
+        "convention": result["convention"],
+        "seed": result["seed"],
+        "num_windows": result["num_windows"],
+        "cap": result["cap"],
+        **({"workload": source} if source else {}),
+        **extra,
+        "table": format_table(result["summary"], columns),
+        "wall_s": time.perf_counter() - started,
+    }

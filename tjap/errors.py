@@ -47,11 +47,12 @@ def interrupted_by(exc: BaseException) -> KeyboardInterrupt | None:
     causes. A library that calls back into Python can wrap the interrupt it sees (Numba loading a
     cached kernel raises SystemError "returned a result with an exception set" around it)."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     return None
 
 
@@ -62,4 +63,5 @@ def check_options(options, valid, what: str) -> None:
     if unknown:
         raise InvalidInputError(
             f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
-            f"for {what}; valid options: {', '.join(valid) or 'none'}")
+            f"for {what}; valid options: {', '.join(valid) or 'none'}"
+        )

@@ -63,8 +63,14 @@ def progress(iterable, *, total=None, desc="", quiet=False):
     silent when stderr is not a terminal or ``quiet`` is set. Stdout is never written to."""
     from tqdm import tqdm
 
-    return tqdm(iterable, total=total, desc=desc, file=sys.stderr,
-                disable=quiet or not sys.stderr.isatty(), leave=False)
+    return tqdm(
+        iterable,
+        total=total,
+        desc=desc,
+        file=sys.stderr,
+        disable=quiet or not sys.stderr.isatty(),
+        leave=False,
+    )
 
 
 @contextlib.contextmanager
@@ -72,6 +78,7 @@ def progress_bar(desc: str = "", quiet: bool = False):
     """:func:`progress` for a loop that reports itself: yields ``update(done, total)``, to be
     called as the work advances (a simulation's jobs done, a stream's windows made)."""
     with progress(None, desc=desc, quiet=quiet) as bar:
+
         def update(done, total):
             bar.total = total
             bar.update(done - bar.n)
@@ -89,7 +96,7 @@ class TaskFailure:
 
     def line(self) -> str:
         args = repr(self.args)
-        if len(args) > 200:                 # a window's node list would fill the screen
+        if len(args) > 200:  # a window's node list would fill the screen
             args = args[:200] + "...)"
         return f"task {self.index} {args} failed: {self.error}"
 
@@ -118,7 +125,11 @@ def _block_stop_signals() -> Callable[[], None]:
     if not hasattr(signal, "pthread_sigmask"):
         return lambda: None
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-    return lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    def restore() -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+    return restore
 
 
 def _init_worker() -> None:
@@ -168,23 +179,33 @@ class Executor:
     start_method : the pool's multiprocessing start method (default fork on Linux, else spawn).
     """
 
-    def __init__(self, workers: int | None = None, ray_address: str | None = None,
-                 start_method: str | None = None):
-        if workers is not None and (isinstance(workers, bool) or int(workers) != workers
-                                    or workers < 1):
+    def __init__(
+        self,
+        workers: int | None = None,
+        ray_address: str | None = None,
+        start_method: str | None = None,
+    ):
+        if workers is not None and (
+            isinstance(workers, bool) or int(workers) != workers or workers < 1
+        ):
             raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
         if ray_address is not None:
             _import_ray()
         self.ray_address = ray_address
+        self.workers: int | None
         if workers is not None:
             self.workers = int(workers)
         elif ray_address:
-            self.workers = None   # as many at once as the cluster has CPUs
+            self.workers = None  # as many at once as the cluster has CPUs
         else:
-            self.workers = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                            else os.cpu_count() or 1)
+            self.workers = (
+                len(os.sched_getaffinity(0))
+                if hasattr(os, "sched_getaffinity")
+                else os.cpu_count() or 1
+            )
         self.start_method = start_method or (
-            "fork" if sys.platform.startswith("linux") else "spawn")
+            "fork" if sys.platform.startswith("linux") else "spawn"
+        )
         self.failures: list[TaskFailure] = []
 
     @property
@@ -195,8 +216,15 @@ class Executor:
         where = f", ray {self.ray_address}" if self.ray_address else ""
         return f"Executor({self.backend}, workers={self.workers}{where})"
 
-    def map(self, fn: Callable, tasks: Sequence, *, desc: str = "", quiet: bool = False,
-            report: bool = True) -> Iterator:
+    def map(
+        self,
+        fn: Callable,
+        tasks: Sequence,
+        *,
+        desc: str = "",
+        quiet: bool = False,
+        report: bool = True,
+    ) -> Iterator:
         """Yield ``fn(*args)`` (or ``fn(**args)``) for each argument set of ``tasks``, in order;
         a task that raised yields a :class:`TaskFailure` (also kept in ``self.failures`` and,
         with ``report``, printed to stderr as one line). Leaving the loop stops the workers."""
@@ -215,7 +243,7 @@ class Executor:
                         print(f"tjap: {value.line()}", file=sys.stderr, flush=True)
                 yield value
         finally:
-            runner.close()   # stops the workers when the caller leaves early or on Ctrl-C
+            runner.close()  # stops the workers when the caller leaves early or on Ctrl-C
             bar.close()
 
     def results(self, fn: Callable, tasks: Sequence, **options) -> list:
@@ -237,7 +265,7 @@ class Executor:
                 sys.modules["torch"].set_num_threads(threads)
 
     def _pool(self, fn, tasks):
-        workers = min(self.workers, max(1, len(tasks)))
+        workers = min(self.workers or 1, max(1, len(tasks)))  # None only on Ray
         # workers (and the pool's threads, which fork replacements) start with SIGINT and SIGTERM
         # blocked; _init_worker unblocks them once their dispositions are the worker's own
         unblock = _block_stop_signals()
@@ -247,7 +275,7 @@ class Executor:
             unblock()
             raise
         try:
-            unblock()                  # a Ctrl-C held back meanwhile lands here, pool stopped below
+            unblock()  # a Ctrl-C held back meanwhile lands here, pool stopped below
             results = pool.imap(_Star(fn), enumerate(tasks), chunksize=1)
             for index in range(len(tasks)):
                 try:
@@ -256,32 +284,41 @@ class Executor:
                     yield index, False, f"{type(exc).__name__}: {exc}"
             pool.close()
         finally:
-            pool.terminate()   # also on Ctrl-C and when the caller stops early
+            pool.terminate()  # also on Ctrl-C and when the caller stops early
             pool.join()
 
     def _ray(self, fn, tasks):
         ray = _import_ray()
         if not ray.is_initialized():
-            _check_reachable(self.ray_address)
+            _check_reachable(self.ray_address or "")
             # ray.init installs its own SIGTERM handler in this process: keep the caller's (tjap's
             # exits 143 with one line) and its SIGINT
             handlers = {sig: signal.getsignal(sig) for sig in _STOP_SIGNALS}
             try:
                 if self.ray_address == "local":
-                    ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False,
-                             logging_level=logging.WARNING)
+                    ray.init(
+                        num_cpus=self.workers,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                        logging_level=logging.WARNING,
+                    )
                 else:
-                    ray.init(address=self.ray_address, log_to_driver=False,
-                             logging_level=logging.WARNING)
+                    ray.init(
+                        address=self.ray_address, log_to_driver=False, logging_level=logging.WARNING
+                    )
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise InvalidInputError(
                     f"cannot join a Ray cluster at --ray {self.ray_address} ({first}); start one "
-                    "with `ray start --head`, or use --ray local for a private one") from None
+                    "with `ray start --head`, or use --ray local for a private one"
+                ) from None
             finally:
                 for sig, handler in handlers.items():
-                    if handler is not None and signal.getsignal(sig) != handler \
-                            and threading.current_thread() is threading.main_thread():
+                    if (
+                        handler is not None
+                        and signal.getsignal(sig) != handler
+                        and threading.current_thread() is threading.main_thread()
+                    ):
                         signal.signal(sig, handler)
         remote = ray.remote(num_cpus=1)(_call_pinned)
         fn_ref = ray.put(fn)
@@ -323,9 +360,11 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
     except OSError as exc:
-        raise InvalidInputError(f"cannot reach a Ray cluster at --ray {address} "
-                                f"({exc.strerror or exc}); check the address `ray start --head` "
-                                "printed") from None
+        raise InvalidInputError(
+            f"cannot reach a Ray cluster at --ray {address} "
+            f"({exc.strerror or exc}); check the address `ray start --head` "
+            "printed"
+        ) from None
 
 
 def _import_ray():
@@ -347,16 +386,28 @@ def add_executor_arguments(parser, default_workers: int | None = None) -> None:
 
     ``default_workers`` None means one process per core; benchmarks whose rows carry timings pass
     1, so their timing columns are not measured while another task shares the cores."""
-    default = ("one per core" if default_workers is None
-               else "1, so that timings are not disturbed" if default_workers == 1
-               else str(default_workers))
-    parser.add_argument("--workers", type=_workers, default=default_workers, metavar="N",
-                        help=f"processes on this machine (default: {default}; 1: serial, "
-                             "in this process)")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS",
-                        help="run the tasks on a Ray cluster: 'auto' (the one started on this "
-                             "machine with `ray start`), HOST:PORT, or 'local' (a private one); "
-                             f"needs {RAY_HINT}")
+    default = (
+        "one per core"
+        if default_workers is None
+        else "1, so that timings are not disturbed"
+        if default_workers == 1
+        else str(default_workers)
+    )
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=default_workers,
+        metavar="N",
+        help=f"processes on this machine (default: {default}; 1: serial, in this process)",
+    )
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run the tasks on a Ray cluster: 'auto' (the one started on this "
+        "machine with `ray start`), HOST:PORT, or 'local' (a private one); "
+        f"needs {RAY_HINT}",
+    )
 
 
 def executor_from_args(args) -> Executor:
@@ -371,14 +422,24 @@ def _workers(value: str) -> int:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--workers must be a positive integer, got {value!r}") from None
+            f"--workers must be a positive integer, got {value!r}"
+        ) from None
     if not 1 <= number <= 4096:
         raise argparse.ArgumentTypeError(f"--workers must be in 1..4096, got {value!r}")
     return number
 
 
-def sweep_rows(executor, fn: Callable, tasks: Sequence, *, desc: str = "", quiet: bool = False,
-               csv_path=None, many: bool = False, lines: bool = False) -> list[dict]:
+def sweep_rows(
+    executor,
+    fn: Callable,
+    tasks: Sequence,
+    *,
+    desc: str = "",
+    quiet: bool = False,
+    csv_path=None,
+    many: bool = False,
+    lines: bool = False,
+) -> list[dict]:
     """The rows of a sweep run on ``executor`` (its :meth:`Executor.map`) whose tasks each return
     one row (a dict), or a list of rows with ``many``, in order (failed tasks reported and
     dropped). With ``csv_path`` each row goes to disk as it arrives (:class:`CsvRows`:
@@ -389,14 +450,15 @@ def sweep_rows(executor, fn: Callable, tasks: Sequence, *, desc: str = "", quiet
     every = max(1, len(tasks) // 10)
     lines = lines and not quiet and not sys.stderr.isatty()
     out = CsvRows(csv_path) if csv_path else None
-    rows = []
+    rows: list[dict] = []
     try:
         for k, value in enumerate(executor.map(fn, tasks, desc=desc, quiet=quiet), 1):
-            if not isinstance(value, TaskFailure):   # reported by map
+            if not isinstance(value, TaskFailure):  # reported by map
                 new = value if many else [value]
                 rows += new
-                for row in new if out else ():
-                    out.write(row)
+                if out:
+                    for row in new:
+                        out.write(row)
             if lines and (k % every == 0 or k == len(tasks)):
                 print(f"{desc}: {k}/{len(tasks)} windows", file=sys.stderr, flush=True)
     except BaseException:
@@ -423,7 +485,8 @@ class CsvRows:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.partial_path = self.path.with_name(
-            (self.path.stem if self.path.suffix == ".csv" else self.path.name) + ".partial.csv")
+            (self.path.stem if self.path.suffix == ".csv" else self.path.name) + ".partial.csv"
+        )
         self.fields: list[str] = []
         self.rows: list[dict] = []
         self._file = None

@@ -29,8 +29,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tjap.errors import (InvalidInputError, MissingDependencyError, UnknownMethodError,
-                         check_options)
+from tjap.errors import InvalidInputError, MissingDependencyError, UnknownMethodError, check_options
 
 SYSTEMS = ("tree", "network", "interference", "provision")
 
@@ -46,8 +45,12 @@ SYSTEM_DESCRIPTIONS = {
 MODELS = ("scas", "dcas", "free", "")
 
 #: What a method of each system is called in messages.
-NOUNS = {"tree": "method", "network": "network policy", "interference": "interference policy",
-         "provision": "provisioner"}
+NOUNS = {
+    "tree": "method",
+    "network": "network policy",
+    "interference": "interference policy",
+    "provision": "provisioner",
+}
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,8 @@ class Method:
             hint = f"pip install {self.extra}" if self.extra else f"pip install {' '.join(missing)}"
             raise MissingDependencyError(
                 f"{self.system} method {self.name!r} needs {', '.join(missing)}; install it with "
-                f"`{hint}`")
+                f"`{hint}`"
+            )
         if callable(self.target):
             return self.target
         module, attr = self.target.split(":")
@@ -141,8 +145,9 @@ class Method:
         valid = self.options()
         if valid is None:
             return
-        check_options(options, [v for v in valid if v not in fixed],
-                      f"{self.system} method {self.name!r}")
+        check_options(
+            options, [v for v in valid if v not in fixed], f"{self.system} method {self.name!r}"
+        )
 
     def make(self, requested_name: str | None = None, **options):
         """Build the policy (network, interference, provision) with ``options``, checked."""
@@ -160,8 +165,15 @@ def _add(system: str, name: str, target, description: str, **flags) -> None:
     _REGISTRY[system, name] = Method(name, system, target, description, builtin=True, **flags)
 
 
-def register(name: str, fn: Callable | str, description: str = "", *, system: str = "tree",
-             replace: bool = False, **flags) -> Method:
+def register(
+    name: str,
+    fn: Callable | str,
+    description: str = "",
+    *,
+    system: str = "tree",
+    replace: bool = False,
+    **flags,
+) -> Method:
     """Add a method to ``system`` (default ``"tree"``, the methods of :func:`tjap.solve`).
 
     ``fn`` is a callable or a ``"module:attr"`` string. A built-in method is replaced only with
@@ -172,19 +184,34 @@ def register(name: str, fn: Callable | str, description: str = "", *, system: st
     if not isinstance(name, str) or not name:
         raise InvalidInputError(f"a method name must be a non-empty string, got {name!r}")
     if not (callable(fn) or (isinstance(fn, str) and fn.count(":") == 1)):
-        raise InvalidInputError(f"register() needs a callable or a 'module:attr' string, got {fn!r}")
+        raise InvalidInputError(
+            f"register() needs a callable or a 'module:attr' string, got {fn!r}"
+        )
     existing = _REGISTRY.get((system, name))
-    if (existing is not None and existing.builtin or (system, name) == ("tree", "auto")) \
-            and not replace:
-        raise InvalidInputError(f"{system} method {name!r} is built in; pass replace=True to "
-                                "replace it")
-    unknown = set(flags) - {"exact", "time_limited", "learned", "needs_torch", "requires",
-                            "extra", "pass_name", "model", "constraints"}
+    if (
+        existing is not None and existing.builtin or (system, name) == ("tree", "auto")
+    ) and not replace:
+        raise InvalidInputError(
+            f"{system} method {name!r} is built in; pass replace=True to replace it"
+        )
+    unknown = set(flags) - {
+        "exact",
+        "time_limited",
+        "learned",
+        "needs_torch",
+        "requires",
+        "extra",
+        "pass_name",
+        "model",
+        "constraints",
+    }
     if unknown:
         raise InvalidInputError(f"unknown register() flags {sorted(unknown)}")
     if flags.get("model", "") not in MODELS:
-        raise InvalidInputError(f"register(model=...) must be one of "
-                                f"{', '.join(map(repr, MODELS))}, got {flags['model']!r}")
+        raise InvalidInputError(
+            f"register(model=...) must be one of "
+            f"{', '.join(map(repr, MODELS))}, got {flags['model']!r}"
+        )
     method = Method(name, system, fn, description, **flags)
     _REGISTRY[system, name] = method
     return method
@@ -211,8 +238,9 @@ def get(system: str, name: str) -> Method:
         raise UnknownMethodError(f"a {system} method name must be a string, got {name!r}")
     method = _REGISTRY.get((system, name)) or _REGISTRY.get((system, name.partition("@")[0]))
     if method is None or ("@" in name and not method.pass_name):
-        raise UnknownMethodError(f"unknown {NOUNS[system]} {name!r}; choose one of "
-                                 f"{', '.join(methods(system))}")
+        raise UnknownMethodError(
+            f"unknown {NOUNS[system]} {name!r}; choose one of {', '.join(methods(system))}"
+        )
     return method
 
 
@@ -223,108 +251,297 @@ def make(system: str, name: str, **options):
 
 
 # -- seed 002: window solvers -----------------------------------------------------------------
-_add("tree", "auto", "tjap.placement.tree.exact:solve_auto",
-     "exact SCAS where affordable (dp, else SCIP by measured size rules or the time limit); "
-     "otherwise the best of seq, slurm-tree and freeform-greedy",
-     exact=True, time_limited=True, model="free", constraints=True)
-_add("tree", "dp", "tjap.placement.tree.csp:solve_dp",
-     "exact SCAS by dynamic programming over (position in Q, job multiset), Numba", exact=True,
-     model="scas", constraints=True)
-_add("tree", "scip", "tjap.placement.tree.scas:solve_scip",
-     "exact SCAS, set-packing 0-1 model on SCIP", exact=True, time_limited=True,
-     requires=("pyscipopt",), extra="pyscipopt", model="scas", constraints=True)
-_add("tree", "cpsat", "tjap.placement.tree.scas:solve_cpsat",
-     "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT", exact=True, time_limited=True,
-     requires=("ortools",), extra="ortools", model="scas", constraints=True)
-_add("tree", "scip-paper", "tjap.placement.tree.scas:solve_scip_paper",
-     "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)", exact=True,
-     time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="scas")
-_add("tree", "cpsat-paper", "tjap.placement.tree.scas:solve_cpsat_paper",
-     "exact SCAS, the paper's x/y formulation on CP-SAT (for comparison)", exact=True,
-     time_limited=True, requires=("ortools",), extra="ortools", model="scas")
-_add("tree", "freeform", "tjap.placement.tree.freeform:solve_freeform",
-     "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')", exact=True,
-     time_limited=True, requires=("pyscipopt",), extra="pyscipopt", model="free",
-     constraints=True)
-_add("tree", "freeform-greedy", "tjap.placement.tree.freeform:solve_freeform_greedy",
-     "fast best-fit heuristic with no contiguity rule", model="free")
-_add("tree", "seq", "tjap.placement.tree.scas:solve_seq",
-     "the paper's sequential assignment (each job takes the next idle nodes; with constraints "
-     "the first run they allow)", model="scas", constraints=True)
-_add("tree", "slurm-tree", "tjap.heuristics.slurm.tree:solve_slurm_tree",
-     "what Slurm 22.05's topology/tree selection does, job by job in window order "
-     "(slurm='24.11': 24.11's)", model="free")
-_add("tree", "slurm-block", "tjap.heuristics.slurm.block:solve_slurm_block",
-     "what Slurm 24.11's topology/block selection does (segments, exclusive=topo), job by job",
-     model="free", constraints=True)
-_add("tree", "kueue-bestfit", "tjap.heuristics.tree.kueue:solve_kueue_bestfit",
-     "Kueue's topology-aware scheduling, BestFit profile (required/preferred levels, slices)",
-     model="free", constraints=True)
-_add("tree", "kueue-leastfree", "tjap.heuristics.tree.kueue:solve_kueue_leastfree",
-     "Kueue's topology-aware scheduling, default Mixed profile (LeastFree when unconstrained)",
-     model="free", constraints=True)
-_add("tree", "guarded", "tjap.heuristics.tree.guarded:solve_guarded",
-     "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
-     time_limited=True, model="free")
-_add("tree", "sa", "tjap.heuristics.tree.anneal:solve_sa",
-     "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
-     time_limited=True, model="dcas", constraints=True)
-_add("tree", "lns", "tjap.heuristics.tree.anneal:solve_lns",
-     "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)", time_limited=True, model="dcas",
-     constraints=True)
-_add("tree", "nsa", "tjap.learned.tree.policy:solve_nsa",
-     "neural SA: the sa loop with a trained repair operator run in Numba, by default the best "
-     "settings measured (preset='paper' for the paper's; weights=...; torch only to train)",
-     time_limited=True, learned=True, model="dcas")
+_add(
+    "tree",
+    "auto",
+    "tjap.placement.tree.exact:solve_auto",
+    "exact SCAS where affordable (dp, else SCIP by measured size rules or the time limit); "
+    "otherwise the best of seq, slurm-tree and freeform-greedy",
+    exact=True,
+    time_limited=True,
+    model="free",
+    constraints=True,
+)
+_add(
+    "tree",
+    "dp",
+    "tjap.placement.tree.csp:solve_dp",
+    "exact SCAS by dynamic programming over (position in Q, job multiset), Numba",
+    exact=True,
+    model="scas",
+    constraints=True,
+)
+_add(
+    "tree",
+    "scip",
+    "tjap.placement.tree.scas:solve_scip",
+    "exact SCAS, set-packing 0-1 model on SCIP",
+    exact=True,
+    time_limited=True,
+    requires=("pyscipopt",),
+    extra="pyscipopt",
+    model="scas",
+    constraints=True,
+)
+_add(
+    "tree",
+    "cpsat",
+    "tjap.placement.tree.scas:solve_cpsat",
+    "exact SCAS, set-packing 0-1 model on OR-Tools CP-SAT",
+    exact=True,
+    time_limited=True,
+    requires=("ortools",),
+    extra="ortools",
+    model="scas",
+    constraints=True,
+)
+_add(
+    "tree",
+    "scip-paper",
+    "tjap.placement.tree.scas:solve_scip_paper",
+    "exact SCAS, the paper's x/y formulation on SCIP (weak; for comparison)",
+    exact=True,
+    time_limited=True,
+    requires=("pyscipopt",),
+    extra="pyscipopt",
+    model="scas",
+)
+_add(
+    "tree",
+    "cpsat-paper",
+    "tjap.placement.tree.scas:solve_cpsat_paper",
+    "exact SCAS, the paper's x/y formulation on CP-SAT (for comparison)",
+    exact=True,
+    time_limited=True,
+    requires=("ortools",),
+    extra="ortools",
+    model="scas",
+)
+_add(
+    "tree",
+    "freeform",
+    "tjap.placement.tree.freeform:solve_freeform",
+    "exact minimum cost with no contiguity rule (SCIP, or solver='cpsat')",
+    exact=True,
+    time_limited=True,
+    requires=("pyscipopt",),
+    extra="pyscipopt",
+    model="free",
+    constraints=True,
+)
+_add(
+    "tree",
+    "freeform-greedy",
+    "tjap.placement.tree.freeform:solve_freeform_greedy",
+    "fast best-fit heuristic with no contiguity rule",
+    model="free",
+)
+_add(
+    "tree",
+    "seq",
+    "tjap.placement.tree.scas:solve_seq",
+    "the paper's sequential assignment (each job takes the next idle nodes; with constraints "
+    "the first run they allow)",
+    model="scas",
+    constraints=True,
+)
+_add(
+    "tree",
+    "slurm-tree",
+    "tjap.heuristics.slurm.tree:solve_slurm_tree",
+    "what Slurm 22.05's topology/tree selection does, job by job in window order "
+    "(slurm='24.11': 24.11's)",
+    model="free",
+)
+_add(
+    "tree",
+    "slurm-block",
+    "tjap.heuristics.slurm.block:solve_slurm_block",
+    "what Slurm 24.11's topology/block selection does (segments, exclusive=topo), job by job",
+    model="free",
+    constraints=True,
+)
+_add(
+    "tree",
+    "kueue-bestfit",
+    "tjap.heuristics.tree.kueue:solve_kueue_bestfit",
+    "Kueue's topology-aware scheduling, BestFit profile (required/preferred levels, slices)",
+    model="free",
+    constraints=True,
+)
+_add(
+    "tree",
+    "kueue-leastfree",
+    "tjap.heuristics.tree.kueue:solve_kueue_leastfree",
+    "Kueue's topology-aware scheduling, default Mixed profile (LeastFree when unconstrained)",
+    model="free",
+    constraints=True,
+)
+_add(
+    "tree",
+    "guarded",
+    "tjap.heuristics.tree.guarded:solve_guarded",
+    "the cheapest of the SCAS optimum and slurm-tree, improved free-form within the time limit",
+    time_limited=True,
+    model="free",
+)
+_add(
+    "tree",
+    "sa",
+    "tjap.heuristics.tree.anneal:solve_sa",
+    "DCAS simulated annealing in Numba (preset='paper' for the paper's Table I settings)",
+    time_limited=True,
+    model="dcas",
+    constraints=True,
+)
+_add(
+    "tree",
+    "lns",
+    "tjap.heuristics.tree.anneal:solve_lns",
+    "DCAS descent from the exact SCAS optimum with the greedy repair (Numba)",
+    time_limited=True,
+    model="dcas",
+    constraints=True,
+)
+_add(
+    "tree",
+    "nsa",
+    "tjap.learned.tree.policy:solve_nsa",
+    "neural SA: the sa loop with a trained repair operator run in Numba, by default the best "
+    "settings measured (preset='paper' for the paper's; weights=...; torch only to train)",
+    time_limited=True,
+    learned=True,
+    model="dcas",
+)
 
 # -- seed 003: network request policies -------------------------------------------------------
-_add("network", "tetris", "tjap.heuristics.network.rules:TetrisPolicy",
-     "cosine fit of free resources with a rack-locality penalty; shortest paths")
-_add("network", "nalb", "tjap.heuristics.network.rules:NALBPolicy",
-     "Tetris first server, then a walk by free link channels; balanced routing")
-_add("network", "nulb", "tjap.heuristics.network.rules:NULBPolicy",
-     "Tetris first server, then a breadth-first walk; balanced routing")
-_add("network", "random", "tjap.heuristics.network.rules:RandomPolicy", "uniform among allowed servers")
-_add("network", "exact", "tjap.heuristics.network.rules:ExactPolicy",
-     "CP-SAT per-request model: fewest channels, ties to best fit", exact=True,
-     requires=("ortools",), extra="ortools")
-_add("network", "gnn", "tjap.learned.network.policy:GNNPolicy",
-     "learned GNN allocator (shipped weights by default; weights=PATH)", learned=True,
-     needs_torch=True, extra="torch==2.13.0")
+_add(
+    "network",
+    "tetris",
+    "tjap.heuristics.network.rules:TetrisPolicy",
+    "cosine fit of free resources with a rack-locality penalty; shortest paths",
+)
+_add(
+    "network",
+    "nalb",
+    "tjap.heuristics.network.rules:NALBPolicy",
+    "Tetris first server, then a walk by free link channels; balanced routing",
+)
+_add(
+    "network",
+    "nulb",
+    "tjap.heuristics.network.rules:NULBPolicy",
+    "Tetris first server, then a breadth-first walk; balanced routing",
+)
+_add(
+    "network",
+    "random",
+    "tjap.heuristics.network.rules:RandomPolicy",
+    "uniform among allowed servers",
+)
+_add(
+    "network",
+    "exact",
+    "tjap.heuristics.network.rules:ExactPolicy",
+    "CP-SAT per-request model: fewest channels, ties to best fit",
+    exact=True,
+    requires=("ortools",),
+    extra="ortools",
+)
+_add(
+    "network",
+    "gnn",
+    "tjap.learned.network.policy:GNNPolicy",
+    "learned GNN allocator (shipped weights by default; weights=PATH)",
+    learned=True,
+    needs_torch=True,
+    extra="torch==2.13.0",
+)
 
 # -- seed 001: interference-aware placement ---------------------------------------------------
-for _name, _text in (("tetris", "per task: multi-resource packing that follows locality"),
-                     ("lb", "per task: least-loaded server, then group"),
-                     ("lif", "per task: least interference first (the fitted model)"),
-                     ("random", "per task: uniform among feasible groups")):
-    _add("interference", _name, "tjap.heuristics.interference.rules:TaskPolicy", _text, pass_name=True)
-_add("interference", "opt", "tjap.heuristics.interference.anneal:OptPolicy",
-     "annealing over the whole batch on the fitted interference model")
-_add("interference", "whole", "tjap.heuristics.interference.rules:WholeJobPolicy",
-     "each job whole on one server at the split of least predicted cost (ours)")
-_add("interference", "marl", "tjap.learned.interference.policy:MarlPolicy",
-     "multi-agent GNN actor-critic, device level (weights=PATH)", learned=True, needs_torch=True,
-     extra="torch==2.13.0")
-_add("interference", "single", "tjap.learned.interference.policy:SingleAgentPolicy",
-     "single-agent GNN actor-critic (weights=PATH)", learned=True, needs_torch=True,
-     extra="torch==2.13.0")
-_add("interference", "marl-server", "tjap.learned.interference.policy:ServerLevelPolicy",
-     "multi-agent GNN actor-critic, server level (weights=PATH)", learned=True,
-     needs_torch=True, extra="torch==2.13.0")
+for _name, _text in (
+    ("tetris", "per task: multi-resource packing that follows locality"),
+    ("lb", "per task: least-loaded server, then group"),
+    ("lif", "per task: least interference first (the fitted model)"),
+    ("random", "per task: uniform among feasible groups"),
+):
+    _add(
+        "interference",
+        _name,
+        "tjap.heuristics.interference.rules:TaskPolicy",
+        _text,
+        pass_name=True,
+    )
+_add(
+    "interference",
+    "opt",
+    "tjap.heuristics.interference.anneal:OptPolicy",
+    "annealing over the whole batch on the fitted interference model",
+)
+_add(
+    "interference",
+    "whole",
+    "tjap.heuristics.interference.rules:WholeJobPolicy",
+    "each job whole on one server at the split of least predicted cost (ours)",
+)
+_add(
+    "interference",
+    "marl",
+    "tjap.learned.interference.policy:MarlPolicy",
+    "multi-agent GNN actor-critic, device level (weights=PATH)",
+    learned=True,
+    needs_torch=True,
+    extra="torch==2.13.0",
+)
+_add(
+    "interference",
+    "single",
+    "tjap.learned.interference.policy:SingleAgentPolicy",
+    "single-agent GNN actor-critic (weights=PATH)",
+    learned=True,
+    needs_torch=True,
+    extra="torch==2.13.0",
+)
+_add(
+    "interference",
+    "marl-server",
+    "tjap.learned.interference.policy:ServerLevelPolicy",
+    "multi-agent GNN actor-critic, server level (weights=PATH)",
+    learned=True,
+    needs_torch=True,
+    extra="torch==2.13.0",
+)
 
 # -- seed 004: provisioners for chained jobs --------------------------------------------------
-_add("provision", "reactive", "tjap.heuristics.batch.rules:Reactive",
-     "submit the successor when the predecessor ends")
-_add("provision", "avg", "tjap.heuristics.batch.rules:Average",
-     "submit once the predecessor's expected end is within the mean recent wait")
+_add(
+    "provision",
+    "reactive",
+    "tjap.heuristics.batch.rules:Reactive",
+    "submit the successor when the predecessor ends",
+)
+_add(
+    "provision",
+    "avg",
+    "tjap.heuristics.batch.rules:Average",
+    "submit once the predecessor's expected end is within the mean recent wait",
+)
 for _name, _text, _torch in (
-        ("rf", "random-forest wait regressor (NAME@W: threshold for weight W)", False),
-        ("xgb", "XGBoost wait regressor (NAME@W)", False),
-        ("transformer", "transformer wait regressor (NAME@W)", True),
-        ("moe", "mixture of transformer experts (NAME@W)", True),
-        ("transformer_dqn", "transformer with a DQN submit-or-wait head", True),
-        ("moe_dqn", "mixture of experts with a DQN head", True),
-        ("transformer_pg", "transformer with a policy-gradient head", True),
-        ("moe_pg", "mixture of experts with a policy-gradient head", True)):
-    _add("provision", _name, "tjap.learned.batch.policy:load_provisioner", _text, learned=True,
-         needs_torch=_torch, pass_name=True, extra="torch==2.13.0" if _torch else "")
+    ("rf", "random-forest wait regressor (NAME@W: threshold for weight W)", False),
+    ("xgb", "XGBoost wait regressor (NAME@W)", False),
+    ("transformer", "transformer wait regressor (NAME@W)", True),
+    ("moe", "mixture of transformer experts (NAME@W)", True),
+    ("transformer_dqn", "transformer with a DQN submit-or-wait head", True),
+    ("moe_dqn", "mixture of experts with a DQN head", True),
+    ("transformer_pg", "transformer with a policy-gradient head", True),
+    ("moe_pg", "mixture of experts with a policy-gradient head", True),
+):
+    _add(
+        "provision",
+        _name,
+        "tjap.learned.batch.policy:load_provisioner",
+        _text,
+        learned=True,
+        needs_torch=_torch,
+        pass_name=True,
+        extra="torch==2.13.0" if _torch else "",
+    )

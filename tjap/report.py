@@ -26,6 +26,7 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
 
 def format_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
     """Plain-text table; ``columns`` are (key, format spec) pairs, e.g. ("mean_s", ".4f")."""
+
     def cell(row, key, spec):
         value = row.get(key)
         if value is None or value == "":
@@ -35,8 +36,10 @@ def format_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
     body = [[cell(r, k, s) for k, s in columns] for r in rows]
     head = [k for k, _ in columns]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(head)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(head, widths)),
-             "  ".join("-" * w for w in widths)]
+    lines = [
+        "  ".join(h.rjust(w) for h, w in zip(head, widths)),
+        "  ".join("-" * w for w in widths),
+    ]
     lines += ["  ".join(c.rjust(w) for c, w in zip(b, widths)) for b in body]
     return "\n".join(lines)
 

@@ -18,6 +18,7 @@ import dataclasses
 import enum
 import json
 import math
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -86,14 +87,18 @@ class Record:
     of the headline figures (by default ``to_dict``).
     """
 
+    if TYPE_CHECKING:  # every subclass is a dataclass
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
     def common(self) -> dict:
         """The :data:`COMMON_FIELDS` this record has (all five on every result of a decision
         call or an evaluation), as plain data."""
         return {name: plain(getattr(self, name)) for name in COMMON_FIELDS if hasattr(self, name)}
 
     def to_dict(self) -> dict:
-        return self.common() | {f.name: plain(getattr(self, f.name))
-                                for f in dataclasses.fields(self)}
+        return self.common() | {
+            f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)
+        }
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
@@ -107,6 +112,9 @@ class Measurement(Record):
     evaluation) and prove nothing: :attr:`status` is always ``FEASIBLE`` and :attr:`method` is the
     policy's name, kept in the record's ``policy`` field. A subclass defines ``objective`` (its
     family's headline figure) and may override ``method``."""
+
+    if TYPE_CHECKING:  # a field of every subclass
+        policy: str
 
     @property
     def method(self) -> str:

@@ -9,29 +9,34 @@ from typing import Protocol
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Priority, SchedulerConfig
-from tjap.errors import InvalidInputError
 from tjap.result import Measurement
 
-LOADS = {"heavy": (12 * HOUR_S, np.inf), "medium": (2 * HOUR_S, 12 * HOUR_S),
-         "light": (-np.inf, 2 * HOUR_S)}
+LOADS = {
+    "heavy": (12 * HOUR_S, np.inf),
+    "medium": (2 * HOUR_S, 12 * HOUR_S),
+    "light": (-np.inf, 2 * HOUR_S),
+}
 
 #: Scheduler settings of chained-job episodes. ``"easy"``: Slurm's defaults (EASY backfill, equal
 #: priorities, i.e. first come, first served), the simulator's default. ``"mirage"``: the published
 #: Mirage simulator of seed 004: conservative backfill (a reservation for every waiting job) and
 #: priority = age (weight 7000, capped at PriorityMaxAge = 7 days) + job size (weight 100), the
 #: weights of its slurm_config.json without the fair-share, QoS and partition terms it left unused.
-SCHEDULERS = {"easy": SchedulerConfig(),
-              "mirage": SchedulerConfig(backfill="conservative",
-                                        priority=Priority(age=7000, job_size=100))}
+SCHEDULERS = {
+    "easy": SchedulerConfig(),
+    "mirage": SchedulerConfig(backfill="conservative", priority=Priority(age=7000, job_size=100)),
+}
 
 
 def scheduler_config(name: str) -> SchedulerConfig:
     if name not in SCHEDULERS:
-        raise InvalidInputError(f"unknown scheduler setting {name!r}; choose one of "
-                                f"{', '.join(SCHEDULERS)}")
+        raise InvalidInputError(
+            f"unknown scheduler setting {name!r}; choose one of {', '.join(SCHEDULERS)}"
+        )
     return SCHEDULERS[name]
 
 
@@ -74,8 +79,6 @@ class Average:
         return pred["expected_end_s"] - episode.now <= episode.recent_mean_wait_s(self.window_s)
 
 
-
-
 def run_episode(episode: ChainedEpisode, provisioner: Provisioner) -> int:
     """The one decision loop: ask the provisioner every interval until the successor is submitted
     (or the predecessor ends); returns the outcome (successor start minus predecessor end, s)."""
@@ -84,9 +87,18 @@ def run_episode(episode: ChainedEpisode, provisioner: Provisioner) -> int:
     return episode.outcome()
 
 
-def sample_pairs(jobs: Jobs, nodes: int, pair: Pair, start_s: int, end_s: int, load: str | None,
-                 count: int, seed: int = 0, config: SchedulerConfig | None = None,
-                 max_tries: int | None = None) -> list[int]:
+def sample_pairs(
+    jobs: Jobs,
+    nodes: int,
+    pair: Pair,
+    start_s: int,
+    end_s: int,
+    load: str | None,
+    count: int,
+    seed: int = 0,
+    config: SchedulerConfig | None = None,
+    max_tries: int | None = None,
+) -> list[int]:
     """Injection times in [start_s, end_s) whose reactive outcome falls in the ``load`` level
     (heavy > 12 h, medium 2-12 h, light < 2 h; None: any), drawn in a seeded order."""
     if load is not None and load not in LOADS:
@@ -137,8 +149,15 @@ class Evaluation(Measurement):
         return {k: v for k, v in self.to_dict().items() if k != "outcomes_h"}
 
 
-def evaluate(jobs: Jobs, nodes: int, pair: Pair, times: list[int], provisioner: Provisioner,
-             config: SchedulerConfig | None = None, seed: int = 0) -> Evaluation:
+def evaluate(
+    jobs: Jobs,
+    nodes: int,
+    pair: Pair,
+    times: list[int],
+    provisioner: Provisioner,
+    config: SchedulerConfig | None = None,
+    seed: int = 0,
+) -> Evaluation:
     """Mean interruption and overlap (hours) of ``provisioner`` over pairs injected at ``times``
     (one :func:`run_episode` each).
 
@@ -148,13 +167,21 @@ def evaluate(jobs: Jobs, nodes: int, pair: Pair, times: list[int], provisioner: 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise InvalidInputError(f"seed must be an integer, got {seed!r}")
     started = time.perf_counter()
-    outcomes = np.array([run_episode(ChainedEpisode(jobs, nodes, t, pair, config=config),
-                                     provisioner) for t in times], dtype=float)
+    outcomes = np.array(
+        [
+            run_episode(ChainedEpisode(jobs, nodes, t, pair, config=config), provisioner)
+            for t in times
+        ],
+        dtype=float,
+    )
     interruption, overlap = split(outcomes)
-    return Evaluation(policy=provisioner.name, pairs=len(times),
-                      mean_interruption_h=float(interruption.mean()) if len(times) else 0.0,
-                      mean_overlap_h=float(overlap.mean()) if len(times) else 0.0,
-                      zero_interruption_fraction=float((interruption == 0).mean())
-                      if len(times) else 0.0,
-                      outcomes_h=tuple((outcomes / HOUR_S).tolist()),
-                      runtime_s=time.perf_counter() - started, seed=int(seed))
+    return Evaluation(
+        policy=provisioner.name,
+        pairs=len(times),
+        mean_interruption_h=float(interruption.mean()) if len(times) else 0.0,
+        mean_overlap_h=float(overlap.mean()) if len(times) else 0.0,
+        zero_interruption_fraction=float((interruption == 0).mean()) if len(times) else 0.0,
+        outcomes_h=tuple((outcomes / HOUR_S).tolist()),
+        runtime_s=time.perf_counter() - started,
+        seed=int(seed),
+    )

@@ -28,12 +28,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.placement.interference import profiles
-from tjap.placement.interference.planning import (Scratch, add_plan_flows, commit_scratch, occupy,
-                                             running_jobs_by_server, server_interference,
-                                             split_cost)
 from tjap._jit import njit
 from tjap.errors import UnknownMethodError
+from tjap.placement.interference import profiles
+from tjap.placement.interference.planning import (
+    Scratch,
+    add_plan_flows,
+    commit_scratch,
+    occupy,
+    running_jobs_by_server,
+    server_interference,
+    split_cost,
+)
 
 TETRIS, LB, LIF, RANDOM = 0, 1, 2, 3
 _RULE_CODES = {"tetris": TETRIS, "lb": LB, "lif": LIF, "random": RANDOM}
@@ -42,9 +48,30 @@ TASK_RULES = tuple(_RULE_CODES)
 
 
 @njit
-def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_free, cpu_used,
-               pcie_used, tasks, exp_sum, server_tasks, group_server, group_gpus, cpu_capacity,
-               group_cores, server_first_group, server_groups, coef, mark, rand, out):
+def _place_job(
+    policy,
+    candidates,
+    gpu_need,
+    cpu_need,
+    pcie_need,
+    exp_need,
+    gpu_free,
+    cpu_used,
+    pcie_used,
+    tasks,
+    exp_sum,
+    server_tasks,
+    group_server,
+    group_gpus,
+    cpu_capacity,
+    group_cores,
+    server_first_group,
+    server_groups,
+    coef,
+    mark,
+    rand,
+    out,
+):
     """Place a job's tasks one by one on ``candidates`` by ``policy``, updating the state arrays;
     returns True, or False with every change undone."""
     n_tasks = gpu_need.shape[0]
@@ -53,7 +80,10 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
         best, best_score, feasible = -1, -np.inf, 0
         if policy == 3:
             for g in candidates:
-                if gpu_free[g] >= gpu_need[t] and cpu_used[g] + cpu_need[t] <= cpu_capacity[g] + 1e-9:
+                if (
+                    gpu_free[g] >= gpu_need[t]
+                    and cpu_used[g] + cpu_need[t] <= cpu_capacity[g] + 1e-9
+                ):
                     feasible += 1
             pick = int(rand[t] * feasible)
             feasible = 0
@@ -62,22 +92,40 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
                 continue
             s = group_server[g]
             if policy == 0:
-                fill = ((group_gpus[g] - gpu_free[g] + gpu_need[t]) / group_gpus[g]
-                        + (cpu_used[g] + cpu_need[t]) / cpu_capacity[g]) / 2.0
+                fill = (
+                    (group_gpus[g] - gpu_free[g] + gpu_need[t]) / group_gpus[g]
+                    + (cpu_used[g] + cpu_need[t]) / cpu_capacity[g]
+                ) / 2.0
                 score = 2.0 * mark[s] + fill
             elif policy == 1:
                 load, own = 0.0, 0.0
                 for h in range(server_first_group[s], server_first_group[s] + server_groups[s]):
-                    lh = ((group_gpus[h] - gpu_free[h]) / group_gpus[h]
-                          + cpu_used[h] / cpu_capacity[h] + pcie_used[h] / 128.0) / 3.0
+                    lh = (
+                        (group_gpus[h] - gpu_free[h]) / group_gpus[h]
+                        + cpu_used[h] / cpu_capacity[h]
+                        + pcie_used[h] / 128.0
+                    ) / 3.0
                     load += lh
                     if h == g:
                         own = lh
                 score = -(load / server_groups[s] + 1e-3 * own)
             elif policy == 2:
-                score = -server_interference(s, g, cpu_need[t], pcie_need[t], exp_need[t],
-                                             cpu_used, pcie_used, tasks, exp_sum, server_tasks,
-                                             group_cores, server_first_group, server_groups, coef)
+                score = -server_interference(
+                    s,
+                    g,
+                    cpu_need[t],
+                    pcie_need[t],
+                    exp_need[t],
+                    cpu_used,
+                    pcie_used,
+                    tasks,
+                    exp_sum,
+                    server_tasks,
+                    group_cores,
+                    server_first_group,
+                    server_groups,
+                    coef,
+                )
             else:
                 score = 1.0 if feasible == pick else 0.0
                 feasible += 1
@@ -88,8 +136,21 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
         if best < 0:
             break
         out[t] = best
-        occupy(best, 1, gpu_need[t], cpu_need[t], pcie_need[t], exp_need[t], gpu_free,
-               cpu_used, pcie_used, exp_sum, tasks, server_tasks, group_server)
+        occupy(
+            best,
+            1,
+            gpu_need[t],
+            cpu_need[t],
+            pcie_need[t],
+            exp_need[t],
+            gpu_free,
+            cpu_used,
+            pcie_used,
+            exp_sum,
+            tasks,
+            server_tasks,
+            group_server,
+        )
         mark[group_server[best]] = 1
         placed += 1
     for t in range(placed):
@@ -97,8 +158,21 @@ def _place_job(policy, candidates, gpu_need, cpu_need, pcie_need, exp_need, gpu_
     if placed == n_tasks:
         return True
     for t in range(placed):
-        occupy(out[t], -1, gpu_need[t], cpu_need[t], pcie_need[t], exp_need[t], gpu_free,
-               cpu_used, pcie_used, exp_sum, tasks, server_tasks, group_server)
+        occupy(
+            out[t],
+            -1,
+            gpu_need[t],
+            cpu_need[t],
+            pcie_need[t],
+            exp_need[t],
+            gpu_free,
+            cpu_used,
+            pcie_used,
+            exp_sum,
+            tasks,
+            server_tasks,
+            group_server,
+        )
     return False
 
 
@@ -107,8 +181,9 @@ class TaskPolicy:
 
     def __init__(self, name: str):
         if name not in _RULE_CODES:
-            raise UnknownMethodError(f"unknown per-task heuristic {name!r}; choose one of "
-                                     f"{', '.join(_RULE_CODES)}")
+            raise UnknownMethodError(
+                f"unknown per-task heuristic {name!r}; choose one of {', '.join(_RULE_CODES)}"
+            )
         self.name, self.code = name, _RULE_CODES[name]
 
     def reset(self, sim, seed: int) -> None:
@@ -126,13 +201,30 @@ class TaskPolicy:
         lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
         out = np.empty(hi - lo, np.int64)
         rand = self.rng.random(hi - lo) if self.code == RANDOM else _NO_RAND
-        ok = _place_job(self.code, c.partition_groups[partition],
-                        sim.task_worker[lo:hi].astype(np.int64), sim.task_cpu[lo:hi],
-                        sim.task_pcie[lo:hi], sim.task_exp[lo:hi], scratch.gpu_free,
-                        scratch.cpu_used, scratch.pcie_used, scratch.tasks, scratch.exp_sum,
-                        scratch.server_tasks, c.group_server, c.group_gpus, sim.cpu_capacity,
-                        c.group_cores, c.server_first_group, c.server_groups, sim.coef,
-                        self._mark, rand, out)
+        ok = _place_job(
+            self.code,
+            c.partition_groups[partition],
+            sim.task_worker[lo:hi].astype(np.int64),
+            sim.task_cpu[lo:hi],
+            sim.task_pcie[lo:hi],
+            sim.task_exp[lo:hi],
+            scratch.gpu_free,
+            scratch.cpu_used,
+            scratch.pcie_used,
+            scratch.tasks,
+            scratch.exp_sum,
+            scratch.server_tasks,
+            c.group_server,
+            c.group_gpus,
+            sim.cpu_capacity,
+            c.group_cores,
+            c.server_first_group,
+            c.server_groups,
+            sim.coef,
+            self._mark,
+            rand,
+            out,
+        )
         return out if ok else None
 
 
@@ -141,10 +233,39 @@ _NO_RAND = np.zeros(64)
 
 # -- whole: a job's tasks on one server, the server and socket split of least predicted cost ------
 @njit
-def _whole_best(servers, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, cpu_used,
-                pcie_used, tasks, exp_sum, server_tasks, group_cores, cpu_capacity,
-                server_first_group, server_groups, num_groups, link_gbps, link_flows, coef,
-                nb_ptr, nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s):
+def _whole_best(
+    servers,
+    W,
+    P,
+    cw,
+    pw,
+    ew,
+    cps,
+    eps,
+    volume,
+    iter_s,
+    gpu_free,
+    cpu_used,
+    pcie_used,
+    tasks,
+    exp_sum,
+    server_tasks,
+    group_cores,
+    cpu_capacity,
+    server_first_group,
+    server_groups,
+    num_groups,
+    link_gbps,
+    link_flows,
+    coef,
+    nb_ptr,
+    nb_jobs,
+    flow_ptr,
+    flow_links,
+    flow_len,
+    job_volume,
+    job_iter_s,
+):
     """(server, a, b, cost) of least :func:`~tjap.placement.interference.planning.split_cost` over
     ``servers`` (ties: the first server, then the most workers and PSs on its first group);
     server -1 when the job fits whole on none. Empty servers of one shape are alike: only the
@@ -155,19 +276,52 @@ def _whole_best(servers, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, c
         s = servers[i]
         if server_tasks[s] == 0:
             g0, r0 = server_first_group[s], server_first_group[ref]
-            if ref >= 0 and server_groups[s] == server_groups[ref] \
-                    and gpu_free[g0] == gpu_free[r0] and group_cores[g0] == group_cores[r0]:
+            if (
+                ref >= 0
+                and server_groups[s] == server_groups[ref]
+                and gpu_free[g0] == gpu_free[r0]
+                and group_cores[g0] == group_cores[r0]
+            ):
                 continue
             if ref < 0:
                 ref = s
-        nb = nb_jobs[nb_ptr[i]:nb_ptr[i + 1]]
+        nb = nb_jobs[nb_ptr[i] : nb_ptr[i + 1]]
         for a in range(W, -1, -1):
             for b in range(P, -1, -1):
-                cost = split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free,
-                                   cpu_used, pcie_used, tasks, exp_sum, server_tasks, group_cores,
-                                   cpu_capacity, server_first_group, server_groups, num_groups,
-                                   link_gbps, link_flows, coef, nb, flow_ptr, flow_links,
-                                   flow_len, job_volume, job_iter_s)
+                cost = split_cost(
+                    s,
+                    a,
+                    b,
+                    W,
+                    P,
+                    cw,
+                    pw,
+                    ew,
+                    cps,
+                    eps,
+                    volume,
+                    iter_s,
+                    gpu_free,
+                    cpu_used,
+                    pcie_used,
+                    tasks,
+                    exp_sum,
+                    server_tasks,
+                    group_cores,
+                    cpu_capacity,
+                    server_first_group,
+                    server_groups,
+                    num_groups,
+                    link_gbps,
+                    link_flows,
+                    coef,
+                    nb,
+                    flow_ptr,
+                    flow_links,
+                    flow_len,
+                    job_volume,
+                    job_iter_s,
+                )
                 if cost < best - 1e-12:
                     best_s, best_a, best_b, best = s, a, b, cost
     return best_s, best_a, best_b, best
@@ -204,22 +358,54 @@ class WholeJobPolicy:
             W, P = int(w.workers[job]), int(w.ps[job])
             cw, pw, ew = sim.task_cpu[lo], sim.task_pcie[lo], sim.task_exp[lo]
             cps, eps = sim.task_cpu[hi - 1], sim.task_exp[hi - 1]
-            s, a, b, _ = _whole_best(servers, W, P, cw, pw, ew, cps, eps, self._volume[job],
-                                     self._iter_s[job], scratch.gpu_free, scratch.cpu_used,
-                                     scratch.pcie_used, scratch.tasks, scratch.exp_sum,
-                                     scratch.server_tasks, c.group_cores, sim.cpu_capacity,
-                                     c.server_first_group, c.server_groups, c.num_groups,
-                                     c.link_gbps, link_flows, sim.coef, nb_ptr, nb_jobs,
-                                     sim.flow_ptr, sim.flow_links, sim.flow_len, self._volume,
-                                     self._iter_s)
+            s, a, b, _ = _whole_best(
+                servers,
+                W,
+                P,
+                cw,
+                pw,
+                ew,
+                cps,
+                eps,
+                self._volume[job],
+                self._iter_s[job],
+                scratch.gpu_free,
+                scratch.cpu_used,
+                scratch.pcie_used,
+                scratch.tasks,
+                scratch.exp_sum,
+                scratch.server_tasks,
+                c.group_cores,
+                sim.cpu_capacity,
+                c.server_first_group,
+                c.server_groups,
+                c.num_groups,
+                c.link_gbps,
+                link_flows,
+                sim.coef,
+                nb_ptr,
+                nb_jobs,
+                sim.flow_ptr,
+                sim.flow_links,
+                sim.flow_len,
+                self._volume,
+                self._iter_s,
+            )
             if s >= 0:
                 g0 = c.server_first_group[s]
                 g1 = g0 + 1 if c.server_groups[s] == 2 else g0
                 plan = np.array([g0] * a + [g1] * (W - a) + [g0] * b + [g1] * (P - b), np.int64)
-                commit_scratch(scratch, c, plan, sim.task_worker[lo:hi], sim.task_cpu[lo:hi],
-                               sim.task_pcie[lo:hi], sim.task_exp[lo:hi])
+                commit_scratch(
+                    scratch,
+                    c,
+                    plan,
+                    sim.task_worker[lo:hi],
+                    sim.task_cpu[lo:hi],
+                    sim.task_pcie[lo:hi],
+                    sim.task_exp[lo:hi],
+                )
                 self.stats["whole"] += 1
-            else:   # Tetris, task by task (it updates the scratch state itself)
+            else:  # Tetris, task by task (it updates the scratch state itself)
                 plan = self.fallback.place_on(sim, scratch, partition, job)
                 if plan is None:
                     plans.append(None)

@@ -30,10 +30,10 @@ from collections import deque
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.network.engine import Engine
 from tjap.placement.network.exact import solve_request
 from tjap.placement.network.topology import Topology
-from tjap.errors import InvalidInputError
 from tjap.result import Status
 
 
@@ -57,11 +57,21 @@ class TetrisPolicy:
         cpu, mem, _ = engine.request
         servers_needed = math.ceil(max(cpu / t.server_cpu, mem / t.server_mem))
         net_need = max(len(engine.chosen), servers_needed - 1)
-        have = np.stack([engine.free_cpu / t.server_cpu, engine.free_mem / t.server_mem,
-                         engine.free_channels[:t.num_servers] / t.channels[0]], axis=1)
-        need = np.array([min(engine.need_cpu, t.server_cpu) / t.server_cpu,
-                         min(engine.need_mem, t.server_mem) / t.server_mem,
-                         min(net_need, t.channels[0]) / t.channels[0]])
+        have = np.stack(
+            [
+                engine.free_cpu / t.server_cpu,
+                engine.free_mem / t.server_mem,
+                engine.free_channels[: t.num_servers] / t.channels[0],
+            ],
+            axis=1,
+        )
+        need = np.array(
+            [
+                min(engine.need_cpu, t.server_cpu) / t.server_cpu,
+                min(engine.need_mem, t.server_mem) / t.server_mem,
+                min(net_need, t.channels[0]) / t.channels[0],
+            ]
+        )
         norm = np.linalg.norm(have, axis=1) * np.linalg.norm(need)
         score = np.divide(have @ need, norm, out=np.zeros(len(have)), where=norm > 0)
         if engine.chosen:
@@ -158,11 +168,12 @@ class ExactPolicy(_PlannedPolicy):
     """The CP-SAT per-request model: fewest channels, ties to best fit."""
 
     name = "exact"
-    routing = "shortest"   # unused: every path is named by the plan
+    routing = "shortest"  # unused: every path is named by the plan
 
     def __init__(self, time_limit_s: float | None = 1.0, workers: int = 1):
-        if time_limit_s is not None and (not isinstance(time_limit_s, (int, float))
-                                         or time_limit_s <= 0):
+        if time_limit_s is not None and (
+            not isinstance(time_limit_s, (int, float)) or time_limit_s <= 0
+        ):
             raise InvalidInputError(f"exact time_limit_s must be positive, got {time_limit_s!r}")
         self.time_limit_s, self.workers = time_limit_s, int(workers)
 
@@ -174,12 +185,20 @@ class ExactPolicy(_PlannedPolicy):
         """The request's servers and paths, or None; ``tie_cost`` as in
         :func:`tjap.placement.network.exact.solve_request` (default best fit)."""
         cpu, mem, _ = engine.request
-        result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
-                               engine.free_channels, cpu, mem, time_limit_s=self.time_limit_s,
-                               seed=self.seed, workers=self.workers, tie_cost=tie_cost)
+        result = solve_request(
+            engine.topology,
+            engine.free_cpu,
+            engine.free_mem,
+            engine.free_channels,
+            cpu,
+            mem,
+            time_limit_s=self.time_limit_s,
+            seed=self.seed,
+            workers=self.workers,
+            tie_cost=tie_cost,
+        )
         self.stats[result.status.value.lower()] += 1
         self.stats["solve_s"] += result.runtime_s
         if not result.has_solution:
             return None
         return [(s, list(p)) for s, p in zip(result.servers, result.paths)]
-

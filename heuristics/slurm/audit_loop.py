@@ -16,8 +16,13 @@ from tjap._jit import njit
 from tjap.errors import interrupted_by
 from tjap.heuristics.slurm.tree import place_counted, switch_table
 from tjap.placement.slurm.occupancy import Sweep, advance
-from tjap.placement.tree.single_job import (SingleJobTables, freeform_best, scas_best,
-                                            scas_nodes, take_nodes)
+from tjap.placement.tree.single_job import (
+    SingleJobTables,
+    freeform_best,
+    scas_best,
+    scas_nodes,
+    take_nodes,
+)
 from tjap.placement.tree.tree_cost import cost_from_sum_of_squares, node_set_cost
 
 #: Outputs per job: cost as placed, SCAS optimum, bound (NaN when not computed here), Slurm's
@@ -37,7 +42,7 @@ class LoopTables:
         n, ns = topology.num_nodes, table.num_switches
         above = np.zeros(n, np.int64)
         for s in range(ns):
-            above[table.first_node[s]:table.end_node[s]] += 1
+            above[table.first_node[s] : table.end_node[s]] += 1
         path = np.full((n, int(above.max()) + 1), -1, np.int64)
         filled = np.zeros(n, np.int64)
         for s in range(ns):
@@ -45,18 +50,22 @@ class LoopTables:
             path[span, filled[span]] = s
             filled[span] += 1
         for k in range(single.leaf_first.size):
-            path[single.leaf_first[k]:single.leaf_first[k] + single.leaf_size[k], -1] = ns + k
+            path[single.leaf_first[k] : single.leaf_first[k] + single.leaf_size[k], -1] = ns + k
         self.node_path = path
         self.num_table = ns
         self.num_counts = ns + single.leaf_first.size
         self.newer = slurm_rule == "24.11"
         form = topology.count_form
-        self.group_of, self.top_level, self.num_groups = (form.group_of, form.top_level,
-                                                          form.num_groups)
+        self.group_of, self.top_level, self.num_groups = (
+            form.group_of,
+            form.top_level,
+            form.num_groups,
+        )
 
 
-def measure(history, topology, rows, tables: LoopTables, code: int, *, chunk: int = 2000,
-            progress=None):
+def measure(
+    history, topology, rows, tables: LoopTables, code: int, *, chunk: int = 2000, progress=None
+):
     """Measure the allocations ``rows`` of ``history`` (indices, any order).
 
     Returns ``(cols, rows, ptr, flat, done, interrupted)``: the columns of :data:`COLUMNS` for
@@ -65,8 +74,13 @@ def measure(history, topology, rows, tables: LoopTables, code: int, *, chunk: in
     ``size`` of them), and how many jobs were measured. The kernel runs ``chunk`` jobs a call;
     Ctrl-C or SIGTERM between calls ends the loop with ``interrupted`` True and whole jobs.
     ``progress(done, total)`` is called after each chunk."""
-    strict = Sweep(history, topology.num_nodes, strict=True, node_path=tables.node_path,
-                   num_switches=tables.num_counts)
+    strict = Sweep(
+        history,
+        topology.num_nodes,
+        strict=True,
+        node_path=tables.node_path,
+        num_switches=tables.num_counts,
+    )
     lenient = Sweep(history, topology.num_nodes)
     position = history.position
     rows = np.asarray(rows, np.int64)
@@ -75,28 +89,56 @@ def measure(history, topology, rows, tables: LoopTables, code: int, *, chunk: in
     ptr = np.zeros(rows.size + 1, np.int64)
     np.cumsum(sizes, out=ptr[1:])
     cols = {name: np.full(rows.size, np.nan) for name in COLUMNS[:4]}
-    cols.update(idle=np.zeros(rows.size, np.int64), same=np.zeros(rows.size, np.bool_),
-                overlap=np.zeros(rows.size, np.bool_))
-    flat = {name: np.zeros(int(ptr[-1]), np.int32) for name in ("optimum", "bound",
-                                                                "slurm_tree")}
+    cols.update(
+        idle=np.zeros(rows.size, np.int64),
+        same=np.zeros(rows.size, np.bool_),
+        overlap=np.zeros(rows.size, np.bool_),
+    )
+    flat = {name: np.zeros(int(ptr[-1]), np.int32) for name in ("optimum", "bound", "slurm_tree")}
     single, table = tables.single, tables.table
     biggest = max(int(sizes.max()) if sizes.size else 1, 1)
     leaves = single.leaf_first.size
-    work = (np.zeros(tables.num_groups, np.int64), np.zeros(leaves, np.int64),
-            np.zeros(leaves, np.int64), np.zeros(leaves, np.int64), np.zeros(leaves, np.int64),
-            np.zeros(table.num_switches, np.int64), np.zeros(biggest, np.int32),
-            np.zeros(biggest, np.int64))
+    work = (
+        np.zeros(tables.num_groups, np.int64),
+        np.zeros(leaves, np.int64),
+        np.zeros(leaves, np.int64),
+        np.zeros(leaves, np.int64),
+        np.zeros(leaves, np.int64),
+        np.zeros(table.num_switches, np.int64),
+        np.zeros(biggest, np.int32),
+        np.zeros(biggest, np.int64),
+    )
     args = (*strict.kernel_args(), *lenient.kernel_args(), position, rows, ptr)
-    fixed = (tables.num_table,
-             (single.leaf_switch, single.leaf_first, single.leaf_size, single.leaf_groups,
-              single.switch_parent, single.leaf_of_switch, single.child_start,
-              single.child_list, single.leaf_depth),
-             single.scratch(biggest), single.exact_kernel,
-             (table.level, table.parent, table.first_node, table.end_node, table.leaves,
-              table.leaf_dist, table.top, tables.newer),
-             (tables.group_of, tables.top_level, code), work,
-             tuple(cols[name] for name in COLUMNS),
-             (flat["optimum"], flat["bound"], flat["slurm_tree"]))
+    fixed = (
+        tables.num_table,
+        (
+            single.leaf_switch,
+            single.leaf_first,
+            single.leaf_size,
+            single.leaf_groups,
+            single.switch_parent,
+            single.leaf_of_switch,
+            single.child_start,
+            single.child_list,
+            single.leaf_depth,
+        ),
+        single.scratch(biggest),
+        single.exact_kernel,
+        (
+            table.level,
+            table.parent,
+            table.first_node,
+            table.end_node,
+            table.leaves,
+            table.leaf_dist,
+            table.top,
+            tables.newer,
+        ),
+        (tables.group_of, tables.top_level, code),
+        work,
+        tuple(cols[name] for name in COLUMNS),
+        (flat["optimum"], flat["bound"], flat["slurm_tree"]),
+    )
     done = 0
     try:
         for lo in range(0, rows.size, chunk):
@@ -105,7 +147,7 @@ def measure(history, topology, rows, tables: LoopTables, code: int, *, chunk: in
             done = hi
             if progress is not None:
                 progress(done, rows.size)
-    except BaseException as exc:           # Ctrl-C, SIGTERM: the chunks done are whole
+    except BaseException as exc:  # Ctrl-C, SIGTERM: the chunks done are whole
         if interrupted_by(exc) is None:
             raise
         return cols, rows, ptr, flat, done, True
@@ -113,9 +155,27 @@ def measure(history, topology, rows, tables: LoopTables, code: int, *, chunk: in
 
 
 @njit
-def _measure_chunk(s_before, s_after, l_before, l_after, position, rows, out_ptr, lo, hi,
-                   num_table, tree, scratch, do_bound, slurm, cost_form, work, out, flat):
-    start, end, ptr, nodes = s_before[0], s_before[1], s_before[2], s_before[3]
+def _measure_chunk(
+    s_before,
+    s_after,
+    l_before,
+    l_after,
+    position,
+    rows,
+    out_ptr,
+    lo,
+    hi,
+    num_table,
+    tree,
+    scratch,
+    do_bound,
+    slurm,
+    cost_form,
+    work,
+    out,
+    flat,
+):
+    ptr, nodes = s_before[2], s_before[3]
     idle, switch_idle = s_after[3], s_after[5]
     l_busy = l_after[0]
     leaf_switch, leaf_first, leaf_size, leaf_groups = tree[0], tree[1], tree[2], tree[3]
@@ -126,17 +186,43 @@ def _measure_chunk(s_before, s_after, l_before, l_after, position, rows, out_ptr
     for j in range(lo, hi):
         a = rows[j]
         k = position[a]
-        advance(s_before[0], s_before[1], s_before[2], s_before[3], s_before[4], s_before[5],
-                s_before[6], k, s_after[0], s_after[1], s_after[2], s_after[3], s_after[4],
-                s_after[5])
-        advance(l_before[0], l_before[1], l_before[2], l_before[3], l_before[4], l_before[5],
-                l_before[6], k, l_after[0], l_after[1], l_after[2], l_after[3], l_after[4],
-                l_after[5])
-        ids = nodes[ptr[a]:ptr[a + 1]]
+        advance(
+            s_before[0],
+            s_before[1],
+            s_before[2],
+            s_before[3],
+            s_before[4],
+            s_before[5],
+            s_before[6],
+            k,
+            s_after[0],
+            s_after[1],
+            s_after[2],
+            s_after[3],
+            s_after[4],
+            s_after[5],
+        )
+        advance(
+            l_before[0],
+            l_before[1],
+            l_before[2],
+            l_before[3],
+            l_before[4],
+            l_before[5],
+            l_before[6],
+            k,
+            l_after[0],
+            l_after[1],
+            l_after[2],
+            l_after[3],
+            l_after[4],
+            l_after[5],
+        )
+        ids = nodes[ptr[a] : ptr[a + 1]]
         size = ids.shape[0]
         o = out_ptr[j]
         overlap = False
-        idled = 0                                # own nodes counted idle for this job only
+        idled = 0  # own nodes counted idle for this job only
         for i in range(size):
             v = ids[i]
             if l_busy[v] > 0:
@@ -157,27 +243,66 @@ def _measure_chunk(s_before, s_after, l_before, l_after, position, rows, out_ptr
         out[0][j] = node_set_cost(group_of, top_level, ids, counts, code)
         # the SCAS optimum
         best, _, leaf, offset = scas_best(leaf_groups, leaf_idle, size, counts, seg_a, seg_b)
-        scas_nodes(idle, leaf_first, leaf_size, leaf_idle, size, leaf, offset,
-                   flat[0][o:o + size])
+        scas_nodes(
+            idle, leaf_first, leaf_size, leaf_idle, size, leaf, offset, flat[0][o : o + size]
+        )
         out[1][j] = cost_from_sum_of_squares(size, top_level, best, code)
         # the free-form bound
         if do_bound:
-            best = freeform_best(tree[4], leaf_switch, tree[5], tree[6], tree[7], tree[8],
-                                 leaf_idle, size, scratch[0], scratch[1], scratch[2], scratch[3],
-                                 scratch[4], scratch[5], scratch[6], scratch[7], scratch[8],
-                                 scratch[9], scratch[10], scratch[11], scratch[12])
+            best = freeform_best(
+                tree[4],
+                leaf_switch,
+                tree[5],
+                tree[6],
+                tree[7],
+                tree[8],
+                leaf_idle,
+                size,
+                scratch[0],
+                scratch[1],
+                scratch[2],
+                scratch[3],
+                scratch[4],
+                scratch[5],
+                scratch[6],
+                scratch[7],
+                scratch[8],
+                scratch[9],
+                scratch[10],
+                scratch[11],
+                scratch[12],
+            )
             leaf_take = scratch[12]
-            take_nodes(idle, leaf_first, leaf_size, leaf_skip, leaf_take,
-                       np.flatnonzero(leaf_take), flat[1][o:o + size])
+            take_nodes(
+                idle,
+                leaf_first,
+                leaf_size,
+                leaf_skip,
+                leaf_take,
+                np.flatnonzero(leaf_take),
+                flat[1][o : o + size],
+            )
             out[2][j] = cost_from_sum_of_squares(size, top_level, best, code)
         # Slurm's choice
         for s in range(num_table):
             count_buf[s] = switch_idle[s]
-        got = place_counted(idle, count_buf, size, slurm[0], slurm[1], slurm[2], slurm[3],
-                            slurm[4], slurm[5], slurm[6], slurm[7], tree_out)
+        got = place_counted(
+            idle,
+            count_buf,
+            size,
+            slurm[0],
+            slurm[1],
+            slurm[2],
+            slurm[3],
+            slurm[4],
+            slurm[5],
+            slurm[6],
+            slurm[7],
+            tree_out,
+        )
         if got >= 0:
             for i in range(size):
-                idle[tree_out[i]] = 1             # place_counted took them
+                idle[tree_out[i]] = 1  # place_counted took them
             chosen = np.sort(tree_out[:size])
             out[3][j] = node_set_cost(group_of, top_level, chosen, counts, code)
             same = True
@@ -187,7 +312,7 @@ def _measure_chunk(s_before, s_after, l_before, l_after, position, rows, out_ptr
             out[5][j] = same
             for i in range(size):
                 flat[2][o + i] = chosen[i]
-        for i in range(idled):                   # the job's own nodes back as they were
+        for i in range(idled):  # the job's own nodes back as they were
             v = own_idled[i]
             idle[v] = 0
             for s in node_path[v]:

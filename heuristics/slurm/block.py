@@ -7,8 +7,8 @@ The rules are re-written from a reading of Slurm 24.11's ``eval_nodes_block`` (w
 ``topology_p_whole_topo`` in ``src/plugins/topology/block/topology_block.c`` and of
 ``_block_by_topology`` in ``src/plugins/select/cons_tres/job_test.c``, and checked against the
 placements a real Slurm 24.11.5 made on 16 nodes in 4 blocks of 4 with ``BlockSizes=4,8,16``
-(``tests/test_anchors_block_kueue.py`` replays them) and on random block clusters of 16-40 nodes
-(``benchmarks/slurm_block_validation.py``; ``tests/test_slurm_block_live.py`` replays a few on
+(``tests/heuristics/tree/test_anchors_block_kueue.py`` replays them) and on random block clusters of 16-40 nodes
+(``benchmarks/slurm_block_validation.py``; ``tests/placement/slurm/test_slurm_block_live.py`` replays a few on
 a real Slurm). For what this project places (jobs of
 ``n`` whole nodes, ``sbatch -N n --exclusive``, nodes of equal weight and CPUs, no required
 nodes) Slurm does this:
@@ -138,8 +138,13 @@ class BlockTable:
         self.leaf_size = np.bincount(leaf, minlength=topology.num_switches).astype(np.int64)
         leaves = [int(s) for s in np.asarray(topology.leaf_switches)]
         leaves.sort(key=lambda s: first_node[s])
-        self.node_domain, self.blocks, self.leaves_in, self.leaf_domain, self.nominal = \
-            {}, {}, {}, {}, {}
+        self.node_domain, self.blocks, self.leaves_in, self.leaf_domain, self.nominal = (
+            {},
+            {},
+            {},
+            {},
+            {},
+        )
         for level in range(1, self.top + 1):
             dom = level_domains(topology, level)
             per_leaf = np.full(topology.num_switches, -1, np.int64)
@@ -150,7 +155,7 @@ class BlockTable:
             self.node_domain[level] = dom
             self.leaf_domain[level] = per_leaf
             self.leaves_in[level] = inside
-            self.blocks[level] = list(inside)            # leaves in node order: so are domains
+            self.blocks[level] = list(inside)  # leaves in node order: so are domains
             self.nominal[level] = max(len(v) for v in inside.values())
         self.num_blocks = len(leaves)
         self.implicit = self.top > 1 and topology.switch_names[0] == IMPLICIT_ROOT
@@ -179,8 +184,9 @@ def _level_for(table: BlockTable, topology, count: int) -> tuple[int, int, int]:
     return table.top, table.num_blocks, table.top - 1 if table.implicit else table.top
 
 
-def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int, span: int,
-                ll_level: int):
+def _eval_block(
+    table: BlockTable, avail: np.ndarray, rem: int, level: int, span: int, ll_level: int
+):
     """One pass of ``eval_nodes_block`` for ``rem`` nodes in the blocks of ``level``, which
     Slurm counts as ``span`` base blocks, with llblocks of ``ll_level`` (0: none): the node ids
     taken (in the order taken), or None when Slurm would not place the request."""
@@ -190,17 +196,23 @@ def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int, span
     if ll_level >= 1:
         max_ll = -(-rem // (table.nominal[ll_level] * table.base))
         use_ll = span != table.nominal[ll_level] * max_ll
-        counted = span // table.nominal[ll_level]     # llblocks of a block that Slurm counts
-    ll_count = (np.bincount(table.node_domain[ll_level][avail], minlength=table.leaf_size.size)
-                if use_ll else None)
+        counted = span // table.nominal[ll_level]  # llblocks of a block that Slurm counts
+    ll_count = (
+        np.bincount(table.node_domain[ll_level][avail], minlength=table.leaf_size.size)
+        if use_ll
+        else None
+    )
     # rule 3: the block with the fewest idle nodes that can hold the request, the last on a tie
     chosen, chosen_count = None, 0
     for block in table.blocks[level]:
         idle = int(counts[block])
         usable = idle
         if use_ll:
-            lls = list(dict.fromkeys(int(table.leaf_domain[ll_level][s])
-                                     for s in table.leaves_in[level][block]))[:counted]
+            lls = list(
+                dict.fromkeys(
+                    int(table.leaf_domain[ll_level][s]) for s in table.leaves_in[level][block]
+                )
+            )[:counted]
             usable = int(sum(sorted((int(ll_count[d]) for d in lls), reverse=True)[:max_ll]))
         if usable < rem:
             continue
@@ -235,12 +247,15 @@ def _eval_block(table: BlockTable, avail: np.ndarray, rem: int, level: int, span
                         best, best_fit, best_same = b, fit, same
                     continue
                 if mine != theirs:
-                    if (mine < theirs) == mine_fit:     # fits: fewer nodes; else more nodes
+                    if (mine < theirs) == mine_fit:  # fits: fewer nodes; else more nodes
                         best, best_fit, best_same = b, fit, same
                     continue
-            if best < 0 or (fit and not best_fit) \
-                    or (not fit and not best_fit and leaf_count[b] >= leaf_count[best]) \
-                    or (fit and leaf_count[b] <= leaf_count[best]):
+            if (
+                best < 0
+                or (fit and not best_fit)
+                or (not fit and not best_fit and leaf_count[b] >= leaf_count[best])
+                or (fit and leaf_count[b] <= leaf_count[best])
+            ):
                 best, best_fit = b, fit
         if best < 0 or (use_ll and max_ll <= 0 and not best_same):
             break
@@ -262,8 +277,9 @@ def slurm_block_nodes(topology, idle: np.ndarray, size: int):
     (no segment) when ``idle`` (a boolean mask over ``topology``'s nodes) are the idle nodes: a
     sorted list of node ids, or None when Slurm would leave it pending."""
     table = block_table(topology)
-    nodes = _eval_block(table, np.asarray(idle, dtype=bool), int(size),
-                        *_level_for(table, topology, int(size)))
+    nodes = _eval_block(
+        table, np.asarray(idle, dtype=bool), int(size), *_level_for(table, topology, int(size))
+    )
     return None if nodes is None else sorted(nodes)
 
 
@@ -295,34 +311,38 @@ def refuse_unslurmlike(window: Window) -> None:
     if window.fragmentation[0]:
         raise InvalidInputError(
             f"method {METHOD!r} does not take a fragmentation term (Slurm's block selection has "
-            f"none); drop 'fragmentation' or use {takes}")
+            f"none); drop 'fragmentation' or use {takes}"
+        )
     topology = window.topology
     for j, job in enumerate(window.jobs):
         where = f"jobs[{j}]"
         if job.within is not None:
             raise InvalidInputError(
                 f"{where}: method {METHOD!r} does not take 'within' (Slurm's topology/block has no "
-                f"--switches); drop it or use {takes}, kueue-bestfit or kueue-leastfree")
+                f"--switches); drop it or use {takes}, kueue-bestfit or kueue-leastfree"
+            )
         if job.prefer is not None:
             raise InvalidInputError(
                 f"{where}: method {METHOD!r} does not take 'prefer' (Slurm's topology/block has no "
-                f"preferred level); drop it or use {takes}, kueue-bestfit or kueue-leastfree")
+                f"preferred level); drop it or use {takes}, kueue-bestfit or kueue-leastfree"
+            )
         if job.exclusive is not None and job.exclusive != 1:
             raise InvalidInputError(
                 f"{where}: method {METHOD!r} takes 'exclusive' at level 1 only (Slurm's "
                 f"--exclusive=topo holds base blocks), got level {job.exclusive}; give "
-                f"exclusive: true or use {takes}")
+                f"exclusive: true or use {takes}"
+            )
         if job.segment is not None:
             level = slurm_level(topology, job.segment) or block_table(topology).top
             if job.segment_level < level:
                 raise InvalidInputError(
                     f"{where}: Slurm places each segment of {job.segment} nodes inside one block "
                     f"of level {level} (the level its size asks for), not of level "
-                    f"{job.segment_level}; give segment_level >= {level} or use {takes}")
+                    f"{job.segment_level}; give segment_level >= {level} or use {takes}"
+                )
 
 
-def solve_slurm_block(window: Window, *, convention="paper", time_limit_s=None,
-                      seed=0) -> Result:
+def solve_slurm_block(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
     """Place the window's jobs in window order, each where Slurm's ``topology/block`` selection
     puts it on the nodes the earlier jobs left (see the module docstring for the rules).
 
@@ -339,11 +359,11 @@ def solve_slurm_block(window: Window, *, convention="paper", time_limit_s=None,
     table = block_table(topology)
     free = np.zeros(topology.num_nodes, bool)
     free[window.idle_nodes] = True
-    held = np.zeros(topology.num_switches, bool)       # base blocks of exclusive jobs
+    held = np.zeros(topology.num_switches, bool)  # base blocks of exclusive jobs
     placed, unplaced = {}, []
     for j, job in enumerate(window.jobs):
         avail = free & ~held[table.node_leaf]
-        if job.exclusive is not None:                  # only base blocks where nothing runs
+        if job.exclusive is not None:  # only base blocks where nothing runs
             busy = np.bincount(table.node_leaf[~free], minlength=topology.num_switches) > 0
             avail &= ~busy[table.node_leaf]
         nodes = block_nodes(window, job, avail)
@@ -354,26 +374,63 @@ def solve_slurm_block(window: Window, *, convention="paper", time_limit_s=None,
         free[nodes] = False
         if job.exclusive is not None:
             held[table.node_leaf[nodes]] = True
-    return window_result(window, METHOD, placed, unplaced, convention=convention, seed=seed,
-                         runtime_s=time.perf_counter() - started,
-                         reason="no block of the level its size asks for holds enough idle "
-                                "nodes (Slurm leaves it pending)")
+    return window_result(
+        window,
+        METHOD,
+        placed,
+        unplaced,
+        convention=convention,
+        seed=seed,
+        runtime_s=time.perf_counter() - started,
+        reason="no block of the level its size asks for holds enough idle "
+        "nodes (Slurm leaves it pending)",
+    )
 
 
-def window_result(window: Window, method: str, placed: dict, unplaced: list, *, convention,
-                  seed, runtime_s, reason: str) -> Result:
+def window_result(
+    window: Window,
+    method: str,
+    placed: dict,
+    unplaced: list,
+    *,
+    convention,
+    seed,
+    runtime_s,
+    reason: str,
+) -> Result:
     """The Result of a job-by-job rule: FEASIBLE with every job's nodes, or INFEASIBLE with
     ``info["unplaced"]``, ``info["placed"]`` and ``info["reason"]``."""
     if unplaced:
         return Result.from_assignment(
-            window, (), status=Status.INFEASIBLE, method=method, convention=convention,
-            runtime_s=runtime_s, seed=seed,
-            info={"unplaced": list(unplaced), "placed": dict(placed),
-                  "reason": f"job {unplaced[0]}: {reason}"})
-    return Result.from_assignment(window, [placed[j] for j in range(window.num_jobs)],
-                                  status=Status.FEASIBLE, method=method, convention=convention,
-                                  runtime_s=runtime_s, seed=seed)
+            window,
+            (),
+            status=Status.INFEASIBLE,
+            method=method,
+            convention=convention,
+            runtime_s=runtime_s,
+            seed=seed,
+            info={
+                "unplaced": list(unplaced),
+                "placed": dict(placed),
+                "reason": f"job {unplaced[0]}: {reason}",
+            },
+        )
+    return Result.from_assignment(
+        window,
+        [placed[j] for j in range(window.num_jobs)],
+        status=Status.FEASIBLE,
+        method=method,
+        convention=convention,
+        runtime_s=runtime_s,
+        seed=seed,
+    )
 
 
-__all__ = ["BlockTable", "block_nodes", "block_table", "refuse_unslurmlike", "solve_slurm_block",
-           "window_result"]
+__all__ = [
+    "BlockTable",
+    "block_nodes",
+    "block_table",
+    "refuse_unslurmlike",
+    "solve_slurm_block",
+    "window_result",
+]

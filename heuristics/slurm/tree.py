@@ -62,20 +62,19 @@ then raises :class:`SlurmWouldNotPlaceError` and :func:`solve_slurm_tree` return
 
 from __future__ import annotations
 
-import re
-
 import functools
+import re
 import time
 
 import numpy as np
 
+from tjap._jit import njit
+from tjap.errors import InvalidInputError
+from tjap.placement.tree.jobs import refuse_constraints
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology
 from tjap.placement.tree.window import Window
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
 from tjap.result import Status
-from tjap.placement.tree.jobs import refuse_constraints
 
 #: Slurm's INFINITE (a uint32 of all ones), the distance between switches with no common ancestor.
 INFINITE = 0xFFFFFFFF
@@ -200,8 +199,9 @@ def _compare(i, j, rem, count, parent, level):
 
 
 @njit
-def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dist, top_level,
-              newer, out):
+def place_job(
+    avail, size, level, parent, first_node, end_node, leaves, leaf_dist, top_level, newer, out
+):
     """Slurm's choice of ``size`` nodes among ``avail`` (uint8 per node, 1 = idle; the chosen
     nodes are set to 0), by 22.05's rule or, with ``newer``, by 24.11's. Writes the node indices
     to ``out[:size]`` in the order taken and returns ``size``, or returns -1 (nothing changed)
@@ -212,13 +212,37 @@ def place_job(avail, size, level, parent, first_node, end_node, leaves, leaf_dis
         for v in range(first_node[s], end_node[s]):
             c += avail[v]
         count[s] = c
-    return place_counted(avail, count, size, level, parent, first_node, end_node, leaves,
-                         leaf_dist, top_level, newer, out)
+    return place_counted(
+        avail,
+        count,
+        size,
+        level,
+        parent,
+        first_node,
+        end_node,
+        leaves,
+        leaf_dist,
+        top_level,
+        newer,
+        out,
+    )
 
 
 @njit
-def place_counted(avail, count, size, level, parent, first_node, end_node, leaves, leaf_dist,
-                  top_level, newer, out):
+def place_counted(
+    avail,
+    count,
+    size,
+    level,
+    parent,
+    first_node,
+    end_node,
+    leaves,
+    leaf_dist,
+    top_level,
+    newer,
+    out,
+):
     """:func:`place_job` given ``count``, the idle nodes below each switch (which the call
     overwrites): for callers that keep those counts as nodes come and go."""
     num = level.size
@@ -231,9 +255,9 @@ def place_counted(avail, count, size, level, parent, first_node, end_node, leave
     if top == -1:
         return -1
     lo, hi = first_node[top], end_node[top]
-    for s in range(num):          # keep only the top switch's nodes (spans nest or are apart)
+    for s in range(num):  # keep only the top switch's nodes (spans nest or are apart)
         if first_node[s] >= lo and end_node[s] <= hi:
-            continue              # inside the top switch: all its idle nodes
+            continue  # inside the top switch: all its idle nodes
         if first_node[s] <= lo and end_node[s] >= hi:
             count[s] = count[top]  # above it: the top switch's
         else:
@@ -254,8 +278,9 @@ def place_counted(avail, count, size, level, parent, first_node, end_node, leave
                     best_pos = pos
                 continue
             tcs, fit = _compare(i, best, rem, count, parent, level)
-            if (dist[i] < dist[best] and (fit if newer else tcs >= 0)) \
-                    or (dist[i] == dist[best] and tcs > 0):
+            if (dist[i] < dist[best] and (fit if newer else tcs >= 0)) or (
+                dist[i] == dist[best] and tcs > 0
+            ):
                 best = i
                 best_pos = pos
         if best == -1:
@@ -274,7 +299,7 @@ def place_counted(avail, count, size, level, parent, first_node, end_node, leave
                 rem -= 1
                 if rem == 0:
                     return size
-        if newer:                 # 24.11: the leaf's switches lose the nodes it gave
+        if newer:  # 24.11: the leaf's switches lose the nodes it gave
             used = count[best]
             s = best
             while True:
@@ -290,14 +315,26 @@ def place_counted(avail, count, size, level, parent, first_node, end_node, leave
 
 
 @njit
-def place_window(avail, sizes, level, parent, first_node, end_node, leaves, leaf_dist, top_level,
-                 newer, out):
+def place_window(
+    avail, sizes, level, parent, first_node, end_node, leaves, leaf_dist, top_level, newer, out
+):
     """Place the jobs of ``sizes`` one after another (``out`` holds their nodes back to back).
     Returns -1 when all are placed, else the index of the first job Slurm would not start."""
     offset = 0
     for j in range(sizes.size):
-        got = place_job(avail, sizes[j], level, parent, first_node, end_node, leaves, leaf_dist,
-                        top_level, newer, out[offset:offset + sizes[j]])
+        got = place_job(
+            avail,
+            sizes[j],
+            level,
+            parent,
+            first_node,
+            end_node,
+            leaves,
+            leaf_dist,
+            top_level,
+            newer,
+            out[offset : offset + sizes[j]],
+        )
         if got < 0:
             return j
         offset += sizes[j]
@@ -308,14 +345,18 @@ def place_window(avail, sizes, level, parent, first_node, end_node, leaves, leaf
 def _avail_mask(topology: Topology, idle) -> np.ndarray:
     if isinstance(idle, np.ndarray) and idle.dtype == np.bool_:
         if idle.shape != (topology.num_nodes,):
-            raise InvalidInputError(f"an idle mask needs one entry per node ({topology.num_nodes}), "
-                                    f"got shape {idle.shape}")
+            raise InvalidInputError(
+                f"an idle mask needs one entry per node ({topology.num_nodes}), "
+                f"got shape {idle.shape}"
+            )
         return idle.astype(np.uint8)
     try:
         ids = topology.node_indices(list(idle))
     except TypeError:
-        raise InvalidInputError("idle nodes must be a boolean mask or a list of node names or "
-                                f"indices, got {type(idle).__name__}") from None
+        raise InvalidInputError(
+            "idle nodes must be a boolean mask or a list of node names or "
+            f"indices, got {type(idle).__name__}"
+        ) from None
     mask = np.zeros(topology.num_nodes, dtype=np.uint8)
     mask[ids] = 1
     if int(mask.sum()) != len(ids):
@@ -337,15 +378,18 @@ def release_for(version: str) -> str:
 def _newer(slurm) -> bool:
     """True for 24.11's rule, False for 22.05's; anything else is one line."""
     if slurm not in RELEASES:
-        raise InvalidInputError(f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
-                                f"release whose topology/tree rule to follow), got {slurm!r:.40}")
+        raise InvalidInputError(
+            f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
+            f"release whose topology/tree rule to follow), got {slurm!r:.40}"
+        )
     return slurm == "24.11"
 
 
 def _check_topology(topology) -> Topology:
     if not isinstance(topology, Topology):
-        raise InvalidInputError(f"topology must be a tjap.Topology (or FatTree), got "
-                                f"{type(topology).__name__}")
+        raise InvalidInputError(
+            f"topology must be a tjap.Topology (or FatTree), got {type(topology).__name__}"
+        )
     return topology
 
 
@@ -392,21 +436,36 @@ def slurm_tree_nodes(topology: Topology, idle, size: int, *, slurm: str = "22.05
         raise InvalidInputError(f"size must be a positive integer, got {size!r}")
     avail = _avail_mask(topology, idle)
     if int(avail.sum()) < size:
-        raise InvalidInputError(f"a job of {size} nodes does not fit in {int(avail.sum())} idle "
-                                "nodes; give more idle nodes or a smaller size")
+        raise InvalidInputError(
+            f"a job of {size} nodes does not fit in {int(avail.sum())} idle "
+            "nodes; give more idle nodes or a smaller size"
+        )
     table = switch_table(topology)
     out = np.empty(int(size), dtype=np.int64)
-    got = place_job(avail, np.int64(size), table.level, table.parent, table.first_node,
-                    table.end_node, table.leaves, table.leaf_dist, table.top, newer, out)
+    got = place_job(
+        avail,
+        np.int64(size),
+        table.level,
+        table.parent,
+        table.first_node,
+        table.end_node,
+        table.leaves,
+        table.leaf_dist,
+        table.top,
+        newer,
+        out,
+    )
     if got < 0:
         raise SlurmWouldNotPlaceError(
             f"no switch holds {size} idle nodes: Slurm would leave this job pending (the tree has "
-            "several top-level switches and no common root; add a root switch to topology.conf)")
+            "several top-level switches and no common root; add a root switch to topology.conf)"
+        )
     return np.sort(out)
 
 
-def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                     slurm: str = "22.05") -> Result:
+def solve_slurm_tree(
+    window: Window, *, convention="paper", time_limit_s=None, seed=0, slurm: str = "22.05"
+) -> Result:
     """Place the window's jobs in window (priority) order, each where Slurm 22.05's
     ``topology/tree`` selection (24.11's with ``slurm="24.11"``) puts it on the nodes the
     previous jobs left idle.
@@ -427,21 +486,55 @@ def solve_slurm_tree(window: Window, *, convention="paper", time_limit_s=None, s
     avail[window.idle_nodes] = 1
     sizes = np.asarray(window.job_sizes, dtype=np.int64)
     out = np.empty(int(sizes.sum()), dtype=np.int64)
-    failed = place_window(avail, sizes, table.level, table.parent, table.first_node,
-                          table.end_node, table.leaves, table.leaf_dist, table.top, newer, out)
+    failed = place_window(
+        avail,
+        sizes,
+        table.level,
+        table.parent,
+        table.first_node,
+        table.end_node,
+        table.leaves,
+        table.leaf_dist,
+        table.top,
+        newer,
+        out,
+    )
     runtime = time.perf_counter() - started
     if failed >= 0:
         return Result.from_assignment(
-            window, (), status=Status.INFEASIBLE, method="slurm-tree", convention=convention,
-            runtime_s=runtime, seed=seed,
-            info={"unplaced_job": int(failed),
-                  "reason": f"no switch holds {int(sizes[failed])} idle nodes"})
+            window,
+            (),
+            status=Status.INFEASIBLE,
+            method="slurm-tree",
+            convention=convention,
+            runtime_s=runtime,
+            seed=seed,
+            info={
+                "unplaced_job": int(failed),
+                "reason": f"no switch holds {int(sizes[failed])} idle nodes",
+            },
+        )
     bounds = np.concatenate([[0], np.cumsum(sizes)])
     assignment = [sorted(out[a:b].tolist()) for a, b in zip(bounds[:-1], bounds[1:])]
-    return Result.from_assignment(window, assignment, status=Status.FEASIBLE,
-                                  method="slurm-tree", convention=convention,
-                                  runtime_s=runtime, seed=seed)
+    return Result.from_assignment(
+        window,
+        assignment,
+        status=Status.FEASIBLE,
+        method="slurm-tree",
+        convention=convention,
+        runtime_s=runtime,
+        seed=seed,
+    )
 
 
-__all__ = ["INFINITE", "RELEASES", "SlurmSwitchTable", "SlurmWouldNotPlaceError", "place_job",
-           "place_window", "slurm_tree_nodes", "solve_slurm_tree", "switch_table"]
+__all__ = [
+    "INFINITE",
+    "RELEASES",
+    "SlurmSwitchTable",
+    "SlurmWouldNotPlaceError",
+    "place_job",
+    "place_window",
+    "slurm_tree_nodes",
+    "solve_slurm_tree",
+    "switch_table",
+]

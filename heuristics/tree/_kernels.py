@@ -22,26 +22,38 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from tjap.heuristics.tree._mlp_kernels import (CFG_LOOKAHEAD, CFG_SAMPLE, candidate_starts, net_logits,
-                                      net_start, top_k)
-from tjap.placement.tree import _dcas_constraints as rules_k
-from tjap.placement.tree._dcas_kernels import (decode, free_positions, reset_taken, row_ends,
-                                           take_block_cost, taken_words)
-from tjap.placement.tree.tree_cost import block_costs
 from tjap._jit import njit, njit_inline
+from tjap.heuristics.tree._mlp_kernels import (
+    CFG_LOOKAHEAD,
+    CFG_SAMPLE,
+    candidate_starts,
+    net_logits,
+    net_start,
+    top_k,
+)
+from tjap.placement.tree import _dcas_constraints as rules_k
+from tjap.placement.tree._dcas_kernels import (
+    decode,
+    free_positions,
+    reset_taken,
+    row_ends,
+    take_block_cost,
+    taken_words,
+)
+from tjap.placement.tree.tree_cost import block_costs
 
 # repair operators: how a re-inserted job picks its start in the current idle sequence
-REPAIR_PAPER = 0     # uniform among the first min(q, length) positions (the paper, q = 100)
-REPAIR_UNIFORM = 1   # uniform over every position
-REPAIR_GREEDY = 2    # the cheapest block (ties: lowest position)
-REPAIR_LEARNED = 3   # a trained network run in the loop (tjap.heuristics.tree._mlp_kernels, tjap.learned.tree.policy)
+REPAIR_PAPER = 0  # uniform among the first min(q, length) positions (the paper, q = 100)
+REPAIR_UNIFORM = 1  # uniform over every position
+REPAIR_GREEDY = 2  # the cheapest block (ties: lowest position)
+REPAIR_LEARNED = 3  # a trained network run in the loop (tjap.heuristics.tree._mlp_kernels, tjap.learned.tree.policy)
 REPAIR_LOOKAHEAD = 4  # k proposed starts, each scored with the later jobs placed greedily
 # order in which removed jobs are re-inserted
 REINSERT_LARGEST_FIRST = 0  # descending size, ties by window order (the paper's text)
-REINSERT_WINDOW_ORDER = 1   # window order (the published code)
+REINSERT_WINDOW_ORDER = 1  # window order (the published code)
 # acceptance
 ACCEPT_METROPOLIS = 0  # simulated annealing
-ACCEPT_IMPROVING = 1   # accept only moves that do not worsen the current cost (descent / LNS)
+ACCEPT_IMPROVING = 1  # accept only moves that do not worsen the current cost (descent / LNS)
 
 
 # -- random draws --------------------------------------------------------------------------------
@@ -56,9 +68,9 @@ ACCEPT_IMPROVING = 1   # accept only moves that do not worsen the current cost (
 _MT_N = 624
 _MT_M = 397
 _MASK32 = 0xFFFFFFFF
-_DRAW_POS = _MT_N      # the next buffered draw
+_DRAW_POS = _MT_N  # the next buffered draw
 _DRAW_END = _MT_N + 1  # the end of the buffered draws
-_DRAWS = _MT_N + 2        # the buffer of draws
+_DRAWS = _MT_N + 2  # the buffer of draws
 _TWO_TO_53 = 9007199254740992.0
 # destroy flags removed steps in the high half of its scratch array of step indices
 _LOW = 0xFFFFFFFF
@@ -168,8 +180,23 @@ def greedy_start(group_q, top_level, num_groups, taken, length, alive, size, con
 
 
 @njit
-def lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, taken, work,
-                    length, alive, start, size, sizes, order, rest_from):
+def lookahead_total(
+    group_q,
+    ends,
+    shallow,
+    top_level,
+    num_groups,
+    convention,
+    taken,
+    work,
+    length,
+    alive,
+    start,
+    size,
+    sizes,
+    order,
+    rest_from,
+):
     """The cost of the block of ``size`` at ``start`` of the current sequence (``length`` free
     positions of ``taken``) plus those of the jobs ``order[rest_from:]`` (of ``sizes``) placed
     after it in that order, each at its cheapest block (the greedy repair, ties to the lowest
@@ -188,8 +215,24 @@ def lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, t
 
 
 @njit
-def lookahead_start(group_q, ends, shallow, top_level, num_groups, convention, taken, work,
-                    length, alive, size, candidates, count, sizes, order, rest_from):
+def lookahead_start(
+    group_q,
+    ends,
+    shallow,
+    top_level,
+    num_groups,
+    convention,
+    taken,
+    work,
+    length,
+    alive,
+    size,
+    candidates,
+    count,
+    sizes,
+    order,
+    rest_from,
+):
     """Of the starts ``candidates[:count]``, the one of least :func:`lookahead_total` (ties: the
     earlier candidate); with one candidate, that one."""
     best = candidates[0]
@@ -197,16 +240,48 @@ def lookahead_start(group_q, ends, shallow, top_level, num_groups, convention, t
         return best
     best_total = np.inf
     for c in range(count):
-        total = lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, taken,
-                                work, length, alive, candidates[c], size, sizes, order,
-                                rest_from)
+        total = lookahead_total(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            convention,
+            taken,
+            work,
+            length,
+            alive,
+            candidates[c],
+            size,
+            sizes,
+            order,
+            rest_from,
+        )
         if total < best_total:
             best, best_total = candidates[c], total
     return best
 
 
-def pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
-               convention, repair, q, others, num_others, sizes, order, step, rng):
+def pick_start(
+    group_q,
+    ends,
+    shallow,
+    top_level,
+    num_groups,
+    taken,
+    length,
+    alive,
+    size,
+    convention,
+    repair,
+    q,
+    others,
+    num_others,
+    sizes,
+    order,
+    step,
+    rng,
+):
     """Start position of a block of ``size`` in the free sequence of ``length`` positions (the
     complement of the ``taken`` bitmap); ``alive`` is scratch. The job is ``order[step]``; the
     jobs ``order[step + 1:]`` (of ``sizes``) are still to re-insert after it.
@@ -236,56 +311,207 @@ def repair_argument(code: int):
 
 
 @overload(pick_start, inline="always", jit_options={"cache": True, "nogil": True})
-def _pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
-                convention, repair, q, others, num_others, sizes, order, step, rng):
+def _pick_start(
+    group_q,
+    ends,
+    shallow,
+    top_level,
+    num_groups,
+    taken,
+    length,
+    alive,
+    size,
+    convention,
+    repair,
+    q,
+    others,
+    num_others,
+    sizes,
+    order,
+    step,
+    rng,
+):
     if isinstance(repair, types.Integer):
-        def drawn(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
-                  convention, repair, q, others, num_others, sizes, order, step, rng):
+
+        def drawn(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            taken,
+            length,
+            alive,
+            size,
+            convention,
+            repair,
+            q,
+            others,
+            num_others,
+            sizes,
+            order,
+            step,
+            rng,
+        ):
             # paper: among the first min(q, length); uniform: among all (branch-free)
             bound = length - (repair == REPAIR_PAPER) * max(length - q, 0)
             return int(draw(rng) * bound)
+
         return drawn
 
     if len(repair) == 1:
-        def computed(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
-                     convention, repair, q, others, num_others, sizes, order, step, rng):
-            return greedy_start(group_q, top_level, num_groups, taken, length, alive, size,
-                                convention)
+
+        def computed(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            taken,
+            length,
+            alive,
+            size,
+            convention,
+            repair,
+            q,
+            others,
+            num_others,
+            sizes,
+            order,
+            step,
+            rng,
+        ):
+            return greedy_start(
+                group_q, top_level, num_groups, taken, length, alive, size, convention
+            )
+
         return computed
 
     if len(repair) == 4:
-        def lookahead(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
-                      convention, repair, q, others, num_others, sizes, order, step, rng):
+
+        def lookahead(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            taken,
+            length,
+            alive,
+            size,
+            convention,
+            repair,
+            q,
+            others,
+            num_others,
+            sizes,
+            order,
+            step,
+            rng,
+        ):
             free_positions(taken, alive)
             costs = block_costs(group_q, top_level, alive[:length], size, num_groups, convention)
             candidates = np.empty(repair[1], np.int64)
-            if repair[3] > 0.0:   # one draw for the proposals (none with T = 0: greedy's)
+            if repair[3] > 0.0:  # one draw for the proposals (none with T = 0: greedy's)
                 u = draw(rng)
                 for i in range(length):
                     costs[i] = -costs[i] / repair[3]
                 count = candidate_starts(costs, length, True, u, candidates)
             else:
                 count = top_k(costs, length, repair[1], -1.0, candidates)
-            return lookahead_start(group_q, ends, shallow, top_level, num_groups, convention,
-                                   taken, repair[2], length, alive, size, candidates, count,
-                                   sizes, order, step + 1)
+            return lookahead_start(
+                group_q,
+                ends,
+                shallow,
+                top_level,
+                num_groups,
+                convention,
+                taken,
+                repair[2],
+                length,
+                alive,
+                size,
+                candidates,
+                count,
+                sizes,
+                order,
+                step + 1,
+            )
+
         return lookahead
 
-    def learned(group_q, ends, shallow, top_level, num_groups, taken, length, alive, size,
-                convention, repair, q, others, num_others, sizes, order, step, rng):
-        u = draw(rng)   # one draw per step, sampled or not: the budget of a drawn repair
+    def learned(
+        group_q,
+        ends,
+        shallow,
+        top_level,
+        num_groups,
+        taken,
+        length,
+        alive,
+        size,
+        convention,
+        repair,
+        q,
+        others,
+        num_others,
+        sizes,
+        order,
+        step,
+        rng,
+    ):
+        u = draw(rng)  # one draw per step, sampled or not: the budget of a drawn repair
         free_positions(taken, alive)
         k = repair[4][CFG_LOOKAHEAD]
         if k <= 1:
-            return net_start(repair[0], repair[1], repair[2], repair[3], repair[4], repair[5],
-                             alive, length, size, others, num_others, u)
-        logits, n = net_logits(repair[0], repair[1], repair[2], repair[3], repair[4], repair[5],
-                               alive, length, size, others, num_others)
+            return net_start(
+                repair[0],
+                repair[1],
+                repair[2],
+                repair[3],
+                repair[4],
+                repair[5],
+                alive,
+                length,
+                size,
+                others,
+                num_others,
+                u,
+            )
+        logits, n = net_logits(
+            repair[0],
+            repair[1],
+            repair[2],
+            repair[3],
+            repair[4],
+            repair[5],
+            alive,
+            length,
+            size,
+            others,
+            num_others,
+        )
         candidates = np.empty(k, np.int64)
         count = candidate_starts(logits, n, repair[4][CFG_SAMPLE] != 0, u, candidates)
-        return lookahead_start(group_q, ends, shallow, top_level, num_groups, convention, taken,
-                               repair[6], length, alive, size, candidates, count, sizes, order,
-                               step + 1)
+        return lookahead_start(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            convention,
+            taken,
+            repair[6],
+            length,
+            alive,
+            size,
+            candidates,
+            count,
+            sizes,
+            order,
+            step + 1,
+        )
+
     return learned
 
 
@@ -352,8 +578,19 @@ def destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, rein
 
 
 @njit_inline
-def retake_kept(group_q, ends, shallow, top_level, convention, sizes, new_order, new_starts,
-                kept, job_cost, taken):
+def retake_kept(
+    group_q,
+    ends,
+    shallow,
+    top_level,
+    convention,
+    sizes,
+    new_order,
+    new_starts,
+    kept,
+    job_cost,
+    taken,
+):
     """Take the blocks of the first ``kept`` steps into an empty ``taken`` bitmap, their costs into
     ``job_cost``; returns the free positions left. (The kept starts stay valid: destroy only
     removes steps, so no step's sequence got shorter.)"""
@@ -361,15 +598,33 @@ def retake_kept(group_q, ends, shallow, top_level, convention, sizes, new_order,
     reset_taken(taken, length)
     for step in range(kept):
         j = new_order[step]
-        job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], group_q, ends, shallow,
-                                      top_level, convention)
+        job_cost[j] = take_block_cost(
+            taken, new_starts[step], sizes[j], group_q, ends, shallow, top_level, convention
+        )
         length -= sizes[j]
     return length
 
 
 @njit_inline
-def reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, sizes,
-                     new_order, new_starts, kept, length, job_cost, taken, alive, repair, q, rng):
+def reinsert_removed(
+    group_q,
+    ends,
+    shallow,
+    top_level,
+    num_groups,
+    convention,
+    sizes,
+    new_order,
+    new_starts,
+    kept,
+    length,
+    job_cost,
+    taken,
+    alive,
+    repair,
+    q,
+    rng,
+):
     """Re-insert the jobs of steps kept.. at the end of the order, each at a start chosen by
     ``repair`` in the sequence left by the steps before; their costs into ``job_cost``. Returns
     the total cost of the solution (summed in job order)."""
@@ -380,12 +635,30 @@ def reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, 
     for step in range(kept, num_jobs):
         j = new_order[step]
         others -= sizes[j]
-        start = pick_start(group_q, ends, shallow, top_level, num_groups, taken, length, alive,
-                           sizes[j], convention, repair, q, others, num_jobs - step - 1, sizes,
-                           new_order, step, rng)
+        start = pick_start(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            taken,
+            length,
+            alive,
+            sizes[j],
+            convention,
+            repair,
+            q,
+            others,
+            num_jobs - step - 1,
+            sizes,
+            new_order,
+            step,
+            rng,
+        )
         new_starts[step] = start
-        job_cost[j] = take_block_cost(taken, start, sizes[j], group_q, ends, shallow, top_level,
-                                      convention)
+        job_cost[j] = take_block_cost(
+            taken, start, sizes[j], group_q, ends, shallow, top_level, convention
+        )
         length -= sizes[j]
     total = 0.0
     for j in range(num_jobs):
@@ -394,9 +667,27 @@ def reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, 
 
 
 @njit
-def destroy_and_repair(group_q, shallow, top_level, num_groups, convention, sizes, offsets,
-                       order, starts, new_order, new_starts, positions, taken, alive,
-                       picks, max_remove, repair, q, reinsert):
+def destroy_and_repair(
+    group_q,
+    shallow,
+    top_level,
+    num_groups,
+    convention,
+    sizes,
+    offsets,
+    order,
+    starts,
+    new_order,
+    new_starts,
+    positions,
+    taken,
+    alive,
+    picks,
+    max_remove,
+    repair,
+    q,
+    reinsert,
+):
     """One move from (order, starts) to (new_order, new_starts), drawing from Numba's global
     generator, for callers outside the loop (the NSA environment): :func:`destroy`,
     :func:`retake_kept`, :func:`reinsert_removed`; also decodes the new solution into ``positions``.
@@ -404,12 +695,41 @@ def destroy_and_repair(group_q, shallow, top_level, num_groups, convention, size
     job_cost = np.empty(sizes.shape[0])
     ends = row_ends(group_q)
     kept = destroy(sizes, order, starts, new_order, new_starts, picks, max_remove, reinsert)
-    length = retake_kept(group_q, ends, shallow, top_level, convention, sizes, new_order,
-                         new_starts, kept, job_cost, taken)
-    reinsert_removed(group_q, ends, shallow, top_level, num_groups, convention, sizes, new_order,
-                     new_starts, kept, length, job_cost, taken, alive, repair, q, None)
-    decode(group_q.shape[1], sizes, offsets, new_order, new_starts, sizes.shape[0], positions,
-           taken)
+    length = retake_kept(
+        group_q,
+        ends,
+        shallow,
+        top_level,
+        convention,
+        sizes,
+        new_order,
+        new_starts,
+        kept,
+        job_cost,
+        taken,
+    )
+    reinsert_removed(
+        group_q,
+        ends,
+        shallow,
+        top_level,
+        num_groups,
+        convention,
+        sizes,
+        new_order,
+        new_starts,
+        kept,
+        length,
+        job_cost,
+        taken,
+        alive,
+        repair,
+        q,
+        None,
+    )
+    decode(
+        group_q.shape[1], sizes, offsets, new_order, new_starts, sizes.shape[0], positions, taken
+    )
     return sizes.shape[0] - kept
 
 
@@ -424,9 +744,31 @@ def chunk_seed(seed, it_begin):
 
 
 @njit
-def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order, cur_starts,
-           cur, best_order, best_starts, best, it_begin, it_end, iterations, t_max, t_min,
-           max_remove, repair, q, reinsert, accept, seed):
+def anneal(
+    group_q,
+    shallow,
+    top_level,
+    num_groups,
+    convention,
+    sizes,
+    cur_order,
+    cur_starts,
+    cur,
+    best_order,
+    best_starts,
+    best,
+    it_begin,
+    it_end,
+    iterations,
+    t_max,
+    t_min,
+    max_remove,
+    repair,
+    q,
+    reinsert,
+    accept,
+    seed,
+):
     """Iterations [it_begin, it_end) of simulated annealing / LNS over DCAS solutions
     (Algorithm 1 of seed 002), with exponential cooling from t_max to t_min over ``iterations``.
 
@@ -466,8 +808,9 @@ def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order
             taken[w] = free_word[w]
         for step in range(kept):
             j = new_order[step]
-            job_cost[j] = take_block_cost(taken, new_starts[step], sizes[j], group_q, ends,
-                                          shallow, top_level, convention)
+            job_cost[j] = take_block_cost(
+                taken, new_starts[step], sizes[j], group_q, ends, shallow, top_level, convention
+            )
             length -= sizes[j]
         others = 0  # nodes of the jobs still to re-insert after this one (the learned repair)
         for step in range(kept, num_jobs):
@@ -475,12 +818,30 @@ def anneal(group_q, shallow, top_level, num_groups, convention, sizes, cur_order
         for step in range(kept, num_jobs):
             j = new_order[step]
             others -= sizes[j]
-            start = pick_start(group_q, ends, shallow, top_level, num_groups, taken, length,
-                               alive, sizes[j], convention, repair, q, others,
-                               num_jobs - step - 1, sizes, new_order, step, rng)
+            start = pick_start(
+                group_q,
+                ends,
+                shallow,
+                top_level,
+                num_groups,
+                taken,
+                length,
+                alive,
+                sizes[j],
+                convention,
+                repair,
+                q,
+                others,
+                num_jobs - step - 1,
+                sizes,
+                new_order,
+                step,
+                rng,
+            )
             new_starts[step] = start
-            job_cost[j] = take_block_cost(taken, start, sizes[j], group_q, ends, shallow,
-                                          top_level, convention)
+            job_cost[j] = take_block_cost(
+                taken, start, sizes[j], group_q, ends, shallow, top_level, convention
+            )
             length -= sizes[j]
         new = 0.0
         for j in range(num_jobs):  # in job order, as the plain-Python twin sums
@@ -502,8 +863,24 @@ CONSTRAINED_CHUNK = 16
 
 
 @njit
-def constrained_start(rules, group_q, shallow, top_level, convention, j, n, alive, length,
-                      seq_domains, busy, walk, out, repair, q, rng):
+def constrained_start(
+    rules,
+    group_q,
+    shallow,
+    top_level,
+    convention,
+    j,
+    n,
+    alive,
+    length,
+    seq_domains,
+    busy,
+    walk,
+    out,
+    repair,
+    q,
+    rng,
+):
     """The start of job ``j`` on the free sequence ``alive[:length]`` (after
     :func:`~tjap.placement.tree._dcas_constraints.prepare`) that ``repair`` picks among the
     starts its constraints allow: greedy, the cheapest (ties: the lowest); paper and uniform,
@@ -511,8 +888,22 @@ def constrained_start(rules, group_q, shallow, top_level, convention, j, n, aliv
     if repair == REPAIR_GREEDY:
         best, best_cost = -1, np.inf
         for s in range(length):
-            cost = rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n, s,
-                                     alive, length, seq_domains, busy, walk, out)
+            cost = rules_k.try_start(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                convention,
+                j,
+                n,
+                s,
+                alive,
+                length,
+                seq_domains,
+                busy,
+                walk,
+                out,
+            )
             if cost < best_cost:
                 best, best_cost = s, cost
         return best
@@ -520,16 +911,51 @@ def constrained_start(rules, group_q, shallow, top_level, convention, j, n, aliv
     first = int(draw(rng) * bound)
     for k in range(length):
         s = first + k if first + k < length else first + k - length
-        if rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n, s, alive,
-                             length, seq_domains, busy, walk, out) < np.inf:
+        if (
+            rules_k.try_start(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                convention,
+                j,
+                n,
+                s,
+                alive,
+                length,
+                seq_domains,
+                busy,
+                walk,
+                out,
+            )
+            < np.inf
+        ):
             return s
     return -1
 
 
 @njit
-def constrained_move(rules, group_q, shallow, top_level, convention, sizes, new_order,
-                     new_starts, kept, job_cost, state, alive, seq_domains, walk, out, busy,
-                     repair, q, rng):
+def constrained_move(
+    rules,
+    group_q,
+    shallow,
+    top_level,
+    convention,
+    sizes,
+    new_order,
+    new_starts,
+    kept,
+    job_cost,
+    state,
+    alive,
+    seq_domains,
+    walk,
+    out,
+    busy,
+    repair,
+    q,
+    rng,
+):
     """Place the steps of ``new_order`` under the constraints: a kept step at its start when
     that start is still allowed, else (and every removed job) at the start ``repair`` picks
     (:func:`constrained_start`, written into ``new_starts``). Returns the solution's price
@@ -542,17 +968,60 @@ def constrained_move(rules, group_q, shallow, top_level, convention, sizes, new_
         rules_k.prepare(rules, j, state, alive, length, seq_domains, busy)
         cost = np.inf
         if step < kept:
-            cost = rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n,
-                                     new_starts[step], alive, length, seq_domains, busy, walk,
-                                     out)
+            cost = rules_k.try_start(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                convention,
+                j,
+                n,
+                new_starts[step],
+                alive,
+                length,
+                seq_domains,
+                busy,
+                walk,
+                out,
+            )
         if cost == np.inf:
-            s = constrained_start(rules, group_q, shallow, top_level, convention, j, n, alive,
-                                  length, seq_domains, busy, walk, out, repair, q, rng)
+            s = constrained_start(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                convention,
+                j,
+                n,
+                alive,
+                length,
+                seq_domains,
+                busy,
+                walk,
+                out,
+                repair,
+                q,
+                rng,
+            )
             if s < 0:
                 return np.inf
             new_starts[step] = s
-            cost = rules_k.try_start(rules, group_q, shallow, top_level, convention, j, n, s,
-                                     alive, length, seq_domains, busy, walk, out)
+            cost = rules_k.try_start(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                convention,
+                j,
+                n,
+                s,
+                alive,
+                length,
+                seq_domains,
+                busy,
+                walk,
+                out,
+            )
         rules_k.commit(rules, j, n, state, out)
         job_cost[j] = cost
     total = 0.0
@@ -562,9 +1031,31 @@ def constrained_move(rules, group_q, shallow, top_level, convention, sizes, new_
 
 
 @njit
-def anneal_constrained(group_q, shallow, top_level, convention, sizes, rules, cur_order,
-                       cur_starts, cur, best_order, best_starts, best, it_begin, it_end,
-                       iterations, t_max, t_min, max_remove, repair, q, reinsert, accept, seed):
+def anneal_constrained(
+    group_q,
+    shallow,
+    top_level,
+    convention,
+    sizes,
+    rules,
+    cur_order,
+    cur_starts,
+    cur,
+    best_order,
+    best_starts,
+    best,
+    it_begin,
+    it_end,
+    iterations,
+    t_max,
+    t_min,
+    max_remove,
+    repair,
+    q,
+    reinsert,
+    accept,
+    seed,
+):
     """:func:`anneal` on a window with constraints (``rules``:
     :class:`tjap.placement.tree.dcas.Rules`), over the constrained DCAS solutions: the same
     destroy, re-insertion order and acceptance, each move placed by :func:`constrained_move`
@@ -589,9 +1080,27 @@ def anneal_constrained(group_q, shallow, top_level, convention, sizes, rules, cu
         k = _removed_steps(picks, num_jobs, max_remove, rng)
         kept = _split_steps(cur_order, cur_starts, new_order, new_starts, picks, k)
         _sort_removed(sizes, new_order, picks, kept, reinsert)
-        new = constrained_move(rules, group_q, shallow, top_level, convention, sizes,
-                               new_order, new_starts, kept, job_cost, state, alive,
-                               seq_domains, walk, out, busy, repair, q, rng)
+        new = constrained_move(
+            rules,
+            group_q,
+            shallow,
+            top_level,
+            convention,
+            sizes,
+            new_order,
+            new_starts,
+            kept,
+            job_cost,
+            state,
+            alive,
+            seq_domains,
+            walk,
+            out,
+            busy,
+            repair,
+            q,
+            rng,
+        )
         if new == np.inf:
             continue
         if _accepted(new - cur, accept, t_max, ratio, it, iterations, rng):
@@ -618,8 +1127,9 @@ def solution_cost(group_q, shallow, top_level, num_groups, convention, sizes, or
         j = order[step]
         if starts[step] < 0 or starts[step] >= length or sizes[j] > length:
             return np.inf
-        job_cost[j] = take_block_cost(taken, starts[step], sizes[j], group_q, ends, shallow,
-                                      top_level, convention)
+        job_cost[j] = take_block_cost(
+            taken, starts[step], sizes[j], group_q, ends, shallow, top_level, convention
+        )
         length -= sizes[j]
     total = 0.0
     for j in range(sizes.shape[0]):

@@ -26,8 +26,9 @@ from tjap._jit import njit, njit_inline
 IN_CH, IN_LEN, OUT_CH, OUT_LEN, KERNEL, STRIDE, TANH, OFFSET = range(8)
 LAYER_FIELDS = 8
 # entries of the ``config`` array of a learned repair (see :func:`net_config`)
-(CFG_Q, CFG_N_MAX, CFG_SWITCHES, CFG_PODS, CFG_IDLE, CFG_BOUNDARIES, CFG_SAMPLE,
- CFG_LOOKAHEAD) = range(8)
+(CFG_Q, CFG_N_MAX, CFG_SWITCHES, CFG_PODS, CFG_IDLE, CFG_BOUNDARIES, CFG_SAMPLE, CFG_LOOKAHEAD) = (
+    range(8)
+)
 CONFIG_FIELDS = 8
 
 
@@ -52,10 +53,17 @@ def pack_layers(channels: int, length: int, layers) -> tuple[np.ndarray, np.ndar
     c, n = int(channels), int(length)
     for i, (weight, bias, stride, tanh) in enumerate(layers):
         weight, bias = np.asarray(weight, np.float32), np.asarray(bias, np.float32)
-        if (weight.ndim != 3 or weight.shape[1] != c or not 1 <= weight.shape[2] <= n
-                or bias.shape != (weight.shape[0],) or int(stride) < 1):
-            raise ValueError(f"layer {i}: weight {weight.shape}, bias {bias.shape}, stride "
-                             f"{stride} do not fit an input of {c} channels x {n}")
+        if (
+            weight.ndim != 3
+            or weight.shape[1] != c
+            or not 1 <= weight.shape[2] <= n
+            or bias.shape != (weight.shape[0],)
+            or int(stride) < 1
+        ):
+            raise ValueError(
+                f"layer {i}: weight {weight.shape}, bias {bias.shape}, stride "
+                f"{stride} do not fit an input of {c} channels x {n}"
+            )
         out, _, kernel = weight.shape
         out_len = (n - kernel) // int(stride) + 1
         rows.append((c, n, out, out_len, kernel, int(stride), int(bool(tanh)), offset))
@@ -66,12 +74,22 @@ def pack_layers(channels: int, length: int, layers) -> tuple[np.ndarray, np.ndar
         c, n = out, out_len
     if not rows:
         raise ValueError("a network needs at least one layer")
-    return (np.ascontiguousarray(np.concatenate(chunks)),
-            np.ascontiguousarray(np.array(rows, np.int64).reshape(-1, LAYER_FIELDS)))
+    return (
+        np.ascontiguousarray(np.concatenate(chunks)),
+        np.ascontiguousarray(np.array(rows, np.int64).reshape(-1, LAYER_FIELDS)),
+    )
 
 
-def net_config(q: int, n_max: int, num_switches: int, num_pods: int, idle_flag: bool,
-               boundaries: bool, sample: bool, lookahead: int = 0) -> np.ndarray:
+def net_config(
+    q: int,
+    n_max: int,
+    num_switches: int,
+    num_pods: int,
+    idle_flag: bool,
+    boundaries: bool,
+    sample: bool,
+    lookahead: int = 0,
+) -> np.ndarray:
     """The int64 ``config`` array of a learned repair: the observation's settings (see
     :func:`observe`), whether the start is drawn (``sample``) or the argmax, and ``lookahead``:
     when at least 2, the network proposes that many starts (:func:`candidate_starts`) and the
@@ -93,8 +111,21 @@ def net_scratch(layers: np.ndarray) -> np.ndarray:
 
 
 @njit
-def observe(obs, switch_q, pod_q, alive, length, size, others, num_others, n_max, num_switches,
-            num_pods, idle_flag, boundaries):
+def observe(
+    obs,
+    switch_q,
+    pod_q,
+    alive,
+    length,
+    size,
+    others,
+    num_others,
+    n_max,
+    num_switches,
+    num_pods,
+    idle_flag,
+    boundaries,
+):
     """Write the repair state into ``obs`` (channels x q, zeroed here) and return the number of
     valid (unmasked) positions, min(q, length). Each value is rounded to float32 (the networks'
     precision) whatever the dtype of ``obs``."""
@@ -142,7 +173,7 @@ def _dense(params, off, inputs, outputs, x, y):
     for i in range(inputs):
         v = x[i]
         if v != 0.0:
-            row = params[off + i * outputs:off + (i + 1) * outputs]
+            row = params[off + i * outputs : off + (i + 1) * outputs]
             for o in range(outputs):
                 y[o] += row[o] * v
 
@@ -161,7 +192,7 @@ def _conv(params, off, cin, lin, cout, lout, ker, stride, x, y, phases):
                     phases[(c * stride + r) * width + j] = x[c * lin + at] if at < lin else 0.0
     bias = off + cout * cin * ker
     for o in range(cout):
-        out = y[o * lout:(o + 1) * lout]
+        out = y[o * lout : (o + 1) * lout]
         b = params[bias + o]
         for t in range(lout):
             out[t] = b
@@ -169,10 +200,10 @@ def _conv(params, off, cin, lin, cout, lout, ker, stride, x, y, phases):
             for k in range(ker):
                 w = params[off + (o * cin + c) * ker + k]
                 if stride == 1:
-                    src = x[c * lin + k:c * lin + k + lout]
+                    src = x[c * lin + k : c * lin + k + lout]
                 else:
                     start = (c * stride + k % stride) * width + k // stride
-                    src = phases[start:start + lout]
+                    src = phases[start : start + lout]
                 for t in range(lout):
                     out[t] += w * src[t]
 
@@ -191,8 +222,19 @@ def forward(params, layers, scratch):
         if lout == 1:
             _dense(params, layers[i, OFFSET], cin * lin, cout, x, y)
         else:
-            _conv(params, layers[i, OFFSET], cin, lin, cout, lout, layers[i, KERNEL],
-                  layers[i, STRIDE], x, y, scratch[2])
+            _conv(
+                params,
+                layers[i, OFFSET],
+                cin,
+                lin,
+                cout,
+                lout,
+                layers[i, KERNEL],
+                layers[i, STRIDE],
+                x,
+                y,
+                scratch[2],
+            )
         if layers[i, TANH]:
             for o in range(cout * lout):
                 y[o] = _tanh(y[o])
@@ -201,27 +243,42 @@ def forward(params, layers, scratch):
 
 
 @njit
-def net_logits(params, layers, switch_q, pod_q, config, scratch, alive, length, size, others,
-               num_others):
+def net_logits(
+    params, layers, switch_q, pod_q, config, scratch, alive, length, size, others, num_others
+):
     """(logits, n): the network's logits over the first n = min(q, length) positions of the
     current idle sequence (``alive[:length]``; a row of ``scratch``, valid until the next
     call)."""
     q = config[CFG_Q]
-    obs = scratch[0, :layers[0, IN_CH] * q].reshape((layers[0, IN_CH], q))
-    n = observe(obs, switch_q, pod_q, alive, length, size, others, num_others, config[CFG_N_MAX],
-                config[CFG_SWITCHES], config[CFG_PODS], config[CFG_IDLE] != 0,
-                config[CFG_BOUNDARIES] != 0)
+    obs = scratch[0, : layers[0, IN_CH] * q].reshape((layers[0, IN_CH], q))
+    n = observe(
+        obs,
+        switch_q,
+        pod_q,
+        alive,
+        length,
+        size,
+        others,
+        num_others,
+        config[CFG_N_MAX],
+        config[CFG_SWITCHES],
+        config[CFG_PODS],
+        config[CFG_IDLE] != 0,
+        config[CFG_BOUNDARIES] != 0,
+    )
     return scratch[forward(params, layers, scratch)], n
 
 
 @njit
-def net_start(params, layers, switch_q, pod_q, config, scratch, alive, length, size, others,
-              num_others, u):
+def net_start(
+    params, layers, switch_q, pod_q, config, scratch, alive, length, size, others, num_others, u
+):
     """The learned repair's start: :func:`net_logits`, then their argmax (first of equal ones),
     or with ``config[CFG_SAMPLE]`` the position drawn from their softmax by the uniform ``u``
     (the first whose cumulative probability exceeds ``u``)."""
-    logits, n = net_logits(params, layers, switch_q, pod_q, config, scratch, alive, length, size,
-                           others, num_others)
+    logits, n = net_logits(
+        params, layers, switch_q, pod_q, config, scratch, alive, length, size, others, num_others
+    )
     best = 0
     for i in range(1, n):
         if logits[i] > logits[best]:
@@ -271,7 +328,7 @@ def candidate_starts(logits, n, sample, u, out):
                 out[count] = i
                 count += 1
                 taken = True
-    if c < k and (count == 0 or out[count - 1] != n - 1):   # targets past a rounded total
+    if c < k and (count == 0 or out[count - 1] != n - 1):  # targets past a rounded total
         out[count] = n - 1
         count += 1
     return count

@@ -43,14 +43,20 @@ import time
 
 import numpy as np
 
+from tjap._backends import Deadline, Slices
+from tjap.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels
-from tjap.heuristics.tree.operators import (ImprovingOnly, Metropolis, RandomDestroy, Repair, REINSERT,
-                                  make_repair)
+from tjap.heuristics.tree.operators import (
+    REINSERT,
+    ImprovingOnly,
+    Metropolis,
+    RandomDestroy,
+    Repair,
+    make_repair,
+)
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays, Rules, decode, encode
 from tjap.placement.tree.exact import window_solver
-from tjap._backends import Deadline, Slices
-from tjap.errors import InvalidInputError
 from tjap.placement.tree.result import Result, Status, objective_of
 from tjap.placement.tree.window import Window
 
@@ -69,12 +75,36 @@ CONSTRAINED_REPAIRS = (_kernels.REPAIR_PAPER, _kernels.REPAIR_UNIFORM, _kernels.
 #:   ``"paper"`` with T_max 25000 and removed jobs re-inserted in window order (its cost
 #:   convention is ``convention="published"``, given separately).
 SA_PRESETS = {
-    "best": {"iterations": 1000, "repair": "greedy", "q": 100, "max_remove": 5, "t_max": 25000.0,
-             "t_min": 2.5, "reinsert": "largest-first", "initial": "seq"},
-    "paper": {"iterations": 500, "repair": "paper", "q": 100, "max_remove": 2, "t_max": 2500.0,
-              "t_min": 2.5, "reinsert": "largest-first", "initial": "seq"},
-    "published": {"iterations": 500, "repair": "paper", "q": 100, "max_remove": 2,
-                  "t_max": 25000.0, "t_min": 2.5, "reinsert": "window-order", "initial": "seq"},
+    "best": {
+        "iterations": 1000,
+        "repair": "greedy",
+        "q": 100,
+        "max_remove": 5,
+        "t_max": 25000.0,
+        "t_min": 2.5,
+        "reinsert": "largest-first",
+        "initial": "seq",
+    },
+    "paper": {
+        "iterations": 500,
+        "repair": "paper",
+        "q": 100,
+        "max_remove": 2,
+        "t_max": 2500.0,
+        "t_min": 2.5,
+        "reinsert": "largest-first",
+        "initial": "seq",
+    },
+    "published": {
+        "iterations": 500,
+        "repair": "paper",
+        "q": 100,
+        "max_remove": 2,
+        "t_max": 25000.0,
+        "t_min": 2.5,
+        "reinsert": "window-order",
+        "initial": "seq",
+    },
 }
 
 
@@ -87,8 +117,9 @@ def preset_options(preset, presets: dict, **given) -> dict:
     return {name: chosen[name] if value is None else value for name, value in given.items()}
 
 
-def initial_solution(window: Window, initial, convention: str, seed: int,
-                     time_limit_s: float | None = None):
+def initial_solution(
+    window: Window, initial, convention: str, seed: int, time_limit_s: float | None = None
+):
     """(order, starts, label, stopped) for ``initial``: "seq", the name of an exact method
     (:data:`tjap.placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
     is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit.
@@ -112,10 +143,20 @@ def initial_solution(window: Window, initial, convention: str, seed: int,
     return np.array(order, np.int64), np.array(starts, np.int64), label, stopped
 
 
-def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "paper",
-           destroy: RandomDestroy | None = None, accept=None, reinsert: str = "largest-first",
-           initial=None, convention: str = "paper", time_limit_s: float | None = None,
-           seed: int = 0, method: str = "sa") -> Result:
+def anneal(
+    window: Window,
+    *,
+    iterations: int = 500,
+    repair: Repair | str = "paper",
+    destroy: RandomDestroy | None = None,
+    accept=None,
+    reinsert: str = "largest-first",
+    initial=None,
+    convention: str = "paper",
+    time_limit_s: float | None = None,
+    seed: int = 0,
+    method: str = "sa",
+) -> Result:
     """Run the DCAS search loop on one window and return the best solution found.
 
     The loop's own defaults are the paper's operators (Table I); :func:`solve_sa` and
@@ -160,7 +201,11 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
         loop's iterations per second.
     """
     started = time.perf_counter()
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
+    if (
+        isinstance(iterations, bool)
+        or not isinstance(iterations, (int, np.integer))
+        or iterations < 0
+    ):
         raise InvalidInputError(f"iterations must be a non-negative integer, got {iterations!r}")
     if reinsert not in REINSERT:
         raise InvalidInputError(f"reinsert must be one of {', '.join(REINSERT)}, got {reinsert!r}")
@@ -170,23 +215,38 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     code = convention_code(convention)
     constrained = window.constrained
     if constrained and repair.code not in CONSTRAINED_REPAIRS:
-        raise InvalidInputError(f"repair {repair.name!r} does not take job constraints; use "
-                                "'greedy', 'paper' or 'uniform', or give plain job sizes")
+        raise InvalidInputError(
+            f"repair {repair.name!r} does not take job constraints; use "
+            "'greedy', 'paper' or 'uniform', or give plain job sizes"
+        )
     rules = Rules.of(window) if constrained else None
     a = rules.arrays if constrained else Arrays(window)
     deadline = Deadline(time_limit_s, started)
     cur_order, cur_starts, label, initial_stopped = initial_solution(
-        window, initial, convention, seed,
-        None if time_limit_s is None else max(0.5 * deadline.left(), 1e-3))
-    if cur_order is None:               # constraints that no start keeps
-        info = {"initial": label,
-                "no_start": f"{label} found no placement that keeps the jobs' constraints"}
+        window,
+        initial,
+        convention,
+        seed,
+        None if time_limit_s is None else max(0.5 * deadline.left(), 1e-3),
+    )
+    if cur_order is None:  # constraints that no start keeps
+        info = {
+            "initial": label,
+            "no_start": f"{label} found no placement that keeps the jobs' constraints",
+        }
         if initial_stopped:
             info["stopped"] = "time limit (initial solution)"
         return Result.from_assignment(
-            window, (), status=Status.TIME_LIMIT if initial_stopped else Status.INFEASIBLE,
-            method=method, convention=convention, runtime_s=time.perf_counter() - started,
-            seed=seed, iterations=0, info=info)
+            window,
+            (),
+            status=Status.TIME_LIMIT if initial_stopped else Status.INFEASIBLE,
+            method=method,
+            convention=convention,
+            runtime_s=time.perf_counter() - started,
+            seed=seed,
+            iterations=0,
+            info=info,
+        )
     if constrained:
         loop, chunk = _kernels.anneal_constrained, _kernels.CONSTRAINED_CHUNK
         repair_arg = repair.code
@@ -208,8 +268,7 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
     # limit, else slices of about 0.1 s (the first 4096 iterations: the usual runs in one call;
     # 256 with the learned repair, whose iterations take up to about 1 ms; 16 on a window with
     # constraints), so that a Ctrl-C is seen between them
-    slices = Slices(chunk, first=1 if constrained or repair.code == _kernels.REPAIR_LEARNED
-                    else 16)
+    slices = Slices(chunk, first=1 if constrained or repair.code == _kernels.REPAIR_LEARNED else 16)
     while done < iterations:
         if deadline.expired():
             stopped = "time limit"
@@ -217,34 +276,78 @@ def anneal(window: Window, *, iterations: int = 500, repair: Repair | str = "pap
         end = min(done + (chunk if time_limit_s is not None else slices.size), iterations)
         tick = time.perf_counter()
         cur, best, acc, imp = loop(
-            *args, cur_order, cur_starts, cur, best_order, best_starts, best, done, end,
-            iterations, float(accept.t_max), float(accept.t_min), destroy.max_remove, repair_arg,
-            repair.q, REINSERT[reinsert], accept.code, seed)
+            *args,
+            cur_order,
+            cur_starts,
+            cur,
+            best_order,
+            best_starts,
+            best,
+            done,
+            end,
+            iterations,
+            float(accept.t_max),
+            float(accept.t_min),
+            destroy.max_remove,
+            repair_arg,
+            repair.q,
+            REINSERT[reinsert],
+            accept.code,
+            seed,
+        )
         slices.took(time.perf_counter() - tick)
         loop_s += time.perf_counter() - tick
         accepted, improved, done = accepted + acc, improved + imp, end
     if stopped is None and initial_stopped:
         stopped = "time limit (initial solution)"
     assignment = decode(window, best_order, best_starts)
-    if constrained and (objective_of(window, assignment, convention)
-                        > objective_of(window, decode(window, *start_steps), convention)):
-        best_order, best_starts = start_steps   # the loop's sums gained by rounding alone
+    if constrained and (
+        objective_of(window, assignment, convention)
+        > objective_of(window, decode(window, *start_steps), convention)
+    ):
+        best_order, best_starts = start_steps  # the loop's sums gained by rounding alone
         assignment = decode(window, best_order, best_starts)
-    info = {"initial": label, "initial_cost": float(initial_cost), "accepted": int(accepted),
-            "improved": int(improved), "repair": repair.name, "order": best_order.tolist(),
-            "starts": best_starts.tolist(),
-            "iterations_per_s": done / loop_s if loop_s > 0 and done else None}
+    info = {
+        "initial": label,
+        "initial_cost": float(initial_cost),
+        "accepted": int(accepted),
+        "improved": int(improved),
+        "repair": repair.name,
+        "order": best_order.tolist(),
+        "starts": best_starts.tolist(),
+        "iterations_per_s": done / loop_s if loop_s > 0 and done else None,
+    }
     if stopped:
         info["stopped"] = stopped
     return Result.from_assignment(
-        window, assignment, status=Status.TIME_LIMIT if stopped else Status.FEASIBLE,
-        method=method, convention=convention, runtime_s=time.perf_counter() - started,
-        seed=seed, iterations=done, info=info)
+        window,
+        assignment,
+        status=Status.TIME_LIMIT if stopped else Status.FEASIBLE,
+        method=method,
+        convention=convention,
+        runtime_s=time.perf_counter() - started,
+        seed=seed,
+        iterations=done,
+        info=info,
+    )
 
 
-def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset="best",
-             iterations=None, repair=None, q=None, max_remove=None, t_max=None, t_min=None,
-             reinsert=None, initial=None) -> Result:
+def solve_sa(
+    window: Window,
+    *,
+    convention="paper",
+    time_limit_s=None,
+    seed=0,
+    preset="best",
+    iterations=None,
+    repair=None,
+    q=None,
+    max_remove=None,
+    t_max=None,
+    t_min=None,
+    reinsert=None,
+    initial=None,
+) -> Result:
     """DCAS simulated annealing: by default the best hand-written configuration measured.
 
     Every option left out (None) takes its value from ``preset``; an option given explicitly
@@ -304,17 +407,44 @@ def solve_sa(window: Window, *, convention="paper", time_limit_s=None, seed=0, p
     InvalidInputError
         An unknown preset, repair or reinsert order, or an option out of range.
     """
-    o = preset_options(preset, SA_PRESETS, iterations=iterations, repair=repair, q=q,
-                       max_remove=max_remove, t_max=t_max, t_min=t_min, reinsert=reinsert,
-                       initial=initial)
-    return anneal(window, iterations=o["iterations"], repair=make_repair(o["repair"], o["q"]),
-                  destroy=RandomDestroy(o["max_remove"]), accept=Metropolis(o["t_max"], o["t_min"]),
-                  reinsert=o["reinsert"], initial=o["initial"], convention=convention,
-                  time_limit_s=time_limit_s, seed=seed, method="sa")
+    o = preset_options(
+        preset,
+        SA_PRESETS,
+        iterations=iterations,
+        repair=repair,
+        q=q,
+        max_remove=max_remove,
+        t_max=t_max,
+        t_min=t_min,
+        reinsert=reinsert,
+        initial=initial,
+    )
+    return anneal(
+        window,
+        iterations=o["iterations"],
+        repair=make_repair(o["repair"], o["q"]),
+        destroy=RandomDestroy(o["max_remove"]),
+        accept=Metropolis(o["t_max"], o["t_min"]),
+        reinsert=o["reinsert"],
+        initial=o["initial"],
+        convention=convention,
+        time_limit_s=time_limit_s,
+        seed=seed,
+        method="sa",
+    )
 
 
-def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, iterations=500,
-              repair="greedy", max_remove=2, initial="auto") -> Result:
+def solve_lns(
+    window: Window,
+    *,
+    convention="paper",
+    time_limit_s=None,
+    seed=0,
+    iterations=500,
+    repair="greedy",
+    max_remove=2,
+    initial="auto",
+) -> Result:
     """DCAS descent from the exact SCAS optimum with the greedy repair (large-neighbourhood
     search): the best measured search, at or below the SCAS optimum on every window.
 
@@ -351,7 +481,16 @@ def solve_lns(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     Result
         The best solution found; see :func:`anneal`.
     """
-    return anneal(window, iterations=iterations, repair=make_repair(repair),
-                  destroy=RandomDestroy(max_remove), accept=ImprovingOnly(),
-                  reinsert="largest-first", initial=initial, convention=convention,
-                  time_limit_s=time_limit_s, seed=seed, method="lns")
+    return anneal(
+        window,
+        iterations=iterations,
+        repair=make_repair(repair),
+        destroy=RandomDestroy(max_remove),
+        accept=ImprovingOnly(),
+        reinsert="largest-first",
+        initial=initial,
+        convention=convention,
+        time_limit_s=time_limit_s,
+        seed=seed,
+        method="lns",
+    )

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import time
 
+from tjap.errors import InvalidInputError, TjapError
 from tjap.heuristics.slurm.tree import RELEASES, solve_slurm_tree
 from tjap.placement.tree.exact import solve_auto
 from tjap.placement.tree.freeform import solve_freeform
+from tjap.placement.tree.jobs import refuse_constraints
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
-from tjap.errors import InvalidInputError, TjapError
 from tjap.result import Status
-from tjap.placement.tree.jobs import refuse_constraints
 
 #: Seconds of time limit that must be left for the free-form improvement to start.
 MIN_IMPROVE_S = 0.05
@@ -41,11 +41,17 @@ CANDIDATES = ("scas", "slurm-tree", "freeform")
 
 def _entry(result: Result | None, error: str | None = None, runtime_s: float = 0.0) -> dict:
     if result is None or not result.has_solution:
-        return {"cost": None, "status": result.status.value if result is not None else "ERROR",
-                "runtime_s": result.runtime_s if result is not None else runtime_s,
-                "error": error or (result.info.get("reason") if result is not None else None)}
-    return {"cost": float(result.objective), "status": result.status.value,
-            "runtime_s": float(result.runtime_s)}
+        return {
+            "cost": None,
+            "status": result.status.value if result is not None else "ERROR",
+            "runtime_s": result.runtime_s if result is not None else runtime_s,
+            "error": error or (result.info.get("reason") if result is not None else None),
+        }
+    return {
+        "cost": float(result.objective),
+        "status": result.status.value,
+        "runtime_s": float(result.runtime_s),
+    }
 
 
 def _run(fn, *args, **kwargs):
@@ -55,12 +61,20 @@ def _run(fn, *args, **kwargs):
         return fn(*args, **kwargs), None, time.perf_counter() - started
     except ImportError as exc:
         return None, f"not installed: {exc}", time.perf_counter() - started
-    except TjapError as exc:             # too large a dp table, a missing solver, ...
+    except TjapError as exc:  # too large a dp table, a missing solver, ...
         return None, str(exc), time.perf_counter() - started
 
 
-def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                  improve: bool = True, solver: str = "scip", slurm: str = "22.05") -> Result:
+def solve_guarded(
+    window: Window,
+    *,
+    convention="paper",
+    time_limit_s=None,
+    seed=0,
+    improve: bool = True,
+    solver: str = "scip",
+    slurm: str = "22.05",
+) -> Result:
     """The cheapest of the SCAS optimum, ``slurm-tree`` and (with a time limit) a warm-started
     free-form improvement; see the module docstring.
 
@@ -100,19 +114,23 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
     if slurm not in RELEASES:
-        raise InvalidInputError(f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
-                                f"Slurm whose topology/tree rule to follow), got {slurm!r}")
+        raise InvalidInputError(
+            f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
+            f"Slurm whose topology/tree rule to follow), got {slurm!r}"
+        )
     started = time.perf_counter()
     entries: dict[str, dict] = {}
     found: dict[str, Result] = {}
 
-    scas, error, spent = _run(solve_auto, window, convention=convention,
-                              time_limit_s=time_limit_s, seed=seed)
+    scas, error, spent = _run(
+        solve_auto, window, convention=convention, time_limit_s=time_limit_s, seed=seed
+    )
     entries["scas"] = _entry(scas, error, spent)
     if scas is not None and scas.has_solution:
         found["scas"] = scas
-    slurm, error, spent = _run(solve_slurm_tree, window, convention=convention, seed=seed,
-                               slurm=slurm)
+    slurm, error, spent = _run(
+        solve_slurm_tree, window, convention=convention, seed=seed, slurm=slurm
+    )
     entries["slurm-tree"] = _entry(slurm, error, spent)
     if slurm is not None and slurm.has_solution:
         found["slurm-tree"] = slurm
@@ -120,41 +138,78 @@ def solve_guarded(window: Window, *, convention="paper", time_limit_s=None, seed
     best_name = min(found, key=lambda k: (found[k].objective, CANDIDATES.index(k)), default=None)
     left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - started)
     if improve and left is not None and left >= MIN_IMPROVE_S and best_name is not None:
-        free, error, spent = _run(solve_freeform, window, convention=convention,
-                                  time_limit_s=left, seed=seed, solver=solver,
-                                  warm_start=found[best_name])
+        free, error, spent = _run(
+            solve_freeform,
+            window,
+            convention=convention,
+            time_limit_s=left,
+            seed=seed,
+            solver=solver,
+            warm_start=found[best_name],
+        )
         entries["freeform"] = _entry(free, error, spent)
         if free is not None and free.has_solution:
             found["freeform"] = free
             if free.objective < found[best_name].objective - 1e-9:
                 best_name = "freeform"
     elif improve:
-        entries["freeform"] = {"cost": None, "status": "NOT_RUN", "runtime_s": 0.0,
-                               "error": "no time limit" if time_limit_s is None
-                               else "no time left" if best_name is not None
-                               else "nothing to improve"}
+        entries["freeform"] = {
+            "cost": None,
+            "status": "NOT_RUN",
+            "runtime_s": 0.0,
+            "error": "no time limit"
+            if time_limit_s is None
+            else "no time left"
+            if best_name is not None
+            else "nothing to improve",
+        }
 
     runtime = time.perf_counter() - started
-    scas_optimum = (float(scas.objective) if scas is not None and scas.has_solution
-                    and scas.status == Status.OPTIMAL else None)
-    info = {"winner": best_name, "candidates": entries,
-            "slurm_tree_cost": entries["slurm-tree"]["cost"], "scas_optimum": scas_optimum}
+    scas_optimum = (
+        float(scas.objective)
+        if scas is not None and scas.has_solution and scas.status == Status.OPTIMAL
+        else None
+    )
+    info = {
+        "winner": best_name,
+        "candidates": entries,
+        "slurm_tree_cost": entries["slurm-tree"]["cost"],
+        "scas_optimum": scas_optimum,
+    }
     if best_name is None:
-        return Result.from_assignment(window, (), status=Status.INFEASIBLE, method="guarded",
-                                      convention=convention, runtime_s=runtime, seed=seed,
-                                      info=info)
+        return Result.from_assignment(
+            window,
+            (),
+            status=Status.INFEASIBLE,
+            method="guarded",
+            convention=convention,
+            runtime_s=runtime,
+            seed=seed,
+            info=info,
+        )
     best = found[best_name]
     free = found.get("freeform")
     # the free-form optimum is the least cost of any placement, so proving it proves the best
     proven = free is not None and free.status == Status.OPTIMAL
     # a candidate cut short by the limit makes the whole answer "cut short" (tjap.solve's contract)
-    cut = [name for name, entry in entries.items()
-           if entry.get("status") == Status.TIME_LIMIT.value]
+    cut = [
+        name for name, entry in entries.items() if entry.get("status") == Status.TIME_LIMIT.value
+    ]
     status = Status.OPTIMAL if proven else Status.TIME_LIMIT if cut else Status.FEASIBLE
     if status is Status.TIME_LIMIT:
         info["stopped"] = f"time limit ({', '.join(cut)} cut short)"
-    return Result(window, best.assignment, float(best.objective), status, "guarded", convention,
-                  runtime, bound=free.bound if free is not None else None, seed=seed, info=info)
+    return Result(
+        window,
+        best.assignment,
+        float(best.objective),
+        status,
+        "guarded",
+        convention,
+        runtime,
+        bound=free.bound if free is not None else None,
+        seed=seed,
+        info=info,
+    )
 
 
 __all__ = ["CANDIDATES", "MIN_IMPROVE_S", "solve_guarded"]

@@ -88,21 +88,20 @@ class KueueTree:
 
     def __init__(self, topology):
         top = int(switch_levels(topology)[0])
-        implicit = (topology.switch_names[0] == IMPLICIT_ROOT
-                    and len(topology.children(0)) > 1)
+        implicit = topology.switch_names[0] == IMPLICIT_ROOT and len(topology.children(0)) > 1
         self.tjap_levels = list(range(top - 1 if implicit else top, 0, -1))
         self.implicit_level = top if implicit else None
         self.hostname = len(self.tjap_levels)
         n = topology.num_nodes
         self.node_index, self.parent, self.children, self.rank = [], [], [], []
-        values = []                       # per level: each domain's label values from the top
+        values = []  # per level: each domain's label values from the top
         for k, level in enumerate(self.tjap_levels + [None]):
             if level is None:
                 ids, names = np.arange(n), topology.node_names
             else:
                 ids, names = level_domains(topology, level), topology.switch_names
             switch_ids, first_node, local = np.unique(ids, return_index=True, return_inverse=True)
-            order = np.argsort(first_node, kind="stable")   # domains in the tree's node order
+            order = np.argsort(first_node, kind="stable")  # domains in the tree's node order
             position = np.empty_like(order)
             position[order] = np.arange(order.size)
             local = position[local].astype(np.int64)
@@ -126,7 +125,7 @@ class KueueTree:
             rank[sorted(range(len(path)), key=path.__getitem__)] = np.arange(len(path))
             self.node_index.append(local)
             self.rank.append(rank)
-        self.children.append([np.zeros(0, np.int64)] * n)        # nodes have no children
+        self.children.append([np.zeros(0, np.int64)] * n)  # nodes have no children
         self.sizes = [len(v) for v in values]
 
     def index_of(self, level: int) -> int:
@@ -144,9 +143,18 @@ def kueue_tree(topology) -> KueueTree:
 class _Placement:
     """One run of ``findTopologyAssignment`` for a pod set (see the module docstring)."""
 
-    def __init__(self, tree: KueueTree, capacity: np.ndarray, count: int, slice_size: int,
-                 slice_index: int, request_index: int, required: bool, unconstrained: bool,
-                 profile: str):
+    def __init__(
+        self,
+        tree: KueueTree,
+        capacity: np.ndarray,
+        count: int,
+        slice_size: int,
+        slice_index: int,
+        request_index: int,
+        required: bool,
+        unconstrained: bool,
+        profile: str,
+    ):
         self.tree, self.count, self.size = tree, count, slice_size
         self.slice_index, self.required, self.unconstrained = slice_index, required, unconstrained
         self.leastfree = profile == "leastfree" and unconstrained
@@ -155,13 +163,15 @@ class _Placement:
         state = [None] * (h + 1)
         state[h] = capacity.astype(np.int64)
         for k in range(h - 1, -1, -1):
-            state[k] = np.bincount(tree.parent[k + 1], weights=state[k + 1],
-                                   minlength=tree.sizes[k]).astype(np.int64)
+            state[k] = np.bincount(
+                tree.parent[k + 1], weights=state[k + 1], minlength=tree.sizes[k]
+            ).astype(np.int64)
         slices = [np.zeros(tree.sizes[k], np.int64) for k in range(h + 1)]
         slices[slice_index] = state[slice_index] // slice_size
         for k in range(slice_index - 1, -1, -1):
-            slices[k] = np.bincount(tree.parent[k + 1], weights=slices[k + 1],
-                                    minlength=tree.sizes[k]).astype(np.int64)
+            slices[k] = np.bincount(
+                tree.parent[k + 1], weights=slices[k + 1], minlength=tree.sizes[k]
+            ).astype(np.int64)
         self.state, self.slices = state, slices
         self.assigned = [dict() for _ in range(h + 1)]
 
@@ -170,8 +180,13 @@ class _Placement:
         then pod capacity (least first), then label values."""
         domains = np.asarray(domains, np.int64)
         slices = self.slices[k][domains]
-        order = np.lexsort((self.tree.rank[k][domains], self.state[k][domains],
-                            slices if self.leastfree else -slices))
+        order = np.lexsort(
+            (
+                self.tree.rank[k][domains],
+                self.state[k][domains],
+                slices if self.leastfree else -slices,
+            )
+        )
         return domains[order]
 
     @staticmethod
@@ -241,15 +256,16 @@ class _Placement:
         if k is None:
             return None, chosen
         chosen = self.fill(k, chosen, self.count, True)
-        while k < min(tree.hostname, self.slice_index):   # above the slice level: pooled
+        while k < min(tree.hostname, self.slice_index):  # above the slice level: pooled
             kids = np.concatenate([tree.children[k][d] for d in chosen])
             k += 1
             chosen = self.fill(k, self.sorted(k, kids), self.count, True)
-        while k < tree.hostname:                          # at and below it: domain by domain
+        while k < tree.hostname:  # at and below it: domain by domain
             below = []
             for d in chosen:
-                below += self.fill(k + 1, self.sorted(k + 1, tree.children[k][d]),
-                                   self.assigned[k][d], False)
+                below += self.fill(
+                    k + 1, self.sorted(k + 1, tree.children[k][d]), self.assigned[k][d], False
+                )
             chosen, k = below, k + 1
         nodes = sorted(d for d in chosen if self.assigned[k][d] > 0)
         return nodes, ""
@@ -260,33 +276,46 @@ def refuse_unkueuelike(window: Window, method: str) -> None:
     """Refuse, in one line, a constraint Kueue's topology-aware scheduling cannot express."""
     takes = "dp, scip, cpsat, seq or auto"
     if window.fragmentation[0]:
-        raise InvalidInputError(f"method {method!r} does not take a fragmentation term (Kueue's "
-                                f"placement has none); drop 'fragmentation' or use {takes}")
+        raise InvalidInputError(
+            f"method {method!r} does not take a fragmentation term (Kueue's "
+            f"placement has none); drop 'fragmentation' or use {takes}"
+        )
     tree = kueue_tree(window.topology)
     for j, job in enumerate(window.jobs):
         where = f"jobs[{j}]"
         if job.exclusive is not None:
-            raise InvalidInputError(f"{where}: method {method!r} does not take 'exclusive' (Kueue "
-                                    f"has no exclusive domains); drop it or use {takes} or "
-                                    "slurm-block")
+            raise InvalidInputError(
+                f"{where}: method {method!r} does not take 'exclusive' (Kueue "
+                f"has no exclusive domains); drop it or use {takes} or "
+                "slurm-block"
+            )
         if job.slurm_rule:
-            raise InvalidInputError(f"{where}: method {method!r} does not take 'slurm_rule'; drop "
-                                    f"it or use {takes} or slurm-block")
+            raise InvalidInputError(
+                f"{where}: method {method!r} does not take 'slurm_rule'; drop "
+                f"it or use {takes} or slurm-block"
+            )
         if job.within is not None and job.prefer is not None:
-            raise InvalidInputError(f"{where}: a Kueue pod set has one topology request, required "
-                                    "or preferred; give 'within' or 'prefer', not both")
-        named = {key: getattr(job, key) for key in ("within", "prefer", "segment_level")
-                 if getattr(job, key) is not None and (key != "segment_level" or job.segment)}
+            raise InvalidInputError(
+                f"{where}: a Kueue pod set has one topology request, required "
+                "or preferred; give 'within' or 'prefer', not both"
+            )
+        named = {
+            key: getattr(job, key)
+            for key in ("within", "prefer", "segment_level")
+            if getattr(job, key) is not None and (key != "segment_level" or job.segment)
+        }
         for key, level in named.items():
             if level == tree.implicit_level:
                 raise InvalidInputError(
                     f"{where}: {key}: level {level} is the root tjap adds above the tree's "
-                    f"top-level switches, not a Kueue level; name a level up to {level - 1}")
+                    f"top-level switches, not a Kueue level; name a level up to {level - 1}"
+                )
         level = job.within if job.within is not None else job.prefer
         if job.segment and level is not None and level < job.segment_level:
             raise InvalidInputError(
                 f"{where}: Kueue refuses slices required at level {job.segment_level}, above "
-                f"the pod set's level {level}; give segment_level <= {level}")
+                f"the pod set's level {level}; give segment_level <= {level}"
+            )
 
 
 def solve_kueue(window: Window, method: str, *, convention="paper", seed=0):
@@ -307,8 +336,17 @@ def solve_kueue(window: Window, method: str, *, convention="paper", seed=0):
         else:
             request, unconstrained = (0 if job.segment else tree.hostname), True
         slice_index = tree.index_of(job.segment_level) if job.segment else tree.hostname
-        run = _Placement(tree, free, job.nodes, job.segment or 1, slice_index, request,
-                         job.within is not None, unconstrained, PROFILES[method])
+        run = _Placement(
+            tree,
+            free,
+            job.nodes,
+            job.segment or 1,
+            slice_index,
+            request,
+            job.within is not None,
+            unconstrained,
+            PROFILES[method],
+        )
         nodes, reason = run.nodes()
         if nodes is None:
             unplaced.append(j)
@@ -316,9 +354,16 @@ def solve_kueue(window: Window, method: str, *, convention="paper", seed=0):
             continue
         placed[j] = tuple(nodes)
         free[nodes] = 0
-    return window_result(window, method, placed, unplaced, convention=convention, seed=seed,
-                         runtime_s=time.perf_counter() - started,
-                         reason=reasons[0] if reasons else "")
+    return window_result(
+        window,
+        method,
+        placed,
+        unplaced,
+        convention=convention,
+        seed=seed,
+        runtime_s=time.perf_counter() - started,
+        reason=reasons[0] if reasons else "",
+    )
 
 
 def solve_kueue_bestfit(window: Window, *, convention="paper", time_limit_s=None, seed=0):
@@ -335,5 +380,11 @@ def solve_kueue_leastfree(window: Window, *, convention="paper", time_limit_s=No
     return solve_kueue(window, "kueue-leastfree", convention=convention, seed=seed)
 
 
-__all__ = ["KueueTree", "kueue_tree", "refuse_unkueuelike", "solve_kueue", "solve_kueue_bestfit",
-           "solve_kueue_leastfree"]
+__all__ = [
+    "KueueTree",
+    "kueue_tree",
+    "refuse_unkueuelike",
+    "solve_kueue",
+    "solve_kueue_bestfit",
+    "solve_kueue_leastfree",
+]

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels as k
 from tjap.placement.tree._dcas_kernels import taken_words
-from tjap.errors import InvalidInputError
 
 
 @dataclass(frozen=True)
@@ -79,22 +79,38 @@ class LookaheadRepair(Repair):
 
     def __post_init__(self):
         if self.code != k.REPAIR_LOOKAHEAD or self.q != Repair.q:
-            raise InvalidInputError("LookaheadRepair takes its options by keyword: "
-                                    "LookaheadRepair(k=..., temperature=...)")
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise InvalidInputError(f"look-ahead k must be an integer of at least 1, got {self.k!r}")
-        if not (isinstance(self.temperature, (int, float, np.floating))
-                and not isinstance(self.temperature, bool) and 0 <= self.temperature < np.inf):
             raise InvalidInputError(
-                f"look-ahead temperature must be a finite number >= 0, got {self.temperature!r}")
+                "LookaheadRepair takes its options by keyword: "
+                "LookaheadRepair(k=..., temperature=...)"
+            )
+        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
+            raise InvalidInputError(
+                f"look-ahead k must be an integer of at least 1, got {self.k!r}"
+            )
+        if not (
+            isinstance(self.temperature, (int, float, np.floating))
+            and not isinstance(self.temperature, bool)
+            and 0 <= self.temperature < np.inf
+        ):
+            raise InvalidInputError(
+                f"look-ahead temperature must be a finite number >= 0, got {self.temperature!r}"
+            )
 
     def kernel_argument(self, window, arrays):
-        return (self.code, int(self.k), np.empty(taken_words(arrays.group_q.shape[1]), np.uint64),
-                float(self.temperature))
+        return (
+            self.code,
+            int(self.k),
+            np.empty(taken_words(arrays.group_q.shape[1]), np.uint64),
+            float(self.temperature),
+        )
 
 
-REPAIRS = {"paper": PaperRepair, "uniform": UniformRepair, "greedy": GreedyRepair,
-           "lookahead": LookaheadRepair}
+REPAIRS = {
+    "paper": PaperRepair,
+    "uniform": UniformRepair,
+    "greedy": GreedyRepair,
+    "lookahead": LookaheadRepair,
+}
 REINSERT = {"largest-first": k.REINSERT_LARGEST_FIRST, "window-order": k.REINSERT_WINDOW_ORDER}
 
 
@@ -122,7 +138,8 @@ class Metropolis:
     def __post_init__(self):
         if not 0 < self.t_min <= self.t_max:
             raise InvalidInputError(
-                f"temperatures need 0 < t_min <= t_max, got t_min={self.t_min}, t_max={self.t_max}")
+                f"temperatures need 0 < t_min <= t_max, got t_min={self.t_min}, t_max={self.t_max}"
+            )
 
 
 @dataclass(frozen=True)
@@ -143,5 +160,6 @@ def make_repair(repair, q: int = 100) -> Repair:
         return repair
     if not isinstance(repair, str) or repair not in REPAIRS:
         raise InvalidInputError(
-            f"unknown repair operator {repair!r}; choose one of {', '.join(REPAIRS)}")
+            f"unknown repair operator {repair!r}; choose one of {', '.join(REPAIRS)}"
+        )
     return PaperRepair(q=q) if repair == "paper" else REPAIRS[repair]()

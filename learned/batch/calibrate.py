@@ -34,12 +34,19 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.learned.policy_io import update_metadata
+from tjap.errors import InvalidInputError
 from tjap.learned.batch import episodes as E
 from tjap.learned.batch.features import HOUR_S, normalise
-from tjap.learned.batch.weights import (FAMILY, WEIGHTS_DIR, load_network, load_trees,
-                                       metadata_path, read_metadata, weight_key)
-from tjap.errors import InvalidInputError
+from tjap.learned.batch.weights import (
+    FAMILY,
+    WEIGHTS_DIR,
+    load_network,
+    load_trees,
+    metadata_path,
+    read_metadata,
+    weight_key,
+)
+from tjap.learned.policy_io import update_metadata
 
 REGRESSORS = ("rf", "xgb", "transformer", "moe")
 SCALES = (0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0, 2.5)
@@ -57,8 +64,10 @@ def training_args(meta: dict) -> tuple[argparse.Namespace, int]:
         args = parser().parse_args(command)
         return args, int(meta["episodes"]["train"]) + int(meta["episodes"]["validation"])
     except (SystemExit, KeyError, TypeError):
-        raise InvalidInputError(f"the metadata's training command {meta.get('command')!r} or "
-                                "episode counts cannot be read") from None
+        raise InvalidInputError(
+            f"the metadata's training command {meta.get('command')!r} or "
+            "episode counts cannot be read"
+        ) from None
 
 
 def record_held_out(trace: str, meta: dict, workers: int = 1) -> dict:
@@ -71,24 +80,30 @@ def record_held_out(trace: str, meta: dict, workers: int = 1) -> dict:
 
     args, n_ep = training_args(meta)
     jobs, _ = load_trace(trace)
-    start_s, end_s = (int(jobs.from_unix(parse_date(d, flag)))
-                      for d, flag in ((args.start, "--from"), (args.end, "--to")))
+    start_s, end_s = (
+        int(jobs.from_unix(parse_date(d, flag)))
+        for d, flag in ((args.start, "--from"), (args.end, "--to"))
+    )
     check_period(jobs, start_s, end_s, "the training run's --from/--to")
     seen = jobs.take(np.flatnonzero(jobs.submit_s < end_s))
-    injections = injection_times(start_s, end_s - 6 * DAY_S, args.episodes, args.seed,
-                                 args.pair_nodes)[:n_ep]
+    injections = injection_times(
+        start_s, end_s - 6 * DAY_S, args.episodes, args.seed, args.pair_nodes
+    )[:n_ep]
     _, held = split_episodes(n_ep, np.random.default_rng(args.seed))
     config = scheduler_config(args.scheduler)
     ChainedEpisode(seen, args.cluster_nodes, injections[0][0], Pair(), config=config)  # compile
     data = E.record_many(seen, args.cluster_nodes, [injections[i] for i in held], config, workers)
     expected = meta.get("validation", {}).get("reactive", {}).get("all", {})
     reactive = data["fallback_outcome_s"] / HOUR_S
-    if (len(reactive) != expected.get("episodes")
-            or abs(np.maximum(reactive, 0).mean() - expected.get("mean_interruption_h", -1)) > 1e-6):
+    if (
+        len(reactive) != expected.get("episodes")
+        or abs(np.maximum(reactive, 0).mean() - expected.get("mean_interruption_h", -1)) > 1e-6
+    ):
         raise InvalidInputError(
             f"the re-recorded held-out episodes ({len(reactive)}, reactive mean interruption "
             f"{np.maximum(reactive, 0).mean():.4f} h) differ from the training run's ({expected}); "
-            "was the trace or the simulator changed since training?")
+            "was the trace or the simulator changed since training?"
+        )
     return data
 
 
@@ -104,7 +119,9 @@ def predictions_h(model: str, data: dict, weights_dir=None) -> np.ndarray:
     from tjap.learned.batch.train import Windows, predict_all
 
     foundation, _, _ = load_network(path)
-    return predict_all(foundation, Windows(data, torch.device("cpu")), batch=512)[0].astype(np.float64)
+    return predict_all(foundation, Windows(data, torch.device("cpu")), batch=512)[0].astype(
+        np.float64
+    )
 
 
 def penalty_h(outcomes_s: np.ndarray, weight: float) -> float:
@@ -119,23 +136,39 @@ def choose(data: dict, pred_h: np.ndarray, weights) -> dict:
     from tjap.learned.batch.train import validate
 
     remaining_h = data["remaining_s"] / HOUR_S
-    outcomes = {(a, b): E.first_submission(data, a * pred_h + b >= remaining_h)[0]
-                for a in SCALES for b in SHIFTS_H}
+    outcomes = {
+        (a, b): E.first_submission(data, a * pred_h + b >= remaining_h)[0]
+        for a in SCALES
+        for b in SHIFTS_H
+    }
     chosen = {}
     for w in weights:
-        best = min(outcomes, key=lambda r: (round(penalty_h(outcomes[r], w), 9),
-                                            abs(r[0] - 1) + abs(r[1]) / 4))
+        best = min(
+            outcomes,
+            key=lambda r: (round(penalty_h(outcomes[r], w), 9), abs(r[0] - 1) + abs(r[1]) / 4),
+        )
         a, b = best
         figures = validate(data, a * pred_h + b >= remaining_h)
-        chosen[weight_key(w)] = {"scale": a, "shift_h": b, "penalty_h": penalty_h(outcomes[best], w),
-                                 "plain_rule_penalty_h": penalty_h(outcomes[(1.0, 0.0)], w),
-                                 "validation": figures}
+        chosen[weight_key(w)] = {
+            "scale": a,
+            "shift_h": b,
+            "penalty_h": penalty_h(outcomes[best], w),
+            "plain_rule_penalty_h": penalty_h(outcomes[(1.0, 0.0)], w),
+            "validation": figures,
+        }
     return chosen
 
 
-def calibrate(trace: str, weights=(1.0, 2.0, 4.0), models=REGRESSORS, weights_dir=None,
-              data_path="build/provision_held_out.npz", workers: int = 1, command: str = "",
-              log=print) -> dict:
+def calibrate(
+    trace: str,
+    weights=(1.0, 2.0, 4.0),
+    models=REGRESSORS,
+    weights_dir=None,
+    data_path="build/provision_held_out.npz",
+    workers: int = 1,
+    command: str = "",
+    log=print,
+) -> dict:
     """Choose and store the thresholds of ``models`` for each interruption weight in ``weights``.
 
     The held-out episodes are re-recorded from the training run (cached in ``data_path``, read if
@@ -152,8 +185,10 @@ def calibrate(trace: str, weights=(1.0, 2.0, 4.0), models=REGRESSORS, weights_di
     metas = {m: read_metadata(metadata_path(m, weights_dir)) for m in models}
     runs = {(meta["command"], json.dumps(meta["episodes"])) for meta in metas.values()}
     if len(runs) != 1:
-        raise InvalidInputError("the models come from different training runs; calibrate "
-                                "them one run at a time with --models")
+        raise InvalidInputError(
+            "the models come from different training runs; calibrate "
+            "them one run at a time with --models"
+        )
     meta0 = next(iter(metas.values()))
     cache = Path(data_path)
     if cache.exists():
@@ -162,30 +197,46 @@ def calibrate(trace: str, weights=(1.0, 2.0, 4.0), models=REGRESSORS, weights_di
         data = record_held_out(trace, meta0, workers)
         cache.parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(cache, **data)
-    log(f"{len(data['inject_s'])} held-out episodes, {len(data['wait_s'])} decisions "
-        f"({time.time() - began:.0f} s)")
+    log(
+        f"{len(data['inject_s'])} held-out episodes, {len(data['wait_s'])} decisions "
+        f"({time.time() - began:.0f} s)"
+    )
     out = {}
     for model, meta in metas.items():
         chosen = choose(data, predictions_h(model, data, weights_dir), weights)
-        kept = {w: c for w, c in meta.get("thresholds", {}).get("by_interruption_weight",
-                                                                    {}).items() if w not in chosen}
+        kept = {
+            w: c
+            for w, c in meta.get("thresholds", {}).get("by_interruption_weight", {}).items()
+            if w not in chosen
+        }
         meta["thresholds"] = {
             "rule": "submit once scale * predicted_wait_h + shift_h >= remaining_h",
             "chosen_on": "the training run's held-out episodes (Nov 2022 - Feb 2023), "
-                         "least mean e_I * interruption_h + e_O * overlap_h, e_O = 1",
+            "least mean e_I * interruption_h + e_O * overlap_h, e_O = 1",
             "grid": {"scale": list(SCALES), "shift_h": list(SHIFTS_H)},
             "command": command,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "by_interruption_weight": dict(sorted((kept | chosen).items(),
-                                                  key=lambda kv: float(kv[0])))}
+            "by_interruption_weight": dict(
+                sorted((kept | chosen).items(), key=lambda kv: float(kv[0]))
+            ),
+        }
         update_metadata(metadata_path(model, weights_dir), FAMILY, meta)
         out[model] = chosen
         for w, c in chosen.items():
-            log(f"{model} e_I/e_O={w}: scale {c['scale']}, shift {c['shift_h']} h, penalty "
+            log(
+                f"{model} e_I/e_O={w}: scale {c['scale']}, shift {c['shift_h']} h, penalty "
                 f"{c['penalty_h']:.3f} h (plain rule {c['plain_rule_penalty_h']:.3f} h); "
-                f"heavy {json.dumps(c['validation']['heavy'])}")
+                f"heavy {json.dumps(c['validation']['heavy'])}"
+            )
     return out
 
 
-__all__ = ["REGRESSORS", "calibrate", "choose", "penalty_h", "predictions_h",
-           "record_held_out", "training_args"]
+__all__ = [
+    "REGRESSORS",
+    "calibrate",
+    "choose",
+    "penalty_h",
+    "predictions_h",
+    "record_held_out",
+    "training_args",
+]

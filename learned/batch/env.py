@@ -21,11 +21,11 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.learned.batch.features import SCALES, normalise, observation
 from tjap.placement.batch.chained import HOUR_S, ChainedEpisode, Pair
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import SchedulerConfig
-from tjap.errors import InvalidInputError
 
 WAIT, SUBMIT = 0, 1
 
@@ -47,9 +47,18 @@ class ProvisionEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, jobs: Jobs, injection_times, cluster_nodes: int = 76, pair: Pair = Pair(),
-                 config: SchedulerConfig | None = None, e_interruption: float = 1.0,
-                 e_overlap: float = 1.0, history: int = 144, cache: int = 64):
+    def __init__(
+        self,
+        jobs: Jobs,
+        injection_times,
+        cluster_nodes: int = 76,
+        pair: Pair = Pair(),
+        config: SchedulerConfig | None = None,
+        e_interruption: float = 1.0,
+        e_overlap: float = 1.0,
+        history: int = 144,
+        cache: int = 64,
+    ):
         times = [int(t) for t in injection_times]
         if not times:
             raise InvalidInputError("ProvisionEnv needs at least one injection time")
@@ -72,8 +81,14 @@ class ProvisionEnv(gym.Env):
             episode, saved = self._cache[inject_s]
             episode.rewind(saved)
             return episode
-        episode = ChainedEpisode(self.jobs, self.cluster_nodes, inject_s, self.pair,
-                                 config=self.config, history=self.history)
+        episode = ChainedEpisode(
+            self.jobs,
+            self.cluster_nodes,
+            inject_s,
+            self.pair,
+            config=self.config,
+            history=self.history,
+        )
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
         self._cache[inject_s] = (episode, episode.checkpoint())
@@ -111,10 +126,14 @@ class ProvisionEnv(gym.Env):
         outcome_s = episode.outcome()
         o = outcome_s / HOUR_S
         reward = float(reward_h(outcome_s, self.e_interruption, self.e_overlap))
-        info = {"now_s": episode.now, "outcome_s": outcome_s,
-                "interruption_h": max(o, 0.0), "overlap_h": max(-o, 0.0),
-                "wait_s": int(episode.sim._state["start"][episode.succ]) - episode.submitted_s,
-                "fallback": int(action) != SUBMIT}
+        info = {
+            "now_s": episode.now,
+            "outcome_s": outcome_s,
+            "interruption_h": max(o, 0.0),
+            "overlap_h": max(-o, 0.0),
+            "wait_s": int(episode.sim._state["start"][episode.succ]) - episode.submitted_s,
+            "fallback": int(action) != SUBMIT,
+        }
         return reward, True, info
 
     def probe(self) -> tuple[float, dict]:

@@ -33,9 +33,13 @@ SCALES = np.array([_scale(f) for f in FEATURES], dtype=np.float32)
 
 
 def feature_spec(history: int = 144) -> dict:
-    return {"features": list(FEATURES), "scales": SCALES.tolist(), "history": int(history),
-            "layout": "history x features, oldest first, ending at the decision time",
-            "normalisation": "raw / scale"}
+    return {
+        "features": list(FEATURES),
+        "scales": SCALES.tolist(),
+        "history": int(history),
+        "layout": "history x features, oldest first, ending at the decision time",
+        "normalisation": "raw / scale",
+    }
 
 
 def normalise(rows: np.ndarray) -> np.ndarray:
@@ -66,5 +70,13 @@ def head_inputs(predicted_wait_h, remaining_h, running) -> np.ndarray:
     return np.stack([w / 24, r / 24, (w - r) / 24, np.asarray(running, np.float32)], -1)
 
 
-__all__ = ["FEATURES", "HOUR_S", "SCALES", "feature_spec", "head_inputs", "normalise",
-           "observation", "remaining_s"]
+__all__ = [
+    "FEATURES",
+    "HOUR_S",
+    "SCALES",
+    "feature_spec",
+    "head_inputs",
+    "normalise",
+    "observation",
+    "remaining_s",
+]

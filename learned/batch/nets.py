@@ -21,19 +21,34 @@ from torch import nn
 
 
 class HistoryTransformer(nn.Module):
-    def __init__(self, features: int = 40, history: int = 144, d_model: int = 32, heads: int = 4,
-                 layers: int = 2, feedforward: int = 64):
+    def __init__(
+        self,
+        features: int = 40,
+        history: int = 144,
+        d_model: int = 32,
+        heads: int = 4,
+        layers: int = 2,
+        feedforward: int = 64,
+    ):
         super().__init__()
-        self.config = {"features": features, "history": history, "d_model": d_model,
-                       "heads": heads, "layers": layers, "feedforward": feedforward}
+        self.config = {
+            "features": features,
+            "history": history,
+            "d_model": d_model,
+            "heads": heads,
+            "layers": layers,
+            "feedforward": feedforward,
+        }
         self.embed = nn.Linear(features, d_model)
         self.position = nn.Parameter(torch.randn(1, history, d_model) * 0.02)
-        layer = nn.TransformerEncoderLayer(d_model, heads, feedforward, dropout=0.0,
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            d_model, heads, feedforward, dropout=0.0, batch_first=True, norm_first=True
+        )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d_model)
-        self.predict = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.ReLU(),
-                                     nn.Linear(d_model, 1))
+        self.predict = nn.Sequential(
+            nn.Linear(2 * d_model, d_model), nn.ReLU(), nn.Linear(d_model, 1)
+        )
 
     @property
     def embedding_dim(self) -> int:
@@ -51,8 +66,9 @@ class MixtureOfExperts(nn.Module):
         super().__init__()
         features = experts[0].config["features"]
         self.experts = nn.ModuleList(experts)
-        self.gate = nn.Sequential(nn.Linear(2 * features, gate_hidden), nn.ReLU(),
-                                  nn.Linear(gate_hidden, len(experts)))
+        self.gate = nn.Sequential(
+            nn.Linear(2 * features, gate_hidden), nn.ReLU(), nn.Linear(gate_hidden, len(experts))
+        )
 
     @property
     def embedding_dim(self) -> int:
@@ -72,10 +88,19 @@ class MixtureOfExperts(nn.Module):
 class DecisionHead(nn.Module):
     def __init__(self, embedding_dim: int, extra: int = 4, hidden: int = 32, outputs: int = 2):
         super().__init__()
-        self.config = {"embedding_dim": embedding_dim, "extra": extra, "hidden": hidden,
-                       "outputs": outputs}
-        self.net = nn.Sequential(nn.Linear(embedding_dim + extra, hidden), nn.ReLU(),
-                                 nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
+        self.config = {
+            "embedding_dim": embedding_dim,
+            "extra": extra,
+            "hidden": hidden,
+            "outputs": outputs,
+        }
+        self.net = nn.Sequential(
+            nn.Linear(embedding_dim + extra, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, outputs),
+        )
 
     def forward(self, embedding: torch.Tensor, extra: torch.Tensor) -> torch.Tensor:
         return self.net(torch.cat([embedding, extra], -1))

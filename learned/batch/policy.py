@@ -21,22 +21,40 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.learned.batch.features import HOUR_S, head_inputs, normalise, observation, remaining_s
-from tjap.learned.batch.weights import (load_network, load_trees, metadata_path, read_metadata,
-                                       thresholds)
 from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.learned.batch.features import HOUR_S, head_inputs, normalise, observation, remaining_s
+from tjap.learned.batch.weights import (
+    load_network,
+    load_trees,
+    metadata_path,
+    read_metadata,
+    thresholds,
+)
 
-MODELS = {"rf": "rf", "xgb": "xgb", "transformer": "transformer", "moe": "moe",
-          "transformer_dqn": "transformer", "moe_dqn": "moe", "transformer_pg": "transformer",
-          "moe_pg": "moe"}
+MODELS = {
+    "rf": "rf",
+    "xgb": "xgb",
+    "transformer": "transformer",
+    "moe": "moe",
+    "transformer_dqn": "transformer",
+    "moe_dqn": "moe",
+    "transformer_pg": "transformer",
+    "moe_pg": "moe",
+}
 
 
 class TreeProvisioner:
     """Submit once the tree ensemble's predicted wait (times ``scale``, plus ``shift_h``) reaches
     the remaining time."""
 
-    def __init__(self, name: str, ensemble, meta: dict | None = None, scale: float = 1.0,
-                 shift_h: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        ensemble,
+        meta: dict | None = None,
+        scale: float = 1.0,
+        shift_h: float = 0.0,
+    ):
         self.name, self.ensemble, self.meta = name, ensemble, meta or {}
         self.scale, self.shift_h = scale, shift_h
 
@@ -52,11 +70,27 @@ class NetworkProvisioner:
     """A foundation model with an optional decision head: ``rule`` is "wait" (predicted wait >=
     remaining time), "dqn" (Q(submit) > Q(wait)) or "pg" (the head's submit probability)."""
 
-    def __init__(self, name: str, foundation, head=None, rule: str = "wait", mode: str = "greedy",
-                 seed: int = 0, meta: dict | None = None, scale: float = 1.0, shift_h: float = 0.0):
+    def __init__(
+        self,
+        name: str,
+        foundation,
+        head=None,
+        rule: str = "wait",
+        mode: str = "greedy",
+        seed: int = 0,
+        meta: dict | None = None,
+        scale: float = 1.0,
+        shift_h: float = 0.0,
+    ):
         if rule not in ("wait", "dqn", "pg") or mode not in ("greedy", "sample"):
             raise InvalidInputError(f"unknown rule {rule!r} / mode {mode!r}")
-        self.name, self.foundation, self.head, self.rule, self.mode = name, foundation, head, rule, mode
+        self.name, self.foundation, self.head, self.rule, self.mode = (
+            name,
+            foundation,
+            head,
+            rule,
+            mode,
+        )
         self.meta = meta or {}
         self.scale, self.shift_h = scale, shift_h
         self._rng = np.random.default_rng(seed)
@@ -71,8 +105,9 @@ class NetworkProvisioner:
             out = {"predicted_wait_h": float(wait_h[0]), "remaining_h": remaining / HOUR_S}
             if self.head is not None:
                 running = episode.predecessor()["start_s"] is not None
-                extra = torch.from_numpy(head_inputs(out["predicted_wait_h"],
-                                                     out["remaining_h"], running))[None]
+                extra = torch.from_numpy(
+                    head_inputs(out["predicted_wait_h"], out["remaining_h"], running)
+                )[None]
                 out["head"] = self.head(embedding, extra)[0].numpy()
         return out
 
@@ -96,13 +131,19 @@ def parse_name(name: str) -> tuple[str, float | None]:
     except ValueError:
         value = float("nan")
     if not value > 0:
-        raise InvalidInputError(f"{name!r}: the interruption weight after '@' must be a positive "
-                                "number, e.g. moe@2")
+        raise InvalidInputError(
+            f"{name!r}: the interruption weight after '@' must be a positive number, e.g. moe@2"
+        )
     return base, value
 
 
-def load_provisioner(name: str, weights_dir=None, seed: int = 0,
-                     interruption_weight: float | None = None, weights=None):
+def load_provisioner(
+    name: str,
+    weights_dir=None,
+    seed: int = 0,
+    interruption_weight: float | None = None,
+    weights=None,
+):
     """The learned provisioner ``name`` (one of :data:`MODELS`, optionally ``name@w``) from its
     shipped weights. ``interruption_weight`` w = e_I / e_O serves the regressors' thresholds
     calibrated for w; the DQN and PG heads only serve the weights they were trained with.
@@ -113,11 +154,14 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
     checksum and shapes are checked first; any problem is one line of InvalidInputError."""
     base, weight = parse_name(name)
     if weight is not None and interruption_weight is not None and weight != interruption_weight:
-        raise InvalidInputError(f"{name!r} and interruption_weight={interruption_weight:g} disagree")
+        raise InvalidInputError(
+            f"{name!r} and interruption_weight={interruption_weight:g} disagree"
+        )
     weight = weight if weight is not None else interruption_weight
     if base not in MODELS:
-        raise UnknownMethodError(f"unknown learned provisioner {base!r}; choose one of "
-                                 f"{', '.join(MODELS)}")
+        raise UnknownMethodError(
+            f"unknown learned provisioner {base!r}; choose one of {', '.join(MODELS)}"
+        )
     model = MODELS[base]
     if weights is not None and weights_dir is not None:
         raise InvalidInputError("give weights= (one file) or weights_dir= (a folder), not both")
@@ -127,7 +171,8 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
         raise InvalidInputError(
             f"{path} holds a {kind!r} provisioner, not the {model!r} model that {base!r} "
             f"serves; give a provision_{model}.json, or --policy "
-            f"{next((n for n, m in MODELS.items() if m == kind), kind)}")
+            f"{next((n for n, m in MODELS.items() if m == kind), kind)}"
+        )
     rule = base.rsplit("_", 1)[1] if "_" in base else "wait"
     label = base if weight is None else f"{base}@{weight:g}"
     if model in ("rf", "xgb"):
@@ -148,12 +193,14 @@ def load_provisioner(name: str, weights_dir=None, seed: int = 0,
             raise InvalidInputError(
                 f"the {rule} head of {path.name} was trained for e_I/e_O = {trained_w:g}, not "
                 f"{weight:g}; retrain it with `tjap train provision "
-                f"--e-interruption {weight:g}`")
+                f"--e-interruption {weight:g}`"
+            )
         scale, shift = 1.0, 0.0
     else:
         scale, shift = _thresholds(meta, weight, label)
-    return NetworkProvisioner(label, foundation, head, rule, meta.get("pg_mode", "greedy"), seed,
-                              meta, scale, shift)
+    return NetworkProvisioner(
+        label, foundation, head, rule, meta.get("pg_mode", "greedy"), seed, meta, scale, shift
+    )
 
 
 def _thresholds(meta: dict, weight: float | None, label: str) -> tuple[float, float]:

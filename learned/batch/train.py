@@ -46,11 +46,11 @@ from pathlib import Path
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.learned.batch import episodes as E
 from tjap.learned.batch.env import reward_h
 from tjap.learned.batch.features import HOUR_S, head_inputs, normalise
 from tjap.learned.batch.weights import save
-from tjap.errors import InvalidInputError
 
 DAY_S = 86400
 
@@ -63,9 +63,12 @@ def summarise(outcomes_s) -> dict:
     o = np.asarray(outcomes_s, dtype=np.float64) / HOUR_S
     if o.size == 0:
         return {"episodes": 0}
-    return {"episodes": int(o.size), "mean_interruption_h": float(np.maximum(o, 0).mean()),
-            "mean_overlap_h": float(np.maximum(-o, 0).mean()),
-            "zero_interruption_fraction": float((o <= 0).mean())}
+    return {
+        "episodes": int(o.size),
+        "mean_interruption_h": float(np.maximum(o, 0).mean()),
+        "mean_overlap_h": float(np.maximum(-o, 0).mean()),
+        "zero_interruption_fraction": float((o <= 0).mean()),
+    }
 
 
 def validate(data: dict, submit: np.ndarray) -> dict:
@@ -74,8 +77,11 @@ def validate(data: dict, submit: np.ndarray) -> dict:
     outcomes, _ = E.first_submission(data, submit)
     fb = data["fallback_outcome_s"]
     out = {"all": summarise(outcomes)}
-    for load, mask in (("heavy", fb > 12 * HOUR_S), ("medium", (fb > 2 * HOUR_S) & (fb <= 12 * HOUR_S)),
-                       ("light", fb <= 2 * HOUR_S)):
+    for load, mask in (
+        ("heavy", fb > 12 * HOUR_S),
+        ("medium", (fb > 2 * HOUR_S) & (fb <= 12 * HOUR_S)),
+        ("light", fb <= 2 * HOUR_S),
+    ):
         out[load] = summarise(outcomes[mask])
     out["cost_h"] = float(-reward_h(outcomes).mean()) if len(outcomes) else 0.0
     return out
@@ -99,8 +105,17 @@ class Windows:
         return self.rows[self.index[which]]
 
 
-def fit_regressor(model, train: Windows, val: Windows, decisions, epochs: int, deadline: float,
-                  batch: int = 512, lr: float = 1e-3, label: str = "") -> list[dict]:
+def fit_regressor(
+    model,
+    train: Windows,
+    val: Windows,
+    decisions,
+    epochs: int,
+    deadline: float,
+    batch: int = 512,
+    lr: float = 1e-3,
+    label: str = "",
+) -> list[dict]:
     """Smooth-L1 regression of the wait (hours) on the history; returns the curve."""
     import torch
 
@@ -115,7 +130,7 @@ def fit_regressor(model, train: Windows, val: Windows, decisions, epochs: int, d
         perm = decisions[torch.randperm(len(decisions), device=device)]
         total, count = 0.0, 0
         for i in range(0, len(perm) - batch + 1, batch):
-            b = perm[i:i + batch]
+            b = perm[i : i + batch]
             pred, _ = model(train.batch(b))
             loss = torch.nn.functional.smooth_l1_loss(pred, train.wait_h[b])
             opt.zero_grad()
@@ -126,9 +141,13 @@ def fit_regressor(model, train: Windows, val: Windows, decisions, epochs: int, d
             step += 1
             total, count = total + loss.item() * len(b), count + len(b)
         val_mae = mae(model, val)
-        curve.append({"epoch": epoch + 1, "train_loss": total / max(count, 1), "val_mae_h": val_mae})
-        log(f"{label} epoch {epoch + 1}: train smooth-L1 {total / max(count, 1):.3f}, "
-            f"val MAE {val_mae:.3f} h")
+        curve.append(
+            {"epoch": epoch + 1, "train_loss": total / max(count, 1), "val_mae_h": val_mae}
+        )
+        log(
+            f"{label} epoch {epoch + 1}: train smooth-L1 {total / max(count, 1):.3f}, "
+            f"val MAE {val_mae:.3f} h"
+        )
         if time.time() > deadline:
             log(f"{label}: time budget reached")
             break
@@ -144,8 +163,11 @@ def predict_all(model, windows: Windows, batch: int = 4096):
     model.eval()
     with torch.no_grad():
         for i in range(0, len(windows), batch):
-            p, e = model(windows.batch(torch.arange(i, min(i + batch, len(windows)),
-                                                    device=windows.rows.device)))
+            p, e = model(
+                windows.batch(
+                    torch.arange(i, min(i + batch, len(windows)), device=windows.rows.device)
+                )
+            )
             preds.append(p.float().cpu().numpy())
             embs.append(e.float().cpu().numpy())
     if not preds:
@@ -165,8 +187,9 @@ def head_features(data, pred_h, emb) -> np.ndarray:
     return np.concatenate([emb, extra], 1).astype(np.float32)
 
 
-def train_dqn(z_train, data, rewards, fb_rewards, embedding_dim, device, steps, deadline,
-              seed) -> tuple:
+def train_dqn(
+    z_train, data, rewards, fb_rewards, embedding_dim, device, steps, deadline, seed
+) -> tuple:
     """Double DQN over every recorded transition; Q in units of 10 h of reward."""
     import copy
 
@@ -195,11 +218,13 @@ def train_dqn(z_train, data, rewards, fb_rewards, embedding_dim, device, steps, 
         with torch.no_grad():
             a_star = head(z[nxt][:, :embedding_dim], z[nxt][:, embedding_dim:]).argmax(1)
             q_next = target(z[nxt][:, :embedding_dim], z[nxt][:, embedding_dim:]).gather(
-                1, a_star[:, None])[:, 0]
+                1, a_star[:, None]
+            )[:, 0]
             y_wait = torch.where(last_t[b], r_fb[b], q_next)
         q = head(z[b][:, :embedding_dim], z[b][:, embedding_dim:])
-        loss = (torch.nn.functional.smooth_l1_loss(q[:, 0], y_wait)
-                + torch.nn.functional.smooth_l1_loss(q[:, 1], r_sub[b]))
+        loss = torch.nn.functional.smooth_l1_loss(
+            q[:, 0], y_wait
+        ) + torch.nn.functional.smooth_l1_loss(q[:, 1], r_sub[b])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -232,8 +257,9 @@ def segment_expected_return(logits, rewards, fb, starts, episode):
     return stop_part + survive_all * fb
 
 
-def train_pg(z_train, data, rewards, fb_rewards, embedding_dim, device, steps, deadline,
-             seed) -> tuple:
+def train_pg(
+    z_train, data, rewards, fb_rewards, embedding_dim, device, steps, deadline, seed
+) -> tuple:
     import torch
 
     from tjap.learned.batch.nets import DecisionHead
@@ -289,31 +315,57 @@ def train_trees(data, decisions, val, args, results: dict):
             results["rf"] = {"error": "scikit-learn is not installed (extra ml-baselines)"}
         else:
             tick = time.time()
-            forest = RandomForestRegressor(n_estimators=args.rf_trees, max_leaf_nodes=128,
-                                           max_features=0.2, min_samples_leaf=5,
-                                           n_jobs=max(1, args.workers - 2),
-                                           random_state=args.seed).fit(x, y)
+            forest = RandomForestRegressor(
+                n_estimators=args.rf_trees,
+                max_leaf_nodes=128,
+                max_features=0.2,
+                min_samples_leaf=5,
+                n_jobs=max(1, args.workers - 2),
+                random_state=args.seed,
+            ).fit(x, y)
             ens = from_sklearn_forest(forest)
             agree = float(np.abs(ens.predict(xv[:2000]) - forest.predict(xv[:2000])).max())
-            results["rf"] = {"ensemble": ens, "seconds": time.time() - tick, "max_abs_diff": agree,
-                             "params": forest.get_params()}
-            log(f"rf: {time.time() - tick:.0f} s, {ens.num_nodes} nodes, array/sklearn diff {agree:.2e}")
+            results["rf"] = {
+                "ensemble": ens,
+                "seconds": time.time() - tick,
+                "max_abs_diff": agree,
+                "params": forest.get_params(),
+            }
+            log(
+                f"rf: {time.time() - tick:.0f} s, {ens.num_nodes} nodes, array/sklearn diff {agree:.2e}"
+            )
         try:
             import xgboost as xgb
         except ImportError:
             results["xgb"] = {"error": "xgboost is not installed (extra ml-baselines)"}
         else:
             tick = time.time()
-            params = {"max_depth": 5, "eta": 0.05, "subsample": 0.8, "colsample_bytree": 0.3,
-                      "objective": "reg:squarederror", "tree_method": "hist", "max_bin": 64,
-                      "nthread": max(1, args.workers - 2), "seed": args.seed}
+            params = {
+                "max_depth": 5,
+                "eta": 0.05,
+                "subsample": 0.8,
+                "colsample_bytree": 0.3,
+                "objective": "reg:squarederror",
+                "tree_method": "hist",
+                "max_bin": 64,
+                "nthread": max(1, args.workers - 2),
+                "seed": args.seed,
+            }
             booster = xgb.train(params, xgb.DMatrix(x, label=y), args.xgb_rounds)
             ens = from_xgboost(booster)
-            agree = float(np.abs(ens.predict(xv[:2000]) - booster.predict(xgb.DMatrix(xv[:2000]))).max())
-            results["xgb"] = {"ensemble": ens, "seconds": time.time() - tick, "max_abs_diff": agree,
-                              "params": params | {"rounds": args.xgb_rounds},
-                              "version": xgb.__version__}
-            log(f"xgb: {time.time() - tick:.0f} s, {ens.num_nodes} nodes, array/xgboost diff {agree:.2e}")
+            agree = float(
+                np.abs(ens.predict(xv[:2000]) - booster.predict(xgb.DMatrix(xv[:2000]))).max()
+            )
+            results["xgb"] = {
+                "ensemble": ens,
+                "seconds": time.time() - tick,
+                "max_abs_diff": agree,
+                "params": params | {"rounds": args.xgb_rounds},
+                "version": xgb.__version__,
+            }
+            log(
+                f"xgb: {time.time() - tick:.0f} s, {ens.num_nodes} nodes, array/xgboost diff {agree:.2e}"
+            )
     except Exception as exc:  # reported in the metadata, never silently
         results["error"] = repr(exc)
         log("trees failed:", repr(exc))
@@ -336,63 +388,136 @@ def split_episodes(n_ep: int, rng) -> tuple[np.ndarray, np.ndarray]:
 def parser(add_help: bool = True) -> argparse.ArgumentParser:
     """The options of a training run: ``tjap train provision`` takes them, and
     :func:`tjap.learned.batch.calibrate.training_args` re-reads a run's recorded command with them."""
-    p = argparse.ArgumentParser(prog="tjap train provision", add_help=add_help,
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("--trace", required=True, metavar="FILE",
-                   help="the trace replayed (SWF or sacct TSV, e.g. the bundled "
-                        "placement/batch/data/ls6-a100.tsv)")
-    p.add_argument("--out", default="learned/weights", metavar="DIR",
-                   help="folder of the provision_*.{pt,npz,json} written (default "
-                        "learned/weights; created if missing)")
-    p.add_argument("--from", dest="start", default="2022-11-01", metavar="ISO",
-                   help="start of the training period (UTC; default 2022-11-01)")
-    p.add_argument("--to", dest="end", default="2023-03-01", metavar="ISO",
-                   help="end of the training period (UTC, excluded; nothing after it is "
-                        "replayed; default 2023-03-01)")
-    p.add_argument("--scheduler", default="mirage",
-                   help="scheduler setting of the replay: mirage (default; conservative "
-                        "backfill, age + size priority) or easy (Slurm's defaults)")
-    p.add_argument("--cluster-nodes", type=int, default=76,
-                   help="nodes of the simulated cluster (default 76)")
-    p.add_argument("--pair-nodes", type=int, nargs="+", default=[1, 8], metavar="N",
-                   help="nodes of the pair jobs, taken in turn by the episodes (default 1 8)")
-    p.add_argument("--episodes", type=int, default=1000,
-                   help="episodes to record, within the budget's recording share "
-                        "(default 1000)")
-    p.add_argument("--workers", type=int, default=2,
-                   help="processes recording the episodes (default 2)")
-    p.add_argument("--data", metavar="NPZ",
-                   help="an .npz of recorded episodes: read if it exists, else written")
-    p.add_argument("--budget-s", type=float, default=1800,
-                   help="wall-clock budget of the whole run, in seconds (default 1800)")
-    p.add_argument("--record-share", type=float, default=0.45,
-                   help="share of the budget for recording episodes (default 0.45)")
-    p.add_argument("--epochs", type=int, default=12,
-                   help="epochs of the foundation models' regression (default 12; the mixture's "
-                        "gate a quarter of them)")
-    p.add_argument("--experts", type=int, default=4,
-                   help="experts of the mixture, one per equal time partition of the training "
-                        "period (default 4)")
-    p.add_argument("--dqn-steps", type=int, default=20000,
-                   help="gradient steps of each DQN head, fewer when its share of --budget-s "
-                        "runs out (default 20000)")
-    p.add_argument("--pg-steps", type=int, default=1500,
-                   help="gradient steps of each policy-gradient head, fewer when its share of "
-                        "--budget-s runs out (default 1500)")
-    p.add_argument("--tree-samples", type=int, default=30000,
-                   help="training decisions sampled for the random forest and XGBoost "
-                        "(default 30000)")
-    p.add_argument("--rf-trees", type=int, default=60,
-                   help="trees of the random forest (default 60)")
-    p.add_argument("--xgb-rounds", type=int, default=150,
-                   help="boosting rounds of XGBoost (default 150)")
-    p.add_argument("--e-interruption", type=float, default=1.0,
-                   help="weight e_I of an hour of interruption in the heads' reward "
-                        "(default 1)")
-    p.add_argument("--e-overlap", type=float, default=1.0,
-                   help="weight e_O of an hour of overlap in the heads' reward (default 1)")
-    p.add_argument("--device", default="cuda",
-                   help="torch device (default cuda, or cpu when no GPU is there)")
+    p = argparse.ArgumentParser(
+        prog="tjap train provision", add_help=add_help, description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--trace",
+        required=True,
+        metavar="FILE",
+        help="the trace replayed (SWF or sacct TSV, e.g. the bundled "
+        "placement/batch/data/ls6-a100.tsv)",
+    )
+    p.add_argument(
+        "--out",
+        default="learned/weights",
+        metavar="DIR",
+        help="folder of the provision_*.{pt,npz,json} written (default "
+        "learned/weights; created if missing)",
+    )
+    p.add_argument(
+        "--from",
+        dest="start",
+        default="2022-11-01",
+        metavar="ISO",
+        help="start of the training period (UTC; default 2022-11-01)",
+    )
+    p.add_argument(
+        "--to",
+        dest="end",
+        default="2023-03-01",
+        metavar="ISO",
+        help="end of the training period (UTC, excluded; nothing after it is "
+        "replayed; default 2023-03-01)",
+    )
+    p.add_argument(
+        "--scheduler",
+        default="mirage",
+        help="scheduler setting of the replay: mirage (default; conservative "
+        "backfill, age + size priority) or easy (Slurm's defaults)",
+    )
+    p.add_argument(
+        "--cluster-nodes", type=int, default=76, help="nodes of the simulated cluster (default 76)"
+    )
+    p.add_argument(
+        "--pair-nodes",
+        type=int,
+        nargs="+",
+        default=[1, 8],
+        metavar="N",
+        help="nodes of the pair jobs, taken in turn by the episodes (default 1 8)",
+    )
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=1000,
+        help="episodes to record, within the budget's recording share (default 1000)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=2, help="processes recording the episodes (default 2)"
+    )
+    p.add_argument(
+        "--data",
+        metavar="NPZ",
+        help="an .npz of recorded episodes: read if it exists, else written",
+    )
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=1800,
+        help="wall-clock budget of the whole run, in seconds (default 1800)",
+    )
+    p.add_argument(
+        "--record-share",
+        type=float,
+        default=0.45,
+        help="share of the budget for recording episodes (default 0.45)",
+    )
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=12,
+        help="epochs of the foundation models' regression (default 12; the mixture's "
+        "gate a quarter of them)",
+    )
+    p.add_argument(
+        "--experts",
+        type=int,
+        default=4,
+        help="experts of the mixture, one per equal time partition of the training "
+        "period (default 4)",
+    )
+    p.add_argument(
+        "--dqn-steps",
+        type=int,
+        default=20000,
+        help="gradient steps of each DQN head, fewer when its share of --budget-s "
+        "runs out (default 20000)",
+    )
+    p.add_argument(
+        "--pg-steps",
+        type=int,
+        default=1500,
+        help="gradient steps of each policy-gradient head, fewer when its share of "
+        "--budget-s runs out (default 1500)",
+    )
+    p.add_argument(
+        "--tree-samples",
+        type=int,
+        default=30000,
+        help="training decisions sampled for the random forest and XGBoost (default 30000)",
+    )
+    p.add_argument(
+        "--rf-trees", type=int, default=60, help="trees of the random forest (default 60)"
+    )
+    p.add_argument(
+        "--xgb-rounds", type=int, default=150, help="boosting rounds of XGBoost (default 150)"
+    )
+    p.add_argument(
+        "--e-interruption",
+        type=float,
+        default=1.0,
+        help="weight e_I of an hour of interruption in the heads' reward (default 1)",
+    )
+    p.add_argument(
+        "--e-overlap",
+        type=float,
+        default=1.0,
+        help="weight e_O of an hour of overlap in the heads' reward (default 1)",
+    )
+    p.add_argument(
+        "--device", default="cuda", help="torch device (default cuda, or cpu when no GPU is there)"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     return p
 
@@ -409,14 +534,18 @@ def run(args, argv) -> int:
 
     began = time.time()
     deadline = began + args.budget_s
-    device = torch.device(args.device if args.device != "cuda" or torch.cuda.is_available() else "cpu")
+    device = torch.device(
+        args.device if args.device != "cuda" or torch.cuda.is_available() else "cpu"
+    )
     torch.manual_seed(args.seed)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     config = scheduler_config(args.scheduler)
     jobs, _ = load_trace(args.trace)
-    start_s, end_s = (int(jobs.from_unix(parse_date(d, flag)))
-                      for d, flag in ((args.start, "--from"), (args.end, "--to")))
+    start_s, end_s = (
+        int(jobs.from_unix(parse_date(d, flag)))
+        for d, flag in ((args.start, "--from"), (args.end, "--to"))
+    )
     if end_s - 6 * DAY_S <= start_s:
         raise InvalidInputError("--to must be more than 6 days after --from")
     check_period(jobs, start_s, end_s)
@@ -427,15 +556,24 @@ def run(args, argv) -> int:
         data = dict(np.load(args.data))
         log(f"read {len(data['inject_s'])} episodes from {args.data}")
     else:
-        injections = injection_times(start_s, end_s - 6 * DAY_S, args.episodes, args.seed,
-                                     args.pair_nodes)
+        injections = injection_times(
+            start_s, end_s - 6 * DAY_S, args.episodes, args.seed, args.pair_nodes
+        )
         from tjap.placement.batch.chained import ChainedEpisode, Pair  # compile once before forking
 
         ChainedEpisode(seen, args.cluster_nodes, injections[0][0], Pair(), config=config)
-        data = E.record_many(seen, args.cluster_nodes, injections, config, args.workers,
-                             deadline_s=began + args.record_share * args.budget_s)
-        log(f"recorded {len(data['inject_s'])} of {len(injections)} episodes, "
-            f"{len(data['wait_s'])} decisions, {time.time() - began:.0f} s")
+        data = E.record_many(
+            seen,
+            args.cluster_nodes,
+            injections,
+            config,
+            args.workers,
+            deadline_s=began + args.record_share * args.budget_s,
+        )
+        log(
+            f"recorded {len(data['inject_s'])} of {len(injections)} episodes, "
+            f"{len(data['wait_s'])} decisions, {time.time() - began:.0f} s"
+        )
         if args.data:
             Path(args.data).parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(args.data, **data)
@@ -447,25 +585,38 @@ def run(args, argv) -> int:
     n_val = len(val_idx)
     train, val = E.subset(data, train_idx), E.subset(data, val_idx)
     fb_h = data["fallback_outcome_s"] / HOUR_S
-    log(f"train {n_ep - n_val} / validation {n_val} episodes; reactive outcome: heavy "
-        f"{(fb_h > 12).sum()}, medium {((fb_h > 2) & (fb_h <= 12)).sum()}, light {(fb_h <= 2).sum()}")
-    common = {"trace": Path(args.trace).name, "scheduler": args.scheduler,
-              "train_period": [args.start, args.end], "episodes": {"train": n_ep - n_val,
-                                                                   "validation": n_val},
-              "decisions": {"train": int(len(train["wait_s"])), "validation": int(len(val["wait_s"]))},
-              "pair_nodes": args.pair_nodes, "cluster_nodes": args.cluster_nodes,
-              "reward": {"e_interruption": args.e_interruption, "e_overlap": args.e_overlap},
-              "command": "tjap train provision " + " ".join(argv), "seed": args.seed,
-              "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "device": str(device) + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else "")}
+    log(
+        f"train {n_ep - n_val} / validation {n_val} episodes; reactive outcome: heavy "
+        f"{(fb_h > 12).sum()}, medium {((fb_h > 2) & (fb_h <= 12)).sum()}, light {(fb_h <= 2).sum()}"
+    )
+    common = {
+        "trace": Path(args.trace).name,
+        "scheduler": args.scheduler,
+        "train_period": [args.start, args.end],
+        "episodes": {"train": n_ep - n_val, "validation": n_val},
+        "decisions": {"train": int(len(train["wait_s"])), "validation": int(len(val["wait_s"]))},
+        "pair_nodes": args.pair_nodes,
+        "cluster_nodes": args.cluster_nodes,
+        "reward": {"e_interruption": args.e_interruption, "e_overlap": args.e_overlap},
+        "command": "tjap train provision " + " ".join(argv),
+        "seed": args.seed,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "device": str(device)
+        + (f" ({torch.cuda.get_device_name()})" if device.type == "cuda" else ""),
+    }
     val_figures = {"reactive": validate(val, np.zeros(len(val["wait_s"]), bool))}
     log("validation reactive:", json.dumps(val_figures["reactive"]["all"]))
 
     # 4. trees, in a thread beside the networks -------------------------------------------------
     tree_results: dict = {}
-    tree_decisions = np.sort(rng.choice(len(train["wait_s"]), min(args.tree_samples,
-                                                                   len(train["wait_s"])), replace=False))
-    trees = threading.Thread(target=train_trees, args=(train, tree_decisions, val, args, tree_results))
+    tree_decisions = np.sort(
+        rng.choice(
+            len(train["wait_s"]), min(args.tree_samples, len(train["wait_s"])), replace=False
+        )
+    )
+    trees = threading.Thread(
+        target=train_trees, args=(train, tree_decisions, val, args, tree_results)
+    )
     trees.start()
 
     # 2. foundation models -----------------------------------------------------------------------
@@ -475,8 +626,15 @@ def run(args, argv) -> int:
     fb_train = reward_h(train["fallback_outcome_s"], args.e_interruption, args.e_overlap)
     models = {}
     tf = HistoryTransformer().to(device)
-    tf_curve = fit_regressor(tf, tw, vw, np.arange(len(tw)), args.epochs,
-                             time.time() + 0.22 * remaining, label="transformer")
+    tf_curve = fit_regressor(
+        tf,
+        tw,
+        vw,
+        np.arange(len(tw)),
+        args.epochs,
+        time.time() + 0.22 * remaining,
+        label="transformer",
+    )
     models["transformer"] = (tf, {"curve": tf_curve})
     expert_config = {"d_model": 24, "heads": 4, "layers": 2, "feedforward": 48}
     bounds = np.linspace(start_s, end_s, args.experts + 1)
@@ -485,16 +643,34 @@ def run(args, argv) -> int:
     for i in range(args.experts):
         part = np.flatnonzero((dec_inject >= bounds[i]) & (dec_inject < bounds[i + 1]))
         expert = HistoryTransformer(**expert_config).to(device)
-        expert_curves.append(fit_regressor(expert, tw, vw, part, args.epochs,
-                                           time.time() + 0.05 * remaining, label=f"expert {i}"))
+        expert_curves.append(
+            fit_regressor(
+                expert,
+                tw,
+                vw,
+                part,
+                args.epochs,
+                time.time() + 0.05 * remaining,
+                label=f"expert {i}",
+            )
+        )
         experts.append(expert)
     moe = MixtureOfExperts(experts).to(device)
     for prm in moe.experts.parameters():
         prm.requires_grad_(False)
-    gate_curve = fit_regressor(moe, tw, vw, np.arange(len(tw)), max(2, args.epochs // 4),
-                               time.time() + 0.1 * remaining, label="moe gate")
-    models["moe"] = (moe, {"expert_curves": expert_curves, "gate_curve": gate_curve,
-                           "partitions_s": bounds.tolist()})
+    gate_curve = fit_regressor(
+        moe,
+        tw,
+        vw,
+        np.arange(len(tw)),
+        max(2, args.epochs // 4),
+        time.time() + 0.1 * remaining,
+        label="moe gate",
+    )
+    models["moe"] = (
+        moe,
+        {"expert_curves": expert_curves, "gate_curve": gate_curve, "partitions_s": bounds.tolist()},
+    )
 
     # 3. heads ----------------------------------------------------------------------------------
     head_budget = (deadline - time.time()) / 5
@@ -505,42 +681,72 @@ def run(args, argv) -> int:
         dim = model.embedding_dim
         rule = pred_v * HOUR_S >= val["remaining_s"]
         figures = {kind: validate(val, rule)}
-        dqn, dqn_curve = train_dqn(z_t, train, rewards_train, fb_train, dim, device,
-                                   args.dqn_steps, time.time() + head_budget, args.seed)
+        dqn, dqn_curve = train_dqn(
+            z_t,
+            train,
+            rewards_train,
+            fb_train,
+            dim,
+            device,
+            args.dqn_steps,
+            time.time() + head_budget,
+            args.seed,
+        )
         q = head_outputs(dqn, z_v, dim, device)
         figures[f"{kind}_dqn"] = validate(val, q[:, 1] > q[:, 0])
-        pg, pg_curve = train_pg(z_t, train, rewards_train, fb_train, dim, device, args.pg_steps,
-                                time.time() + head_budget, args.seed)
+        pg, pg_curve = train_pg(
+            z_t,
+            train,
+            rewards_train,
+            fb_train,
+            dim,
+            device,
+            args.pg_steps,
+            time.time() + head_budget,
+            args.seed,
+        )
         logits = head_outputs(pg, z_v, dim, device)[:, 0]
         greedy = validate(val, logits >= 0)
         with torch.no_grad():  # the sampled policy's exact expected cost
             rv = reward_h(val["outcome_s"], args.e_interruption, args.e_overlap)
             fbv = reward_h(val["fallback_outcome_s"], args.e_interruption, args.e_overlap)
             expected = segment_expected_return(
-                torch.from_numpy(logits), torch.from_numpy(rv.astype(np.float32)),
-                torch.from_numpy(fbv.astype(np.float32)), torch.from_numpy(val["decision_offset"]),
-                torch.from_numpy(E.episode_of(val)))
+                torch.from_numpy(logits),
+                torch.from_numpy(rv.astype(np.float32)),
+                torch.from_numpy(fbv.astype(np.float32)),
+                torch.from_numpy(val["decision_offset"]),
+                torch.from_numpy(E.episode_of(val)),
+            )
         sampled_cost = float(-expected.mean())
         mode = "greedy" if greedy["cost_h"] <= sampled_cost else "sample"
         figures[f"{kind}_pg"] = greedy | {"sampled_expected_cost_h": sampled_cost, "mode": mode}
         for name, f in figures.items():
             log(f"validation {name}: cost {f['cost_h']:.2f} h, {json.dumps(f['all'])}")
         val_figures.update(figures)
-        foundation_config = (model.config if kind == "transformer" else
-                             model.experts[0].config)
+        foundation_config = model.config if kind == "transformer" else model.experts[0].config
         meta = common | {
             "what": f"seed 004 {kind} foundation model (wait regressor) with DQN and "
-                    "policy-gradient heads",
-            "kind": kind, "foundation": foundation_config,
+            "policy-gradient heads",
+            "kind": kind,
+            "foundation": foundation_config,
             "experts": args.experts if kind == "moe" else 0,
-            "heads": {"dqn": dqn.config, "pg": pg.config}, "pg_mode": mode,
-            "training": info | {"dqn_curve": dqn_curve, "pg_curve": pg_curve,
-                                "epochs": args.epochs, "dqn_steps": args.dqn_steps,
-                                "pg_steps": args.pg_steps},
+            "heads": {"dqn": dqn.config, "pg": pg.config},
+            "pg_mode": mode,
+            "training": info
+            | {
+                "dqn_curve": dqn_curve,
+                "pg_curve": pg_curve,
+                "epochs": args.epochs,
+                "dqn_steps": args.dqn_steps,
+                "pg_steps": args.pg_steps,
+            },
             "validation": {"reactive": val_figures["reactive"]} | figures,
-            "parameters": int(sum(p.numel() for p in model.parameters())
-                              + sum(p.numel() for p in dqn.parameters())
-                              + sum(p.numel() for p in pg.parameters()))}
+            "parameters": int(
+                sum(p.numel() for p in model.parameters())
+                + sum(p.numel() for p in dqn.parameters())
+                + sum(p.numel() for p in pg.parameters())
+            ),
+        }
         save(out / f"provision_{kind}", {"foundation": model, "dqn": dqn, "pg": pg}, meta)
         log(f"wrote {out}/provision_{kind}.pt")
 
@@ -555,13 +761,24 @@ def run(args, argv) -> int:
         figures = validate(val, pred * HOUR_S >= val["remaining_s"])
         val_figures[kind] = figures
         log(f"validation {kind}: cost {figures['cost_h']:.2f} h, {json.dumps(figures['all'])}")
-        save(out / f"provision_{kind}", res["ensemble"].arrays(), common | {
-            "what": f"seed 004 {'random forest' if kind == 'rf' else 'XGBoost'} regressor of the "
-                    "successor's wait on the flattened history",
-            "kind": kind, "nodes": res["ensemble"].num_nodes,
-            "training": {k: v for k, v in res.items() if k != "ensemble"} | {
-                "samples": int(len(tree_decisions))},
-            "validation": {"reactive": val_figures["reactive"], kind: figures}})
+        save(
+            out / f"provision_{kind}",
+            res["ensemble"].arrays(),
+            common
+            | {
+                "what": f"seed 004 {'random forest' if kind == 'rf' else 'XGBoost'} regressor of the "
+                "successor's wait on the flattened history",
+                "kind": kind,
+                "nodes": res["ensemble"].num_nodes,
+                "training": {k: v for k, v in res.items() if k != "ensemble"}
+                | {"samples": int(len(tree_decisions))},
+                "validation": {"reactive": val_figures["reactive"], kind: figures},
+            },
+        )
     log(f"done in {time.time() - began:.0f} s")
-    print(json.dumps({k: {"cost_h": v["cost_h"], **v["all"]} for k, v in val_figures.items()}, indent=1))
+    print(
+        json.dumps(
+            {k: {"cost_h": v["cost_h"], **v["all"]} for k, v in val_figures.items()}, indent=1
+        )
+    )
     return 0

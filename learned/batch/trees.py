@@ -61,17 +61,31 @@ class TreeEnsemble:
     def arrays(self) -> dict:
         """The ensemble as the named arrays of :data:`ARRAYS` (leaf values as float32), as
         :mod:`tjap.learned.batch.weights` saves it."""
-        return {"kind": np.asarray(self.kind), "feature": self.feature.astype(np.int32),
-                "threshold": np.asarray(self.threshold), "left": self.left.astype(np.int32),
-                "right": self.right.astype(np.int32), "value": self.value.astype(np.float32),
-                "roots": self.roots.astype(np.int32), "base": np.asarray(self.base, np.float64)}
+        return {
+            "kind": np.asarray(self.kind),
+            "feature": self.feature.astype(np.int32),
+            "threshold": np.asarray(self.threshold),
+            "left": self.left.astype(np.int32),
+            "right": self.right.astype(np.int32),
+            "value": self.value.astype(np.float32),
+            "roots": self.roots.astype(np.int32),
+            "base": np.asarray(self.base, np.float64),
+        }
 
     @classmethod
     def from_arrays(cls, arrays: dict) -> "TreeEnsemble":
         """The ensemble of :meth:`arrays`' output (as read back from a file)."""
         a = arrays
-        return cls(str(a["kind"]), a["feature"], a["threshold"], a["left"], a["right"],
-                   a["value"].astype(np.float64), a["roots"], float(a["base"]))
+        return cls(
+            str(a["kind"]),
+            a["feature"],
+            a["threshold"],
+            a["left"],
+            a["right"],
+            a["value"].astype(np.float64),
+            a["roots"],
+            float(a["base"]),
+        )
 
 
 def _concat(kind, trees, base=0.0) -> TreeEnsemble:
@@ -87,10 +101,16 @@ def _concat(kind, trees, base=0.0) -> TreeEnsemble:
         parts["value"].append(np.where(leaf, t["value"], 0.0))
         offset += len(t["left"])
     arrays = {k: np.concatenate(v) for k, v in parts.items()}
-    return TreeEnsemble(kind, arrays["feature"].astype(np.int32),
-                        arrays["threshold"].astype(np.float64), arrays["left"].astype(np.int32),
-                        arrays["right"].astype(np.int32), arrays["value"].astype(np.float64),
-                        np.array(roots, np.int32), float(base))
+    return TreeEnsemble(
+        kind,
+        arrays["feature"].astype(np.int32),
+        arrays["threshold"].astype(np.float64),
+        arrays["left"].astype(np.int32),
+        arrays["right"].astype(np.int32),
+        arrays["value"].astype(np.float64),
+        np.array(roots, np.int32),
+        float(base),
+    )
 
 
 def from_sklearn_forest(forest) -> TreeEnsemble:
@@ -98,8 +118,15 @@ def from_sklearn_forest(forest) -> TreeEnsemble:
     trees = []
     for est in forest.estimators_:
         t = est.tree_
-        trees.append({"feature": t.feature, "threshold": t.threshold, "left": t.children_left,
-                      "right": t.children_right, "value": t.value[:, 0, 0]})
+        trees.append(
+            {
+                "feature": t.feature,
+                "threshold": t.threshold,
+                "left": t.children_left,
+                "right": t.children_right,
+                "value": t.value[:, 0, 0],
+            }
+        )
     return _concat("rf", trees)
 
 
@@ -112,7 +139,13 @@ def from_xgboost(booster) -> TreeEnsemble:
     trees = []
     for t in learner["gradient_booster"]["model"]["trees"]:
         cond = np.array(t["split_conditions"], dtype=np.float32).astype(np.float64)
-        trees.append({"feature": np.array(t["split_indices"]), "threshold": cond,
-                      "left": np.array(t["left_children"]), "right": np.array(t["right_children"]),
-                      "value": cond})
+        trees.append(
+            {
+                "feature": np.array(t["split_indices"]),
+                "threshold": cond,
+                "left": np.array(t["left_children"]),
+                "right": np.array(t["right_children"]),
+                "value": cond,
+            }
+        )
     return _concat("xgb", trees, base)

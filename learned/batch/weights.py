@@ -17,10 +17,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tjap.learned.policy_io import (check_architecture, load_weights,
-                                read_metadata as read_weights_metadata, save_weights, spec_hash)
-from tjap.learned.batch.features import feature_spec
 from tjap.errors import InvalidInputError
+from tjap.learned.batch.features import feature_spec
+from tjap.learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
+from tjap.learned.policy_io import read_metadata as read_weights_metadata
 
 FAMILY = "provision"
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
@@ -36,15 +36,18 @@ def save(path, state, meta: dict) -> tuple[Path, Path]:
     ``state`` is a dict of named modules (``foundation`` and the heads, to .pt) or a tree
     ensemble's arrays (:meth:`tjap.learned.batch.trees.TreeEnsemble.arrays`, to .npz)."""
     spec = feature_spec()
-    return save_weights(path, FAMILY, state, {"feature_spec": spec,
-                                              "feature_spec_hash": spec_hash(spec)} | meta)
+    return save_weights(
+        path, FAMILY, state, {"feature_spec": spec, "feature_spec_hash": spec_hash(spec)} | meta
+    )
 
 
 def _check_spec(meta_path: Path, meta: dict) -> None:
     if meta.get("feature_spec_hash") != spec_hash(feature_spec()):
-        raise InvalidInputError(f"{meta_path} was trained on other features than "
-                                "tjap.learned.batch.features defines; retrain it with "
-                                "`tjap train provision --trace TRACE`")
+        raise InvalidInputError(
+            f"{meta_path} was trained on other features than "
+            "tjap.learned.batch.features defines; retrain it with "
+            "`tjap train provision --trace TRACE`"
+        )
 
 
 def read_metadata(path) -> dict:
@@ -61,17 +64,23 @@ def load_network(path):
     def build(meta_path, meta):
         _check_spec(meta_path, meta)
         if meta.get("kind") not in ("transformer", "moe"):
-            raise InvalidInputError(f"{meta_path} holds a {meta.get('kind')!r} model, not a "
-                                    "transformer or moe")
-        check_architecture(meta_path, {k: meta.get(k) for k in ("foundation", "experts", "heads")},
-                           FAMILY, "")
+            raise InvalidInputError(
+                f"{meta_path} holds a {meta.get('kind')!r} model, not a transformer or moe"
+            )
+        check_architecture(
+            meta_path, {k: meta.get(k) for k in ("foundation", "experts", "heads")}, FAMILY, ""
+        )
         try:
-            return {"foundation": build_foundation(meta["kind"], meta["foundation"],
-                                                   meta.get("experts", 0))} | {
-                name: DecisionHead(**config) for name, config in meta.get("heads", {}).items()}
+            return {
+                "foundation": build_foundation(
+                    meta["kind"], meta["foundation"], meta.get("experts", 0)
+                )
+            } | {name: DecisionHead(**config) for name, config in meta.get("heads", {}).items()}
         except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{meta_path}: the foundation or head configuration does not "
-                                    f"build ({type(exc).__name__}: {exc})") from None
+            raise InvalidInputError(
+                f"{meta_path}: the foundation or head configuration does not "
+                f"build ({type(exc).__name__}: {exc})"
+            ) from None
 
     parts, meta = load_weights(path, FAMILY, build)
     foundation = parts.pop("foundation")
@@ -104,7 +113,8 @@ def thresholds(meta: dict, weight: float, name: str) -> tuple[float, float]:
         have = ", ".join(map(str, table))[:120] or "none"
         raise InvalidInputError(
             f"{name} has no threshold calibrated for e_I/e_O = {weight:g} (calibrated: {have}); "
-            f"run `tjap provision calibrate --trace TRACE --interruption-weights {weight:g}`")
+            f"run `tjap provision calibrate --trace TRACE --interruption-weights {weight:g}`"
+        )
     entry = table[weight_key(weight)]
     try:
         scale, shift = float(entry["scale"]), float(entry["shift_h"])
@@ -114,9 +124,19 @@ def thresholds(meta: dict, weight: float, name: str) -> tuple[float, float]:
         raise InvalidInputError(
             f"{name}: the threshold for e_I/e_O = {weight:g} is not a pair of numbers scale and "
             f"shift_h, got {entry!r:.80}; run `tjap provision calibrate --trace TRACE "
-            f"--interruption-weights {weight:g}` again")
+            f"--interruption-weights {weight:g}` again"
+        )
     return scale, shift
 
 
-__all__ = ["FAMILY", "WEIGHTS_DIR", "load_network", "load_trees", "metadata_path",
-           "read_metadata", "save", "thresholds", "weight_key"]
+__all__ = [
+    "FAMILY",
+    "WEIGHTS_DIR",
+    "load_network",
+    "load_trees",
+    "metadata_path",
+    "read_metadata",
+    "save",
+    "thresholds",
+    "weight_key",
+]

@@ -56,12 +56,28 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.learned.interference.features import (ALL, EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
-                                           PARTITION_FEATURES, PartitionGraph, Planning,
-                                           added_slowdown, check_level, choose_group, observe)
-from tjap.placement.interference import (PlacementEpisode, Simulator, Workload, default_rate,
-                                    make_cluster, profiles)
 from tjap.errors import InvalidInputError
+from tjap.learned.interference.features import (
+    ALL,
+    EDGE_FEATURES,
+    JOB_FEATURES,
+    NODE_FEATURES,
+    PARTITION_FEATURES,
+    PartitionGraph,
+    Planning,
+    added_slowdown,
+    check_level,
+    choose_group,
+    observe,
+)
+from tjap.placement.interference import (
+    PlacementEpisode,
+    Simulator,
+    Workload,
+    default_rate,
+    make_cluster,
+    profiles,
+)
 
 WAIT_PENALTY = 0.2
 EXPERTS = ("tetris", "whole")
@@ -76,7 +92,7 @@ def comm_cost(sim, job: int) -> float:
     volume = profiles.GRAD_MB[m] * 8e-3 / w.ps[job]
     worst = 0.0
     for f in range(sim.flow_ptr[job], sim.flow_ptr[job + 1]):
-        links = sim.flow_links[f, :sim.flow_len[f]]
+        links = sim.flow_links[f, : sim.flow_len[f]]
         if len(links):
             share = np.min(c.link_gbps[links] / np.maximum(sim.link_flows[links], 1))
             worst = max(worst, volume / share)
@@ -98,20 +114,27 @@ def rule_action(nodes: np.ndarray, mask: np.ndarray, expert: str) -> int:
             gap = nodes[:, NODE_FEATURES.index("whole_gap")]
             return int(np.argmin(np.where(ok, gap, np.inf)))
     col = NODE_FEATURES.index
-    score = np.where(feasible, 2.0 * nodes[:, col("job_on_server")] + nodes[:, col("tetris_fill")],
-                     -np.inf)
+    score = np.where(
+        feasible, 2.0 * nodes[:, col("job_on_server")] + nodes[:, col("tetris_fill")], -np.inf
+    )
     return int(np.argmax(score))
 
 
-def partition_shapes(cluster, single_agent: bool = False,
-                     level: str = "device") -> tuple[list[PartitionGraph], int, int, int]:
+def partition_shapes(
+    cluster, single_agent: bool = False, level: str = "device"
+) -> tuple[list[PartitionGraph], int, int, int]:
     """The partition graphs and their common (nodes, edges, action nodes)."""
-    graphs = [PartitionGraph(cluster, p, level) for p in range(cluster.num_partitions)] \
-        if not single_agent else [PartitionGraph(cluster, ALL, level)]
+    graphs = (
+        [PartitionGraph(cluster, p, level) for p in range(cluster.num_partitions)]
+        if not single_agent
+        else [PartitionGraph(cluster, ALL, level)]
+    )
     shapes = {(g.num_nodes, g.edge_index.shape[1], g.num_actions) for g in graphs}
     if len(shapes) != 1:
-        raise InvalidInputError(f"InterferenceEnv needs partitions of one shape, got {shapes}; "
-                                "use a fat-tree or VL2 cluster with one server architecture")
+        raise InvalidInputError(
+            f"InterferenceEnv needs partitions of one shape, got {shapes}; "
+            "use a fat-tree or VL2 cluster with one server architecture"
+        )
     return graphs, *shapes.pop()
 
 
@@ -120,42 +143,71 @@ class InterferenceEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, topology: str = "fattree", k: int = 8, arch: str = "pcie", *,
-                 intervals: int = 8, pattern: str = "poisson", rate: float | None = None,
-                 extra_intervals: int = 8, wait_penalty: float = WAIT_PENALTY,
-                 reward: str = "proxy", single_agent: bool = False, rule: str = "whole",
-                 level: str = "device"):
-        self._config = dict(topology=topology, k=k, arch=arch, intervals=intervals,
-                            pattern=pattern, rate=rate, extra_intervals=extra_intervals,
-                            wait_penalty=wait_penalty, single_agent=single_agent, level=level)
+    def __init__(
+        self,
+        topology: str = "fattree",
+        k: int = 8,
+        arch: str = "pcie",
+        *,
+        intervals: int = 8,
+        pattern: str = "poisson",
+        rate: float | None = None,
+        extra_intervals: int = 8,
+        wait_penalty: float = WAIT_PENALTY,
+        reward: str = "proxy",
+        single_agent: bool = False,
+        rule: str = "whole",
+        level: str = "device",
+    ):
+        self._config = dict(
+            topology=topology,
+            k=k,
+            arch=arch,
+            intervals=intervals,
+            pattern=pattern,
+            rate=rate,
+            extra_intervals=extra_intervals,
+            wait_penalty=wait_penalty,
+            single_agent=single_agent,
+            level=level,
+        )
         self.level = check_level(level)
 
         self.cluster = make_cluster(topology, k, arch)
-        if isinstance(intervals, bool) or not isinstance(intervals, (int, np.integer)) \
-                or intervals < 1:
+        if (
+            isinstance(intervals, bool)
+            or not isinstance(intervals, (int, np.integer))
+            or intervals < 1
+        ):
             raise InvalidInputError(f"intervals must be a positive integer, got {intervals!r}")
         self.intervals, self.pattern = int(intervals), pattern
         self.rate = default_rate(self.cluster) if rate is None else rate
         self.extra_intervals, self.wait_penalty = int(extra_intervals), float(wait_penalty)
         if reward not in REWARDS:
-            raise InvalidInputError(f"unknown reward {reward!r}; choose one of "
-                                    f"{', '.join(REWARDS)}")
+            raise InvalidInputError(
+                f"unknown reward {reward!r}; choose one of {', '.join(REWARDS)}"
+            )
         self.reward = reward
         if rule not in EXPERTS:
             raise InvalidInputError(f"unknown rule {rule!r}; choose one of {', '.join(EXPERTS)}")
         self.rule = rule
         self.single_agent = bool(single_agent)
-        self.graphs, n, e, self.num_actions = partition_shapes(self.cluster, self.single_agent,
-                                                               self.level)
+        self.graphs, n, e, self.num_actions = partition_shapes(
+            self.cluster, self.single_agent, self.level
+        )
         self.num_groups = self.graphs[0].num_groups
         P = self.cluster.num_partitions
         box = lambda *shape: gym.spaces.Box(-np.inf, np.inf, shape, dtype=np.float32)  # noqa: E731
-        self.observation_space = gym.spaces.Dict({
-            "nodes": box(n, len(NODE_FEATURES)),
-            "edge_index": gym.spaces.Box(0, n - 1, (2, e), dtype=np.int64),
-            "edges": box(e, len(EDGE_FEATURES)), "job": box(len(JOB_FEATURES)),
-            "partitions": box(P, len(PARTITION_FEATURES)),
-            "own": gym.spaces.Box(0.0, 1.0, (P,), dtype=np.float32)})
+        self.observation_space = gym.spaces.Dict(
+            {
+                "nodes": box(n, len(NODE_FEATURES)),
+                "edge_index": gym.spaces.Box(0, n - 1, (2, e), dtype=np.int64),
+                "edges": box(e, len(EDGE_FEATURES)),
+                "job": box(len(JOB_FEATURES)),
+                "partitions": box(P, len(PARTITION_FEATURES)),
+                "own": gym.spaces.Box(0.0, 1.0, (P,), dtype=np.float32),
+            }
+        )
         self.action_space = gym.spaces.Discrete(self.num_actions + 1)
         self._mask = np.zeros(self.num_actions + 1, bool)
 
@@ -163,10 +215,10 @@ class InterferenceEnv(gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         wseed = int(self.np_random.integers(1000, 2**31 - 1))
-        workload = Workload.generate(self.cluster.num_partitions, self.intervals, self.pattern,
-                                     wseed, rate=self.rate)
-        self._rule_cost = self.rule_interval_costs(workload) if self.reward == "jct_rule" \
-            else None
+        workload = Workload.generate(
+            self.cluster.num_partitions, self.intervals, self.pattern, wseed, rate=self.rate
+        )
+        self._rule_cost = self.rule_interval_costs(workload) if self.reward == "jct_rule" else None
         return self._begin(workload)
 
     def rule_interval_costs(self, workload: Workload) -> np.ndarray:
@@ -184,21 +236,27 @@ class InterferenceEnv(gym.Env):
     def _begin(self, workload: Workload):
         self.workload = workload
         self.sim = Simulator(self.cluster, self.workload)
-        self.episode = PlacementEpisode(self.sim, scope="cluster" if self.single_agent
-                                        else "partition",
-                                        max_intervals=self.intervals + self.extra_intervals)
-        self._group_rng = np.random.default_rng(workload.seed)   # server level: the random group
+        self.episode = PlacementEpisode(
+            self.sim,
+            scope="cluster" if self.single_agent else "partition",
+            max_intervals=self.intervals + self.extra_intervals,
+        )
+        self._group_rng = np.random.default_rng(workload.seed)  # server level: the random group
         self._reward, self._agent = 0.0, 0
-        self._obs = {key: np.zeros(space.shape, space.dtype)
-                     for key, space in self.observation_space.spaces.items()}
+        self._obs = {
+            key: np.zeros(space.shape, space.dtype)
+            for key, space in self.observation_space.spaces.items()
+        }
         self._decisions = self._run()
         return self._advance(None)[0], self._info()
 
     def step(self, action):
         action = int(action)
         if not (0 <= action < len(self._mask)) or not self._mask[action]:
-            raise InvalidInputError(f"action {action} is masked (infeasible group or forwarding "
-                                    "not allowed); pick one allowed by action_masks()")
+            raise InvalidInputError(
+                f"action {action} is masked (infeasible group or forwarding "
+                "not allowed); pick one allowed by action_masks()"
+            )
         self._reward = 0.0
         obs, done = self._advance(action)
         return obs, float(self._reward), done, False, self._info()
@@ -219,8 +277,11 @@ class InterferenceEnv(gym.Env):
 
     # -- the episode, as a generator that yields at each decision ----------------------------
     def _info(self) -> dict:
-        return {"agent": self._agent, "interval": self.sim.interval,
-                "action_mask": self._mask.copy()}
+        return {
+            "agent": self._agent,
+            "interval": self.sim.interval,
+            "action_mask": self._mask.copy(),
+        }
 
     def _advance(self, action):
         try:
@@ -228,12 +289,12 @@ class InterferenceEnv(gym.Env):
             return self._obs, False
         except StopIteration:
             self._mask = np.zeros_like(self._mask)
-            self._mask[-1] = True    # nothing to decide; keep the mask non-empty for wrappers
+            self._mask[-1] = True  # nothing to decide; keep the mask non-empty for wrappers
             return self._obs, True
 
     def _place(self, p: int, job: int, batch=()):
         sim, graph = self.sim, self.graphs[0 if p == ALL else p]
-        plan = Planning(sim, p, exclude=batch)   # the policy plans its batch in one call
+        plan = Planning(sim, p, exclude=batch)  # the policy plans its batch in one call
         plan.start(sim, job)
         self._agent, self._plan = max(p, 0), plan
         while not plan.done:
@@ -275,7 +336,7 @@ class InterferenceEnv(gym.Env):
             if self.reward == "proxy":
                 self._reward -= self.wait_penalty * episode.waiting[i]
                 continue
-            self._reward -= episode.time_in_system[i]   # each job's share of the interval
+            self._reward -= episode.time_in_system[i]  # each job's share of the interval
             if self.reward == "jct_rule" and i < len(self._rule_cost):
                 self._reward += float(self._rule_cost[i])
         return len(episode.time_in_system)

@@ -24,8 +24,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tjap.learned.interference.features import (EDGE_FEATURES, JOB_FEATURES, NODE_FEATURES,
-                                           PARTITION_FEATURES)
+from tjap.learned.interference.features import (
+    EDGE_FEATURES,
+    JOB_FEATURES,
+    NODE_FEATURES,
+    PARTITION_FEATURES,
+)
 
 
 def _mlp(sizes):
@@ -48,8 +52,11 @@ class EdgeConv(nn.Module):
         src, dst = edge_index
         msg = self.message(torch.cat([h[:, src], edges], dim=-1))
         agg = torch.zeros_like(h).index_add_(1, dst, msg)
-        deg = torch.zeros(h.shape[1], dtype=h.dtype).index_add_(
-            0, dst, torch.ones_like(dst, dtype=h.dtype)).clamp(min=1.0)
+        deg = (
+            torch.zeros(h.shape[1], dtype=h.dtype)
+            .index_add_(0, dst, torch.ones_like(dst, dtype=h.dtype))
+            .clamp(min=1.0)
+        )
         return torch.relu(self.update(torch.cat([h, agg / deg[None, :, None]], dim=-1)))
 
 
@@ -61,8 +68,12 @@ class InterferenceGNN(nn.Module):
     def __init__(self, hidden: int = 32, layers: int = 2):
         super().__init__()
         self.config = {"hidden": hidden, "layers": layers}
-        nf, ef, jf, pf = (len(NODE_FEATURES), len(EDGE_FEATURES), len(JOB_FEATURES),
-                          len(PARTITION_FEATURES))
+        nf, ef, jf, pf = (
+            len(NODE_FEATURES),
+            len(EDGE_FEATURES),
+            len(JOB_FEATURES),
+            len(PARTITION_FEATURES),
+        )
         self.embed = _mlp([nf + jf, hidden, hidden])
         self.convs = nn.ModuleList(EdgeConv(hidden, ef) for _ in range(layers))
         self.part = _mlp([pf, hidden, hidden])
@@ -82,15 +93,21 @@ class InterferenceGNN(nn.Module):
         for conv in self.convs:
             h = h + conv(h, edge_index, edges)
         pooled = h.mean(dim=1)
-        parts = self.part(obs["partitions"])                       # (B, P, H)
-        own = obs["own"]                                           # (B, P) one-hot
+        parts = self.part(obs["partitions"])  # (B, P, H)
+        own = obs["own"]  # (B, P) one-hot
         own_part = (parts * own[..., None]).sum(1)
         others = (1.0 - own)[..., None]
         other_mean = (parts * others).sum(1) / others.sum(1).clamp(min=1.0)
         context = torch.cat([pooled, own_part, other_mean, job], dim=-1)
         groups = h[:, :num_actions]
-        g_in = torch.cat([groups, pooled[:, None].expand_as(groups),
-                          context[:, None].expand(B, num_actions, -1)], dim=-1)
+        g_in = torch.cat(
+            [
+                groups,
+                pooled[:, None].expand_as(groups),
+                context[:, None].expand(B, num_actions, -1),
+            ],
+            dim=-1,
+        )
         logits = torch.cat([self.group_head(g_in).squeeze(-1), self.forward_head(context)], dim=1)
         return logits, self.value_head(context).squeeze(-1)
 

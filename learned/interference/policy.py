@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.learned.policy_io import check_architecture, load_weights, save_weights
 from tjap.errors import InvalidInputError
+from tjap.learned.policy_io import check_architecture, load_weights, save_weights
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"
 SINGLE_WEIGHTS = DEFAULT_WEIGHTS.with_name("interference_single.json")
@@ -48,8 +48,9 @@ def save_model(model, path, training: dict, level: str = "device") -> tuple[Path
     from tjap.learned.interference.features import check_level
 
     extra = {"level": level} if check_level(level) != "device" else {}
-    return save_weights(path, "interference-gnn", model,
-                        {"model": model.config, **extra, "training": training})
+    return save_weights(
+        path, "interference-gnn", model, {"model": model.config, **extra, "training": training}
+    )
 
 
 def weights_level(meta: dict) -> str:
@@ -70,13 +71,15 @@ def load_model(path=None, level: str | None = None):
                 f"{meta_path} holds {weights_level(meta)}-level weights, not {level}-level ones; "
                 f"use {'marl-server' if weights_level(meta) == 'server' else 'marl or single'} "
                 f"with them or train {level}-level ones (tjap train interference "
-                f"--level {level})")
+                f"--level {level})"
+            )
         check_architecture(meta_path, meta["model"], "interference-gnn", "model")
         try:
             return InterferenceGNN(**meta["model"])
         except TypeError:
-            raise InvalidInputError(f"{meta_path}: model {meta['model']!r} is not an "
-                                    "InterferenceGNN architecture") from None
+            raise InvalidInputError(
+                f"{meta_path}: model {meta['model']!r} is not an InterferenceGNN architecture"
+            ) from None
 
     return load_weights(path if path is not None else DEFAULT_WEIGHTS, "interference-gnn", build)
 
@@ -91,20 +94,21 @@ class MarlPolicy:
 
     def __init__(self, weights=None, model=None):
         if model is None:
-            model, self.meta = load_model(weights if weights is not None
-                                          else self.default_weights, level=self.level)
+            model, self.meta = load_model(
+                weights if weights is not None else self.default_weights, level=self.level
+            )
         else:
             self.meta = {}
         self.model = model
         self.stats = {"decisions": 0, "forwards": 0}
 
     def reset(self, sim, seed: int) -> None:
-        from tjap.learned.interference.features import PartitionGraph
-
         import torch
 
+        from tjap.learned.interference.features import PartitionGraph
+
         torch.manual_seed(seed)
-        self._group_rng = np.random.default_rng(seed)   # server level: the random group
+        self._group_rng = np.random.default_rng(seed)  # server level: the random group
         self._graphs = {}
         self._cluster = sim.cluster
         self.stats = {"decisions": 0, "forwards": 0}

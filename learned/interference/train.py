@@ -1,7 +1,7 @@
 """Training of the ``marl`` schedulers: imitation of a hand-written rule, then PPO (ours, on CPU).
 
-1. Behaviour cloning: :class:`tjap.learned.envs.InterferenceEnv` is run with the choices of ``--expert``
-   (``whole``, the default, or ``tetris``; :meth:`~tjap.learned.envs.InterferenceEnv.expert_action`)
+1. Behaviour cloning: :class:`tjap.learned.interference.env.InterferenceEnv` is run with the choices of ``--expert``
+   (``whole``, the default, or ``tetris``; :meth:`~tjap.learned.interference.env.InterferenceEnv.expert_action`)
    on ``--bc-episodes`` episodes; the network fits the expert's actions (masked cross-entropy)
    and the discounted returns (value, MSE).
 2. PPO (clipped, GAE) with masked sampling, every partition's decisions feeding the one shared
@@ -51,8 +51,18 @@ def collect_expert(env, episodes: int, seed: int, gamma: float, expert: str = "w
     return obs_list, np.array(masks), np.array(actions), np.concatenate(returns)
 
 
-def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: int,
-                    num_actions: int, value_scale: float, log=print):
+def behaviour_clone(
+    model,
+    data,
+    *,
+    epochs: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    num_actions: int,
+    value_scale: float,
+    log=print,
+):
     import torch
 
     from tjap.learned.interference.nets import to_torch
@@ -65,13 +75,14 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
         order = rng.permutation(n)
         total, correct = 0.0, 0
         for lo in range(0, n, batch):
-            idx = order[lo:lo + batch]
+            idx = order[lo : lo + batch]
             obs = to_torch([obs_list[i] for i in idx])
             logits, value = model(obs, num_actions)
             logits = _masked(logits, torch.from_numpy(masks[idx]))
             target = torch.from_numpy(actions[idx])
             loss = torch.nn.functional.cross_entropy(logits, target) + 0.5 * torch.mean(
-                (value - torch.from_numpy(returns[idx] / value_scale).float()) ** 2)
+                (value - torch.from_numpy(returns[idx] / value_scale).float()) ** 2
+            )
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -82,9 +93,25 @@ def behaviour_clone(model, data, *, epochs: int, batch: int, lr: float, seed: in
     return curve
 
 
-def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: float, seed: int,
-        gamma: float, lam: float, clip: float, value_scale: float, entropy: float,
-        evaluate=None, eval_every: int = 0, log=print):
+def ppo(
+    model,
+    env,
+    *,
+    steps: int,
+    rollout: int,
+    epochs: int,
+    batch: int,
+    lr: float,
+    seed: int,
+    gamma: float,
+    lam: float,
+    clip: float,
+    value_scale: float,
+    entropy: float,
+    evaluate=None,
+    eval_every: int = 0,
+    log=print,
+):
     """PPO on ``env``; with ``evaluate`` (a function of the model returning a list of greedy avg
     JCTs) and ``eval_every`` > 0 the curve also gets ``{"phase": "eval", "step", "avg_jct"}``
     rows before the first rollout, at every ``eval_every`` decisions and after the last one."""
@@ -106,8 +133,10 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
             return
         jct = evaluate(model)
         curve.append({"phase": "eval", "step": done_steps, "avg_jct": jct})
-        log(f"eval at {done_steps} decisions: greedy avg JCT {np.round(jct, 3).tolist()}",
-            flush=True)
+        log(
+            f"eval at {done_steps} decisions: greedy avg JCT {np.round(jct, 3).tolist()}",
+            flush=True,
+        )
         next_eval = done_steps + eval_every
 
     while done_steps < steps:
@@ -131,8 +160,15 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
             buf_done.append(done)
             ep_return += r
             if done:
-                curve.append({"phase": "ppo", "episode": episode, "step": done_steps + len(buf_act),
-                              "return": ep_return, "jobs": len(env.workload)})
+                curve.append(
+                    {
+                        "phase": "ppo",
+                        "episode": episode,
+                        "step": done_steps + len(buf_act),
+                        "return": ep_return,
+                        "jobs": len(env.workload),
+                    }
+                )
                 log(f"ppo episode {episode} return {ep_return:.1f}", flush=True)
                 episode += 1
                 ep_return = 0.0
@@ -154,10 +190,11 @@ def ppo(model, env, *, steps: int, rollout: int, epochs: int, batch: int, lr: fl
         for _ in range(epochs):
             order = rng.permutation(len(acts))
             for lo in range(0, len(acts), batch):
-                idx = order[lo:lo + batch]
+                idx = order[lo : lo + batch]
                 logits, value = model(to_torch([buf_obs[i] for i in idx]), G)
                 dist = torch.distributions.Categorical(
-                    logits=_masked(logits, torch.from_numpy(masks[idx])))
+                    logits=_masked(logits, torch.from_numpy(masks[idx]))
+                )
                 logp = dist.log_prob(torch.from_numpy(acts[idx]))
                 a = torch.from_numpy(adv[idx]).float()
                 a = (a - a.mean()) / (a.std() + 1e-8)
@@ -202,13 +239,30 @@ def evaluate_in_env(model, env, seeds) -> list[float]:
     return out
 
 
-def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisson",
-                       expert: str = "whole", reward: str = "proxy", single_agent: bool = False,
-                       level: str = "device", eval_seeds=(), eval_every: int = 0,
-                       bc_episodes: int = 6, bc_epochs: int = 6, ppo_steps: int = 0,
-                       rollout: int = 1024, hidden: int = 32, layers: int = 2, seed: int = 0,
-                       out: str = "learned/weights/interference_marl", init: str | None = None,
-                       save_bc: str | None = None, command: str = "", quiet: bool = False) -> dict:
+def train_interference(
+    *,
+    k: int = 8,
+    intervals: int = 8,
+    pattern: str = "poisson",
+    expert: str = "whole",
+    reward: str = "proxy",
+    single_agent: bool = False,
+    level: str = "device",
+    eval_seeds=(),
+    eval_every: int = 0,
+    bc_episodes: int = 6,
+    bc_epochs: int = 6,
+    ppo_steps: int = 0,
+    rollout: int = 1024,
+    hidden: int = 32,
+    layers: int = 2,
+    seed: int = 0,
+    out: str = "learned/weights/interference_marl",
+    init: str | None = None,
+    save_bc: str | None = None,
+    command: str = "",
+    quiet: bool = False,
+) -> dict:
     """Train a seed-001 scheduler (module docstring) and save it to ``out``.pt / .json.
 
     Parameters
@@ -218,7 +272,7 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
     expert : {"whole", "tetris"}
         The rule behaviour cloning imitates (and ``jct_rule`` measures against).
     reward : {"proxy", "jct", "jct_rule"}
-        The env's reward for PPO (:class:`tjap.learned.envs.InterferenceEnv`).
+        The env's reward for PPO (:class:`tjap.learned.interference.env.InterferenceEnv`).
     single_agent, level
         The single-agent variant; what the network picks ("device": a GPU group, "server").
     eval_seeds : sequence of int
@@ -250,11 +304,24 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     started = time.time()
-    env = InterferenceEnv(k=k, intervals=intervals, pattern=pattern, reward=reward,
-                          single_agent=single_agent, rule=expert, level=level)
+    env = InterferenceEnv(
+        k=k,
+        intervals=intervals,
+        pattern=pattern,
+        reward=reward,
+        single_agent=single_agent,
+        rule=expert,
+        level=level,
+    )
     seeds = [int(x) for x in eval_seeds]
-    eval_env = InterferenceEnv(k=k, intervals=24, pattern=pattern, extra_intervals=24,
-                               single_agent=single_agent, level=level)
+    eval_env = InterferenceEnv(
+        k=k,
+        intervals=24,
+        pattern=pattern,
+        extra_intervals=24,
+        single_agent=single_agent,
+        level=level,
+    )
     model = InterferenceGNN(hidden=hidden, layers=layers)
     if init:
         from tjap.learned.interference.policy import load_model
@@ -265,51 +332,96 @@ def train_interference(*, k: int = 8, intervals: int = 8, pattern: str = "poisso
     if bc_episodes:
         data = collect_expert(env, bc_episodes, seed, 0.99, expert)
         log(f"{len(data[2])} expert decisions ({time.time() - started:.0f} s)", flush=True)
-        curve += behaviour_clone(model, data, epochs=bc_epochs, batch=128, lr=3e-3, seed=seed,
-                                 num_actions=env.num_actions, value_scale=value_scale, log=log)
+        curve += behaviour_clone(
+            model,
+            data,
+            epochs=bc_epochs,
+            batch=128,
+            lr=3e-3,
+            seed=seed,
+            num_actions=env.num_actions,
+            value_scale=value_scale,
+            log=log,
+        )
     if save_bc:
-        save_model(model, save_bc, {"what": "behaviour cloning stage only", "curve": curve},
-                   level=level)
+        save_model(
+            model, save_bc, {"what": "behaviour cloning stage only", "curve": curve}, level=level
+        )
     if ppo_steps:
-        curve += ppo(model, env, steps=ppo_steps, rollout=rollout, epochs=3, batch=128, lr=3e-4,
-                     seed=seed, gamma=0.99, lam=0.95, clip=0.2, value_scale=value_scale,
-                     entropy=0.003,
-                     evaluate=(lambda m: evaluate_in_env(m, eval_env, seeds)) if seeds else None,
-                     eval_every=eval_every, log=log)
+        curve += ppo(
+            model,
+            env,
+            steps=ppo_steps,
+            rollout=rollout,
+            epochs=3,
+            batch=128,
+            lr=3e-4,
+            seed=seed,
+            gamma=0.99,
+            lam=0.95,
+            clip=0.2,
+            value_scale=value_scale,
+            entropy=0.003,
+            evaluate=(lambda m: evaluate_in_env(m, eval_env, seeds)) if seeds else None,
+            eval_every=eval_every,
+            log=log,
+        )
     figures = {}
-    if seeds:   # keep the trained weights even if the evaluation is cut short
+    if seeds:  # keep the trained weights even if the evaluation is cut short
         save_model(model, out, {"what": "saved before evaluation", "curve": curve}, level=level)
         evals = [row for row in curve if row.get("phase") == "eval"]
-        jct = evals[-1]["avg_jct"] if evals and evals[-1]["step"] >= ppo_steps \
+        jct = (
+            evals[-1]["avg_jct"]
+            if evals and evals[-1]["step"] >= ppo_steps
             else evaluate_in_env(model, eval_env, seeds)
+        )
         figures = {"eval_seeds": seeds, "eval_intervals": 24, "eval_avg_jct": jct}
         log(f"greedy avg JCT on seeds {seeds}: {np.round(jct, 3).tolist()}", flush=True)
-    training = {"what": "seed 001 " + ("single-agent scheduler: one GNN actor-critic for the "
-                                       "whole cluster" if single_agent else
-                                       "marl scheduler: GNN actor-critic shared by every "
-                                       "partition")
-                + (" (server level: picks a server, the env a random feasible group of it)"
-                   if level == "server" else ""),
-                "single_agent": single_agent, "figures": figures,
-                "cluster": f"fattree k={k} pcie", "episode_intervals": intervals,
-                "pattern": pattern, "expert": expert,
-                "bc_episodes": bc_episodes,
-                "bc_epochs": bc_epochs, "ppo_steps": ppo_steps, "seed": seed,
-                "init": init,
-                "reward": {"proxy": "minus added predicted slowdown, minus comm cost / ideal "
-                                    "iteration, minus 0.2 per waiting job per interval",
-                           "jct": "minus each interval's time in system of every arrived job "
-                                  "(sum = total JCT)",
-                           "jct_rule": f"the {expert} rule's time in system in each "
-                                       "interval on the same workload minus the agent's (sum = "
-                                       "the rule's total JCT minus the agent's)"}[reward]
-                          + " (learned/interference/env.py)",
-                "command": command,
-                "train_seconds": round(time.time() - started, 1), "date": date.today().isoformat(),
-                "device": "local CPU, torch.set_num_threads(1)", "curve": curve}
-    if level != "device":   # the device level's metadata stays as it was
+    training = {
+        "what": "seed 001 "
+        + (
+            "single-agent scheduler: one GNN actor-critic for the whole cluster"
+            if single_agent
+            else "marl scheduler: GNN actor-critic shared by every partition"
+        )
+        + (
+            " (server level: picks a server, the env a random feasible group of it)"
+            if level == "server"
+            else ""
+        ),
+        "single_agent": single_agent,
+        "figures": figures,
+        "cluster": f"fattree k={k} pcie",
+        "episode_intervals": intervals,
+        "pattern": pattern,
+        "expert": expert,
+        "bc_episodes": bc_episodes,
+        "bc_epochs": bc_epochs,
+        "ppo_steps": ppo_steps,
+        "seed": seed,
+        "init": init,
+        "reward": {
+            "proxy": "minus added predicted slowdown, minus comm cost / ideal "
+            "iteration, minus 0.2 per waiting job per interval",
+            "jct": "minus each interval's time in system of every arrived job (sum = total JCT)",
+            "jct_rule": f"the {expert} rule's time in system in each "
+            "interval on the same workload minus the agent's (sum = "
+            "the rule's total JCT minus the agent's)",
+        }[reward]
+        + " (learned/interference/env.py)",
+        "command": command,
+        "train_seconds": round(time.time() - started, 1),
+        "date": date.today().isoformat(),
+        "device": "local CPU, torch.set_num_threads(1)",
+        "curve": curve,
+    }
+    if level != "device":  # the device level's metadata stays as it was
         training["level"] = level
     weights, metadata = save_model(model, out, training, level=level)
     log(f"saved {out}.pt/.json after {time.time() - started:.0f} s")
-    return {"weights": str(weights), "metadata": str(metadata), "figures": figures,
-            "train_seconds": training["train_seconds"]}
+    return {
+        "weights": str(weights),
+        "metadata": str(metadata),
+        "figures": figures,
+        "train_seconds": training["train_seconds"],
+    }

@@ -18,9 +18,9 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.learned.network.features import FeatureBuilder
 from tjap.placement.network import Episode, Outcome, Requests, Topology, paper_topology
-from tjap.errors import InvalidInputError
 
 ACCEPT_REWARD, FAIL_REWARD = 10.0, -10.0
 
@@ -30,32 +30,47 @@ class NetworkAllocEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, topologies=("8:1-16",), *, servers: int = 64, requests: int = 32,
-                 routing: str = "shortest", max_servers: int = 8, load: float = 0.95):
+    def __init__(
+        self,
+        topologies=("8:1-16",),
+        *,
+        servers: int = 64,
+        requests: int = 32,
+        routing: str = "shortest",
+        max_servers: int = 8,
+        load: float = 0.95,
+    ):
         if isinstance(topologies, (str, Topology)):
             topologies = (topologies,)
-        topologies = [t if isinstance(t, Topology) else paper_topology(t, servers)
-                      for t in topologies]
+        topologies = [
+            t if isinstance(t, Topology) else paper_topology(t, servers) for t in topologies
+        ]
         if not topologies:
             raise InvalidInputError("NetworkAllocEnv needs at least one topology")
         shapes = {(t.num_servers, t.graph.number_of_nodes()) for t in topologies}
         if len(shapes) > 1:
-            raise InvalidInputError("all topologies of one NetworkAllocEnv must have the same "
-                                    f"servers and switches, got {sorted(shapes)}")
-        if isinstance(requests, bool) or not isinstance(requests, (int, np.integer)) \
-                or requests < 1:
-            raise InvalidInputError(f"requests per episode must be a positive integer, "
-                                    f"got {requests!r}")
+            raise InvalidInputError(
+                "all topologies of one NetworkAllocEnv must have the same "
+                f"servers and switches, got {sorted(shapes)}"
+            )
+        if (
+            isinstance(requests, bool)
+            or not isinstance(requests, (int, np.integer))
+            or requests < 1
+        ):
+            raise InvalidInputError(
+                f"requests per episode must be a positive integer, got {requests!r}"
+            )
         self.topologies = topologies
         self.requests_per_episode = int(requests)
         self.routing, self.max_servers, self.load = routing, max_servers, load
-        self.builders = [FeatureBuilder(t, max_servers=max_servers, load=load)
-                         for t in topologies]
-        self.observation_space = gym.spaces.Box(-np.inf, np.inf, self.builders[0].shape,
-                                                dtype=np.float32)
+        self.builders = [FeatureBuilder(t, max_servers=max_servers, load=load) for t in topologies]
+        self.observation_space = gym.spaces.Box(
+            -np.inf, np.inf, self.builders[0].shape, dtype=np.float32
+        )
         self.action_space = gym.spaces.Discrete(topologies[0].num_servers)
         self.topology, self.builder = topologies[0], self.builders[0]
-        none = np.zeros(0, np.int64)   # an empty episode until reset(); it also checks routing
+        none = np.zeros(0, np.int64)  # an empty episode until reset(); it also checks routing
         self.episode = Episode(self.topology, Requests(none, none, none), routing=routing)
 
     @property
@@ -73,9 +88,13 @@ class NetworkAllocEnv(gym.Env):
         super().reset(seed=seed)
         which = int(self.np_random.integers(len(self.topologies)))
         self.topology, self.builder = self.topologies[which], self.builders[which]
-        stream = Requests.generate(self.topology, self.requests_per_episode,
-                                   int(self.np_random.integers(1000, 2**31)),
-                                   max_servers=self.max_servers, load=self.load)
+        stream = Requests.generate(
+            self.topology,
+            self.requests_per_episode,
+            int(self.np_random.integers(1000, 2**31)),
+            max_servers=self.max_servers,
+            load=self.load,
+        )
         self.episode = Episode(self.topology, stream, routing=self.routing)
         return self._observe(), self._info()
 
@@ -92,11 +111,14 @@ class NetworkAllocEnv(gym.Env):
         return self.builder.observe(self.engine)
 
     def _info(self) -> dict:
-        return {"topology": self.topology.name, "request": self.episode.index,
-                "accepted": self.episode.accepted_count}
+        return {
+            "topology": self.topology.name,
+            "request": self.episode.index,
+            "accepted": self.episode.accepted_count,
+        }
 
     def action_masks(self) -> np.ndarray:
         mask = self.engine.mask()
-        if not mask.any():       # after the last request: any action (the episode is over)
+        if not mask.any():  # after the last request: any action (the episode is over)
             mask = np.ones_like(mask)
         return mask

@@ -22,21 +22,49 @@ import math
 
 import numpy as np
 
+from tjap._jit import njit
+from tjap.errors import InvalidInputError
 from tjap.placement.network import _kernels as kern
 from tjap.placement.network.engine import ROUTINGS, Engine
 from tjap.placement.network.requests import holding_max
 from tjap.placement.network.topology import Topology
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
 
-NODE_FEATURES = ("is_server", "is_tier1", "is_tier2", "is_tier3", "free_cpu", "free_mem",
-                 "give_cpu", "give_mem", "up_free_frac", "up_free_abs", "down_free_frac",
-                 "down_free_abs", "chosen", "connectable", "rack_has_chosen",
-                 "cluster_has_chosen")
-GLOBAL_FEATURES = ("need_cpu", "need_mem", "request_cpu", "request_mem", "holding",
-                   "util_cpu", "util_mem", "chosen_count", "servers_needed", "util_tier1",
-                   "util_tier2", "util_tier3", "channels_tier1", "channels_tier2",
-                   "channels_tier3", "connectable_share")
+NODE_FEATURES = (
+    "is_server",
+    "is_tier1",
+    "is_tier2",
+    "is_tier3",
+    "free_cpu",
+    "free_mem",
+    "give_cpu",
+    "give_mem",
+    "up_free_frac",
+    "up_free_abs",
+    "down_free_frac",
+    "down_free_abs",
+    "chosen",
+    "connectable",
+    "rack_has_chosen",
+    "cluster_has_chosen",
+)
+GLOBAL_FEATURES = (
+    "need_cpu",
+    "need_mem",
+    "request_cpu",
+    "request_mem",
+    "holding",
+    "util_cpu",
+    "util_mem",
+    "chosen_count",
+    "servers_needed",
+    "util_tier1",
+    "util_tier2",
+    "util_tier3",
+    "channels_tier1",
+    "channels_tier2",
+    "channels_tier3",
+    "connectable_share",
+)
 WIDTH = len(NODE_FEATURES)
 assert len(GLOBAL_FEATURES) == WIDTH
 #: Column of the chosen flag (the network's mean-of-chosen embedding reads it).
@@ -47,10 +75,15 @@ CHANNEL_SCALE, REQUEST_SERVERS = 32.0, 8.0
 
 def feature_spec() -> dict:
     """The feature layout, stored with trained weights (a change of layout changes its hash)."""
-    return {"node_features": list(NODE_FEATURES), "global_features": list(GLOBAL_FEATURES),
-            "layout": "(nodes + 1) x width: node rows in topology node-id order, then one "
-                      "request/global row", "channel_scale": CHANNEL_SCALE,
-            "request_servers": REQUEST_SERVERS, "version": 1}
+    return {
+        "node_features": list(NODE_FEATURES),
+        "global_features": list(GLOBAL_FEATURES),
+        "layout": "(nodes + 1) x width: node rows in topology node-id order, then one "
+        "request/global row",
+        "channel_scale": CHANNEL_SCALE,
+        "request_servers": REQUEST_SERVERS,
+        "version": 1,
+    }
 
 
 class FeatureBuilder:
@@ -58,8 +91,9 @@ class FeatureBuilder:
 
     def __init__(self, topology: Topology, *, max_servers: int = 8, load: float = 0.95):
         if not isinstance(topology, Topology):
-            raise InvalidInputError(f"topology must be a tjap.placement.network.Topology, "
-                                    f"got {type(topology).__name__}")
+            raise InvalidInputError(
+                f"topology must be a tjap.placement.network.Topology, got {type(topology).__name__}"
+            )
         t = topology
         self.topology = t
         self.num_nodes = t.graph.number_of_nodes()
@@ -74,8 +108,8 @@ class FeatureBuilder:
         # rack of tier-1 switches, cluster of tier-1 and tier-2 switches (-1 elsewhere)
         rack = np.full(self.num_nodes, -1, np.int64)
         cluster = np.full(self.num_nodes, -1, np.int64)
-        rack[:t.num_servers] = t.rack_of
-        cluster[:t.num_servers] = t.cluster_of
+        rack[: t.num_servers] = t.rack_of
+        cluster[: t.num_servers] = t.cluster_of
         for r, node in enumerate(t.tier1_nodes):
             rack[node], cluster[node] = r, r // t.racks_per_cluster
         for i, node in enumerate(t.tier2_nodes):
@@ -103,23 +137,82 @@ class FeatureBuilder:
         else:
             req_cpu, req_mem, holding = engine.request
         chosen = np.asarray(engine.chosen, np.int64)
-        _fill(out, engine.free_cpu, engine.free_mem, engine.need_cpu, engine.need_mem,
-              req_cpu, req_mem, holding / self.h_max, engine.free_channels, self.capacity,
-              self.tier_capacity, t.link_tier, self.link_lower, self.link_upper, self.node_tier,
-              self.node_rack, self.node_cluster, t.num_servers, t.num_racks, t.clusters,
-              float(t.server_cpu), float(t.server_mem), chosen, engine.mask(), t.rack_of,
-              t.rack_paths, t.rack_path_len, t.rack_path_count, ROUTINGS[engine.routing],
-              self._scratch_links, self._scratch_paths, float(t.channels[0]),
-              float(t.channels[1]), float(t.channels[2]))
+        _fill(
+            out,
+            engine.free_cpu,
+            engine.free_mem,
+            engine.need_cpu,
+            engine.need_mem,
+            req_cpu,
+            req_mem,
+            holding / self.h_max,
+            engine.free_channels,
+            self.capacity,
+            self.tier_capacity,
+            t.link_tier,
+            self.link_lower,
+            self.link_upper,
+            self.node_tier,
+            self.node_rack,
+            self.node_cluster,
+            t.num_servers,
+            t.num_racks,
+            t.clusters,
+            float(t.server_cpu),
+            float(t.server_mem),
+            chosen,
+            engine.mask(),
+            t.rack_of,
+            t.rack_paths,
+            t.rack_path_len,
+            t.rack_path_count,
+            ROUTINGS[engine.routing],
+            self._scratch_links,
+            self._scratch_paths,
+            float(t.channels[0]),
+            float(t.channels[1]),
+            float(t.channels[2]),
+        )
         return out
 
 
 @njit
-def _fill(out, free_cpu, free_mem, need_cpu, need_mem, req_cpu, req_mem, holding_frac,
-          free_channels, capacity, tier_capacity, link_tier, link_lower, link_upper, node_tier,
-          node_rack, node_cluster, num_servers, num_racks, num_clusters, server_cpu, server_mem,
-          chosen, mask, rack_of, rack_paths, rack_path_len, rack_path_count, routing,
-          scratch_links, scratch_paths, c1, c2, c3):
+def _fill(
+    out,
+    free_cpu,
+    free_mem,
+    need_cpu,
+    need_mem,
+    req_cpu,
+    req_mem,
+    holding_frac,
+    free_channels,
+    capacity,
+    tier_capacity,
+    link_tier,
+    link_lower,
+    link_upper,
+    node_tier,
+    node_rack,
+    node_cluster,
+    num_servers,
+    num_racks,
+    num_clusters,
+    server_cpu,
+    server_mem,
+    chosen,
+    mask,
+    rack_of,
+    rack_paths,
+    rack_path_len,
+    rack_path_count,
+    routing,
+    scratch_links,
+    scratch_paths,
+    c1,
+    c2,
+    c3,
+):
     num_nodes = out.shape[0] - 1
     out[:] = 0.0
     # link aggregates: mean free fraction / free channels of each node's up- and down-links
@@ -158,9 +251,21 @@ def _fill(out, free_cpu, free_mem, need_cpu, need_mem, req_cpu, req_mem, holding
         allowed += 1
         ok = True
         if n_chosen > 0:
-            count = kern.connect(v, chosen, n_chosen, rack_of, rack_paths, rack_path_len,
-                                 rack_path_count, capacity, free, routing, scratch_paths,
-                                 scratch_links, scratch_paths)
+            count = kern.connect(
+                v,
+                chosen,
+                n_chosen,
+                rack_of,
+                rack_paths,
+                rack_path_len,
+                rack_path_count,
+                capacity,
+                free,
+                routing,
+                scratch_paths,
+                scratch_links,
+                scratch_paths,
+            )
             if count < 0:
                 ok = False
             else:

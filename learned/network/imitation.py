@@ -42,9 +42,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.placement.network import (NAMES, Engine, Episode, Outcome, Requests, paper_topology,
-                               solve_request)
 from tjap.errors import InvalidInputError
+from tjap.placement.network import (
+    NAMES,
+    Engine,
+    Episode,
+    Outcome,
+    Requests,
+    paper_topology,
+    solve_request,
+)
 from tjap.result import Status
 
 GAMMA = 0.99
@@ -77,9 +84,17 @@ class ExactLabeller:
 
     def _solve(self, engine: Engine, fixed: list[int]) -> list[int]:
         self.solves += 1
-        result = solve_request(engine.topology, engine.free_cpu, engine.free_mem,
-                               engine.free_channels, engine.need_cpu, engine.need_mem,
-                               time_limit_s=self.time_limit_s, seed=self.seed, fixed=fixed)
+        result = solve_request(
+            engine.topology,
+            engine.free_cpu,
+            engine.free_mem,
+            engine.free_channels,
+            engine.need_cpu,
+            engine.need_mem,
+            time_limit_s=self.time_limit_s,
+            seed=self.seed,
+            fixed=fixed,
+        )
         if result.status not in (Status.OPTIMAL, Status.FEASIBLE):
             return []
         return list(result.servers) if not fixed else list(fixed) + list(result.servers)
@@ -91,8 +106,9 @@ def label_set(engine: Engine, completion) -> np.ndarray:
     exact model could have chosen instead at the same cost (CP-SAT breaks such ties at will)."""
     t = engine.topology
     mask = engine.mask()
-    signature = np.stack([t.rack_of, engine.free_cpu, engine.free_mem,
-                          engine.free_channels[:t.num_servers]], axis=1)
+    signature = np.stack(
+        [t.rack_of, engine.free_cpu, engine.free_mem, engine.free_channels[: t.num_servers]], axis=1
+    )
     label = np.zeros(t.num_servers, bool)
     for s in completion:
         label |= mask & (signature == signature[s]).all(axis=1)
@@ -119,8 +135,16 @@ class Samples:
             getattr(self, name).extend(getattr(other, name))
 
 
-def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: int = 0,
-            labeller: ExactLabeller | None = None, builder=None) -> tuple[Samples, float]:
+def rollout(
+    topology,
+    requests: Requests,
+    net=None,
+    *,
+    beta: float = 1.0,
+    seed: int = 0,
+    labeller: ExactLabeller | None = None,
+    builder=None,
+) -> tuple[Samples, float]:
     """One episode on ``topology``: per request, the expert's next server (probability ``beta``)
     or ``net``'s masked argmax drives the engine; every state is labelled with the exact model's
     completion. Returns the samples and the episode's acceptance."""
@@ -138,7 +162,7 @@ def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: 
     out = Samples([], [], [], [], [])
     rewards = []
     while not episode.done:
-        if not engine.chosen:   # a request has just arrived: who drives it
+        if not engine.chosen:  # a request has just arrived: who drives it
             expert_drives = rng.random() < beta
         obs = builder.observe(engine)
         mask = engine.mask()
@@ -155,12 +179,12 @@ def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: 
             with torch.inference_mode():
                 logits = net.logits(torch.from_numpy(obs)[None])[0].numpy()
             server = int(np.flatnonzero(mask)[np.argmax(logits[mask])])
-        else:   # the expert finds no completion: the request is lost whatever is chosen
+        else:  # the expert finds no completion: the request is lost whatever is chosen
             server = int(np.flatnonzero(mask)[0])
         outcome = episode.step(server)
         if completion:
             rewards.append(REWARD[outcome])
-        elif rewards:   # an unlabelled state passes its reward to the last labelled one
+        elif rewards:  # an unlabelled state passes its reward to the last labelled one
             rewards[-1] += REWARD[outcome]
     accepted = episode.accepted_count
     returns, running = np.zeros(len(rewards), np.float32), 0.0
@@ -171,8 +195,17 @@ def rollout(topology, requests: Requests, net=None, *, beta: float = 1.0, seed: 
     return out, accepted / max(1, len(requests))
 
 
-def fit(net, samples: Samples, *, epochs: int = 4, batch_size: int = 256, lr: float = 1e-3,
-        value_coef: float = 0.5, seed: int = 0, topologies: dict | None = None) -> dict:
+def fit(
+    net,
+    samples: Samples,
+    *,
+    epochs: int = 4,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    value_coef: float = 0.5,
+    seed: int = 0,
+    topologies: dict | None = None,
+) -> dict:
     """Fit ``net`` to the samples (actor: -log p(label set); critic: MSE to the returns), in
     batches of one topology each (the adjacency is per topology). Returns the last epoch's mean
     losses and label accuracy (argmax in the label set)."""
@@ -193,7 +226,7 @@ def fit(net, samples: Samples, *, epochs: int = 4, batch_size: int = 256, lr: fl
         batches = []
         for name, idx in by_topology.items():
             idx = np.array(idx)[rng.permutation(len(idx))]
-            batches += [(name, idx[s:s + batch_size]) for s in range(0, len(idx), batch_size)]
+            batches += [(name, idx[s : s + batch_size]) for s in range(0, len(idx), batch_size)]
         order = rng.permutation(len(batches))
         total = {"actor": 0.0, "critic": 0.0, "accuracy": 0.0, "n": 0}
         for b in order:
@@ -227,8 +260,9 @@ def fit(net, samples: Samples, *, epochs: int = 4, batch_size: int = 256, lr: fl
     return stats
 
 
-def validate(net_or_path, topologies=NAMES, *, seeds=range(100, 105), requests: int = 128,
-             servers: int = 64) -> dict:
+def validate(
+    net_or_path, topologies=NAMES, *, seeds=range(100, 105), requests: int = 128, servers: int = 64
+) -> dict:
     """Mean acceptance of the masked argmax per topology on validation seeds (not the table's)."""
     import torch
 
@@ -251,11 +285,22 @@ def validate(net_or_path, topologies=NAMES, *, seeds=range(100, 105), requests: 
     return out
 
 
-def train_imitation(topologies=NAMES, *, iterations: int = 4, episodes: int = 6,
-                    requests: int = 128, beta: float = 0.5, epochs: int = 4, lr: float = 3e-3,
-                    seed: int = 0, out="learned/weights/network_gnn_imitation", init=None,
-                    time_budget_s: float | None = None, quiet: bool = False,
-                    command: str = "") -> dict:
+def train_imitation(
+    topologies=NAMES,
+    *,
+    iterations: int = 4,
+    episodes: int = 6,
+    requests: int = 128,
+    beta: float = 0.5,
+    epochs: int = 4,
+    lr: float = 3e-3,
+    seed: int = 0,
+    out="learned/weights/network_gnn_imitation",
+    init=None,
+    time_budget_s: float | None = None,
+    quiet: bool = False,
+    command: str = "",
+) -> dict:
     """DAgger: ``iterations`` rounds of ``episodes`` labelled episodes (topologies in turn, request
     seeds 1000 + seed * 10000 + ...), each round followed by ``epochs`` of :func:`fit` on all the
     samples so far; the round with the best validation mean is saved to ``out``."""
@@ -291,17 +336,30 @@ def train_imitation(topologies=NAMES, *, iterations: int = 4, episodes: int = 6,
             t = tops[name]
             reqs = Requests.generate(t, requests, 1000 + seed * 10000 + episode)
             net.set_topology(t)
-            samples, acc = rollout(t, reqs, net, beta=b, seed=seed * 10000 + episode,
-                                   labeller=labeller, builder=builders[name])
+            samples, acc = rollout(
+                t,
+                reqs,
+                net,
+                beta=b,
+                seed=seed * 10000 + episode,
+                labeller=labeller,
+                builder=builders[name],
+            )
             data.extend(samples)
             accs.append(acc)
             episode += 1
         stats = fit(net, data, epochs=epochs, lr=lr, seed=seed + it, topologies=tops)
         val = validate(net, topologies)
-        row = {"iteration": it, "beta": round(b, 3), "samples": len(data),
-               "rollout_acceptance": round(float(np.mean(accs)), 4), **{
-                   k: round(v, 4) for k, v in stats.items()}, "validation": val,
-               "solves": labeller.solves, "wall_s": round(time.perf_counter() - started, 1)}
+        row = {
+            "iteration": it,
+            "beta": round(b, 3),
+            "samples": len(data),
+            "rollout_acceptance": round(float(np.mean(accs)), 4),
+            **{k: round(v, 4) for k, v in stats.items()},
+            "validation": val,
+            "solves": labeller.solves,
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
         history.append(row)
         if not quiet:
             print(row, flush=True)
@@ -312,18 +370,31 @@ def train_imitation(topologies=NAMES, *, iterations: int = 4, episodes: int = 6,
     net.load_state_dict(best_state)
     training = {
         "algorithm": "imitation of the exact per-request CP-SAT model (DAgger, "
-                     "learned/network/imitation.py); no PPO",
-        "command": command, "seed": seed, "topologies": topologies, "servers": 64,
-        "requests_per_episode": requests, "iterations_run": len(history),
-        "episodes_per_iteration": episodes, "beta": beta, "epochs": epochs, "learning_rate": lr,
+        "learned/network/imitation.py); no PPO",
+        "command": command,
+        "seed": seed,
+        "topologies": topologies,
+        "servers": 64,
+        "requests_per_episode": requests,
+        "iterations_run": len(history),
+        "episodes_per_iteration": episodes,
+        "beta": beta,
+        "epochs": epochs,
+        "learning_rate": lr,
         "request_seeds": f"1000 + {seed} * 10000 + episode",
         "validation": "masked argmax, 128 requests, seeds 100-104; the best iteration is kept",
-        "history": history, "chosen_validation_mean": best,
-        "train_wall_s": round(time.perf_counter() - started, 1), "torch_threads": 1,
-        "date": datetime.date.today().isoformat()}
+        "history": history,
+        "chosen_validation_mean": best,
+        "train_wall_s": round(time.perf_counter() - started, 1),
+        "torch_threads": 1,
+        "date": datetime.date.today().isoformat(),
+    }
     if init is not None:
         training["continued_from"] = str(init)
     weights, meta = save(net, out, arch=ARCH, routing="shortest", training=training)
-    return {"weights": str(weights), "metadata": str(meta), "history": history,
-            "validation_mean": best}
-
+    return {
+        "weights": str(weights),
+        "metadata": str(meta),
+        "history": history,
+        "validation_mean": best,
+    }

@@ -27,10 +27,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from tjap.errors import InvalidInputError
 from tjap.learned.network.features import CHOSEN, WIDTH, feature_spec
 from tjap.learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
 from tjap.placement.network.topology import Topology
-from tjap.errors import InvalidInputError
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "network_gnn.json"
@@ -46,28 +46,43 @@ def adjacency(topology: Topology) -> torch.Tensor:
     degree = np.bincount(rows, minlength=n).astype(np.float32)
     values = 1.0 / degree[rows]
     index = torch.as_tensor(np.stack([rows, cols]), dtype=torch.int64)
-    return torch.sparse_coo_tensor(index, torch.as_tensor(values), (n, n),
-                                   check_invariants=False).coalesce()
+    return torch.sparse_coo_tensor(
+        index, torch.as_tensor(values), (n, n), check_invariants=False
+    ).coalesce()
 
 
 class GraphSAGEAllocator(nn.Module):
     """Per-server logits and a state value from an observation batch ``(B, nodes + 1, 16)``."""
 
-    def __init__(self, hidden: int = 16, layers: int = 3, request_dim: int = 8,
-                 head_hidden: int = 32, value_hidden: int = 64, topology: Topology | None = None):
+    def __init__(
+        self,
+        hidden: int = 16,
+        layers: int = 3,
+        request_dim: int = 8,
+        head_hidden: int = 32,
+        value_hidden: int = 64,
+        topology: Topology | None = None,
+    ):
         super().__init__()
         self.hidden = hidden
         dims = [WIDTH] + [hidden] * layers
         self.self_layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(dims, dims[1:]))
-        self.neigh_layers = nn.ModuleList(nn.Linear(a, b, bias=False)
-                                          for a, b in zip(dims, dims[1:]))
-        self.request = nn.Sequential(nn.Linear(WIDTH, 16), nn.ReLU(), nn.Linear(16, request_dim),
-                                     nn.ReLU())
-        self.head = nn.Sequential(nn.Linear(2 * hidden + request_dim, head_hidden), nn.ReLU(),
-                                  nn.Linear(head_hidden, head_hidden), nn.ReLU(),
-                                  nn.Linear(head_hidden, 1))
-        self.value = nn.Sequential(nn.Linear(3 * hidden + request_dim, value_hidden), nn.ReLU(),
-                                   nn.Linear(value_hidden, 1))
+        self.neigh_layers = nn.ModuleList(
+            nn.Linear(a, b, bias=False) for a, b in zip(dims, dims[1:])
+        )
+        self.request = nn.Sequential(
+            nn.Linear(WIDTH, 16), nn.ReLU(), nn.Linear(16, request_dim), nn.ReLU()
+        )
+        self.head = nn.Sequential(
+            nn.Linear(2 * hidden + request_dim, head_hidden),
+            nn.ReLU(),
+            nn.Linear(head_hidden, head_hidden),
+            nn.ReLU(),
+            nn.Linear(head_hidden, 1),
+        )
+        self.value = nn.Sequential(
+            nn.Linear(3 * hidden + request_dim, value_hidden), nn.ReLU(), nn.Linear(value_hidden, 1)
+        )
         self.register_buffer("adj", torch.zeros(0), persistent=False)
         self.num_servers = 0
         if topology is not None:
@@ -83,8 +98,10 @@ class GraphSAGEAllocator(nn.Module):
         if self.num_servers == 0:
             raise InvalidInputError("the network has no topology; call set_topology() first")
         if obs.dim() != 3 or obs.shape[1] != self.num_nodes + 1 or obs.shape[2] != WIDTH:
-            raise InvalidInputError(f"observation batch must be (B, {self.num_nodes + 1}, {WIDTH})"
-                                    f" for this topology, got {tuple(obs.shape)}")
+            raise InvalidInputError(
+                f"observation batch must be (B, {self.num_nodes + 1}, {WIDTH})"
+                f" for this topology, got {tuple(obs.shape)}"
+            )
 
     def encode(self, obs: torch.Tensor):
         """(server embeddings (B, N, hidden), request embedding (B, r), chosen mean (B, hidden))."""
@@ -92,11 +109,11 @@ class GraphSAGEAllocator(nn.Module):
         b, v = obs.shape[0], self.num_nodes
         h = obs[:, :v, :]
         for lin_self, lin_neigh in zip(self.self_layers, self.neigh_layers):
-            flat = h.transpose(0, 1).reshape(v, -1)                     # (V, B * d)
+            flat = h.transpose(0, 1).reshape(v, -1)  # (V, B * d)
             neigh = torch.sparse.mm(self.adj, flat).reshape(v, b, -1).transpose(0, 1)
             h = torch.relu(lin_self(h) + lin_neigh(neigh))
-        servers = h[:, :self.num_servers, :]
-        chosen = obs[:, :self.num_servers, CHOSEN].unsqueeze(-1)
+        servers = h[:, : self.num_servers, :]
+        chosen = obs[:, : self.num_servers, CHOSEN].unsqueeze(-1)
         chosen_mean = (servers * chosen).sum(1) / chosen.sum(1).clamp(min=1.0)
         return servers, self.request(obs[:, v, :]), chosen_mean
 
@@ -104,8 +121,14 @@ class GraphSAGEAllocator(nn.Module):
         """One logit per server, (B, N)."""
         servers, req, chosen_mean = encoded if encoded is not None else self.encode(obs)
         n = servers.shape[1]
-        joint = torch.cat([servers, req.unsqueeze(1).expand(-1, n, -1),
-                           chosen_mean.unsqueeze(1).expand(-1, n, -1)], dim=-1)
+        joint = torch.cat(
+            [
+                servers,
+                req.unsqueeze(1).expand(-1, n, -1),
+                chosen_mean.unsqueeze(1).expand(-1, n, -1),
+            ],
+            dim=-1,
+        )
         return self.head(joint).squeeze(-1)
 
     def values(self, obs: torch.Tensor, encoded=None) -> torch.Tensor:
@@ -127,18 +150,19 @@ def _masked_policy_class():
         """MaskablePPO's policy with :class:`GraphSAGEAllocator` as its whole actor and critic
         (``policy_kwargs={"topology": Topology, "arch": {...}}``)."""
 
-        def __init__(self, observation_space, action_space, lr_schedule, topology=None,
-                     arch=None, **kwargs):
+        def __init__(
+            self, observation_space, action_space, lr_schedule, topology=None, arch=None, **kwargs
+        ):
             if topology is None:
                 raise InvalidInputError("GNNMaskablePolicy needs policy_kwargs['topology']")
             self._topology, self._arch = topology, dict(ARCH | (arch or {}))
-            super().__init__(observation_space, action_space, lr_schedule, net_arch=[],
-                             **kwargs)
+            super().__init__(observation_space, action_space, lr_schedule, net_arch=[], **kwargs)
 
         def _build(self, lr_schedule) -> None:
             self.net = GraphSAGEAllocator(**self._arch, topology=self._topology)
-            self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1),
-                                                  **self.optimizer_kwargs)
+            self.optimizer = self.optimizer_class(
+                self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+            )
 
         def _distribution(self, logits, action_masks):
             distribution = self.action_dist.proba_distribution(action_logits=logits)
@@ -166,7 +190,7 @@ def _masked_policy_class():
     return GNNMaskablePolicy
 
 
-def __getattr__(name):   # GNNMaskablePolicy without importing sb3 at module import
+def __getattr__(name):  # GNNMaskablePolicy without importing sb3 at module import
     if name == "GNNMaskablePolicy":
         return _masked_policy_class()
     raise AttributeError(name)
@@ -177,25 +201,38 @@ def save(net: GraphSAGEAllocator, path, *, arch: dict, routing: str, training: d
     """Write ``PATH.pt`` (the state dict; no adjacency) and ``PATH.json`` (metadata) in the
     format of :mod:`tjap.learned.policy_io`; returns both paths."""
     spec = feature_spec()
-    return save_weights(path, "network-gnn", net, {
-        "what": "seed-003 learned server allocator (GraphSAGE + MaskablePPO)",
-        "architecture": dict(ARCH | arch), "routing": routing, "feature_spec": spec,
-        "feature_spec_hash": spec_hash(spec), "training": training})
+    return save_weights(
+        path,
+        "network-gnn",
+        net,
+        {
+            "what": "seed-003 learned server allocator (GraphSAGE + MaskablePPO)",
+            "architecture": dict(ARCH | arch),
+            "routing": routing,
+            "feature_spec": spec,
+            "feature_spec_hash": spec_hash(spec),
+            "training": training,
+        },
+    )
 
 
 def load(path=DEFAULT_WEIGHTS, topology: Topology | None = None):
     """(network, metadata) from ``path`` (.json, .pt or the stem), on ``topology`` if given."""
+
     def build(meta_path, meta):
         if spec_hash(meta.get("feature_spec", {})) != spec_hash(feature_spec()):
-            raise InvalidInputError(f"{meta_path} was trained on another feature layout "
-                                    f"({meta.get('feature_spec_hash')}); retrain it")
+            raise InvalidInputError(
+                f"{meta_path} was trained on another feature layout "
+                f"({meta.get('feature_spec_hash')}); retrain it"
+            )
         check_architecture(meta_path, meta.get("architecture"), "network-gnn", "architecture")
         try:
             return GraphSAGEAllocator(**meta["architecture"])
         except (KeyError, TypeError):
-            raise InvalidInputError(f"{meta_path}: architecture {meta.get('architecture')!r} is "
-                                    f"not one of GraphSAGEAllocator's (keys {', '.join(ARCH)})"
-                                    ) from None
+            raise InvalidInputError(
+                f"{meta_path}: architecture {meta.get('architecture')!r} is "
+                f"not one of GraphSAGEAllocator's (keys {', '.join(ARCH)})"
+            ) from None
 
     net, meta = load_weights(path, "network-gnn", build)
     if topology is not None:

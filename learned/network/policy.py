@@ -29,8 +29,9 @@ class GNNPolicy:
         self._topology = None
 
     @classmethod
-    def from_network(cls, net: GraphSAGEAllocator, routing: str = "shortest",
-                     sample: bool = False) -> "GNNPolicy":
+    def from_network(
+        cls, net: GraphSAGEAllocator, routing: str = "shortest", sample: bool = False
+    ) -> "GNNPolicy":
         """The policy of a network in memory (e.g. during training), without weight files."""
         if not isinstance(net, GraphSAGEAllocator):
             raise InvalidInputError(f"net must be a GraphSAGEAllocator, got {type(net).__name__}")

@@ -19,12 +19,21 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.placement.network import NAMES
 from tjap.errors import InvalidInputError
+from tjap.placement.network import NAMES
 
-PPO = {"n_steps": 256, "batch_size": 512, "learning_rate": 3e-4, "gamma": 0.99,
-       "gae_lambda": 0.95, "ent_coef": 0.01, "n_epochs": 5, "clip_range": 0.2,
-       "vf_coef": 0.5, "max_grad_norm": 0.5}
+PPO = {
+    "n_steps": 256,
+    "batch_size": 512,
+    "learning_rate": 3e-4,
+    "gamma": 0.99,
+    "gae_lambda": 0.95,
+    "ent_coef": 0.01,
+    "n_epochs": 5,
+    "clip_range": 0.2,
+    "vf_coef": 0.5,
+    "max_grad_norm": 0.5,
+}
 
 
 def _make_env(topologies, requests, routing, seed):
@@ -35,17 +44,34 @@ def _make_env(topologies, requests, routing, seed):
         from tjap.learned.network.env import NetworkAllocEnv
 
         torch.set_num_threads(1)
-        env = Monitor(NetworkAllocEnv(topologies, requests=requests, routing=routing),
-                      info_keywords=("accepted",))
+        env = Monitor(
+            NetworkAllocEnv(topologies, requests=requests, routing=routing),
+            info_keywords=("accepted",),
+        )
         env.reset(seed=seed)
         return env
+
     return make
 
 
-def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
-                  out="learned/weights/network_gnn", requests=32, routing="shortest",
-                  ppo=None, eval_seeds=5, eval_requests=128, quiet=False, command="",
-                  time_budget_s=None, init=None, validate_every_s=None) -> dict:
+def train_network(
+    topologies=NAMES,
+    *,
+    timesteps=200_000,
+    envs=1,
+    seed=0,
+    out="learned/weights/network_gnn",
+    requests=32,
+    routing="shortest",
+    ppo=None,
+    eval_seeds=5,
+    eval_requests=128,
+    quiet=False,
+    command="",
+    time_budget_s=None,
+    init=None,
+    validate_every_s=None,
+) -> dict:
     """PPO on ``topologies``; with ``validate_every_s``, every rollout that ends at least that
     many seconds after the last check validates the policy (masked argmax, seeds 100-104,
     :func:`tjap.learned.network.imitation.validate`, never the table's seeds 0-4), and the weights with
@@ -73,10 +99,17 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
     factories = [_make_env(topologies, requests, routing, seed + 7919 * i) for i in range(envs)]
     vec = SubprocVecEnv(factories) if envs > 1 else DummyVecEnv(factories)
     topology = paper_topology(topologies[0], 64)
-    model = MaskablePPO(GNNMaskablePolicy, vec, policy_kwargs={"topology": topology},
-                        seed=seed, device="cpu", verbose=0, **hyper)
+    model = MaskablePPO(
+        GNNMaskablePolicy,
+        vec,
+        policy_kwargs={"topology": topology},
+        seed=seed,
+        device="cpu",
+        verbose=0,
+        **hyper,
+    )
     continued = None
-    if init is not None:   # go on from earlier weights (PPO again; recorded in the metadata)
+    if init is not None:  # go on from earlier weights (PPO again; recorded in the metadata)
         from tjap.learned.network.nets import load
 
         net, continued = load(init)
@@ -89,13 +122,19 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
         from tjap.learned.network.imitation import validate
 
         val = validate(copy.deepcopy(net), topologies)
-        checks.append({"timesteps": int(timesteps), "validation": val,
-                       "wall_s": round(time.perf_counter() - started, 1)})
+        checks.append(
+            {
+                "timesteps": int(timesteps),
+                "validation": val,
+                "wall_s": round(time.perf_counter() - started, 1),
+            }
+        )
         if not quiet:
             print(checks[-1], flush=True)
         if val["mean"] > best["mean"]:
-            best.update(mean=val["mean"], state=copy.deepcopy(net.state_dict()),
-                        timesteps=int(timesteps))
+            best.update(
+                mean=val["mean"], state=copy.deepcopy(net.state_dict()), timesteps=int(timesteps)
+            )
 
     if validate_every_s is not None:
         check(model.policy.net, 0)
@@ -107,8 +146,13 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
         def _on_training_start(self):
             from tqdm import tqdm
 
-            self.bar = tqdm(total=timesteps, desc="train network gnn", leave=False,
-                            file=sys.stderr, disable=quiet or not sys.stderr.isatty())
+            self.bar = tqdm(
+                total=timesteps,
+                desc="train network gnn",
+                leave=False,
+                file=sys.stderr,
+                disable=quiet or not sys.stderr.isatty(),
+            )
 
         def _on_step(self):
             self.bar.update(self.training_env.num_envs)
@@ -118,16 +162,22 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
         def _on_rollout_end(self):
             eps = list(self.model.ep_info_buffer)
             if eps:
-                curve.append({"timesteps": self.num_timesteps, "episodes": len(eps),
-                              "mean_reward_100": float(np.mean([e["r"] for e in eps])),
-                              "acceptance_100": float(np.mean([e["accepted"] for e in eps]))
-                              / requests,
-                              "wall_s": round(time.perf_counter() - started, 1)})
+                curve.append(
+                    {
+                        "timesteps": self.num_timesteps,
+                        "episodes": len(eps),
+                        "mean_reward_100": float(np.mean([e["r"] for e in eps])),
+                        "acceptance_100": float(np.mean([e["accepted"] for e in eps])) / requests,
+                        "wall_s": round(time.perf_counter() - started, 1),
+                    }
+                )
                 _write_curve(curve_path, curve)
                 if quiet is False and not sys.stdout.isatty():
                     print(f"{curve[-1]}", flush=True)
-            if validate_every_s is not None and \
-                    time.perf_counter() - last_check[0] >= validate_every_s:
+            if (
+                validate_every_s is not None
+                and time.perf_counter() - last_check[0] >= validate_every_s
+            ):
                 check(self.model.policy.net, self.num_timesteps)
                 last_check[0] = time.perf_counter()
 
@@ -142,29 +192,44 @@ def train_network(topologies=NAMES, *, timesteps=200_000, envs=1, seed=0,
     train_s = time.perf_counter() - started
     training = {
         "algorithm": "MaskablePPO (sb3-contrib), from random initialisation; no imitation",
-        "command": command, "seed": seed, "timesteps": int(model.num_timesteps),
-        "envs": envs, "topologies": topologies, "servers": 64, "requests_per_episode": requests,
+        "command": command,
+        "seed": seed,
+        "timesteps": int(model.num_timesteps),
+        "envs": envs,
+        "topologies": topologies,
+        "servers": 64,
+        "requests_per_episode": requests,
         "reward": {"accepted": 10, "failed": -10, "otherwise": 0},
         "request_seeds": "drawn per episode in [1000, 2^31) from the env's seeded generator",
-        "ppo": hyper, "train_wall_s": round(train_s, 1), "torch_threads": torch.get_num_threads(),
+        "ppo": hyper,
+        "train_wall_s": round(train_s, 1),
+        "torch_threads": torch.get_num_threads(),
         "date": datetime.date.today().isoformat(),
         "final_mean_reward_100": curve[-1]["mean_reward_100"] if curve else None,
-        "final_acceptance_100": curve[-1]["acceptance_100"] if curve else None}
+        "final_acceptance_100": curve[-1]["acceptance_100"] if curve else None,
+    }
     if time_budget_s is not None:
         training["time_budget_s"] = time_budget_s
     if checks:
         training["validation"] = {
             "what": "masked argmax, 64 servers, 128 requests, seeds 100-104, every "
-                    f"{validate_every_s} s of training; the best check is the saved weights",
-            "checks": checks, "chosen_timesteps": best["timesteps"],
-            "chosen_validation_mean": best["mean"]}
+            f"{validate_every_s} s of training; the best check is the saved weights",
+            "checks": checks,
+            "chosen_timesteps": best["timesteps"],
+            "chosen_validation_mean": best["mean"],
+        }
     if continued is not None:
         training["algorithm"] = "MaskablePPO (sb3-contrib), continued from earlier weights"
         training["continued_from"] = {"file": str(init), "training": continued["training"]}
     weights, meta = save(model.policy.net, out, arch=ARCH, routing=routing, training=training)
     figures = evaluate_weights(meta, topologies, seeds=eval_seeds, requests=eval_requests)
-    return {"weights": str(weights), "metadata": str(meta), "curve": str(curve_path),
-            "wall_s": time.perf_counter() - started, "figures": figures}
+    return {
+        "weights": str(weights),
+        "metadata": str(meta),
+        "curve": str(curve_path),
+        "wall_s": time.perf_counter() - started,
+        "figures": figures,
+    }
 
 
 def _evaluate_one(job):
@@ -172,14 +237,17 @@ def _evaluate_one(job):
     from tjap.placement.network import evaluate, paper_topology
 
     path, name, servers, seeds, requests = job
-    res = evaluate(paper_topology(name, servers), lambda: GNNPolicy(path), requests=requests,
-                   seeds=seeds)
-    return {k: round(getattr(res, k), 4)
-            for k in ("acceptance", "cpu_utilization", "mem_utilization")}
+    res = evaluate(
+        paper_topology(name, servers), lambda: GNNPolicy(path), requests=requests, seeds=seeds
+    )
+    return {
+        k: round(getattr(res, k), 4) for k in ("acceptance", "cpu_utilization", "mem_utilization")
+    }
 
 
-def evaluate_weights(path, topologies=NAMES, *, servers=64, seeds=5, requests=128,
-                     workers=None) -> dict:
+def evaluate_weights(
+    path, topologies=NAMES, *, servers=64, seeds=5, requests=128, workers=None
+) -> dict:
     """Evaluate the weights at ``path`` (masked argmax) on each topology, seeds 0..seeds-1, in a
     process pool, and record the figures in the metadata under ``training.evaluation``."""
     import os
@@ -200,7 +268,8 @@ def evaluate_weights(path, topologies=NAMES, *, servers=64, seeds=5, requests=12
     meta_path, meta = read_metadata(path, "network-gnn")
     meta["training"].setdefault("evaluation", {})[f"{servers}_servers"] = {
         "what": f"masked argmax, {servers} servers, {requests} requests, seeds 0..{seeds - 1}",
-        "figures": figures}
+        "figures": figures,
+    }
     update_metadata(meta_path, "network-gnn", meta)
     return figures
 
@@ -210,4 +279,3 @@ def _write_curve(path: Path, curve: list[dict]) -> None:
         writer = csv.DictWriter(f, fieldnames=list(curve[0]))
         writer.writeheader()
         writer.writerows(curve)
-

@@ -21,12 +21,18 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels as k
 from tjap.learned.tree.features import feature_spec, repair_observation, require_fat_tree_features
-from tjap.placement.tree._dcas_kernels import block_cost, decode, free_positions, take_block, taken_words
+from tjap.placement.tree._dcas_kernels import (
+    block_cost,
+    decode,
+    free_positions,
+    take_block,
+    taken_words,
+)
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays
-from tjap.errors import InvalidInputError
 
 REWARDS = ("repaired", "window", "relative")
 #: The repair of the warm-up moves that make an episode's current solution.
@@ -38,16 +44,30 @@ class NSARepairEnv(gym.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, windows, *, convention="published", q=100, n_max=40, max_remove=2,
-                 reinsert="window-order", reward="repaired", reward_scale=1e5, idle_flag=False,
-                 boundaries=False, warmup_moves=20, warmup_repair="uniform"):
+    def __init__(
+        self,
+        windows,
+        *,
+        convention="published",
+        q=100,
+        n_max=40,
+        max_remove=2,
+        reinsert="window-order",
+        reward="repaired",
+        reward_scale=1e5,
+        idle_flag=False,
+        boundaries=False,
+        warmup_moves=20,
+        warmup_repair="uniform",
+    ):
         if not windows:
             raise InvalidInputError("NSARepairEnv needs at least one window")
         if reward not in REWARDS:
             raise InvalidInputError(f"reward must be one of {', '.join(REWARDS)}, got {reward!r}")
         if warmup_repair not in WARMUP_REPAIRS:
-            raise InvalidInputError(f"warmup_repair must be one of {', '.join(WARMUP_REPAIRS)}, "
-                                    f"got {warmup_repair!r}")
+            raise InvalidInputError(
+                f"warmup_repair must be one of {', '.join(WARMUP_REPAIRS)}, got {warmup_repair!r}"
+            )
         from tjap.heuristics.tree.operators import REINSERT
 
         for w in windows:
@@ -82,17 +102,34 @@ class NSARepairEnv(gym.Env):
         new_starts = np.empty(num_jobs, dtype=np.int64)
         # a varied current solution: a few random moves from Seq
         for _ in range(int(self.np_random.integers(self.warmup_moves + 1))):
-            k.destroy_and_repair(*a.tree, self.code, a.sizes, a.offsets, order, starts,
-                                 new_order, new_starts, self.positions, self.taken, self.alive,
-                                 picks, self.max_remove, self.warmup_repair, self.q, self.reinsert)
+            k.destroy_and_repair(
+                *a.tree,
+                self.code,
+                a.sizes,
+                a.offsets,
+                order,
+                starts,
+                new_order,
+                new_starts,
+                self.positions,
+                self.taken,
+                self.alive,
+                picks,
+                self.max_remove,
+                self.warmup_repair,
+                self.q,
+                self.reinsert,
+            )
             order, starts = new_order.copy(), new_starts.copy()
-        kept = k.destroy(a.sizes, order, starts, new_order, new_starts, picks, self.max_remove,
-                         self.reinsert)
+        kept = k.destroy(
+            a.sizes, order, starts, new_order, new_starts, picks, self.max_remove, self.reinsert
+        )
         self.order, self.starts, self.step_index, self.kept = new_order, new_starts, kept, kept
-        self.length = decode(a.num_idle, a.sizes, a.offsets, new_order, new_starts, kept,
-                             self.positions, self.taken)
+        self.length = decode(
+            a.num_idle, a.sizes, a.offsets, new_order, new_starts, kept, self.positions, self.taken
+        )
         self.baseline = 0.0
-        if self.reward_kind == "relative":   # the look-ahead expert's score of this state
+        if self.reward_kind == "relative":  # the look-ahead expert's score of this state
             from tjap.learned.tree.imitation import expert_scores
 
             self.baseline = float(expert_scores(self, "lookahead").min())
@@ -101,12 +138,23 @@ class NSARepairEnv(gym.Env):
     def _observe(self):
         a = self.a
         j = self.order[self.step_index]
-        rest = self.order[self.step_index + 1:]
+        rest = self.order[self.step_index + 1 :]
         free_positions(self.taken, self.alive)
         obs, self._mask = repair_observation(
-            a.switch_q, a.pod_q, self.alive, self.length, a.sizes[j], int(a.sizes[rest].sum()),
-            rest.size, a.num_switches, a.num_pods, self.q, self.n_max, self.idle_flag,
-            self.boundaries)
+            a.switch_q,
+            a.pod_q,
+            self.alive,
+            self.length,
+            a.sizes[j],
+            int(a.sizes[rest].sum()),
+            rest.size,
+            a.num_switches,
+            a.num_pods,
+            self.q,
+            self.n_max,
+            self.idle_flag,
+            self.boundaries,
+        )
         return obs
 
     def action_masks(self) -> np.ndarray:
@@ -116,8 +164,9 @@ class NSARepairEnv(gym.Env):
         a = self.a
         action = int(action)
         if not self._mask[action]:
-            raise InvalidInputError(f"action {action} is masked: the idle sequence has "
-                                    f"{self.length} positions")
+            raise InvalidInputError(
+                f"action {action} is masked: the idle sequence has {self.length} positions"
+            )
         j = self.order[self.step_index]
         self.starts[self.step_index] = action
         take_block(self.taken, action, a.sizes[j], self.positions, a.offsets[j])
@@ -125,8 +174,18 @@ class NSARepairEnv(gym.Env):
         self.step_index += 1
         if self.step_index < a.sizes.size:
             return self._observe(), 0.0, False, False, {}
-        jobs = self.order if self.reward_kind == "window" else self.order[self.kept:]
-        cost = sum(block_cost(a.group_q, a.shallow, self.positions, a.offsets[j], a.sizes[j],
-                              a.top_level, self.code) for j in jobs)
+        jobs = self.order if self.reward_kind == "window" else self.order[self.kept :]
+        cost = sum(
+            block_cost(
+                a.group_q,
+                a.shallow,
+                self.positions,
+                a.offsets[j],
+                a.sizes[j],
+                a.top_level,
+                self.code,
+            )
+            for j in jobs
+        )
         obs = np.zeros(self.observation_space.shape, dtype=np.float32)
         return obs, (self.baseline - cost) / self.reward_scale, True, False, {"cost": cost}

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.heuristics.tree._mlp_kernels import observe
 from tjap.errors import InvalidInputError
+from tjap.heuristics.tree._mlp_kernels import observe
 
 FEATURES = ("switch", "pod", "request", "others")
 
@@ -52,27 +52,58 @@ def require_fat_tree_features(window, method: str = "nsa") -> None:
         raise InvalidInputError(
             f"method {method!r} needs a fat-tree: its features and trained weights are defined on "
             "the paper's fat-tree edge switches and pods; on a general switch tree use 'sa' or "
-            "'lns' with a hand-written repair (repair='greedy', 'paper' or 'uniform')")
+            "'lns' with a hand-written repair (repair='greedy', 'paper' or 'uniform')"
+        )
 
 
-def feature_spec(q: int = 100, n_max: int = 40, idle_flag: bool = False,
-                 boundaries: bool = False) -> dict:
-    return {"q": int(q), "n_max": int(n_max),
-            "channels": list(FEATURES) + (["idle"] if idle_flag else [])
-            + (["switch_start", "pod_start"] if boundaries else []),
-            "normalisation": "switch/num_switches, pod/num_pods, request/n_max, "
-                             "others/((|J'|-1) n_max)", "layout": "channels x q"}
+def feature_spec(
+    q: int = 100, n_max: int = 40, idle_flag: bool = False, boundaries: bool = False
+) -> dict:
+    return {
+        "q": int(q),
+        "n_max": int(n_max),
+        "channels": list(FEATURES)
+        + (["idle"] if idle_flag else [])
+        + (["switch_start", "pod_start"] if boundaries else []),
+        "normalisation": "switch/num_switches, pod/num_pods, request/n_max, "
+        "others/((|J'|-1) n_max)",
+        "layout": "channels x q",
+    }
 
 
-def repair_observation(switch_q, pod_q, alive, length, size, others, num_others, num_switches,
-                       num_pods, q=100, n_max=40, idle_flag=False, boundaries=False):
+def repair_observation(
+    switch_q,
+    pod_q,
+    alive,
+    length,
+    size,
+    others,
+    num_others,
+    num_switches,
+    num_pods,
+    q=100,
+    n_max=40,
+    idle_flag=False,
+    boundaries=False,
+):
     """(channels x q float32 observation, q-bool action mask) for one repair step."""
     channels = len(FEATURES) + int(idle_flag) + 2 * int(boundaries)
     obs = np.zeros((channels, q), dtype=np.float32)
-    n = observe(obs, np.asarray(switch_q, np.int64), np.asarray(pod_q, np.int64),
-                np.asarray(alive, np.int64), int(length), int(size), int(others),
-                int(num_others), int(n_max), int(num_switches), int(num_pods), bool(idle_flag),
-                bool(boundaries))
+    n = observe(
+        obs,
+        np.asarray(switch_q, np.int64),
+        np.asarray(pod_q, np.int64),
+        np.asarray(alive, np.int64),
+        int(length),
+        int(size),
+        int(others),
+        int(num_others),
+        int(n_max),
+        int(num_switches),
+        int(num_pods),
+        bool(idle_flag),
+        bool(boundaries),
+    )
     mask = np.zeros(q, dtype=bool)
     mask[:n] = True
     return obs, mask

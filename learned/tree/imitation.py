@@ -11,7 +11,7 @@ known. :data:`EXPERTS`:
   expert takes the start of the least total. With no job left after the current one it is the
   greedy-within-q expert.
 
-:func:`collect_demonstrations` runs an expert in :class:`tjap.learned.envs.NSARepairEnv` (the same
+:func:`collect_demonstrations` runs an expert in :class:`tjap.learned.tree.env.NSARepairEnv` (the same
 windows and settings as PPO's), and :func:`behaviour_clone` fits a MaskablePPO policy to it
 before PPO goes on:
 
@@ -35,18 +35,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tjap._jit import njit
+from tjap.errors import InvalidInputError
 from tjap.heuristics.tree._kernels import lookahead_total
 from tjap.placement.tree._dcas_kernels import row_ends
 from tjap.placement.tree.tree_cost import block_costs
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
 
 EXPERTS = ("greedy-within-q", "lookahead")
 
 
 def expert_block_costs(env) -> np.ndarray:
     """Cost of the current job's block at each start 0..q-1 of the current idle sequence of an
-    :class:`~tjap.learned.envs.NSARepairEnv` (between ``reset``/``step`` calls); ``inf`` where the
+    :class:`~tjap.learned.tree.env.NSARepairEnv` (between ``reset``/``step`` calls); ``inf`` where the
     start is masked. A block wraps to the head of the sequence, as in the SA loop."""
     env = getattr(env, "unwrapped", env)
     a = env.a
@@ -60,8 +60,9 @@ def expert_block_costs(env) -> np.ndarray:
 
 
 @njit
-def _lookahead_totals(group_q, ends, shallow, top_level, num_groups, convention, taken, length,
-                      size, rest, q, out):
+def _lookahead_totals(
+    group_q, ends, shallow, top_level, num_groups, convention, taken, length, size, rest, q, out
+):
     """``out[s]`` for s < min(q, length): :func:`tjap.heuristics.tree._kernels.lookahead_total` of start
     s with the jobs of sizes ``rest`` after it (the look-ahead repair's score of a start);
     ``taken`` (the bitmap of the current sequence) is unchanged."""
@@ -69,12 +70,28 @@ def _lookahead_totals(group_q, ends, shallow, top_level, num_groups, convention,
     alive = np.empty(group_q.shape[1], np.int64)
     order = np.arange(rest.shape[0])
     for s in range(min(q, length)):
-        out[s] = lookahead_total(group_q, ends, shallow, top_level, num_groups, convention, taken,
-                                 work, length, alive, s, size, rest, order, 0)
+        out[s] = lookahead_total(
+            group_q,
+            ends,
+            shallow,
+            top_level,
+            num_groups,
+            convention,
+            taken,
+            work,
+            length,
+            alive,
+            s,
+            size,
+            rest,
+            order,
+            0,
+        )
 
 
-def lookahead_totals(arrays, taken, length: int, size: int, rest, q: int,
-                     convention: int) -> np.ndarray:
+def lookahead_totals(
+    arrays, taken, length: int, size: int, rest, q: int, convention: int
+) -> np.ndarray:
     """The look-ahead expert's score of each start 0..q-1 (``inf`` past ``length``): the total
     cost of the current job's block there and of the jobs of sizes ``rest`` (those still to
     re-insert after it, in re-insertion order) each then placed at its cheapest block.
@@ -83,15 +100,26 @@ def lookahead_totals(arrays, taken, length: int, size: int, rest, q: int,
     the current idle sequence of ``length`` positions (:mod:`tjap.placement.tree._dcas_kernels`), not
     changed; ``convention``: the cost convention's code."""
     out = np.full(q, np.inf)
-    _lookahead_totals(arrays.group_q, row_ends(arrays.group_q), arrays.shallow,
-                      arrays.top_level, arrays.num_groups, int(convention), taken, int(length),
-                      int(size), np.ascontiguousarray(rest, dtype=np.int64), int(q), out)
+    _lookahead_totals(
+        arrays.group_q,
+        row_ends(arrays.group_q),
+        arrays.shallow,
+        arrays.top_level,
+        arrays.num_groups,
+        int(convention),
+        taken,
+        int(length),
+        int(size),
+        np.ascontiguousarray(rest, dtype=np.int64),
+        int(q),
+        out,
+    )
     return out
 
 
 def expert_scores(env, expert: str = "greedy-within-q") -> np.ndarray:
     """The score of each start 0..q-1 by ``expert`` (lower is better; ``inf`` where masked) at
-    the current step of an :class:`~tjap.learned.envs.NSARepairEnv`: the block cost
+    the current step of an :class:`~tjap.learned.tree.env.NSARepairEnv`: the block cost
     (:func:`expert_block_costs`) or the look-ahead total (:func:`lookahead_totals`)."""
     if expert not in EXPERTS:
         raise InvalidInputError(f"expert must be one of {', '.join(EXPERTS)}, got {expert!r}")
@@ -99,9 +127,10 @@ def expert_scores(env, expert: str = "greedy-within-q") -> np.ndarray:
     if expert == "greedy-within-q":
         return expert_block_costs(env)
     a = env.a
-    rest = a.sizes[env.order[env.step_index + 1:]]
-    return lookahead_totals(a, env.taken, env.length, a.sizes[env.order[env.step_index]], rest,
-                            env.q, env.code)
+    rest = a.sizes[env.order[env.step_index + 1 :]]
+    return lookahead_totals(
+        a, env.taken, env.length, a.sizes[env.order[env.step_index]], rest, env.q, env.code
+    )
 
 
 def expert_action(env, expert: str = "greedy-within-q") -> int:
@@ -118,7 +147,7 @@ def soft_targets(costs: np.ndarray, temperature: float) -> np.ndarray:
         out[np.arange(costs.shape[0]), np.argmin(costs, axis=1)] = 1.0
         return out
     z = -(costs - costs.min(axis=1, keepdims=True)) / temperature
-    out = np.exp(z)                                              # exp(-inf) = 0 where masked
+    out = np.exp(z)  # exp(-inf) = 0 where masked
     return out / out.sum(axis=1, keepdims=True)
 
 
@@ -140,8 +169,9 @@ class Demonstrations:
         return int(self.actions.shape[0])
 
 
-def collect_demonstrations(env, steps: int, *, seed: int = 0, temperature: float = 0.0,
-                           expert: str = "greedy-within-q") -> Demonstrations:
+def collect_demonstrations(
+    env, steps: int, *, seed: int = 0, temperature: float = 0.0, expert: str = "greedy-within-q"
+) -> Demonstrations:
     """Run ``expert`` (:data:`EXPERTS`) in ``env`` for at least ``steps`` steps (whole
     episodes only).
 
@@ -182,10 +212,15 @@ def collect_demonstrations(env, steps: int, *, seed: int = 0, temperature: float
                 break
             obs, _ = env.reset()
             episode_start = len(act_l)
-    return Demonstrations(np.asarray(obs_l, dtype=np.float32), np.asarray(mask_l, dtype=bool),
-                          np.asarray(act_l, dtype=np.int64), np.asarray(cost_l, dtype=np.float32),
-                          np.asarray(ret_l, dtype=np.float32), episodes,
-                          time.perf_counter() - started)
+    return Demonstrations(
+        np.asarray(obs_l, dtype=np.float32),
+        np.asarray(mask_l, dtype=bool),
+        np.asarray(act_l, dtype=np.int64),
+        np.asarray(cost_l, dtype=np.float32),
+        np.asarray(ret_l, dtype=np.float32),
+        episodes,
+        time.perf_counter() - started,
+    )
 
 
 def _forward(policy, obs):
@@ -198,8 +233,14 @@ def _forward(policy, obs):
     return policy.action_net(latent_pi), policy.value_net(latent_vf).squeeze(-1)
 
 
-def bc_losses(policy, demos: Demonstrations, *, temperature: float = 0.0, vf_coef: float = 0.5,
-              batch_size: int = 1024) -> dict:
+def bc_losses(
+    policy,
+    demos: Demonstrations,
+    *,
+    temperature: float = 0.0,
+    vf_coef: float = 0.5,
+    batch_size: int = 1024,
+) -> dict:
     """Mean actor cross-entropy, critic MSE and greedy-action accuracy (masked argmax) of
     ``policy`` on ``demos``, without gradients."""
     import torch
@@ -233,9 +274,18 @@ def _batch_loss(policy, demos, index, temperature):
     return ce, mse, logits
 
 
-def behaviour_clone(policy, demos: Demonstrations, *, epochs: int = 5, batch_size: int = 256,
-                    learning_rate: float = 1e-3, temperature: float = 0.0, vf_coef: float = 0.5,
-                    seed: int = 0, max_grad_norm: float = 1.0) -> list[dict]:
+def behaviour_clone(
+    policy,
+    demos: Demonstrations,
+    *,
+    epochs: int = 5,
+    batch_size: int = 256,
+    learning_rate: float = 1e-3,
+    temperature: float = 0.0,
+    vf_coef: float = 0.5,
+    seed: int = 0,
+    max_grad_norm: float = 1.0,
+) -> list[dict]:
     """Fit ``policy`` (a MaskableActorCriticPolicy) to ``demos`` in place: masked cross-entropy
     (hard or soft expert targets, see the module doc) + ``vf_coef`` x critic MSE, Adam, shuffled
     by ``seed``. Returns one dict per epoch (mean training loss, actor CE, critic MSE, seconds
@@ -243,8 +293,9 @@ def behaviour_clone(policy, demos: Demonstrations, *, epochs: int = 5, batch_siz
     import torch
 
     if epochs < 0 or batch_size < 1 or learning_rate <= 0:
-        raise InvalidInputError("behaviour cloning needs epochs >= 0, batch_size >= 1 and a "
-                                "positive learning rate")
+        raise InvalidInputError(
+            "behaviour cloning needs epochs >= 0, batch_size >= 1 and a positive learning rate"
+        )
     policy.set_training_mode(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     generator = torch.Generator().manual_seed(seed)
@@ -255,7 +306,7 @@ def behaviour_clone(policy, demos: Demonstrations, *, epochs: int = 5, batch_siz
         order = torch.randperm(n, generator=generator).numpy()
         sums = np.zeros(3)
         for lo in range(0, n, batch_size):
-            index = np.sort(order[lo:lo + batch_size])
+            index = np.sort(order[lo : lo + batch_size])
             ce, mse, _ = _batch_loss(policy, demos, index, temperature)
             loss = ce + vf_coef * mse
             optimizer.zero_grad()
@@ -263,7 +314,14 @@ def behaviour_clone(policy, demos: Demonstrations, *, epochs: int = 5, batch_siz
             torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm)
             optimizer.step()
             sums += np.array([loss.item(), ce.item(), mse.item()]) * index.size
-        history.append({"epoch": epoch + 1, "loss": sums[0] / n, "actor_ce": sums[1] / n,
-                        "critic_mse": sums[2] / n, "wall_s": time.perf_counter() - started})
+        history.append(
+            {
+                "epoch": epoch + 1,
+                "loss": sums[0] / n,
+                "actor_ce": sums[1] / n,
+                "critic_mse": sums[2] / n,
+                "wall_s": time.perf_counter() - started,
+            }
+        )
     policy.set_training_mode(False)
     return history

@@ -14,8 +14,11 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
 from torch import nn
 
-from tjap.learned.tree.features import ARCHS, CONV_LAYERS  # Table II, kept without torch (see there)
 from tjap.errors import InvalidInputError
+from tjap.learned.tree.features import (  # Table II, kept without torch (see there)
+    ARCHS,
+    CONV_LAYERS,
+)
 
 
 class Conv1dExtractor(BaseFeaturesExtractor):
@@ -25,8 +28,12 @@ class Conv1dExtractor(BaseFeaturesExtractor):
         channels, q = observation_space.shape
         c1, c2 = conv
         (k1, s1), (k2, s2) = CONV_LAYERS
-        body = nn.Sequential(nn.Conv1d(channels, c1, k1, s1, 0), nn.Tanh(),
-                             nn.Conv1d(c1, c2, k2, s2, 0), nn.Flatten())
+        body = nn.Sequential(
+            nn.Conv1d(channels, c1, k1, s1, 0),
+            nn.Tanh(),
+            nn.Conv1d(c1, c2, k2, s2, 0),
+            nn.Flatten(),
+        )
         with torch.no_grad():
             size = body(torch.zeros(1, channels, q)).shape[1]
         super().__init__(observation_space, features_dim=size)
@@ -41,8 +48,10 @@ def policy_kwargs(arch: str) -> dict:
     if arch not in ARCHS:
         raise InvalidInputError(f"unknown architecture {arch!r}; choose one of {', '.join(ARCHS)}")
     a = ARCHS[arch]
-    kwargs = {"activation_fn": nn.Tanh,
-              "net_arch": {"pi": list(a["hidden"]), "vf": list(a["hidden"])}}
+    kwargs = {
+        "activation_fn": nn.Tanh,
+        "net_arch": {"pi": list(a["hidden"]), "vf": list(a["hidden"])},
+    }
     if a["kind"] == "cnn":
         kwargs["features_extractor_class"] = Conv1dExtractor
         kwargs["features_extractor_kwargs"] = {"conv": tuple(a["conv"])}

@@ -21,19 +21,24 @@ from pathlib import Path
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels as k
 from tjap.heuristics.tree._mlp_kernels import net_config, net_scratch, pack_layers
 from tjap.heuristics.tree.anneal import SA_PRESETS, anneal, preset_options
 from tjap.heuristics.tree.operators import Metropolis, RandomDestroy, Repair
+from tjap.learned.policy_io import (
+    check_architecture,
+    check_shapes,
+    load_inference,
+    save_inference,
+    spec_hash,
+)
 from tjap.learned.tree.features import ARCHS, CONV_LAYERS, feature_spec, require_fat_tree_features
-from tjap.learned.policy_io import (check_architecture, check_shapes, load_inference, save_inference,
-                               spec_hash)
 from tjap.placement.tree._dcas_kernels import taken_words
 from tjap.placement.tree.cost import convention_code
+from tjap.placement.tree.jobs import refuse_constraints
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
-from tjap.errors import InvalidInputError
-from tjap.placement.tree.jobs import refuse_constraints
 
 WEIGHTS_DIR = Path(__file__).parents[1] / "weights"
 #: The shipped weights the paper's and the published code's presets run when none are given: the
@@ -42,15 +47,19 @@ DEFAULT_WEIGHTS = WEIGHTS_DIR / "nsa_cnn3.json"
 #: The shipped weights preset "best" runs when none are given, by cost convention: the CNN-3
 #: trained in the best loop in the setting of that convention (its layout and cost,
 #: :data:`tjap.learned.tree.train.SETTINGS`; ``training.setting`` in their metadata).
-BEST_WEIGHTS = {"paper": WEIGHTS_DIR / "nsa_cnn3_best_paper.json",
-                "published": WEIGHTS_DIR / "nsa_cnn3_best_published.json"}
+BEST_WEIGHTS = {
+    "paper": WEIGHTS_DIR / "nsa_cnn3_best_paper.json",
+    "published": WEIGHTS_DIR / "nsa_cnn3_best_published.json",
+}
 
 #: The loop settings (every option but the repair's) of the SA presets NSA runs under: the best
 #: hand-written SA ("best", the default: n^D = 5, T_max 25000, 1000 iterations), only with
 #: weights trained in that loop (``tjap train nsa --loop best``, see :func:`trained_loop`); the
 #: paper's Table I ("paper") and the published code ("published").
-NSA_PRESETS = {name: {k: v for k, v in SA_PRESETS[name].items() if k not in ("repair", "q")}
-               for name in ("paper", "published", "best")}
+NSA_PRESETS = {
+    name: {k: v for k, v in SA_PRESETS[name].items() if k not in ("repair", "q")}
+    for name in ("paper", "published", "best")
+}
 
 #: The preset :func:`solve_nsa` runs when none is given (and its weights, if given, were trained
 #: in its loop; other weights run under "paper", see :func:`default_preset`).
@@ -116,18 +125,26 @@ class LearnedRepair(Repair):
             raise InvalidInputError(f"lookahead must be a non-negative integer (0: off), got {k!r}")
 
     @classmethod
-    def load(cls, weights=DEFAULT_WEIGHTS, sample: bool = False,
-             lookahead: int = 0) -> "LearnedRepair":
+    def load(
+        cls, weights=DEFAULT_WEIGHTS, sample: bool = False, lookahead: int = 0
+    ) -> "LearnedRepair":
         """The repair of the NSA weights at ``weights`` (.json, .pt or stem), from their
         inference file (no torch); ``loop``: the SA loop they were trained in."""
         params, layers, meta = _load(*_cache_key(weights))
-        return cls(q=meta["feature_spec"]["q"], params=params, layers=layers,
-                   spec=meta["feature_spec"], sample=sample, loop=trained_loop(meta),
-                   lookahead=lookahead)
+        return cls(
+            q=meta["feature_spec"]["q"],
+            params=params,
+            layers=layers,
+            spec=meta["feature_spec"],
+            sample=sample,
+            loop=trained_loop(meta),
+            lookahead=lookahead,
+        )
 
     @classmethod
-    def from_arrays(cls, arrays: dict, arch: str, spec: dict,
-                    sample: bool = False) -> "LearnedRepair":
+    def from_arrays(
+        cls, arrays: dict, arch: str, spec: dict, sample: bool = False
+    ) -> "LearnedRepair":
         """The repair of an actor's arrays (:func:`actor_arrays`) of architecture ``arch``."""
         check_shapes(actor_shapes(arch, spec), arrays, "the actor's arrays", "nsa")
         params, layers = pack_actor(arrays, arch, spec)
@@ -139,12 +156,25 @@ class LearnedRepair(Repair):
         share it)."""
         require_fat_tree_features(window)
         channels = self.spec["channels"]
-        config = net_config(self.q, self.spec["n_max"], arrays.num_switches, arrays.num_pods,
-                            "idle" in channels, "switch_start" in channels, self.sample,
-                            self.lookahead)
-        return (self.params, self.layers, np.ascontiguousarray(arrays.switch_q, np.int64),
-                np.ascontiguousarray(arrays.pod_q, np.int64), config, net_scratch(self.layers),
-                np.empty(taken_words(arrays.group_q.shape[1]), np.uint64))
+        config = net_config(
+            self.q,
+            self.spec["n_max"],
+            arrays.num_switches,
+            arrays.num_pods,
+            "idle" in channels,
+            "switch_start" in channels,
+            self.sample,
+            self.lookahead,
+        )
+        return (
+            self.params,
+            self.layers,
+            np.ascontiguousarray(arrays.switch_q, np.int64),
+            np.ascontiguousarray(arrays.pod_q, np.int64),
+            config,
+            net_scratch(self.layers),
+            np.empty(taken_words(arrays.group_q.shape[1]), np.uint64),
+        )
 
 
 # -- the actor's arrays ----------------------------------------------------------------------------
@@ -159,8 +189,12 @@ def actor_shapes(arch: str, spec: dict) -> dict:
         (k1, s1), (k2, s2) = CONV_LAYERS
         c1, c2 = a["conv"]
         length = ((q - k1) // s1 + 1 - k2) // s2 + 1
-        shapes = {"conv0.weight": (c1, channels, k1), "conv0.bias": (c1,),
-                  "conv1.weight": (c2, c1, k2), "conv1.bias": (c2,)}
+        shapes = {
+            "conv0.weight": (c1, channels, k1),
+            "conv0.bias": (c1,),
+            "conv1.weight": (c2, c1, k2),
+            "conv1.bias": (c2,),
+        }
         width = c2 * length
     for i, hidden in enumerate(a["hidden"]):
         shapes |= {f"hidden{i}.weight": (hidden, width), f"hidden{i}.bias": (hidden,)}
@@ -177,10 +211,16 @@ def actor_arrays(policy) -> dict:
 
     convs = [m for m in policy.pi_features_extractor.modules() if isinstance(m, nn.Conv1d)]
     hidden = [m for m in policy.mlp_extractor.policy_net if isinstance(m, nn.Linear)]
-    layers = {f"conv{i}": m for i, m in enumerate(convs)} | {
-        f"hidden{i}": m for i, m in enumerate(hidden)} | {"action": policy.action_net}
-    return {f"{name}.{part}": getattr(m, part).detach().cpu().numpy().astype(np.float32)
-            for name, m in layers.items() for part in ("weight", "bias")}
+    layers = (
+        {f"conv{i}": m for i, m in enumerate(convs)}
+        | {f"hidden{i}": m for i, m in enumerate(hidden)}
+        | {"action": policy.action_net}
+    )
+    return {
+        f"{name}.{part}": getattr(m, part).detach().cpu().numpy().astype(np.float32)
+        for name, m in layers.items()
+        for part in ("weight", "bias")
+    }
 
 
 def pack_actor(arrays: dict, arch: str, spec: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -208,17 +248,22 @@ def _check_metadata(meta_path, meta, expect_spec=None) -> tuple[str, dict]:
     matches its hash and has channels the loop builds."""
     arch, spec = meta.get("architecture"), meta.get("feature_spec")
     if arch not in ARCHS or not isinstance(spec, dict):
-        raise InvalidInputError(f"{meta_path}: unknown architecture {arch!r} or missing "
-                                f"feature_spec; architectures: {', '.join(ARCHS)}")
+        raise InvalidInputError(
+            f"{meta_path}: unknown architecture {arch!r} or missing "
+            f"feature_spec; architectures: {', '.join(ARCHS)}"
+        )
     if spec_hash(spec) != meta.get("feature_spec_hash"):
-        raise InvalidInputError(f"{meta_path}: feature_spec does not match its hash; the "
-                                "file was edited")
+        raise InvalidInputError(
+            f"{meta_path}: feature_spec does not match its hash; the file was edited"
+        )
     if expect_spec is not None and spec_hash(expect_spec) != spec_hash(spec):
         raise InvalidInputError(
-            f"{meta_path} was trained on features {spec}, but {expect_spec} were asked for")
+            f"{meta_path} was trained on features {spec}, but {expect_spec} were asked for"
+        )
     channels = spec.get("channels")
-    idle, boundaries = (isinstance(channels, list) and name in channels
-                        for name in ("idle", "switch_start"))
+    idle, boundaries = (
+        isinstance(channels, list) and name in channels for name in ("idle", "switch_start")
+    )
     try:
         check_architecture(meta_path, {k: spec[k] for k in ("q", "n_max")}, "nsa", "feature_spec")
         known = feature_spec(spec["q"], spec["n_max"], idle, boundaries)["channels"]
@@ -227,8 +272,10 @@ def _check_metadata(meta_path, meta, expect_spec=None) -> tuple[str, dict]:
             raise
         known = None
     if channels != known:
-        raise InvalidInputError(f"{meta_path}: feature_spec {spec} is not one the solver builds "
-                                "(q, n_max and the channels of tjap.learned.tree.features.feature_spec)")
+        raise InvalidInputError(
+            f"{meta_path}: feature_spec {spec} is not one the solver builds "
+            "(q, n_max and the channels of tjap.learned.tree.features.feature_spec)"
+        )
     return arch, spec
 
 
@@ -244,9 +291,11 @@ def load_actor(path, *, expect_spec: dict | None = None) -> tuple[np.ndarray, np
     check_shapes(actor_shapes(arch, spec), arrays, where, "nsa")
     odd = sorted(name for name, a in arrays.items() if not np.issubdtype(a.dtype, np.floating))
     if odd:
-        raise InvalidInputError(f"{where} holds non-float arrays ({', '.join(odd)}), not an "
-                                "actor's weights; restore it or export it again with "
-                                "`python -m tjap.learned.tree.policy export`")
+        raise InvalidInputError(
+            f"{where} holds non-float arrays ({', '.join(odd)}), not an "
+            "actor's weights; restore it or export it again with "
+            "`python -m tjap.learned.tree.policy export`"
+        )
     params, layers = pack_actor(arrays, arch, spec)
     return params, layers, meta
 
@@ -295,8 +344,9 @@ def build_policy(arch: str, spec: dict):
     from tjap.learned.tree.nets import policy_kwargs
 
     obs_space = gym.spaces.Box(0.0, 1.0, (len(spec["channels"]), spec["q"]), dtype=np.float32)
-    return MaskableActorCriticPolicy(obs_space, gym.spaces.Discrete(spec["q"]),
-                                     lambda _: 0.0, **policy_kwargs(arch))
+    return MaskableActorCriticPolicy(
+        obs_space, gym.spaces.Discrete(spec["q"]), lambda _: 0.0, **policy_kwargs(arch)
+    )
 
 
 def load_policy(path, *, expect_spec: dict | None = None):
@@ -311,9 +361,23 @@ def load_policy(path, *, expect_spec: dict | None = None):
     return load_weights(path, "nsa", build)
 
 
-def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, preset=None,
-              iterations=None, weights=None, max_remove=None, t_max=None, t_min=None,
-              reinsert=None, initial=None, sample=True, lookahead=None) -> Result:
+def solve_nsa(
+    window: Window,
+    *,
+    convention="paper",
+    time_limit_s=None,
+    seed=0,
+    preset=None,
+    iterations=None,
+    weights=None,
+    max_remove=None,
+    t_max=None,
+    t_min=None,
+    reinsert=None,
+    initial=None,
+    sample=True,
+    lookahead=None,
+) -> Result:
     """NSA: the SA loop of :func:`tjap.heuristics.tree.anneal.anneal` with the learned repair operator.
 
     By default the best settings measured: the loop of the best hand-written SA (``preset=
@@ -400,41 +464,67 @@ def solve_nsa(window: Window, *, convention="paper", time_limit_s=None, seed=0, 
     """
     refuse_constraints(window, "nsa")
     require_fat_tree_features(window)
-    convention_code(convention)                  # one line, before it picks the weights
+    convention_code(convention)  # one line, before it picks the weights
     if preset is None:
         preset = default_preset(weights)
-    o = preset_options(preset, NSA_PRESETS, iterations=iterations, max_remove=max_remove,
-                       t_max=t_max, t_min=t_min, reinsert=reinsert, initial=initial)
+    o = preset_options(
+        preset,
+        NSA_PRESETS,
+        iterations=iterations,
+        max_remove=max_remove,
+        t_max=t_max,
+        t_min=t_min,
+        reinsert=reinsert,
+        initial=initial,
+    )
     weights = weights or default_weights(preset, convention)
-    repair = LearnedRepair.load(weights, sample=sample,
-                                lookahead=preset_lookahead(preset, lookahead))
+    repair = LearnedRepair.load(
+        weights, sample=sample, lookahead=preset_lookahead(preset, lookahead)
+    )
     if preset in OWN_LOOP_PRESETS and repair.loop != preset:
         raise InvalidInputError(
             f"preset {preset!r} runs only NSA weights trained in its loop (tjap train nsa --loop "
             f"{preset}; shipped: learned/weights/nsa_cnn3_{preset}_paper.json and "
             f"nsa_cnn3_{preset}_published.json), but {weights} were trained in the "
-            f"{repair.loop or 'unrecorded'} loop; use preset='paper' or 'published' with them")
-    result = anneal(window, iterations=o["iterations"], repair=repair,
-                    destroy=RandomDestroy(o["max_remove"]),
-                    accept=Metropolis(o["t_max"], o["t_min"]), reinsert=o["reinsert"],
-                    initial=o["initial"], convention=convention, time_limit_s=time_limit_s,
-                    seed=seed, method="nsa")
-    ran = {"preset": preset, "weights": str(weights),
-           "weights_setting": (_meta(weights).get("training") or {}).get("setting"),
-           "lookahead": int(repair.lookahead)}
+            f"{repair.loop or 'unrecorded'} loop; use preset='paper' or 'published' with them"
+        )
+    result = anneal(
+        window,
+        iterations=o["iterations"],
+        repair=repair,
+        destroy=RandomDestroy(o["max_remove"]),
+        accept=Metropolis(o["t_max"], o["t_min"]),
+        reinsert=o["reinsert"],
+        initial=o["initial"],
+        convention=convention,
+        time_limit_s=time_limit_s,
+        seed=seed,
+        method="nsa",
+    )
+    ran = {
+        "preset": preset,
+        "weights": str(weights),
+        "weights_setting": (_meta(weights).get("training") or {}).get("setting"),
+        "lookahead": int(repair.lookahead),
+    }
     return replace(result, info={**result.info, **ran})
 
 
 def main(argv=None) -> int:
     import argparse
 
-    p = argparse.ArgumentParser(prog="python -m tjap.learned.tree.policy", description="Tools for NSA weights.")
+    p = argparse.ArgumentParser(
+        prog="python -m tjap.learned.tree.policy", description="Tools for NSA weights."
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    ex = sub.add_parser("export", help="write the inference file (.npz) of NSA weights",
-                        description="Write the inference file of NSA weights: STEM.npz, the "
-                                    "actor's arrays read at solve time without torch, exported "
-                                    "from STEM.pt and recorded with its sha256 in STEM.json. "
-                                    "Needs torch.")
+    ex = sub.add_parser(
+        "export",
+        help="write the inference file (.npz) of NSA weights",
+        description="Write the inference file of NSA weights: STEM.npz, the "
+        "actor's arrays read at solve time without torch, exported "
+        "from STEM.pt and recorded with its sha256 in STEM.json. "
+        "Needs torch.",
+    )
     ex.add_argument("paths", nargs="+", metavar="META.json")
     args = p.parse_args(argv)
     try:

@@ -10,11 +10,30 @@ adapter to a real Slurm (:mod:`tjap.placement.slurm.client`).
 
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.replay import monthly_waits, replay_trace
-from tjap.placement.batch.simulator import (Priority, SchedulerConfig, SimulationResult, Simulator,
-                                       Snapshot, simulate)
+from tjap.placement.batch.simulator import (
+    Priority,
+    SchedulerConfig,
+    SimulationResult,
+    Simulator,
+    Snapshot,
+    simulate,
+)
 from tjap.placement.batch.synthetic import synthetic_jobs
 from tjap.placement.batch.traces import TraceReport, bundled_trace, default_nodes, load_trace
 
-__all__ = ["Jobs", "Priority", "SchedulerConfig", "SimulationResult", "Simulator", "Snapshot",
-           "TraceReport", "bundled_trace", "default_nodes", "load_trace", "monthly_waits", "replay_trace",
-           "simulate", "synthetic_jobs"]
+__all__ = [
+    "Jobs",
+    "Priority",
+    "SchedulerConfig",
+    "SimulationResult",
+    "Simulator",
+    "Snapshot",
+    "TraceReport",
+    "bundled_trace",
+    "default_nodes",
+    "load_trace",
+    "monthly_waits",
+    "replay_trace",
+    "simulate",
+    "synthetic_jobs",
+]

@@ -21,22 +21,38 @@ INF = 1 << 62
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
 # eligibility of a pending job (else the time it became eligible)
 WAITING = -1  # on its dependency
-HELD = -2     # held until released (sbatch --hold / scontrol release)
+HELD = -2  # held until released (sbatch --hold / scontrol release)
 
 # backfill modes (config slot MODE); the reservation depth is config slot DEPTH
-MODE_NONE = 0          # main pass only: strict priority order (FCFS when priorities are equal)
-MODE_DEPTH = 1         # reservations recomputed each pass for the first DEPTH blocked jobs (1 = EASY)
+MODE_NONE = 0  # main pass only: strict priority order (FCFS when priorities are equal)
+MODE_DEPTH = 1  # reservations recomputed each pass for the first DEPTH blocked jobs (1 = EASY)
 MODE_CONSERVATIVE = 2  # a reservation for every job, kept between passes and only moved earlier
 
 # node selection (config slot PLACEMENT)
-PLACE_FIRST_FIT = 0    # lowest free node ids
-PLACE_CONTIGUOUS = 1   # the cheapest block of consecutive free nodes on the fat-tree (hop-cost
-                       # convention in config slot CONVENTION: 0 = paper, 1 = published)
+PLACE_FIRST_FIT = 0  # lowest free node ids
+PLACE_CONTIGUOUS = 1  # the cheapest block of consecutive free nodes on the fat-tree (hop-cost
+# convention in config slot CONVENTION: 0 = paper, 1 = published)
 
 # integer config slots
-MODE, DEPTH, BF_INTERVAL, BF_RESOLUTION, BF_MAX_JOB_TEST, CALC_PERIOD, PLACEMENT, NUM_NODES, \
-    NUM_SWITCHES, NUM_PODS, FAVOR_SMALL, RELEASE_DELAY, WHOLE_RESERVATION, CONVENTION, \
-    BF_END_SLACK, WILL_RUN_WINDOW, NODE_RESERVATION = range(17)
+(
+    MODE,
+    DEPTH,
+    BF_INTERVAL,
+    BF_RESOLUTION,
+    BF_MAX_JOB_TEST,
+    CALC_PERIOD,
+    PLACEMENT,
+    NUM_NODES,
+    NUM_SWITCHES,
+    NUM_PODS,
+    FAVOR_SMALL,
+    RELEASE_DELAY,
+    WHOLE_RESERVATION,
+    CONVENTION,
+    BF_END_SLACK,
+    WILL_RUN_WINDOW,
+    NODE_RESERVATION,
+) = range(17)
 NUM_ICONFIG = 17
 # BF_END_SLACK: seconds a backfilled job must end before a reservation begins: 1 = strictly before
 # (Slurm), 0 = it may end exactly when the reservation begins (the textbook EASY rule)
@@ -50,8 +66,20 @@ NUM_ICONFIG = 17
 W_AGE, W_SIZE, W_FAIRSHARE, W_QOS, MAX_AGE, HALF_LIFE, QOS_FACTOR = range(7)
 NUM_FCONFIG = 7
 # clock slots (int64 scalars of the state)
-NOW, NEXT_SUBMIT, QLEN, RLEN, FREE, BF_PENDING, NEXT_BF, NEXT_CALC, LAST_CALC, STARTED, \
-    PASSES, DIRTY = range(12)
+(
+    NOW,
+    NEXT_SUBMIT,
+    QLEN,
+    RLEN,
+    FREE,
+    BF_PENDING,
+    NEXT_BF,
+    NEXT_CALC,
+    LAST_CALC,
+    STARTED,
+    PASSES,
+    DIRTY,
+) = range(12)
 NUM_CLOCK = 12
 
 
@@ -59,8 +87,12 @@ def work_arrays(num_jobs):
     """Scratch arrays of :func:`advance` (allocated once per simulator): scratch, profile times,
     profile free counts. A pass adds at most 4 profile points per queued job and 1 per running job."""
     cap = 6 * num_jobs + 8
-    return (np.empty(num_jobs + 1, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int64),
-            np.empty(cap, np.int64))
+    return (
+        np.empty(num_jobs + 1, np.int64),
+        np.empty(cap, np.int64),
+        np.empty(cap, np.int64),
+        np.empty(cap, np.int64),
+    )
 
 
 # -- small helpers ---------------------------------------------------------------------------------
@@ -141,8 +173,14 @@ def select_nodes(free, size, iconf, switch_of, pod_of, out, lo):
     """Write ``size`` free node ids into ``out[lo:]`` by the configured placement."""
     if iconf[PLACEMENT] == PLACE_CONTIGUOUS:
         idle = np.flatnonzero(free)
-        costs = block_costs(switch_of[idle], pod_of[idle], size, iconf[NUM_SWITCHES],
-                            iconf[NUM_PODS], iconf[CONVENTION])
+        costs = block_costs(
+            switch_of[idle],
+            pod_of[idle],
+            size,
+            iconf[NUM_SWITCHES],
+            iconf[NUM_PODS],
+            iconf[CONVENTION],
+        )
         first = int(np.argmin(costs))
         for i in range(size):
             out[lo + i] = idle[(first + i) % idle.shape[0]]
@@ -158,8 +196,24 @@ def select_nodes(free, size, iconf, switch_of, pod_of, out, lo):
 
 # -- starting and ending jobs ----------------------------------------------------------------------
 @njit
-def start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-              node_offset, iconf, switch_of, pod_of, start_seq):
+def start_job(
+    j,
+    now,
+    nodes,
+    runtime,
+    status,
+    start,
+    end,
+    running,
+    clock,
+    free,
+    node_of,
+    node_offset,
+    iconf,
+    switch_of,
+    pod_of,
+    start_seq,
+):
     """Start job ``j`` now: take its nodes and insert it in ``running`` (sorted by end, then row).
     ``start_seq[j]`` records how many jobs started before it (the order of starts at one time)."""
     status[j] = RUNNING
@@ -172,8 +226,9 @@ def start_job(j, now, nodes, runtime, status, start, end, running, clock, free, 
         free[node_of[i]] = False
     clock[FREE] -= nodes[j]
     i = clock[RLEN]
-    while i > 0 and (end[running[i - 1]] > end[j] or
-                     (end[running[i - 1]] == end[j] and running[i - 1] > j)):
+    while i > 0 and (
+        end[running[i - 1]] > end[j] or (end[running[i - 1]] == end[j] and running[i - 1] > j)
+    ):
         running[i] = running[i - 1]
         i -= 1
     running[i] = j
@@ -331,8 +386,25 @@ def reserve_nodes(t, size, free, running, rlen, start, limit, nodes, node_of, no
 
 # -- scheduling passes -----------------------------------------------------------------------------
 @njit
-def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, running, free,
-              node_of, node_offset, iconf, switch_of, pod_of, start_seq):
+def main_pass(
+    now,
+    queue,
+    clock,
+    eligible,
+    nodes,
+    runtime,
+    status,
+    start,
+    end,
+    running,
+    free,
+    node_of,
+    node_offset,
+    iconf,
+    switch_of,
+    pod_of,
+    start_seq,
+):
     """Start pending jobs in priority order until the first eligible one that does not fit."""
     started = False
     for i in range(clock[QLEN]):
@@ -341,22 +413,62 @@ def main_pass(now, queue, clock, eligible, nodes, runtime, status, start, end, r
             continue
         if nodes[j] > clock[FREE]:
             break
-        start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-                  node_offset, iconf, switch_of, pod_of, start_seq)
+        start_job(
+            j,
+            now,
+            nodes,
+            runtime,
+            status,
+            start,
+            end,
+            running,
+            clock,
+            free,
+            node_of,
+            node_offset,
+            iconf,
+            switch_of,
+            pod_of,
+            start_seq,
+        )
         started = True
     if started:
         clock[QLEN] = queue_compact(queue, clock[QLEN], status)
 
 
 @njit
-def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, start, end, running,
-                  free, node_of, node_offset, reserved_at, first_reservation, iconf, switch_of,
-                  pod_of, start_seq, pt, pf, pm, scratch):
+def backfill_pass(
+    now,
+    queue,
+    clock,
+    eligible,
+    nodes,
+    limit,
+    runtime,
+    status,
+    start,
+    end,
+    running,
+    free,
+    node_of,
+    node_offset,
+    reserved_at,
+    first_reservation,
+    iconf,
+    switch_of,
+    pod_of,
+    start_seq,
+    pt,
+    pf,
+    pm,
+    scratch,
+):
     """One backfill pass (MODE_DEPTH or MODE_CONSERVATIVE), see the module docstring of
     :mod:`tjap.placement.batch.simulator` for the rules."""
     resolution = iconf[BF_RESOLUTION]
-    plen = build_profile(now, clock[FREE], running, clock[RLEN], start, limit, nodes, resolution,
-                         pt, pf, scratch)
+    plen = build_profile(
+        now, clock[FREE], running, clock[RLEN], start, limit, nodes, resolution, pt, pf, scratch
+    )
     qlen = clock[QLEN]
     started = False
     if iconf[MODE] == MODE_CONSERVATIVE:
@@ -381,8 +493,24 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             plen = profile_add(pt, pf, plen, s, round_up(s + limit[j], resolution), -nodes[j])
             if s == now:
                 reserved_at[j] = -1
-                start_job(j, now, nodes, runtime, status, start, end, running, clock, free,
-                          node_of, node_offset, iconf, switch_of, pod_of, start_seq)
+                start_job(
+                    j,
+                    now,
+                    nodes,
+                    runtime,
+                    status,
+                    start,
+                    end,
+                    running,
+                    clock,
+                    free,
+                    node_of,
+                    node_offset,
+                    iconf,
+                    switch_of,
+                    pod_of,
+                    start_seq,
+                )
                 started = True
             else:
                 reserved_at[j] = s
@@ -421,8 +549,24 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
                     free[node] = False
                     hidden[h] = node
                     h += 1
-            start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-                      node_offset, iconf, switch_of, pod_of, start_seq)
+            start_job(
+                j,
+                now,
+                nodes,
+                runtime,
+                status,
+                start,
+                end,
+                running,
+                clock,
+                free,
+                node_of,
+                node_offset,
+                iconf,
+                switch_of,
+                pod_of,
+                start_seq,
+            )
             for q in range(h):
                 free[hidden[q]] = True
             started = True
@@ -445,20 +589,60 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
             # held for the slack too: a job ending as a reservation begins has taken spare nodes
             # there (Slurm's reservations are named nodes), so the next job tested must not
             # count the same nodes free at the reservation's first second
-            plen = profile_add(pt, pf, plen, s, round_up(s + limit[j] + slack, resolution),
-                               -nodes[j])
-            start_job(j, now, nodes, runtime, status, start, end, running, clock, free, node_of,
-                      node_offset, iconf, switch_of, pod_of, start_seq)
+            plen = profile_add(
+                pt, pf, plen, s, round_up(s + limit[j] + slack, resolution), -nodes[j]
+            )
+            start_job(
+                j,
+                now,
+                nodes,
+                runtime,
+                status,
+                start,
+                end,
+                running,
+                clock,
+                free,
+                node_of,
+                node_offset,
+                iconf,
+                switch_of,
+                pod_of,
+                start_seq,
+            )
             started = True
             minimum_ready = False
         elif not limited:
             if iconf[WILL_RUN_WINDOW] > 0:  # Slurm's will-run start, never before the profile's
-                s = max(s, will_run_start(now, clock[FREE], running, clock[RLEN], start, limit,
-                                          nodes, nodes[j], iconf[WILL_RUN_WINDOW]))
+                s = max(
+                    s,
+                    will_run_start(
+                        now,
+                        clock[FREE],
+                        running,
+                        clock[RLEN],
+                        start,
+                        limit,
+                        nodes,
+                        nodes[j],
+                        iconf[WILL_RUN_WINDOW],
+                    ),
+                )
             if node_mode:
                 res_start = s
-                reserve_nodes(s, nodes[j], free, running, clock[RLEN], start, limit, nodes,
-                              node_of, node_offset, mask)
+                reserve_nodes(
+                    s,
+                    nodes[j],
+                    free,
+                    running,
+                    clock[RLEN],
+                    start,
+                    limit,
+                    nodes,
+                    node_of,
+                    node_offset,
+                    mask,
+                )
             # Slurm reserves whole nodes: with every simulated node a CPU of one Slurm node
             # (WHOLE_RESERVATION), a reservation keeps all of them from its start to its end
             taken = iconf[NUM_NODES] if iconf[WHOLE_RESERVATION] else nodes[j]
@@ -468,8 +652,7 @@ def backfill_pass(now, queue, clock, eligible, nodes, limit, runtime, status, st
                 first_reservation[j] = s
             if iconf[MODE] == MODE_CONSERVATIVE:
                 reserved_at[j] = s
-        if (iconf[MODE] == MODE_DEPTH and depth >= 0 and reservations >= depth
-                and clock[FREE] == 0):
+        if iconf[MODE] == MODE_DEPTH and depth >= 0 and reservations >= depth and clock[FREE] == 0:
             break
     if started:
         clock[QLEN] = queue_compact(queue, clock[QLEN], status)
@@ -494,10 +677,41 @@ def charge_usage(now, clock, running, user, nodes, start, usage, fconf):
 
 # -- the event loop --------------------------------------------------------------------------------
 @njit
-def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children, node_offset,
-            switch_of, pod_of, iconf, fconf, clock, status, eligible, start, end, prio,
-            reserved_at, first_reservation, queue, running, free, node_of, usage, held, start_seq,
-            scratch, pt, pf, pm, t_stop):
+def advance(
+    submit,
+    nodes,
+    limit,
+    runtime,
+    user,
+    depends_on,
+    child_ptr,
+    children,
+    node_offset,
+    switch_of,
+    pod_of,
+    iconf,
+    fconf,
+    clock,
+    status,
+    eligible,
+    start,
+    end,
+    prio,
+    reserved_at,
+    first_reservation,
+    queue,
+    running,
+    free,
+    node_of,
+    usage,
+    held,
+    start_seq,
+    scratch,
+    pt,
+    pf,
+    pm,
+    t_stop,
+):
     """Process events up to and including ``t_stop``; returns the time of the next event (INF if
     none is left). ``clock[DIRTY]`` set means the state changed at ``clock[NOW]`` (a warm start,
     an injected job) and a scheduling pass is due then."""
@@ -511,7 +725,9 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
     period = iconf[CALC_PERIOD]
     while True:
         if recalc and clock[NEXT_CALC] <= clock[NOW] and not clock[DIRTY]:
-            clock[NEXT_CALC] = (clock[NOW] // period + 1) * period  # stale while the queue was empty
+            clock[NEXT_CALC] = (
+                clock[NOW] // period + 1
+            ) * period  # stale while the queue was empty
         t = INF
         if clock[DIRTY]:
             t = clock[NOW]
@@ -555,8 +771,9 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
                 eligible[j] = HELD
             else:
                 eligible[j] = t if d < 0 or status[d] == DONE else WAITING
-            prio[j] = priority(j, t, nodes, user, eligible, usage, total_usage, num_users, iconf,
-                               fconf)
+            prio[j] = priority(
+                j, t, nodes, user, eligible, usage, total_usage, num_users, iconf, fconf
+            )
             clock[QLEN] = queue_insert(queue, clock[QLEN], prio, j)
             changed = True
         # 3. periodic priority recalculation (Slurm's PriorityCalcPeriod)
@@ -568,8 +785,9 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
                     total_usage += usage[u]
             for i in range(clock[QLEN]):
                 j = queue[i]
-                prio[j] = priority(j, t, nodes, user, eligible, usage, total_usage, num_users,
-                                   iconf, fconf)
+                prio[j] = priority(
+                    j, t, nodes, user, eligible, usage, total_usage, num_users, iconf, fconf
+                )
             if queue_sort(queue, clock[QLEN], prio):
                 changed = True
             clock[NEXT_CALC] = (t // period + 1) * period
@@ -577,8 +795,25 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
         mode = iconf[MODE]
         if changed:
             if mode != MODE_CONSERVATIVE:
-                main_pass(t, queue, clock, eligible, nodes, runtime, status, start, end, running,
-                          free, node_of, node_offset, iconf, switch_of, pod_of, start_seq)
+                main_pass(
+                    t,
+                    queue,
+                    clock,
+                    eligible,
+                    nodes,
+                    runtime,
+                    status,
+                    start,
+                    end,
+                    running,
+                    free,
+                    node_of,
+                    node_offset,
+                    iconf,
+                    switch_of,
+                    pod_of,
+                    start_seq,
+                )
             if mode != MODE_NONE and not clock[BF_PENDING]:
                 clock[BF_PENDING] = 1
                 interval = iconf[BF_INTERVAL]
@@ -589,6 +824,29 @@ def advance(submit, nodes, limit, runtime, user, depends_on, child_ptr, children
                     clock[NEXT_BF] = (t // interval + 1) * interval
         if clock[BF_PENDING] and t >= clock[NEXT_BF]:
             clock[BF_PENDING] = 0
-            backfill_pass(t, queue, clock, eligible, nodes, limit, runtime, status, start, end,
-                          running, free, node_of, node_offset, reserved_at, first_reservation,
-                          iconf, switch_of, pod_of, start_seq, pt, pf, pm, scratch)
+            backfill_pass(
+                t,
+                queue,
+                clock,
+                eligible,
+                nodes,
+                limit,
+                runtime,
+                status,
+                start,
+                end,
+                running,
+                free,
+                node_of,
+                node_offset,
+                reserved_at,
+                first_reservation,
+                iconf,
+                switch_of,
+                pod_of,
+                start_seq,
+                pt,
+                pf,
+                pm,
+                scratch,
+            )

@@ -8,6 +8,7 @@ exactly as Python's ``int`` would (a decimal, a letter, a byte outside ASCII, a 
 15 digits) is flagged ``slow``: the caller parses that line in Python, which also words the reason
 a bad line is skipped.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -97,8 +98,15 @@ def scan_swf(buf):
         slow[row] = bad
         row += 1
         i = following
-    return (values[:row], fields[:row], number[:row], comment[:row], slow[:row], start[:row],
-            end[:row])
+    return (
+        values[:row],
+        fields[:row],
+        number[:row],
+        comment[:row],
+        slow[:row],
+        start[:row],
+        end[:row],
+    )
 
 
 @njit

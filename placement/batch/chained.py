@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import COLUMNS, Jobs
 from tjap.placement.batch.simulator import SchedulerConfig, Simulator
-from tjap.errors import InvalidInputError
 
 HOUR_S = 3600
 DAY_S = 86400
@@ -30,13 +30,18 @@ _P = ("p0", "p25", "p50", "p75", "p100")
 #: The 40 features of one snapshot (seed 004 section 4.1). The paper lists 7 variables for the
 #: running jobs' sizes (var18-24) but only 5 percentiles elsewhere; the two extra are the busy and
 #: free node counts.
-FEATURES = (("queue_jobs",) + tuple(f"queue_size_{p}" for p in _P)
-            + tuple(f"queue_age_h_{p}" for p in _P) + tuple(f"queue_limit_h_{p}" for p in _P)
-            + ("running_jobs",) + tuple(f"running_size_{p}" for p in _P)
-            + ("busy_nodes", "free_nodes")
-            + tuple(f"running_elapsed_h_{p}" for p in _P) + tuple(f"running_limit_h_{p}" for p in _P)
-            + ("pred_size", "pred_limit_h", "pred_queue_h", "pred_elapsed_h",
-               "succ_size", "succ_limit_h"))
+FEATURES = (
+    ("queue_jobs",)
+    + tuple(f"queue_size_{p}" for p in _P)
+    + tuple(f"queue_age_h_{p}" for p in _P)
+    + tuple(f"queue_limit_h_{p}" for p in _P)
+    + ("running_jobs",)
+    + tuple(f"running_size_{p}" for p in _P)
+    + ("busy_nodes", "free_nodes")
+    + tuple(f"running_elapsed_h_{p}" for p in _P)
+    + tuple(f"running_limit_h_{p}" for p in _P)
+    + ("pred_size", "pred_limit_h", "pred_queue_h", "pred_elapsed_h", "succ_size", "succ_limit_h")
+)
 assert len(FEATURES) == 40
 
 
@@ -50,11 +55,11 @@ def snapshot_features(sim: Simulator, pred: int, succ: int) -> np.ndarray:
     """The 40-feature vector of the cluster at ``sim.now`` for the pair (pred, succ) (rows of the
     simulator's job table). The held successor is not part of the queue."""
     s, jobs, now = sim._state, sim.jobs, sim.now
-    queue = s["queue"][:s["clock"][k.QLEN]]
+    queue = s["queue"][: s["clock"][k.QLEN]]
     queue = queue[(s["eligible"][queue] != k.HELD) & (queue != pred)]
-    running = s["running"][:s["clock"][k.RLEN]]
+    running = s["running"][: s["clock"][k.RLEN]]
     running = running[running != pred]
-    busy = int(jobs.nodes[s["running"][:s["clock"][k.RLEN]]].sum())
+    busy = int(jobs.nodes[s["running"][: s["clock"][k.RLEN]]].sum())
     status = s["status"][pred]
     if status == k.PENDING:
         pred_queue, pred_elapsed = now - jobs.submit_s[pred], 0
@@ -63,13 +68,27 @@ def snapshot_features(sim: Simulator, pred: int, succ: int) -> np.ndarray:
         pred_elapsed = min(now, s["end"][pred]) - s["start"][pred]
     else:
         pred_queue = pred_elapsed = 0
-    return np.concatenate([
-        [queue.size], _percentiles(jobs.nodes[queue]),
-        _percentiles((now - jobs.submit_s[queue]) / HOUR_S), _percentiles(jobs.limit_s[queue] / HOUR_S),
-        [running.size], _percentiles(jobs.nodes[running]), [busy, sim.num_nodes - busy],
-        _percentiles((now - s["start"][running]) / HOUR_S), _percentiles(jobs.limit_s[running] / HOUR_S),
-        [jobs.nodes[pred], jobs.limit_s[pred] / HOUR_S, pred_queue / HOUR_S, pred_elapsed / HOUR_S,
-         jobs.nodes[succ], jobs.limit_s[succ] / HOUR_S]]).astype(np.float32)
+    return np.concatenate(
+        [
+            [queue.size],
+            _percentiles(jobs.nodes[queue]),
+            _percentiles((now - jobs.submit_s[queue]) / HOUR_S),
+            _percentiles(jobs.limit_s[queue] / HOUR_S),
+            [running.size],
+            _percentiles(jobs.nodes[running]),
+            [busy, sim.num_nodes - busy],
+            _percentiles((now - s["start"][running]) / HOUR_S),
+            _percentiles(jobs.limit_s[running] / HOUR_S),
+            [
+                jobs.nodes[pred],
+                jobs.limit_s[pred] / HOUR_S,
+                pred_queue / HOUR_S,
+                pred_elapsed / HOUR_S,
+                jobs.nodes[succ],
+                jobs.limit_s[succ] / HOUR_S,
+            ],
+        ]
+    ).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -89,13 +108,24 @@ def with_pair(jobs: Jobs, at_s: int, pair: Pair) -> tuple[Jobs, int, int]:
     """``jobs`` plus the pair submitted at ``at_s``; returns (table, predecessor row, successor
     row). The pair's ids are above every trace id; they belong to a new user."""
     top = int(jobs.job_id.max()) + 1 if len(jobs) else 1
-    extra = {"job_id": [top, top + 1], "submit_s": [at_s, at_s], "nodes": [pair.nodes] * 2,
-             "limit_s": [pair.limit_s] * 2, "runtime_s": [pair.runtime_s] * 2,
-             "user": [jobs.num_users] * 2, "recorded_start_s": [-1, -1], "recorded_end_s": [-1, -1]}
+    extra = {
+        "job_id": [top, top + 1],
+        "submit_s": [at_s, at_s],
+        "nodes": [pair.nodes] * 2,
+        "limit_s": [pair.limit_s] * 2,
+        "runtime_s": [pair.runtime_s] * 2,
+        "user": [jobs.num_users] * 2,
+        "recorded_start_s": [-1, -1],
+        "recorded_end_s": [-1, -1],
+    }
     cols = {c: np.concatenate([getattr(jobs, c), extra[c]]) for c in COLUMNS if c != "depends_on"}
     dep_ids = np.where(jobs.depends_on >= 0, jobs.job_id[np.maximum(jobs.depends_on, 0)], -1)
-    table = Jobs.build(**cols, depends_on_id=np.concatenate([dep_ids, [-1, -1]]), epoch=jobs.epoch,
-                       source=jobs.source)
+    table = Jobs.build(
+        **cols,
+        depends_on_id=np.concatenate([dep_ids, [-1, -1]]),
+        epoch=jobs.epoch,
+        source=jobs.source,
+    )
     rows = np.flatnonzero(table.job_id >= top)
     return table, int(rows[0]), int(rows[1])
 
@@ -108,9 +138,19 @@ class ChainedEpisode:
     submitted up to ``horizon_s`` after the injection are simulated.
     """
 
-    def __init__(self, jobs: Jobs, nodes: int, inject_s: int, pair: Pair = Pair(), *,
-                 config: SchedulerConfig | None = None, warmup_s: int = 2 * DAY_S,
-                 interval_s: int = 600, history: int = 144, horizon_s: int = 8 * DAY_S):
+    def __init__(
+        self,
+        jobs: Jobs,
+        nodes: int,
+        inject_s: int,
+        pair: Pair = Pair(),
+        *,
+        config: SchedulerConfig | None = None,
+        warmup_s: int = 2 * DAY_S,
+        interval_s: int = 600,
+        history: int = 144,
+        horizon_s: int = 8 * DAY_S,
+    ):
         if pair.nodes > nodes:
             raise InvalidInputError(f"the pair needs {pair.nodes} nodes; the cluster has {nodes}")
         start = int(inject_s) - warmup_s
@@ -121,8 +161,11 @@ class ChainedEpisode:
         if (table.recorded_start_s[:-2] >= 0).all() and len(table) > 2:
             rec = table.recorded_start_s.copy()
             rec[[self.pred, self.succ]] = np.iinfo(np.int64).max // 4  # never started by the trace
-            table = Jobs(**{c: (rec if c == "recorded_start_s" else getattr(table, c))
-                            for c in COLUMNS}, epoch=table.epoch, source=table.source)
+            table = Jobs(
+                **{c: (rec if c == "recorded_start_s" else getattr(table, c)) for c in COLUMNS},
+                epoch=table.epoch,
+                source=table.source,
+            )
             self.sim = Simulator.from_trace_state(table, start, nodes, config)
         else:
             self.sim = Simulator(table, nodes, config)
@@ -140,13 +183,13 @@ class ChainedEpisode:
     # -- state -------------------------------------------------------------------------------------
     def _record(self):
         self._rows.append(snapshot_features(self.sim, self.pred, self.succ))
-        del self._rows[:-self.history]
+        del self._rows[: -self.history]
 
     def observation(self) -> np.ndarray:
         """The last ``history`` snapshots, oldest first (history x 40), zero-padded at the top."""
         out = np.zeros((self.history, len(FEATURES)), np.float32)
-        rows = np.array(self._rows[-self.history:])
-        out[self.history - len(rows):] = rows
+        rows = np.array(self._rows[-self.history :])
+        out[self.history - len(rows) :] = rows
         return out
 
     @property
@@ -158,9 +201,12 @@ class ChainedEpisode:
         limit (or None before it starts)."""
         s, j = self.sim._state, self.sim.jobs
         start = int(s["start"][self.pred]) if s["status"][self.pred] >= k.RUNNING else None
-        return {"submit_s": int(j.submit_s[self.pred]), "start_s": start,
-                "limit_s": int(j.limit_s[self.pred]),
-                "expected_end_s": None if start is None else start + int(j.limit_s[self.pred])}
+        return {
+            "submit_s": int(j.submit_s[self.pred]),
+            "start_s": start,
+            "limit_s": int(j.limit_s[self.pred]),
+            "expected_end_s": None if start is None else start + int(j.limit_s[self.pred]),
+        }
 
     def recent_mean_wait_s(self, window_s: int = DAY_S) -> float:
         """Mean wait of the jobs that started in the last ``window_s`` (0 if none)."""

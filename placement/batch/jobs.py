@@ -14,8 +14,17 @@ import numpy as np
 from tjap.errors import InvalidInputError
 
 #: Columns of a :class:`Jobs` table, all int64 arrays of one length.
-COLUMNS = ("job_id", "submit_s", "nodes", "limit_s", "runtime_s", "user", "depends_on",
-           "recorded_start_s", "recorded_end_s")
+COLUMNS = (
+    "job_id",
+    "submit_s",
+    "nodes",
+    "limit_s",
+    "runtime_s",
+    "user",
+    "depends_on",
+    "recorded_start_s",
+    "recorded_end_s",
+)
 
 
 @dataclass(frozen=True)
@@ -53,16 +62,21 @@ class Jobs:
         for name in COLUMNS:
             column = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
             if column.shape != (n,):
-                raise InvalidInputError(f"jobs column {name} has shape {column.shape}, expected ({n},)")
+                raise InvalidInputError(
+                    f"jobs column {name} has shape {column.shape}, expected ({n},)"
+                )
             column.setflags(write=False)
             object.__setattr__(self, name, column)
         if n == 0:
             return
         if (self.nodes < 1).any():
-            raise InvalidInputError(f"job {self.job_id[np.argmax(self.nodes < 1)]}: nodes must be >= 1")
+            raise InvalidInputError(
+                f"job {self.job_id[np.argmax(self.nodes < 1)]}: nodes must be >= 1"
+            )
         if (self.limit_s < 1).any():
             raise InvalidInputError(
-                f"job {self.job_id[np.argmax(self.limit_s < 1)]}: time limit must be >= 1 s")
+                f"job {self.job_id[np.argmax(self.limit_s < 1)]}: time limit must be >= 1 s"
+            )
         if (self.runtime_s < 0).any() or (self.runtime_s > self.limit_s).any():
             bad = np.argmax((self.runtime_s < 0) | (self.runtime_s > self.limit_s))
             raise InvalidInputError(f"job {self.job_id[bad]}: runtime must lie in [0, limit]")
@@ -78,9 +92,22 @@ class Jobs:
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def build(cls, *, submit_s, nodes, limit_s, runtime_s, job_id=None, user=None,
-              depends_on_id=None, recorded_start_s=None, recorded_end_s=None, epoch=None,
-              source="", meta=None) -> "Jobs":
+    def build(
+        cls,
+        *,
+        submit_s,
+        nodes,
+        limit_s,
+        runtime_s,
+        job_id=None,
+        user=None,
+        depends_on_id=None,
+        recorded_start_s=None,
+        recorded_end_s=None,
+        epoch=None,
+        source="",
+        meta=None,
+    ) -> "Jobs":
         """A table from columns in any order: sorts by (submit, id), clips runtimes to limits,
         maps user labels to indices and dependencies (given as job ids, -1 for none) to rows."""
         submit_s = np.asarray(submit_s, dtype=np.int64)
@@ -99,7 +126,7 @@ class Jobs:
         depends_on = none.copy()
         if depends_on_id is not None and n:
             dep_ids = np.asarray(depends_on_id, dtype=np.int64)[order]
-            by_id = np.argsort(job_id[order], kind="stable")   # rows in job id order
+            by_id = np.argsort(job_id[order], kind="stable")  # rows in job id order
             sorted_ids = job_id[order][by_id]
             at = np.minimum(np.searchsorted(sorted_ids, dep_ids), n - 1)
             found = (dep_ids >= 0) & (sorted_ids[at] == dep_ids)
@@ -107,12 +134,21 @@ class Jobs:
 
         def col(values):
             return none if values is None else np.asarray(values, dtype=np.int64)[order]
-        return cls(job_id=job_id[order], submit_s=submit_s[order],
-                   nodes=np.asarray(nodes, dtype=np.int64)[order], limit_s=limit_s[order],
-                   runtime_s=runtime_s[order], user=np.asarray(user, dtype=np.int64)[order],
-                   depends_on=depends_on, recorded_start_s=col(recorded_start_s),
-                   recorded_end_s=col(recorded_end_s), epoch=epoch, source=source,
-                   meta=dict(meta or {}))
+
+        return cls(
+            job_id=job_id[order],
+            submit_s=submit_s[order],
+            nodes=np.asarray(nodes, dtype=np.int64)[order],
+            limit_s=limit_s[order],
+            runtime_s=runtime_s[order],
+            user=np.asarray(user, dtype=np.int64)[order],
+            depends_on=depends_on,
+            recorded_start_s=col(recorded_start_s),
+            recorded_end_s=col(recorded_end_s),
+            epoch=epoch,
+            source=source,
+            meta=dict(meta or {}),
+        )
 
     # -- views ---------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -151,8 +187,10 @@ class Jobs:
     def to_unix(self, t_s) -> np.ndarray:
         """Times on the trace clock as Unix seconds (needs ``epoch`` for SWF traces)."""
         if self.epoch is None:
-            raise InvalidInputError(f"{self.source or 'this trace'} has no absolute start time "
-                                    "(SWF header UnixStartTime); dates cannot be used with it")
+            raise InvalidInputError(
+                f"{self.source or 'this trace'} has no absolute start time "
+                "(SWF header UnixStartTime); dates cannot be used with it"
+            )
         return np.asarray(t_s, dtype=np.int64) + self.epoch
 
     def from_unix(self, t_unix) -> np.ndarray:
@@ -161,5 +199,5 @@ class Jobs:
         return np.asarray(t_unix, dtype=np.int64) - self.epoch
 
     def __repr__(self) -> str:
-        span = (f", submits {self.submit_s[0]}..{self.submit_s[-1]} s" if len(self) else "")
+        span = f", submits {self.submit_s[0]}..{self.submit_s[-1]} s" if len(self) else ""
         return f"Jobs({len(self)} jobs, {self.num_users} users{span}, source={self.source!r})"

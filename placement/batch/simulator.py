@@ -67,12 +67,12 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from tjap._backends import Slices
+from tjap.errors import InvalidInputError, check_options
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.tree.cost import CONVENTIONS, convention_code
 from tjap.placement.tree.topology import MAX_NODES
-from tjap._backends import Slices
-from tjap.errors import InvalidInputError, check_options
 from tjap.result import Measurement, plain
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
@@ -89,28 +89,33 @@ MAX_ALLOCATIONS = 2**28
 class Priority:
     """Multifactor priority weights and parameters (Slurm's names and defaults)."""
 
-    age: float = 0.0          # PriorityWeightAge
-    job_size: float = 0.0     # PriorityWeightJobSize
-    fairshare: float = 0.0    # PriorityWeightFairshare
-    qos: float = 0.0          # PriorityWeightQOS
-    qos_factor: float = 0.0   # the (constant) normalised QoS priority of every job
-    max_age_s: int = 7 * DAY_S          # PriorityMaxAge (7-0)
+    age: float = 0.0  # PriorityWeightAge
+    job_size: float = 0.0  # PriorityWeightJobSize
+    fairshare: float = 0.0  # PriorityWeightFairshare
+    qos: float = 0.0  # PriorityWeightQOS
+    qos_factor: float = 0.0  # the (constant) normalised QoS priority of every job
+    max_age_s: int = 7 * DAY_S  # PriorityMaxAge (7-0)
     decay_half_life_s: int = 7 * DAY_S  # PriorityDecayHalfLife (7-0)
-    calc_period_s: int = 300            # PriorityCalcPeriod (5 minutes)
-    favor_small: bool = False           # PriorityFavorSmall
+    calc_period_s: int = 300  # PriorityCalcPeriod (5 minutes)
+    favor_small: bool = False  # PriorityFavorSmall
 
     def __post_init__(self):
         for name in ("age", "job_size", "fairshare", "qos"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0 <= value < 2**32):
-                raise InvalidInputError(f"priority weight {name} must be a number in [0, 2^32), "
-                                        f"got {value!r}")
+                raise InvalidInputError(
+                    f"priority weight {name} must be a number in [0, 2^32), got {value!r}"
+                )
         if not 0.0 <= self.qos_factor <= 1.0:
             raise InvalidInputError(f"qos_factor must lie in [0, 1], got {self.qos_factor!r}")
         for name in ("max_age_s", "decay_half_life_s", "calc_period_s"):
-            if not (isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 1):
-                raise InvalidInputError(f"{name} must be a positive integer number of seconds, "
-                                        f"got {getattr(self, name)!r}")
+            if not (
+                isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 1
+            ):
+                raise InvalidInputError(
+                    f"{name} must be a positive integer number of seconds, "
+                    f"got {getattr(self, name)!r}"
+                )
 
 
 @dataclass(frozen=True)
@@ -118,10 +123,10 @@ class SchedulerConfig:
     """How the simulated scheduler decides (defaults follow Slurm's documentation)."""
 
     backfill: str | int = "easy"
-    bf_interval_s: int = 30        # bf_interval
-    bf_resolution_s: int = 60      # bf_resolution
-    bf_max_job_test: int = 500     # bf_max_job_test
-    release_delay_s: int = 0       # seconds a job's nodes stay busy after it ends (COMPLETING)
+    bf_interval_s: int = 30  # bf_interval
+    bf_resolution_s: int = 60  # bf_resolution
+    bf_max_job_test: int = 500  # bf_max_job_test
+    release_delay_s: int = 0  # seconds a job's nodes stay busy after it ends (COMPLETING)
     #: the simulated nodes are the CPUs of ONE Slurm node (the fidelity replay): Slurm's backfill
     #: reserves whole nodes, so a reservation keeps every simulated node from its start to its end
     reserve_whole_node: bool = False
@@ -146,31 +151,48 @@ class SchedulerConfig:
 
     def __post_init__(self):
         b = self.backfill
-        if isinstance(b, bool) or not (b in BACKFILL_MODES or (isinstance(b, (int, np.integer))
-                                                                and b >= 0)):
-            raise InvalidInputError(f"backfill must be one of {', '.join(BACKFILL_MODES)} or a "
-                                    f"reservation depth >= 0, got {b!r}")
-        for name in ("bf_interval_s", "bf_resolution_s", "bf_max_job_test", "release_delay_s",
-                     "bf_will_run_window_s"):
+        if isinstance(b, bool) or not (
+            b in BACKFILL_MODES or (isinstance(b, (int, np.integer)) and b >= 0)
+        ):
+            raise InvalidInputError(
+                f"backfill must be one of {', '.join(BACKFILL_MODES)} or a "
+                f"reservation depth >= 0, got {b!r}"
+            )
+        for name in (
+            "bf_interval_s",
+            "bf_resolution_s",
+            "bf_max_job_test",
+            "release_delay_s",
+            "bf_will_run_window_s",
+        ):
             value = getattr(self, name)
             low = 0 if name in ("bf_interval_s", "release_delay_s", "bf_will_run_window_s") else 1
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
         if self.placement not in PLACEMENTS:
-            raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, "
-                                    f"got {self.placement!r}")
-        if self.bf_reserve_nodes and (self.backfill not in ("easy", 1) or self.reserve_whole_node
-                                      or self.placement != "firstfit"):
-            raise InvalidInputError("bf_reserve_nodes=True models one reservation on named nodes: "
-                                    "use it with backfill='easy', placement='firstfit' and "
-                                    "reserve_whole_node=False")
+            raise InvalidInputError(
+                f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}"
+            )
+        if self.bf_reserve_nodes and (
+            self.backfill not in ("easy", 1)
+            or self.reserve_whole_node
+            or self.placement != "firstfit"
+        ):
+            raise InvalidInputError(
+                "bf_reserve_nodes=True models one reservation on named nodes: "
+                "use it with backfill='easy', placement='firstfit' and "
+                "reserve_whole_node=False"
+            )
         for name in ("reserve_whole_node", "bf_end_at_reservation", "bf_reserve_nodes"):
             if not isinstance(getattr(self, name), bool):
-                raise InvalidInputError(f"{name} must be True or False, "
-                                        f"got {getattr(self, name)!r}")
+                raise InvalidInputError(
+                    f"{name} must be True or False, got {getattr(self, name)!r}"
+                )
         if self.cost_convention not in CONVENTIONS:
-            raise InvalidInputError(f"cost_convention must be one of {', '.join(CONVENTIONS)}, "
-                                    f"got {self.cost_convention!r}")
+            raise InvalidInputError(
+                f"cost_convention must be one of {', '.join(CONVENTIONS)}, "
+                f"got {self.cost_convention!r}"
+            )
         if not isinstance(self.priority, Priority):
             raise InvalidInputError("priority must be a tjap.placement.batch.Priority")
 
@@ -180,8 +202,13 @@ class SchedulerConfig:
         reservation, a backfill pass at every event (``bf_interval_s=0``), no rounding of ends
         (``bf_resolution_s=1``), no limit on the jobs a pass tests, and a backfilled job may end
         exactly when the reservation begins. ``changes`` set other fields (e.g. ``priority``)."""
-        textbook = dict(backfill="easy", bf_interval_s=0, bf_resolution_s=1,
-                        bf_max_job_test=2**31, bf_end_at_reservation=True)
+        textbook = dict(
+            backfill="easy",
+            bf_interval_s=0,
+            bf_resolution_s=1,
+            bf_max_job_test=2**31,
+            bf_end_at_reservation=True,
+        )
         return cls(**(textbook | changes))
 
     @property
@@ -215,10 +242,17 @@ class Simulator:
     >>> result.summary()["mean_wait_s"]
     """
 
-    def __init__(self, jobs: Jobs, nodes: int | None = None, config: SchedulerConfig | None = None,
-                 topology=None):
+    def __init__(
+        self,
+        jobs: Jobs,
+        nodes: int | None = None,
+        config: SchedulerConfig | None = None,
+        topology=None,
+    ):
         if not isinstance(jobs, Jobs):
-            raise InvalidInputError("jobs must be a tjap.placement.batch.Jobs table (see load_trace)")
+            raise InvalidInputError(
+                "jobs must be a tjap.placement.batch.Jobs table (see load_trace)"
+            )
         self.config = config or SchedulerConfig()
         if nodes is None:
             if topology is None:
@@ -230,24 +264,28 @@ class Simulator:
             raise InvalidInputError(
                 f"a cluster of {int(nodes):,} nodes is more than tjap simulates ({MAX_NODES:,} "
                 "nodes, tjap.placement.tree.topology.MAX_NODES); give nodes (--nodes) of at most "
-                f"{MAX_NODES:,}")
+                f"{MAX_NODES:,}"
+            )
         if topology is not None and topology.num_nodes != nodes:
             raise InvalidInputError(f"nodes={nodes} but the topology has {topology.num_nodes}")
         if self.config.placement != "firstfit" and topology is None:
-            raise InvalidInputError(f"placement {self.config.placement!r} needs a topology "
-                                    "(tjap.FatTree)")
+            raise InvalidInputError(
+                f"placement {self.config.placement!r} needs a topology (tjap.FatTree)"
+            )
         if len(jobs) and jobs.max_nodes > nodes:
             too_big = int((jobs.nodes > nodes).sum())
             raise InvalidInputError(
                 f"{too_big} job(s) request more than the cluster's {nodes} nodes (largest: "
                 f"{jobs.max_nodes}); use at least {jobs.max_nodes} nodes or drop them with "
-                f"jobs.take(np.flatnonzero(jobs.nodes <= {nodes}))")
-        allocations = int(jobs.nodes.sum()) if len(jobs) else 0   # each job <= nodes here
+                f"jobs.take(np.flatnonzero(jobs.nodes <= {nodes}))"
+            )
+        allocations = int(jobs.nodes.sum()) if len(jobs) else 0  # each job <= nodes here
         if allocations > MAX_ALLOCATIONS:
             raise InvalidInputError(
                 f"the {len(jobs):,} jobs request {allocations:,} nodes in all, more than one "
                 f"simulation records ({MAX_ALLOCATIONS:,}); simulate fewer jobs at a time "
-                "(--start/--days)")
+                "(--start/--days)"
+            )
         self.jobs = jobs
         self.num_nodes = int(nodes)
         self.topology = topology
@@ -263,7 +301,9 @@ class Simulator:
         iconf[k.MODE], iconf[k.DEPTH] = mode, depth
         iconf[k.BF_INTERVAL], iconf[k.BF_RESOLUTION] = c.bf_interval_s, c.bf_resolution_s
         iconf[k.BF_MAX_JOB_TEST], iconf[k.CALC_PERIOD] = c.bf_max_job_test, p.calc_period_s
-        iconf[k.PLACEMENT] = k.PLACE_CONTIGUOUS if c.placement == "contiguous" else k.PLACE_FIRST_FIT
+        iconf[k.PLACEMENT] = (
+            k.PLACE_CONTIGUOUS if c.placement == "contiguous" else k.PLACE_FIRST_FIT
+        )
         iconf[k.NUM_NODES], iconf[k.FAVOR_SMALL] = self.num_nodes, int(p.favor_small)
         iconf[k.RELEASE_DELAY] = c.release_delay_s
         iconf[k.WHOLE_RESERVATION] = int(c.reserve_whole_node)
@@ -289,8 +329,11 @@ class Simulator:
         self._child_ptr = np.zeros(n + 1, np.int64)
         np.add.at(self._child_ptr, dep[has] + 1, 1)
         self._child_ptr = np.cumsum(self._child_ptr).astype(np.int64)
-        self._node_offset = np.concatenate([[0], np.cumsum(jobs.nodes)[:-1]]).astype(np.int64) \
-            if n else np.zeros(0, np.int64)
+        self._node_offset = (
+            np.concatenate([[0], np.cumsum(jobs.nodes)[:-1]]).astype(np.int64)
+            if n
+            else np.zeros(0, np.int64)
+        )
         self._work = k.work_arrays(n)
 
     def _reset(self):
@@ -302,14 +345,22 @@ class Simulator:
         clock[k.LAST_CALC] = first
         clock[k.NEXT_CALC] = first
         self._state = {
-            "clock": clock, "status": np.zeros(n, np.int64), "eligible": np.full(n, -1, np.int64),
-            "start": np.full(n, -1, np.int64), "end": np.full(n, -1, np.int64),
-            "prio": np.zeros(n, np.float64), "reserved_at": np.full(n, -1, np.int64),
-            "first_reservation": np.full(n, -1, np.int64), "queue": np.zeros(n, np.int64),
-            "running": np.zeros(n, np.int64), "free": np.ones(self.num_nodes, np.bool_),
+            "clock": clock,
+            "status": np.zeros(n, np.int64),
+            "eligible": np.full(n, -1, np.int64),
+            "start": np.full(n, -1, np.int64),
+            "end": np.full(n, -1, np.int64),
+            "prio": np.zeros(n, np.float64),
+            "reserved_at": np.full(n, -1, np.int64),
+            "first_reservation": np.full(n, -1, np.int64),
+            "queue": np.zeros(n, np.int64),
+            "running": np.zeros(n, np.int64),
+            "free": np.ones(self.num_nodes, np.bool_),
             "node_of": np.full(int(j.nodes.sum()) if n else 0, -1, np.int64),
             "usage": np.zeros(max(j.num_users, 1), np.float64),
-            "held": np.zeros(n, np.bool_), "start_seq": np.full(n, -1, np.int64)}
+            "held": np.zeros(n, np.bool_),
+            "start_seq": np.full(n, -1, np.int64),
+        }
         self.simulated = np.ones(n, bool)  # False for jobs whose start came from the trace
         self.runtime_s = 0.0
 
@@ -332,13 +383,38 @@ class Simulator:
         while True:
             upto = min(stop, upto + slices.size)
             tick = time.perf_counter()
-            nxt = k.advance(j.submit_s, j.nodes, j.limit_s, j.runtime_s, j.user, j.depends_on,
-                            self._child_ptr, self._children, self._node_offset,
-                            self._switch_of, self._pod_of, self._iconf, self._fconf,
-                            s["clock"], s["status"], s["eligible"], s["start"], s["end"],
-                            s["prio"], s["reserved_at"], s["first_reservation"], s["queue"],
-                            s["running"], s["free"], s["node_of"], s["usage"], s["held"],
-                            s["start_seq"], *self._work, upto)
+            nxt = k.advance(
+                j.submit_s,
+                j.nodes,
+                j.limit_s,
+                j.runtime_s,
+                j.user,
+                j.depends_on,
+                self._child_ptr,
+                self._children,
+                self._node_offset,
+                self._switch_of,
+                self._pod_of,
+                self._iconf,
+                self._fconf,
+                s["clock"],
+                s["status"],
+                s["eligible"],
+                s["start"],
+                s["end"],
+                s["prio"],
+                s["reserved_at"],
+                s["first_reservation"],
+                s["queue"],
+                s["running"],
+                s["free"],
+                s["node_of"],
+                s["usage"],
+                s["held"],
+                s["start_seq"],
+                *self._work,
+                upto,
+            )
             took = time.perf_counter() - tick
             self.runtime_s += took
             slices.took(took)
@@ -346,7 +422,7 @@ class Simulator:
                 progress(self.jobs_done())
             if upto >= stop or nxt >= k.INF:
                 break
-            upto = max(upto, nxt - slices.size)   # nothing happens before nxt: skip to it
+            upto = max(upto, nxt - slices.size)  # nothing happens before nxt: skip to it
         if until_s is not None and s["clock"][k.NOW] < until_s:
             s["clock"][k.NOW] = until_s
         return None if nxt >= k.INF else int(nxt)
@@ -376,7 +452,7 @@ class Simulator:
         s["clock"][k.DIRTY] = 1
 
     def state(self, row: int) -> str:
-        """"future", "pending", "held", "running" or "done"."""
+        """ "future", "pending", "held", "running" or "done"."""
         status = int(self._state["status"][row])
         if status == k.PENDING and self._state["eligible"][row] == k.HELD:
             return "held"
@@ -394,8 +470,11 @@ class Simulator:
 
     # -- snapshots and warm starts ---------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.now, {name: a.copy() for name, a in self._state.items()}
-                        | {"simulated": self.simulated.copy()})
+        return Snapshot(
+            self.now,
+            {name: a.copy() for name, a in self._state.items()}
+            | {"simulated": self.simulated.copy()},
+        )
 
     def restore(self, snapshot: Snapshot) -> None:
         for name, a in snapshot.arrays.items():
@@ -403,15 +482,23 @@ class Simulator:
             target[...] = a
 
     @classmethod
-    def from_trace_state(cls, jobs: Jobs, at_s: int, nodes: int | None = None,
-                         config: SchedulerConfig | None = None, topology=None) -> "Simulator":
+    def from_trace_state(
+        cls,
+        jobs: Jobs,
+        at_s: int,
+        nodes: int | None = None,
+        config: SchedulerConfig | None = None,
+        topology=None,
+    ) -> "Simulator":
         """A simulator at time ``at_s`` in the trace's own state: jobs the trace had running then
         are running (on first-fit nodes) until their recorded end, jobs submitted but not yet
         started are queued, earlier jobs are done; everything after is simulated."""
         if (jobs.recorded_start_s < 0).any():
-            raise InvalidInputError(f"{jobs.source or 'the trace'} lacks recorded start times "
-                                    f"for {(jobs.recorded_start_s < 0).sum()} job(s); a warm start "
-                                    "needs them")
+            raise InvalidInputError(
+                f"{jobs.source or 'the trace'} lacks recorded start times "
+                f"for {(jobs.recorded_start_s < 0).sum()} job(s); a warm start "
+                "needs them"
+            )
         sim = cls(jobs, nodes, config, topology)
         s, at_s = sim._state, int(at_s)
         rec_start, rec_end = jobs.recorded_start_s, jobs.recorded_start_s + jobs.runtime_s
@@ -422,7 +509,8 @@ class Simulator:
         if jobs.nodes[running].sum() > sim.num_nodes:
             raise InvalidInputError(
                 f"the trace had {jobs.nodes[running].sum()} nodes busy at {at_s}, more than "
-                f"nodes={sim.num_nodes}; use a larger cluster for this warm start")
+                f"nodes={sim.num_nodes}; use a larger cluster for this warm start"
+            )
         status, start, end = s["status"], s["start"], s["end"]
         status[done] = k.DONE
         start[done | running] = rec_start[done | running]
@@ -431,8 +519,8 @@ class Simulator:
         clock = s["clock"]
         for row in np.flatnonzero(running)[np.argsort(rec_end[running], kind="stable")]:
             lo = sim._node_offset[row]
-            ids = np.flatnonzero(s["free"])[:jobs.nodes[row]]
-            s["node_of"][lo:lo + jobs.nodes[row]] = ids
+            ids = np.flatnonzero(s["free"])[: jobs.nodes[row]]
+            s["node_of"][lo : lo + jobs.nodes[row]] = ids
             s["free"][ids] = False
             status[row] = k.RUNNING
             s["running"][clock[k.RLEN]] = row
@@ -442,9 +530,9 @@ class Simulator:
         for row in np.flatnonzero(pending):
             status[row] = k.PENDING
             d = dep[row]
-            s["eligible"][row] = (jobs.submit_s[row] if d < 0 or status[d] == k.DONE else -1)
+            s["eligible"][row] = jobs.submit_s[row] if d < 0 or status[d] == k.DONE else -1
         queue = np.flatnonzero(pending)  # equal priorities until the first recalculation
-        s["queue"][:queue.size] = queue
+        s["queue"][: queue.size] = queue
         clock[k.QLEN] = queue.size
         clock[k.NEXT_SUBMIT] = int(np.searchsorted(jobs.submit_s, at_s, side="right"))
         clock[k.NOW] = at_s
@@ -456,12 +544,25 @@ class Simulator:
     # -- results ----------------------------------------------------------------------------------
     def result(self) -> "SimulationResult":
         s = self._state
-        node_of = (self._python_placement() if self.config.placement in PYTHON_PLACEMENTS
-                   else s["node_of"].copy())
-        return SimulationResult(self.jobs, self.num_nodes, self.config, s["start"].copy(),
-                                s["end"].copy(), s["first_reservation"].copy(),
-                                self.simulated.copy(), node_of, self._node_offset,
-                                self.now, self.runtime_s, s["start_seq"].copy())
+        node_of = (
+            self._python_placement()
+            if self.config.placement in PYTHON_PLACEMENTS
+            else s["node_of"].copy()
+        )
+        return SimulationResult(
+            self.jobs,
+            self.num_nodes,
+            self.config,
+            s["start"].copy(),
+            s["end"].copy(),
+            s["first_reservation"].copy(),
+            self.simulated.copy(),
+            node_of,
+            self._node_offset,
+            self.now,
+            self.runtime_s,
+            s["start_seq"].copy(),
+        )
 
     def _python_placement(self) -> np.ndarray:
         """``node_of`` with every simulated start's nodes chosen by the Python-level placement:
@@ -476,7 +577,7 @@ class Simulator:
         for row in started[~self.simulated[started]]:  # running at a warm start: kernel nodes
             lo = self._node_offset[row]
             if node_of[lo] >= 0:
-                free[node_of[lo:lo + jobs.nodes[row]]] = False
+                free[node_of[lo : lo + jobs.nodes[row]]] = False
                 heapq.heappush(busy, (int(s["end"][row]) + delay, int(row)))
         placed = started[self.simulated[started]]
         placed = placed[np.lexsort((s["start_seq"][placed], s["start"][placed]))]
@@ -484,10 +585,10 @@ class Simulator:
             while busy and busy[0][0] <= s["start"][row]:
                 _, done = heapq.heappop(busy)
                 lo = self._node_offset[done]
-                free[node_of[lo:lo + jobs.nodes[done]]] = True
+                free[node_of[lo : lo + jobs.nodes[done]]] = True
             lo, size = self._node_offset[row], int(jobs.nodes[row])
             nodes = best_single_job_nodes(self.topology, np.flatnonzero(free), size)
-            node_of[lo:lo + size] = nodes
+            node_of[lo : lo + size] = nodes
             free[nodes] = False
             heapq.heappush(busy, (int(s["end"][row]) + delay, int(row)))
         return node_of
@@ -531,8 +632,11 @@ class SimulationResult(Measurement):
         """The mean wait (s) of the jobs the simulator started (``summary()["mean_wait_s"]``;
         0 when it started none)."""
         done = self.simulated & (self.start_s >= 0)
-        return float((self.start_s - self.jobs.submit_s)[done].astype(float).mean()) \
-            if done.any() else 0.0
+        return (
+            float((self.start_s - self.jobs.submit_s)[done].astype(float).mean())
+            if done.any()
+            else 0.0
+        )
 
     @property
     def seed(self) -> int:
@@ -546,7 +650,7 @@ class SimulationResult(Measurement):
 
     def nodes_of(self, row: int) -> list[int]:
         lo = self.node_offset[row]
-        return self.node_of[lo:lo + self.jobs.nodes[row]].tolist()
+        return self.node_of[lo : lo + self.jobs.nodes[row]].tolist()
 
     def summary(self, bound_s: int = 10) -> dict:
         """jobs (started by the simulator), mean / median / p95 wait, mean bounded slowdown
@@ -556,32 +660,58 @@ class SimulationResult(Measurement):
         done = self.simulated & (self.start_s >= 0)
         wait = (self.start_s - j.submit_s)[done].astype(float)
         run = j.runtime_s[done].astype(float)
-        out = {"jobs": int(done.sum()), "unfinished": int((self.simulated & (self.start_s < 0)).sum())}
+        out = {
+            "jobs": int(done.sum()),
+            "unfinished": int((self.simulated & (self.start_s < 0)).sum()),
+        }
         if done.any():
             makespan = int(self.end_s[done].max() - j.submit_s[done].min())
             slowdown = np.maximum((wait + run) / np.maximum(run, bound_s), 1.0)
             work = float((j.nodes[done] * j.runtime_s[done]).sum())
-            out |= {"mean_wait_s": float(wait.mean()), "median_wait_s": float(np.median(wait)),
-                    "p95_wait_s": float(np.percentile(wait, 95)),
-                    "mean_bounded_slowdown": float(slowdown.mean()),
-                    "utilization": work / (self.num_nodes * makespan) if makespan > 0 else 0.0,
-                    "makespan_s": makespan}
+            out |= {
+                "mean_wait_s": float(wait.mean()),
+                "median_wait_s": float(np.median(wait)),
+                "p95_wait_s": float(np.percentile(wait, 95)),
+                "mean_bounded_slowdown": float(slowdown.mean()),
+                "utilization": work / (self.num_nodes * makespan) if makespan > 0 else 0.0,
+                "makespan_s": makespan,
+            }
         else:
-            out |= {"mean_wait_s": 0.0, "median_wait_s": 0.0, "p95_wait_s": 0.0,
-                    "mean_bounded_slowdown": 1.0, "utilization": 0.0, "makespan_s": 0}
+            out |= {
+                "mean_wait_s": 0.0,
+                "median_wait_s": 0.0,
+                "p95_wait_s": 0.0,
+                "mean_bounded_slowdown": 1.0,
+                "utilization": 0.0,
+                "makespan_s": 0,
+            }
         out["runtime_s"] = self.runtime_s
         return out
 
     def per_job(self) -> list[dict]:
         """One row per job: id, submission, nodes, start, end and wait (s; -1: not started)."""
         j, wait = self.jobs, self.wait_s
-        return [{"job_id": int(j.job_id[r]), "submit_s": int(j.submit_s[r]),
-                 "nodes": int(j.nodes[r]), "start_s": int(self.start_s[r]),
-                 "end_s": int(self.end_s[r]), "wait_s": int(wait[r])} for r in range(len(j))]
+        return [
+            {
+                "job_id": int(j.job_id[r]),
+                "submit_s": int(j.submit_s[r]),
+                "nodes": int(j.nodes[r]),
+                "start_s": int(self.start_s[r]),
+                "end_s": int(self.end_s[r]),
+                "wait_s": int(wait[r]),
+            }
+            for r in range(len(j))
+        ]
 
     def to_dict(self) -> dict:
-        return self.common() | plain({"num_nodes": self.num_nodes, "config": self.config,
-                                      "summary": self.summary(), "jobs": self.per_job()})
+        return self.common() | plain(
+            {
+                "num_nodes": self.num_nodes,
+                "config": self.config,
+                "summary": self.summary(),
+                "jobs": self.per_job(),
+            }
+        )
 
     def series(self) -> dict:
         """Busy nodes and queued jobs over time (step functions: value from each time on)."""
@@ -613,8 +743,9 @@ class SimulationResult(Measurement):
         axes[2].hist(wait, bins=60, log=True)
         axes[2].set_xlabel("wait (hours)")
         axes[2].set_ylabel("jobs")
-        fig.suptitle(f"{self.jobs.source or 'jobs'}: {self.num_nodes} nodes, "
-                     f"backfill={self.config.backfill}")
+        fig.suptitle(
+            f"{self.jobs.source or 'jobs'}: {self.num_nodes} nodes, backfill={self.config.backfill}"
+        )
         fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)
@@ -627,8 +758,13 @@ def _steps(times, deltas):
     return t[last], v[last]
 
 
-def simulate(jobs: Jobs, nodes: int | None = None, config: SchedulerConfig | None = None,
-             topology=None, **options) -> SimulationResult:
+def simulate(
+    jobs: Jobs,
+    nodes: int | None = None,
+    config: SchedulerConfig | None = None,
+    topology=None,
+    **options,
+) -> SimulationResult:
     """One-call replay: ``simulate(jobs, 76, backfill="easy")``. Keyword options override fields
     of ``config``."""
     check_options(options, [f.name for f in fields(SchedulerConfig)], "simulate()")

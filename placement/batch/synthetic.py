@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.placement.batch.jobs import Jobs
 from tjap.errors import InvalidInputError
+from tjap.placement.batch.jobs import Jobs
 
 
-def synthetic_jobs(count: int, nodes: int, *, like: Jobs, load: float = 0.8,
-                   seed: int = 0) -> Jobs:
+def synthetic_jobs(count: int, nodes: int, *, like: Jobs, load: float = 0.8, seed: int = 0) -> Jobs:
     """``count`` jobs whose (nodes, limit, runtime, user) rows are drawn with replacement from
     ``like`` (rows needing at most ``nodes`` nodes), arriving as a Poisson process whose rate
     offers ``load`` of the cluster's node-seconds. Scaling ``count`` keeps the load, so the
@@ -26,6 +25,11 @@ def synthetic_jobs(count: int, nodes: int, *, like: Jobs, load: float = 0.8,
     work = float((like.nodes[pool] * like.runtime_s[pool]).mean())
     gap = work / (load * nodes)  # mean inter-arrival time
     submit = np.floor(np.cumsum(rng.exponential(gap, count))).astype(np.int64)
-    return Jobs.build(submit_s=submit, nodes=like.nodes[rows], limit_s=like.limit_s[rows],
-                      runtime_s=like.runtime_s[rows], user=like.user[rows],
-                      source=f"synthetic({count}, like={like.source or 'jobs'}, load={load})")
+    return Jobs.build(
+        submit_s=submit,
+        nodes=like.nodes[rows],
+        limit_s=like.limit_s[rows],
+        runtime_s=like.runtime_s[rows],
+        user=like.user[rows],
+        source=f"synthetic({count}, like={like.source or 'jobs'}, load={load})",
+    )

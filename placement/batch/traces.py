@@ -8,7 +8,7 @@ one-line message naming the file, the problem and the fix. Files are only ever o
 Gzip-compressed files (``.swf.gz``) are read transparently. Both formats are read column-wise
 (a Numba scan of the bytes in :mod:`tjap.placement.batch._scan`, then NumPy; a 450,000-line trace
 loads in about a second); the few lines the scan cannot read exactly go through Python with the
-same rules (``tests/trace_reference.py`` is the line-by-line oracle).
+same rules (``tests/oracles/trace_reference.py`` is the line-by-line oracle).
 
 SWF processors become simulator nodes. Missing time limits (SWF requested time -1, Slurm
 ``UNLIMITED``) are replaced by the runtime, a perfect estimate; runtimes above the limit are
@@ -20,6 +20,7 @@ skipped line per reason and every change with the first line it applies to (see
 :class:`TraceReport`); the table's ``meta`` keeps the counts ``limit_from_runtime``,
 ``clipped_runtimes`` and ``dropped_dependencies`` as well.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -36,9 +37,9 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.batch._scan import gather, scan_fields, scan_swf
 from tjap.placement.batch.jobs import Jobs
-from tjap.errors import InvalidInputError
 
 #: Trace formats :func:`load_trace` accepts.
 FORMATS = ("swf", "sacct")
@@ -53,7 +54,7 @@ _EXAMPLE_WIDTH = 80
 #: A file whose first this-many data lines are all malformed is not a trace of the format.
 _GIVE_UP_AFTER = 20
 #: Larger numbers are rejected as malformed (keeps sums of times far inside int64).
-_BIG = 2 ** 52
+_BIG = 2**52
 
 
 @dataclass(frozen=True)
@@ -92,50 +93,66 @@ class TraceReport:
 
     def summary(self) -> str:
         """One line for logs and the CLI."""
-        text = (f"{Path(self.path).name} ({self.format}): {self.jobs} jobs from {self.lines} "
-                f"lines, {self.skipped} skipped")
+        text = (
+            f"{Path(self.path).name} ({self.format}): {self.jobs} jobs from {self.lines} "
+            f"lines, {self.skipped} skipped"
+        )
         return text + (f" (first: {self.examples[0]})" if self.examples else "")
 
     def to_dict(self) -> dict:
         """Plain JSON-ready data (what ``tjap simulate --json`` prints as ``trace_report``)."""
-        return {"path": self.path, "format": self.format, "lines": self.lines, "jobs": self.jobs,
-                "skipped": self.skipped,
-                "skipped_by_reason": {k: dict(v) for k, v in self.skipped_by_reason.items()},
-                "skipped_examples": list(self.examples),
-                "transformations": {k: dict(v) for k, v in self.transformations.items()},
-                "dependencies": {k: (dict(v) if isinstance(v, dict) else v)
-                                 for k, v in self.dependencies.items()},
-                "warnings": list(self.warnings)}
+        return {
+            "path": self.path,
+            "format": self.format,
+            "lines": self.lines,
+            "jobs": self.jobs,
+            "skipped": self.skipped,
+            "skipped_by_reason": {k: dict(v) for k, v in self.skipped_by_reason.items()},
+            "skipped_examples": list(self.examples),
+            "transformations": {k: dict(v) for k, v in self.transformations.items()},
+            "dependencies": {
+                k: (dict(v) if isinstance(v, dict) else v) for k, v in self.dependencies.items()
+            },
+            "warnings": list(self.warnings),
+        }
 
     def text(self) -> str:
         """A short block of lines for people (what ``tjap simulate`` writes to stderr)."""
+
         def counted(items, label):
-            return ", ".join(f"{v['count']} {label(k)} (first line {v['first_line']})"
-                             for k, v in items.items())
+            return ", ".join(
+                f"{v['count']} {label(k)} (first line {v['first_line']})" for k, v in items.items()
+            )
+
         lines = [f"trace {self.summary().split(' (first:')[0]}"]
         if self.skipped_by_reason:
             lines.append("  skipped: " + counted(self.skipped_by_reason, lambda k: k))
         if self.transformations:
-            lines.append("  changed: " + counted(self.transformations,
-                                                 lambda k: _CHANGE_LABELS.get(k, k)))
+            lines.append(
+                "  changed: " + counted(self.transformations, lambda k: _CHANGE_LABELS.get(k, k))
+            )
         dep = self.dependencies
         if dep.get("read"):
             if dep["ignored"]:
                 how = "ignored (--ignore-dependencies)"
             else:
                 dropped = ", ".join(f"{n} on {why}" for why, n in dep["dropped"].items() if n)
-                how = (f"followed: {dep['kept']} kept" if dep["followed"] else "none followed")
+                how = f"followed: {dep['kept']} kept" if dep["followed"] else "none followed"
                 how += f", dropped {dropped}" if dropped else ""
-            lines.append(f"  dependencies: {dep['read']} read from {dep['source']} (first line "
-                         f"{dep['first_line']}); {how}")
+            lines.append(
+                f"  dependencies: {dep['read']} read from {dep['source']} (first line "
+                f"{dep['first_line']}); {how}"
+            )
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
 
 
-_CHANGE_LABELS = {"runtime_cut_to_limit": "runtimes cut to their limit",
-                  "limit_from_runtime": "limits taken from runtimes",
-                  "extra_fields_ignored": "lines with extra fields cut to 18",
-                  "job_steps_left_out": "job steps left out"}
+_CHANGE_LABELS = {
+    "runtime_cut_to_limit": "runtimes cut to their limit",
+    "limit_from_runtime": "limits taken from runtimes",
+    "extra_fields_ignored": "lines with extra fields cut to 18",
+    "job_steps_left_out": "job steps left out",
+}
 
 
 class _Job(NamedTuple):
@@ -151,8 +168,8 @@ class _Job(NamedTuple):
     depends_on_id: int
     start: int
     end: int
-    extra_fields: int = 0   # fields after the format's last, ignored (SWF)
-    line: int = 0           # line number in the file (set by the reader)
+    extra_fields: int = 0  # fields after the format's last, ignored (SWF)
+    line: int = 0  # line number in the file (set by the reader)
 
 
 class _Skip(Exception):
@@ -160,14 +177,15 @@ class _Skip(Exception):
 
     def __init__(self, reason: str, malformed: bool = True, kind: str | None = None):
         super().__init__(reason)
-        self.reason = reason          # the full text, with the offending value
-        self.kind = kind or reason    # the reason the report counts by (no values)
+        self.reason = reason  # the full text, with the offending value
+        self.kind = kind or reason  # the reason the report counts by (no values)
         self.malformed = malformed
 
 
 # -- public API -----------------------------------------------------------------------------------
-def load_trace(path, format: str | None = None, *, ignore_dependencies: bool = False
-               ) -> tuple[Jobs, TraceReport]:
+def load_trace(
+    path, format: str | None = None, *, ignore_dependencies: bool = False
+) -> tuple[Jobs, TraceReport]:
     """Load a trace of the given format (one of :data:`FORMATS`), or guessed from the file name
     (``.swf``, ``.swf.gz``: swf; ``.tsv``, ``.txt``, ``.sacct``: sacct) and, failing that, from
     its first lines. ``ignore_dependencies`` drops the dependencies the trace states (SWF field
@@ -176,9 +194,10 @@ def load_trace(path, format: str | None = None, *, ignore_dependencies: bool = F
         _check_file(path)
         format = _format_from_name(path) or _sniff(_head(path))
         if format is None:
-            raise InvalidInputError(f"cannot tell the format of trace file {path} from its name or "
-                                    f"content{_hint(path, None)}; pass --format "
-                                    + " or --format ".join(FORMATS))
+            raise InvalidInputError(
+                f"cannot tell the format of trace file {path} from its name or "
+                f"content{_hint(path, None)}; pass --format " + " or --format ".join(FORMATS)
+            )
     loaders = {"swf": load_swf, "sacct": load_sacct}
     key = str(format).strip().lower()
     if key not in loaders:
@@ -197,9 +216,15 @@ def load_swf(path, *, ignore_dependencies: bool = False) -> tuple[Jobs, TraceRep
     header: dict = {}
     parsed = _read_swf(path, header)
     epoch = header.get("UnixStartTime")
-    return _build(path, "swf", parsed, header=header, meta={},
-                  epoch=epoch if isinstance(epoch, int) else None,
-                  ignore_dependencies=ignore_dependencies)
+    return _build(
+        path,
+        "swf",
+        parsed,
+        header=header,
+        meta={},
+        epoch=epoch if isinstance(epoch, int) else None,
+        ignore_dependencies=ignore_dependencies,
+    )
 
 
 def load_sacct(path, *, ignore_dependencies: bool = False) -> tuple[Jobs, TraceReport]:
@@ -209,20 +234,28 @@ def load_sacct(path, *, ignore_dependencies: bool = False) -> tuple[Jobs, TraceR
     sacct tables state no dependencies; ``ignore_dependencies`` is accepted for uniformity."""
     _check_file(path)
     numbered = _numbered_lines(path)
-    try:                                 # closed here, even when the preamble is refused
+    try:  # closed here, even when the preamble is refused
         layout, declared_count, lines = _sacct_preamble(path, numbered)
         first = next(lines, None)
     finally:
         numbered.close()
     if first is None:
-        raise InvalidInputError(f"trace file {path} has no job lines; is it "
-                                f"{_FORMAT_NAMES['sacct']}?")
+        raise InvalidInputError(
+            f"trace file {path} has no job lines; is it {_FORMAT_NAMES['sacct']}?"
+        )
     parsed = _read_sacct(path, layout, first[0])
     meta = {"steps_skipped": parsed.ignored}
     if declared_count is not None:
         meta["declared_count"] = declared_count
-    return _build(path, "sacct", parsed, header={"columns": layout.columns}, meta=meta, epoch=0,
-                  ignore_dependencies=ignore_dependencies)
+    return _build(
+        path,
+        "sacct",
+        parsed,
+        header={"columns": layout.columns},
+        meta=meta,
+        epoch=0,
+        ignore_dependencies=ignore_dependencies,
+    )
 
 
 def bundled_trace(name: str) -> Path:
@@ -238,8 +271,10 @@ def bundled_trace(name: str) -> Path:
     for file in BUNDLED_TRACES:
         if key in (file, Path(file).stem):
             return BUNDLED_DIR / file
-    raise InvalidInputError(f"no bundled trace named {name!r}; bundled: "
-                            f"{', '.join(Path(f).stem for f in BUNDLED_TRACES)}")
+    raise InvalidInputError(
+        f"no bundled trace named {name!r}; bundled: "
+        f"{', '.join(Path(f).stem for f in BUNDLED_TRACES)}"
+    )
 
 
 def default_nodes(jobs: Jobs, report: TraceReport) -> int | None:
@@ -247,8 +282,11 @@ def default_nodes(jobs: Jobs, report: TraceReport) -> int | None:
     is given. A value smaller than the largest job gives way to the other (SWF jobs count
     processors, so ``MaxNodes`` is too small where nodes have several processors); if neither
     fits, the larger one is returned and the oversized jobs are the caller's to report."""
-    stated = [v for v in (report.header.get("MaxNodes"), report.header.get("MaxProcs"))
-              if isinstance(v, int) and v > 0]
+    stated = [
+        v
+        for v in (report.header.get("MaxNodes"), report.header.get("MaxProcs"))
+        if isinstance(v, int) and v > 0
+    ]
     fitting = [v for v in stated if v >= jobs.max_nodes]
     return fitting[0] if fitting else max(stated, default=None)
 
@@ -366,11 +404,11 @@ class _Skips:
 
 @dataclass
 class _Parsed:
-    jobs: list[_Job] | dict   # the jobs, or their columns (the fields of _Job, as arrays)
+    jobs: list[_Job] | dict  # the jobs, or their columns (the fields of _Job, as arrays)
     skips: _Skips
     lines: int
     ignored: int
-    first_ignored: int = 0   # line number of the first ignored line (0: none)
+    first_ignored: int = 0  # line number of the first ignored line (0: none)
 
     def columns(self) -> dict:
         if isinstance(self.jobs, dict):
@@ -380,86 +418,138 @@ class _Parsed:
 
 def _no_usable_jobs(path, count: int, skips: _Skips) -> InvalidInputError:
     example = f" (e.g. {skips.examples[0]})" if skips.examples else ""
-    return InvalidInputError(f"trace file {path} has no usable jobs: all {count} lines were "
-                             f"skipped or job steps{example}")
+    return InvalidInputError(
+        f"trace file {path} has no usable jobs: all {count} lines were "
+        f"skipped or job steps{example}"
+    )
 
 
 def _not_format(path, fmt: str, skips: _Skips) -> InvalidInputError:
-    return InvalidInputError(f"trace file {path} is not {_FORMAT_NAMES[fmt]} (no line parses, e.g. "
-                             f"{skips.examples[0]}){_hint(path, fmt)}")
+    return InvalidInputError(
+        f"trace file {path} is not {_FORMAT_NAMES[fmt]} (no line parses, e.g. "
+        f"{skips.examples[0]}){_hint(path, fmt)}"
+    )
 
 
-def _build(path, fmt: str, parsed: _Parsed, *, header: dict, meta: dict, epoch: int | None,
-           ignore_dependencies: bool = False) -> tuple[Jobs, TraceReport]:
+def _build(
+    path,
+    fmt: str,
+    parsed: _Parsed,
+    *,
+    header: dict,
+    meta: dict,
+    epoch: int | None,
+    ignore_dependencies: bool = False,
+) -> tuple[Jobs, TraceReport]:
     """The Jobs table and the report of parsed lines."""
     c = parsed.columns()
-    raw_ids, submit, nodes, user, start, end = (c[k] for k in ("raw_id", "submit", "nodes",
-                                                               "user", "start", "end"))
+    raw_ids, submit, nodes, user, start, end = (
+        c[k] for k in ("raw_id", "submit", "nodes", "user", "start", "end")
+    )
     line = np.asarray(c["line"], dtype=np.int64)
     extra = np.asarray(c["extra_fields"], dtype=np.int64)
     runtime = np.asarray(c["runtime"], dtype=np.int64)
     limits = c["limit"]
-    if isinstance(limits, np.ndarray):   # -1: unknown
+    if isinstance(limits, np.ndarray):  # -1: unknown
         unknown_limit = limits < 0
         limit = np.maximum(np.where(unknown_limit, runtime, limits), 1)
-    else:                                # None: unknown
+    else:  # None: unknown
         unknown_limit = np.array([limit is None for limit in limits])
-        limit = np.maximum([r if u else lim for lim, r, u in zip(limits, runtime, unknown_limit)],
-                           1)
+        limit = np.maximum(
+            [r if u else lim for lim, r, u in zip(limits, runtime, unknown_limit)], 1
+        )
     depends_on_id = c["depends_on_id"]
     job_id, any_text_ids = _integer_ids(raw_ids)
     read_dep = np.asarray(depends_on_id, dtype=np.int64)
     depends_on_id = np.full_like(read_dep, -1) if ignore_dependencies else read_dep
-    jobs = Jobs.build(job_id=job_id, submit_s=submit, nodes=nodes, limit_s=limit,
-                      runtime_s=runtime, user=np.asarray(user),
-                      depends_on_id=np.where(depends_on_id == job_id, -1, depends_on_id),
-                      recorded_start_s=start, recorded_end_s=end, epoch=epoch,
-                      source=Path(path).name)
+    jobs = Jobs.build(
+        job_id=job_id,
+        submit_s=submit,
+        nodes=nodes,
+        limit_s=limit,
+        runtime_s=runtime,
+        user=np.asarray(user),
+        depends_on_id=np.where(depends_on_id == job_id, -1, depends_on_id),
+        recorded_start_s=start,
+        recorded_end_s=end,
+        epoch=epoch,
+        source=Path(path).name,
+    )
     jobs, kept = _backward_dependencies(jobs)
     stated = depends_on_id != -1
     on_self = stated & (depends_on_id == job_id)
     on_unknown = stated & ~on_self & ~np.isin(depends_on_id, job_id)
-    dropped = {"a job not in the trace": int(on_unknown.sum()),
-               "the job itself": int(on_self.sum()),
-               "a later job": int(stated.sum()) - kept - int(on_unknown.sum()) - int(on_self.sum())}
-    jobs.meta.update(meta, limit_from_runtime=int(unknown_limit.sum()),
-                     clipped_runtimes=int((runtime > limit).sum()),
-                     dropped_dependencies=int(stated.sum()) - kept)
+    dropped = {
+        "a job not in the trace": int(on_unknown.sum()),
+        "the job itself": int(on_self.sum()),
+        "a later job": int(stated.sum()) - kept - int(on_unknown.sum()) - int(on_self.sum()),
+    }
+    jobs.meta.update(
+        meta,
+        limit_from_runtime=int(unknown_limit.sum()),
+        clipped_runtimes=int((runtime > limit).sum()),
+        dropped_dependencies=int(stated.sum()) - kept,
+    )
     if any_text_ids:
         raw_of = dict(zip(job_id.tolist(), raw_ids))
         jobs.meta["raw_ids"] = [str(raw_of[j]) for j in jobs.job_id.tolist()]
-    changes = {"runtime_cut_to_limit": runtime > limit, "limit_from_runtime": unknown_limit,
-               "extra_fields_ignored": np.asarray(extra) > 0}
-    transformations = {name: {"count": int(mask.sum()), "first_line": int(line[mask].min())}
-                       for name, mask in changes.items() if mask.any()}
+    changes = {
+        "runtime_cut_to_limit": runtime > limit,
+        "limit_from_runtime": unknown_limit,
+        "extra_fields_ignored": np.asarray(extra) > 0,
+    }
+    transformations = {
+        name: {"count": int(mask.sum()), "first_line": int(line[mask].min())}
+        for name, mask in changes.items()
+        if mask.any()
+    }
     if parsed.ignored:
-        transformations["job_steps_left_out"] = {"count": parsed.ignored,
-                                                 "first_line": parsed.first_ignored}
+        transformations["job_steps_left_out"] = {
+            "count": parsed.ignored,
+            "first_line": parsed.first_ignored,
+        }
     warnings = []
     if "extra_fields_ignored" in transformations:
         t = transformations["extra_fields_ignored"]
         most = len(_SWF_FIELDS) + int(np.max(extra))
-        warnings.append(f"{t['count']} line(s) have more than {len(_SWF_FIELDS)} fields (up to "
-                        f"{most}, first line {t['first_line']}); only the first "
-                        f"{len(_SWF_FIELDS)} were read")
+        warnings.append(
+            f"{t['count']} line(s) have more than {len(_SWF_FIELDS)} fields (up to "
+            f"{most}, first line {t['first_line']}); only the first "
+            f"{len(_SWF_FIELDS)} were read"
+        )
     stated_any = bool((read_dep != -1).any())
     source = "SWF field 17 (preceding job)" if fmt == "swf" else "none (sacct states none)"
-    dependencies = {"source": source, "read": int((read_dep != -1).sum()),
-                    "first_line": int(line[read_dep != -1].min()) if stated_any else None,
-                    "ignored": bool(ignore_dependencies), "followed": kept > 0, "kept": kept,
-                    "dropped": dropped}
+    dependencies = {
+        "source": source,
+        "read": int((read_dep != -1).sum()),
+        "first_line": int(line[read_dep != -1].min()) if stated_any else None,
+        "ignored": bool(ignore_dependencies),
+        "followed": kept > 0,
+        "kept": kept,
+        "dropped": dropped,
+    }
     if kept:
         waited = np.bincount(jobs.depends_on[jobs.depends_on >= 0], minlength=len(jobs))
         row = int(np.argmax(waited))
         if waited[row] >= max(10, len(jobs) // 100):
-            warnings.append(f"{int(waited[row])} jobs wait for job {int(jobs.job_id[row])} "
-                            "(SWF field 17, preceding job); if that field means something else "
-                            "in this trace, pass --ignore-dependencies")
-    report = TraceReport(path=str(path), format=fmt, lines=parsed.lines, jobs=len(jobs),
-                         skipped=parsed.skips.count, examples=tuple(parsed.skips.examples),
-                         header=header, skipped_by_reason=parsed.skips.by_kind,
-                         transformations=transformations, dependencies=dependencies,
-                         warnings=tuple(warnings))
+            warnings.append(
+                f"{int(waited[row])} jobs wait for job {int(jobs.job_id[row])} "
+                "(SWF field 17, preceding job); if that field means something else "
+                "in this trace, pass --ignore-dependencies"
+            )
+    report = TraceReport(
+        path=str(path),
+        format=fmt,
+        lines=parsed.lines,
+        jobs=len(jobs),
+        skipped=parsed.skips.count,
+        examples=tuple(parsed.skips.examples),
+        header=header,
+        skipped_by_reason=parsed.skips.by_kind,
+        transformations=transformations,
+        dependencies=dependencies,
+        warnings=tuple(warnings),
+    )
     return jobs, report
 
 
@@ -486,17 +576,38 @@ def _backward_dependencies(jobs: Jobs) -> tuple[Jobs, int]:
 
 
 # -- SWF ------------------------------------------------------------------------------------------
-_SWF_FIELDS = ("job id", "submit time", "wait time", "run time", "allocated processors",
-               "average CPU time", "used memory", "requested processors", "requested time",
-               "requested memory", "status", "user id", "group id", "executable", "queue",
-               "partition", "preceding job", "think time")
+_SWF_FIELDS = (
+    "job id",
+    "submit time",
+    "wait time",
+    "run time",
+    "allocated processors",
+    "average CPU time",
+    "used memory",
+    "requested processors",
+    "requested time",
+    "requested memory",
+    "status",
+    "user id",
+    "group id",
+    "executable",
+    "queue",
+    "partition",
+    "preceding job",
+    "think time",
+)
 _SWF_HEADER = re.compile(r";\s*(\w+)\s*:\s*(.*?)\s*$")
 
 
 #: Why the SWF reader skips a line (codes 1, 2, ...), and whether that makes the line malformed.
-_SWF_REASONS = (("too few fields", True), ("number out of range", True),
-                ("no processor count", False), ("unknown runtime", False),
-                ("unknown submit time", False), ("duplicate job id", True))
+_SWF_REASONS = (
+    ("too few fields", True),
+    ("number out of range", True),
+    ("no processor count", False),
+    ("unknown runtime", False),
+    ("unknown submit time", False),
+    ("duplicate job id", True),
+)
 
 
 def _file_bytes(path) -> np.ndarray:
@@ -513,24 +624,27 @@ def _file_bytes(path) -> np.ndarray:
 
 def _read_swf(path, header: dict) -> _Parsed:
     """Read an SWF file: the Numba scan reads the numbers; lines it cannot read exactly go through
-    :func:`_swf_numbers`. The rules of tests/trace_reference.py, on whole columns."""
+    :func:`_swf_numbers`. The rules of tests/oracles/trace_reference.py, on whole columns."""
     buf = _file_bytes(path)
     values, fields, number, comment, slow, start, end = scan_swf(buf)
 
     def text(r):
-        return bytes(buf[start[r]:end[r]]).decode("utf-8", "replace")
+        return bytes(buf[start[r] : end[r]]).decode("utf-8", "replace")
+
     for r in np.flatnonzero(comment):
         match = _SWF_HEADER.match(text(r).lstrip())
         if match and match[1] not in header:
             header[match[1]] = _int_or_text(match[2])
     data = ~comment
-    values, fields, number, slow, start, end = (a[data] for a in (values, fields, number, slow,
-                                                                   start, end))
+    values, fields, number, slow, start, end = (
+        a[data] for a in (values, fields, number, slow, start, end)
+    )
     if number.size == 0:
-        raise InvalidInputError(f"trace file {path} has no job lines; is it "
-                                f"{_FORMAT_NAMES['swf']}?")
+        raise InvalidInputError(
+            f"trace file {path} has no job lines; is it {_FORMAT_NAMES['swf']}?"
+        )
     special: dict[int, _Skip] = {}
-    for r in np.flatnonzero(slow).tolist():   # decimals, words, long numbers: Python's reading
+    for r in np.flatnonzero(slow).tolist():  # decimals, words, long numbers: Python's reading
         line_text = text(r)
         fields[r] = len(line_text.split())
         try:
@@ -540,10 +654,16 @@ def _read_swf(path, header: dict) -> _Parsed:
     code = np.zeros(number.size, np.int64)
     code[list(special)] = -1
     (job_id, submit, wait, run, allocated, requested, requested_time, user, preceding) = (
-        values[:, i] for i in (0, 1, 2, 3, 4, 7, 8, 11, 16))
+        values[:, i] for i in (0, 1, 2, 3, 4, 7, 8, 11, 16)
+    )
     nodes = np.where(requested > 0, requested, allocated)
-    tests = (~slow & (fields < len(_SWF_FIELDS)), (np.abs(values) > _BIG).any(axis=1),
-             nodes <= 0, run < 0, submit < 0)
+    tests = (
+        ~slow & (fields < len(_SWF_FIELDS)),
+        (np.abs(values) > _BIG).any(axis=1),
+        nodes <= 0,
+        run < 0,
+        submit < 0,
+    )
     for reason, failed in enumerate(tests, 1):
         code[(code == 0) & failed] = reason
     ok = np.flatnonzero(code == 0)
@@ -557,8 +677,11 @@ def _read_swf(path, header: dict) -> _Parsed:
             skip = special[r]
         else:
             kind, malformed = _SWF_REASONS[code[r] - 1]
-            reason = (f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {fields[r]})"
-                      if code[r] == 1 else kind)
+            reason = (
+                f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {fields[r]})"
+                if code[r] == 1
+                else kind
+            )
             skip = _Skip(reason, malformed, kind)
         skips.add(int(number[r]), skip, text(r) if len(skips.examples) < _MAX_EXAMPLES else "")
     malformed = (code > 0) & np.isin(code, [i for i, (_, m) in enumerate(_SWF_REASONS, 1) if m])
@@ -570,11 +693,19 @@ def _read_swf(path, header: dict) -> _Parsed:
     if not keep.any():
         raise _no_usable_jobs(path, count, skips)
     begin = np.where(wait >= 0, submit + wait, -1)
-    columns = {"raw_id": job_id, "submit": submit, "nodes": nodes,
-               "limit": np.where(requested_time > 0, requested_time, -1), "runtime": run,
-               "user": user, "depends_on_id": np.where(preceding > 0, preceding, -1),
-               "start": begin, "end": np.where(begin >= 0, begin + run, -1),
-               "extra_fields": np.maximum(fields - len(_SWF_FIELDS), 0), "line": number}
+    columns = {
+        "raw_id": job_id,
+        "submit": submit,
+        "nodes": nodes,
+        "limit": np.where(requested_time > 0, requested_time, -1),
+        "runtime": run,
+        "user": user,
+        "depends_on_id": np.where(preceding > 0, preceding, -1),
+        "start": begin,
+        "end": np.where(begin >= 0, begin + run, -1),
+        "extra_fields": np.maximum(fields - len(_SWF_FIELDS), 0),
+        "line": number,
+    }
     return _Parsed({k: v[keep] for k, v in columns.items()}, skips, count, 0)
 
 
@@ -589,9 +720,11 @@ def _swf_numbers(text: str) -> list[int]:
     """The first 18 fields of an SWF line as ints (decimals rounded); more are not read."""
     fields = text.split()
     if len(fields) < len(_SWF_FIELDS):
-        raise _Skip(f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {len(fields)})",
-                    kind="too few fields")
-    fields = fields[:len(_SWF_FIELDS)]
+        raise _Skip(
+            f"wrong number of fields (expected {len(_SWF_FIELDS)}, got {len(fields)})",
+            kind="too few fields",
+        )
+    fields = fields[: len(_SWF_FIELDS)]
     try:
         values = [int(x) for x in fields]
     except ValueError:
@@ -630,19 +763,22 @@ _UNKNOWN_TIMES = frozenset({"", "unknown", "none"})
 _UNLIMITED = frozenset({"unlimited", "infinite", "partition_limit"})
 
 
-def _sacct_preamble(path, lines: Iterator[tuple[int, str]]
-                    ) -> tuple["_SacctLayout", int | None, Iterator[tuple[int, str]]]:
+def _sacct_preamble(
+    path, lines: Iterator[tuple[int, str]]
+) -> tuple["_SacctLayout", int | None, Iterator[tuple[int, str]]]:
     """Read the optional count line, the header and the optional line of dashes; return the
     layout, the stated count (or None) and the remaining (data) lines."""
     first = next(lines, None)
     declared = None
     count = first[1].strip() if first is not None else ""
     if count.isdecimal() and len(count) <= 18:
-        declared = int(count)   # stripped: str.strip drops \x1c-\x1f, int() does not
+        declared = int(count)  # stripped: str.strip drops \x1c-\x1f, int() does not
         first = next(lines, None)
     if first is None or not _is_sacct_header(first[1]):
-        raise InvalidInputError(f"trace file {path} is not a sacct-style trace (no header line "
-                                f"with a JobID column){_hint(path, 'sacct')}")
+        raise InvalidInputError(
+            f"trace file {path} is not a sacct-style trace (no header line "
+            f"with a JobID column){_hint(path, 'sacct')}"
+        )
     layout = _SacctLayout.from_header(path, first[1])
     following = next(lines, None)
     if following is not None and set(following[1]) - set("-|\t "):
@@ -674,8 +810,10 @@ class _SacctLayout:
             else:
                 missing.append(" or ".join(accepted))
         if missing:
-            raise InvalidInputError(f"trace file {path}: the sacct header lacks column(s) "
-                                    f"{', '.join(missing)}; include them in the export")
+            raise InvalidInputError(
+                f"trace file {path}: the sacct header lacks column(s) "
+                f"{', '.join(missing)}; include them in the export"
+            )
         return cls(columns, index, chosen, delimiter)
 
     def fields(self, text: str) -> list[str]:
@@ -685,8 +823,10 @@ class _SacctLayout:
         if len(fields) == len(self.columns) + 1 and not fields[-1].strip():
             fields.pop()
         if len(fields) != len(self.columns):
-            raise _Skip(f"wrong number of fields (expected {len(self.columns)}, got {len(fields)})",
-                        kind="wrong number of fields")
+            raise _Skip(
+                f"wrong number of fields (expected {len(self.columns)}, got {len(fields)})",
+                kind="wrong number of fields",
+            )
         return fields
 
     def time(self, key: str, text: str) -> int | None:
@@ -696,28 +836,34 @@ class _SacctLayout:
         try:
             return calendar.timegm(datetime.fromisoformat(text).utctimetuple())
         except (ValueError, OverflowError):
-            raise _Skip(f"bad {self.names[key]} time {text!r}",
-                        kind=f"bad {self.names[key]} time") from None
+            raise _Skip(
+                f"bad {self.names[key]} time {text!r}", kind=f"bad {self.names[key]} time"
+            ) from None
 
     def limit(self, text: str) -> int | None:
         """Seconds of the time limit; None if unlimited."""
         try:
             seconds = _slurm_seconds(text)
         except ValueError:
-            raise _Skip(f"bad {self.names['limit']} {text!r}",
-                        kind=f"bad {self.names['limit']}") from None
+            raise _Skip(
+                f"bad {self.names['limit']} {text!r}", kind=f"bad {self.names['limit']}"
+            ) from None
         if seconds is not None and seconds > _BIG:
-            raise _Skip(f"{self.names['limit']} {text!r} out of range",
-                        kind=f"{self.names['limit']} out of range")
+            raise _Skip(
+                f"{self.names['limit']} {text!r} out of range",
+                kind=f"{self.names['limit']} out of range",
+            )
         return seconds
 
     def count(self, key: str, text: str) -> int:
         """A non-negative integer field."""
         if not (text.isdecimal() and text.isascii()):
             raise _Skip(f"bad {self.names[key]} {text!r}", kind=f"bad {self.names[key]}")
-        if len(text.lstrip("0")) > 16 or int(text) > _BIG:   # int() reads 4300 digits at most
-            raise _Skip(f"{self.names[key]} {text[:40]!r} out of range",
-                        kind=f"{self.names[key]} out of range")
+        if len(text.lstrip("0")) > 16 or int(text) > _BIG:  # int() reads 4300 digits at most
+            raise _Skip(
+                f"{self.names[key]} {text[:40]!r} out of range",
+                kind=f"{self.names[key]} out of range",
+            )
         return int(text)
 
 
@@ -760,12 +906,13 @@ def _iso_seconds(layout: "_SacctLayout", key: str, strings: np.ndarray):
     errors = np.full(strings.size, None, dtype=object)
     try:
         values[plain] = strings[plain].astype("datetime64[s]").astype(np.int64)
-    except ValueError:   # e.g. a 13th month: Python words the reason
+    except ValueError:  # e.g. a 13th month: Python words the reason
         plain[:] = False
     rest = ~plain
     if rest.any():
         values[rest], unknown[rest], errors[rest] = _each_distinct(
-            strings[rest], lambda text: layout.time(key, text))
+            strings[rest], lambda text: layout.time(key, text)
+        )
     return values, unknown, errors
 
 
@@ -775,26 +922,29 @@ _WIDEST_FIELD = 64
 
 def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
     """The rows of a sacct-style table from line ``first_line`` on, column by column: a Numba scan
-    splits the lines, NumPy reads the fields (tests/trace_reference.py has the same rules, one row
+    splits the lines, NumPy reads the fields (tests/oracles/trace_reference.py has the same rules, one row
     at a time, as the oracle)."""
     buf = _file_bytes(path)
     number, line_start, line_end, fields, slow, fs, fe = scan_fields(
-        buf, first_line, ord(layout.delimiter), len(layout.columns))
+        buf, first_line, ord(layout.delimiter), len(layout.columns)
+    )
     need = list(layout.index.values())
     slow |= ((fe - fs)[:, need] > _WIDEST_FIELD).any(axis=1) & (fields == len(layout.columns))
 
     def text(r):
-        return bytes(buf[line_start[r]:line_end[r]]).decode("utf-8", "replace")
-    fe = np.where(slow[:, None], fs, fe)   # slow lines are split in Python below
+        return bytes(buf[line_start[r] : line_end[r]]).decode("utf-8", "replace")
+
+    fe = np.where(slow[:, None], fs, fe)  # slow lines are split in Python below
     value = {}
     for key, i in layout.index.items():
         width = max(int((fe[:, i] - fs[:, i]).max(initial=0)), 1)
-        matrix = gather(buf, fs[:, i], np.minimum(fe[:, i], fs[:, i] + _WIDEST_FIELD),
-                        min(width, _WIDEST_FIELD))
+        matrix = gather(
+            buf, fs[:, i], np.minimum(fe[:, i], fs[:, i] + _WIDEST_FIELD), min(width, _WIDEST_FIELD)
+        )
         value[key] = matrix.view(f"S{matrix.shape[1]}").ravel().astype(str)
     skip_of: dict[int, _Skip] = {}
     blank = np.zeros(number.size, bool)
-    for r in np.flatnonzero(slow).tolist():   # bytes outside ASCII: Python splits the line
+    for r in np.flatnonzero(slow).tolist():  # bytes outside ASCII: Python splits the line
         line_text = text(r)
         if not line_text.strip():
             blank[r] = True
@@ -809,19 +959,23 @@ def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
             value[key] = _with(value[key], r, row[i].strip())
     wrong = ~slow & (fields != len(layout.columns))
     for r in np.flatnonzero(wrong).tolist():
-        skip_of[r] = _Skip(f"wrong number of fields (expected {len(layout.columns)}, got "
-                           f"{fields[r]})", kind="wrong number of fields")
+        skip_of[r] = _Skip(
+            f"wrong number of fields (expected {len(layout.columns)}, got {fields[r]})",
+            kind="wrong number of fields",
+        )
     if blank.any():
         keep_rows = ~blank
         remap = np.cumsum(keep_rows) - 1
         skip_of = {int(remap[r]): skip for r, skip in skip_of.items()}
-        number, line_start, line_end, slow = (a[keep_rows] for a in (number, line_start,
-                                                                       line_end, slow))
+        number, line_start, line_end, slow = (
+            a[keep_rows] for a in (number, line_start, line_end, slow)
+        )
         value = {key: col[keep_rows] for key, col in value.items()}
     count = number.size
     if count == 0:
-        raise InvalidInputError(f"trace file {path} has no job lines; is it "
-                                f"{_FORMAT_NAMES['sacct']}?")
+        raise InvalidInputError(
+            f"trace file {path} has no job lines; is it {_FORMAT_NAMES['sacct']}?"
+        )
     good = np.ones(count, bool)
     good[list(skip_of)] = False
     raw = value["job_id"]
@@ -833,6 +987,7 @@ def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
         for r in np.flatnonzero(mask & ~done).tolist():
             failed[r] = make(r)
         done[mask] = True
+
     done = ~good | step
     fail(raw == "", lambda r: _Skip("empty JobID"))
     times = {}
@@ -844,24 +999,29 @@ def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
     nodes, _, node_errors = _each_distinct(value["nodes"], lambda t: layout.count("nodes", t))
     fail(np.array([e is not None for e in node_errors]), lambda r: node_errors[r])
     (submit, no_submit, _), (start, no_start, _), (end, no_end, _) = (
-        times[k] for k in ("submit", "start", "end"))
+        times[k] for k in ("submit", "start", "end")
+    )
     fail(no_submit, lambda r: _Skip("unknown submit time", malformed=False))
     fail(nodes < 1, lambda r: _Skip("no node count", malformed=False))
     fail(no_start | no_end, lambda r: _Skip("unknown runtime", malformed=False))
     fail(end < start, lambda r: _Skip("end before start", malformed=False))
     decimal = np.strings.isdecimal(raw)
-    plain = decimal & ~slow & (np.strings.str_len(raw) <= 15)   # ASCII digits, below 2^52
+    plain = decimal & ~slow & (np.strings.str_len(raw) <= 15)  # ASCII digits, below 2^52
     ids = np.zeros(count, np.int64)
     id_errors = np.full(count, None, dtype=object)
     ids[plain] = raw[plain].astype(np.int64)
     other = decimal & ~plain
     if other.any():
-        ids[other], _, id_errors[other] = _each_distinct(raw[other],
-                                                         lambda t: layout.count("job_id", t))
+        ids[other], _, id_errors[other] = _each_distinct(
+            raw[other], lambda t: layout.count("job_id", t)
+        )
     fail(np.array([e is not None for e in id_errors]), lambda r: id_errors[r])
     candidates = np.flatnonzero(~done)
-    key = np.where(decimal[candidates], np.strings.add("i", ids[candidates].astype(str)),
-                   np.strings.add("t", raw[candidates]))   # 7 and "007" are one id, "7_1" another
+    key = np.where(
+        decimal[candidates],
+        np.strings.add("i", ids[candidates].astype(str)),
+        np.strings.add("t", raw[candidates]),
+    )  # 7 and "007" are one id, "7_1" another
     _, first = np.unique(key, return_index=True)
     duplicate = np.ones(candidates.size, bool)
     duplicate[first] = False
@@ -870,8 +1030,9 @@ def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
     skips = _Skips()
     malformed = np.zeros(count, bool)
     for r in sorted(skip_of):
-        skips.add(int(number[r]), skip_of[r],
-                  text(r) if len(skips.examples) < _MAX_EXAMPLES else "")
+        skips.add(
+            int(number[r]), skip_of[r], text(r) if len(skips.examples) < _MAX_EXAMPLES else ""
+        )
         malformed[r] = skip_of[r].malformed
     if (count >= _GIVE_UP_AFTER and malformed[:_GIVE_UP_AFTER].all()) or malformed.all():
         raise _not_format(path, "sacct", skips)
@@ -879,16 +1040,28 @@ def _read_sacct(path, layout: "_SacctLayout", first_line: int) -> _Parsed:
     if not keep.any():
         raise _no_usable_jobs(path, count, skips)
     kept_ids = ids[keep]
-    raw_ids = kept_ids if decimal[keep].all() else [
-        int(i) if d else str(t) for i, d, t in zip(kept_ids, decimal[keep], raw[keep])]
-    columns = {"raw_id": raw_ids, "submit": submit[keep], "nodes": nodes[keep],
-               "limit": np.where(unlimited, -1, limit)[keep], "runtime": (end - start)[keep],
-               "user": value["user"][keep], "depends_on_id": np.full(int(keep.sum()), -1),
-               "start": start[keep], "end": end[keep], "extra_fields": np.zeros(int(keep.sum())),
-               "line": number[keep]}
+    raw_ids = (
+        kept_ids
+        if decimal[keep].all()
+        else [int(i) if d else str(t) for i, d, t in zip(kept_ids, decimal[keep], raw[keep])]
+    )
+    columns = {
+        "raw_id": raw_ids,
+        "submit": submit[keep],
+        "nodes": nodes[keep],
+        "limit": np.where(unlimited, -1, limit)[keep],
+        "runtime": (end - start)[keep],
+        "user": value["user"][keep],
+        "depends_on_id": np.full(int(keep.sum()), -1),
+        "start": start[keep],
+        "end": end[keep],
+        "extra_fields": np.zeros(int(keep.sum())),
+        "line": number[keep],
+    }
     ignored = np.flatnonzero(step)
-    return _Parsed(columns, skips, count, int(ignored.size),
-                   int(number[ignored[0]]) if ignored.size else 0)
+    return _Parsed(
+        columns, skips, count, int(ignored.size), int(number[ignored[0]]) if ignored.size else 0
+    )
 
 
 def _slurm_seconds(text: str) -> int | None:

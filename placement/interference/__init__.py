@@ -21,11 +21,38 @@ True
 from tjap.placement.interference.cluster import ARCHS, CLUSTER, TOPOLOGIES, Cluster, make_cluster
 from tjap.placement.interference.episode import PlacementEpisode, Turn
 from tjap.placement.interference.jobs import ARRIVALS, INTERVAL_S, Workload, default_rate
-from tjap.placement.interference.model import (FIT_MODELS, Coefficients, Samples, co_location_samples,
-                                          error_table, fit, prediction_error)
+from tjap.placement.interference.model import (
+    FIT_MODELS,
+    Coefficients,
+    Samples,
+    co_location_samples,
+    error_table,
+    fit,
+    prediction_error,
+)
 from tjap.placement.interference.simulator import PlacementPolicy, SimResult, Simulator, simulate
 
-__all__ = ["ARCHS", "ARRIVALS", "CLUSTER", "FIT_MODELS", "INTERVAL_S", "TOPOLOGIES", "Cluster",
-           "Coefficients", "PlacementEpisode", "PlacementPolicy", "Samples", "SimResult",
-           "Simulator", "Turn", "Workload", "co_location_samples", "default_rate", "error_table",
-           "fit", "make_cluster", "prediction_error", "simulate"]
+__all__ = [
+    "ARCHS",
+    "ARRIVALS",
+    "CLUSTER",
+    "FIT_MODELS",
+    "INTERVAL_S",
+    "TOPOLOGIES",
+    "Cluster",
+    "Coefficients",
+    "PlacementEpisode",
+    "PlacementPolicy",
+    "Samples",
+    "SimResult",
+    "Simulator",
+    "Turn",
+    "Workload",
+    "co_location_samples",
+    "default_rate",
+    "error_table",
+    "fit",
+    "make_cluster",
+    "prediction_error",
+    "simulate",
+]

@@ -23,8 +23,13 @@ def slowdown(cpu_self, pcie_self, same_cpu, over_cpu, same_pcie, alone, coef):
     if alone:
         return 0.0
     u_c = same_cpu + over_cpu
-    s = (coef[0] * math.exp(coef[1] * u_c + coef[2] * cpu_self) + coef[3]
-         + coef[4] * same_pcie + coef[5] * pcie_self + coef[6])
+    s = (
+        coef[0] * math.exp(coef[1] * u_c + coef[2] * cpu_self)
+        + coef[3]
+        + coef[4] * same_pcie
+        + coef[5] * pcie_self
+        + coef[6]
+    )
     return s if s > 0.0 else 0.0
 
 
@@ -46,8 +51,20 @@ def comm_time(volume, first_flow, end_flow, flow_len, flow_links, link_gbps, lin
 
 
 @njit_inline
-def task_slowdown(t, task_group, task_cpu, task_pcie, group_server, server_first_group,
-                  server_groups, group_cores, group_cpu, group_pcie, server_tasks, coef):
+def task_slowdown(
+    t,
+    task_group,
+    task_cpu,
+    task_pcie,
+    group_server,
+    server_first_group,
+    server_groups,
+    group_cores,
+    group_cpu,
+    group_pcie,
+    server_tasks,
+    coef,
+):
     """Slowdown of task ``t`` from the per-group sums (which include ``t`` itself)."""
     g = task_group[t]
     s = group_server[g]
@@ -57,13 +74,33 @@ def task_slowdown(t, task_group, task_cpu, task_pcie, group_server, server_first
             extra = group_cpu[h] - group_cores[h]
             if extra > 0.0:
                 over += extra
-    return slowdown(task_cpu[t], task_pcie[t], group_cpu[g] - task_cpu[t], over,
-                    group_pcie[g] - task_pcie[t], server_tasks[s] <= 1, coef)
+    return slowdown(
+        task_cpu[t],
+        task_pcie[t],
+        group_cpu[g] - task_cpu[t],
+        over,
+        group_pcie[g] - task_pcie[t],
+        server_tasks[s] <= 1,
+        coef,
+    )
 
 
 @njit
-def fill_path(ga, gb, group_server, num_groups, kind, server_tor, nic_link, tor_path,
-              tor_path_len, bcube_n, bcube_levels, port_base, out):
+def fill_path(
+    ga,
+    gb,
+    group_server,
+    num_groups,
+    kind,
+    server_tor,
+    nic_link,
+    tor_path,
+    tor_path_len,
+    bcube_n,
+    bcube_levels,
+    port_base,
+    out,
+):
     """Write the link ids of the path from GPU group ``ga`` to ``gb`` into ``out``; returns how
     many. Same group: its PCIe link; same server: PCIe, QPI, PCIe; otherwise PCIe, the network
     path between the servers (ToR-pair table, or BCube digit correction from the top level down),
@@ -89,7 +126,7 @@ def fill_path(ga, gb, group_server, num_groups, kind, server_tor, nic_link, tor_
     else:
         cur = sa
         for level in range(bcube_levels - 1, -1, -1):
-            step = bcube_n ** level
+            step = bcube_n**level
             d_cur = (cur // step) % bcube_n
             d_dst = (sb // step) % bcube_n
             if d_cur != d_dst:
@@ -103,17 +140,44 @@ def fill_path(ga, gb, group_server, num_groups, kind, server_tor, nic_link, tor_
 
 
 @njit
-def fill_job_flows(groups, workers, ps, group_server, num_groups, kind, server_tor, nic_link,
-                   tor_path, tor_path_len, bcube_n, bcube_levels, port_base, flow_links,
-                   flow_len, first_flow):
+def fill_job_flows(
+    groups,
+    workers,
+    ps,
+    group_server,
+    num_groups,
+    kind,
+    server_tor,
+    nic_link,
+    tor_path,
+    tor_path_len,
+    bcube_n,
+    bcube_levels,
+    port_base,
+    flow_links,
+    flow_len,
+    first_flow,
+):
     """Paths of a job's worker x PS flows (``groups``: workers first, then PSs), written to rows
     ``first_flow ..`` of ``flow_links`` / ``flow_len``."""
     f = first_flow
     for i in range(workers):
         for k in range(ps):
-            flow_len[f] = fill_path(groups[i], groups[workers + k], group_server, num_groups,
-                                    kind, server_tor, nic_link, tor_path, tor_path_len, bcube_n,
-                                    bcube_levels, port_base, flow_links[f])
+            flow_len[f] = fill_path(
+                groups[i],
+                groups[workers + k],
+                group_server,
+                num_groups,
+                kind,
+                server_tor,
+                nic_link,
+                tor_path,
+                tor_path_len,
+                bcube_n,
+                bcube_levels,
+                port_base,
+                flow_links[f],
+            )
             f += 1
 
 
@@ -126,12 +190,38 @@ def add_flows(flow_links, flow_len, first, count, link_flows, sign):
 
 
 @njit
-def interval_update(running, interval_s, job_model, job_workers, job_ps, job_epochs,
-                    job_progress, task_ptr, task_group, task_cpu, task_pcie, flow_ptr,
-                    flow_links, flow_len, link_flows, link_gbps, group_server,
-                    server_first_group, server_groups, group_cores, group_cpu, group_pcie,
-                    server_tasks, iter_s, iters_per_epoch, grad_gbit, coef, out_used_s,
-                    out_slowdown, out_comm_s):
+def interval_update(
+    running,
+    interval_s,
+    job_model,
+    job_workers,
+    job_ps,
+    job_epochs,
+    job_progress,
+    task_ptr,
+    task_group,
+    task_cpu,
+    task_pcie,
+    flow_ptr,
+    flow_links,
+    flow_len,
+    link_flows,
+    link_gbps,
+    group_server,
+    server_first_group,
+    server_groups,
+    group_cores,
+    group_cpu,
+    group_pcie,
+    server_tasks,
+    iter_s,
+    iters_per_epoch,
+    grad_gbit,
+    coef,
+    out_used_s,
+    out_slowdown,
+    out_comm_s,
+):
     """Advance every job in ``running`` by one interval of ``interval_s`` seconds.
 
     Iteration time = iter_s x (1 + the slowest worker's slowdown) + the slowest flow's
@@ -145,13 +235,31 @@ def interval_update(running, interval_s, job_model, job_workers, job_ps, job_epo
         m = job_model[j]
         worst = 0.0
         for t in range(task_ptr[j], task_ptr[j] + job_workers[j]):
-            s = task_slowdown(t, task_group, task_cpu, task_pcie, group_server,
-                              server_first_group, server_groups, group_cores, group_cpu,
-                              group_pcie, server_tasks, coef)
+            s = task_slowdown(
+                t,
+                task_group,
+                task_cpu,
+                task_pcie,
+                group_server,
+                server_first_group,
+                server_groups,
+                group_cores,
+                group_cpu,
+                group_pcie,
+                server_tasks,
+                coef,
+            )
             if s > worst:
                 worst = s
-        comm = comm_time(grad_gbit[m] / job_ps[j], flow_ptr[j], flow_ptr[j + 1], flow_len,
-                         flow_links, link_gbps, link_flows)
+        comm = comm_time(
+            grad_gbit[m] / job_ps[j],
+            flow_ptr[j],
+            flow_ptr[j + 1],
+            flow_len,
+            flow_links,
+            link_gbps,
+            link_flows,
+        )
         epoch_s = iters_per_epoch[m] / job_workers[j] * (iter_s[m] * (1.0 + worst) + comm)
         left = job_epochs[j] - job_progress[j]
         if left * epoch_s <= interval_s:

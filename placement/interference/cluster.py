@@ -55,8 +55,12 @@ QPI_GBPS = 300.0
 #: Network bandwidth per tier (Gbps), bottom tier first.
 TIER_GBPS = {"fattree": (10.0, 20.0, 40.0), "vl2": (1.0, 10.0, 10.0), "bcube": (10.0, 20.0, 40.0)}
 #: Server types: sockets as (physical cores, GPUs).
-SERVER_TYPES = {"pcie": ((8, 2), (8, 2)), "dgx1": ((16, 4), (16, 4)), "hetcpu": ((16, 4), (8, 2)),
-                "small": ((8, 2),)}
+SERVER_TYPES = {
+    "pcie": ((8, 2), (8, 2)),
+    "dgx1": ((16, 4), (16, 4)),
+    "hetcpu": ((16, 4), (8, 2)),
+    "small": ((8, 2),),
+}
 #: Path kinds of the kernels: tree topologies route through a ToR-pair table, BCube by digits.
 KIND_TREE, KIND_BCUBE = 0, 1
 
@@ -84,9 +88,13 @@ def _two_tier_routes(group_of_tor: np.ndarray, up_base: int, top_base: int, tops
                 route = [up_base + a, up_base + b]
             else:
                 c = (min(a, b) * 7 + max(a, b)) % tops
-                route = [up_base + a, top_base + ga * tops + c, top_base + gb * tops + c,
-                         up_base + b]
-            paths[a, b, :len(route)] = route
+                route = [
+                    up_base + a,
+                    top_base + ga * tops + c,
+                    top_base + gb * tops + c,
+                    up_base + b,
+                ]
+            paths[a, b, : len(route)] = route
             length[a, b] = len(route)
     return paths, length
 
@@ -104,11 +112,13 @@ class Cluster:
 
     def __init__(self, topology: str, k: int, arch: str, n: int = 6):
         if topology not in TOPOLOGIES:
-            raise InvalidInputError(f"unknown topology {topology!r}; choose one of "
-                                    f"{', '.join(TOPOLOGIES)}")
+            raise InvalidInputError(
+                f"unknown topology {topology!r}; choose one of {', '.join(TOPOLOGIES)}"
+            )
         if arch not in ARCHS:
-            raise InvalidInputError(f"unknown server architecture {arch!r}; choose one of "
-                                    f"{', '.join(ARCHS)}")
+            raise InvalidInputError(
+                f"unknown server architecture {arch!r}; choose one of {', '.join(ARCHS)}"
+            )
         for name, value in (("k", k), ("n", n)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise InvalidInputError(f"{topology} {name} must be an integer, got {value!r}")
@@ -146,8 +156,9 @@ class Cluster:
     def _vl2(self):
         k = self.k
         if k < 4 or k % 4 or k > 64:
-            raise InvalidInputError(f"vl2 k (aggregation switches) must be a multiple of 4 in "
-                                    f"[4, 64], got {k}")
+            raise InvalidInputError(
+                f"vl2 k (aggregation switches) must be a multiple of 4 in [4, 64], got {k}"
+            )
         aggs, inters, tors, per_tor = k, k // 2, k * k // 4, 20
         tors_per_agg = tors // aggs
         num_servers = tors * per_tor
@@ -166,10 +177,11 @@ class Cluster:
     def _bcube(self):
         k, n = self.k, self.n
         if not 1 <= k <= 4 or not 2 <= n <= 16 or n ** (k + 1) > 20000:
-            raise InvalidInputError(f"bcube needs 1 <= k <= 4, 2 <= n <= 16 and at most 20000 "
-                                    f"servers, got k={k}, n={n}")
+            raise InvalidInputError(
+                f"bcube needs 1 <= k <= 4, 2 <= n <= 16 and at most 20000 servers, got k={k}, n={n}"
+            )
         levels = k + 1
-        num_servers = n ** levels
+        num_servers = n**levels
         per_partition = 2 * n * n if (n ** (k - 1)) % 2 == 0 else n * n
         gbps_by_level = [TIER_GBPS["bcube"][min(level, 2)] for level in range(levels)]
         gbps = [gbps_by_level[level] for _ in range(num_servers) for level in range(levels)]
@@ -177,7 +189,7 @@ class Cluster:
         ends = []
         for s in range(num_servers):
             for level in range(levels):
-                digits = s // n ** (level + 1) * n ** level + s % n ** level  # s without digit
+                digits = s // n ** (level + 1) * n**level + s % n**level  # s without digit
                 ends.append((("server", s), ("switch", level, digits)))
         self.kind = KIND_BCUBE
         self.bcube_n, self.bcube_levels = n, levels
@@ -223,16 +235,23 @@ class Cluster:
         self.group_cores = _frozen(np.array(cores, np.float64))
         self.group_partition = _frozen(partition[self.group_server])
         self.num_groups = len(group_server)
-        self.partition_groups = tuple(_frozen(np.flatnonzero(self.group_partition == p))
-                                      for p in range(self.num_partitions))
+        self.partition_groups = tuple(
+            _frozen(np.flatnonzero(self.group_partition == p)) for p in range(self.num_partitions)
+        )
 
     def _links(self, net_gbps, net_tier, ends) -> None:
         g, s = self.num_groups, self.num_servers
         self.net_base = g + s
-        self.link_gbps = _frozen(np.concatenate([np.full(g, PCIE_GBPS), np.full(s, QPI_GBPS),
-                                                 np.asarray(net_gbps, float)]))
-        self.link_tier = _frozen(np.concatenate([np.zeros(g, np.int64), np.ones(s, np.int64),
-                                                 np.asarray(net_tier, np.int64)]))
+        self.link_gbps = _frozen(
+            np.concatenate(
+                [np.full(g, PCIE_GBPS), np.full(s, QPI_GBPS), np.asarray(net_gbps, float)]
+            )
+        )
+        self.link_tier = _frozen(
+            np.concatenate(
+                [np.zeros(g, np.int64), np.ones(s, np.int64), np.asarray(net_tier, np.int64)]
+            )
+        )
         self.num_links = len(self.link_gbps)
         if self.kind == KIND_TREE:
             rel = self._tor_paths_rel
@@ -252,12 +271,18 @@ class Cluster:
         the QPI hub, switches; edges carry ``link``, ``gbps`` and ``tier``."""
         graph = nx.Graph()
         for gid in range(self.num_groups):
-            graph.add_edge(("group", gid), ("server", int(self.group_server[gid])), link=gid,
-                           gbps=PCIE_GBPS, tier=0)
+            graph.add_edge(
+                ("group", gid),
+                ("server", int(self.group_server[gid])),
+                link=gid,
+                gbps=PCIE_GBPS,
+                tier=0,
+            )
         for i, (a, b) in enumerate(self._net_ends):
             link = self.net_base + i
-            graph.add_edge(a, b, link=link, gbps=float(self.link_gbps[link]),
-                           tier=int(self.link_tier[link]))
+            graph.add_edge(
+                a, b, link=link, gbps=float(self.link_gbps[link]), tier=int(self.link_tier[link])
+            )
         return graph
 
     def path(self, group_a: int, group_b: int) -> np.ndarray:
@@ -265,10 +290,14 @@ class Cluster:
         from tjap.placement.interference import _kernels as kern
 
         for g in (group_a, group_b):
-            if isinstance(g, bool) or not isinstance(g, (int, np.integer)) \
-                    or not 0 <= g < self.num_groups:
-                raise InvalidInputError(f"group must be an integer in [0, {self.num_groups}), "
-                                        f"got {g!r}")
+            if (
+                isinstance(g, bool)
+                or not isinstance(g, (int, np.integer))
+                or not 0 <= g < self.num_groups
+            ):
+                raise InvalidInputError(
+                    f"group must be an integer in [0, {self.num_groups}), got {g!r}"
+                )
         out = np.empty(self.max_path_len, np.int64)
         count = kern.fill_path(int(group_a), int(group_b), *self.path_arrays(), out)
         return out[:count].copy()
@@ -283,27 +312,47 @@ class Cluster:
     def path_arrays(self) -> tuple:
         """The arguments :func:`~tjap.placement.interference._kernels.fill_path` takes after the two
         groups (one tuple, in order)."""
-        return (self.group_server, self.num_groups, self.kind, self.server_tor, self.nic_link,
-                self.tor_path, self.tor_path_len, self.bcube_n, self.bcube_levels, self.port_base)
+        return (
+            self.group_server,
+            self.num_groups,
+            self.kind,
+            self.server_tor,
+            self.nic_link,
+            self.tor_path,
+            self.tor_path_len,
+            self.bcube_n,
+            self.bcube_levels,
+            self.port_base,
+        )
 
     @property
     def total_gpus(self) -> int:
         return int(self.group_gpus.sum())
 
     def describe(self) -> dict:
-        return {"name": self.name, "topology": self.topology, "k": self.k, "arch": self.arch,
-                "servers": self.num_servers, "gpu_groups": self.num_groups,
-                "gpus": self.total_gpus, "partitions": self.num_partitions,
-                "links": self.num_links}
+        return {
+            "name": self.name,
+            "topology": self.topology,
+            "k": self.k,
+            "arch": self.arch,
+            "servers": self.num_servers,
+            "gpu_groups": self.num_groups,
+            "gpus": self.total_gpus,
+            "partitions": self.num_partitions,
+            "links": self.num_links,
+        }
 
     def __repr__(self) -> str:
-        return (f"Cluster({self.name!r}, {self.num_servers} servers, {self.total_gpus} GPUs, "
-                f"{self.num_partitions} partitions)")
+        return (
+            f"Cluster({self.name!r}, {self.num_servers} servers, {self.total_gpus} GPUs, "
+            f"{self.num_partitions} partitions)"
+        )
 
 
 @functools.lru_cache(maxsize=16)
-def make_cluster(topology: str = "fattree", k: int | None = None, arch: str = "pcie",
-                 n: int = 6) -> Cluster:
+def make_cluster(
+    topology: str = "fattree", k: int | None = None, arch: str = "pcie", n: int = 6
+) -> Cluster:
     """A cluster (cached): ``topology`` in :data:`TOPOLOGIES`, size ``k`` (default per topology:
     fattree 20, vl2 20, bcube 3), ``arch`` in :data:`ARCHS`, BCube switch ports ``n``.
 
@@ -311,6 +360,7 @@ def make_cluster(topology: str = "fattree", k: int | None = None, arch: str = "p
     2000
     """
     if topology not in TOPOLOGIES:
-        raise InvalidInputError(f"unknown topology {topology!r}; choose one of "
-                                f"{', '.join(TOPOLOGIES)}")
+        raise InvalidInputError(
+            f"unknown topology {topology!r}; choose one of {', '.join(TOPOLOGIES)}"
+        )
     return Cluster(topology, DEFAULT_K[topology] if k is None else k, arch, n)

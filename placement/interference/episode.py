@@ -14,7 +14,7 @@ completion without preemption.
 turn; the caller places the turn's jobs (:meth:`~PlacementEpisode.submit` a policy's plans, or
 :meth:`~PlacementEpisode.commit` them one job at a time) and asks for the next turn; the jobs of a
 turn left waiting are what the loop forwards. :meth:`Simulator.run` drives it with a placement
-policy, one ``place`` call per turn; the gym env :class:`tjap.learned.envs.InterferenceEnv` drives the
+policy, one ``place`` call per turn; the gym env :class:`tjap.learned.interference.env.InterferenceEnv` drives the
 same object one task at a time.
 
 >>> from tjap.placement.interference import Simulator, Workload, make_cluster
@@ -33,9 +33,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.interference.cluster import CLUSTER
 from tjap.placement.interference.jobs import DONE, RUNNING, WAITING
-from tjap.errors import InvalidInputError
 
 SCOPES = ("partition", "cluster")
 
@@ -61,8 +61,11 @@ def check_plans(sim, partition: int, jobs: Sequence[int], plans, who: str = "the
     for job, plan in zip(jobs, plans):
         if plan is not None:
             plan = np.asarray(plan, np.int64)
-            if plan.size and (plan.min() < 0 or plan.max() >= len(allowed)
-                              or (partition != CLUSTER and np.any(allowed[plan] != partition))):
+            if plan.size and (
+                plan.min() < 0
+                or plan.max() >= len(allowed)
+                or (partition != CLUSTER and np.any(allowed[plan] != partition))
+            ):
                 raise InvalidInputError(f"{who} placed job {job} outside partition {partition}")
         out.append(plan)
     return out
@@ -101,19 +104,31 @@ class PlacementEpisode:
         Whether the episode has ended.
     """
 
-    def __init__(self, sim, *, scope: str = "partition", max_intervals: int | None = None,
-                 drain: bool = True, progress: Callable | None = None):
+    def __init__(
+        self,
+        sim,
+        *,
+        scope: str = "partition",
+        max_intervals: int | None = None,
+        drain: bool = True,
+        progress: Callable | None = None,
+    ):
         if scope not in SCOPES:
-            raise InvalidInputError(f"a policy's scope is 'partition' (the default) or 'cluster', "
-                                    f"got {scope!r}")
+            raise InvalidInputError(
+                f"a policy's scope is 'partition' (the default) or 'cluster', got {scope!r}"
+            )
         w = sim.workload
         self.span = int(w.arrival.max()) + 1 if len(w) else 0
         if max_intervals is None:
             max_intervals = self.span + 100000 if drain else self.span
-        if isinstance(max_intervals, bool) or not isinstance(max_intervals, (int, np.integer)) \
-                or max_intervals < 1:
-            raise InvalidInputError(f"max_intervals must be a positive integer, got "
-                                    f"{max_intervals!r}")
+        if (
+            isinstance(max_intervals, bool)
+            or not isinstance(max_intervals, (int, np.integer))
+            or max_intervals < 1
+        ):
+            raise InvalidInputError(
+                f"max_intervals must be a positive integer, got {max_intervals!r}"
+            )
         self.sim, self.scope = sim, scope
         self.max_intervals, self.drain, self._progress = int(max_intervals), bool(drain), progress
         self.utilization: list[float] = []
@@ -149,16 +164,18 @@ class PlacementEpisode:
         turn = self.turn
         if turn is None:
             raise InvalidInputError("no turn to place: call next_turn() first")
-        for job, plan in zip(turn.jobs, check_plans(self.sim, turn.partition, turn.jobs, plans,
-                                                    who)):
+        for job, plan in zip(
+            turn.jobs, check_plans(self.sim, turn.partition, turn.jobs, plans, who)
+        ):
             if plan is not None:
                 self.sim.commit(job, plan)
 
     def run(self, policy) -> None:
         """Play every remaining turn with ``policy`` (one ``place`` call per turn)."""
         while (turn := self.next_turn()) is not None:
-            self.submit(policy.place(self.sim, turn.partition, list(turn.jobs)),
-                        f"policy {policy.name}")
+            self.submit(
+                policy.place(self.sim, turn.partition, list(turn.jobs)), f"policy {policy.name}"
+            )
 
     # -- the loop --------------------------------------------------------------------------------
     def _offer(self, partition: int, jobs: list[int]):
@@ -178,14 +195,14 @@ class PlacementEpisode:
         next_job = 0
         buffers = (np.zeros(len(w)), np.zeros(len(w)), np.zeros(len(w)))
         steps = range(self.max_intervals)
-        for i in (self._progress(steps) if self._progress else steps):
+        for i in self._progress(steps) if self._progress else steps:
             sim.interval = i
             while next_job < len(w) and w.arrival[next_job] <= i:
                 queues[w.home[next_job]].append(next_job)
                 next_job += 1
             sim.begin_interval(queues)
             forward = []
-            if self.scope == "cluster":    # one scheduler, one queue, no forwarding
+            if self.scope == "cluster":  # one scheduler, one queue, no forwarding
                 queued = [j for q in queues for j in q]
                 if queued:
                     yield from self._offer(CLUSTER, queued)
@@ -210,14 +227,16 @@ class PlacementEpisode:
                 queues[p] = [j for j in queues[p] if sim.state[j] == WAITING]
             self.waiting.append(sum(len(q) for q in queues))
             self.utilization.append(1.0 - sim.gpu_free.sum() / c.total_gpus)
-            in_system = np.flatnonzero((w.arrival[:next_job] <= i)
-                                       & (sim.state[:next_job] != DONE))
+            in_system = np.flatnonzero((w.arrival[:next_job] <= i) & (sim.state[:next_job] != DONE))
             running = sim.advance(running, buffers)
             finish = sim.finish[in_system]
-            self.time_in_system.append(float(np.where(np.isfinite(finish), finish - i,
-                                                      1.0).sum()))
-            if self.drain and next_job == len(w) and not any(queues) \
-                    and not np.any(sim.state == RUNNING):
+            self.time_in_system.append(float(np.where(np.isfinite(finish), finish - i, 1.0).sum()))
+            if (
+                self.drain
+                and next_job == len(w)
+                and not any(queues)
+                and not np.any(sim.state == RUNNING)
+            ):
                 return
             if not self.drain and i + 1 >= self.span:
                 return

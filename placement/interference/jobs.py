@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.placement.interference import profiles
 from tjap.errors import InvalidInputError
+from tjap.placement.interference import profiles
 
 ARRIVALS = ("uniform", "poisson", "trace")
 INTERVAL_S = 1800.0
@@ -55,16 +55,24 @@ class Workload:
 
     def __post_init__(self):
         n = len(np.asarray(self.arrival))
-        bounds = {"arrival": (0, 10**7), "home": (0, 10**5),
-                  "model": (0, len(profiles.MODEL_NAMES) - 1), "workers": (1, 64),
-                  "ps": (1, 64), "epochs": (1, 10**4)}
+        bounds = {
+            "arrival": (0, 10**7),
+            "home": (0, 10**5),
+            "model": (0, len(profiles.MODEL_NAMES) - 1),
+            "workers": (1, 64),
+            "ps": (1, 64),
+            "epochs": (1, 10**4),
+        }
         for name, (low, high) in bounds.items():
             a = np.asarray(getattr(self, name))
             if a.shape != (n,) or not (np.issubdtype(a.dtype, np.integer) or n == 0):
-                raise InvalidInputError(f"workload {name} must be a 1-d integer array of length {n}")
+                raise InvalidInputError(
+                    f"workload {name} must be a 1-d integer array of length {n}"
+                )
             if n and (a.min() < low or a.max() > high):
-                raise InvalidInputError(f"workload {name} must lie in [{low}, {high}], got "
-                                        f"[{a.min()}, {a.max()}]")
+                raise InvalidInputError(
+                    f"workload {name} must lie in [{low}, {high}], got [{a.min()}, {a.max()}]"
+                )
             a = np.ascontiguousarray(a, dtype=np.int64)
             a.setflags(write=False)
             object.__setattr__(self, name, a)
@@ -79,17 +87,29 @@ class Workload:
         return self.workers + self.ps
 
     @classmethod
-    def generate(cls, schedulers: int, intervals: int = 48, pattern: str = "uniform",
-                 seed: int = 0, *, rate: float = JOBS_PER_INTERVAL, trace=None) -> "Workload":
+    def generate(
+        cls,
+        schedulers: int,
+        intervals: int = 48,
+        pattern: str = "uniform",
+        seed: int = 0,
+        *,
+        rate: float = JOBS_PER_INTERVAL,
+        trace=None,
+    ) -> "Workload":
         """Jobs arriving at ``schedulers`` schedulers over ``intervals`` intervals (see the module
         docstring), deterministic in ``seed``."""
         for name, value in (("schedulers", schedulers), ("intervals", intervals)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) \
-                    or not 1 <= value <= 100000:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, np.integer))
+                or not 1 <= value <= 100000
+            ):
                 raise InvalidInputError(f"{name} must be an integer in [1, 100000], got {value!r}")
         if not isinstance(rate, (int, float)) or not 0 < rate <= 1000:
-            raise InvalidInputError(f"rate must be a number in (0, 1000] jobs per interval per "
-                                    f"scheduler, got {rate!r}")
+            raise InvalidInputError(
+                f"rate must be a number in (0, 1000] jobs per interval per scheduler, got {rate!r}"
+            )
         rng = np.random.default_rng(seed)
         if pattern == "uniform":
             counts = np.full((intervals, schedulers), int(round(rate)), np.int64)
@@ -98,21 +118,30 @@ class Workload:
         elif pattern == "trace":
             counts = trace_counts(trace, intervals, schedulers, rate, rng)
         else:
-            raise InvalidInputError(f"unknown arrival pattern {pattern!r}; choose one of "
-                                    f"{', '.join(ARRIVALS)}")
+            raise InvalidInputError(
+                f"unknown arrival pattern {pattern!r}; choose one of {', '.join(ARRIVALS)}"
+            )
         arrival = np.repeat(np.repeat(np.arange(intervals), schedulers), counts.ravel())
         home = np.repeat(np.tile(np.arange(schedulers), intervals), counts.ravel())
         n = len(arrival)
         low_w, high_w = profiles.WORKERS
         low_p, high_p = profiles.PARAMETER_SERVERS
         low_e, high_e = profiles.EPOCHS
-        return cls(arrival, home, rng.integers(len(profiles.MODEL_NAMES), size=n),
-                   rng.integers(low_w, high_w + 1, size=n), rng.integers(low_p, high_p + 1, size=n),
-                   rng.integers(low_e, high_e + 1, size=n), pattern, int(seed))
+        return cls(
+            arrival,
+            home,
+            rng.integers(len(profiles.MODEL_NAMES), size=n),
+            rng.integers(low_w, high_w + 1, size=n),
+            rng.integers(low_p, high_p + 1, size=n),
+            rng.integers(low_e, high_e + 1, size=n),
+            pattern,
+            int(seed),
+        )
 
 
-def trace_counts(trace, intervals: int, schedulers: int, rate: float,
-                 rng: np.random.Generator) -> np.ndarray:
+def trace_counts(
+    trace, intervals: int, schedulers: int, rate: float, rng: np.random.Generator
+) -> np.ndarray:
     """(intervals, schedulers) arrival counts following ``trace``'s submissions (module doc)."""
     from tjap.placement.batch import load_trace
 

@@ -25,14 +25,19 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tjap.placement.interference import profiles
 from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.placement.interference import profiles
 
 #: Fitting models of Table III.
 FIT_MODELS = ("linear", "quad", "ours", "ours_wo_pcie", "ours_wo_cpu")
 #: The paper's Table III, prediction error (%).
-PAPER_TABLE3 = {"linear": 24.6, "quad": 22.9, "ours": 13.1, "ours_wo_pcie": 27.5,
-                "ours_wo_cpu": 36.3}
+PAPER_TABLE3 = {
+    "linear": 24.6,
+    "quad": 22.9,
+    "ours": 13.1,
+    "ours_wo_pcie": 27.5,
+    "ours_wo_cpu": 36.3,
+}
 
 
 @dataclass(frozen=True)
@@ -50,10 +55,14 @@ class Coefficients:
 
     def __post_init__(self):
         for name, value in asdict(self).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
-                    or not np.isfinite(value):
-                raise InvalidInputError(f"interference coefficient {name} must be a finite "
-                                        f"number, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float, np.floating))
+                or not np.isfinite(value)
+            ):
+                raise InvalidInputError(
+                    f"interference coefficient {name} must be a finite number, got {value!r}"
+                )
 
     @classmethod
     def generator(cls) -> "Coefficients":
@@ -66,21 +75,36 @@ class Coefficients:
 
     def as_array(self) -> np.ndarray:
         """(alpha1, alpha2, alpha3, lambda1, beta1, beta2, lambda2) for the kernels."""
-        return np.array([self.alpha1, self.alpha2, self.alpha3, self.lambda1, self.beta1,
-                         self.beta2, self.lambda2])
+        return np.array(
+            [
+                self.alpha1,
+                self.alpha2,
+                self.alpha3,
+                self.lambda1,
+                self.beta1,
+                self.beta2,
+                self.lambda2,
+            ]
+        )
 
     def predict(self, cpu_self, pcie_self, u_cpu, u_pcie) -> np.ndarray:
         """The unclipped model S for arrays of C_J, P_J, U_c, U_p."""
-        return (self.alpha1 * np.exp(self.alpha2 * np.asarray(u_cpu, float)
-                                     + self.alpha3 * np.asarray(cpu_self, float))
-                + self.constant + self.beta1 * np.asarray(u_pcie, float)
-                + self.beta2 * np.asarray(pcie_self, float))
+        return (
+            self.alpha1
+            * np.exp(
+                self.alpha2 * np.asarray(u_cpu, float) + self.alpha3 * np.asarray(cpu_self, float)
+            )
+            + self.constant
+            + self.beta1 * np.asarray(u_pcie, float)
+            + self.beta2 * np.asarray(pcie_self, float)
+        )
 
 
 def interfering_cpu(same_cpu, other_socket_cpu, n_core) -> np.ndarray:
     """U_c: the CPU of J's own socket plus what the other socket's load exceeds its cores by."""
-    return np.asarray(same_cpu, float) + np.maximum(np.asarray(other_socket_cpu, float)
-                                                    - np.asarray(n_core, float), 0.0)
+    return np.asarray(same_cpu, float) + np.maximum(
+        np.asarray(other_socket_cpu, float) - np.asarray(n_core, float), 0.0
+    )
 
 
 @dataclass(frozen=True)
@@ -99,8 +123,10 @@ class Samples:
         for name in ("cpu_self", "pcie_self", "u_cpu", "u_pcie", "slowdown"):
             a = np.asarray(getattr(self, name), dtype=float)
             if a.ndim != 1 or (n is not None and len(a) != n) or not np.isfinite(a).all():
-                raise InvalidInputError(f"samples {name} must be a 1-d array of finite numbers "
-                                        "with one entry per sample")
+                raise InvalidInputError(
+                    f"samples {name} must be a 1-d array of finite numbers "
+                    "with one entry per sample"
+                )
             n = len(a)
             object.__setattr__(self, name, a)
 
@@ -108,12 +134,23 @@ class Samples:
         return len(self.slowdown)
 
     def subset(self, index) -> "Samples":
-        return Samples(self.cpu_self[index], self.pcie_self[index], self.u_cpu[index],
-                       self.u_pcie[index], self.slowdown[index])
+        return Samples(
+            self.cpu_self[index],
+            self.pcie_self[index],
+            self.u_cpu[index],
+            self.u_pcie[index],
+            self.slowdown[index],
+        )
 
 
-def co_location_samples(count: int = 480, seed: int = 0, *, noise: float = 0.1,
-                        coefficients: Coefficients | None = None, cores: int = 10) -> Samples:
+def co_location_samples(
+    count: int = 480,
+    seed: int = 0,
+    *,
+    noise: float = 0.1,
+    coefficients: Coefficients | None = None,
+    cores: int = 10,
+) -> Samples:
     """Samples like the paper's 480: a job's worker on socket 0 of a server with two sockets of
     ``cores`` physical cores (the paper's two E5-2630 CPUs, 10 cores) and two GPUs per socket.
 
@@ -153,8 +190,9 @@ def co_location_samples(count: int = 480, seed: int = 0, *, noise: float = 0.1,
         rows.append((profiles.CPU_CORES[model], profiles.PCIE_GBPS[model], u_cpu, same_pcie))
     c, p, u, up = (np.array(col) for col in zip(*rows))
     truth = coef.predict(c, p, u, up)
-    measured = truth * (1 + noise * rng.standard_normal(count)) \
-        + noise / 10 * rng.standard_normal(count)
+    measured = truth * (1 + noise * rng.standard_normal(count)) + noise / 10 * rng.standard_normal(
+        count
+    )
     return Samples(c, p, u, up, measured)
 
 
@@ -170,8 +208,9 @@ class FittedModel:
 
     def predict(self, samples: Samples) -> np.ndarray:
         if self.coefficients is not None:
-            return self.coefficients.predict(samples.cpu_self, samples.pcie_self, samples.u_cpu,
-                                             samples.u_pcie)
+            return self.coefficients.predict(
+                samples.cpu_self, samples.pcie_self, samples.u_cpu, samples.u_pcie
+            )
         return _linear_features(self.name, samples) @ self.params
 
 
@@ -180,13 +219,25 @@ def _linear_features(name: str, s: Samples) -> np.ndarray:
     if name == "linear":
         cols = [s.u_cpu, s.cpu_self, s.u_pcie, s.pcie_self, one]
     elif name == "quad":
-        cols = [s.u_cpu, s.cpu_self, s.u_pcie, s.pcie_self, s.u_cpu ** 2, s.cpu_self ** 2,
-                s.u_pcie ** 2, s.pcie_self ** 2, s.u_cpu * s.cpu_self, s.u_pcie * s.pcie_self, one]
+        cols = [
+            s.u_cpu,
+            s.cpu_self,
+            s.u_pcie,
+            s.pcie_self,
+            s.u_cpu**2,
+            s.cpu_self**2,
+            s.u_pcie**2,
+            s.pcie_self**2,
+            s.u_cpu * s.cpu_self,
+            s.u_pcie * s.pcie_self,
+            one,
+        ]
     elif name == "ours_wo_cpu":
         cols = [s.u_pcie, s.pcie_self, one]
     else:
-        raise UnknownMethodError(f"unknown fitting model {name!r}; choose one of "
-                                 f"{', '.join(FIT_MODELS)}")
+        raise UnknownMethodError(
+            f"unknown fitting model {name!r}; choose one of {', '.join(FIT_MODELS)}"
+        )
     return np.stack(cols, axis=1)
 
 
@@ -210,7 +261,7 @@ def _fit_exponential(s: Samples, pcie: bool, iterations: int = 200) -> Coefficie
             if best is None or err < best[0]:
                 best = (err, a2, a3, lin)
     _, a2, a3, lin = best
-    theta = np.array([lin[0], a2, a3, *lin[1:]])   # a1, a2, a3, [b1, b2], lam
+    theta = np.array([lin[0], a2, a3, *lin[1:]])  # a1, a2, a3, [b1, b2], lam
 
     def residual_and_jacobian(th):
         e = np.exp(th[1] * s.u_cpu + th[2] * s.cpu_self)
@@ -243,15 +294,23 @@ def _fit_exponential(s: Samples, pcie: bool, iterations: int = 200) -> Coefficie
             if damping > 1e12:
                 break
     b1, b2 = (theta[3], theta[4]) if pcie else (0.0, 0.0)
-    return Coefficients(float(theta[0]), float(theta[1]), float(theta[2]), float(theta[-1]),
-                        float(b1), float(b2), 0.0)
+    return Coefficients(
+        float(theta[0]),
+        float(theta[1]),
+        float(theta[2]),
+        float(theta[-1]),
+        float(b1),
+        float(b2),
+        0.0,
+    )
 
 
 def fit(samples: Samples, model: str = "ours") -> FittedModel:
     """Least-squares fit of one of :data:`FIT_MODELS` to ``samples``."""
     if not isinstance(samples, Samples):
-        raise InvalidInputError(f"samples must be a tjap.placement.interference.Samples, got "
-                                f"{type(samples).__name__}")
+        raise InvalidInputError(
+            f"samples must be a tjap.placement.interference.Samples, got {type(samples).__name__}"
+        )
     if model in ("ours", "ours_wo_pcie"):
         coef = _fit_exponential(samples, pcie=model == "ours")
         return FittedModel(model, coef.as_array(), coef)
@@ -262,12 +321,14 @@ def fit(samples: Samples, model: str = "ours") -> FittedModel:
 
 def prediction_error(fitted: FittedModel, samples: Samples) -> float:
     """Normalised mean absolute error sum |predicted - measured| / sum |measured|."""
-    return float(np.abs(fitted.predict(samples) - samples.slowdown).sum()
-                 / np.abs(samples.slowdown).sum())
+    return float(
+        np.abs(fitted.predict(samples) - samples.slowdown).sum() / np.abs(samples.slowdown).sum()
+    )
 
 
-def error_table(count: int = 480, seed: int = 0, *, noise: float = 0.1,
-                test_fraction: float = 0.2) -> list[dict]:
+def error_table(
+    count: int = 480, seed: int = 0, *, noise: float = 0.1, test_fraction: float = 0.2
+) -> list[dict]:
     """Table III on generated samples: fit every model on a random (1 - ``test_fraction``) of
     ``count`` samples and report its error on the held-out rest, beside the paper's figure."""
     if not isinstance(test_fraction, (int, float)) or not 0 < test_fraction < 1:
@@ -279,7 +340,12 @@ def error_table(count: int = 480, seed: int = 0, *, noise: float = 0.1,
     rows = []
     for name in FIT_MODELS:
         fitted = fit(train, name)
-        rows.append({"model": name, "train_error": prediction_error(fitted, train),
-                     "test_error": prediction_error(fitted, test),
-                     "paper_error": PAPER_TABLE3[name] / 100})
+        rows.append(
+            {
+                "model": name,
+                "train_error": prediction_error(fitted, train),
+                "test_error": prediction_error(fitted, test),
+                "paper_error": PAPER_TABLE3[name] / 100,
+            }
+        )
     return rows

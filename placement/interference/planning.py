@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
+from tjap._jit import njit, njit_inline
 from tjap.placement.interference import _kernels as sim_kern
 from tjap.placement.interference.jobs import RUNNING
-from tjap._jit import njit, njit_inline
 
 
 class Scratch:
@@ -41,8 +41,21 @@ class Scratch:
 
 
 @njit_inline
-def occupy(g, sign, gpu, cpu, pcie, exp, gpu_free, cpu_used, pcie_used, exp_sum, tasks,
-           server_tasks, group_server):
+def occupy(
+    g,
+    sign,
+    gpu,
+    cpu,
+    pcie,
+    exp,
+    gpu_free,
+    cpu_used,
+    pcie_used,
+    exp_sum,
+    tasks,
+    server_tasks,
+    group_server,
+):
     """Put one task on GPU group ``g`` (sign +1) or take it off (sign -1)."""
     gpu_free[g] -= sign * gpu
     cpu_used[g] += sign * cpu
@@ -53,9 +66,22 @@ def occupy(g, sign, gpu, cpu, pcie, exp, gpu_free, cpu_used, pcie_used, exp_sum,
 
 
 @njit
-def server_interference(s, g_add, cpu_add, pcie_add, exp_add, cpu_used, pcie_used, tasks,
-                        exp_sum, server_tasks, group_cores, server_first_group, server_groups,
-                        coef):
+def server_interference(
+    s,
+    g_add,
+    cpu_add,
+    pcie_add,
+    exp_add,
+    cpu_used,
+    pcie_used,
+    tasks,
+    exp_sum,
+    server_tasks,
+    group_cores,
+    server_first_group,
+    server_groups,
+    coef,
+):
     """Sum of the unclipped slowdown of every task on server ``s`` once a task (cpu_add,
     pcie_add, exp_add) joins group ``g_add`` (-1: none); 0 when the server holds one task."""
     if server_tasks[s] + (1 if g_add >= 0 else 0) <= 1:
@@ -75,29 +101,71 @@ def server_interference(s, g_add, cpu_add, pcie_add, exp_add, cpu_used, pcie_use
                 extra = cpu_used[o] + (cpu_add if o == g_add else 0.0) - group_cores[o]
                 if extra > 0.0:
                     over += extra
-        total += (coef[0] * math.exp(coef[1] * (cpu_h + over)) * exp_h
-                  + n_h * (coef[3] + coef[6]) + coef[4] * (n_h - 1) * pcie_h + coef[5] * pcie_h)
+        total += (
+            coef[0] * math.exp(coef[1] * (cpu_h + over)) * exp_h
+            + n_h * (coef[3] + coef[6])
+            + coef[4] * (n_h - 1) * pcie_h
+            + coef[5] * pcie_h
+        )
     return total
 
 
 @njit
-def jobs_comm(jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s, link_gbps,
-              link_flows):
+def jobs_comm(jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s, link_gbps, link_flows):
     """Sum over ``jobs`` of their slowest flow's transfer time over their ideal iteration time,
     with the link shares of ``link_flows``."""
     total = 0.0
     for j in jobs:
-        total += sim_kern.comm_time(job_volume[j], flow_ptr[j], flow_ptr[j + 1], flow_len,
-                                    flow_links, link_gbps, link_flows) / job_iter_s[j]
+        total += (
+            sim_kern.comm_time(
+                job_volume[j],
+                flow_ptr[j],
+                flow_ptr[j + 1],
+                flow_len,
+                flow_links,
+                link_gbps,
+                link_flows,
+            )
+            / job_iter_s[j]
+        )
     return total
 
 
-
 @njit
-def split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, cpu_used,
-               pcie_used, tasks, exp_sum, server_tasks, group_cores, cpu_capacity,
-               server_first_group, server_groups, num_groups, link_gbps, link_flows, coef,
-               nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s):
+def split_cost(
+    s,
+    a,
+    b,
+    W,
+    P,
+    cw,
+    pw,
+    ew,
+    cps,
+    eps,
+    volume,
+    iter_s,
+    gpu_free,
+    cpu_used,
+    pcie_used,
+    tasks,
+    exp_sum,
+    server_tasks,
+    group_cores,
+    cpu_capacity,
+    server_first_group,
+    server_groups,
+    num_groups,
+    link_gbps,
+    link_flows,
+    coef,
+    nb_jobs,
+    flow_ptr,
+    flow_links,
+    flow_len,
+    job_volume,
+    job_iter_s,
+):
     """Predicted cost of the job (``W`` workers of cw cores / pw Gbps, ``P`` PSs of cps cores)
     whole on server ``s``, ``a`` workers and ``b`` PSs on its first group, the rest on the
     second: its own iteration time over the ideal one (1 + worst worker slowdown + transfer /
@@ -133,8 +201,9 @@ def split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, cp
     alone_after = server_tasks[s] + W + P <= 1
     for i in range(ng):
         if nw[i] > 0:
-            sd = sim_kern.slowdown(cw, pw, cpu_after[i] - cw, over_after[i], pcie_after[i] - pw,
-                                   alone_after, coef)
+            sd = sim_kern.slowdown(
+                cw, pw, cpu_after[i] - cw, over_after[i], pcie_after[i] - pw, alone_after, coef
+            )
             if sd > worst:
                 worst = sd
     # co-runners' added interference (the unclipped model, as lif and opt count it)
@@ -144,13 +213,16 @@ def split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, cp
             g = g0 + i
             if tasks[g] == 0:
                 continue
-            after = (coef[0] * math.exp(coef[1] * (cpu_after[i] + over_after[i])) * exp_sum[g]
-                     + coef[4] * (tasks[g] * pcie_after[i] - pcie_used[g]))
+            after = coef[0] * math.exp(coef[1] * (cpu_after[i] + over_after[i])) * exp_sum[
+                g
+            ] + coef[4] * (tasks[g] * pcie_after[i] - pcie_used[g])
             before = 0.0
             if server_tasks[s] > 1:
-                before = (coef[0] * math.exp(coef[1] * (cpu_used[g] + over_before[i])) * exp_sum[g]
-                          + coef[4] * (tasks[g] - 1) * pcie_used[g])
-            else:   # it ran alone: no slowdown before, the whole model after
+                before = (
+                    coef[0] * math.exp(coef[1] * (cpu_used[g] + over_before[i])) * exp_sum[g]
+                    + coef[4] * (tasks[g] - 1) * pcie_used[g]
+                )
+            else:  # it ran alone: no slowdown before, the whole model after
                 after += tasks[g] * (coef[3] + coef[6]) + coef[5] * pcie_used[g]
             others += after - before
     # flows: (worker group, PS group) pairs; PCIe links are the group ids, QPI num_groups + s
@@ -161,8 +233,9 @@ def split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, cp
     addq = f01 + f10 if two else 0
     before_comm = 0.0
     if nb_jobs.shape[0]:
-        before_comm = jobs_comm(nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s,
-                                 link_gbps, link_flows)
+        before_comm = jobs_comm(
+            nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s, link_gbps, link_flows
+        )
     link_flows[g0] += add0
     if two:
         link_flows[g1] += add1
@@ -173,13 +246,17 @@ def split_cost(s, a, b, W, P, cw, pw, ew, cps, eps, volume, iter_s, gpu_free, cp
     if f11 > 0:
         comm = max(comm, volume * link_flows[g1] / link_gbps[g1])
     if f01 + f10 > 0:
-        share = min(link_gbps[g0] / link_flows[g0], link_gbps[g1] / link_flows[g1],
-                    link_gbps[qpi] / link_flows[qpi])
+        share = min(
+            link_gbps[g0] / link_flows[g0],
+            link_gbps[g1] / link_flows[g1],
+            link_gbps[qpi] / link_flows[qpi],
+        )
         comm = max(comm, volume / share)
     after_comm = 0.0
     if nb_jobs.shape[0]:
-        after_comm = jobs_comm(nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s,
-                                link_gbps, link_flows)
+        after_comm = jobs_comm(
+            nb_jobs, flow_ptr, flow_links, flow_len, job_volume, job_iter_s, link_gbps, link_flows
+        )
     link_flows[g0] -= add0
     if two:
         link_flows[g1] -= add1
@@ -217,7 +294,6 @@ def commit_scratch(scratch: Scratch, cluster, plan, gpu, cpu, pcie, exp) -> None
     np.add.at(scratch.exp_sum, plan, exp)
     np.add.at(scratch.tasks, plan, 1)
     np.add.at(scratch.server_tasks, cluster.group_server[plan], 1)
-
 
 
 def add_plan_flows(cluster, plan, W, P, link_flows) -> None:

@@ -40,14 +40,14 @@ import numpy as np
 
 #: (name, grad_mb, cpu_cores, pcie_gbps, iter_s, iters_per_epoch) per model type (Table I order).
 PROFILES = (
-    ("resnet50",     102.4, 5.0, 24.0, 0.20,  9000),
-    ("vgg16",        552.0, 3.0, 40.0, 0.36,  5000),
-    ("inception_bn",  45.2, 4.0, 20.0, 0.12, 15000),
-    ("resnext110",     6.8, 2.0,  8.0, 0.08, 22500),
-    ("dssm",          20.0, 3.0,  6.0, 0.05, 36000),
-    ("seq2seq",      240.0, 2.5, 16.0, 0.30,  6000),
-    ("ctc",           12.0, 6.5,  4.0, 0.06, 30000),
-    ("wlm",           79.2, 2.0, 10.0, 0.15, 12000),
+    ("resnet50", 102.4, 5.0, 24.0, 0.20, 9000),
+    ("vgg16", 552.0, 3.0, 40.0, 0.36, 5000),
+    ("inception_bn", 45.2, 4.0, 20.0, 0.12, 15000),
+    ("resnext110", 6.8, 2.0, 8.0, 0.08, 22500),
+    ("dssm", 20.0, 3.0, 6.0, 0.05, 36000),
+    ("seq2seq", 240.0, 2.5, 16.0, 0.30, 6000),
+    ("ctc", 12.0, 6.5, 4.0, 0.06, 30000),
+    ("wlm", 79.2, 2.0, 10.0, 0.15, 12000),
 )
 MODEL_NAMES = tuple(p[0] for p in PROFILES)
 GRAD_MB = np.array([p[1] for p in PROFILES])
@@ -64,8 +64,15 @@ PARAMETER_SERVERS = (1, 4)
 
 #: Ground-truth interference coefficients (alpha1, alpha2, alpha3, lambda1, beta1, beta2, lambda2)
 #: of S = alpha1 exp(alpha2 U_c + alpha3 C_J) + lambda1 + beta1 U_p + beta2 P_J + lambda2.
-GENERATOR = {"alpha1": 0.02, "alpha2": 0.20, "alpha3": 0.10, "lambda1": -0.03,
-             "beta1": 0.008, "beta2": 0.001, "lambda2": -0.01}
+GENERATOR = {
+    "alpha1": 0.02,
+    "alpha2": 0.20,
+    "alpha3": 0.10,
+    "lambda1": -0.03,
+    "beta1": 0.008,
+    "beta2": 0.001,
+    "lambda2": -0.01,
+}
 
 for _array in (GRAD_MB, CPU_CORES, PCIE_GBPS, ITER_S, ITERS_PER_EPOCH):
     _array.setflags(write=False)

@@ -28,13 +28,13 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from tjap.errors import InvalidInputError, check_options
 from tjap.placement.interference import _kernels as kern
 from tjap.placement.interference import profiles
 from tjap.placement.interference.cluster import Cluster
 from tjap.placement.interference.episode import PlacementEpisode
 from tjap.placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
 from tjap.placement.interference.model import Coefficients
-from tjap.errors import InvalidInputError, check_options
 from tjap.result import Measurement
 
 
@@ -59,8 +59,9 @@ class PlacementPolicy(Protocol):
 
     def reset(self, sim: "Simulator", seed: int) -> None: ...
 
-    def place(self, sim: "Simulator", partition: int,
-              jobs: Sequence[int]) -> list[np.ndarray | None]: ...
+    def place(
+        self, sim: "Simulator", partition: int, jobs: Sequence[int]
+    ) -> list[np.ndarray | None]: ...
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,11 @@ class SimResult(Measurement):
     pattern: str
     seed: int
     arrival: np.ndarray
-    start: np.ndarray        # interval the job was placed in, -1 never
-    finish: np.ndarray       # fractional interval it completed, nan never
-    slowdown: np.ndarray     # mean over its running intervals of the slowest worker's S
-    comm_share: np.ndarray   # mean share of communication in its iteration time
-    forwarded: np.ndarray    # partitions it was offered beyond its home one
+    start: np.ndarray  # interval the job was placed in, -1 never
+    finish: np.ndarray  # fractional interval it completed, nan never
+    slowdown: np.ndarray  # mean over its running intervals of the slowest worker's S
+    comm_share: np.ndarray  # mean share of communication in its iteration time
+    forwarded: np.ndarray  # partitions it was offered beyond its home one
     utilization: np.ndarray  # fraction of GPUs allocated in each interval
     intervals: int
     runtime_s: float
@@ -105,16 +106,21 @@ class SimResult(Measurement):
         utilization (mean fraction of GPUs allocated), intervals and runtime_s."""
         done = np.isfinite(self.finish)
         started = self.start >= 0
-        return {"avg_jct": self.objective,
-                "jobs": int(len(self.arrival)), "completed": int(done.sum()),
-                "unfinished": int((~done).sum()),
-                "avg_wait": float((self.start[started] - self.arrival[started]).mean())
-                if started.any() else float("nan"),
-                "avg_slowdown": float(self.slowdown[started].mean()) if started.any() else 0.0,
-                "avg_comm_share": float(self.comm_share[started].mean()) if started.any() else 0.0,
-                "forwarded_jobs": int((self.forwarded > 0).sum()),
-                "utilization": float(self.utilization.mean()) if len(self.utilization) else 0.0,
-                "intervals": int(self.intervals), "runtime_s": float(self.runtime_s)}
+        return {
+            "avg_jct": self.objective,
+            "jobs": int(len(self.arrival)),
+            "completed": int(done.sum()),
+            "unfinished": int((~done).sum()),
+            "avg_wait": float((self.start[started] - self.arrival[started]).mean())
+            if started.any()
+            else float("nan"),
+            "avg_slowdown": float(self.slowdown[started].mean()) if started.any() else 0.0,
+            "avg_comm_share": float(self.comm_share[started].mean()) if started.any() else 0.0,
+            "forwarded_jobs": int((self.forwarded > 0).sum()),
+            "utilization": float(self.utilization.mean()) if len(self.utilization) else 0.0,
+            "intervals": int(self.intervals),
+            "runtime_s": float(self.runtime_s),
+        }
 
 
 class Simulator:
@@ -130,18 +136,29 @@ class Simulator:
     in this interval), kept by :meth:`begin_interval` and :meth:`mark_offered`.
     """
 
-    def __init__(self, cluster: Cluster, workload: Workload,
-                 coefficients: Coefficients | None = None, interval_s: float = INTERVAL_S):
+    def __init__(
+        self,
+        cluster: Cluster,
+        workload: Workload,
+        coefficients: Coefficients | None = None,
+        interval_s: float = INTERVAL_S,
+    ):
         if not isinstance(cluster, Cluster):
-            raise InvalidInputError(f"cluster must be a tjap.placement.interference.Cluster, got "
-                                    f"{type(cluster).__name__}")
+            raise InvalidInputError(
+                f"cluster must be a tjap.placement.interference.Cluster, got "
+                f"{type(cluster).__name__}"
+            )
         if not isinstance(workload, Workload):
-            raise InvalidInputError(f"workload must be a tjap.placement.interference.Workload, got "
-                                    f"{type(workload).__name__}")
+            raise InvalidInputError(
+                f"workload must be a tjap.placement.interference.Workload, got "
+                f"{type(workload).__name__}"
+            )
         if len(workload) and workload.home.max() >= cluster.num_partitions:
-            raise InvalidInputError(f"workload has jobs for scheduler {int(workload.home.max())} "
-                                    f"but the cluster has {cluster.num_partitions} partitions; "
-                                    "generate it with schedulers=cluster.num_partitions")
+            raise InvalidInputError(
+                f"workload has jobs for scheduler {int(workload.home.max())} "
+                f"but the cluster has {cluster.num_partitions} partitions; "
+                "generate it with schedulers=cluster.num_partitions"
+            )
         if len(workload) and workload.workers.max() > cluster.total_gpus:
             raise InvalidInputError("a job needs more GPUs than the cluster has")
         if not isinstance(interval_s, (int, float)) or interval_s <= 0:
@@ -155,7 +172,7 @@ class Simulator:
         self.flow_ptr = np.concatenate([[0], np.cumsum(w.workers * w.ps)]).astype(np.int64)
         worker = np.zeros(self.task_ptr[-1], bool)
         for j in range(len(w)):  # workers first in each job's task range
-            worker[self.task_ptr[j]:self.task_ptr[j] + w.workers[j]] = True
+            worker[self.task_ptr[j] : self.task_ptr[j] + w.workers[j]] = True
         model_of_task = np.repeat(w.model, w.tasks)
         self.task_worker = worker
         self.task_cpu = np.where(worker, profiles.CPU_CORES[model_of_task], profiles.PS_CPU_CORES)
@@ -195,39 +212,63 @@ class Simulator:
     def task_demands(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(GPUs, CPU cores, PCIe Gbps) of each task of ``job``: workers first, then PSs."""
         lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
-        return (self.task_worker[lo:hi].astype(np.int64), self.task_cpu[lo:hi],
-                self.task_pcie[lo:hi])
+        return (
+            self.task_worker[lo:hi].astype(np.int64),
+            self.task_cpu[lo:hi],
+            self.task_pcie[lo:hi],
+        )
 
     def fits(self, job: int, groups) -> bool:
         """Whether ``groups`` (one GPU group per task) is a plan for ``job`` that the free GPUs and
         CPU hold, with every group in the cluster."""
         groups = np.asarray(groups)
         lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
-        if groups.shape != (hi - lo,) or not np.issubdtype(groups.dtype, np.integer) \
-                or groups.min() < 0 or groups.max() >= self.cluster.num_groups:
+        if (
+            groups.shape != (hi - lo,)
+            or not np.issubdtype(groups.dtype, np.integer)
+            or groups.min() < 0
+            or groups.max() >= self.cluster.num_groups
+        ):
             return False
         gpu = np.bincount(groups, weights=self.task_worker[lo:hi], minlength=0)
         cpu = np.bincount(groups, weights=self.task_cpu[lo:hi])
         used = np.flatnonzero(gpu + cpu > 0)
-        return bool(np.all(gpu[used] <= self.gpu_free[used])
-                    and np.all(self.cpu_used[used] + cpu[used] <= self.cpu_capacity[used] + 1e-9))
+        return bool(
+            np.all(gpu[used] <= self.gpu_free[used])
+            and np.all(self.cpu_used[used] + cpu[used] <= self.cpu_capacity[used] + 1e-9)
+        )
 
     def commit(self, job: int, groups) -> None:
         """Start ``job`` on ``groups`` now (raises if the plan does not fit)."""
         if self.state[job] != WAITING:
             raise InvalidInputError(f"job {job} is not waiting")
         if not self.fits(job, groups):
-            raise InvalidInputError(f"plan {list(groups)} for job {job} does not fit the free "
-                                    "GPUs and CPU (or names an unknown group)")
+            raise InvalidInputError(
+                f"plan {list(groups)} for job {job} does not fit the free "
+                "GPUs and CPU (or names an unknown group)"
+            )
         groups = np.asarray(groups, np.int64)
         self._apply(job, groups, +1)
         lo = self.task_ptr[job]
-        self.task_group[lo:lo + len(groups)] = groups
+        self.task_group[lo : lo + len(groups)] = groups
         c, w = self.cluster, self.workload
-        kern.fill_job_flows(groups, int(w.workers[job]), int(w.ps[job]), *c.path_arrays(),
-                            self.flow_links, self.flow_len, int(self.flow_ptr[job]))
-        kern.add_flows(self.flow_links, self.flow_len, int(self.flow_ptr[job]),
-                       int(self.flow_ptr[job + 1] - self.flow_ptr[job]), self.link_flows, 1)
+        kern.fill_job_flows(
+            groups,
+            int(w.workers[job]),
+            int(w.ps[job]),
+            *c.path_arrays(),
+            self.flow_links,
+            self.flow_len,
+            int(self.flow_ptr[job]),
+        )
+        kern.add_flows(
+            self.flow_links,
+            self.flow_len,
+            int(self.flow_ptr[job]),
+            int(self.flow_ptr[job + 1] - self.flow_ptr[job]),
+            self.link_flows,
+            1,
+        )
         self.state[job] = RUNNING
         self.start[job] = self.interval
 
@@ -244,10 +285,16 @@ class Simulator:
         """Free everything ``job`` holds."""
         lo, hi = self.task_ptr[job], self.task_ptr[job + 1]
         self._apply(job, self.task_group[lo:hi], -1)
-        kern.add_flows(self.flow_links, self.flow_len, int(self.flow_ptr[job]),
-                       int(self.flow_ptr[job + 1] - self.flow_ptr[job]), self.link_flows, -1)
+        kern.add_flows(
+            self.flow_links,
+            self.flow_len,
+            int(self.flow_ptr[job]),
+            int(self.flow_ptr[job + 1] - self.flow_ptr[job]),
+            self.link_flows,
+            -1,
+        )
         self.state[job] = DONE
-        if np.any(self.tasks[self.task_group[lo:hi]] == 0):   # keep sums exact when emptied
+        if np.any(self.tasks[self.task_group[lo:hi]] == 0):  # keep sums exact when emptied
             empty = self.task_group[lo:hi][self.tasks[self.task_group[lo:hi]] == 0]
             self.cpu_used[empty] = self.pcie_used[empty] = self.exp_sum[empty] = 0.0
 
@@ -255,8 +302,9 @@ class Simulator:
         """Free GPUs and free CPU cores per partition."""
         c = self.cluster
         gpu = np.bincount(c.group_partition, weights=self.gpu_free, minlength=c.num_partitions)
-        cpu = np.bincount(c.group_partition, weights=self.cpu_capacity - self.cpu_used,
-                          minlength=c.num_partitions)
+        cpu = np.bincount(
+            c.group_partition, weights=self.cpu_capacity - self.cpu_used, minlength=c.num_partitions
+        )
         return gpu, cpu
 
     # -- the schedulers' view of the queues ----------------------------------------------------
@@ -278,9 +326,15 @@ class Simulator:
         return self._offered.get(job, np.zeros(self.cluster.num_partitions, bool)).copy()
 
     # -- a run -----------------------------------------------------------------------------------
-    def run(self, policy: PlacementPolicy, *, seed: int | None = None,
-            max_intervals: int | None = None, drain: bool = True,
-            progress: Callable | None = None) -> SimResult:
+    def run(
+        self,
+        policy: PlacementPolicy,
+        *,
+        seed: int | None = None,
+        max_intervals: int | None = None,
+        drain: bool = True,
+        progress: Callable | None = None,
+    ) -> SimResult:
         """Run the workload under ``policy`` from an empty cluster (one
         :class:`~tjap.placement.interference.episode.PlacementEpisode`, one ``place`` call per turn).
 
@@ -289,22 +343,37 @@ class Simulator:
         100000), without it stops after the last arrival interval (or ``max_intervals``).
         """
         if not isinstance(policy, PlacementPolicy):
-            raise InvalidInputError(f"policy must have name, reset() and place(), got "
-                                    f"{type(policy).__name__}")
+            raise InvalidInputError(
+                f"policy must have name, reset() and place(), got {type(policy).__name__}"
+            )
         seed = self.workload.seed if seed is None else int(seed)
         started = time.perf_counter()
-        episode = PlacementEpisode(self, scope=getattr(policy, "scope", "partition"),
-                                   max_intervals=max_intervals, drain=drain, progress=progress)
+        episode = PlacementEpisode(
+            self,
+            scope=getattr(policy, "scope", "partition"),
+            max_intervals=max_intervals,
+            drain=drain,
+            progress=progress,
+        )
         policy.reset(self, seed)
         episode.run(policy)
         runs = np.maximum(self._run_intervals, 1)
-        return SimResult(getattr(policy, "name", type(policy).__name__), self.cluster.name,
-                         self.workload.pattern, seed, self.workload.arrival.astype(float),
-                         self.start.copy(), self.finish.copy(), self._slowdown_sum / runs,
-                         self._comm_sum / runs, self.forwarded.copy(),
-                         np.array(episode.utilization), self.interval + 1,
-                         time.perf_counter() - started,
-                         info=dict(getattr(policy, "stats", {}) or {}))
+        return SimResult(
+            getattr(policy, "name", type(policy).__name__),
+            self.cluster.name,
+            self.workload.pattern,
+            seed,
+            self.workload.arrival.astype(float),
+            self.start.copy(),
+            self.finish.copy(),
+            self._slowdown_sum / runs,
+            self._comm_sum / runs,
+            self.forwarded.copy(),
+            np.array(episode.utilization),
+            self.interval + 1,
+            time.perf_counter() - started,
+            info=dict(getattr(policy, "stats", {}) or {}),
+        )
 
     def advance(self, running: list[int], buffers=None) -> list[int]:
         """Run interval ``self.interval``: add the jobs started in it to ``running``, progress
@@ -320,14 +389,38 @@ class Simulator:
         if running:
             run = np.array(running, np.int64)
             n = len(run)
-            kern.interval_update(run, self.interval_s, w.model, w.workers, w.ps, w.epochs,
-                                 self.progress, self.task_ptr, self.task_group, self.task_cpu,
-                                 self.task_pcie, self.flow_ptr, self.flow_links, self.flow_len,
-                                 self.link_flows, c.link_gbps, c.group_server,
-                                 c.server_first_group, c.server_groups, c.group_cores,
-                                 self.cpu_used, self.pcie_used, self.server_tasks,
-                                 profiles.ITER_S, self._iters, self._grad_gbit, self.coef,
-                                 used_s[:n], slow[:n], comm[:n])
+            kern.interval_update(
+                run,
+                self.interval_s,
+                w.model,
+                w.workers,
+                w.ps,
+                w.epochs,
+                self.progress,
+                self.task_ptr,
+                self.task_group,
+                self.task_cpu,
+                self.task_pcie,
+                self.flow_ptr,
+                self.flow_links,
+                self.flow_len,
+                self.link_flows,
+                c.link_gbps,
+                c.group_server,
+                c.server_first_group,
+                c.server_groups,
+                c.group_cores,
+                self.cpu_used,
+                self.pcie_used,
+                self.server_tasks,
+                profiles.ITER_S,
+                self._iters,
+                self._grad_gbit,
+                self.coef,
+                used_s[:n],
+                slow[:n],
+                comm[:n],
+            )
             self._slowdown_sum[run] += slow[:n]
             ideal = profiles.ITER_S[w.model[run]]
             self._comm_sum[run] += comm[:n] / (ideal * (1 + slow[:n]) + comm[:n])
@@ -350,12 +443,14 @@ class Simulator:
         cpu = np.bincount(groups, weights=self.task_cpu[live], minlength=c.num_groups)
         if np.any(gpu > c.group_gpus) or np.any(cpu > self.cpu_capacity + 1e-9):
             raise AssertionError("a GPU group or socket is oversubscribed")
-        if not (np.array_equal(c.group_gpus - gpu, self.gpu_free) and np.allclose(cpu, self.cpu_used)):
+        if not (
+            np.array_equal(c.group_gpus - gpu, self.gpu_free) and np.allclose(cpu, self.cpu_used)
+        ):
             raise AssertionError("free GPUs or CPU sums drifted from the placed tasks")
         flows = np.zeros(c.num_links, np.int64)
         for j in np.flatnonzero(self.state == RUNNING):
             for f in range(self.flow_ptr[j], self.flow_ptr[j + 1]):
-                np.add.at(flows, self.flow_links[f, :self.flow_len[f]], 1)
+                np.add.at(flows, self.flow_links[f, : self.flow_len[f]], 1)
         if not np.array_equal(flows, self.link_flows):
             raise AssertionError("link flow counts drifted from the running jobs' paths")
 
@@ -363,7 +458,10 @@ class Simulator:
 def simulate(cluster: Cluster, workload: Workload, policy: PlacementPolicy, **options) -> SimResult:
     """Run ``workload`` on ``cluster`` under ``policy`` (options: seed, max_intervals, drain,
     progress; coefficients and interval_s go to the :class:`Simulator`)."""
-    check_options(options, ("seed", "max_intervals", "drain", "progress", "coefficients",
-                            "interval_s"), "simulate()")
+    check_options(
+        options,
+        ("seed", "max_intervals", "drain", "progress", "coefficients", "interval_s"),
+        "simulate()",
+    )
     sim_options = {k: options.pop(k) for k in ("coefficients", "interval_s") if k in options}
     return Simulator(cluster, workload, **sim_options).run(policy, **options)

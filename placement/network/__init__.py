@@ -15,13 +15,45 @@ command line.
 """
 
 from tjap.placement.network.engine import ROUTINGS, Engine, Outcome
-from tjap.placement.network.episode import (Episode, EpisodeResult, Evaluation, ServerPolicy, evaluate,
-                                       run_episode, serve_request)
+from tjap.placement.network.episode import (
+    Episode,
+    EpisodeResult,
+    Evaluation,
+    ServerPolicy,
+    evaluate,
+    run_episode,
+    serve_request,
+)
 from tjap.placement.network.exact import RequestPlan, solve_request
 from tjap.placement.network.requests import Requests, holding_max
-from tjap.placement.network.topology import NAMES, SIZES, SPREAD, Topology, paper_topology, parse_name
+from tjap.placement.network.topology import (
+    NAMES,
+    SIZES,
+    SPREAD,
+    Topology,
+    paper_topology,
+    parse_name,
+)
 
-__all__ = ["NAMES", "ROUTINGS", "SIZES", "SPREAD", "Engine", "Episode", "EpisodeResult",
-           "Evaluation", "Outcome", "RequestPlan", "Requests", "ServerPolicy", "Topology",
-           "evaluate", "holding_max", "paper_topology", "parse_name", "run_episode",
-           "serve_request", "solve_request"]
+__all__ = [
+    "NAMES",
+    "ROUTINGS",
+    "SIZES",
+    "SPREAD",
+    "Engine",
+    "Episode",
+    "EpisodeResult",
+    "Evaluation",
+    "Outcome",
+    "RequestPlan",
+    "Requests",
+    "ServerPolicy",
+    "Topology",
+    "evaluate",
+    "holding_max",
+    "paper_topology",
+    "parse_name",
+    "run_episode",
+    "serve_request",
+    "solve_request",
+]

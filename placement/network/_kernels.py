@@ -10,7 +10,7 @@ from tjap._jit import njit
 #: Routing rules: how one of the k candidate paths of a server pair is chosen.
 ROUTE_SHORTEST = 0  # the first candidate (fewest hops) whose links all have a free channel
 ROUTE_BALANCED = 1  # the feasible candidate of least sum over links of capacity / free channels
-ROUTE_GIVEN = 2     # the candidate named by the caller, if feasible
+ROUTE_GIVEN = 2  # the candidate named by the caller, if feasible
 
 
 @njit
@@ -33,8 +33,21 @@ def _cost(u, v, ra, rb, j, rack_paths, rack_path_len, free, capacity):
 
 
 @njit
-def connect(v, chosen, n_chosen, rack_of, rack_paths, rack_path_len, rack_path_count, capacity,
-            free, routing, given, out_links, out_paths):
+def connect(
+    v,
+    chosen,
+    n_chosen,
+    rack_of,
+    rack_paths,
+    rack_path_len,
+    rack_path_count,
+    capacity,
+    free,
+    routing,
+    given,
+    out_links,
+    out_paths,
+):
     """Connect server ``v`` to each of ``chosen[:n_chosen]`` in order, reserving one channel per
     link of one candidate path per pair (chosen by ``routing``; ``given[i]`` is the candidate for
     pair i under ROUTE_GIVEN).
@@ -51,8 +64,9 @@ def connect(v, chosen, n_chosen, rack_of, rack_paths, rack_path_len, rack_path_c
         best = -1
         if routing == ROUTE_GIVEN:
             j = given[i]
-            if 0 <= j < rack_path_count[ra, rb] and _feasible(u, v, ra, rb, j, rack_paths,
-                                                               rack_path_len, free):
+            if 0 <= j < rack_path_count[ra, rb] and _feasible(
+                u, v, ra, rb, j, rack_paths, rack_path_len, free
+            ):
                 best = j
         else:
             best_cost = np.inf

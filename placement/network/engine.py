@@ -26,9 +26,9 @@ import heapq
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.network import _kernels as kern
 from tjap.placement.network.topology import Topology
-from tjap.errors import InvalidInputError
 
 ROUTINGS = {"shortest": kern.ROUTE_SHORTEST, "balanced": kern.ROUTE_BALANCED}
 
@@ -36,9 +36,9 @@ ROUTINGS = {"shortest": kern.ROUTE_SHORTEST, "balanced": kern.ROUTE_BALANCED}
 class Outcome(enum.IntEnum):
     """What one allocation step did to the current request."""
 
-    PENDING = 0   # the server was added; the request still needs resources
+    PENDING = 0  # the server was added; the request still needs resources
     ACCEPTED = 1  # the request is fully provisioned
-    FAILED = 2    # no path for some pair (or the policy gave up): everything released
+    FAILED = 2  # no path for some pair (or the policy gave up): everything released
 
 
 class Engine:
@@ -59,17 +59,20 @@ class Engine:
 
     def __init__(self, topology: Topology, routing: str = "shortest"):
         if not isinstance(topology, Topology):
-            raise InvalidInputError(f"topology must be a tjap.placement.network.Topology, "
-                                    f"got {type(topology).__name__}")
+            raise InvalidInputError(
+                f"topology must be a tjap.placement.network.Topology, got {type(topology).__name__}"
+            )
         if routing not in ROUTINGS:
-            raise InvalidInputError(f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}")
+            raise InvalidInputError(
+                f"routing must be one of {', '.join(ROUTINGS)}, got {routing!r}"
+            )
         self.topology = topology
         self.routing = routing
         t = topology
         self._tier_capacity = t.tier_capacity().astype(float)
         self._capacity = np.ascontiguousarray(t.link_capacity, dtype=np.float64)
         self._scratch_links = np.empty(t.num_servers * (t.rack_paths.shape[3] + 2), np.int64)
-        self._scratch_paths = np.empty(t.num_servers, np.int64)   # placeholder for `given`
+        self._scratch_paths = np.empty(t.num_servers, np.int64)  # placeholder for `given`
         self._paths_out = np.empty(t.num_servers, np.int64)
         self.reset()
 
@@ -81,7 +84,7 @@ class Engine:
         self.free_mem = np.full(t.num_servers, t.server_mem, np.int64)
         self.free_channels = t.link_capacity.copy()
         self.now = 0
-        self._active = []   # heap of (end tick, sequence, servers, cpu, mem, links)
+        self._active = []  # heap of (end tick, sequence, servers, cpu, mem, links)
         self._seq = 0
         self.last_paths = np.empty(0, np.int64)
         self._clear_request()
@@ -95,7 +98,7 @@ class Engine:
         self._took_cpu: list[int] = []
         self._took_mem: list[int] = []
         self._links: list[np.ndarray] = []
-        self.paths: list[np.ndarray] = []   # per chosen server: candidate index per earlier server
+        self.paths: list[np.ndarray] = []  # per chosen server: candidate index per earlier server
 
     @property
     def active_requests(self) -> int:
@@ -108,8 +111,10 @@ class Engine:
     def advance(self, ticks: int = 1) -> None:
         """Move time on by ``ticks`` and release every accepted request whose holding time is over."""
         if self.request is not None:
-            raise InvalidInputError("finish the current request (step until accepted or failed, "
-                                    "or abort) before advancing time")
+            raise InvalidInputError(
+                "finish the current request (step until accepted or failed, "
+                "or abort) before advancing time"
+            )
         self.now += int(ticks)
         while self._active and self._active[0][0] <= self.now:
             _, _, servers, cpu, mem, links = heapq.heappop(self._active)
@@ -127,8 +132,10 @@ class Engine:
         request begins (:meth:`begin`)."""
         total_cpu, total_mem = self.topology.capacity
         if cpu > total_cpu or mem > total_mem:
-            raise InvalidInputError(f"request ({cpu} CPU, {mem} memory) exceeds the data centre "
-                                    f"({total_cpu}, {total_mem}); generate requests for this topology")
+            raise InvalidInputError(
+                f"request ({cpu} CPU, {mem} memory) exceeds the data centre "
+                f"({total_cpu}, {total_mem}); generate requests for this topology"
+            )
         if not first:
             self.advance(1)
         while not self.fits(cpu, mem):
@@ -143,15 +150,19 @@ class Engine:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
                 raise InvalidInputError(f"request {name} must be a positive integer, got {value!r}")
         if not self.fits(cpu, mem):
-            raise InvalidInputError(f"request ({cpu} CPU, {mem} memory) exceeds the free resources "
-                                    f"({int(self.free_cpu.sum())}, {int(self.free_mem.sum())}); "
-                                    "advance time until it fits")
+            raise InvalidInputError(
+                f"request ({cpu} CPU, {mem} memory) exceeds the free resources "
+                f"({int(self.free_cpu.sum())}, {int(self.free_mem.sum())}); "
+                "advance time until it fits"
+            )
         self.request = (int(cpu), int(mem), int(holding))
         self.need_cpu, self.need_mem = int(cpu), int(mem)
 
     def mask(self) -> np.ndarray:
         """Servers that may be chosen next: not chosen yet, and able to contribute."""
-        can = ((self.free_cpu > 0) & (self.need_cpu > 0)) | ((self.free_mem > 0) & (self.need_mem > 0))
+        can = ((self.free_cpu > 0) & (self.need_cpu > 0)) | (
+            (self.free_mem > 0) & (self.need_mem > 0)
+        )
         return can & ~self._chosen_flag
 
     def step(self, server: int, paths=None) -> Outcome:
@@ -163,28 +174,48 @@ class Engine:
         if self.request is None:
             raise InvalidInputError("no request is being served; call begin() first")
         t = self.topology
-        if isinstance(server, bool) or not isinstance(server, (int, np.integer)) \
-                or not 0 <= server < t.num_servers:
-            raise InvalidInputError(f"server must be an integer in [0, {t.num_servers}), got {server!r}")
+        if (
+            isinstance(server, bool)
+            or not isinstance(server, (int, np.integer))
+            or not 0 <= server < t.num_servers
+        ):
+            raise InvalidInputError(
+                f"server must be an integer in [0, {t.num_servers}), got {server!r}"
+            )
         server = int(server)
         if not self.mask()[server]:
-            raise InvalidInputError(f"server {server} cannot be chosen: it is already chosen or "
-                                    "has nothing the request still needs (see Engine.mask)")
+            raise InvalidInputError(
+                f"server {server} cannot be chosen: it is already chosen or "
+                "has nothing the request still needs (see Engine.mask)"
+            )
         n = len(self.chosen)
         routing = ROUTINGS[self.routing]
         given = self._scratch_paths
         if paths is not None:
             paths = np.asarray(paths, dtype=np.int64).ravel()
             if len(paths) != n:
-                raise InvalidInputError(f"paths must name one candidate per server already chosen "
-                                        f"({n}), got {len(paths)}")
+                raise InvalidInputError(
+                    f"paths must name one candidate per server already chosen "
+                    f"({n}), got {len(paths)}"
+                )
             routing, given = kern.ROUTE_GIVEN, np.ascontiguousarray(paths)
         count = 0
         if n:
-            count = kern.connect(server, self._chosen_arr, n, t.rack_of, t.rack_paths,
-                                 t.rack_path_len, t.rack_path_count, self._capacity,
-                                 self.free_channels, routing, given, self._scratch_links,
-                                 self._paths_out)
+            count = kern.connect(
+                server,
+                self._chosen_arr,
+                n,
+                t.rack_of,
+                t.rack_paths,
+                t.rack_path_len,
+                t.rack_path_count,
+                self._capacity,
+                self.free_channels,
+                routing,
+                given,
+                self._scratch_links,
+                self._paths_out,
+            )
             if count < 0:
                 return self.abort()
             self._links.append(self._scratch_links[:count].copy())
@@ -205,10 +236,17 @@ class Engine:
         self._took_mem.append(mem)
         if self.need_cpu == 0 and self.need_mem == 0:
             links = np.concatenate(self._links) if self._links else np.empty(0, np.int64)
-            heapq.heappush(self._active, (self.now + self.request[2], self._seq,
-                                          np.array(self.chosen, np.int64),
-                                          np.array(self._took_cpu, np.int64),
-                                          np.array(self._took_mem, np.int64), links))
+            heapq.heappush(
+                self._active,
+                (
+                    self.now + self.request[2],
+                    self._seq,
+                    np.array(self.chosen, np.int64),
+                    np.array(self._took_cpu, np.int64),
+                    np.array(self._took_mem, np.int64),
+                    links,
+                ),
+            )
             self._seq += 1
             self._clear_request()
             return Outcome.ACCEPTED
@@ -219,8 +257,12 @@ class Engine:
         if self.request is None:
             raise InvalidInputError("no request is being served")
         links = np.concatenate(self._links) if self._links else np.empty(0, np.int64)
-        self._give_back(np.array(self.chosen, np.int64), np.array(self._took_cpu, np.int64),
-                        np.array(self._took_mem, np.int64), links)
+        self._give_back(
+            np.array(self.chosen, np.int64),
+            np.array(self._took_cpu, np.int64),
+            np.array(self._took_mem, np.int64),
+            links,
+        )
         self._clear_request()
         return Outcome.FAILED
 
@@ -228,12 +270,18 @@ class Engine:
     def utilisation(self) -> dict:
         """Fractions in use now: CPU, memory and channels of each tier."""
         t = self.topology
-        used = np.bincount(t.link_tier - 1, weights=t.link_capacity - self.free_channels,
-                           minlength=3)
+        used = np.bincount(
+            t.link_tier - 1, weights=t.link_capacity - self.free_channels, minlength=3
+        )
         net = used / self._tier_capacity
         cpu, mem = t.capacity
-        return {"cpu": 1.0 - self.free_cpu.sum() / cpu, "mem": 1.0 - self.free_mem.sum() / mem,
-                "tier1": float(net[0]), "tier2": float(net[1]), "tier3": float(net[2])}
+        return {
+            "cpu": 1.0 - self.free_cpu.sum() / cpu,
+            "mem": 1.0 - self.free_mem.sum() / mem,
+            "tier1": float(net[0]),
+            "tier2": float(net[1]),
+            "tier3": float(net[2]),
+        }
 
     def held(self) -> dict:
         """CPU, memory (per server) and channels (per link) held by the accepted requests and the

@@ -22,11 +22,11 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.network.engine import Engine, Outcome
 from tjap.placement.network.exact import RequestPlan
 from tjap.placement.network.requests import Requests
 from tjap.placement.network.topology import SPREAD, Topology
-from tjap.errors import InvalidInputError
 from tjap.result import Measurement, Status, plain
 
 #: A policy's decision: a server, ``(server, paths)`` naming the candidate path per server already
@@ -66,8 +66,9 @@ def take(engine: Engine, choice: Choice) -> Outcome:
 
 def _check_policy(policy) -> None:
     if not isinstance(policy, ServerPolicy):
-        raise InvalidInputError(f"policy must have name, routing, reset() and choose(), "
-                                f"got {type(policy).__name__}")
+        raise InvalidInputError(
+            f"policy must have name, routing, reset() and choose(), got {type(policy).__name__}"
+        )
 
 
 @dataclass(frozen=True)
@@ -125,15 +126,26 @@ class EpisodeResult(Measurement):
         seed and offered load, and ``info`` when the policy keeps statistics."""
         u = self.utilization.mean(axis=0)
         ok = self.spread[self.spread >= 0]
-        out = {"seed": self.seed, "acceptance": self.acceptance, "cpu_utilization": float(u[0]),
-               "mem_utilization": float(u[1]), "net_utilization_tier1": float(u[2]),
-               "net_utilization_tier2": float(u[3]), "net_utilization_tier3": float(u[4]),
-               "requests": int(len(self.accepted)), "accepted": int(self.accepted.sum()),
-               "mean_servers": float(self.num_servers[self.accepted].mean()) if ok.size else 0.0}
+        out = {
+            "seed": self.seed,
+            "acceptance": self.acceptance,
+            "cpu_utilization": float(u[0]),
+            "mem_utilization": float(u[1]),
+            "net_utilization_tier1": float(u[2]),
+            "net_utilization_tier2": float(u[3]),
+            "net_utilization_tier3": float(u[4]),
+            "requests": int(len(self.accepted)),
+            "accepted": int(self.accepted.sum()),
+            "mean_servers": float(self.num_servers[self.accepted].mean()) if ok.size else 0.0,
+        }
         for level, name in enumerate(SPREAD):
             out[f"spread_{name}"] = float((ok == level).mean()) if ok.size else 0.0
-        out |= {"ticks": self.ticks, "steps": self.steps, "runtime_s": self.runtime_s,
-                "offered_load": self.offered_load}
+        out |= {
+            "ticks": self.ticks,
+            "steps": self.steps,
+            "runtime_s": self.runtime_s,
+            "offered_load": self.offered_load,
+        }
         return plain(out | ({"info": self.info} if self.info else {}))
 
 
@@ -155,16 +167,25 @@ class Episode:
     4
     """
 
-    def __init__(self, topology: Topology, requests: Requests, *, routing: str = "shortest",
-                 seed: int | None = None):
+    def __init__(
+        self,
+        topology: Topology,
+        requests: Requests,
+        *,
+        routing: str = "shortest",
+        seed: int | None = None,
+    ):
         if not isinstance(requests, Requests):
-            raise InvalidInputError(f"requests must be tjap.placement.network.Requests, "
-                                    f"got {type(requests).__name__}")
+            raise InvalidInputError(
+                f"requests must be tjap.placement.network.Requests, got {type(requests).__name__}"
+            )
         self.engine = Engine(topology, routing=routing)
         total_cpu, total_mem = topology.capacity
         if len(requests) and (requests.cpu.max() > total_cpu or requests.mem.max() > total_mem):
-            raise InvalidInputError(f"a request exceeds the data centre ({total_cpu} CPU, "
-                                    f"{total_mem} memory); generate requests for this topology")
+            raise InvalidInputError(
+                f"a request exceeds the data centre ({total_cpu} CPU, "
+                f"{total_mem} memory); generate requests for this topology"
+            )
         self.topology, self.requests = topology, requests
         self.seed = requests.seed if seed is None else int(seed)
         count = len(requests)
@@ -185,7 +206,7 @@ class Episode:
     @property
     def accepted_count(self) -> int:
         """Requests accepted so far."""
-        return int(self.accepted[:self.index].sum())
+        return int(self.accepted[: self.index].sum())
 
     def _arrive(self) -> None:
         r, i = self.requests, self.index
@@ -213,19 +234,31 @@ class Episode:
             self._arrive()
         return outcome
 
-    def result(self, policy: str, runtime_s: float = 0.0, info: dict | None = None
-               ) -> EpisodeResult:
+    def result(
+        self, policy: str, runtime_s: float = 0.0, info: dict | None = None
+    ) -> EpisodeResult:
         """The records so far as an :class:`EpisodeResult` of ``policy`` (its name)."""
         t = self.topology
-        return EpisodeResult(policy, t.name, t.num_servers, self.seed,
-                             self.requests.offered_load, self.accepted.copy(),
-                             self.num_servers.copy(), self.spread.copy(),
-                             self.utilization.copy(), self.engine.now + 1, self.steps,
-                             runtime_s, dict(info or {}))
+        return EpisodeResult(
+            policy,
+            t.name,
+            t.num_servers,
+            self.seed,
+            self.requests.offered_load,
+            self.accepted.copy(),
+            self.num_servers.copy(),
+            self.spread.copy(),
+            self.utilization.copy(),
+            self.engine.now + 1,
+            self.steps,
+            runtime_s,
+            dict(info or {}),
+        )
 
 
-def run_episode(topology: Topology, requests: Requests, policy: ServerPolicy, *,
-                seed: int | None = None) -> EpisodeResult:
+def run_episode(
+    topology: Topology, requests: Requests, policy: ServerPolicy, *, seed: int | None = None
+) -> EpisodeResult:
     """Serve ``requests`` on ``topology`` with ``policy`` (reset with ``seed``, default the
     requests' seed)."""
     _check_policy(policy)
@@ -234,12 +267,22 @@ def run_episode(topology: Topology, requests: Requests, policy: ServerPolicy, *,
     policy.reset(topology, episode.seed)
     while not episode.done:
         episode.step(policy.choose(episode.engine))
-    return episode.result(getattr(policy, "name", type(policy).__name__),
-                          time.perf_counter() - start, getattr(policy, "stats", {}) or {})
+    return episode.result(
+        getattr(policy, "name", type(policy).__name__),
+        time.perf_counter() - start,
+        getattr(policy, "stats", {}) or {},
+    )
 
 
-def run_seeded(topology: Topology, make_policy: Callable[[], ServerPolicy], seed: int, *,
-               requests: int = 128, max_servers: int = 8, load: float = 0.95) -> EpisodeResult:
+def run_seeded(
+    topology: Topology,
+    make_policy: Callable[[], ServerPolicy],
+    seed: int,
+    *,
+    requests: int = 128,
+    max_servers: int = 8,
+    load: float = 0.95,
+) -> EpisodeResult:
     """One episode of :func:`evaluate`: ``requests`` generated with ``seed`` and a fresh policy
     reset with it."""
     reqs = Requests.generate(topology, requests, seed, max_servers=max_servers, load=load)
@@ -287,13 +330,21 @@ class Evaluation(Measurement):
     episodes: tuple = ()
 
     #: Evaluation field -> the episode summary key it averages.
-    MEANS = {"acceptance": "acceptance", "cpu_utilization": "cpu_utilization",
-             "mem_utilization": "mem_utilization", "net_utilization_tier1": "net_utilization_tier1",
-             "net_utilization_tier2": "net_utilization_tier2",
-             "net_utilization_tier3": "net_utilization_tier3", "mean_servers": "mean_servers",
-             **{f"spread_{name}": f"spread_{name}" for name in SPREAD},
-             "mean_accepted": "accepted", "mean_ticks": "ticks", "mean_steps": "steps",
-             "mean_runtime_s": "runtime_s", "offered_load": "offered_load"}
+    MEANS = {
+        "acceptance": "acceptance",
+        "cpu_utilization": "cpu_utilization",
+        "mem_utilization": "mem_utilization",
+        "net_utilization_tier1": "net_utilization_tier1",
+        "net_utilization_tier2": "net_utilization_tier2",
+        "net_utilization_tier3": "net_utilization_tier3",
+        "mean_servers": "mean_servers",
+        **{f"spread_{name}": f"spread_{name}" for name in SPREAD},
+        "mean_accepted": "accepted",
+        "mean_ticks": "ticks",
+        "mean_steps": "steps",
+        "mean_runtime_s": "runtime_s",
+        "offered_load": "offered_load",
+    }
 
     @classmethod
     def of(cls, episodes: Sequence[EpisodeResult]) -> "Evaluation":
@@ -303,8 +354,16 @@ class Evaluation(Measurement):
         first = episodes[0]
         runs = [e.summary() for e in episodes]
         means = {name: float(np.mean([r[key] for r in runs])) for name, key in cls.MEANS.items()}
-        return cls(first.policy, first.topology, first.servers, runs[0]["requests"],
-                   len(episodes), first.seed, **means, episodes=tuple(episodes))
+        return cls(
+            first.policy,
+            first.topology,
+            first.servers,
+            runs[0]["requests"],
+            len(episodes),
+            first.seed,
+            **means,
+            episodes=tuple(episodes),
+        )
 
     @property
     def objective(self) -> float:
@@ -323,29 +382,42 @@ class Evaluation(Measurement):
 
     def to_dict(self) -> dict:
         """The common fields, every field, the episodes as their :meth:`EpisodeResult.summary`."""
-        return (self.common() | self.summary()
-                | {"episodes": [e.summary() for e in self.episodes]})
+        return self.common() | self.summary() | {"episodes": [e.summary() for e in self.episodes]}
 
     def summary(self) -> dict:
         """The means and what they are of, without the episodes."""
         return plain({f.name: getattr(self, f.name) for f in fields(self) if f.name != "episodes"})
 
 
-def evaluate(topology: Topology, make_policy: Callable[[], ServerPolicy], *, requests: int = 128,
-             seeds: int = 5, seed_base: int = 0, max_servers: int = 8, load: float = 0.95,
-             progress: Callable | None = None) -> Evaluation:
+def evaluate(
+    topology: Topology,
+    make_policy: Callable[[], ServerPolicy],
+    *,
+    requests: int = 128,
+    seeds: int = 5,
+    seed_base: int = 0,
+    max_servers: int = 8,
+    load: float = 0.95,
+    progress: Callable | None = None,
+) -> Evaluation:
     """Means over episodes seeded ``seed_base .. + seeds - 1`` (requests and policy seeded alike,
     so every method sees the same requests), see :class:`Evaluation`."""
     if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
         raise InvalidInputError(f"seeds must be a positive integer, got {seeds!r}")
     seed_list = range(int(seed_base), int(seed_base) + int(seeds))
-    return Evaluation.of([run_seeded(topology, make_policy, seed, requests=requests,
-                                     max_servers=max_servers, load=load)
-                          for seed in (progress(seed_list) if progress else seed_list)])
+    return Evaluation.of(
+        [
+            run_seeded(
+                topology, make_policy, seed, requests=requests, max_servers=max_servers, load=load
+            )
+            for seed in (progress(seed_list) if progress else seed_list)
+        ]
+    )
 
 
-def serve_request(engine: Engine, policy: ServerPolicy, cpu: int, mem: int, holding: int, *,
-                  seed: int = 0) -> RequestPlan | None:
+def serve_request(
+    engine: Engine, policy: ServerPolicy, cpu: int, mem: int, holding: int, *, seed: int = 0
+) -> RequestPlan | None:
     """Serve one request of ``cpu`` and ``mem`` units for ``holding`` ticks on ``engine``'s
     current state with ``policy`` (reset with ``seed``), over the policy's routing. The engine
     keeps the request when it is accepted.
@@ -371,10 +443,16 @@ def serve_request(engine: Engine, policy: ServerPolicy, cpu: int, mem: int, hold
                 paths.append(tuple(int(j) for j in engine.last_paths))
     finally:
         engine.routing = routing
-        if engine.request is not None:   # the policy raised mid-request: leave no half request
+        if engine.request is not None:  # the policy raised mid-request: leave no half request
             engine.abort()
     if outcome != Outcome.ACCEPTED:
         return None
-    return RequestPlan(tuple(servers), tuple(paths), before - int(engine.free_channels.sum()),
-                       Status.FEASIBLE, time.perf_counter() - start,
-                       method=getattr(policy, "name", type(policy).__name__), seed=int(seed))
+    return RequestPlan(
+        tuple(servers),
+        tuple(paths),
+        before - int(engine.free_channels.sum()),
+        Status.FEASIBLE,
+        time.perf_counter() - start,
+        method=getattr(policy, "name", type(policy).__name__),
+        seed=int(seed),
+    )

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.placement.network.topology import Topology
 from tjap import _backends
 from tjap.errors import InvalidInputError
+from tjap.placement.network.topology import Topology
 from tjap.result import Record, Status
 
 
@@ -79,13 +79,17 @@ class RequestPlan(Record):
         """The channels the plan reserves; None when it has no servers."""
         return self.channels if self.has_solution else None
 
-    def is_feasible(self, topology: Topology, free_cpu, free_mem, free_channels, cpu: int,
-                    mem: int) -> bool:
+    def is_feasible(
+        self, topology: Topology, free_cpu, free_mem, free_channels, cpu: int, mem: int
+    ) -> bool:
         """Whether the plan covers the request and its paths fit the free channels."""
         servers = list(self.servers)
         if not servers or len(set(servers)) != len(servers):
             return False
-        if sum(int(free_cpu[s]) for s in servers) < cpu or sum(int(free_mem[s]) for s in servers) < mem:
+        if (
+            sum(int(free_cpu[s]) for s in servers) < cpu
+            or sum(int(free_mem[s]) for s in servers) < mem
+        ):
             return False
         used = np.zeros(topology.num_links, np.int64)
         channels = 0
@@ -102,9 +106,20 @@ class RequestPlan(Record):
         return bool((used <= np.asarray(free_channels)).all()) and channels == self.channels
 
 
-def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: int, mem: int, *,
-                  time_limit_s: float | None = 1.0, seed: int = 0, workers: int = 1,
-                  fixed=(), tie_cost=None) -> RequestPlan:
+def solve_request(
+    topology: Topology,
+    free_cpu,
+    free_mem,
+    free_channels,
+    cpu: int,
+    mem: int,
+    *,
+    time_limit_s: float | None = 1.0,
+    seed: int = 0,
+    workers: int = 1,
+    fixed=(),
+    tie_cost=None,
+) -> RequestPlan:
     """The fewest-channel plan for a request of ``cpu`` and ``mem`` units on the given free state.
 
     ``fixed``: servers already chosen for this request (their paths already reserved in
@@ -122,30 +137,47 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     free_cpu = np.asarray(free_cpu, dtype=np.int64)
     free_mem = np.asarray(free_mem, dtype=np.int64)
     free_channels = np.asarray(free_channels, dtype=np.int64)
-    if free_cpu.shape != (n,) or free_mem.shape != (n,) or free_channels.shape != (topology.num_links,):
-        raise InvalidInputError(f"free_cpu and free_mem need {n} entries and free_channels "
-                                f"{topology.num_links}")
+    if (
+        free_cpu.shape != (n,)
+        or free_mem.shape != (n,)
+        or free_channels.shape != (topology.num_links,)
+    ):
+        raise InvalidInputError(
+            f"free_cpu and free_mem need {n} entries and free_channels {topology.num_links}"
+        )
     fixed = [int(v) for v in fixed]
     if len(set(fixed)) != len(fixed) or any(not 0 <= v < n for v in fixed):
         raise InvalidInputError(f"fixed must name distinct servers in [0, {n}), got {fixed}")
     if min(cpu, mem) < 1 and not (fixed and min(cpu, mem) >= 0 and cpu + mem >= 1):
-        raise InvalidInputError(f"request cpu and mem must be >= 1 (mid-request, with fixed "
-                                f"servers: >= 0, one of them >= 1), got {cpu}, {mem}")
+        raise InvalidInputError(
+            f"request cpu and mem must be >= 1 (mid-request, with fixed "
+            f"servers: >= 0, one of them >= 1), got {cpu}, {mem}"
+        )
     if tie_cost is None:
         tie_cost = free_cpu + free_mem
     tie_cost = np.asarray(tie_cost)
-    if tie_cost.shape != (n,) or not np.issubdtype(tie_cost.dtype, np.integer) or (tie_cost < 0).any():
+    if (
+        tie_cost.shape != (n,)
+        or not np.issubdtype(tie_cost.dtype, np.integer)
+        or (tie_cost < 0).any()
+    ):
         raise InvalidInputError(f"tie_cost must hold {n} non-negative integers, one per server")
     tie_cost = tie_cost.astype(np.int64)
     if time_limit_s is not None and not time_limit_s > 0:
         raise InvalidInputError(f"time_limit_s must be positive or None, got {time_limit_s!r}")
 
     def plan(servers, paths, channels, status, bound=None):
-        return RequestPlan(tuple(int(s) for s in servers), tuple(tuple(int(j) for j in p) for p in paths),
-                           int(channels), Status(status), time.perf_counter() - start, bound,
-                           seed=int(seed))
+        return RequestPlan(
+            tuple(int(s) for s in servers),
+            tuple(tuple(int(j) for j in p) for p in paths),
+            int(channels),
+            Status(status),
+            time.perf_counter() - start,
+            bound,
+            seed=int(seed),
+        )
 
-    if fixed:   # the fixed servers give nothing more
+    if fixed:  # the fixed servers give nothing more
         free_cpu, free_mem = free_cpu.copy(), free_mem.copy()
         free_cpu[fixed] = free_mem[fixed] = 0
     if free_cpu.sum() < cpu or free_mem.sum() < mem:
@@ -168,7 +200,7 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     model.Add(sum(int(free_mem[v]) * x[v] for v in V) >= mem)
     m = model.NewIntVar(0, len(V), "m")
     model.Add(m == sum(x.values()))
-    for v in V:   # v's own link carries one (new) path to each other chosen server
+    for v in V:  # v's own link carries one (new) path to each other chosen server
         if is_fixed[v]:
             model.Add(m <= int(free_channels[v]) + len(fixed))
         else:
@@ -186,11 +218,11 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     z, through, switch_cost = {}, {}, []
     racks = sorted(count)
     for i, a in enumerate(racks):
-        for b in racks[i + 1:]:
+        for b in racks[i + 1 :]:
             hi = size[a] * size[b]
             all_pairs = model.NewIntVar(0, hi, f"q{a}_{b}")
             model.AddMultiplicationEquality(all_pairs, [count[a], count[b]])
-            pairs = all_pairs - fixed_in[a] * fixed_in[b]   # the fixed pairs hold their paths
+            pairs = all_pairs - fixed_in[a] * fixed_in[b]  # the fixed pairs hold their paths
             terms = []
             for j in range(t.rack_path_count[a, b]):
                 links = t.rack_path_len[a, b, j]
@@ -213,9 +245,9 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
     model.Minimize(weight * (m_sq - m + sum(switch_cost)) + sum(fit[v] * x[v] for v in V))
 
     solver = _backends.cpsat_solver(time_limit_s, seed, workers)
-    status, found = _backends.cpsat_solve(solver, model)    # a Ctrl-C raises, never a result
+    status, found = _backends.cpsat_solve(solver, model)  # a Ctrl-C raises, never a result
     if found and status is Status.TIME_LIMIT:
-        status = Status.FEASIBLE                  # this module's convention (see above)
+        status = Status.FEASIBLE  # this module's convention (see above)
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return plan((), (), 0, status)
     servers = fixed + [v for v in V if solver.BooleanValue(x[v]) and not is_fixed[v]]
@@ -234,5 +266,5 @@ def solve_request(topology: Topology, free_cpu, free_mem, free_channels, cpu: in
         paths.append(tuple(row))
     bound = int(solver.BestObjectiveBound() // weight) - (len(fixed) ** 2 - len(fixed))
     if fixed:
-        servers, paths = servers[len(fixed):], paths[len(fixed):]
+        servers, paths = servers[len(fixed) :], paths[len(fixed) :]
     return plan(servers, paths, channels, status, bound)

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.placement.network.topology import Topology
 from tjap.errors import InvalidInputError
+from tjap.placement.network.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -47,16 +47,29 @@ class Requests:
         return len(self.cpu)
 
     @classmethod
-    def generate(cls, topology: Topology, count: int, seed: int = 0, *, max_servers: int = 8,
-                 load: float = 0.95) -> "Requests":
+    def generate(
+        cls,
+        topology: Topology,
+        count: int,
+        seed: int = 0,
+        *,
+        max_servers: int = 8,
+        load: float = 0.95,
+    ) -> "Requests":
         """``count`` requests for ``topology``, deterministic in ``seed`` (see the module doc)."""
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise InvalidInputError(f"count (requests per episode) must be a positive integer, "
-                                    f"got {count!r}")
-        if (isinstance(max_servers, bool) or not isinstance(max_servers, (int, np.integer))
-                or not 1 <= max_servers <= topology.num_servers):
-            raise InvalidInputError(f"max_servers must be an integer in [1, {topology.num_servers}]"
-                                    f" (request size in full servers), got {max_servers!r}")
+            raise InvalidInputError(
+                f"count (requests per episode) must be a positive integer, got {count!r}"
+            )
+        if (
+            isinstance(max_servers, bool)
+            or not isinstance(max_servers, (int, np.integer))
+            or not 1 <= max_servers <= topology.num_servers
+        ):
+            raise InvalidInputError(
+                f"max_servers must be an integer in [1, {topology.num_servers}]"
+                f" (request size in full servers), got {max_servers!r}"
+            )
         if not isinstance(load, (int, float)) or not 0 < load <= 10:
             raise InvalidInputError(f"load must be a number in (0, 10], got {load!r}")
         rng = np.random.default_rng(int(seed))
@@ -74,6 +87,8 @@ class Requests:
 def holding_max(topology: Topology, max_servers: int = 8, load: float = 0.95) -> int:
     """Largest holding time h_max of U{1..h_max} giving offered ``load`` (mean of CPU and memory)."""
     total_cpu, total_mem = topology.capacity
-    per_tick = ((1 + max_servers * topology.server_cpu) / 2 / total_cpu
-                + (1 + max_servers * topology.server_mem) / 2 / total_mem) / 2
+    per_tick = (
+        (1 + max_servers * topology.server_cpu) / 2 / total_cpu
+        + (1 + max_servers * topology.server_mem) / 2 / total_mem
+    ) / 2
     return max(1, int(round(2 * load / per_tick - 1)))

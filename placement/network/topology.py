@@ -71,24 +71,46 @@ class Topology:
     (link ids of the j-th tier-1-to-tier-1 path, shortest first) and ``rack_path_count[ra, rb]``.
     """
 
-    def __init__(self, *, clusters: int, racks_per_cluster: int, servers_per_rack: int,
-                 tier2_per_cluster: int, tier3_switches: int, channels, server_cpu: int = 16,
-                 server_mem: int = 16, k: int = 3, name: str = "custom"):
-        counts = dict(clusters=clusters, racks_per_cluster=racks_per_cluster,
-                      servers_per_rack=servers_per_rack, tier2_per_cluster=tier2_per_cluster,
-                      tier3_switches=tier3_switches, server_cpu=server_cpu,
-                      server_mem=server_mem, k=k)
+    def __init__(
+        self,
+        *,
+        clusters: int,
+        racks_per_cluster: int,
+        servers_per_rack: int,
+        tier2_per_cluster: int,
+        tier3_switches: int,
+        channels,
+        server_cpu: int = 16,
+        server_mem: int = 16,
+        k: int = 3,
+        name: str = "custom",
+    ):
+        counts = dict(
+            clusters=clusters,
+            racks_per_cluster=racks_per_cluster,
+            servers_per_rack=servers_per_rack,
+            tier2_per_cluster=tier2_per_cluster,
+            tier3_switches=tier3_switches,
+            server_cpu=server_cpu,
+            server_mem=server_mem,
+            k=k,
+        )
         for field, value in counts.items():
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InvalidInputError(f"topology {field} must be a positive integer, got {value!r}")
+                raise InvalidInputError(
+                    f"topology {field} must be a positive integer, got {value!r}"
+                )
         try:
             channels = tuple(channels)
         except TypeError:
             channels = ()
-        if len(channels) != 3 or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
-                                         and c >= 1 for c in channels):
-            raise InvalidInputError(f"channels must be 3 positive integers (tier 1, 2, 3), "
-                                    f"got {channels!r}")
+        if len(channels) != 3 or not all(
+            isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
+            for c in channels
+        ):
+            raise InvalidInputError(
+                f"channels must be 3 positive integers (tier 1, 2, 3), got {channels!r}"
+            )
         self.name = str(name)
         self.clusters, self.racks_per_cluster = int(clusters), int(racks_per_cluster)
         self.servers_per_rack = int(servers_per_rack)
@@ -102,7 +124,7 @@ class Topology:
     # -- construction ----------------------------------------------------------------------------
     def _build(self) -> None:
         n, r, t2 = self.num_servers, self.num_racks, self.tier2_per_cluster
-        tier1 = [n + i for i in range(r)]                        # node ids of the switches
+        tier1 = [n + i for i in range(r)]  # node ids of the switches
         tier2 = [n + r + i for i in range(self.clusters * t2)]
         tier3 = [n + r + self.clusters * t2 + i for i in range(self.tier3_switches)]
         g = nx.Graph()
@@ -130,7 +152,9 @@ class Topology:
         self.tier1_nodes, self.tier2_nodes, self.tier3_nodes = tier1, tier2, tier3
         self.link_ends = _frozen(np.array(ends, dtype=np.int64))
         self.link_tier = _frozen(np.array(tiers, dtype=np.int64))
-        self.link_capacity = _frozen(np.array([self.channels[t - 1] for t in tiers], dtype=np.int64))
+        self.link_capacity = _frozen(
+            np.array([self.channels[t - 1] for t in tiers], dtype=np.int64)
+        )
         self.num_links = len(ends)
         servers = np.arange(n)
         self.rack_of = _frozen(servers // self.servers_per_rack)
@@ -144,8 +168,9 @@ class Topology:
         found = {}
         for a in range(r):
             for b in range(a + 1, r):
-                found[a, b] = _k_shortest(switches, self.tier1_nodes[a], self.tier1_nodes[b], k,
-                                          offset=a + b)
+                found[a, b] = _k_shortest(
+                    switches, self.tier1_nodes[a], self.tier1_nodes[b], k, offset=a + b
+                )
         longest = max((len(p) - 1 for ps in found.values() for p in ps), default=0)
         paths = np.full((r, r, k, max(longest, 1)), -1, dtype=np.int64)
         length = np.zeros((r, r, k), dtype=np.int64)
@@ -154,8 +179,8 @@ class Topology:
             count[a, b] = count[b, a] = len(ps)
             for j, p in enumerate(ps):
                 ids = [self.graph.edges[u, v]["link"] for u, v in zip(p, p[1:])]
-                paths[a, b, j, :len(ids)] = ids
-                paths[b, a, j, :len(ids)] = ids[::-1]
+                paths[a, b, j, : len(ids)] = ids
+                paths[b, a, j, : len(ids)] = ids[::-1]
                 length[a, b, j] = length[b, a, j] = len(ids)
         self.rack_paths, self.rack_path_len = _frozen(paths), _frozen(length)
         self.rack_path_count = _frozen(count)
@@ -177,8 +202,10 @@ class Topology:
         if u == v:
             raise InvalidInputError(f"a path needs two different servers, got {u} twice")
         a, b = self.rack_of[u], self.rack_of[v]
-        return [[u, *self.rack_paths[a, b, j, :self.rack_path_len[a, b, j]].tolist(), v]
-                for j in range(self.rack_path_count[a, b])]
+        return [
+            [u, *self.rack_paths[a, b, j, : self.rack_path_len[a, b, j]].tolist(), v]
+            for j in range(self.rack_path_count[a, b])
+        ]
 
     def spread(self, servers) -> int:
         """How distributed ``servers`` are: 0 one server, 1 one rack, 2 one cluster, 3 several
@@ -191,19 +218,34 @@ class Topology:
         return 2 if len(np.unique(self.cluster_of[servers])) == 1 else 3
 
     def _check_server(self, s) -> None:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or not 0 <= s < self.num_servers:
-            raise InvalidInputError(f"server must be an integer in [0, {self.num_servers}), got {s!r}")
+        if (
+            isinstance(s, bool)
+            or not isinstance(s, (int, np.integer))
+            or not 0 <= s < self.num_servers
+        ):
+            raise InvalidInputError(
+                f"server must be an integer in [0, {self.num_servers}), got {s!r}"
+            )
 
     def describe(self) -> dict:
-        return {"name": self.name, "servers": self.num_servers, "clusters": self.clusters,
-                "racks_per_cluster": self.racks_per_cluster,
-                "servers_per_rack": self.servers_per_rack,
-                "tier2_per_cluster": self.tier2_per_cluster, "tier3_switches": self.tier3_switches,
-                "channels": list(self.channels), "links": self.num_links, "k": self.k}
+        return {
+            "name": self.name,
+            "servers": self.num_servers,
+            "clusters": self.clusters,
+            "racks_per_cluster": self.racks_per_cluster,
+            "servers_per_rack": self.servers_per_rack,
+            "tier2_per_cluster": self.tier2_per_cluster,
+            "tier3_switches": self.tier3_switches,
+            "channels": list(self.channels),
+            "links": self.num_links,
+            "k": self.k,
+        }
 
     def __repr__(self) -> str:
-        return (f"Topology({self.name!r}, {self.num_servers} servers, {self.num_racks} racks, "
-                f"channels {self.channels})")
+        return (
+            f"Topology({self.name!r}, {self.num_servers} servers, {self.num_racks} racks, "
+            f"channels {self.channels})"
+        )
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -231,12 +273,15 @@ def parse_name(name: str) -> tuple[int, int]:
     """``"8:1-16"`` -> (8, 16): channels per tier-1 link and bottom-top oversubscription."""
     m = re.fullmatch(r"\s*(\d+)\s*:\s*1\s*-\s*(\d+)\s*", str(name))
     if not m or int(m.group(2)) not in TABLE1 or int(m.group(1)) < 2:
-        raise InvalidInputError(f"unknown topology {name!r}; use 'n:1-o' with o in 16, 8, 4 and "
-                                f"an even n >= 2, e.g. one of the paper's {', '.join(NAMES)}")
+        raise InvalidInputError(
+            f"unknown topology {name!r}; use 'n:1-o' with o in 16, 8, 4 and "
+            f"an even n >= 2, e.g. one of the paper's {', '.join(NAMES)}"
+        )
     n, o = int(m.group(1)), int(m.group(2))
     if n % 2:
-        raise InvalidInputError(f"topology {name!r}: n must be even (tier-3 links carry n/2 "
-                                f"channels at 1:16), got {n}")
+        raise InvalidInputError(
+            f"topology {name!r}: n must be even (tier-3 links carry n/2 channels at 1:16), got {n}"
+        )
     return n, o
 
 
@@ -249,10 +294,18 @@ def paper_topology(name: str = "8:1-16", servers: int = 64) -> Topology:
     """
     n, o = parse_name(name)
     if servers not in SIZES:
-        raise InvalidInputError(f"servers must be one of {', '.join(map(str, SIZES))} (the paper's "
-                                f"two sizes), got {servers!r}")
+        raise InvalidInputError(
+            f"servers must be one of {', '.join(map(str, SIZES))} (the paper's "
+            f"two sizes), got {servers!r}"
+        )
     clusters, racks, per_rack = SIZES[servers]
     c2, c3 = TABLE1[o]
-    return Topology(clusters=clusters, racks_per_cluster=racks, servers_per_rack=per_rack,
-                    tier2_per_cluster=2, tier3_switches=racks,
-                    channels=(n, int(c2 * n), int(c3 * n)), name=f"{n}:1-{o}")
+    return Topology(
+        clusters=clusters,
+        racks_per_cluster=racks,
+        servers_per_rack=per_rack,
+        tier2_per_cluster=2,
+        tier3_switches=racks,
+        channels=(n, int(c2 * n), int(c3 * n)),
+        name=f"{n}:1-{o}",
+    )

@@ -97,8 +97,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import parse_jobcomp_line
 
-__all__ = ["Allocation", "FORMATS", "REASONS", "SACCT_COMMAND", "SACCT_COLUMNS", "Skipped",
-           "detect_format", "read_allocations", "resolve_timezone", "sniff_format"]
+__all__ = [
+    "Allocation",
+    "FORMATS",
+    "REASONS",
+    "SACCT_COMMAND",
+    "SACCT_COLUMNS",
+    "Skipped",
+    "detect_format",
+    "read_allocations",
+    "resolve_timezone",
+    "sniff_format",
+]
 
 #: The formats :func:`read_allocations` reads (besides ``"auto"``).
 FORMATS = ("sacct", "jobcomp")
@@ -107,8 +117,10 @@ FORMATS = ("sacct", "jobcomp")
 SACCT_COLUMNS = ("JobID", "Partition", "Submit", "Start", "End", "NNodes", "NodeList", "State")
 
 #: The command that writes a site's records for :func:`read_allocations`.
-SACCT_COMMAND = ("sacct --allusers --allocations --duplicates --parsable2 --starttime 2026-10-01 "
-                 "--endtime now --format " + ",".join(SACCT_COLUMNS) + " > records.txt")
+SACCT_COMMAND = (
+    "sacct --allusers --allocations --duplicates --parsable2 --starttime 2026-10-01 "
+    "--endtime now --format " + ",".join(SACCT_COLUMNS) + " > records.txt"
+)
 
 #: Why a record is not audited: reason -> one-line meaning. The reader counts the first five;
 #: the audit (:mod:`tjap.auditor`) counts the others.
@@ -210,6 +222,7 @@ class Skipped:
 
 # ----------------------------------------------------------------------------------- time zones
 
+
 def resolve_timezone(timezone: str | None = None) -> ZoneInfo:
     """The zone of the records' local times: the IANA zone ``timezone`` names, or this machine's
     zone when None (``TZ``, else ``/etc/localtime``, else UTC). Its ``key`` is the zone's name
@@ -217,13 +230,17 @@ def resolve_timezone(timezone: str | None = None) -> ZoneInfo:
     if timezone is None:
         return _local_zone()
     if not isinstance(timezone, str):
-        raise InvalidInputError(f"timezone must be an IANA zone name such as Europe/Berlin, "
-                                f"got {type(timezone).__name__}")
+        raise InvalidInputError(
+            f"timezone must be an IANA zone name such as Europe/Berlin, "
+            f"got {type(timezone).__name__}"
+        )
     try:
         return ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise InvalidInputError(f"timezone {timezone!r} is not an IANA time zone name; use one "
-                                "such as Europe/Berlin, America/Chicago or UTC") from None
+        raise InvalidInputError(
+            f"timezone {timezone!r} is not an IANA time zone name; use one "
+            "such as Europe/Berlin, America/Chicago or UTC"
+        ) from None
 
 
 def _local_zone() -> ZoneInfo:
@@ -297,8 +314,9 @@ class _Clock:
     def _hour_start(self, hour: str, text: str) -> int | None:
         """UTC second of local ``hour``'s start; None if the offset changes inside the hour."""
         try:
-            first = datetime(int(hour[:4]), int(hour[5:7]), int(hour[8:10]), int(hour[11:13]),
-                             tzinfo=self.zone)
+            first = datetime(
+                int(hour[:4]), int(hour[5:7]), int(hour[8:10]), int(hour[11:13]), tzinfo=self.zone
+            )
         except ValueError:
             raise ValueError(f"time {text!r} is not a date and time") from None
         offset = first.utcoffset()
@@ -318,6 +336,7 @@ class _Clock:
 
 # ------------------------------------------------------------------------------------- the input
 
+
 def detect_format(line: str) -> str | None:
     """``"sacct"`` for a ``|``-separated header with a ``JobID`` column, ``"jobcomp"`` for a
     ``JobId=`` record, None otherwise."""
@@ -332,12 +351,16 @@ def detect_format(line: str) -> str | None:
 def _neither(source_name: str, line: str) -> InvalidInputError:
     shown = line.strip()
     shown = repr(shown if len(shown) <= 60 else shown[:57] + "...")
-    hint = ("; it looks like sacct output without its header line: run sacct without --noheader"
-            if "|" in line else "")
+    hint = (
+        "; it looks like sacct output without its header line: run sacct without --noheader"
+        if "|" in line
+        else ""
+    )
     return InvalidInputError(
         f"{source_name}: cannot tell the records' format from its first line {shown}{hint}; tjap "
         "reads sacct --parsable2 output (with its header line) and the jobcomp/filetxt log; name "
-        "one with --format sacct or --format jobcomp")
+        "one with --format sacct or --format jobcomp"
+    )
 
 
 def _source_name(source) -> str:
@@ -355,8 +378,10 @@ def _check_path(source) -> None:
     path = Path(source)
     if not path.is_file():
         why = "is a directory" if path.is_dir() else "does not exist"
-        raise InvalidInputError(f"records file {str(path)!r} {why}; give the file sacct or the "
-                                "jobcomp/filetxt plugin wrote")
+        raise InvalidInputError(
+            f"records file {str(path)!r} {why}; give the file sacct or the "
+            "jobcomp/filetxt plugin wrote"
+        )
 
 
 def sniff_format(source) -> str:
@@ -376,8 +401,9 @@ def sniff_format(source) -> str:
     raise InvalidInputError(f"records file {str(source)!r} is empty")
 
 
-def read_allocations(source, *, fmt: str = "auto", timezone: str | None = None,
-                     skipped: Skipped | None = None) -> Iterator[Allocation]:
+def read_allocations(
+    source, *, fmt: str = "auto", timezone: str | None = None, skipped: Skipped | None = None
+) -> Iterator[Allocation]:
     """The allocations a site's accounting records hold, streamed in file order.
 
     Parameters
@@ -405,16 +431,18 @@ def read_allocations(source, *, fmt: str = "auto", timezone: str | None = None,
         all malformed: when reading reaches them).
     """
     if fmt not in ("auto", *FORMATS):
-        raise InvalidInputError(f"records format {fmt!r} is not one tjap reads; use auto, "
-                                "sacct or jobcomp")
+        raise InvalidInputError(
+            f"records format {fmt!r} is not one tjap reads; use auto, sacct or jobcomp"
+        )
     clock = _Clock(resolve_timezone(timezone))
     if skipped is None:
         skipped = Skipped()
     if isinstance(source, (str, os.PathLike)):
         _check_path(source)
     elif not isinstance(source, Iterable):
-        raise InvalidInputError(f"records must be a file path or an iterable of lines, got "
-                                f"{type(source).__name__}")
+        raise InvalidInputError(
+            f"records must be a file path or an iterable of lines, got {type(source).__name__}"
+        )
     return _read(source, fmt, clock, skipped)
 
 
@@ -424,7 +452,7 @@ def _read(source, fmt: str, clock: _Clock, skipped: Skipped) -> Iterator[Allocat
         try:
             with _open_lines(source) as lines:
                 yield from _read_lines(lines, name, fmt, clock, skipped)
-        except (OSError, EOFError) as exc:       # unreadable, or a truncated .gz
+        except (OSError, EOFError) as exc:  # unreadable, or a truncated .gz
             raise InvalidInputError(f"records file {name!r} cannot be read: {exc}") from None
     else:
         yield from _read_lines(source, name, fmt, clock, skipped)
@@ -432,15 +460,17 @@ def _read(source, fmt: str, clock: _Clock, skipped: Skipped) -> Iterator[Allocat
 
 def _read_lines(lines, name, fmt, clock, skipped) -> Iterator[Allocation]:
     numbered = enumerate(lines, 1)
-    for number, line in numbered:
+    for number, line in numbered:  # noqa: B007 (number is read after the loop)
         if not isinstance(line, str):
-            raise InvalidInputError(f"{name}: records must be lines of text, got "
-                                    f"{type(line).__name__} (open the file in text mode)")
+            raise InvalidInputError(
+                f"{name}: records must be lines of text, got "
+                f"{type(line).__name__} (open the file in text mode)"
+            )
         if line.strip():
             break
     else:
         raise InvalidInputError(f"{name}: no records (the input is empty)")
-    line = line.lstrip("\ufeff")                  # a byte order mark some editors write
+    line = line.lstrip("\ufeff")  # a byte order mark some editors write
     found = detect_format(line)
     if fmt == "auto":
         if found is None:
@@ -477,26 +507,33 @@ class _Guard:
             self.fail()
 
     def fail(self):
-        fix = ("give sacct --parsable2 output with times as YYYY-MM-DDTHH:MM:SS (run sacct with "
-               "SLURM_TIME_FORMAT unset)" if self.fmt == "sacct"
-               else "give the file the jobcomp/filetxt plugin wrote")
-        raise InvalidInputError(f"{self.name}: not {self.fmt} records: the first "
-                                f"{self.bad} record line(s) cannot be read ({self.first}); {fix}")
+        fix = (
+            "give sacct --parsable2 output with times as YYYY-MM-DDTHH:MM:SS (run sacct with "
+            "SLURM_TIME_FORMAT unset)"
+            if self.fmt == "sacct"
+            else "give the file the jobcomp/filetxt plugin wrote"
+        )
+        raise InvalidInputError(
+            f"{self.name}: not {self.fmt} records: the first "
+            f"{self.bad} record line(s) cannot be read ({self.first}); {fix}"
+        )
 
 
 # job ids that are not plain numbers: 123_4 (array task), 123+1 (het component)
 _TASK_ID = re.compile(r"[0-9]+(?:_[0-9]+|\+[0-9]+)\Z")
 _NO_NODES = frozenset({"", "none assigned", "(null)", "none"})
-_HOSTLIST = re.compile(r"(?:[^\[\],\s]|\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\])+"
-                       r"(?:,(?:[^\[\],\s]|\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\])+)*$")
+_HOSTLIST = re.compile(
+    r"(?:[^\[\],\s]|\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\])+"
+    r"(?:,(?:[^\[\],\s]|\[\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*\])+)*$"
+)
 
 
 def _node_count(text: str) -> int:
     try:
         count = int(text)
-    except ValueError:                           # older sacct versions write 2048 as "2K"
+    except ValueError:  # older sacct versions write 2048 as "2K"
         if text[-1:] in ("K", "M") and text[:-1].isdigit():
-            return int(text[:-1]) * (1024 if text[-1] == "K" else 1024 ** 2)
+            return int(text[:-1]) * (1024 if text[-1] == "K" else 1024**2)
         raise ValueError(f"node count {text!r} is not a number") from None
     if count < 0:
         raise ValueError(f"node count {text!r} is negative")
@@ -514,8 +551,19 @@ class _Records:
         # strings and ints, not tuples: a million of them add no work for the garbage collector
         self.seen: dict[str, int | set[int]] = {}
 
-    def allocation(self, number, job_id, het, partition, submit, start_text, end_text, state,
-                   nodes, num_nodes_text) -> Allocation | None:
+    def allocation(
+        self,
+        number,
+        job_id,
+        het,
+        partition,
+        submit,
+        start_text,
+        end_text,
+        state,
+        nodes,
+        num_nodes_text,
+    ) -> Allocation | None:
         clock = self.clock
         try:
             submit = clock.seconds(submit) if submit is not None else None
@@ -526,7 +574,7 @@ class _Records:
             if not no_nodes and not _HOSTLIST.match(nodes):
                 raise ValueError(f"node list {nodes!r} is not a hostlist")
             if start is not None and end is not None and end < start:
-                end = clock.later_reading(end_text)      # the end in a repeated hour's 2nd pass
+                end = clock.later_reading(end_text)  # the end in a repeated hour's 2nd pass
                 if end < start:
                     raise ValueError(f"end {end_text} before start {start_text}")
         except ValueError as exc:
@@ -534,8 +582,9 @@ class _Records:
             return None
         self.guard.good += 1
         if start is None or no_nodes or state == "PENDING":
-            self.skipped.add("pending" if end is None or state == "PENDING" else "not_started",
-                             number, job_id)
+            self.skipped.add(
+                "pending" if end is None or state == "PENDING" else "not_started", number, job_id
+            )
             return None
         before = self.seen.get(job_id)
         if before is None:
@@ -547,8 +596,9 @@ class _Records:
             before.add(start)
         else:
             self.seen[job_id] = {before, start}
-        return Allocation(job_id, partition, submit, start, end, state, nodes, num_nodes, number,
-                          het)
+        return Allocation(
+            job_id, partition, submit, start, end, state, nodes, num_nodes, number, het
+        )
 
 
 def _sacct_columns(header: str, name: str) -> tuple[dict[str, int], int, bool]:
@@ -561,7 +611,8 @@ def _sacct_columns(header: str, name: str) -> tuple[dict[str, int], int, bool]:
     if missing:
         raise InvalidInputError(
             f"{name}: the sacct header has no {', '.join(missing)} column"
-            f"{'s' if len(missing) > 1 else ''}; write the records with: {SACCT_COMMAND}")
+            f"{'s' if len(missing) > 1 else ''}; write the records with: {SACCT_COMMAND}"
+        )
     return index, len(names), trailing
 
 
@@ -569,10 +620,12 @@ def _sacct(numbered, header, name, clock, skipped, guard) -> Iterator[Allocation
     if detect_format(header) != "sacct":
         raise InvalidInputError(
             f"{name}: no sacct header line (the first line is {header.strip()[:60]!r}); run "
-            f"sacct without --noheader: {SACCT_COMMAND}")
+            f"sacct without --noheader: {SACCT_COMMAND}"
+        )
     index, num_columns, trailing = _sacct_columns(header, name)
     (i_job, i_part, i_submit, i_start, i_end, i_nnodes, i_nodes, i_state) = (
-        index[col.lower()] for col in SACCT_COLUMNS)
+        index[col.lower()] for col in SACCT_COLUMNS
+    )
     records = _Records(clock, skipped, guard)
     for number, line in numbered:
         line = line.rstrip("\r\n")
@@ -582,8 +635,12 @@ def _sacct(numbered, header, name, clock, skipped, guard) -> Iterator[Allocation
         if trailing and fields[-1] == "":
             fields.pop()
         if len(fields) != num_columns:
-            guard.malformed(number, f"{len(fields)} fields, the header has {num_columns}",
-                            skipped, fields[i_job] if len(fields) > i_job else "")
+            guard.malformed(
+                number,
+                f"{len(fields)} fields, the header has {num_columns}",
+                skipped,
+                fields[i_job] if len(fields) > i_job else "",
+            )
             continue
         job_id = fields[i_job]
         if not job_id.isdigit():
@@ -596,19 +653,28 @@ def _sacct(numbered, header, name, clock, skipped, guard) -> Iterator[Allocation
                 skipped.add("pending", number, job_id)
                 continue
             if not _TASK_ID.match(job_id):
-                guard.malformed(number, f"job id {job_id!r} is not one sacct writes", skipped,
-                                job_id)
+                guard.malformed(
+                    number, f"job id {job_id!r} is not one sacct writes", skipped, job_id
+                )
                 continue
         state = fields[i_state].split(" ", 1)[0].upper()
-        found = records.allocation(number, job_id, "+" in job_id, fields[i_part],
-                                   fields[i_submit], fields[i_start], fields[i_end], state,
-                                   fields[i_nodes], fields[i_nnodes])
+        found = records.allocation(
+            number,
+            job_id,
+            "+" in job_id,
+            fields[i_part],
+            fields[i_submit],
+            fields[i_start],
+            fields[i_end],
+            state,
+            fields[i_nodes],
+            fields[i_nnodes],
+        )
         if found is not None:
             yield found
 
 
-_JOBCOMP_NEEDS = ("JobId", "Partition", "StartTime", "EndTime", "NodeList", "NodeCnt",
-                  "JobState")
+_JOBCOMP_NEEDS = ("JobId", "Partition", "StartTime", "EndTime", "NodeList", "NodeCnt", "JobState")
 
 
 def _jobcomp(numbered, first_number, first_line, clock, skipped, guard) -> Iterator[Allocation]:
@@ -631,9 +697,17 @@ def _jobcomp(numbered, first_number, first_line, clock, skipped, guard) -> Itera
             guard.malformed(number, f"job id {job_id!r} is not a number", skipped, job_id)
             continue
         state = fields["JobState"].split(" ", 1)[0].upper()
-        found = records.allocation(number, job_id, het, fields["Partition"],
-                                   fields.get("SubmitTime"), fields["StartTime"],
-                                   fields["EndTime"], state, fields["NodeList"],
-                                   fields["NodeCnt"])
+        found = records.allocation(
+            number,
+            job_id,
+            het,
+            fields["Partition"],
+            fields.get("SubmitTime"),
+            fields["StartTime"],
+            fields["EndTime"],
+            state,
+            fields["NodeList"],
+            fields["NodeCnt"],
+        )
         if found is not None:
             yield found

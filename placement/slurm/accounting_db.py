@@ -60,8 +60,19 @@ def sacct_records_argv(starttime: str, endtime: str = "now") -> list[str]:
     >>> " ".join(sacct_records_argv("2026-10-01")[:6])
     'sacct --allusers --allocations --duplicates --parsable2 --starttime'
     """
-    return ["sacct", "--allusers", "--allocations", "--duplicates", "--parsable2",
-            "--starttime", starttime, "--endtime", endtime, "--format", SACCT_FORMAT]
+    return [
+        "sacct",
+        "--allusers",
+        "--allocations",
+        "--duplicates",
+        "--parsable2",
+        "--starttime",
+        starttime,
+        "--endtime",
+        endtime,
+        "--format",
+        SACCT_FORMAT,
+    ]
 
 
 def mariadb_program(name: str) -> str | None:
@@ -80,8 +91,10 @@ def missing_accounting(slurm_binary) -> str | None:
     missing = [b for b in MARIADB_BINARIES if mariadb_program(b) is None]
     missing += [b for b in SLURM_ACCOUNTING_BINARIES if slurm_binary(b) is None]
     if missing:
-        return (f"Slurm accounting needs MariaDB and slurmdbd (missing {', '.join(missing)}; "
-                f"{ACCOUNTING_INSTALL_HINT})")
+        return (
+            f"Slurm accounting needs MariaDB and slurmdbd (missing {', '.join(missing)}; "
+            f"{ACCOUNTING_INSTALL_HINT})"
+        )
     return None
 
 
@@ -159,9 +172,13 @@ class AccountingDaemons:
 
     def _server_options(self) -> list[str]:
         # a throw-away database: small, and no flush to disk at every commit
-        return ["--skip-name-resolve", "--innodb-log-file-size=8M",
-                "--innodb-buffer-pool-size=64M", "--innodb-flush-log-at-trx-commit=2",
-                "--innodb-lock-wait-timeout=900"]
+        return [
+            "--skip-name-resolve",
+            "--innodb-log-file-size=8M",
+            "--innodb-buffer-pool-size=64M",
+            "--innodb-flush-log-at-trx-commit=2",
+            "--innodb-lock-wait-timeout=900",
+        ]
 
     def prepare(self, timeout_s: float = 60) -> None:
         """Create the private data directory (owned by ``mysql``, mode 700) and initialise it
@@ -174,12 +191,19 @@ class AccountingDaemons:
         link = self.workdir / "mariadb"
         if not link.exists() and not link.is_symlink():
             link.symlink_to(self.base)
-        argv = [mariadb_program("mariadb-install-db"), "--no-defaults", f"--datadir={self.datadir}",
-                *self._user_args(), "--auth-root-authentication-method=socket",
-                "--skip-test-db", *self._server_options()]
+        argv = [
+            mariadb_program("mariadb-install-db"),
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            *self._user_args(),
+            "--auth-root-authentication-method=socket",
+            "--skip-test-db",
+            *self._server_options(),
+        ]
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s,
-                                  cwd=self.base)
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout_s, cwd=self.base
+            )
         except subprocess.TimeoutExpired:
             raise SlurmError(f"mariadb-install-db took more than {timeout_s:.0f} s") from None
         if proc.returncode != 0:
@@ -188,17 +212,30 @@ class AccountingDaemons:
 
     def mariadbd_argv(self) -> list[str]:
         """``mariadbd`` in the foreground on 127.0.0.1:``db_port``, reading no option file."""
-        return [mariadb_program("mariadbd"), "--no-defaults", f"--datadir={self.datadir}",
-                f"--socket={self.socket}", f"--pid-file={self._base() / 'mariadb.pid'}",
-                f"--log-error={self.error_log}", "--bind-address=127.0.0.1",
-                f"--port={self.db_port}", *self._user_args(), *self._server_options()]
+        return [
+            mariadb_program("mariadbd"),
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--pid-file={self._base() / 'mariadb.pid'}",
+            f"--log-error={self.error_log}",
+            "--bind-address=127.0.0.1",
+            f"--port={self.db_port}",
+            *self._user_args(),
+            *self._server_options(),
+        ]
 
-    def _client(self, program: str, *args: str, sql: str | None = None,
-                timeout_s: float = 10) -> subprocess.CompletedProcess:
-        argv = [mariadb_program(program), "--no-defaults", f"--socket={self.socket}", "--user=root",
-                *args]
-        return subprocess.run(argv, input=sql, capture_output=True, text=True,
-                              timeout=timeout_s)
+    def _client(
+        self, program: str, *args: str, sql: str | None = None, timeout_s: float = 10
+    ) -> subprocess.CompletedProcess:
+        argv = [
+            mariadb_program(program),
+            "--no-defaults",
+            f"--socket={self.socket}",
+            "--user=root",
+            *args,
+        ]
+        return subprocess.run(argv, input=sql, capture_output=True, text=True, timeout=timeout_s)
 
     def database_ready(self) -> bool:
         """Whether the server answers on its socket."""
@@ -213,21 +250,31 @@ class AccountingDaemons:
         """Create the accounting database and slurmdbd's user, with rights on that database
         only (the SQL, password included, goes through standard input)."""
         user = f"'{DATABASE_USER}'@'127.0.0.1'"
-        sql = (f"CREATE DATABASE IF NOT EXISTS {DATABASE};\n"
-               f"CREATE USER {user} IDENTIFIED BY '{self._password}';\n"
-               f"GRANT ALL PRIVILEGES ON {DATABASE}.* TO {user};\n")
+        sql = (
+            f"CREATE DATABASE IF NOT EXISTS {DATABASE};\n"
+            f"CREATE USER {user} IDENTIFIED BY '{self._password}';\n"
+            f"GRANT ALL PRIVILEGES ON {DATABASE}.* TO {user};\n"
+        )
         proc = self._client("mariadb", "--batch", sql=sql)
         if proc.returncode != 0:
-            raise SlurmError("cannot create the accounting database: "
-                             + (proc.stderr or proc.stdout).strip().splitlines()[-1])
+            raise SlurmError(
+                "cannot create the accounting database: "
+                + (proc.stderr or proc.stdout).strip().splitlines()[-1]
+            )
 
     def grants(self) -> list[str]:
         """The rights of slurmdbd's database user, as ``SHOW GRANTS`` lists them."""
-        proc = self._client("mariadb", "--batch", "--skip-column-names",
-                            sql=f"SHOW GRANTS FOR '{DATABASE_USER}'@'127.0.0.1';\n")
+        proc = self._client(
+            "mariadb",
+            "--batch",
+            "--skip-column-names",
+            sql=f"SHOW GRANTS FOR '{DATABASE_USER}'@'127.0.0.1';\n",
+        )
         if proc.returncode != 0:
-            raise SlurmError(f"cannot read the grants of {DATABASE_USER}: "
-                             + (proc.stderr or proc.stdout).strip())
+            raise SlurmError(
+                f"cannot read the grants of {DATABASE_USER}: "
+                + (proc.stderr or proc.stdout).strip()
+            )
         return proc.stdout.splitlines()
 
     def error_tail(self, lines: int = 10) -> str:

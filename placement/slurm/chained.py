@@ -40,19 +40,27 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tjap.placement.batch.chained import DAY_S, FEATURES, HOUR_S, ChainedEpisode, Pair, \
-    snapshot_features
+from tjap.errors import InvalidInputError
+from tjap.placement.batch.chained import (
+    DAY_S,
+    FEATURES,
+    HOUR_S,
+    ChainedEpisode,
+    Pair,
+    snapshot_features,
+)
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Simulator
 from tjap.placement.slurm.client import CompletedJob, QueuedJob, SlurmClient, SlurmError
-from tjap.errors import InvalidInputError
 from tjap.result import Measurement, plain
 
 #: recorded start of a job that has not started (as ChainedEpisode marks the pair)
 NOT_STARTED = np.iinfo(np.int64).max // 4
 #: How to get a Slurm to run against, for error messages.
-START_HINT = ("to use a throw-away localhost Slurm instead, run `tjap provision live --local ...` "
-              "(as root; install Slurm with `bash .ci/install-slurm`, as `make test-slurm` does)")
+START_HINT = (
+    "to use a throw-away localhost Slurm instead, run `tjap provision live --local ...` "
+    "(as root; install Slurm with `bash .ci/install-slurm`, as `make test-slurm` does)"
+)
 
 
 def slurm_limit_min(limit_s: int, compress: float) -> int:
@@ -68,6 +76,7 @@ def slurm_runtime_s(runtime_s: int, limit_s: int, compress: float) -> float:
 
 # -- the state ---------------------------------------------------------------------------------
 
+
 @dataclass
 class LiveState:
     """The cluster at ``now_s`` (trace clock) as a simulator state, with the pair's rows."""
@@ -78,9 +87,18 @@ class LiveState:
     pred_status: str  # "future", "pending", "running", "done"
 
 
-def live_state(queue: list[QueuedJob], completed: list[CompletedJob], now_wall: float, *,
-               compress: float, cluster_nodes: int, pair: Pair, pred_job_id: int | None,
-               pred_submit_wall: float | None = None, lookback_s: int = DAY_S) -> LiveState:
+def live_state(
+    queue: list[QueuedJob],
+    completed: list[CompletedJob],
+    now_wall: float,
+    *,
+    compress: float,
+    cluster_nodes: int,
+    pair: Pair,
+    pred_job_id: int | None,
+    pred_submit_wall: float | None = None,
+    lookback_s: int = DAY_S,
+) -> LiveState:
     """Slurm's records (``squeue`` and the jobcomp log) at wall time ``now_wall`` mapped onto the
     simulator's job table and state, trace clock = wall seconds x ``compress``.
 
@@ -107,8 +125,13 @@ def live_state(queue: list[QueuedJob], completed: list[CompletedJob], now_wall: 
         runtime = max(end - start, 0)
         submit = trace(job.submit_time if job.submit_time is not None else job.start_time)
         limit = max(trace(job.time_limit_s or 0) or runtime, runtime, 1)
-        rows[job.job_id] = dict(submit_s=min(submit, start), nodes=max(1, job.cpus), limit_s=limit,
-                                runtime_s=runtime, recorded_start_s=start)
+        rows[job.job_id] = dict(
+            submit_s=min(submit, start),
+            nodes=max(1, job.cpus),
+            limit_s=limit,
+            runtime_s=runtime,
+            recorded_start_s=start,
+        )
     for job in queue:
         if job.job_id in rows or not (job.pending or job.running):
             continue
@@ -120,33 +143,58 @@ def live_state(queue: list[QueuedJob], completed: list[CompletedJob], now_wall: 
             limit = runtime = max(limit, now - start + 1)
         else:
             start, runtime = NOT_STARTED, limit
-        rows[job.job_id] = dict(submit_s=min(submit, now), nodes=max(1, job.cpus), limit_s=limit,
-                                runtime_s=runtime, recorded_start_s=start)
+        rows[job.job_id] = dict(
+            submit_s=min(submit, now),
+            nodes=max(1, job.cpus),
+            limit_s=limit,
+            runtime_s=runtime,
+            recorded_start_s=start,
+        )
     pair_limit = slurm_limit_min(pair.limit_s, compress) * 60 * compress
     top = max(rows, default=0) + 1
     if pred_job_id is None:
         if pred_submit_wall is None:
             raise InvalidInputError("give the predecessor's job id or its planned submit time")
         pred_job_id = top
-        rows[pred_job_id] = dict(submit_s=trace(pred_submit_wall), nodes=pair.nodes,
-                                 limit_s=pair_limit, runtime_s=pair_limit,
-                                 recorded_start_s=NOT_STARTED)
+        rows[pred_job_id] = dict(
+            submit_s=trace(pred_submit_wall),
+            nodes=pair.nodes,
+            limit_s=pair_limit,
+            runtime_s=pair_limit,
+            recorded_start_s=NOT_STARTED,
+        )
     elif pred_job_id not in rows:
-        raise InvalidInputError(f"predecessor job {pred_job_id} is neither in squeue nor in the "
-                                "jobcomp log (wrong job id, or it ended more than a day ago?)")
+        raise InvalidInputError(
+            f"predecessor job {pred_job_id} is neither in squeue nor in the "
+            "jobcomp log (wrong job id, or it ended more than a day ago?)"
+        )
     succ_id = max(top, pred_job_id + 1, max(rows) + 1)
-    rows[succ_id] = dict(submit_s=rows[pred_job_id]["submit_s"], nodes=pair.nodes,
-                         limit_s=pair_limit, runtime_s=pair_limit, recorded_start_s=NOT_STARTED)
+    rows[succ_id] = dict(
+        submit_s=rows[pred_job_id]["submit_s"],
+        nodes=pair.nodes,
+        limit_s=pair_limit,
+        runtime_s=pair_limit,
+        recorded_start_s=NOT_STARTED,
+    )
     ids = list(rows)
-    table = Jobs.build(job_id=ids, **{c: [rows[j][c] for j in ids] for c in
-                                      ("submit_s", "nodes", "limit_s", "runtime_s",
-                                       "recorded_start_s")},
-                       epoch=None, source=f"slurm (x{compress:g} time)")
-    busy = int(table.nodes[(table.recorded_start_s <= now)
-                           & (table.recorded_start_s + table.runtime_s > now)].sum())
+    table = Jobs.build(
+        job_id=ids,
+        **{
+            c: [rows[j][c] for j in ids]
+            for c in ("submit_s", "nodes", "limit_s", "runtime_s", "recorded_start_s")
+        },
+        epoch=None,
+        source=f"slurm (x{compress:g} time)",
+    )
+    busy = int(
+        table.nodes[
+            (table.recorded_start_s <= now) & (table.recorded_start_s + table.runtime_s > now)
+        ].sum()
+    )
     if busy > cluster_nodes:
-        raise InvalidInputError(f"Slurm reports {busy} CPUs busy, more than cluster_nodes="
-                                f"{cluster_nodes}")
+        raise InvalidInputError(
+            f"Slurm reports {busy} CPUs busy, more than cluster_nodes={cluster_nodes}"
+        )
     sim = Simulator.from_trace_state(table, now, cluster_nodes)
     row_of = {int(j): r for r, j in enumerate(table.job_id)}
     pred, succ = row_of[pred_job_id], row_of[succ_id]
@@ -190,6 +238,7 @@ class LiveEpisode:
 
 # -- the loop ----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Decision:
     """One decision: wall time, trace hours since the predecessor's submission, the action
@@ -224,7 +273,7 @@ class LiveResult(Measurement):
     pred_job_id: int
     succ_job_id: int | None = None
     decisions: tuple = ()
-    pred_submit: int | None = None   # Slurm's records, Unix seconds
+    pred_submit: int | None = None  # Slurm's records, Unix seconds
     pred_start: int | None = None
     pred_end: int | None = None
     succ_submit: int | None = None
@@ -267,10 +316,14 @@ class LiveResult(Measurement):
 
     def to_dict(self) -> dict:
         """The common fields, every field (the decisions as dicts) and the outcome."""
-        return super().to_dict() | plain({"outcome_wall_s": self.outcome_wall_s,
-                                          "outcome_h": self.outcome_h,
-                                          "interruption_h": self.interruption_h,
-                                          "overlap_h": self.overlap_h})
+        return super().to_dict() | plain(
+            {
+                "outcome_wall_s": self.outcome_wall_s,
+                "outcome_h": self.outcome_h,
+                "interruption_h": self.interruption_h,
+                "overlap_h": self.overlap_h,
+            }
+        )
 
 
 def predicted_wait_h(provisioner, episode) -> float | None:
@@ -302,10 +355,12 @@ def jobcomp_location(client: SlurmClient) -> str:
     conf = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
     conf = {k.strip(): v.strip() for k, v in conf.items()}
     if conf.get("JobCompType") != "jobcomp/filetxt":
-        raise SlurmError(f"the live mode reads ended jobs from the jobcomp log, but this Slurm has "
-                         f"JobCompType={conf.get('JobCompType')!r}; set "
-                         "JobCompType=jobcomp/filetxt "
-                         "and JobCompLoc; " + START_HINT)
+        raise SlurmError(
+            f"the live mode reads ended jobs from the jobcomp log, but this Slurm has "
+            f"JobCompType={conf.get('JobCompType')!r}; set "
+            "JobCompType=jobcomp/filetxt "
+            "and JobCompLoc; " + START_HINT
+        )
     return conf["JobCompLoc"]
 
 
@@ -315,12 +370,26 @@ def _sleep_until(wall: float) -> None:
         time.sleep(delay)
 
 
-def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress: float = 720,
-             pred_job_id: int | None = None, succ_command: str | None = None,
-             jobcomp_path=None, cluster_nodes: int | None = None, interval_s: int = 600,
-             warmup_s: int = 0, poll_s: float = 0.2, history: int = 144,
-             cancel_successor: bool = False, workdir: str | None = None,
-             timeout_s: float | None = None, on_decision=None, seed: int = 0) -> LiveResult:
+def run_live(
+    client: SlurmClient,
+    provisioner,
+    *,
+    pair: Pair = Pair(),
+    compress: float = 720,
+    pred_job_id: int | None = None,
+    succ_command: str | None = None,
+    jobcomp_path=None,
+    cluster_nodes: int | None = None,
+    interval_s: int = 600,
+    warmup_s: int = 0,
+    poll_s: float = 0.2,
+    history: int = 144,
+    cancel_successor: bool = False,
+    workdir: str | None = None,
+    timeout_s: float | None = None,
+    on_decision=None,
+    seed: int = 0,
+) -> LiveResult:
     """Drive ``provisioner`` on the Slurm of ``client`` for one predecessor/successor pair.
 
     ``pred_job_id``: watch this job; None: record ``warmup_s`` trace seconds of history, then
@@ -348,8 +417,9 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
     if cluster_nodes is None:
         cluster_nodes = cluster_cpus(client)
     if pair.nodes > cluster_nodes:
-        raise InvalidInputError(f"the pair needs {pair.nodes} CPUs; the cluster has "
-                                f"{cluster_nodes}")
+        raise InvalidInputError(
+            f"the pair needs {pair.nodes} CPUs; the cluster has {cluster_nodes}"
+        )
     interval_wall = interval_s / compress
     if timeout_s is None:
         timeout_s = 10 * limit_min * 60 + 2 * warmup_s / compress + 60
@@ -360,23 +430,35 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
     submitted: list[int] = []
 
     def state(now, pred_id, planned=None):
-        return live_state(client.queue(), client.completed(jobcomp_path), now, compress=compress,
-                          cluster_nodes=cluster_nodes, pair=pair, pred_job_id=pred_id,
-                          pred_submit_wall=planned)
+        return live_state(
+            client.queue(),
+            client.completed(jobcomp_path),
+            now,
+            compress=compress,
+            cluster_nodes=cluster_nodes,
+            pair=pair,
+            pred_job_id=pred_id,
+            pred_submit_wall=planned,
+        )
 
     try:
         if pred_job_id is None:
             start = time.time()
             planned = start + warmup_s / compress
             tick = start
-            while tick < planned - 1e-6:   # warm-up history, as ChainedEpisode records it
+            while tick < planned - 1e-6:  # warm-up history, as ChainedEpisode records it
                 _sleep_until(tick)
                 episode.update(state(time.time(), None, planned))
                 episode.record()
                 tick += interval_wall
             _sleep_until(planned)
-            pred_job_id = client.submit(nodes_or_tasks=pair.nodes, time_limit_min=limit_min,
-                                        command=sleep, name="tjap-predecessor", **kw)
+            pred_job_id = client.submit(
+                nodes_or_tasks=pair.nodes,
+                time_limit_min=limit_min,
+                command=sleep,
+                name="tjap-predecessor",
+                **kw,
+            )
             submitted.append(pred_job_id)
             first_tick = time.time()
         else:
@@ -410,14 +492,23 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
                 submit, predicted = decide(provisioner, episode)
                 action = "submit" if submit else "wait"
             pred = episode.predecessor()
-            remaining = (pred["limit_s"] if pred["start_s"] is None
-                         else max(pred["expected_end_s"] - episode.now, 0))
-            decision = Decision(now, float(trace_h), action, st.pred_status, predicted,
-                                remaining / HOUR_S)
+            remaining = (
+                pred["limit_s"]
+                if pred["start_s"] is None
+                else max(pred["expected_end_s"] - episode.now, 0)
+            )
+            decision = Decision(
+                now, float(trace_h), action, st.pred_status, predicted, remaining / HOUR_S
+            )
             episode.record()
             if submit:
-                succ_job_id = client.submit(nodes_or_tasks=pair.nodes, time_limit_min=limit_min,
-                                            command=succ_command, name="tjap-successor", **kw)
+                succ_job_id = client.submit(
+                    nodes_or_tasks=pair.nodes,
+                    time_limit_min=limit_min,
+                    command=succ_command,
+                    name="tjap-successor",
+                    **kw,
+                )
                 submitted.append(succ_job_id)
                 succ_submitted_wall = now
                 episode.submitted_s = episode.now
@@ -427,21 +518,42 @@ def run_live(client: SlurmClient, provisioner, *, pair: Pair = Pair(), compress:
             if submit:
                 break
             tick += interval_wall
-            if tick < time.time():   # a slow decision: skip to the next interval boundary
+            if tick < time.time():  # a slow decision: skip to the next interval boundary
                 tick += math.ceil((time.time() - tick) / interval_wall) * interval_wall
-        pred, succ = _finish(client, jobcomp_path, pred_job_id, succ_job_id, cancel_successor,
-                             poll_s, deadline, timeout_s)
+        pred, succ = _finish(
+            client,
+            jobcomp_path,
+            pred_job_id,
+            succ_job_id,
+            cancel_successor,
+            poll_s,
+            deadline,
+            timeout_s,
+        )
     except BaseException:
         try:
             client.cancel(submitted)
         except SlurmError:
             pass
         raise
-    return LiveResult(getattr(provisioner, "name", type(provisioner).__name__), compress,
-                      asdict(pair), pred_job_id, succ_job_id, tuple(decisions),
-                      pred.submit_time, pred.start_time, pred.end_time, succ.submit_time,
-                      succ.start_time, succ.end_time, succ_submitted_wall, fallback,
-                      time.perf_counter() - began, int(seed))
+    return LiveResult(
+        getattr(provisioner, "name", type(provisioner).__name__),
+        compress,
+        asdict(pair),
+        pred_job_id,
+        succ_job_id,
+        tuple(decisions),
+        pred.submit_time,
+        pred.start_time,
+        pred.end_time,
+        succ.submit_time,
+        succ.start_time,
+        succ.end_time,
+        succ_submitted_wall,
+        fallback,
+        time.perf_counter() - began,
+        int(seed),
+    )
 
 
 def _pred_ended(client: SlurmClient, job_id: int) -> bool:
@@ -449,11 +561,19 @@ def _pred_ended(client: SlurmClient, job_id: int) -> bool:
     for job in client.queue():
         if job.job_id == job_id:
             return not (job.pending or (job.running and job.state != "COMPLETING"))
-    return True   # gone from squeue: ended
+    return True  # gone from squeue: ended
 
 
-def _finish(client, jobcomp_path, pred_job_id: int, succ_job_id: int, cancel_successor: bool,
-            poll_s: float, deadline: float, timeout_s: float) -> tuple[CompletedJob, CompletedJob]:
+def _finish(
+    client,
+    jobcomp_path,
+    pred_job_id: int,
+    succ_job_id: int,
+    cancel_successor: bool,
+    poll_s: float,
+    deadline: float,
+    timeout_s: float,
+) -> tuple[CompletedJob, CompletedJob]:
     """Wait until Slurm has recorded the predecessor's end and the successor's start (cancelling
     the successor once started, if asked); returns Slurm's records of the two jobs."""
     wanted = {pred_job_id, succ_job_id}
@@ -468,8 +588,10 @@ def _finish(client, jobcomp_path, pred_job_id: int, succ_job_id: int, cancel_suc
                 client.cancel([succ_job_id])
                 cancelled = True
         if time.time() > deadline:
-            raise SlurmError(f"live run timed out after {timeout_s:.0f} s waiting for Slurm's "
-                             f"records of jobs {sorted(wanted - set(done))}")
+            raise SlurmError(
+                f"live run timed out after {timeout_s:.0f} s waiting for Slurm's "
+                f"records of jobs {sorted(wanted - set(done))}"
+            )
         time.sleep(poll_s)
     pred, succ = done[pred_job_id], done[succ_job_id]
     if succ.start_time is None:
@@ -479,25 +601,44 @@ def _finish(client, jobcomp_path, pred_job_id: int, succ_job_id: int, cancel_suc
 
 def format_decisions(result: LiveResult, decisions: bool = True) -> str:
     """The decision log (unless ``decisions`` is False) and the outcome as text."""
-    lines = [f"policy {result.policy}, x{result.compress:g} time, predecessor job "
-             f"{result.pred_job_id}, successor job {result.succ_job_id}, "
-             f"{len(result.decisions)} decisions"]
+    lines = [
+        f"policy {result.policy}, x{result.compress:g} time, predecessor job "
+        f"{result.pred_job_id}, successor job {result.succ_job_id}, "
+        f"{len(result.decisions)} decisions"
+    ]
     if decisions:
-        lines.append(f"{'trace h':>8} {'wall s':>7}  {'predecessor':11s} {'remaining h':>11} "
-                     f"{'pred. wait h':>12}  action")
+        lines.append(
+            f"{'trace h':>8} {'wall s':>7}  {'predecessor':11s} {'remaining h':>11} "
+            f"{'pred. wait h':>12}  action"
+        )
     t0 = result.decisions[0].wall_s if result.decisions else 0.0
     for d in result.decisions if decisions else ():
         pw = "" if d.predicted_wait_h is None else f"{d.predicted_wait_h:.2f}"
         rem = "" if d.remaining_h is None else f"{d.remaining_h:.2f}"
-        lines.append(f"{d.trace_h:8.2f} {d.wall_s - t0:7.1f}  {d.pred_state:11s} {rem:>11} "
-                     f"{pw:>12}  {d.action}")
+        lines.append(
+            f"{d.trace_h:8.2f} {d.wall_s - t0:7.1f}  {d.pred_state:11s} {rem:>11} "
+            f"{pw:>12}  {d.action}"
+        )
     o = result.outcome_h
     if o is not None:
         kind = "interruption" if o > 0 else ("overlap" if o < 0 else "seamless")
-        lines.append(f"outcome (Slurm's records): successor start - predecessor end = "
-                     f"{result.outcome_wall_s} s wall = {o:+.2f} h trace ({kind})")
+        lines.append(
+            f"outcome (Slurm's records): successor start - predecessor end = "
+            f"{result.outcome_wall_s} s wall = {o:+.2f} h trace ({kind})"
+        )
     return "\n".join(lines)
 
 
-__all__ = ["Decision", "FEATURES", "LiveEpisode", "LiveResult", "LiveState", "START_HINT",
-           "decide", "format_decisions", "live_state", "run_live", "slurm_limit_min"]
+__all__ = [
+    "Decision",
+    "FEATURES",
+    "LiveEpisode",
+    "LiveResult",
+    "LiveState",
+    "START_HINT",
+    "decide",
+    "format_decisions",
+    "live_state",
+    "run_live",
+    "slurm_limit_min",
+]

@@ -42,6 +42,7 @@ INSTALL_HINT = "apt-get install slurm-wlm munge"
 
 # -- records -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class QueuedJob:
     """A job in ``squeue`` (pending, running, suspended, completing, ...).
@@ -144,8 +145,9 @@ def _parse_iso_local(text: str) -> int | None:
     try:
         return int(time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%S")))
     except ValueError:
-        raise SlurmError(f"cannot parse Slurm time {text!r} (expected YYYY-MM-DDTHH:MM:SS or Unix "
-                         "seconds)") from None
+        raise SlurmError(
+            f"cannot parse Slurm time {text!r} (expected YYYY-MM-DDTHH:MM:SS or Unix seconds)"
+        ) from None
 
 
 def parse_duration(text: str) -> int | None:
@@ -159,14 +161,14 @@ def parse_duration(text: str) -> int | None:
         raise SlurmError(f"cannot parse Slurm duration {text!r}")
     days = int(m.group(1) or 0)
     parts = [int(p) for p in m.group(2, 3, 4) if p is not None]
-    if m.group(1) is not None:       # D-H, D-H:M, D-H:M:S
+    if m.group(1) is not None:  # D-H, D-H:M, D-H:M:S
         parts = parts + [0] * (3 - len(parts))
         h, mi, s = parts
     elif len(parts) == 3:
         h, mi, s = parts
-    elif len(parts) == 2:            # M:S
+    elif len(parts) == 2:  # M:S
         h, (mi, s) = 0, parts
-    else:                            # M
+    else:  # M
         h, mi, s = 0, parts[0], 0
     return ((days * 24 + h) * 60 + mi) * 60 + s
 
@@ -194,8 +196,9 @@ def _squeue_rows(text: str, n: int):
             continue
         parts = line.split("|", n - 1)
         if len(parts) != n:
-            raise SlurmError(f"unexpected squeue line (expected {n} '|'-separated fields): "
-                             f"{line!r}")
+            raise SlurmError(
+                f"unexpected squeue line (expected {n} '|'-separated fields): {line!r}"
+            )
         yield line, parts
 
 
@@ -203,15 +206,27 @@ def parse_squeue(text: str) -> list[QueuedJob]:
     """Output of ``squeue -h -o SQUEUE_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
     jobs = []
     for line, parts in _squeue_rows(text, len(SQUEUE_FIELDS)):
-        (job_id, state, submit, start, limit, cpus, nodes, prio, user, part, dep, reason,
-         name) = parts
+        (job_id, state, submit, start, limit, cpus, nodes, prio, user, part, dep, reason, name) = (
+            parts
+        )
         try:
-            jobs.append(QueuedJob(
-                job_id=int(job_id), name=name, user=user, state=state.strip().upper(),
-                submit_time=_unix_or_none(submit) or 0, start_time=_unix_or_none(start),
-                time_limit_s=parse_duration(limit), cpus=int(cpus), nodes=int(nodes),
-                priority=int(prio), partition=part,
-                dependency="" if dep in ("(null)", "") else dep, reason=reason))
+            jobs.append(
+                QueuedJob(
+                    job_id=int(job_id),
+                    name=name,
+                    user=user,
+                    state=state.strip().upper(),
+                    submit_time=_unix_or_none(submit) or 0,
+                    start_time=_unix_or_none(start),
+                    time_limit_s=parse_duration(limit),
+                    cpus=int(cpus),
+                    nodes=int(nodes),
+                    priority=int(prio),
+                    partition=part,
+                    dependency="" if dep in ("(null)", "") else dep,
+                    reason=reason,
+                )
+            )
         except ValueError as exc:
             raise SlurmError(f"unexpected squeue line ({exc}): {line!r}") from None
     return jobs
@@ -234,8 +249,15 @@ def parse_sinfo(text: str) -> list[NodeState]:
         part = part.rstrip("*")
         if name in nodes:
             old = nodes[name]
-            nodes[name] = NodeState(old.name, old.state, old.cpus_total, old.cpus_alloc,
-                                    old.cpus_idle, old.cpus_other, old.partitions + (part,))
+            nodes[name] = NodeState(
+                old.name,
+                old.state,
+                old.cpus_total,
+                old.cpus_alloc,
+                old.cpus_idle,
+                old.cpus_other,
+                old.partitions + (part,),
+            )
         else:
             nodes[name] = NodeState(name, state.strip().lower(), total, alloc, idle, other, (part,))
     return list(nodes.values())
@@ -286,13 +308,37 @@ class PendingJob:
     @property
     def fingerprint(self) -> tuple:
         """What must not change between reading the job and updating it."""
-        return (self.state, self.reason, self.nodes, self.partition, self.user, self.account,
-                self.req_nodes, self.exc_nodes, self.features)
+        return (
+            self.state,
+            self.reason,
+            self.nodes,
+            self.partition,
+            self.user,
+            self.account,
+            self.req_nodes,
+            self.exc_nodes,
+            self.features,
+        )
 
 
 #: ``squeue --format`` of :class:`PendingJob`; the name comes last and may contain ``|``.
-PENDING_FIELDS = ("%i", "%T", "%r", "%D", "%V", "%u", "%a", "%P", "%Q", "%n", "%x", "%f", "%S",
-                  "%l", "%j")
+PENDING_FIELDS = (
+    "%i",
+    "%T",
+    "%r",
+    "%D",
+    "%V",
+    "%u",
+    "%a",
+    "%P",
+    "%Q",
+    "%n",
+    "%x",
+    "%f",
+    "%S",
+    "%l",
+    "%j",
+)
 PENDING_FORMAT = "|".join(PENDING_FIELDS)
 
 
@@ -305,19 +351,47 @@ def parse_pending(text: str) -> list[PendingJob]:
     """Output of ``squeue -h -o PENDING_FORMAT`` (with ``SLURM_TIME_FORMAT=%s``)."""
     jobs = []
     for line, parts in _squeue_rows(text, len(PENDING_FIELDS)):
-        (job, state, reason, nodes, submit, user, account, part, prio, req, exc, feat, start,
-         limit, name) = parts
+        (
+            job,
+            state,
+            reason,
+            nodes,
+            submit,
+            user,
+            account,
+            part,
+            prio,
+            req,
+            exc,
+            feat,
+            start,
+            limit,
+            name,
+        ) = parts
         m = re.match(r"(\d+)", job.strip())
         try:
             if not m:
                 raise ValueError(f"job id {job!r}")
-            jobs.append(PendingJob(
-                job_id=int(m.group(1)), job_text=job.strip(), state=state.strip().upper(),
-                reason=reason.strip(), nodes=int(nodes), submit_time=_unix_or_none(submit) or 0,
-                user=user.strip(), account=_null(account), partition=part.strip(),
-                priority=int(prio), req_nodes=_null(req), exc_nodes=_null(exc),
-                features=_null(feat), name=name, start_time=_unix_or_none(start),
-                time_limit_s=parse_duration(limit)))
+            jobs.append(
+                PendingJob(
+                    job_id=int(m.group(1)),
+                    job_text=job.strip(),
+                    state=state.strip().upper(),
+                    reason=reason.strip(),
+                    nodes=int(nodes),
+                    submit_time=_unix_or_none(submit) or 0,
+                    user=user.strip(),
+                    account=_null(account),
+                    partition=part.strip(),
+                    priority=int(prio),
+                    req_nodes=_null(req),
+                    exc_nodes=_null(exc),
+                    features=_null(feat),
+                    name=name,
+                    start_time=_unix_or_none(start),
+                    time_limit_s=parse_duration(limit),
+                )
+            )
         except (ValueError, SlurmError) as exc_:
             raise SlurmError(f"unexpected squeue line ({exc_}): {line!r}") from None
     return jobs
@@ -348,30 +422,51 @@ def parse_jobcomp(text: str) -> list[CompletedJob]:
         f = parse_jobcomp_line(line)
         try:
             limit = f.get("TimeLimit", "UNLIMITED")
-            jobs.append(CompletedJob(
-                job_id=int(f["JobId"]), name=f.get("Name", ""),
-                user=re.sub(r"\(\d+\)$", "", f.get("UserId", "")),
-                state=f.get("JobState", ""), partition=f.get("Partition", ""),
-                time_limit_s=None if limit.upper() in ("UNLIMITED", "INFINITE", "PARTITION_LIMIT")
-                else int(limit) * 60,
-                submit_time=_parse_iso_local(f.get("SubmitTime", "Unknown")),
-                eligible_time=_parse_iso_local(f.get("EligibleTime", "Unknown")),
-                start_time=_parse_iso_local(f.get("StartTime", "Unknown")),
-                end_time=_parse_iso_local(f.get("EndTime", "Unknown")),
-                nodes=int(f.get("NodeCnt", 0)), cpus=int(f.get("ProcCnt", 0)),
-                node_list=f.get("NodeList", ""), exit_code=f.get("ExitCode", ""), fields=f))
+            jobs.append(
+                CompletedJob(
+                    job_id=int(f["JobId"]),
+                    name=f.get("Name", ""),
+                    user=re.sub(r"\(\d+\)$", "", f.get("UserId", "")),
+                    state=f.get("JobState", ""),
+                    partition=f.get("Partition", ""),
+                    time_limit_s=None
+                    if limit.upper() in ("UNLIMITED", "INFINITE", "PARTITION_LIMIT")
+                    else int(limit) * 60,
+                    submit_time=_parse_iso_local(f.get("SubmitTime", "Unknown")),
+                    eligible_time=_parse_iso_local(f.get("EligibleTime", "Unknown")),
+                    start_time=_parse_iso_local(f.get("StartTime", "Unknown")),
+                    end_time=_parse_iso_local(f.get("EndTime", "Unknown")),
+                    nodes=int(f.get("NodeCnt", 0)),
+                    cpus=int(f.get("ProcCnt", 0)),
+                    node_list=f.get("NodeList", ""),
+                    exit_code=f.get("ExitCode", ""),
+                    fields=f,
+                )
+            )
         except (KeyError, ValueError) as exc:
-            raise SlurmError(f"jobcomp line {number}: cannot parse ({exc}): "
-                             f"{line[:200]!r}") from None
+            raise SlurmError(
+                f"jobcomp line {number}: cannot parse ({exc}): {line[:200]!r}"
+            ) from None
     return jobs
 
 
 #: stderr fragments that mean the controller could not be reached.
-_UNREACHABLE = ("unable to contact slurm controller", "connection refused", "connect failure",
-                "socket timed out", "zero bytes were transmitted", "unable to establish",
-                "communication connection failure", "no route to host")
-_NO_CONFIG = ("s_p_parse_file", "unable to process configuration", "slurm_conf_init",
-              "could not establish a configuration source")
+_UNREACHABLE = (
+    "unable to contact slurm controller",
+    "connection refused",
+    "connect failure",
+    "socket timed out",
+    "zero bytes were transmitted",
+    "unable to establish",
+    "communication connection failure",
+    "no route to host",
+)
+_NO_CONFIG = (
+    "s_p_parse_file",
+    "unable to process configuration",
+    "slurm_conf_init",
+    "could not establish a configuration source",
+)
 _MUNGE = ("munge", "authentication", "invalid credential")
 #: stderr fragments of a request Slurm refused for the caller's rights.
 _DENIED = ("invalid user id", "access/permission denied", "access denied")
@@ -392,22 +487,28 @@ def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: st
     cmd = Path(argv[0]).name
     where = f"SLURM_CONF={slurm_conf}"
     if any(s in low for s in _UNREACHABLE):
-        return SlurmUnreachableError(f"cannot reach slurmctld: {first}; is Slurm running? "
-                                     f"({where}: start slurmctld, or point SLURM_CONF at the "
-                                     f"running cluster's slurm.conf)")
+        return SlurmUnreachableError(
+            f"cannot reach slurmctld: {first}; is Slurm running? "
+            f"({where}: start slurmctld, or point SLURM_CONF at the "
+            f"running cluster's slurm.conf)"
+        )
     if any(s in low for s in _NO_CONFIG):
         return SlurmUnreachableError(f"cannot read the Slurm configuration: {first} ({where})")
     if "munge" in low:
-        return SlurmUnreachableError(f"munge authentication failed: {first}; is munged "
-                                     f"running? ({where})")
+        return SlurmUnreachableError(
+            f"munge authentication failed: {first}; is munged running? ({where})"
+        )
     if any(s in low for s in _DENIED):
-        return SlurmError(f"{cmd} refused (exit {returncode}): {first}: this account may not "
-                          f"change that job (another user's job needs a Slurm operator account "
-                          f"or the SlurmUser)")
+        return SlurmError(
+            f"{cmd} refused (exit {returncode}): {first}: this account may not "
+            f"change that job (another user's job needs a Slurm operator account "
+            f"or the SlurmUser)"
+        )
     return SlurmError(f"{cmd} failed (exit {returncode}): {first}")
 
 
 # -- the client --------------------------------------------------------------------------------
+
 
 class SlurmClient:
     """Runs Slurm's commands against the cluster that ``env`` (merged over ``os.environ``) points
@@ -430,29 +531,49 @@ class SlurmClient:
         conf = self.env.get("SLURM_CONF")
         if conf and not Path(conf).is_file():
             # Slurm's commands would retry for 60 s before giving up
-            raise SlurmUnreachableError(f"cannot read the Slurm configuration: {conf} does not "
-                                        f"exist (SLURM_CONF={conf}: point it at the cluster's "
-                                        f"slurm.conf)")
+            raise SlurmUnreachableError(
+                f"cannot read the Slurm configuration: {conf} does not "
+                f"exist (SLURM_CONF={conf}: point it at the cluster's "
+                f"slurm.conf)"
+            )
         try:
-            proc = subprocess.run(argv, env=env, capture_output=True, text=True,
-                                  timeout=self.timeout_s, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                argv,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                stdin=subprocess.DEVNULL,
+            )
         except FileNotFoundError:
-            raise SlurmUnreachableError(f"{argv[0]} not found on PATH: Slurm's commands are not "
-                                        f"installed (Debian/Ubuntu: {INSTALL_HINT}) or not on "
-                                        f"PATH") from None
+            raise SlurmUnreachableError(
+                f"{argv[0]} not found on PATH: Slurm's commands are not "
+                f"installed (Debian/Ubuntu: {INSTALL_HINT}) or not on "
+                f"PATH"
+            ) from None
         except subprocess.TimeoutExpired:
-            raise SlurmUnreachableError(f"{Path(argv[0]).name} timed out after "
-                                        f"{self.timeout_s:g} s; is slurmctld responding? "
-                                        f"(SLURM_CONF={self.slurm_conf})") from None
+            raise SlurmUnreachableError(
+                f"{Path(argv[0]).name} timed out after "
+                f"{self.timeout_s:g} s; is slurmctld responding? "
+                f"(SLURM_CONF={self.slurm_conf})"
+            ) from None
         if check and proc.returncode != 0:
             raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
         return proc
 
     # -- jobs --------------------------------------------------------------------------------
-    def submit(self, *, nodes_or_tasks: int, time_limit_min: int, command: str,
-               name: str | None = None, after: list[int] | None = None,
-               extra_args: list[str] | tuple[str, ...] = (), output: str | None = None,
-               chdir: str | None = None) -> int:
+    def submit(
+        self,
+        *,
+        nodes_or_tasks: int,
+        time_limit_min: int,
+        command: str,
+        name: str | None = None,
+        after: list[int] | None = None,
+        extra_args: list[str] | tuple[str, ...] = (),
+        output: str | None = None,
+        chdir: str | None = None,
+    ) -> int:
         """``sbatch --parsable -n N -t M [-J name] [--dependency=afterany:a:b] [-o output]
         [--chdir dir] EXTRA --wrap COMMAND``; returns the job id. ``nodes_or_tasks`` is the number
         of tasks (one CPU each; on the local cluster one CPU stands for one trace node). Without
@@ -513,8 +634,9 @@ class SlurmClient:
         benign = ("invalid job id specified", "already completing or completed")
         bad = [ln for ln in lines if not (missing_ok and any(b in ln.lower() for b in benign))]
         if bad or (proc.returncode != 0 and (not lines or not missing_ok)):
-            raise classify_error(["scancel"], proc.returncode or 1, "\n".join(bad or lines),
-                                 self.slurm_conf)
+            raise classify_error(
+                ["scancel"], proc.returncode or 1, "\n".join(bad or lines), self.slurm_conf
+            )
 
     def completed(self, jobcomp_path) -> list[CompletedJob]:
         """Completed jobs recorded in the ``jobcomp/filetxt`` log at ``jobcomp_path``
@@ -523,8 +645,10 @@ class SlurmClient:
         try:
             text = path.read_text(errors="replace")
         except FileNotFoundError:
-            raise SlurmError(f"jobcomp log {path} does not exist (is JobCompType=jobcomp/filetxt "
-                             f"with JobCompLoc={path}?)") from None
+            raise SlurmError(
+                f"jobcomp log {path} does not exist (is JobCompType=jobcomp/filetxt "
+                f"with JobCompLoc={path}?)"
+            ) from None
         return parse_jobcomp(text)
 
     def ping(self) -> None:
@@ -533,13 +657,22 @@ class SlurmClient:
         text = proc.stdout + proc.stderr
         if proc.returncode != 0 or "DOWN" in text:
             first = text.strip().splitlines()[0] if text.strip() else "no answer"
-            raise SlurmUnreachableError(f"cannot reach slurmctld: {first}; is Slurm running? "
-                                        f"(SLURM_CONF={self.slurm_conf}: start slurmctld, or "
-                                        f"point SLURM_CONF at the running cluster's slurm.conf)")
+            raise SlurmUnreachableError(
+                f"cannot reach slurmctld: {first}; is Slurm running? "
+                f"(SLURM_CONF={self.slurm_conf}: start slurmctld, or "
+                f"point SLURM_CONF at the running cluster's slurm.conf)"
+            )
 
     # -- the placement service's operations (tjap slurm place) -------------------------------
-    def pending(self, *, partition: str | None = None, users=(), accounts=(),
-                job_id: int | None = None, states: str = "PENDING") -> list[PendingJob]:
+    def pending(
+        self,
+        *,
+        partition: str | None = None,
+        users=(),
+        accounts=(),
+        job_id: int | None = None,
+        states: str = "PENDING",
+    ) -> list[PendingJob]:
         """Pending jobs (``squeue -t PENDING``; ``states="PENDING,RUNNING"`` adds the running
         ones, with their start times), optionally of one partition, some users or accounts, or
         one job; squeue's own order."""
@@ -555,7 +688,7 @@ class SlurmClient:
         proc = self.run(argv, check=False)
         if proc.returncode != 0:
             if job_id is not None and "invalid job id" in proc.stderr.lower():
-                return []                      # the job has left Slurm's memory
+                return []  # the job has left Slurm's memory
             raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
         return parse_pending(proc.stdout)
 
@@ -614,8 +747,9 @@ class SlurmClient:
         """``scontrol update NodeName=NODES State=RESUME``."""
         self.run(["scontrol", "update", f"NodeName={nodes}", "State=RESUME"])
 
-    def partition_nodes(self, partition: str | None = None,
-                        nodelist: str | None = None) -> list[NodeState]:
+    def partition_nodes(
+        self, partition: str | None = None, nodelist: str | None = None
+    ) -> list[NodeState]:
         """Nodes in ``sinfo -N``, of one partition and/or a hostlist."""
         argv = ["sinfo", "-N", "-h", "-o", SINFO_FORMAT]
         if partition:
@@ -630,8 +764,10 @@ class SlurmClient:
         for name in names:
             if name.endswith("*"):
                 return name[:-1]
-        raise SlurmError("Slurm has no default partition; name one with --partition "
-                         f"(partitions: {', '.join(names) or 'none'})")
+        raise SlurmError(
+            "Slurm has no default partition; name one with --partition "
+            f"(partitions: {', '.join(names) or 'none'})"
+        )
 
     def version(self) -> str:
         """The Slurm version of the client tools, as ``scontrol --version`` prints it (e.g.
@@ -660,8 +796,14 @@ class SlurmClient:
         return parse_test_only(proc.stdout + proc.stderr)
 
     # -- conversion --------------------------------------------------------------------------
-    def to_jobs(self, queue: list[QueuedJob] | None = None, *, size: str = "cpus",
-                unlimited_limit_s: int = 365 * 86400, include_held: bool = True):
+    def to_jobs(
+        self,
+        queue: list[QueuedJob] | None = None,
+        *,
+        size: str = "cpus",
+        unlimited_limit_s: int = 365 * 86400,
+        include_held: bool = True,
+    ):
         """The running and pending jobs as a :class:`~tjap.placement.batch.jobs.Jobs` table.
 
         Mapping (one row per job, times on the Unix clock, ``epoch=0``):
@@ -696,6 +838,7 @@ class SlurmClient:
                 if d in ids and d != j.job_id:
                     return d
             return -1
+
         return Jobs.build(
             job_id=[j.job_id for j in rows],
             submit_s=[j.submit_time for j in rows],
@@ -706,14 +849,20 @@ class SlurmClient:
             depends_on_id=[dep(j) for j in rows],
             recorded_start_s=[j.start_time if (j.running and j.start_time) else -1 for j in rows],
             recorded_end_s=[-1] * len(rows),
-            epoch=0, source=f"slurm squeue ({self.slurm_conf})",
-            meta={"captured_at": int(time.time()), "size": size})
+            epoch=0,
+            source=f"slurm squeue ({self.slurm_conf})",
+            meta={"captured_at": int(time.time()), "size": size},
+        )
 
 
 # -- what a failure means --------------------------------------------------------------------
 #: Messages of Slurm errors that no retry can fix.
-_FATAL = ("not installed", "does not exist", "no default partition",
-          "cannot read the slurm configuration")
+_FATAL = (
+    "not installed",
+    "does not exist",
+    "no default partition",
+    "cannot read the slurm configuration",
+)
 
 
 def transient(exc: SlurmError) -> bool:

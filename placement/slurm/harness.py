@@ -79,7 +79,8 @@ Which Slurm: the system's, or 24.11 with topology/block
 -------------------------------------------------------
 :attr:`LocalSlurmConfig.slurm` picks the Slurm: ``"system"`` (the installed package, 22.05 on
 Debian 12), ``"24.11"`` (built from the upstream tarball of Debian 13's ``slurm-wlm`` source by
-``.ci/build-slurm-newer`` into ``$TJAP_SLURM_NEWER``, default ``/var/cache/tjap/slurm-24.11``) or
+``.ci/build-slurm-newer`` into ``$TJAP_SLURM_NEWER``, default ``slurm-24.11`` under the cache root
+:func:`tjap.cache.cache_root`, ``$TJAP_CACHE_ROOT`` or ``/var/cache/tjap``) or
 the absolute path of another install prefix. The daemons run by full path
 (``PREFIX/sbin/slurmctld``, ``PREFIX/sbin/slurmd``) and :attr:`LocalSlurm.env` puts
 ``PREFIX/bin`` and ``PREFIX/sbin`` first on ``PATH``, so :meth:`LocalSlurm.client` and every
@@ -114,14 +115,28 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tjap.cache import cache_root
 from tjap.errors import InvalidInputError
-from tjap.placement.slurm.accounting_db import (AccountingDaemons, missing_accounting,
-                                                sacct_records_argv)
+from tjap.placement.slurm.accounting_db import (
+    AccountingDaemons,
+    missing_accounting,
+    sacct_records_argv,
+)
 from tjap.placement.slurm.client import INSTALL_HINT, SlurmClient, SlurmError
 
 #: Binaries a local cluster needs.
-REQUIRED_BINARIES = ("slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "scontrol",
-                     "sdiag", "munged", "munge")
+REQUIRED_BINARIES = (
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "squeue",
+    "sinfo",
+    "scancel",
+    "scontrol",
+    "sdiag",
+    "munged",
+    "munge",
+)
 #: Where Debian puts the daemons (not always on a non-root PATH).
 _SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
 #: Slurm's programs that an install keeps in ``sbin`` (the client tools are in ``bin``).
@@ -131,7 +146,8 @@ _MUNGE = ("munged", "munge", "mungekey")
 #: The Slurm that ``.ci/build-slurm-newer`` builds, and the variable that moves its prefix.
 NEWER_SLURM = "24.11"
 NEWER_SLURM_ENV = "TJAP_SLURM_NEWER"
-NEWER_SLURM_DEFAULT = "/var/cache/tjap/slurm-24.11"
+#: The folder of the cache root (:func:`tjap.cache.cache_root`) it goes to by default.
+NEWER_SLURM_FOLDER = "slurm-24.11"
 BUILD_HINT = "run .ci/build-slurm-newer as root (about 3 minutes)"
 
 
@@ -148,8 +164,8 @@ def _which(name: str) -> str | None:
 
 def newer_slurm_prefix() -> Path:
     """Where ``.ci/build-slurm-newer`` installs Slurm 24.11 (``$TJAP_SLURM_NEWER``, default
-    ``/var/cache/tjap/slurm-24.11``)."""
-    return Path(os.environ.get(NEWER_SLURM_ENV) or NEWER_SLURM_DEFAULT)
+    ``slurm-24.11`` under :func:`tjap.cache.cache_root`)."""
+    return Path(os.environ.get(NEWER_SLURM_ENV) or cache_root() / NEWER_SLURM_FOLDER)
 
 
 #: The environment variable that picks the Slurm of a :class:`LocalSlurmConfig` (and of
@@ -174,8 +190,10 @@ def slurm_prefix(slurm: str = "system") -> Path | None:
         return newer_slurm_prefix()
     if isinstance(slurm, (str, os.PathLike)) and Path(slurm).is_absolute():
         return Path(slurm)
-    raise SlurmError(f"slurm must be 'system', {NEWER_SLURM!r} or the absolute path of a Slurm "
-                     f"install (the folder holding sbin/slurmctld), got {slurm!r}")
+    raise SlurmError(
+        f"slurm must be 'system', {NEWER_SLURM!r} or the absolute path of a Slurm "
+        f"install (the folder holding sbin/slurmctld), got {slurm!r}"
+    )
 
 
 def slurm_binary(name: str, slurm: str = "system") -> str | None:
@@ -215,10 +233,15 @@ def accounting_available(slurm: str | None = None) -> str | None:
     slurm = default_slurm() if slurm is None else slurm
     reason = missing_accounting(lambda name: slurm_binary(name, slurm))
     prefix = slurm_prefix(slurm)
-    if reason is None and prefix is not None and \
-            not (prefix / "lib" / "slurm" / "accounting_storage_mysql.so").is_file():
-        return (f"the Slurm in {prefix} was built without accounting_storage/mysql (install "
-                "libmariadb-dev before building it) and cannot store accounting")
+    if (
+        reason is None
+        and prefix is not None
+        and not (prefix / "lib" / "slurm" / "accounting_storage_mysql.so").is_file()
+    ):
+        return (
+            f"the Slurm in {prefix} was built without accounting_storage/mysql (install "
+            "libmariadb-dev before building it) and cannot store accounting"
+        )
     return reason
 
 
@@ -230,8 +253,10 @@ def newer_slurm_available() -> str | None:
         return reason
     found = slurm_version(NEWER_SLURM)
     if version_tuple(found)[:2] != (24, 11):
-        return (f"{newer_slurm_prefix()}/sbin/slurmctld reports {found!r}, not Slurm "
-                f"{NEWER_SLURM} ({BUILD_HINT})")
+        return (
+            f"{newer_slurm_prefix()}/sbin/slurmctld reports {found!r}, not Slurm "
+            f"{NEWER_SLURM} ({BUILD_HINT})"
+        )
     return None
 
 
@@ -257,8 +282,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 def is_block_conf(text: str) -> bool:
     """Whether ``topology.conf`` text is for ``topology/block`` (``BlockName=``/``BlockSizes=``
     lines) rather than ``topology/tree``."""
-    return any(re.match(r"\s*(blockname|blocksizes)\s*=", line, re.I)
-               for line in text.splitlines())
+    return any(re.match(r"\s*(blockname|blocksizes)\s*=", line, re.I) for line in text.splitlines())
 
 
 def block_conf(topology, block_sizes=None) -> str:
@@ -294,33 +318,41 @@ def block_conf(topology, block_sizes=None) -> str:
     leaves = [int(s) for s in topology.leaf_switches]
     if block_sizes is None:
         base = int(min(topology.leaf_sizes))
-        under = {}                        # aggregate switch -> base blocks below it
+        under = {}  # aggregate switch -> base blocks below it
         for leaf in leaves:
             s = int(topology.switch_parent[leaf])
             while s >= 0:
                 under[s] = under.get(s, 0) + 1
                 s = int(topology.switch_parent[s])
         implicit = topology.switch_names[0] == IMPLICIT_ROOT
-        factors = {1} | {1 << (count - 1).bit_length() for s, count in under.items()
-                         if not (s == 0 and implicit)}
+        factors = {1} | {
+            1 << (count - 1).bit_length() for s, count in under.items() if not (s == 0 and implicit)
+        }
         block_sizes = [base * f for f in sorted(factors)]
     else:
         block_sizes = parse_block_sizes(",".join(map(str, block_sizes)), "block_sizes")
     sizes = ",".join(map(str, block_sizes))
-    lines = [f"BlockName={topology.switch_names[s]} "
-             f"Nodes={compress_hostlist(topology.nodes_of(s))}" for s in leaves]
+    lines = [
+        f"BlockName={topology.switch_names[s]} Nodes={compress_hostlist(topology.nodes_of(s))}"
+        for s in leaves
+    ]
     text = "\n".join(lines + [f"BlockSizes={sizes}"]) + "\n"
 
-    def shape(tree):     # everything but the aggregates' names
-        return (tree.node_names, tree.switch_names[0] == IMPLICIT_ROOT,
-                tree.switch_parent.tolist(), tree.node_leaf.tolist(),
-                [tree.switch_names[s] for s in tree.leaf_switches])
+    def shape(tree):  # everything but the aggregates' names
+        return (
+            tree.node_names,
+            tree.switch_names[0] == IMPLICIT_ROOT,
+            tree.switch_parent.tolist(),
+            tree.node_leaf.tolist(),
+            [tree.switch_names[s] for s in tree.leaf_switches],
+        )
 
     if shape(type(topology).from_slurm(text)) != shape(topology):
         raise InvalidInputError(
             f"this tree is not the block topology Slurm builds from its {len(leaves)} leaf "
             f"switches with BlockSizes={sizes}: give the block sizes it was built with, or build "
-            "it with Topology.from_slurm from BlockName= lines")
+            "it with Topology.from_slurm from BlockName= lines"
+        )
     return text
 
 
@@ -382,8 +414,9 @@ class LocalSlurmConfig:
         """A config whose nodes are ``topology``'s (a :class:`~tjap.placement.tree.topology.Topology`)
         in its depth-first order, with its ``topology.conf`` and ``topology/tree``; ``options``
         set the other fields."""
-        return cls(node_names=tuple(topology.node_names), topology_conf=topology.to_slurm(),
-                   **options)
+        return cls(
+            node_names=tuple(topology.node_names), topology_conf=topology.to_slurm(), **options
+        )
 
     @classmethod
     def for_blocks(cls, topology, block_sizes=None, **options) -> "LocalSlurmConfig":
@@ -391,8 +424,11 @@ class LocalSlurmConfig:
         ``Topology.from_slurm`` from ``BlockName=`` lines) under ``topology/block``: its nodes in
         order and :func:`block_conf`'s text (``block_sizes`` in nodes; None: derived from the
         tree). Needs ``slurm="24.11"`` (or another Slurm of 23.11 or later) among ``options``."""
-        return cls(node_names=tuple(topology.node_names),
-                   topology_conf=block_conf(topology, block_sizes), **options)
+        return cls(
+            node_names=tuple(topology.node_names),
+            topology_conf=block_conf(topology, block_sizes),
+            **options,
+        )
 
     @property
     def topology_plugin(self) -> str | None:
@@ -418,9 +454,11 @@ class LocalSlurmConfig:
     def scheduler_parameter_list(self) -> list[str]:
         params = [f"sched_interval={int(self.sched_interval_s)}", "batch_sched_delay=0"]
         if self.scheduler == "backfill":
-            params += [f"bf_interval={int(self.bf_interval_s)}",
-                       f"bf_resolution={int(self.bf_resolution_s)}",
-                       f"bf_max_job_test={int(self.bf_max_job_test)}"]
+            params += [
+                f"bf_interval={int(self.bf_interval_s)}",
+                f"bf_resolution={int(self.bf_resolution_s)}",
+                f"bf_max_job_test={int(self.bf_max_job_test)}",
+            ]
             if self.bf_job_part_count_reserve is not None:
                 params.append(f"bf_job_part_count_reserve={int(self.bf_job_part_count_reserve)}")
             if self.bf_window_min is not None:
@@ -445,8 +483,8 @@ def _ephemeral_start() -> int:
 def _free_port_range(count: int, avoid: int = 0, tries: int = 200) -> int:
     """The first of ``count`` consecutive free TCP ports on 127.0.0.1 (none of them ``avoid``)."""
     rng = random.Random()
-    low, high = 20000, _ephemeral_start()   # below the kernel's ephemeral ports: an outgoing
-    if high - low < 4 * count:              # connection cannot take one between check and bind
+    low, high = 20000, _ephemeral_start()  # below the kernel's ephemeral ports: an outgoing
+    if high - low < 4 * count:  # connection cannot take one between check and bind
         low, high = 20000, 60000
     for _ in range(tries):
         base = rng.randrange(low, high - count)
@@ -490,10 +528,11 @@ class LocalSlurm:
     stopped by :meth:`stop`. ``workdir`` (default: a new temporary directory, removed by
     :meth:`stop` unless ``keep_workdir``) holds slurm.conf, state, logs and ``jobcomp.txt``."""
 
-    def __init__(self, config: LocalSlurmConfig | None = None, workdir=None, *,
-                 keep_workdir: bool = False):
+    def __init__(
+        self, config: LocalSlurmConfig | None = None, workdir=None, *, keep_workdir: bool = False
+    ):
         self.config = config or LocalSlurmConfig()
-        self.config.scheduler_type()   # validate early
+        self.config.scheduler_type()  # validate early
         #: The Slurm install prefix (None: the system's Slurm).
         self.prefix = slurm_prefix(self.config.slurm)
         self._version: tuple | None = None
@@ -507,13 +546,16 @@ class LocalSlurm:
                 raise SlurmError("node_names lists a node twice; give each node once")
             bad = [n for n in names if not n or re.search(r"[\s,\[\]=#]", n)]
             if bad:
-                raise SlurmError(f"node name {bad[0]!r} is not usable in slurm.conf (no spaces, "
-                                 "commas, brackets, '=' or '#')")
+                raise SlurmError(
+                    f"node name {bad[0]!r} is not usable in slurm.conf (no spaces, "
+                    "commas, brackets, '=' or '#')"
+                )
             if int(self.config.cpus_per_node) < 1:
                 raise SlurmError(f"cpus_per_node must be >= 1, got {self.config.cpus_per_node!r}")
         self._own_workdir = workdir is None
-        self.workdir = Path(tempfile.mkdtemp(prefix="tjap-slurm-") if workdir is None
-                            else workdir).resolve()
+        self.workdir = Path(
+            tempfile.mkdtemp(prefix="tjap-slurm-") if workdir is None else workdir
+        ).resolve()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.keep_workdir = keep_workdir
         self.conf_path = self.workdir / "slurm.conf"
@@ -524,15 +566,18 @@ class LocalSlurm:
             self.env["TZ"] = str(self.config.timezone)
         #: ``ClusterName``: unique per cluster with accounting (they may share a slurmdbd's
         #: naming space), else ``tjap``.
-        self.cluster_name = str(self.config.extra.get("ClusterName") or (
-            "tjap" + secrets.token_hex(4) if self.config.accounting else "tjap"))
+        self.cluster_name = str(
+            self.config.extra.get("ClusterName")
+            or ("tjap" + secrets.token_hex(4) if self.config.accounting else "tjap")
+        )
         #: The accounting daemons' files and ports (with ``accounting``, once started).
         self.accounting: AccountingDaemons | None = None
         self.started_at: float | None = None
-        if self.prefix is not None:   # this Slurm's client tools first, never the system's
+        if self.prefix is not None:  # this Slurm's client tools first, never the system's
             self.env["PATH"] = os.pathsep.join(
                 [str(self.prefix / "bin"), str(self.prefix / "sbin")]
-                + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p])
+                + [p for p in os.environ.get("PATH", "").split(os.pathsep) if p]
+            )
         self._procs: dict[str, subprocess.Popen] = {}
         self._finalizer = None
         self.ports: tuple[int, int] | None = None
@@ -553,8 +598,10 @@ class LocalSlurm:
         """The full path of Slurm's program ``name`` in this cluster's Slurm."""
         path = slurm_binary(name, self.config.slurm)
         if path is None:
-            raise SlurmError(slurm_available(self.config.slurm)
-                             or f"{name} not found in the {self.config.slurm} Slurm")
+            raise SlurmError(
+                slurm_available(self.config.slurm)
+                or f"{name} not found in the {self.config.slurm} Slurm"
+            )
         return path
 
     def check_topology(self) -> None:
@@ -564,7 +611,8 @@ class LocalSlurm:
                 f"topology/block needs Slurm 23.11 or later, and the {self.config.slurm} Slurm "
                 f"is {self.version[0]}.{self.version[1]:02d}; build 24.11 with "
                 ".ci/build-slurm-newer "
-                "(as root) and pass slurm='24.11'")
+                "(as root) and pass slurm='24.11'"
+            )
 
     # -- configuration -----------------------------------------------------------------------
     def conf_lines(self) -> list[str]:
@@ -622,13 +670,21 @@ class LocalSlurm:
         if c.priority_calc_period_min is not None:
             settings["PriorityCalcPeriod"] = str(int(c.priority_calc_period_min))
         if self.accounting is not None:
-            settings.update({"AccountingStorageType": "accounting_storage/slurmdbd",
-                             "AccountingStorageHost": "localhost",
-                             "AccountingStoragePort": str(self.accounting.dbd_port)})
+            settings.update(
+                {
+                    "AccountingStorageType": "accounting_storage/slurmdbd",
+                    "AccountingStorageHost": "localhost",
+                    "AccountingStoragePort": str(self.accounting.dbd_port),
+                }
+            )
         if c.multi_node:
-            settings.update({"SlurmdSpoolDir": str(w / "spool" / "%n"),
-                             "SlurmdPidFile": str(w / "slurmd.%n.pid"),
-                             "SlurmdLogFile": str(w / "log" / "slurmd.%n.log")})
+            settings.update(
+                {
+                    "SlurmdSpoolDir": str(w / "spool" / "%n"),
+                    "SlurmdPidFile": str(w / "slurmd.%n.pid"),
+                    "SlurmdLogFile": str(w / "log" / "slurmd.%n.log"),
+                }
+            )
         if c.topology_conf is not None:
             settings["TopologyPlugin"] = c.topology_plugin
         settings.update({str(k): str(v) for k, v in c.extra.items()})
@@ -636,17 +692,27 @@ class LocalSlurm:
         if c.multi_node:
             first = d_port
             names = ",".join(c.node_names)
-            ports = f"[{first}-{first + len(c.node_names) - 1}]" if len(c.node_names) > 1 \
+            ports = (
+                f"[{first}-{first + len(c.node_names) - 1}]"
+                if len(c.node_names) > 1
                 else str(first)
-            lines.append(f"NodeName={names} NodeAddr=127.0.0.1 NodeHostname=localhost "
-                         f"Port={ports} CPUs={int(c.cpus_per_node)} RealMemory=1 State=UNKNOWN")
-            lines.append(f"PartitionName={c.partition} Nodes=ALL Default=YES "
-                         "MaxTime=INFINITE State=UP")
+            )
+            lines.append(
+                f"NodeName={names} NodeAddr=127.0.0.1 NodeHostname=localhost "
+                f"Port={ports} CPUs={int(c.cpus_per_node)} RealMemory=1 State=UNKNOWN"
+            )
+            lines.append(
+                f"PartitionName={c.partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+            )
         else:
-            lines.append(f"NodeName={c.node_name} NodeAddr=127.0.0.1 NodeHostname=localhost "
-                         f"CPUs={int(c.cpus)} RealMemory=1 State=UNKNOWN")
-            lines.append(f"PartitionName={c.partition} Nodes={c.node_name} Default=YES "
-                         "MaxTime=INFINITE State=UP")
+            lines.append(
+                f"NodeName={c.node_name} NodeAddr=127.0.0.1 NodeHostname=localhost "
+                f"CPUs={int(c.cpus)} RealMemory=1 State=UNKNOWN"
+            )
+            lines.append(
+                f"PartitionName={c.partition} Nodes={c.node_name} Default=YES "
+                "MaxTime=INFINITE State=UP"
+            )
         return lines
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -666,19 +732,29 @@ class LocalSlurm:
         """The output of ``sacct ARGS`` for this cluster (its ``SLURM_CONF`` and ``TZ``, times in
         Slurm's default format whatever ``SLURM_TIME_FORMAT`` this process has)."""
         if self.accounting is None:
-            raise SlurmError("this cluster has no accounting: start it with "
-                             "LocalSlurmConfig(accounting=True)")
+            raise SlurmError(
+                "this cluster has no accounting: start it with LocalSlurmConfig(accounting=True)"
+            )
         env = {k: v for k, v in self.env.items() if k != "SLURM_TIME_FORMAT"}
         argv = [self.binary("sacct"), *args]
         try:
-            proc = subprocess.run(argv, env=env, capture_output=True, text=True,
-                                  timeout=timeout_s, stdin=subprocess.DEVNULL)
+            proc = subprocess.run(
+                argv,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
-            raise SlurmError(f"sacct timed out after {timeout_s:g} s (is slurmdbd running? "
-                             f"{self.workdir / 'slurmdbd.log'})") from None
+            raise SlurmError(
+                f"sacct timed out after {timeout_s:g} s (is slurmdbd running? "
+                f"{self.workdir / 'slurmdbd.log'})"
+            ) from None
         if proc.returncode != 0:
-            raise SlurmError(f"sacct failed (status {proc.returncode}): "
-                             f"{(proc.stderr or proc.stdout).strip()}")
+            raise SlurmError(
+                f"sacct failed (status {proc.returncode}): {(proc.stderr or proc.stdout).strip()}"
+            )
         return proc.stdout
 
     def accounting_start_date(self) -> str:
@@ -709,15 +785,30 @@ class LocalSlurm:
         wanted = set(ids)
 
         def recorded() -> bool:
-            out = self.sacct("--allocations", "--duplicates", "--parsable2", "--noheader",
-                             "--starttime", self.accounting_start_date(), "--jobs", ",".join(ids),
-                             "--format", "JobID,State,End")
-            done = {row[0] for row in (line.split("|") for line in out.splitlines())
-                    if len(row) == 3 and row[2] not in ("", "Unknown")
-                    and row[1].split()[0] not in ("PENDING", "RUNNING", "REQUEUED")}
+            out = self.sacct(
+                "--allocations",
+                "--duplicates",
+                "--parsable2",
+                "--noheader",
+                "--starttime",
+                self.accounting_start_date(),
+                "--jobs",
+                ",".join(ids),
+                "--format",
+                "JobID,State,End",
+            )
+            done = {
+                row[0]
+                for row in (line.split("|") for line in out.splitlines())
+                if len(row) == 3
+                and row[2] not in ("", "Unknown")
+                and row[1].split()[0] not in ("PENDING", "RUNNING", "REQUEUED")
+            }
             return wanted <= done
-        self._wait(recorded, time.monotonic() + timeout_s,
-                   f"slurmdbd to record {len(ids)} ended jobs")
+
+        self._wait(
+            recorded, time.monotonic() + timeout_s, f"slurmdbd to record {len(ids)} ended jobs"
+        )
 
     def start(self, timeout_s: float = 60, *, wait_scheduler: bool = True) -> "LocalSlurm":
         """Start munged (if needed), slurmctld and slurmd; wait until the node is idle and (with
@@ -747,8 +838,9 @@ class LocalSlurm:
         if c.accounting:
             taken = [ctld_port, *range(d_port, d_port + len(names))]
             db_port = _free_port_outside(taken)
-            self.accounting = AccountingDaemons(self.workdir, getpass.getuser(), db_port,
-                                                _free_port_outside(taken + [db_port]))
+            self.accounting = AccountingDaemons(
+                self.workdir, getpass.getuser(), db_port, _free_port_outside(taken + [db_port])
+            )
         for d in ("state", "spool", "log"):
             (self.workdir / d).mkdir(exist_ok=True)
         if c.multi_node:
@@ -759,8 +851,7 @@ class LocalSlurm:
             self.topology_path.write_text(c.topology_conf)
         self.conf_path.write_text("\n".join(self.conf_lines()) + "\n")
         # stop the daemons if the interpreter exits without stop()
-        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self.env,
-                                           self.accounting)
+        self._finalizer = weakref.finalize(self, _shutdown, self._procs, self.env, self.accounting)
         try:
             if self.accounting is not None:
                 self._start_accounting(deadline)
@@ -770,16 +861,23 @@ class LocalSlurm:
                 self._register_cluster()
             if c.multi_node:
                 for name in names:
-                    self._spawn(f"slurmd.{name}", [self.binary("slurmd"), "-D", "-f",
-                                                   str(self.conf_path), "-N", name])
+                    self._spawn(
+                        f"slurmd.{name}",
+                        [self.binary("slurmd"), "-D", "-f", str(self.conf_path), "-N", name],
+                    )
                 self._wait(self._nodes_idle, deadline, f"all {len(names)} nodes to become idle")
             else:
-                self._spawn("slurmd", [self.binary("slurmd"), "-D", "-f", str(self.conf_path),
-                                       "-N", c.node_name])
+                self._spawn(
+                    "slurmd",
+                    [self.binary("slurmd"), "-D", "-f", str(self.conf_path), "-N", c.node_name],
+                )
                 self._wait(self._node_idle, deadline, f"node {c.node_name} to become idle")
             if wait_scheduler:
-                self._wait(lambda: self.main_scheduler_cycles() > 0, deadline,
-                           "the main scheduler's first pass")
+                self._wait(
+                    lambda: self.main_scheduler_cycles() > 0,
+                    deadline,
+                    "the main scheduler's first pass",
+                )
         except BaseException:
             self.stop()
             raise
@@ -825,9 +923,15 @@ class LocalSlurm:
     def _spawn(self, name: str, argv: list[str]) -> None:
         out = open(self.workdir / f"{name}.out", "ab")
         try:
-            self._procs[name] = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL,
-                                                 stdout=out, stderr=subprocess.STDOUT,
-                                                 cwd=self.workdir, start_new_session=True)
+            self._procs[name] = subprocess.Popen(
+                argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,
+            )
         finally:
             out.close()
 
@@ -895,13 +999,17 @@ class LocalSlurm:
         while True:
             for name, proc in self._procs.items():
                 if proc.poll() is not None:
-                    raise SlurmError(f"{name} exited with status {proc.returncode} while waiting "
-                                     f"for {what}:\n{self.log_tail(name)}")
+                    raise SlurmError(
+                        f"{name} exited with status {proc.returncode} while waiting "
+                        f"for {what}:\n{self.log_tail(name)}"
+                    )
             if ready():
                 return
             if time.monotonic() > deadline:
-                raise SlurmError(f"timed out waiting for {what} (SLURM_CONF={self.conf_path}):\n"
-                                 + "\n".join(self.log_tail(n) for n in list(self._procs)[:3]))
+                raise SlurmError(
+                    f"timed out waiting for {what} (SLURM_CONF={self.conf_path}):\n"
+                    + "\n".join(self.log_tail(n) for n in list(self._procs)[:3])
+                )
             time.sleep(0.2)
 
     def log_tail(self, name: str, lines: int = 15) -> str:
@@ -911,10 +1019,14 @@ class LocalSlurm:
         if name.startswith("slurmd.") and self.config.multi_node:
             log = self.workdir / "log" / f"{name}.log"
         if name == "mariadbd" and self.accounting is not None:
-            return (f"{self.accounting.error_tail(lines)}\n"
-                    f"--- {name}.out:\n{_tail(self.workdir / f'{name}.out', 5)}")
-        return (f"--- {name}.log:\n{_tail(log, lines)}\n"
-                f"--- {name}.out:\n{_tail(self.workdir / f'{name}.out', 5)}")
+            return (
+                f"{self.accounting.error_tail(lines)}\n"
+                f"--- {name}.out:\n{_tail(self.workdir / f'{name}.out', 5)}"
+            )
+        return (
+            f"--- {name}.log:\n{_tail(log, lines)}\n"
+            f"--- {name}.out:\n{_tail(self.workdir / f'{name}.out', 5)}"
+        )
 
     def stop(self) -> None:
         """Cancel every job, stop the daemons this object started, remove an own workdir.
@@ -950,8 +1062,10 @@ class LocalSlurm:
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
         if self.config.multi_node:
-            return (f"LocalSlurm({state}, nodes={len(self.config.node_names)}, "
-                    f"SLURM_CONF={self.conf_path})")
+            return (
+                f"LocalSlurm({state}, nodes={len(self.config.node_names)}, "
+                f"SLURM_CONF={self.conf_path})"
+            )
         return f"LocalSlurm({state}, cpus={self.config.cpus}, SLURM_CONF={self.conf_path})"
 
 
@@ -959,8 +1073,12 @@ def _kill_all(procs: dict) -> None:
     """SIGTERM every slurmd, then slurmctld, then slurmdbd, then MariaDB (the processes this
     LocalSlurm started, by process id), each SIGKILLed when it has not exited in 10 s."""
     slurmds = [p for name, p in procs.items() if name == "slurmd" or name.startswith("slurmd.")]
-    for group in (slurmds, [procs.get("slurmctld")], [procs.get("slurmdbd")],
-                  [procs.get("mariadbd")]):
+    for group in (
+        slurmds,
+        [procs.get("slurmctld")],
+        [procs.get("slurmdbd")],
+        [procs.get("mariadbd")],
+    ):
         live = [p for p in group if p is not None and p.poll() is None]
         for proc in live:
             proc.send_signal(signal.SIGTERM)
@@ -1029,11 +1147,14 @@ def _ensure_munged(timeout_s: float) -> None:
     shutil.chown(run_dir, "munge", "munge")
     run_dir.chmod(0o755)
     runuser = _which("runuser")
-    argv = ([runuser, "-u", "munge", "--", munged, "--force"] if runuser
-            else ["su", "-s", "/bin/sh", "munge", "-c", f"{munged} --force"])
+    argv = (
+        [runuser, "-u", "munge", "--", munged, "--force"]
+        if runuser
+        else ["su", "-s", "/bin/sh", "munge", "-c", f"{munged} --force"]
+    )
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
-        end = time.monotonic() + 2         # lost a race with another process starting it?
+        end = time.monotonic() + 2  # lost a race with another process starting it?
         while time.monotonic() < end:
             if munge_works():
                 return

@@ -57,10 +57,12 @@ class History:
     def __post_init__(self):
         m = self.start.shape[0]
         if self.end.shape != (m,) or self.key.shape != (m,) or self.ptr.shape != (m + 1,):
-            raise InvalidInputError("a History needs start, end and key of one length and ptr "
-                                    "one longer")
-        if m and (np.any(np.diff(self.ptr) < 0) or self.ptr[0] != 0
-                  or self.ptr[-1] != self.nodes.shape[0]):
+            raise InvalidInputError(
+                "a History needs start, end and key of one length and ptr one longer"
+            )
+        if m and (
+            np.any(np.diff(self.ptr) < 0) or self.ptr[0] != 0 or self.ptr[-1] != self.nodes.shape[0]
+        ):
             raise InvalidInputError("a History's ptr must rise from 0 to the number of node ids")
         if np.any(self.end < self.start):
             raise InvalidInputError("an allocation of a History ends before it starts")
@@ -70,7 +72,7 @@ class History:
         return int(self.start.shape[0])
 
     def nodes_of(self, i: int) -> np.ndarray:
-        return self.nodes[self.ptr[i]:self.ptr[i + 1]]
+        return self.nodes[self.ptr[i] : self.ptr[i + 1]]
 
     @cached_property
     def order(self) -> np.ndarray:
@@ -96,13 +98,18 @@ class History:
         lengths = [len(v) for v in nodes]
         ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=ptr[1:])
-        flat = np.fromiter((int(v) for group in nodes for v in group), dtype=np.int32,
-                           count=int(ptr[-1]))
-        return cls(start=np.asarray(start, dtype=np.int64),
-                   end=np.array([NO_END if e is None else e for e in end], dtype=np.int64),
-                   key=np.arange(len(lengths), dtype=np.int64) if key is None
-                   else np.asarray(key, dtype=np.int64),
-                   ptr=ptr, nodes=flat)
+        flat = np.fromiter(
+            (int(v) for group in nodes for v in group), dtype=np.int32, count=int(ptr[-1])
+        )
+        return cls(
+            start=np.asarray(start, dtype=np.int64),
+            end=np.array([NO_END if e is None else e for e in end], dtype=np.int64),
+            key=np.arange(len(lengths), dtype=np.int64)
+            if key is None
+            else np.asarray(key, dtype=np.int64),
+            ptr=ptr,
+            nodes=flat,
+        )
 
 
 class HistoryBuilder:
@@ -136,9 +143,13 @@ class HistoryBuilder:
 
     def build(self) -> History:
         m = self.size
-        return History(start=self._cols["start"][:m].copy(), end=self._cols["end"][:m].copy(),
-                       key=self._cols["key"][:m].copy(), ptr=self._ptr[:m + 1].copy(),
-                       nodes=self._nodes[:int(self._ptr[m])].copy())
+        return History(
+            start=self._cols["start"][:m].copy(),
+            end=self._cols["end"][:m].copy(),
+            key=self._cols["key"][:m].copy(),
+            ptr=self._ptr[: m + 1].copy(),
+            nodes=self._nodes[: int(self._ptr[m])].copy(),
+        )
 
 
 class Sweep:
@@ -155,36 +166,50 @@ class Sweep:
     walks the history itself calls :func:`advance` with :meth:`kernel_args`.
     """
 
-    def __init__(self, history: History, num_nodes: int, *, strict: bool = False,
-                 node_path: np.ndarray | None = None, num_switches: int = 0):
-        if history.nodes.size and (int(history.nodes.min()) < 0
-                                   or int(history.nodes.max()) >= num_nodes):
+    def __init__(
+        self,
+        history: History,
+        num_nodes: int,
+        *,
+        strict: bool = False,
+        node_path: np.ndarray | None = None,
+        num_switches: int = 0,
+    ):
+        if history.nodes.size and (
+            int(history.nodes.min()) < 0 or int(history.nodes.max()) >= num_nodes
+        ):
             raise InvalidInputError(f"a History's node ids must lie in 0..{num_nodes - 1}")
         if node_path is None:
             node_path = np.full((num_nodes, 0), -1, np.int64)
         node_path = np.asarray(node_path, dtype=np.int64)
-        if node_path.ndim != 2 or node_path.shape[0] != num_nodes or (
-                node_path.size and int(node_path.max()) >= num_switches):
-            raise InvalidInputError("node_path needs one row per node of switch ids below "
-                                    "num_switches (padded with -1)")
+        if (
+            node_path.ndim != 2
+            or node_path.shape[0] != num_nodes
+            or (node_path.size and int(node_path.max()) >= num_switches)
+        ):
+            raise InvalidInputError(
+                "node_path needs one row per node of switch ids below num_switches (padded with -1)"
+            )
         self.history = history
         self.order = history.order
         self._by_end = history.by_end
         self.busy = np.zeros(num_nodes, np.int32)
         self.idle = np.ones(num_nodes, np.uint8)
         self.node_path = node_path
-        self.switch_idle = np.bincount(node_path[node_path >= 0],
-                                       minlength=num_switches).astype(np.int64)
+        self.switch_idle = np.bincount(node_path[node_path >= 0], minlength=num_switches).astype(
+            np.int64
+        )
         self._state = np.zeros(history.size, np.int8)
-        self._pos = np.zeros(2, np.int64)           # next in order, next in by-end
+        self._pos = np.zeros(2, np.int64)  # next in order, next in by-end
         self.strict = bool(strict)
 
     def kernel_args(self) -> tuple:
         """The arguments of :func:`advance` before ``stop``, then those after it."""
         h = self.history
-        return ((h.start, h.end, h.ptr, h.nodes, self.order, self._by_end, self._pos),
-                (self.busy, self._state, self.strict, self.idle, self.node_path,
-                 self.switch_idle))
+        return (
+            (h.start, h.end, h.ptr, h.nodes, self.order, self._by_end, self._pos),
+            (self.busy, self._state, self.strict, self.idle, self.node_path, self.switch_idle),
+        )
 
     @property
     def position(self) -> int:
@@ -231,14 +256,28 @@ def _release(t, end, ptr, nodes, by_end, pos, busy, state, strict, idle, node_pa
         if state[a] == 1:
             for i in range(ptr[a], ptr[a + 1]):
                 _free(nodes[i], busy, idle, node_path, switch_idle)
-        state[a] = 2                # ended (never held, if it ends before its turn to start)
+        state[a] = 2  # ended (never held, if it ends before its turn to start)
         e += 1
     pos[1] = e
 
 
 @njit
-def advance(start, end, ptr, nodes, order, by_end, pos, stop, busy, state, strict, idle,
-            node_path, switch_idle):
+def advance(
+    start,
+    end,
+    ptr,
+    nodes,
+    order,
+    by_end,
+    pos,
+    stop,
+    busy,
+    state,
+    strict,
+    idle,
+    node_path,
+    switch_idle,
+):
     """Start every allocation of ``order`` before position ``stop``, then release those ended by
     the start of ``order[stop]`` (when there is one). ``pos`` holds the next position in
     ``order`` and in ``by_end`` (the allocations by end); ``state`` is 0 (not started), 1
@@ -246,8 +285,20 @@ def advance(start, end, ptr, nodes, order, by_end, pos, stop, busy, state, stric
     k = pos[0]
     while k < stop:
         a = order[k]
-        _release(start[a], end, ptr, nodes, by_end, pos, busy, state, strict, idle, node_path,
-                 switch_idle)
+        _release(
+            start[a],
+            end,
+            ptr,
+            nodes,
+            by_end,
+            pos,
+            busy,
+            state,
+            strict,
+            idle,
+            node_path,
+            switch_idle,
+        )
         if state[a] == 0:
             if end[a] > start[a] or strict:
                 for i in range(ptr[a], ptr[a + 1]):
@@ -258,5 +309,17 @@ def advance(start, end, ptr, nodes, order, by_end, pos, stop, busy, state, stric
         k += 1
     pos[0] = k
     if stop < order.shape[0]:
-        _release(start[order[stop]], end, ptr, nodes, by_end, pos, busy, state, strict, idle,
-                 node_path, switch_idle)
+        _release(
+            start[order[stop]],
+            end,
+            ptr,
+            nodes,
+            by_end,
+            pos,
+            busy,
+            state,
+            strict,
+            idle,
+            node_path,
+            switch_idle,
+        )

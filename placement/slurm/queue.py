@@ -25,17 +25,18 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import PendingJob
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.workload import select_prefix
-from tjap.errors import InvalidInputError
 
 
-def eligible(job: PendingJob, partition: str, ours: dict | None = None,
-             excluded: dict | None = None) -> str | None:
+def eligible(
+    job: PendingJob, partition: str, ours: dict | None = None, excluded: dict | None = None
+) -> str | None:
     """None if the service may place ``job``, else why not (one short phrase).
 
     ``ours`` maps job ids to the node names of a ``ReqNodeList`` this service set and left
@@ -73,8 +74,10 @@ def segment_problem(nodes: int, segment: int | None, base: int) -> str | None:
     if nodes % segment:
         return f"its --segment={segment} does not divide its {nodes} nodes"
     if segment > base:
-        return (f"its --segment={segment} is larger than a base block ({base} nodes), which "
-                f"Slurm 24.11 does not place")
+        return (
+            f"its --segment={segment} is larger than a base block ({base} nodes), which "
+            f"Slurm 24.11 does not place"
+        )
     return None
 
 
@@ -133,8 +136,15 @@ def shadow(need: int, free: int, releases) -> tuple[float, int]:
     return INFINITE, -1
 
 
-def easy_backfill(ordered: Sequence[PendingJob], k: int, idle_count: int, cap: int | None,
-                  now: float, releases, limits: dict) -> list[int]:
+def easy_backfill(
+    ordered: Sequence[PendingJob],
+    k: int,
+    idle_count: int,
+    cap: int | None,
+    now: float,
+    releases,
+    limits: dict,
+) -> list[int]:
     """Indices (into ``ordered``, after the prefix of ``k``) of the jobs EASY backfills.
 
     The first job past the prefix that does not fit gets a reservation
@@ -148,10 +158,12 @@ def easy_backfill(ordered: Sequence[PendingJob], k: int, idle_count: int, cap: i
     sizes = [int(j.nodes) for j in ordered]
     free = int(idle_count) - sum(sizes[:k])
     multi = sum(n > 1 for n in sizes[:k])
-    if sizes[k] <= free:                 # blocked by the cap, not by its size
+    if sizes[k] <= free:  # blocked by the cap, not by its size
         return []
-    running = list(releases) + [(now + limits[j.job_id] if limits.get(j.job_id) is not None
-                                 else None, sizes[i]) for i, j in enumerate(ordered[:k])]
+    running = list(releases) + [
+        (now + limits[j.job_id] if limits.get(j.job_id) is not None else None, sizes[i])
+        for i, j in enumerate(ordered[:k])
+    ]
     start, extra = shadow(sizes[k], free, running)
     chosen = []
     for i in range(k + 1, len(ordered)):
@@ -172,30 +184,51 @@ def easy_backfill(ordered: Sequence[PendingJob], k: int, idle_count: int, cap: i
     return chosen
 
 
-def plan_window(jobs: Sequence[PendingJob], idle_count: int, tracker: WaitTracker,
-                cap: int | None = 5, *, backfill: str = "none", now: float = 0.0,
-                releases=(), limits: dict | None = None
-                ) -> tuple[list[PendingJob], list[PendingJob]]:
+def plan_window(
+    jobs: Sequence[PendingJob],
+    idle_count: int,
+    tracker: WaitTracker,
+    cap: int | None = 5,
+    *,
+    backfill: str = "none",
+    now: float = 0.0,
+    releases=(),
+    limits: dict | None = None,
+) -> tuple[list[PendingJob], list[PendingJob]]:
     """``(window, waiting)``: the eligible held ``jobs`` in the paper's order, split at the
     greedy prefix that fits ``idle_count`` nodes with at most ``cap`` multi-node jobs (None: no
     cap). With ``backfill="easy"`` the window also takes the jobs :func:`easy_backfill` picks
     behind the first job that does not fit (``now``: the time read, ``releases``: ``(end,
     nodes)`` of running jobs, ``limits``: job id -> time limit in seconds)."""
     if backfill not in BACKFILL:
-        raise InvalidInputError(f"unknown backfill {backfill!r}; choose one of "
-                                f"{', '.join(BACKFILL)}")
+        raise InvalidInputError(
+            f"unknown backfill {backfill!r}; choose one of {', '.join(BACKFILL)}"
+        )
     ordered = sorted(jobs, key=lambda j: priority_key(j, tracker.get(j.job_id)))
     k = select_prefix([int(j.nodes) for j in ordered], int(idle_count), cap)
-    extra = (easy_backfill(ordered, k, idle_count, cap, now, releases, limits or {})
-             if backfill == "easy" else [])
+    extra = (
+        easy_backfill(ordered, k, idle_count, cap, now, releases, limits or {})
+        if backfill == "easy"
+        else []
+    )
     taken = set(range(k)) | set(extra)
-    return ([j for i, j in enumerate(ordered) if i in taken],
-            [j for i, j in enumerate(ordered) if i not in taken])
+    return (
+        [j for i, j in enumerate(ordered) if i in taken],
+        [j for i, j in enumerate(ordered) if i not in taken],
+    )
 
 
-def hold_for_locality(jobs: Sequence[PendingJob], topology: Topology, idle: Sequence[str],
-                      nodes: Sequence[str], now: float, slack: float, wait_s: float,
-                      convention: str = "paper", floors: dict | None = None) -> list[dict]:
+def hold_for_locality(
+    jobs: Sequence[PendingJob],
+    topology: Topology,
+    idle: Sequence[str],
+    nodes: Sequence[str],
+    now: float,
+    slack: float,
+    wait_s: float,
+    convention: str = "paper",
+    floors: dict | None = None,
+) -> list[dict]:
     """The jobs of a window that stay held for a better placement, one dict each: ``job_id``,
     ``nodes_requested``, ``cost_now`` (its cheapest node set among the ``idle`` node names),
     ``best`` (its cheapest set among all the partition's ``nodes``, as if it were empty) and
@@ -218,15 +251,34 @@ def hold_for_locality(jobs: Sequence[PendingJob], topology: Topology, idle: Sequ
         if size < 2 or waited >= wait_s or idle_ids is None or size > len(idle_ids):
             continue
         if size not in floors:
-            floors[size] = job_cost(topology, best_single_job_nodes(
-                topology, np.sort(topology.node_indices(list(nodes))), size), convention)
+            floors[size] = job_cost(
+                topology,
+                best_single_job_nodes(topology, np.sort(topology.node_indices(list(nodes))), size),
+                convention,
+            )
         now_cost = job_cost(topology, best_single_job_nodes(topology, idle_ids, size), convention)
         if now_cost > (1 + slack) * floors[size] + 1e-9:
-            held.append({"job_id": job.job_id, "nodes_requested": size, "cost_now": now_cost,
-                         "best": floors[size], "waited_s": waited,
-                         "wait_left_s": float(wait_s) - waited})
+            held.append(
+                {
+                    "job_id": job.job_id,
+                    "nodes_requested": size,
+                    "cost_now": now_cost,
+                    "best": floors[size],
+                    "waited_s": waited,
+                    "wait_left_s": float(wait_s) - waited,
+                }
+            )
     return held
 
 
-__all__ = ["BACKFILL", "WaitTracker", "easy_backfill", "eligible", "hold_for_locality",
-           "plan_window", "priority_key", "segment_problem", "shadow"]
+__all__ = [
+    "BACKFILL",
+    "WaitTracker",
+    "easy_backfill",
+    "eligible",
+    "hold_for_locality",
+    "plan_window",
+    "priority_key",
+    "segment_problem",
+    "shadow",
+]

@@ -18,10 +18,14 @@ from __future__ import annotations
 import shlex
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import SlurmClient, SlurmError
 from tjap.placement.tree.hostlist import expand_hostlist
-from tjap.errors import InvalidInputError
+
+if TYPE_CHECKING:  # topology.py imports this module
+    from tjap.placement.tree.topology import Topology
 
 
 def _fields(line: str) -> dict:
@@ -58,8 +62,10 @@ def show_topology_conf(text: str) -> str:
             fields = _fields(line)
             size = fields.get("blocksize", "")
             if not size.isdigit() or not fields.get("nodes"):
-                raise InvalidInputError(f"scontrol show topology: a block line lacks Nodes= or "
-                                        f"BlockSize=: {line[:120]!r}")
+                raise InvalidInputError(
+                    f"scontrol show topology: a block line lacks Nodes= or "
+                    f"BlockSize=: {line[:120]!r}"
+                )
             sizes.add(int(size))
             if lower.startswith("blockname="):
                 blocks.append(f"BlockName={fields['blockname']} Nodes={fields['nodes']}")
@@ -74,16 +80,20 @@ def show_topology_conf(text: str) -> str:
         elif fields.get("nodes"):
             lines.append(f"SwitchName={name} Nodes={fields['nodes']}")
         else:
-            raise InvalidInputError(f"scontrol show topology: switch {name!r} lists neither "
-                                    f"nodes nor switches: {line[:120]!r}")
+            raise InvalidInputError(
+                f"scontrol show topology: switch {name!r} lists neither "
+                f"nodes nor switches: {line[:120]!r}"
+            )
     if blocks:
         kept = sorted(s for s in sizes if s >= base)
         return "\n".join(blocks + ["BlockSizes=" + ",".join(map(str, kept))]) + "\n"
     if not lines:
         first = text.strip().splitlines()[0] if text.strip() else "no output"
-        raise InvalidInputError(f"Slurm reports no switch tree nor blocks ({first}); set "
-                                "TopologyPlugin=topology/tree or topology/block and write a "
-                                "topology.conf")
+        raise InvalidInputError(
+            f"Slurm reports no switch tree nor blocks ({first}); set "
+            "TopologyPlugin=topology/tree or topology/block and write a "
+            "topology.conf"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -134,16 +144,18 @@ def live_topology_conf(env: dict | None = None, *, timeout_s: float = 30) -> str
     if "switchname=" not in listed and "blockname=" not in listed:
         err = client.run(["scontrol", "ping"], check=False)
         if err.returncode != 0 or "DOWN" in err.stdout:
-            client.ping()              # raises the one-line "cannot reach slurmctld" error
+            client.ping()  # raises the one-line "cannot reach slurmctld" error
         if "no switches" in text.lower() or "no topology" in text.lower() or not text.strip():
-            raise InvalidInputError("Slurm reports no switch tree; set "
-                                    "TopologyPlugin=topology/tree and write a topology.conf "
-                                    f"(SLURM_CONF={client.slurm_conf})")
-        raise SlurmError(f"scontrol show topology failed (exit {proc.returncode}): "
-                         f"{text.strip().splitlines()[0] if text.strip() else 'no output'}")
+            raise InvalidInputError(
+                "Slurm reports no switch tree; set "
+                "TopologyPlugin=topology/tree and write a topology.conf "
+                f"(SLURM_CONF={client.slurm_conf})"
+            )
+        raise SlurmError(
+            f"scontrol show topology failed (exit {proc.returncode}): "
+            f"{text.strip().splitlines()[0] if text.strip() else 'no output'}"
+        )
     return show_topology_conf(text)
-
-
 
 
 # -- one window's worth of a partition -----------------------------------------------------------
@@ -191,8 +203,9 @@ def running_timing(queued, now: float) -> tuple[list, dict]:
     return releases, limits
 
 
-def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = True,
-               users=(), accounts=()) -> State:
+def read_state(
+    client: SlurmClient, partition: str, topology, *, easy: bool = True, users=(), accounts=()
+) -> State:
     """What a window of the placement service starts from: the partition's idle nodes on
     ``topology`` (a :class:`~tjap.placement.tree.topology.Topology`, which imports this module
     to read a live tree: hence no import of it here) and its pending jobs (of ``users`` / ``accounts`` when given), as Slurm reports
@@ -203,8 +216,7 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
     names = set(topology.node_names)
     nodes = client.partition_nodes(partition)
     # one squeue per pass: the held jobs, and with EASY the running jobs' starts and limits
-    queued = client.pending(partition=partition,
-                            states=f"PENDING,{HOLDING}" if easy else "PENDING")
+    queued = client.pending(partition=partition, states=f"PENDING,{HOLDING}" if easy else "PENDING")
     pending = [j for j in queued if j.state == "PENDING"]
     # nodes named by pending jobs that are not held (e.g. released by the last window but
     # not started yet) are spoken for, idle as they may look: a ReqNodeList, or an ExcNodeList
@@ -221,16 +233,28 @@ def read_state(client: SlurmClient, partition: str, topology, *, easy: bool = Tr
     releases, limits = [], {}
     if easy:
         releases, limits = running_timing(queued, read_at)
-        for job in pending:        # released with its nodes named, about to start
+        for job in pending:  # released with its nodes named, about to start
             if job.reason not in ("JobHeldUser", "JobHeldAdmin") and pinned_nodes(job, everyone):
                 limit = limits.get(job.job_id)
                 releases.append((None if limit is None else read_at + limit, job.nodes))
     users, accounts = set(users), set(accounts)
-    pending = [j for j in pending if (not users or j.user in users)
-               and (not accounts or j.account in accounts)]
-    return State(partition, topology, idle, pending, read_at=read_at, reserved=held_back,
-                 releases=releases, limits=limits,
-                 nodes=[n.name for n in nodes if n.name in names], partition_nodes=everyone)
+    pending = [
+        j
+        for j in pending
+        if (not users or j.user in users) and (not accounts or j.account in accounts)
+    ]
+    return State(
+        partition,
+        topology,
+        idle,
+        pending,
+        read_at=read_at,
+        reserved=held_back,
+        releases=releases,
+        limits=limits,
+        nodes=[n.name for n in nodes if n.name in names],
+        partition_nodes=everyone,
+    )
 
 
 def pinned_nodes(job, partition_nodes) -> list:
@@ -268,10 +292,10 @@ def script_segment(script: str) -> int | None:
         if magic is None:
             stripped = line.strip()
             if stripped and not stripped.startswith("#"):
-                break                         # the first command ends the directives
+                break  # the first command ends the directives
             continue
         try:
-            words = shlex.split(line[len(magic):])
+            words = shlex.split(line[len(magic) :])
         except ValueError:
             continue
         if words[:1] and words[0].lower() in ("hetjob", "packjob"):
@@ -304,6 +328,16 @@ def read_segments(client: SlurmClient, jobs, cache: dict | None = None) -> dict:
     return found
 
 
-__all__ = ["HOLDING", "State", "aggregated_blocks", "is_block_topology", "live_topology_conf",
-           "pinned_nodes", "read_segments", "read_state", "running_timing", "script_segment",
-           "show_topology_conf"]
+__all__ = [
+    "HOLDING",
+    "State",
+    "aggregated_blocks",
+    "is_block_topology",
+    "live_topology_conf",
+    "pinned_nodes",
+    "read_segments",
+    "read_state",
+    "running_timing",
+    "script_segment",
+    "show_topology_conf",
+]

@@ -38,8 +38,9 @@ def segment_walk(domains_q, n, segment, p, out):
 
 
 @njit
-def segment_arcs(domains_q, n, segment, group_of, top_level, q, num_groups, convention,
-                 count_rows, whole_rows):
+def segment_arcs(
+    domains_q, n, segment, group_of, top_level, q, num_groups, convention, count_rows, whole_rows
+):
     """For every start p: the walk's length (-1: no walk), the CH cost of its nodes, and for
     each row r of ``count_rows`` (domain ids per position of Q) the distinct domains among its
     nodes, and among those the domains flagged in ``whole_rows[r]``."""
@@ -79,7 +80,7 @@ def segment_arcs(domains_q, n, segment, group_of, top_level, q, num_groups, conv
                         seen_whole += 1
             d_first = count_rows[r, positions[0]]
             if seen > 1 and count_rows[r, positions[n - 1]] == d_first:
-                seen -= 1                      # the walk wrapped back into its first domain
+                seen -= 1  # the walk wrapped back into its first domain
                 if whole_rows[r, positions[0]]:
                     seen_whole -= 1
             distinct[r, p] = seen

@@ -88,8 +88,22 @@ def _whole_touched(row, whole, out, n):
 
 
 @njit_inline
-def try_start(rules, group_q, shallow, top_level, convention, j, n, s, alive, length,
-              seq_domains, busy, walk, out):
+def try_start(
+    rules,
+    group_q,
+    shallow,
+    top_level,
+    convention,
+    j,
+    n,
+    s,
+    alive,
+    length,
+    seq_domains,
+    busy,
+    walk,
+    out,
+):
     """The price of job ``j`` (``n`` nodes) from start ``s`` of the free sequence: its CH cost
     plus its prefer and fragmentation terms, its Q positions in ``out[:n]`` (cyclic Q order); or
     infinity when the start lies outside F or the job's constraints refuse it (``prepare`` first;
@@ -155,14 +169,30 @@ def commit(rules, j, n, state, out):
 @njit
 def scratch(rules, m):
     """(state, alive, seq_domains, walk, out, busy): the arrays the kernels above work in."""
-    return (np.zeros(m, np.int8), np.empty(m, np.int64), np.empty(m, np.int64),
-            np.empty(m, np.int64), np.empty(m, np.int64),
-            np.zeros(rules[0].max() + 1, np.int8))
+    return (
+        np.zeros(m, np.int8),
+        np.empty(m, np.int64),
+        np.empty(m, np.int64),
+        np.empty(m, np.int64),
+        np.empty(m, np.int64),
+        np.zeros(rules[0].max() + 1, np.int8),
+    )
 
 
 @njit
-def decode(rules, group_q, shallow, top_level, convention, sizes, offsets, order, starts,
-           positions, job_cost):
+def decode(
+    rules,
+    group_q,
+    shallow,
+    top_level,
+    convention,
+    sizes,
+    offsets,
+    order,
+    starts,
+    positions,
+    job_cost,
+):
     """Place the steps (order, starts): job j's Q positions into ``positions[offsets[j]:]``, its
     price into ``job_cost[j]``. Returns False when some step's start is not allowed."""
     state, alive, seq_domains, walk, out, busy = scratch(rules, group_q.shape[1])
@@ -171,8 +201,22 @@ def decode(rules, group_q, shallow, top_level, convention, sizes, offsets, order
         n = sizes[j]
         length = free_sequence(state, alive)
         prepare(rules, j, state, alive, length, seq_domains, busy)
-        cost = try_start(rules, group_q, shallow, top_level, convention, j, n, starts[step],
-                         alive, length, seq_domains, busy, walk, out)
+        cost = try_start(
+            rules,
+            group_q,
+            shallow,
+            top_level,
+            convention,
+            j,
+            n,
+            starts[step],
+            alive,
+            length,
+            seq_domains,
+            busy,
+            walk,
+            out,
+        )
         if cost == np.inf:
             return False
         commit(rules, j, n, state, out)
@@ -192,8 +236,25 @@ def find_start(rules, group_q, shallow, top_level, j, n, state, target):
     for s in range(length):
         if not target[alive[s]]:
             continue
-        if try_start(rules, group_q, shallow, top_level, 0, j, n, s, alive, length,
-                     seq_domains, busy, walk, out) == np.inf:
+        if (
+            try_start(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                0,
+                j,
+                n,
+                s,
+                alive,
+                length,
+                seq_domains,
+                busy,
+                walk,
+                out,
+            )
+            == np.inf
+        ):
             continue
         same = True
         for i in range(n):

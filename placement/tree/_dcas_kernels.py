@@ -221,10 +221,8 @@ def take_block_cost(taken, start, size, group_q, ends, shallow, top_level, conve
     once with the run state of both rows in registers; any other form walks it once per row.
     """
     if shallow is None:
-        return _take_block_cost_two_rows(taken, start, size, group_q, ends, top_level,
-                                         convention)
-    return _take_block_cost_rows(taken, start, size, group_q, ends, shallow, top_level,
-                                 convention)
+        return _take_block_cost_two_rows(taken, start, size, group_q, ends, top_level, convention)
+    return _take_block_cost_rows(taken, start, size, group_q, ends, shallow, top_level, convention)
 
 
 @njit_inline
@@ -252,8 +250,9 @@ def _take_block_cost_two_rows(taken, start, size, group_q, ends, top_level, conv
             taken[w] |= bits
             free &= ~bits
             if count == size:
-                sum_sq = (_close_runs(ids0[head], l0, r0, t0, f0)
-                          + _close_runs(ids1[head], l1, r1, t1, f1))
+                sum_sq = _close_runs(ids0[head], l0, r0, t0, f0) + _close_runs(
+                    ids1[head], l1, r1, t1, f1
+                )
                 return cost_from_sum_of_squares(size, top_level, sum_sq, convention)
         w += 1
         if w == words:  # wrap to the head of the sequence
@@ -290,8 +289,9 @@ def _take_block_cost_rows(taken, start, size, group_q, ends, shallow, top_level,
                     if is_shallow(g, shallow, r):
                         num_shallow += e - p
                     else:
-                        last, run_len, total, first = _add_piece(g, e - p, last, run_len,
-                                                                 total, first)
+                        last, run_len, total, first = _add_piece(
+                            g, e - p, last, run_len, total, first
+                        )
                     p = e
                 count += run
                 if mark:
@@ -304,8 +304,9 @@ def _take_block_cost_rows(taken, start, size, group_q, ends, shallow, top_level,
                 if w == words:  # wrap to the head of the sequence
                     w = 0
                 free = ~taken[w]
-        sum_sq += (_close_runs(group_q[r, head], last, run_len, total, first)
-                   + num_shallow * num_shallow)
+        sum_sq += (
+            _close_runs(group_q[r, head], last, run_len, total, first) + num_shallow * num_shallow
+        )
     return cost_from_sum_of_squares(size, top_level, sum_sq, convention)
 
 
@@ -357,8 +358,9 @@ def _cyclic_sum_of_squares(group_q, r, shallow, positions, lo, size):
             num_shallow += 1
         else:
             last, run, total, first = _add_piece(g, 1, last, run, total, first)
-    return (_close_runs(group_q[r, positions[lo]], last, run, total, first)
-            + num_shallow * num_shallow)
+    return (
+        _close_runs(group_q[r, positions[lo]], last, run, total, first) + num_shallow * num_shallow
+    )
 
 
 @njit_inline

@@ -38,6 +38,7 @@ from tjap.placement.tree import _arc_kernels
 from tjap.placement.tree.jobs import Job, level_domains, slurm_level
 from tjap.placement.tree.tree_cost import convention_code
 
+
 @dataclass(frozen=True)
 class Arcs:
     """A job's allowed starts (``start``, positions of Q), their costs and their regions
@@ -94,8 +95,9 @@ def job_arcs(window, job: Job, convention: str = "paper") -> Arcs:
         ok, length = np.ones(m, bool), np.full(m, n, np.int64)
         cost = np.array(window.block_costs(n, convention), dtype=np.float64)
         if job.prefer is not None:
-            cost += job.prefer_cost * _touched(window, _domains_q(window, job.prefer, cache), p,
-                                               n, extra=True)
+            cost += job.prefer_cost * _touched(
+                window, _domains_q(window, job.prefer, cache), p, n, extra=True
+            )
         if weight:
             cost += weight * _opened(window, frag_level, cache, p, n)
     if n <= m:
@@ -141,9 +143,17 @@ def _segmented(window, job: Job, cache: dict, convention: str):
         rows[r] = _domains_q(window, level, cache).domains
         whole[r] = _whole(window, level, cache)
     length, cost, distinct, distinct_whole = _arc_kernels.segment_arcs(
-        _domains_q(window, segment_level(window, job), cache).domains, job.nodes, job.segment,
-        form.group_of, form.top_level, window.idle_nodes, form.num_groups,
-        convention_code(convention), rows, whole)
+        _domains_q(window, segment_level(window, job), cache).domains,
+        job.nodes,
+        job.segment,
+        form.group_of,
+        form.top_level,
+        window.idle_nodes,
+        form.num_groups,
+        convention_code(convention),
+        rows,
+        whole,
+    )
     ok = length >= 0
     cost = np.where(ok, cost, 0.0)
     if job.prefer is not None:
@@ -160,11 +170,17 @@ def arc_nodes(window, job: Job, start: int) -> list[int]:
         return window.block(int(start), job.nodes).tolist()
     positions = np.empty(job.nodes, np.int64)
     cache = window._block_cost_cache
-    steps = _arc_kernels.segment_walk(_domains_q(window, segment_level(window, job), cache).domains,
-                                      job.nodes, job.segment, int(start), positions)
+    steps = _arc_kernels.segment_walk(
+        _domains_q(window, segment_level(window, job), cache).domains,
+        job.nodes,
+        job.segment,
+        int(start),
+        positions,
+    )
     if steps < 0:
-        raise InvalidInputError(f"no segmented run of {job.nodes} nodes starts at position "
-                                f"{start} of Q")
+        raise InvalidInputError(
+            f"no segmented run of {job.nodes} nodes starts at position {start} of Q"
+        )
     return window.idle_nodes[positions].tolist()
 
 
@@ -197,8 +213,9 @@ def _back_home(window, runs: _Runs, p, n: int, crossings) -> np.ndarray:
     left it): that domain was counted twice."""
     m = window.num_idle
     last = (p + n - 1) % m
-    return ((p + n > m) & (crossings > 0)
-            & (runs.domains[p] == runs.domains[last])).astype(np.int64)
+    return ((p + n > m) & (crossings > 0) & (runs.domains[p] == runs.domains[last])).astype(
+        np.int64
+    )
 
 
 def _opened(window, level: int, cache: dict, p, n: int) -> np.ndarray:
@@ -222,10 +239,10 @@ def _exclusive_regions(runs: _Runs, p, n) -> tuple[np.ndarray, np.ndarray]:
     last of the last. Domains are contiguous in Q and never wrap (Q follows the tree's node
     order), so only the run itself may wrap."""
     m = runs.domains.size
-    if not runs.change.any():                           # one domain holds all of Q
+    if not runs.change.any():  # one domain holds all of Q
         return np.zeros_like(p), np.full(p.size, m, np.int64)
     n = np.broadcast_to(n, p.shape)
-    starts = np.flatnonzero(runs.change)                 # where each domain's run begins; 0 first
+    starts = np.flatnonzero(runs.change)  # where each domain's run begins; 0 first
     at = np.searchsorted(starts, np.arange(m), side="right")
     begin = starts[at - 1]
     end = np.append(starts, m)[at]
@@ -293,13 +310,17 @@ def violations(window, assignment) -> list[str]:
             level = segment_level(window, job)
             counts = np.unique(level_domains(tree, level)[nodes], return_counts=True)[1]
             if np.any(counts % job.segment):
-                out.append(f"job {j}: its nodes do not split into segments of {job.segment} "
-                           f"inside domains of level {level}")
+                out.append(
+                    f"job {j}: its nodes do not split into segments of {job.segment} "
+                    f"inside domains of level {level}"
+                )
         if job.exclusive is not None:
             domains = level_domains(tree, job.exclusive)
             mine = set(domains[nodes].tolist())
             for k, other in enumerate(assignment):
                 if k != j and mine & set(domains[np.asarray(other, np.int64)].tolist()):
-                    out.append(f"job {j}: job {k} has nodes in its exclusive domains of level "
-                               f"{job.exclusive}")
+                    out.append(
+                        f"job {j}: job {k} has nodes in its exclusive domains of level "
+                        f"{job.exclusive}"
+                    )
     return out

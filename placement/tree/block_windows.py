@@ -73,18 +73,24 @@ class ConstraintMix:
     def __post_init__(self):
         for kind in KINDS[:3]:
             share = getattr(self, kind)
-            if isinstance(share, bool) or not isinstance(share, (int, float)) \
-                    or not 0 <= share <= 1:
-                raise InvalidInputError(f"the share of {kind} jobs must be a number in [0, 1], "
-                                        f"got {share!r:.40}")
+            if (
+                isinstance(share, bool)
+                or not isinstance(share, (int, float))
+                or not 0 <= share <= 1
+            ):
+                raise InvalidInputError(
+                    f"the share of {kind} jobs must be a number in [0, 1], got {share!r:.40}"
+                )
         if self.segment + self.within + self.exclusive > 1 + 1e-9:
             raise InvalidInputError(
                 f"the shares of segment, within and exclusive jobs sum to "
                 f"{self.segment + self.within + self.exclusive:.3g}, above 1; lower them (the "
-                "rest of the jobs are plain)")
+                "rest of the jobs are plain)"
+            )
         levels = tuple(self.within_levels)
-        if not levels or any(isinstance(v, bool) or not isinstance(v, (int, np.integer))
-                             or v < 1 for v in levels):
+        if not levels or any(
+            isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in levels
+        ):
             raise InvalidInputError(f"within_levels must list levels >= 1, got {levels!r:.40}")
         object.__setattr__(self, "within_levels", tuple(int(v) for v in levels))
 
@@ -95,8 +101,12 @@ class ConstraintMix:
 
     def shares(self) -> dict:
         """``{kind: share}`` for every kind of :data:`KINDS`."""
-        return {"segment": self.segment, "within": self.within, "exclusive": self.exclusive,
-                "plain": self.plain}
+        return {
+            "segment": self.segment,
+            "within": self.within,
+            "exclusive": self.exclusive,
+            "plain": self.plain,
+        }
 
     @classmethod
     def parse(cls, text: str) -> "ConstraintMix":
@@ -116,7 +126,8 @@ class ConstraintMix:
             if key not in shares or not eq or number is None:
                 raise InvalidInputError(
                     f"constraints {text!r:.60}: give 'mix' or shares such as "
-                    "'segment=0.4,within=0.2,exclusive=0.1' (the rest of the jobs are plain)")
+                    "'segment=0.4,within=0.2,exclusive=0.1' (the rest of the jobs are plain)"
+                )
             shares[key] = number
         return cls(**shares)
 
@@ -138,12 +149,14 @@ class _Sizes:
 
     def __init__(self, topology: Topology, mix: ConstraintMix):
         self.base = int(topology.leaf_sizes.min())
-        self.segments = sorted({self.base, *([self.base // 2] if self.base % 2 == 0
-                                              and self.base >= 4 else [])})
+        self.segments = sorted(
+            {self.base, *([self.base // 2] if self.base % 2 == 0 and self.base >= 4 else [])}
+        )
         top = top_level(topology)
         self.levels = sorted({min(level, top) for level in mix.within_levels})
-        self.domain_size = {level: int(np.bincount(level_domains(topology, level)).max())
-                            for level in self.levels}
+        self.domain_size = {
+            level: int(np.bincount(level_domains(topology, level)).max()) for level in self.levels
+        }
         self.num_nodes = topology.num_nodes
 
     def draw(self, kind: str, rng) -> list[Job]:
@@ -157,8 +170,9 @@ class _Sizes:
             most = min(self.domain_size[level], 2 * self.base)
             return [Job(n, within=level) for n in _halving(int(rng.integers(2, max(most, 2) + 1)))]
         if kind == "exclusive":
-            return [Job(n, exclusive=1) for n in _halving(int(rng.integers(2, max(self.base, 2)
-                                                                           + 1)))]
+            return [
+                Job(n, exclusive=1) for n in _halving(int(rng.integers(2, max(self.base, 2) + 1)))
+            ]
         most = min(2 * self.base, self.num_nodes)
         return [Job(n) for n in _halving(int(rng.integers(2, max(most, 2) + 1)))]
 
@@ -176,7 +190,7 @@ def _busy_nodes(topology: Topology, rng) -> np.ndarray:
     leaves = topology.leaf_switches
     full_share = rng.uniform(*FULL_BLOCKS)
     free_share = rng.uniform(*FREE_BLOCKS)
-    state = rng.random(leaves.size)            # < full: busy; < full + free: idle; else partly
+    state = rng.random(leaves.size)  # < full: busy; < full + free: idle; else partly
     busy = np.zeros(topology.num_nodes, bool)
     for leaf, u in zip(leaves, state):
         nodes = np.flatnonzero(topology.node_leaf == leaf)
@@ -188,21 +202,32 @@ def _busy_nodes(topology: Topology, rng) -> np.ndarray:
     return busy
 
 
-def constrained_windows(topology: Topology, num_windows: int = 100, seed: int = 0, *,
-                        cap: int = 5, mix: ConstraintMix | None = None,
-                        progress=None) -> list[Window]:
+def constrained_windows(
+    topology: Topology,
+    num_windows: int = 100,
+    seed: int = 0,
+    *,
+    cap: int = 5,
+    mix: ConstraintMix | None = None,
+    progress=None,
+) -> list[Window]:
     """``num_windows`` windows of up to ``cap`` multi-node jobs with the kinds of
     ``mix`` (default :class:`ConstraintMix`), on ``topology`` loaded and fragmented as the
     module describes. Each window's ``meta`` holds its ``index`` and ``busy_nodes``.
     ``progress(made, num_windows)``, if given, is called after each window."""
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology must be a tjap.Topology, got {type(topology).__name__}")
-    if isinstance(num_windows, bool) or not isinstance(num_windows, (int, np.integer)) \
-            or num_windows < 1:
+    if (
+        isinstance(num_windows, bool)
+        or not isinstance(num_windows, (int, np.integer))
+        or num_windows < 1
+    ):
         raise InvalidInputError(f"num_windows must be a positive integer, got {num_windows!r}")
     if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
-        raise InvalidInputError(f"cap must be a positive number of jobs (windows with job "
-                                f"constraints need one), got {cap!r}")
+        raise InvalidInputError(
+            f"cap must be a positive number of jobs (windows with job "
+            f"constraints need one), got {cap!r}"
+        )
     if topology.num_nodes < 2:
         raise InvalidInputError("a window of multi-node jobs needs a tree of at least 2 nodes")
     mix = ConstraintMix() if mix is None else mix
@@ -210,7 +235,7 @@ def constrained_windows(topology: Topology, num_windows: int = 100, seed: int = 
     kinds, weights = list(KINDS), np.array(list(mix.shares().values()))
     weights = weights / weights.sum()
     rng = np.random.default_rng(np.random.SeedSequence([seed, 2]))
-    kind = str(rng.choice(kinds, p=weights))       # the next job's kind, kept until it fits
+    kind = str(rng.choice(kinds, p=weights))  # the next job's kind, kept until it fits
     windows = []
     while len(windows) < num_windows:
         for _ in range(MAX_REDRAWS):
@@ -229,9 +254,11 @@ def constrained_windows(topology: Topology, num_windows: int = 100, seed: int = 
             raise InvalidInputError(
                 f"no {kind} job fits the tree ({topology.num_nodes} nodes, smallest leaf "
                 f"{sizes.base}) in {MAX_REDRAWS} draws of its busy nodes; give a larger tree or "
-                "another mix")
-        windows.append(Window(topology, idle, jobs, {"index": len(windows),
-                                                     "busy_nodes": int(busy.sum())}))
+                "another mix"
+            )
+        windows.append(
+            Window(topology, idle, jobs, {"index": len(windows), "busy_nodes": int(busy.sum())})
+        )
         if progress is not None:
             progress(len(windows), num_windows)
     return windows

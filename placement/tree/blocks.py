@@ -35,7 +35,7 @@ from tjap.errors import InvalidInputError
 #: Block sizes (in base blocks) Slurm plans with when the configuration gives no ``BlockSizes``.
 DEFAULT_BLOCK_LEVELS = (1, 2, 4, 8)
 #: The largest aggregate, in base blocks (2^15).
-MAX_BLOCK_FACTOR = 2 ** 15
+MAX_BLOCK_FACTOR = 2**15
 
 
 def parse_block_sizes(value: str, where: str) -> list[int]:
@@ -45,29 +45,41 @@ def parse_block_sizes(value: str, where: str) -> list[int]:
     for part in value.split(","):
         part = part.strip()
         if not part.isdigit() or int(part) <= 0:
-            raise InvalidInputError(f"{where}: BlockSizes={value} holds {part!r}, not a positive "
-                                    "number of nodes; write e.g. BlockSizes=18,36,72")
+            raise InvalidInputError(
+                f"{where}: BlockSizes={value} holds {part!r}, not a positive "
+                "number of nodes; write e.g. BlockSizes=18,36,72"
+            )
         sizes.append(int(part))
     base = sizes[0]
     for size in sizes[1:]:
         factor = size / base
-        if size % base or factor < 1 or factor > MAX_BLOCK_FACTOR or factor != 2 ** round(
-                math.log2(factor)):
+        if (
+            size % base
+            or factor < 1
+            or factor > MAX_BLOCK_FACTOR
+            or factor != 2 ** round(math.log2(factor))
+        ):
             raise InvalidInputError(
                 f"{where}: BlockSizes={value}: {size} is not the base block size {base} times a "
                 f"power of two (2 to {MAX_BLOCK_FACTOR}); write e.g. BlockSizes={base},"
-                f"{2 * base},{4 * base}")
+                f"{2 * base},{4 * base}"
+            )
     if sizes != sorted(set(sizes)):
-        raise InvalidInputError(f"{where}: BlockSizes={value} must increase and list each size "
-                                f"once; write e.g. BlockSizes={base},{2 * base},{4 * base}")
+        raise InvalidInputError(
+            f"{where}: BlockSizes={value} must increase and list each size "
+            f"once; write e.g. BlockSizes={base},{2 * base},{4 * base}"
+        )
     return sizes
 
 
 def block_levels(num_blocks: int, sizes: list[int] | None) -> list[int]:
     """The aggregate sizes Slurm plans with, in base blocks, increasing (the first is 1, the base
     block itself), up to the first that holds all ``num_blocks`` blocks."""
-    factors = (list(DEFAULT_BLOCK_LEVELS) if sizes is None
-               else sorted({size // sizes[0] for size in sizes}))
+    factors = (
+        list(DEFAULT_BLOCK_LEVELS)
+        if sizes is None
+        else sorted({size // sizes[0] for size in sizes})
+    )
     levels = []
     for factor in factors:
         levels.append(factor)
@@ -85,7 +97,7 @@ def aggregates(num_blocks: int, levels: list[int]) -> list[tuple[int, int, int]]
         for first in range(0, num_blocks, size):
             remaining = num_blocks - first
             if size > remaining and smaller >= remaining:
-                continue            # the next smaller size already holds what remains
+                continue  # the next smaller size already holds what remains
             found.append((j, first, min(first + size, num_blocks)))
     return found
 
@@ -97,8 +109,9 @@ def block_specs(blocks: list, sizes: list[int] | None, where: str = "BlockSizes"
     seen: dict[str, str] = {}
     for name, _, line in blocks:
         if name in seen:
-            raise InvalidInputError(f"{line}: block {name!r} is already defined ({seen[name]}); "
-                                    "define each block once")
+            raise InvalidInputError(
+                f"{line}: block {name!r} is already defined ({seen[name]}); define each block once"
+            )
         seen[name] = line
     base = sizes[0] if sizes else len(blocks[0][1])
     for name, nodes, line in blocks:
@@ -106,29 +119,34 @@ def block_specs(blocks: list, sizes: list[int] | None, where: str = "BlockSizes"
             raise InvalidInputError(
                 f"{line}: block {name!r} has {len(nodes)} nodes, fewer than the base block size "
                 f"{base}; give every block at least {base} nodes"
-                + (" or lower the first BlockSizes value" if sizes else
-                   " (without BlockSizes the first block's size is the base size)"))
+                + (
+                    " or lower the first BlockSizes value"
+                    if sizes
+                    else " (without BlockSizes the first block's size is the base size)"
+                )
+            )
     levels = block_levels(len(blocks), sizes)
     groups = aggregates(len(blocks), levels)
     names = {name for name, _, _ in blocks}
     # children: each aggregate holds the largest units below it that start inside it
-    unit_of = {}      # (first block) -> the current top unit starting there, with its stop
+    unit_of = {}  # (first block) -> the current top unit starting there, with its stop
     for b, (name, _, _) in enumerate(blocks):
         unit_of[b] = (name, b + 1)
     children = {}
-    for level, first, stop in sorted(groups):
+    for _level, first, stop in sorted(groups):
         name = f"{blocks[first][0]}..{blocks[stop - 1][0]}"
         if name in names:
-            raise InvalidInputError(f"{where}: the aggregated block {name!r} has the name of "
-                                    "another block; rename the block")
+            raise InvalidInputError(
+                f"{where}: the aggregated block {name!r} has the name of "
+                "another block; rename the block"
+            )
         names.add(name)
         kids, b = [], first
         while b < stop:
             unit, unit_stop = unit_of[b]
             kids.append(unit)
             b = unit_stop
-        children[name] = (kids, f"{where} (the blocks {blocks[first][0]} to "
-                                f"{blocks[stop - 1][0]})")
+        children[name] = (kids, f"{where} (the blocks {blocks[first][0]} to {blocks[stop - 1][0]})")
         unit_of[first] = (name, stop)
     # definitions depth first from the top units, in block order (the tree keeps the blocks' order)
     block_of = {name: (list(nodes), line) for name, nodes, line in blocks}

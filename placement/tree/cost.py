@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tjap.placement.tree import _kernels
 from tjap.errors import InvalidInputError
+from tjap.placement.tree import _kernels
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.tree_cost import CONVENTIONS, convention_code  # noqa: F401 (re-exported)
 
@@ -34,11 +34,19 @@ def cost_from_counts(switch_counts, pod_counts, convention: str = "paper") -> fl
     n = int(switch_counts.sum())
     if n < 1:
         raise InvalidInputError("a node set needs at least one node")
-    return float(_kernels.cost_from_squares(n, int((switch_counts**2).sum()),
-                                            int((pod_counts**2).sum()), convention_code(convention)))
+    return float(
+        _kernels.cost_from_squares(
+            n,
+            int((switch_counts**2).sum()),
+            int((pod_counts**2).sum()),
+            convention_code(convention),
+        )
+    )
 
 
-def job_cost(topology, nodes: Sequence[int], convention: str = "paper") -> float:
+def job_cost(
+    topology, nodes: Sequence[int] | Sequence[str] | np.ndarray, convention: str = "paper"
+) -> float:
     """CH cost of one job placed on ``nodes`` (distinct node ids of ``topology``).
 
     ``topology`` is a :class:`FatTree` or a :class:`~tjap.placement.tree.topology.Topology`
@@ -56,24 +64,30 @@ def job_cost(topology, nodes: Sequence[int], convention: str = "paper") -> float
     code = convention_code(convention)
     if not isinstance(topology, FatTree):
         if not hasattr(topology, "count_form"):
-            raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
-                                    f"{type(topology).__name__}")
+            raise InvalidInputError(
+                f"topology must be a tjap.Topology (or tjap.FatTree), got {type(topology).__name__}"
+            )
         return topology.count_form.cost(topology.node_indices(nodes), convention)
     ids = np.asarray(nodes, dtype=np.int64)
     if ids.ndim != 1 or ids.size == 0:
         raise InvalidInputError("nodes must be a non-empty list of node ids")
     if ids.min() < 0 or ids.max() >= topology.num_nodes:
         raise InvalidInputError(
-            f"node ids must lie in 0..{topology.num_nodes - 1}, got {int(ids.min())}..{int(ids.max())}")
+            f"node ids must lie in 0..{topology.num_nodes - 1}, got {int(ids.min())}..{int(ids.max())}"
+        )
     if np.unique(ids).size != ids.size:
         raise InvalidInputError("nodes of one job must be distinct")
     switch_counts = np.bincount(topology.switch_of[ids])
     pod_counts = np.bincount(topology.pod_of[ids])
-    return float(_kernels.cost_from_squares(ids.size, int((switch_counts**2).sum()),
-                                            int((pod_counts**2).sum()), code))
+    return float(
+        _kernels.cost_from_squares(
+            ids.size, int((switch_counts**2).sum()), int((pod_counts**2).sum()), code
+        )
+    )
 
 
-def assignment_cost(topology, assignment: Sequence[Sequence[int]],
-                    convention: str = "paper") -> float:
+def assignment_cost(
+    topology, assignment: Sequence[Sequence[int]], convention: str = "paper"
+) -> float:
     """Total CH cost of a window's assignment (one node list per job)."""
     return float(sum(job_cost(topology, nodes, convention) for nodes in assignment))

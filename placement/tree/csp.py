@@ -19,10 +19,10 @@ from collections import Counter
 
 import numpy as np
 
-from tjap.placement.tree import _dp_kernels
-from tjap.placement.tree.arcs import arc_nodes, first_fit, job_arcs
 from tjap._backends import Deadline
 from tjap.errors import StateSpaceTooLargeError
+from tjap.placement.tree import _dp_kernels
+from tjap.placement.tree.arcs import arc_nodes, first_fit, job_arcs
 from tjap.placement.tree.result import Result, Status
 from tjap.placement.tree.window import Window
 
@@ -79,7 +79,7 @@ def seq_assignment(window: Window) -> list[list[int]]:
     """The paper's sequential assignment (Seq): each job, in window order, takes the next n_j
     idle nodes of Q (the fallback of every time-limited SCAS method)."""
     offsets = np.concatenate([[0], np.cumsum(window.job_sizes)[:-1]]).astype(np.int64)
-    return [window.idle_nodes[o:o + n].tolist() for o, n in zip(offsets, window.job_sizes)]
+    return [window.idle_nodes[o : o + n].tolist() for o, n in zip(offsets, window.job_sizes)]
 
 
 def fallback_assignment(window: Window, convention: str = "paper"):
@@ -90,8 +90,9 @@ def fallback_assignment(window: Window, convention: str = "paper"):
     return seq_assignment(window)
 
 
-def solve_dp(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-             max_cells=MAX_DP_CELLS) -> Result:
+def solve_dp(
+    window: Window, *, convention="paper", time_limit_s=None, seed=0, max_cells=MAX_DP_CELLS
+) -> Result:
     """Exact SCAS optimum by dynamic programming (Numba), the jobs' constraints included
     (:mod:`tjap.placement.tree.arcs`): INFEASIBLE when no placement keeps them.
 
@@ -111,36 +112,64 @@ def solve_dp(window: Window, *, convention="paper", time_limit_s=None, seed=0,
             raise StateSpaceTooLargeError(
                 f"method 'dp' needs a table of {cells:,} cells for this window's {window.num_jobs} "
                 f"jobs (limit {max_cells:,}); use method='auto' or 'scip', or cap the multi-node "
-                "jobs per window")
-        why = (f"table of {cells:,} cells over the limit of {max_cells:,}" if cells > max_cells
-               else f"predicted {predicted:.3g} s, more than the {deadline.left():.3g} s left")
+                "jobs per window"
+            )
+        why = (
+            f"table of {cells:,} cells over the limit of {max_cells:,}"
+            if cells > max_cells
+            else f"predicted {predicted:.3g} s, more than the {deadline.left():.3g} s left"
+        )
         return Result.from_assignment(
-            window, fallback_assignment(window, convention) or (), status=Status.TIME_LIMIT,
-            method="dp", convention=convention, runtime_s=time.perf_counter() - started,
-            seed=seed, info={"stopped": f"time limit: dp not run ({why})", "fallback": "seq",
-                             "dp_cells": cells, "predicted_s": predicted})
+            window,
+            fallback_assignment(window, convention) or (),
+            status=Status.TIME_LIMIT,
+            method="dp",
+            convention=convention,
+            runtime_s=time.perf_counter() - started,
+            seed=seed,
+            info={
+                "stopped": f"time limit: dp not run ({why})",
+                "fallback": "seq",
+                "dp_cells": cells,
+                "predicted_s": predicted,
+            },
+        )
     classes, counts = job_classes(window)
     digits, strides = _state_digits(counts)
     tables = _ArcTables(window, classes, convention)
-    objective, chosen, dps_run, complete = _cyclic_dp(tables, counts, digits, strides, deadline,
-                                                      predicted)
+    objective, chosen, dps_run, complete = _cyclic_dp(
+        tables, counts, digits, strides, deadline, predicted
+    )
     info = {"dp_states": int(digits.shape[0]), "dp_runs": int(dps_run)}
     if not complete:
         info["stopped"] = "time limit: some wrapping blocks not tried"
     if not np.isfinite(objective):
         status = Status.INFEASIBLE if complete else Status.TIME_LIMIT
-        return Result.from_assignment(window, (), status=status, method="dp",
-                                      convention=convention,
-                                      runtime_s=time.perf_counter() - started, seed=seed,
-                                      info=info)
+        return Result.from_assignment(
+            window,
+            (),
+            status=status,
+            method="dp",
+            convention=convention,
+            runtime_s=time.perf_counter() - started,
+            seed=seed,
+            info=info,
+        )
     # Hand the runs of each class to that class's jobs in window order, by start position.
     runs = {c: sorted(p for i, p in chosen if i == c) for c in range(len(classes))}
     index = {job: c for c, job in enumerate(classes)}
     assignment = [arc_nodes(window, job, runs[index[job]].pop(0)) for job in window.jobs]
     return Result.from_assignment(
-        window, assignment, status=Status.OPTIMAL if complete else Status.TIME_LIMIT, method="dp",
-        convention=convention, runtime_s=time.perf_counter() - started,
-        bound=float(objective) if complete else None, seed=seed, info=info)
+        window,
+        assignment,
+        status=Status.OPTIMAL if complete else Status.TIME_LIMIT,
+        method="dp",
+        convention=convention,
+        runtime_s=time.perf_counter() - started,
+        bound=float(objective) if complete else None,
+        seed=seed,
+        info=info,
+    )
 
 
 class _ArcTables:
@@ -155,8 +184,8 @@ class _ArcTables:
         ends = [a.first + a.length for a in arcs]
         linear = [e <= m for e in ends]
         slots = 1
-        for a, e, keep in zip(arcs, ends, linear):
-            if keep.sum() > 1 and not (np.diff(e[keep]) > 0).all():   # arcs sharing an end
+        for e, keep in zip(ends, linear):
+            if keep.sum() > 1 and not (np.diff(e[keep]) > 0).all():  # arcs sharing an end
                 slots = max(slots, int(np.bincount(e[keep]).max()))
         shape = (len(classes), m + 1, slots)
         self.first = np.full(shape, -1, np.int64)
@@ -168,7 +197,7 @@ class _ArcTables:
             if not a.count:
                 continue
             at, first, cost, start = e[keep], a.first[keep], a.cost[keep], a.start[keep]
-            if at.size < 2 or (np.diff(at) > 0).all():     # ends already distinct, in order
+            if at.size < 2 or (np.diff(at) > 0).all():  # ends already distinct, in order
                 slot = 0
             else:
                 order = np.argsort(at, kind="stable")
@@ -179,8 +208,11 @@ class _ArcTables:
             self.start[i, at, slot] = start
             wrap = ~keep
             if wrap.any():
-                wraps.append(np.stack([np.full(int(wrap.sum()), i), a.first[wrap], e[wrap] - m,
-                                       a.start[wrap]]).T)
+                wraps.append(
+                    np.stack(
+                        [np.full(int(wrap.sum()), i), a.first[wrap], e[wrap] - m, a.start[wrap]]
+                    ).T
+                )
                 wrap_costs.append(a.cost[wrap])
         self.wraps = np.concatenate(wraps) if wraps else np.zeros((0, 4), np.int64)
         self.wrap_costs = np.concatenate(wrap_costs) if wrap_costs else np.zeros(0)
@@ -206,7 +238,7 @@ def _cyclic_dp(tables: _ArcTables, counts, digits, strides, deadline, pass_s):
     best = value[m, full]
     best_e, best_wrap, best_choice = 0, None, choice
     dps_run, complete = 1, True
-    rest = digits[full - strides]                      # the other jobs, per wrapping class
+    rest = digits[full - strides]  # the other jobs, per wrapping class
     lower_rest = (rest * np.where(rest > 0, tables.min_cost[None, :], 0.0)).sum(axis=1)
     wraps, wrap_costs = tables.wraps, tables.wrap_costs
     usable = (counts[wraps[:, 0]] > 0) & (wraps[:, 1] >= wraps[:, 2])
@@ -234,8 +266,9 @@ def _cyclic_dp(tables: _ArcTables, counts, digits, strides, deadline, pass_s):
         chosen = []
     else:
         i, a, _, p = (int(v) for v in wraps[best_wrap])
-        found = _dp_kernels.backtrack(best_choice, tables.first, strides, best_e, a - best_e,
-                                      full - strides[i])
+        found = _dp_kernels.backtrack(
+            best_choice, tables.first, strides, best_e, a - best_e, full - strides[i]
+        )
         chosen = [(i, p)]
     chosen += [(int(i), int(tables.start[i, end, k])) for i, end, k in zip(*found)]
     return best, chosen, dps_run, complete
@@ -263,6 +296,12 @@ def graph(window: Window, convention: str = "paper"):
         r = int(r)
         costs = window.block_costs(r, convention)
         for p in range(m - r + 1):
-            g.add_edge(p, p + r, weight=float(costs[p]), kind="operation", size=r,
-                       span=tuple(window.idle_nodes[p:p + r].tolist()))
+            g.add_edge(
+                p,
+                p + r,
+                weight=float(costs[p]),
+                kind="operation",
+                size=r,
+                span=tuple(window.idle_nodes[p : p + r].tolist()),
+            )
     return g

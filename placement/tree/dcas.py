@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.placement.tree import _dcas_constraints, _dcas_kernels
 from tjap.errors import InvalidInputError
+from tjap.placement.tree import _dcas_constraints, _dcas_kernels
 from tjap.placement.tree.arcs import _whole, _within_levels, segment_level
 from tjap.placement.tree.jobs import level_domains, top_level
 from tjap.placement.tree.window import Window
@@ -70,8 +70,10 @@ class Arrays:
         shallow = np.arange(form.num_groups - rows, form.num_groups, dtype=np.int64)
         runs, any_shallow = _dcas_kernels.check_groups(self.group_q, shallow, form.num_groups)
         if not runs:
-            raise RuntimeError("the count form's switch groups are not runs of the idle "
-                               "sequence; the DCAS kernels need nodes numbered depth first")
+            raise RuntimeError(
+                "the count form's switch groups are not runs of the idle "
+                "sequence; the DCAS kernels need nodes numbered depth first"
+            )
         # None for two rows without a shallow node in Q (every fat-tree): the kernels' one-walk form
         self.shallow = None if rows == 2 and not any_shallow else shallow
         self.top_level = int(form.top_level)
@@ -114,20 +116,38 @@ class Rules:
     def __init__(self, window: Window):
         tree = window.topology
         self.arrays = Arrays(window)
-        domains = np.stack([level_domains(tree, level)[window.idle_nodes]
-                            for level in range(1, top_level(tree) + 1)]).astype(np.int64)
+        domains = np.stack(
+            [
+                level_domains(tree, level)[window.idle_nodes]
+                for level in range(1, top_level(tree) + 1)
+            ]
+        ).astype(np.int64)
         weight, frag_level = window.fragmentation
-        whole = (_whole(window, frag_level, window._block_cost_cache) if weight
-                 else np.zeros(window.num_idle, bool))
+        whole = (
+            _whole(window, frag_level, window._block_cost_cache)
+            if weight
+            else np.zeros(window.num_idle, bool)
+        )
         jobs = np.zeros((window.num_jobs, 5), np.int64)
         prefer_cost = np.zeros(window.num_jobs)
         for j, job in enumerate(window.jobs):
             within = _within_levels(window, job)
-            jobs[j] = (job.segment or 0, segment_level(window, job) if job.segment else 0,
-                       min(within) if within else 0, job.prefer or 0, job.exclusive or 0)
+            jobs[j] = (
+                job.segment or 0,
+                segment_level(window, job) if job.segment else 0,
+                min(within) if within else 0,
+                job.prefer or 0,
+                job.exclusive or 0,
+            )
             prefer_cost[j] = job.prefer_cost if job.prefer is not None else 0.0
-        self.args = (np.ascontiguousarray(domains), np.ascontiguousarray(whole), jobs,
-                     prefer_cost, float(weight), int(frag_level))
+        self.args = (
+            np.ascontiguousarray(domains),
+            np.ascontiguousarray(whole),
+            jobs,
+            prefer_cost,
+            float(weight),
+            int(frag_level),
+        )
 
     @classmethod
     def of(cls, window: Window) -> "Rules":
@@ -150,8 +170,19 @@ class Rules:
         positions = np.empty(int(a.sizes.sum()), np.int64)
         job_cost = np.zeros(a.sizes.size)
         rules, group_q, shallow, top = self.kernel_args
-        if not _dcas_constraints.decode(rules, group_q, shallow, top, convention, a.sizes,
-                                        a.offsets, order, starts, positions, job_cost):
+        if not _dcas_constraints.decode(
+            rules,
+            group_q,
+            shallow,
+            top,
+            convention,
+            a.sizes,
+            a.offsets,
+            order,
+            starts,
+            positions,
+            job_cost,
+        ):
             return None
         return positions, job_cost
 
@@ -166,9 +197,12 @@ def _as_steps(window: Window, order, starts) -> tuple[np.ndarray, np.ndarray]:
     starts = np.asarray(starts, dtype=np.int64)
     if sorted(order.tolist()) != list(range(window.num_jobs)):
         raise InvalidInputError(
-            f"order must be a permutation of 0..{window.num_jobs - 1}, got {order.tolist()}")
+            f"order must be a permutation of 0..{window.num_jobs - 1}, got {order.tolist()}"
+        )
     if starts.shape != order.shape:
-        raise InvalidInputError(f"starts needs one entry per job ({window.num_jobs}), got {starts.size}")
+        raise InvalidInputError(
+            f"starts needs one entry per job ({window.num_jobs}), got {starts.size}"
+        )
     return order, starts
 
 
@@ -182,20 +216,26 @@ def decode(window: Window, order, starts) -> list[list[int]]:
         if placed is None:
             raise InvalidInputError(
                 "a start is not allowed at its step: it lies outside the free sequence of its "
-                "step, or the job's constraints refuse it there")
+                "step, or the job's constraints refuse it there"
+            )
         nodes = window.idle_nodes[placed[0]]
-        return [nodes[o:o + n].tolist() for o, n in zip(rules.arrays.offsets, window.job_sizes)]
+        return [nodes[o : o + n].tolist() for o, n in zip(rules.arrays.offsets, window.job_sizes)]
     sizes = np.array(window.job_sizes, dtype=np.int64)
     offsets = _offsets(sizes)
     positions = np.empty(int(sizes.sum()), dtype=np.int64)
     taken = np.empty(_dcas_kernels.taken_words(window.num_idle), dtype=np.uint64)
-    if _dcas_kernels.decode(window.num_idle, sizes, offsets, order, starts, len(order), positions,
-                            taken) < 0:
+    if (
+        _dcas_kernels.decode(
+            window.num_idle, sizes, offsets, order, starts, len(order), positions, taken
+        )
+        < 0
+    ):
         raise InvalidInputError(
             "a start lies outside the idle sequence of its step: step k allows 0 <= start < "
-            "idle nodes left after the previous steps")
+            "idle nodes left after the previous steps"
+        )
     nodes = window.idle_nodes[positions]
-    return [nodes[o:o + n].tolist() for o, n in zip(offsets, sizes)]
+    return [nodes[o : o + n].tolist() for o, n in zip(offsets, sizes)]
 
 
 def encode(window: Window, assignment, order=None) -> tuple[list[int], list[int]]:
@@ -217,9 +257,13 @@ def encode(window: Window, assignment, order=None) -> tuple[list[int], list[int]
         try:
             sets.append({position[int(v)] for v in nodes})
         except KeyError as exc:
-            raise InvalidInputError(f"job {j} holds node {exc.args[0]}, which is not idle") from None
+            raise InvalidInputError(
+                f"job {j} holds node {exc.args[0]}, which is not idle"
+            ) from None
     if order is not None:
-        starts = [_start_in(sets[j], alive) for j, alive in _sequences(window.num_idle, sets, order)]
+        starts = [
+            _start_in(sets[j], alive) for j, alive in _sequences(window.num_idle, sets, order)
+        ]
         if None not in starts:
             return list(order), starts
     else:
@@ -239,8 +283,10 @@ def encode(window: Window, assignment, order=None) -> tuple[list[int], list[int]
             alive = [p for p in alive if p not in sets[j]]
         if not left:
             return order, starts
-    raise InvalidInputError("the assignment is not a DCAS solution: no job order makes every job a "
-                            "contiguous block of the idle sequence of its step")
+    raise InvalidInputError(
+        "the assignment is not a DCAS solution: no job order makes every job a "
+        "contiguous block of the idle sequence of its step"
+    )
 
 
 def _encode_constrained(window: Window, assignment, order=None):
@@ -252,21 +298,26 @@ def _encode_constrained(window: Window, assignment, order=None):
         try:
             target[[position[int(v)] for v in nodes]] = True
         except KeyError as exc:
-            raise InvalidInputError(f"job {j} holds node {exc.args[0]}, which is not "
-                                    "idle") from None
+            raise InvalidInputError(
+                f"job {j} holds node {exc.args[0]}, which is not idle"
+            ) from None
         targets.append(target)
     if len(targets) != window.num_jobs or any(
-            t.sum() != n for t, n in zip(targets, window.job_sizes)):
-        raise InvalidInputError(f"the assignment needs {window.num_jobs} lists of distinct idle "
-                                f"nodes of the jobs' sizes {list(window.job_sizes)}")
+        t.sum() != n for t, n in zip(targets, window.job_sizes)
+    ):
+        raise InvalidInputError(
+            f"the assignment needs {window.num_jobs} lists of distinct idle "
+            f"nodes of the jobs' sizes {list(window.job_sizes)}"
+        )
     args, group_q, shallow, top = rules.kernel_args
     state = np.zeros(window.num_idle, np.int8)
     left = list(range(window.num_jobs)) if order is None else [int(j) for j in order]
     steps, starts = [], []
     while left:
         for j in left if order is None else left[:1]:
-            start = _dcas_constraints.find_start(args, group_q, shallow, top, j,
-                                                 window.job_sizes[j], state, targets[j])
+            start = _dcas_constraints.find_start(
+                args, group_q, shallow, top, j, window.job_sizes[j], state, targets[j]
+            )
             if start >= 0:
                 break
         else:
@@ -275,9 +326,11 @@ def _encode_constrained(window: Window, assignment, order=None):
         starts.append(int(start))
         left.remove(j)
     if left:
-        raise InvalidInputError("the assignment is not a DCAS solution under the jobs' "
-                                "constraints: no job order gives every job its nodes from an "
-                                "allowed start of the free sequence of its step")
+        raise InvalidInputError(
+            "the assignment is not a DCAS solution under the jobs' "
+            "constraints: no job order gives every job its nodes from an "
+            "allowed start of the free sequence of its step"
+        )
     return steps, starts
 
 

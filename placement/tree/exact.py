@@ -11,14 +11,20 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from tjap.errors import UnknownMethodError
 from tjap.placement.tree import csp
 from tjap.placement.tree.freeform import solve_freeform, solve_freeform_greedy
 from tjap.placement.tree.result import Result, Status
-from tjap.placement.tree.scas import (predicted_build_s, set_packing_nonzeros, solve_cpsat,
-                                 solve_cpsat_paper, solve_scip, solve_scip_paper, solve_seq)
+from tjap.placement.tree.scas import (
+    predicted_build_s,
+    set_packing_nonzeros,
+    solve_cpsat,
+    solve_cpsat_paper,
+    solve_scip,
+    solve_scip_paper,
+    solve_seq,
+)
 from tjap.placement.tree.window import Window
-from tjap.errors import UnknownMethodError
-
 
 #: Without a time limit, ``auto`` runs SCIP only on windows whose set-packing model has at most
 #: :data:`AUTO_SCIP_SMALL` nonzeros, or at most :data:`AUTO_SCIP_NONZEROS` with jobs asking for
@@ -50,30 +56,50 @@ def auto_choice(window: Window, time_limit_s=None) -> dict:
     dp_s = csp.predicted_dp_s(window)
     build_s = predicted_build_s(window, "scip")
     nonzeros = set_packing_nonzeros(window)
-    out = {"dp_cells": cells, "predicted_dp_s": dp_s, "predicted_scip_build_s": build_s,
-           "scip_nonzeros": nonzeros}
+    out = {
+        "dp_cells": cells,
+        "predicted_dp_s": dp_s,
+        "predicted_scip_build_s": build_s,
+        "scip_nonzeros": nonzeros,
+    }
     if cells <= csp.AUTO_DP_CELLS and (time_limit_s is None or dp_s <= time_limit_s):
         return {"chose": "dp", "reason": f"small DP table ({cells:,} cells)", **out}
     if time_limit_s is None:
         fill = sum(window.job_sizes) / max(window.num_idle, 1)
-        if nonzeros <= AUTO_SCIP_SMALL or (nonzeros <= AUTO_SCIP_NONZEROS
-                                           and fill <= AUTO_SCIP_FILL):
-            return {"chose": "scip", "reason": f"DP table of {cells:,} cells is large; SCIP's "
-                    f"model ({nonzeros:,} nonzeros, jobs fill {fill:.0%} of the idle nodes) is "
-                    f"within the sizes measured to solve in seconds (stops at "
-                    f"{AUTO_SCIP_CAP_S:g} s)", **out}
-        return {"chose": "seq", "reason": f"no time limit and no exact method measured to finish "
-                f"soon (DP table of {cells:,} cells; SCIP model of {nonzeros:,} nonzeros with "
-                f"jobs filling {fill:.0%} of the idle nodes: beyond {AUTO_SCIP_SMALL:,}, or "
-                f"{AUTO_SCIP_NONZEROS:,} at {AUTO_SCIP_FILL:.0%}); give a time limit to search",
-                **out}
+        if nonzeros <= AUTO_SCIP_SMALL or (
+            nonzeros <= AUTO_SCIP_NONZEROS and fill <= AUTO_SCIP_FILL
+        ):
+            return {
+                "chose": "scip",
+                "reason": f"DP table of {cells:,} cells is large; SCIP's "
+                f"model ({nonzeros:,} nonzeros, jobs fill {fill:.0%} of the idle nodes) is "
+                f"within the sizes measured to solve in seconds (stops at "
+                f"{AUTO_SCIP_CAP_S:g} s)",
+                **out,
+            }
+        return {
+            "chose": "seq",
+            "reason": f"no time limit and no exact method measured to finish "
+            f"soon (DP table of {cells:,} cells; SCIP model of {nonzeros:,} nonzeros with "
+            f"jobs filling {fill:.0%} of the idle nodes: beyond {AUTO_SCIP_SMALL:,}, or "
+            f"{AUTO_SCIP_NONZEROS:,} at {AUTO_SCIP_FILL:.0%}); give a time limit to search",
+            **out,
+        }
     if cells <= csp.MAX_DP_CELLS and dp_s <= 0.5 * time_limit_s:
         return {"chose": "dp", "reason": f"DP predicted {dp_s:.3g} s within the limit", **out}
     if build_s <= 0.6 * time_limit_s:
-        return {"chose": "scip", "reason": f"DP too large ({cells:,} cells); SCIP model predicted "
-                                           f"to build in {build_s:.3g} s", **out}
-    return {"chose": "seq", "reason": f"neither the DP ({cells:,} cells) nor SCIP's model "
-                                      f"(predicted {build_s:.3g} s to build) fits the limit", **out}
+        return {
+            "chose": "scip",
+            "reason": f"DP too large ({cells:,} cells); SCIP model predicted "
+            f"to build in {build_s:.3g} s",
+            **out,
+        }
+    return {
+        "chose": "seq",
+        "reason": f"neither the DP ({cells:,} cells) nor SCIP's model "
+        f"(predicted {build_s:.3g} s to build) fits the limit",
+        **out,
+    }
 
 
 def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
@@ -88,27 +114,38 @@ def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0)
     if choice["chose"] == "dp":
         result = csp.solve_dp(window, convention=convention, seed=seed, time_limit_s=time_limit_s)
     elif choice["chose"] == "scip":
-        left = (AUTO_SCIP_CAP_S if time_limit_s is None
-                else time_limit_s - (time.perf_counter() - started))
-        result = solve_scip(window, convention=convention, time_limit_s=max(left, 1e-3),
-                            seed=seed)
+        left = (
+            AUTO_SCIP_CAP_S
+            if time_limit_s is None
+            else time_limit_s - (time.perf_counter() - started)
+        )
+        result = solve_scip(window, convention=convention, time_limit_s=max(left, 1e-3), seed=seed)
     else:
         seq = solve_seq(window, convention=convention, seed=seed)
         if time_limit_s is None:
             result = replace(seq, info={"fallback": "seq"})
         else:
-            result = replace(seq, status=Status.TIME_LIMIT,
-                             info={"stopped": "time limit: no exact method fits",
-                                   "fallback": "seq"})
-    return replace(result, runtime_s=time.perf_counter() - started,
-                   info={**result.info, "auto": choice})
+            result = replace(
+                seq,
+                status=Status.TIME_LIMIT,
+                info={"stopped": "time limit: no exact method fits", "fallback": "seq"},
+            )
+    return replace(
+        result, runtime_s=time.perf_counter() - started, info={**result.info, "auto": choice}
+    )
 
 
 #: The window solvers of this floor, by the names tjap.solve gives them.
 SOLVERS: dict[str, Callable[..., Result]] = {
-    "auto": solve_auto, "dp": csp.solve_dp, "scip": solve_scip, "cpsat": solve_cpsat,
-    "scip-paper": solve_scip_paper, "cpsat-paper": solve_cpsat_paper, "freeform": solve_freeform,
-    "freeform-greedy": solve_freeform_greedy, "seq": solve_seq,
+    "auto": solve_auto,
+    "dp": csp.solve_dp,
+    "scip": solve_scip,
+    "cpsat": solve_cpsat,
+    "scip-paper": solve_scip_paper,
+    "cpsat-paper": solve_cpsat_paper,
+    "freeform": solve_freeform,
+    "freeform-greedy": solve_freeform_greedy,
+    "seq": solve_seq,
 }
 
 
@@ -120,7 +157,8 @@ def window_solver(method) -> Callable[..., Result]:
     if method not in SOLVERS:
         raise UnknownMethodError(
             f"unknown window method {method!r} here; choose one of {', '.join(SOLVERS)}, or pass a "
-            f"solver callable such as functools.partial(tjap.solve, method={method!r})")
+            f"solver callable such as functools.partial(tjap.solve, method={method!r})"
+        )
     return SOLVERS[method]
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.placement.tree.topology import MAX_NODES, Topology
 from tjap.errors import InvalidInputError
+from tjap.placement.tree.topology import MAX_NODES, Topology
 
 #: Hop levels of a node pair: same edge switch, same pod, different pods.
 SAME_SWITCH, SAME_POD, OTHER_POD = 0, 1, 2
@@ -33,7 +33,8 @@ def _positive_int(name: str, value, most: int = MAX_NODES) -> int:
     if value > most:
         raise InvalidInputError(
             f"{name}={int(value):,} is more than tjap supports: a topology has at most "
-            f"{MAX_NODES:,} nodes (tjap.placement.tree.topology.MAX_NODES); give {name} <= {most:,}")
+            f"{MAX_NODES:,} nodes (tjap.placement.tree.topology.MAX_NODES); give {name} <= {most:,}"
+        )
     return int(value)
 
 
@@ -61,26 +62,32 @@ class FatTree(Topology):
         if k is not None:
             k = _positive_int("k", k, 2 * MAX_NODES)
             if k % 2:
-                raise InvalidInputError(f"k must be even (a k-ary fat-tree has k/2 ports down), got {k}")
+                raise InvalidInputError(
+                    f"k must be even (a k-ary fat-tree has k/2 ports down), got {k}"
+                )
             if nodes_per_switch is not None or switches_per_pod is not None:
                 raise InvalidInputError(
-                    "give either k or nodes_per_switch and switches_per_pod, not both")
+                    "give either k or nodes_per_switch and switches_per_pod, not both"
+                )
             nodes_per_switch = switches_per_pod = k // 2
             capacity = k**3 // 4
             if num_nodes is None and capacity > MAX_NODES:
                 raise InvalidInputError(
                     f"k={k} gives a fat-tree of {capacity:,} nodes, more than tjap supports "
                     f"({MAX_NODES:,} nodes, tjap.placement.tree.topology.MAX_NODES); give a smaller "
-                    "k or num_nodes too")
+                    "k or num_nodes too"
+                )
             num_nodes = capacity if num_nodes is None else _positive_int("num_nodes", num_nodes)
             if num_nodes > capacity:
                 raise InvalidInputError(
                     f"num_nodes={num_nodes} exceeds the k={k} fat-tree's {capacity} nodes; "
-                    "use a larger k")
+                    "use a larger k"
+                )
         else:
             if num_nodes is None or nodes_per_switch is None or switches_per_pod is None:
                 raise InvalidInputError(
-                    "FatTree needs k, or all of num_nodes, nodes_per_switch and switches_per_pod")
+                    "FatTree needs k, or all of num_nodes, nodes_per_switch and switches_per_pod"
+                )
             num_nodes = _positive_int("num_nodes", num_nodes)
             nodes_per_switch = _positive_int("nodes_per_switch", nodes_per_switch)
             switches_per_pod = _positive_int("switches_per_pod", switches_per_pod)
@@ -89,9 +96,13 @@ class FatTree(Topology):
         pod_of = ids // (nodes_per_switch * switches_per_pod)
         switch_of.setflags(write=False)
         pod_of.setflags(write=False)
-        for name, value in (("k", k), ("nodes_per_switch", nodes_per_switch),
-                            ("switches_per_pod", switches_per_pod), ("switch_of", switch_of),
-                            ("pod_of", pod_of)):
+        for name, value in (
+            ("k", k),
+            ("nodes_per_switch", nodes_per_switch),
+            ("switches_per_pod", switches_per_pod),
+            ("switch_of", switch_of),
+            ("pod_of", pod_of),
+        ):
             object.__setattr__(self, name, value)
         num_edge = -(-num_nodes // nodes_per_switch)
         num_pods = -(-num_nodes // (nodes_per_switch * switches_per_pod))
@@ -138,8 +149,11 @@ class FatTree(Topology):
         return OTHER_POD
 
     def to_dict(self) -> dict:
-        return {"num_nodes": self.num_nodes, "nodes_per_switch": self.nodes_per_switch,
-                "switches_per_pod": self.switches_per_pod}
+        return {
+            "num_nodes": self.num_nodes,
+            "nodes_per_switch": self.nodes_per_switch,
+            "switches_per_pod": self.switches_per_pod,
+        }
 
     @classmethod
     def from_dict(cls, data) -> "FatTree":
@@ -154,17 +168,26 @@ class FatTree(Topology):
                 f"topology has unknown key(s) {', '.join(map(repr, unknown))}; a fat-tree takes "
                 "num_nodes, nodes_per_switch and switches_per_pod, or k (and optionally "
                 "num_nodes); other switch trees are {'tree': ...}, {'slurm': PATH} or "
-                "{'json': PATH}")
+                "{'json': PATH}"
+            )
         if "k" in data:
-            return cls(k=data["k"], num_nodes=data.get("num_nodes"),
-                       nodes_per_switch=data.get("nodes_per_switch"),
-                       switches_per_pod=data.get("switches_per_pod"))
+            return cls(
+                k=data["k"],
+                num_nodes=data.get("num_nodes"),
+                nodes_per_switch=data.get("nodes_per_switch"),
+                switches_per_pod=data.get("switches_per_pod"),
+            )
         missing = {"num_nodes", "nodes_per_switch", "switches_per_pod"} - set(data)
         if missing:
-            raise InvalidInputError(f"topology is missing field(s) {', '.join(sorted(missing))}; "
-                                    "give num_nodes, nodes_per_switch and switches_per_pod, or k")
-        return cls(num_nodes=data["num_nodes"], nodes_per_switch=data["nodes_per_switch"],
-                   switches_per_pod=data["switches_per_pod"])
+            raise InvalidInputError(
+                f"topology is missing field(s) {', '.join(sorted(missing))}; "
+                "give num_nodes, nodes_per_switch and switches_per_pod, or k"
+            )
+        return cls(
+            num_nodes=data["num_nodes"],
+            nodes_per_switch=data["nodes_per_switch"],
+            switches_per_pod=data["switches_per_pod"],
+        )
 
     def as_tree(self) -> Topology:
         """The same switches and nodes as a plain :class:`Topology` (costs then come from its
@@ -185,5 +208,7 @@ class FatTree(Topology):
     def __repr__(self) -> str:
         if self.k is not None:
             return f"FatTree(k={self.k}, num_nodes={self.num_nodes})"
-        return (f"FatTree(num_nodes={self.num_nodes}, nodes_per_switch={self.nodes_per_switch}, "
-                f"switches_per_pod={self.switches_per_pod})")
+        return (
+            f"FatTree(num_nodes={self.num_nodes}, nodes_per_switch={self.nodes_per_switch}, "
+            f"switches_per_pod={self.switches_per_pod})"
+        )

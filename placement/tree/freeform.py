@@ -36,14 +36,14 @@ import time
 import numpy as np
 
 from tjap import _backends
+from tjap.errors import InvalidInputError
+from tjap.placement.tree.arcs import segment_level, violations
 from tjap.placement.tree.cost import HOP_UNIT_COST, convention_code
+from tjap.placement.tree.jobs import level_domains, refuse_constraints, slurm_level, switch_levels
 from tjap.placement.tree.result import Result, Status, checked_assignment
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
 from tjap.placement.tree.window import Window
-from tjap.errors import InvalidInputError
-from tjap.placement.tree.arcs import segment_level, violations
-from tjap.placement.tree.jobs import level_domains, refuse_constraints, slurm_level, switch_levels
 
 SOLVERS = ("cpsat", "scip")
 
@@ -76,7 +76,7 @@ class _IdleTree:
         #: switch -> its children with idle nodes below, in switch order (absent for a leaf)
         self.children = children
         self.leaf_position = {int(s): e for e, s in enumerate(self.leaves)}
-        self.switches = sorted(under)            # pre-order: parents before children
+        self.switches = sorted(under)  # pre-order: parents before children
         self.depth = topology.switch_depth
 
     def is_leaf(self, s: int) -> bool:
@@ -123,7 +123,7 @@ class _Capacity(_IdleTree):
             nodes = []
             for e, c in enumerate(row):
                 c = int(c)
-                nodes.extend(self.nodes[e][taken[e]:taken[e] + c].tolist())
+                nodes.extend(self.nodes[e][taken[e] : taken[e] + c].tolist())
                 taken[e] += c
             out.append(nodes)
         return out
@@ -194,7 +194,7 @@ def _domain_marks(cap: _Capacity) -> dict:
     t = cap.topology
     nodes = np.bincount(t.node_leaf, minlength=t.num_switches)
     idle = np.bincount(t.node_leaf[np.concatenate(cap.nodes)], minlength=t.num_switches)
-    for s in range(t.num_switches - 1, 0, -1):          # children come after their parent
+    for s in range(t.num_switches - 1, 0, -1):  # children come after their parent
         nodes[t.switch_parent[s]] += nodes[s]
         idle[t.switch_parent[s]] += idle[s]
     level = switch_levels(t)
@@ -248,17 +248,36 @@ def _first_fit(window: Window, started: float, convention: str) -> Result:
     Every level has one domain, the whole tree, so the constraints hold for any placement, but
     an exclusive job cannot share the tree with another job."""
     if window.num_jobs > 1 and any(job.exclusive is not None for job in window.jobs):
-        return Result.from_assignment(window, (), status=Status.INFEASIBLE, method="freeform",
-                                      convention=convention,
-                                      runtime_s=time.perf_counter() - started)
+        return Result.from_assignment(
+            window,
+            (),
+            status=Status.INFEASIBLE,
+            method="freeform",
+            convention=convention,
+            runtime_s=time.perf_counter() - started,
+        )
     assignment, at = [], 0
     for n in window.job_sizes:
-        assignment.append(window.idle_nodes[at:at + n].tolist())
+        assignment.append(window.idle_nodes[at : at + n].tolist())
         at += n
-    result = Result.from_assignment(window, assignment, status=Status.OPTIMAL, method="freeform",
-                                    convention=convention, runtime_s=0.0)
-    return Result(window, result.assignment, result.objective, Status.OPTIMAL, "freeform",
-                  convention, time.perf_counter() - started, result.objective)
+    result = Result.from_assignment(
+        window,
+        assignment,
+        status=Status.OPTIMAL,
+        method="freeform",
+        convention=convention,
+        runtime_s=0.0,
+    )
+    return Result(
+        window,
+        result.assignment,
+        result.objective,
+        Status.OPTIMAL,
+        "freeform",
+        convention,
+        time.perf_counter() - started,
+        result.objective,
+    )
 
 
 def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_time):
@@ -267,13 +286,13 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
     constant, and each added variable with its value from a warm start's counts), or None when
     some ``within`` level has no domain with room for the job; raises
     :class:`~tjap._backends.OutOfTime` when ``out_of_time()`` turns true between jobs."""
-    tree, sizes = window.topology, window.job_sizes
+    tree = window.topology
     terms, constant, values, usage = [], 0.0, [], {}
 
     def count(j, members):
         return b.sum(v for e in members for v in count_vars[j][e])
 
-    def held(j, members):                     # the job's count there, from a warm start's
+    def held(j, members):  # the job's count there, from a warm start's
         return lambda h: int(h[j, members].sum())
 
     def used(j, level, d, members):
@@ -291,7 +310,8 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
     if weight:
         of = level_domains(tree, frag_level)
         whole = np.bincount(of, minlength=tree.num_switches) == np.bincount(
-            of[window.idle_nodes], minlength=tree.num_switches)
+            of[window.idle_nodes], minlength=tree.num_switches
+        )
     for j, job in enumerate(window.jobs):
         if out_of_time():
             raise _backends.OutOfTime
@@ -299,23 +319,23 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
         within = [job.within] if job.within is not None else []
         if job.slurm_rule and job.segment is None:
             within.append(slurm_level(tree, n))
-        for level in within:                 # one domain of the level holds all n nodes
+        for level in within:  # one domain of the level holds all n nodes
             domains = cap.domains(level)
             if all(cap.idle[members].sum() < n for _, members in domains):
                 return None
-            for _, members in domains:       # the counts sum to n: one w is 1
+            for _, members in domains:  # the counts sum to n: one w is 1
                 if cap.idle[members].sum() >= n:
                     w = b.bool()
                     b.add(count(j, members) == n * w)
                     values.append((w, lambda h, got=held(j, members), n=n: int(got(h) == n)))
                 else:
                     b.add(count(j, members) == 0)
-        if job.segment is not None:          # whole segments in every domain of the level
+        if job.segment is not None:  # whole segments in every domain of the level
             for _, members in cap.domains(segment_level(window, job)):
                 k = b.int(0, min(int(cap.idle[members].sum()), n) // job.segment)
                 b.add(count(j, members) == job.segment * k)
                 values.append((k, lambda h, got=held(j, members), s=job.segment: got(h) // s))
-        if job.exclusive is not None and window.num_jobs > 1:   # the domains it uses are its own
+        if job.exclusive is not None and window.num_jobs > 1:  # the domains it uses are its own
             for d, members in cap.domains(job.exclusive):
                 y = used(j, job.exclusive, d, members)
                 for k in range(window.num_jobs):
@@ -324,11 +344,16 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
                             b.add(y + count_vars[k][e][0] <= 1)
         if job.prefer is not None and job.prefer_cost:
             constant -= job.prefer_cost
-            terms += [(job.prefer_cost, used(j, job.prefer, d, members))
-                      for d, members in cap.domains(job.prefer)]
+            terms += [
+                (job.prefer_cost, used(j, job.prefer, d, members))
+                for d, members in cap.domains(job.prefer)
+            ]
         if weight:
-            terms += [(weight, used(j, frag_level, d, members))
-                      for d, members in cap.domains(frag_level) if whole[d]]
+            terms += [
+                (weight, used(j, frag_level, d, members))
+                for d, members in cap.domains(frag_level)
+                if whole[d]
+            ]
     return terms, constant, values
 
 
@@ -337,8 +362,16 @@ def _coefficient(value: float, solver: str):
     return int(value) if solver == "cpsat" and float(value).is_integer() else value
 
 
-def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                   solver="scip", warm_start=None, workers=1) -> Result:
+def solve_freeform(
+    window: Window,
+    *,
+    convention="paper",
+    time_limit_s=None,
+    seed=0,
+    solver="scip",
+    warm_start=None,
+    workers=1,
+) -> Result:
     """Exact minimum CH cost with no contiguity rule, on any switch tree.
 
     The jobs' constraints hold and the objective has their ``prefer`` and fragmentation terms
@@ -350,15 +383,19 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     never exceeds it.
     """
     if solver not in SOLVERS:
-        raise InvalidInputError(f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
+        raise InvalidInputError(
+            f"freeform solver must be one of {', '.join(SOLVERS)}, got {solver!r}"
+        )
     code = convention_code(convention)
     started = time.perf_counter()
     if warm_start is not None:
         warm_start = checked_assignment(window, warm_start, "warm_start")
         broken = violations(window, warm_start) if window.constrained else []
         if broken:
-            raise InvalidInputError(f"warm_start breaks the jobs' constraints ({broken[0]}); "
-                                    "give a placement that keeps them, or no warm start")
+            raise InvalidInputError(
+                f"warm_start breaks the jobs' constraints ({broken[0]}); "
+                "give a placement that keeps them, or no warm start"
+            )
     cap = _Capacity(window)
     if cap.top_level == 1:
         return _first_fit(window, started, convention)
@@ -369,8 +406,12 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
 
     b = _Builder(solver, time_limit_s, seed)
     sizes = window.job_sizes
-    uppers = [(members, int(cap.idle[members].sum())) for row in cap.rows
-              for _, members, is_leaf in row if not is_leaf]
+    uppers = [
+        (members, int(cap.idle[members].sum()))
+        for row in cap.rows
+        for _, members, is_leaf in row
+        if not is_leaf
+    ]
     best_squares: dict[int, int] = {}
     count_vars, upper_vars, squares = [], [], []
     for n in sizes:
@@ -382,16 +423,20 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         for members, idle in uppers:
             bits = _ordered_bits(b, min(idle, n))
             upper_vars.append((len(count_vars), members, bits))
-            b.add(b.sum(bits) == b.sum(leaf_bits[e][k] for e in members
-                                       for k in range(len(leaf_bits[e]))))
+            b.add(
+                b.sum(bits)
+                == b.sum(leaf_bits[e][k] for e in members for k in range(len(leaf_bits[e])))
+            )
             terms += _square_terms(bits)
             group_bits.append(bits)
         # A single job can do no better than filling the fullest groups of a row first, which
         # caps its sums of squares; these cuts close most of the LP's gap.
         upper = iter(group_bits)
-        row_bits = [[leaf_bits[cap.leaf_position[g]] if is_leaf else None
-                     for g, _, is_leaf in row] for row in cap.rows]
-        for r, row in enumerate(row_bits):           # upper groups were made top row first
+        row_bits = [
+            [leaf_bits[cap.leaf_position[g]] if is_leaf else None for g, _, is_leaf in row]
+            for row in cap.rows
+        ]
+        for r, row in enumerate(row_bits):  # upper groups were made top row first
             row_bits[r] = [bits if bits is not None else next(upper) for bits in row]
         for row, bits_of in zip(reversed(cap.rows), reversed(row_bits)):
             row_terms = [t for bits in bits_of for t in _square_terms(bits)]
@@ -402,11 +447,15 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         b.add(b.sum(c * v for c, v in terms) <= best_squares[n])
         count_vars.append(leaf_bits)
         squares.append(terms)
-        if out_of_time():                # a huge window: building alone is over the limit
+        if out_of_time():  # a huge window: building alone is over the limit
             return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
     for e, idle in enumerate(cap.idle):
-        b.add(b.sum(count_vars[j][e][k] for j in range(len(sizes))
-                    for k in range(len(count_vars[j][e]))) <= int(idle))
+        b.add(
+            b.sum(
+                count_vars[j][e][k] for j in range(len(sizes)) for k in range(len(count_vars[j][e]))
+            )
+            <= int(idle)
+        )
         if e % 16 == 15 and out_of_time():
             return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
     extra, extra_constant, extra_values = [], 0.0, []
@@ -415,11 +464,17 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
             built = _constrain(b, window, cap, count_vars, out_of_time)
         except _backends.OutOfTime:
             return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
-        if built is None:                    # a job that no domain of its level holds
-            return Result.from_assignment(window, (), status=Status.INFEASIBLE,
-                                          method="freeform", convention=convention,
-                                          runtime_s=time.perf_counter() - started, seed=seed,
-                                          info={"solver": solver})
+        if built is None:  # a job that no domain of its level holds
+            return Result.from_assignment(
+                window,
+                (),
+                status=Status.INFEASIBLE,
+                method="freeform",
+                convention=convention,
+                runtime_s=time.perf_counter() - started,
+                seed=seed,
+                info={"solver": solver},
+            )
         extra, extra_constant, extra_values = built
     _break_symmetry(b, cap, count_vars, sizes, window.constrained)
     if out_of_time():
@@ -431,22 +486,36 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     if code == 0:
         constant = sum(HOP_UNIT_COST * (2.0 * L * n * n - 2.0 * n) / n for n in sizes)
         scale = math.lcm(*sizes) if solver == "cpsat" else 1
-        weights = [2 * HOP_UNIT_COST * scale // n if solver == "cpsat" else 2.0 * HOP_UNIT_COST / n
-                   for n in sizes]
-        if solver == "cpsat" and max(weights) * 80 * (L - 1) * len(sizes) * window.num_idle >= 2**62:
-            raise InvalidInputError("job sizes too diverse for an exact CP-SAT objective; use solver='scip'")
-        objective = b.sum([-w * c * v for w, terms in zip(weights, squares) for c, v in terms]
-                          + [_coefficient(p * scale, solver) * v for p, v in extra])
+        weights = [
+            2 * HOP_UNIT_COST * scale // n if solver == "cpsat" else 2.0 * HOP_UNIT_COST / n
+            for n in sizes
+        ]
+        if (
+            solver == "cpsat"
+            and max(weights) * 80 * (L - 1) * len(sizes) * window.num_idle >= 2**62
+        ):
+            raise InvalidInputError(
+                "job sizes too diverse for an exact CP-SAT objective; use solver='scip'"
+            )
+        objective = b.sum(
+            [-w * c * v for w, terms in zip(weights, squares) for c, v in terms]
+            + [_coefficient(p * scale, solver) * v for p, v in extra]
+        )
     else:
         constant, scale = 0.0, 1
         job_costs = []
         for n, terms in zip(sizes, squares):
             cost = b.int(1, HOP_UNIT_COST * (2 * L - 1) * n * n)
-            b.add(n * cost >= HOP_UNIT_COST * ((2 * L - 1) * n * n - n) // 2
-                  - HOP_UNIT_COST * b.sum(c * v for c, v in terms) - n + 1)
+            b.add(
+                n * cost
+                >= HOP_UNIT_COST * ((2 * L - 1) * n * n - n) // 2
+                - HOP_UNIT_COST * b.sum(c * v for c, v in terms)
+                - n
+                + 1
+            )
             job_costs.append(cost)
         objective = b.sum(job_costs + [_coefficient(p, solver) * v for p, v in extra])
-    constant += extra_constant                # prefer: the first domain is free
+    constant += extra_constant  # prefer: the first domain is free
     if out_of_time():
         return _stopped_building(window, warm_start, cap, started, convention, seed, solver)
 
@@ -467,14 +536,21 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
     else:
         b.model.setObjective(objective, "minimize")
         if hint is not None:
-            _scip_start(b.model, hint, count_vars, upper_vars,
-                        job_costs if code == 1 else None, L, extra_values)
+            _scip_start(
+                b.model,
+                hint,
+                count_vars,
+                upper_vars,
+                job_costs if code == 1 else None,
+                L,
+                extra_values,
+            )
         # the limit covers building the model too
         _backends.scip_optimize(b.model, _seconds_left(started, time_limit_s))
         status = _backends.scip_status(b.model)
         found = b.model.getNSols() > 0 and status is not Status.INFEASIBLE
         sol = b.model.getBestSol() if found else None
-        value = (lambda v: b.model.getSolVal(sol, v) > 0.5)
+        value = lambda v: b.model.getSolVal(sol, v) > 0.5
         dual = _backends.scip_dual_bound(b.model) if found else None
         bound = None if dual is None else dual + constant
     counts = None
@@ -482,19 +558,40 @@ def solve_freeform(window: Window, *, convention="paper", time_limit_s=None, see
         counts = [[sum(value(v) for v in bits) for bits in row] for row in count_vars]
     if solver == "scip":
         del sol, value, count_vars, upper_vars, squares, objective, extra, extra_values
-        _backends.scip_free(b.model)          # within the limit, not after the return
+        _backends.scip_free(b.model)  # within the limit, not after the return
     result = Result.from_assignment(
-        window, cap.assignment(counts) if counts else (), status=status, method="freeform",
-        convention=convention, runtime_s=time.perf_counter() - started, bound=bound, seed=seed,
-        info={"solver": solver})
+        window,
+        cap.assignment(counts) if counts else (),
+        status=status,
+        method="freeform",
+        convention=convention,
+        runtime_s=time.perf_counter() - started,
+        bound=bound,
+        seed=seed,
+        info={"solver": solver},
+    )
     if hint is not None:
-        warm = Result.from_assignment(window, cap.assignment(hint), status=Status.FEASIBLE,
-                                      method="freeform", convention=convention, runtime_s=0.0)
+        warm = Result.from_assignment(
+            window,
+            cap.assignment(hint),
+            status=Status.FEASIBLE,
+            method="freeform",
+            convention=convention,
+            runtime_s=0.0,
+        )
         if not result.has_solution or warm.objective < result.objective - 1e-9:
-            result = Result(window, warm.assignment, warm.objective,
-                            Status.TIME_LIMIT if status is Status.TIME_LIMIT else Status.FEASIBLE,
-                            "freeform", convention, time.perf_counter() - started, bound, seed,
-                            info={"solver": solver, "kept_warm_start": True})
+            result = Result(
+                window,
+                warm.assignment,
+                warm.objective,
+                Status.TIME_LIMIT if status is Status.TIME_LIMIT else Status.FEASIBLE,
+                "freeform",
+                convention,
+                time.perf_counter() - started,
+                bound,
+                seed,
+                info={"solver": solver, "kept_warm_start": True},
+            )
     if status is Status.TIME_LIMIT:
         result = _no_worse_than_seq(result, started, convention, seed)
     return result
@@ -508,18 +605,36 @@ def _no_worse_than_seq(result: Result, started, convention, seed) -> Result:
 
     window = result.window
     rules = [solve_seq(window, convention=convention, seed=seed)]
-    if not window.constrained:                       # the greedy does not keep constraints
+    if not window.constrained:  # the greedy does not keep constraints
         rules.append(solve_freeform_greedy(window, convention=convention, seed=seed))
     rules = [r for r in rules if r.has_solution]
     info = {**result.info, "stopped": result.info.get("stopped", "time limit")}
     rule = min(rules, key=lambda r: r.objective) if rules else None  # seq first: it wins ties
     if rule is None or (result.has_solution and result.objective <= rule.objective + 1e-9):
-        return Result(window, result.assignment, result.objective, Status.TIME_LIMIT,
-                      result.method, convention, time.perf_counter() - started, result.bound,
-                      seed, info=info)
-    return Result(window, rule.assignment, rule.objective, Status.TIME_LIMIT, result.method,
-                  convention, time.perf_counter() - started, result.bound, seed,
-                  info={**info, "fallback": rule.method})
+        return Result(
+            window,
+            result.assignment,
+            result.objective,
+            Status.TIME_LIMIT,
+            result.method,
+            convention,
+            time.perf_counter() - started,
+            result.bound,
+            seed,
+            info=info,
+        )
+    return Result(
+        window,
+        rule.assignment,
+        rule.objective,
+        Status.TIME_LIMIT,
+        result.method,
+        convention,
+        time.perf_counter() - started,
+        result.bound,
+        seed,
+        info={**info, "fallback": rule.method},
+    )
 
 
 def _seconds_left(started: float, time_limit_s) -> float | None:
@@ -535,14 +650,28 @@ def _stopped_building(window, warm_start, cap, started, convention, seed, solver
     info = {"solver": solver, "stopped": "time limit reached while building the model"}
     runtime = time.perf_counter() - started
     if warm_start is None:
-        empty = Result.from_assignment(window, (), status=Status.TIME_LIMIT, method="freeform",
-                                       convention=convention, runtime_s=runtime, seed=seed,
-                                       info=info)
+        empty = Result.from_assignment(
+            window,
+            (),
+            status=Status.TIME_LIMIT,
+            method="freeform",
+            convention=convention,
+            runtime_s=runtime,
+            seed=seed,
+            info=info,
+        )
         return _no_worse_than_seq(empty, started, convention, seed)
     hint = _counts(window, cap, warm_start)
-    warm = Result.from_assignment(window, cap.assignment(hint), status=Status.TIME_LIMIT,
-                                  method="freeform", convention=convention, runtime_s=runtime,
-                                  seed=seed, info={**info, "kept_warm_start": True})
+    warm = Result.from_assignment(
+        window,
+        cap.assignment(hint),
+        status=Status.TIME_LIMIT,
+        method="freeform",
+        convention=convention,
+        runtime_s=runtime,
+        seed=seed,
+        info={**info, "kept_warm_start": True},
+    )
     return _no_worse_than_seq(warm, started, convention, seed)
 
 
@@ -596,34 +725,37 @@ def best_single_job_nodes(topology: Topology, idle_nodes: np.ndarray, size: int)
     return _best_single_job(topology, idle_nodes, int(size))[0]
 
 
-def _best_single_job(topology: Topology, idle_nodes: np.ndarray, size: int) -> tuple[list[int], int]:
+def _best_single_job(
+    topology: Topology, idle_nodes: np.ndarray, size: int
+) -> tuple[list[int], int]:
     """(:func:`best_single_job_nodes`, the S of that set)."""
-    if topology.num_levels == 1:                   # one switch: every set costs the same
+    if topology.num_levels == 1:  # one switch: every set costs the same
         return sorted(idle_nodes[:size].tolist()), 0
     tree = _IdleTree(topology, idle_nodes)
     depths = sorted({int(tree.depth[s]) for s in tree.leaves})
-    radix = size + 1                              # a state: the count at each leaf depth, packed
+    radix = size + 1  # a state: the count at each leaf depth, packed
     if radix ** len(depths) >= 2**62:
         raise InvalidInputError(
             f"idle leaves at {len(depths)} different depths and a job of {size} nodes: too many "
-            "states for the exact single-job DP; give fewer leaf depths or a smaller job")
-    unit = {d: radix ** i for i, d in enumerate(depths)}
+            "states for the exact single-job DP; give fewer leaf depths or a smaller job"
+        )
+    unit = {d: radix**i for i, d in enumerate(depths)}
     tables, picks, classes = {}, {}, {}
     root = tree.switches[0]
     for s in reversed(tree.switches):
-        own = int(topology.switch_parent[s]) >= 0   # a group of its own (every switch but the top)
+        own = int(topology.switch_parent[s]) >= 0  # a group of its own (every switch but the top)
         if tree.is_leaf(s):
             e = tree.leaf_position[s]
             nodes = tree.nodes[e].tolist()
             step = unit[int(tree.depth[s])]
             classes[s] = (depths.index(int(tree.depth[s])),)
             tables[s] = {v * step: (v, v * v) for v in range(1, min(len(nodes), size) + 1)}
-            picks[s] = (lambda state, nodes=nodes, step=step: nodes[:state // step])
+            picks[s] = lambda state, nodes=nodes, step=step: nodes[: state // step]
             continue
         classes[s] = tuple(sorted({i for c in tree.children[s] for i in classes[c]}))
         if len(classes[s]) > 1:
             dense = _Dense(tree, s, size, tables, picks, classes, radix, len(depths))
-            picks[s] = dense.pick          # the top switch comes last: ``dense`` is its table
+            picks[s] = dense.pick  # the top switch comes last: ``dense`` is its table
             if s != root:
                 tables[s] = dense.table(own)
         elif all(tree.is_leaf(c) for c in tree.children[s]):
@@ -644,7 +776,7 @@ def _best_single_job(topology: Topology, idle_nodes: np.ndarray, size: int) -> t
         value += shallow * shallow
     value[(dense.values < 0) | (total != size)] = -1
     index = np.unravel_index(int(np.argmax(value)), value.shape)
-    state = sum(int(m) * radix ** i for i, m in enumerate(index))
+    state = sum(int(m) * radix**i for i, m in enumerate(index))
     return sorted(picks[root](state)), int(value[index])
 
 
@@ -656,10 +788,11 @@ class _Dense:
     def __init__(self, tree: _IdleTree, s: int, size: int, tables, picks, classes, radix, q):
         self.radix, self.q, self.picks = radix, q, picks
         # children with the most depths first, so the array grows its axes as late as it can
-        kids = sorted(tree.children[s], key=lambda c: (-len(classes[c]), classes[c],
-                                                       tree.idle_below(c)))
+        kids = sorted(
+            tree.children[s], key=lambda c: (-len(classes[c]), classes[c], tree.idle_below(c))
+        )
         powers = radix ** np.arange(q)
-        values = np.zeros((1,) * q, dtype=np.int64)          # only the empty state
+        values = np.zeros((1,) * q, dtype=np.int64)  # only the empty state
         self.merges = []
         for c in kids:
             states = sorted(tables[c].items())
@@ -689,20 +822,22 @@ class _Dense:
         """The switch's table for its parent: state -> (count, value), its own group added."""
         index = np.nonzero(self.values >= 0)
         counts = sum(index)
-        codes = sum(i * self.radix ** k for k, i in enumerate(index))
+        codes = sum(i * self.radix**k for k, i in enumerate(index))
         values = self.values[index] + (counts * counts if own else 0)
-        return {code: (count, value) for code, count, value in
-                zip(codes.tolist(), counts.tolist(), values.tolist()) if count}
+        return {
+            code: (count, value)
+            for code, count, value in zip(codes.tolist(), counts.tolist(), values.tolist())
+            if count
+        }
 
     def pick(self, state: int) -> list[int]:
-        digits = [(state // self.radix ** i) % self.radix for i in range(self.q)]
+        digits = [(state // self.radix**i) % self.radix for i in range(self.q)]
         nodes = []
         for c, choice in reversed(self.merges):
             code = int(choice[tuple(digits)])
             if code:
                 nodes.extend(self.picks[c](code))
-                digits = [d - (code // self.radix ** i) % self.radix
-                          for i, d in enumerate(digits)]
+                digits = [d - (code // self.radix**i) % self.radix for i, d in enumerate(digits)]
         return nodes
 
 
@@ -717,7 +852,7 @@ def _fill_table(tree: _IdleTree, s: int, size: int, unit, own: bool):
     leaves = tree.children[s]
     nodes = [tree.nodes[tree.leaf_position[c]].tolist() for c in leaves]
     counts = [len(n) for n in nodes]
-    order = sorted(range(len(leaves)), key=lambda k: -counts[k])     # fullest first, stable
+    order = sorted(range(len(leaves)), key=lambda k: -counts[k])  # fullest first, stable
     whole, squares, taken = [0], [0], [[]]
     for k in order:
         whole.append(whole[-1] + counts[k])
@@ -743,7 +878,7 @@ def _fill_table(tree: _IdleTree, s: int, size: int, unit, own: bool):
 def _knapsack_table(tree: _IdleTree, s: int, size: int, tables, picks, own: bool):
     """Table of a switch from its children's: a knapsack over them, the children with the fewest
     idle nodes first (ties then go to the tightest child)."""
-    kids = sorted(tree.children[s], key=tree.idle_below)        # stable: switch order on ties
+    kids = sorted(tree.children[s], key=tree.idle_below)  # stable: switch order on ties
     best = {0: (0, 0)}
     choices = []
     for c in kids:
@@ -762,8 +897,10 @@ def _knapsack_table(tree: _IdleTree, s: int, size: int, tables, picks, own: bool
         best = new
         choices.append(choice)
     del best[0]
-    table = {state: (count, value + (count * count if own else 0))
-             for state, (count, value) in best.items()}
+    table = {
+        state: (count, value + (count * count if own else 0))
+        for state, (count, value) in best.items()
+    }
 
     def pick(state):
         nodes = []
@@ -778,8 +915,9 @@ def _knapsack_table(tree: _IdleTree, s: int, size: int, tables, picks, own: bool
 
 
 # -- greedy ----------------------------------------------------------------------------------------
-def solve_freeform_greedy(window: Window, *, convention="paper", time_limit_s=None,
-                          seed=0) -> Result:
+def solve_freeform_greedy(
+    window: Window, *, convention="paper", time_limit_s=None, seed=0
+) -> Result:
     """Best-fit greedy: largest job first, into the tightest leaf switch that holds it, else the
     tightest switch one level up (leaf switches have height 1, a switch one more than its tallest
     child), and so on up to the top; inside the chosen switch, children with the most free nodes
@@ -825,6 +963,12 @@ def solve_freeform_greedy(window: Window, *, convention="paper", time_limit_s=No
             if fits.size:
                 fill(j, by_height[h][fits[np.argmin(room[fits])]], need)
                 break
-    return Result.from_assignment(window, cap.assignment(counts), status=Status.FEASIBLE,
-                                  method="freeform-greedy", convention=convention,
-                                  runtime_s=time.perf_counter() - started, seed=seed)
+    return Result.from_assignment(
+        window,
+        cap.assignment(counts),
+        status=Status.FEASIBLE,
+        method="freeform-greedy",
+        convention=convention,
+        runtime_s=time.perf_counter() - started,
+        seed=seed,
+    )

@@ -60,8 +60,9 @@ def _too_many(text: str, limit: int, fix: str) -> InvalidInputError:
     return _bad(text, f"expands to more than {limit:,} names", fix)
 
 
-def _bracket_values(text: str, body: str, limit: int = MAX_NAMES,
-                    fix: str = "split the list", outer: int = 1) -> list[str]:
+def _bracket_values(
+    text: str, body: str, limit: int = MAX_NAMES, fix: str = "split the list", outer: int = 1
+) -> list[str]:
     """The names' number strings of one bracket group's content ``body``, refused before they are
     made if ``outer`` names times them exceed ``limit``."""
     if not body:
@@ -72,8 +73,11 @@ def _bracket_values(text: str, body: str, limit: int = MAX_NAMES,
         if not match:
             if not item:
                 raise _bad(text, f"empty item in [{body}]", "remove the extra comma")
-            raise _bad(text, f"{item!r} in [{body}] is not a number or a range of numbers",
-                       "write numbers like 7 or ranges like 1-3")
+            raise _bad(
+                text,
+                f"{item!r} in [{body}] is not a number or a range of numbers",
+                "write numbers like 7 or ranges like 1-3",
+            )
         low, high = match.group(1), match.group(2)
         if high is None:
             values.append(low)
@@ -81,12 +85,16 @@ def _bracket_values(text: str, body: str, limit: int = MAX_NAMES,
                 raise _too_many(text, limit, fix)
             continue
         if len(low) > _MAX_DIGITS or len(high) > _MAX_DIGITS:
-            raise _bad(text, f"range [{low:.20}...] has a number of more than {_MAX_DIGITS} "
-                             "digits", "use shorter numbers")
+            raise _bad(
+                text,
+                f"range [{low:.20}...] has a number of more than {_MAX_DIGITS} digits",
+                "use shorter numbers",
+            )
         lo, hi = int(low), int(high)
         if hi < lo:
-            raise _bad(text, f"range {low}-{high} is reversed",
-                       f"write the low end first: [{high}-{low}]")
+            raise _bad(
+                text, f"range {low}-{high} is reversed", f"write the low end first: [{high}-{low}]"
+            )
         if outer * (len(values) + hi - lo + 1) > limit:
             raise _too_many(text, limit, fix)
         width = len(low)
@@ -94,8 +102,9 @@ def _bracket_values(text: str, body: str, limit: int = MAX_NAMES,
     return values
 
 
-def _expand_name(text: str, piece: str, limit: int = MAX_NAMES,
-                 fix: str = "split the list") -> list[str]:
+def _expand_name(
+    text: str, piece: str, limit: int = MAX_NAMES, fix: str = "split the list"
+) -> list[str]:
     """Every name of one comma-free piece such as ``r[1-2]n[01-03]`` (at most ``limit``)."""
     if not piece:
         raise _bad(text, "empty name", "remove the extra comma")
@@ -112,7 +121,7 @@ def _expand_name(text: str, piece: str, limit: int = MAX_NAMES,
         end = piece.find("]", start)
         if end < 0:
             raise _bad(text, f"unclosed '[' in {piece!r}", "close the bracket with ']'")
-        body = piece[start + 1:end]
+        body = piece[start + 1 : end]
         if "[" in body:
             raise _bad(text, f"nested '[' in {piece!r}", "brackets do not nest")
         values = _bracket_values(text, body, limit, fix, len(names))
@@ -124,8 +133,7 @@ def _expand_name(text: str, piece: str, limit: int = MAX_NAMES,
     return names
 
 
-def expand_hostlist(text: str, limit: int = MAX_NAMES, fix: str = "split the list"
-                    ) -> list[str]:
+def expand_hostlist(text: str, limit: int = MAX_NAMES, fix: str = "split the list") -> list[str]:
     """Every name of a hostlist expression, in the expression's order.
 
     Parameters
@@ -175,7 +183,8 @@ def _check_name(name) -> str:
     if not name or _SPECIAL & set(name) or any(c.isspace() for c in name):
         raise InvalidInputError(
             f"host name {name!r} cannot be written in a hostlist; names must be non-empty, "
-            "without whitespace, commas or brackets")
+            "without whitespace, commas or brackets"
+        )
     return name
 
 
@@ -202,7 +211,8 @@ def compress_hostlist(names) -> str:
     """
     if isinstance(names, str):
         raise InvalidInputError(
-            "compress_hostlist takes a list of names, got a string; wrap it in a list")
+            "compress_hostlist takes a list of names, got a string; wrap it in a list"
+        )
     names = [_check_name(n) for n in names]
     if not names:
         raise InvalidInputError("compress_hostlist needs at least one name, got none")
@@ -230,15 +240,18 @@ def _compress(names, splits) -> str:
     its padding (``str(number).zfill(width) == digits``: as long as the group's first, or
     longer without a leading zero); consecutive numbers extend the open range."""
     parts: list[str] = []
-    items: list[str] = []        # the open group's closed ranges
-    prefix = suffix = None       # the open group's (None: none open)
+    items: list[str] = []  # the open group's closed ranges
+    prefix = suffix = None  # the open group's (None: none open)
     width = last = 0
     low = high = ""
     for name, split in zip(names, splits):
         if split is not None:
             p, digits, x, number = split
-            if (p == prefix and x == suffix
-                    and (len(digits) == width or (len(digits) > width and digits[0] != "0"))):
+            if (
+                p == prefix
+                and x == suffix
+                and (len(digits) == width or (len(digits) > width and digits[0] != "0"))
+            ):
                 if number == last + 1:
                     high, last = digits, number
                     continue
@@ -246,20 +259,26 @@ def _compress(names, splits) -> str:
                 low = high = digits
                 last = number
                 continue
-        if prefix is not None:   # close the open group
+        if prefix is not None:  # close the open group
             items.append(low if high == low else f"{low}-{high}")
-            parts.append(f"{prefix}{items[0]}{suffix}" if len(items) == 1 and "-" not in items[0]
-                         else f"{prefix}[{','.join(items)}]{suffix}")
+            parts.append(
+                f"{prefix}{items[0]}{suffix}"
+                if len(items) == 1 and "-" not in items[0]
+                else f"{prefix}[{','.join(items)}]{suffix}"
+            )
             items, prefix = [], None
-        if split is None:        # written as it is
+        if split is None:  # written as it is
             parts.append(name)
             continue
         prefix, low, suffix, last = split
         high, width = low, len(low)
     if prefix is not None:
         items.append(low if high == low else f"{low}-{high}")
-        parts.append(f"{prefix}{items[0]}{suffix}" if len(items) == 1 and "-" not in items[0]
-                     else f"{prefix}[{','.join(items)}]{suffix}")
+        parts.append(
+            f"{prefix}{items[0]}{suffix}"
+            if len(items) == 1 and "-" not in items[0]
+            else f"{prefix}[{','.join(items)}]{suffix}"
+        )
     return ",".join(parts)
 
 
@@ -297,7 +316,7 @@ class NodeIndex:
                 continue
             prefix, digits, suffix, number = split
             padded = len(digits) > 1 and digits[0] == "0"
-            for width in ([len(digits)] if padded else range(1, len(digits) + 1)):
+            for width in [len(digits)] if padded else range(1, len(digits) + 1):
                 families.setdefault((prefix, suffix, width), {})[number] = i
         self._families = {}
         for key, numbers in families.items():
@@ -356,7 +375,7 @@ class NodeIndex:
                 if table is None:
                     found.append(-1)
                     continue
-                found.extend(table[a:b + 1])
+                found.extend(table[a : b + 1])
                 if b >= len(table):
                     found.append(-1)
         return found

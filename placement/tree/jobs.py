@@ -61,15 +61,26 @@ from tjap.errors import InvalidInputError
 #: convention).
 PREFER_COST = 1000.0
 #: The keys a job object may have.
-JOB_KEYS = ("nodes", "segment", "segment_level", "within", "prefer", "prefer_cost", "exclusive",
-            "slurm_rule")
+JOB_KEYS = (
+    "nodes",
+    "segment",
+    "segment_level",
+    "within",
+    "prefer",
+    "prefer_cost",
+    "exclusive",
+    "slurm_rule",
+)
 #: Level names every tree knows (a window's own ``levels`` names come first).
 LEVEL_ALIASES = {"leaf": 1, "block": 1}
 
 
 def _whole(value, where: str, least: int = 1) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < least:
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, (int, np.integer))
+        or value < least
+    ):
         raise InvalidInputError(f"{where} must be a whole number >= {least}, got {value!r:.40}")
     return int(value)
 
@@ -103,13 +114,20 @@ class Job:
             if self.nodes % segment:
                 raise InvalidInputError(
                     f"a job of {self.nodes} nodes cannot come in segments of {segment}; give a "
-                    f"segment size that divides the node count (e.g. {_divisor(self.nodes)})")
+                    f"segment size that divides the node count (e.g. {_divisor(self.nodes)})"
+                )
         cost = self.prefer_cost
-        if isinstance(cost, bool) or not isinstance(cost, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(cost) or cost < 0:
+        if (
+            isinstance(cost, bool)
+            or not isinstance(cost, (int, float, np.integer, np.floating))
+            or not math.isfinite(cost)
+            or cost < 0
+        ):
             raise InvalidInputError(f"prefer_cost must be a finite number >= 0, got {cost!r:.40}")
         if not isinstance(self.slurm_rule, (bool, np.bool_)):
-            raise InvalidInputError(f"slurm_rule must be true or false, got {self.slurm_rule!r:.40}")
+            raise InvalidInputError(
+                f"slurm_rule must be true or false, got {self.slurm_rule!r:.40}"
+            )
         if self.exclusive is True:
             object.__setattr__(self, "exclusive", 1)
         elif self.exclusive is False:
@@ -118,8 +136,13 @@ class Job:
     @property
     def constrained(self) -> bool:
         """True when the job carries any constraint (a plain node count otherwise)."""
-        return (self.segment is not None or self.within is not None or self.prefer is not None
-                or self.exclusive is not None or bool(self.slurm_rule))
+        return (
+            self.segment is not None
+            or self.within is not None
+            or self.prefer is not None
+            or self.exclusive is not None
+            or bool(self.slurm_rule)
+        )
 
     def to_value(self):
         """The JSON form: the node count alone when unconstrained, else an object of the keys
@@ -143,19 +166,24 @@ class Job:
             if isinstance(value, dict):
                 unknown = sorted(map(str, set(value) - set(JOB_KEYS)))
                 if unknown:
-                    raise InvalidInputError(f"unknown key(s) {', '.join(map(repr, unknown[:4]))}; "
-                                            f"a job's keys are {', '.join(JOB_KEYS)}")
+                    raise InvalidInputError(
+                        f"unknown key(s) {', '.join(map(repr, unknown[:4]))}; "
+                        f"a job's keys are {', '.join(JOB_KEYS)}"
+                    )
                 if "nodes" not in value:
-                    raise InvalidInputError("a job object needs 'nodes', e.g. {\"nodes\": 36, "
-                                            "\"segment\": 12}")
+                    raise InvalidInputError(
+                        'a job object needs \'nodes\', e.g. {"nodes": 36, "segment": 12}'
+                    )
                 return cls(**value)
             _whole(value, "a job")
             return cls(int(value))
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: {exc}") from None
         except TypeError:
-            raise InvalidInputError(f"{where}: a job is a node count or an object such as "
-                                    "{\"nodes\": 36, \"segment\": 12}") from None
+            raise InvalidInputError(
+                f"{where}: a job is a node count or an object such as "
+                '{"nodes": 36, "segment": 12}'
+            ) from None
 
 
 _DEFAULT = Job(1)
@@ -170,7 +198,7 @@ def switch_levels(topology) -> np.ndarray:
     """The level of every switch: 1 for a leaf switch, else one more than its highest child."""
     parent = topology.switch_parent
     level = np.ones(topology.num_switches, np.int64)
-    for s in range(topology.num_switches - 1, 0, -1):    # children come after their parent
+    for s in range(topology.num_switches - 1, 0, -1):  # children come after their parent
         p = parent[s]
         level[p] = max(level[p], level[s] + 1)
     return level
@@ -187,7 +215,7 @@ def level_domains(topology, level: int) -> np.ndarray:
     levels = switch_levels(topology)
     parent = topology.switch_parent
     lift = np.arange(topology.num_switches, dtype=np.int64)
-    for s in range(topology.num_switches):              # parents first: one pass suffices
+    for s in range(topology.num_switches):  # parents first: one pass suffices
         p = parent[s]
         if p >= 0 and levels[p] <= level:
             lift[s] = lift[p]
@@ -207,9 +235,11 @@ def resolve_level(topology, value, names=(), where: str = "level") -> int:
             number = top
         else:
             known = [*names, *LEVEL_ALIASES, "top"]
-            raise InvalidInputError(f"{where}: unknown level {value!r:.40}; give a number 1..{top} "
-                                    f"or one of {', '.join(dict.fromkeys(known))} (a window names "
-                                    "its own levels in its 'levels' field, lowest first)")
+            raise InvalidInputError(
+                f"{where}: unknown level {value!r:.40}; give a number 1..{top} "
+                f"or one of {', '.join(dict.fromkeys(known))} (a window names "
+                "its own levels in its 'levels' field, lowest first)"
+            )
     else:
         number = _whole(value, where)
     if number > top:
@@ -244,8 +274,10 @@ def resolve_job(job: Job, topology, names=(), where: str = "jobs[0]") -> Job:
     if job.slurm_rule:
         count = job.segment or job.nodes
         if slurm_level(topology, count) is None:
-            raise InvalidInputError(f"{where}: slurm_rule: no block of this tree holds "
-                                    f"{count} nodes; drop slurm_rule or the job")
+            raise InvalidInputError(
+                f"{where}: slurm_rule: no block of this tree holds "
+                f"{count} nodes; drop slurm_rule or the job"
+            )
     return replace(job, **fields)
 
 
@@ -257,4 +289,5 @@ def refuse_constraints(window, method: str) -> None:
             f"method {method!r} does not take job constraints (segment, within, prefer, "
             "exclusive, slurm_rule) or a fragmentation term; use a method with the "
             "'constraints' flag in `tjap methods` (auto, dp, scip, cpsat, seq ...), or give "
-            "plain job sizes")
+            "plain job sizes"
+        )

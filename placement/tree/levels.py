@@ -74,8 +74,12 @@ def _flatten(documents, kinds: tuple[str, ...]) -> list:
 
 
 def _is_pair(item) -> bool:
-    return (isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str)
-            and isinstance(item[1], dict))
+    return (
+        isinstance(item, (list, tuple))
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and isinstance(item[1], dict)
+    )
 
 
 def read_nodes(nodes) -> list[tuple[str, dict]]:
@@ -96,22 +100,30 @@ def read_nodes(nodes) -> list[tuple[str, dict]]:
             name, labels = item
         elif isinstance(item, dict):
             if item.get("kind", "Node") != "Node":
-                raise InvalidInputError(f"{where} is a {item.get('kind')!r}, not a Node; give "
-                                        "kubectl get nodes -o json output")
+                raise InvalidInputError(
+                    f"{where} is a {item.get('kind')!r}, not a Node; give "
+                    "kubectl get nodes -o json output"
+                )
             meta = item.get("metadata")
             if not isinstance(meta, dict) or "name" not in meta:
-                raise InvalidInputError(f"{where} has no metadata.name; give Node objects as "
-                                        "kubectl get nodes -o json writes them")
+                raise InvalidInputError(
+                    f"{where} has no metadata.name; give Node objects as "
+                    "kubectl get nodes -o json writes them"
+                )
             name, labels = meta["name"], meta.get("labels") or {}
         else:
-            raise InvalidInputError(f"{where} is neither a Node object, a (name, labels) pair "
-                                    f"nor a name: {item!r:.60}")
+            raise InvalidInputError(
+                f"{where} is neither a Node object, a (name, labels) pair nor a name: {item!r:.60}"
+            )
         if not isinstance(name, str) or not name:
             raise InvalidInputError(f"{where}: node name {name!r} is not a non-empty string")
         if not isinstance(labels, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
-            raise InvalidInputError(f"{where}: the labels of node {name!r} must map strings to "
-                                    "strings (quote numbers and booleans)")
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            raise InvalidInputError(
+                f"{where}: the labels of node {name!r} must map strings to "
+                "strings (quote numbers and booleans)"
+            )
         if name in seen:
             raise InvalidInputError(f"{where}: node {name!r} appears twice; list each node once")
         seen.add(name)
@@ -138,30 +150,38 @@ def read_levels(levels) -> list[str]:
             raise InvalidInputError(
                 f"{label} must hold one object of kind Topology (spec.levels[].nodeLabel), "
                 f"found {len(topologies)} (kinds: {', '.join(kinds) or 'none'}); give a Kueue "
-                "Topology, or the label keys as a list")
+                "Topology, or the label keys as a list"
+            )
         spec = topologies[0].get("spec")
         entries = spec.get("levels") if isinstance(spec, dict) else None
         if not isinstance(entries, list) or not all(
-                isinstance(e, dict) and "nodeLabel" in e for e in entries):
-            raise InvalidInputError(f"{label}: spec.levels must be a list of "
-                                    "'- nodeLabel: KEY' entries")
+            isinstance(e, dict) and "nodeLabel" in e for e in entries
+        ):
+            raise InvalidInputError(
+                f"{label}: spec.levels must be a list of '- nodeLabel: KEY' entries"
+            )
         keys = [e["nodeLabel"] for e in entries]
     if not keys:
-        raise InvalidInputError(f"{label} lists no level; give label keys from the top level "
-                                "down, e.g. [block-label, rack-label, kubernetes.io/hostname]")
+        raise InvalidInputError(
+            f"{label} lists no level; give label keys from the top level "
+            "down, e.g. [block-label, rack-label, kubernetes.io/hostname]"
+        )
     for i, key in enumerate(keys):
         if not isinstance(key, str) or not key.strip() or key != key.strip():
             raise InvalidInputError(f"{label}: level {i + 1} ({key!r}) is not a label key")
         if key in keys[:i]:
-            raise InvalidInputError(f"{label}: label {key!r} is given twice; give each level "
-                                    "once")
+            raise InvalidInputError(f"{label}: label {key!r} is given twice; give each level once")
         if key == HOSTNAME_LABEL and i != len(keys) - 1:
-            raise InvalidInputError(f"{label}: {HOSTNAME_LABEL} is level {i + 1} of "
-                                    f"{len(keys)}; the hostname level (the node itself) can "
-                                    "only be the last")
+            raise InvalidInputError(
+                f"{label}: {HOSTNAME_LABEL} is level {i + 1} of "
+                f"{len(keys)}; the hostname level (the node itself) can "
+                "only be the last"
+            )
     if keys == [HOSTNAME_LABEL]:
-        raise InvalidInputError(f"{label} has only the hostname level; give at least one level "
-                                "above the nodes (a rack or block label)")
+        raise InvalidInputError(
+            f"{label} has only the hostname level; give at least one level "
+            "above the nodes (a rack or block label)"
+        )
     return keys
 
 
@@ -178,8 +198,8 @@ def node_label_specs(nodes, levels, missing: str = "error") -> list:
         raise InvalidInputError(f"missing={missing!r} is not one of {', '.join(MISSING)}")
     keys = read_levels(levels)
     switch_keys = [k for k in keys if k != HOSTNAME_LABEL]
-    children: dict[tuple, dict] = {(): {}}          # domain -> its child domains, in order
-    members: dict[tuple, list[str]] = {}            # lowest domain -> its nodes, in order
+    children: dict[tuple, dict] = {(): {}}  # domain -> its child domains, in order
+    members: dict[tuple, list[str]] = {}  # lowest domain -> its nodes, in order
     skipped = []
     for name, labels in read_nodes(nodes):
         lacking = next((k for k in switch_keys if k not in labels), None)
@@ -189,21 +209,27 @@ def node_label_specs(nodes, levels, missing: str = "error") -> list:
                 continue
             raise InvalidInputError(
                 f"node {name!r} has no label {lacking!r}; label it, leave it out of the node "
-                "list, or skip such nodes (missing='skip', --missing skip)")
+                "list, or skip such nodes (missing='skip', --missing skip)"
+            )
         path = tuple(labels[k] for k in switch_keys)
         for depth in range(1, len(path) + 1):
-            children[path[:depth - 1]].setdefault(path[:depth], None)
+            children[path[: depth - 1]].setdefault(path[:depth], None)
             children.setdefault(path[:depth], {})
         members.setdefault(path, []).append(name)
     if skipped:
         name, key = skipped[0]
-        warnings.warn(f"left out {len(skipped)} node(s) without a level's label (first: "
-                      f"{name!r}, no {key!r})", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"left out {len(skipped)} node(s) without a level's label (first: "
+            f"{name!r}, no {key!r})",
+            UserWarning,
+            stacklevel=3,
+        )
     if not members:
-        raise InvalidInputError("no node has every level's label; check the label keys "
-                                f"({', '.join(switch_keys)})")
+        raise InvalidInputError(
+            f"no node has every level's label; check the label keys ({', '.join(switch_keys)})"
+        )
     specs, stack = [], list(reversed(children[()]))
-    while stack:                                   # depth first, parents before children
+    while stack:  # depth first, parents before children
         domain = stack.pop()
         name = domain_name(domain)
         where = f"domain {name!r} ({', '.join(f'{k}={v}' for k, v in zip(switch_keys, domain))})"
@@ -226,8 +252,10 @@ def _hypernodes(manifests) -> tuple[list[dict], str]:
     for i, item in enumerate(_flatten(documents, ("HyperNode",))):
         if not isinstance(item, dict) or item.get("kind", "HyperNode") != "HyperNode":
             what = item.get("kind") if isinstance(item, dict) else type(item).__name__
-            raise InvalidInputError(f"{label}, object {i + 1} is a {what!r}, not a HyperNode; "
-                                    "give HyperNode objects (kind: HyperNode)")
+            raise InvalidInputError(
+                f"{label}, object {i + 1} is a {what!r}, not a HyperNode; "
+                "give HyperNode objects (kind: HyperNode)"
+            )
         found.append(item)
     if not found:
         raise InvalidInputError(f"{label} holds no HyperNode; give kind: HyperNode objects")
@@ -238,12 +266,15 @@ def _selected(member: dict, where: str) -> tuple[str, dict]:
     """The selector kind (exactMatch, regexMatch or labelMatch) of a member, and its body."""
     selector = member.get("selector")
     if not isinstance(selector, dict) or len(selector) != 1:
-        raise InvalidInputError(f"{where}: the selector must hold exactly one of exactMatch, "
-                                "regexMatch or labelMatch")
-    (how, body), = selector.items()
+        raise InvalidInputError(
+            f"{where}: the selector must hold exactly one of exactMatch, regexMatch or labelMatch"
+        )
+    ((how, body),) = selector.items()
     if how not in ("exactMatch", "regexMatch", "labelMatch") or not isinstance(body, dict):
-        raise InvalidInputError(f"{where}: selector {how!r} is not exactMatch: {{name: ...}}, "
-                                "regexMatch: {pattern: ...} or labelMatch: {matchLabels: ...}")
+        raise InvalidInputError(
+            f"{where}: selector {how!r} is not exactMatch: {{name: ...}}, "
+            "regexMatch: {pattern: ...} or labelMatch: {matchLabels: ...}"
+        )
     return how, body
 
 
@@ -255,23 +286,31 @@ def _match_nodes(how: str, body: dict, known, where: str) -> list[str]:
         if not isinstance(name, str) or not name:
             raise InvalidInputError(f"{where}: exactMatch needs a node name (name: NODE)")
         if known is not None and name not in {n for n, _ in known}:
-            raise InvalidInputError(f"{where}: node {name!r} is not in the node list; fix the "
-                                    "name or give the full node list")
+            raise InvalidInputError(
+                f"{where}: node {name!r} is not in the node list; fix the "
+                "name or give the full node list"
+            )
         return [name]
     if known is None:
-        raise InvalidInputError(f"{where}: {how} picks nodes from the cluster's node list; "
-                                "give it (nodes=..., tjap topology show --node-list FILE)")
+        raise InvalidInputError(
+            f"{where}: {how} picks nodes from the cluster's node list; "
+            "give it (nodes=..., tjap topology show --node-list FILE)"
+        )
     if how == "regexMatch":
         pattern = body.get("pattern")
         try:
             regex = re.compile(pattern)
         except (re.error, TypeError, RecursionError, OverflowError) as error:
-            raise InvalidInputError(f"{where}: regexMatch pattern {pattern!r:.60} is not a "
-                                    f"regular expression ({error}); fix it") from None
+            raise InvalidInputError(
+                f"{where}: regexMatch pattern {pattern!r:.60} is not a "
+                f"regular expression ({error}); fix it"
+            ) from None
         return [n for n, _ in known if regex.search(n)]
     if set(body) != {"matchLabels"} or not isinstance(body["matchLabels"], dict):
-        raise InvalidInputError(f"{where}: labelMatch is read with matchLabels only; write "
-                                "labelMatch: {matchLabels: {KEY: VALUE}}")
+        raise InvalidInputError(
+            f"{where}: labelMatch is read with matchLabels only; write "
+            "labelMatch: {matchLabels: {KEY: VALUE}}"
+        )
     wanted = body["matchLabels"].items()
     return [n for n, labels in known if all(labels.get(k) == v for k, v in wanted)]
 
@@ -302,8 +341,10 @@ def hypernode_specs(manifests, nodes=None) -> list:
             raise InvalidInputError(f"{where} has no spec; give spec.tier and spec.members")
         tier, members = spec.get("tier"), spec.get("members")
         if not isinstance(tier, int) or isinstance(tier, bool) or tier < 1:
-            raise InvalidInputError(f"{where}: spec.tier {tier!r} is not a positive integer; "
-                                    "tier 1 holds nodes, higher tiers hold HyperNodes")
+            raise InvalidInputError(
+                f"{where}: spec.tier {tier!r} is not a positive integer; "
+                "tier 1 holds nodes, higher tiers hold HyperNodes"
+            )
         if not isinstance(members, list) or not members:
             raise InvalidInputError(f"{where}: spec.members must be a non-empty list")
         kinds = set()
@@ -317,51 +358,71 @@ def hypernode_specs(manifests, nodes=None) -> list:
             if member["type"] == "HyperNode":
                 child = body.get("name")
                 if how != "exactMatch" or not isinstance(child, str) or not child:
-                    raise InvalidInputError(f"{at}: a HyperNode member is named by exactMatch: "
-                                            "{name: HYPERNODE}")
+                    raise InvalidInputError(
+                        f"{at}: a HyperNode member is named by exactMatch: {{name: HYPERNODE}}"
+                    )
                 picked.setdefault(child, None)
             else:
                 for node in _match_nodes(how, body, known, at):
                     picked.setdefault(node, None)
         if len(kinds) > 1:
-            raise InvalidInputError(f"{where} holds both nodes and HyperNodes; a HyperNode "
-                                    "holds one or the other")
+            raise InvalidInputError(
+                f"{where} holds both nodes and HyperNodes; a HyperNode holds one or the other"
+            )
         holds_nodes = kinds == {"Node"}
         if holds_nodes != (tier == 1):
             raise InvalidInputError(
                 f"{where} is tier {tier} and holds {'nodes' if holds_nodes else 'HyperNodes'}; "
-                "tier 1 holds nodes, higher tiers hold HyperNodes")
+                "tier 1 holds nodes, higher tiers hold HyperNodes"
+            )
         if not picked:
             raise InvalidInputError(f"{where} selects no node; fix its selectors or remove it")
-        entries[name] = {"tier": tier, "nodes": holds_nodes, "members": list(picked),
-                         "where": where}
+        entries[name] = {
+            "tier": tier,
+            "nodes": holds_nodes,
+            "members": list(picked),
+            "where": where,
+        }
     parent: dict[tuple[bool, str], str] = {}
     for name, entry in entries.items():
         for member in entry["members"]:
             key = (entry["nodes"], member)
             if not entry["nodes"] and member not in entries:
-                raise InvalidInputError(f"{entry['where']} holds unknown HyperNode {member!r}; "
-                                        "define it or remove the member")
+                raise InvalidInputError(
+                    f"{entry['where']} holds unknown HyperNode {member!r}; "
+                    "define it or remove the member"
+                )
             if key in parent:
                 what = "node" if entry["nodes"] else "HyperNode"
-                raise InvalidInputError(f"{what} {member!r} is a member of both HyperNode "
-                                        f"{parent[key]!r} and {name!r}; a {what} has one parent")
+                raise InvalidInputError(
+                    f"{what} {member!r} is a member of both HyperNode "
+                    f"{parent[key]!r} and {name!r}; a {what} has one parent"
+                )
             parent[key] = name
-    for start in entries:                      # HyperNodes that hold each other in a circle
+    for start in entries:  # HyperNodes that hold each other in a circle
         path, name = [start], parent.get((False, start))
         while name is not None and name not in path:
             path.append(name)
             name = parent.get((False, name))
         if name == start:
             chain = " in ".join(repr(n) for n in path + [start])
-            raise InvalidInputError(f"HyperNodes form a cycle ({chain}); remove one of them "
-                                    "from its parent's members")
-    for name, entry in entries.items():
+            raise InvalidInputError(
+                f"HyperNodes form a cycle ({chain}); remove one of them from its parent's members"
+            )
+    for entry in entries.values():
         for member in [] if entry["nodes"] else entry["members"]:
             if entries[member]["tier"] >= entry["tier"]:
                 raise InvalidInputError(
                     f"{entry['where']} (tier {entry['tier']}) holds HyperNode {member!r} of "
                     f"tier {entries[member]['tier']}; a member's tier must be below its "
-                    "HyperNode's")
-    return [(name, e["members"] if e["nodes"] else None, None if e["nodes"] else e["members"],
-             e["where"]) for name, e in entries.items()]
+                    "HyperNode's"
+                )
+    return [
+        (
+            name,
+            e["members"] if e["nodes"] else None,
+            None if e["nodes"] else e["members"],
+            e["where"],
+        )
+        for name, e in entries.items()
+    ]

@@ -27,23 +27,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.errors import InvalidInputError
-from tjap.placement.tree.freeform import best_single_job_nodes
+from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.placement.tree.exact import window_solver
-from tjap.placement.tree.workload import Workload, priority_order, select_prefix
-from tjap.result import Record, plain
 from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
+from tjap.placement.tree.workload import Workload, priority_order, select_prefix
+from tjap.result import Record, plain
 
 POLICIES = ("window", "fcfs", "easy")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
 
 
 # -- placing one job ---------------------------------------------------------------------------
-def place_job(topology: Topology, idle_nodes: np.ndarray, size: int, placement: str = "firstfit",
-              convention: str = "paper") -> list[int]:
+def place_job(
+    topology: Topology,
+    idle_nodes: np.ndarray,
+    size: int,
+    placement: str = "firstfit",
+    convention: str = "paper",
+) -> list[int]:
     """Node ids (indices) for one job of ``size`` nodes among ``idle_nodes`` (sorted indices)
     under a placement, on any switch tree."""
     if size > idle_nodes.size:
@@ -78,11 +83,24 @@ class Schedule(Record):
         """The metrics and, per job, its start time and nodes (indices; on a tree other than a
         FatTree also their ``names``)."""
         names = not isinstance(self.topology, FatTree)
-        return plain({"summary": self.metrics(),
-                      "jobs": [{"job": j, "start_s": self.start_s[j], "nodes": self.nodes[j],
-                                **({"names": [self.topology.node_names[v] for v in self.nodes[j]]}
-                                   if names else {})}
-                               for j in self.jobs]})
+        return plain(
+            {
+                "summary": self.metrics(),
+                "jobs": [
+                    {
+                        "job": j,
+                        "start_s": self.start_s[j],
+                        "nodes": self.nodes[j],
+                        **(
+                            {"names": [self.topology.node_names[v] for v in self.nodes[j]]}
+                            if names
+                            else {}
+                        ),
+                    }
+                    for j in self.jobs
+                ],
+            }
+        )
 
     def summary(self) -> dict:
         return self.metrics()
@@ -98,10 +116,14 @@ class Schedule(Record):
         first = int(w.arrival_s[jobs[0]])
         makespan = max(ends) - first
         work = float(sum(w.requested_nodes[j] * w.runtime_s[j] for j in jobs))
-        out = {"jobs": len(jobs), "multi_node_jobs": len(multi),
-               "mean_wait_s": float(wait.mean()), "p95_wait_s": float(np.percentile(wait, 95)),
-               "makespan_s": int(makespan),
-               "utilization": work / (self.topology.num_nodes * makespan) if makespan else 0.0}
+        out = {
+            "jobs": len(jobs),
+            "multi_node_jobs": len(multi),
+            "mean_wait_s": float(wait.mean()),
+            "p95_wait_s": float(np.percentile(wait, 95)),
+            "makespan_s": int(makespan),
+            "utilization": work / (self.topology.num_nodes * makespan) if makespan else 0.0,
+        }
         for conv in ("paper", "published"):
             costs = [job_cost(self.topology, self.nodes[j], conv) for j in multi]
             out[f"mean_cost_{conv}"] = float(np.mean(costs)) if costs else 0.0
@@ -119,9 +141,19 @@ class Tick:
     started: list  # (job, nodes)
 
 
-def window_ticks(topology: Topology, workload: Workload, first_job: int, last_job: int | None, *,
-                 tau_s: int, cap: int | None, method="dp", convention: str, seed: int,
-                 **solve_options) -> Iterator[Tick]:
+def window_ticks(
+    topology: Topology,
+    workload: Workload,
+    first_job: int,
+    last_job: int | None,
+    *,
+    tau_s: int,
+    cap: int | None,
+    method="dp",
+    convention: str,
+    seed: int,
+    **solve_options,
+) -> Iterator[Tick]:
     """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
     None: the caller stops). Ends once every job of [first_job, last_job) has started.
 
@@ -129,8 +161,11 @@ def window_ticks(topology: Topology, workload: Workload, first_job: int, last_jo
     a callable ``solver(window, *, seed, convention, **options) -> Result`` such as
     ``functools.partial(tjap.solve, method="sa")``."""
     solve = window_solver(method)
-    label = method if isinstance(method, str) else getattr(method, "keywords", {}).get(
-        "method", getattr(method, "__name__", "solver"))
+    label = (
+        method
+        if isinstance(method, str)
+        else getattr(method, "keywords", {}).get("method", getattr(method, "__name__", "solver"))
+    )
     free_at = np.zeros(topology.num_nodes, dtype=np.int64)
     nwp: dict[int, int] = {}
     queue: list[int] = []
@@ -152,12 +187,18 @@ def window_ticks(topology: Topology, workload: Workload, first_job: int, last_jo
         multi = [j for j in selected if workload.requested_nodes[j] > 1]
         started, window, result = [], None, None
         if multi:
-            window = Window(topology, idle, [int(workload.requested_nodes[j]) for j in multi],
-                            meta={"time_s": t, "jobs": multi})
+            window = Window(
+                topology,
+                idle,
+                [int(workload.requested_nodes[j]) for j in multi],
+                meta={"time_s": t, "jobs": multi},
+            )
             result = solve(window, seed=seed, convention=convention, **solve_options)
             if not result.has_solution:
-                raise InvalidInputError(f"method {label!r} found no solution for the window at "
-                                        f"t={t}s ({result.status.value}); give it more time")
+                raise InvalidInputError(
+                    f"method {label!r} found no solution for the window at "
+                    f"t={t}s ({result.status.value}); give it more time"
+                )
             for j, nodes in zip(multi, result.assignment):
                 free_at[list(nodes)] = t + int(workload.runtime_s[j])
                 started.append((j, nodes))
@@ -179,10 +220,16 @@ def per_job_config(policy: str, placement: str = "firstfit", convention: str = "
     textbook EASY rule (a backfilled job may end exactly at the head's shadow time)."""
     from tjap.placement.batch.simulator import SchedulerConfig
 
-    return SchedulerConfig(backfill="none" if policy == "fcfs" else "easy", bf_interval_s=0,
-                           bf_resolution_s=1, bf_max_job_test=2**31, release_delay_s=0,
-                           placement=placement, cost_convention=convention,
-                           bf_end_at_reservation=True)
+    return SchedulerConfig(
+        backfill="none" if policy == "fcfs" else "easy",
+        bf_interval_s=0,
+        bf_resolution_s=1,
+        bf_max_job_test=2**31,
+        release_delay_s=0,
+        placement=placement,
+        cost_convention=convention,
+        bf_end_at_reservation=True,
+    )
 
 
 def workload_jobs(workload: Workload, jobs: range):
@@ -193,51 +240,77 @@ def workload_jobs(workload: Workload, jobs: range):
 
     rows = np.arange(jobs.start, jobs.stop)
     runtime = workload.runtime_s[rows]
-    return Jobs.build(submit_s=workload.arrival_s[rows], nodes=workload.requested_nodes[rows],
-                      limit_s=np.maximum(runtime, 1), runtime_s=runtime, job_id=rows,
-                      source="tjap workload")
+    return Jobs.build(
+        submit_s=workload.arrival_s[rows],
+        nodes=workload.requested_nodes[rows],
+        limit_s=np.maximum(runtime, 1),
+        runtime_s=runtime,
+        job_id=rows,
+        source="tjap workload",
+    )
 
 
 def _per_job(topology, workload, jobs, policy, placement, convention, schedule) -> None:
     """FCFS or EASY on :func:`tjap.placement.batch.simulator.simulate` (:func:`per_job_config`)."""
     from tjap.placement.batch.simulator import simulate
 
-    result = simulate(workload_jobs(workload, jobs), topology.num_nodes,
-                      per_job_config(policy, placement, convention),
-                      topology if isinstance(topology, FatTree) else None)
+    result = simulate(
+        workload_jobs(workload, jobs),
+        topology.num_nodes,
+        per_job_config(policy, placement, convention),
+        topology if isinstance(topology, FatTree) else None,
+    )
     for row, j in enumerate(jobs):
         schedule.record(j, result.start_s[row], result.nodes_of(row))
         if result.first_reservation_s[row] >= 0:
             schedule.reservations[j] = int(result.first_reservation_s[row])
 
 
-def replay(topology: Topology, workload: Workload, *, policy: str = "window",
-           placement: str = "firstfit", tau_s: int = 60, cap: int | None = 5, method: str = "dp",
-           convention: str = "paper", seed: int = 0, jobs: range | None = None,
-           progress=None, **solve_options) -> Schedule:
+def replay(
+    topology: Topology,
+    workload: Workload,
+    *,
+    policy: str = "window",
+    placement: str = "firstfit",
+    tau_s: int = 60,
+    cap: int | None = 5,
+    method: str = "dp",
+    convention: str = "paper",
+    seed: int = 0,
+    jobs: range | None = None,
+    progress=None,
+    **solve_options,
+) -> Schedule:
     """Replay ``jobs`` of ``workload`` (all by default) on an initially empty cluster, any
     :class:`Topology` (nodes are indices in its depth-first order). ``progress(started,
     total)``, if given, is called as jobs start (after each window of the window policy)."""
     if not isinstance(topology, Topology):
-        raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
-                                f"{type(topology).__name__}")
+        raise InvalidInputError(
+            f"topology must be a tjap.Topology (or tjap.FatTree), got {type(topology).__name__}"
+        )
     if policy not in POLICIES:
         raise InvalidInputError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
     if placement not in PLACEMENTS:
-        raise InvalidInputError(f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}")
+        raise InvalidInputError(
+            f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}"
+        )
     if policy == "window" and placement != "firstfit":
         raise InvalidInputError(
             f"placement {placement!r} is for the fcfs and easy policies; the window policy places "
-            f"each window with its method (e.g. method='freeform' for the cheapest node sets)")
+            f"each window with its method (e.g. method='freeform' for the cheapest node sets)"
+        )
     if policy != "window" and placement != "firstfit" and not isinstance(topology, FatTree):
         raise InvalidInputError(
             f"placement {placement!r} of the {policy} policy needs a FatTree for now (the batch "
-            "simulator's kernels); on another tree use policy='window' or placement='firstfit'")
+            "simulator's kernels); on another tree use policy='window' or placement='firstfit'"
+        )
     convention_code(convention)  # names the allowed conventions if it is not one
     if tau_s < 1:
         raise InvalidInputError(f"tau_s must be a positive number of seconds, got {tau_s}")
     if cap is not None and cap < 1:
-        raise InvalidInputError(f"cap must be a positive number of multi-node jobs or None, got {cap}")
+        raise InvalidInputError(
+            f"cap must be a positive number of multi-node jobs or None, got {cap}"
+        )
     jobs = range(workload.num_jobs) if jobs is None else jobs
     if not isinstance(jobs, range) or jobs.step != 1:
         raise InvalidInputError("jobs must be a range of consecutive job indices (step 1)")
@@ -248,8 +321,18 @@ def replay(topology: Topology, workload: Workload, *, policy: str = "window",
     schedule = Schedule(topology, workload, jobs)
     started = 0
     if policy == "window":
-        for tick in window_ticks(topology, workload, jobs.start, jobs.stop, tau_s=tau_s, cap=cap,
-                                 method=method, convention=convention, seed=seed, **solve_options):
+        for tick in window_ticks(
+            topology,
+            workload,
+            jobs.start,
+            jobs.stop,
+            tau_s=tau_s,
+            cap=cap,
+            method=method,
+            convention=convention,
+            seed=seed,
+            **solve_options,
+        ):
             for j, nodes in tick.started:
                 schedule.record(j, tick.time_s, nodes)
             started += len(tick.started)

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.tree.arcs import job_penalty, violations
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.window import Window
-from tjap.errors import InvalidInputError
 from tjap.result import Record, Status, plain
 
 
@@ -39,12 +39,23 @@ class Result(Record):
     info: dict = field(default_factory=dict)
 
     @classmethod
-    def from_assignment(cls, window: Window, assignment, *, status: Status, method: str,
-                        convention: str, runtime_s: float, **kwargs) -> "Result":
+    def from_assignment(
+        cls,
+        window: Window,
+        assignment,
+        *,
+        status: Status,
+        method: str,
+        convention: str,
+        runtime_s: float,
+        **kwargs,
+    ) -> "Result":
         """Build a Result whose objective is recomputed from the node sets."""
         assignment = tuple(tuple(int(v) for v in nodes) for nodes in assignment)
         objective = objective_of(window, assignment, convention) if assignment else float("nan")
-        return cls(window, assignment, objective, Status(status), method, convention, runtime_s, **kwargs)
+        return cls(
+            window, assignment, objective, Status(status), method, convention, runtime_s, **kwargs
+        )
 
     @property
     def has_solution(self) -> bool:
@@ -89,8 +100,9 @@ class Result(Record):
         still entirely idle after the window's jobs take their nodes. A domain of a node is its
         ``level``-th switch upward (the root where the path is shorter)."""
         if not isinstance(level, (int, np.integer)) or isinstance(level, bool) or level < 1:
-            raise InvalidInputError(f"level must be a whole number >= 1 (1: the leaf switches), "
-                                    f"got {level!r}")
+            raise InvalidInputError(
+                f"level must be a whole number >= 1 (1: the leaf switches), got {level!r}"
+            )
         tree = self.window.topology
         free = np.zeros(tree.num_nodes, bool)
         free[self.window.idle_nodes] = True
@@ -108,10 +120,18 @@ class Result(Record):
         """Plain JSON data: no window (it is the input), objective None when there is no solution;
         on a switch tree also ``"nodes"``, the assignment by node name; ``"free_blocks"``, the
         leaf switches (base blocks) left entirely idle (:meth:`free_blocks`)."""
-        out = {"method": self.method, "status": self.status, "convention": self.convention,
-               "objective": self.objective, "bound": self.bound, "runtime_s": self.runtime_s,
-               "seed": self.seed, "iterations": self.iterations, "assignment": self.assignment,
-               "free_blocks": self.free_blocks() if self.has_solution else None}
+        out = {
+            "method": self.method,
+            "status": self.status,
+            "convention": self.convention,
+            "objective": self.objective,
+            "bound": self.bound,
+            "runtime_s": self.runtime_s,
+            "seed": self.seed,
+            "iterations": self.iterations,
+            "assignment": self.assignment,
+            "free_blocks": self.free_blocks() if self.has_solution else None,
+        }
         if not self.window.is_fat_tree:
             out["nodes"] = self.node_names()
         out["info"] = self.info
@@ -119,9 +139,17 @@ class Result(Record):
 
     def summary(self) -> dict:
         """The headline figures: method, status, objective, bound, gap, runtime and feasibility."""
-        return plain({"method": self.method, "status": self.status, "objective": self.objective,
-                      "bound": self.bound, "gap": self.gap, "runtime_s": self.runtime_s,
-                      "feasible": self.is_feasible()})
+        return plain(
+            {
+                "method": self.method,
+                "status": self.status,
+                "objective": self.objective,
+                "bound": self.bound,
+                "gap": self.gap,
+                "runtime_s": self.runtime_s,
+                "feasible": self.is_feasible(),
+            }
+        )
 
 
 def objective_of(window: Window, assignment, convention: str = "paper") -> float:
@@ -143,23 +171,31 @@ def checked_assignment(window: Window, given, what: str) -> tuple:
             raise InvalidInputError(
                 f"{what} is a Result of another window ({given.window.num_jobs} jobs on "
                 f"{given.window.num_idle} idle nodes; this one has {window.num_jobs} jobs on "
-                f"{window.num_idle}); give a Result of this window")
+                f"{window.num_idle}); give a Result of this window"
+            )
         if not given.has_solution:
-            raise InvalidInputError(f"{what} is a Result without a solution (status "
-                                    f"{given.status.value}); give one that has an assignment")
+            raise InvalidInputError(
+                f"{what} is a Result without a solution (status "
+                f"{given.status.value}); give one that has an assignment"
+            )
         given = given.assignment
-    shape = ("a Result of this window or one list of node ids per job "
-             f"({window.num_jobs} lists, in window order)")
+    shape = (
+        "a Result of this window or one list of node ids per job "
+        f"({window.num_jobs} lists, in window order)"
+    )
     if isinstance(given, (str, bytes)) or not hasattr(given, "__len__"):
         raise InvalidInputError(f"{what} must be {shape}, got {type(given).__name__}")
     try:
         assignment = tuple(tuple(int(v) for v in nodes) for nodes in given)
     except (TypeError, ValueError):
-        raise InvalidInputError(f"{what} must be {shape}; its entries are not lists of "
-                                "integer node ids") from None
+        raise InvalidInputError(
+            f"{what} must be {shape}; its entries are not lists of integer node ids"
+        ) from None
     if len(assignment) != window.num_jobs:
-        raise InvalidInputError(f"{what} has {len(assignment)} node lists, the window "
-                                f"{window.num_jobs} jobs; give {shape}")
+        raise InvalidInputError(
+            f"{what} has {len(assignment)} node lists, the window "
+            f"{window.num_jobs} jobs; give {shape}"
+        )
     idle = set(window.idle_nodes.tolist())
     used: set[int] = set()
     for j, (nodes, size) in enumerate(zip(assignment, window.job_sizes)):
@@ -167,7 +203,9 @@ def checked_assignment(window: Window, given, what: str) -> tuple:
             raise InvalidInputError(f"{what}: job {j} gets {len(nodes)} nodes, it asks for {size}")
         bad = [v for v in nodes if v not in idle or v in used]
         if bad or len(set(nodes)) != size:
-            raise InvalidInputError(f"{what}: job {j} gets node {bad[0] if bad else nodes[0]}, "
-                                    "which is not idle in this window or taken twice")
+            raise InvalidInputError(
+                f"{what}: job {j} gets node {bad[0] if bad else nodes[0]}, "
+                "which is not idle in this window or taken twice"
+            )
         used.update(nodes)
     return assignment

@@ -36,12 +36,13 @@ class ScasModel:
 
     window: Window
     convention: str
-    arcs: tuple   # arcs[j]: the Arcs of job j
+    arcs: tuple  # arcs[j]: the Arcs of job j
 
     @classmethod
     def build(cls, window: Window, convention: str = "paper") -> "ScasModel":
-        return cls(window, convention,
-                   tuple(job_arcs(window, job, convention) for job in window.jobs))
+        return cls(
+            window, convention, tuple(job_arcs(window, job, convention) for job in window.jobs)
+        )
 
     @property
     def costs(self) -> tuple:
@@ -61,20 +62,25 @@ class ScasModel:
 
     def assignment(self, chosen) -> list[list[int]]:
         """The node sets of the chosen arc of each job."""
-        return [arc_nodes(self.window, job, int(a.start[k]))
-                for a, k, job in zip(self.arcs, chosen, self.window.jobs)]
+        return [
+            arc_nodes(self.window, job, int(a.start[k]))
+            for a, k, job in zip(self.arcs, chosen, self.window.jobs)
+        ]
 
 
 def _paper_plain(window: Window, formulation: str) -> None:
     if formulation == "paper" and window.constrained:
-        raise InvalidInputError("the paper's x/y formulation takes no job constraints; use "
-                                "formulation='set-packing' (method scip or cpsat) or dp")
+        raise InvalidInputError(
+            "the paper's x/y formulation takes no job constraints; use "
+            "formulation='set-packing' (method scip or cpsat) or dp"
+        )
 
 
 def _check_formulation(formulation: str) -> None:
     if formulation not in FORMULATIONS:
         raise InvalidInputError(
-            f"formulation must be one of {', '.join(FORMULATIONS)}, got {formulation!r}")
+            f"formulation must be one of {', '.join(FORMULATIONS)}, got {formulation!r}"
+        )
 
 
 #: Seconds per nonzero of the set-packing model to build it in pyscipopt / CP-SAT's Python API,
@@ -96,8 +102,18 @@ def predicted_build_s(window: Window, solver: str = "scip") -> float:
     return set_packing_nonzeros(window) * rate
 
 
-def stopped_early(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
-                  *, solution=None, bound=None, why: str = "time limit", info=None) -> Result:
+def stopped_early(
+    window: Window,
+    method: str,
+    convention: str,
+    seed: int,
+    deadline: Deadline,
+    *,
+    solution=None,
+    bound=None,
+    why: str = "time limit",
+    info=None,
+) -> Result:
     """What a SCAS solver returns when the time limit stops it: the better of its own solution
     (``solution``, an assignment, may be None) and the fallback (the DP when it is predicted to
     finish in the time left, else Seq), with status TIME_LIMIT, the proven ``bound`` when there is
@@ -106,39 +122,78 @@ def stopped_early(window: Window, method: str, convention: str, seed: int, deadl
     info = dict(info or {})
     info["stopped"] = why
     left = deadline.left()
-    fallback = solve_dp(window, convention=convention, seed=seed,
-                        time_limit_s=max(left or 0.0, 1e-6))
+    fallback = solve_dp(
+        window, convention=convention, seed=seed, time_limit_s=max(left or 0.0, 1e-6)
+    )
     name = "seq" if fallback.info.get("fallback") == "seq" else "dp"
     chosen = fallback.assignment
     if solution:
-        own = Result.from_assignment(window, solution, status=Status.TIME_LIMIT, method=method,
-                                     convention=convention, runtime_s=0.0)
+        own = Result.from_assignment(
+            window,
+            solution,
+            status=Status.TIME_LIMIT,
+            method=method,
+            convention=convention,
+            runtime_s=0.0,
+        )
         if own.objective <= fallback.objective + 1e-9:
             chosen, name = own.assignment, None
     if name is not None:
         info["fallback"] = name
-    if fallback.status is Status.OPTIMAL:           # the DP finished: the SCAS optimum
+    if fallback.status is Status.OPTIMAL:  # the DP finished: the SCAS optimum
         return Result.from_assignment(
-            window, fallback.assignment, status=Status.OPTIMAL, method=method,
-            convention=convention, runtime_s=deadline.elapsed(), bound=fallback.bound, seed=seed,
-            info={**info, "fallback": "dp"})
-    return Result.from_assignment(window, chosen, status=Status.TIME_LIMIT, method=method,
-                                  convention=convention, runtime_s=deadline.elapsed(),
-                                  bound=bound, seed=seed, info=info)
+            window,
+            fallback.assignment,
+            status=Status.OPTIMAL,
+            method=method,
+            convention=convention,
+            runtime_s=deadline.elapsed(),
+            bound=fallback.bound,
+            seed=seed,
+            info={**info, "fallback": "dp"},
+        )
+    return Result.from_assignment(
+        window,
+        chosen,
+        status=Status.TIME_LIMIT,
+        method=method,
+        convention=convention,
+        runtime_s=deadline.elapsed(),
+        bound=bound,
+        seed=seed,
+        info=info,
+    )
 
 
-def _no_place(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
-              data: ScasModel) -> Result:
+def _no_place(
+    window: Window, method: str, convention: str, seed: int, deadline: Deadline, data: ScasModel
+) -> Result:
     """INFEASIBLE: some job's constraints allow it no run of Q at all."""
     j = next(j for j, arcs in enumerate(data.arcs) if arcs.count == 0)
-    return Result.from_assignment(window, (), status=Status.INFEASIBLE, method=method,
-                                  convention=convention, runtime_s=deadline.elapsed(), seed=seed,
-                                  info={"infeasible": f"job {j} has no run of the idle nodes "
-                                                      "that its constraints allow"})
+    return Result.from_assignment(
+        window,
+        (),
+        status=Status.INFEASIBLE,
+        method=method,
+        convention=convention,
+        runtime_s=deadline.elapsed(),
+        seed=seed,
+        info={"infeasible": f"job {j} has no run of the idle nodes that its constraints allow"},
+    )
 
 
-def _solved(window: Window, method: str, convention: str, seed: int, deadline: Deadline,
-            data: ScasModel, starts: list, status: Status, bound: float, info: dict) -> Result:
+def _solved(
+    window: Window,
+    method: str,
+    convention: str,
+    seed: int,
+    deadline: Deadline,
+    data: ScasModel,
+    starts: list,
+    status: Status,
+    bound: float,
+    info: dict,
+) -> Result:
     """The result of a SCIP or CP-SAT run that found the start of each job in ``starts`` (empty:
     none found) with the solver's ``status`` and dual ``bound``: stopped by the time limit, the
     best of its incumbent, the DP and Seq (:func:`stopped_early`, with the bound when it is
@@ -148,16 +203,25 @@ def _solved(window: Window, method: str, convention: str, seed: int, deadline: D
     if bound is not None and not np.isfinite(bound):
         bound = None
     if status is Status.TIME_LIMIT:
-        return stopped_early(window, method, convention, seed, deadline, solution=solution,
-                             bound=bound, info=info)
+        return stopped_early(
+            window, method, convention, seed, deadline, solution=solution, bound=bound, info=info
+        )
     return Result.from_assignment(
-        window, solution if solution is not None else (), status=status, method=method,
-        convention=convention, runtime_s=deadline.elapsed(), bound=bound if starts else None,
-        seed=seed, info=info)
+        window,
+        solution if solution is not None else (),
+        status=status,
+        method=method,
+        convention=convention,
+        runtime_s=deadline.elapsed(),
+        bound=bound if starts else None,
+        seed=seed,
+        info=info,
+    )
 
 
-def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-               formulation="set-packing") -> Result:
+def solve_scip(
+    window: Window, *, convention="paper", time_limit_s=None, seed=0, formulation="set-packing"
+) -> Result:
     """Solve M_SCAS with SCIP (pyscipopt).
 
     ``time_limit_s`` covers building the model too: out of time while building, or stopped by
@@ -165,7 +229,7 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
     time left) and Seq, with status TIME_LIMIT (see :func:`stopped_early`)."""
     _check_formulation(formulation)
     method = "scip" if formulation == "set-packing" else "scip-paper"
-    started = time.perf_counter()      # the limit counts importing pyscipopt too
+    started = time.perf_counter()  # the limit counts importing pyscipopt too
     deadline = Deadline(time_limit_s, started)
     try:
         _paper_plain(window, formulation)
@@ -201,9 +265,15 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
                 model.addCons(quicksum(x[j][k] for j in range(window.num_jobs)) <= 1)
         deadline.check()
     except _backends.OutOfTime:
-        return stopped_early(window, method, convention, seed, deadline,
-                             why="time limit reached while building the model",
-                             info={"formulation": formulation})
+        return stopped_early(
+            window,
+            method,
+            convention,
+            seed,
+            deadline,
+            why="time limit reached while building the model",
+            info={"formulation": formulation},
+        )
     built = time.perf_counter()
     _backends.scip_optimize(model, deadline.left())
     status = _backends.scip_status(model)
@@ -211,23 +281,29 @@ def solve_scip(window: Window, *, convention="paper", time_limit_s=None, seed=0,
     if model.getNSols() > 0 and status is not Status.INFEASIBLE:
         sol = model.getBestSol()
         starts = [int(np.argmax([model.getSolVal(sol, v) for v in row])) for row in y]
-    info = {"formulation": formulation, "build_s": built - started,
-            "nodes": int(model.getNNodes())}
+    info = {"formulation": formulation, "build_s": built - started, "nodes": int(model.getNNodes())}
     bound = _backends.scip_dual_bound(model)
     del y, sol
-    _backends.scip_free(model)                # within the limit, not after the return
+    _backends.scip_free(model)  # within the limit, not after the return
     return _solved(window, method, convention, seed, deadline, data, starts, status, bound, info)
 
 
-def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                formulation="set-packing", workers=1) -> Result:
+def solve_cpsat(
+    window: Window,
+    *,
+    convention="paper",
+    time_limit_s=None,
+    seed=0,
+    formulation="set-packing",
+    workers=1,
+) -> Result:
     """Solve M_SCAS with OR-Tools CP-SAT (one worker by default, so a seed fixes the result).
 
     ``time_limit_s`` covers building the model too; stopped by it, the result is the best of
     CP-SAT's incumbent, the DP (when it fits in the time left) and Seq, with status TIME_LIMIT."""
     _check_formulation(formulation)
     method = "cpsat" if formulation == "set-packing" else "cpsat-paper"
-    started = time.perf_counter()      # the limit counts importing OR-Tools (0.3-0.6 s) too
+    started = time.perf_counter()  # the limit counts importing OR-Tools (0.3-0.6 s) too
     deadline = Deadline(time_limit_s, started)
     cp_model = _backends.require("ortools.sat.python.cp_model")
     try:
@@ -266,16 +342,25 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
         flat = [v for row in y for v in row]
         if scaled is None:
             scale = 1.0
-            model.minimize(cp_model.LinearExpr.weighted_sum(
-                flat, [float(c) for costs in data.costs for c in costs]))
+            model.minimize(
+                cp_model.LinearExpr.weighted_sum(
+                    flat, [float(c) for costs in data.costs for c in costs]
+                )
+            )
         else:
             scale, coefs = scaled
             model.minimize(cp_model.LinearExpr.weighted_sum(flat, [c for cs in coefs for c in cs]))
         deadline.check()
     except _backends.OutOfTime:
-        return stopped_early(window, method, convention, seed, deadline,
-                             why="time limit reached while building the model",
-                             info={"formulation": formulation})
+        return stopped_early(
+            window,
+            method,
+            convention,
+            seed,
+            deadline,
+            why="time limit reached while building the model",
+            info={"formulation": formulation},
+        )
     built = time.perf_counter()
     solver = _backends.cpsat_solver(deadline.left(), seed, workers)
     status, found = _backends.cpsat_solve(solver, model)
@@ -283,8 +368,18 @@ def solve_cpsat(window: Window, *, convention="paper", time_limit_s=None, seed=0
     if found:
         starts = [next(p for p, v in enumerate(row) if solver.boolean_value(v)) for row in y]
     info = {"formulation": formulation, "build_s": built - started, "objective_scale": scale}
-    return _solved(window, method, convention, seed, deadline, data, starts, status,
-                   solver.best_objective_bound / scale, info)
+    return _solved(
+        window,
+        method,
+        convention,
+        seed,
+        deadline,
+        data,
+        starts,
+        status,
+        solver.best_objective_bound / scale,
+        info,
+    )
 
 
 def solve_seq(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
@@ -294,11 +389,15 @@ def solve_seq(window: Window, *, convention="paper", time_limit_s=None, seed=0) 
     some job finds none)."""
     started = time.perf_counter()
     assignment = fallback_assignment(window, convention)
-    return Result.from_assignment(window, assignment or (),
-                                  status=Status.FEASIBLE if assignment else Status.INFEASIBLE,
-                                  method="seq",
-                                  convention=convention, runtime_s=time.perf_counter() - started,
-                                  seed=seed)
+    return Result.from_assignment(
+        window,
+        assignment or (),
+        status=Status.FEASIBLE if assignment else Status.INFEASIBLE,
+        method="seq",
+        convention=convention,
+        runtime_s=time.perf_counter() - started,
+        seed=seed,
+    )
 
 
 def is_scas(window: Window, assignment) -> bool:
@@ -321,12 +420,20 @@ def is_scas(window: Window, assignment) -> bool:
 
 def solve_scip_paper(window: Window, *, convention="paper", time_limit_s=None, seed=0) -> Result:
     """M_SCAS in the paper's x/y formulation on SCIP."""
-    return solve_scip(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
-                      formulation="paper")
+    return solve_scip(
+        window, convention=convention, time_limit_s=time_limit_s, seed=seed, formulation="paper"
+    )
 
 
-def solve_cpsat_paper(window: Window, *, convention="paper", time_limit_s=None, seed=0,
-                      workers=1) -> Result:
+def solve_cpsat_paper(
+    window: Window, *, convention="paper", time_limit_s=None, seed=0, workers=1
+) -> Result:
     """M_SCAS in the paper's x/y formulation on CP-SAT."""
-    return solve_cpsat(window, convention=convention, time_limit_s=time_limit_s, seed=seed,
-                       formulation="paper", workers=workers)
+    return solve_cpsat(
+        window,
+        convention=convention,
+        time_limit_s=time_limit_s,
+        seed=seed,
+        formulation="paper",
+        workers=workers,
+    )

@@ -113,7 +113,7 @@ def _move(leaf_groups, counts, out_leaf, in_leaf, d):
         if a != b:
             ca = counts[a]
             cb = counts[b]
-            change += 2 * d * (cb - ca + d)        # (ca - d)^2 - ca^2 + (cb + d)^2 - cb^2
+            change += 2 * d * (cb - ca + d)  # (ca - d)^2 - ca^2 + (cb + d)^2 - cb^2
             counts[a] = ca - d
             counts[b] = cb + d
     return change
@@ -149,7 +149,7 @@ def scas_best(leaf_groups, leaf_idle, size, counts, seg_leaf, seg_count):
     num = 0
     m = 0
     for k in range(leaf_idle.shape[0]):
-        if leaf_idle[k] >= size:     # the first run inside one leaf: every row counts size
+        if leaf_idle[k] >= size:  # the first run inside one leaf: every row counts size
             start = 0
             for i in range(k):
                 start += leaf_idle[i]
@@ -246,7 +246,7 @@ def _sort_children(child_list, a, b, idle_below, keys, order, descending):
                 key = (1 << 30) - key
             keys[a + n] = (key << 32) | (i - a)
             n += 1
-    part = keys[a:a + n]
+    part = keys[a : a + n]
     part.sort()
     for j in range(n):
         order[a + j] = child_list[a + (part[j] & 0xFFFFFFFF)]
@@ -254,9 +254,29 @@ def _sort_children(child_list, a, b, idle_below, keys, order, descending):
 
 
 @njit
-def freeform_best(switch_parent, leaf_switch, leaf_of_switch, child_start, child_list,
-                  leaf_depth, leaf_idle, size, idle_below, num_kids, keys, order, table_at,
-                  tables, choice_at, choices, buf_a, buf_b, stack_s, stack_c, leaf_take):
+def freeform_best(
+    switch_parent,
+    leaf_switch,
+    leaf_of_switch,
+    child_start,
+    child_list,
+    leaf_depth,
+    leaf_idle,
+    size,
+    idle_below,
+    num_kids,
+    keys,
+    order,
+    table_at,
+    tables,
+    choice_at,
+    choices,
+    buf_a,
+    buf_b,
+    stack_s,
+    stack_c,
+    leaf_take,
+):
     """The largest S of any ``size`` idle nodes on a tree whose leaves all sit at depth
     ``leaf_depth``, and the count taken from each leaf (into ``leaf_take``).
 
@@ -275,7 +295,7 @@ def freeform_best(switch_parent, leaf_switch, leaf_of_switch, child_start, child
         leaf_take[k] = 0
         if leaf_idle[k] >= size and (best_leaf < 0 or leaf_idle[k] < leaf_idle[best_leaf]):
             best_leaf = k
-    if best_leaf >= 0:                       # one leaf holds the job: every row counts size
+    if best_leaf >= 0:  # one leaf holds the job: every row counts size
         leaf_take[best_leaf] = size
         return leaf_depth * size * size
     for s in range(num_switches):
@@ -328,7 +348,7 @@ def freeform_best(switch_parent, leaf_switch, leaf_of_switch, child_start, child
             g_len = min(size, idle_below[c]) + 1
             remaining -= idle_below[c]
             new_len = min(size, cur_len - 1 + g_len - 1) + 1
-            lo = max(0, size - remaining) if top else 0    # the top needs size in the end
+            lo = max(0, size - remaining) if top else 0  # the top needs size in the end
             choice_at[a + j] = chosen_at
             for t in range(new_len):
                 nxt[t] = -1
@@ -374,11 +394,12 @@ def freeform_best(switch_parent, leaf_switch, leaf_of_switch, child_start, child
                 t -= idle_below[order[a + f]]
                 leaf_take[leaf_of_switch[order[a + f]]] = idle_below[order[a + f]]
                 f += 1
-            if t > 0:                        # the tightest other leaf that holds the rest
+            if t > 0:  # the tightest other leaf that holds the rest
                 fit = -1
                 for i in range(f, n):
                     if idle_below[order[a + i]] >= t and (
-                            fit < 0 or idle_below[order[a + i]] < idle_below[fit]):
+                        fit < 0 or idle_below[order[a + i]] < idle_below[fit]
+                    ):
                         fit = order[a + i]
                 leaf_take[leaf_of_switch[fit]] = t
             continue
@@ -411,8 +432,9 @@ class SingleJobTables:
 
     def __init__(self, topology: Topology):
         if not isinstance(topology, Topology):
-            raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
-                                    f"{type(topology).__name__}")
+            raise InvalidInputError(
+                f"topology must be a tjap.Topology (or tjap.FatTree), got {type(topology).__name__}"
+            )
         t = topology
         form = t.count_form
         self.topology = t
@@ -428,8 +450,9 @@ class SingleJobTables:
         self.leaf_of_switch[leaves] = np.arange(leaves.size)
         kids = np.argsort(self.switch_parent[1:], kind="stable") + 1
         self.child_list = kids.astype(np.int64)
-        self.child_start = np.searchsorted(self.switch_parent[1:][kids - 1],
-                                           np.arange(t.num_switches + 1)).astype(np.int64)
+        self.child_start = np.searchsorted(
+            self.switch_parent[1:][kids - 1], np.arange(t.num_switches + 1)
+        ).astype(np.int64)
         depths = np.asarray(t.switch_depth)[leaves]
         self.exact_kernel = bool((depths == depths[0]).all())
         self.leaf_depth = int(depths[0])
@@ -452,16 +475,21 @@ class SingleJobTables:
         if mask.dtype != np.bool_ or mask.shape != (self.topology.num_nodes,):
             raise InvalidInputError(
                 f"idle_mask must be a bool array of one entry per node (shape "
-                f"({self.topology.num_nodes},)), got dtype {mask.dtype} and shape {mask.shape}")
+                f"({self.topology.num_nodes},)), got dtype {mask.dtype} and shape {mask.shape}"
+            )
         return mask
 
     def _check(self, idle_mask, size) -> tuple[np.ndarray, int]:
         mask = self._mask(idle_mask)
         total = leaf_idle_counts(mask, self.leaf_first, self.leaf_size, self._leaf_idle)
-        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) \
-                or not 1 <= size <= total:
-            raise InvalidInputError(f"size must be an integer in 1..{total} (the idle nodes), "
-                                    f"got {size!r}")
+        if (
+            isinstance(size, (bool, np.bool_))
+            or not isinstance(size, (int, np.integer))
+            or not 1 <= size <= total
+        ):
+            raise InvalidInputError(
+                f"size must be an integer in 1..{total} (the idle nodes), got {size!r}"
+            )
         return mask, int(size)
 
     def leaf_idle(self, idle_mask) -> np.ndarray:
@@ -483,11 +511,13 @@ class SingleJobTables:
         return self._scas(*self._check(idle_mask, size))
 
     def _scas(self, mask, size):
-        s, _, leaf, offset = scas_best(self.leaf_groups, self._leaf_idle, size, self._counts,
-                                       self._leaf_a, self._leaf_b)
+        s, _, leaf, offset = scas_best(
+            self.leaf_groups, self._leaf_idle, size, self._counts, self._leaf_a, self._leaf_b
+        )
         nodes = np.empty(size, np.int64)
-        scas_nodes(mask, self.leaf_first, self.leaf_size, self._leaf_idle, size, leaf, offset,
-                   nodes)
+        scas_nodes(
+            mask, self.leaf_first, self.leaf_size, self._leaf_idle, size, leaf, offset, nodes
+        )
         return int(s), nodes
 
     def scratch(self, size: int) -> tuple:
@@ -500,10 +530,21 @@ class SingleJobTables:
         choice_cells = int((children * below).sum())
         ns, nc, nl = t.num_switches, self.child_list.size, self.leaf_switch.size
         z = np.zeros
-        return (z(ns, np.int64), z(ns, np.int64), z(nc, np.int64), z(nc, np.int64),
-                z(ns, np.int64), z(table_cells, np.int64), z(nc, np.int64),
-                z(choice_cells, np.int64), z(size + 1, np.int64), z(size + 1, np.int64),
-                z(ns, np.int64), z(ns, np.int64), z(nl, np.int64))
+        return (
+            z(ns, np.int64),
+            z(ns, np.int64),
+            z(nc, np.int64),
+            z(nc, np.int64),
+            z(ns, np.int64),
+            z(table_cells, np.int64),
+            z(nc, np.int64),
+            z(choice_cells, np.int64),
+            z(size + 1, np.int64),
+            z(size + 1, np.int64),
+            z(ns, np.int64),
+            z(ns, np.int64),
+            z(nl, np.int64),
+        )
 
     def bound(self, idle_mask, size: int) -> tuple[int, np.ndarray]:
         """The free-form optimum: the largest S of any ``size`` idle nodes, and those nodes
@@ -524,14 +565,29 @@ class SingleJobTables:
             grow = max(size, 2 * self._scratch_size, 64)
             self._scratch, self._scratch_size = self.scratch(grow), grow
         sc = self._scratch
-        s = freeform_best(self.switch_parent, self.leaf_switch, self.leaf_of_switch,
-                          self.child_start, self.child_list, self.leaf_depth, self._leaf_idle,
-                          size, *sc)
+        s = freeform_best(
+            self.switch_parent,
+            self.leaf_switch,
+            self.leaf_of_switch,
+            self.child_start,
+            self.child_list,
+            self.leaf_depth,
+            self._leaf_idle,
+            size,
+            *sc,
+        )
         leaf_take = sc[12]
         nodes = np.empty(size, np.int64)
         self._leaf_a[:] = 0
-        take_nodes(mask, self.leaf_first, self.leaf_size, self._leaf_a, leaf_take,
-                   np.flatnonzero(leaf_take), nodes)
+        take_nodes(
+            mask,
+            self.leaf_first,
+            self.leaf_size,
+            self._leaf_a,
+            leaf_take,
+            np.flatnonzero(leaf_take),
+            nodes,
+        )
         return int(s), nodes
 
     def optima(self, idle_mask, size: int) -> tuple[tuple[int, np.ndarray], tuple[int, np.ndarray]]:
@@ -542,5 +598,8 @@ class SingleJobTables:
     def cost(self, size: int, sum_sq: int, convention: str = "paper") -> float:
         """The CH cost of a ``size``-node set of sum of squares ``sum_sq`` in ``convention``
         (``"paper"`` or ``"published"``), as :func:`~tjap.placement.tree.cost.job_cost` gives it."""
-        return float(cost_from_sum_of_squares(int(size), self.top_level, int(sum_sq),
-                                              convention_code(convention)))
+        return float(
+            cost_from_sum_of_squares(
+                int(size), self.top_level, int(sum_sq), convention_code(convention)
+            )
+        )

@@ -41,22 +41,28 @@ def _entries(source) -> tuple[list[dict], str]:
     documents, label = load_documents(source, "topology.yaml")
     if len(documents) != 1 or not isinstance(documents[0], list):
         if any(isinstance(d, dict) and "kind" in d for d in documents):
-            raise InvalidInputError(f"{label} is a Kubernetes manifest, not a Slurm "
-                                    "topology.yaml; read HyperNodes with "
-                                    "Topology.from_hypernodes, nodes with from_node_labels")
-        raise InvalidInputError(f"{label} must be one YAML list of topologies, each starting "
-                                "'- topology: NAME'; write e.g. '- topology: topo1' then "
-                                "'  tree:' or '  block:'")
+            raise InvalidInputError(
+                f"{label} is a Kubernetes manifest, not a Slurm "
+                "topology.yaml; read HyperNodes with "
+                "Topology.from_hypernodes, nodes with from_node_labels"
+            )
+        raise InvalidInputError(
+            f"{label} must be one YAML list of topologies, each starting "
+            "'- topology: NAME'; write e.g. '- topology: topo1' then "
+            "'  tree:' or '  block:'"
+        )
     entries, seen = [], set()
     for i, entry in enumerate(documents[0]):
         where = f"{label}, entry {i + 1}"
         if not isinstance(entry, dict) or "topology" not in entry:
-            raise InvalidInputError(f"{where} has no 'topology: NAME'; every entry starts with "
-                                    "its name")
+            raise InvalidInputError(
+                f"{where} has no 'topology: NAME'; every entry starts with its name"
+            )
         name = entry["topology"]
         if not isinstance(name, str) or not name:
-            raise InvalidInputError(f"{where}: topology: {name!r} is not a name; give a "
-                                    "non-empty string (quote it)")
+            raise InvalidInputError(
+                f"{where}: topology: {name!r} is not a name; give a non-empty string (quote it)"
+            )
         where = f"{label}, topology {name!r}"
         if name in seen:
             raise InvalidInputError(f"{where} is defined twice; give each topology its own name")
@@ -64,19 +70,30 @@ def _entries(source) -> tuple[list[dict], str]:
         _check_keys(entry, TOPOLOGY_KEYS, where)
         default = entry.get("cluster_default", False)
         if not isinstance(default, bool):
-            raise InvalidInputError(f"{where}: cluster_default: {default!r} is not true or "
-                                    "false; write cluster_default: true")
+            raise InvalidInputError(
+                f"{where}: cluster_default: {default!r} is not true or "
+                "false; write cluster_default: true"
+            )
         flat = entry.get("flat", False)
         if not isinstance(flat, bool):
-            raise InvalidInputError(f"{where}: flat: {flat!r} is not true or false; write "
-                                    "flat: true")
+            raise InvalidInputError(
+                f"{where}: flat: {flat!r} is not true or false; write flat: true"
+            )
         kinds = [k for k in _KINDS if k in entry and (k != "flat" or flat)]
         if len(kinds) != 1:
             raise InvalidInputError(
                 f"{where} defines {' and '.join(kinds) if kinds else 'no topology type'}; "
-                "give exactly one of tree:, block: or flat: true")
-        entries.append({"name": name, "kind": kinds[0], "default": default,
-                        "body": entry.get(kinds[0]), "where": where})
+                "give exactly one of tree:, block: or flat: true"
+            )
+        entries.append(
+            {
+                "name": name,
+                "kind": kinds[0],
+                "default": default,
+                "body": entry.get(kinds[0]),
+                "where": where,
+            }
+        )
     if not entries:
         raise InvalidInputError(f"{label} lists no topology; add '- topology: NAME' entries")
     return entries, label
@@ -85,8 +102,9 @@ def _entries(source) -> tuple[list[dict], str]:
 def _check_keys(mapping: dict, allowed, where: str) -> None:
     unknown = [k for k in mapping if k not in allowed]
     if unknown:
-        raise InvalidInputError(f"{where}: unknown key {unknown[0]!r}; allowed: "
-                                f"{', '.join(allowed)}")
+        raise InvalidInputError(
+            f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(allowed)}"
+        )
 
 
 def slurm_yaml_topologies(source) -> dict[str, str]:
@@ -120,8 +138,9 @@ def slurm_yaml_default(source) -> str:
 def _names(value, key: str, where: str, listed) -> list[str]:
     value = list(value) if isinstance(value, tuple) else value
     if not isinstance(value, (str, list)):
-        raise InvalidInputError(f"{where}: {key}: must be a hostlist (n[1-4]) or a list of "
-                                f"names, got {value!r:.60}")
+        raise InvalidInputError(
+            f"{where}: {key}: must be a hostlist (n[1-4]) or a list of names, got {value!r:.60}"
+        )
     try:
         names = listed(value, "switches" if key == "children" else "nodes")
     except InvalidInputError as error:
@@ -138,8 +157,10 @@ def _items(body, key: str, item: str, allowed, where: str) -> list:
     _check_keys(body, allowed, where)
     items = body.get(key)
     if not isinstance(items, list) or not items:
-        raise InvalidInputError(f"{where}: '{key}:' must be a non-empty list; write '{key}:' "
-                                f"then '- {item}: NAME' entries")
+        raise InvalidInputError(
+            f"{where}: '{key}:' must be a non-empty list; write '{key}:' "
+            f"then '- {item}: NAME' entries"
+        )
     return items
 
 
@@ -148,8 +169,9 @@ def _named(item, key: str, allowed, where: str) -> tuple[str, str]:
         raise InvalidInputError(f"{where} is no '{key}: NAME' entry; got {item!r:.60}")
     name = item[key]
     if not isinstance(name, str) or not name:
-        raise InvalidInputError(f"{where}: {key}: {name!r} is not a name; give a non-empty "
-                                "string (quote it)")
+        raise InvalidInputError(
+            f"{where}: {key}: {name!r} is not a name; give a non-empty string (quote it)"
+        )
     where = f"{where} ({key} {name!r})"
     _check_keys(item, allowed, where)
     return name, where
@@ -161,12 +183,15 @@ def _tree_specs(entry, listed) -> list:
     for i, item in enumerate(_items(entry["body"], "switches", "switch", ("switches",), where)):
         name, at = _named(item, "switch", SWITCH_KEYS, f"{where}.switches[{i}]")
         if ("nodes" in item) == ("children" in item):
-            raise InvalidInputError(f"{at} needs exactly one of nodes: (a leaf switch) or "
-                                    "children: (the switches below it)")
+            raise InvalidInputError(
+                f"{at} needs exactly one of nodes: (a leaf switch) or "
+                "children: (the switches below it)"
+            )
         key = "nodes" if "nodes" in item else "children"
         names = _names(item[key], key, at, listed)
-        specs.append((name, names if key == "nodes" else None,
-                      names if key == "children" else None, at))
+        specs.append(
+            (name, names if key == "nodes" else None, names if key == "children" else None, at)
+        )
     return specs
 
 
@@ -183,10 +208,15 @@ def _block_specs(entry, listed) -> list:
     if sizes is not None:
         if isinstance(sizes, int) and not isinstance(sizes, bool):
             sizes = [sizes]
-        if not isinstance(sizes, list) or not sizes or not all(
-                isinstance(s, int) and not isinstance(s, bool) for s in sizes):
-            raise InvalidInputError(f"{sizes_at}: {sizes!r:.60} is not a list of node counts; "
-                                    "write e.g. block_sizes: [18, 36, 72]")
+        if (
+            not isinstance(sizes, list)
+            or not sizes
+            or not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes)
+        ):
+            raise InvalidInputError(
+                f"{sizes_at}: {sizes!r:.60} is not a list of node counts; "
+                "write e.g. block_sizes: [18, 36, 72]"
+            )
         sizes = parse_block_sizes(",".join(map(str, sizes)), sizes_at)
     return block_specs(blocks, sizes, sizes_at if sizes else f"{where}.blocks")
 
@@ -207,19 +237,24 @@ def slurm_yaml_specs(source, name: str | None, listed, nodes=None) -> list:
         entry = next((e for e in entries if e["name"] == name), None)
         if entry is None:
             listing = ", ".join(f"{e['name']} ({e['kind']})" for e in entries)
-            raise InvalidInputError(f"{label} has no topology {name!r}; its topologies are "
-                                    f"{listing[:200]}")
+            raise InvalidInputError(
+                f"{label} has no topology {name!r}; its topologies are {listing[:200]}"
+            )
     if entry["kind"] == "flat":
         if nodes is None:
             raise InvalidInputError(
                 f"{entry['where']} is flat (topology/flat): it lists no switches and no nodes, "
                 "so there is no structure to place on; pick a tree or block topology, or give "
-                "the node list (nodes=...) to place on one switch")
-        return [(entry["name"], _names(nodes, "nodes", entry["where"], listed), None,
-                 entry["where"])]
+                "the node list (nodes=...) to place on one switch"
+            )
+        return [
+            (entry["name"], _names(nodes, "nodes", entry["where"], listed), None, entry["where"])
+        ]
     if nodes is not None:
-        raise InvalidInputError(f"{entry['where']} is a {entry['kind']} topology, which lists "
-                                "its own nodes; give nodes= for a flat topology only")
+        raise InvalidInputError(
+            f"{entry['where']} is a {entry['kind']} topology, which lists "
+            "its own nodes; give nodes= for a flat topology only"
+        )
     if entry["kind"] == "tree":
         return _tree_specs(entry, listed)
     return _block_specs(entry, listed)

@@ -34,8 +34,9 @@ def read_utf8(path, what: str) -> str:
     try:
         data = Path(path).read_bytes()
     except OSError as error:
-        raise InvalidInputError(f"cannot read {what} {str(path)!r}: "
-                                f"{error.strerror or error}") from None
+        raise InvalidInputError(
+            f"cannot read {what} {str(path)!r}: {error.strerror or error}"
+        ) from None
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
         return data[bom:].decode("utf-8")
@@ -43,7 +44,8 @@ def read_utf8(path, what: str) -> str:
         offset = bom + error.start
         raise InvalidInputError(
             f"{what} {str(path)!r} is not UTF-8 text (byte 0x{data[offset]:02x} at offset "
-            f"{offset}); save it as UTF-8") from None
+            f"{offset}); save it as UTF-8"
+        ) from None
 
 
 def source_text(source, what: str) -> tuple[str, str]:
@@ -52,8 +54,9 @@ def source_text(source, what: str) -> tuple[str, str]:
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source):
         return read_utf8(source, what), f"{what} {str(source)!r}"
     if not isinstance(source, str):
-        raise InvalidInputError(f"a {what} is a path or the file's text, got "
-                                f"{type(source).__name__}")
+        raise InvalidInputError(
+            f"a {what} is a path or the file's text, got {type(source).__name__}"
+        )
     return source, f"the {what} text"
 
 
@@ -66,31 +69,35 @@ def parse_text(text: str, label: str) -> list:
             return [json.loads(text)]
         except RecursionError:
             raise InvalidInputError(f"{label} nests too deeply; flatten it") from None
-        except ValueError as error:   # flow-style YAML, or broken JSON (said if YAML fails too)
-            json_error = (f"line {error.lineno}: {error.msg}" if hasattr(error, "lineno")
-                          else " ".join(str(error).split())[:120])
+        except ValueError as error:  # flow-style YAML, or broken JSON (said if YAML fails too)
+            json_error = (
+                f"line {error.lineno}: {error.msg}"
+                if hasattr(error, "lineno")
+                else " ".join(str(error).split())[:120]
+            )
     try:
         import yaml
     except ImportError:
-        raise MissingDependencyError(f"reading {label} needs PyYAML; pip install pyyaml"
-                                     ) from None
+        raise MissingDependencyError(f"reading {label} needs PyYAML; pip install pyyaml") from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         documents = list(yaml.load_all(text, Loader=loader))
     except RecursionError:
         raise InvalidInputError(f"{label} nests too deeply; flatten it") from None
-    except (ValueError, OverflowError) as error:     # a number YAML cannot convert
+    except (ValueError, OverflowError) as error:  # a number YAML cannot convert
         reason = " ".join(str(error).split())[:120]
-        raise InvalidInputError(f"{label} holds a value YAML cannot read ({reason}); quote it "
-                                "or shorten it") from None
+        raise InvalidInputError(
+            f"{label} holds a value YAML cannot read ({reason}); quote it or shorten it"
+        ) from None
     except yaml.YAMLError as error:
         if json_error is not None:
             raise InvalidInputError(f"{label} is not valid JSON ({json_error})") from None
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = " ".join(str(getattr(error, "problem", None) or error).split())[:120]
-        raise InvalidInputError(f"{label} is not valid YAML ({where}{problem}); fix the "
-                                "indentation or quote the value") from None
+        raise InvalidInputError(
+            f"{label} is not valid YAML ({where}{problem}); fix the indentation or quote the value"
+        ) from None
     return [d for d in documents if d is not None]
 
 
@@ -141,8 +148,10 @@ def file_kind(text: str, label: str = "the file") -> str:
     (``topology:``, ``- topology:``, ``apiVersion:``, ``kind:``), is parsed; anything else is a
     ``topology.conf``. A parsed text of none of the kinds is a one-line error.
     """
-    first = next((line for line in text.splitlines()
-                  if line.strip() and not line.lstrip().startswith("#")), "")
+    first = next(
+        (line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")),
+        "",
+    )
     if not (first.lstrip()[:1] in ("{", "[") or _YAML_START.match(first)):
         return "conf"
     documents = parse_text(text, label)
@@ -153,11 +162,15 @@ def file_kind(text: str, label: str = "the file") -> str:
         return "kube-nodes"
     if kinds == {"HyperNode"}:
         return "hypernodes"
-    if len(documents) == 1 and isinstance(documents[0], list) and all(
-            isinstance(t, dict) and "topology" in t for t in documents[0]):
+    if (
+        len(documents) == 1
+        and isinstance(documents[0], list)
+        and all(isinstance(t, dict) and "topology" in t for t in documents[0])
+    ):
         return "yaml"
     found = ", ".join(sorted(k for k in kinds if k)) or "no Kubernetes kind"
     raise InvalidInputError(
         f"{label} is neither a Slurm topology.yaml (a list of '- topology: NAME' entries), "
-        f"a JSON tree ({{\"switches\": [...]}}), kubectl get nodes -o json output nor HyperNode "
-        f"manifests (found {found}); name its format with --format")
+        f'a JSON tree ({{"switches": [...]}}), kubectl get nodes -o json output nor HyperNode '
+        f"manifests (found {found}); name its format with --format"
+    )

@@ -26,16 +26,26 @@ from collections.abc import Iterator
 import numpy as np
 
 from tjap.errors import InvalidInputError
-from tjap.placement.tree.online import window_ticks
 from tjap.placement.tree.fat_tree import FatTree
+from tjap.placement.tree.online import window_ticks
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import REQUESTED_NODES, RUNTIME_S, Workload
 
-def window_stream(topology: Topology, workload: Workload, *, num_windows: int, tau_s: int = 60,
-                  cap: int | None = 5, epoch_windows: int = 100, seed: int = 0,
-                  method: str = "auto", convention: str = "paper", warmup_windows: int = 0
-                  ) -> Iterator[Window]:
+
+def window_stream(
+    topology: Topology,
+    workload: Workload,
+    *,
+    num_windows: int,
+    tau_s: int = 60,
+    cap: int | None = 5,
+    epoch_windows: int = 100,
+    seed: int = 0,
+    method: str = "auto",
+    convention: str = "paper",
+    warmup_windows: int = 0,
+) -> Iterator[Window]:
     """Yield ``num_windows`` non-empty windows of the paper's stream (after the first
     ``warmup_windows`` of each epoch, which move the cluster on but are not yielded).
 
@@ -46,12 +56,15 @@ def window_stream(topology: Topology, workload: Workload, *, num_windows: int, t
     if num_windows < 1 or epoch_windows < 1 or tau_s < 1:
         raise InvalidInputError("num_windows, epoch_windows and tau_s must be positive")
     if cap is not None and cap < 1:
-        raise InvalidInputError(f"cap must be a positive number of multi-node jobs or None, got {cap}")
+        raise InvalidInputError(
+            f"cap must be a positive number of multi-node jobs or None, got {cap}"
+        )
     if workload.requested_nodes.max() > topology.num_nodes:
         raise InvalidInputError(
             f"a job requests {int(workload.requested_nodes.max())} nodes, more nodes than the "
             f"cluster has ({topology.num_nodes}); drop such jobs (Workload.from_file(..., "
-            "cluster_nodes=N) does)")
+            "cluster_nodes=N) does)"
+        )
     rng = np.random.default_rng(np.random.SeedSequence([seed, 1]))
     produced = 0
     epoch = 0
@@ -59,8 +72,19 @@ def window_stream(topology: Topology, workload: Workload, *, num_windows: int, t
         start = int(rng.integers(0, max(1, workload.num_jobs // 2)))
         count = min(epoch_windows, num_windows - produced)
         try:
-            for window in _epoch(topology, workload, start, epoch, count, tau_s, cap, method,
-                                 convention, seed, warmup_windows):
+            for window in _epoch(
+                topology,
+                workload,
+                start,
+                epoch,
+                count,
+                tau_s,
+                cap,
+                method,
+                convention,
+                seed,
+                warmup_windows,
+            ):
                 yield window
                 produced += 1
         except _RanOut as out:
@@ -69,7 +93,8 @@ def window_stream(topology: Topology, workload: Workload, *, num_windows: int, t
                 f"the workload ({workload.num_jobs} jobs) ran out of jobs in epoch {epoch} "
                 f"(from job {start}{warm}) after {out.made} of its {count} windows: "
                 f"{produced} of the {num_windows} windows asked were made; ask for fewer "
-                "windows (or fewer per epoch), or give more jobs") from None
+                "windows (or fewer per epoch), or give more jobs"
+            ) from None
         epoch += 1
 
 
@@ -81,11 +106,21 @@ class _RanOut(Exception):
         self.made = made
 
 
-def _epoch(topology, workload, start, epoch, count, tau_s, cap, method, convention, seed,
-           warmup_windows=0):
+def _epoch(
+    topology, workload, start, epoch, count, tau_s, cap, method, convention, seed, warmup_windows=0
+):
     made = skipped = 0
-    for tick in window_ticks(topology, workload, start, None, tau_s=tau_s, cap=cap, method=method,
-                             convention=convention, seed=seed):
+    for tick in window_ticks(
+        topology,
+        workload,
+        start,
+        None,
+        tau_s=tau_s,
+        cap=cap,
+        method=method,
+        convention=convention,
+        seed=seed,
+    ):
         if tick.window is None:
             continue
         if skipped < warmup_windows:
@@ -124,21 +159,37 @@ def tree_load(num_nodes: int) -> dict:
     if num_nodes < 1:
         raise InvalidInputError(f"a cluster needs at least one node, got {num_nodes}")
     if num_nodes >= PAPER_NODES:
-        return {"max_nodes": REQUESTED_NODES[1], "runtime_scale": num_nodes / PAPER_NODES,
-                "arrival_scale": 1.0}
-    max_nodes = min(REQUESTED_NODES[1], num_nodes,
-                    max(2, int(num_nodes * LARGEST_JOB_SHARE)))
+        return {
+            "max_nodes": REQUESTED_NODES[1],
+            "runtime_scale": num_nodes / PAPER_NODES,
+            "arrival_scale": 1.0,
+        }
+    max_nodes = min(REQUESTED_NODES[1], num_nodes, max(2, int(num_nodes * LARGEST_JOB_SHARE)))
     mean_request = (REQUESTED_NODES[0] + max_nodes) / 2
     paper_mean_request = (REQUESTED_NODES[0] + REQUESTED_NODES[1]) / 2
-    return {"max_nodes": max_nodes, "runtime_scale": 1.0,
-            "arrival_scale": PAPER_NODES / num_nodes * mean_request / paper_mean_request}
+    return {
+        "max_nodes": max_nodes,
+        "runtime_scale": 1.0,
+        "arrival_scale": PAPER_NODES / num_nodes * mean_request / paper_mean_request,
+    }
 
 
-def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 0, *,
-                     cap: int | None = 5, tau_s: int = 60, epoch_windows: int = 100,
-                     num_jobs: int = 100_000, method: str = "auto", convention: str = "paper",
-                     topology=None, warmup_windows: int | None = None,
-                     workload: Workload | None = None, progress=None) -> list[Window]:
+def generate_windows(
+    layout: str = "paper",
+    num_windows: int = 200,
+    seed: int = 0,
+    *,
+    cap: int | None = 5,
+    tau_s: int = 60,
+    epoch_windows: int = 100,
+    num_jobs: int = 100_000,
+    method: str = "auto",
+    convention: str = "paper",
+    topology=None,
+    warmup_windows: int | None = None,
+    workload: Workload | None = None,
+    progress=None,
+) -> list[Window]:
     """Windows of the paper's stream on a named 1000-node layout ("paper" or "published"), or
     on ``topology`` (any :class:`~tjap.placement.tree.topology.Topology`: a user's cluster).
 
@@ -164,20 +215,34 @@ def generate_windows(layout: str = "paper", num_windows: int = 200, seed: int = 
     else:
         load = tree_load(topology.num_nodes)
         if warmup_windows is None:
-            mean_runtime = ((RUNTIME_S[0] + RUNTIME_S[1]) / 2 * load["runtime_scale"]
-                            if workload is None else float(np.mean(workload.runtime_s)))
+            mean_runtime = (
+                (RUNTIME_S[0] + RUNTIME_S[1]) / 2 * load["runtime_scale"]
+                if workload is None
+                else float(np.mean(workload.runtime_s))
+            )
             warmup_windows = int(np.ceil(mean_runtime / tau_s))
     if warmup_windows is not None and warmup_windows < 0:
         raise InvalidInputError(f"warmup_windows must be 0 or more, got {warmup_windows}")
     if workload is None:
         workload = Workload.generate(num_jobs, seed, **(load or {}))
     elif not isinstance(workload, Workload):
-        raise InvalidInputError(f"workload must be a Workload (Workload.from_file reads one), "
-                                f"got {type(workload).__name__}")
+        raise InvalidInputError(
+            f"workload must be a Workload (Workload.from_file reads one), "
+            f"got {type(workload).__name__}"
+        )
     windows = []
-    for window in window_stream(topology, workload, num_windows=num_windows, tau_s=tau_s,
-                                cap=cap, epoch_windows=epoch_windows, seed=seed, method=method,
-                                convention=convention, warmup_windows=warmup_windows or 0):
+    for window in window_stream(
+        topology,
+        workload,
+        num_windows=num_windows,
+        tau_s=tau_s,
+        cap=cap,
+        epoch_windows=epoch_windows,
+        seed=seed,
+        method=method,
+        convention=convention,
+        warmup_windows=warmup_windows or 0,
+    ):
         windows.append(window)
         if progress is not None:
             progress(len(windows), num_windows)

@@ -37,11 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
+from tjap.errors import InvalidInputError
 from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.sources import read_utf8
 from tjap.placement.tree.tree_cost import CountForm, count_groups
-from tjap.errors import InvalidInputError
 
 #: Name of the switch added above several top-level switches.
 IMPLICIT_ROOT = "(root)"
@@ -60,15 +60,17 @@ def _where(where: str, message: str) -> InvalidInputError:
 
 
 #: The advice of an error about a tree larger than tjap supports.
-_SIZE_FIX = (f"tjap supports switch trees of at most {MAX_NODES:,} nodes and {MAX_SWITCHES:,} "
-             "switches (tjap.placement.tree.topology.MAX_NODES, MAX_SWITCHES)")
+_SIZE_FIX = (
+    f"tjap supports switch trees of at most {MAX_NODES:,} nodes and {MAX_SWITCHES:,} "
+    "switches (tjap.placement.tree.topology.MAX_NODES, MAX_SWITCHES)"
+)
 
 
 def _check_size(num_nodes: int, num_switches: int, where: str = "") -> None:
     """Refuse a tree of more nodes or switches than tjap supports (before building it)."""
     if num_nodes > MAX_NODES:
         raise _where(where, f"the tree has more than {MAX_NODES:,} nodes; {_SIZE_FIX}")
-    if num_switches > MAX_SWITCHES + 1:     # + an implicit root
+    if num_switches > MAX_SWITCHES + 1:  # + an implicit root
         raise _where(where, f"the tree has more than {MAX_SWITCHES:,} switches; {_SIZE_FIX}")
 
 
@@ -78,9 +80,13 @@ def _listed(value, key: str, counts: dict) -> list[str]:
     counts the names of that key read so far; more than tjap supports are refused."""
     most = MAX_NODES if key == "nodes" else MAX_SWITCHES
     if isinstance(value, str):
-        room = most - counts[key]       # expanded only as far as the tree may still grow
-        fix = (_SIZE_FIX if room == most else f"with the {counts[key]:,} {key} listed before "
-               f"it, the tree would have more than {most:,}; {_SIZE_FIX}")
+        room = most - counts[key]  # expanded only as far as the tree may still grow
+        fix = (
+            _SIZE_FIX
+            if room == most
+            else f"with the {counts[key]:,} {key} listed before "
+            f"it, the tree would have more than {most:,}; {_SIZE_FIX}"
+        )
         names = expand_hostlist(value, room, fix) if value else []
     else:
         names = list(_check_names(value, "node" if key == "nodes" else "switch"))
@@ -94,8 +100,11 @@ def _check_names(names, what: str, where: str = "") -> tuple[str, ...]:
     names = tuple(names)
     for name in names:
         if not isinstance(name, str) or not name or _BAD_NAME.search(name):
-            raise _where(where, f"{what} name {name!r} is not allowed; names are non-empty, "
-                                "without whitespace, commas, brackets, '=', '#' or '\\'")
+            raise _where(
+                where,
+                f"{what} name {name!r} is not allowed; names are non-empty, "
+                "without whitespace, commas, brackets, '=', '#' or '\\'",
+            )
     return names
 
 
@@ -142,9 +151,28 @@ class Topology:
     ([4, 2], 4, (2, 0))
     """
 
-    __slots__ = ("switch_names", "switch_parent", "node_names", "node_leaf", "switch_depth",
-                 "leaf_switches", "leaf_sizes", "num_levels", "_node_ids", "_switch_ids",
-                 "_count_form")
+    __slots__ = (
+        "switch_names",
+        "switch_parent",
+        "node_names",
+        "node_leaf",
+        "switch_depth",
+        "leaf_switches",
+        "leaf_sizes",
+        "num_levels",
+        "_node_ids",
+        "_switch_ids",
+        "_count_form",
+    )
+    # the slots' types, for static readers (set once, in __init__)
+    switch_names: tuple[str, ...]
+    switch_parent: np.ndarray
+    node_names: tuple[str, ...]
+    node_leaf: np.ndarray
+    switch_depth: np.ndarray
+    leaf_switches: np.ndarray
+    leaf_sizes: np.ndarray
+    num_levels: int
 
     def __init__(self, switch_names, switch_parent, node_names, node_leaf):
         switch_names, node_names = tuple(switch_names), tuple(node_names)
@@ -157,41 +185,51 @@ class Topology:
         if num_switches == 0 or num_nodes == 0:
             raise InvalidInputError("a switch tree needs at least one switch and one node")
         if len(parent) != num_switches:
-            raise InvalidInputError(f"switch_parent has {len(parent)} entries for "
-                                    f"{num_switches} switches; give one parent per switch")
+            raise InvalidInputError(
+                f"switch_parent has {len(parent)} entries for "
+                f"{num_switches} switches; give one parent per switch"
+            )
         if len(leaf) != num_nodes:
             raise InvalidInputError(
-                f"node_leaf has {len(leaf)} entries for {num_nodes} nodes; give one per node")
+                f"node_leaf has {len(leaf)} entries for {num_nodes} nodes; give one per node"
+            )
         switch_ids = {name: i for i, name in enumerate(switch_names)}
         if len(switch_ids) != num_switches:
-            raise InvalidInputError(f"switch {_first_duplicate(switch_names)!r} appears twice; "
-                                    "switch names must be unique")
+            raise InvalidInputError(
+                f"switch {_first_duplicate(switch_names)!r} appears twice; "
+                "switch names must be unique"
+            )
         node_ids = {name: i for i, name in enumerate(node_names)}
         if len(node_ids) != num_nodes:
-            raise InvalidInputError(f"node {_first_duplicate(node_names)!r} appears twice; "
-                                    "node names must be unique")
+            raise InvalidInputError(
+                f"node {_first_duplicate(node_names)!r} appears twice; node names must be unique"
+            )
         depth = _preorder_depths(switch_names, parent)
         has_child = np.zeros(num_switches, dtype=bool)
         has_child[parent[1:]] = True
         if leaf.min() < 0 or leaf.max() >= num_switches:
             raise InvalidInputError(
                 f"node_leaf must hold switch indices 0..{num_switches - 1}, "
-                f"got {int(leaf.min() if leaf.min() < 0 else leaf.max())}")
+                f"got {int(leaf.min() if leaf.min() < 0 else leaf.max())}"
+            )
         if np.any(np.diff(leaf) < 0):
             i = int(np.flatnonzero(np.diff(leaf) < 0)[0]) + 1
             raise InvalidInputError(
                 f"node {node_names[i]!r} is out of depth-first order (its leaf switch comes "
-                "before the previous node's); list nodes leaf by leaf in switch order")
+                "before the previous node's); list nodes leaf by leaf in switch order"
+            )
         sizes = np.bincount(leaf, minlength=num_switches)
         for s in range(num_switches):
             if has_child[s] and sizes[s]:
                 raise InvalidInputError(
                     f"switch {switch_names[s]!r} has both nodes and child switches; a switch "
-                    "holds either nodes (a leaf switch) or switches")
+                    "holds either nodes (a leaf switch) or switches"
+                )
             if not has_child[s] and not sizes[s]:
                 raise InvalidInputError(
                     f"switch {switch_names[s]!r} has neither nodes nor child switches; give it "
-                    "nodes or remove it")
+                    "nodes or remove it"
+                )
         leaves = np.flatnonzero(~has_child).astype(np.int64)
         leaf_sizes = sizes[leaves].astype(np.int64)
         for array in (depth, leaves, leaf_sizes):
@@ -216,8 +254,10 @@ class Topology:
         raise AttributeError(f"{type(self).__name__} is immutable; cannot delete {name!r}")
 
     def __reduce__(self):
-        return (type(self), (self.switch_names, self.switch_parent, self.node_names,
-                             self.node_leaf))
+        return (
+            type(self),
+            (self.switch_names, self.switch_parent, self.node_names, self.node_leaf),
+        )
 
     # ------------------------------------------------------------------ derived facts
     @property
@@ -235,8 +275,9 @@ class Topology:
         """The tree's :class:`~tjap.placement.tree.tree_cost.CountForm` (built once, then cached):
         what the cost of a node set and the SCAS block costs are computed from."""
         if self._count_form is None:
-            object.__setattr__(self, "_count_form",
-                               count_groups(self.switch_parent, self.node_leaf))
+            object.__setattr__(
+                self, "_count_form", count_groups(self.switch_parent, self.node_leaf)
+            )
         return self._count_form
 
     def node_index(self, node) -> int:
@@ -253,12 +294,14 @@ class Topology:
             except KeyError:
                 raise InvalidInputError(
                     f"unknown node {node!r}; the tree's nodes are "
-                    f"{compress_hostlist(self.node_names)[:120]}") from None
+                    f"{compress_hostlist(self.node_names)[:120]}"
+                ) from None
         if isinstance(node, (int, np.integer)) and not isinstance(node, (bool, np.bool_)):
             if 0 <= node < self.num_nodes:
                 return int(node)
             raise InvalidInputError(
-                f"node index {int(node)} is out of range; indices run 0..{self.num_nodes - 1}")
+                f"node index {int(node)} is out of range; indices run 0..{self.num_nodes - 1}"
+            )
         raise InvalidInputError(f"a node is a name (str) or an index (int), got {node!r}")
 
     def node_indices(self, nodes) -> np.ndarray:
@@ -272,8 +315,10 @@ class Topology:
         try:
             return self._switch_ids[name]
         except (KeyError, TypeError):
-            raise InvalidInputError(f"unknown switch {name!r}; the tree's switches are "
-                                    f"{compress_hostlist(self.switch_names)[:120]}") from None
+            raise InvalidInputError(
+                f"unknown switch {name!r}; the tree's switches are "
+                f"{compress_hostlist(self.switch_names)[:120]}"
+            ) from None
 
     def switch_spans(self) -> tuple[np.ndarray, np.ndarray]:
         """``(first, count)`` of every switch: the nodes under switch ``s`` (all levels below)
@@ -283,7 +328,7 @@ class Topology:
         np.add.at(count, self.node_leaf, 1)
         first = np.full(self.num_switches, self.num_nodes, np.int64)
         np.minimum.at(first, self.node_leaf, np.arange(self.num_nodes, dtype=np.int64))
-        for s in range(self.num_switches - 1, 0, -1):      # parents come before their children
+        for s in range(self.num_switches - 1, 0, -1):  # parents come before their children
             p = self.switch_parent[s]
             count[p] += count[s]
             first[p] = min(first[p], first[s])
@@ -311,8 +356,12 @@ class Topology:
 
     # ------------------------------------------------------------------ equality
     def _key(self):
-        return (self.switch_names, self.switch_parent.tobytes(), self.node_names,
-                self.node_leaf.tobytes())
+        return (
+            self.switch_names,
+            self.switch_parent.tobytes(),
+            self.node_names,
+            self.node_leaf.tobytes(),
+        )
 
     def __eq__(self, other) -> bool:
         return type(other) is type(self) and self._key() == other._key()
@@ -321,8 +370,10 @@ class Topology:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        return (f"Topology(num_nodes={self.num_nodes}, num_switches={self.num_switches}, "
-                f"num_levels={self.num_levels}, root={self.switch_names[0]!r})")
+        return (
+            f"Topology(num_nodes={self.num_nodes}, num_switches={self.num_switches}, "
+            f"num_levels={self.num_levels}, root={self.switch_names[0]!r})"
+        )
 
     # ------------------------------------------------------------------ builders
     @classmethod
@@ -335,15 +386,24 @@ class Topology:
         for k, (name, nodes, switches, where) in enumerate(specs):
             _check_names([name], "switch", where)
             if name in defined:
-                raise _where(where, f"switch {name!r} is already defined "
-                                    f"({specs[defined[name]][3]}); define each switch once")
+                raise _where(
+                    where,
+                    f"switch {name!r} is already defined "
+                    f"({specs[defined[name]][3]}); define each switch once",
+                )
             defined[name] = k
             if nodes is not None and switches is not None:
-                raise _where(where, f"switch {name!r} has both nodes and switches; a switch "
-                                    "lists either its nodes (a leaf switch) or its switches")
+                raise _where(
+                    where,
+                    f"switch {name!r} has both nodes and switches; a switch "
+                    "lists either its nodes (a leaf switch) or its switches",
+                )
             if nodes is None and switches is None:
-                raise _where(where, f"switch {name!r} has neither nodes nor switches; list "
-                                    "its nodes (a leaf switch) or its switches")
+                raise _where(
+                    where,
+                    f"switch {name!r} has neither nodes nor switches; list "
+                    "its nodes (a leaf switch) or its switches",
+                )
             if nodes is not None:
                 _check_names(nodes, "node", where)
             else:
@@ -352,15 +412,22 @@ class Topology:
         for k, (name, _, switches, where) in enumerate(specs):
             for child in switches or ():
                 if parent_of.get(child) == k:
-                    raise _where(where, f"switch {name!r} lists switch {child!r} twice; "
-                                        "list it once")
+                    raise _where(
+                        where, f"switch {name!r} lists switch {child!r} twice; list it once"
+                    )
                 if child not in defined:
-                    raise _where(where, f"switch {name!r} lists unknown switch {child!r}; "
-                                        f"define {child!r} or remove it from the list")
+                    raise _where(
+                        where,
+                        f"switch {name!r} lists unknown switch {child!r}; "
+                        f"define {child!r} or remove it from the list",
+                    )
                 if child in parent_of:
                     first = specs[parent_of[child]]
-                    raise _where(where, f"switch {child!r} is listed under {first[0]!r} "
-                                        f"({first[3]}) and under {name!r}; a switch has one parent")
+                    raise _where(
+                        where,
+                        f"switch {child!r} is listed under {first[0]!r} "
+                        f"({first[3]}) and under {name!r}; a switch has one parent",
+                    )
                 parent_of[child] = k
         tops = [k for k, spec in enumerate(specs) if spec[0] not in parent_of]
         if not tops:
@@ -370,9 +437,11 @@ class Topology:
         stack = [(k, -1) for k in reversed(tops)]
         if len(tops) > 1:
             if IMPLICIT_ROOT in defined:
-                raise _where(specs[defined[IMPLICIT_ROOT]][3],
-                             f"switch name {IMPLICIT_ROOT!r} is reserved for the implicit root "
-                             "of several top-level switches; rename it")
+                raise _where(
+                    specs[defined[IMPLICIT_ROOT]][3],
+                    f"switch name {IMPLICIT_ROOT!r} is reserved for the implicit root "
+                    "of several top-level switches; rename it",
+                )
             switch_names.append(IMPLICIT_ROOT)
             switch_parent.append(-1)
             stack = [(k, 0) for k in reversed(tops)]
@@ -385,16 +454,20 @@ class Topology:
             switch_parent.append(parent)
             for node in nodes or ():
                 if node in node_seen:
-                    raise _where(where, f"node {node!r} is also under switch {node_seen[node]}; "
-                                        "a node belongs to one leaf switch, listed once")
+                    raise _where(
+                        where,
+                        f"node {node!r} is also under switch {node_seen[node]}; "
+                        "a node belongs to one leaf switch, listed once",
+                    )
                 node_seen[node] = f"{name!r} ({where})"
                 node_names.append(node)
                 node_leaf.append(index)
             stack.extend((defined[c], index) for c in reversed(switches or ()))
         if len(switch_names) - (len(tops) > 1) < len(specs):
             reached = set(switch_names)
-            _raise_cycle(specs, parent_of,
-                         next(k for k, spec in enumerate(specs) if spec[0] not in reached))
+            _raise_cycle(
+                specs, parent_of, next(k for k, spec in enumerate(specs) if spec[0] not in reached)
+            )
         return cls(switch_names, switch_parent, node_names, node_leaf)
 
     @classmethod
@@ -423,14 +496,15 @@ class Topology:
         from tjap.placement.slurm.readers import aggregated_blocks, show_topology_conf
 
         tree = cls.from_slurm(show_topology_conf(text))
-        if aggregated_blocks(text):     # Slurm's own aggregated blocks: the tree must hold each
-            ours = {frozenset(tree.node_names[f:f + c]) for f, c in zip(*tree.switch_spans())}
+        if aggregated_blocks(text):  # Slurm's own aggregated blocks: the tree must hold each
+            ours = {frozenset(tree.node_names[f : f + c]) for f, c in zip(*tree.switch_spans())}
             for name, nodes in aggregated_blocks(text):
                 if frozenset(expand_hostlist(nodes)) not in ours:
                     raise InvalidInputError(
                         f"scontrol show topology: Slurm's aggregated block {name} ({nodes}) is "
                         "not one tjap builds from the base blocks and BlockSizes; please report "
-                        "it with the output of scontrol show topology")
+                        "it with the output of scontrol show topology"
+                    )
         return tree
 
     @classmethod
@@ -449,11 +523,13 @@ class Topology:
             try:
                 data = json.loads(text)
             except RecursionError:
-                raise InvalidInputError(f"{path} is not valid JSON (it nests too deeply)"
-                                        ) from None
-            except ValueError as error:   # JSONDecodeError, or an integer of too many digits
-                where = (f"line {error.lineno}: {error.msg}" if hasattr(error, "lineno")
-                         else " ".join(str(error).split())[:120])
+                raise InvalidInputError(f"{path} is not valid JSON (it nests too deeply)") from None
+            except ValueError as error:  # JSONDecodeError, or an integer of too many digits
+                where = (
+                    f"line {error.lineno}: {error.msg}"
+                    if hasattr(error, "lineno")
+                    else " ".join(str(error).split())[:120]
+                )
                 raise InvalidInputError(f"{path} is not valid JSON ({where})") from None
             try:
                 return cls.from_dict(data)
@@ -492,14 +568,17 @@ class Topology:
         for number, line in _logical_lines(text):
             where = f"line {number}"
             if len(specs) + len(blocks) >= MAX_SWITCHES:
-                raise _where(where, f"the tree has more than {MAX_SWITCHES:,} switches; "
-                                    f"{_SIZE_FIX}")
+                raise _where(
+                    where, f"the tree has more than {MAX_SWITCHES:,} switches; {_SIZE_FIX}"
+                )
             fields: dict[str, str] = {}
             for token in line.split():
                 key, sep, value = token.partition("=")
                 if not sep or not key:
-                    raise _where(where, f"expected KEY=VALUE, got {token!r}; write e.g. "
-                                        "SwitchName=s1 Nodes=n[1-4]")
+                    raise _where(
+                        where,
+                        f"expected KEY=VALUE, got {token!r}; write e.g. SwitchName=s1 Nodes=n[1-4]",
+                    )
                 key = key.lower()
                 if key in fields:
                     raise _where(where, f"{key} is given twice; give each key once per line")
@@ -511,19 +590,31 @@ class Topology:
                 continue
             kind = "blockname" if "blockname" in fields else "switchname"
             if kind not in fields:
-                raise _where(where, "the line has no SwitchName= or BlockName=; every line "
-                                    "defines one switch (SwitchName=NAME Nodes=... or "
-                                    "Switches=...) or one block (BlockName=NAME Nodes=...)")
+                raise _where(
+                    where,
+                    "the line has no SwitchName= or BlockName=; every line "
+                    "defines one switch (SwitchName=NAME Nodes=... or "
+                    "Switches=...) or one block (BlockName=NAME Nodes=...)",
+                )
             if "blockname" in fields and "switchname" in fields:
-                raise _where(where, "the line has both SwitchName= and BlockName=; a line "
-                                    "defines a switch (topology/tree) or a block (topology/block)")
+                raise _where(
+                    where,
+                    "the line has both SwitchName= and BlockName=; a line "
+                    "defines a switch (topology/tree) or a block (topology/block)",
+                )
             if kind == "blockname" and "switches" in fields:
-                raise _where(where, "a block lists nodes, not switches (BlockName=NAME "
-                                    "Nodes=...); Slurm builds the larger blocks itself")
+                raise _where(
+                    where,
+                    "a block lists nodes, not switches (BlockName=NAME "
+                    "Nodes=...); Slurm builds the larger blocks itself",
+                )
             name = fields[kind]
             if not name:
-                raise _where(where, f"{'BlockName' if kind == 'blockname' else 'SwitchName'}= "
-                                    "is empty; give it a name")
+                raise _where(
+                    where,
+                    f"{'BlockName' if kind == 'blockname' else 'SwitchName'}= "
+                    "is empty; give it a name",
+                )
             lists = {}
             for key in ("nodes", "switches"):
                 if key in fields:
@@ -532,8 +623,11 @@ class Topology:
                     except InvalidInputError as error:
                         raise _where(where, str(error)) from None
                     if not lists[key]:
-                        raise _where(where, f"{key.capitalize()}= is empty; list at least one "
-                                            "name or remove the key")
+                        raise _where(
+                            where,
+                            f"{key.capitalize()}= is empty; list at least one "
+                            "name or remove the key",
+                        )
             if kind == "blockname":
                 if "nodes" not in lists:
                     raise _where(where, f"block {name!r} has no Nodes=; list its nodes")
@@ -542,17 +636,27 @@ class Topology:
                 specs.append((name, lists.get("nodes"), lists.get("switches"), where))
         if specs and (blocks or block_sizes):
             first = blocks[0][2] if blocks else block_sizes[1]
-            raise _where(first, "the file mixes switches (topology/tree) and blocks "
-                                "(topology/block); a topology.conf describes one of the two")
+            raise _where(
+                first,
+                "the file mixes switches (topology/tree) and blocks "
+                "(topology/block); a topology.conf describes one of the two",
+            )
         if block_sizes is not None and not blocks:
-            raise _where(block_sizes[1], "BlockSizes= is given but no block; add lines like "
-                                         "BlockName=b1 Nodes=n[1-18]")
+            raise _where(
+                block_sizes[1],
+                "BlockSizes= is given but no block; add lines like BlockName=b1 Nodes=n[1-18]",
+            )
         if blocks:
-            specs = block_specs(blocks, block_sizes[0] if block_sizes else None,
-                                block_sizes[1] if block_sizes else "the blocks")
+            specs = block_specs(
+                blocks,
+                block_sizes[0] if block_sizes else None,
+                block_sizes[1] if block_sizes else "the blocks",
+            )
         if not specs:
-            raise InvalidInputError("the topology.conf text defines no switch; add lines like "
-                                    "SwitchName=s1 Nodes=n[1-4]")
+            raise InvalidInputError(
+                "the topology.conf text defines no switch; add lines like "
+                "SwitchName=s1 Nodes=n[1-4]"
+            )
         return cls._from_specs(specs)
 
     @classmethod
@@ -580,9 +684,10 @@ class Topology:
         """
         from tjap.placement.tree.slurm_yaml import slurm_yaml_specs
 
-        counts = {"nodes": 0, "switches": 0}        # names read so far, within the size limits
-        return cls._from_specs(slurm_yaml_specs(
-            source, name, lambda value, key: _listed(value, key, counts), nodes))
+        counts = {"nodes": 0, "switches": 0}  # names read so far, within the size limits
+        return cls._from_specs(
+            slurm_yaml_specs(source, name, lambda value, key: _listed(value, key, counts), nodes)
+        )
 
     @classmethod
     def from_node_labels(cls, nodes, levels, *, missing: str = "error") -> "Topology":
@@ -643,7 +748,7 @@ class Topology:
         """The tree as ``topology.conf`` text (depth first; an implicit root is left out), which
         :meth:`from_slurm` reads back to an equal tree."""
         lines = []
-        implicit = (self.switch_names[0] == IMPLICIT_ROOT and len(self.children(0)) > 1)
+        implicit = self.switch_names[0] == IMPLICIT_ROOT and len(self.children(0)) > 1
         for s, name in enumerate(self.switch_names):
             if s == 0 and implicit:
                 continue
@@ -663,8 +768,12 @@ class Topology:
         for s, name in enumerate(self.switch_names):
             kids = self.children(s)
             if kids:
-                entries.append({"name": name, "switches": compress_hostlist(
-                    [self.switch_names[c] for c in kids])})
+                entries.append(
+                    {
+                        "name": name,
+                        "switches": compress_hostlist([self.switch_names[c] for c in kids]),
+                    }
+                )
             else:
                 entries.append({"name": name, "nodes": compress_hostlist(self.nodes_of(s))})
         return {"switches": entries}
@@ -677,7 +786,8 @@ class Topology:
             raise InvalidInputError(f"a switch tree must be an object, got {type(data).__name__}")
         if set(data) != {"switches"}:
             raise InvalidInputError(
-                f"a switch tree has exactly the key 'switches', got {sorted(data)}")
+                f"a switch tree has exactly the key 'switches', got {sorted(data)}"
+            )
         entries = data["switches"]
         if not isinstance(entries, list):
             raise InvalidInputError(f"switches must be a list, got {type(entries).__name__}")
@@ -687,8 +797,11 @@ class Topology:
         for i, entry in enumerate(entries):
             where = f"switches[{i}]"
             if not isinstance(entry, dict) or "name" not in entry:
-                raise _where(where, "each switch is an object with 'name' and 'nodes' or "
-                                    f"'switches', got {entry!r:.80}")
+                raise _where(
+                    where,
+                    "each switch is an object with 'name' and 'nodes' or "
+                    f"'switches', got {entry!r:.80}",
+                )
             unknown = sorted(set(entry) - {"name", "nodes", "switches"})
             if unknown:
                 raise _where(where, f"unknown key(s) {unknown}; allowed: name, nodes, switches")
@@ -701,8 +814,9 @@ class Topology:
                     except InvalidInputError as error:
                         raise _where(where, str(error)) from None
                     except TypeError:
-                        raise _where(where, f"{key} must be a hostlist or a list of names, "
-                                            f"got {value!r:.80}") from None
+                        raise _where(
+                            where, f"{key} must be a hostlist or a list of names, got {value!r:.80}"
+                        ) from None
                     if not lists[key]:
                         raise _where(where, f"{key} is empty; list at least one name")
             specs.append((entry["name"], lists.get("nodes"), lists.get("switches"), where))
@@ -726,6 +840,7 @@ class Topology:
         if root not in graph:
             raise InvalidInputError(f"root {root!r} is not a vertex of the graph; give a vertex")
         if graph.is_directed():
+
             def neighbors(v):
                 return [*graph.successors(v), *graph.predecessors(v)]
         else:
@@ -734,7 +849,8 @@ class Topology:
         if graph.number_of_edges() != n - 1:
             raise InvalidInputError(
                 f"the graph is not a tree: {n} vertices need {n - 1} edges, it has "
-                f"{graph.number_of_edges()}; remove cycles and parallel edges")
+                f"{graph.number_of_edges()}; remove cycles and parallel edges"
+            )
         children: dict = {}
         order = [(root, None)]
         seen = {root}
@@ -742,14 +858,17 @@ class Topology:
             kids = [v for v in neighbors(vertex) if v != parent]
             for v in kids:
                 if v in seen:
-                    raise InvalidInputError(f"the graph is not a tree: {v!r} is reached twice; "
-                                            "remove the cycle")
+                    raise InvalidInputError(
+                        f"the graph is not a tree: {v!r} is reached twice; remove the cycle"
+                    )
                 seen.add(v)
                 order.append((v, vertex))
             children[vertex] = kids
         if len(seen) != n:
-            raise InvalidInputError(f"the graph is not a tree: {n - len(seen)} vertices are not "
-                                    f"connected to root {root!r}; connect or remove them")
+            raise InvalidInputError(
+                f"the graph is not a tree: {n - len(seen)} vertices are not "
+                f"connected to root {root!r}; connect or remove them"
+            )
         if not children[root]:
             raise InvalidInputError(f"root {root!r} has no children; a tree needs nodes")
         names = {}
@@ -764,7 +883,8 @@ class Topology:
             if leaves and len(leaves) < len(kids):
                 raise InvalidInputError(
                     f"switch {name!r} has both compute nodes and switches below it; put its "
-                    "nodes under a leaf switch of their own")
+                    "nodes under a leaf switch of their own"
+                )
             listed = [str(k) for k in kids]
             if leaves:
                 specs.append((name, listed, None, f"switch {name!r}"))
@@ -786,8 +906,10 @@ class Topology:
 
         clash = set(self.switch_names) & set(self.node_names)
         if clash:
-            raise InvalidInputError(f"node {sorted(clash)[0]!r} has a switch's name; a networkx "
-                                    "graph needs distinct vertex names")
+            raise InvalidInputError(
+                f"node {sorted(clash)[0]!r} has a switch's name; a networkx "
+                "graph needs distinct vertex names"
+            )
         graph = nx.Graph()
         graph.add_node(self.switch_names[0], kind="switch")
         for s, name in enumerate(self.switch_names):
@@ -808,15 +930,19 @@ def _raise_cycle(specs, parent_of: dict, start: int):
     while k not in path:
         path.append(k)
         k = parent_of[specs[k][0]]
-    cycle = path[path.index(k):]
+    cycle = path[path.index(k) :]
     if len(cycle) == 1:
-        raise _where(specs[k][3], f"switch {specs[k][0]!r} lists itself; remove it from its "
-                                  "own Switches= list")
-    first = cycle.index(min(cycle))          # name the cycle from its earliest definition
+        raise _where(
+            specs[k][3],
+            f"switch {specs[k][0]!r} lists itself; remove it from its own Switches= list",
+        )
+    first = cycle.index(min(cycle))  # name the cycle from its earliest definition
     cycle = cycle[first:] + cycle[:first]
     names = " under ".join(repr(specs[j][0]) for j in cycle + cycle[:1])
-    raise _where(specs[cycle[0]][3], f"switches form a cycle ({names}); remove one "
-                                     "of them from its parent's Switches= list")
+    raise _where(
+        specs[cycle[0]][3],
+        f"switches form a cycle ({names}); remove one of them from its parent's Switches= list",
+    )
 
 
 def _first_duplicate(names) -> str:
@@ -833,8 +959,10 @@ def _preorder_depths(switch_names, parent: np.ndarray) -> np.ndarray:
     pre-order: the root first, each switch's parent on the path to the switch before it."""
     n = len(parent)
     if parent[0] != -1:
-        raise InvalidInputError(f"switch 0 ({switch_names[0]!r}) must be the root "
-                                f"(switch_parent -1), got parent {int(parent[0])}")
+        raise InvalidInputError(
+            f"switch 0 ({switch_names[0]!r}) must be the root "
+            f"(switch_parent -1), got parent {int(parent[0])}"
+        )
     depth = np.zeros(n, dtype=np.int64)
     path = [0]
     for i in range(1, n):
@@ -842,26 +970,30 @@ def _preorder_depths(switch_names, parent: np.ndarray) -> np.ndarray:
         if p == -1:
             raise InvalidInputError(
                 f"switch {switch_names[i]!r} has no parent but is not switch 0; one root only "
-                f"(several top-level switches go under {IMPLICIT_ROOT!r})")
+                f"(several top-level switches go under {IMPLICIT_ROOT!r})"
+            )
         while path and path[-1] != p:
             path.pop()
         if not path:
             raise InvalidInputError(
                 f"switch {switch_names[i]!r} has parent {p}, which is not on the path to the "
                 "switch before it; list switches depth first, parent before children "
-                "(Topology.from_dict orders them for you)")
+                "(Topology.from_dict orders them for you)"
+            )
         depth[i] = len(path)
         path.append(i)
     return depth
 
 
 def _read_source(source) -> str:
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
-                                           and "=" not in source):
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str) and "\n" not in source and "=" not in source
+    ):
         return read_utf8(source, "topology file")
     if not isinstance(source, str):
         raise InvalidInputError(
-            f"from_slurm takes a path or the file's text, got {type(source).__name__}")
+            f"from_slurm takes a path or the file's text, got {type(source).__name__}"
+        )
     return source
 
 

@@ -51,9 +51,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.placement.tree._kernels import HOP_UNIT_COST
 from tjap._jit import njit
 from tjap.errors import InvalidInputError
+from tjap.placement.tree._kernels import HOP_UNIT_COST
 
 #: Cost conventions, by the code the kernels take (0 = paper, 1 = published).
 CONVENTIONS = ("paper", "published")
@@ -63,7 +63,8 @@ def convention_code(convention: str) -> int:
     """The integer the kernels use for a convention name (0 = paper, 1 = published)."""
     if convention not in CONVENTIONS:
         raise InvalidInputError(
-            f"convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}")
+            f"convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}"
+        )
     return CONVENTIONS.index(convention)
 
 
@@ -131,8 +132,9 @@ def block_costs(group_of, top_level, q, size, num_groups, convention):
 def _int_array(name: str, values) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1 or array.size == 0:
-        raise InvalidInputError(f"{name} must be a non-empty 1-D array of integers, "
-                                f"got shape {array.shape}")
+        raise InvalidInputError(
+            f"{name} must be a non-empty 1-D array of integers, got shape {array.shape}"
+        )
     if not np.issubdtype(array.dtype, np.integer):
         raise InvalidInputError(f"{name} must hold integers, got dtype {array.dtype}")
     return array.astype(np.int64)
@@ -151,12 +153,16 @@ def switch_depths(switch_parent) -> np.ndarray:
     bad = np.flatnonzero((parent < -1) | (parent >= num_switches))
     if bad.size:
         s = int(bad[0])
-        raise InvalidInputError(f"switch_parent[{s}]={int(parent[s])} is out of range; "
-                                f"allowed: -1 (top switch) or 0..{num_switches - 1}")
+        raise InvalidInputError(
+            f"switch_parent[{s}]={int(parent[s])} is out of range; "
+            f"allowed: -1 (top switch) or 0..{num_switches - 1}"
+        )
     tops = np.flatnonzero(parent == -1)
     if tops.size != 1:
-        raise InvalidInputError(f"switch_parent must have exactly one top switch (-1), got "
-                                f"{tops.size}; join several top switches under one root")
+        raise InvalidInputError(
+            f"switch_parent must have exactly one top switch (-1), got "
+            f"{tops.size}; join several top switches under one root"
+        )
     depth = np.full(num_switches, -1, np.int64)
     depth[tops[0]] = 0
     level = 0
@@ -169,8 +175,10 @@ def switch_depths(switch_parent) -> np.ndarray:
         depth[below] = level
     if (depth < 0).any():
         s = int(np.flatnonzero(depth < 0)[0])
-        raise InvalidInputError(f"switch {s} does not lead up to the top switch: switch_parent "
-                                "has a cycle; every switch needs a path of parents to the -1")
+        raise InvalidInputError(
+            f"switch {s} does not lead up to the top switch: switch_parent "
+            "has a cycle; every switch needs a path of parents to the -1"
+        )
     return depth
 
 
@@ -179,21 +187,25 @@ def _node_leaves(node_leaf, num_switches: int) -> np.ndarray:
     bad = np.flatnonzero((leaf < 0) | (leaf >= num_switches))
     if bad.size:
         v = int(bad[0])
-        raise InvalidInputError(f"node_leaf[{v}]={int(leaf[v])} is not a switch; "
-                                f"allowed: 0..{num_switches - 1}")
+        raise InvalidInputError(
+            f"node_leaf[{v}]={int(leaf[v])} is not a switch; allowed: 0..{num_switches - 1}"
+        )
     return leaf
 
 
 def _node_ids(name: str, nodes, num_nodes: int) -> np.ndarray:
     ids = np.asarray(nodes)
     if ids.ndim != 1 or ids.size == 0:
-        raise InvalidInputError(f"{name} must be a non-empty list of node ids, got shape {ids.shape}")
+        raise InvalidInputError(
+            f"{name} must be a non-empty list of node ids, got shape {ids.shape}"
+        )
     if not np.issubdtype(ids.dtype, np.integer):
         raise InvalidInputError(f"{name} must hold integer node ids, got dtype {ids.dtype}")
     ids = ids.astype(np.int64)
     if ids.min() < 0 or ids.max() >= num_nodes:
-        raise InvalidInputError(f"{name} must lie in 0..{num_nodes - 1}, "
-                                f"got {int(ids.min())}..{int(ids.max())}")
+        raise InvalidInputError(
+            f"{name} must lie in 0..{num_nodes - 1}, got {int(ids.min())}..{int(ids.max())}"
+        )
     if np.unique(ids).size != ids.size:
         raise InvalidInputError(f"{name} must be distinct node ids")
     return ids
@@ -239,12 +251,18 @@ class CountForm:
         counts = np.zeros(self.num_groups, np.int64)
         return float(node_set_cost(self.group_of, self.top_level, ids, counts, code))
 
-    def block_costs(self, sequence: Sequence[int], size: int, convention: str = "paper") -> np.ndarray:
+    def block_costs(
+        self, sequence: Sequence[int], size: int, convention: str = "paper"
+    ) -> np.ndarray:
         """Cost of the cyclic block of ``size`` nodes starting at every position of ``sequence``
         (distinct node ids, the SCAS model's sequence Q)."""
         code = convention_code(convention)
         q = _node_ids("sequence", sequence, self.num_nodes)
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 1 <= size <= q.size:
+        if (
+            isinstance(size, bool)
+            or not isinstance(size, (int, np.integer))
+            or not 1 <= size <= q.size
+        ):
             raise InvalidInputError(f"size must be an integer in 1..{q.size}, got {size!r}")
         return block_costs(self.group_of, self.top_level, q, int(size), self.num_groups, code)
 

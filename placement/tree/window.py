@@ -38,18 +38,16 @@ from types import MappingProxyType
 
 import numpy as np
 
-from tjap.placement.tree import _kernels, tree_cost
-from tjap.placement.tree.jobs import Job, resolve_job, resolve_level
-from tjap.placement.tree.cost import convention_code
-from tjap.placement.tree.hostlist import expand_hostlist
-from tjap.placement.tree.topology import Topology, read_utf8
 from tjap.errors import InvalidInputError
+from tjap.placement.tree import _kernels, tree_cost
+from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
-
+from tjap.placement.tree.hostlist import expand_hostlist
+from tjap.placement.tree.jobs import Job, resolve_job, resolve_level
+from tjap.placement.tree.topology import Topology, read_utf8
 
 #: The keys of a window's JSON form (``meta`` optional).
-WINDOW_KEYS = ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation",
-               "meta")
+WINDOW_KEYS = ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation", "meta")
 
 
 def _int_list(name: str, values) -> list[int]:
@@ -68,13 +66,17 @@ def _tree_nodes(tree: Topology, values) -> list[int]:
     expression (``"c[01-04],gpu7"``, what ``sinfo`` prints)."""
     if isinstance(values, str):
         try:
-            values = expand_hostlist(values, tree.num_nodes,
-                                     f"the tree has {tree.num_nodes} nodes, each idle at most once")
+            values = expand_hostlist(
+                values,
+                tree.num_nodes,
+                f"the tree has {tree.num_nodes} nodes, each idle at most once",
+            )
         except InvalidInputError as exc:
             raise InvalidInputError(f"idle_nodes: {exc}") from None
     if isinstance(values, bytes) or not hasattr(values, "__iter__"):
         raise InvalidInputError(
-            f"idle_nodes must be a list of node names or indices, got {type(values).__name__}")
+            f"idle_nodes must be a list of node names or indices, got {type(values).__name__}"
+        )
     try:
         return [int(i) for i in tree.node_indices(list(values))]
     except InvalidInputError as exc:
@@ -84,8 +86,7 @@ def _tree_nodes(tree: Topology, values) -> list[int]:
 def _topology_from_dict(data, base_dir) -> FatTree | Topology:
     if isinstance(data, dict) and "tree" in data:
         if set(data) != {"tree"}:
-            raise InvalidInputError(
-                f"topology with 'tree' takes no other key, got {sorted(data)}")
+            raise InvalidInputError(f"topology with 'tree' takes no other key, got {sorted(data)}")
         return Topology.from_dict(data["tree"])
     for key in ("slurm", "json"):
         if isinstance(data, dict) and key in data:
@@ -97,15 +98,16 @@ def _file_topology(data: dict, key: str, base_dir) -> Topology:
     path = data[key]
     what = "a Slurm topology.conf" if key == "slurm" else "a JSON tree (Topology.to_dict)"
     if set(data) != {key} or not isinstance(path, str) or not path:
-        raise InvalidInputError(f"topology {{'{key}': PATH}} takes one key, the path of {what} "
-                                f"file, got {data!r:.80}")
+        raise InvalidInputError(
+            f"topology {{'{key}': PATH}} takes one key, the path of {what} file, got {data!r:.80}"
+        )
     path = Path(path)
     if base_dir is not None and not path.is_absolute():
         path = Path(base_dir) / path
     try:
         stamp = path.stat().st_mtime_ns
     except OSError:
-        stamp = None            # the reader reports the unreadable file in one line
+        stamp = None  # the reader reports the unreadable file in one line
     return _read_tree(str(path.resolve()), key, stamp)
 
 
@@ -116,8 +118,10 @@ def _read_tree(path: str, key: str, stamp) -> Topology:
     if key == "slurm":
         return Topology.from_slurm(Path(path))
     if Path(path).suffix.lower() != ".json":
-        raise InvalidInputError(f"topology {{'json': {path!r}}} must name a .json file; use "
-                                "{'slurm': PATH} for a topology.conf")
+        raise InvalidInputError(
+            f"topology {{'json': {path!r}}} must name a .json file; use "
+            "{'slurm': PATH} for a topology.conf"
+        )
     return Topology.from_file(path)
 
 
@@ -151,43 +155,66 @@ class Window:
     The jobs, with their levels as numbers, are :attr:`jobs`; their sizes :attr:`job_sizes`.
     """
 
-    __slots__ = ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation",
-                 "meta", "_block_cost_cache")
+    __slots__ = (
+        "topology",
+        "idle_nodes",
+        "job_sizes",
+        "jobs",
+        "levels",
+        "fragmentation",
+        "meta",
+        "_block_cost_cache",
+    )
 
-    def __init__(self, topology: FatTree | Topology, idle_nodes: Sequence[int | str],
-                 job_sizes: Sequence, meta: dict | None = None, *, levels: Sequence[str] = (),
-                 fragmentation=None):
+    def __init__(
+        self,
+        topology: FatTree | Topology,
+        idle_nodes: Sequence[int | str] | np.ndarray,
+        job_sizes: Sequence,
+        meta: dict | None = None,
+        *,
+        levels: Sequence[str] = (),
+        fragmentation=None,
+    ):
         if isinstance(topology, FatTree):
             idle = _int_list("idle_nodes", idle_nodes)
         elif isinstance(topology, Topology):
             idle = _tree_nodes(topology, idle_nodes)
         else:
-            raise InvalidInputError(f"topology must be a tjap.Topology (or tjap.FatTree), got "
-                                    f"{type(topology).__name__}")
+            raise InvalidInputError(
+                f"topology must be a tjap.Topology (or tjap.FatTree), got {type(topology).__name__}"
+            )
         if isinstance(job_sizes, (str, bytes)) or not hasattr(job_sizes, "__iter__"):
-            raise InvalidInputError(f"job_sizes must be a list of node counts or jobs, got "
-                                    f"{type(job_sizes).__name__}")
+            raise InvalidInputError(
+                f"job_sizes must be a list of node counts or jobs, got {type(job_sizes).__name__}"
+            )
         level_names = _level_names(levels)
         jobs = []
         for j, value in enumerate(job_sizes):
             if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
                 if value < 1:
                     raise InvalidInputError(
-                        f"job_sizes[{j}] = {value}: every job requests at least 1 node")
+                        f"job_sizes[{j}] = {value}: every job requests at least 1 node"
+                    )
                 jobs.append(Job(int(value)))
             elif isinstance(value, (Job, dict)):
-                jobs.append(resolve_job(Job.from_value(value, f"jobs[{j}]"), topology,
-                                        level_names, f"jobs[{j}]"))
+                jobs.append(
+                    resolve_job(
+                        Job.from_value(value, f"jobs[{j}]"), topology, level_names, f"jobs[{j}]"
+                    )
+                )
             else:
-                raise InvalidInputError(f"job_sizes[{j}] must be an integer (or a job object), "
-                                        f"got {value!r:.40}")
+                raise InvalidInputError(
+                    f"job_sizes[{j}] must be an integer (or a job object), got {value!r:.40}"
+                )
         sizes = [job.nodes for job in jobs]
         if not sizes:
             raise InvalidInputError("job_sizes is empty: a window needs at least one job")
         bad = [i for i in idle if not 0 <= i < topology.num_nodes]
         if bad:
             raise InvalidInputError(
-                f"idle_nodes contains id {bad[0]} outside 0..{topology.num_nodes - 1}")
+                f"idle_nodes contains id {bad[0]} outside 0..{topology.num_nodes - 1}"
+            )
         if len(set(idle)) != len(idle):
             seen, dup = set(), None
             for i in idle:
@@ -201,11 +228,13 @@ class Window:
         small = [(j, n) for j, n in enumerate(sizes) if n < 1]
         if small:
             raise InvalidInputError(
-                f"job_sizes[{small[0][0]}] = {small[0][1]}: every job requests at least 1 node")
+                f"job_sizes[{small[0][0]}] = {small[0][1]}: every job requests at least 1 node"
+            )
         if sum(sizes) > len(idle):
             raise InvalidInputError(
                 f"the jobs request {sum(sizes)} nodes but only {len(idle)} are idle: "
-                "drop jobs from the window or free nodes")
+                "drop jobs from the window or free nodes"
+            )
         self.topology = topology
         self.idle_nodes = np.array(sorted(idle), dtype=np.int64)
         self.idle_nodes.setflags(write=False)
@@ -228,8 +257,14 @@ class Window:
     def with_fragmentation(self, weight: float, level=1) -> "Window":
         """The same window with the objective's fragmentation term set to ``weight`` per whole
         idle domain of ``level`` a job breaks into (0: no term)."""
-        return Window(self.topology, self.idle_nodes, self.jobs, dict(self.meta),
-                      levels=self.levels, fragmentation=(weight, level))
+        return Window(
+            self.topology,
+            self.idle_nodes,
+            self.jobs,
+            dict(self.meta),
+            levels=self.levels,
+            fragmentation=(weight, level),
+        )
 
     # -- derived views -------------------------------------------------------------------------
     @property
@@ -270,15 +305,24 @@ class Window:
         if costs is None:
             t = self.topology
             if isinstance(t, FatTree):
-                costs = _kernels.block_costs(t.switch_of[self.idle_nodes],
-                                             t.pod_of[self.idle_nodes], int(size),
-                                             t.num_edge_switches, t.num_pods,
-                                             convention_code(convention))
+                costs = _kernels.block_costs(
+                    t.switch_of[self.idle_nodes],
+                    t.pod_of[self.idle_nodes],
+                    int(size),
+                    t.num_edge_switches,
+                    t.num_pods,
+                    convention_code(convention),
+                )
             else:
                 form = t.count_form
-                costs = tree_cost.block_costs(form.group_of, form.top_level, self.idle_nodes,
-                                              int(size), form.num_groups,
-                                              convention_code(convention))
+                costs = tree_cost.block_costs(
+                    form.group_of,
+                    form.top_level,
+                    self.idle_nodes,
+                    int(size),
+                    form.num_groups,
+                    convention_code(convention),
+                )
             costs.setflags(write=False)
             self._block_cost_cache[key] = costs
         return costs
@@ -300,8 +344,7 @@ class Window:
         if self.levels:
             out["levels"] = list(self.levels)
         if self.fragmentation[0]:
-            out["fragmentation"] = {"weight": self.fragmentation[0],
-                                    "level": self.fragmentation[1]}
+            out["fragmentation"] = {"weight": self.fragmentation[0], "level": self.fragmentation[1]}
         if self.meta:
             out["meta"] = dict(self.meta)
         return out
@@ -319,53 +362,72 @@ class Window:
         if unknown:
             raise InvalidInputError(
                 f"window has unknown key(s) {', '.join(repr(k[:40]) for k in unknown[:5])}; "
-                f"a window's keys are {', '.join(WINDOW_KEYS)} (put free-form data in meta)")
+                f"a window's keys are {', '.join(WINDOW_KEYS)} (put free-form data in meta)"
+            )
         missing = {"topology", "idle_nodes"} - set(data)
         if missing:
             raise InvalidInputError(f"window is missing field(s) {', '.join(sorted(missing))}")
         if "job_sizes" not in data and "jobs" not in data:
-            raise InvalidInputError("window is missing field job_sizes (node counts; or jobs: "
-                                    "counts or objects with constraints)")
+            raise InvalidInputError(
+                "window is missing field job_sizes (node counts; or jobs: "
+                "counts or objects with constraints)"
+            )
         if "job_sizes" in data and "jobs" in data:
-            raise InvalidInputError("a window lists its jobs in 'job_sizes' (node counts) or in "
-                                    "'jobs' (counts or objects with constraints), not both")
+            raise InvalidInputError(
+                "a window lists its jobs in 'job_sizes' (node counts) or in "
+                "'jobs' (counts or objects with constraints), not both"
+            )
         jobs = data.get("jobs", data.get("job_sizes"))
         if "jobs" in data and (isinstance(jobs, (str, bytes)) or not isinstance(jobs, list)):
-            raise InvalidInputError(f"jobs must be a list of node counts or job objects, got "
-                                    f"{type(jobs).__name__}")
+            raise InvalidInputError(
+                f"jobs must be a list of node counts or job objects, got {type(jobs).__name__}"
+            )
         if "job_sizes" in data:
             _int_list("job_sizes", jobs)
         meta = data.get("meta") or {}
         if not isinstance(meta, dict):
             raise InvalidInputError("window field meta must be an object")
-        return cls(_topology_from_dict(data["topology"], base_dir), data["idle_nodes"],
-                   jobs, meta, levels=data.get("levels") or (),
-                   fragmentation=data.get("fragmentation"))
+        return cls(
+            _topology_from_dict(data["topology"], base_dir),
+            data["idle_nodes"],
+            jobs,
+            meta,
+            levels=data.get("levels") or (),
+            fragmentation=data.get("fragmentation"),
+        )
 
     @classmethod
     def from_json(cls, text: str, base_dir=None) -> "Window":
         return cls.from_dict(_parse_json(text, "window"), base_dir)
 
     def __repr__(self) -> str:
-        return (f"Window({self.topology!r}, {self.num_idle} idle nodes, "
-                f"job_sizes={list(self.job_sizes)})")
+        return (
+            f"Window({self.topology!r}, {self.num_idle} idle nodes, "
+            f"job_sizes={list(self.job_sizes)})"
+        )
 
     def __eq__(self, other) -> bool:
-        return (isinstance(other, Window) and self.topology == other.topology
-                and np.array_equal(self.idle_nodes, other.idle_nodes)
-                and self.jobs == other.jobs and self.fragmentation == other.fragmentation)
+        return (
+            isinstance(other, Window)
+            and self.topology == other.topology
+            and np.array_equal(self.idle_nodes, other.idle_nodes)
+            and self.jobs == other.jobs
+            and self.fragmentation == other.fragmentation
+        )
 
     __hash__ = None
 
 
 def _level_names(levels) -> tuple[str, ...]:
     if isinstance(levels, (str, bytes)) or not hasattr(levels, "__iter__"):
-        raise InvalidInputError(f"levels must be a list of level names, lowest first, got "
-                                f"{levels!r:.40}")
+        raise InvalidInputError(
+            f"levels must be a list of level names, lowest first, got {levels!r:.40}"
+        )
     names = tuple(levels)
     if any(not isinstance(n, str) or not n for n in names) or len(set(names)) != len(names):
-        raise InvalidInputError(f"levels must list distinct non-empty names, lowest first, got "
-                                f"{list(names)!r:.80}")
+        raise InvalidInputError(
+            f"levels must list distinct non-empty names, lowest first, got {list(names)!r:.80}"
+        )
     return names
 
 
@@ -378,15 +440,21 @@ def _fragmentation(value, topology, names) -> tuple[float, int]:
     if isinstance(value, dict):
         unknown = set(value) - {"weight", "level"}
         if unknown or "weight" not in value:
-            raise InvalidInputError("fragmentation is a weight or {\"weight\": W, \"level\": L}, "
-                                    f"got {value!r:.60}")
+            raise InvalidInputError(
+                f'fragmentation is a weight or {{"weight": W, "level": L}}, got {value!r:.60}'
+            )
         value, level = value["weight"], value.get("level", 1)
     elif isinstance(value, (tuple, list)) and len(value) == 2:
         value, level = value
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(value) or value < 0:
-        raise InvalidInputError(f"fragmentation weight must be a finite number >= 0, got "
-                                f"{value!r:.40}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not np.isfinite(value)
+        or value < 0
+    ):
+        raise InvalidInputError(
+            f"fragmentation weight must be a finite number >= 0, got {value!r:.40}"
+        )
     return (float(value), resolve_level(topology, level, names, "fragmentation level"))
 
 
@@ -396,9 +464,10 @@ def _parse_json(text: str, what: str):
         return json.loads(text)
     except RecursionError:
         raise InvalidInputError(f"{what} is not valid JSON: it nests too deeply") from None
-    except ValueError as exc:   # JSONDecodeError, or an integer of too many digits
-        raise InvalidInputError(f"{what} is not valid JSON: "
-                                f"{' '.join(str(exc).split())[:160]}") from None
+    except ValueError as exc:  # JSONDecodeError, or an integer of too many digits
+        raise InvalidInputError(
+            f"{what} is not valid JSON: {' '.join(str(exc).split())[:160]}"
+        ) from None
 
 
 def load_windows(path) -> list[Window]:
@@ -410,7 +479,7 @@ def load_windows(path) -> list[Window]:
     text = read_utf8(path, "window file")
     if path.suffix == ".jsonl":
         windows = []
-        for lineno, line in enumerate(text.split("\n"), 1):   # JSON strings may hold U+2028
+        for lineno, line in enumerate(text.split("\n"), 1):  # JSON strings may hold U+2028
             if line.strip():
                 try:
                     windows.append(Window.from_json(line, path.parent))

@@ -47,7 +47,9 @@ class Workload:
     def __post_init__(self):
         lengths = {len(self.arrival_s), len(self.runtime_s), len(self.requested_nodes)}
         if len(lengths) != 1:
-            raise InvalidInputError("workload arrays arrival_s, runtime_s, requested_nodes differ in length")
+            raise InvalidInputError(
+                "workload arrays arrival_s, runtime_s, requested_nodes differ in length"
+            )
         if len(self.arrival_s) == 0:
             raise InvalidInputError("a workload needs at least one job")
         if np.any(np.diff(self.arrival_s) < 0):
@@ -60,8 +62,14 @@ class Workload:
         return len(self.arrival_s)
 
     @classmethod
-    def generate(cls, num_jobs: int = 100_000, seed: int = 0, max_nodes: int = REQUESTED_NODES[1],
-                 runtime_scale: float = 1.0, arrival_scale: float = 1.0) -> "Workload":
+    def generate(
+        cls,
+        num_jobs: int = 100_000,
+        seed: int = 0,
+        max_nodes: int = REQUESTED_NODES[1],
+        runtime_scale: float = 1.0,
+        arrival_scale: float = 1.0,
+    ) -> "Workload":
         """The paper's random workload. ``max_nodes`` is the largest request (requests are
         uniform integers in [1, max_nodes]); ``runtime_scale`` multiplies every runtime
         (rounded) and ``arrival_scale`` every inter-arrival time (arrival times rounded down to
@@ -87,8 +95,9 @@ class Workload:
         return cls(arrival.astype(np.int64), runtime.astype(np.int64), nodes.astype(np.int64))
 
     @classmethod
-    def from_file(cls, path, format: str = "auto", *, cluster_nodes: int | None = None
-                  ) -> tuple["Workload", "WorkloadReport"]:
+    def from_file(
+        cls, path, format: str = "auto", *, cluster_nodes: int | None = None
+    ) -> tuple["Workload", "WorkloadReport"]:
         """A workload read from a job list, and the :class:`WorkloadReport` of what was read,
         skipped and changed.
 
@@ -122,7 +131,7 @@ _EXAMPLE_WIDTH = 80
 #: A file whose first this-many job lines are all malformed is not in the authors' format.
 _GIVE_UP_AFTER = 20
 #: Larger numbers are malformed (as in the trace loaders: sums of times stay inside int64).
-_BIG = 2 ** 52
+_BIG = 2**52
 _INTEGER = re.compile(r"[+-]?[0-9]+\Z")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
@@ -168,28 +177,42 @@ class WorkloadReport:
 
     def to_dict(self) -> dict:
         """Plain JSON-ready data: the trace report's fields and a ``workload`` section."""
-        return {**self.trace.to_dict(),
-                "workload": {"jobs": self.jobs, "cluster_nodes": self.cluster_nodes,
-                             "shifted_by_s": self.shifted_by_s, "order": self.order,
-                             "rescaled": False,
-                             "changes": {k: dict(v) for k, v in self.changes.items()},
-                             "warnings": list(self.warnings)}}
+        return {
+            **self.trace.to_dict(),
+            "workload": {
+                "jobs": self.jobs,
+                "cluster_nodes": self.cluster_nodes,
+                "shifted_by_s": self.shifted_by_s,
+                "order": self.order,
+                "rescaled": False,
+                "changes": {k: dict(v) for k, v in self.changes.items()},
+                "warnings": list(self.warnings),
+            },
+        }
 
     def text(self) -> str:
         """A short block of lines for people (what the CLI writes to stderr)."""
-        shift = (f"submit times shifted by -{self.shifted_by_s} s" if self.shifted_by_s
-                 else "submit times as read")
-        parts = [f"workload: {self.jobs} jobs, {shift}, runtimes and sizes as read (nothing "
-                 "rescaled)"]
+        shift = (
+            f"submit times shifted by -{self.shifted_by_s} s"
+            if self.shifted_by_s
+            else "submit times as read"
+        )
+        parts = [
+            f"workload: {self.jobs} jobs, {shift}, runtimes and sizes as read (nothing rescaled)"
+        ]
         moved = self.changes.get("reordered_by_submit_time")
         if moved:
-            parts.append(f"{moved['count']} jobs moved to keep submit order (first line "
-                         f"{moved['first_line']})")
+            parts.append(
+                f"{moved['count']} jobs moved to keep submit order (first line "
+                f"{moved['first_line']})"
+            )
         big = self.changes.get("dropped_larger_than_cluster")
         if big:
-            parts.append(f"{big['count']} jobs dropped: more nodes than the cluster's "
-                         f"{self.cluster_nodes} (largest {big['largest_nodes']}, first job id "
-                         f"{big['first_job_id']})")
+            parts.append(
+                f"{big['count']} jobs dropped: more nodes than the cluster's "
+                f"{self.cluster_nodes} (largest {big['largest_nodes']}, first job id "
+                f"{big['first_job_id']})"
+            )
         lines = [self.trace.text(), "  " + "; ".join(parts)]
         return "\n".join(lines + [f"  warning: {w}" for w in self.warnings])
 
@@ -206,8 +229,9 @@ def _read_workload(cls, path, format, cluster_nodes):
     """:meth:`Workload.from_file`."""
     key = str(format).strip().lower()
     if key not in ("auto", *FILE_FORMATS):
-        raise InvalidInputError(f"unknown workload format {format!r}; allowed: auto, "
-                                f"{', '.join(FILE_FORMATS)}")
+        raise InvalidInputError(
+            f"unknown workload format {format!r}; allowed: auto, {', '.join(FILE_FORMATS)}"
+        )
     if cluster_nodes is not None and int(cluster_nodes) < 1:
         raise InvalidInputError(f"cluster_nodes must be positive, got {cluster_nodes}")
     _check_file(path)
@@ -217,10 +241,12 @@ def _read_workload(cls, path, format, cluster_nodes):
     warnings: list[str] = []
     if key == "authors":
         ids, submit, runtime, nodes, line, trace = _read_authors(path)
-        moved = submit < np.maximum.accumulate(submit)   # submitted before an earlier line's job
+        moved = submit < np.maximum.accumulate(submit)  # submitted before an earlier line's job
         if moved.any():
-            changes["reordered_by_submit_time"] = {"count": int(moved.sum()),
-                                                   "first_line": int(line[moved][0])}
+            changes["reordered_by_submit_time"] = {
+                "count": int(moved.sum()),
+                "first_line": int(line[moved][0]),
+            }
         order = np.argsort(submit, kind="stable")
         ids, submit, runtime, nodes = (a[order] for a in (ids, submit, runtime, nodes))
         how = "file order, sorted stably by submit time"
@@ -232,24 +258,33 @@ def _read_workload(cls, path, format, cluster_nodes):
         how = "the trace loader's: by submit time, then job id"
         read = trace.dependencies.get("read", 0)
         if read and not trace.dependencies.get("ignored"):
-            warnings.append(f"{read} dependencies (SWF field 17) are not followed: the window "
-                            "stream starts each job when it is selected")
+            warnings.append(
+                f"{read} dependencies (SWF field 17) are not followed: the window "
+                "stream starts each job when it is selected"
+            )
     if cluster_nodes is not None:
         big = nodes > int(cluster_nodes)
         if big.all():
             raise InvalidInputError(
                 f"workload file {path}: every job requests more nodes than the cluster's "
-                f"{cluster_nodes} (largest {int(nodes.max())}); use a larger cluster")
+                f"{cluster_nodes} (largest {int(nodes.max())}); use a larger cluster"
+            )
         if big.any():
             changes["dropped_larger_than_cluster"] = {
-                "count": int(big.sum()), "first_job_id": int(ids[big][0]),
-                "largest_nodes": int(nodes[big].max())}
+                "count": int(big.sum()),
+                "first_job_id": int(ids[big][0]),
+                "largest_nodes": int(nodes[big].max()),
+            }
             submit, runtime, nodes = submit[~big], runtime[~big], nodes[~big]
     shift = int(submit[0])
-    workload = cls(np.asarray(submit - shift, np.int64), np.asarray(runtime, np.int64),
-                   np.asarray(nodes, np.int64))
-    return workload, WorkloadReport(trace, workload.num_jobs, cluster_nodes, shift, how, changes,
-                                    tuple(warnings))
+    workload = cls(
+        np.asarray(submit - shift, np.int64),
+        np.asarray(runtime, np.int64),
+        np.asarray(nodes, np.int64),
+    )
+    return workload, WorkloadReport(
+        trace, workload.num_jobs, cluster_nodes, shift, how, changes, tuple(warnings)
+    )
 
 
 def _check_file(path) -> None:
@@ -260,8 +295,9 @@ def _check_file(path) -> None:
     if p.is_dir():
         raise InvalidInputError(f"workload file {path} is a directory; pass the file itself")
     if p.stat().st_size == 0:
-        raise InvalidInputError(f"workload file {path} is empty; pass a job list with at least "
-                                "one job")
+        raise InvalidInputError(
+            f"workload file {path} is empty; pass a job list with at least one job"
+        )
 
 
 def _detect(path) -> str:
@@ -272,8 +308,9 @@ def _detect(path) -> str:
 
     head = _head(path)
     guess = _sniff(head)
-    if guess is None and any(_authors_line(text) for text in head
-                             if not text.lstrip().startswith("#")):
+    if guess is None and any(
+        _authors_line(text) for text in head if not text.lstrip().startswith("#")
+    ):
         guess = "authors"
     if guess is None:
         plain = Path(str(path).lower().removesuffix(".gz"))
@@ -282,7 +319,8 @@ def _detect(path) -> str:
         raise InvalidInputError(
             f"cannot tell the format of workload file {path} from its first lines or its name; "
             "pass --workload-format authors (job id, submit s, runtime s, nodes a line), swf "
-            "or sacct")
+            "or sacct"
+        )
     return guess
 
 
@@ -298,15 +336,17 @@ def _authors_values(text: str) -> list[int]:
     """The four integers of a line of the authors' format (raises _Bad)."""
     fields = text.split("#", 1)[0].split()
     if len(fields) != len(_AUTHORS_FIELDS):
-        raise _Bad(f"wrong number of fields (expected {len(_AUTHORS_FIELDS)}, got "
-                   f"{len(fields)})", "wrong number of fields")
+        raise _Bad(
+            f"wrong number of fields (expected {len(_AUTHORS_FIELDS)}, got {len(fields)})",
+            "wrong number of fields",
+        )
     return [_authors_value(x, name) for x, name in zip(fields, _AUTHORS_FIELDS)]
 
 
 def _authors_value(text: str, name: str) -> int:
     """An integer field; an integral decimal (``25.0``) is read as that integer."""
     if (text.isascii() and text.isdigit()) or _INTEGER.match(text):
-        if len(text.lstrip("+-0")) > 20:      # far out of range (and int() reads 4300 digits)
+        if len(text.lstrip("+-0")) > 20:  # far out of range (and int() reads 4300 digits)
             raise _Bad(f"{name} {text[:24]!r}... out of range", "number out of range")
         value = int(text)
     elif _DECIMAL.match(text) and math.isfinite(float(text)) and float(text).is_integer():
@@ -355,8 +395,13 @@ def _authors_clean(path):
     if table.shape != (len(lines), len(_AUTHORS_FIELDS)):
         return None
     ids, submit, runtime, nodes = table.T
-    if ((table > _BIG) | (table < -_BIG)).any() or (submit < 0).any() or (runtime < 0).any() \
-            or (nodes < 1).any() or np.unique(ids).size != ids.size:
+    if (
+        ((table > _BIG) | (table < -_BIG)).any()
+        or (submit < 0).any()
+        or (runtime < 0).any()
+        or (nodes < 1).any()
+        or np.unique(ids).size != ids.size
+    ):
         return None
     return ids.copy(), submit.copy(), runtime.copy(), nodes.copy()
 
@@ -371,10 +416,10 @@ def _read_authors_lines(path):
     by_kind: dict[str, dict] = {}
     examples: list[str] = []
     lines = skipped = malformed_head = 0
-    with contextlib.closing(_numbered_lines(path)) as numbered:   # closed even on an error
+    with contextlib.closing(_numbered_lines(path)) as numbered:  # closed even on an error
         for number, text in numbered:
             if not text.split("#", 1)[0].strip():
-                continue                                          # a comment
+                continue  # a comment
             lines += 1
             try:
                 job, submit, runtime, nodes = values = _authors_values(text)
@@ -399,19 +444,31 @@ def _read_authors_lines(path):
             rows.append(values)
             line_numbers.append(number)
     if lines == 0:
-        raise InvalidInputError(f"workload file {path} has no job lines (only comments or blank "
-                                "lines); add one job a line: job id, submit s, runtime s, nodes")
+        raise InvalidInputError(
+            f"workload file {path} has no job lines (only comments or blank "
+            "lines); add one job a line: job id, submit s, runtime s, nodes"
+        )
     if malformed_head >= min(lines, _GIVE_UP_AFTER):
         raise InvalidInputError(
             f"workload file {path} is not in the authors' format (job id, submit s, runtime s, "
             f"nodes a line): no line parses, e.g. {examples[0]}; if it is a trace, pass "
-            "--workload-format swf or sacct")
+            "--workload-format swf or sacct"
+        )
     if not rows:
-        raise InvalidInputError(f"workload file {path} has no usable jobs: all {lines} lines were "
-                                f"skipped (e.g. {examples[0]})")
+        raise InvalidInputError(
+            f"workload file {path} has no usable jobs: all {lines} lines were "
+            f"skipped (e.g. {examples[0]})"
+        )
     ids, submit, runtime, nodes = np.asarray(rows, dtype=np.int64).T
-    report = TraceReport(path=str(path), format="authors", lines=lines, jobs=len(rows),
-                         skipped=skipped, examples=tuple(examples), skipped_by_reason=by_kind)
+    report = TraceReport(
+        path=str(path),
+        format="authors",
+        lines=lines,
+        jobs=len(rows),
+        skipped=skipped,
+        examples=tuple(examples),
+        skipped_by_reason=by_kind,
+    )
     return ids, submit, runtime, nodes, np.asarray(line_numbers, np.int64), report
 
 

@@ -26,8 +26,18 @@ from tjap.errors import Terminated, interrupted_by
 
 # Importing this module loads nothing beyond the standard library, so that the handlers of
 # Ctrl-C and SIGTERM are in place before the families (numpy, Numba, solvers) are imported.
-FAMILY_NAMES = ("tree", "topology", "bench", "batch", "slurm", "audit", "network",
-                "interference", "train", "methods")
+FAMILY_NAMES = (
+    "tree",
+    "topology",
+    "bench",
+    "batch",
+    "slurm",
+    "audit",
+    "network",
+    "interference",
+    "train",
+    "methods",
+)
 
 
 def families() -> tuple:
@@ -39,9 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``tjap`` argument parser with every family's subcommands."""
     from tjap.cli.common import ArgumentParser
 
-    parser = ArgumentParser(   # one-line usage errors, for every subcommand (they inherit it)
-        prog="tjap", description="Placement problems of HPC and ML clusters: exact models, Numba "
-                                 "search and learned operators for four published systems.")
+    parser = ArgumentParser(  # one-line usage errors, for every subcommand (they inherit it)
+        prog="tjap",
+        description="Placement problems of HPC and ML clusters: exact models, Numba "
+        "search and learned operators for four published systems.",
+    )
     parser.add_argument("--version", action="version", version=f"tjap {tjap.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for family in families():
@@ -62,7 +74,7 @@ def main(argv=None) -> int:
             try:
                 return _main(argv)
             finally:
-                sys.stdout.flush()   # inside the try: a reader gone is seen here, not at exit
+                sys.stdout.flush()  # inside the try: a reader gone is seen here, not at exit
         except BrokenPipeError:
             from tjap.cli.common import EXIT_CLOSED_STDOUT, silence_stdout, stdout_closed
 
@@ -89,7 +101,7 @@ def _main(argv) -> int:
         print(f"tjap: error: {moved}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)
-    args.command_line = "tjap " + shlex.join(argv)   # what training runs record in metadata
+    args.command_line = "tjap " + shlex.join(argv)  # what training runs record in metadata
     from tjap.cli.common import run_command
 
     return run_command(args.run, args)
@@ -101,7 +113,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
         from tjap.executor import interruption_line
 
         print(interruption_line(exc), file=sys.stderr)
-    except KeyboardInterrupt:      # a second Ctrl-C while saying so
+    except KeyboardInterrupt:  # a second Ctrl-C while saying so
         print("tjap: interrupted", file=sys.stderr)
     return 143 if isinstance(exc, Terminated) else 130
 

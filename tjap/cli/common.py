@@ -17,7 +17,7 @@ class ArgumentParser(argparse.ArgumentParser):
     on stderr and exit status 2 (argparse's own error prints the whole usage block first).
     Subparsers made with ``add_subparsers`` inherit the class."""
 
-    _PROG = "_tjap_prog"   # the innermost parser that ran, kept on the namespace meanwhile
+    _PROG = "_tjap_prog"  # the innermost parser that ran, kept on the namespace meanwhile
 
     def error(self, message, prog: str | None = None):
         text = " ".join(str(message).split())
@@ -25,7 +25,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, extras = super().parse_known_args(args, namespace)
-        if not hasattr(namespace, self._PROG):   # subcommands return first: the innermost wins
+        if not hasattr(namespace, self._PROG):  # subcommands return first: the innermost wins
             setattr(namespace, self._PROG, self.prog)
         return namespace, extras
 
@@ -71,7 +71,7 @@ def stdout_closed() -> bool:
         fd = sys.stdout.fileno()
     except (AttributeError, OSError, ValueError):
         return False
-    if not hasattr(select, "poll"):                 # no poll (Windows): assume it was stdout
+    if not hasattr(select, "poll"):  # no poll (Windows): assume it was stdout
         return True
     try:
         poller = select.poll()
@@ -102,8 +102,11 @@ def positive(kind=float, high: float = 1e9):
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a positive {word}, got {value!r}") from None
         if not 0 < number <= high:
-            raise argparse.ArgumentTypeError(f"expected a positive {word} up to {high:g}, got {value!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected a positive {word} up to {high:g}, got {value!r}"
+            )
         return number
+
     return parse
 
 
@@ -133,22 +136,27 @@ def fragmentation(value: str) -> tuple[float, int | str]:
     except ValueError:
         number = -1.0
     if not 0 <= number < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected W or W:LEVEL with a weight W >= 0, got "
-                                         f"{value!r}")
+        raise argparse.ArgumentTypeError(
+            f"expected W or W:LEVEL with a weight W >= 0, got {value!r}"
+        )
     level = level.strip() or "1"
     return number, int(level) if level.isdigit() else level
 
 
 def int_in(low: int, high: int):
     """An argparse type: an integer in [low, high]."""
+
     def parse(value):
         try:
             number = int(value)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
         if not low <= number <= high:
-            raise argparse.ArgumentTypeError(f"expected an integer in [{low}, {high}], got {value!r}")
+            raise argparse.ArgumentTypeError(
+                f"expected an integer in [{low}, {high}], got {value!r}"
+            )
         return number
+
     return parse
 
 
@@ -176,14 +184,17 @@ def check_output(path, flag: str, *, folder: bool = False) -> Path | None:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise InvalidInputError(f"{head}: {existing} is a file, not a folder; give another path "
-                                "(or move that file)")
+        raise InvalidInputError(
+            f"{head}: {existing} is a file, not a folder; give another path (or move that file)"
+        )
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise InvalidInputError(f"{head}: no permission to write in {existing}; give a folder "
-                                "you can write to")
+        raise InvalidInputError(
+            f"{head}: no permission to write in {existing}; give a folder you can write to"
+        )
     if not folder and target.exists() and not os.access(target, os.W_OK):
-        raise InvalidInputError(f"{head}: the file exists and may not be written (permission "
-                                "denied)")
+        raise InvalidInputError(
+            f"{head}: the file exists and may not be written (permission denied)"
+        )
     return target
 
 
@@ -203,7 +214,11 @@ def print_rows(result: dict, width: int = 22, skip=()) -> None:
     """Print a flat dict as aligned ``key value`` lines (floats with three decimals)."""
     for key, value in result.items():
         if key not in skip:
-            print(f"{key:{width}s} {value:.3f}" if isinstance(value, float) else f"{key:{width}s} {value}")
+            print(
+                f"{key:{width}s} {value:.3f}"
+                if isinstance(value, float)
+                else f"{key:{width}s} {value}"
+            )
 
 
 def warn(message: str) -> None:

@@ -86,20 +86,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from tjap.api import MAX_TIME_LIMIT_S, solve
+from tjap.errors import InvalidInputError, TjapError
 from tjap.placement.slurm.client import PendingJob, SlurmClient, SlurmError, transient, unreachable
+from tjap.placement.slurm.queue import (
+    BACKFILL,
+    WaitTracker,
+    eligible,
+    hold_for_locality,
+    plan_window,
+    priority_key,
+    segment_problem,
+)
 from tjap.placement.slurm.readers import State, is_block_topology, read_segments, read_state
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.jobs import Job, slurm_level
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from tjap.api import MAX_TIME_LIMIT_S, solve
-from tjap.errors import InvalidInputError, TjapError
 from tjap.registry import get
 from tjap.result import plain
-from tjap.placement.slurm.queue import (BACKFILL, WaitTracker, eligible, hold_for_locality, plan_window,
-                              priority_key, segment_problem)
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
@@ -171,44 +179,60 @@ class ServiceConfig:
     def validate(self) -> "ServiceConfig":
         """Raise :class:`~tjap.errors.InvalidInputError` (or ``UnknownMethodError``) on a bad
         setting; returns self."""
-        if not (isinstance(self.interval_s, (int, float)) and math.isfinite(self.interval_s)
-                and 0 < self.interval_s <= 86400):
-            raise InvalidInputError(f"interval must be more than 0 and at most 86400 s, got "
-                                    f"{self.interval_s!r}")
+        if not (
+            isinstance(self.interval_s, (int, float))
+            and math.isfinite(self.interval_s)
+            and 0 < self.interval_s <= 86400
+        ):
+            raise InvalidInputError(
+                f"interval must be more than 0 and at most 86400 s, got {self.interval_s!r}"
+            )
         if self.time_limit_s is not None and not (
-                isinstance(self.time_limit_s, (int, float)) and 0 < self.time_limit_s
-                <= MAX_TIME_LIMIT_S):
-            raise InvalidInputError(f"time limit must be positive (or none), got "
-                                    f"{self.time_limit_s!r}")
+            isinstance(self.time_limit_s, (int, float))
+            and 0 < self.time_limit_s <= MAX_TIME_LIMIT_S
+        ):
+            raise InvalidInputError(
+                f"time limit must be positive (or none), got {self.time_limit_s!r}"
+            )
         if self.cap is not None and (not isinstance(self.cap, int) or self.cap < 1):
-            raise InvalidInputError(f"cap must be a positive number of multi-node jobs or none, "
-                                    f"got {self.cap!r}")
+            raise InvalidInputError(
+                f"cap must be a positive number of multi-node jobs or none, got {self.cap!r}"
+            )
         if self.backfill not in BACKFILL:
-            raise InvalidInputError(f"unknown backfill {self.backfill!r}; choose one of "
-                                    f"{', '.join(BACKFILL)}")
+            raise InvalidInputError(
+                f"unknown backfill {self.backfill!r}; choose one of {', '.join(BACKFILL)}"
+            )
         if self.locality_slack is not None and not (
-                isinstance(self.locality_slack, (int, float)) and 0 <= self.locality_slack
-                < math.inf):
-            raise InvalidInputError(f"locality slack must be a number >= 0 (0.5: hold jobs "
-                                    f"whose nodes cost over 1.5x their best) or none, got "
-                                    f"{self.locality_slack!r}")
-        if not (isinstance(self.locality_wait_s, (int, float)) and 0 < self.locality_wait_s
-                <= 7 * 86400):
-            raise InvalidInputError(f"locality wait must be more than 0 and at most 604800 s, "
-                                    f"got {self.locality_wait_s!r}")
+            isinstance(self.locality_slack, (int, float)) and 0 <= self.locality_slack < math.inf
+        ):
+            raise InvalidInputError(
+                f"locality slack must be a number >= 0 (0.5: hold jobs "
+                f"whose nodes cost over 1.5x their best) or none, got "
+                f"{self.locality_slack!r}"
+            )
+        if not (
+            isinstance(self.locality_wait_s, (int, float)) and 0 < self.locality_wait_s <= 7 * 86400
+        ):
+            raise InvalidInputError(
+                f"locality wait must be more than 0 and at most 604800 s, "
+                f"got {self.locality_wait_s!r}"
+            )
         if not (isinstance(self.steer_check_s, (int, float)) and 0 <= self.steer_check_s <= 600):
-            raise InvalidInputError(f"steer check must be 0 to 600 s, got "
-                                    f"{self.steer_check_s!r}")
+            raise InvalidInputError(f"steer check must be 0 to 600 s, got {self.steer_check_s!r}")
         if self.retries is not None and (not isinstance(self.retries, int) or self.retries < 0):
-            raise InvalidInputError(f"retries must be a non-negative integer, got "
-                                    f"{self.retries!r}")
-        for what, names in (("partition", [self.partition] if self.partition else []),
-                            ("user", self.users), ("account", self.accounts)):
+            raise InvalidInputError(f"retries must be a non-negative integer, got {self.retries!r}")
+        for what, names in (
+            ("partition", [self.partition] if self.partition else []),
+            ("user", self.users),
+            ("account", self.accounts),
+        ):
             for name in names:
                 if not name or any(c.isspace() or c in ",=" for c in str(name)):
-                    raise InvalidInputError(f"bad {what} name {name!r}: no spaces, commas or "
-                                            "'=' (give several as separate values)")
-        get("tree", self.method)           # one-line UnknownMethodError listing the methods
+                    raise InvalidInputError(
+                        f"bad {what} name {name!r}: no spaces, commas or "
+                        "'=' (give several as separate values)"
+                    )
+        get("tree", self.method)  # one-line UnknownMethodError listing the methods
         return self
 
 
@@ -238,9 +262,17 @@ class PlacementService:
         Instead of ``env``.
     """
 
-    def __init__(self, config: ServiceConfig | None = None, *, env: dict | None = None,
-                 log_path=None, emit: Callable | None = None, report: Callable | None = None,
-                 before_update: Callable | None = None, client: SlurmClient | None = None):
+    def __init__(
+        self,
+        config: ServiceConfig | None = None,
+        *,
+        env: dict | None = None,
+        log_path=None,
+        emit: Callable | None = None,
+        report: Callable | None = None,
+        before_update: Callable | None = None,
+        client: SlurmClient | None = None,
+    ):
         self.config = (config or ServiceConfig()).validate()
         self.client = client or SlurmClient(env)
         self.log_path = Path(log_path) if log_path else None
@@ -248,8 +280,9 @@ class PlacementService:
             try:
                 open(self.log_path, "a").close()
             except OSError as exc:
-                raise InvalidInputError(f"cannot write the log {self.log_path}: "
-                                        f"{exc.strerror or exc}") from None
+                raise InvalidInputError(
+                    f"cannot write the log {self.log_path}: {exc.strerror or exc}"
+                ) from None
         self.emit = emit
         self.report = report or (lambda msg: print(f"tjap: {msg}", file=sys.stderr, flush=True))
         self.before_update = before_update
@@ -264,7 +297,7 @@ class PlacementService:
         #: job id -> the --segment read from its batch script (None: none)
         self._segments: dict = {}
         self.windows = 0
-        self._tree_rule = None
+        self._tree_rule: str | None = None
         #: passes that read Slurm and finished (a setup error after the first is retried)
         self.passes = 0
         self.partition = self.config.partition
@@ -299,15 +332,29 @@ class PlacementService:
             topology = Topology.from_scontrol(text)
             changed = self._topology_text is not None
             self.topology, self._topology_text = topology, text
-            self.record({"event": "topology", "time": time.time(), "changed": changed,
-                         "nodes": topology.num_nodes, "switches": topology.num_switches})
-        state = read_state(c, partition, self.topology, easy=self.config.backfill == "easy",
-                           users=self.config.users, accounts=self.config.accounts)
+            self.record(
+                {
+                    "event": "topology",
+                    "time": time.time(),
+                    "changed": changed,
+                    "nodes": topology.num_nodes,
+                    "switches": topology.num_switches,
+                }
+            )
+        state = read_state(
+            c,
+            partition,
+            self.topology,
+            easy=self.config.backfill == "easy",
+            users=self.config.users,
+            accounts=self.config.accounts,
+        )
         state.blocks = is_block_topology(self._topology_text)
         if state.blocks:
             held = [j for j in state.pending if j.held_by_user and j.plain]
-            self._segments = {j.job_id: self._segments[j.job_id] for j in held
-                              if j.job_id in self._segments}
+            self._segments = {
+                j.job_id: self._segments[j.job_id] for j in held if j.job_id in self._segments
+            }
             state.segments = read_segments(c, held, self._segments)
         return state
 
@@ -325,12 +372,19 @@ class PlacementService:
                 held.append(job)
             elif job.state == "PENDING" and job.reason in ("JobHeldUser", "JobHeldAdmin"):
                 ignored.append({"job_id": job.job_id, "reason": why})
-        blocked = []
-        if state.blocks:       # a job no idle block holds under Slurm's rule takes no place
+        blocked: list[tuple[PendingJob, str]] = []
+        if state.blocks:  # a job no idle block holds under Slurm's rule takes no place
             held, blocked = self._fit_alone(state, held)
-        window_jobs, waiting = plan_window(held, len(state.idle), self.tracker, cfg.cap,
-                                           backfill=cfg.backfill, now=state.read_at,
-                                           releases=state.releases, limits=state.limits)
+        window_jobs, waiting = plan_window(
+            held,
+            len(state.idle),
+            self.tracker,
+            cfg.cap,
+            backfill=cfg.backfill,
+            now=state.read_at,
+            releases=state.releases,
+            limits=state.limits,
+        )
         waiting = waiting + [job for job, _ in blocked]
         first_waiting = None
         if waiting:
@@ -339,34 +393,71 @@ class PlacementService:
         if cfg.locality_slack is not None and window_jobs:
             key = (self._topology_text, tuple(state.nodes))
             if key not in self._floors:
-                self._floors = {key: {}}          # the tree or the partition changed
-            locality = hold_for_locality(window_jobs, state.topology, state.idle, state.nodes,
-                                         state.read_at, cfg.locality_slack, cfg.locality_wait_s,
-                                         cfg.convention, self._floors[key])
+                self._floors = {key: {}}  # the tree or the partition changed
+            locality = hold_for_locality(
+                window_jobs,
+                state.topology,
+                state.idle,
+                state.nodes,
+                state.read_at,
+                cfg.locality_slack,
+                cfg.locality_wait_s,
+                cfg.convention,
+                self._floors[key],
+            )
             kept = {h["job_id"] for h in locality}
             waiting = waiting + [j for j in window_jobs if j.job_id in kept]
             window_jobs = [j for j in window_jobs if j.job_id not in kept]
-        backfilled = [j.job_id for j in window_jobs if first_waiting is not None
-                      and priority_key(j, self.tracker.get(j.job_id)) > first_waiting]
-        rec = {"event": "window", "window": self.windows + 1, "time": state.read_at,
-               "time_iso": _now_iso(state.read_at), "partition": state.partition,
-               "method": cfg.method, "dry_run": cfg.dry_run,
-               "idle": compress_hostlist(state.idle) if state.idle else "",
-               "idle_count": len(state.idle),
-               "reserved": compress_hostlist(state.reserved) if state.reserved else "",
-               "held": len(held), "backfill": cfg.backfill, "backfilled": backfilled,
-               "sizes": [j.nodes for j in window_jobs], "jobs": [],
-               "waiting": [{"job_id": j.job_id, "nodes_requested": j.nodes,
-                            "waited": self.tracker.get(j.job_id)} for j in waiting],
-               "held_for_locality": locality, "ignored": ignored, "cost": None,
-               "slurm_tree_cost": None, "scas_optimum": None,
-               "topology": "block" if state.blocks else "tree"}
+        backfilled = [
+            j.job_id
+            for j in window_jobs
+            if first_waiting is not None
+            and priority_key(j, self.tracker.get(j.job_id)) > first_waiting
+        ]
+        rec: dict[str, Any] = {
+            "event": "window",
+            "window": self.windows + 1,
+            "time": state.read_at,
+            "time_iso": _now_iso(state.read_at),
+            "partition": state.partition,
+            "method": cfg.method,
+            "dry_run": cfg.dry_run,
+            "idle": compress_hostlist(state.idle) if state.idle else "",
+            "idle_count": len(state.idle),
+            "reserved": compress_hostlist(state.reserved) if state.reserved else "",
+            "held": len(held),
+            "backfill": cfg.backfill,
+            "backfilled": backfilled,
+            "sizes": [j.nodes for j in window_jobs],
+            "jobs": [],
+            "waiting": [
+                {
+                    "job_id": j.job_id,
+                    "nodes_requested": j.nodes,
+                    "waited": self.tracker.get(j.job_id),
+                }
+                for j in waiting
+            ],
+            "held_for_locality": locality,
+            "ignored": ignored,
+            "cost": None,
+            "slurm_tree_cost": None,
+            "scas_optimum": None,
+            "topology": "block" if state.blocks else "tree",
+        }
         rec["_jobs"] = window_jobs
         if state.blocks:
-            rec.update({"slurm_block_cost": None, "unconstrained_optimum": None,
-                        "rule_price": None,
-                        "held_by_rule": [{"job_id": j.job_id, "nodes_requested": j.nodes,
-                                          "reason": why} for j, why in blocked]})
+            rec.update(
+                {
+                    "slurm_block_cost": None,
+                    "unconstrained_optimum": None,
+                    "rule_price": None,
+                    "held_by_rule": [
+                        {"job_id": j.job_id, "nodes_requested": j.nodes, "reason": why}
+                        for j, why in blocked
+                    ],
+                }
+            )
         if not window_jobs:
             return rec
         if state.blocks:
@@ -374,56 +465,97 @@ class PlacementService:
         window = Window(state.topology, state.idle, [j.nodes for j in window_jobs])
         rule = rec["slurm_tree_rule"] = self.tree_rule()
         follow = {"slurm": rule} if cfg.method in ("guarded", "slurm-tree") else {}
-        result = solve(window, cfg.method, time_limit_s=cfg.time_limit_s, seed=cfg.seed,
-                       convention=cfg.convention, **follow)
+        result = solve(
+            window,
+            cfg.method,
+            time_limit_s=cfg.time_limit_s,
+            seed=cfg.seed,
+            convention=cfg.convention,
+            **follow,
+        )
         rec.update({"status": result.status.value, "solve_s": result.runtime_s})
         info = result.info or {}
         if cfg.method == "guarded":
-            rec.update({"winner": info.get("winner"),
-                        "slurm_tree_cost": info.get("slurm_tree_cost"),
-                        "scas_optimum": info.get("scas_optimum")})
+            rec.update(
+                {
+                    "winner": info.get("winner"),
+                    "slurm_tree_cost": info.get("slurm_tree_cost"),
+                    "scas_optimum": info.get("scas_optimum"),
+                }
+            )
         elif cfg.compare:
             slurm = solve(window, "slurm-tree", convention=cfg.convention, slurm=rule)
             rec["slurm_tree_cost"] = slurm.objective if slurm.has_solution else None
             try:
-                scas = solve(window, "auto", time_limit_s=cfg.time_limit_s,
-                             convention=cfg.convention)
-                rec["scas_optimum"] = (scas.objective if scas.status.value == "OPTIMAL"
-                                       else None)
+                scas = solve(
+                    window, "auto", time_limit_s=cfg.time_limit_s, convention=cfg.convention
+                )
+                rec["scas_optimum"] = scas.objective if scas.status.value == "OPTIMAL" else None
             except InvalidInputError:
                 pass
         if not result.has_solution:
-            rec["jobs"] = [self._job_entry(j, None, None, "held", f"no placement found "
-                                           f"({result.status.value})") for j in window_jobs]
+            rec["jobs"] = [
+                self._job_entry(
+                    j, None, None, "held", f"no placement found ({result.status.value})"
+                )
+                for j in window_jobs
+            ]
             return rec
         rec["cost"] = result.objective
         names = result.node_names()
         for job, nodes, ids in zip(window_jobs, names, result.assignment):
-            rec["jobs"].append(self._job_entry(
-                job, compress_hostlist(sorted(nodes, key=state.topology.node_index)),
-                job_cost(state.topology, list(ids), cfg.convention), None, None))
+            rec["jobs"].append(
+                self._job_entry(
+                    job,
+                    compress_hostlist(sorted(nodes, key=state.topology.node_index)),
+                    job_cost(state.topology, list(ids), cfg.convention),
+                    None,
+                    None,
+                )
+            )
         if cfg.test_only:
             try:
                 seen = self.client.test_only(window_jobs[0].nodes, state.partition)
-                rec["slurm_test_only"] = {"job_id": window_jobs[0].job_id,
-                                          "nodes": seen[0] if seen else None}
+                rec["slurm_test_only"] = {
+                    "job_id": window_jobs[0].job_id,
+                    "nodes": seen[0] if seen else None,
+                }
             except SlurmError as exc:
                 rec["slurm_test_only"] = {"job_id": window_jobs[0].job_id, "error": str(exc)}
         return rec
 
-    def _job_entry(self, job: PendingJob, nodes, cost, outcome, reason, *, segment=None,
-                   mechanism="reqnodelist") -> dict:
-        return {"job_id": job.job_id, "user": job.user, "account": job.account,
-                "nodes_requested": job.nodes, "waited": self.tracker.get(job.job_id),
-                "nodes": nodes, "cost": cost, "outcome": outcome, "reason": reason,
-                "segment": segment, "mechanism": mechanism}
+    def _job_entry(
+        self,
+        job: PendingJob,
+        nodes,
+        cost,
+        outcome,
+        reason,
+        *,
+        segment=None,
+        mechanism="reqnodelist",
+    ) -> dict:
+        return {
+            "job_id": job.job_id,
+            "user": job.user,
+            "account": job.account,
+            "nodes_requested": job.nodes,
+            "waited": self.tracker.get(job.job_id),
+            "nodes": nodes,
+            "cost": cost,
+            "outcome": outcome,
+            "reason": reason,
+            "segment": segment,
+            "mechanism": mechanism,
+        }
 
     # -- deciding on a topology/block cluster ---------------------------------------------------
     def _try(self, window: Window, method: str, **options):
         """``solve(window, method)``, or None when it cannot run (a missing solver, ...)."""
         try:
-            return solve(window, method, seed=self.config.seed,
-                         convention=self.config.convention, **options)
+            return solve(
+                window, method, seed=self.config.seed, convention=self.config.convention, **options
+            )
         except TjapError:
             return None
 
@@ -437,15 +569,26 @@ class PlacementService:
             scas = self._try(window, "auto", time_limit_s=cfg.time_limit_s)
             slurm = self._try(window, "slurm-block")
         fields = {
-            "slurm_block_cost": slurm.objective if slurm is not None and slurm.has_solution
+            "slurm_block_cost": slurm.objective
+            if slurm is not None and slurm.has_solution
             else None,
-            "scas_optimum": scas.objective if scas is not None and scas.status.value == "OPTIMAL"
-            else None}
+            "scas_optimum": scas.objective
+            if scas is not None and scas.status.value == "OPTIMAL"
+            else None,
+        }
         if cfg.method != "guarded":
-            return solve(window, cfg.method, time_limit_s=cfg.time_limit_s, seed=cfg.seed,
-                         convention=cfg.convention), fields
-        found = {name: r for name, r in (("scas", scas), ("slurm-block", slurm))
-                 if r is not None and r.has_solution}
+            return solve(
+                window,
+                cfg.method,
+                time_limit_s=cfg.time_limit_s,
+                seed=cfg.seed,
+                convention=cfg.convention,
+            ), fields
+        found = {
+            name: r
+            for name, r in (("scas", scas), ("slurm-block", slurm))
+            if r is not None and r.has_solution
+        }
         if not found:
             return None, fields
         winner = min(found, key=lambda k: (found[k].objective, k != "scas"))
@@ -461,7 +604,7 @@ class PlacementService:
         against the nodes)."""
         fits, blocked = [], []
         for job in held:
-            if job.nodes > len(state.idle):          # too few idle nodes: the count decides
+            if job.nodes > len(state.idle):  # too few idle nodes: the count decides
                 fits.append(job)
                 continue
             rule = Job(job.nodes, segment=state.segments.get(job.job_id), slurm_rule=True)
@@ -478,13 +621,13 @@ class PlacementService:
             raise InvalidInputError(
                 f"method {cfg.method!r} does not take Slurm's block rule, which every job of a "
                 "topology/block cluster carries; use guarded (the default), auto, dp, scip, "
-                "cpsat, seq or slurm-block")
+                "cpsat, seq or slurm-block"
+            )
         started = time.perf_counter()
         topology = state.topology
         segments = [state.segments.get(j.job_id) for j in window_jobs]
-        jobs = [Job(j.nodes, segment=seg, slurm_rule=True)
-                for j, seg in zip(window_jobs, segments)]
-        held = {}                          # window index -> why it stays held
+        jobs = [Job(j.nodes, segment=seg, slurm_rule=True) for j, seg in zip(window_jobs, segments)]
+        held = {}  # window index -> why it stays held
         for i, job in enumerate(jobs):
             if not solve(Window(topology, state.idle, [job]), "seq").has_solution:
                 held[i] = _no_block_reason(topology, job)
@@ -495,16 +638,21 @@ class PlacementService:
             result, fields = self._solve_blocks(window)
             if result is not None and result.has_solution:
                 break
-            held[keep.pop()] = ("does not fit beside the window's earlier jobs under Slurm's "
-                                "block rule")
+            held[keep.pop()] = (
+                "does not fit beside the window's earlier jobs under Slurm's block rule"
+            )
         rec.update(fields)
         placed = {}
         if keep:
+            assert result is not None  # the loop above stopped on a solution
             rec["cost"] = result.objective
             rec["status"] = result.status.value
             placed = dict(zip(keep, result.node_names()))
-            free = self._try(Window(topology, state.idle, [jobs[i].nodes for i in keep]), "auto",
-                             time_limit_s=cfg.time_limit_s)
+            free = self._try(
+                Window(topology, state.idle, [jobs[i].nodes for i in keep]),
+                "auto",
+                time_limit_s=cfg.time_limit_s,
+            )
             if free is not None and free.status.value == "OPTIMAL":
                 rec["unconstrained_optimum"] = free.objective
                 if rec["scas_optimum"] is not None:
@@ -514,27 +662,42 @@ class PlacementService:
         everyone = state.partition_nodes or state.nodes
         rec["_excluded"] = {}
         for i, (job, seg) in enumerate(zip(window_jobs, segments)):
-            mechanism = "excnodelist" if seg is not None and job.nodes // seg > 1 else \
-                "reqnodelist"
+            mechanism = "excnodelist" if seg is not None and job.nodes // seg > 1 else "reqnodelist"
             if i not in placed:
-                rec["jobs"].append(self._job_entry(job, None, None, "held", held[i],
-                                                   segment=seg, mechanism=mechanism))
+                rec["jobs"].append(
+                    self._job_entry(
+                        job, None, None, "held", held[i], segment=seg, mechanism=mechanism
+                    )
+                )
                 continue
             names = sorted(placed[i], key=topology.node_index)
-            rec["jobs"].append(self._job_entry(
-                job, compress_hostlist(names),
-                job_cost(topology, topology.node_indices(names), cfg.convention), None, None,
-                segment=seg, mechanism=mechanism))
+            rec["jobs"].append(
+                self._job_entry(
+                    job,
+                    compress_hostlist(names),
+                    job_cost(topology, topology.node_indices(names), cfg.convention),
+                    None,
+                    None,
+                    segment=seg,
+                    mechanism=mechanism,
+                )
+            )
             if mechanism == "excnodelist":
                 chosen = set(names)
                 rec["_excluded"][job.job_id] = compress_hostlist(
-                    [n for n in everyone if n not in chosen])
+                    [n for n in everyone if n not in chosen]
+                )
         rec["solve_s"] = time.perf_counter() - started
         return rec
 
     # -- applying ----------------------------------------------------------------------------
-    def _apply_job(self, job: PendingJob, hostlist: str, mechanism: str = "reqnodelist",
-                   excluded: str | None = None) -> tuple[str, str | None]:
+    def _apply_job(
+        self,
+        job: PendingJob,
+        hostlist: str,
+        mechanism: str = "reqnodelist",
+        excluded: str | None = None,
+    ) -> tuple[str, str | None]:
         """Steer one job to ``hostlist`` (its ``ReqNodeList``, or with ``excnodelist`` its
         ``ExcNodeList`` set to ``excluded``) and release it; ``(outcome, reason)``. An
         unreachable controller raises."""
@@ -545,12 +708,13 @@ class PlacementService:
         if not now:
             seen = c.job_state(job.job_id)
             return "skipped", ("gone" if seen is None else f"no longer pending ({seen[0]})")
-        now = now[0]
-        if not now.held_by_user:
-            return "skipped", f"no longer held by its user (reason {now.reason})"
-        if now.fingerprint != job.fingerprint:
+        current = now[0]
+        if not current.held_by_user:
+            return "skipped", f"no longer held by its user (reason {current.reason})"
+        if current.fingerprint != job.fingerprint:
             return "skipped", "modified since it was read"
         if mechanism == "excnodelist":
+            assert excluded is not None  # decide() names the nodes an excnodelist steer excludes
             key, value, mine = "ExcNodeList", excluded, self.excluded
         else:
             key, value, mine = "ReqNodeList", hostlist, self.ours
@@ -599,7 +763,8 @@ class PlacementService:
                 continue
             try:
                 entry["outcome"], entry["reason"] = self._apply_job(
-                    job, entry["nodes"], entry["mechanism"], excluded.get(job.job_id))
+                    job, entry["nodes"], entry["mechanism"], excluded.get(job.job_id)
+                )
             except SlurmError as exc:
                 failure = exc
                 entry["outcome"], entry["reason"] = "held", f"Slurm failed: {exc}"
@@ -607,18 +772,22 @@ class PlacementService:
             for entry in rec["jobs"]:
                 if entry["outcome"] == "placed":
                     self.steered[entry["job_id"]] = {
-                        "mechanism": entry["mechanism"], "nodes": entry["nodes"],
-                        "value": excluded.get(entry["job_id"], entry["nodes"])}
+                        "mechanism": entry["mechanism"],
+                        "nodes": entry["nodes"],
+                        "value": excluded.get(entry["job_id"], entry["nodes"]),
+                    }
             if failure is None:
                 try:
-                    undone = self.check_steers(self.config.steer_check_s,
-                                               [e["job_id"] for e in rec["jobs"]
-                                                if e["outcome"] == "placed"])
+                    undone = self.check_steers(
+                        self.config.steer_check_s,
+                        [e["job_id"] for e in rec["jobs"] if e["outcome"] == "placed"],
+                    )
                 except SlurmError as exc:
                     failure, undone = exc, []
                 for entry in rec["jobs"]:
-                    why = next((u["reason"] for u in undone if u["job_id"] == entry["job_id"]),
-                               None)
+                    why = next(
+                        (u["reason"] for u in undone if u["job_id"] == entry["job_id"]), None
+                    )
                     if why is not None:
                         entry["outcome"], entry["reason"] = "unsteered", why
         rec["_failure"] = failure
@@ -642,12 +811,13 @@ class PlacementService:
                 key = "ReqNodeList" if steer["mechanism"] == "reqnodelist" else "ExcNodeList"
                 now = c.pending(job_id=job_id)
                 mine = now and _steer_in_place(now[0], steer)
-                if not mine:                      # running, gone or changed: not ours now
+                if not mine:  # running, gone or changed: not ours now
                     self.steered.pop(job_id)
                     waiting.discard(job_id)
                 elif now[0].reason in ("JobHeldUser", "JobHeldAdmin"):
-                    (self.ours if key == "ReqNodeList" else self.excluded)[job_id] = \
-                        tuple(expand_hostlist(steer["value"]))
+                    (self.ours if key == "ReqNodeList" else self.excluded)[job_id] = tuple(
+                        expand_hostlist(steer["value"])
+                    )
                     self.steered.pop(job_id)
                     waiting.discard(job_id)
                 elif now[0].reason == "BadConstraints":
@@ -656,23 +826,30 @@ class PlacementService:
                     except SlurmError as exc:
                         if unreachable(exc):
                             raise
-                        self.report(f"job {job_id}: clearing its {key} failed ({exc}); "
-                                    "retried at the next pass")
+                        self.report(
+                            f"job {job_id}: clearing its {key} failed ({exc}); "
+                            "retried at the next pass"
+                        )
                         waiting.discard(job_id)
                         continue
                     self.steered.pop(job_id)
                     waiting.discard(job_id)
-                    undone.append({"job_id": job_id, "mechanism": steer["mechanism"],
-                                   "nodes": steer["nodes"],
-                                   "reason": f"Slurm refused the node set (BadConstraints); "
-                                             f"{key} cleared, Slurm places it itself"})
-                elif now[0].reason != "None":     # judged: it waits for its nodes
+                    undone.append(
+                        {
+                            "job_id": job_id,
+                            "mechanism": steer["mechanism"],
+                            "nodes": steer["nodes"],
+                            "reason": f"Slurm refused the node set (BadConstraints); "
+                            f"{key} cleared, Slurm places it itself",
+                        }
+                    )
+                elif now[0].reason != "None":  # judged: it waits for its nodes
                     waiting.discard(job_id)
             if not waiting or time.monotonic() >= deadline:
                 return undone
             time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
-    def _finish(self, rec: dict, *, advance: bool = True) -> dict:
+    def _finish(self, rec: dict, *, advance: bool = True) -> tuple[dict, SlurmError | None]:
         failure = rec.pop("_failure", None)
         rec.pop("_excluded", None)
         jobs = rec.pop("_jobs", [])
@@ -749,10 +926,19 @@ class PlacementService:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 handlers[sig] = signal.signal(sig, self._handler)
-        self.record({"event": "start", "time": time.time(), "pid": os.getpid(),
-                     "partition": cfg.partition, "method": cfg.method,
-                     "interval_s": cfg.interval_s, "dry_run": cfg.dry_run,
-                     "users": list(cfg.users), "accounts": list(cfg.accounts)})
+        self.record(
+            {
+                "event": "start",
+                "time": time.time(),
+                "pid": os.getpid(),
+                "partition": cfg.partition,
+                "method": cfg.method,
+                "interval_s": cfg.interval_s,
+                "dry_run": cfg.dry_run,
+                "users": list(cfg.users),
+                "accounts": list(cfg.accounts),
+            }
+        )
         retries = 0 if (once and cfg.retries is None) else cfg.retries
         failures, delay = 0, BACKOFF_START_S
         error = None
@@ -771,10 +957,18 @@ class PlacementService:
                         error = exc
                         raise
                     wait = min(delay, max(cfg.interval_s, BACKOFF_START_S))
-                    self.report(f"window failed (attempt {failures}): {exc}; retrying in "
-                                f"{wait:g} s")
-                    self.record({"event": "error", "time": time.time(), "attempt": failures,
-                                 "error": str(exc), "retry_in_s": wait})
+                    self.report(
+                        f"window failed (attempt {failures}): {exc}; retrying in {wait:g} s"
+                    )
+                    self.record(
+                        {
+                            "event": "error",
+                            "time": time.time(),
+                            "attempt": failures,
+                            "error": str(exc),
+                            "retry_in_s": wait,
+                        }
+                    )
                     delay *= 2
                     if self.stop_event.wait(wait):
                         break
@@ -784,9 +978,15 @@ class PlacementService:
         finally:
             for sig, old in handlers.items():
                 signal.signal(sig, old)
-            self.record({"event": "stop", "time": time.time(), "signal": self.stop_signal,
-                         "windows": self.windows,
-                         "error": str(error) if error is not None else None})
+            self.record(
+                {
+                    "event": "stop",
+                    "time": time.time(),
+                    "signal": self.stop_signal,
+                    "windows": self.windows,
+                    "error": str(error) if error is not None else None,
+                }
+            )
         return 130 if self.stop_signal == "SIGINT" else 0
 
 
@@ -796,19 +996,25 @@ def _steer_in_place(job: PendingJob, steer: dict) -> bool:
         return False
     if steer["mechanism"] == "reqnodelist":
         return bool(job.req_nodes) and set(expand_hostlist(job.req_nodes)) == set(
-            expand_hostlist(steer["value"]))
+            expand_hostlist(steer["value"])
+        )
     return bool(job.exc_nodes) and set(expand_hostlist(job.exc_nodes)) == set(
-        expand_hostlist(steer["value"]))
+        expand_hostlist(steer["value"])
+    )
 
 
 def _no_block_reason(topology, job: Job) -> str:
     """Why no idle node set of a window fits ``job`` under Slurm's block rule."""
     if job.segment is None:
-        return (f"Slurm's block rule: no block of level {slurm_level(topology, job.nodes)} "
-                f"has {job.nodes} idle nodes")
-    return (f"Slurm's block rule: the idle nodes hold fewer than {job.nodes // job.segment} "
-            f"segments of {job.segment} inside blocks of level "
-            f"{slurm_level(topology, job.segment)}")
+        return (
+            f"Slurm's block rule: no block of level {slurm_level(topology, job.nodes)} "
+            f"has {job.nodes} idle nodes"
+        )
+    return (
+        f"Slurm's block rule: the idle nodes hold fewer than {job.nodes // job.segment} "
+        f"segments of {job.segment} inside blocks of level "
+        f"{slurm_level(topology, job.segment)}"
+    )
 
 
 __all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig"]
