@@ -12,8 +12,16 @@ from pathlib import Path
 import pytest
 
 from benchmarks import sa_tables
-from benchmarks.sa_tables import (PILOT_ITERATIONS, iteration_cost, main, nsa_columns, nsa_table,
-                                  nsa_window, same_time_iterations, sa_for_time)
+from benchmarks.sa_tables import (
+    PILOT_ITERATIONS,
+    iteration_cost,
+    main,
+    nsa_columns,
+    nsa_table,
+    nsa_window,
+    sa_for_time,
+    same_time_iterations,
+)
 
 #: The columns whose cost does not depend on a measured time: the same for the same seed.
 UNTIMED = ["nsa500", "seq", "sa500", "sa1000", "sa500_best", "scas_opt"]
@@ -27,9 +35,9 @@ def table():
 def test_same_time_iterations_is_the_floor_of_what_fits():
     assert same_time_iterations(1.0, 0.3) == 3
     assert same_time_iterations(1.0, 0.1, fixed_s=0.35) == 6
-    assert same_time_iterations(0.01, 0.3) == 1                 # at least one iteration
-    assert same_time_iterations(0.2, 0.1, fixed_s=0.5) == 1     # budget below the fixed time
-    assert same_time_iterations(1e-3, 0.0) >= 1                 # no division by zero
+    assert same_time_iterations(0.01, 0.3) == 1  # at least one iteration
+    assert same_time_iterations(0.2, 0.1, fixed_s=0.5) == 1  # budget below the fixed time
+    assert same_time_iterations(1e-3, 0.0) >= 1  # no division by zero
 
 
 def test_iteration_cost_from_two_runs():
@@ -58,14 +66,17 @@ def test_sa_for_time_sizes_its_runs_as_specified(monkeypatch):
         return _FakeResult(options["iterations"], seconds), {"cpu": seconds, "wall": seconds}
 
     monkeypatch.setattr(sa_tables, "timed_solve", fake)
-    r, times, per, fixed, calibration = sa_for_time(None, 50e-3, {"preset": "paper"},
-                                                    {"seed": 0}, clock="cpu")
+    r, times, per, fixed, calibration = sa_for_time(
+        None, 50e-3, {"preset": "paper"}, {"seed": 0}, clock="cpu"
+    )
     pilot_rate = (0.4e-3 + PILOT_ITERATIONS * 2e-6) / PILOT_ITERATIONS
     assert [c["iterations"] for c in calls[:2]] == [
-        PILOT_ITERATIONS, math.floor(0.25 * 50e-3 / pilot_rate)]
+        PILOT_ITERATIONS,
+        math.floor(0.25 * 50e-3 / pilot_rate),
+    ]
     assert per == pytest.approx(2e-6) and fixed == pytest.approx(0.4e-3)
     assert r.iterations == calls[2]["iterations"] == same_time_iterations(50e-3, per, fixed)
-    assert abs(r.iterations - (50e-3 - 0.4e-3) / 2e-6) <= 1      # 24800, up to rounding
+    assert abs(r.iterations - (50e-3 - 0.4e-3) / 2e-6) <= 1  # 24800, up to rounding
     assert times["cpu"] == pytest.approx(50e-3, rel=1e-3)
     assert all("time_limit_s" not in c and c["preset"] == "paper" for c in calls)
     assert calibration == calls[1]["iterations"]
@@ -78,7 +89,7 @@ def test_sa_for_time_skips_the_calibration_when_the_budget_is_small(monkeypatch)
 
     def fake(w, method, **options):
         calls.append(options["iterations"])
-        seconds = options["iterations"] * 20e-6       # a slow repair: 10 ms per pilot
+        seconds = options["iterations"] * 20e-6  # a slow repair: 10 ms per pilot
         return _FakeResult(options["iterations"], seconds), {"cpu": seconds, "wall": seconds}
 
     monkeypatch.setattr(sa_tables, "timed_solve", fake)
@@ -101,10 +112,15 @@ def test_nsa_table_rows(table):
         assert row["nsa500"] <= row["seq"] and row["nsa500_iterations"] == 500
         assert row["sa500_iterations"] == 500 and row["sa1000_iterations"] == 1000
         for name in ("sa_default_same_time", "sa_paper_same_time"):
-            expected = same_time_iterations(row["nsa500_cpu_s"], row[f"{name}_per_iteration_us"] / 1e6,
-                                            row[f"{name}_fixed_ms"] / 1e3)
-            assert abs(row[f"{name}_iterations"] - expected) <= 1   # up to the units' rounding
-            assert row[f"{name}_cpu_ratio"] == pytest.approx(row[f"{name}_cpu_s"] / row["nsa500_cpu_s"])
+            expected = same_time_iterations(
+                row["nsa500_cpu_s"],
+                row[f"{name}_per_iteration_us"] / 1e6,
+                row[f"{name}_fixed_ms"] / 1e3,
+            )
+            assert abs(row[f"{name}_iterations"] - expected) <= 1  # up to the units' rounding
+            assert row[f"{name}_cpu_ratio"] == pytest.approx(
+                row[f"{name}_cpu_s"] / row["nsa500_cpu_s"]
+            )
     summary = {s["column"]: s for s in table["summary"]}
     assert list(summary) == names and "nsa_gain_pct" not in summary["nsa500"]
     assert summary["scas_opt"]["gap_to_scas_pct"] == 0.0 and summary["seq"]["nsa_gain_pct"] >= 0
@@ -115,16 +131,31 @@ def test_nsa_table_rows(table):
 
 
 def test_nsa_columns_that_do_not_depend_on_timing_are_reproducible(table):
-    again = nsa_window("published", sa_tables._windows("published", 1, 2, 3)[1].to_dict(), 3,
-                       None, None, "wall")
+    again = nsa_window(
+        "published", sa_tables._windows("published", 1, 2, 3)[1].to_dict(), 3, None, None, "wall"
+    )
     first = table["rows"][1]
     assert [again[n] for n in UNTIMED] == [first[n] for n in UNTIMED]
 
 
 def test_bench_nsa_cli(tmp_path, capsys):
-    code = main(["nsa", "--setting", "paper", "--epochs", "1", "--windows-per-epoch", "2",
-                 "--weights", "learned/weights/nsa_cnn3_paper.json", "--out", str(tmp_path),
-                 "--quiet", "--json"])
+    code = main(
+        [
+            "nsa",
+            "--setting",
+            "paper",
+            "--epochs",
+            "1",
+            "--windows-per-epoch",
+            "2",
+            "--weights",
+            "learned/weights/nsa_cnn3_paper.json",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     data = json.loads(out)
@@ -140,8 +171,19 @@ def test_bench_nsa_cli(tmp_path, capsys):
 
 @pytest.mark.parametrize("flag", [["--weights", "none.json"], ["--preset", "hot"]])
 def test_bench_nsa_bad_weights_or_preset_is_one_line(tmp_path, capsys, flag):
-    code = main(["nsa", "--epochs", "1", "--windows-per-epoch", "1", *flag,
-                 "--out", str(tmp_path), "--quiet"])
+    code = main(
+        [
+            "nsa",
+            "--epochs",
+            "1",
+            "--windows-per-epoch",
+            "1",
+            *flag,
+            "--out",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and err.startswith("tjap: error")
     assert flag[1] in err and not list(tmp_path.glob("*.csv"))
@@ -153,6 +195,7 @@ def test_interrupted_nsa_table_leaves_a_partial_csv(tmp_path, monkeypatch):
     from tjap import executor
 
     monkeypatch.setattr(executor, "PARTIAL_OUTPUTS", [])
+
     class Interrupted:
         def map(self, fn, tasks, **_):
             yield fn(*tasks[0])
@@ -160,8 +203,14 @@ def test_interrupted_nsa_table_leaves_a_partial_csv(tmp_path, monkeypatch):
 
     path = tmp_path / "nsa.csv"
     with pytest.raises(KeyboardInterrupt):
-        nsa_table("published", epochs=1, windows_per_epoch=2, quiet=True, executor=Interrupted(),
-                  csv_path=path)
+        nsa_table(
+            "published",
+            epochs=1,
+            windows_per_epoch=2,
+            quiet=True,
+            executor=Interrupted(),
+            csv_path=path,
+        )
     assert not path.exists()
     with open(tmp_path / "nsa.partial.csv") as f:
         assert len(list(csv.DictReader(f))) == 1
@@ -173,12 +222,31 @@ def test_bench_nsa_on_a_workload_file(tmp_path, capsys):
 
     jobs = Workload.generate(500, seed=2)
     path = tmp_path / "jobs.txt"
-    path.write_text("".join(f"{k + 1}  {a}  {r}  {n}\n" for k, (a, r, n) in enumerate(
-        zip(jobs.arrival_s.tolist(), jobs.runtime_s.tolist(), jobs.requested_nodes.tolist()))))
-    code = main(["nsa", "--workload", str(path), "--epochs", "1", "--windows-per-epoch",
-                 "1", "--out", str(tmp_path), "--quiet", "--json"])
+    path.write_text(
+        "".join(
+            f"{k + 1}  {a}  {r}  {n}\n"
+            for k, (a, r, n) in enumerate(
+                zip(jobs.arrival_s.tolist(), jobs.runtime_s.tolist(), jobs.requested_nodes.tolist())
+            )
+        )
+    )
+    code = main(
+        [
+            "nsa",
+            "--workload",
+            str(path),
+            "--epochs",
+            "1",
+            "--windows-per-epoch",
+            "1",
+            "--out",
+            str(tmp_path),
+            "--quiet",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0, err
     data = json.loads(out)
-    assert Path(data["csv"]).name == "nsa_published_jobs_s0.csv"     # beside the generator's
+    assert Path(data["csv"]).name == "nsa_published_jobs_s0.csv"  # beside the generator's
     assert data["workload"] == str(path) and data["trace_report"]["jobs"] == 500

@@ -15,12 +15,19 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-RUNNABLE = sorted(p.stem for p in BENCHMARKS.glob("*.py")
-                  if 'if __name__ == "__main__":' in p.read_text())
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+RUNNABLE = sorted(
+    p.stem for p in BENCHMARKS.glob("*.py") if 'if __name__ == "__main__":' in p.read_text()
+)
 #: The benchmarks that draw no random numbers (their inputs are files or fixed), so no --seed.
-NO_SEED = {"interference_fig10", "provision_live_demo", "slurm_fidelity", "slurm_replay",
-           "topologies", "trace_loading"}
+NO_SEED = {
+    "interference_fig10",
+    "provision_live_demo",
+    "slurm_fidelity",
+    "slurm_replay",
+    "topologies",
+    "trace_loading",
+}
 #: ``--out`` elsewhere than benchmarks/out: the shipped clusters are regenerated in place.
 OUT_ELSEWHERE = {"topologies": str(BENCHMARKS / "topologies")}
 
@@ -41,8 +48,9 @@ def options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 
 
 def test_the_runnable_modules_are_found():
-    assert {"sa_tables", "online", "batch_sim", "network", "slurm_topology", "sa_speed"} \
-        <= set(RUNNABLE)
+    assert {"sa_tables", "online", "batch_sim", "network", "slurm_topology", "sa_speed"} <= set(
+        RUNNABLE
+    )
     assert "common" not in RUNNABLE and len(RUNNABLE) >= 25
     assert NO_SEED <= set(RUNNABLE) and set(OUT_ELSEWHERE) <= set(RUNNABLE)
 

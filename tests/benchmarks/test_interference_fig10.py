@@ -11,11 +11,22 @@ from tjap.errors import InvalidInputError
 
 def _run(tmp_path, name, single, returns):
     curve = [{"phase": "bc", "epoch": 0, "loss": 1.0, "accuracy": 0.5}]
-    curve += [{"phase": "ppo", "episode": i, "step": 100 * (i + 1), "return": r, "jobs": 10}
-              for i, r in enumerate(returns)]
+    curve += [
+        {"phase": "ppo", "episode": i, "step": 100 * (i + 1), "return": r, "jobs": 10}
+        for i, r in enumerate(returns)
+    ]
     path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps({"training": {"single_agent": single, "curve": curve,
-                                             "figures": {"eval_avg_jct": [4.0]}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "training": {
+                    "single_agent": single,
+                    "curve": curve,
+                    "figures": {"eval_avg_jct": [4.0]},
+                }
+            }
+        )
+    )
     return str(path)
 
 
@@ -43,8 +54,19 @@ def test_bad_metadata_is_one_clear_error(tmp_path, capsys):
 
 def test_plots_both_runs(tmp_path, capsys):
     figure = tmp_path / "fig.png"
-    assert main([_run(tmp_path, "m", False, [-50.0] * 5), _run(tmp_path, "s", True, [-40.0] * 5),
-                 "--window", "2", "--figure", str(figure)]) == 0
+    assert (
+        main(
+            [
+                _run(tmp_path, "m", False, [-50.0] * 5),
+                _run(tmp_path, "s", True, [-40.0] * 5),
+                "--window",
+                "2",
+                "--figure",
+                str(figure),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert figure.exists() and "single agent" in out and "multi-agent" in out
 
@@ -54,8 +76,9 @@ def test_fine_tuning_runs_get_a_greedy_jct_panel(tmp_path, capsys):
     meta = json.loads(open(path).read())
     meta["training"]["init"] = "learned/weights/interference_single.json"
     meta["training"]["command"] = "tjap train interference --reward jct_rule"
-    meta["training"]["curve"] += [{"phase": "eval", "step": s, "avg_jct": [4.0 + s / 1000, 4.2]}
-                                  for s in (0, 200)]
+    meta["training"]["curve"] += [
+        {"phase": "eval", "step": s, "avg_jct": [4.0 + s / 1000, 4.2]} for s in (0, 200)
+    ]
     (tmp_path / "ft.json").write_text(json.dumps(meta))
     run = load_run(str(tmp_path / "ft.json"))
     assert "from clone, jct_rule" in run["label"]

@@ -16,8 +16,15 @@ from tjap.placement.tree.cost import job_cost
 def stream():
     topology = st.cluster_topology(12, seed=3)
     rows = st.paper_rows(25, 1, topology, max_nodes=6)
-    per_job = [{"submit": r["submit_s"], "cpus": r["cpus"], "limit_min": r["limit_min"],
-                "runtime_s": r["runtime_s"]} for r in rows]
+    per_job = [
+        {
+            "submit": r["submit_s"],
+            "cpus": r["cpus"],
+            "limit_min": r["limit_min"],
+            "runtime_s": r["runtime_s"],
+        }
+        for r in rows
+    ]
     start, end, seq = st.simulate_starts(per_job, topology.num_nodes)
     return topology, [r["cpus"] for r in rows], start, end, seq
 
@@ -39,7 +46,8 @@ def test_headroom_reports_ratios_to_slurm_tree():
     assert out["ratio"]["slurm-tree"] == 1.0
     assert out["floor"] <= min(out["mean_cost"].values()) + 1e-6
     assert out["mean_cost"]["cheapest-now"] == pytest.approx(
-        out["ratio"]["cheapest-now"] * out["mean_cost"]["slurm-tree"])
+        out["ratio"]["cheapest-now"] * out["mean_cost"]["slurm-tree"]
+    )
 
 
 def test_check_placement_refuses_a_shared_node_or_a_wrong_size():
@@ -49,5 +57,6 @@ def test_check_placement_refuses_a_shared_node_or_a_wrong_size():
     with pytest.raises(AssertionError, match="nodes for a size"):
         ph.check_placement([2, 2], start, end, [np.array([0, 0]), np.array([2, 3])])
     # one that starts after the other ended (plus the 1 s release) may reuse its nodes
-    ph.check_placement([2, 2], np.array([0, 11]), np.array([10, 20]),
-                       [np.array([0, 1]), np.array([0, 1])])
+    ph.check_placement(
+        [2, 2], np.array([0, 11]), np.array([10, 20]), [np.array([0, 1]), np.array([0, 1])]
+    )

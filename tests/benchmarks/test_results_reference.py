@@ -4,7 +4,8 @@ Nothing in it narrates how the work went (sessions, issue numbers, rounds, parts
 ``python -m MODULE`` it shows names a module that exists; every ``tjap ...`` and ``python -m
 benchmarks.NAME ...`` command parses with today's parser (parsed only, never run); every name a
 ``python -c`` snippet imports exists; no figure table appears twice; every section holding a table
-dates it; and every link into it, from itself and from the README, names a heading it has.
+dates it; and every link into it, from itself and from the README, names a heading it has, and
+so does every section the documentation pages name in code (`benchmarks/RESULTS.md#anchor`).
 
 Commands are the lines of its shell blocks (continuations joined, comments removed) and the
 inline code of its prose that starts with ``tjap `` or ``python -m ``.
@@ -25,9 +26,11 @@ import pytest
 
 from tjap.cli import build_parser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 README = ROOT / "README.md"
+#: The documentation pages: they name RESULTS.md's sections in code, the site having no link to it.
+PAGES = sorted(p for p in (ROOT / "docs").rglob("*.md") if "hooks" not in p.parts)
 TEXT = RESULTS.read_text()
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 SHELL_LANGUAGES = {"", "bash", "sh", "console", "shell"}
@@ -44,10 +47,12 @@ NARRATION = re.compile(
     r"|stretch(es)?\s+of\s+work"
     r"|refactor(ed|ing|s)?"
     r"|previously|this\s+time|no\s+longer)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 #: Headings name what a section measures, never when or why it was written.
-HEADING_HISTORY = re.compile(r"\b(new|now|old|moved|before|after|previous|latest|again)\b",
-                             re.IGNORECASE)
+HEADING_HISTORY = re.compile(
+    r"\b(new|now|old|moved|before|after|previous|latest|again)\b", re.IGNORECASE
+)
 #: Stand-ins a command may use for a file of the reader's own.
 PLACEHOLDERS = {"FILE": "trace.swf", "JSON": "weights.json", "DIR": "out"}
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
@@ -91,8 +96,10 @@ def snippets(text: str) -> list[str]:
 
 
 def headings(text: str) -> list[tuple[int, str]]:
-    return [(len(m.group(1)), m.group(2).strip())
-            for m in re.finditer(r"^(#{1,6}) (.+)$", prose(text), re.MULTILINE)]
+    return [
+        (len(m.group(1)), m.group(2).strip())
+        for m in re.finditer(r"^(#{1,6}) (.+)$", prose(text), re.MULTILINE)
+    ]
 
 
 def anchors(text: str) -> set[str]:
@@ -134,8 +141,11 @@ def test_the_reference_shows_commands():
 
 
 def test_no_line_narrates_work_history():
-    bad = [f"line {n}: {line.strip()}" for n, line in enumerate(TEXT.splitlines(), 1)
-           if NARRATION.search(line)]
+    bad = [
+        f"line {n}: {line.strip()}"
+        for n, line in enumerate(TEXT.splitlines(), 1)
+        if NARRATION.search(line)
+    ]
     assert not bad, "history belongs in git log:\n" + "\n".join(bad)
 
 
@@ -208,16 +218,22 @@ def test_each_python_snippet_imports_what_exists(code):
 
 
 def test_no_table_appears_twice():
-    keys = Counter((" ".join(lines[0].split()), " ".join(lines[2].split()))
-                   for _, lines in tables(TEXT) if len(lines) > 2)
+    keys = Counter(
+        (" ".join(lines[0].split()), " ".join(lines[2].split()))
+        for _, lines in tables(TEXT)
+        if len(lines) > 2
+    )
     twice = [key for key, count in keys.items() if count > 1]
     assert not twice, twice
 
 
 def test_each_section_with_a_table_is_dated():
     sections = re.split(r"^#{2,4} ", prose(TEXT), flags=re.MULTILINE)[1:]
-    undated = [s.splitlines()[0] for s in sections
-               if re.search(r"^\|.*\|\n\|[-| ]+\|$", s, re.MULTILINE) and not DATE.search(s)]
+    undated = [
+        s.splitlines()[0]
+        for s in sections
+        if re.search(r"^\|.*\|\n\|[-| ]+\|$", s, re.MULTILINE) and not DATE.search(s)
+    ]
     assert not undated, undated
 
 
@@ -225,5 +241,8 @@ def test_links_into_the_reference_name_its_headings():
     have = anchors(TEXT)
     own = re.findall(r"\]\(#([^)]+)\)", TEXT)
     readme = re.findall(r"\]\(benchmarks/RESULTS\.md#([^)]+)\)", README.read_text())
-    missing = sorted({a for a in own + readme if a not in have})
-    assert readme and not missing, missing
+    pages = [
+        a for p in PAGES for a in re.findall(r"`benchmarks/RESULTS\.md#([^`]+)`", p.read_text())
+    ]
+    missing = sorted({a for a in own + readme + pages if a not in have})
+    assert readme and pages and not missing, missing

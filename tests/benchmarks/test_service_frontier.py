@@ -9,8 +9,8 @@ import pytest
 
 from benchmarks import service_frontier as sf
 from benchmarks import slurm_topology as st
-from tjap.placement.tree.cost import job_cost
 from tjap.errors import InvalidInputError
+from tjap.placement.tree.cost import job_cost
 from tjap.slurm.service import ServiceConfig
 
 TOPOLOGY = st.cluster_topology(20, 3)
@@ -55,8 +55,10 @@ def test_the_reference_and_bad_settings():
 
 
 def test_plot_from_saved_rows(tmp_path):
-    rows = [{"slack": "none", "wait_s": "-", "cost": 0.97, "wait": 0.7},
-            {"slack": 0.5, "wait_s": 8.0, "cost": 0.91, "wait": 0.9},
-            {"slack": 0.5, "wait_s": 16.0, "cost": 0.89, "wait": 1.1}]
+    rows = [
+        {"slack": "none", "wait_s": "-", "cost": 0.97, "wait": 0.7},
+        {"slack": 0.5, "wait_s": 8.0, "cost": 0.91, "wait": 0.9},
+        {"slack": 0.5, "wait_s": 16.0, "cost": 0.89, "wait": 1.1},
+    ]
     png = sf.plot(rows, tmp_path / "f.png", live=[("tjap s2", 0.94, 0.91)])
     assert png.stat().st_size > 1000

@@ -12,11 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.slurm_fidelity import (agreement, local_slurm, longest_common_order, node_names,
-                                       out_of_order, replay_origin, single_switch_conf)
+from benchmarks.slurm_fidelity import (
+    agreement,
+    local_slurm,
+    longest_common_order,
+    node_names,
+    out_of_order,
+    replay_origin,
+    single_switch_conf,
+)
+from tjap.errors import InvalidInputError
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
 from tjap.placement.batch import _kernels as k
-from tjap.errors import InvalidInputError
 
 
 def test_node_names_keep_slurm_order_and_reject_bad_counts():
@@ -30,16 +37,20 @@ def test_node_names_keep_slurm_order_and_reject_bad_counts():
 
 
 def test_out_of_order_lists_each_discordant_job_with_its_partners():
-    rows = [{"id": i, "submit": 0, "cpus": 1, "slurm_start": s, "sim_start": m}
-            for i, (s, m) in enumerate([(0, 0), (5, 20), (10, 9), (11, 30), (30, 30)])]
+    rows = [
+        {"id": i, "submit": 0, "cpus": 1, "slurm_start": s, "sim_start": m}
+        for i, (s, m) in enumerate([(0, 0), (5, 20), (10, 9), (11, 30), (30, 30)])
+    ]
     out = out_of_order(rows)
     # job 1 started before 2 in Slurm but after it here
     assert [r["id"] for r in out] == [1, 2]
     assert out[0]["discordant_with"] == [2] and out[1]["discordant_with"] == [1]
     assert out_of_order([]) == []
     # within tie_s Slurm's order does not count
-    tie = [{"id": 0, "submit": 0, "cpus": 1, "slurm_start": 3, "sim_start": 5},
-           {"id": 1, "submit": 0, "cpus": 1, "slurm_start": 4, "sim_start": 4}]
+    tie = [
+        {"id": 0, "submit": 0, "cpus": 1, "slurm_start": 3, "sim_start": 5},
+        {"id": 1, "submit": 0, "cpus": 1, "slurm_start": 4, "sim_start": 4},
+    ]
     assert out_of_order(tie) == []
 
 
@@ -48,16 +59,20 @@ def _longest_common_order_brute(slurm, sim, tie_s):
     n = len(slurm)
     for size in range(n, 0, -1):
         for subset in itertools.combinations(range(n), size):
-            if not any((slurm[i] < slurm[j] - tie_s and sim[i] > sim[j])
-                       or (slurm[j] < slurm[i] - tie_s and sim[j] > sim[i])
-                       for i, j in itertools.combinations(subset, 2)):
+            if not any(
+                (slurm[i] < slurm[j] - tie_s and sim[i] > sim[j])
+                or (slurm[j] < slurm[i] - tie_s and sim[j] > sim[i])
+                for i, j in itertools.combinations(subset, 2)
+            ):
                 return size
     return 0
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=0, max_size=8),
-       st.sampled_from([0.0, 1.0, 2.0]))
+@given(
+    st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), min_size=0, max_size=8),
+    st.sampled_from([0.0, 1.0, 2.0]),
+)
 def test_longest_common_order_matches_brute_force(starts, tie_s):
     slurm = [a for a, _ in starts]
     sim = [b for _, b in starts]
@@ -68,8 +83,10 @@ def test_longest_common_order_matches_brute_force(starts, tie_s):
 
 def test_longest_common_order_examples():
     # one job moved from first to last: the other four keep their order
-    assert longest_common_order([0, 10, 20, 30, 40], [50, 10, 20, 30, 40])[
-        "longest_common_order_pct"] == 80.0
+    assert (
+        longest_common_order([0, 10, 20, 30, 40], [50, 10, 20, 30, 40])["longest_common_order_pct"]
+        == 80.0
+    )
     # a whole chain shifted behind one job: only that job is out, where every chain job is out of
     # "same start order" (each forms a discordant pair with it)
     slurm, sim = [0, 10, 12, 14, 16], [18, 0, 2, 4, 6]
@@ -91,12 +108,15 @@ def test_debug_logs_keep_the_workdir_with_backfill_logging(tmp_path):
     assert "SlurmctldDebug=debug2" in conf and "DebugFlags=Backfill" in conf
     plain = local_slurm("easy", 4, "slurm-nodes")
     assert "DebugFlags=Backfill" not in plain.conf_lines() and not plain.keep_workdir
-    plain.stop()   # removes its temporary work directory
+    plain.stop()  # removes its temporary work directory
 
 
 def test_replay_origin_from_slurm_records():
     done = [{"slurm_job_id": 7, "start": 12.0}, {"slurm_job_id": 8, "start": None}]
-    recs = [SimpleNamespace(job_id=7, start_time=1_000_012), SimpleNamespace(job_id=9, start_time=5)]
+    recs = [
+        SimpleNamespace(job_id=7, start_time=1_000_012),
+        SimpleNamespace(job_id=9, start_time=5),
+    ]
     assert replay_origin(done, recs) == 1_000_000
     assert replay_origin(done, []) is None
 
@@ -133,22 +153,42 @@ def test_will_run_start_on_the_logged_case():
     # free, a 2-node job: Slurm planned it at the LAST end (all in one batch), not at 139
     ends = np.array([139, 143, 143, 149, 151, 151, 152, 152], np.int64) + 1_795_623_540
     running = np.arange(8, dtype=np.int64)
-    got = k.will_run_start(ends[0] - 120, 1, running, 8, ends - 60, np.full(8, 60, np.int64),
-                           np.ones(8, np.int64), 2, 30)
+    got = k.will_run_start(
+        ends[0] - 120,
+        1,
+        running,
+        8,
+        ends - 60,
+        np.full(8, 60, np.int64),
+        np.ones(8, np.int64),
+        2,
+        30,
+    )
     assert got == ends[-1]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(101, 400), st.integers(1, 3)), min_size=0, max_size=8),
-       st.integers(0, 3), st.integers(1, 12), st.sampled_from([1, 7, 30]))
+@given(
+    st.lists(st.tuples(st.integers(101, 400), st.integers(1, 3)), min_size=0, max_size=8),
+    st.integers(0, 3),
+    st.integers(1, 12),
+    st.sampled_from([1, 7, 30]),
+)
 def test_will_run_start_matches_the_reference(jobs, free, need, window):
     ends = [e for e, _ in jobs]
     sizes = [s for _, s in jobs]
     n = len(jobs)
-    got = k.will_run_start(100, free, np.arange(n, dtype=np.int64), n,
-                           np.array(ends, np.int64).reshape(n) - 50,
-                           np.full(n, 50, np.int64), np.array(sizes, np.int64).reshape(n),
-                           need, window)
+    got = k.will_run_start(
+        100,
+        free,
+        np.arange(n, dtype=np.int64),
+        n,
+        np.array(ends, np.int64).reshape(n) - 50,
+        np.full(n, 50, np.int64),
+        np.array(sizes, np.int64).reshape(n),
+        need,
+        window,
+    )
     assert got == _will_run_reference(100, free, ends, sizes, need, window)
 
 
@@ -156,9 +196,13 @@ def _node_case():
     # 4 nodes. X (node 0) ends at 5; A, B, D hold nodes 1-3 until 100. H (3 nodes) waits for
     # them; C (1 node, limit 150) could run on node 0 from 5 by counts (4 free at 100, 3 reserved)
     # but Slurm reserves the lowest nodes free at 100, node 0 among them, so C waits
-    return Jobs.build(submit_s=[0, 0, 0, 0, 1, 1], nodes=[1, 1, 1, 1, 3, 1],
-                      limit_s=[10, 100, 100, 100, 60, 150], runtime_s=[5, 100, 100, 100, 10, 10],
-                      job_id=[0, 1, 2, 3, 4, 5])
+    return Jobs.build(
+        submit_s=[0, 0, 0, 0, 1, 1],
+        nodes=[1, 1, 1, 1, 3, 1],
+        limit_s=[10, 100, 100, 100, 60, 150],
+        runtime_s=[5, 100, 100, 100, 10, 10],
+        job_id=[0, 1, 2, 3, 4, 5],
+    )
 
 
 def test_named_node_reservation_keeps_backfill_off_reserved_idle_nodes():
@@ -183,17 +227,20 @@ def test_new_options_default_off_and_validated():
 def test_plot_marks_the_out_of_order_jobs(tmp_path):
     from benchmarks.slurm_fidelity import main, plot
 
-    rows = [{"id": i, "slurm_start": s, "sim_start": t, "submit": 0, "cpus": 1}
-            for i, (s, t) in enumerate([(0, 0), (10, 30), (20, 12), (30, 31)])]
-    result = [{"mode": "easy", "same_order_pct": 50.0, "longest_common_order_pct": 75.0,
-               "per_job": rows}]
+    rows = [
+        {"id": i, "slurm_start": s, "sim_start": t, "submit": 0, "cpus": 1}
+        for i, (s, t) in enumerate([(0, 0), (10, 30), (20, 12), (30, 31)])
+    ]
+    result = [
+        {"mode": "easy", "same_order_pct": 50.0, "longest_common_order_pct": 75.0, "per_job": rows}
+    ]
     png = plot(result, tmp_path / "f.png")
     assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
     saved = tmp_path / "r.json"
     saved.write_text(__import__("json").dumps(result))
     assert main(["--replot", str(saved), "--plot", str(tmp_path / "g.png")]) == 0
     assert (tmp_path / "g.png").exists()
-    with pytest.raises(SystemExit) as err:       # argparse's one-line error, exit 2
+    with pytest.raises(SystemExit) as err:  # argparse's one-line error, exit 2
         main(["--replot", str(tmp_path / "f.png"), "--plot", str(tmp_path / "h.png")])
     assert err.value.code == 2
 
@@ -226,8 +273,8 @@ def test_whole_second_job_ends_on_its_recorded_start_plus_runtime(tmp_path):
 
     from benchmarks.slurm_replay import END_AFTER_S, whole_second_command
 
-    time.sleep(1.0 - time.time() % 1.0 + 0.3)           # begin 0.3 s into a second
-    recorded = int(time.time()) - 1                       # Slurm "started" it a second earlier
+    time.sleep(1.0 - time.time() % 1.0 + 0.3)  # begin 0.3 s into a second
+    recorded = int(time.time()) - 1  # Slurm "started" it a second earlier
     _, after = _run_job_script(whole_second_command(2), tmp_path, str(recorded))
     assert recorded + 2 + END_AFTER_S <= after < recorded + 2 + END_AFTER_S + 0.25
     before, after = _run_job_script(whole_second_command(1), tmp_path, None)
@@ -243,11 +290,28 @@ def test_resimulate_compares_a_saved_run_again():
     end-on-second rule passes backfill in the second of a change."""
     from benchmarks.slurm_fidelity import resimulate
 
-    per_job = [{"id": 10 + i, "slurm_job_id": i + 1, "submit": 0.0, "cpus": 1, "limit_min": 1,
-                "runtime_s": 2, "slurm_start": 2.0 * i, "slurm_end": 2.0 * i + 2}
-               for i in range(4)]
-    saved = {"mode": "fcfs", "nodes": 1, "nodes_as": "slurm-nodes", "release_delay_s": 0,
-             "end_on_second": True, "t0_unix": 1_700_000_000, "per_job": per_job}
+    per_job = [
+        {
+            "id": 10 + i,
+            "slurm_job_id": i + 1,
+            "submit": 0.0,
+            "cpus": 1,
+            "limit_min": 1,
+            "runtime_s": 2,
+            "slurm_start": 2.0 * i,
+            "slurm_end": 2.0 * i + 2,
+        }
+        for i in range(4)
+    ]
+    saved = {
+        "mode": "fcfs",
+        "nodes": 1,
+        "nodes_as": "slurm-nodes",
+        "release_delay_s": 0,
+        "end_on_second": True,
+        "t0_unix": 1_700_000_000,
+        "per_job": per_job,
+    }
     again = resimulate(saved)
     assert again["bf_interval_s"] == 0 and again["ran_their_runtime"] == 4
     assert again["same_order_pct"] == 100.0 and again["mean_abs_wait_error_s"] == 0.0

@@ -10,8 +10,14 @@ import numpy as np
 import pytest
 
 from tjap.errors import MissingDependencyError
-from tjap.executor import (CsvRows, Executor, TaskFailure, add_executor_arguments,
-                           executor_from_args, make_executor)
+from tjap.executor import (
+    CsvRows,
+    Executor,
+    TaskFailure,
+    add_executor_arguments,
+    executor_from_args,
+    make_executor,
+)
 
 
 def seeded_draw(seed: int, size: int) -> dict:
@@ -66,9 +72,8 @@ def test_serial_equals_ray(serial_rows, monkeypatch):
         executor = make_executor(2, ray="local")
         assert executor.backend == "ray"
         assert executor.results(seeded_draw, TASKS, quiet=True) == serial_rows
-        assert signal.getsignal(signal.SIGTERM) == sigterm    # ray.init's handler not left here
-        out = list(executor.map(fails_on_three, [(s,) for s in range(5)], quiet=True,
-                                report=False))
+        assert signal.getsignal(signal.SIGTERM) == sigterm  # ray.init's handler not left here
+        out = list(executor.map(fails_on_three, [(s,) for s in range(5)], quiet=True, report=False))
         assert isinstance(out[3], TaskFailure) and "three is bad" in out[3].error
         assert out[:3] == [0, 1, 4] and out[4] == 16
     finally:
@@ -82,7 +87,7 @@ def test_results_stream_in_order_even_when_finished_out_of_order():
     got = list(make_executor(2).map(late_first, tasks, quiet=True))
     assert [index for index, _ in got] == [0, 1, 2, 3]
     finished = [t for _, t in got]
-    assert min(finished[1:]) < finished[0]      # later tasks really finished earlier
+    assert min(finished[1:]) < finished[0]  # later tasks really finished earlier
 
 
 def test_dict_tasks_are_keyword_arguments(serial_rows):
@@ -99,8 +104,10 @@ def test_failure_reported_with_arguments_and_others_kept(workers, capsys):
     assert isinstance(failure, TaskFailure) and failure.index == 3 and failure.args == (3,)
     assert executor.failures == [failure]
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["tjap: task 3 (3,) failed: ValueError: three is bad (test_executor.py:"
-                   f"{fails_on_three.__code__.co_firstlineno + 2})"]
+    assert err == [
+        "tjap: task 3 (3,) failed: ValueError: three is bad (test_executor.py:"
+        f"{fails_on_three.__code__.co_firstlineno + 2})"
+    ]
 
 
 def test_workers_pin_torch_to_one_thread():
@@ -122,7 +129,7 @@ def test_partial_csv_is_valid_after_an_exception(tmp_path):
 
     with pytest.raises(RuntimeError):
         boom()
-    assert not path.exists()                  # a sweep cut short keeps the .partial.csv name
+    assert not path.exists()  # a sweep cut short keeps the .partial.csv name
     rows = list(csv.DictReader((path.parent / "rows.partial.csv").open()))
     assert [int(r["seed"]) for r in rows] == [0, 1, 2, 3, 4]
     assert list(rows[0]) == ["seed", "size", "sum", "max"]
@@ -144,7 +151,7 @@ def test_stopping_early_stops_the_pool():
     start = time.monotonic()
     for _ in executor.map(late_first, [(k, 0.0 if k == 0 else 5.0) for k in range(4)], quiet=True):
         break
-    assert time.monotonic() - start < 4.0     # the 5-second tasks were not waited for
+    assert time.monotonic() - start < 4.0  # the 5-second tasks were not waited for
 
 
 def test_missing_ray_names_the_extra(monkeypatch):
@@ -194,14 +201,18 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_csv(tmp_path):
     import subprocess
     import sys
 
-    from test_interrupts import default_sigint
+    from processes import default_sigint
 
     path = tmp_path / "rows.csv"
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
-    pids = {int(proc.stdout.readline()) for _ in range(2)}   # two rows written
-    time.sleep(0.3)                                           # the 30-second tasks are running
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_SCRIPT, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    pids = {int(proc.stdout.readline()) for _ in range(2)}  # two rows written
+    time.sleep(0.3)  # the 30-second tasks are running
     proc.send_signal(signal.SIGINT)
     try:
         proc.wait(timeout=10)
@@ -209,10 +220,10 @@ def test_ctrl_c_stops_the_workers_and_leaves_a_valid_csv(tmp_path):
         proc.kill()
         pytest.fail(f"still running 10 s after Ctrl-C; its stderr: {proc.communicate()[1][-2000:]}")
     assert proc.returncode != 0 and "KeyboardInterrupt" in proc.stderr.read()
-    partial = tmp_path / "rows.partial.csv"                  # marked as interrupted
+    partial = tmp_path / "rows.partial.csv"  # marked as interrupted
     assert not path.exists() and [r["k"] for r in csv.DictReader(partial.open())] == ["0", "1"]
     time.sleep(0.2)
-    for pid in pids:                                          # the workers are gone
+    for pid in pids:  # the workers are gone
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
 
@@ -226,8 +237,24 @@ def test_cli_sweeps_match_serial(tmp_path, capsys):
         assert main([str(a) for a in argv]) == 0
         return json.loads(capsys.readouterr().out)
 
-    net = [run("network", "evaluate", "--topology", "8:1-8", "--requests", 16, "--seeds", 3,
-               "--per-seed", "--json", "--quiet", "--workers", w) for w in (1, 2)]
+    net = [
+        run(
+            "network",
+            "evaluate",
+            "--topology",
+            "8:1-8",
+            "--requests",
+            16,
+            "--seeds",
+            3,
+            "--per-seed",
+            "--json",
+            "--quiet",
+            "--workers",
+            w,
+        )
+        for w in (1, 2)
+    ]
     for out in net:
         out.pop("mean_runtime_s")
         for ep in out["episodes"]:
@@ -244,9 +271,26 @@ def test_cli_sweeps_match_serial(tmp_path, capsys):
 
     online = []
     for w in (1, 2):
-        assert online_main([str(a) for a in ("--epochs", 2, "--jobs-per-epoch", 20, "--quiet",
-                                             "--json", "--out", tmp_path / f"w{w}",
-                                             "--workers", w)]) == 0
+        assert (
+            online_main(
+                [
+                    str(a)
+                    for a in (
+                        "--epochs",
+                        2,
+                        "--jobs-per-epoch",
+                        20,
+                        "--quiet",
+                        "--json",
+                        "--out",
+                        tmp_path / f"w{w}",
+                        "--workers",
+                        w,
+                    )
+                ]
+            )
+            == 0
+        )
         capsys.readouterr()
         online.append((tmp_path / f"w{w}" / "online_paper_s0.csv").read_text())
     assert online[0] == online[1]
@@ -268,7 +312,6 @@ def test_speedup_benchmark_runs_and_rows_match(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "36 tasks" in out and "pool2" in out and "False" not in out
     assert len((tmp_path / "executor_speedup_pool2.csv").read_text().splitlines()) == 37
-
 
 
 POOLS_UNDER_A_PARENT_HANDLER = """
@@ -296,6 +339,10 @@ def test_a_pool_terminated_while_a_worker_starts_never_hangs():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", POOLS_UNDER_A_PARENT_HANDLER],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", POOLS_UNDER_A_PARENT_HANDLER],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.stdout.strip() == "ok", done.stdout + done.stderr

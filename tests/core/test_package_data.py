@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA_FOLDERS = ("learned/weights", "placement/batch/data")
 
 
@@ -36,15 +36,20 @@ def shipped(relative: str) -> bool:
     for package, patterns in package_data().items():
         prefix = package.replace(".", "/") + "/"
         relative = installed_name(relative)
-        if relative.startswith(prefix) and any(fnmatch.fnmatch(relative[len(prefix):], p)
-                                               for p in patterns):
+        if relative.startswith(prefix) and any(
+            fnmatch.fnmatch(relative[len(prefix) :], p) for p in patterns
+        ):
             return True
     return False
 
 
 def data_files() -> list[str]:
-    return sorted(str(p.relative_to(ROOT)) for folder in DATA_FOLDERS
-                  for p in (ROOT / folder).iterdir() if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        str(p.relative_to(ROOT))
+        for folder in DATA_FOLDERS
+        for p in (ROOT / folder).iterdir()
+        if p.is_file() and not p.name.startswith(".")
+    )
 
 
 def test_every_weights_and_trace_file_is_package_data():
@@ -57,13 +62,18 @@ def test_every_weights_and_trace_file_is_package_data():
 
 def test_the_weights_and_traces_are_found_beside_the_modules():
     """The code finds them relative to its own files, so the wheel's layout is the clone's."""
-    import tjap.learned.tree.policy
     import tjap.learned.batch.weights
+    import tjap.learned.tree.policy
     from tjap.placement.batch.traces import bundled_trace
 
-    assert tjap.learned.tree.policy.WEIGHTS_DIR.resolve() == (ROOT / "learned" / "weights").resolve()
+    assert (
+        tjap.learned.tree.policy.WEIGHTS_DIR.resolve() == (ROOT / "learned" / "weights").resolve()
+    )
     assert tjap.learned.batch.weights.WEIGHTS_DIR == (ROOT / "learned" / "weights").resolve()
-    assert Path(bundled_trace("ls6-a100")).resolve().parent == (ROOT / "placement/batch/data").resolve()
+    assert (
+        Path(bundled_trace("ls6-a100")).resolve().parent
+        == (ROOT / "placement/batch/data").resolve()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +82,40 @@ def wheel(tmp_path_factory) -> Path:
     repository as a clone holds it, links included (setuptools builds in the source folder)."""
     tmp_path = tmp_path_factory.mktemp("wheel")
     source = tmp_path / "source"
-    shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "build", "site", "out", "__pycache__", "*.egg-info", ".hypothesis",
-        ".pytest_cache"))
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps",
-                            "--no-build-isolation", "-q", "-w", str(tmp_path / "wheel")],
-                           capture_output=True, text=True)
+    shutil.copytree(
+        ROOT,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(
+            ".git",
+            ".venv",
+            "build",
+            "site",
+            "out",
+            "__pycache__",
+            "*.egg-info",
+            ".hypothesis",
+            ".pytest_cache",
+            ".mypy_cache",
+            ".ruff_cache",
+        ),
+    )
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(source),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "wheel"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert built.returncode == 0, f"pip wheel failed: {built.stderr.strip()[-2000:]}"
     (path,) = (tmp_path / "wheel").glob("tjap-*.whl")
     return path
@@ -87,9 +125,12 @@ def test_the_wheel_installs_one_name_with_every_module(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith((".dist-info", ".data"))}
     assert tops == {"tjap"}, f"the wheel installs these top-level names: {sorted(tops)}"
-    modules = sorted(str(p.relative_to(ROOT)) for folder in ("tjap", "placement", "heuristics",
-                                                              "learned")
-                     for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
+    modules = sorted(
+        str(p.relative_to(ROOT))
+        for folder in ("tjap", "placement", "heuristics", "learned")
+        for p in (ROOT / folder).rglob("*.py")
+        if "__pycache__" not in p.parts
+    )
     missing = [m for m in modules if installed_name(m) not in names]
     assert not missing, f"the wheel lacks {missing}"
     assert not any(n.startswith(("tjap/benchmarks", "tjap/tests")) for n in names)
@@ -100,6 +141,13 @@ def test_the_wheel_holds_the_weights_and_traces(wheel):
     missing = [f for f in data_files() if installed_name(f) not in names]
     assert not missing, f"the wheel lacks {missing}"
     assert "tjap/__main__.py" in names
+
+
+def test_the_wheel_marks_tjap_as_typed(wheel):
+    """PEP 561: ``tjap/py.typed`` ships, so type checkers read tjap's annotations."""
+    assert (ROOT / "tjap" / "py.typed").is_file()
+    assert shipped("tjap/py.typed"), "py.typed is not in [tool.setuptools.package-data]"
+    assert "tjap/py.typed" in zipfile.ZipFile(wheel).namelist()
 
 
 def test_the_installed_wheel_imports_light_and_finds_its_data(wheel, tmp_path):
@@ -119,10 +167,14 @@ def test_the_installed_wheel_imports_light_and_finds_its_data(wheel, tmp_path):
         "assert str(bundled_trace('ls6-a100')).startswith(" + repr(str(target)) + ")\n"
         "for old in ('placement', 'heuristics', 'learned', 'benchmarks'):\n"
         "    assert importlib.util.find_spec(old) is None, old\n"
-        "print('ok')\n")
+        "print('ok')\n"
+    )
     # the wheel first on the path, and the clone (an editable install's entry) off it
-    path = (f"import sys; sys.path[:] = [{str(target)!r}] + [p for p in sys.path "
-            f"if p and p != {str(ROOT)!r}]\n")
-    out = subprocess.run([sys.executable, "-I", "-c", path + code], capture_output=True,
-                         text=True, cwd=tmp_path)
+    path = (
+        f"import sys; sys.path[:] = [{str(target)!r}] + [p for p in sys.path "
+        f"if p and p != {str(ROOT)!r}]\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-c", path + code], capture_output=True, text=True, cwd=tmp_path
+    )
     assert out.stdout.strip() == "ok", out.stderr[-2000:]

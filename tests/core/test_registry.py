@@ -13,8 +13,11 @@ from tjap.registry import SYSTEMS, Method, entries, get, make, methods, register
 
 
 def small_window():
-    return tjap.Window(tjap.FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2),
-                       idle_nodes=range(12), job_sizes=[3, 2])
+    return tjap.Window(
+        tjap.FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2),
+        idle_nodes=range(12),
+        job_sizes=[3, 2],
+    )
 
 
 def test_every_system_has_methods_and_every_target_loads():
@@ -67,7 +70,7 @@ def test_register_refuses_to_replace_a_builtin_and_checks_its_argument():
         register("mine", 42)
     with pytest.raises(InvalidInputError, match="unknown system"):
         register("mine", print, system="slurm")
-    assert get("tree", "dp").target == "tjap.placement.tree.csp:solve_dp"   # untouched
+    assert get("tree", "dp").target == "tjap.placement.tree.csp:solve_dp"  # untouched
 
 
 def test_a_registered_method_is_solvable_and_replace_true_works():
@@ -87,8 +90,14 @@ def test_a_registered_method_is_solvable_and_replace_true_works():
 
 
 def test_missing_dependency_names_the_extra():
-    method = Method("ghost", "tree", "nowhere:fn", "needs a package that is not there",
-                    requires=("a_package_that_does_not_exist",), extra="tjap[ghost]")
+    method = Method(
+        "ghost",
+        "tree",
+        "nowhere:fn",
+        "needs a package that is not there",
+        requires=("a_package_that_does_not_exist",),
+        extra="tjap[ghost]",
+    )
     assert not method.is_available() and method.missing() == ["a_package_that_does_not_exist"]
     with pytest.raises(MissingDependencyError, match=r"pip install tjap\[ghost\]"):
         method.load()
@@ -101,9 +110,11 @@ def test_provisioner_weight_suffix_only_where_the_factory_takes_names():
 
 
 def test_import_tjap_and_listing_methods_stay_light():
-    code = ("import sys, tjap, tjap.registry; tjap.registry.entries(); "
-            "heavy = [m for m in ('torch', 'pyscipopt', 'ortools', 'numba', 'tjap.placement.tree.csp') "
-            "if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, tjap, tjap.registry; tjap.registry.entries(); "
+        "heavy = [m for m in ('torch', 'pyscipopt', 'ortools', 'numba', 'tjap.placement.tree.csp') "
+        "if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert tjap.__version__ and tjap.FatTree is not None and "solve" in dir(tjap)
@@ -117,10 +128,16 @@ def test_other_systems_entry_points_refuse_unknown_options():
     from tjap.placement.interference import Workload, make_cluster
     from tjap.placement.interference import simulate as simulate_interference
 
-    jobs = Jobs.build(submit_s=np.arange(4) * 10, nodes=np.ones(4, np.int64),
-                      limit_s=np.full(4, 60), runtime_s=np.full(4, 30))
+    jobs = Jobs.build(
+        submit_s=np.arange(4) * 10,
+        nodes=np.ones(4, np.int64),
+        limit_s=np.full(4, 60),
+        runtime_s=np.full(4, 30),
+    )
     assert simulate_batch(jobs, 2, backfill="easy").summary()["jobs"] == 4
-    with pytest.raises(InvalidInputError, match="unknown option 'backfil'.*valid options: .*backfill"):
+    with pytest.raises(
+        InvalidInputError, match="unknown option 'backfil'.*valid options: .*backfill"
+    ):
         simulate_batch(jobs, 2, backfil="easy")
     cluster = make_cluster("fattree", 4)
     workload = Workload.generate(cluster.num_partitions, 1, "uniform", 0)
@@ -135,16 +152,31 @@ def test_the_placement_floor_names_its_exact_models_as_the_registry_does():
         assert get("tree", name).load() is fn, name
 
 
-@pytest.mark.parametrize("returns, message", [
-    (lambda window: None, "returned NoneType, not a tjap.Result"),
-    (lambda window: [[0, 1, 2], [3, 4]], "returned list, not a tjap.Result"),
-    (lambda window: tjap.solve(tjap.Window(window.topology, range(16), [1]), "seq"),
-     "a Result of another window"),
-    (lambda window: tjap.Result.from_assignment(window, [[0, 1, 2], [2, 3]], status="FEASIBLE",
-                                                method="bad", convention="paper", runtime_s=0.0),
-     "infeasible assignment")])
+@pytest.mark.parametrize(
+    "returns, message",
+    [
+        (lambda window: None, "returned NoneType, not a tjap.Result"),
+        (lambda window: [[0, 1, 2], [3, 4]], "returned list, not a tjap.Result"),
+        (
+            lambda window: tjap.solve(tjap.Window(window.topology, range(16), [1]), "seq"),
+            "a Result of another window",
+        ),
+        (
+            lambda window: tjap.Result.from_assignment(
+                window,
+                [[0, 1, 2], [2, 3]],
+                status="FEASIBLE",
+                method="bad",
+                convention="paper",
+                runtime_s=0.0,
+            ),
+            "infeasible assignment",
+        ),
+    ],
+)
 def test_what_a_registered_method_returns_is_checked(returns, message):
     """``tjap.solve`` used to hand back whatever a registered function returned."""
+
     def method(window, *, convention="paper", time_limit_s=None, seed=0):
         return returns(window)
 

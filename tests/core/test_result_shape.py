@@ -11,11 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from provision_cases import EXACT, PAIR, H, busy_trace
 
 import tjap
 from tjap.placement.batch.chained import Pair
 from tjap.result import COMMON_FIELDS, Record, Status, plain
-from provision_cases import EXACT, PAIR, H, busy_trace
 
 
 def check_shape(result, method: str | None = None) -> dict:
@@ -27,13 +27,15 @@ def check_shape(result, method: str | None = None) -> dict:
         assert result.method == method
     assert isinstance(result.status, Status)
     objective = result.objective
-    assert objective is None or (isinstance(objective, (int, float, np.integer, np.floating))
-                                 and not isinstance(objective, bool))
+    assert objective is None or (
+        isinstance(objective, (int, float, np.integer, np.floating))
+        and not isinstance(objective, bool)
+    )
     assert isinstance(result.runtime_s, float) and result.runtime_s >= 0
     assert isinstance(result.seed, (int, np.integer)) and not isinstance(result.seed, bool)
     data = result.to_dict()
-    assert json.loads(result.to_json()) == data          # strict JSON: no NaN, no Infinity
-    for name in COMMON_FIELDS:                            # written, as the attributes say
+    assert json.loads(result.to_json()) == data  # strict JSON: no NaN, no Infinity
+    for name in COMMON_FIELDS:  # written, as the attributes say
         assert data[name] == plain(getattr(result, name)), name
     assert data["status"] == result.status.value
     return data
@@ -44,8 +46,9 @@ def test_tree_solve():
     result = tjap.solve(window, "dp", seed=3)
     check_shape(result, "dp")
     assert result.status == Status.OPTIMAL and result.seed == 3
-    assert result.objective == tjap.job_cost(window.topology, result.assignment[0]) \
-        + tjap.job_cost(window.topology, result.assignment[1])
+    assert result.objective == tjap.job_cost(window.topology, result.assignment[0]) + tjap.job_cost(
+        window.topology, result.assignment[1]
+    )
 
 
 def test_network_request_episode_and_evaluation():
@@ -63,8 +66,7 @@ def test_network_request_episode_and_evaluation():
     assert episode.objective == episode.acceptance and episode.seed == 1
     assert episode.method == episode.policy and episode.status == Status.FEASIBLE
 
-    evaluation = evaluate(topo, lambda: make("network", "tetris"), requests=8, seeds=2,
-                          seed_base=4)
+    evaluation = evaluate(topo, lambda: make("network", "tetris"), requests=8, seeds=2, seed_base=4)
     data = check_shape(evaluation, "tetris")
     assert evaluation.objective == evaluation.acceptance and evaluation.seed == 4
     assert evaluation.runtime_s == pytest.approx(sum(e.runtime_s for e in evaluation.episodes))
@@ -83,7 +85,8 @@ def test_interference_simulation():
     assert result.objective == result.summary()["avg_jct"] == data["objective"]
     done = np.isfinite(result.finish)
     assert done.any() and result.objective == pytest.approx(
-        float((result.finish - result.arrival)[done].mean()))
+        float((result.finish - result.arrival)[done].mean())
+    )
 
 
 def test_interference_simulation_without_a_finished_job_writes_null():
@@ -92,9 +95,10 @@ def test_interference_simulation_without_a_finished_job_writes_null():
 
     cluster = make_cluster("fattree", 4)
     workload = Workload.generate(cluster.num_partitions, 2, "uniform", 0)
-    result = simulate(cluster, workload, make("interference", "tetris"), drain=False,
-                      max_intervals=1)
-    assert not np.isfinite(result.finish).any()          # nothing finishes in one interval
+    result = simulate(
+        cluster, workload, make("interference", "tetris"), drain=False, max_intervals=1
+    )
+    assert not np.isfinite(result.finish).any()  # nothing finishes in one interval
     assert math.isnan(result.objective) and check_shape(result)["objective"] is None
 
 
@@ -125,9 +129,24 @@ class EndedSlurm:
 
         self.completed_job = CompletedJob
         now = int(time.time())
-        self.jobs = {42: CompletedJob(42, "tjap-predecessor", "root", "COMPLETED", "main", 240,
-                                      now - 200, now - 200, now - 190, now - 2, 1, 1, "localhost",
-                                      "0:0")}
+        self.jobs = {
+            42: CompletedJob(
+                42,
+                "tjap-predecessor",
+                "root",
+                "COMPLETED",
+                "main",
+                240,
+                now - 200,
+                now - 200,
+                now - 190,
+                now - 2,
+                1,
+                1,
+                "localhost",
+                "0:0",
+            )
+        }
         self.submitted = []
 
     def queue(self):
@@ -140,9 +159,22 @@ class EndedSlurm:
         now = int(time.time())
         job_id = 43 + len(self.submitted)
         self.submitted.append(job_id)
-        self.jobs[job_id] = self.completed_job(job_id, name, "root", "COMPLETED", "main",
-                                               time_limit_min * 60, now, now, now + 1, now + 3,
-                                               1, nodes_or_tasks, "localhost", "0:0")
+        self.jobs[job_id] = self.completed_job(
+            job_id,
+            name,
+            "root",
+            "COMPLETED",
+            "main",
+            time_limit_min * 60,
+            now,
+            now,
+            now + 1,
+            now + 3,
+            1,
+            nodes_or_tasks,
+            "localhost",
+            "0:0",
+        )
         return job_id
 
     def cancel(self, job_ids):
@@ -154,15 +186,28 @@ def test_live_provisioning_result():
     from tjap.placement.slurm.chained import LiveResult, run_live
 
     slurm = EndedSlurm()
-    result = run_live(slurm, Reactive(), pair=Pair(nodes=1), compress=720, pred_job_id=42,
-                      jobcomp_path="jobcomp.log", cluster_nodes=4, seed=9, timeout_s=30)
+    result = run_live(
+        slurm,
+        Reactive(),
+        pair=Pair(nodes=1),
+        compress=720,
+        pred_job_id=42,
+        jobcomp_path="jobcomp.log",
+        cluster_nodes=4,
+        seed=9,
+        timeout_s=30,
+    )
     assert isinstance(result, LiveResult) and slurm.submitted == [result.succ_job_id]
     data = check_shape(result, "reactive")
     assert result.fallback and result.decisions[-1].action == "submit (predecessor ended)"
     assert result.seed == 9 and result.status == Status.FEASIBLE
     assert result.outcome_wall_s == result.succ_start - result.pred_end
-    assert result.objective == result.interruption_h == data["interruption_h"] \
+    assert (
+        result.objective
+        == result.interruption_h
+        == data["interruption_h"]
         == pytest.approx(max(result.outcome_wall_s, 0) * 720 / H)
+    )
     assert data["decisions"][-1]["action"] == "submit (predecessor ended)"
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.succ_start = 0

@@ -1,11 +1,12 @@
 """The documentation site's sources (docs/, mkdocs.yml): every page is in the navigation, every
-reference page's first Python block runs as it is, the decision calls and the getting-started
-guide run as written (their command output as shown), every module a page renders exists and
-every public module of the floors and the core is rendered somewhere, no page renders a wall of
-modules, and the changelog's current entry is the package's version. ``make docs`` builds the
-pages in strict mode and checks them in a browser (tests/test_docs_site.py); these checks are the
-fast part, run with the tests. The getting-started guide's Slurm commands run against a real
-local Slurm with ``-m slurm``.
+reference page's first Python block runs as it is, the Python blocks of the guides
+(:data:`RUNNABLE_PAGES`) run as written and the getting-started guide's commands print the output
+it shows, every module a page renders exists and every public module of the floors and the core is
+rendered somewhere, no page renders a wall of modules, and the changelog's current entry is the
+package's version. ``make docs`` builds the pages in strict mode and checks them in a browser
+(tests/docs/test_docs_site.py); these checks are the fast part, run with the tests. The
+getting-started guide's Slurm commands run against a real local Slurm with ``-m slurm``; the
+pages' other commands run in test_readme_examples.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 import tjap
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts)
 REFERENCE_PAGES = sorted((DOCS / "reference").glob("*.md"))
@@ -30,9 +31,18 @@ FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 RENDERED = re.compile(r"^::: ([\w.]+)", re.MULTILINE)
 #: Pages whose every Python block runs as written, in a folder holding examples/'s files (the
 #: guides copy them there first). Not run: how-to/slurm.md (starts a Slurm: root) and
-#: how-to/train.md (reads the files its training commands write).
-RUNNABLE_PAGES = ("index.md", "decisions.md", "getting-started.md", "how-to/model-your-cluster.md",
-                  "how-to/benchmark.md")
+#: how-to/train.md (reads the files its training commands write). Their shell commands run in
+#: test_readme_examples.py.
+RUNNABLE_PAGES = (
+    "index.md",
+    "decisions.md",
+    "getting-started.md",
+    "guides/tree.md",
+    "guides/network.md",
+    "guides/provisioning.md",
+    "how-to/model-your-cluster.md",
+    "how-to/benchmark.md",
+)
 #: At most this many modules on one page (the switch-tree page once rendered 25, a wall).
 MAX_MODULES_PER_PAGE = 9
 GETTING_STARTED = DOCS / "getting-started.md"
@@ -41,8 +51,11 @@ GETTING_STARTED = DOCS / "getting-started.md"
 def blocks(page: Path, language: str) -> list[tuple[int, str]]:
     """(line of the block's first line, code) of each fenced block of ``language``."""
     text = page.read_text()
-    return [(text.count("\n", 0, m.start(2)), m.group(2)) for m in FENCE.finditer(text)
-            if m.group(1) == language]
+    return [
+        (text.count("\n", 0, m.start(2)), m.group(2))
+        for m in FENCE.finditer(text)
+        if m.group(1) == language
+    ]
 
 
 def run_block(page: Path, line: int, code: str) -> None:
@@ -95,11 +108,16 @@ def test_every_python_block_of_the_guides_runs(name, tmp_path, monkeypatch, caps
 
 def test_the_decision_calls_page_has_an_example_per_call():
     sections = re.split(r"^## ", (DOCS / "decisions.md").read_text(), flags=re.MULTILINE)
-    calls = {"tjap.solve": "tjap.solve(", "tjap.place_request": "tjap.place_request(",
-             "tjap.place_job": "tjap.place_job(", "the provisioning decision": "def decide("}
+    calls = {
+        "tjap.solve": "tjap.solve(",
+        "tjap.place_request": "tjap.place_request(",
+        "tjap.place_job": "tjap.place_job(",
+        "the provisioning decision": "def decide(",
+    }
     for call, used in calls.items():
-        assert any(used in s and "```python" in s for s in sections), \
+        assert any(used in s and "```python" in s for s in sections), (
             f"decisions.md has no example using {call}"
+        )
 
 
 def rendered_exists(identifier: str) -> bool:
@@ -107,8 +125,7 @@ def rendered_exists(identifier: str) -> bool:
     if module_file(identifier) is not None:
         return True
     module, _, name = identifier.rpartition(".")
-    return module_file(module) is not None and \
-        hasattr(importlib.import_module(module), name)
+    return module_file(module) is not None and hasattr(importlib.import_module(module), name)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
@@ -117,8 +134,9 @@ def test_every_rendered_module_exists_and_no_page_is_a_wall(page):
     missing = [m for m in rendered if not rendered_exists(m)]
     assert not missing, f"{page.name} renders modules that do not exist: {missing}"
     modules = [m for m in rendered if module_file(m) is not None]
-    assert len(modules) <= MAX_MODULES_PER_PAGE, \
+    assert len(modules) <= MAX_MODULES_PER_PAGE, (
         f"{page.name} renders {len(modules)} modules: split it (at most {MAX_MODULES_PER_PAGE})"
+    )
 
 
 def test_the_reference_covers_every_public_module():
@@ -132,8 +150,15 @@ def test_the_reference_covers_every_public_module():
             parts = path.relative_to(ROOT).with_suffix("").parts
             if not any(part.startswith("_") for part in parts):
                 public.add(".".join(("tjap", *parts)))
-    public |= {"tjap.slurm.service", "tjap.api", "tjap.result", "tjap.errors", "tjap.registry",
-               "tjap.report", "tjap.executor"}
+    public |= {
+        "tjap.slurm.service",
+        "tjap.api",
+        "tjap.result",
+        "tjap.errors",
+        "tjap.registry",
+        "tjap.report",
+        "tjap.executor",
+    }
     missing = sorted(public - rendered)
     assert not missing, f"modules with no page in docs/: {missing}"
 
@@ -144,11 +169,13 @@ def test_the_changelog_starts_with_the_current_version():
     headings = re.findall(r"^## .*$", text, re.MULTILINE)
     assert versions and len(versions) == len(headings), "each entry is '## X.Y.Z — YYYY-MM-DD'"
     assert versions[0][0] == tjap.__version__
-    assert [v for v, _ in versions] == sorted((v for v, _ in versions), reverse=True,
-                                              key=lambda v: tuple(map(int, v.split("."))))
+    assert [v for v, _ in versions] == sorted(
+        (v for v, _ in versions), reverse=True, key=lambda v: tuple(map(int, v.split(".")))
+    )
 
 
 # -- the getting-started guide's commands -----------------------------------------------------
+
 
 def shown_commands(page: Path) -> list[tuple[list[str], str | None]]:
     """Each ```bash block's command lines (comments dropped), with the ```text block that
@@ -159,8 +186,11 @@ def shown_commands(page: Path) -> list[tuple[list[str], str | None]]:
         if fence.group(1) != "bash":
             continue
         lines = [line.split("#")[0].strip() for line in fence.group(2).splitlines()]
-        shown = fences[i + 1].group(2) if i + 1 < len(fences) and fences[i + 1].group(1) == "text" \
+        shown = (
+            fences[i + 1].group(2)
+            if i + 1 < len(fences) and fences[i + 1].group(1) == "text"
             else None
+        )
         found.append(([line for line in lines if line], shown))
     return found
 
@@ -186,8 +216,10 @@ def test_the_getting_started_commands_print_what_the_page_shows(tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     compared = 0
     for commands, shown in shown_commands(GETTING_STARTED):
-        if any(c.split()[0] not in ("tjap", "cp") or c.startswith("tjap slurm")
-               or "--version" in c for c in commands):
+        if any(
+            c.split()[0] not in ("tjap", "cp") or c.startswith("tjap slurm") or "--version" in c
+            for c in commands
+        ):
             continue
         output = "".join(run_command(c, tmp_path) for c in commands)
         if shown is not None:
@@ -213,16 +245,33 @@ def test_the_getting_started_slurm_commands_on_a_real_slurm(tmp_path):
     busy = [n for n in tree.node_names if n not in idle]
     (tmp_path / "job.sh").write_text("#!/bin/bash\nsleep 60\n")
     with LocalSlurm(LocalSlurmConfig.for_topology(tree)) as slurm:
-        subprocess.run(["sbatch", "-N", str(len(busy)), "-w", compress_hostlist(busy),
-                        "-o", "/dev/null", "--wrap", "sleep 600"], cwd=tmp_path, env=slurm.env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "sbatch",
+                "-N",
+                str(len(busy)),
+                "-w",
+                compress_hostlist(busy),
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 600",
+            ],
+            cwd=tmp_path,
+            env=slurm.env,
+            check=True,
+            capture_output=True,
+        )
         client = slurm.client()
         deadline = time.monotonic() + 30
         while {n.name for n in client.partition_nodes() if n.state == "idle"} != idle:
             assert time.monotonic() < deadline, "the busy job did not start"
             time.sleep(0.2)
-        slurm_blocks = [(commands, shown) for commands, shown in shown_commands(GETTING_STARTED)
-                        if any(c.startswith(("sbatch", "tjap slurm")) for c in commands)]
+        slurm_blocks = [
+            (commands, shown)
+            for commands, shown in shown_commands(GETTING_STARTED)
+            if any(c.startswith(("sbatch", "tjap slurm")) for c in commands)
+        ]
         assert len(slurm_blocks) == 2, "the guide's sbatch and tjap slurm blocks were not found"
         for commands, shown in slurm_blocks:
             outputs = [run_command(c, tmp_path, slurm.env) for c in commands]

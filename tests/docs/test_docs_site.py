@@ -17,19 +17,19 @@ import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from browser import chromium, find_chromium, png_size
 
 import tjap
 
 pytestmark = pytest.mark.docs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WIDTHS = (1280, 800)
 #: The tallest page allowed at 1280 px (the switch-tree reference was once one 48,000 px page).
 MAX_HEIGHT_PX = 30_000
@@ -82,27 +82,6 @@ window.addEventListener("load", function () { setTimeout(function () {
 """
 
 
-def find_chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def chromium(*args: str, width: int, height: int, profile: Path) -> str:
-    """Run headless Chromium on ``args`` with a window of ``width`` x ``height``; its stdout."""
-    browser = find_chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed: run `bash .ci/install-chromium` (root, apt-get)")
-    argv = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--no-first-run", "--disable-extensions", "--disable-background-networking",
-            "--hide-scrollbars", "--virtual-time-budget=5000",   # timers run, then it dumps
-            f"--user-data-dir={profile}", f"--window-size={width},{height}",
-            *args]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     given = os.environ.get("TJAP_DOCS_SITE")
@@ -111,8 +90,12 @@ def site(tmp_path_factory) -> Path:
         assert (path / "index.html").is_file(), f"TJAP_DOCS_SITE={given} holds no built site"
         return path
     path = tmp_path_factory.mktemp("site")
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
-                           str(path)], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return path
 
@@ -124,15 +107,17 @@ def pages(site: Path) -> list[Path]:
 def main_text(page: Path) -> str:
     """The page's main column as text, code blocks (<pre>) left out."""
     text = page.read_text()
-    text = text[text.find('<div role="main"'):]
+    text = text[text.find('<div role="main"') :]
     text = re.sub(r"<pre\b.*?</pre>", " ", text, flags=re.DOTALL)
     return html.unescape(re.sub(r"<[^>]+>", "", text))
 
 
 def test_nothing_is_loaded_from_another_host(site):
     remote = re.compile(r"""^(?:https?:)?//""")
-    loaded = re.compile(r"""<(?:script|img|iframe)\b[^>]*\bsrc=["']([^"']+)|"""
-                        r"""<link\b[^>]*\bhref=["']([^"']+)""")
+    loaded = re.compile(
+        r"""<(?:script|img|iframe)\b[^>]*\bsrc=["']([^"']+)|"""
+        r"""<link\b[^>]*\bhref=["']([^"']+)"""
+    )
     found = []
     for page in site.rglob("*.html"):
         for match in loaded.finditer(page.read_text()):
@@ -146,20 +131,25 @@ def test_nothing_is_loaded_from_another_host(site):
     assert not found, f"loaded from another host: {found[:10]}"
     home = (site / "index.html").read_text()
     assert "highlight.js" not in home and "hljs" not in home
-    assert 'href="css/pygments.css"' in home and '<span class="kn">import</span>' in home, \
+    assert 'href="css/pygments.css"' in home and '<span class="kn">import</span>' in home, (
         "code is not coloured at build time"
+    )
 
 
 def test_no_restructured_text_shows_through(site):
-    patterns = {"double backticks": r"``", "a Sphinx role": r":(?:class|func|mod|meth|attr|data|"
-                r"exc|obj|py):`", "a literal-block marker": r"\w::(?:\s|$)",
-                "a directive": r"(?m)^\s*\.\. \w+::"}
+    patterns = {
+        "double backticks": r"``",
+        "a Sphinx role": r":(?:class|func|mod|meth|attr|data|"
+        r"exc|obj|py):`",
+        "a literal-block marker": r"\w::(?:\s|$)",
+        "a directive": r"(?m)^\s*\.\. \w+::",
+    }
     found = []
     for page in pages(site):
         text = main_text(page)
         for what, pattern in patterns.items():
             for match in re.finditer(pattern, text):
-                context = " ".join(text[max(0, match.start() - 60):match.end() + 40].split())
+                context = " ".join(text[max(0, match.start() - 60) : match.end() + 40].split())
                 found.append(f"{page.relative_to(site)}: {what}: ...{context}...")
     assert not found, "\n".join(found[:20])
 
@@ -168,8 +158,11 @@ def test_docstrings_name_no_private_module_as_code(site):
     """A private module or object (``tjap.heuristics.tree._kernels``) has no page: the reference
     names it by its source file instead (``heuristics/tree/_kernels.py``)."""
     private = re.compile(r"<code>(tjap(?:\.\w+)*\._\w+[\w.]*)</code>")
-    found = [f"{page.relative_to(site)}: {name}" for page in pages(site / "reference")
-             for name in private.findall(page.read_text())]
+    found = [
+        f"{page.relative_to(site)}: {name}"
+        for page in pages(site / "reference")
+        for name in private.findall(page.read_text())
+    ]
     assert not found, found[:10]
 
 
@@ -191,11 +184,20 @@ def probed(site: Path, tmp_path: Path) -> list[tuple[str, int, dict | None]]:
 
     def one(job):
         index, (page, width) = job
-        out = chromium("--dump-dom", page.as_uri(), width=width, height=900,
-                       profile=tmp_path / f"profile{index}")
+        out = chromium(
+            "--dump-dom",
+            page.as_uri(),
+            width=width,
+            height=900,
+            profile=tmp_path / f"profile{index}",
+        )
         match = re.search(r"<title>PROBE (.*?)</title>", out)
-        return (page.relative_to(copy).as_posix(), width,
-                json.loads(html.unescape(match.group(1))) if match else None)
+        return (
+            page.relative_to(copy).as_posix(),
+            width,
+            json.loads(html.unescape(match.group(1))) if match else None,
+        )
+
     jobs = list(enumerate((page, width) for page in pages(copy) for width in WIDTHS))
     with ThreadPoolExecutor(max(2, min(8, os.cpu_count() or 2))) as pool:
         return list(pool.map(one, jobs))
@@ -212,18 +214,14 @@ def test_no_page_reaches_past_the_right_edge(site, tmp_path):
         if report["scroll_width"] > report["width"]:
             problems.append(f"{page} at {width} px: {report['scroll_width']} px wide")
         problems += [f"{page} at {width} px: {cut}" for cut in report["cut_off"]]
-        if width == 1280:   # on a laptop's screen tables fit and no page is a wall
-            problems += [f"{page} at 1280 px: a table scrolls: {table}"
-                         for table in report["tables_scrolled"]]
+        if width == 1280:  # on a laptop's screen tables fit and no page is a wall
+            problems += [
+                f"{page} at 1280 px: a table scrolls: {table}"
+                for table in report["tables_scrolled"]
+            ]
             if report["height"] > MAX_HEIGHT_PX:
                 problems.append(f"{page}: {report['height']} px tall, a wall (split it)")
     assert not problems, "\n".join(problems)
-
-
-def png_size(path: Path) -> tuple[int, int]:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    return struct.unpack(">II", data[16:24])
 
 
 def test_screenshots_of_the_home_and_getting_started_pages(site, tmp_path):
@@ -234,13 +232,18 @@ def test_screenshots_of_the_home_and_getting_started_pages(site, tmp_path):
     keep = os.environ.get("TJAP_DOCS_SCREENSHOTS")
     for name, page in SCREENSHOTS.items():
         shot = tmp_path / name
-        chromium(f"--screenshot={shot}", (site / page).as_uri(), width=SCREEN[0],
-                 height=SCREEN[1], profile=tmp_path / f"profile-{name}")
+        chromium(
+            f"--screenshot={shot}",
+            (site / page).as_uri(),
+            width=SCREEN[0],
+            height=SCREEN[1],
+            profile=tmp_path / f"profile-{name}",
+        )
         assert shot.is_file(), f"no screenshot of {page}"
         assert png_size(shot) == SCREEN
         with Image.open(shot) as image:
             colours = image.convert("RGB").getcolors(maxcolors=1 << 16)
         assert colours is None or len(colours) > 50, f"the screenshot of {page} is blank"
         if keep:
-            with Image.open(shot) as image:   # a palette PNG: a few tens of KB for the README
+            with Image.open(shot) as image:  # a palette PNG: a few tens of KB for the README
                 image.convert("RGB").quantize(colors=128).save(Path(keep) / name, optimize=True)

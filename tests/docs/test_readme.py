@@ -1,16 +1,17 @@
-"""The README stands on its own: every command it shows exists, and every name its Python examples
-import is there.
+"""The README and the documentation pages stand on their own: every command they show exists, and
+every name their Python examples import is there.
 
-Commands are the lines of its shell blocks (```bash, ```sh, ```console and unlabelled ones), and
-the inline code of its prose, that start with ``tjap `` or ``python -m ``. Each distinct command
-path (``tjap network evaluate``, ``python -m benchmarks.network``) runs with ``--help`` in this
-process, and must exit 0. A word ``a|b|c`` where a subcommand is expected stands for each of a, b
-and c. The Python blocks of
-"Python in ten lines" and of the numbered system sections are checked for their imports only
-(their examples need traces and minutes; the API reference's examples run in test_docs.py), and
-so are the ``tjap.NAME`` attributes of "Python in ten lines". Every dotted name of the project in
-the README's inline code (```tjap.placement.tree.online.per_job_config```) must name a module that
-exists, and a name that module defines.
+The documents are the README and every page of the site (docs/, the hooks' folder left out),
+except the changelog, which tells what the commands and names were. Commands are the lines of
+their shell blocks (```bash, ```sh, ```console and unlabelled ones), and the inline code of their
+prose, that start with ``tjap `` or ``python -m ``. Each distinct command path (``tjap network
+evaluate``, ``python -m benchmarks.network``) runs with ``--help`` in this process, and must exit
+0. A word ``a|b|c`` where a subcommand is expected stands for each of a, b and c. The Python blocks
+are checked for their imports only (the README's run in test_readme_examples.py, the pages' in
+test_docs.py), and so are the ``tjap.NAME`` attributes of the README's "Python in ten lines".
+Every dotted name of the project in their inline code (``tjap.placement.tree.online.per_job_config``)
+must name a module that exists, and a name that module defines. The README's links name files
+that exist, and headings of the pages they point into.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import re
 import runpy
 import shlex
 import sys
+import unicodedata
 import warnings
 from pathlib import Path
 
@@ -32,11 +34,22 @@ import pytest
 
 from tjap.cli import build_parser, main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+#: The documents whose commands and names are checked, in order: the README, then the site's
+#: pages. The changelog is history: it names commands as they were.
+DOCUMENTS = (
+    README,
+    *sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.parts and p.name != "changelog.md"),
+)
+#: The page that holds the table of window methods.
+METHODS_PAGE = DOCS / "guides" / "tree.md"
 PACKAGES = ("tjap", "placement", "heuristics", "learned", "benchmarks")
 SHELL_LANGUAGES = {"", "bash", "sh", "console", "shell"}
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+#: A word in capitals that stands for the reader's choice (``SYSTEM``, ``NAME``, ``FILE.json``).
+PLACEHOLDER = re.compile(r"[A-Z][A-Z0-9_]*(\.\w+)?")
 
 
 def blocks(text: str, languages) -> list[str]:
@@ -77,8 +90,8 @@ def tjap_paths(command: str) -> list[tuple[str, ...]]:
     words = shlex.split(command)[1:]
     done = []
     for word in words:
-        if word.startswith("-") or word == "...":
-            break
+        if word.startswith("-") or word == "..." or PLACEHOLDER.fullmatch(word):
+            break  # options, an elision, or a placeholder standing for any subcommand (SYSTEM)
         grown = []
         for path, parser in paths:
             choices = subcommands(parser)
@@ -93,13 +106,30 @@ def tjap_paths(command: str) -> list[tuple[str, ...]]:
     return sorted(set(done) | {path for path, _ in paths})
 
 
-COMMANDS = shell_commands(README.read_text())
-TJAP_PATHS = sorted({p for c in COMMANDS if c.startswith("tjap") for p in tjap_paths(c)})
-MODULES = sorted({shlex.split(c)[2] for c in COMMANDS if c.startswith("python -m ")})
+def name(document: Path) -> str:
+    """A document's path in the repository (``README.md``, ``docs/guides/tree.md``)."""
+    return document.relative_to(ROOT).as_posix()
 
 
-def test_the_readme_shows_commands():
+COMMANDS = [c for d in DOCUMENTS for c in shell_commands(d.read_text())]
+#: Commands a page names as retired (design.md: the experiments that left ``tjap bench``), with
+#: the command each answers with instead of running.
+RETIRED = {("bench", "table3"): "python -m benchmarks.sa_tables table3"}
+NAMED_PATHS = {p for c in COMMANDS if c.startswith("tjap") for p in tjap_paths(c)}
+TJAP_PATHS = sorted(NAMED_PATHS - set(RETIRED))
+MODULES = sorted(
+    {
+        module
+        for module in (shlex.split(c)[2] for c in COMMANDS if c.startswith("python -m "))
+        if not any(PLACEHOLDER.fullmatch(part) for part in module.split("."))  # benchmarks.NAME
+    }
+)
+
+
+def test_the_documents_show_commands():
+    assert len(DOCUMENTS) > 20 and (DOCS / "guides" / "tree.md") in DOCUMENTS
     assert len(TJAP_PATHS) > 20 and len(MODULES) > 3, (TJAP_PATHS, MODULES)
+    assert shell_commands(README.read_text()), "the README shows no command"
 
 
 @pytest.mark.parametrize("path", TJAP_PATHS, ids=lambda p: " ".join(("tjap", *p)))
@@ -109,6 +139,13 @@ def test_each_tjap_command_has_help(path, capsys):
     out, err = capsys.readouterr()
     assert stop.value.code == 0, f"tjap {' '.join(path)} --help: {err.strip()}"
     assert out.startswith("usage: tjap")
+
+
+@pytest.mark.parametrize("path", sorted(RETIRED), ids=lambda p: " ".join(("tjap", *p)))
+def test_each_retired_command_names_its_new_one(path, capsys):
+    assert path in NAMED_PATHS, f"no document names tjap {' '.join(path)}: drop it from RETIRED"
+    assert main([*path, "--help"]) == 2
+    assert RETIRED[path] in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -127,11 +164,10 @@ def test_each_python_module_command_has_help(module, monkeypatch):
     assert "usage:" in out.getvalue()
 
 
-def python_sections(text: str) -> dict[str, str]:
-    """"Python in ten lines" and the numbered system sections, by title."""
+def ten_lines(text: str) -> str:
+    """The README's section "Python in ten lines"."""
     parts = re.split(r"^## ", text, flags=re.MULTILINE)[1:]
-    return {part.splitlines()[0]: part for part in parts
-            if part.startswith("Python in ten lines") or part[0].isdigit()}
+    return next(part for part in parts if part.startswith("Python in ten lines"))
 
 
 def imported_names(section: str) -> list[tuple[str, str | None]]:
@@ -150,13 +186,14 @@ def imported_names(section: str) -> list[tuple[str, str | None]]:
     return found
 
 
-SECTIONS = python_sections(README.read_text())
-IMPORTS = sorted({item for s in SECTIONS.values() for item in imported_names(s)},
-                 key=lambda item: (item[0], item[1] or ""))
+IMPORTS = sorted(
+    {item for d in DOCUMENTS for item in imported_names(d.read_text())},
+    key=lambda item: (item[0], item[1] or ""),
+)
 
 
 def test_the_python_examples_are_found():
-    assert any(title.startswith("Python in ten lines") for title in SECTIONS)
+    assert blocks(ten_lines(README.read_text()), {"python"})
     assert ("tjap", None) in IMPORTS and len(IMPORTS) > 5, IMPORTS
 
 
@@ -165,19 +202,19 @@ def test_each_imported_name_exists(module, name):
     imported = importlib.import_module(module)
     if name is not None:
         submodule = hasattr(imported, "__path__") and importlib.util.find_spec(f"{module}.{name}")
-        assert hasattr(imported, name) or submodule, f"README: from {module} import {name}: no such name"
+        assert hasattr(imported, name) or submodule, f"from {module} import {name}: no such name"
 
 
 def test_the_names_used_in_python_in_ten_lines_exist():
     import tjap
 
-    ten_lines = next(s for title, s in SECTIONS.items() if title.startswith("Python in ten lines"))
-    used = set(re.findall(r"\btjap\.(\w+)", "".join(blocks(ten_lines, {"python"}))))
+    code = "".join(blocks(ten_lines(README.read_text()), {"python"}))
+    used = set(re.findall(r"\btjap\.(\w+)", code))
     assert used and not [name for name in used if not hasattr(tjap, name)]
 
 
 def dotted_names(text: str) -> list[str]:
-    """The project's dotted names in the README's inline code, calls cut at the parenthesis."""
+    """The project's dotted names in a document's inline code, calls cut at the parenthesis."""
     names = set()
     for code in re.findall(r"(?<!`)`([^`\n]+)`(?!`)", text):
         match = re.fullmatch(r"((?:%s)(?:\.\w+)+)(?:\(.*\))?" % "|".join(PACKAGES), code.strip())
@@ -210,25 +247,78 @@ def defines(path: Path, name: str) -> bool:
     return name in found
 
 
-@pytest.mark.parametrize("dotted", dotted_names(README.read_text()))
-def test_each_dotted_name_in_the_readme_exists(dotted):
+#: Each dotted name of the documents, with the first document that names it.
+DOTTED = {}
+for _document in DOCUMENTS:
+    for _dotted in dotted_names(_document.read_text()):
+        DOTTED.setdefault(_dotted, name(_document))
+
+
+@pytest.mark.parametrize("dotted", sorted(DOTTED))
+def test_each_dotted_name_in_the_documents_exists(dotted):
+    where = DOTTED[dotted]
     parts = dotted.split(".")
     cut = next((n for n in range(len(parts), 0, -1) if module_file(parts[:n])), 0)
-    assert cut, f"README names {dotted}: no such module"
+    assert cut, f"{where} names {dotted}: no such module"
     rest = parts[cut:]
     path = module_file(parts[:cut])
     if rest:
-        assert defines(path, rest[0]), f"README names {dotted}: {path.relative_to(ROOT)} has no {rest[0]}"
+        assert defines(path, rest[0]), (
+            f"{where} names {dotted}: {path.relative_to(ROOT)} has no {rest[0]}"
+        )
 
 
 def test_the_method_table_lists_every_window_method():
-    """Section 1's table of window methods names every method tjap.solve accepts (it left out
-    slurm-tree and guarded)."""
+    """The switch-tree guide's table of window methods names every method tjap.solve accepts (it
+    once left out slurm-tree and guarded)."""
     from tjap.registry import methods
 
-    text = README.read_text()
-    table = text[text.index("| method | what it solves |"):]
-    table = table[:table.index("\n\n")]
-    named = set(re.findall(r"`([a-z][a-z-]*)`", "\n".join(line.split("|")[1]
-                                                           for line in table.splitlines()[2:])))
+    text = METHODS_PAGE.read_text()
+    table = text[text.index("| method | what it solves |") :]
+    table = table[: table.index("\n\n")]
+    named = set(
+        re.findall(
+            r"`([a-z][a-z-]*)`", "\n".join(line.split("|")[1] for line in table.splitlines()[2:])
+        )
+    )
     assert set(methods("tree")) <= named, sorted(set(methods("tree")) - named)
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor, as the site's table of contents (Python-Markdown's toc) and GitHub
+    make it for the headings these pages use."""
+    text = unicodedata.normalize("NFKD", heading.replace("`", ""))
+    text = re.sub(r"[^\w\s-]", "", text.encode("ascii", "ignore").decode()).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def headings(page: Path) -> set[str]:
+    """The anchors of a page's headings (fenced blocks left out)."""
+    prose = FENCE.sub("", page.read_text())
+    return {slug(h) for h in re.findall(r"^#{1,6} (.+?)\s*$", prose, re.MULTILINE)}
+
+
+def test_every_link_of_the_readme_resolves():
+    """The README's links name files of the repository, and headings of the docs pages they
+    point into (links into benchmarks/RESULTS.md: test_results_reference.py)."""
+    links = re.findall(r"\]\(([^)\s]+)\)", FENCE.sub("", README.read_text()))
+    local = [link for link in links if not re.match(r"[a-z]+:", link)]
+    assert len(local) > 20, local
+    broken = []
+    for link in local:
+        target, _, anchor = link.partition("#")
+        path = ROOT / target if target else README
+        if not path.exists():
+            broken.append(link)
+        elif anchor and path.suffix == ".md" and DOCS in path.parents:
+            if anchor not in headings(path):
+                broken.append(link)
+    assert not broken, f"README links that lead nowhere: {broken}"
+
+
+def test_slugs_are_the_sites():
+    assert slug("GPU clusters: blocks, segments and levels") == (
+        "gpu-clusters-blocks-segments-and-levels"
+    )
+    assert slug("On a `topology/block` cluster") == "on-a-topologyblock-cluster"
+    assert slug("Live mode on a real Slurm") == "live-mode-on-a-real-slurm"

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_calls import assert_one_line_error, run
 
 import tjap
 from tjap import FatTree, Window, assignment_cost, load_windows, methods
@@ -20,23 +21,6 @@ TINY = {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2}
 
 
 # -- helpers ---------------------------------------------------------------------------------------
-def run(capsys, *argv):
-    """Run ``tjap argv`` in-process; return (exit code, stdout, stderr)."""
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code, out, err, *fragments):
-    assert code == 2
-    assert "Traceback" not in err and "Traceback" not in out
-    lines = err.splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("tjap: error:"), err
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-
-
 def assert_feasible(window: Window, assignment) -> None:
     idle = set(window.idle_nodes.tolist())
     used = set()
@@ -61,8 +45,10 @@ def tiny_file(tmp_path) -> Path:
 
 @pytest.fixture
 def tiny_list_file(tmp_path) -> Path:
-    windows = [{"topology": TINY, "idle_nodes": [0, 4, 5, 6, 7, 15], "job_sizes": [4, 2]},
-               {"topology": TINY, "idle_nodes": list(range(1, 14)), "job_sizes": [3, 5, 2]}]
+    windows = [
+        {"topology": TINY, "idle_nodes": [0, 4, 5, 6, 7, 15], "job_sizes": [4, 2]},
+        {"topology": TINY, "idle_nodes": list(range(1, 14)), "job_sizes": [3, 5, 2]},
+    ]
     path = tmp_path / "tiny_list.json"
     path.write_text(json.dumps(windows))
     return path
@@ -104,7 +90,8 @@ def test_methods_text(capsys):
 
 
 def test_methods_lists_every_system(capsys):
-    from tjap.registry import SYSTEMS, methods as system_methods
+    from tjap.registry import SYSTEMS
+    from tjap.registry import methods as system_methods
 
     code, out, err = run(capsys, "methods")
     assert code == 0 and err == ""
@@ -152,13 +139,36 @@ def test_generate_windows(stream_file):
 
 def test_generate_windows_json_and_options(tmp_path, capsys):
     path = tmp_path / "sub" / "dir" / "w.jsonl"  # parent folders are created
-    code, out, err = run(capsys, "generate", "windows", "--num-windows", 2, "--layout",
-                         "published", "--cap", "none", "--tau", 150, "--seed", 3,
-                         "--epoch-windows", 1, "--out", path, "--json")
+    code, out, err = run(
+        capsys,
+        "generate",
+        "windows",
+        "--num-windows",
+        2,
+        "--layout",
+        "published",
+        "--cap",
+        "none",
+        "--tau",
+        150,
+        "--seed",
+        3,
+        "--epoch-windows",
+        1,
+        "--out",
+        path,
+        "--json",
+    )
     assert code == 0 and err == ""
     summary = json.loads(out)
-    assert summary == {"out": str(path), "windows": 2, "layout": "published", "seed": 3,
-                       "cap": None, "tau_s": 150}
+    assert summary == {
+        "out": str(path),
+        "windows": 2,
+        "layout": "published",
+        "seed": 3,
+        "cap": None,
+        "tau_s": 150,
+    }
     windows = load_windows(path)
     assert len(windows) == 2
     assert [w.meta["epoch"] for w in windows] == [0, 1]
@@ -205,15 +215,17 @@ def test_solve_dp_json(stream_file, capsys):
 def test_solve_text_matches_json(stream_file, capsys):
     _, text, _ = run(capsys, "solve", stream_file, "--method", "dp")
     _, js, _ = run(capsys, "solve", stream_file, "--method", "dp", "--json")
-    costs = [float(h.split("cost=")[1].split()[0]) for h in text.splitlines()
-             if h.startswith("window ")]
+    costs = [
+        float(h.split("cost=")[1].split()[0]) for h in text.splitlines() if h.startswith("window ")
+    ]
     assert costs == pytest.approx([r["objective"] for r in json.loads(js)], abs=0.01)
 
 
 @pytest.mark.parametrize("method", ["dp", "seq", "scip", "cpsat", "auto"])
 def test_solve_methods_on_tiny_window(tiny_file, capsys, method):
-    code, out, err = run(capsys, "solve", tiny_file, "--method", method, "--json",
-                         "--time-limit", 10)
+    code, out, err = run(
+        capsys, "solve", tiny_file, "--method", method, "--json", "--time-limit", 10
+    )
     assert code == 0 and err == ""
     r = json.loads(out)
     assert isinstance(r, dict)  # a single window prints one object
@@ -243,8 +255,9 @@ def test_exact_methods_agree_and_beat_seq(tiny_list_file, capsys):
 
 def test_convention_published(tiny_list_file, capsys):
     _, out_paper, _ = run(capsys, "solve", tiny_list_file, "--method", "dp", "--json")
-    code, out, err = run(capsys, "solve", tiny_list_file, "--method", "dp", "--json",
-                         "--convention", "published")
+    code, out, err = run(
+        capsys, "solve", tiny_list_file, "--method", "dp", "--json", "--convention", "published"
+    )
     assert code == 0 and err == ""
     paper, published = json.loads(out_paper), json.loads(out)
     windows = load_windows(tiny_list_file)
@@ -254,8 +267,9 @@ def test_convention_published(tiny_list_file, capsys):
         assert rq["objective"] == assignment_cost(w.topology, rq["assignment"], "published")
         assert rq["objective"] == int(rq["objective"])  # integer division in the published code
         assert rq["objective"] != rp["objective"]
-    code, text, _ = run(capsys, "solve", tiny_list_file, "--method", "seq",
-                        "--convention", "published")
+    code, text, _ = run(
+        capsys, "solve", tiny_list_file, "--method", "seq", "--convention", "published"
+    )
     assert code == 0 and "method=seq" in text
 
 
@@ -277,13 +291,16 @@ def test_directory_instead_of_file(tmp_path, capsys):
     assert_one_line_error(*run(capsys, "solve", tmp_path), "cannot read")
 
 
-@pytest.mark.parametrize("name,text", [
-    ("bad.json", "{not json"),
-    ("bad.json", ""),
-    ("bad.jsonl", '{"topology": {"num_nodes": 16}\n'),
-    ("bad.json", "42"),
-    ("bad.json", '[{"topology": 1}]'),
-])
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("bad.json", "{not json"),
+        ("bad.json", ""),
+        ("bad.jsonl", '{"topology": {"num_nodes": 16}\n'),
+        ("bad.json", "42"),
+        ("bad.json", '[{"topology": 1}]'),
+    ],
+)
 def test_malformed_json(tmp_path, capsys, name, text):
     path = tmp_path / name
     path.write_text(text)
@@ -304,51 +321,62 @@ def test_empty_window_file(tmp_path, capsys):
         assert_one_line_error(*run(capsys, "solve", path), "holds no window")
 
 
-@pytest.mark.parametrize("idle,sizes,fragment", [
-    ([0, 1, 16], [1], "outside 0..15"),                          # out-of-range id
-    ([-1, 1, 2], [1], "-1"),
-    ([3, 1, 3, 4], [1], "repeats node 3"),                        # repeated id
-    ([0, 1, 2, 3], [3, 2], "request 5 nodes but only 4 are idle"),  # sizes exceed idle count
-    ([0, 1, 2, 3], [0], "job_sizes[0] = 0"),
-    ([0, 1, 2], [], "job_sizes is empty"),
-    ([0, 1.5], [1], "idle_nodes[1]"),
-])
+@pytest.mark.parametrize(
+    "idle,sizes,fragment",
+    [
+        ([0, 1, 16], [1], "outside 0..15"),  # out-of-range id
+        ([-1, 1, 2], [1], "-1"),
+        ([3, 1, 3, 4], [1], "repeats node 3"),  # repeated id
+        ([0, 1, 2, 3], [3, 2], "request 5 nodes but only 4 are idle"),  # sizes exceed idle count
+        ([0, 1, 2, 3], [0], "job_sizes[0] = 0"),
+        ([0, 1, 2], [], "job_sizes is empty"),
+        ([0, 1.5], [1], "idle_nodes[1]"),
+    ],
+)
 def test_invalid_window(tmp_path, capsys, idle, sizes, fragment):
     path = write_window(tmp_path / "w.json", idle, sizes)
     assert_one_line_error(*run(capsys, "solve", path, "--method", "dp"), fragment)
 
 
 def test_invalid_topology(tmp_path, capsys):
-    path = write_window(tmp_path / "w.json", [0, 1], [1],
-                        topology={"num_nodes": 0, "nodes_per_switch": 2, "switches_per_pod": 2})
+    path = write_window(
+        tmp_path / "w.json",
+        [0, 1],
+        [1],
+        topology={"num_nodes": 0, "nodes_per_switch": 2, "switches_per_pod": 2},
+    )
     assert_one_line_error(*run(capsys, "solve", path), "num_nodes")
 
 
 def test_unknown_method(tiny_file, capsys):
-    assert_one_line_error(*run(capsys, "solve", tiny_file, "--method", "simplex"),
-                          "unknown method 'simplex'", "dp")
+    assert_one_line_error(
+        *run(capsys, "solve", tiny_file, "--method", "simplex"), "unknown method 'simplex'", "dp"
+    )
 
 
-@pytest.mark.parametrize("argv", [
-    ["solve", "{file}", "--time-limit", "0"],
-    ["solve", "{file}", "--time-limit", "-1"],
-    ["solve", "{file}", "--time-limit", "abc"],
-    ["solve", "{file}", "--time-limit", "nan"],
-    ["solve", "{file}", "--convention", "metric"],
-    ["solve", "{file}", "--method", "sa", "--iterations", "0"],
-    ["solve", "{file}", "--method", "sa", "--iterations", "many"],
-    ["solve", "{file}", "--method", "nsa", "--lookahead", "-1"],
-    ["solve", "{file}", "--method", "nsa", "--lookahead", "two"],
-    ["generate", "windows", "--out", "{out}", "--cap", "bad"],
-    ["generate", "windows", "--out", "{out}", "--cap", "0"],
-    ["generate", "windows", "--out", "{out}", "--cap", "-3"],
-    ["generate", "windows", "--out", "{out}", "--num-windows", "0"],
-    ["generate", "windows", "--out", "{out}", "--layout", "torus"],
-    ["generate", "windows"],
-    ["demo", "--time-limit", "0"],
-    ["bench", "exact", "--freeform-time-limit", "0"],
-    ["frobnicate"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["solve", "{file}", "--time-limit", "0"],
+        ["solve", "{file}", "--time-limit", "-1"],
+        ["solve", "{file}", "--time-limit", "abc"],
+        ["solve", "{file}", "--time-limit", "nan"],
+        ["solve", "{file}", "--convention", "metric"],
+        ["solve", "{file}", "--method", "sa", "--iterations", "0"],
+        ["solve", "{file}", "--method", "sa", "--iterations", "many"],
+        ["solve", "{file}", "--method", "nsa", "--lookahead", "-1"],
+        ["solve", "{file}", "--method", "nsa", "--lookahead", "two"],
+        ["generate", "windows", "--out", "{out}", "--cap", "bad"],
+        ["generate", "windows", "--out", "{out}", "--cap", "0"],
+        ["generate", "windows", "--out", "{out}", "--cap", "-3"],
+        ["generate", "windows", "--out", "{out}", "--num-windows", "0"],
+        ["generate", "windows", "--out", "{out}", "--layout", "torus"],
+        ["generate", "windows"],
+        ["demo", "--time-limit", "0"],
+        ["bench", "exact", "--freeform-time-limit", "0"],
+        ["frobnicate"],
+    ],
+)
 def test_usage_errors_exit_2(tiny_file, tmp_path, capsys, argv):
     argv = [a.format(file=tiny_file, out=tmp_path / "o.jsonl") for a in argv]
     with pytest.raises(SystemExit) as info:
@@ -369,8 +397,10 @@ def test_cap_error_message(tmp_path, capsys):
 def test_generate_cannot_write(tmp_path, capsys):
     blocker = tmp_path / "afile"
     blocker.write_text("")
-    assert_one_line_error(*run(capsys, "generate", "windows", "--num-windows", 1,
-                               "--out", blocker / "w.jsonl"), "cannot write")
+    assert_one_line_error(
+        *run(capsys, "generate", "windows", "--num-windows", 1, "--out", blocker / "w.jsonl"),
+        "cannot write",
+    )
 
 
 # -- user errors that once escaped as tracebacks ---------------------------------------------------
@@ -391,8 +421,9 @@ def test_non_utf8_file(tmp_path, capsys):
 
 @pytest.mark.parametrize("limit", ["inf", "1e21"])
 def test_huge_time_limit(tiny_file, capsys, limit):
-    code, out, err = _exit_code(capsys, "solve", tiny_file, "--method", "scip",
-                                "--time-limit", limit)
+    code, out, err = _exit_code(
+        capsys, "solve", tiny_file, "--method", "scip", "--time-limit", limit
+    )
     assert code in (0, 2)  # either solved (as no limit) or a clean usage error
     assert "Traceback" not in err
     if code == 2:
@@ -402,17 +433,45 @@ def test_huge_time_limit(tiny_file, capsys, limit):
 def test_bench_out_is_a_file(tmp_path, capsys):
     blocker = tmp_path / "afile"
     blocker.write_text("")
-    assert_one_line_error(*run(capsys, "bench", "exact", "--num-windows", 1, "--paper-windows", 0,
-                               "--freeform-time-limit", 0.5, "--out", blocker, "--quiet",
-                               "--json"))
+    assert_one_line_error(
+        *run(
+            capsys,
+            "bench",
+            "exact",
+            "--num-windows",
+            1,
+            "--paper-windows",
+            0,
+            "--freeform-time-limit",
+            0.5,
+            "--out",
+            blocker,
+            "--quiet",
+            "--json",
+        )
+    )
 
 
 # -- bench and demo --------------------------------------------------------------------------------
 def test_bench_exact(tmp_path, capsys):
     out_dir = tmp_path / "bench"
-    code, out, err = run(capsys, "bench", "exact", "--num-windows", 2, "--paper-windows", 1,
-                         "--freeform-time-limit", 1, "--paper-time-limit", 2, "--out", out_dir,
-                         "--quiet", "--json")
+    code, out, err = run(
+        capsys,
+        "bench",
+        "exact",
+        "--num-windows",
+        2,
+        "--paper-windows",
+        1,
+        "--freeform-time-limit",
+        1,
+        "--paper-time-limit",
+        2,
+        "--out",
+        out_dir,
+        "--quiet",
+        "--json",
+    )
     assert code == 0, err
     data = json.loads(out)
     assert data["num_windows"] == 2 and data["layout"] == "paper"
@@ -471,30 +530,47 @@ def test_version(capsys):
 
 
 # -- tjap solve: the method's own options ----------------------------------------------------------
-SHIPPED_WEIGHTS = Path(__file__).resolve().parent.parent / "learned" / "weights"
+SHIPPED_WEIGHTS = Path(__file__).resolve().parents[2] / "learned" / "weights"
 
 
-@pytest.mark.parametrize("method, flags, options", [
-    ("sa", ["--iterations", 40, "--repair", "greedy", "--preset", "paper"],
-     {"iterations": 40, "repair": "greedy", "preset": "paper"}),
-    ("lns", ["--iterations", 30, "--repair", "greedy"], {"iterations": 30, "repair": "greedy"}),
-    ("nsa", ["--iterations", 20, "--preset", "published", "--weights",
-             SHIPPED_WEIGHTS / "nsa_cnn1.json"],
-     {"iterations": 20, "preset": "published", "weights": SHIPPED_WEIGHTS / "nsa_cnn1.json"}),
-])
+@pytest.mark.parametrize(
+    "method, flags, options",
+    [
+        (
+            "sa",
+            ["--iterations", 40, "--repair", "greedy", "--preset", "paper"],
+            {"iterations": 40, "repair": "greedy", "preset": "paper"},
+        ),
+        ("lns", ["--iterations", 30, "--repair", "greedy"], {"iterations": 30, "repair": "greedy"}),
+        (
+            "nsa",
+            [
+                "--iterations",
+                20,
+                "--preset",
+                "published",
+                "--weights",
+                SHIPPED_WEIGHTS / "nsa_cnn1.json",
+            ],
+            {"iterations": 20, "preset": "published", "weights": SHIPPED_WEIGHTS / "nsa_cnn1.json"},
+        ),
+    ],
+)
 def test_solve_passes_method_options(tiny_list_file, capsys, method, flags, options):
     """--iterations, --repair, --preset, --weights and --seed reach the method: the command line
     gives what tjap.solve gives with the same options."""
     import tjap
 
-    code, out, err = run(capsys, "solve", tiny_list_file, "--method", method, *flags,
-                         "--seed", 3, "--json")
+    code, out, err = run(
+        capsys, "solve", tiny_list_file, "--method", method, *flags, "--seed", 3, "--json"
+    )
     assert code == 0, err
     for window, r in zip(load_windows(tiny_list_file), json.loads(out)):
         expected = tjap.solve(window, method, seed=3, **options)
         assert_feasible(window, r["assignment"])
-        assert r["assignment"] == [sorted(a) for a in expected.assignment] or \
-            r["assignment"] == [list(a) for a in expected.assignment]
+        assert r["assignment"] == [sorted(a) for a in expected.assignment] or r["assignment"] == [
+            list(a) for a in expected.assignment
+        ]
         assert r["objective"] == pytest.approx(expected.objective)
 
 
@@ -502,10 +578,21 @@ def test_solve_lookahead_options(tiny_list_file, capsys):
     """--repair lookahead (sa) and --lookahead K (nsa) reach the methods: the same results as
     tjap.solve with those options, every one feasible."""
     windows = load_windows(tiny_list_file)
-    for method, flags, options in (("sa", ["--repair", "lookahead"], {"repair": "lookahead"}),
-                                   ("nsa", ["--lookahead", "4"], {"lookahead": 4})):
-        code, out, _ = run(capsys, "solve", tiny_list_file, "--method", method, *flags,
-                           "--iterations", "50", "--json")
+    for method, flags, options in (
+        ("sa", ["--repair", "lookahead"], {"repair": "lookahead"}),
+        ("nsa", ["--lookahead", "4"], {"lookahead": 4}),
+    ):
+        code, out, _ = run(
+            capsys,
+            "solve",
+            tiny_list_file,
+            "--method",
+            method,
+            *flags,
+            "--iterations",
+            "50",
+            "--json",
+        )
         assert code == 0
         for window, r in zip(windows, json.loads(out)):
             expected = tjap.solve(window, method, iterations=50, **options)
@@ -517,37 +604,51 @@ def test_solve_iterations_change_the_search(tiny_list_file, capsys):
     """One move accepts at most one: the default 1000 accept hundreds on this window."""
     accepted = {}
     for iterations in ([], ["--iterations", 1]):
-        code, out, _ = run(capsys, "solve", tiny_list_file, "--method", "sa", *iterations,
-                           "--json")
+        code, out, _ = run(capsys, "solve", tiny_list_file, "--method", "sa", *iterations, "--json")
         assert code == 0
         accepted[len(iterations)] = json.loads(out)[1]["info"]["accepted"]
     assert accepted[2] <= 1 < accepted[0]
 
 
-@pytest.mark.parametrize("method, flags, takes", [
-    ("dp", ["--iterations", 5],
-     "it takes none of --iterations, --repair, --preset, --weights, --lookahead"),
-    ("auto", ["--weights", "x.json"], "it takes none of"),
-    ("lns", ["--preset", "paper"], "it takes --iterations, --repair"),
-    ("nsa", ["--repair", "greedy"], "it takes --iterations, --preset, --weights, --lookahead"),
-    ("sa", ["--weights", "x.json", "--iterations", 3], "it takes --iterations, --repair, --preset"),
-    ("sa", ["--lookahead", 4], "it takes --iterations, --repair, --preset"),
-])
+@pytest.mark.parametrize(
+    "method, flags, takes",
+    [
+        (
+            "dp",
+            ["--iterations", 5],
+            "it takes none of --iterations, --repair, --preset, --weights, --lookahead",
+        ),
+        ("auto", ["--weights", "x.json"], "it takes none of"),
+        ("lns", ["--preset", "paper"], "it takes --iterations, --repair"),
+        ("nsa", ["--repair", "greedy"], "it takes --iterations, --preset, --weights, --lookahead"),
+        (
+            "sa",
+            ["--weights", "x.json", "--iterations", 3],
+            "it takes --iterations, --repair, --preset",
+        ),
+        ("sa", ["--lookahead", 4], "it takes --iterations, --repair, --preset"),
+    ],
+)
 def test_solve_refuses_options_the_method_does_not_take(tiny_file, capsys, method, flags, takes):
     code, out, err = run(capsys, "solve", tiny_file, "--method", method, *flags)
     refused = [f for f in flags if str(f).startswith("--") and f not in takes.split("takes")[1]]
     assert_one_line_error(code, out, err, f"--method {method} does not take", takes, *refused)
 
 
-@pytest.mark.parametrize("flags, fragment", [
-    (["--method", "sa", "--preset", "nope"], "preset"),
-    (["--method", "sa", "--repair", "nope"], "repair"),
-    (["--method", "nsa", "--weights", "no/such.json"], "no/such.json"),
-])
+@pytest.mark.parametrize(
+    "flags, fragment",
+    [
+        (["--method", "sa", "--preset", "nope"], "preset"),
+        (["--method", "sa", "--repair", "nope"], "repair"),
+        (["--method", "nsa", "--weights", "no/such.json"], "no/such.json"),
+    ],
+)
 def test_solve_bad_option_values(tiny_file, capsys, flags, fragment):
     assert_one_line_error(*run(capsys, "solve", tiny_file, *flags), fragment)
 
 
 def test_online_refuses_options_before_replaying(capsys):
-    assert_one_line_error(*run(capsys, "online", "--method", "dp", "--iterations", 5,
-                               "--num-jobs", 5), "--method dp does not take --iterations")
+    assert_one_line_error(
+        *run(capsys, "online", "--method", "dp", "--iterations", 5, "--num-jobs", 5),
+        "--method dp does not take --iterations",
+    )

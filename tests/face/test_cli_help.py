@@ -27,8 +27,13 @@ PARSERS = parsers()
 
 def test_the_walk_finds_nested_subcommands():
     paths = {path for path, _ in PARSERS}
-    assert {("bench", "exact"), ("train", "provision"), ("slurm", "place"),
-            ("network", "evaluate"), ("methods",)} <= paths
+    assert {
+        ("bench", "exact"),
+        ("train", "provision"),
+        ("slurm", "place"),
+        ("network", "evaluate"),
+        ("methods",),
+    } <= paths
     assert len(paths) > 25
 
 
@@ -53,7 +58,7 @@ def test_help_renders_percent_signs(path, capsys):
     assert stop.value.code == 0 and err == ""
     assert out.startswith("usage: tjap")
     assert "%%" not in out, [line for line in out.splitlines() if "%%" in line]
-    assert "%(" not in out          # every %(default)s was filled in
+    assert "%(" not in out  # every %(default)s was filled in
 
 
 def test_network_evaluate_help_names_the_load():

@@ -13,24 +13,36 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import default_sigint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STEM = "exact_paper_paper_s0"
 
 
-def default_sigint() -> None:
-    """Run in the child before exec: SIGINT at its default. A shell starts background jobs (a CI
-    runner's, say) with SIGINT ignored, an ignored signal stays ignored across exec, and Python
-    then installs no Ctrl-C handler: right for such a user, but not the case this test checks."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def start_bench(out: Path, *extra) -> subprocess.Popen:
-    command = [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())",
-               "bench", "exact", "--num-windows", "50",
-               "--paper-windows", "0", "--out", str(out), "--quiet", *extra]
-    return subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=default_sigint)
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from tjap.cli import main; sys.exit(main())",
+        "bench",
+        "exact",
+        "--num-windows",
+        "50",
+        "--paper-windows",
+        "0",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+    return subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
 
 
 def wait_for_rows(path: Path, proc: subprocess.Popen, rows: int = 2, timeout: float = 120):
@@ -57,7 +69,7 @@ def interrupt(proc: subprocess.Popen, sig) -> tuple[int, float, str]:
 
 def check_partial(out: Path, err: str) -> list[dict]:
     partial = out / f"{STEM}.partial.csv"
-    assert not (out / f"{STEM}.csv").exists()           # an interrupted run never looks complete
+    assert not (out / f"{STEM}.csv").exists()  # an interrupted run never looks complete
     assert partial.is_file()
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in err, err
@@ -115,14 +127,19 @@ print("returned", result.status.value, flush=True)
 @pytest.mark.parametrize("method", ["scip", "cpsat"])
 def test_a_signal_stops_a_solver_at_once(method, sig, code):
     pytest.importorskip("pyscipopt" if method == "scip" else "ortools")
-    proc = subprocess.Popen([sys.executable, "-c", SOLVE_SCRIPT, method], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SOLVE_SCRIPT, method],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     assert proc.stdout.readline().strip() == "solving"
-    time.sleep(2.5)                      # past building the model: the solver itself runs
+    time.sleep(2.5)  # past building the model: the solver itself runs
     returncode, took, err = interrupt(proc, sig)
     out = proc.stdout.read()
-    assert "returned" not in out, out    # the cut-short solve is not reported as a result
+    assert "returned" not in out, out  # the cut-short solve is not reported as a result
     assert returncode == code, err
     assert sig != signal.SIGINT or "interrupted" in out
     assert took < 2.0
@@ -140,7 +157,7 @@ def test_csv_rows_keep_the_partial_name_when_interrupted(tmp_path):
     partial = tmp_path / "rows.partial.csv"
     assert list(csv.DictReader(partial.open())) == [{"a": "1"}]
     assert partial in PARTIAL_OUTPUTS
-    with CsvRows(path) as out:           # a complete run takes the name asked for
+    with CsvRows(path) as out:  # a complete run takes the name asked for
         out.write({"a": 2})
     assert list(csv.DictReader(path.open())) == [{"a": "2"}]
 
@@ -176,19 +193,45 @@ print("returned", flush=True)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", [["--method", "sa", "--iterations", "50000000"],
-                                  ["--method", "nsa", "--iterations", "2000000"]],
-                         ids=["sa", "nsa"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--method", "sa", "--iterations", "50000000"],
+        ["--method", "nsa", "--iterations", "2000000"],
+    ],
+    ids=["sa", "nsa"],
+)
 def test_ctrl_c_stops_a_long_compiled_search(tmp_path, argv):
     """A search of millions of iterations runs in compiled slices of about 0.1 s: Ctrl-C stops it
     at once, not when the last iteration is done."""
     window = tmp_path / "w.jsonl"
-    assert subprocess.run([sys.executable, "-m", "tjap", "generate", "windows", "--num-windows",
-                           "1", "--out", str(window)], cwd=ROOT, capture_output=True).returncode == 0
-    proc = subprocess.Popen([sys.executable, "-m", "tjap", "solve", str(window), *argv], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
-    time.sleep(4)                        # imports, compiled kernels from the cache, searching
+    assert (
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tjap",
+                "generate",
+                "windows",
+                "--num-windows",
+                "1",
+                "--out",
+                str(window),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+        ).returncode
+        == 0
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tjap", "solve", str(window), *argv],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    time.sleep(4)  # imports, compiled kernels from the cache, searching
     assert proc.poll() is None, proc.stderr.read()
     returncode, took, err = interrupt(proc, signal.SIGINT)
     assert returncode == 130 and err.strip() == "tjap: interrupted", err
@@ -197,9 +240,14 @@ def test_ctrl_c_stops_a_long_compiled_search(tmp_path, argv):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_a_long_simulation():
-    proc = subprocess.Popen([sys.executable, "-c", LONG_SIMULATION], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LONG_SIMULATION],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     assert proc.stdout.readline().strip() == "running", proc.stderr.read()
     time.sleep(1.0)
     returncode, took, err = interrupt(proc, signal.SIGINT)
@@ -218,11 +266,22 @@ sys.exit(cli.main(["methods"]))
 """
 
 
-@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "tjap: interrupted"),
-                                             (signal.SIGTERM, 143, "tjap: terminated (SIGTERM)")])
+@pytest.mark.parametrize(
+    "sig, code, line",
+    [
+        (signal.SIGINT, 130, "tjap: interrupted"),
+        (signal.SIGTERM, 143, "tjap: terminated (SIGTERM)"),
+    ],
+)
 def test_a_signal_while_importing_the_commands_is_one_line(sig, code, line):
-    done = subprocess.run([sys.executable, "-c", EARLY_SIGNAL, str(int(sig))], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, preexec_fn=default_sigint)
+    done = subprocess.run(
+        [sys.executable, "-c", EARLY_SIGNAL, str(int(sig))],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=default_sigint,
+    )
     assert done.returncode == code, done.stderr
     assert done.stderr.strip().splitlines() == [line] and done.stdout == ""
 
@@ -241,7 +300,7 @@ def test_an_interrupt_wrapped_by_a_library_is_still_an_interrupt(monkeypatch, ca
 
     monkeypatch.setattr(methods, "run", numba_like)
     assert main(["methods"]) == 130
-    err = capsys.readouterr().err.strip()       # (naming an earlier test's partial file, perhaps)
+    err = capsys.readouterr().err.strip()  # (naming an earlier test's partial file, perhaps)
     assert err.startswith("tjap: interrupted") and "\n" not in err and "Traceback" not in err
     assert interrupted_by(ValueError("no")) is None
     other = RuntimeError("after")
@@ -260,7 +319,7 @@ def _handlers():
     return int(signal.getsignal(signal.SIGINT)), int(signal.getsignal(signal.SIGTERM))
 
 
-if os.name != "posix":                  # signals as tested here are POSIX
+if os.name != "posix":  # signals as tested here are POSIX
     pytestmark = pytest.mark.skip("POSIX signals")
 
 
@@ -277,9 +336,14 @@ def test_a_signal_stops_the_free_form_model_build(tmp_path, method, sig, code, d
 
     path = tmp_path / "fragmented.json"
     path.write_text(fragmented_window().to_json())
-    proc = subprocess.Popen([sys.executable, "-m", "tjap", "solve", str(path), "--method",
-                             method, "--time-limit", "5"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tjap", "solve", str(path), "--method", method, "--time-limit", "5"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
     # About 1 s of imports, then a build of about 3 s here (the model of 133 jobs): at 2.5 s the
     # signal lands in the middle of the build, at 4 s late in it or just after it. The quadratic
     # build was by then in its objective sum, and the command exited 30-60 s after the signal.
@@ -302,11 +366,11 @@ def test_cpsat_ending_before_its_limit_is_not_an_interrupt():
     x = [model.new_int_var(0, 50, f"x{i}") for i in range(60)]
     for i in range(59):
         model.add(x[i] + x[i + 1] != 50)
-        model.add_all_different(x[i:i + 3])
+        model.add_all_different(x[i : i + 3])
     model.maximize(sum((i % 7 + 1) * v for i, v in enumerate(x)))
     solver = _backends.cpsat_solver(30.0, 0)
     solver.parameters.max_deterministic_time = 0.001
     started = time.monotonic()
-    status, _ = _backends.cpsat_solve(solver, model)          # no KeyboardInterrupt
+    status, _ = _backends.cpsat_solve(solver, model)  # no KeyboardInterrupt
     assert time.monotonic() - started < 15.0
     assert status is not None

@@ -16,16 +16,16 @@ import numpy as np
 import pytest
 
 import tjap
+from benchmarks.auto_rules import scattered_window
+from benchmarks.time_limits import fragmented_window, rule_costs
+from tjap import Status
+from tjap.errors import StateSpaceTooLargeError
 from tjap.placement.tree import csp
 from tjap.placement.tree.exact import auto_choice
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
-from tjap import Status
-from tjap.errors import StateSpaceTooLargeError
 from tjap.registry import entries
-from benchmarks.auto_rules import scattered_window
-from benchmarks.time_limits import fragmented_window, rule_costs
 
 #: Rules that return their own choice (what Slurm or a first fit would do), not the best found.
 RULES = ("slurm-tree", "freeform-greedy", "slurm-block", "kueue-bestfit", "kueue-leastfree")
@@ -43,6 +43,7 @@ def available() -> list[str]:
 def strict_json(text: str):
     def refuse(name):
         raise ValueError(f"{name} is not JSON")
+
     return json.loads(text, parse_constant=refuse)
 
 
@@ -58,7 +59,7 @@ def seq_cost(window):
 
 @pytest.mark.parametrize("method", available())
 def test_every_method_honours_a_limit(method, window, seq_cost):
-    tjap.solve(window, method, time_limit_s=1e-3)      # imports, kernels, weights: start-up
+    tjap.solve(window, method, time_limit_s=1e-3)  # imports, kernels, weights: start-up
     started = time.perf_counter()
     r = tjap.solve(window, method, time_limit_s=0.5)
     wall = time.perf_counter() - started
@@ -69,7 +70,7 @@ def test_every_method_honours_a_limit(method, window, seq_cost):
     if r.status is Status.TIME_LIMIT:
         assert r.has_solution and r.info.get("stopped")
     assert r.bound is None or r.bound <= r.objective + 1e-6
-    assert r.bound is None or abs(r.bound) < 1e19           # never SCIP's infinity
+    assert r.bound is None or abs(r.bound) < 1e19  # never SCIP's infinity
     strict_json(r.to_json())
 
 
@@ -107,11 +108,12 @@ def test_dp_finishing_in_time_is_unchanged():
 def test_dp_stopped_between_passes_returns_its_best_so_far(monkeypatch):
     w = big_window(jobs=8, idle=200, seed=5)
     exact = tjap.solve(w, "dp")
-    monkeypatch.setattr(csp, "DP_SECONDS_PER_CELL_CLASS", 1e-12)   # first pass "fits"...
+    monkeypatch.setattr(csp, "DP_SECONDS_PER_CELL_CLASS", 1e-12)  # first pass "fits"...
     real = csp._cyclic_dp
 
     def no_time_after_first(tables, counts, digits, strides, deadline, pass_s):
         return real(tables, counts, digits, strides, deadline, 1e9)  # ...no more do
+
     monkeypatch.setattr(csp, "_cyclic_dp", no_time_after_first)
     r = csp.solve_dp(w, time_limit_s=30)
     assert r.is_feasible() and r.objective >= exact.objective - 1e-6
@@ -127,9 +129,9 @@ def test_auto_says_what_it_chose(window):
     big = tjap.solve(window, "auto", time_limit_s=1)
     assert big.info["auto"]["chose"] == "seq" and big.status is Status.TIME_LIMIT
     assert "reason" in big.info["auto"] and big.is_feasible()
-    assert auto_choice(window, 100.0)["chose"] == "scip"     # time to build the model
-    medium = scattered_window(jobs=40, idle=400, seed=0)      # 142,800 nonzeros, 70 % full
-    assert auto_choice(medium)["chose"] == "scip"            # no limit, within the size rules
+    assert auto_choice(window, 100.0)["chose"] == "scip"  # time to build the model
+    medium = scattered_window(jobs=40, idle=400, seed=0)  # 142,800 nonzeros, 70 % full
+    assert auto_choice(medium)["chose"] == "scip"  # no limit, within the size rules
     # no limit, beyond the size rules: a constructive rule at once, never an unbounded SCIP run
     choice = auto_choice(window)
     assert choice["chose"] == "seq" and "no time limit" in choice["reason"]
@@ -139,7 +141,7 @@ def test_auto_without_a_limit_is_bounded_and_takes_the_best_rule():
     w = fragmented_window()
     started = time.perf_counter()
     r = tjap.solve(w, "auto")
-    assert time.perf_counter() - started < 20      # it used to run SCIP for minutes
+    assert time.perf_counter() - started < 20  # it used to run SCIP for minutes
     assert r.status is Status.FEASIBLE and r.is_feasible()
     assert r.info["auto"]["chose"] == "seq" and r.info["fallback"] == "freeform-greedy"
     assert r.objective <= min(tjap.solve(w, m).objective for m in tjap.api.RULES) + 1e-6
@@ -148,7 +150,7 @@ def test_auto_without_a_limit_is_bounded_and_takes_the_best_rule():
 def test_a_method_that_gave_up_is_never_worse_than_the_rules_its_model_admits():
     w = fragmented_window()
     floors = rule_costs(w)
-    assert floors["free"] < floors["scas"]         # on this window the rules differ
+    assert floors["free"] < floors["scas"]  # on this window the rules differ
     for method in ("auto", "scip", "freeform", "guarded", "sa", "lns"):
         r = tjap.solve(w, method, time_limit_s=0.3)
         assert r.is_feasible(), method
@@ -182,9 +184,16 @@ def test_scip_never_reports_its_infinity_as_a_bound():
 
 
 def test_results_without_a_solution_are_strict_json(window):
-    empty = Result.from_assignment(window, (), status=Status.TIME_LIMIT, method="x",
-                                   convention="paper", runtime_s=float("inf"),
-                                   bound=float("-inf"), info={"gap": float("nan")})
+    empty = Result.from_assignment(
+        window,
+        (),
+        status=Status.TIME_LIMIT,
+        method="x",
+        convention="paper",
+        runtime_s=float("inf"),
+        bound=float("-inf"),
+        info={"gap": float("nan")},
+    )
     data = strict_json(empty.to_json())
     assert data["objective"] is None and data["bound"] is None
     assert data["runtime_s"] is None and data["info"]["gap"] is None

@@ -28,8 +28,9 @@ def test_show_levels_sizes_and_order(tmp_path, capsys):
     assert code == 0 and err == ""
     data = json.loads(out)
     assert data["nodes"] == 29 and data["switches"] == 5
-    assert [(lv["level"], lv["switches"], lv["min_nodes"], lv["max_nodes"]) for lv in data["levels"]] \
-        == [(1, 3, 4, 16), (2, 1, 25, 25), (3, 1, 29, 29)]
+    assert [
+        (lv["level"], lv["switches"], lv["min_nodes"], lv["max_nodes"]) for lv in data["levels"]
+    ] == [(1, 3, 4, 16), (2, 1, 25, 25), (3, 1, 29, 29)]
     assert data["leaf_sizes"] == [4, 9, 16]
     assert data["node_order"][:2] == ["c101-001", "c101-002"] and data["node_order"][-1] == "n7"
     code, out, _ = run(capsys, "topology", "show", conf)
@@ -48,8 +49,7 @@ def test_json_tree_reads_like_the_conf(tmp_path, capsys):
 def test_bad_files_are_one_line_errors(tmp_path, capsys):
     bad = tmp_path / "bad.conf"
     bad.write_text("SwitchName=s1 Nodes=n[5-3]\n")
-    for path, fragment in ((tmp_path / "missing.conf", "no such topology file"),
-                           (bad, "n[5-3]")):
+    for path, fragment in ((tmp_path / "missing.conf", "no such topology file"), (bad, "n[5-3]")):
         code, out, err = run(capsys, "topology", "show", path)
         assert code == 2 and out == "" and len(err.splitlines()) == 1
         assert err.startswith("tjap: error:") and fragment in err, err
@@ -61,13 +61,24 @@ def test_bad_files_are_one_line_errors(tmp_path, capsys):
 
 def test_solve_a_window_on_a_slurm_tree_names_in_names_out(tmp_path, capsys):
     (tmp_path / "topology.conf").write_text(CONF)
-    idle = [f"c101-{i:03d}" for i in range(3, 9)] + ["gpu01", "gpu02", "gpu03", "n1", "n2", "n3", "n7"]
+    idle = [f"c101-{i:03d}" for i in range(3, 9)] + [
+        "gpu01",
+        "gpu02",
+        "gpu03",
+        "n1",
+        "n2",
+        "n3",
+        "n7",
+    ]
     window = tmp_path / "window.json"
-    window.write_text(json.dumps({"topology": {"slurm": "topology.conf"}, "idle_nodes": idle,
-                                  "job_sizes": [4, 3, 2]}))
+    window.write_text(
+        json.dumps(
+            {"topology": {"slurm": "topology.conf"}, "idle_nodes": idle, "job_sizes": [4, 3, 2]}
+        )
+    )
     code, out, err = run(capsys, "solve", window, "--method", "dp")
     assert code == 0 and err == ""
-    assert "cost=12000.00" in out and "gpu[01-03]" in out      # each job on one leaf switch
+    assert "cost=12000.00" in out and "gpu[01-03]" in out  # each job on one leaf switch
     code, out, _ = run(capsys, "solve", window, "--method", "scip", "--json")
     data = json.loads(out)
     assert data["objective"] == 12000.0 and sorted(map(len, data["nodes"])) == [2, 3, 4]

@@ -16,7 +16,7 @@ from tjap import FatTree, Window
 from tjap.cli import main
 from tjap.errors import InvalidInputError
 
-SHIPPED = Path(__file__).resolve().parent.parent / "learned" / "weights"
+SHIPPED = Path(__file__).resolve().parents[2] / "learned" / "weights"
 
 
 # -- making bad files ------------------------------------------------------------------------------
@@ -55,23 +55,25 @@ def rehash(path: Path, digest: str | None = None) -> None:
     """Make the metadata's checksum of the file a solve reads that of the file as it is now (a
     file that passes the checksum, so what comes after it is tested), or ``digest``."""
     kind = read_kind(json.loads(path.read_text()))
-    set_meta(path, **{f"{kind}_sha256":
-                      digest or hashlib.sha256(weights_of(path).read_bytes()).hexdigest()})
+    set_meta(
+        path,
+        **{f"{kind}_sha256": digest or hashlib.sha256(weights_of(path).read_bytes()).hexdigest()},
+    )
 
 
 def truncate(path: Path, keep: float = 0.5) -> None:
     data = weights_of(path).read_bytes()
-    weights_of(path).write_bytes(data[:int(len(data) * keep)])
+    weights_of(path).write_bytes(data[: int(len(data) * keep)])
 
 
 def make_bad(case: str, stem: str, foreign: str, tmp: Path) -> tuple[Path, tuple[str, ...]]:
     """A bad weights file of kind ``case`` standing in for ``stem``: (the path to give, the
     fragments its one-line error must hold)."""
-    if case == "truncated":             # the checksum catches it
+    if case == "truncated":  # the checksum catches it
         path = copy(stem, tmp)
         truncate(path)
         return path, (weights_of(path).name, "sha256", "truncated")
-    if case == "truncated-rehashed":    # the checksum passes: the reader must not traceback
+    if case == "truncated-rehashed":  # the checksum passes: the reader must not traceback
         path = copy(stem, tmp)
         truncate(path)
         rehash(path)
@@ -80,12 +82,13 @@ def make_bad(case: str, stem: str, foreign: str, tmp: Path) -> tuple[Path, tuple
         path = copy(stem, tmp)
         rehash(path, "0" * 64)
         return path, (weights_of(path).name, "sha256", path.name)
-    if case == "foreign":               # another model's weights, the metadata's checksum theirs
+    if case == "foreign":  # another model's weights, the metadata's checksum theirs
         path = copy(stem, tmp)
         other = json.loads((SHIPPED / f"{foreign}.json").read_text())
         kind = read_kind(json.loads(path.read_text()))
-        shutil.copyfile(SHIPPED / other.get(f"{kind}_file", other["weights_file"]),
-                        weights_of(path))
+        shutil.copyfile(
+            SHIPPED / other.get(f"{kind}_file", other["weights_file"]), weights_of(path)
+        )
         rehash(path)
         return path, (weights_of(path).name, "another model")
     if case == "missing-metadata":
@@ -116,18 +119,58 @@ def cli_nsa(path: Path, tmp: Path) -> list:
 
 
 def cli_network(path: Path, tmp: Path) -> list:
-    return ["network", "evaluate", "--policy", "gnn", "--weights", path, "--seeds", "1",
-            "--requests", "2", "--quiet"]
+    return [
+        "network",
+        "evaluate",
+        "--policy",
+        "gnn",
+        "--weights",
+        path,
+        "--seeds",
+        "1",
+        "--requests",
+        "2",
+        "--quiet",
+    ]
 
 
 def cli_interference(path: Path, tmp: Path) -> list:
-    return ["interference", "evaluate", "--policy", "marl", "--weights", path, "--k", "4",
-            "--intervals", "1", "--seeds", "1", "--quiet"]
+    return [
+        "interference",
+        "evaluate",
+        "--policy",
+        "marl",
+        "--weights",
+        path,
+        "--k",
+        "4",
+        "--intervals",
+        "1",
+        "--seeds",
+        "1",
+        "--quiet",
+    ]
 
 
 def cli_provision(path: Path, tmp: Path, policy: str) -> list:
-    return ["provision", "evaluate", "--trace", trace(), "--from", "2023-03-01", "--to",
-            "2023-03-08", "--nodes", "8", "--policy", policy, "--weights", path, "--pairs", "1"]
+    return [
+        "provision",
+        "evaluate",
+        "--trace",
+        trace(),
+        "--from",
+        "2023-03-01",
+        "--to",
+        "2023-03-08",
+        "--nodes",
+        "8",
+        "--policy",
+        policy,
+        "--weights",
+        path,
+        "--pairs",
+        "1",
+    ]
 
 
 def py_nsa(path):
@@ -145,14 +188,26 @@ def py_make(system, name):
 #: family -> (shipped stem, a foreign stem (another model of the family, or another family's
 #: file), command line, Python call)
 DOORS = {
-    "nsa": ("nsa_cnn3", "nsa_cnn1", cli_nsa, py_nsa),   # the same tensors, other shapes
+    "nsa": ("nsa_cnn3", "nsa_cnn1", cli_nsa, py_nsa),  # the same tensors, other shapes
     "network": ("network_gnn", "nsa_cnn3", cli_network, py_make("network", "gnn")),
-    "interference": ("interference_marl", "network_gnn", cli_interference,
-                     py_make("interference", "marl")),
-    "provision-pt": ("provision_moe", "provision_transformer",
-                     lambda p, t: cli_provision(p, t, "moe"), py_make("provision", "moe")),
-    "provision-npz": ("provision_xgb", "provision_moe",
-                      lambda p, t: cli_provision(p, t, "xgb"), py_make("provision", "xgb")),
+    "interference": (
+        "interference_marl",
+        "network_gnn",
+        cli_interference,
+        py_make("interference", "marl"),
+    ),
+    "provision-pt": (
+        "provision_moe",
+        "provision_transformer",
+        lambda p, t: cli_provision(p, t, "moe"),
+        py_make("provision", "moe"),
+    ),
+    "provision-npz": (
+        "provision_xgb",
+        "provision_moe",
+        lambda p, t: cli_provision(p, t, "xgb"),
+        py_make("provision", "xgb"),
+    ),
 }
 
 
@@ -174,8 +229,9 @@ def test_bad_weights_are_one_line_on_the_command_line(door, case, tmp_path, caps
     assert len(lines) == 1 and lines[0].startswith("tjap: error:"), err
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
-    assert ("git checkout learned/weights" in lines[0] or "train" in lines[0]
-            or "give" in lines[0]), lines[0]   # and how to get a good file
+    assert (
+        "git checkout learned/weights" in lines[0] or "train" in lines[0] or "give" in lines[0]
+    ), lines[0]  # and how to get a good file
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -198,7 +254,7 @@ def test_a_good_copy_loads_through_every_door(tmp_path, capsys):
         folder.mkdir()
         path = copy(stem, folder, as_stem=f"my_{stem}")
         call(path)
-        if door in ("nsa", "network", "provision-npz"):   # the cheap runs
+        if door in ("nsa", "network", "provision-npz"):  # the cheap runs
             code, out, err = run(capsys, cli(path, folder))
             assert code == 0, err
 
@@ -228,6 +284,6 @@ def test_foreign_shapes_name_the_tensor(tmp_path):
 
 def test_weights_file_must_lie_beside_its_metadata(tmp_path, capsys):
     path = copy("nsa_cnn3", tmp_path)
-    set_meta(path, inference_file="../nsa_cnn3.npz")     # the file a solve reads
+    set_meta(path, inference_file="../nsa_cnn3.npz")  # the file a solve reads
     code, out, err = run(capsys, cli_nsa(path, tmp_path))
     assert code == 2 and len(err.splitlines()) == 1 and "not a file name beside it" in err

@@ -13,11 +13,17 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tjap.learned.policy_io import (FORMAT, file_sha256, load_weights, read_metadata,  # noqa: E402
-                               save_weights, upgrade)
 from tjap.errors import InvalidInputError  # noqa: E402
+from tjap.learned.policy_io import (  # noqa: E402
+    FORMAT,
+    file_sha256,
+    load_weights,
+    read_metadata,
+    save_weights,
+    upgrade,
+)
 
-WEIGHTS = Path(__file__).resolve().parents[1] / "learned" / "weights"
+WEIGHTS = Path(__file__).resolve().parents[2] / "learned" / "weights"
 
 
 def one_line_error(call, path, *fragments) -> str:
@@ -36,7 +42,8 @@ def one_line_error(call, path, *fragments) -> str:
 
 def same_tensors(a: dict, b: dict) -> bool:
     return list(a) == list(b) and all(
-        a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a)
+        a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]) for k in a
+    )
 
 
 def set_sha(meta_path: Path) -> None:
@@ -55,8 +62,9 @@ def tiny_nsa(tmp_path, name="nsa", arch="fcn1"):
 
     torch.manual_seed(0)
     policy = build_policy(arch, feature_spec())
-    weights, meta = save_policy(policy, tmp_path / name, arch=arch, spec=feature_spec(),
-                                training={"seed": 0})
+    weights, meta = save_policy(
+        policy, tmp_path / name, arch=arch, spec=feature_spec(), training={"seed": 0}
+    )
     return policy, weights, meta
 
 
@@ -66,8 +74,9 @@ def tiny_gnn(tmp_path, name="gnn", hidden=4):
     torch.manual_seed(0)
     arch = {"hidden": hidden, "layers": 1, "request_dim": 2, "head_hidden": 4, "value_hidden": 4}
     net = GraphSAGEAllocator(**arch)
-    weights, meta = save(net, tmp_path / name, arch=arch, routing="shortest",
-                         training={"algorithm": "none (test)"})
+    weights, meta = save(
+        net, tmp_path / name, arch=arch, routing="shortest", training={"algorithm": "none (test)"}
+    )
     return net, weights, meta
 
 
@@ -89,9 +98,16 @@ def tiny_provision(tmp_path, name="provision_transformer"):
     foundation = HistoryTransformer(d_model=8, heads=2, layers=1, feedforward=16)
     dqn = DecisionHead(foundation.embedding_dim, outputs=2)
     pg = DecisionHead(foundation.embedding_dim, outputs=1)
-    weights, meta = save(tmp_path / name, {"foundation": foundation, "dqn": dqn, "pg": pg},
-                         {"kind": "transformer", "foundation": foundation.config, "experts": 0,
-                          "heads": {"dqn": dqn.config, "pg": pg.config}})
+    weights, meta = save(
+        tmp_path / name,
+        {"foundation": foundation, "dqn": dqn, "pg": pg},
+        {
+            "kind": "transformer",
+            "foundation": foundation.config,
+            "experts": 0,
+            "heads": {"dqn": dqn.config, "pg": pg.config},
+        },
+    )
     return (foundation, dqn, pg), weights, meta
 
 
@@ -99,10 +115,15 @@ def tiny_trees(tmp_path, name="provision_rf"):
     from tjap.learned.batch.trees import TreeEnsemble
     from tjap.learned.batch.weights import save
 
-    ensemble = TreeEnsemble("rf", np.array([0, -1, -1, 1, -1, -1], np.int32),
-                            np.array([0.5, 0, 0, -0.25, 0, 0]), np.array([1, -1, -1, 4, -1, -1]),
-                            np.array([2, -1, -1, 5, -1, -1]), np.array([0, 1.5, 2.5, 0, -1, 3]),
-                            np.array([0, 3], np.int32))
+    ensemble = TreeEnsemble(
+        "rf",
+        np.array([0, -1, -1, 1, -1, -1], np.int32),
+        np.array([0.5, 0, 0, -0.25, 0, 0]),
+        np.array([1, -1, -1, 4, -1, -1]),
+        np.array([2, -1, -1, 5, -1, -1]),
+        np.array([0, 1.5, 2.5, 0, -1, 3]),
+        np.array([0, 3], np.int32),
+    )
     weights, meta = save(tmp_path / name, ensemble.arrays(), {"kind": "rf", "nodes": 6})
     return ensemble, weights, meta
 
@@ -174,7 +195,7 @@ def test_metadata_rewrites_keep_the_checksum(tmp_path):
     _, weights, meta_path = tiny_interference(tmp_path)
     _, meta = read_metadata(meta_path, "interference-gnn")
     meta["training"]["note"] = "added later"
-    meta["weights_sha256"] = "0" * 64          # reserved fields are kept as they are on disk
+    meta["weights_sha256"] = "0" * 64  # reserved fields are kept as they are on disk
     update_metadata(meta_path, "interference-gnn", meta)
     state, again = load_weights(meta_path, "interference-gnn")
     assert again["training"]["note"] == "added later"
@@ -187,7 +208,7 @@ def test_sha256_mismatch(tmp_path):
 
     _, weights, meta_path = tiny_interference(tmp_path)
     data = bytearray(weights.read_bytes())
-    data[len(data) // 2] ^= 0xFF                # same size, one byte flipped
+    data[len(data) // 2] ^= 0xFF  # same size, one byte flipped
     weights.write_bytes(bytes(data))
     one_line_error(lambda: load_model(meta_path), weights, "sha256", "retrain with")
 
@@ -198,7 +219,7 @@ def test_truncated_pt(tmp_path):
     _, weights, meta_path = tiny_gnn(tmp_path)
     weights.write_bytes(weights.read_bytes()[:200])
     one_line_error(lambda: load(meta_path), weights, "sha256", "tjap train network")
-    set_sha(meta_path)                          # even with a checksum that matches: unreadable
+    set_sha(meta_path)  # even with a checksum that matches: unreadable
     one_line_error(lambda: load(meta_path), weights, "cannot be read")
 
 
@@ -213,17 +234,18 @@ def test_truncated_npz(tmp_path):
 
 
 def test_weights_of_another_model(tmp_path):
+    from tjap.learned.batch.weights import load_network, load_trees
     from tjap.learned.interference.policy import load_model
     from tjap.learned.network.nets import load
-    from tjap.learned.batch.weights import load_network, load_trees
 
     # another family's tensors under interference metadata (checksum rewritten to match)
     _, _, meta_path = tiny_interference(tmp_path)
     _, gnn_weights, _ = tiny_gnn(tmp_path)
     shutil.copy(gnn_weights, tmp_path / "marl.pt")
     set_sha(meta_path)
-    one_line_error(lambda: load_model(meta_path), "marl.pt", "another model", "missing",
-                   "unexpected")
+    one_line_error(
+        lambda: load_model(meta_path), "marl.pt", "another model", "missing", "unexpected"
+    )
     # same keys, other shapes: weights of a wider network
     _, wide, _ = tiny_gnn(tmp_path, "wide", hidden=8)
     _, _, narrow_meta = tiny_gnn(tmp_path, "narrow", hidden=4)
@@ -235,23 +257,26 @@ def test_weights_of_another_model(tmp_path):
     meta = json.loads(prov_meta.read_text())
     meta["heads"] = {"dqn": meta["heads"]["dqn"]}
     prov_meta.write_text(json.dumps(meta))
-    one_line_error(lambda: load_network(prov_meta), "provision_transformer.pt", "parts",
-                   "unexpected pg")
+    one_line_error(
+        lambda: load_network(prov_meta), "provision_transformer.pt", "parts", "unexpected pg"
+    )
     # tree arrays under network metadata, and network weights under tree metadata
     _, _, tree_meta = tiny_trees(tmp_path)
     one_line_error(lambda: load_network(tree_meta), tree_meta, "not a transformer or moe")
     shutil.copy(tmp_path / "provision_transformer.pt", tmp_path / "provision_rf.npz")
     set_sha(tree_meta)
-    one_line_error(lambda: load_trees(tree_meta), "provision_rf.npz", "another model",
-                   "missing base")
+    one_line_error(
+        lambda: load_trees(tree_meta), "provision_rf.npz", "another model", "missing base"
+    )
 
 
 def test_metadata_of_another_family_or_format(tmp_path):
     from tjap.learned.tree.policy import load_policy
 
     _, _, meta_path = tiny_interference(tmp_path)
-    one_line_error(lambda: load_policy(meta_path), meta_path, "'interference-gnn' weights",
-                   "not NSA policy")
+    one_line_error(
+        lambda: load_policy(meta_path), meta_path, "'interference-gnn' weights", "not NSA policy"
+    )
     (tmp_path / "other.json").write_text(json.dumps({"format": "other"}))
     one_line_error(lambda: load_policy(tmp_path / "other.json"), "other.json", "format 'other'")
     (tmp_path / "broken.json").write_text("{")
@@ -259,11 +284,15 @@ def test_metadata_of_another_family_or_format(tmp_path):
 
 
 def test_missing_files(tmp_path):
-    from tjap.learned.interference.policy import load_model
     from tjap.learned.batch.weights import load_trees
+    from tjap.learned.interference.policy import load_model
 
-    one_line_error(lambda: load_model(tmp_path / "nothing.json"), "nothing.json",
-                   "no interference GNN metadata", "tjap train interference")
+    one_line_error(
+        lambda: load_model(tmp_path / "nothing.json"),
+        "nothing.json",
+        "no interference GNN metadata",
+        "tjap train interference",
+    )
     _, weights, meta_path = tiny_interference(tmp_path)
     weights.unlink()
     one_line_error(lambda: load_model(meta_path), weights, "is missing", "retrain with")
@@ -279,11 +308,23 @@ def test_old_format_is_refused_and_upgraded(tmp_path):
     torch.manual_seed(3)
     model = InterferenceGNN(hidden=8, layers=1)
     torch.save(model.state_dict(), tmp_path / "old.pt")
-    (tmp_path / "old.json").write_text(json.dumps({
-        "format": "tjap.interference-gnn/1", "model": model.config, "training": {"seed": 3},
-        "weights_file": "old.pt", "versions": {"torch": "0"}}))
-    one_line_error(lambda: load_model(tmp_path / "old.json"), "old.json", "old weights format",
-                   "python -m tjap.learned.policy_io upgrade")
+    (tmp_path / "old.json").write_text(
+        json.dumps(
+            {
+                "format": "tjap.interference-gnn/1",
+                "model": model.config,
+                "training": {"seed": 3},
+                "weights_file": "old.pt",
+                "versions": {"torch": "0"},
+            }
+        )
+    )
+    one_line_error(
+        lambda: load_model(tmp_path / "old.json"),
+        "old.json",
+        "old weights format",
+        "python -m tjap.learned.policy_io upgrade",
+    )
     upgrade(tmp_path / "old.json")
     loaded, meta = load_model(tmp_path / "old.json")
     assert meta["training"] == {"seed": 3} and meta["versions"] == {"torch": "0"}
@@ -301,8 +342,9 @@ SHIPPED = sorted(WEIGHTS.glob("*.json"))
 
 def test_every_weights_file_has_metadata():
     metas = [json.loads(p.read_text()) for p in SHIPPED]
-    named = [m["weights_file"] for m in metas] + [m["inference_file"] for m in metas
-                                                   if "inference_file" in m]
+    named = [m["weights_file"] for m in metas] + [
+        m["inference_file"] for m in metas if "inference_file" in m
+    ]
     on_disk = {p.name for p in WEIGHTS.iterdir() if p.suffix in (".pt", ".npz")}
     assert set(named) == on_disk and len(named) == len(on_disk)
 
@@ -312,7 +354,7 @@ def test_shipped_metadata_verifies_against_its_weights(meta_path):
     meta = json.loads(meta_path.read_text())
     assert meta["format"] == FORMAT
     assert meta["weights_sha256"] == file_sha256(meta_path.with_name(meta["weights_file"]))
-    state, again = load_weights(meta_path, meta["family"])   # checksum checked, file parsed
+    state, again = load_weights(meta_path, meta["family"])  # checksum checked, file parsed
     assert again == meta and state
-    if "inference_file" in meta:                              # the arrays read without torch
+    if "inference_file" in meta:  # the arrays read without torch
         assert meta["inference_sha256"] == file_sha256(meta_path.with_name(meta["inference_file"]))

@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from tjap.placement.batch.jobs import Jobs
 
 
-def textbook_starts(submit, nodes, limit, runtime, n: int, easy: bool,
-                    end_at_reservation: bool = False) -> list[int]:
+def textbook_starts(
+    submit, nodes, limit, runtime, n: int, easy: bool, end_at_reservation: bool = False
+) -> list[int]:
     """Start time of every job (rows in submission order) on ``n`` nodes. The main pass starts
     queued jobs in order while the head fits. With ``easy`` the head that does not fit is
     reserved at its shadow time (predicted from the time limits; every job predicted to end by
@@ -22,7 +23,7 @@ def textbook_starts(submit, nodes, limit, runtime, n: int, easy: bool,
     start = [-1] * len(submit)
     running, queue, free, nxt = [], [], n, 0
     while nxt < len(submit) or running:
-        t = min([start[j] + runtime[j] for j in running] + submit[nxt:nxt + 1])
+        t = min([start[j] + runtime[j] for j in running] + submit[nxt : nxt + 1])
         for j in [j for j in running if start[j] + runtime[j] == t]:
             running.remove(j)
             free += nodes[j]
@@ -35,13 +36,17 @@ def textbook_starts(submit, nodes, limit, runtime, n: int, easy: bool,
             queue.remove(j)
             start[j], free = t, free - nodes[j]
             running.append(j)
+
         while queue and nodes[queue[0]] <= free:
             begin(queue[0])
         if easy and queue:
             predicted = {j: max(start[j] + limit[j], t) for j in running}
             need = nodes[queue[0]]
-            shadow = min(e for e in predicted.values()
-                         if free + sum(nodes[j] for j in running if predicted[j] <= e) >= need)
+            shadow = min(
+                e
+                for e in predicted.values()
+                if free + sum(nodes[j] for j in running if predicted[j] <= e) >= need
+            )
             extra = free + sum(nodes[j] for j in running if predicted[j] <= shadow) - need
             for j in list(queue[1:]):
                 end = t + limit[j]
@@ -55,8 +60,9 @@ def textbook_starts(submit, nodes, limit, runtime, n: int, easy: bool,
 
 def jobs_starts(jobs: Jobs, n: int, easy: bool, end_at_reservation: bool = False) -> list[int]:
     """:func:`textbook_starts` of a job table."""
-    return textbook_starts(jobs.submit_s, jobs.nodes, jobs.limit_s, jobs.runtime_s, n, easy,
-                           end_at_reservation)
+    return textbook_starts(
+        jobs.submit_s, jobs.nodes, jobs.limit_s, jobs.runtime_s, n, easy, end_at_reservation
+    )
 
 
 @st.composite

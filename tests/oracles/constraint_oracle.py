@@ -41,8 +41,9 @@ def slurm_level(tree, count: int) -> int | None:
 
     top = _height(tree, 0, memo)
     for level in range(1, top + 1):
-        if any(_height(tree, s, memo) <= level and leaves(s) >= need
-               for s in range(tree.num_switches)):
+        if any(
+            _height(tree, s, memo) <= level and leaves(s) >= need for s in range(tree.num_switches)
+        ):
             return level
     return None
 
@@ -68,8 +69,12 @@ def keeps(window, assignment) -> bool:
     idle = set(window.idle_nodes.tolist())
     used = set()
     for nodes, size in zip(assignment, window.job_sizes):
-        if len(nodes) != size or len(set(nodes)) != size or not set(nodes) <= idle \
-                or used & set(nodes):
+        if (
+            len(nodes) != size
+            or len(set(nodes)) != size
+            or not set(nodes) <= idle
+            or used & set(nodes)
+        ):
             return False
         used |= set(nodes)
     memo = {}
@@ -112,8 +117,7 @@ def objective(window, assignment, convention="paper", jobs=None) -> float:
     for job, nodes in zip(window.jobs if jobs is None else jobs, assignment):
         total += job_cost(tree, list(nodes), convention)
         if job.prefer is not None:
-            total += job.prefer_cost * (len({domain(tree, v, job.prefer, memo)
-                                             for v in nodes}) - 1)
+            total += job.prefer_cost * (len({domain(tree, v, job.prefer, memo) for v in nodes}) - 1)
         if weight:
             total += weight * len({domain(tree, v, flevel, memo) for v in nodes} & whole)
     return total
@@ -171,8 +175,9 @@ def brute_force(window, convention="paper"):
         walks = [walk(window, job, p) for job, p in zip(window.jobs, starts)]
         if any(w is None for w in walks):
             continue
-        regions = [holds(window, j, job, w[1]) for j, (job, w) in
-                   enumerate(zip(window.jobs, walks))]
+        regions = [
+            holds(window, j, job, w[1]) for j, (job, w) in enumerate(zip(window.jobs, walks))
+        ]
         if sum(map(len, regions)) != len(set().union(*regions)):
             continue
         assignment = [w[0] for w in walks]

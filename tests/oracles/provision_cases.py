@@ -15,5 +15,6 @@ PAIR = Pair(nodes=2, runtime_s=6 * H, limit_s=6 * H)
 
 
 def busy_trace(n=120) -> Jobs:
-    return Jobs.build(submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n,
-                      runtime_s=[5 * H] * n)
+    return Jobs.build(
+        submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n, runtime_s=[5 * H] * n
+    )

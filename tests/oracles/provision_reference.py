@@ -25,8 +25,9 @@ def reference_record(jobs, cluster_nodes, inject_s, pair, config=None, history=1
         rows.append(snapshot_features(ep.sim, ep.pred, ep.succ))
         pred = ep.predecessor()
         started = pred["start_s"] is not None
-        remaining.append(float(max(pred["expected_end_s"] - ep.now, 0)) if started
-                         else float(pred["limit_s"]))
+        remaining.append(
+            float(max(pred["expected_end_s"] - ep.now, 0)) if started else float(pred["limit_s"])
+        )
         running.append(started)
         saved = ep.checkpoint()
         ep.step(True)
@@ -35,7 +36,13 @@ def reference_record(jobs, cluster_nodes, inject_s, pair, config=None, history=1
         ep.rewind(saved)
         if ep.step(False):
             break
-    return {"rows": np.array(rows, np.float32), "wait_s": np.array(wait, np.float64),
-            "outcome_s": np.array(outcome, np.float64),
-            "remaining_s": np.array(remaining, np.float64), "running": np.array(running, bool),
-            "inject_s": int(inject_s), "nodes": pair.nodes, "fallback_outcome_s": ep.outcome()}
+    return {
+        "rows": np.array(rows, np.float32),
+        "wait_s": np.array(wait, np.float64),
+        "outcome_s": np.array(outcome, np.float64),
+        "remaining_s": np.array(remaining, np.float64),
+        "running": np.array(running, bool),
+        "inject_s": int(inject_s),
+        "nodes": pair.nodes,
+        "fallback_outcome_s": ep.outcome(),
+    }

@@ -29,9 +29,9 @@ def _take(alive, start, size):
     length = len(alive)
     block = [alive[(start + i) % length] for i in range(size)]
     if start + size <= length:
-        rest = alive[:start] + alive[start + size:]
+        rest = alive[:start] + alive[start + size :]
     else:
-        rest = alive[start + size - length:start]
+        rest = alive[start + size - length : start]
     return block, rest
 
 
@@ -44,7 +44,9 @@ def _decode(m, sizes, order, starts, steps):
 
 
 def _greedy(switch_q, pod_q, alive, size, convention):
-    costs = [_cost(switch_q, pod_q, _take(alive, s, size)[0], convention) for s in range(len(alive))]
+    costs = [
+        _cost(switch_q, pod_q, _take(alive, s, size)[0], convention) for s in range(len(alive))
+    ]
     return int(np.argmin(costs))
 
 
@@ -59,8 +61,12 @@ def candidates(logits, k, u=None):
     cumulative = np.cumsum(np.exp(logits - logits.max()))
     out = []
     for c in range(k):
-        i = int(min(np.searchsorted(cumulative, (u + c) / k * cumulative[-1], side="right"),
-                    logits.size - 1))
+        i = int(
+            min(
+                np.searchsorted(cumulative, (u + c) / k * cumulative[-1], side="right"),
+                logits.size - 1,
+            )
+        )
         if i not in out:
             out.append(i)
     return out
@@ -84,13 +90,16 @@ def lookahead(switch_q, pod_q, alive, size, convention, starts, rest):
 
 
 def _start(switch_q, pod_q, alive, size, convention, repair, q, rng, others, num_others, rest):
-    if callable(repair):  # a learned repair's oracle (tests/test_nsa_numba.py): one draw, its start
+    if callable(
+        repair
+    ):  # a learned repair's oracle (tests/heuristics/tree/test_nsa_numba.py): one draw, its start
         return repair(alive, size, others, num_others, rng.random_sample(), rest)
     if isinstance(repair, tuple):  # the look-ahead repair: ("lookahead", k, temperature)
         _, count, temperature = repair
         u = rng.random_sample() if temperature > 0 else None
-        costs = [_cost(switch_q, pod_q, _take(alive, s, size)[0], convention)
-                 for s in range(len(alive))]
+        costs = [
+            _cost(switch_q, pod_q, _take(alive, s, size)[0], convention) for s in range(len(alive))
+        ]
         logits = -np.asarray(costs) / temperature if temperature > 0 else -np.asarray(costs)
         starts = candidates(logits, count, u)
         return lookahead(switch_q, pod_q, alive, size, convention, starts, rest)
@@ -101,8 +110,23 @@ def _start(switch_q, pod_q, alive, size, convention, repair, q, rng, others, num
     return _greedy(switch_q, pod_q, alive, size, convention)
 
 
-def anneal(switch_q, pod_q, convention, sizes, order, starts, iterations, t_max, t_min, max_remove,
-           repair, q, reinsert, accept, seed):
+def anneal(
+    switch_q,
+    pod_q,
+    convention,
+    sizes,
+    order,
+    starts,
+    iterations,
+    t_max,
+    t_min,
+    max_remove,
+    repair,
+    q,
+    reinsert,
+    accept,
+    seed,
+):
     """Same arguments and result as the kernel run over all iterations from (order, starts):
     (best order, best starts, best cost). ``repair`` may also be ``("lookahead", k,
     temperature)``, the look-ahead repair, or a callable ``repair(alive, size, others,
@@ -137,8 +161,19 @@ def anneal(switch_q, pod_q, convention, sizes, order, starts, iterations, t_max,
         others = sum(sizes[j] for j in out)
         for i, j in enumerate(out):
             others -= sizes[j]
-            s = _start(switch_q, pod_q, alive, sizes[j], convention, repair, q, rng, others,
-                       len(out) - 1 - i, [sizes[r] for r in out[i + 1:]])
+            s = _start(
+                switch_q,
+                pod_q,
+                alive,
+                sizes[j],
+                convention,
+                repair,
+                q,
+                rng,
+                others,
+                len(out) - 1 - i,
+                [sizes[r] for r in out[i + 1 :]],
+            )
             blocks[j], alive = _take(alive, s, sizes[j])
             new_order.append(j)
             new_starts.append(s)

@@ -26,8 +26,11 @@ def wait_running(client, ids, jobs_now, timeout_s: float = 20) -> dict:
     def ready():
         rows = jobs_now(client)
         return rows if all(rows.get(i, ("",))[0] == "RUNNING" for i in ids) else None
+
     try:
         return wait_for(ready, timeout_s, f"jobs {ids} to run")
     except AssertionError:
-        raise AssertionError(f"timed out waiting for jobs {ids} to run: "
-                             f"{ {i: jobs_now(client).get(i) for i in ids} }") from None
+        raise AssertionError(
+            f"timed out waiting for jobs {ids} to run: "
+            f"{ {i: jobs_now(client).get(i) for i in ids} }"
+        ) from None

@@ -8,9 +8,26 @@ from tjap.placement.batch import traces as t
 
 def _swf_job(text: str) -> t._Job:
     """One SWF line as a job: processors are nodes; -1 fields are unknown."""
-    (job_id, submit, wait, run, allocated, _cpu, _memory, requested, requested_time, _req_memory,
-     _status, user, _group, _executable, _queue, _partition, preceding,
-     _think) = t._swf_numbers(text)
+    (
+        job_id,
+        submit,
+        wait,
+        run,
+        allocated,
+        _cpu,
+        _memory,
+        requested,
+        requested_time,
+        _req_memory,
+        _status,
+        user,
+        _group,
+        _executable,
+        _queue,
+        _partition,
+        preceding,
+        _think,
+    ) = t._swf_numbers(text)
     nodes = requested if requested > 0 else allocated
     if nodes <= 0:
         raise t._Skip("no processor count", malformed=False)
@@ -19,11 +36,18 @@ def _swf_job(text: str) -> t._Job:
     if submit < 0:
         raise t._Skip("unknown submit time", malformed=False)
     start = submit + wait if wait >= 0 else -1
-    return t._Job(raw_id=job_id, submit=submit, nodes=nodes,
-                  limit=requested_time if requested_time > 0 else None, runtime=run, user=user,
-                  depends_on_id=preceding if preceding > 0 else -1,
-                  start=start, end=start + run if start >= 0 else -1,
-                  extra_fields=len(text.split()) - len(t._SWF_FIELDS))
+    return t._Job(
+        raw_id=job_id,
+        submit=submit,
+        nodes=nodes,
+        limit=requested_time if requested_time > 0 else None,
+        runtime=run,
+        user=user,
+        depends_on_id=preceding if preceding > 0 else -1,
+        start=start,
+        end=start + run if start >= 0 else -1,
+        extra_fields=len(text.split()) - len(t._SWF_FIELDS),
+    )
 
 
 def _sacct_job(layout, text: str) -> t._Job | None:
@@ -46,9 +70,17 @@ def _sacct_job(layout, text: str) -> t._Job | None:
         raise t._Skip("unknown runtime", malformed=False)
     if end < start:
         raise t._Skip("end before start", malformed=False)
-    return t._Job(raw_id=layout.count("job_id", raw_id) if raw_id.isdecimal() else raw_id,
-                  submit=submit, nodes=nodes, limit=limit, runtime=end - start,
-                  user=value["user"], depends_on_id=-1, start=start, end=end)
+    return t._Job(
+        raw_id=layout.count("job_id", raw_id) if raw_id.isdecimal() else raw_id,
+        submit=submit,
+        nodes=nodes,
+        limit=limit,
+        runtime=end - start,
+        user=value["user"],
+        depends_on_id=-1,
+        start=start,
+        end=end,
+    )
 
 
 def _read_jobs(path, fmt, lines, parse_row) -> t._Parsed:
@@ -74,8 +106,9 @@ def _read_jobs(path, fmt, lines, parse_row) -> t._Parsed:
         seen.add(job.raw_id)
         jobs.append(job._replace(line=number))
     if count == 0:
-        raise t.InvalidInputError(f"trace file {path} has no job lines; is it "
-                                  f"{t._FORMAT_NAMES[fmt]}?")
+        raise t.InvalidInputError(
+            f"trace file {path} has no job lines; is it {t._FORMAT_NAMES[fmt]}?"
+        )
     if skips.malformed == count:
         raise t._not_format(path, fmt, skips)
     if not jobs:
@@ -94,12 +127,19 @@ def load_swf(path, ignore_dependencies=False):
             match = t._SWF_HEADER.match(text.lstrip())
             if match and match[1] not in header:
                 header[match[1]] = t._int_or_text(match[2])
+
     t._check_file(path)
     parsed = _read_jobs(path, "swf", data_lines(), _swf_job)
     epoch = header.get("UnixStartTime")
-    return t._build(path, "swf", parsed, header=header, meta={},
-                    epoch=epoch if isinstance(epoch, int) else None,
-                    ignore_dependencies=ignore_dependencies)
+    return t._build(
+        path,
+        "swf",
+        parsed,
+        header=header,
+        meta={},
+        epoch=epoch if isinstance(epoch, int) else None,
+        ignore_dependencies=ignore_dependencies,
+    )
 
 
 def load_sacct(path):

@@ -11,6 +11,7 @@ from tree_cost_oracle import set_cost_bruteforce
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 
+
 # -- trees and windows ----------------------------------------------------------------------------
 def random_tree(rng: random.Random, max_levels: int = 4) -> Topology:
     """A tree of 2..max_levels switch levels, leaves at uneven depths holding 1..4 nodes."""

@@ -29,9 +29,13 @@ def set_cost_bruteforce(switch_parent, node_leaf, nodes, convention="paper"):
     nodes = [int(v) for v in nodes]
     n = len(nodes)
     if convention == "paper":
-        total = sum(C * pair_hops(switch_parent, node_leaf, a, b)
-                    for a in nodes for b in nodes if a != b)
+        total = sum(
+            C * pair_hops(switch_parent, node_leaf, a, b) for a in nodes for b in nodes if a != b
+        )
         return total / n
-    total = sum(C * (pair_hops(switch_parent, node_leaf, nodes[x], nodes[y]) - 1)
-                for x in range(n) for y in range(x + 1, n))
+    total = sum(
+        C * (pair_hops(switch_parent, node_leaf, nodes[x], nodes[y]) - 1)
+        for x in range(n)
+        for y in range(x + 1, n)
+    )
     return float(max(1, total // n))

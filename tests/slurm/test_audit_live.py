@@ -25,8 +25,10 @@ from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
 
 _REASON = slurm_available("system") or accounting_available("system")
-pytestmark = [pytest.mark.slurm,
-              pytest.mark.skipif(_REASON is not None, reason=f"no accounting: {_REASON}")]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(_REASON is not None, reason=f"no accounting: {_REASON}"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +60,21 @@ def test_every_job_is_in_sacct_and_jobcomp_alike(run):
         assert expand_hostlist(c["NodeList"]) == nodes
         assert (s["Start"], s["End"]) == (c["StartTime"], c["EndTime"])
     # a busy cluster: many jobs waited for nodes well beyond the scheduler's 1 s passes
-    waited = [(datetime.fromisoformat(sacct[j]["Start"])
-               - datetime.fromisoformat(sacct[j]["Submit"])).total_seconds()
-              for j in run["job_ids"]]
+    waited = [
+        (
+            datetime.fromisoformat(sacct[j]["Start"]) - datetime.fromisoformat(sacct[j]["Submit"])
+        ).total_seconds()
+        for j in run["job_ids"]
+    ]
     assert sum(w >= 3 for w in waited) >= len(waited) // 4
 
 
 @pytest.fixture(scope="module")
 def audits(run):
-    return {fmt: tjap.audit(run[fmt], run["topology"], timezone=run["timezone"]).to_dict()
-            for fmt in ("sacct", "jobcomp")}
+    return {
+        fmt: tjap.audit(run[fmt], run["topology"], timezone=run["timezone"]).to_dict()
+        for fmt in ("sacct", "jobcomp")
+    }
 
 
 def test_audit_costs_are_the_recorded_nodes_costs(run, audits):

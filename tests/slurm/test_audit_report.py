@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
-from test_docs_site import chromium, find_chromium, png_size
+from browser import chromium, find_chromium, png_size
 
 from tjap.audit_report import MAX_DIFFERING, report_html, switch_tree_svg, write_report
 from tjap.errors import InvalidInputError
@@ -35,22 +35,56 @@ GROUP_KEYS = ("cost", "optimum", "bound", "floor", "slurm_tree")
 
 def group(name, jobs, cost, optimum, bound, floor, slurm_tree, fidelity=1.0) -> dict:
     excess = cost - floor
-    return {"group": name, "jobs": jobs, "cost": cost, "optimum": optimum, "bound": bound,
-            "floor": floor, "slurm_tree": slurm_tree, "excess": excess,
-            "excess_ratio": cost / floor,
-            "removable_share": (cost - optimum) / excess if excess else None,
-            "bound_share": (cost - bound) / excess if excess else None,
-            "fidelity": fidelity, "fidelity_jobs": jobs}
+    return {
+        "group": name,
+        "jobs": jobs,
+        "cost": cost,
+        "optimum": optimum,
+        "bound": bound,
+        "floor": floor,
+        "slurm_tree": slurm_tree,
+        "excess": excess,
+        "excess_ratio": cost / floor,
+        "removable_share": (cost - optimum) / excess if excess else None,
+        "bound_share": (cost - bound) / excess if excess else None,
+        "fidelity": fidelity,
+        "fidelity_jobs": jobs,
+    }
 
 
-def job(job_id, partition, start_s, nodes, cost, optimum, optimum_nodes, *, floor, tree_nodes,
-        tree_cost, idle=8):
-    return {"job_id": job_id, "partition": partition, "start_s": start_s,
-            "start": datetime.fromtimestamp(start_s, ZoneInfo("Europe/Berlin")).isoformat(),
-            "size": 4, "nodes": nodes, "idle": idle, "cost": cost, "optimum": optimum,
-            "optimum_nodes": optimum_nodes, "bound": optimum, "bound_nodes": optimum_nodes,
-            "floor": floor, "slurm_tree": tree_cost, "slurm_tree_nodes": tree_nodes,
-            "slurm_tree_same": tree_nodes == nodes, "overlap": False}
+def job(
+    job_id,
+    partition,
+    start_s,
+    nodes,
+    cost,
+    optimum,
+    optimum_nodes,
+    *,
+    floor,
+    tree_nodes,
+    tree_cost,
+    idle=8,
+):
+    return {
+        "job_id": job_id,
+        "partition": partition,
+        "start_s": start_s,
+        "start": datetime.fromtimestamp(start_s, ZoneInfo("Europe/Berlin")).isoformat(),
+        "size": 4,
+        "nodes": nodes,
+        "idle": idle,
+        "cost": cost,
+        "optimum": optimum,
+        "optimum_nodes": optimum_nodes,
+        "bound": optimum,
+        "bound_nodes": optimum_nodes,
+        "floor": floor,
+        "slurm_tree": tree_cost,
+        "slurm_tree_nodes": tree_nodes,
+        "slurm_tree_same": tree_nodes == nodes,
+        "overlap": False,
+    }
 
 
 def summed(name, members) -> dict:
@@ -65,33 +99,83 @@ def small_result() -> dict:
     """Three 4-node jobs on SMALL; the worst (job 101) took two half leaves while leaf3 was
     idle; job 103 of the hostile partition differs from slurm-tree's choice. Sums: cost 6000,
     optimum 3000, floor 2400 (150 % above it; the optimum removes 3000 of 3600, 83.3 %)."""
-    t0 = 1_795_000_000                                  # 2026-11-18
-    jobs = [job("101", "batch", t0, "n[03-04,07-08]", 2500.0, 1000.0, "n[09-12]", floor=800.0,
-                tree_nodes="n[03-04,07-08]", tree_cost=2500.0),
-            job("102", "batch", t0 + 3600, "n[09-12]", 1000.0, 1000.0, "n[09-12]",
-                floor=800.0, tree_nodes="n[09-12]", tree_cost=1000.0),
-            job("103", HOSTILE, t0 + 8 * 86400, "n[01-02,05-06]", 2500.0, 1000.0, "n[05-08]",
-                floor=800.0, tree_nodes="n[05-08]", tree_cost=1000.0)]
+    t0 = 1_795_000_000  # 2026-11-18
+    jobs = [
+        job(
+            "101",
+            "batch",
+            t0,
+            "n[03-04,07-08]",
+            2500.0,
+            1000.0,
+            "n[09-12]",
+            floor=800.0,
+            tree_nodes="n[03-04,07-08]",
+            tree_cost=2500.0,
+        ),
+        job(
+            "102",
+            "batch",
+            t0 + 3600,
+            "n[09-12]",
+            1000.0,
+            1000.0,
+            "n[09-12]",
+            floor=800.0,
+            tree_nodes="n[09-12]",
+            tree_cost=1000.0,
+        ),
+        job(
+            "103",
+            HOSTILE,
+            t0 + 8 * 86400,
+            "n[01-02,05-06]",
+            2500.0,
+            1000.0,
+            "n[05-08]",
+            floor=800.0,
+            tree_nodes="n[05-08]",
+            tree_cost=1000.0,
+        ),
+    ]
     worst = [dict(jobs[0], busy="n[01-02,05-06]"), dict(jobs[2], busy="n[03-04,09-12]")]
     summary = {k: v for k, v in summed("all", jobs).items() if k != "group"}
-    summary.update(differing_jobs=["103"], by_size=[summed("3-4", jobs)],
-                   by_partition=[summed("batch", jobs[:2]), summed(HOSTILE, jobs[2:])],
-                   by_week=[summed("2026-W47", jobs[:2]), summed("2026-W48", jobs[2:])],
-                   worst=worst)
-    return {"tjap_audit": 1,
-            "records": {"source": "sacct-<site>.txt", "format": "sacct",
-                        "timezone": "Europe/Berlin", "allocations": 9},
-            "topology": {"source": "topology.conf", "nodes": 12, "switches": 4, "levels": 2},
-            "options": {"from": None, "to": None, "partition": None, "min_nodes": 2,
-                        "convention": "paper", "slurm": "22.05"},
-            "summary": summary, "skipped": {"step": 5, "pending": 1, "no_such_reason": 2},
-            "jobs": jobs}
+    summary.update(
+        differing_jobs=["103"],
+        by_size=[summed("3-4", jobs)],
+        by_partition=[summed("batch", jobs[:2]), summed(HOSTILE, jobs[2:])],
+        by_week=[summed("2026-W47", jobs[:2]), summed("2026-W48", jobs[2:])],
+        worst=worst,
+    )
+    return {
+        "tjap_audit": 1,
+        "records": {
+            "source": "sacct-<site>.txt",
+            "format": "sacct",
+            "timezone": "Europe/Berlin",
+            "allocations": 9,
+        },
+        "topology": {"source": "topology.conf", "nodes": 12, "switches": 4, "levels": 2},
+        "options": {
+            "from": None,
+            "to": None,
+            "partition": None,
+            "min_nodes": 2,
+            "convention": "paper",
+            "slurm": "22.05",
+        },
+        "summary": summary,
+        "skipped": {"step": 5, "pending": 1, "no_such_reason": 2},
+        "jobs": jobs,
+    }
 
 
 def node_classes(svg: str) -> dict[str, str]:
     """Node name -> the class its square has in a switch_tree_svg drawing."""
-    return dict((name, cls) for cls, name in
-                re.findall(r'<rect class="(\w+)"[^>]*><title>([^<]+)</title>', svg))
+    return dict(
+        (name, cls)
+        for cls, name in re.findall(r'<rect class="(\w+)"[^>]*><title>([^<]+)</title>', svg)
+    )
 
 
 # ---------------------------------------------------------------------------- the page
@@ -104,12 +188,18 @@ def test_the_page_is_written_self_contained_with_the_headline_numbers(tmp_path):
     loaded = re.findall(r"""\b(?:src|href)\s*=\s*["']?([^"' >]+)""", page)
     assert loaded and all(url.startswith("data:image/png;base64,") for url in loaded), loaded
     assert "<script" not in page.lower() and "<link" not in page.lower()
-    assert page.count("data:image/png;base64,") == 2          # cost over time, by job size
+    assert page.count("data:image/png;base64,") == 2  # cost over time, by job size
     text = re.sub(r"<[^>]+>", " ", page)
-    for figure in ("3 multi-node jobs", "150.0 %",      # cost 6000 over the floor's 2400
-                   "83.3 %",      # the optimum removes 3000 of the 3600 above the floor
-                   "66.7 %",      # fidelity 2 of 3
-                   "1 job differs", "Europe/Berlin", "sacct-&lt;site&gt;.txt", "12 nodes"):
+    for figure in (
+        "3 multi-node jobs",
+        "150.0 %",  # cost 6000 over the floor's 2400
+        "83.3 %",  # the optimum removes 3000 of the 3600 above the floor
+        "66.7 %",  # fidelity 2 of 3
+        "1 job differs",
+        "Europe/Berlin",
+        "sacct-&lt;site&gt;.txt",
+        "12 nodes",
+    ):
         assert figure in text, figure
     # the skipped reasons with counts, an unknown reason shown bare
     assert re.search(r"step</td><td>5<", page) and "no_such_reason" in page
@@ -132,36 +222,44 @@ def test_the_worst_jobs_are_drawn_with_their_nodes_marked():
     page = report_html(small_result(), SMALL)
     svgs = re.findall(r"<svg\b.*?</svg>", page, flags=re.DOTALL)
     assert len(svgs) == 2
-    first = node_classes(svgs[0])              # job 101: recorded n03-04,07-08, optimum leaf3
+    first = node_classes(svgs[0])  # job 101: recorded n03-04,07-08, optimum leaf3
     assert len(first) == 12
     assert {n for n, c in first.items() if c == "job"} == {"n03", "n04", "n07", "n08"}
     assert {n for n, c in first.items() if c == "opt"} == {"n09", "n10", "n11", "n12"}
     assert {n for n, c in first.items() if c == "busy"} == {"n01", "n02", "n05", "n06"}
-    second = node_classes(svgs[1])             # job 103: recorded n01-02,05-06, optimum n05-08
+    second = node_classes(svgs[1])  # job 103: recorded n01-02,05-06, optimum n05-08
     assert {n for n, c in second.items() if c == "both"} == {"n05", "n06"}
     assert {n for n, c in second.items() if c == "opt"} == {"n07", "n08"}
     assert {n for n, c in second.items() if c == "job"} == {"n01", "n02"}
-    assert {n for n, c in second.items() if c == "busy"} == {"n03", "n04", "n09", "n10",
-                                                             "n11", "n12"}
+    assert {n for n, c in second.items() if c == "busy"} == {
+        "n03",
+        "n04",
+        "n09",
+        "n10",
+        "n11",
+        "n12",
+    }
     for name in ("leaf1", "leaf2", "leaf3", "top"):
         assert f">{name}</text>" in svgs[0]
 
 
 def test_a_10000_node_tree_is_drawn_only_where_the_job_is():
     leaves = [f"SwitchName=leaf{i:03d} Nodes=c{i:03d}n[01-40]" for i in range(250)]
-    spines = [f"SwitchName=spine{j:02d} Switches=leaf[{10 * j:03d}-{10 * j + 9:03d}]"
-              for j in range(25)]
+    spines = [
+        f"SwitchName=spine{j:02d} Switches=leaf[{10 * j:03d}-{10 * j + 9:03d}]" for j in range(25)
+    ]
     root = "SwitchName=core Switches=spine[00-24]"
     tree = Topology.from_slurm("\n".join(leaves + spines + [root]))
     assert tree.num_nodes == 10_000
-    svg = switch_tree_svg(tree, "c000n[01-04],c017n[05-08]", "c200n[01-08]",
-                          compress_hostlist(tree.node_names[:5000]))
+    svg = switch_tree_svg(
+        tree, "c000n[01-04],c017n[05-08]", "c200n[01-08]", compress_hostlist(tree.node_names[:5000])
+    )
     marked = node_classes(svg)
-    assert len(marked) == 3 * 40                         # three leaves drawn, not 250
+    assert len(marked) == 3 * 40  # three leaves drawn, not 250
     assert sum(c == "job" for c in marked.values()) == 8
     assert sum(c == "opt" for c in marked.values()) == 8
     assert marked["c000n10"] == "busy" and marked["c200n20"] == "idle"
-    assert "core +22" in svg and "spine00 +9" in svg     # what is left out is said
+    assert "core +22" in svg and "spine00 +9" in svg  # what is left out is said
     assert len(svg) < 30_000
     width = float(re.search(r'width="([\d.]+)"', svg).group(1))
     assert width < 1000
@@ -173,9 +271,9 @@ def test_the_list_of_differing_jobs_is_capped():
     data["jobs"] += extra
     data["summary"]["differing_jobs"] = ["103"] + [j["job_id"] for j in extra]
     page = report_html(data, SMALL)
-    listed = page[page.index("Where slurm-tree differs"):]
+    listed = page[page.index("Where slurm-tree differs") :]
     assert listed.count("<tr><td") == MAX_DIFFERING and "and 8 more" in listed
-    assert "<td class=\"text\">103</td>" in listed and "9049" not in listed  # the first 50 only
+    assert '<td class="text">103</td>' in listed and "9049" not in listed  # the first 50 only
 
 
 def test_a_million_job_audit_gives_a_small_page():
@@ -192,11 +290,25 @@ def test_a_million_job_audit_gives_a_small_page():
 
 def test_no_job_audited_still_gives_a_page():
     data = small_result()
-    data["summary"] = {"jobs": 0, "cost": 0.0, "optimum": 0.0, "bound": 0.0, "floor": 0.0,
-                       "slurm_tree": 0.0, "excess": 0.0, "excess_ratio": None,
-                       "removable_share": None, "bound_share": None, "fidelity": None,
-                       "fidelity_jobs": 0, "differing_jobs": [], "by_size": [],
-                       "by_partition": [], "by_week": [], "worst": []}
+    data["summary"] = {
+        "jobs": 0,
+        "cost": 0.0,
+        "optimum": 0.0,
+        "bound": 0.0,
+        "floor": 0.0,
+        "slurm_tree": 0.0,
+        "excess": 0.0,
+        "excess_ratio": None,
+        "removable_share": None,
+        "bound_share": None,
+        "fidelity": None,
+        "fidelity_jobs": 0,
+        "differing_jobs": [],
+        "by_size": [],
+        "by_partition": [],
+        "by_week": [],
+        "worst": [],
+    }
     data["jobs"] = []
     page = report_html(data, SMALL)
     assert "No job was audited" in page and "data:image/png" not in page
@@ -229,8 +341,9 @@ def realistic_result(seed: int = 0, num_jobs: int = 400):
     from tjap.heuristics.slurm.tree import slurm_tree_nodes
     from tjap.placement.tree.freeform import best_single_job_nodes
 
-    leaves = [f"SwitchName=leaf{i:02d} Nodes=cn[{16 * i + 1:03d}-{16 * i + 16:03d}]"
-              for i in range(24)]
+    leaves = [
+        f"SwitchName=leaf{i:02d} Nodes=cn[{16 * i + 1:03d}-{16 * i + 16:03d}]" for i in range(24)
+    ]
     spines = [f"SwitchName=spine{j} Switches=leaf[{6 * j:02d}-{6 * j + 5:02d}]" for j in range(4)]
     tree = Topology.from_slurm("\n".join(leaves + spines + ["SwitchName=core Switches=spine[0-3]"]))
     n, zone, rng = tree.num_nodes, ZoneInfo("Europe/Berlin"), np.random.default_rng(seed)
@@ -244,12 +357,16 @@ def realistic_result(seed: int = 0, num_jobs: int = 400):
     floors, jobs, worst_pool = {}, [], []
     starts = np.sort(rng.integers(1_793_487_600, 1_793_487_600 + 28 * 86400, num_jobs))
     for k, start in enumerate(starts):
-        size = int(rng.choice([2, 3, 4, 6, 8, 12, 16, 24, 32, 48],
-                              p=[.3, .12, .16, .1, .12, .06, .07, .03, .03, .01]))
-        busy = np.zeros(n, bool)                            # busy jobs in runs of 2-24 nodes
+        size = int(
+            rng.choice(
+                [2, 3, 4, 6, 8, 12, 16, 24, 32, 48],
+                p=[0.3, 0.12, 0.16, 0.1, 0.12, 0.06, 0.07, 0.03, 0.03, 0.01],
+            )
+        )
+        busy = np.zeros(n, bool)  # busy jobs in runs of 2-24 nodes
         while busy.mean() < rng.uniform(0.5, 0.85):
             first = int(rng.integers(n))
-            busy[first:first + int(rng.integers(2, 25))] = True
+            busy[first : first + int(rng.integers(2, 25))] = True
         idle = np.flatnonzero(~busy)
         if idle.size < size:
             continue
@@ -262,14 +379,25 @@ def realistic_result(seed: int = 0, num_jobs: int = 400):
         bound = best_single_job_nodes(tree, idle, size)
         if size not in floors:
             floors[size] = cost(best_single_job_nodes(tree, np.arange(n), size))
-        entry = {"job_id": str(4_810_000 + 7 * k), "partition": str(rng.choice(["batch", "long",
-                 "gpu"], p=[.6, .3, .1])), "start_s": int(start),
-                 "start": datetime.fromtimestamp(int(start), zone).isoformat(), "size": size,
-                 "nodes": names(recorded), "idle": int(idle.size), "cost": cost(recorded),
-                 "optimum": min(run_costs), "optimum_nodes": names(best), "bound": cost(bound),
-                 "bound_nodes": names(bound), "floor": floors[size], "slurm_tree": cost(chosen),
-                 "slurm_tree_nodes": names(chosen), "slurm_tree_same": bool(same),
-                 "overlap": False}
+        entry = {
+            "job_id": str(4_810_000 + 7 * k),
+            "partition": str(rng.choice(["batch", "long", "gpu"], p=[0.6, 0.3, 0.1])),
+            "start_s": int(start),
+            "start": datetime.fromtimestamp(int(start), zone).isoformat(),
+            "size": size,
+            "nodes": names(recorded),
+            "idle": int(idle.size),
+            "cost": cost(recorded),
+            "optimum": min(run_costs),
+            "optimum_nodes": names(best),
+            "bound": cost(bound),
+            "bound_nodes": names(bound),
+            "floor": floors[size],
+            "slurm_tree": cost(chosen),
+            "slurm_tree_nodes": names(chosen),
+            "slurm_tree_same": bool(same),
+            "overlap": False,
+        }
         jobs.append(entry)
         worst_pool.append(dict(entry, busy=names(np.flatnonzero(busy))))
 
@@ -289,19 +417,42 @@ def realistic_result(seed: int = 0, num_jobs: int = 400):
     summary.update(
         differing_jobs=[j["job_id"] for j in jobs if not j["slurm_tree_same"]],
         by_size=by(size_class, order=lambda g: int(g.split("-")[0])),
-        by_partition=by(lambda j: j["partition"]), by_week=by(week),
-        worst=sorted(worst_pool, key=lambda j: j["optimum"] - j["cost"])[:5])
-    result = {"tjap_audit": 1,
-              "records": {"source": "/var/log/slurm/sacct-2026-11.txt", "format": "sacct",
-                          "timezone": "Europe/Berlin", "allocations": 9_214},
-              "topology": {"source": "/etc/slurm/topology.conf", "nodes": n,
-                           "switches": tree.num_switches, "levels": tree.num_levels},
-              "options": {"from": None, "to": None, "partition": None, "min_nodes": 2,
-                          "convention": "paper", "slurm": "22.05"},
-              "summary": summary,
-              "skipped": {"step": 6_930, "pending": 412, "not_started": 318,
-                          "below_min_nodes": 1_120, "malformed": 3},
-              "jobs": jobs}
+        by_partition=by(lambda j: j["partition"]),
+        by_week=by(week),
+        worst=sorted(worst_pool, key=lambda j: j["optimum"] - j["cost"])[:5],
+    )
+    result = {
+        "tjap_audit": 1,
+        "records": {
+            "source": "/var/log/slurm/sacct-2026-11.txt",
+            "format": "sacct",
+            "timezone": "Europe/Berlin",
+            "allocations": 9_214,
+        },
+        "topology": {
+            "source": "/etc/slurm/topology.conf",
+            "nodes": n,
+            "switches": tree.num_switches,
+            "levels": tree.num_levels,
+        },
+        "options": {
+            "from": None,
+            "to": None,
+            "partition": None,
+            "min_nodes": 2,
+            "convention": "paper",
+            "slurm": "22.05",
+        },
+        "summary": summary,
+        "skipped": {
+            "step": 6_930,
+            "pending": 412,
+            "not_started": 318,
+            "below_min_nodes": 1_120,
+            "malformed": 3,
+        },
+        "jobs": jobs,
+    }
     return result, tree
 
 
@@ -319,13 +470,17 @@ def test_the_page_screenshots_in_chromium(tmp_path, monkeypatch):
 
     import tjap
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])    # the page names the paths given
-    result = tjap.audit("examples/audit/sacct.txt", "examples/audit/topology.conf",
-                        timezone="UTC")
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the page names the paths given
+    result = tjap.audit("examples/audit/sacct.txt", "examples/audit/topology.conf", timezone="UTC")
     page = write_report(result, result.topology, tmp_path / "report")
     shot, screen = tmp_path / "audit-report.png", (1280, 1440)
-    chromium(f"--screenshot={shot}", page.as_uri(), width=screen[0], height=screen[1],
-             profile=tmp_path / "profile")
+    chromium(
+        f"--screenshot={shot}",
+        page.as_uri(),
+        width=screen[0],
+        height=screen[1],
+        profile=tmp_path / "profile",
+    )
     assert shot.is_file(), "no screenshot of the report"
     assert png_size(shot) == screen
     with Image.open(shot) as image:
@@ -333,9 +488,10 @@ def test_the_page_screenshots_in_chromium(tmp_path, monkeypatch):
     assert colours is None or len(colours) > 50, "the screenshot of the report is blank"
     keep = os.environ.get("TJAP_DOCS_SCREENSHOTS")
     if keep:
-        with Image.open(shot) as image:   # a palette PNG: a few tens of KB for the README
-            image.convert("RGB").quantize(colors=128).save(Path(keep) / "audit-report.png",
-                                                           optimize=True)
+        with Image.open(shot) as image:  # a palette PNG: a few tens of KB for the README
+            image.convert("RGB").quantize(colors=128).save(
+                Path(keep) / "audit-report.png", optimize=True
+            )
 
 
 def test_an_audit_result_gives_the_page_of_its_json(monkeypatch):
@@ -343,9 +499,8 @@ def test_an_audit_result_gives_the_page_of_its_json(monkeypatch):
     whole JSON."""
     import tjap
 
-    monkeypatch.chdir(Path(__file__).resolve().parents[1])
-    result = tjap.audit("examples/audit/sacct.txt", "examples/audit/topology.conf",
-                        timezone="UTC")
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    result = tjap.audit("examples/audit/sacct.txt", "examples/audit/topology.conf", timezone="UTC")
     stamp = re.compile(r"Written by tjap [^<]*")
     light = stamp.sub("", report_html(result, result.topology))
     whole = stamp.sub("", report_html(result.to_dict(), result.topology))

@@ -38,8 +38,11 @@ def test_the_topology_is_the_three_level_tree_asked_for(small):
     topology = Topology.from_slurm((out / "topology.conf").read_text())
     assert topology.num_nodes == NODES and topology.num_switches == 1 + 4 + 20
     assert topology.node_names == tuple(f"n{i}" for i in range(1, NODES + 1))
-    assert topology.ancestors("n11") == (topology.switch_index("s1"), topology.switch_index("m0"),
-                                         topology.switch_index("top"))
+    assert topology.ancestors("n11") == (
+        topology.switch_index("s1"),
+        topology.switch_index("m0"),
+        topology.switch_index("top"),
+    )
 
 
 def test_every_line_reads_as_sacct_and_the_skips_are_counted(small):
@@ -52,11 +55,13 @@ def test_every_line_reads_as_sacct_and_the_skips_are_counted(small):
     counts = info["counts"]
     assert len(allocations) == counts["jobs_started"]
     assert skipped.counts == {
-        "step": counts["step_lines"], "not_started": counts["cancelled_while_pending"],
-        "pending": counts["pending_extra"] + counts["jobs_pending_at_end"]}
+        "step": counts["step_lines"],
+        "not_started": counts["cancelled_while_pending"],
+        "pending": counts["pending_extra"] + counts["jobs_pending_at_end"],
+    }
     assert sum(skipped.counts.values()) == info["skip_records"] >= 0.01 * RECORDS
     assert min(counts["step_lines"], counts["cancelled_while_pending"], counts["pending_extra"]) > 0
-    assert sum("_[5-10]" in line for line in lines) == 2          # pending array ranges
+    assert sum("_[5-10]" in line for line in lines) == 2  # pending array ranges
     arrays = [a for a in allocations if "_" in a.job_id]
     assert len(arrays) == counts["array_elements"] > 0
     running = [a for a in allocations if a.end is None]
@@ -78,7 +83,7 @@ def test_no_node_is_held_by_two_jobs_at_once(small):
             held[node].append((a.start, a.end if a.end is not None else float("inf"), a.job_id))
     assert set(held) <= {f"n{i}" for i in range(1, NODES + 1)}
     for node, spans in held.items():
-        spans.sort()   # by start: a job overlapping any later one overlaps the next one
+        spans.sort()  # by start: a job overlapping any later one overlaps the next one
         for (_, end, job), (start, _, later) in zip(spans, spans[1:]):
             assert end <= start, (node, job, later)
 
@@ -86,8 +91,13 @@ def test_no_node_is_held_by_two_jobs_at_once(small):
 def test_generation_json_says_what_was_written(small):
     out, info = small
     assert json.loads((out / "generation.json").read_text()) == info
-    assert info["workload"]["jobs"] + info["counts"]["step_lines"] \
-        + info["counts"]["cancelled_while_pending"] + info["counts"]["pending_extra"] == RECORDS
+    assert (
+        info["workload"]["jobs"]
+        + info["counts"]["step_lines"]
+        + info["counts"]["cancelled_while_pending"]
+        + info["counts"]["pending_extra"]
+        == RECORDS
+    )
     assert "benchmarks.audit_scale generate" in info["command"]
 
 
@@ -109,8 +119,10 @@ def test_run_measures_the_audit_of_the_records(small, tmp_path):
     assert row["audited_jobs"] == counts["multi_node_started"]
     assert row["skipped"] == {
         "below_min_nodes": counts["jobs_started"] - counts["multi_node_started"],
-        "step": counts["step_lines"], "not_started": counts["cancelled_while_pending"],
-        "pending": counts["pending_extra"] + counts["jobs_pending_at_end"]}
+        "step": counts["step_lines"],
+        "not_started": counts["cancelled_while_pending"],
+        "pending": counts["pending_extra"] + counts["jobs_pending_at_end"],
+    }
     assert row["wall_s"] > 0 and row["peak_mb"] > 0 and row["cpus"] == 1
     assert "tjap audit" in row["commands"]["audit"] and "--quiet" in row["commands"]["audit"]
     assert json.loads((tmp_path / "audit_scale.json").read_text()) == row

@@ -1,7 +1,7 @@
 """The placement service's pure parts (no Slurm): squeue parsing of held jobs, which jobs it may
 touch, the paper's order and greedy prefix, windows waited across passes, the window record's
 JSON, the ``guarded`` method on random irregular trees, and the command line's one-line errors.
-The service against a real Slurm is tests/test_slurm_service_live.py."""
+The service against a real Slurm is tests/slurm/test_slurm_service_live.py."""
 
 from __future__ import annotations
 
@@ -11,26 +11,36 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_cases import IRREGULAR, random_window
 
 import tjap
+from tjap.cli import main
+from tjap.cli.slurm import describe
+from tjap.errors import InvalidInputError, UnknownMethodError
 from tjap.heuristics.tree.guarded import solve_guarded
-from tjap.placement.slurm.client import (PendingJob, SlurmClient, SlurmError, parse_pending,
-                                   parse_test_only)
+from tjap.placement.slurm.client import (
+    PendingJob,
+    SlurmClient,
+    SlurmError,
+    parse_pending,
+    parse_test_only,
+    transient,
+    unreachable,
+)
+from tjap.placement.slurm.queue import (
+    WaitTracker,
+    eligible,
+    hold_for_locality,
+    plan_window,
+    priority_key,
+)
+from tjap.placement.slurm.readers import State
 from tjap.placement.tree.cost import assignment_cost, job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import select_prefix
-from tjap.cli import main
-from tjap.cli.slurm import describe
-from tjap.errors import InvalidInputError, UnknownMethodError
-from tjap.placement.slurm.queue import (WaitTracker, eligible, hold_for_locality, plan_window,
-                              priority_key)
-from tjap.placement.slurm.client import transient, unreachable
-from tjap.placement.slurm.readers import State
 from tjap.slurm.service import PlacementService, ServiceConfig
-
-from test_tree_windows import IRREGULAR, random_window
 
 TREE = Topology.from_slurm("""
 SwitchName=top Switches=m1,m2,c
@@ -56,11 +66,36 @@ SQUEUE_HELD = """\
 """
 
 
-def job(job_id, nodes, *, submit=0, reason="JobHeldUser", state="PENDING", partition="main",
-        req="", exc="", features="", text=None, user="u") -> PendingJob:
-    return PendingJob(job_id=job_id, job_text=text or str(job_id), state=state, reason=reason,
-                      nodes=nodes, submit_time=submit, user=user, account="", partition=partition,
-                      priority=0, req_nodes=req, exc_nodes=exc, features=features, name="j")
+def job(
+    job_id,
+    nodes,
+    *,
+    submit=0,
+    reason="JobHeldUser",
+    state="PENDING",
+    partition="main",
+    req="",
+    exc="",
+    features="",
+    text=None,
+    user="u",
+) -> PendingJob:
+    return PendingJob(
+        job_id=job_id,
+        job_text=text or str(job_id),
+        state=state,
+        reason=reason,
+        nodes=nodes,
+        submit_time=submit,
+        user=user,
+        account="",
+        partition=partition,
+        priority=0,
+        req_nodes=req,
+        exc_nodes=exc,
+        features=features,
+        name="j",
+    )
 
 
 # -- squeue ------------------------------------------------------------------------------------
@@ -78,10 +113,15 @@ def test_parse_pending_reads_held_jobs():
     assert not jobs[4].held_by_user and jobs[4].priority == 4294
 
 
-@pytest.mark.parametrize("line", ["1|PENDING|JobHeldUser|3", "x|PENDING|JobHeldUser|3|0|u|a|p|0"
-                                  "|||(null)|N/A|5:00|n", "1|PENDING|JobHeldUser|three|0|u|a|p|0"
-                                  "|||x|N/A|5:00|n", "1|PENDING|JobHeldUser|3|0|u|a|p|0|||x|N/A"
-                                  "|five|n"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "1|PENDING|JobHeldUser|3",
+        "x|PENDING|JobHeldUser|3|0|u|a|p|0|||(null)|N/A|5:00|n",
+        "1|PENDING|JobHeldUser|three|0|u|a|p|0|||x|N/A|5:00|n",
+        "1|PENDING|JobHeldUser|3|0|u|a|p|0|||x|N/A|five|n",
+    ],
+)
 def test_parse_pending_rejects_bad_lines_in_one_line(line):
     with pytest.raises(SlurmError, match="unexpected squeue line") as err:
         parse_pending(line)
@@ -89,8 +129,10 @@ def test_parse_pending_rejects_bad_lines_in_one_line(line):
 
 
 def test_parse_test_only():
-    text = ("sbatch: Job 2 to start at 1795623399 using 3 processors on nodes n[01-03] in "
-            "partition main")
+    text = (
+        "sbatch: Job 2 to start at 1795623399 using 3 processors on nodes n[01-03] in "
+        "partition main"
+    )
     assert parse_test_only(text) == ("n[01-03]", "main")
     assert parse_test_only("sbatch: error: Batch job submission failed") is None
 
@@ -98,22 +140,30 @@ def test_parse_test_only():
 def test_fingerprint_sees_what_matters():
     a = job(1, 3)
     assert a.fingerprint == job(1, 3, submit=99).fingerprint
-    for other in (job(1, 4), job(1, 3, req="n01"), job(1, 3, reason="JobHeldAdmin"),
-                  job(1, 3, features="gpu"), job(1, 3, partition="x"), job(1, 3, user="v")):
+    for other in (
+        job(1, 4),
+        job(1, 3, req="n01"),
+        job(1, 3, reason="JobHeldAdmin"),
+        job(1, 3, features="gpu"),
+        job(1, 3, partition="x"),
+        job(1, 3, user="v"),
+    ):
         assert other.fingerprint != a.fingerprint
 
 
 # -- which jobs -------------------------------------------------------------------------------
 def test_eligible_jobs_and_why_not():
     assert eligible(job(1, 3), "main") is None
-    cases = {"administrator": job(1, 3, reason="JobHeldAdmin"),
-             "not held": job(1, 3, reason="Priority"),
-             "partition": job(1, 3, partition="debug"),
-             "array": job(1, 1, text="1_[1-3]"),
-             "nodelist": job(1, 2, req="n[01-02]"),
-             "exclude": job(1, 2, exc="n05"),
-             "constraint": job(1, 2, features="gpu"),
-             "state": job(1, 2, state="RUNNING")}
+    cases = {
+        "administrator": job(1, 3, reason="JobHeldAdmin"),
+        "not held": job(1, 3, reason="Priority"),
+        "partition": job(1, 3, partition="debug"),
+        "array": job(1, 1, text="1_[1-3]"),
+        "nodelist": job(1, 2, req="n[01-02]"),
+        "exclude": job(1, 2, exc="n05"),
+        "constraint": job(1, 2, features="gpu"),
+        "state": job(1, 2, state="RUNNING"),
+    }
     for word, j in cases.items():
         assert word in eligible(j, "main"), word
     # a node list this service set and left behind is not the user's own
@@ -141,8 +191,11 @@ def test_prefix_stops_at_the_first_job_that_does_not_fit_and_at_the_cap():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 12), st.integers(0, 3)), min_size=0, max_size=10),
-       st.integers(0, 30), st.one_of(st.none(), st.integers(1, 4)))
+@given(
+    st.lists(st.tuples(st.integers(1, 12), st.integers(0, 3)), min_size=0, max_size=10),
+    st.integers(0, 30),
+    st.one_of(st.none(), st.integers(1, 4)),
+)
 def test_plan_is_a_fitting_prefix_of_the_order(specs, idle, cap):
     jobs = [job(i + 1, n, submit=i) for i, (n, _) in enumerate(specs)]
     tracker = WaitTracker()
@@ -159,23 +212,27 @@ def test_easy_backfill_fills_behind_the_blocked_job_without_delaying_it():
     # 4 idle; job 1 (6 nodes) waits for 2 more: a running 2-node job ends at t=100
     jobs = [job(1, 6, submit=1), job(2, 2, submit=2), job(3, 3, submit=3), job(4, 2, submit=4)]
     tracker = WaitTracker()
-    tracker.waited = {1: 3}                       # job 1 leads the order
+    tracker.waited = {1: 3}  # job 1 leads the order
     limits = {1: 600, 2: 50, 3: 500, 4: 500}
-    window, waiting = plan_window(jobs, 4, tracker, None, backfill="easy", now=0.0,
-                                  releases=[(100.0, 2)], limits=limits)
+    window, waiting = plan_window(
+        jobs, 4, tracker, None, backfill="easy", now=0.0, releases=[(100.0, 2)], limits=limits
+    )
     # job 2 ends (t=50) before job 1's reservation (t=100); job 4 (2 nodes, ends at 500) would
     # take nodes job 1 needs then (extra 0); job 3 does not fit the 2 nodes left
     assert [j.job_id for j in window] == [2] and [j.job_id for j in waiting] == [1, 4, 3]
     # with more room at the reservation, long jobs fit in its extra nodes
-    window, _ = plan_window(jobs, 4, tracker, None, backfill="easy", now=0.0,
-                            releases=[(100.0, 5)], limits=limits)
+    window, _ = plan_window(
+        jobs, 4, tracker, None, backfill="easy", now=0.0, releases=[(100.0, 5)], limits=limits
+    )
     assert [j.job_id for j in window] == [2, 4]
     # the paper's prefix alone takes nothing
-    assert plan_window(jobs, 4, tracker, None, now=0.0, releases=[(100.0, 2)],
-                       limits=limits)[0] == []
+    assert (
+        plan_window(jobs, 4, tracker, None, now=0.0, releases=[(100.0, 2)], limits=limits)[0] == []
+    )
     # a job that can never start (too few nodes even after every release) holds nothing back
-    window, _ = plan_window(jobs, 4, tracker, None, backfill="easy", now=0.0, releases=[],
-                            limits=limits)
+    window, _ = plan_window(
+        jobs, 4, tracker, None, backfill="easy", now=0.0, releases=[], limits=limits
+    )
     assert [j.job_id for j in window] == [2, 4]
     with pytest.raises(InvalidInputError, match="unknown backfill"):
         plan_window(jobs, 4, tracker, None, backfill="conservative")
@@ -190,22 +247,27 @@ def _earliest_start(need, free, running):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 8), st.integers(0, 2), st.integers(1, 400)),
-                min_size=1, max_size=8),
-       st.lists(st.tuples(st.integers(1, 300), st.integers(1, 6)), max_size=4),
-       st.integers(0, 12), st.one_of(st.none(), st.integers(1, 3)))
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 8), st.integers(0, 2), st.integers(1, 400)), min_size=1, max_size=8
+    ),
+    st.lists(st.tuples(st.integers(1, 300), st.integers(1, 6)), max_size=4),
+    st.integers(0, 12),
+    st.one_of(st.none(), st.integers(1, 3)),
+)
 def test_easy_backfill_never_delays_the_reservation(specs, running, idle, cap):
     jobs = [job(i + 1, n, submit=i) for i, (n, _, _) in enumerate(specs)]
     tracker = WaitTracker()
     tracker.waited = {i + 1: w for i, (_, w, _) in enumerate(specs) if w}
     limits = {i + 1: lim for i, (_, _, lim) in enumerate(specs)}
     releases = [(float(e), n) for e, n in running]
-    window, waiting = plan_window(jobs, idle, tracker, cap, backfill="easy", now=0.0,
-                                  releases=releases, limits=limits)
+    window, waiting = plan_window(
+        jobs, idle, tracker, cap, backfill="easy", now=0.0, releases=releases, limits=limits
+    )
     prefix, _ = plan_window(jobs, idle, tracker, cap)
     order = sorted(jobs, key=lambda j: priority_key(j, tracker.get(j.job_id)))
     assert sorted(j.job_id for j in window + waiting) == sorted(j.job_id for j in jobs)
-    assert window[:len(prefix)] == prefix                      # the prefix comes first
+    assert window[: len(prefix)] == prefix  # the prefix comes first
     assert sum(j.nodes for j in window) <= idle
     assert cap is None or sum(j.nodes > 1 for j in window) <= cap
     if len(prefix) < len(order) and len(window) > len(prefix):
@@ -213,9 +275,11 @@ def test_easy_backfill_never_delays_the_reservation(specs, running, idle, cap):
         free_prefix = idle - sum(j.nodes for j in prefix)
         run_prefix = releases + [(float(limits[j.job_id]), j.nodes) for j in prefix]
         before = _earliest_start(blocked.nodes, free_prefix, run_prefix)
-        after = _earliest_start(blocked.nodes, idle - sum(j.nodes for j in window),
-                                run_prefix + [(float(limits[j.job_id]), j.nodes)
-                                              for j in window[len(prefix):]])
+        after = _earliest_start(
+            blocked.nodes,
+            idle - sum(j.nodes for j in window),
+            run_prefix + [(float(limits[j.job_id]), j.nodes) for j in window[len(prefix) :]],
+        )
         assert blocked not in window
         assert before == float("inf") or after <= before
 
@@ -225,15 +289,17 @@ def test_wait_tracker_counts_windows_and_forgets_gone_jobs():
     t.after_window([1, 2, 3], [2, 3])
     t.after_window([1, 2, 3], [3])
     assert (t.get(1), t.get(2), t.get(3)) == (0, 1, 2)
-    t.after_window([3], [])                   # 1 and 2 left the queue
+    t.after_window([3], [])  # 1 and 2 left the queue
     assert t.waited == {3: 2}
 
 
 # -- the window record -----------------------------------------------------------------------
 def service(**options) -> PlacementService:
     """A service whose client is never called by decide/apply in dry-run mode."""
-    return PlacementService(ServiceConfig(**{"time_limit_s": None, **options}),
-                            client=SlurmClient({"SLURM_CONF": "/nonexistent/slurm.conf"}))
+    return PlacementService(
+        ServiceConfig(**{"time_limit_s": None, **options}),
+        client=SlurmClient({"SLURM_CONF": "/nonexistent/slurm.conf"}),
+    )
 
 
 def state(idle, jobs) -> State:
@@ -247,9 +313,30 @@ def test_window_record_shape_and_costs():
     rec, failure = svc._finish(svc.apply(svc.decide(state(idle, jobs))))
     assert failure is None
     rec = json.loads(json.dumps(svc.record(rec), allow_nan=False))
-    for key in ("event", "window", "time", "time_iso", "partition", "method", "dry_run", "idle",
-                "idle_count", "reserved", "held", "sizes", "jobs", "waiting", "ignored", "cost",
-                "slurm_tree_cost", "scas_optimum", "winner", "status", "solve_s", "placed"):
+    for key in (
+        "event",
+        "window",
+        "time",
+        "time_iso",
+        "partition",
+        "method",
+        "dry_run",
+        "idle",
+        "idle_count",
+        "reserved",
+        "held",
+        "sizes",
+        "jobs",
+        "waiting",
+        "ignored",
+        "cost",
+        "slurm_tree_cost",
+        "scas_optimum",
+        "winner",
+        "status",
+        "solve_s",
+        "placed",
+    ):
         assert key in rec, key
     assert rec["event"] == "window" and rec["method"] == "guarded" and rec["dry_run"]
     assert expand_hostlist(rec["idle"]) == idle and rec["idle_count"] == 10
@@ -284,8 +371,15 @@ def test_window_record_names_the_backfilled_jobs():
     svc = service(dry_run=True)
     jobs = [job(1, 10, submit=1), job(2, 3, submit=2), job(3, 2, submit=3)]
     svc.tracker.waited = {1: 2}
-    st_ = State("main", TREE, TREE.node_names[:6], jobs, read_at=1000.0,
-                releases=[(1100.0, 8)], limits={1: 600, 2: 60, 3: 600})
+    st_ = State(
+        "main",
+        TREE,
+        TREE.node_names[:6],
+        jobs,
+        read_at=1000.0,
+        releases=[(1100.0, 8)],
+        limits={1: 600, 2: 60, 3: 600},
+    )
     rec = svc.decide(st_)
     # job 1 waits for t=1100; job 2 ends at 1060 first; job 3 fits the reservation's extra 2
     assert [e["job_id"] for e in rec["jobs"]] == [3, 2] and rec["backfilled"] == [3, 2]
@@ -303,8 +397,10 @@ def test_windows_waited_grow_across_passes_until_the_job_fits():
 
     def window(idle_count):
         rec, _ = svc._finish(svc.apply(svc.decide(state(TREE.node_names[:idle_count], jobs))))
-        return ([(e["job_id"], e["waited"]) for e in rec["jobs"]],
-                [(e["job_id"], e["waited"]) for e in rec["waiting"]])
+        return (
+            [(e["job_id"], e["waited"]) for e in rec["jobs"]],
+            [(e["job_id"], e["waited"]) for e in rec["waiting"]],
+        )
 
     assert window(10) == ([(3, 0), (2, 0)], [(1, 0)])
     assert svc.tracker.waited == {1: 1}
@@ -312,12 +408,15 @@ def test_windows_waited_grow_across_passes_until_the_job_fits():
     assert window(4) == ([], [(1, 1), (3, 0), (2, 0)])
     assert svc.tracker.waited == {1: 2, 2: 1, 3: 1}
     assert window(14) == ([(1, 2), (3, 1)], [(2, 1)])
-    assert svc.tracker.waited == {2: 2}        # placed jobs are forgotten
+    assert svc.tracker.waited == {2: 2}  # placed jobs are forgotten
 
 
 def test_empty_window_and_log_file(tmp_path):
-    svc = PlacementService(ServiceConfig(), log_path=tmp_path / "log.jsonl",
-                           client=SlurmClient({"SLURM_CONF": "/nonexistent"}))
+    svc = PlacementService(
+        ServiceConfig(),
+        log_path=tmp_path / "log.jsonl",
+        client=SlurmClient({"SLURM_CONF": "/nonexistent"}),
+    )
     rec = svc.decide(state(["n01"], [job(1, 3)]))
     assert rec["jobs"] == [] and rec["cost"] is None and len(rec["waiting"]) == 1
     svc.record({"event": "x", "value": 1})
@@ -393,26 +492,33 @@ def test_guarded_on_the_irregular_tree_and_bad_input():
 
 
 # -- arguments -------------------------------------------------------------------------------
-@pytest.mark.parametrize("argv, words", [
-    (["slurm", "place", "--interval", "abc"], "--interval must be a number"),
-    (["slurm", "place", "--interval", "0"], "interval must be more than 0 and at most 86400 s, "
-                                            "got 0.0"),
-    (["slurm", "place", "--interval", "86401"], "interval must be more than 0 and at most"),
-    (["slurm", "place", "--interval", "nan"], "finite"),
-    (["slurm", "place", "--time-limit", "-1"], "time limit must be positive"),
-    (["slurm", "place", "--cap", "0"], "cap must be"),
-    (["slurm", "place", "--cap", "two"], "--cap must be a whole number"),
-    (["slurm", "place", "--retries", "-2"], "retries"),
-    (["slurm", "place", "--method", "nope"], "unknown method 'nope'"),
-    (["slurm", "place", "--users", "alice,b ob"], "bad user name"),
-    (["slurm", "advise", "--partition", "a=b"], "bad partition name"),
-    (["slurm", "advise", "--method", "nope"], "choose one of"),
-    (["slurm", "place", "--locality-wait", "60"], "--locality-wait needs --locality-slack"),
-    (["slurm", "place", "--locality-slack", "half"], "--locality-slack must be a number"),
-    (["slurm", "place", "--locality-slack", "-0.1"], "locality slack must be a number >= 0"),
-    (["slurm", "advise", "--locality-slack", "0.5", "--locality-wait", "0"],
-     "locality wait must be more than 0 and at most 604800 s"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["slurm", "place", "--interval", "abc"], "--interval must be a number"),
+        (
+            ["slurm", "place", "--interval", "0"],
+            "interval must be more than 0 and at most 86400 s, got 0.0",
+        ),
+        (["slurm", "place", "--interval", "86401"], "interval must be more than 0 and at most"),
+        (["slurm", "place", "--interval", "nan"], "finite"),
+        (["slurm", "place", "--time-limit", "-1"], "time limit must be positive"),
+        (["slurm", "place", "--cap", "0"], "cap must be"),
+        (["slurm", "place", "--cap", "two"], "--cap must be a whole number"),
+        (["slurm", "place", "--retries", "-2"], "retries"),
+        (["slurm", "place", "--method", "nope"], "unknown method 'nope'"),
+        (["slurm", "place", "--users", "alice,b ob"], "bad user name"),
+        (["slurm", "advise", "--partition", "a=b"], "bad partition name"),
+        (["slurm", "advise", "--method", "nope"], "choose one of"),
+        (["slurm", "place", "--locality-wait", "60"], "--locality-wait needs --locality-slack"),
+        (["slurm", "place", "--locality-slack", "half"], "--locality-slack must be a number"),
+        (["slurm", "place", "--locality-slack", "-0.1"], "locality slack must be a number >= 0"),
+        (
+            ["slurm", "advise", "--locality-slack", "0.5", "--locality-wait", "0"],
+            "locality wait must be more than 0 and at most 604800 s",
+        ),
+    ],
+)
 def test_bad_arguments_are_one_line_errors(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -421,7 +527,7 @@ def test_bad_arguments_are_one_line_errors(argv, words, capsys):
 
 def test_missing_slurm_conf_is_one_line(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "missing.conf"))
-    assert main(["slurm", "advise"]) == 3          # Slurm cannot be reached
+    assert main(["slurm", "advise"]) == 3  # Slurm cannot be reached
     err = capsys.readouterr().err
     assert "does not exist" in err and err.count("\n") == 1
     assert main(["slurm", "place", "--once", "--log", str(tmp_path / "log")]) == 3
@@ -447,25 +553,31 @@ def test_service_config_validation():
 # -- holding jobs for locality ---------------------------------------------------------------
 def _cheapest(names, size):
     """Brute force: the least CH cost of ``size`` of the node ``names`` on TREE."""
-    return min(job_cost(TREE, TREE.node_indices(list(c)))
-               for c in itertools.combinations(names, size))
+    return min(
+        job_cost(TREE, TREE.node_indices(list(c))) for c in itertools.combinations(names, size)
+    )
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.booleans(), min_size=14, max_size=14),
-       st.lists(st.tuples(st.integers(1, 6), st.integers(0, 400)), min_size=1, max_size=4),
-       st.sampled_from([0.0, 0.25, 1.0]))
+@given(
+    st.lists(st.booleans(), min_size=14, max_size=14),
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 400)), min_size=1, max_size=4),
+    st.sampled_from([0.0, 0.25, 1.0]),
+)
 def test_hold_for_locality_against_brute_force(idle_mask, specs, slack):
     idle = [n for n, keep in zip(TREE.node_names, idle_mask) if keep]
     jobs = [job(i + 1, n, submit=1000 - waited) for i, (n, waited) in enumerate(specs)]
     floors = {}
-    held = hold_for_locality(jobs, TREE, idle, TREE.node_names, 1000.0, slack, 300.0,
-                             floors=floors)
+    held = hold_for_locality(jobs, TREE, idle, TREE.node_names, 1000.0, slack, 300.0, floors=floors)
     by_id = {h["job_id"]: h for h in held}
     for j, (n, waited) in zip(jobs, specs):
         fits = n <= len(idle)
-        expect = (n > 1 and fits and waited < 300
-                  and _cheapest(idle, n) > (1 + slack) * _cheapest(TREE.node_names, n) + 1e-9)
+        expect = (
+            n > 1
+            and fits
+            and waited < 300
+            and _cheapest(idle, n) > (1 + slack) * _cheapest(TREE.node_names, n) + 1e-9
+        )
         assert (j.job_id in by_id) == expect
         if expect:
             h = by_id[j.job_id]
@@ -486,15 +598,21 @@ def test_service_holds_a_scattered_job_until_its_wait_is_over():
     idle = ["n01", "n05", "n07", "n10", "n12"]
     nodes = TREE.node_names
     old = service(dry_run=True, locality_slack=0.5, locality_wait_s=60.0)
-    st_ = State("main", TREE, idle, [job(1, 4, submit=1000), job(2, 1, submit=1001)],
-                read_at=1030.0, nodes=nodes)
+    st_ = State(
+        "main",
+        TREE,
+        idle,
+        [job(1, 4, submit=1000), job(2, 1, submit=1001)],
+        read_at=1030.0,
+        nodes=nodes,
+    )
     rec = old.decide(st_)
     assert [w["job_id"] for w in rec["waiting"]] == [1]
-    h, = rec["held_for_locality"]
+    (h,) = rec["held_for_locality"]
     assert h["job_id"] == 1 and h["waited_s"] == 30.0 and h["wait_left_s"] == 30.0
     assert h["cost_now"] == pytest.approx(_cheapest(idle, 4))
     assert h["best"] == pytest.approx(_cheapest(nodes, 4)) and h["cost_now"] > 1.5 * h["best"]
-    assert rec["sizes"] == [1]                   # the one-node job is placed all the same
+    assert rec["sizes"] == [1]  # the one-node job is placed all the same
     assert any("held for locality" in line for line in describe(rec))
     # past the wait it takes the best nodes there are
     late = State("main", TREE, idle, [job(1, 4, submit=1000)], read_at=1060.0, nodes=nodes)

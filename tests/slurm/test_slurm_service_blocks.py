@@ -20,74 +20,106 @@ import sys
 import time
 from pathlib import Path
 
+import constraint_oracle as oracle
 import pytest
-
 import slurm_waits
 
-import constraint_oracle as oracle
 import tjap
+from tjap.cli.slurm import describe
+from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import PendingJob, SlurmClient
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, newer_slurm_available
-from tjap.placement.slurm.readers import State, pinned_nodes, read_state, script_segment
 from tjap.placement.slurm.queue import segment_problem
+from tjap.placement.slurm.readers import State, pinned_nodes, read_state, script_segment
 from tjap.placement.tree.arcs import violations
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.jobs import Job
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from tjap.cli.slurm import describe
-from tjap.errors import InvalidInputError
 from tjap.slurm.service import PlacementService, ServiceConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: 16 nodes in 4 base blocks of 4; Slurm plans blocks of 4, 8 and 16 nodes.
-BLOCKS_CONF = "".join(f"BlockName=b{i} Nodes=n[{4 * i - 3}-{4 * i}]\n"
-                      for i in range(1, 5)) + "BlockSizes=4,8,16\n"
+BLOCKS_CONF = (
+    "".join(f"BlockName=b{i} Nodes=n[{4 * i - 3}-{4 * i}]\n" for i in range(1, 5))
+    + "BlockSizes=4,8,16\n"
+)
 BLOCKS = Topology.from_slurm(BLOCKS_CONF)
 NAMES = list(BLOCKS.node_names)
 
 _REASON = newer_slurm_available()
-needs_newer = [pytest.mark.slurm,
-               pytest.mark.skipif(_REASON is not None, reason=f"no Slurm 24.11: {_REASON}")]
+needs_newer = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(_REASON is not None, reason=f"no Slurm 24.11: {_REASON}"),
+]
 
 
 def job(job_id, nodes, *, reason="JobHeldUser", req="", exc="") -> PendingJob:
-    return PendingJob(job_id=job_id, job_text=str(job_id), state="PENDING", reason=reason,
-                      nodes=nodes, submit_time=job_id, user="u", account="", partition="main",
-                      priority=0, req_nodes=req, exc_nodes=exc, features="", name="j")
+    return PendingJob(
+        job_id=job_id,
+        job_text=str(job_id),
+        state="PENDING",
+        reason=reason,
+        nodes=nodes,
+        submit_time=job_id,
+        user="u",
+        account="",
+        partition="main",
+        priority=0,
+        req_nodes=req,
+        exc_nodes=exc,
+        features="",
+        name="j",
+    )
 
 
 def dry_service(**options) -> PlacementService:
-    return PlacementService(ServiceConfig(**{"time_limit_s": None, "dry_run": True, **options}),
-                            client=SlurmClient({"SLURM_CONF": "/nonexistent/slurm.conf"}))
+    return PlacementService(
+        ServiceConfig(**{"time_limit_s": None, "dry_run": True, **options}),
+        client=SlurmClient({"SLURM_CONF": "/nonexistent/slurm.conf"}),
+    )
 
 
 def block_state(idle, jobs, segments=None) -> State:
-    return State("main", BLOCKS, list(idle), list(jobs), read_at=1.0, nodes=NAMES,
-                 partition_nodes=NAMES, blocks=True, segments=dict(segments or {}))
+    return State(
+        "main",
+        BLOCKS,
+        list(idle),
+        list(jobs),
+        read_at=1.0,
+        nodes=NAMES,
+        partition_nodes=NAMES,
+        blocks=True,
+        segments=dict(segments or {}),
+    )
 
 
 def window_of(rec: dict, segments: dict | None = None) -> tuple[Window, list]:
     """The window a record placed (its placed jobs, with the rule) and their node ids."""
     placed = [e for e in rec["jobs"] if e["nodes"]]
-    window = Window(BLOCKS, expand_hostlist(rec["idle"]),
-                    [Job(e["nodes_requested"], segment=e["segment"], slurm_rule=True)
-                     for e in placed])
+    window = Window(
+        BLOCKS,
+        expand_hostlist(rec["idle"]),
+        [Job(e["nodes_requested"], segment=e["segment"], slurm_rule=True) for e in placed],
+    )
     return window, [BLOCKS.node_indices(expand_hostlist(e["nodes"])) for e in placed]
 
 
 # -- without Slurm -----------------------------------------------------------------------------
-@pytest.mark.parametrize("script, segment", [
-    ("#!/bin/sh\n#SBATCH --segment=2\n#SBATCH -N 4\nsleep 60\n", 2),
-    ("#!/bin/bash\n#SBATCH -N 8 --segment 4 -J 'a b'\n\n# a comment\nsrun hostname\n", 4),
-    ("#!/bin/sh\n#SBATCH --segment=2\n#SBATCH --segment=4\nsleep 1\n", 4),   # the last wins
-    ("#!/bin/sh\n#SLURM --segment=2\nsleep 1\n", 2),
-    ("#!/bin/sh\nsleep 1\n#SBATCH --segment=2\n", None),     # after the first command
-    ("#!/bin/sh\n  #SBATCH --segment=2\nsleep 1\n", None),   # not at the line's start
-    ("#!/bin/sh\n#SBATCH --segment=0\nsleep 1\n", None),
-    ("#!/bin/sh\n# This script was created by sbatch --wrap.\n\nsleep 60\n", None),
-    ("#!/bin/sh\n#SBATCH -N 2\n#SBATCH hetjob\n#SBATCH --segment=2\nsleep 1\n", None),
-])
+@pytest.mark.parametrize(
+    "script, segment",
+    [
+        ("#!/bin/sh\n#SBATCH --segment=2\n#SBATCH -N 4\nsleep 60\n", 2),
+        ("#!/bin/bash\n#SBATCH -N 8 --segment 4 -J 'a b'\n\n# a comment\nsrun hostname\n", 4),
+        ("#!/bin/sh\n#SBATCH --segment=2\n#SBATCH --segment=4\nsleep 1\n", 4),  # the last wins
+        ("#!/bin/sh\n#SLURM --segment=2\nsleep 1\n", 2),
+        ("#!/bin/sh\nsleep 1\n#SBATCH --segment=2\n", None),  # after the first command
+        ("#!/bin/sh\n  #SBATCH --segment=2\nsleep 1\n", None),  # not at the line's start
+        ("#!/bin/sh\n#SBATCH --segment=0\nsleep 1\n", None),
+        ("#!/bin/sh\n# This script was created by sbatch --wrap.\n\nsleep 60\n", None),
+        ("#!/bin/sh\n#SBATCH -N 2\n#SBATCH hetjob\n#SBATCH --segment=2\nsleep 1\n", None),
+    ],
+)
 def test_the_segment_is_read_from_the_scripts_directives(script, segment):
     assert script_segment(script) == segment
 
@@ -115,6 +147,7 @@ def test_read_state_reserves_the_nodes_of_released_steers(tmp_path):
     class Fake(SlurmClient):
         def partition_nodes(self, partition=None, nodelist=None):
             from tjap.placement.slurm.client import NodeState
+
             return [NodeState(n, "idle", 1, 0, 1, 0, ("main",)) for n in NAMES]
 
         def pending(self, **kwargs):
@@ -133,8 +166,10 @@ def test_block_window_keeps_slurms_rule_and_logs_what_it_costs():
     rec = svc.decide(block_state(idle, [job(1, 10), job(2, 4)]))
     window, ids = window_of(rec)
     assert rec["topology"] == "block" and rec["winner"] == "scas"
-    assert [(e["job_id"], e["mechanism"], e["segment"]) for e in rec["jobs"]] == \
-        [(2, "reqnodelist", None), (1, "reqnodelist", None)]
+    assert [(e["job_id"], e["mechanism"], e["segment"]) for e in rec["jobs"]] == [
+        (2, "reqnodelist", None),
+        (1, "reqnodelist", None),
+    ]
     assert rec["jobs"][0]["nodes"] == "n[13-16]" and rec["_excluded"] == {}
     assert oracle.keeps(window, ids) and not violations(window, ids)
     assert rec["cost"] == pytest.approx(oracle.objective(window, ids))
@@ -151,7 +186,7 @@ def test_block_window_keeps_slurms_rule_and_logs_what_it_costs():
 def test_a_segmented_job_is_steered_by_excluding_every_other_node():
     idle = [n for n in NAMES if n not in ("n3", "n6", "n12")]
     rec = dry_service().decide(block_state(idle, [job(1, 4), job(2, 2)], {1: 2}))
-    seg, = [e for e in rec["jobs"] if e["job_id"] == 1]
+    (seg,) = [e for e in rec["jobs"] if e["job_id"] == 1]
     assert (seg["segment"], seg["mechanism"]) == (2, "excnodelist")
     excluded = expand_hostlist(rec["_excluded"][1])
     assert sorted(excluded + expand_hostlist(seg["nodes"]), key=NAMES.index) == NAMES
@@ -170,13 +205,14 @@ def test_a_segmented_job_is_steered_by_excluding_every_other_node():
 
 def test_block_window_never_costs_more_than_slurm_block_nor_the_rules_optimum():
     svc = dry_service()
-    for busy, sizes, segments in [(("n3", "n6", "n12"), [4], {1: 2}),
-                                  (("n3", "n6", "n12"), [6, 3], {1: 2, 2: 3}),
-                                  (("n10", "n14", "n15"), [9, 4], {}),
-                                  (("n1", "n8"), [2, 2, 4, 5], {3: 2})]:
+    for busy, sizes, segments in [
+        (("n3", "n6", "n12"), [4], {1: 2}),
+        (("n3", "n6", "n12"), [6, 3], {1: 2, 2: 3}),
+        (("n10", "n14", "n15"), [9, 4], {}),
+        (("n1", "n8"), [2, 2, 4, 5], {3: 2}),
+    ]:
         idle = [n for n in NAMES if n not in busy]
-        rec = svc.decide(block_state(idle, [job(i + 1, n) for i, n in enumerate(sizes)],
-                                     segments))
+        rec = svc.decide(block_state(idle, [job(i + 1, n) for i, n in enumerate(sizes)], segments))
         window, ids = window_of(rec)
         assert all(e["nodes"] for e in rec["jobs"]), rec["jobs"]
         assert oracle.keeps(window, ids)
@@ -189,8 +225,7 @@ def test_jobs_the_rule_cannot_place_stay_held_and_bad_segments_are_ignored():
     svc = dry_service()
     # one idle node per base block but b4: a 2-node job fits only b4, a 3-node job nowhere
     idle = ["n1", "n5", "n9", "n13", "n14"]
-    rec = svc.decide(block_state(idle, [job(1, 3), job(2, 2), job(3, 4), job(4, 8)],
-                                 {3: 3, 4: 8}))
+    rec = svc.decide(block_state(idle, [job(1, 3), job(2, 2), job(3, 4), job(4, 8)], {3: 3, 4: 8}))
     assert [e["job_id"] for e in rec["ignored"]] == [3, 4]
     assert "does not divide its 4 nodes" in rec["ignored"][0]["reason"]
     assert "larger than a base block" in rec["ignored"][1]["reason"]
@@ -198,19 +233,25 @@ def test_jobs_the_rule_cannot_place_stay_held_and_bad_segments_are_ignored():
     assert by_id[2]["nodes"] == "n[13-14]" and by_id[2]["outcome"] is None
     # a job no idle block holds stays out of the window, so it keeps no later job out
     assert 1 not in by_id and [w["job_id"] for w in rec["waiting"]] == [1]
-    assert rec["held_by_rule"] == [{"job_id": 1, "nodes_requested": 3, "reason":
-                                    "Slurm's block rule: no block of level 1 has 3 idle nodes"}]
+    assert rec["held_by_rule"] == [
+        {
+            "job_id": 1,
+            "nodes_requested": 3,
+            "reason": "Slurm's block rule: no block of level 1 has 3 idle nodes",
+        }
+    ]
     rec, _ = svc._finish(svc.apply(rec))
-    assert svc.tracker.get(1) == 1 and svc.tracker.get(2) == 0      # held: one window waited
-    rec = dry_service().decide(block_state(["n1", "n2", "n13", "n14", "n15"],
-                                           [job(1, 2), job(2, 3)], {}))
+    assert svc.tracker.get(1) == 1 and svc.tracker.get(2) == 0  # held: one window waited
+    rec = dry_service().decide(
+        block_state(["n1", "n2", "n13", "n14", "n15"], [job(1, 2), job(2, 3)], {})
+    )
     assert [e["nodes"] for e in rec["jobs"]] == ["n[1-2]", "n[13-15]"]
     # two jobs that each fit alone (in b4) but not together: the later one waits
-    rec = dry_service().decide(block_state(["n1", "n13", "n14", "n15"], [job(1, 2), job(2, 2)],
-                                           {}))
+    rec = dry_service().decide(block_state(["n1", "n13", "n14", "n15"], [job(1, 2), job(2, 2)], {}))
     assert [e["nodes"] for e in rec["jobs"]] == ["n[13-14]", None]
-    assert rec["jobs"][1]["reason"] == ("does not fit beside the window's earlier jobs under "
-                                        "Slurm's block rule")
+    assert rec["jobs"][1]["reason"] == (
+        "does not fit beside the window's earlier jobs under Slurm's block rule"
+    )
 
 
 def test_methods_without_constraints_are_refused_on_a_block_cluster():
@@ -258,9 +299,17 @@ def wait_running(client, ids, timeout_s: float = 20) -> dict:
 
 def busy(client, *names) -> list[int]:
     """Filler jobs running on ``names``."""
-    ids = [client.submit(nodes_or_tasks=1, time_limit_min=3, command="sleep 120",
-                         output="/dev/null", name="busy", extra_args=["-N", "1", "-w", n])
-           for n in names]
+    ids = [
+        client.submit(
+            nodes_or_tasks=1,
+            time_limit_min=3,
+            command="sleep 120",
+            output="/dev/null",
+            name="busy",
+            extra_args=["-N", "1", "-w", n],
+        )
+        for n in names
+    ]
     wait_running(client, ids)
     return ids
 
@@ -268,17 +317,35 @@ def busy(client, *names) -> list[int]:
 def held(client, tmp_path, n: int, segment: int | None = None, *, extra=()) -> int:
     """A held job of ``n`` nodes; with ``segment`` its script asks for it (#SBATCH --segment)."""
     script = tmp_path / f"job-{n}-{segment}-{time.monotonic_ns()}.sh"
-    script.write_text("#!/bin/sh\n" + (f"#SBATCH --segment={segment}\n" if segment else "")
-                      + "sleep 120\n")
-    out = client.run(["sbatch", "--parsable", "--hold", "-N", str(n), "-t", "3", "-o",
-                      "/dev/null", *extra, str(script)]).stdout
+    script.write_text(
+        "#!/bin/sh\n" + (f"#SBATCH --segment={segment}\n" if segment else "") + "sleep 120\n"
+    )
+    out = client.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--hold",
+            "-N",
+            str(n),
+            "-t",
+            "3",
+            "-o",
+            "/dev/null",
+            *extra,
+            str(script),
+        ]
+    ).stdout
     return int(out.strip().split(";")[0])
 
 
 def service(slurm, tmp_path, **options) -> PlacementService:
     hook = options.pop("before_update", None)
-    return PlacementService(ServiceConfig(**{"time_limit_s": 5, **options}), env=slurm.env,
-                            before_update=hook, log_path=tmp_path / "log.jsonl")
+    return PlacementService(
+        ServiceConfig(**{"time_limit_s": 5, **options}),
+        env=slurm.env,
+        before_update=hook,
+        log_path=tmp_path / "log.jsonl",
+    )
 
 
 def log_lines(path: Path) -> list[dict]:
@@ -315,7 +382,7 @@ def test_a_block_window_runs_exactly_where_it_was_logged(slurm, tmp_path):
     assert rec["cost"] <= rec["scas_optimum"] + 1e-9
     assert rec["slurm_block_cost"] is None or rec["cost"] <= rec["slurm_block_cost"] + 1e-9
     rows = ran_as_logged(client, rec)
-    assert rows[ids[1]][3] and not rows[ids[0]][3]        # ReqNodeList, and none for segments
+    assert rows[ids[1]][3] and not rows[ids[0]][3]  # ReqNodeList, and none for segments
     no_bad_constraints(client)
     client.cancel(fillers)
 
@@ -328,14 +395,15 @@ def test_a_job_whose_cheapest_nodes_break_slurms_rule_runs_within_it(slurm, tmp_
     idle = [n for n in NAMES if n not in ("n4", "n5")]
     free = tjap.solve(Window(BLOCKS, idle, [4, 10]), "dp")
     rule = Window(BLOCKS, idle, [Job(4, slurm_rule=True), Job(10, slurm_rule=True)])
-    assert violations(rule, free.assignment)              # the cheapest 4 span two blocks
+    assert violations(rule, free.assignment)  # the cheapest 4 span two blocks
     rec = service(slurm, tmp_path).run_pass()
     assert [e["job_id"] for e in rec["jobs"]] == [four, ten] and rec["placed"] == 2
     assert rec["unconstrained_optimum"] == pytest.approx(free.objective)
     assert rec["rule_price"] > 0 and rec["cost"] <= rec["scas_optimum"] + 1e-9
     rows = ran_as_logged(client, rec)
-    assert len({BLOCKS.node_leaf[v] for v in
-                BLOCKS.node_indices(expand_hostlist(rows[four][2]))}) == 1
+    assert (
+        len({BLOCKS.node_leaf[v] for v in BLOCKS.node_indices(expand_hostlist(rows[four][2]))}) == 1
+    )
 
 
 @pytest.mark.slurm
@@ -344,9 +412,8 @@ def test_a_segmented_job_is_steered_by_its_exclusion_list(slurm, tmp_path):
     busy(client, "n3", "n6", "n12")
     seg = held(client, tmp_path, 4, 2)
     rec = service(slurm, tmp_path).run_pass()
-    entry, = rec["jobs"]
-    assert (entry["job_id"], entry["mechanism"], entry["outcome"]) == (seg, "excnodelist",
-                                                                       "placed")
+    (entry,) = rec["jobs"]
+    assert (entry["job_id"], entry["mechanism"], entry["outcome"]) == (seg, "excnodelist", "placed")
     # Slurm's own choice puts the two pairs in the fullest blocks (n5,n7 and n9,n10)
     assert rec["cost"] == 6000.0 and rec["slurm_block_cost"] == 14000.0
     rows = ran_as_logged(client, rec)
@@ -366,11 +433,12 @@ def test_a_steer_slurm_refuses_is_undone_at_once(slurm, tmp_path):
     by_id = {e["job_id"]: e for e in rec["jobs"]}
     assert by_id[hidden]["segment"] is None and by_id[hidden]["mechanism"] == "reqnodelist"
     assert by_id[hidden]["outcome"] == "unsteered"
-    assert by_id[hidden]["reason"] == ("Slurm refused the node set (BadConstraints); "
-                                       "ReqNodeList cleared, Slurm places it itself")
+    assert by_id[hidden]["reason"] == (
+        "Slurm refused the node set (BadConstraints); ReqNodeList cleared, Slurm places it itself"
+    )
     assert by_id[plain]["outcome"] == "placed" and rec["placed"] == 1
     rows = wait_running(client, [hidden, plain])
-    assert rows[hidden][3] == ""                          # its ReqNodeList is gone
+    assert rows[hidden][3] == ""  # its ReqNodeList is gone
     assert expand_hostlist(rows[plain][2]) == expand_hostlist(by_id[plain]["nodes"])
     no_bad_constraints(client)
 
@@ -384,14 +452,15 @@ def test_a_node_drained_before_the_update_keeps_a_segmented_job_held(slurm, tmp_
     def drain(job, hostlist):
         drained.append(expand_hostlist(hostlist)[0])
         client.drain(drained[0], "tjap-test")
+
     svc = service(slurm, tmp_path, before_update=drain)
     rec = svc.run_pass()
-    entry, = rec["jobs"]
+    (entry,) = rec["jobs"]
     assert entry["outcome"] == "held" and f"{drained[0]} is drain" in entry["reason"]
-    time.sleep(1.5)                                        # a scheduler pass: still held
+    time.sleep(1.5)  # a scheduler pass: still held
     state, reason, _, req, exc = jobs_now(client)[seg]
     assert (state, reason, req, exc) == ("PENDING", "JobHeldUser", "", "")
-    svc.before_update = None                               # the next window: elsewhere
+    svc.before_update = None  # the next window: elsewhere
     rec = svc.run_pass()
     assert [(e["job_id"], e["waited"], e["outcome"]) for e in rec["jobs"]] == [(seg, 1, "placed")]
     assert drained[0] not in expand_hostlist(rec["jobs"][0]["nodes"])
@@ -402,17 +471,33 @@ def test_a_node_drained_before_the_update_keeps_a_segmented_job_held(slurm, tmp_
 @pytest.mark.slurm
 def test_the_service_restarted_with_jobs_held_places_them(slurm, tmp_path):
     client = slurm.client()
-    fillers = busy(client, "n1", "n5", "n9", "n13")       # no base block has 4 idle nodes
+    fillers = busy(client, "n1", "n5", "n9", "n13")  # no base block has 4 idle nodes
     seg, four = held(client, tmp_path, 8, 4), held(client, tmp_path, 4)
     log = tmp_path / "first.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())",
-         "slurm", "place", "--interval", "1", "--time-limit", "2", "--log", str(log),
-         "--quiet"], env=slurm.env, cwd=ROOT, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tjap.cli import main; sys.exit(main())",
+            "slurm",
+            "place",
+            "--interval",
+            "1",
+            "--time-limit",
+            "2",
+            "--log",
+            str(log),
+            "--quiet",
+        ],
+        env=slurm.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
-        wait_for(lambda: sum(r["event"] == "window" for r in log_lines(log)) >= 2, 30,
-                 "two windows")
+        wait_for(
+            lambda: sum(r["event"] == "window" for r in log_lines(log)) >= 2, 30, "two windows"
+        )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
@@ -423,7 +508,7 @@ def test_the_service_restarted_with_jobs_held_places_them(slurm, tmp_path):
         proc.stderr.close()
     assert "Traceback" not in stderr
     windows = [r for r in log_lines(log) if r["event"] == "window"]
-    for rec in windows:               # both wait for a whole block, out of the window
+    for rec in windows:  # both wait for a whole block, out of the window
         assert rec["jobs"] == [] and {h["job_id"] for h in rec["held_by_rule"]} == {seg, four}
         assert all(h["reason"].startswith("Slurm's block rule") for h in rec["held_by_rule"])
     rows = jobs_now(client)
@@ -431,11 +516,14 @@ def test_the_service_restarted_with_jobs_held_places_them(slurm, tmp_path):
         assert rows[i][:2] == ("PENDING", "JobHeldUser") and rows[i][3:] == ("", "")
     client.cancel(fillers)
     slurm.wait_idle(20)
-    rec = service(slurm, tmp_path).run_pass()              # a new service: no memory
-    assert sorted((e["job_id"], e["outcome"]) for e in rec["jobs"]) == \
-        sorted([(seg, "placed"), (four, "placed")])
-    assert {e["job_id"]: e["mechanism"] for e in rec["jobs"]} == {seg: "excnodelist",
-                                                                   four: "reqnodelist"}
+    rec = service(slurm, tmp_path).run_pass()  # a new service: no memory
+    assert sorted((e["job_id"], e["outcome"]) for e in rec["jobs"]) == sorted(
+        [(seg, "placed"), (four, "placed")]
+    )
+    assert {e["job_id"]: e["mechanism"] for e in rec["jobs"]} == {
+        seg: "excnodelist",
+        four: "reqnodelist",
+    }
     window, nodes = window_of(rec)
     assert oracle.keeps(window, nodes)
     ran_as_logged(client, rec)

@@ -23,24 +23,25 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import slurm_waits
 
 import tjap
+from tjap.cli import main
 from tjap.placement.slurm.client import SlurmClient
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from tjap.cli import main
 from tjap.slurm.service import PlacementService, ServiceConfig
 
 _REASON = slurm_available()
-pytestmark = [pytest.mark.slurm,
-              pytest.mark.skipif(_REASON is not None, reason=f"no local Slurm: {_REASON}")]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(_REASON is not None, reason=f"no local Slurm: {_REASON}"),
+]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TREE = Topology.from_slurm("""
 SwitchName=top Switches=s1,s2,s3
 SwitchName=s1 Switches=l1,l2
@@ -78,8 +79,14 @@ def slurm(cluster):
 
 
 def submit_held(client, n: int, name: str = "held") -> int:
-    return client.submit(nodes_or_tasks=n, time_limit_min=3, command="sleep 120", name=name,
-                         output="/dev/null", extra_args=["--hold", "-N", str(n)])
+    return client.submit(
+        nodes_or_tasks=n,
+        time_limit_min=3,
+        command="sleep 120",
+        name=name,
+        output="/dev/null",
+        extra_args=["--hold", "-N", str(n)],
+    )
 
 
 def jobs_now(client) -> dict:
@@ -103,8 +110,12 @@ def wait_running(client, ids, timeout_s: float = 20) -> dict:
 def service(slurm, tmp_path=None, **options) -> PlacementService:
     hook = options.pop("before_update", None)
     config = ServiceConfig(**{"time_limit_s": TIME_LIMIT_S, **options})
-    return PlacementService(config, env=slurm.env, before_update=hook,
-                            log_path=tmp_path / "log.jsonl" if tmp_path else None)
+    return PlacementService(
+        config,
+        env=slurm.env,
+        before_update=hook,
+        log_path=tmp_path / "log.jsonl" if tmp_path else None,
+    )
 
 
 def log_lines(path: Path) -> list[dict]:
@@ -119,8 +130,10 @@ def test_window_runs_exactly_where_it_was_logged(slurm, tmp_path):
     logged = [r for r in log_lines(tmp_path / "log.jsonl") if r["event"] == "window"]
     assert logged == [rec] and rec["placed"] == 4
     assert sorted(e["job_id"] for e in rec["jobs"]) == sorted(ids)
-    assert rec["cost"] <= rec["slurm_tree_cost"] + 1e-9 and rec["cost"] <= rec["scas_optimum"] + 1e-9
-    seen = rec["slurm_test_only"]          # Slurm's own choice for the first job, beside
+    assert (
+        rec["cost"] <= rec["slurm_tree_cost"] + 1e-9 and rec["cost"] <= rec["scas_optimum"] + 1e-9
+    )
+    seen = rec["slurm_test_only"]  # Slurm's own choice for the first job, beside
     assert seen["job_id"] == rec["jobs"][0]["job_id"]
     assert len(expand_hostlist(seen["nodes"])) == rec["jobs"][0]["nodes_requested"]
     rows = wait_running(client, ids)
@@ -139,7 +152,7 @@ def test_job_that_does_not_fit_stays_held_and_runs_later(slurm, tmp_path):
     assert rec["waiting"] == [{"job_id": big, "nodes_requested": 12, "waited": 0}]
     wait_running(client, [small])
     assert jobs_now(client)[big][:2] == ("PENDING", "JobHeldUser")
-    rec = svc.run_pass()                     # 10 idle nodes: still no room
+    rec = svc.run_pass()  # 10 idle nodes: still no room
     assert rec["jobs"] == [] and rec["waiting"][0]["waited"] == 1
     client.cancel([small])
     slurm.wait_idle(20)
@@ -161,6 +174,7 @@ def test_cancelled_released_or_modified_jobs_are_skipped(slurm, tmp_path):
             client.release(released)
         elif job.job_id == modified:
             client.update_job(modified, ExcNodeList="n18")
+
     rec = service(slurm, tmp_path, before_update=meddle).run_pass()
     outcome = {e["job_id"]: (e["outcome"], e["reason"]) for e in rec["jobs"]}
     assert outcome[kept] == ("placed", None)
@@ -169,10 +183,14 @@ def test_cancelled_released_or_modified_jobs_are_skipped(slurm, tmp_path):
     assert outcome[modified] == ("skipped", "modified since it was read")
     rows = wait_running(client, [kept])
     assert rows[modified][:2] == ("PENDING", "JobHeldUser") and rows[modified][3] == ""
-    assert rows[released][0] in ("PENDING", "RUNNING") and cancelled not in rows or \
-        rows[cancelled][0] == "CANCELLED"
+    assert (
+        rows[released][0] in ("PENDING", "RUNNING")
+        and cancelled not in rows
+        or rows[cancelled][0] == "CANCELLED"
+    )
     assert expand_hostlist(rows[kept][2]) == expand_hostlist(
-        next(e["nodes"] for e in rec["jobs"] if e["job_id"] == kept))
+        next(e["nodes"] for e in rec["jobs"] if e["job_id"] == kept)
+    )
 
 
 # -- (d) a node drained in between ------------------------------------------------------------
@@ -185,6 +203,7 @@ def test_node_drained_between_read_and_update_keeps_the_job_held(slurm, tmp_path
         if job.job_id == victim:
             drained.append(expand_hostlist(hostlist)[0])
             client.drain(drained[0], "tjap-test")
+
     svc = service(slurm, tmp_path, before_update=drain)
     rec = svc.run_pass()
     outcome = {e["job_id"]: (e["outcome"], e["reason"]) for e in rec["jobs"]}
@@ -192,13 +211,15 @@ def test_node_drained_between_read_and_update_keeps_the_job_held(slurm, tmp_path
     assert outcome[victim][0] == "held" and drained[0] in outcome[victim][1]
     assert "drain" in outcome[victim][1]
     wait_running(client, [other])
-    time.sleep(1.5)                                   # a scheduler pass: still held
+    time.sleep(1.5)  # a scheduler pass: still held
     state, reason, _, req = jobs_now(client)[victim]
-    assert (state, reason, req) == ("PENDING", "JobHeldUser", "")   # ReqNodeList cleared
+    assert (state, reason, req) == ("PENDING", "JobHeldUser", "")  # ReqNodeList cleared
     client.resume(drained[0])
     svc.before_update = None
     rec = svc.run_pass()
-    assert [(e["job_id"], e["waited"], e["outcome"]) for e in rec["jobs"]] == [(victim, 1, "placed")]
+    assert [(e["job_id"], e["waited"], e["outcome"]) for e in rec["jobs"]] == [
+        (victim, 1, "placed")
+    ]
     wait_running(client, [victim])
 
 
@@ -216,15 +237,33 @@ def test_service_survives_a_controller_restart_and_stops_on_sigterm(slurm, tmp_p
     log = tmp_path / "log.jsonl"
     out, err = open(tmp_path / "out", "w"), open(tmp_path / "err", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())",
-         "slurm", "place", "--interval", "1", "--time-limit", "2", "--log", str(log), "--json"],
-        env=slurm.env, cwd=ROOT, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tjap.cli import main; sys.exit(main())",
+            "slurm",
+            "place",
+            "--interval",
+            "1",
+            "--time-limit",
+            "2",
+            "--log",
+            str(log),
+            "--json",
+        ],
+        env=slurm.env,
+        cwd=ROOT,
+        stdout=out,
+        stderr=err,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         first = submit_held(client, 2)
         wait_for(lambda: placed(log, first), 30, "the first job to be placed")
         slurm.stop_controller()
-        wait_for(lambda: sum(r["event"] == "error" for r in log_lines(log)) >= 2, 30,
-                 "two failed passes")
+        wait_for(
+            lambda: sum(r["event"] == "error" for r in log_lines(log)) >= 2, 30, "two failed passes"
+        )
         slurm.start_controller()
         second = submit_held(client, 3)
         entry = wait_for(lambda: placed(log, second), 60, "the second job after the restart")
@@ -242,7 +281,7 @@ def test_service_survives_a_controller_restart_and_stops_on_sigterm(slurm, tmp_p
     assert records[-1]["event"] == "stop" and records[-1]["signal"] == "SIGTERM"
     errors = [r for r in records if r["event"] == "error"]
     assert all("cannot reach slurmctld" in r["error"] for r in errors)
-    assert [r["retry_in_s"] for r in errors[:2]] == [1.0, 1.0]     # capped at the interval
+    assert [r["retry_in_s"] for r in errors[:2]] == [1.0, 1.0]  # capped at the interval
     stderr = (tmp_path / "err").read_text()
     assert "Traceback" not in stderr
     assert stderr.count("retrying in") == len(errors)
@@ -261,16 +300,31 @@ def test_dry_run_advise_and_ctrl_c_change_nothing(slurm, tmp_path, monkeypatch, 
     rec = service(slurm, tmp_path, dry_run=True).run_pass()
     assert [e["outcome"] for e in rec["jobs"]] == ["dry-run", "dry-run"] and rec["placed"] == 0
     monkeypatch.setenv("SLURM_CONF", slurm.env["SLURM_CONF"])
-    monkeypatch.setenv("PATH", slurm.env["PATH"])        # that Slurm's client tools
+    monkeypatch.setenv("PATH", slurm.env["PATH"])  # that Slurm's client tools
     assert main(["slurm", "advise", "--json", "--time-limit", "2"]) == 0
     advice = json.loads(capsys.readouterr().out)
     assert advice["event"] == "advice" and [e["outcome"] for e in advice["jobs"]] == ["advice"] * 2
     assert [e["nodes"] for e in advice["jobs"]] == [e["nodes"] for e in rec["jobs"]]
     log = tmp_path / "ctrl-c.jsonl"
     proc = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from tjap.cli import main; sys.exit(main())",
-         "slurm", "place", "--dry-run", "--interval", "1", "--log", str(log), "--quiet"],
-        env=slurm.env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tjap.cli import main; sys.exit(main())",
+            "slurm",
+            "place",
+            "--dry-run",
+            "--interval",
+            "1",
+            "--log",
+            str(log),
+            "--quiet",
+        ],
+        env=slurm.env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     wait_for(lambda: any(r["event"] == "window" for r in log_lines(log)), 30, "a dry window")
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=30) == 130
@@ -291,10 +345,17 @@ def test_never_above_slurm_nor_scas_on_windows_with_busy_nodes(slurm, tmp_path):
     rows_out = []
     for k in range(6):
         busy = sorted(rng.choice(TREE.num_nodes, size=int(rng.integers(3, 7)), replace=False))
-        blockers = [client.submit(nodes_or_tasks=1, time_limit_min=3, command="sleep 120",
-                                  output="/dev/null", name="busy",
-                                  extra_args=["-N", "1", "-w", TREE.node_names[v]])
-                    for v in busy]
+        blockers = [
+            client.submit(
+                nodes_or_tasks=1,
+                time_limit_min=3,
+                command="sleep 120",
+                output="/dev/null",
+                name="busy",
+                extra_args=["-N", "1", "-w", TREE.node_names[v]],
+            )
+            for v in busy
+        ]
         wait_running(client, blockers)
         free = TREE.num_nodes - len(busy)
         sizes, left = [], free
@@ -327,23 +388,35 @@ def test_a_job_held_for_locality_waits_for_good_nodes_or_its_wait(slurm, tmp_pat
     client = slurm.client()
     # one busy node in each leaf of four: a 4-node job's best is now 3 + 1 nodes under one
     # spine (cost 9000), against one whole leaf (6000) on the empty partition
-    blockers = {v: client.submit(nodes_or_tasks=1, time_limit_min=3, command="sleep 120",
-                                 output="/dev/null", name="busy", extra_args=["-N", "1", "-w", v])
-                for v in ("n01", "n10", "n15")}
+    blockers = {
+        v: client.submit(
+            nodes_or_tasks=1,
+            time_limit_min=3,
+            command="sleep 120",
+            output="/dev/null",
+            name="busy",
+            extra_args=["-N", "1", "-w", v],
+        )
+        for v in ("n01", "n10", "n15")
+    }
     wait_running(client, blockers.values())
     svc = service(slurm, tmp_path, locality_slack=0.25, locality_wait_s=4.0)
     first = submit_held(client, 4, "first")
     rec = svc.run_pass()
     assert rec["jobs"] == [] and [w["job_id"] for w in rec["waiting"]] == [first]
-    held, = rec["held_for_locality"]
+    (held,) = rec["held_for_locality"]
     assert (held["job_id"], held["cost_now"], held["best"]) == (first, 9000.0, 6000.0)
     assert jobs_now(client)[first][:2] == ("PENDING", "JobHeldUser")
-    client.cancel([blockers["n01"]])           # a whole leaf frees up: placed there at once
-    wait_for(lambda: any(n.name == "n01" and n.state == "idle"
-                         for n in client.partition_nodes()), 20, "n01 to be idle")
+    client.cancel([blockers["n01"]])  # a whole leaf frees up: placed there at once
+    wait_for(
+        lambda: any(n.name == "n01" and n.state == "idle" for n in client.partition_nodes()),
+        20,
+        "n01 to be idle",
+    )
     rec = svc.run_pass()
-    assert [(e["job_id"], e["cost"], e["outcome"]) for e in rec["jobs"]] == \
-        [(first, 6000.0, "placed")]
+    assert [(e["job_id"], e["cost"], e["outcome"]) for e in rec["jobs"]] == [
+        (first, 6000.0, "placed")
+    ]
     rows = wait_running(client, [first])
     assert expand_hostlist(rows[first][2]) == ["n01", "n02", "n03", "n04"]
     second = submit_held(client, 4, "second")  # no whole leaf left: held until its wait is over
@@ -353,8 +426,9 @@ def test_a_job_held_for_locality_waits_for_good_nodes_or_its_wait(slurm, tmp_pat
     time.sleep(max(0.0, submitted + 4.0 - time.time()) + 0.1)
     rec = svc.run_pass()
     assert rec["held_for_locality"] == []
-    assert [(e["job_id"], e["cost"], e["outcome"]) for e in rec["jobs"]] == \
-        [(second, 9000.0, "placed")]
+    assert [(e["job_id"], e["cost"], e["outcome"]) for e in rec["jobs"]] == [
+        (second, 9000.0, "placed")
+    ]
     wait_running(client, [second])
 
 
@@ -379,8 +453,14 @@ def test_an_unprivileged_account_places_its_own_jobs_and_no_one_elses(slurm, tmp
     for path in (slurm.workdir, slurm.conf_path, slurm.topology_path):
         path.chmod(path.stat().st_mode | (0o055 if path.is_dir() else 0o044))
     client, nobody = slurm.client(), AsUser("nobody", slurm.env)
-    mine = nobody.submit(nodes_or_tasks=2, time_limit_min=3, command="sleep 120", name="mine",
-                         output="/dev/null", extra_args=["--hold", "-N", "2", "--chdir", "/tmp"])
+    mine = nobody.submit(
+        nodes_or_tasks=2,
+        time_limit_min=3,
+        command="sleep 120",
+        name="mine",
+        output="/dev/null",
+        extra_args=["--hold", "-N", "2", "--chdir", "/tmp"],
+    )
     theirs = submit_held(client, 1, "theirs")
     config = ServiceConfig(time_limit_s=TIME_LIMIT_S)
     rec = PlacementService(config, client=nobody, log_path=tmp_path / "log.jsonl").run_pass()

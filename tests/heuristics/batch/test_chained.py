@@ -6,9 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
-from tjap.placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features, split, with_pair
 from tjap.errors import InvalidInputError
+from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
+from tjap.placement.batch.chained import (
+    FEATURES,
+    ChainedEpisode,
+    Pair,
+    snapshot_features,
+    split,
+    with_pair,
+)
 
 H = 3600
 EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
@@ -16,8 +23,12 @@ EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
 
 def test_features_on_a_hand_built_queue():
     # 4 nodes. A (2 nodes) and B (2 nodes) run from 0; C (3 nodes) and D (1 node) queue.
-    jobs = Jobs.build(submit_s=[0, 0, 0, 3600], nodes=[2, 2, 3, 1],
-                      limit_s=[10 * H, 20 * H, 5 * H, 1 * H], runtime_s=[10 * H, 20 * H, H, H])
+    jobs = Jobs.build(
+        submit_s=[0, 0, 0, 3600],
+        nodes=[2, 2, 3, 1],
+        limit_s=[10 * H, 20 * H, 5 * H, 1 * H],
+        runtime_s=[10 * H, 20 * H, H, H],
+    )
     table, pred, succ = with_pair(jobs, 1800, Pair(nodes=2, runtime_s=4 * H, limit_s=5 * H))
     sim = Simulator(table, 4, EXACT)
     sim.hold(succ)
@@ -29,7 +40,12 @@ def test_features_on_a_hand_built_queue():
     assert (f["queue_limit_h_p0"], f["queue_limit_h_p100"]) == (1, 5)
     assert f["running_jobs"] == 2 and f["busy_nodes"] == 4 and f["free_nodes"] == 0
     assert f["running_elapsed_h_p50"] == 2 and f["running_limit_h_p100"] == 20
-    assert (f["pred_size"], f["pred_limit_h"], f["pred_queue_h"], f["pred_elapsed_h"]) == (2, 5, 1.5, 0)
+    assert (f["pred_size"], f["pred_limit_h"], f["pred_queue_h"], f["pred_elapsed_h"]) == (
+        2,
+        5,
+        1.5,
+        0,
+    )
     assert (f["succ_size"], f["succ_limit_h"]) == (2, 5)
 
 
@@ -49,8 +65,9 @@ def test_outcome_signs_and_the_reactive_fallback():
 
 
 def test_episode_history_and_errors():
-    jobs = Jobs.build(submit_s=np.arange(0, 50 * H, H), nodes=[1] * 50, limit_s=[2 * H] * 50,
-                      runtime_s=[H] * 50)
+    jobs = Jobs.build(
+        submit_s=np.arange(0, 50 * H, H), nodes=[1] * 50, limit_s=[2 * H] * 50, runtime_s=[H] * 50
+    )
     ep = ChainedEpisode(jobs, 4, 30 * H, Pair(nodes=1), config=EXACT, warmup_s=5 * H)
     obs = ep.observation()
     assert obs.shape == (144, 40) and (obs[:-30] == 0).all() and (obs[-30:, 0] >= 0).all()
@@ -80,15 +97,17 @@ class Recorder:
 def busy_trace():
     # 4 nodes kept busy by a stream of 2-node, 5-hour jobs: waits of hours
     n = 120
-    return Jobs.build(submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n,
-                      runtime_s=[5 * H] * n)
+    return Jobs.build(
+        submit_s=np.arange(n) * 1800, nodes=[2] * n, limit_s=[6 * H] * n, runtime_s=[5 * H] * n
+    )
 
 
 @pytest.mark.parametrize("inner", [Reactive(), Average()])
 def test_provisioners_never_act_before_the_predecessor_is_submitted(inner):
     jobs = busy_trace()
-    ep = ChainedEpisode(jobs, 4, 30 * H, Pair(nodes=2, runtime_s=10 * H, limit_s=12 * H),
-                        config=EXACT)
+    ep = ChainedEpisode(
+        jobs, 4, 30 * H, Pair(nodes=2, runtime_s=10 * H, limit_s=12 * H), config=EXACT
+    )
     rec = Recorder(inner)
     outcome = run_episode(ep, rec)
     assert rec.asked and all(t >= 30 * H for t, _ in rec.asked)
@@ -104,8 +123,17 @@ def test_reactive_interrupts_and_avg_trades_it_for_overlap_on_a_busy_queue():
     avg = evaluate(jobs, 4, pair, times, Average(), config=EXACT)
     assert reactive.mean_interruption_h > 1 and reactive.mean_overlap_h == 0
     assert avg.mean_interruption_h < reactive.mean_interruption_h
-    assert set(avg.summary()) == {"method", "status", "objective", "runtime_s", "seed",
-                                  "policy", "pairs", "mean_interruption_h", "mean_overlap_h",
-                                  "zero_interruption_fraction"}
+    assert set(avg.summary()) == {
+        "method",
+        "status",
+        "objective",
+        "runtime_s",
+        "seed",
+        "policy",
+        "pairs",
+        "mean_interruption_h",
+        "mean_overlap_h",
+        "zero_interruption_fraction",
+    }
     assert avg.objective == avg.mean_interruption_h and avg.method == "avg"
     assert isinstance(avg.to_dict()["pairs"], int) and len(avg.outcomes_h) == len(times)

@@ -59,19 +59,23 @@ def sacct_text(topo, jobs) -> list[str]:
     lines = [HEADER]
     for job_id, start, end, nodes in jobs:
         names = compress_hostlist([topo.node_names[v] for v in nodes])
-        lines.append(f"{job_id}|batch|{stamp(start)}|{stamp(start)}|{stamp(end)}|{len(nodes)}|"
-                     f"{names}|COMPLETED")
+        lines.append(
+            f"{job_id}|batch|{stamp(start)}|{stamp(start)}|{stamp(end)}|{len(nodes)}|"
+            f"{names}|COMPLETED"
+        )
     return lines
 
 
 def jobcomp_text(topo, jobs) -> list[str]:
     lines = []
-    for job_id, start, end, nodes in sorted(jobs, key=lambda j: (j[2], j[0])):   # by end
+    for job_id, start, end, nodes in sorted(jobs, key=lambda j: (j[2], j[0])):  # by end
         names = compress_hostlist([topo.node_names[v] for v in nodes])
-        lines.append(f"JobId={job_id} UserId=u(1) GroupId=g(1) Name=wrap JobState=COMPLETED "
-                     f"Partition=batch TimeLimit=5 StartTime={stamp(start)} EndTime={stamp(end)} "
-                     f"NodeList={names} NodeCnt={len(nodes)} ProcCnt={len(nodes)} WorkDir=/tmp "
-                     f"SubmitTime={stamp(start)} ExitCode=0:0")
+        lines.append(
+            f"JobId={job_id} UserId=u(1) GroupId=g(1) Name=wrap JobState=COMPLETED "
+            f"Partition=batch TimeLimit=5 StartTime={stamp(start)} EndTime={stamp(end)} "
+            f"NodeList={names} NodeCnt={len(nodes)} ProcCnt={len(nodes)} WorkDir=/tmp "
+            f"SubmitTime={stamp(start)} ExitCode=0:0"
+        )
     return lines
 
 
@@ -80,8 +84,12 @@ def brute_idle(jobs, k: int, num_nodes: int) -> list[int]:
     (ties by job id) that ended in its second or later; its own nodes idle."""
     _, start, _, own = jobs[k]
     key = lambda j: (j[1], int(j[0]))
-    busy = {v for j in jobs if j is not jobs[k] and key(j) < key(jobs[k]) and j[2] >= start
-            for v in j[3]}
+    busy = {
+        v
+        for j in jobs
+        if j is not jobs[k] and key(j) < key(jobs[k]) and j[2] >= start
+        for v in j[3]
+    }
     return [v for v in range(num_nodes) if v not in busy or v in own]
 
 
@@ -120,7 +128,7 @@ def test_every_measure_equals_brute_force(seed, tree):
         tree = slurm_tree_nodes(topo, [topo.node_names[v] for v in idle], size)
         assert entry["slurm_tree"] == pytest.approx(job_cost(topo, tree))
         assert entry["slurm_tree_same"] == (sorted(tree.tolist()) == own)
-        for key in ("optimum_nodes", "bound_nodes", "slurm_tree_nodes"):     # idle, right size
+        for key in ("optimum_nodes", "bound_nodes", "slurm_tree_nodes"):  # idle, right size
             got = topo.node_indices(expand_hostlist(entry[key]))
             assert len(set(got.tolist())) == size and set(got.tolist()) <= set(idle)
         assert entry["floor"] <= entry["bound"] + 1e-9 <= entry["optimum"] + 2e-9
@@ -149,21 +157,28 @@ def test_sacct_and_jobcomp_give_the_same_numbers(seed):
 def test_filters_and_reasons_count_every_record():
     topo = Topology.from_slurm(TREE)
     t = 1_790_000_000
-    lines = [HEADER,
-             f"1|batch|{stamp(t)}|{stamp(t)}|{stamp(t + 50)}|2|n[1-2]|COMPLETED",
-             f"2|gpu|{stamp(t)}|{stamp(t + 10)}|{stamp(t + 50)}|2|n[4-5]|COMPLETED",
-             f"3|batch|{stamp(t)}|{stamp(t + 20)}|{stamp(t + 50)}|2|n6,z1|COMPLETED",
-             f"4+0|batch|{stamp(t)}|{stamp(t + 30)}|{stamp(t + 50)}|2|n[8-9]|COMPLETED",
-             f"5|batch|{stamp(t)}|{stamp(t + 40)}|{stamp(t + 50)}|1|n3|COMPLETED",
-             f"6|batch|{stamp(t)}|{stamp(t + 100)}|{stamp(t + 150)}|2|n[1-2]|COMPLETED"]
+    lines = [
+        HEADER,
+        f"1|batch|{stamp(t)}|{stamp(t)}|{stamp(t + 50)}|2|n[1-2]|COMPLETED",
+        f"2|gpu|{stamp(t)}|{stamp(t + 10)}|{stamp(t + 50)}|2|n[4-5]|COMPLETED",
+        f"3|batch|{stamp(t)}|{stamp(t + 20)}|{stamp(t + 50)}|2|n6,z1|COMPLETED",
+        f"4+0|batch|{stamp(t)}|{stamp(t + 30)}|{stamp(t + 50)}|2|n[8-9]|COMPLETED",
+        f"5|batch|{stamp(t)}|{stamp(t + 40)}|{stamp(t + 50)}|1|n3|COMPLETED",
+        f"6|batch|{stamp(t)}|{stamp(t + 100)}|{stamp(t + 150)}|2|n[1-2]|COMPLETED",
+    ]
     r = tjap.audit(lines, topo, timezone="UTC", partition="batch", end=t + 60)
     assert [e["job_id"] for e in r.to_dict()["jobs"]] == ["1"]
-    assert r.skipped == {"other_partition": 1, "unknown_nodes": 1, "heterogeneous": 1,
-                         "below_min_nodes": 1, "outside_window": 1}
+    assert r.skipped == {
+        "other_partition": 1,
+        "unknown_nodes": 1,
+        "heterogeneous": 1,
+        "below_min_nodes": 1,
+        "outside_window": 1,
+    }
     # the skipped jobs' nodes still count as busy: job 6 (at t+100) sees none; job 1 saw none
     r = tjap.audit(lines, topo, timezone="UTC", start=stamp(t + 5))
     first = r.to_dict()["jobs"][0]
-    assert first["job_id"] == "2" and first["idle"] == topo.num_nodes - 2   # job 1 holds n[1-2]
+    assert first["job_id"] == "2" and first["idle"] == topo.num_nodes - 2  # job 1 holds n[1-2]
 
 
 def test_timezone_reads_local_times():
@@ -171,16 +186,21 @@ def test_timezone_reads_local_times():
     line = "1|batch|2026-07-01T12:00:00|2026-07-01T12:00:00|2026-07-01T13:00:00|2|n[1-2]|COMPLETED"
     utc = tjap.audit([HEADER, line], topo, timezone="UTC").to_dict()["jobs"][0]
     berlin = tjap.audit([HEADER, line], topo, timezone="Europe/Berlin").to_dict()["jobs"][0]
-    assert utc["start_s"] - berlin["start_s"] == 7200            # CEST is UTC+2
+    assert utc["start_s"] - berlin["start_s"] == 7200  # CEST is UTC+2
     assert berlin["start"] == "2026-07-01T12:00:00+02:00"
 
 
 def test_bad_options_are_one_line_errors():
     topo = Topology.from_slurm(TREE)
-    for kwargs, match in (({"fmt": "csv"}, "format"), ({"slurm": "21.08"}, "slurm"),
-                          ({"min_nodes": 1}, "min_nodes"), ({"convention": "x"}, "convention"),
-                          ({"timezone": "Mars/Olympus"}, "IANA"), ({"start": "yesterday"}, "date"),
-                          ({"start": "2026-02-01", "end": "2026-01-01"}, "after")):
+    for kwargs, match in (
+        ({"fmt": "csv"}, "format"),
+        ({"slurm": "21.08"}, "slurm"),
+        ({"min_nodes": 1}, "min_nodes"),
+        ({"convention": "x"}, "convention"),
+        ({"timezone": "Mars/Olympus"}, "IANA"),
+        ({"start": "yesterday"}, "date"),
+        ({"start": "2026-02-01", "end": "2026-01-01"}, "after"),
+    ):
         with pytest.raises(InvalidInputError, match=match):
             tjap.audit([HEADER], topo, **kwargs)
     with pytest.raises(InvalidInputError):
@@ -200,11 +220,13 @@ def test_cli_summary_json_and_errors(tmp_path, capsys):
     assert main(["audit", *args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["tjap_audit"] == 1 and data["jobs"]
-    assert data == json.loads(json.dumps(tjap.audit(records, tmp_path / "topology.conf",
-                                                    timezone="UTC").to_dict()))
+    assert data == json.loads(
+        json.dumps(tjap.audit(records, tmp_path / "topology.conf", timezone="UTC").to_dict())
+    )
     assert main(["audit", *args, "--csv", str(tmp_path / "out" / "jobs.csv"), "--quiet"]) == 0
     capsys.readouterr()
     import csv
+
     from tjap.cli.audit import JOB_FIELDS
 
     rows = list(csv.DictReader(open(tmp_path / "out" / "jobs.csv")))
@@ -215,8 +237,10 @@ def test_cli_summary_json_and_errors(tmp_path, capsys):
     assert main(["audit", *args, "--report", str(tmp_path / "file")]) == 2
     assert "--report" in capsys.readouterr().err
     (tmp_path / "junk.txt").write_text("hello world\n")
-    assert main(["audit", str(tmp_path / "junk.txt"), "--topology",
-                 str(tmp_path / "topology.conf")]) == 2
+    assert (
+        main(["audit", str(tmp_path / "junk.txt"), "--topology", str(tmp_path / "topology.conf")])
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("tjap: error:") and len(err.strip().splitlines()) == 1
     assert main(["audit", str(records), "--topology", str(tmp_path / "missing.conf")]) == 2
@@ -225,10 +249,12 @@ def test_cli_summary_json_and_errors(tmp_path, capsys):
 def test_records_that_share_a_running_node_are_flagged_not_dropped():
     topo = Topology.from_slurm(TREE)
     t = 1_790_000_000
-    lines = [HEADER,
-             f"1|batch|{stamp(t)}|{stamp(t)}|{stamp(t + 50)}|2|n[1-2]|COMPLETED",
-             f"2|batch|{stamp(t)}|{stamp(t + 50)}|{stamp(t + 60)}|2|n[1-2]|COMPLETED",   # at its end
-             f"3|batch|{stamp(t)}|{stamp(t + 55)}|{stamp(t + 60)}|2|n[2-3]|COMPLETED"]   # job 2's n2
+    lines = [
+        HEADER,
+        f"1|batch|{stamp(t)}|{stamp(t)}|{stamp(t + 50)}|2|n[1-2]|COMPLETED",
+        f"2|batch|{stamp(t)}|{stamp(t + 50)}|{stamp(t + 60)}|2|n[1-2]|COMPLETED",  # at its end
+        f"3|batch|{stamp(t)}|{stamp(t + 55)}|{stamp(t + 60)}|2|n[2-3]|COMPLETED",
+    ]  # job 2's n2
     jobs = {e["job_id"]: e for e in tjap.audit(lines, topo, timezone="UTC").to_dict()["jobs"]}
     assert not jobs["1"]["overlap"] and not jobs["2"]["overlap"] and jobs["3"]["overlap"]
     # job 2 starts in the second job 1 ends: n[1-2] are its own, so idle; n3 was never held
@@ -265,7 +291,8 @@ def test_block_topologies_compare_with_slurms_block_rule(seed, tmp_path):
             assert entry["slurm_tree"] == pytest.approx(job_cost(topo, block))
             assert entry["slurm_tree_same"] == (block == jobs[k][3])
         assert entry["bound"] == pytest.approx(
-            brute_bound(topo, brute_idle(jobs, k, topo.num_nodes), entry["size"]))
+            brute_bound(topo, brute_idle(jobs, k, topo.num_nodes), entry["size"])
+        )
     tree = tjap.audit(sacct_text(topo, jobs), path, timezone="UTC", slurm_rule="tree").to_dict()
     assert tree["options"]["slurm_rule"] == "topology/tree"
     assert [e["cost"] for e in tree["jobs"]] == [e["cost"] for e in data["jobs"]]
@@ -295,8 +322,17 @@ def test_an_interrupted_audit_keeps_whole_jobs_and_says_so(monkeypatch, tmp_path
     records.write_text("\n".join(sacct_text(topo, jobs)) + "\n")
     (tmp_path / "t.conf").write_text(EVEN_TREE)
     calls.clear()
-    code = main(["audit", str(records), "--topology", str(tmp_path / "t.conf"), "--timezone",
-                 "UTC", "--json"])
+    code = main(
+        [
+            "audit",
+            str(records),
+            "--topology",
+            str(tmp_path / "t.conf"),
+            "--timezone",
+            "UTC",
+            "--json",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 130 and "interrupted" in err
     data = json.loads(out)
@@ -316,7 +352,9 @@ SwitchName=s3 Level=0 LinkSpeed=1 Nodes=n[8-9]"""
     jobs = random_jobs(np.random.default_rng(2), topo, 20)
     live = tjap.audit(sacct_text(topo, jobs), "slurm", timezone="UTC").to_dict()
     assert live["topology"]["source"].startswith("the running Slurm")
-    assert live["jobs"] == tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC").to_dict()["jobs"]
+    assert (
+        live["jobs"] == tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC").to_dict()["jobs"]
+    )
 
 
 def test_node_index_reads_and_writes_hostlists_as_expand_and_compress_do():
@@ -324,19 +362,24 @@ def test_node_index_reads_and_writes_hostlists_as_expand_and_compress_do():
 
     from tjap.placement.tree.hostlist import NodeIndex
 
-    names = [f"n{i}" for i in range(1, 13)] + [f"gpu{i:03d}" for i in range(1, 11)] + ["x7y"] \
-        + [f"r001n{i:02d}" for i in range(1, 6)] + [f"r002n{i:02d}" for i in range(1, 13)] \
+    names = (
+        [f"n{i}" for i in range(1, 13)]
+        + [f"gpu{i:03d}" for i in range(1, 11)]
+        + ["x7y"]
+        + [f"r001n{i:02d}" for i in range(1, 6)]
+        + [f"r002n{i:02d}" for i in range(1, 13)]
         + ["login"]
+    )
     index = NodeIndex(names)
     rng = random.Random(0)
     for _ in range(2000):
         pick = sorted(rng.sample(range(len(names)), rng.randint(1, 8)))
-        extra = [] if rng.random() < 0.7 else ["zz9", "n99", "gpu011"][:rng.randint(1, 3)]
+        extra = [] if rng.random() < 0.7 else ["zz9", "n99", "gpu011"][: rng.randint(1, 3)]
         listed = [names[v] for v in pick] + extra
         rng.shuffle(listed)
         ids, complete = index.ids(compress_hostlist(listed))
         assert ids.tolist() == pick and complete == (not extra)
         assert expand_hostlist(index.hostlist(pick)) == [names[v] for v in pick]
-    assert index.ids("n[1-2]x[3]")[0].tolist() == []          # read by expand_hostlist
+    assert index.ids("n[1-2]x[3]")[0].tolist() == []  # read by expand_hostlist
     with pytest.raises(InvalidInputError):
         index.ids("n[5-3]")

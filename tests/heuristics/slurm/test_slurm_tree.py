@@ -3,7 +3,7 @@
 
 The hand-worked cases follow the rule in the module docstring; the 9-node case with a leaf beside
 a switch (``test_leaf_beside_a_switch_wins_when_its_parent_fits``) is also what a real Slurm
-22.05.8 chose (tests/test_slurm_tree_live.py runs such checks against Slurm itself).
+22.05.8 chose (tests/placement/slurm/test_slurm_tree_live.py runs such checks against Slurm itself).
 """
 
 from __future__ import annotations
@@ -13,14 +13,20 @@ import json
 import numpy as np
 import pytest
 
-from tjap.heuristics.slurm.tree import (INFINITE, RELEASES, SlurmWouldNotPlaceError,
-                                        release_for, slurm_tree_nodes, solve_slurm_tree,
-                                        switch_table)
+from tjap.errors import InvalidInputError
+from tjap.heuristics.slurm.tree import (
+    INFINITE,
+    RELEASES,
+    SlurmWouldNotPlaceError,
+    release_for,
+    slurm_tree_nodes,
+    solve_slurm_tree,
+    switch_table,
+)
 from tjap.heuristics.tree.guarded import solve_guarded
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from tjap.errors import InvalidInputError
 from tjap.result import Status
 
 TWO_LEAVES = Topology.from_slurm("""
@@ -191,23 +197,31 @@ def test_best_fit_prefers_the_smallest_leaf_that_fits():
     assert pick(TWO_LEAVES, TWO_LEAVES.node_names, 1) == ["b1"]
     assert pick(TWO_LEAVES, TWO_LEAVES.node_names, 3) == ["a1", "a2", "a3"]
     assert pick(THREE_LEVELS, THREE_LEVELS.node_names, 2) == ["b1", "b2"]
-    assert pick(THREE_LEVELS, THREE_LEVELS.node_names, 3) == ["c1", "c2", "c3"]   # c before d
+    assert pick(THREE_LEVELS, THREE_LEVELS.node_names, 3) == ["c1", "c2", "c3"]  # c before d
 
 
 def test_best_fit_counts_idle_nodes_not_leaf_sizes():
-    idle = ["a1", "a3", "b1", "b2"]              # leaf a has 2 idle nodes left, b has 2
-    assert pick(TWO_LEAVES, idle, 2) == ["a1", "a3"]   # equal fit: the first leaf
+    idle = ["a1", "a3", "b1", "b2"]  # leaf a has 2 idle nodes left, b has 2
+    assert pick(TWO_LEAVES, idle, 2) == ["a1", "a3"]  # equal fit: the first leaf
     idle = ["a2", "a3", "a4", "b1"]
     assert pick(TWO_LEAVES, idle, 1) == ["b1"]
-    assert pick(TWO_LEAVES, idle, 2) == ["a2", "a3"]   # first idle nodes of the leaf, in order
+    assert pick(TWO_LEAVES, idle, 2) == ["a2", "a3"]  # first idle nodes of the leaf, in order
 
 
 def test_a_large_job_starts_with_the_fullest_leaf():
     assert pick(TWO_LEAVES, TWO_LEAVES.node_names, 5) == ["a1", "a2", "a3", "a4", "b1"]
     # 8 of 12: no leaf and no middle switch fits; m1 (6) vs m2 (6) tie, a (4) is the fullest
     # leaf; then 4 missing: d, c (3 each) at distance 4, b (2) at distance 2: b is closer
-    assert pick(THREE_LEVELS, THREE_LEVELS.node_names, 8) == \
-        ["a1", "a2", "a3", "a4", "b1", "b2", "c1", "c2"]
+    assert pick(THREE_LEVELS, THREE_LEVELS.node_names, 8) == [
+        "a1",
+        "a2",
+        "a3",
+        "a4",
+        "b1",
+        "b2",
+        "c1",
+        "c2",
+    ]
 
 
 def test_near_leaf_beats_a_farther_better_fit():
@@ -226,17 +240,20 @@ def test_leaf_beside_a_switch_wins_when_its_parent_fits():
 
 
 def test_switch_table_matches_slurm():
-    t = switch_table(UNEVEN)          # table order top, m, a, b, c (to_slurm's order)
+    t = switch_table(UNEVEN)  # table order top, m, a, b, c (to_slurm's order)
     assert t.level.tolist() == [2, 1, 0, 0, 0]
-    assert t.parent.tolist() == [0, 0, 1, 1, 0]        # the root keeps 0: itself
+    assert t.parent.tolist() == [0, 0, 1, 1, 0]  # the root keeps 0: itself
     assert t.leaves.tolist() == [2, 3, 4]
     assert t.leaf_dist.tolist() == [[2, 1, 0, 2, 3], [2, 1, 2, 0, 3], [1, 2, 3, 3, 0]]
-    two = switch_table(TWO_TOPS)      # Slurm's table: c, p, a, b (no implicit root)
+    two = switch_table(TWO_TOPS)  # Slurm's table: c, p, a, b (no implicit root)
     assert two.level.tolist() == [0, 1, 0, 0]
-    assert two.parent.tolist() == [0, 0, 1, 1]        # the unlisted p keeps 0: switch c
+    assert two.parent.tolist() == [0, 0, 1, 1]  # the unlisted p keeps 0: switch c
     assert two.leaves.tolist() == [0, 2, 3]
-    assert two.leaf_dist.tolist() == [[0] + [INFINITE] * 3, [INFINITE, 1, 0, 2],
-                                      [INFINITE, 1, 2, 0]]
+    assert two.leaf_dist.tolist() == [
+        [0] + [INFINITE] * 3,
+        [INFINITE, 1, 0, 2],
+        [INFINITE, 1, 2, 0],
+    ]
 
 
 def test_several_top_level_switches_confine_the_job():
@@ -281,17 +298,30 @@ def _n(*numbers):
     return [f"n{i:03d}" for i in numbers]
 
 
-@pytest.mark.parametrize("tree, idle, sizes, slurm_22_05, slurm_24_11", [
-    # l5 (5 idle, its switch m1 holds 8) first; 2 missing: 22.05 takes the best fit l1 (2 idle),
-    # 24.11 the closer l4, which holds them
-    (BESIDE, _n(1, 3, 8, 9, 10, 17, 19, 20, 23, 24, 25, 26, 27), [7],
-     [_n(1, 3, 23, 24, 25, 26, 27)], [_n(17, 19, 23, 24, 25, 26, 27)]),
-    # 8 nodes: l3 first (its switch m2 holds 8); for the 5 missing, 24.11 counts the 5 left
-    # under m2, a tighter fit than m1's 6, and stays there (l4, l5); 22.05 still counts m2's 8,
-    # so m1 is the tighter fit and it goes to l1, then back to l4
-    (PAIRS, _n(1, 2, 4, 7, 8, 9, 12, 16, 17, 18, 19, 22, 23, 24), [8, 1],
-     [_n(1, 2, 4, 12, 16, 17, 18, 19), _n(7)], [_n(12, 16, 17, 18, 19, 22, 23, 24), _n(1)]),
-])
+@pytest.mark.parametrize(
+    "tree, idle, sizes, slurm_22_05, slurm_24_11",
+    [
+        # l5 (5 idle, its switch m1 holds 8) first; 2 missing: 22.05 takes the best fit l1 (2 idle),
+        # 24.11 the closer l4, which holds them
+        (
+            BESIDE,
+            _n(1, 3, 8, 9, 10, 17, 19, 20, 23, 24, 25, 26, 27),
+            [7],
+            [_n(1, 3, 23, 24, 25, 26, 27)],
+            [_n(17, 19, 23, 24, 25, 26, 27)],
+        ),
+        # 8 nodes: l3 first (its switch m2 holds 8); for the 5 missing, 24.11 counts the 5 left
+        # under m2, a tighter fit than m1's 6, and stays there (l4, l5); 22.05 still counts m2's 8,
+        # so m1 is the tighter fit and it goes to l1, then back to l4
+        (
+            PAIRS,
+            _n(1, 2, 4, 7, 8, 9, 12, 16, 17, 18, 19, 22, 23, 24),
+            [8, 1],
+            [_n(1, 2, 4, 12, 16, 17, 18, 19), _n(7)],
+            [_n(12, 16, 17, 18, 19, 22, 23, 24), _n(1)],
+        ),
+    ],
+)
 def test_what_slurm_22_05_and_24_11_chose(tree, idle, sizes, slurm_22_05, slurm_24_11):
     window = Window(tree, idle, sizes)
     for slurm, expected in (("22.05", slurm_22_05), ("24.11", slurm_24_11)):
@@ -299,9 +329,16 @@ def test_what_slurm_22_05_and_24_11_chose(tree, idle, sizes, slurm_22_05, slurm_
         assert [sorted(nodes) for nodes in result.node_names()] == expected, slurm
 
 
-@pytest.mark.parametrize("version, rule", [("slurm 24.11.5", "24.11"), ("slurm 25.05.0", "24.11"),
-                                           ("slurm-wlm 22.05.8", "22.05"),
-                                           ("slurm 23.11.4", "22.05"), ("", "22.05")])
+@pytest.mark.parametrize(
+    "version, rule",
+    [
+        ("slurm 24.11.5", "24.11"),
+        ("slurm 25.05.0", "24.11"),
+        ("slurm-wlm 22.05.8", "22.05"),
+        ("slurm 23.11.4", "22.05"),
+        ("", "22.05"),
+    ],
+)
 def test_the_rule_follows_the_live_version(version, rule):
     assert release_for(version) == rule
 
@@ -311,8 +348,10 @@ def test_guarded_follows_the_rule_it_is_given():
     for slurm in RELEASES:
         r = solve_guarded(window, slurm=slurm)
         assert r.info["slurm_tree_cost"] == solve_slurm_tree(window, slurm=slurm).objective
-    assert solve_slurm_tree(window, slurm="22.05").objective != \
-        solve_slurm_tree(window, slurm="24.11").objective
+    assert (
+        solve_slurm_tree(window, slurm="22.05").objective
+        != solve_slurm_tree(window, slurm="24.11").objective
+    )
     with pytest.raises(InvalidInputError, match="slurm must be one of") as info:
         solve_guarded(window, slurm="23.02")
     assert "\n" not in str(info.value)
@@ -358,7 +397,7 @@ def test_window_is_feasible_deterministic_and_sequential(seed):
     again = solve_slurm_tree(window, seed=7)
     assert again.assignment == r.assignment and again.objective == r.objective
     free = set(idle.tolist())
-    for nodes, size in zip(r.assignment, sizes):   # each job: the one-job rule on what is left
+    for nodes, size in zip(r.assignment, sizes):  # each job: the one-job rule on what is left
         assert list(nodes) == slurm_tree_nodes(topology, sorted(free), size).tolist()
         free -= set(nodes)
 
@@ -374,6 +413,7 @@ def test_mask_and_names_give_the_same_nodes():
 def test_works_on_a_fat_tree_and_through_tjap_solve():
     import tjap
     from tjap.registry import get
+
     ft = FatTree(k=4)
     window = Window(ft, list(range(1, 16)), [3, 4, 2])
     r = tjap.solve(window, "slurm-tree")
@@ -387,6 +427,7 @@ def test_works_on_a_fat_tree_and_through_tjap_solve():
 
 def test_cli_solve(tmp_path, capsys):
     from tjap.cli import main
+
     path = tmp_path / "w.json"
     path.write_text(Window(UNEVEN, UNEVEN.node_names, [7, 2]).to_json())
     code = main(["solve", str(path), "--method", "slurm-tree", "--json"])
@@ -396,15 +437,18 @@ def test_cli_solve(tmp_path, capsys):
 
 
 # -- bad input -------------------------------------------------------------------------------
-@pytest.mark.parametrize("idle, size, match", [
-    (["n1", "n2"], 3, "does not fit"),
-    (["n1", "n2"], 0, "positive integer"),
-    (["n1", "n2"], 1.5, "positive integer"),
-    (["n1", "n1"], 1, "twice"),
-    (["zz"], 1, "unknown node"),
-    (np.ones(3, dtype=bool), 1, "one entry per node"),
-    (5, 1, "boolean mask or a list"),
-])
+@pytest.mark.parametrize(
+    "idle, size, match",
+    [
+        (["n1", "n2"], 3, "does not fit"),
+        (["n1", "n2"], 0, "positive integer"),
+        (["n1", "n2"], 1.5, "positive integer"),
+        (["n1", "n1"], 1, "twice"),
+        (["zz"], 1, "unknown node"),
+        (np.ones(3, dtype=bool), 1, "one entry per node"),
+        (5, 1, "boolean mask or a list"),
+    ],
+)
 def test_bad_input_is_one_line(idle, size, match):
     with pytest.raises(InvalidInputError, match=match) as info:
         slurm_tree_nodes(UNEVEN, idle, size)
@@ -412,10 +456,13 @@ def test_bad_input_is_one_line(idle, size, match):
 
 
 def test_bad_release_is_one_line():
-    for call in (lambda: slurm_tree_nodes(UNEVEN, ["n1"], 1, slurm="23.02"),
-                 lambda: solve_slurm_tree(Window(UNEVEN, ["n1"], [1]), slurm=24.11)):
-        with pytest.raises(InvalidInputError, match="slurm must be one of '22.05', '24.11'") \
-                as info:
+    for call in (
+        lambda: slurm_tree_nodes(UNEVEN, ["n1"], 1, slurm="23.02"),
+        lambda: solve_slurm_tree(Window(UNEVEN, ["n1"], [1]), slurm=24.11),
+    ):
+        with pytest.raises(
+            InvalidInputError, match="slurm must be one of '22.05', '24.11'"
+        ) as info:
             call()
         assert "\n" not in str(info.value)
 

@@ -4,14 +4,16 @@ topology-aware scheduling (``kueue-bestfit``, ``kueue-leastfree``) do with a win
 Hand-made cases whose answer follows from the documented rules (the placements a real Slurm
 24.11.5 made on 16 nodes in 4 blocks of 4 included), the INFEASIBLE / unplaced convention, the
 one-line refusals, determinism, and random windows: every returned placement is checked by
-``Result.is_feasible`` and by the independent checker (tests/constraint_oracle.py)."""
+``Result.is_feasible`` and by the independent checker (tests/oracles/constraint_oracle.py)."""
 
 from __future__ import annotations
 
 import random
 
+import constraint_oracle as oracle
 import numpy as np
 import pytest
+from constraint_cases import BLOCKS, LABELS, TAIL, random_jobs
 
 import tjap
 from tjap.errors import InvalidInputError
@@ -21,17 +23,17 @@ from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.registry import get
 
-import constraint_oracle as oracle
-from test_constraints import BLOCKS, LABELS, TAIL, random_jobs
-
 ANCHORS = ["slurm-block", "kueue-bestfit", "kueue-leastfree"]
 KUEUE = ["kueue-bestfit", "kueue-leastfree"]
 
 
 def blocks(count, size, sizes):
-    return Topology.from_slurm("\n".join(
-        [f"BlockName=b{i} Nodes=n[{size * i + 1}-{size * i + size}]" for i in range(count)]
-        + [f"BlockSizes={sizes}"]))
+    return Topology.from_slurm(
+        "\n".join(
+            [f"BlockName=b{i} Nodes=n[{size * i + 1}-{size * i + size}]" for i in range(count)]
+            + [f"BlockSizes={sizes}"]
+        )
+    )
 
 
 #: The cluster the Slurm 24.11.5 placements were seen on: 16 nodes, 4 blocks of 4.
@@ -39,7 +41,8 @@ B16 = blocks(4, 4, "4,8,16")
 #: Kueue levels block > rack > host, 2 blocks of 2 racks of 3 nodes (tjap: rack 1, block 2).
 RACKS = Topology.from_node_labels(
     [(f"h{i:02d}", {"block": f"B{i // 6}", "rack": f"R{i // 3}"}) for i in range(12)],
-    levels=["block", "rack"])
+    levels=["block", "rack"],
+)
 
 
 def names(*ranges):
@@ -81,15 +84,22 @@ def solve(tree, idle, jobs, method="slurm-block", **kwargs):
 
 
 # -- slurm-block: what Slurm 24.11.5 did ----------------------------------------------------------
-@pytest.mark.parametrize("idle, job, expected", [
-    (names((1, 16)), {"nodes": 8, "segment": 4}, names((9, 16))),
-    (names((1, 16)), {"nodes": 6, "segment": 3}, names((9, 11), (13, 15))),
-    (names((1, 16)), {"nodes": 12, "segment": 4}, names((5, 16))),
-    (names((1, 8)), 6, names((1, 2), (5, 8))),               # n[9-16] busy
-    # a busy set under which the rule gives what Slurm printed (segments in unrelated blocks)
-    (names("n1", "n3", (5, 12), "n14", "n15"), {"nodes": 4, "segment": 2},
-     names("n1", "n3", "n14", "n15")),
-], ids=["N8-seg4", "N6-seg3", "N12-seg4", "N6-after-N8", "N4-seg2"])
+@pytest.mark.parametrize(
+    "idle, job, expected",
+    [
+        (names((1, 16)), {"nodes": 8, "segment": 4}, names((9, 16))),
+        (names((1, 16)), {"nodes": 6, "segment": 3}, names((9, 11), (13, 15))),
+        (names((1, 16)), {"nodes": 12, "segment": 4}, names((5, 16))),
+        (names((1, 8)), 6, names((1, 2), (5, 8))),  # n[9-16] busy
+        # a busy set under which the rule gives what Slurm printed (segments in unrelated blocks)
+        (
+            names("n1", "n3", (5, 12), "n14", "n15"),
+            {"nodes": 4, "segment": 2},
+            names("n1", "n3", "n14", "n15"),
+        ),
+    ],
+    ids=["N8-seg4", "N6-seg3", "N12-seg4", "N6-after-N8", "N4-seg2"],
+)
 def test_the_placements_slurm_24_11_made(idle, job, expected):
     result = solve(B16, idle, [job])
     assert sorted(result.node_names()[0]) == sorted(expected)
@@ -101,8 +111,7 @@ def test_a_window_replays_slurms_sequence():
     assert result.node_names() == (tuple(names((9, 16))), tuple(names((1, 2), (5, 8))))
 
 
-@pytest.mark.parametrize("size, expected", [(6, [(9, 10), (13, 16)]),
-                                            (9, ["n5", (9, 16)])])
+@pytest.mark.parametrize("size, expected", [(6, [(9, 10), (13, 16)]), (9, ["n5", (9, 16)])])
 def test_an_unsegmented_job_takes_base_blocks_by_slurms_order(size, expected):
     """On an empty cluster 6 nodes ask for a pair of blocks: b2-b3, the last of two equal
     pairs. No base block holds 6, so the last of the fullest (b3) gives its 4 nodes, then b2,
@@ -153,8 +162,11 @@ def test_segments_of_12_on_blocks_of_18():
     result = solve(tree, idle, [{"nodes": 36, "segment": 12}])
     nodes = result.node_names()[0]
     assert sorted(nodes) == sorted(names((2, 13), (20, 31), (37, 48)))
-    assert sorted(np.bincount(tree.node_leaf[list(result.assignment[0])]).tolist())[-3:] == \
-        [12, 12, 12]
+    assert sorted(np.bincount(tree.node_leaf[list(result.assignment[0])]).tolist())[-3:] == [
+        12,
+        12,
+        12,
+    ]
 
 
 def uneven(sizes, block_sizes):
@@ -167,7 +179,7 @@ def uneven(sizes, block_sizes):
 
 
 def test_the_whole_cluster_counts_only_its_full_llblocks():
-    """What Slurm 24.11.5 did (tests/test_slurm_block_live.py): 7 blocks of 4-6 with
+    """What Slurm 24.11.5 did (tests/placement/slurm/test_slurm_block_live.py): 7 blocks of 4-6 with
     BlockSizes=4,8. 11 nodes ask for three base blocks, a level no BlockSizes entry gives: the
     whole cluster, counted as llblocks of two blocks. Slurm counts 7 // 2 = 3 of them, so the
     lone b7 (5 idle) is left out and b3-b4 (7 idle) alone cannot hold 11: pending."""
@@ -175,16 +187,23 @@ def test_the_whole_cluster_counts_only_its_full_llblocks():
     idle = [n for n in names((1, 33)) if n not in ("n2", "n13", "n26")]
     result = solve(tree, idle, [9, 9, 11, 1])
     assert result.info["unplaced"] == [2]
-    placed = {j: sorted(tree.node_names[v] for v in nodes)
-              for j, nodes in result.info["placed"].items()}
-    assert placed == {0: sorted(names((18, 25), "n27")), 1: sorted(names("n1", (3, 9), "n28")),
-                      3: ["n10"]}
+    placed = {
+        j: sorted(tree.node_names[v] for v in nodes) for j, nodes in result.info["placed"].items()
+    }
+    assert placed == {
+        0: sorted(names((18, 25), "n27")),
+        1: sorted(names("n1", (3, 9), "n28")),
+        3: ["n10"],
+    }
 
 
-@pytest.mark.parametrize("jobs, busy, expected", [
-    ([30, 2], ("n3", "n12"), [names("n1", (5, 11), (13, 34)), ["n2", "n4"]]),
-    ([33], (), None),
-])
+@pytest.mark.parametrize(
+    "jobs, busy, expected",
+    [
+        ([30, 2], ("n3", "n12"), [names("n1", (5, 11), (13, 34)), ["n2", "n4"]]),
+        ([33], (), None),
+    ],
+)
 def test_a_short_top_block_counts_at_its_block_size(jobs, busy, expected):
     """What Slurm 24.11.5 did: 7 blocks of 4-5 with BlockSizes=4,8,16,32. The top block counts
     as 8 base blocks: 30 nodes (8 blocks' worth) go to it; 33 (9) go to the whole cluster,
@@ -206,8 +225,9 @@ def test_the_whole_cluster_above_a_full_top_block_takes_it_as_llblock():
     tree = uneven([7, 4, 7, 6, 5, 7, 6, 7], "4,8,16,32")
     idle = names((1, 6), (8, 14), (16, 27), "n29", "n31", (33, 39), (41, 42), (44, 49))
     result = solve(tree, idle, [39])
-    assert result.node_names()[0] == tuple(names((1, 6), "n8", (12, 14), (16, 27), "n29", "n31",
-                                                 (33, 39), (41, 42), (44, 49)))
+    assert result.node_names()[0] == tuple(
+        names((1, 6), "n8", (12, 14), (16, 27), "n29", "n31", (33, 39), (41, 42), (44, 49))
+    )
 
 
 def test_a_job_no_block_holds_is_unplaced_and_later_jobs_still_go():
@@ -216,7 +236,7 @@ def test_a_job_no_block_holds_is_unplaced_and_later_jobs_still_go():
     result = solve(B16, idle, [5, 2, 1])
     assert result.info["unplaced"] == [0]
     assert set(result.info["placed"]) == {1, 2}
-    assert result.objective != result.objective                     # NaN: no solution
+    assert result.objective != result.objective  # NaN: no solution
     assert "job 0" in result.info["reason"]
 
 
@@ -236,12 +256,15 @@ def test_exclusive_topo_takes_only_quiet_blocks_and_holds_them():
     result = solve(B16, idle, [{"nodes": 2, "exclusive": True}, 2, 4])
     assert result.node_names() == (("n13", "n14"), ("n5", "n6"), tuple(names((9, 12))))
     plain = solve(B16, idle, [2, 2, 4])
-    assert plain.node_names()[0] == ("n5", "n6")                      # best fit without it
+    assert plain.node_names()[0] == ("n5", "n6")  # best fit without it
 
 
 def test_slurm_block_keeps_slurm_rule_and_works_on_any_tree():
-    window = Window(B16, range(16), [{"nodes": 6, "slurm_rule": True},
-                                     {"nodes": 4, "segment": 2, "slurm_rule": True}])
+    window = Window(
+        B16,
+        range(16),
+        [{"nodes": 6, "slurm_rule": True}, {"nodes": 4, "segment": 2, "slurm_rule": True}],
+    )
     check(tjap.solve(window, "slurm-block"), window)
     fat = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)  # leaves: base blocks
     window = Window(fat, range(16), [3, 2, 4])
@@ -253,7 +276,7 @@ def test_slurm_block_keeps_slurm_rule_and_works_on_any_tree():
 
 # -- Kueue ----------------------------------------------------------------------------------------
 # racks: R0 h00-h02, R1 h03-h05 (block B0); R2 h06-h08, R3 h09-h11 (block B1)
-IDLE = ["h00", "h01", "h03", "h04", "h06", "h07", "h08", "h09"]     # racks 2, 2, 3, 1 idle
+IDLE = ["h00", "h01", "h03", "h04", "h06", "h07", "h08", "h09"]  # racks 2, 2, 3, 1 idle
 
 
 @pytest.mark.parametrize("method", KUEUE)
@@ -273,8 +296,9 @@ def test_required_level_fails_where_preferred_climbs(method):
 @pytest.mark.parametrize("size, rack", [(2, "R0"), (3, "R2"), (1, "R3")])
 def test_kueue_best_fit_picks_the_fullest_rack_that_holds_the_job(method, size, rack):
     result = solve(RACKS, IDLE, [{"nodes": size, "within": 1}], method)
-    assert {RACKS.switch_names[RACKS.node_leaf[v]].split("/")[1]
-            for v in result.assignment[0]} == {rack}
+    assert {RACKS.switch_names[RACKS.node_leaf[v]].split("/")[1] for v in result.assignment[0]} == {
+        rack
+    }
 
 
 @pytest.mark.parametrize("method", KUEUE)
@@ -299,8 +323,9 @@ def test_least_free_spreads_a_slice_only_request_where_best_fit_packs():
 def test_kueue_slices_stay_whole(method):
     """Slices of 3 within a rack, 6 pods within a block: only B1's racks hold whole slices."""
     idle = ["h00", "h01", "h03", "h04", "h05", "h06", "h07", "h08", "h09", "h10", "h11"]
-    result = solve(RACKS, idle, [{"nodes": 6, "segment": 3, "segment_level": 1, "within": 2}],
-                   method)
+    result = solve(
+        RACKS, idle, [{"nodes": 6, "segment": 3, "segment_level": 1, "within": 2}], method
+    )
     assert result.node_names()[0] == ("h06", "h07", "h08", "h09", "h10", "h11")
     spread = solve(RACKS, idle, [{"nodes": 6, "segment": 3, "segment_level": 1}], method)
     racks = np.bincount(RACKS.node_leaf[list(spread.assignment[0])])
@@ -308,19 +333,26 @@ def test_kueue_slices_stay_whole(method):
 
 
 # -- refusals, registry, determinism --------------------------------------------------------------
-@pytest.mark.parametrize("method, job, kwargs, match", [
-    ("slurm-block", {"nodes": 2, "within": 1}, {}, "'within'"),
-    ("slurm-block", {"nodes": 2, "prefer": 1}, {}, "'prefer'"),
-    ("slurm-block", 2, {"fragmentation": 10}, "fragmentation"),
-    ("slurm-block", {"nodes": 2, "exclusive": 2}, {}, "level 1 only"),
-    ("slurm-block", {"nodes": 6, "segment": 6}, {}, "segment_level >= 2"),
-    ("kueue-bestfit", {"nodes": 2, "exclusive": True}, {}, "'exclusive'"),
-    ("kueue-leastfree", {"nodes": 2, "slurm_rule": True}, {}, "'slurm_rule'"),
-    ("kueue-bestfit", 2, {"fragmentation": 10}, "fragmentation"),
-    ("kueue-bestfit", {"nodes": 2, "within": 2, "prefer": 1}, {}, "not both"),
-    ("kueue-bestfit", {"nodes": 4, "segment": 2, "segment_level": 2, "within": 1}, {},
-     "segment_level <= 1"),
-])
+@pytest.mark.parametrize(
+    "method, job, kwargs, match",
+    [
+        ("slurm-block", {"nodes": 2, "within": 1}, {}, "'within'"),
+        ("slurm-block", {"nodes": 2, "prefer": 1}, {}, "'prefer'"),
+        ("slurm-block", 2, {"fragmentation": 10}, "fragmentation"),
+        ("slurm-block", {"nodes": 2, "exclusive": 2}, {}, "level 1 only"),
+        ("slurm-block", {"nodes": 6, "segment": 6}, {}, "segment_level >= 2"),
+        ("kueue-bestfit", {"nodes": 2, "exclusive": True}, {}, "'exclusive'"),
+        ("kueue-leastfree", {"nodes": 2, "slurm_rule": True}, {}, "'slurm_rule'"),
+        ("kueue-bestfit", 2, {"fragmentation": 10}, "fragmentation"),
+        ("kueue-bestfit", {"nodes": 2, "within": 2, "prefer": 1}, {}, "not both"),
+        (
+            "kueue-bestfit",
+            {"nodes": 4, "segment": 2, "segment_level": 2, "within": 1},
+            {},
+            "segment_level <= 1",
+        ),
+    ],
+)
 def test_what_the_anchor_cannot_express_is_refused_in_one_line(method, job, kwargs, match):
     window = Window(B16, range(16), [job], **kwargs)
     with pytest.raises(InvalidInputError, match=match) as info:
@@ -348,8 +380,15 @@ def random_window(rng, tree):
     return Window(tree, idle, random_jobs(rng, idle, top, max_jobs=4, max_nodes=8))
 
 
-TREES = [BLOCKS, TAIL, LABELS, RACKS, B16, blocks(8, 4, "4,16"),
-         FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)]
+TREES = [
+    BLOCKS,
+    TAIL,
+    LABELS,
+    RACKS,
+    B16,
+    blocks(8, 4, "4,16"),
+    FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2),
+]
 
 
 @pytest.mark.parametrize("method", ANCHORS)

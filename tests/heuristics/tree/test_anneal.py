@@ -1,6 +1,6 @@
 """The DCAS search loop (simulated annealing / LNS, Algorithm 1 of seed 002).
 
-The compiled loop must follow the plain-Python twin in tests/sa_reference.py draw for draw; every
+The compiled loop must follow the plain-Python twin in tests/oracles/sa_reference.py draw for draw; every
 result must be a feasible DCAS solution no worse than where the search started, and bracketed by
 the exact optima on tiny windows.
 """
@@ -11,23 +11,28 @@ import random
 
 import numpy as np
 import pytest
+import sa_reference as reference
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
-import sa_reference as reference
+from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
 from tjap.heuristics.tree import _kernels
 from tjap.heuristics.tree.operators import LookaheadRepair
-from tjap import FatTree, InvalidInputError, Result, Window, assignment_cost, solve
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays, decode, encode, is_dcas
 from tjap.placement.tree.stream import generate_windows
 
 CONVENTIONS = ("paper", "published")
-REPAIR_CODES = {"paper": _kernels.REPAIR_PAPER, "uniform": _kernels.REPAIR_UNIFORM,
-                "greedy": _kernels.REPAIR_GREEDY}
-REINSERT_CODES = {"largest-first": _kernels.REINSERT_LARGEST_FIRST,
-                  "window-order": _kernels.REINSERT_WINDOW_ORDER}
+REPAIR_CODES = {
+    "paper": _kernels.REPAIR_PAPER,
+    "uniform": _kernels.REPAIR_UNIFORM,
+    "greedy": _kernels.REPAIR_GREEDY,
+}
+REINSERT_CODES = {
+    "largest-first": _kernels.REINSERT_LARGEST_FIRST,
+    "window-order": _kernels.REINSERT_WINDOW_ORDER,
+}
 TOL = 1e-6
 
 
@@ -36,9 +41,22 @@ def stream_windows() -> list[Window]:
     return generate_windows("paper", 5, seed=0)
 
 
-def run_reference(w: Window, *, iterations, repair="paper", reinsert="largest-first", seed=0,
-                  convention="paper", order=None, starts=None, accept=_kernels.ACCEPT_METROPOLIS,
-                  t_max=2500.0, t_min=2.5, max_remove=2, q=100):
+def run_reference(
+    w: Window,
+    *,
+    iterations,
+    repair="paper",
+    reinsert="largest-first",
+    seed=0,
+    convention="paper",
+    order=None,
+    starts=None,
+    accept=_kernels.ACCEPT_METROPOLIS,
+    t_max=2500.0,
+    t_min=2.5,
+    max_remove=2,
+    q=100,
+):
     """sa_reference.anneal with the arguments tjap.heuristics.tree.anneal passes to the kernel."""
     a = Arrays(w)
     if order is None:
@@ -47,10 +65,23 @@ def run_reference(w: Window, *, iterations, repair="paper", reinsert="largest-fi
         repair = ("lookahead", repair.k, repair.temperature)
     else:
         repair = REPAIR_CODES[repair]
-    return reference.anneal(a.switch_q, a.pod_q, convention_code(convention), a.sizes,
-                            np.asarray(order, np.int64), np.asarray(starts, np.int64), iterations,
-                            t_max, t_min, max_remove, repair, q,
-                            REINSERT_CODES[reinsert], accept, seed)
+    return reference.anneal(
+        a.switch_q,
+        a.pod_q,
+        convention_code(convention),
+        a.sizes,
+        np.asarray(order, np.int64),
+        np.asarray(starts, np.int64),
+        iterations,
+        t_max,
+        t_min,
+        max_remove,
+        repair,
+        q,
+        REINSERT_CODES[reinsert],
+        accept,
+        seed,
+    )
 
 
 def assert_same_trajectory(w, r: Result, ref) -> None:
@@ -69,11 +100,20 @@ def assert_same_trajectory(w, r: Result, ref) -> None:
 def test_trajectory_matches_reference_tiny(seed, repair, reinsert, iterations, window_factory):
     w = window_factory(seed, max_jobs=4)
     convention = CONVENTIONS[seed % 2]
-    r = solve(w, "sa", preset="paper", iterations=iterations, repair=repair, reinsert=reinsert,
-              seed=seed, convention=convention)
+    r = solve(
+        w,
+        "sa",
+        preset="paper",
+        iterations=iterations,
+        repair=repair,
+        reinsert=reinsert,
+        seed=seed,
+        convention=convention,
+    )
     assert r.iterations == iterations
-    ref = run_reference(w, iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
-                        convention=convention)
+    ref = run_reference(
+        w, iterations=iterations, repair=repair, reinsert=reinsert, seed=seed, convention=convention
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -82,10 +122,19 @@ def test_trajectory_matches_reference_tiny(seed, repair, reinsert, iterations, w
 def test_trajectory_matches_reference_greedy(seed, reinsert, window_factory):
     w = window_factory(100 + seed, max_jobs=4)
     convention = CONVENTIONS[seed % 2]
-    r = solve(w, "sa", preset="paper", iterations=300, repair="greedy", reinsert=reinsert,
-              seed=seed, convention=convention)
-    ref = run_reference(w, iterations=300, repair="greedy", reinsert=reinsert, seed=seed,
-                        convention=convention)
+    r = solve(
+        w,
+        "sa",
+        preset="paper",
+        iterations=300,
+        repair="greedy",
+        reinsert=reinsert,
+        seed=seed,
+        convention=convention,
+    )
+    ref = run_reference(
+        w, iterations=300, repair="greedy", reinsert=reinsert, seed=seed, convention=convention
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -95,8 +144,9 @@ def test_trajectory_matches_reference_stream(stream_windows, repair, reinsert):
     """Windows of the paper's stream (744..1000 idle nodes, 2..5 jobs), 600 iterations."""
     for index, w in enumerate(stream_windows):
         seed = 10 + index
-        r = solve(w, "sa", preset="paper", iterations=600, repair=repair, reinsert=reinsert,
-                  seed=seed)
+        r = solve(
+            w, "sa", preset="paper", iterations=600, repair=repair, reinsert=reinsert, seed=seed
+        )
         ref = run_reference(w, iterations=600, repair=repair, reinsert=reinsert, seed=seed)
         assert_same_trajectory(w, r, ref)
 
@@ -107,8 +157,9 @@ def test_trajectory_matches_reference_from_dp_with_published_t_max(seed, window_
     w = window_factory(300 + seed, max_jobs=4)
     r = solve(w, "sa", preset="paper", iterations=400, initial="dp", t_max=25000.0, q=3, seed=seed)
     order, starts = encode(w, solve(w, "dp").assignment)
-    ref = run_reference(w, iterations=400, seed=seed, order=order, starts=starts, t_max=25000.0,
-                        q=3)
+    ref = run_reference(
+        w, iterations=400, seed=seed, order=order, starts=starts, t_max=25000.0, q=3
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -118,26 +169,73 @@ def test_lns_trajectory_matches_reference(seed, window_factory):
     w = window_factory(400 + seed, max_jobs=4)
     r = solve(w, "lns", iterations=300, seed=seed)
     order, starts = encode(w, solve(w, "dp").assignment)
-    ref = run_reference(w, iterations=300, repair="greedy", seed=seed, order=order, starts=starts,
-                        accept=_kernels.ACCEPT_IMPROVING, t_max=1.0, t_min=1.0, q=0)
+    ref = run_reference(
+        w,
+        iterations=300,
+        repair="greedy",
+        seed=seed,
+        order=order,
+        starts=starts,
+        accept=_kernels.ACCEPT_IMPROVING,
+        t_max=1.0,
+        t_min=1.0,
+        q=0,
+    )
     assert_same_trajectory(w, r, ref)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(window_seed=st.integers(0, 10_000), seed=st.integers(0, 2**31 - 1),
-       repair=st.sampled_from(["paper", "uniform", "greedy"]),
-       reinsert=st.sampled_from(list(REINSERT_CODES)), convention=st.sampled_from(CONVENTIONS),
-       iterations=st.sampled_from([0, 1, 255, 256, 257, 513]), max_remove=st.integers(1, 4),
-       q=st.integers(1, 12), t_max=st.sampled_from([2.5, 100.0, 2500.0, 25000.0]))
-def test_trajectory_matches_reference_property(window_factory, window_seed, seed, repair, reinsert,
-                                               convention, iterations, max_remove, q, t_max):
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    window_seed=st.integers(0, 10_000),
+    seed=st.integers(0, 2**31 - 1),
+    repair=st.sampled_from(["paper", "uniform", "greedy"]),
+    reinsert=st.sampled_from(list(REINSERT_CODES)),
+    convention=st.sampled_from(CONVENTIONS),
+    iterations=st.sampled_from([0, 1, 255, 256, 257, 513]),
+    max_remove=st.integers(1, 4),
+    q=st.integers(1, 12),
+    t_max=st.sampled_from([2.5, 100.0, 2500.0, 25000.0]),
+)
+def test_trajectory_matches_reference_property(
+    window_factory,
+    window_seed,
+    seed,
+    repair,
+    reinsert,
+    convention,
+    iterations,
+    max_remove,
+    q,
+    t_max,
+):
     """Random tiny windows and options, iteration counts around the CHUNK boundaries."""
     w = window_factory(window_seed, max_idle=16, max_jobs=5)
-    r = solve(w, "sa", preset="paper", iterations=iterations, repair=repair, reinsert=reinsert,
-              seed=seed, convention=convention, max_remove=max_remove, q=q, t_max=t_max)
-    ref = run_reference(w, iterations=iterations, repair=repair, reinsert=reinsert, seed=seed,
-                        convention=convention, max_remove=max_remove,
-                        q=q if repair == "paper" else 0, t_max=t_max)
+    r = solve(
+        w,
+        "sa",
+        preset="paper",
+        iterations=iterations,
+        repair=repair,
+        reinsert=reinsert,
+        seed=seed,
+        convention=convention,
+        max_remove=max_remove,
+        q=q,
+        t_max=t_max,
+    )
+    ref = run_reference(
+        w,
+        iterations=iterations,
+        repair=repair,
+        reinsert=reinsert,
+        seed=seed,
+        convention=convention,
+        max_remove=max_remove,
+        q=q if repair == "paper" else 0,
+        t_max=t_max,
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -162,8 +260,15 @@ def test_lookahead_trajectory_matches_reference(seed, k, temperature, window_fac
     convention = CONVENTIONS[seed % 2]
     repair = LookaheadRepair(k=k, temperature=temperature)
     r = solve(w, "sa", iterations=300, repair=repair, seed=seed, convention=convention)
-    ref = run_reference(w, iterations=300, repair=repair, seed=seed, convention=convention,
-                        max_remove=5, t_max=25000.0)
+    ref = run_reference(
+        w,
+        iterations=300,
+        repair=repair,
+        seed=seed,
+        convention=convention,
+        max_remove=5,
+        t_max=25000.0,
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -171,8 +276,9 @@ def test_lookahead_on_a_stream_window_matches_reference(stream_windows):
     w = stream_windows[1]
     repair = LookaheadRepair(k=4, temperature=1000.0)
     r = solve(w, "sa", iterations=40, repair=repair, seed=3)
-    assert_same_trajectory(w, r, run_reference(w, iterations=40, repair=repair, seed=3,
-                                               max_remove=5, t_max=25000.0))
+    assert_same_trajectory(
+        w, r, run_reference(w, iterations=40, repair=repair, seed=3, max_remove=5, t_max=25000.0)
+    )
 
 
 def test_lookahead_of_one_cheapest_block_is_the_greedy_repair(stream_windows):
@@ -182,8 +288,17 @@ def test_lookahead_of_one_cheapest_block_is_the_greedy_repair(stream_windows):
         assert r.info["order"] == g.info["order"] and r.info["starts"] == g.info["starts"]
 
 
-@pytest.mark.parametrize("bad", [dict(k=0), dict(k=2.5), dict(k=True), dict(temperature=-1.0),
-                                 dict(temperature=float("inf")), dict(temperature="hot")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(k=0),
+        dict(k=2.5),
+        dict(k=True),
+        dict(temperature=-1.0),
+        dict(temperature=float("inf")),
+        dict(temperature="hot"),
+    ],
+)
 def test_lookahead_options_are_checked(bad):
     with pytest.raises(InvalidInputError, match="look-ahead"):
         LookaheadRepair(**bad)
@@ -198,10 +313,10 @@ def test_top_k_and_candidate_starts_follow_the_plain_versions():
     from tjap.heuristics.tree._mlp_kernels import candidate_starts, top_k
 
     rng = np.random.default_rng(3)
-    for trial in range(300):
+    for _trial in range(300):
         n = int(rng.integers(1, 40))
         k = int(rng.integers(1, 12))
-        logits = rng.normal(0, 3, n).round(int(rng.integers(0, 3)))   # rounding makes ties
+        logits = rng.normal(0, 3, n).round(int(rng.integers(0, 3)))  # rounding makes ties
         out = np.empty(k, np.int64)
         count = top_k(logits, n, k, 1.0, out)
         assert list(out[:count]) == reference.candidates(logits, k)
@@ -217,8 +332,9 @@ def test_top_k_and_candidate_starts_follow_the_plain_versions():
 def check_sa_result(w: Window, r: Result, convention: str) -> None:
     assert r.has_solution and r.is_feasible()
     assert r.objective <= r.info["initial_cost"] + TOL
-    assert r.objective == pytest.approx(assignment_cost(w.topology, r.assignment, convention),
-                                        abs=TOL)
+    assert r.objective == pytest.approx(
+        assignment_cost(w.topology, r.assignment, convention), abs=TOL
+    )
     assert is_dcas(w, r.assignment)
     # the reported steps decode to the assignment, and encode finds them again
     assert r.assignment == tuple(tuple(n) for n in decode(w, r.info["order"], r.info["starts"]))
@@ -227,21 +343,41 @@ def check_sa_result(w: Window, r: Result, convention: str) -> None:
     assert [set(n) for n in decode(w, order, starts)] == [set(n) for n in r.assignment]
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(window_seed=st.integers(0, 10_000), seed=st.integers(0, 2**31 - 1),
-       repair=st.sampled_from(["paper", "uniform", "greedy"]),
-       reinsert=st.sampled_from(list(REINSERT_CODES)), convention=st.sampled_from(CONVENTIONS),
-       iterations=st.integers(0, 700), max_remove=st.integers(1, 4), q=st.integers(1, 12))
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    window_seed=st.integers(0, 10_000),
+    seed=st.integers(0, 2**31 - 1),
+    repair=st.sampled_from(["paper", "uniform", "greedy"]),
+    reinsert=st.sampled_from(list(REINSERT_CODES)),
+    convention=st.sampled_from(CONVENTIONS),
+    iterations=st.integers(0, 700),
+    max_remove=st.integers(1, 4),
+    q=st.integers(1, 12),
+)
 def test_sa_results_are_feasible_dcas_and_never_worse_than_start(
-        window_factory, window_seed, seed, repair, reinsert, convention, iterations, max_remove, q):
+    window_factory, window_seed, seed, repair, reinsert, convention, iterations, max_remove, q
+):
     w = window_factory(window_seed, max_idle=16, max_jobs=5)
-    r = solve(w, "sa", preset="paper", iterations=iterations, repair=repair, reinsert=reinsert,
-              seed=seed, convention=convention, max_remove=max_remove, q=q)
+    r = solve(
+        w,
+        "sa",
+        preset="paper",
+        iterations=iterations,
+        repair=repair,
+        reinsert=reinsert,
+        seed=seed,
+        convention=convention,
+        max_remove=max_remove,
+        q=q,
+    )
     check_sa_result(w, r, convention)
     assert r.iterations == iterations
     assert r.info["initial"] == "seq"
-    assert r.info["initial_cost"] == pytest.approx(solve(w, "seq", convention=convention).objective,
-                                                   abs=TOL)
+    assert r.info["initial_cost"] == pytest.approx(
+        solve(w, "seq", convention=convention).objective, abs=TOL
+    )
 
 
 def test_sa_results_on_stream_windows(stream_windows):
@@ -282,8 +418,9 @@ def test_bounds_against_exact_optima(seed, convention, window_factory):
     free = solve(w, "freeform", convention=convention).objective
     assert free <= dp.objective + TOL
 
-    sa_dp = solve(w, "sa", preset="paper", initial="dp", iterations=300, seed=seed,
-                  convention=convention)
+    sa_dp = solve(
+        w, "sa", preset="paper", initial="dp", iterations=300, seed=seed, convention=convention
+    )
     assert sa_dp.info["initial"] == "dp"
     assert sa_dp.info["initial_cost"] == pytest.approx(dp.objective, abs=TOL)
     assert sa_dp.objective <= dp.objective + TOL
@@ -294,8 +431,17 @@ def test_bounds_against_exact_optima(seed, convention, window_factory):
 
     results = [dp, sa_dp, lns, solve(w, "seq", convention=convention)]
     for repair in ("paper", "uniform", "greedy"):
-        results.append(solve(w, "sa", preset="paper", iterations=300, repair=repair, seed=seed,
-                             convention=convention))
+        results.append(
+            solve(
+                w,
+                "sa",
+                preset="paper",
+                iterations=300,
+                repair=repair,
+                seed=seed,
+                convention=convention,
+            )
+        )
     for r in results:
         assert r.objective >= free - TOL, (r.method, r.info)
 
@@ -303,10 +449,26 @@ def test_bounds_against_exact_optima(seed, convention, window_factory):
 # -- defaults and presets -------------------------------------------------------------------------
 #: The documented settings, written out: the default is Table III's "SA-1000 best" and
 #: preset="paper" the options solve_sa took by default before it had presets (Table I).
-BEST = dict(iterations=1000, repair="greedy", q=100, max_remove=5, t_max=25000.0, t_min=2.5,
-            reinsert="largest-first", initial="seq")
-PAPER = dict(iterations=500, repair="paper", q=100, max_remove=2, t_max=2500.0, t_min=2.5,
-             reinsert="largest-first", initial="seq")
+BEST = dict(
+    iterations=1000,
+    repair="greedy",
+    q=100,
+    max_remove=5,
+    t_max=25000.0,
+    t_min=2.5,
+    reinsert="largest-first",
+    initial="seq",
+)
+PAPER = dict(
+    iterations=500,
+    repair="paper",
+    q=100,
+    max_remove=2,
+    t_max=2500.0,
+    t_min=2.5,
+    reinsert="largest-first",
+    initial="seq",
+)
 PUBLISHED = {**PAPER, "t_max": 25000.0, "reinsert": "window-order"}
 
 
@@ -314,8 +476,9 @@ def assert_same_result(a: Result, b: Result) -> None:
     assert a.assignment == b.assignment
     assert a.objective == b.objective
     assert a.iterations == b.iterations
-    assert {k: v for k, v in a.info.items() if k != "iterations_per_s"} == \
-        {k: v for k, v in b.info.items() if k != "iterations_per_s"}
+    assert {k: v for k, v in a.info.items() if k != "iterations_per_s"} == {
+        k: v for k, v in b.info.items() if k != "iterations_per_s"
+    }
 
 
 def test_presets_are_the_documented_settings():
@@ -333,8 +496,16 @@ def test_default_is_the_best_configuration(seed, convention, window_factory):
     assert_same_result(r, solve(w, "sa", seed=seed, convention=convention, **BEST))
     assert_same_result(r, solve(w, "sa", preset="best", seed=seed, convention=convention))
     assert r.iterations == 1000 and r.info["repair"] == "greedy" and r.info["initial"] == "seq"
-    ref = run_reference(w, iterations=1000, repair="greedy", max_remove=5, t_max=25000.0, q=0,
-                        seed=seed, convention=convention)
+    ref = run_reference(
+        w,
+        iterations=1000,
+        repair="greedy",
+        max_remove=5,
+        t_max=25000.0,
+        q=0,
+        seed=seed,
+        convention=convention,
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -347,8 +518,9 @@ def test_default_on_stream_windows_beats_the_paper_preset(stream_windows):
         r = solve(w, "sa", seed=index)
         check_sa_result(w, r, "paper")
         best.append((r.objective - opt) / opt)
-        paper.append((solve(w, "sa", preset="paper", iterations=1000, seed=index).objective - opt)
-                     / opt)
+        paper.append(
+            (solve(w, "sa", preset="paper", iterations=1000, seed=index).objective - opt) / opt
+        )
     assert np.mean(best) < 0.01
     assert np.mean(best) < np.mean(paper)
 
@@ -363,8 +535,14 @@ def test_preset_equals_its_explicit_options(seed, preset, options, window_factor
     r = solve(w, "sa", preset=preset, seed=seed, convention=convention)
     assert_same_result(r, solve(w, "sa", seed=seed, convention=convention, **options))
     assert r.iterations == 500 and r.info["repair"] == "paper"
-    ref = run_reference(w, iterations=500, reinsert=options["reinsert"], t_max=options["t_max"],
-                        seed=seed, convention=convention)
+    ref = run_reference(
+        w,
+        iterations=500,
+        reinsert=options["reinsert"],
+        t_max=options["t_max"],
+        seed=seed,
+        convention=convention,
+    )
     assert_same_trajectory(w, r, ref)
 
 
@@ -377,13 +555,15 @@ def test_preset_paper_on_stream_windows_follows_the_twin(stream_windows):
 def test_explicit_options_override_the_preset(window_factory):
     w = window_factory(990, max_jobs=4)
     # the published code's two differences, given to the paper preset
-    assert_same_result(solve(w, "sa", preset="paper", t_max=25000.0, reinsert="window-order",
-                             seed=2),
-                       solve(w, "sa", preset="published", seed=2))
+    assert_same_result(
+        solve(w, "sa", preset="paper", t_max=25000.0, reinsert="window-order", seed=2),
+        solve(w, "sa", preset="published", seed=2),
+    )
     # every option that differs, given to the default preset
-    assert_same_result(solve(w, "sa", iterations=500, repair="paper", max_remove=2,
-                             t_max=2500.0, seed=2),
-                       solve(w, "sa", preset="paper", seed=2))
+    assert_same_result(
+        solve(w, "sa", iterations=500, repair="paper", max_remove=2, t_max=2500.0, seed=2),
+        solve(w, "sa", preset="paper", seed=2),
+    )
     # one option: the rest stays the preset's
     r = solve(w, "sa", iterations=300, seed=2)
     assert r.iterations == 300 and r.info["repair"] == "greedy"
@@ -404,8 +584,9 @@ def test_same_seed_same_result_for_each_preset(preset, stream_windows):
 def test_lns_defaults_are_table3s_lns500(window_factory):
     w = window_factory(995, max_jobs=4)
     r = solve(w, "lns", seed=1)
-    assert_same_result(r, solve(w, "lns", iterations=500, repair="greedy", max_remove=2,
-                                initial="auto", seed=1))
+    assert_same_result(
+        r, solve(w, "lns", iterations=500, repair="greedy", max_remove=2, initial="auto", seed=1)
+    )
     assert r.iterations == 500 and r.info["repair"] == "greedy"
 
 
@@ -429,8 +610,12 @@ def test_every_option_is_documented(method):
     fn = {"sa": solve_sa, "lns": solve_lns}[method]
     doc = inspect.getdoc(fn)
     params = doc.split("Parameters\n----------\n")[1].split("\n\n")[0]
-    documented = {name.strip() for line in params.splitlines() if " : " in line
-                  and not line.startswith(" ") for name in line.split(" : ")[0].split(",")}
+    documented = {
+        name.strip()
+        for line in params.splitlines()
+        if " : " in line and not line.startswith(" ")
+        for name in line.split(" : ")[0].split(",")
+    }
     assert documented == set(inspect.signature(fn).parameters)
 
 
@@ -477,25 +662,29 @@ def test_time_limit_not_reached_runs_every_iteration(stream_windows):
 
 
 # -- errors ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("options", [
-    {"repair": "nope"},
-    {"repair": "Paper"},
-    {"iterations": -1},
-    {"iterations": 1.5},
-    {"iterations": True},
-    {"reinsert": "smallest-first"},
-    {"t_min": 10.0, "t_max": 5.0},
-    {"t_min": 0.0},
-    {"t_min": -1.0},
-    {"max_remove": 0},
-    {"max_remove": -2},
-    {"q": 0},
-    {"q": -5},
-    {"q": 1.5},
-    {"q": 0, "repair": "greedy"},
-    {"preset": "fast"},
-    {"preset": "paper", "t_min": 0.0},
-], ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"repair": "nope"},
+        {"repair": "Paper"},
+        {"iterations": -1},
+        {"iterations": 1.5},
+        {"iterations": True},
+        {"reinsert": "smallest-first"},
+        {"t_min": 10.0, "t_max": 5.0},
+        {"t_min": 0.0},
+        {"t_min": -1.0},
+        {"max_remove": 0},
+        {"max_remove": -2},
+        {"q": 0},
+        {"q": -5},
+        {"q": 1.5},
+        {"q": 0, "repair": "greedy"},
+        {"preset": "fast"},
+        {"preset": "paper", "t_min": 0.0},
+    ],
+    ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()),
+)
 def test_sa_rejects_bad_options(window_factory, options):
     w = window_factory(1)
     with pytest.raises(InvalidInputError):
@@ -550,8 +739,9 @@ def _buffered_draws(seed, reserves):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), reserves=st.lists(st.integers(1, 40), min_size=1,
-                                                         max_size=80))
+@given(
+    seed=st.integers(0, 2**32 - 1), reserves=st.lists(st.integers(1, 40), min_size=1, max_size=80)
+)
 def test_loop_generator_draws_as_random_state(seed, reserves):
     """Same doubles as np.random.RandomState(seed).random_sample, across refills and twists."""
     reserves = np.array(reserves + [300, 300, 7], dtype=np.int64)  # past the first 624 words
@@ -573,8 +763,16 @@ def test_destroy_with_numba_generator(seed, reinsert):
     new_order = np.empty(num_jobs, np.int64)
     new_starts = np.empty(num_jobs, np.int64)
     _kernels.seed_rng(seed)
-    kept = _kernels.destroy(sizes, order, starts, new_order, new_starts,
-                            np.empty(num_jobs, np.int64), max_remove, REINSERT_CODES[reinsert])
+    kept = _kernels.destroy(
+        sizes,
+        order,
+        starts,
+        new_order,
+        new_starts,
+        np.empty(num_jobs, np.int64),
+        max_remove,
+        REINSERT_CODES[reinsert],
+    )
     draws = np.random.RandomState(seed)
     count = 1 + int(draws.random_sample() * min(max_remove, num_jobs))
     picks = list(range(num_jobs))
@@ -582,8 +780,10 @@ def test_destroy_with_numba_generator(seed, reinsert):
         r = i + int(draws.random_sample() * (num_jobs - i))
         picks[i], picks[r] = picks[r], picks[i]
     removed = set(picks[:count])
-    out = sorted((order[s] for s in removed), key=(lambda j: (-sizes[j], j))
-                 if reinsert == "largest-first" else None)
+    out = sorted(
+        (order[s] for s in removed),
+        key=(lambda j: (-sizes[j], j)) if reinsert == "largest-first" else None,
+    )
     assert kept == num_jobs - count
     assert new_order[:kept].tolist() == [order[s] for s in range(num_jobs) if s not in removed]
     assert new_starts[:kept].tolist() == [starts[s] for s in range(num_jobs) if s not in removed]

@@ -13,18 +13,17 @@ import random
 
 import numpy as np
 import pytest
+from conftest import make_window
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_cases import IRREGULAR, random_tree, random_window, scas_oracle, tree_cost
 
+from tjap import InvalidInputError, solve
 from tjap.heuristics.tree import _kernels
 from tjap.placement.tree import _dcas_kernels
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays, decode, is_dcas
 from tjap.placement.tree.window import Window
-from tjap import InvalidInputError, solve
-
-from conftest import make_window
-from test_tree_windows import IRREGULAR, random_tree, random_window, scas_oracle, tree_cost
 
 CONVENTIONS = ("paper", "published")
 TOL = 1e-6
@@ -81,18 +80,24 @@ def check_dcas_result(w: Window, r, convention: str) -> None:
     expected = oracle_cost(w, r.assignment, convention)
     assert r.objective == pytest.approx(expected, abs=TOL)
     a = Arrays(w)
-    kernel = _kernels.solution_cost(*a.tree, convention_code(convention), a.sizes,
-                                    np.array(r.info["order"], np.int64),
-                                    np.array(r.info["starts"], np.int64))
+    kernel = _kernels.solution_cost(
+        *a.tree,
+        convention_code(convention),
+        a.sizes,
+        np.array(r.info["order"], np.int64),
+        np.array(r.info["starts"], np.int64),
+    )
     assert kernel == pytest.approx(expected, abs=TOL)
 
 
 # -- the search methods on irregular trees --------------------------------------------------------
-SEARCHES = [("sa", {"preset": "paper", "iterations": 300}),
-            ("sa", {"preset": "best", "iterations": 100}),
-            ("sa", {"preset": "paper", "iterations": 200, "repair": "uniform"}),
-            ("lns", {"iterations": 100}),
-            ("lns", {"iterations": 100, "repair": "paper"})]
+SEARCHES = [
+    ("sa", {"preset": "paper", "iterations": 300}),
+    ("sa", {"preset": "best", "iterations": 100}),
+    ("sa", {"preset": "paper", "iterations": 200, "repair": "uniform"}),
+    ("lns", {"iterations": 100}),
+    ("lns", {"iterations": 100, "repair": "paper"}),
+]
 
 
 @pytest.mark.parametrize("method, options", SEARCHES)
@@ -112,8 +117,11 @@ def test_search_lies_between_the_freeform_and_dcas_optima(seed):
     never ends above SCAS's."""
     w = random_window(1000 + seed, max_idle=7, max_jobs=3)
     convention = CONVENTIONS[seed % 2]
-    free_form, dcas, scas = (freeform_optimum(w, convention), dcas_optimum(w, convention),
-                             scas_oracle(w, convention))
+    free_form, dcas, scas = (
+        freeform_optimum(w, convention),
+        dcas_optimum(w, convention),
+        scas_oracle(w, convention),
+    )
     assert free_form - TOL <= dcas <= scas + TOL
     sa = solve(w, "sa", seed=seed, convention=convention, iterations=200)
     lns = solve(w, "lns", seed=seed, convention=convention, iterations=100)
@@ -147,8 +155,9 @@ def test_search_on_larger_irregular_windows_costs_as_the_oracle(seed):
     w = Window(tree, rng.sample(tree.node_names, m), sizes)
     convention = CONVENTIONS[seed % 2]
     for options in ({"preset": "best", "iterations": 60}, {"preset": "paper", "iterations": 200}):
-        check_dcas_result(w, solve(w, "sa", seed=seed, convention=convention, **options),
-                          convention)
+        check_dcas_result(
+            w, solve(w, "sa", seed=seed, convention=convention, **options), convention
+        )
 
 
 @pytest.mark.parametrize("method", ["sa", "lns"])
@@ -194,20 +203,29 @@ def _tree_window(seed: int) -> Window:
     return Window(tree, rng.sample(tree.node_names, m), [1])
 
 
-def _check_block(w: Window, a: Arrays, taken_positions, start: int, size: int, shallow,
-                 convention: int) -> None:
+def _check_block(
+    w: Window, a: Arrays, taken_positions, start: int, size: int, shallow, convention: int
+) -> None:
     taken = _taken_bitmap(w.num_idle, taken_positions)
     reference = taken.copy()
     positions = np.empty(size, dtype=np.int64)
     _dcas_kernels.take_block(reference, start, size, positions, 0)
-    cost = _dcas_kernels.take_block_cost(taken, start, size, a.group_q,
-                                         _dcas_kernels.row_ends(a.group_q), shallow,
-                                         a.top_level, convention)
+    cost = _dcas_kernels.take_block_cost(
+        taken,
+        start,
+        size,
+        a.group_q,
+        _dcas_kernels.row_ends(a.group_q),
+        shallow,
+        a.top_level,
+        convention,
+    )
     assert (taken == reference).all()
     expected = tree_cost(w, w.idle_nodes[positions], CONVENTIONS[convention])
     assert cost == pytest.approx(expected, abs=TOL)
-    assert _dcas_kernels.block_cost(a.group_q, shallow, positions, 0, size, a.top_level,
-                                    convention) == pytest.approx(expected, abs=TOL)
+    assert _dcas_kernels.block_cost(
+        a.group_q, shallow, positions, 0, size, a.top_level, convention
+    ) == pytest.approx(expected, abs=TOL)
 
 
 @settings(max_examples=150, deadline=None)
@@ -273,12 +291,34 @@ def test_the_two_walks_give_the_same_search_on_fat_trees(seed):
     for shallow in (None, never):
         order, starts = np.arange(w.num_jobs), np.zeros(w.num_jobs, np.int64)
         best_order, best_starts = order.copy(), starts.copy()
-        cost = _kernels.solution_cost(a.group_q, shallow, a.top_level, a.num_groups, code,
-                                      a.sizes, order, starts)
-        out = _kernels.anneal(a.group_q, shallow, a.top_level, a.num_groups, code, a.sizes, order,
-                              starts, cost, best_order, best_starts, cost, 0, 300, 300, 2500.0,
-                              2.5, 2, _kernels.REPAIR_PAPER, 100,
-                              _kernels.REINSERT_LARGEST_FIRST, _kernels.ACCEPT_METROPOLIS, seed)
+        cost = _kernels.solution_cost(
+            a.group_q, shallow, a.top_level, a.num_groups, code, a.sizes, order, starts
+        )
+        out = _kernels.anneal(
+            a.group_q,
+            shallow,
+            a.top_level,
+            a.num_groups,
+            code,
+            a.sizes,
+            order,
+            starts,
+            cost,
+            best_order,
+            best_starts,
+            cost,
+            0,
+            300,
+            300,
+            2500.0,
+            2.5,
+            2,
+            _kernels.REPAIR_PAPER,
+            100,
+            _kernels.REINSERT_LARGEST_FIRST,
+            _kernels.ACCEPT_METROPOLIS,
+            seed,
+        )
         runs.append((out, best_order.tolist(), best_starts.tolist()))
     assert runs[0] == runs[1]
 

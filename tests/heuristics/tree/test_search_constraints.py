@@ -1,5 +1,5 @@
 """The DCAS searches (sa, lns) on windows whose jobs carry constraints: the constrained DCAS rule
-of the kernels against a plain-Python statement of it (tests/constraint_oracle.py's domains and
+of the kernels against a plain-Python statement of it (tests/oracles/constraint_oracle.py's domains and
 walk, on the free sequence of each step), every returned placement kept feasible (the library's
 check and the independent oracle), never worse than the feasible start, never below the
 constrained DCAS optimum found by enumeration, deterministic by seed, within its time limit; the
@@ -11,17 +11,16 @@ import math
 import random
 from types import SimpleNamespace
 
+import constraint_oracle as oracle
 import numpy as np
 import pytest
+from constraint_cases import BLOCKS, LABELS, TAIL, random_window
 
 import tjap
 from tjap import InvalidInputError
 from tjap.placement.tree.dcas import decode, encode
 from tjap.placement.tree.stream import generate_windows
 from tjap.placement.tree.window import Window
-
-import constraint_oracle as oracle
-from test_constraints import BLOCKS, LABELS, TAIL, random_window
 
 TREES = {"blocks": BLOCKS, "tail": TAIL, "labels": LABELS}
 TOL = 1e-6
@@ -69,13 +68,16 @@ def reference_place(window, order, starts):
         gone = set(nodes)
         if job.exclusive is not None:
             mine = {oracle.domain(tree, v, job.exclusive) for v in nodes}
-            if any(oracle.domain(tree, v, job.exclusive) in mine
-                   for other in placed.values() for v in other):
+            if any(
+                oracle.domain(tree, v, job.exclusive) in mine
+                for other in placed.values()
+                for v in other
+            ):
                 return None
             gone |= {v for v in free if oracle.domain(tree, v, job.exclusive) in mine}
         placed[j] = nodes
         free = [v for v in free if v not in gone]
-    return [sorted(placed[j]) for j in sorted(placed)]     # window order once all are placed
+    return [sorted(placed[j]) for j in sorted(placed)]  # window order once all are placed
 
 
 def dcas_optimum(window) -> float:
@@ -133,7 +135,7 @@ def test_decode_follows_the_rule(name):
             assert as_sets(got) == want, (window.to_dict(), order, starts)
             assert oracle.keeps(window, got)
             assert as_sets(decode(window, *encode(window, got))) == want
-    assert allowed > 100          # the comparison covered placed solutions, not only refusals
+    assert allowed > 100  # the comparison covered placed solutions, not only refusals
 
 
 @pytest.mark.parametrize("name", TREES)
@@ -153,8 +155,12 @@ def test_results_keep_the_constraints_and_improve_on_the_start(name):
     for window in windows(TREES[name], 30, name + "search"):
         dp, seq = tjap.solve(window, "dp"), tjap.solve(window, "seq")
         best = dcas_optimum(window)
-        for method, repair in [("sa", "greedy"), ("sa", "paper"), ("sa", "uniform"),
-                               ("lns", "greedy")]:
+        for method, repair in [
+            ("sa", "greedy"),
+            ("sa", "paper"),
+            ("sa", "uniform"),
+            ("lns", "greedy"),
+        ]:
             result = tjap.solve(window, method, seed=1, iterations=300, repair=repair)
             if not dp.has_solution:
                 assert not result.has_solution and result.status.value == "INFEASIBLE"
@@ -176,8 +182,11 @@ def test_the_search_finds_the_constrained_dcas_optimum_below_scas():
     one block (n1 n3), and SCAS splits the other eight idle nodes into two runs of four (n4-n7,
     n8-n12). DCAS places one 4-node job on n7-n10 first; the other then takes n4 n5 n6 n12, a
     run of what is left, which is cheaper."""
-    window = Window(BLOCKS, ["n1", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10", "n12"],
-                    [4, 4, {"nodes": 2, "within": 1}])
+    window = Window(
+        BLOCKS,
+        ["n1", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10", "n12"],
+        [4, 4, {"nodes": 2, "within": 1}],
+    )
     dp = tjap.solve(window, "dp")
     best = dcas_optimum(window)
     assert best < dp.objective - TOL
@@ -227,8 +236,10 @@ def paper_window_with_constraints() -> Window:
     """A window of the paper's stream (1000 nodes) with a constraint on every job."""
     w = generate_windows("paper", 1, seed=0)[0]
     kinds = [{"segment": 2}, {"within": 2}, {"prefer": 1, "prefer_cost": 700}, {"exclusive": 1}]
-    jobs = [{"nodes": n, **kinds[i % 4]} if (i % 4 or n % 2 == 0) else n
-            for i, n in enumerate(w.job_sizes)]
+    jobs = [
+        {"nodes": n, **kinds[i % 4]} if (i % 4 or n % 2 == 0) else n
+        for i, n in enumerate(w.job_sizes)
+    ]
     return Window(w.topology, w.idle_nodes, jobs, fragmentation=(300, 1))
 
 

@@ -8,23 +8,30 @@ import itertools
 
 import numpy as np
 import pytest
-
-from tjap.heuristics.batch.rules import run_episode
-from tjap.learned.batch import MODELS
-from tjap.registry import make as make_policy
-from tjap.learned.batch.episodes import (first_submission, record_episode, record_many, stack,
-                                         window_index)
-from tjap.learned.batch.features import SCALES, normalise, observation
-from tjap.placement.batch.chained import ChainedEpisode, Pair
 from provision_cases import EXACT, PAIR, H, busy_trace
 from provision_reference import reference_record
+
 from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.heuristics.batch.rules import run_episode
+from tjap.learned.batch import MODELS
+from tjap.learned.batch.episodes import (
+    first_submission,
+    record_episode,
+    record_many,
+    stack,
+    window_index,
+)
+from tjap.learned.batch.features import SCALES, normalise, observation
+from tjap.placement.batch.chained import ChainedEpisode, Pair
+from tjap.registry import make as make_policy
+
 
 def make_env(**kw):
     from tjap.learned.batch.env import ProvisionEnv
 
-    return ProvisionEnv(busy_trace(), [30 * H, 34 * H], cluster_nodes=4, pair=PAIR, config=EXACT,
-                        **kw)
+    return ProvisionEnv(
+        busy_trace(), [30 * H, 34 * H], cluster_nodes=4, pair=PAIR, config=EXACT, **kw
+    )
 
 
 def test_env_passes_check_env():
@@ -71,7 +78,7 @@ def test_probe_is_a_submission_step_that_leaves_the_env_as_it_was():
         env.step(0)
     _, stepped, done, _, stepped_info = env.step(1)
     assert done and stepped == reward and stepped_info == info
-    ep = env.episode   # wait (from the submission) - outcome (from P's end) = P's end - submission
+    ep = env.episode  # wait (from the submission) - outcome (from P's end) = P's end - submission
     pred_end = int(ep.sim._state["end"][ep.pred])
     assert info["wait_s"] - info["outcome_s"] == pred_end - ep.submitted_s
 
@@ -128,14 +135,17 @@ def test_recorded_outcomes_match_fresh_episodes():
     assert got[0] == rec["outcome_s"][2] and at[0] == 2
 
 
-@pytest.mark.parametrize("inject_h, pair, config", [
-    (30, PAIR, EXACT),
-    (30, Pair(nodes=2), EXACT),                                    # the 48 h pair of training
-    (36, Pair(nodes=1, runtime_s=4 * H, limit_s=5 * H), None),   # the simulator's defaults
-])
+@pytest.mark.parametrize(
+    "inject_h, pair, config",
+    [
+        (30, PAIR, EXACT),
+        (30, Pair(nodes=2), EXACT),  # the 48 h pair of training
+        (36, Pair(nodes=1, runtime_s=4 * H, limit_s=5 * H), None),  # the simulator's defaults
+    ],
+)
 def test_recorded_episodes_equal_the_plain_recording(inject_h, pair, config):
     """The training data (recorded through the environment's step) are those of the plain
-    recording that steps the chained episode directly (tests/provision_reference.py): the same
+    recording that steps the chained episode directly (tests/oracles/provision_reference.py): the same
     rows, probes, remaining times, fallback outcome and dtypes, one episode and a stacked set."""
     jobs = busy_trace()
     got = record_episode(jobs, 4, inject_h * H, pair, config)
@@ -144,7 +154,7 @@ def test_recorded_episodes_equal_the_plain_recording(inject_h, pair, config):
     for key in want:
         assert np.asarray(got[key]).dtype == np.asarray(want[key]).dtype, key
         assert np.array_equal(got[key], want[key]), key
-    if pair == Pair(nodes=pair.nodes):   # record_many's pairs are Pair(nodes=n)
+    if pair == Pair(nodes=pair.nodes):  # record_many's pairs are Pair(nodes=n)
         many = record_many(jobs, 4, [(inject_h * H, pair.nodes)], config)
         for key, value in stack([want]).items():
             assert np.array_equal(many[key], value), key
@@ -169,15 +179,20 @@ def test_policy_gradient_objective_is_the_exact_expected_return():
     fallback = -rng.uniform(0, 5, size=len(lengths))
     starts = np.cumsum([0] + lengths)
     episode = np.repeat(np.arange(len(lengths)), lengths)
-    got = segment_expected_return(torch.tensor(logits), torch.tensor(rewards),
-                                  torch.tensor(fallback), torch.tensor(starts),
-                                  torch.tensor(episode)).numpy()
+    got = segment_expected_return(
+        torch.tensor(logits),
+        torch.tensor(rewards),
+        torch.tensor(fallback),
+        torch.tensor(starts),
+        torch.tensor(episode),
+    ).numpy()
     p = 1 / (1 + np.exp(-logits))
     for e, n in enumerate(lengths):  # brute force over every action sequence
         expected = 0.0
         for actions in itertools.product((0, 1), repeat=n):
-            prob = np.prod([p[starts[e] + k] if a else 1 - p[starts[e] + k]
-                            for k, a in enumerate(actions)])
+            prob = np.prod(
+                [p[starts[e] + k] if a else 1 - p[starts[e] + k] for k, a in enumerate(actions)]
+            )
             first = next((k for k, a in enumerate(actions) if a), None)
             expected += prob * (fallback[e] if first is None else rewards[starts[e] + first])
         assert got[e] == pytest.approx(expected, rel=1e-9)
@@ -197,8 +212,9 @@ def test_tree_arrays_predict_exactly_like_sklearn(tmp_path):
     save(tmp_path / "provision_rf", ens.arrays(), {"kind": "rf"})
     loaded, _ = load_trees(tmp_path / "provision_rf")  # leaf values stored as float32
     assert np.allclose(loaded.predict(x), ens.predict(x), atol=1e-5)
-    assert np.array_equal(loaded.feature, ens.feature) and np.array_equal(loaded.threshold,
-                                                                         ens.threshold)
+    assert np.array_equal(loaded.feature, ens.feature) and np.array_equal(
+        loaded.threshold, ens.threshold
+    )
 
 
 def test_tree_arrays_predict_like_xgboost():
@@ -221,8 +237,12 @@ def test_network_save_load_round_trip(tmp_path):
     experts = [HistoryTransformer(d_model=8, heads=2, layers=1, feedforward=16) for _ in range(2)]
     moe = MixtureOfExperts(experts)
     dqn, pg = DecisionHead(moe.embedding_dim, outputs=2), DecisionHead(moe.embedding_dim, outputs=1)
-    meta = {"kind": "moe", "foundation": experts[0].config, "experts": 2,
-            "heads": {"dqn": dqn.config, "pg": pg.config}}
+    meta = {
+        "kind": "moe",
+        "foundation": experts[0].config,
+        "experts": 2,
+        "heads": {"dqn": dqn.config, "pg": pg.config},
+    }
     save(tmp_path / "provision_moe", {"foundation": moe, "dqn": dqn, "pg": pg}, meta)
     foundation, heads, loaded_meta = load_network(tmp_path / "provision_moe")
     x = torch.rand(3, 144, 40)
@@ -266,7 +286,9 @@ def test_shipped_provisioners_never_act_before_the_predecessor_is_submitted(name
     assert all(state != "future" for _, state in rec.asked)
     assert ep.submitted_s >= 30 * H and isinstance(outcome, int)
     assert provisioner.meta["scheduler"] == "mirage" and provisioner.meta["train_period"] == [
-        "2022-11-01", "2023-03-01"]
+        "2022-11-01",
+        "2023-03-01",
+    ]
 
 
 def test_unknown_provisioner_names_the_choices():
@@ -274,17 +296,34 @@ def test_unknown_provisioner_names_the_choices():
         make_policy("provision", "moe_dpn")
 
 
-
 def test_cli_evaluates_a_learned_provisioner(capsys):
     import json
 
-    from tjap.placement.batch.traces import bundled_trace
     from tjap.cli import main
+    from tjap.placement.batch.traces import bundled_trace
 
     trace = bundled_trace("ls6-a100")
-    code = main(["provision", "evaluate", "--trace", str(trace), "--from", "2023-03-01", "--to",
-                 "2023-03-08", "--nodes", "8", "--policy", "xgb", "--scheduler", "mirage",
-                 "--pairs", "1", "--json"])
+    code = main(
+        [
+            "provision",
+            "evaluate",
+            "--trace",
+            str(trace),
+            "--from",
+            "2023-03-01",
+            "--to",
+            "2023-03-08",
+            "--nodes",
+            "8",
+            "--policy",
+            "xgb",
+            "--scheduler",
+            "mirage",
+            "--pairs",
+            "1",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["policy"] == "xgb" and data["scheduler"] == "mirage"
     assert data["pairs"] == 1 and data["mean_interruption_h"] >= 0 and data["mean_overlap_h"] >= 0

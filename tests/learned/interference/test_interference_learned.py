@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
+from tjap.errors import InvalidInputError
 from tjap.learned.interference.env import InterferenceEnv
 from tjap.learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
 from tjap.learned.interference.nets import InterferenceGNN, to_torch
 from tjap.learned.interference.policy import MarlPolicy, load_model, save_model
 from tjap.placement.interference import Simulator, Workload, make_cluster
-from tjap.errors import InvalidInputError
 from tjap.registry import make
 
 FORWARD_BIAS = 1.0
@@ -49,7 +49,7 @@ def test_masks_match_brute_force_and_nothing_is_oversubscribed(checked_commits):
         mask = env.action_masks()
         assert np.array_equal(mask[:-1], brute_feasible(env))
         assert mask.any() and np.array_equal(mask, info["action_mask"])
-        assert not mask[-1] or len(env._plan.plan) == 0   # forward only before the first task
+        assert not mask[-1] or len(env._plan.plan) == 0  # forward only before the first task
         obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
         steps += 1
     assert steps > 20
@@ -82,10 +82,10 @@ def test_forwarding_terminates():
         _, _, done, _, info = env.step(action)
         if info["interval"] != interval:
             interval, before = info["interval"], env.sim.forwarded.copy()
-        assert np.all(env.sim.forwarded - before <= P - 1)   # per interval, each partition once
+        assert np.all(env.sim.forwarded - before <= P - 1)  # per interval, each partition once
         steps += 1
         assert steps < 10000
-    assert forwards > 0 and np.all(env.sim.state >= 1)    # every job was placed in the end
+    assert forwards > 0 and np.all(env.sim.state >= 1)  # every job was placed in the end
 
 
 def test_simulator_forwarding_with_marl_terminates():
@@ -99,9 +99,9 @@ def test_simulator_forwarding_with_marl_terminates():
     policy = MarlPolicy(model=model)
     result = Simulator(cluster, w).run(policy, seed=0, max_intervals=1)
     assert result.forwarded.max() <= cluster.num_partitions - 1
-    last = result.forwarded == cluster.num_partitions - 1    # every partition has seen the job
+    last = result.forwarded == cluster.num_partitions - 1  # every partition has seen the job
     assert last.any() and np.all(result.start[last] == 0)
-    assert np.all(result.start[~last] == -1)    # jobs some partition has not seen wait
+    assert np.all(result.start[~last] == -1)  # jobs some partition has not seen wait
 
 
 def test_same_weights_run_on_k4_and_k8():
@@ -152,8 +152,10 @@ def test_env_and_marl_runs_are_deterministic():
     model = InterferenceGNN(hidden=8, layers=1)
     cluster = make_cluster("fattree", 4, "pcie")
     w = Workload.generate(cluster.num_partitions, 2, "poisson", 0, rate=2.0)
-    runs = [Simulator(cluster, w).run(MarlPolicy(model=model), seed=0, max_intervals=4)
-            for _ in range(2)]
+    runs = [
+        Simulator(cluster, w).run(MarlPolicy(model=model), seed=0, max_intervals=4)
+        for _ in range(2)
+    ]
     assert np.array_equal(runs[0].finish, runs[1].finish, equal_nan=True)
 
 
@@ -178,15 +180,16 @@ def test_single_agent_env_places_across_partitions_without_forwarding(checked_co
     done = False
     while not done:
         mask = env.action_masks()
-        assert not mask[-1] or not mask[:-1].any()          # forwarding never offered
+        assert not mask[-1] or not mask[:-1].any()  # forwarding never offered
         assert info["agent"] == 0
         obs, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
     sim = env.sim
     assert np.isfinite(sim.finish).all() and sim.forwarded.max() == 0
-    partitions = [len(set(env.cluster.group_partition[sim.task_group[sim.task_ptr[j]:
-                                                                     sim.task_ptr[j + 1]]]))
-                  for j in range(len(env.workload))]
-    assert max(partitions) > 1        # random choices cross pods: no partition boundary
+    partitions = [
+        len(set(env.cluster.group_partition[sim.task_group[sim.task_ptr[j] : sim.task_ptr[j + 1]]]))
+        for j in range(len(env.workload))
+    ]
+    assert max(partitions) > 1  # random choices cross pods: no partition boundary
 
 
 def test_evaluate_in_env_follows_the_greedy_policy():
@@ -234,13 +237,12 @@ def test_simulator_policy_sees_exactly_the_env_observations(monkeypatch, single_
     from tjap.learned.interference.train import evaluate_in_env
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)   # tiny networks: more threads only contend (as the CLI sets)
+    torch.set_num_threads(1)  # tiny networks: more threads only contend (as the CLI sets)
     torch.manual_seed(3)
     model = InterferenceGNN(hidden=16, layers=1)
-    with torch.no_grad():   # forward often, so jobs visit several partitions
+    with torch.no_grad():  # forward often, so jobs visit several partitions
         model.forward_head[-1].bias.fill_(FORWARD_BIAS)
-    env = InterferenceEnv(k=4, intervals=2, rate=3.0, extra_intervals=80,
-                          single_agent=single_agent)
+    env = InterferenceEnv(k=4, intervals=2, rate=3.0, extra_intervals=80, single_agent=single_agent)
     in_env = _record_observations(monkeypatch, env_module)
     try:
         evaluate_in_env(model, env, [4])
@@ -256,9 +258,10 @@ def test_simulator_policy_sees_exactly_the_env_observations(monkeypatch, single_
         for key in a:
             assert np.allclose(a[key], b[key], atol=1e-6), key
     assert np.allclose(env.sim.finish, ref.finish)
-    queues = np.array([obs["partitions"][:, PARTITION_FEATURES.index("queue")]
-                       for obs, _ in in_env])
-    assert (np.count_nonzero(queues, axis=1) > 1).any()   # other schedulers' queues are seen
-    if not single_agent:   # a job offered to every partition in one interval
+    queues = np.array(
+        [obs["partitions"][:, PARTITION_FEATURES.index("queue")] for obs, _ in in_env]
+    )
+    assert (np.count_nonzero(queues, axis=1) > 1).any()  # other schedulers' queues are seen
+    if not single_agent:  # a job offered to every partition in one interval
         visited = [obs["job"][JOB_FEATURES.index("visited")] for obs, _ in in_env]
         assert max(visited) == 1.0 and ref.forwarded.max() >= 2

@@ -7,15 +7,26 @@ import numpy as np
 import pytest
 import torch
 
-from tjap.learned.interference.env import InterferenceEnv, rule_action
-from tjap.learned.interference.features import (NODE_FEATURES, PartitionGraph, Planning,
-                                           choose_group, observe)
-from tjap.learned.interference.nets import InterferenceGNN, to_torch
-from tjap.learned.interference.policy import (DEFAULT_WEIGHTS, SERVER_WEIGHTS, MarlPolicy,
-                                         ServerLevelPolicy, load_model, save_model)
-from tjap.placement.interference import Simulator, Workload, make_cluster
 from tjap.cli import main
 from tjap.errors import InvalidInputError
+from tjap.learned.interference.env import InterferenceEnv, rule_action
+from tjap.learned.interference.features import (
+    NODE_FEATURES,
+    PartitionGraph,
+    Planning,
+    choose_group,
+    observe,
+)
+from tjap.learned.interference.nets import InterferenceGNN, to_torch
+from tjap.learned.interference.policy import (
+    DEFAULT_WEIGHTS,
+    SERVER_WEIGHTS,
+    MarlPolicy,
+    ServerLevelPolicy,
+    load_model,
+    save_model,
+)
+from tjap.placement.interference import Simulator, Workload, make_cluster
 from tjap.registry import make
 
 COL = NODE_FEATURES.index
@@ -34,10 +45,10 @@ def test_server_graph_has_servers_and_switches_only():
         dev, srv = PartitionGraph(cluster, p), PartitionGraph(cluster, p, "server")
         assert srv.num_actions == srv.num_servers == dev.num_servers
         assert dev.num_actions == dev.num_groups
-        assert srv.num_nodes == dev.num_nodes - dev.num_groups     # no group nodes
+        assert srv.num_nodes == dev.num_nodes - dev.num_groups  # no group nodes
         assert srv.edge_index.shape[1] == dev.edge_index.shape[1] - 2 * dev.num_groups
-        assert np.array_equal(srv.node_server[:srv.num_servers], dev.servers)
-        assert np.all(srv.node_server[srv.num_servers:] == -1)     # then the switches
+        assert np.array_equal(srv.node_server[: srv.num_servers], dev.servers)
+        assert np.all(srv.node_server[srv.num_servers :] == -1)  # then the switches
         assert np.array_equal(srv.servers[srv.group_action], cluster.group_server[srv.groups])
     with pytest.raises(InvalidInputError, match="unknown level"):
         PartitionGraph(cluster, 0, "rack")
@@ -71,9 +82,9 @@ def test_server_mask_features_and_rule_against_the_device_level(checked_commits)
         assert np.array_equal(mask[:-1], expected) and mask[-1] == dev_mask[-1]
         nodes, dev = obs["nodes"], dev_obs["nodes"]
         assert obs["nodes"].shape[0] == dev.shape[0] - len(groups)
-        assert np.array_equal(nodes[S:], dev[len(groups) + S:])          # switches unchanged
+        assert np.array_equal(nodes[S:], dev[len(groups) + S :])  # switches unchanged
         for s in range(S):
-            mine = dev[:len(groups)][server_of == s]
+            mine = dev[: len(groups)][server_of == s]
             fs = feasible[server_of == s]
             assert nodes[s, COL("is_server")] == 1 and nodes[s, COL("is_group")] == 0
             assert nodes[s, COL("cpu_used")] == pytest.approx(mine[:, COL("cpu_used")].mean())
@@ -83,8 +94,9 @@ def test_server_mask_features_and_rule_against_the_device_level(checked_commits)
                 assert nodes[s, COL("added_slowdown")] == mine[fs, COL("added_slowdown")].min()
             ok = mine[:, COL("whole_ok")] > 0
             assert nodes[s, COL("whole_ok")] == ok.any()
-            assert nodes[s, COL("whole_gap")] == (mine[ok, COL("whole_gap")].min() if ok.any()
-                                                  else 2.0)
+            assert nodes[s, COL("whole_gap")] == (
+                mine[ok, COL("whole_gap")].min() if ok.any() else 2.0
+            )
         for rule in ("whole", "tetris"):
             a_dev = rule_action(dev, dev_mask, rule)
             a_srv = env.expert_action(rule)
@@ -99,9 +111,9 @@ def test_random_group_is_a_feasible_group_of_the_server_and_seeded():
     w = Workload.generate(cluster.num_partitions, 1, "uniform", 0, rate=2.0)
     sim = Simulator(cluster, w)
     graph = PartitionGraph(cluster, 0, "server")
-    first, second = graph.groups[0], graph.groups[1]     # the first server's two groups
+    first, second = graph.groups[0], graph.groups[1]  # the first server's two groups
     assert cluster.group_server[first] == cluster.group_server[second]
-    job = next(j for j in range(len(w)) if sim.task_demands(j)[0][0] >= 1)   # a worker first
+    job = next(j for j in range(len(w)) if sim.task_demands(j)[0][0] >= 1)  # a worker first
     plan = Planning(sim, 0)
     plan.start(sim, job)
 
@@ -111,7 +123,7 @@ def test_random_group_is_a_feasible_group_of_the_server_and_seeded():
 
     both = draws(5)
     assert set(both) == {first, second} and draws(5) == both and draws(6) != both
-    plan.gpu_free[first] = 0                      # the first group cannot take a worker now
+    plan.gpu_free[first] = 0  # the first group cannot take a worker now
     assert set(draws(5)) == {second}
     plan.gpu_free[second] = 0
     with pytest.raises(InvalidInputError, match="no group"):
@@ -133,13 +145,14 @@ def test_marl_server_in_simulator_replays_the_env(monkeypatch, checked_commits):
         evaluate_in_env(model, env, [4])
         sims = [Simulator(env.cluster, env.workload) for _ in range(3)]
         seeds = [env.workload.seed, env.workload.seed, env.workload.seed + 1]
-        runs = [sim.run(ServerLevelPolicy(model=model), seed=seed)
-                for sim, seed in zip(sims, seeds)]
+        runs = [
+            sim.run(ServerLevelPolicy(model=model), seed=seed) for sim, seed in zip(sims, seeds)
+        ]
     finally:
         torch.set_num_threads(threads)
     assert np.isfinite(env.sim.finish).all()
     assert np.allclose(env.sim.finish, runs[0].finish)
-    assert np.array_equal(env.sim.task_group, sims[0].task_group)     # the same random groups
+    assert np.array_equal(env.sim.task_group, sims[0].task_group)  # the same random groups
     assert np.array_equal(runs[0].finish, runs[1].finish)
     assert not np.array_equal(sims[0].task_group, sims[2].task_group)  # another seed, others
     assert len(checked_commits) == 4 * len(env.workload)

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from tjap.cli import main
+from tjap.errors import InvalidInputError
 from tjap.learned.interference.env import InterferenceEnv
 from tjap.learned.interference.nets import InterferenceGNN, to_torch
 from tjap.learned.interference.policy import SINGLE_WEIGHTS, SingleAgentPolicy
 from tjap.learned.interference.train import evaluate_in_env, ppo
 from tjap.placement.interference import Simulator, Workload, make_cluster
-from tjap.cli import main
-from tjap.errors import InvalidInputError
 from tjap.registry import make
 
 
@@ -32,15 +32,17 @@ def test_single_places_feasibly_without_forwarding_and_is_deterministic(checked_
     assert np.array_equal(runs[0].finish, runs[1].finish)
     assert np.array_equal(runs[0].start, runs[1].start)
     sim = sims[0]
-    groups = [set(cluster.group_partition[sim.task_group[sim.task_ptr[j]:sim.task_ptr[j + 1]]])
-              for j in range(len(w))]
+    groups = [
+        set(cluster.group_partition[sim.task_group[sim.task_ptr[j] : sim.task_ptr[j + 1]]])
+        for j in range(len(w))
+    ]
     homes = [cluster.group_partition[sim.task_group[sim.task_ptr[j]]] for j in range(len(w))]
     # one scheduler over every pod: an untrained network places jobs away from their home pod
     assert any(h != w.home[j] for j, h in enumerate(homes)) or max(map(len, groups)) > 1
 
 
 # The single agent replaying the env's episodes, observation by observation: see
-# tests/test_interference_learned.py::test_simulator_policy_sees_exactly_the_env_observations.
+# tests/learned/interference/test_interference_learned.py::test_simulator_policy_sees_exactly_the_env_observations.
 
 
 def test_shipped_single_weights_clone_the_whole_rule():
@@ -51,8 +53,9 @@ def test_shipped_single_weights_clone_the_whole_rule():
     meta = json.loads(SINGLE_WEIGHTS.read_text())
     assert meta["training"]["single_agent"] and meta["training"]["expert"] == "whole"
     env = InterferenceEnv(k=4, intervals=3, rate=2.0, extra_intervals=80, single_agent=True)
-    single, whole, tetris = (np.mean(evaluate_in_env(p, env, [5, 6]))
-                             for p in (policy.model, "whole", "tetris"))
+    single, whole, tetris = (
+        np.mean(evaluate_in_env(p, env, [5, 6])) for p in (policy.model, "whole", "tetris")
+    )
     assert abs(single - whole) < 0.03 * whole and single < 0.8 * tetris
 
 
@@ -102,7 +105,7 @@ def test_jct_rule_reward_is_the_jct_saved_against_the_rule():
         _, r, done, _, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
         total += r
     assert total == pytest.approx(env._rule_cost.sum() - sum(env.episode.time_in_system))
-    assert total < 0     # random choices lose time against the rule
+    assert total < 0  # random choices lose time against the rule
     with pytest.raises(InvalidInputError, match="unknown rule"):
         InterferenceEnv(k=4, reward="jct_rule", rule="best")
 
@@ -116,9 +119,23 @@ def test_ppo_records_greedy_evaluations():
         calls.append(1)
         return [float(len(calls))]
 
-    curve = ppo(model, env, steps=96, rollout=48, epochs=1, batch=32, lr=1e-3, seed=0,
-                gamma=0.99, lam=0.95, clip=0.2, value_scale=50.0, entropy=0.0,
-                evaluate=evaluate, eval_every=48)
+    curve = ppo(
+        model,
+        env,
+        steps=96,
+        rollout=48,
+        epochs=1,
+        batch=32,
+        lr=1e-3,
+        seed=0,
+        gamma=0.99,
+        lam=0.95,
+        clip=0.2,
+        value_scale=50.0,
+        entropy=0.0,
+        evaluate=evaluate,
+        eval_every=48,
+    )
     evals = [row for row in curve if row["phase"] == "eval"]
     assert [row["step"] for row in evals] == [0, 48, 96]
     assert [row["avg_jct"] for row in evals] == [[1.0], [2.0], [3.0]]

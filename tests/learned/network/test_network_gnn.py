@@ -13,19 +13,34 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
-from tjap.learned.network.env import NetworkAllocEnv  # noqa: E402
+from tjap.errors import InvalidInputError  # noqa: E402
 from tjap.learned.network import nets as gnn  # noqa: E402
-from tjap.learned.network.features import FeatureBuilder, NODE_FEATURES  # noqa: E402
+from tjap.learned.network.env import NetworkAllocEnv  # noqa: E402
+from tjap.learned.network.features import NODE_FEATURES, FeatureBuilder  # noqa: E402
 from tjap.learned.network.nets import GraphSAGEAllocator, load, save  # noqa: E402
 from tjap.learned.network.policy import GNNPolicy  # noqa: E402
-from tjap.placement.network import (Engine, Outcome, Requests, Topology, evaluate,  # noqa: E402
-                               paper_topology, run_episode)
-from tjap.errors import InvalidInputError  # noqa: E402
+from tjap.placement.network import (  # noqa: E402
+    Engine,
+    Outcome,
+    Requests,
+    Topology,
+    evaluate,
+    paper_topology,
+    run_episode,
+)
 
 
 def tiny(channels=(2, 2, 1)) -> Topology:
-    return Topology(clusters=2, racks_per_cluster=2, servers_per_rack=2, tier2_per_cluster=2,
-                    tier3_switches=2, channels=channels, server_cpu=4, server_mem=4)
+    return Topology(
+        clusters=2,
+        racks_per_cluster=2,
+        servers_per_rack=2,
+        tier2_per_cluster=2,
+        tier3_switches=2,
+        channels=channels,
+        server_cpu=4,
+        server_mem=4,
+    )
 
 
 class Checked:
@@ -82,10 +97,10 @@ def test_env_forbidden_action_fails_the_request():
     env.reset(seed=0)
     chosen = int(np.flatnonzero(env.action_masks())[0])
     _, reward, _, _, info = env.step(chosen)
-    assert reward == 0.0       # still pending: the same server again is forbidden -> failure
+    assert reward == 0.0  # still pending: the same server again is forbidden -> failure
     _, reward, _, _, info = env.step(chosen)
     assert reward == -10.0 and info["request"] == 1
-    held = env.engine.held()   # the failed request holds nothing
+    held = env.engine.held()  # the failed request holds nothing
     assert (held["cpu"] + env.engine.free_cpu == 4).all()
     assert (held["channels"] + env.engine.free_channels == tiny().link_capacity).all()
     with pytest.raises(InvalidInputError, match="same servers and switches"):
@@ -108,7 +123,7 @@ def test_features_match_a_reference(seed):
     rng = np.random.default_rng(seed)
     builder = FeatureBuilder(topology)
     col = {name: i for i, name in enumerate(NODE_FEATURES)}
-    for request in range(12):
+    for _request in range(12):
         cpu, mem = int(rng.integers(1, 20)), int(rng.integers(1, 20))
         while not engine.fits(cpu, mem):
             engine.advance(1)
@@ -119,15 +134,19 @@ def test_features_match_a_reference(seed):
             n = topology.num_servers
             assert obs.shape == (topology.graph.number_of_nodes() + 1, len(NODE_FEATURES))
             np.testing.assert_allclose(obs[:n, col["free_cpu"]], engine.free_cpu / 4)
-            np.testing.assert_allclose(obs[:n, col["give_mem"]],
-                                       np.minimum(engine.free_mem, engine.need_mem) / 4)
-            np.testing.assert_allclose(obs[:n, col["up_free_frac"]],
-                                       engine.free_channels[:n] / topology.link_capacity[:n])
+            np.testing.assert_allclose(
+                obs[:n, col["give_mem"]], np.minimum(engine.free_mem, engine.need_mem) / 4
+            )
+            np.testing.assert_allclose(
+                obs[:n, col["up_free_frac"]], engine.free_channels[:n] / topology.link_capacity[:n]
+            )
             chosen = np.zeros(n, bool)
             chosen[engine.chosen] = True
             assert (obs[:n, col["chosen"]] == chosen).all()
             assert (obs[:n, col["connectable"]] == reference_connectable(engine)).all()
-            assert (obs[n:-1, col["is_server"]] == 0).all() and (obs[:n, col["is_server"]] == 1).all()
+            assert (obs[n:-1, col["is_server"]] == 0).all() and (
+                obs[:n, col["is_server"]] == 1
+            ).all()
             mask = engine.mask()
             outcome = engine.step(int(rng.choice(np.flatnonzero(mask))))
         engine.advance(1)
@@ -163,8 +182,9 @@ def test_save_load_round_trip(tmp_path):
     torch.manual_seed(1)
     t = paper_topology("8:1-4", 64)
     net = GraphSAGEAllocator(topology=t)
-    weights, meta = save(net, tmp_path / "g", arch={}, routing="balanced",
-                         training={"algorithm": "none (test)"})
+    weights, meta = save(
+        net, tmp_path / "g", arch={}, routing="balanced", training={"algorithm": "none (test)"}
+    )
     again, info = load(meta, topology=t)
     assert info["routing"] == "balanced" and info["training"]["algorithm"] == "none (test)"
     obs = torch.rand(3, t.graph.number_of_nodes() + 1, 16)
@@ -187,8 +207,16 @@ def test_ppo_plumbing_takes_a_few_steps():
     from tjap.learned.network.nets import GNNMaskablePolicy
 
     env = NetworkAllocEnv(tiny(), requests=4)
-    model = MaskablePPO(GNNMaskablePolicy, env, policy_kwargs={"topology": tiny()}, n_steps=32,
-                        batch_size=16, n_epochs=1, seed=0, device="cpu")
+    model = MaskablePPO(
+        GNNMaskablePolicy,
+        env,
+        policy_kwargs={"topology": tiny()},
+        n_steps=32,
+        batch_size=16,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+    )
     before = [p.detach().clone() for p in model.policy.net.parameters()]
     model.learn(64)
     assert any(not torch.equal(a, b) for a, b in zip(before, model.policy.net.parameters()))
@@ -207,7 +235,7 @@ def test_gnn_chooses_only_allowed_servers_and_is_deterministic(servers, requests
     again = run_episode(t, reqs, GNNPolicy())
     assert checked.choices == first.steps > requests
     assert (first.accepted == again.accepted).all() and first.steps == again.steps
-    if servers == 64:   # sampling is seeded too
+    if servers == 64:  # sampling is seeded too
         sampled = [run_episode(t, reqs, GNNPolicy(sample=True), seed=5) for _ in range(2)]
         assert (sampled[0].accepted == sampled[1].accepted).all()
         assert sampled[0].steps == sampled[1].steps
@@ -232,15 +260,61 @@ def test_shipped_gnn_beats_tetris_on_a_constrained_topology():
 def test_cli_gnn(capsys):
     from tjap.cli import main
 
-    assert main(["network", "evaluate", "--topology", "16:1-4", "--policy", "gnn",
-                 "--requests", "16", "--seeds", "1", "--json"]) == 0
+    assert (
+        main(
+            [
+                "network",
+                "evaluate",
+                "--topology",
+                "16:1-4",
+                "--policy",
+                "gnn",
+                "--requests",
+                "16",
+                "--seeds",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["policy"] == "gnn" and 0 <= out["acceptance"] <= 1
-    assert main(["network", "evaluate", "--policy", "tetris", "--weights", "x.json",
-                 "--requests", "4", "--seeds", "1"]) == 2
+    assert (
+        main(
+            [
+                "network",
+                "evaluate",
+                "--policy",
+                "tetris",
+                "--weights",
+                "x.json",
+                "--requests",
+                "4",
+                "--seeds",
+                "1",
+            ]
+        )
+        == 2
+    )
     assert "unknown option 'weights'" in capsys.readouterr().err
-    assert main(["network", "evaluate", "--policy", "gnn", "--weights", "nope.json",
-                 "--requests", "4", "--seeds", "1"]) == 2
+    assert (
+        main(
+            [
+                "network",
+                "evaluate",
+                "--policy",
+                "gnn",
+                "--weights",
+                "nope.json",
+                "--requests",
+                "4",
+                "--seeds",
+                "1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "metadata" in err and "nope.json" in err and len(err.strip().splitlines()) == 1
 
@@ -256,11 +330,18 @@ def test_ppo_validation_keeps_the_best_check(tmp_path, monkeypatch):
     init = tmp_path / "init"
     net = GraphSAGEAllocator(**gnn.ARCH)
     save(net, init, arch=gnn.ARCH, routing="shortest", training={"what": "random init"})
-    out = train_network(["8:1-16"], timesteps=64, requests=4, seed=0, out=tmp_path / "ppo",
-                        ppo={"n_steps": 32, "batch_size": 16, "n_epochs": 1,
-                             "learning_rate": 1e-2},
-                        eval_seeds=0, quiet=True, init=init.with_suffix(".json"),
-                        validate_every_s=1e-9)
+    out = train_network(
+        ["8:1-16"],
+        timesteps=64,
+        requests=4,
+        seed=0,
+        out=tmp_path / "ppo",
+        ppo={"n_steps": 32, "batch_size": 16, "n_epochs": 1, "learning_rate": 1e-2},
+        eval_seeds=0,
+        quiet=True,
+        init=init.with_suffix(".json"),
+        validate_every_s=1e-9,
+    )
     saved, meta = load(out["weights"])
     checks = meta["training"]["validation"]["checks"]
     assert [c["timesteps"] for c in checks] == [0, 32, 64, 64]

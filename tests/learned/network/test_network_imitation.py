@@ -5,14 +5,21 @@ tiny case, determinism by seed, and the training entry's bad input."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from tjap.placement.network import Engine, Outcome, Requests, Topology, paper_topology, solve_request
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from network_oracle import fewest_channels
+
 from tjap.errors import InvalidInputError
+from tjap.placement.network import (
+    Engine,
+    Outcome,
+    Requests,
+    Topology,
+    paper_topology,
+    solve_request,
+)
 from tjap.result import Status
 
 torch = pytest.importorskip("torch")
@@ -31,8 +38,16 @@ def one_torch_thread():
 
 
 def tiny(channels=(2, 2, 1)) -> Topology:
-    return Topology(clusters=2, racks_per_cluster=2, servers_per_rack=2, tier2_per_cluster=2,
-                    tier3_switches=2, channels=channels, server_cpu=4, server_mem=4)
+    return Topology(
+        clusters=2,
+        racks_per_cluster=2,
+        servers_per_rack=2,
+        tier2_per_cluster=2,
+        tier3_switches=2,
+        channels=channels,
+        server_cpu=4,
+        server_mem=4,
+    )
 
 
 @st.composite
@@ -62,13 +77,22 @@ def partial_requests(draw):
 @given(partial_requests())
 def test_completion_with_fixed_servers_matches_brute_force(state):
     t, e = state
-    if e.request is None:   # the first steps finished (or failed) the request
+    if e.request is None:  # the first steps finished (or failed) the request
         return
     free_ch = e.free_channels.copy()
-    plan = solve_request(t, e.free_cpu, e.free_mem, e.free_channels, e.need_cpu, e.need_mem,
-                         time_limit_s=10, fixed=e.chosen)
-    best = fewest_channels(t, e.free_cpu, e.free_mem, e.free_channels, e.need_cpu, e.need_mem,
-                          fixed=e.chosen)
+    plan = solve_request(
+        t,
+        e.free_cpu,
+        e.free_mem,
+        e.free_channels,
+        e.need_cpu,
+        e.need_mem,
+        time_limit_s=10,
+        fixed=e.chosen,
+    )
+    best = fewest_channels(
+        t, e.free_cpu, e.free_mem, e.free_channels, e.need_cpu, e.need_mem, fixed=e.chosen
+    )
     if best is None:
         assert plan.status == Status.INFEASIBLE and not plan.has_solution
         return
@@ -106,7 +130,7 @@ def test_labeller_cache_agrees_with_fresh_solves():
     # every label is a set of allowed servers; fresh solves of labelled states are as cheap
     for mask, label in zip(samples.masks, samples.labels):
         assert label.any() and not (label & ~mask).any()
-    assert labeller.solves < len(samples)   # the request plan is reused within a request
+    assert labeller.solves < len(samples)  # the request plan is reused within a request
 
 
 def test_rollout_returns_are_discounted_rewards():
@@ -125,14 +149,16 @@ def test_rollout_returns_are_discounted_rewards():
 def test_fit_learns_the_labels_and_is_deterministic():
     t = paper_topology("8:1-16", 64)
     samples, _ = imitation.rollout(t, Requests.generate(t, 12, 1002), beta=1.0)
-    chance = np.mean([label.sum() / mask.sum() for label, mask in zip(samples.labels,
-                                                                       samples.masks)])
+    chance = np.mean(
+        [label.sum() / mask.sum() for label, mask in zip(samples.labels, samples.masks)]
+    )
 
     def trained(epochs):
         torch.manual_seed(0)
         net = GraphSAGEAllocator(**ARCH)
-        stats = imitation.fit(net, samples, epochs=epochs, batch_size=16, lr=3e-3, seed=0,
-                              topologies={t.name: t})
+        stats = imitation.fit(
+            net, samples, epochs=epochs, batch_size=16, lr=3e-3, seed=0, topologies={t.name: t}
+        )
         return net, stats
 
     _, stats = trained(15)
@@ -150,13 +176,16 @@ def test_train_imitation_bad_input():
         imitation.train_imitation(["9:1-3"], iterations=1)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--timesteps", "0"], "nothing to train"),
-    (["--init", "no/such/weights.json"], "no such weights"),
-    (["--topologies", "9:1-3"], "unknown topology"),
-    (["--imitation-iterations", "-1"], ">= 0"),
-    (["--imitation-iterations", "1", "--imitation-beta", "1.5"], "--imitation-beta must be in"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--timesteps", "0"], "nothing to train"),
+        (["--init", "no/such/weights.json"], "no such weights"),
+        (["--topologies", "9:1-3"], "unknown topology"),
+        (["--imitation-iterations", "-1"], ">= 0"),
+        (["--imitation-iterations", "1", "--imitation-beta", "1.5"], "--imitation-beta must be in"),
+    ],
+)
 def test_cli_train_network_errors_are_one_line(capsys, argv, message):
     from tjap.cli import main
 

@@ -14,11 +14,11 @@ pytest.importorskip("sb3_contrib")
 from stable_baselines3.common.env_checker import check_env  # noqa: E402
 
 import tjap  # noqa: E402
+from tjap.learned.policy_io import spec_hash  # noqa: E402
 from tjap.learned.tree.env import NSARepairEnv  # noqa: E402
 from tjap.learned.tree.features import feature_spec  # noqa: E402
 from tjap.learned.tree.nets import ARCHS, count_parameters  # noqa: E402
 from tjap.learned.tree.policy import LearnedRepair, build_policy, load_policy  # noqa: E402
-from tjap.learned.policy_io import spec_hash  # noqa: E402
 from tjap.learned.tree.train import save_policy  # noqa: E402
 from tjap.placement.tree.stream import generate_windows  # noqa: E402
 
@@ -51,7 +51,7 @@ def test_masked_actions_never_taken_and_reward_is_minus_cost(windows):
         while not done:
             mask = env.action_masks()
             assert mask.any() and obs.shape == env.observation_space.shape
-            assert np.all(obs[:, ~mask] == 0)                 # masked positions carry no state
+            assert np.all(obs[:, ~mask] == 0)  # masked positions carry no state
             assert mask.sum() == min(env.q, env.length)
             action = int(rng.choice(np.flatnonzero(mask)))
             obs, reward, done, _, info = env.step(action)
@@ -125,19 +125,34 @@ def test_load_refuses_mismatch(saved_policy, tmp_path):
 def test_nsa_through_solve_is_feasible_and_uses_the_policy(saved_policy, windows):
     path, _ = saved_policy
     for w in windows[:3]:
-        r = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=40,
-                       convention="published", seed=1)
+        r = tjap.solve(
+            w,
+            "nsa",
+            weights=path.with_suffix(".json"),
+            iterations=40,
+            convention="published",
+            seed=1,
+        )
         assert r.is_feasible() and r.method == "nsa"
         assert r.objective <= r.info["initial_cost"] + 1e-9
-        assert r.objective == pytest.approx(tjap.assignment_cost(w.topology, r.assignment, "published"))
-        again = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=40,
-                           convention="published", seed=1)
+        assert r.objective == pytest.approx(
+            tjap.assignment_cost(w.topology, r.assignment, "published")
+        )
+        again = tjap.solve(
+            w,
+            "nsa",
+            weights=path.with_suffix(".json"),
+            iterations=40,
+            convention="published",
+            seed=1,
+        )
         assert again.assignment == r.assignment
 
 
 #: solve_nsa's loop options before it had presets: the paper's Table I.
-NSA_PAPER_LOOP = dict(iterations=500, max_remove=2, t_max=2500.0, t_min=2.5,
-                      reinsert="largest-first", initial="seq")
+NSA_PAPER_LOOP = dict(
+    iterations=500, max_remove=2, t_max=2500.0, t_min=2.5, reinsert="largest-first", initial="seq"
+)
 
 
 def _same_result(a, b):
@@ -146,9 +161,13 @@ def _same_result(a, b):
     assert a.iterations == b.iterations
 
 
-@pytest.mark.parametrize("preset, loop", [
-    ("paper", NSA_PAPER_LOOP),
-    ("published", {**NSA_PAPER_LOOP, "t_max": 25000.0, "reinsert": "window-order"})])
+@pytest.mark.parametrize(
+    "preset, loop",
+    [
+        ("paper", NSA_PAPER_LOOP),
+        ("published", {**NSA_PAPER_LOOP, "t_max": 25000.0, "reinsert": "window-order"}),
+    ],
+)
 def test_nsa_presets_are_the_loops_of_the_sa_presets(saved_policy, windows, preset, loop):
     from tjap.heuristics.tree.anneal import SA_PRESETS
     from tjap.learned.tree.policy import NSA_PRESETS
@@ -159,15 +178,28 @@ def test_nsa_presets_are_the_loops_of_the_sa_presets(saved_policy, windows, pres
     w = windows[2]
     weights = path.with_suffix(".json")
     short = {**loop, "iterations": 60}
-    r = tjap.solve(w, "nsa", weights=weights, preset=preset, iterations=60, seed=5,
-                   convention="published")
+    r = tjap.solve(
+        w, "nsa", weights=weights, preset=preset, iterations=60, seed=5, convention="published"
+    )
     _same_result(r, tjap.solve(w, "nsa", weights=weights, seed=5, convention="published", **short))
-    if preset == "paper":   # the default of weights not trained in the best loop
-        _same_result(r, tjap.solve(w, "nsa", weights=weights, iterations=60, seed=5,
-                                   convention="published"))
-    else:                   # explicit options override the default preset
-        _same_result(r, tjap.solve(w, "nsa", weights=weights, iterations=60, t_max=25000.0,
-                                   reinsert="window-order", seed=5, convention="published"))
+    if preset == "paper":  # the default of weights not trained in the best loop
+        _same_result(
+            r, tjap.solve(w, "nsa", weights=weights, iterations=60, seed=5, convention="published")
+        )
+    else:  # explicit options override the default preset
+        _same_result(
+            r,
+            tjap.solve(
+                w,
+                "nsa",
+                weights=weights,
+                iterations=60,
+                t_max=25000.0,
+                reinsert="window-order",
+                seed=5,
+                convention="published",
+            ),
+        )
 
 
 @pytest.mark.parametrize("preset", ["fast", ""])
@@ -176,7 +208,7 @@ def test_nsa_unknown_preset_is_a_one_line_error(saved_policy, windows, preset):
     with pytest.raises(tjap.InvalidInputError) as info:
         tjap.solve(windows[0], "nsa", weights=path.with_suffix(".json"), preset=preset)
     assert "\n" not in str(info.value) and "paper, published, best" in str(info.value)
-    # preset "best" only for weights trained in its loop: tests/test_nsa_training.py
+    # preset "best" only for weights trained in its loop: tests/learned/tree/test_nsa_training.py
 
 
 def test_nsa_documents_every_option():
@@ -186,14 +218,18 @@ def test_nsa_documents_every_option():
 
     doc = inspect.getdoc(solve_nsa)
     params = doc.split("Parameters\n----------\n")[1].split("\n\n")[0]
-    documented = {name.strip() for line in params.splitlines() if " : " in line
-                  and not line.startswith(" ") for name in line.split(" : ")[0].split(",")}
+    documented = {
+        name.strip()
+        for line in params.splitlines()
+        if " : " in line and not line.startswith(" ")
+        for name in line.split(" : ")[0].split(",")
+    }
     assert documented == set(inspect.signature(solve_nsa).parameters)
 
 
 def test_learned_repair_is_a_network_the_loop_runs(saved_policy, windows):
     """No callback: the loop gets the actor's arrays, its kind chosen by type (the forward pass
-    and the trajectory against torch: tests/test_nsa_numba.py)."""
+    and the trajectory against torch: tests/heuristics/tree/test_nsa_numba.py)."""
     from tjap.heuristics.tree import _kernels
     from tjap.placement.tree.dcas import Arrays
 
@@ -208,8 +244,15 @@ def test_learned_repair_is_a_network_the_loop_runs(saved_policy, windows):
 def test_tiny_training_run(tmp_path, windows):
     from tjap.learned.tree.train import train_nsa
 
-    out = train_nsa("cnn1", timesteps=256, seed=0, out=tmp_path / "t", num_windows=4, quiet=True,
-                    ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1})
+    out = train_nsa(
+        "cnn1",
+        timesteps=256,
+        seed=0,
+        out=tmp_path / "t",
+        num_windows=4,
+        quiet=True,
+        ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1},
+    )
     meta = json.loads((tmp_path / "t.json").read_text())
     assert meta["training"]["timesteps"] == 256 and meta["training"]["seed"] == 0
     load_policy(tmp_path / "t.json")
@@ -221,14 +264,29 @@ def test_tiny_training_run(tmp_path, windows):
 def test_sampled_nsa_is_seeded_and_feasible(saved_policy, windows):
     path, _ = saved_policy
     w = windows[1]
-    a = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=60, sample=True,
-                   convention="published", seed=3)
-    b = tjap.solve(w, "nsa", weights=path.with_suffix(".json"), iterations=60, sample=True,
-                   convention="published", seed=3)
+    a = tjap.solve(
+        w,
+        "nsa",
+        weights=path.with_suffix(".json"),
+        iterations=60,
+        sample=True,
+        convention="published",
+        seed=3,
+    )
+    b = tjap.solve(
+        w,
+        "nsa",
+        weights=path.with_suffix(".json"),
+        iterations=60,
+        sample=True,
+        convention="published",
+        seed=3,
+    )
     assert a.is_feasible() and a.assignment == b.assignment
 
 
 # -- imitation warm start (tjap.learned.tree.imitation) ---------------------------------------------------
+
 
 def _brute_force_cheapest_valid_block(env):
     """The cheapest block among the valid starts, each block's node set costed on its own."""
@@ -240,9 +298,10 @@ def _brute_force_cheapest_valid_block(env):
     mask = env.action_masks()
     costs = []
     for start in np.flatnonzero(mask):
-        block = alive[(start + np.arange(size)) % length]          # wraps to the head of Q
-        costs.append(node_set_cost(a.switch_q[block], a.pod_q[block], a.num_switches,
-                                   a.num_pods, env.code))
+        block = alive[(start + np.arange(size)) % length]  # wraps to the head of Q
+        costs.append(
+            node_set_cost(a.switch_q[block], a.pod_q[block], a.num_switches, a.num_pods, env.code)
+        )
     return int(np.flatnonzero(mask)[int(np.argmin(costs))]), float(min(costs))
 
 
@@ -290,8 +349,9 @@ def test_demonstrations_and_behaviour_cloning_lower_the_loss(windows, temperatur
     torch.manual_seed(0)
     policy = build_policy("cnn1", feature_spec())
     before = bc_losses(policy, demos, temperature=temperature)
-    history = behaviour_clone(policy, demos, epochs=4, batch_size=64, learning_rate=3e-3,
-                              temperature=temperature, seed=0)
+    history = behaviour_clone(
+        policy, demos, epochs=4, batch_size=64, learning_rate=3e-3, temperature=temperature, seed=0
+    )
     after = bc_losses(policy, demos, temperature=temperature)
     assert len(history) == 4 and after["loss"] < before["loss"]
     assert after["actor_ce"] < before["actor_ce"]
@@ -324,9 +384,18 @@ def test_imitation_bad_arguments(windows):
 def test_tiny_training_run_with_imitation(tmp_path):
     from tjap.learned.tree.train import train_nsa
 
-    out = train_nsa("cnn1", timesteps=128, seed=0, out=tmp_path / "t", num_windows=4, quiet=True,
-                    ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1},
-                    imitation_steps=150, imitation_epochs=2, imitation_temperature=300.0)
+    out = train_nsa(
+        "cnn1",
+        timesteps=128,
+        seed=0,
+        out=tmp_path / "t",
+        num_windows=4,
+        quiet=True,
+        ppo={"n_steps": 128, "batch_size": 64, "n_epochs": 1},
+        imitation_steps=150,
+        imitation_epochs=2,
+        imitation_temperature=300.0,
+    )
     meta = json.loads((tmp_path / "t.json").read_text())
     im = meta["training"]["imitation"]
     assert im["steps"] == 150 and im["epochs"] == 2 and im["expert"] == "greedy-within-q"
@@ -341,8 +410,16 @@ def test_tiny_training_run_with_imitation(tmp_path):
         stages = [row["stage"] for row in csv.DictReader(f)]
     assert stages[:2] == ["imitation", "imitation"] and stages[2:] == ["ppo"] * (len(stages) - 2)
 
-    only = train_nsa("cnn1", timesteps=0, seed=0, out=tmp_path / "bc", num_windows=4, quiet=True,
-                     imitation_steps=50, imitation_epochs=1)
+    only = train_nsa(
+        "cnn1",
+        timesteps=0,
+        seed=0,
+        out=tmp_path / "bc",
+        num_windows=4,
+        quiet=True,
+        imitation_steps=50,
+        imitation_epochs=1,
+    )
     assert json.loads((tmp_path / "bc.json").read_text())["training"]["timesteps"] == 0
     assert only["imitation"]["targets"] == "hard"
     with pytest.raises(tjap.InvalidInputError, match="nothing to train"):
@@ -353,7 +430,18 @@ def test_cli_train_parser_has_imitation_options():
     from tjap.cli import build_parser
 
     args = build_parser().parse_args(
-        ["train", "nsa", "--timesteps", "0", "--imitation-steps", "1000",
-         "--imitation-temperature", "300", "--clip-range", "0.1"])
+        [
+            "train",
+            "nsa",
+            "--timesteps",
+            "0",
+            "--imitation-steps",
+            "1000",
+            "--imitation-temperature",
+            "300",
+            "--clip-range",
+            "0.1",
+        ]
+    )
     assert args.timesteps == 0 and args.imitation_steps == 1000
     assert args.imitation_temperature == 300.0 and args.clip_range == 0.1

@@ -12,8 +12,13 @@ from pathlib import Path
 import pytest
 
 import tjap
-from tjap.learned.tree.policy import (BEST_WEIGHTS, DEFAULT_WEIGHTS, WEIGHTS_DIR, default_preset,
-                              default_weights)
+from tjap.learned.tree.policy import (
+    BEST_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    WEIGHTS_DIR,
+    default_preset,
+    default_weights,
+)
 from tjap.placement.tree.stream import generate_windows
 
 WEIGHTS = WEIGHTS_DIR
@@ -31,8 +36,9 @@ PAPER_DEFAULT = {
 @pytest.fixture(scope="module")
 def windows():
     """The third window of each layout's stream (seed 11, capped at 5 jobs): 4 jobs, 795 idle."""
-    return {layout: generate_windows(layout, 3, 11, cap=5, convention=layout)[2]
-            for layout in LAYOUTS}
+    return {
+        layout: generate_windows(layout, 3, 11, cap=5, convention=layout)[2] for layout in LAYOUTS
+    }
 
 
 def _same(a, b):
@@ -48,8 +54,16 @@ def test_default_is_preset_best_with_the_conventions_weights(windows, layout):
     assert r.info["preset"] == "best" and r.info["lookahead"] == 32
     assert Path(r.info["weights"]).name == f"nsa_cnn3_best_{layout}.json"
     assert r.info["weights_setting"] == layout
-    explicit = tjap.solve(w, "nsa", iterations=60, seed=3, convention=layout, preset="best",
-                          weights=WEIGHTS / f"nsa_cnn3_best_{layout}.json", lookahead=32)
+    explicit = tjap.solve(
+        w,
+        "nsa",
+        iterations=60,
+        seed=3,
+        convention=layout,
+        preset="best",
+        weights=WEIGHTS / f"nsa_cnn3_best_{layout}.json",
+        lookahead=32,
+    )
     _same(r, explicit)
     assert r.info == explicit.info | {"iterations_per_s": r.info["iterations_per_s"]}
     assert r.method == "nsa" and r.iterations == 60
@@ -62,8 +76,9 @@ def test_default_iterations_are_the_best_loops(windows):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_preset_paper_is_the_previous_default_draw_for_draw(windows, layout):
-    r = tjap.solve(windows[layout], "nsa", seed=7, iterations=120, convention=layout,
-                   preset="paper")
+    r = tjap.solve(
+        windows[layout], "nsa", seed=7, iterations=120, convention=layout, preset="paper"
+    )
     old = PAPER_DEFAULT[layout]
     assert r.objective == pytest.approx(old["objective"], rel=1e-12, abs=1e-9)
     assert r.info["order"] == old["order"] and r.info["starts"] == old["starts"]
@@ -77,13 +92,16 @@ def test_default_is_seeded_and_feasible(windows, layout):
     w = windows[layout]
     runs = [tjap.solve(w, "nsa", iterations=40, seed=s, convention=layout) for s in (5, 5, 6)]
     _same(runs[0], runs[1])
-    _same(runs[0], tjap.solve(tjap.Window.from_json(w.to_json()), "nsa", iterations=40, seed=5,
-                              convention=layout))
+    _same(
+        runs[0],
+        tjap.solve(
+            tjap.Window.from_json(w.to_json()), "nsa", iterations=40, seed=5, convention=layout
+        ),
+    )
     for r in runs:
         assert r.is_feasible() and r.status.value == "FEASIBLE"
         assert sorted(map(len, r.assignment)) == sorted(w.job_sizes)
-        assert r.objective == pytest.approx(tjap.assignment_cost(w.topology, r.assignment,
-                                                                 layout))
+        assert r.objective == pytest.approx(tjap.assignment_cost(w.topology, r.assignment, layout))
         assert r.objective <= r.info["initial_cost"] + 1e-9
 
 
@@ -92,22 +110,36 @@ def test_explicit_options_override_the_default(windows):
     r = tjap.solve(w, "nsa", iterations=30, lookahead=0, convention="published")
     assert (r.info["preset"], r.info["lookahead"], r.iterations) == ("best", 0, 30)
     # weights trained for the other convention, named: they run, and info says so
-    r = tjap.solve(w, "nsa", iterations=30, convention="published",
-                   weights=WEIGHTS / "nsa_cnn3_best_paper.json")
+    r = tjap.solve(
+        w,
+        "nsa",
+        iterations=30,
+        convention="published",
+        weights=WEIGHTS / "nsa_cnn3_best_paper.json",
+    )
     assert (r.info["preset"], r.info["weights_setting"]) == ("best", "paper")
 
 
-@pytest.mark.parametrize("name, preset", [("nsa_cnn3_paper.json", "paper"),
-                                          ("nsa_cnn3.json", "paper"),
-                                          ("nsa_cnn3_best_published.json", "best")])
+@pytest.mark.parametrize(
+    "name, preset",
+    [
+        ("nsa_cnn3_paper.json", "paper"),
+        ("nsa_cnn3.json", "paper"),
+        ("nsa_cnn3_best_published.json", "best"),
+    ],
+)
 def test_weights_given_without_a_preset_run_in_their_loop(windows, name, preset):
     """Weights not trained in the best loop (which preset "best" refuses) run under the
     paper's preset, as they did when it was the default; best-loop weights under "best"."""
     assert default_preset(WEIGHTS / name) == preset
     r = tjap.solve(windows["paper"], "nsa", iterations=20, seed=2, weights=WEIGHTS / name)
     assert r.info["preset"] == preset and r.info["lookahead"] == (32 if preset == "best" else 0)
-    _same(r, tjap.solve(windows["paper"], "nsa", iterations=20, seed=2, weights=WEIGHTS / name,
-                        preset=preset))
+    _same(
+        r,
+        tjap.solve(
+            windows["paper"], "nsa", iterations=20, seed=2, weights=WEIGHTS / name, preset=preset
+        ),
+    )
 
 
 def test_default_weights_by_preset_and_convention():
@@ -134,11 +166,24 @@ def test_cli_solve_runs_and_reports_the_default(tmp_path, windows, capsys):
 
     path = tmp_path / "w.json"
     path.write_text(windows["published"].to_json())
-    assert main(["solve", str(path), "--method", "nsa", "--iterations", "20",
-                 "--convention", "published", "--json"]) == 0
+    assert (
+        main(
+            [
+                "solve",
+                str(path),
+                "--method",
+                "nsa",
+                "--iterations",
+                "20",
+                "--convention",
+                "published",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     data = data[0] if isinstance(data, list) else data
     info = data["info"]
-    assert (info["preset"], info["lookahead"], info["weights_setting"]) == ("best", 32,
-                                                                            "published")
+    assert (info["preset"], info["lookahead"], info["weights_setting"]) == ("best", 32, "published")
     assert Path(info["weights"]).name == "nsa_cnn3_best_published.json"

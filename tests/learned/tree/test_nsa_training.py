@@ -37,11 +37,12 @@ def _brute_force_totals(env):
     from tjap.placement.tree._kernels import node_set_cost
 
     a = env.a
-    sizes = [int(a.sizes[j]) for j in env.order[env.step_index:]]
+    sizes = [int(a.sizes[j]) for j in env.order[env.step_index :]]
 
     def cost(nodes):
-        return node_set_cost(a.switch_q[nodes], a.pod_q[nodes], a.num_switches, a.num_pods,
-                             env.code)
+        return node_set_cost(
+            a.switch_q[nodes], a.pod_q[nodes], a.num_switches, a.num_pods, env.code
+        )
 
     def take(alive, start, size):
         idx = [(start + i) % len(alive) for i in range(size)]
@@ -49,7 +50,7 @@ def _brute_force_totals(env):
 
     totals = []
     for start in np.flatnonzero(env.action_masks()):
-        block, alive = take(list(env.alive[:env.length]), int(start), sizes[0])
+        block, alive = take(list(env.alive[: env.length]), int(start), sizes[0])
         total = cost(block)
         for size in sizes[1:]:
             costs = [cost(take(alive, s, size)[0]) for s in range(len(alive))]
@@ -78,10 +79,10 @@ def test_lookahead_expert_is_the_argmin_of_its_total_by_brute_force(small_window
             assert mask[action] and brute[action] == pytest.approx(brute.min())
             if env.step_index + 1 < env.order.size:
                 steps_with_rest += 1
-            else:   # the last job: the look-ahead is the greedy-within-q expert
+            else:  # the last job: the look-ahead is the greedy-within-q expert
                 assert np.array_equal(scores, expert_scores(env, "greedy-within-q"))
             _, _, done, _, _ = env.step(action)
-    assert steps_with_rest > 20   # the look-ahead part was exercised
+    assert steps_with_rest > 20  # the look-ahead part was exercised
 
 
 def test_lookahead_demonstrations_label_the_best_total(small_windows):
@@ -91,8 +92,13 @@ def test_lookahead_demonstrations_label_the_best_total(small_windows):
     demos = collect_demonstrations(env, 150, seed=0, temperature=300.0, expert="lookahead")
     assert len(demos) >= 150 and np.all(demos.returns < 0)
     assert np.array_equal(demos.actions, np.argmin(demos.costs, axis=1))
-    again = collect_demonstrations(NSARepairEnv(small_windows, max_remove=5), 150, seed=0,
-                                   temperature=300.0, expert="lookahead")
+    again = collect_demonstrations(
+        NSARepairEnv(small_windows, max_remove=5),
+        150,
+        seed=0,
+        temperature=300.0,
+        expert="lookahead",
+    )
     assert np.array_equal(demos.obs, again.obs) and np.array_equal(demos.costs, again.costs)
 
 
@@ -111,8 +117,11 @@ def test_relative_reward_subtracts_the_lookahead_baseline(small_windows):
         assert env.baseline == pytest.approx(expert_scores(env, "lookahead").min())
         done, follow = False, episode % 2 == 0
         while not done:
-            action = (expert_action(env, "lookahead") if follow
-                      else int(rng.choice(np.flatnonzero(env.action_masks()))))
+            action = (
+                expert_action(env, "lookahead")
+                if follow
+                else int(rng.choice(np.flatnonzero(env.action_masks())))
+            )
             _, reward, done, _, info = env.step(action)
             _, plain_reward, _, _, _ = plain.step(action)
         assert reward == pytest.approx((env.baseline - info["cost"]) / env.reward_scale)
@@ -131,11 +140,11 @@ def test_env_warmup_repair(small_windows):
         out = []
         for s in range(30):
             env.reset(seed=s)
-            out.append((env.order.tolist(), env.starts[:env.kept].tolist()))
+            out.append((env.order.tolist(), env.starts[: env.kept].tolist()))
         return out
 
     greedy = kept_solutions("greedy")
-    assert greedy == kept_solutions("greedy")           # deterministic by seed
+    assert greedy == kept_solutions("greedy")  # deterministic by seed
     assert greedy != kept_solutions("uniform")
 
 
@@ -147,15 +156,16 @@ def _weights(tmp_path, name, training):
     return path.with_suffix(".json")
 
 
-@pytest.mark.parametrize("training", [{"seed": 0}, {"setting": "published"},
-                                      {"setting": "paper", "loop": "paper"}])
+@pytest.mark.parametrize(
+    "training", [{"seed": 0}, {"setting": "published"}, {"setting": "paper", "loop": "paper"}]
+)
 def test_preset_best_refuses_weights_not_trained_in_it(tmp_path, small_windows, training):
     weights = _weights(tmp_path, "other", training)
     with pytest.raises(tjap.InvalidInputError, match="--loop best") as info:
         tjap.solve(small_windows[0], "nsa", weights=weights, preset="best", iterations=10)
     assert "\n" not in str(info.value)
     # the shipped published-setting model too, named (without weights "best" runs the shipped
-    # best-loop ones, tests/test_nsa_default.py)
+    # best-loop ones, tests/learned/tree/test_nsa_default.py)
     from tjap.learned.tree.policy import DEFAULT_WEIGHTS
 
     with pytest.raises(tjap.InvalidInputError, match="trained in the published loop"):
@@ -167,30 +177,65 @@ def test_preset_best_runs_weights_trained_in_it_in_the_best_loop(tmp_path, small
     from tjap.heuristics.tree.anneal import SA_PRESETS
     from tjap.learned.tree.policy import NSA_LOOKAHEAD, NSA_PRESETS
 
-    assert NSA_PRESETS["best"] == {k: v for k, v in SA_PRESETS["best"].items()
-                                   if k not in ("repair", "q")}
+    assert NSA_PRESETS["best"] == {
+        k: v for k, v in SA_PRESETS["best"].items() if k not in ("repair", "q")
+    }
     assert NSA_LOOKAHEAD == {"paper": 0, "published": 0, "best": 32}
     weights = _weights(tmp_path, "best", {"setting": "published", "loop": "best"})
     w = small_windows[1]
     common = {"weights": weights, "seed": 4, "convention": "published"}
     r = tjap.solve(w, "nsa", preset="best", iterations=80, **common)
     assert r.is_feasible() and r.iterations == 80
-    explicit = tjap.solve(w, "nsa", preset="paper", iterations=80, max_remove=5, t_max=25000.0,
-                          reinsert="largest-first", lookahead=32, **common)
+    explicit = tjap.solve(
+        w,
+        "nsa",
+        preset="paper",
+        iterations=80,
+        max_remove=5,
+        t_max=25000.0,
+        reinsert="largest-first",
+        lookahead=32,
+        **common,
+    )
     assert r.assignment == explicit.assignment and r.objective == explicit.objective
     assert tjap.solve(w, "nsa", preset="best", **common).iterations == 1000
 
 
 # -- the training options, recorded ----------------------------------------------------------------
 def test_cli_training_in_the_best_loop_records_its_options(tmp_path, small_windows):
-    from tjap.learned.tree.policy import LearnedRepair
     from tjap.cli import main
+    from tjap.learned.tree.policy import LearnedRepair
 
     out = tmp_path / "b"
-    argv = ["train", "nsa", "--arch", "fcn1", "--setting", "paper", "--loop", "best", "--q", "40",
-            "--expert", "lookahead", "--warmup-repair", "greedy", "--timesteps", "0",
-            "--imitation-steps", "40", "--imitation-epochs", "1", "--imitation-temperature", "300",
-            "--windows", "3", "--quiet", "--out", str(out)]
+    argv = [
+        "train",
+        "nsa",
+        "--arch",
+        "fcn1",
+        "--setting",
+        "paper",
+        "--loop",
+        "best",
+        "--q",
+        "40",
+        "--expert",
+        "lookahead",
+        "--warmup-repair",
+        "greedy",
+        "--timesteps",
+        "0",
+        "--imitation-steps",
+        "40",
+        "--imitation-epochs",
+        "1",
+        "--imitation-temperature",
+        "300",
+        "--windows",
+        "3",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     meta = json.loads(out.with_suffix(".json").read_text())
     t = meta["training"]
@@ -199,8 +244,9 @@ def test_cli_training_in_the_best_loop_records_its_options(tmp_path, small_windo
     assert t["imitation"]["expert"] == "lookahead" and meta["feature_spec"]["q"] == 40
     assert t["command"] == "tjap " + " ".join(argv)
     assert LearnedRepair.load(out.with_suffix(".json")).loop == "best"
-    r = tjap.solve(small_windows[0], "nsa", weights=out.with_suffix(".json"), preset="best",
-                   iterations=20)
+    r = tjap.solve(
+        small_windows[0], "nsa", weights=out.with_suffix(".json"), preset="best", iterations=20
+    )
     assert r.is_feasible()
 
 
@@ -210,9 +256,18 @@ def test_cli_training_options_are_checked():
     parser = build_parser()
     args = parser.parse_args(["train", "nsa", "--imitation-steps", "10", "--timesteps", "0"])
     assert (args.loop, args.q, args.expert, args.warmup_repair) == (
-        "setting", None, "greedy-within-q", "uniform")
+        "setting",
+        None,
+        "greedy-within-q",
+        "uniform",
+    )
     assert parser.parse_args(["train", "nsa", "--reward", "relative"]).reward == "relative"
-    for bad in (["--loop", "fast"], ["--expert", "oracle"], ["--q", "0"],
-                ["--warmup-repair", "paper"], ["--reward", "baseline"]):
+    for bad in (
+        ["--loop", "fast"],
+        ["--expert", "oracle"],
+        ["--q", "0"],
+        ["--warmup-repair", "paper"],
+        ["--reward", "baseline"],
+    ):
         with pytest.raises(SystemExit):
             parser.parse_args(["train", "nsa", *bad])

@@ -14,12 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tjap.placement.batch.jobs import COLUMNS
-from tjap.placement.batch.traces import (FORMATS, TraceReport, bundled_trace, default_nodes, load_sacct,
-                                    load_swf, load_trace)
 from tjap.errors import InvalidInputError
+from tjap.placement.batch.jobs import COLUMNS
+from tjap.placement.batch.traces import (
+    FORMATS,
+    TraceReport,
+    bundled_trace,
+    default_nodes,
+    load_sacct,
+    load_swf,
+    load_trace,
+)
 
-LS6 = bundled_trace("ls6-a100")        # shipped with the package: these tests never skip
+LS6 = bundled_trace("ls6-a100")  # shipped with the package: these tests never skip
 LUBLIN = bundled_trace("lublin_256")
 
 
@@ -30,8 +37,26 @@ def utc(text: str) -> int:
 
 def swf_line(job_id, submit, wait, run, procs, req_procs=-1, req_time=-1, user=7, preceding=-1):
     """An 18-field SWF record with the fields the loader reads (the others unknown)."""
-    fields = [job_id, submit, wait, run, procs, -1, -1, req_procs, req_time, -1, 1, user, -1, -1,
-              -1, -1, preceding, -1]
+    fields = [
+        job_id,
+        submit,
+        wait,
+        run,
+        procs,
+        -1,
+        -1,
+        req_procs,
+        req_time,
+        -1,
+        1,
+        user,
+        -1,
+        -1,
+        -1,
+        -1,
+        preceding,
+        -1,
+    ]
     return " ".join(str(f) for f in fields)
 
 
@@ -43,8 +68,15 @@ def write(path: Path, lines) -> Path:
 SACCT_HEADER = "JobID\tUser\tSubmit\tStart\tEnd\tTimelimit\tNNodes"
 
 
-def sacct_row(job_id, start="2023-01-01T00:10:00", end="2023-01-01T01:00:00", limit="60",
-              nodes="2", user="alice", submit="2023-01-01T00:00:00"):
+def sacct_row(
+    job_id,
+    start="2023-01-01T00:10:00",
+    end="2023-01-01T01:00:00",
+    limit="60",
+    nodes="2",
+    user="alice",
+    submit="2023-01-01T00:00:00",
+):
     return "\t".join([job_id, user, submit, start, end, limit, nodes])
 
 
@@ -108,8 +140,11 @@ def test_loading_does_not_modify_the_files(shipped):
 
 # -- SWF -------------------------------------------------------------------------------------------
 def test_swf_gz_gives_the_same_table(tmp_path):
-    lines = ["; MaxProcs: 64", "; UnixStartTime: 1000000",
-             *(swf_line(i, 10 * i, i % 3, 100 + i, 1 + i % 4, req_time=200) for i in range(1, 30))]
+    lines = [
+        "; MaxProcs: 64",
+        "; UnixStartTime: 1000000",
+        *(swf_line(i, 10 * i, i % 3, 100 + i, 1 + i % 4, req_time=200) for i in range(1, 30)),
+    ]
     plain = write(tmp_path / "small.swf", lines)
     packed = tmp_path / "small.swf.gz"
     with gzip.open(packed, "wt") as f:
@@ -121,20 +156,23 @@ def test_swf_gz_gives_the_same_table(tmp_path):
 
 
 def test_swf_skips_bad_lines_and_reports_them(tmp_path):
-    path = write(tmp_path / "bad.swf", [
-        "; UnixStartTime: 1000000",
-        "; MaxProcs: 64",
-        swf_line(1, 0, 5, 100, 4, req_procs=4, req_time=200),   # kept
-        "",
-        swf_line(2, 10, -1, 50, 8),                               # kept: limit from runtime
-        "3 20 0 30 2 -1",                                         # line 6: 6 fields
-        swf_line(4, 30, 0, 10, 2).replace(" 10 ", " abc ", 1),    # line 7: non-numeric run time
-        swf_line(1, 40, 0, 10, 1, req_time=60),                   # line 8: duplicate id
-        swf_line(5, 50, 0, -1, 1, req_time=60),                   # line 9: unknown runtime
-        swf_line(6, 60, 0, 10, -1, req_time=60),                  # line 10: no processors
-        swf_line(7, 70, 2, 500, 2, req_time=300, user=-1),        # kept: runtime clipped to 300
-        swf_line(8, 80, 0, 5, 1, req_time=0),                     # kept: limit from runtime
-    ])
+    path = write(
+        tmp_path / "bad.swf",
+        [
+            "; UnixStartTime: 1000000",
+            "; MaxProcs: 64",
+            swf_line(1, 0, 5, 100, 4, req_procs=4, req_time=200),  # kept
+            "",
+            swf_line(2, 10, -1, 50, 8),  # kept: limit from runtime
+            "3 20 0 30 2 -1",  # line 6: 6 fields
+            swf_line(4, 30, 0, 10, 2).replace(" 10 ", " abc ", 1),  # line 7: non-numeric run time
+            swf_line(1, 40, 0, 10, 1, req_time=60),  # line 8: duplicate id
+            swf_line(5, 50, 0, -1, 1, req_time=60),  # line 9: unknown runtime
+            swf_line(6, 60, 0, 10, -1, req_time=60),  # line 10: no processors
+            swf_line(7, 70, 2, 500, 2, req_time=300, user=-1),  # kept: runtime clipped to 300
+            swf_line(8, 80, 0, 5, 1, req_time=0),  # kept: limit from runtime
+        ],
+    )
     jobs, report = load_swf(path)
     assert jobs.job_id.tolist() == [1, 2, 7, 8]
     assert jobs.nodes.tolist() == [4, 8, 2, 1]
@@ -165,32 +203,39 @@ def test_swf_tolerates_decimals_crlf_and_a_byte_order_mark(tmp_path):
 
 
 def test_swf_examples_are_truncated_and_capped(tmp_path):
-    path = write(tmp_path / "long.swf", [swf_line(1, 0, 0, 10, 1)]
-                 + [f"{i} " + "x" * 200 for i in range(2, 12)])
+    path = write(
+        tmp_path / "long.swf",
+        [swf_line(1, 0, 0, 10, 1)] + [f"{i} " + "x" * 200 for i in range(2, 12)],
+    )
     jobs, report = load_swf(path)
     assert len(jobs) == 1 and report.skipped == 10 and len(report.examples) == 5
     assert all(e.endswith("x" * 10) and len(e.split(": ", 2)[2]) == 80 for e in report.examples)
 
 
 def test_swf_dependencies(tmp_path):
-    path = write(tmp_path / "deps.swf", [
-        swf_line(1, 0, 0, 10, 1),
-        swf_line(2, 5, 0, 10, 1, preceding=1),    # kept
-        swf_line(3, 6, 0, 10, 1, preceding=3),    # on itself: dropped
-        swf_line(4, 7, 0, 10, 1, preceding=5),    # on a later job: dropped
-        swf_line(5, 8, 0, 10, 1, preceding=99),   # on an unknown job: dropped
-    ])
+    path = write(
+        tmp_path / "deps.swf",
+        [
+            swf_line(1, 0, 0, 10, 1),
+            swf_line(2, 5, 0, 10, 1, preceding=1),  # kept
+            swf_line(3, 6, 0, 10, 1, preceding=3),  # on itself: dropped
+            swf_line(4, 7, 0, 10, 1, preceding=5),  # on a later job: dropped
+            swf_line(5, 8, 0, 10, 1, preceding=99),  # on an unknown job: dropped
+        ],
+    )
     jobs, _ = load_swf(path)
     assert jobs.depends_on.tolist() == [-1, 0, -1, -1, -1]
     assert jobs.meta["dropped_dependencies"] == 3
 
 
 def test_default_nodes_passes_over_a_header_smaller_than_the_jobs(tmp_path):
-    path = write(tmp_path / "procs.swf", ["; MaxNodes: 4", "; MaxProcs: 32",
-                                          swf_line(1, 0, 0, 10, 16)])
+    path = write(
+        tmp_path / "procs.swf", ["; MaxNodes: 4", "; MaxProcs: 32", swf_line(1, 0, 0, 10, 16)]
+    )
     assert default_nodes(*load_swf(path)) == 32
-    path = write(tmp_path / "small.swf", ["; MaxNodes: 4", "; MaxProcs: 8",
-                                          swf_line(1, 0, 0, 10, 16)])
+    path = write(
+        tmp_path / "small.swf", ["; MaxNodes: 4", "; MaxProcs: 8", swf_line(1, 0, 0, 10, 16)]
+    )
     assert default_nodes(*load_swf(path)) == 8  # neither fits: the larger, for the caller to reject
     path = write(tmp_path / "none.swf", [swf_line(1, 0, 0, 10, 16)])
     assert default_nodes(*load_swf(path)) is None
@@ -217,8 +262,9 @@ def test_not_swf_files_raise_helpful_errors(tmp_path):
 
 
 def test_sacct_trace_as_swf_gives_up_early():
-    with pytest.raises(InvalidInputError,
-                       match=r"ls6-a100\.tsv is not an SWF trace.*--format sacct"):
+    with pytest.raises(
+        InvalidInputError, match=r"ls6-a100\.tsv is not an SWF trace.*--format sacct"
+    ):
         load_swf(LS6)
 
 
@@ -238,26 +284,29 @@ def test_file_errors(tmp_path):
 
 # -- sacct -----------------------------------------------------------------------------------------
 def test_sacct_limits_unknown_times_steps_and_arrays(tmp_path):
-    path = write_sacct(tmp_path / "jobs.tsv", [
-        sacct_row("10", limit="1-02:03:04"),
-        sacct_row("11", limit="02:03:04", user="bob"),
-        sacct_row("12", limit="03:04"),                     # 184 s: the 3000 s runtime is clipped
-        sacct_row("13", limit="UNLIMITED"),                 # limit = runtime
-        sacct_row("14", limit="30"),                        # minutes
-        sacct_row("14.batch"),                              # a step: not a job
-        sacct_row("15", start="Unknown"),                   # line 9
-        sacct_row("16", end="None"),                        # line 10
-        sacct_row("17_1", nodes="1"),
-        sacct_row("17_2", nodes="1", start="2023-01-01T00:20:00"),
-        sacct_row("18", limit="soon"),                      # line 13
-        sacct_row("19") + "\textra",                        # line 14
-        sacct_row("20", submit="yesterday"),                # line 15
-    ])
+    path = write_sacct(
+        tmp_path / "jobs.tsv",
+        [
+            sacct_row("10", limit="1-02:03:04"),
+            sacct_row("11", limit="02:03:04", user="bob"),
+            sacct_row("12", limit="03:04"),  # 184 s: the 3000 s runtime is clipped
+            sacct_row("13", limit="UNLIMITED"),  # limit = runtime
+            sacct_row("14", limit="30"),  # minutes
+            sacct_row("14.batch"),  # a step: not a job
+            sacct_row("15", start="Unknown"),  # line 9
+            sacct_row("16", end="None"),  # line 10
+            sacct_row("17_1", nodes="1"),
+            sacct_row("17_2", nodes="1", start="2023-01-01T00:20:00"),
+            sacct_row("18", limit="soon"),  # line 13
+            sacct_row("19") + "\textra",  # line 14
+            sacct_row("20", submit="yesterday"),  # line 15
+        ],
+    )
     jobs, report = load_sacct(path)
     assert (report.lines, report.jobs, report.skipped) == (13, 7, 5)
     assert jobs.meta["steps_skipped"] == 1
     assert report.lines == report.jobs + report.skipped + jobs.meta["steps_skipped"]
-    assert jobs.job_id.tolist() == [10, 11, 12, 13, 14, 15, 16]   # fresh ids after the largest kept
+    assert jobs.job_id.tolist() == [10, 11, 12, 13, 14, 15, 16]  # fresh ids after the largest kept
     assert jobs.meta["raw_ids"] == ["10", "11", "12", "13", "14", "17_1", "17_2"]
     assert jobs.limit_s.tolist() == [93784, 7384, 184, 3000, 1800, 3600, 3600]
     assert jobs.runtime_s.tolist() == [3000, 3000, 184, 3000, 1800, 3000, 2400]
@@ -273,15 +322,30 @@ def test_sacct_limits_unknown_times_steps_and_arrays(tmp_path):
     assert "bad Submit time 'yesterday'" in report.examples[4]
 
 
-@pytest.mark.parametrize("text, seconds", [
-    ("1-02:03:04", 93784), ("2-00", 172800), ("1-01:30", 91800), ("02:03:04", 7384),
-    ("03:04", 184), ("2880", 172800), ("0", 1), ("UNLIMITED", None), ("Partition_Limit", None),
-    ("-1", "bad"), ("1:2:3:4", "bad"), ("1-", "bad"), ("soon", "bad"), ("", "bad"),
-])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("1-02:03:04", 93784),
+        ("2-00", 172800),
+        ("1-01:30", 91800),
+        ("02:03:04", 7384),
+        ("03:04", 184),
+        ("2880", 172800),
+        ("0", 1),
+        ("UNLIMITED", None),
+        ("Partition_Limit", None),
+        ("-1", "bad"),
+        ("1:2:3:4", "bad"),
+        ("1-", "bad"),
+        ("soon", "bad"),
+        ("", "bad"),
+    ],
+)
 def test_sacct_time_limit_forms(tmp_path, text, seconds):
     """Slurm's time limit forms; UNLIMITED takes the runtime (3000 s), 0 becomes 1 s."""
-    path = write_sacct(tmp_path / "limits.tsv", [sacct_row("1", limit="60"),
-                                                  sacct_row("2", limit=text)])
+    path = write_sacct(
+        tmp_path / "limits.tsv", [sacct_row("1", limit="60"), sacct_row("2", limit=text)]
+    )
     jobs, report = load_sacct(path)
     if seconds == "bad":
         assert report.skipped == 1 and f"bad Timelimit {text!r}" in report.examples[0]
@@ -291,12 +355,15 @@ def test_sacct_time_limit_forms(tmp_path, text, seconds):
 
 
 def test_sacct_pipe_separated_with_count_and_aliases(tmp_path):
-    path = write(tmp_path / "dump.sacct", [
-        "2",
-        "JobIDRaw|UID|Submit|Start|End|TimelimitRaw|AllocNodes|",
-        "5|1001|2023-01-01T00:00:00|2023-01-01T00:00:10|2023-01-01T00:01:10|2|3|",
-        "6|1002|2023-01-01T00:00:00|2023-01-01T00:00:10|2023-01-01T00:00:20|2|1|",
-    ])
+    path = write(
+        tmp_path / "dump.sacct",
+        [
+            "2",
+            "JobIDRaw|UID|Submit|Start|End|TimelimitRaw|AllocNodes|",
+            "5|1001|2023-01-01T00:00:00|2023-01-01T00:00:10|2023-01-01T00:01:10|2|3|",
+            "6|1002|2023-01-01T00:00:00|2023-01-01T00:00:10|2023-01-01T00:00:20|2|1|",
+        ],
+    )
     jobs, report = load_trace(path)
     assert report.format == "sacct" and jobs.meta["declared_count"] == 2
     assert jobs.nodes.tolist() == [3, 1] and jobs.runtime_s.tolist() == [60, 10]
@@ -308,8 +375,9 @@ def test_sacct_errors(tmp_path):
     with pytest.raises(InvalidInputError, match=r"missing\.tsv.*lacks column.*UID or User.*End"):
         load_sacct(missing)
     swf = write(tmp_path / "trace.tsv", ["; MaxNodes: 4", swf_line(1, 0, 0, 10, 1)])
-    with pytest.raises(InvalidInputError,
-                       match=r"trace\.tsv is not a sacct-style trace.*use --format swf"):
+    with pytest.raises(
+        InvalidInputError, match=r"trace\.tsv is not a sacct-style trace.*use --format swf"
+    ):
         load_sacct(swf)
     no_rows = write_sacct(tmp_path / "norows.tsv", [])
     with pytest.raises(InvalidInputError, match=r"norows\.tsv has no job lines"):
@@ -320,8 +388,16 @@ def test_sacct_errors(tmp_path):
 
 
 # -- format guessing -------------------------------------------------------------------------------
-@pytest.mark.parametrize("name, expected", [("a.swf", "swf"), ("a.SWF", "swf"), ("a.tsv", "sacct"),
-                                            ("a.txt", "sacct"), ("a.sacct", "sacct")])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("a.swf", "swf"),
+        ("a.SWF", "swf"),
+        ("a.tsv", "sacct"),
+        ("a.txt", "sacct"),
+        ("a.sacct", "sacct"),
+    ],
+)
 def test_format_from_name(tmp_path, name, expected):
     if expected == "swf":
         path = write(tmp_path / name, [swf_line(1, 0, 0, 10, 1)])
@@ -337,8 +413,9 @@ def test_format_from_content_and_errors(tmp_path):
     assert load_trace(sacct)[1].format == "sacct"
     assert load_trace(sacct, "SACCT")[1].format == "sacct"
     prose = write(tmp_path / "notes.md", ["# a note", "nothing to see"])
-    with pytest.raises(InvalidInputError,
-                       match=r"cannot tell the format .*notes\.md.*--format swf"):
+    with pytest.raises(
+        InvalidInputError, match=r"cannot tell the format .*notes\.md.*--format swf"
+    ):
         load_trace(prose)
     with pytest.raises(InvalidInputError, match=r"unknown trace format 'csv'; allowed: swf, sacct"):
         load_trace(swf, "csv")

@@ -11,19 +11,36 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from tjap.placement.interference import (Coefficients, Simulator, Workload, co_location_samples,
-                                    error_table, fit, make_cluster, simulate)
-from tjap.placement.interference import _kernels as kern
-from tjap.placement.interference import profiles
 from tjap.cli import main
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.placement.interference import (
+    Coefficients,
+    Simulator,
+    Workload,
+    co_location_samples,
+    error_table,
+    fit,
+    make_cluster,
+    profiles,
+    simulate,
+)
+from tjap.placement.interference import _kernels as kern
 from tjap.registry import make, methods
 
 GEN = Coefficients.generator()
 
 
-def small_run(policy, topology="fattree", k=4, arch="pcie", pattern="poisson", seed=0,
-              intervals=6, rate=2.0, **options):
+def small_run(
+    policy,
+    topology="fattree",
+    k=4,
+    arch="pcie",
+    pattern="poisson",
+    seed=0,
+    intervals=6,
+    rate=2.0,
+    **options,
+):
     cluster = make_cluster(topology, k, arch)
     workload = Workload.generate(cluster.num_partitions, intervals, pattern, seed, rate=rate)
     sim = Simulator(cluster, workload)
@@ -31,14 +48,21 @@ def small_run(policy, topology="fattree", k=4, arch="pcie", pattern="poisson", s
 
 
 # -- cluster ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("topology, k, servers, partitions",
-                         [("fattree", 20, 2000, 20), ("vl2", 20, 2000, 20), ("bcube", 3, 1296, 18),
-                          ("fattree", 8, 128, 8)])
+@pytest.mark.parametrize(
+    "topology, k, servers, partitions",
+    [
+        ("fattree", 20, 2000, 20),
+        ("vl2", 20, 2000, 20),
+        ("bcube", 3, 1296, 18),
+        ("fattree", 8, 128, 8),
+    ],
+)
 def test_cluster_sizes_follow_the_paper(topology, k, servers, partitions):
     c = make_cluster(topology, k)
     assert (c.num_servers, c.num_partitions) == (servers, partitions)
-    assert c.total_gpus == 4 * servers and np.all(np.bincount(c.server_partition) == servers
-                                                   // partitions)
+    assert c.total_gpus == 4 * servers and np.all(
+        np.bincount(c.server_partition) == servers // partitions
+    )
 
 
 def test_architectures():
@@ -69,18 +93,18 @@ def test_paths_are_walks_in_the_graph_between_the_groups(topology, k):
             if node[0] == "server" and node[1] == c.group_server[a] and link == links[0]:
                 continue
         assert node == ("group", int(b))
-        if topology != "bcube":   # tree routes are shortest paths
+        if topology != "bcube":  # tree routes are shortest paths
             assert len(links) == nx.shortest_path_length(g, ("group", int(a)), ("group", int(b)))
 
 
 def test_path_hand_worked_fattree():
-    c = make_cluster("fattree", 4)   # 4 pods x 2 edges x 2 servers, 2 groups per server
-    assert c.path(0, 1).tolist() == [0, c.num_groups + 0, 1]            # PCIe, QPI, PCIe
+    c = make_cluster("fattree", 4)  # 4 pods x 2 edges x 2 servers, 2 groups per server
+    assert c.path(0, 1).tolist() == [0, c.num_groups + 0, 1]  # PCIe, QPI, PCIe
     nic = c.nic_link
-    up = c.net_base + c.num_servers                                    # edge uplinks
-    assert c.path(0, 2).tolist() == [0, nic[0], nic[1], 2]            # same edge switch
-    assert c.path(0, 4).tolist() == [0, nic[0], up + 0, up + 1, nic[2], 4]   # same pod
-    assert len(c.path(0, 8)) == 8                                      # across pods via a core
+    up = c.net_base + c.num_servers  # edge uplinks
+    assert c.path(0, 2).tolist() == [0, nic[0], nic[1], 2]  # same edge switch
+    assert c.path(0, 4).tolist() == [0, nic[0], up + 0, up + 1, nic[2], 4]  # same pod
+    assert len(c.path(0, 8)) == 8  # across pods via a core
     assert c.link_gbps[nic[0]] == 10 and c.link_gbps[up] == 2 * 20
 
 
@@ -91,9 +115,9 @@ def test_slowdown_formula_hand_worked():
     # of 8 physical: U_c = 5 + 2 = 7, U_p = 24
     expected = 0.02 * math.exp(0.2 * 7 + 0.1 * 4) - 0.03 + 0.008 * 24 + 0.001 * 20 - 0.01
     assert kern.slowdown(4.0, 20.0, 5.0, 2.0, 24.0, False, coef) == pytest.approx(expected)
-    assert kern.slowdown(4.0, 20.0, 0.0, 0.0, 0.0, True, coef) == 0.0       # alone
+    assert kern.slowdown(4.0, 20.0, 0.0, 0.0, 0.0, True, coef) == 0.0  # alone
     low = np.array([0.0, 0, 0, -1.0, 0, 0, 0])
-    assert kern.slowdown(1.0, 1.0, 1.0, 0.0, 1.0, False, low) == 0.0       # clipped at 0
+    assert kern.slowdown(1.0, 1.0, 1.0, 0.0, 1.0, False, low) == 0.0  # clipped at 0
     assert GEN.predict(4, 20, 7, 24) == pytest.approx(expected)
 
 
@@ -101,10 +125,11 @@ def test_iteration_time_hand_worked():
     """Two resnet50 workers and one PS of one job on one server: compute slowdown from the other
     worker, communication over PCIe links shared by the two flows."""
     c = make_cluster("fattree", 4)
-    w = Workload(np.array([0]), np.array([0]), np.array([0]), np.array([2]), np.array([1]),
-                 np.array([1]))
+    w = Workload(
+        np.array([0]), np.array([0]), np.array([0]), np.array([2]), np.array([1]), np.array([1])
+    )
     sim = Simulator(c, w)
-    sim.commit(0, [0, 0, 1])   # both workers on group 0, PS on group 1 (same server)
+    sim.commit(0, [0, 0, 1])  # both workers on group 0, PS on group 1 (same server)
     cpu = profiles.CPU_CORES[0]
     s = GEN.predict(cpu, profiles.PCIE_GBPS[0], cpu, profiles.PCIE_GBPS[0])
     # flows 0->1 twice: links PCIe(0) (2 flows), QPI (2), PCIe(1) (2): 128 / 2 = 64 Gbps
@@ -112,24 +137,53 @@ def test_iteration_time_hand_worked():
     iteration = profiles.ITER_S[0] * (1 + s) + comm
     epoch_s = profiles.ITERS_PER_EPOCH[0] / 2 * iteration
     out = np.zeros(1), np.zeros(1), np.zeros(1)
-    kern.interval_update(np.array([0]), 600.0, w.model, w.workers, w.ps, w.epochs, sim.progress,
-                         sim.task_ptr, sim.task_group, sim.task_cpu, sim.task_pcie, sim.flow_ptr,
-                         sim.flow_links, sim.flow_len, sim.link_flows, c.link_gbps, c.group_server,
-                         c.server_first_group, c.server_groups, c.group_cores, sim.cpu_used,
-                         sim.pcie_used, sim.server_tasks, profiles.ITER_S,
-                         profiles.ITERS_PER_EPOCH.astype(float), profiles.GRAD_MB * 8e-3,
-                         sim.coef, *out)
+    kern.interval_update(
+        np.array([0]),
+        600.0,
+        w.model,
+        w.workers,
+        w.ps,
+        w.epochs,
+        sim.progress,
+        sim.task_ptr,
+        sim.task_group,
+        sim.task_cpu,
+        sim.task_pcie,
+        sim.flow_ptr,
+        sim.flow_links,
+        sim.flow_len,
+        sim.link_flows,
+        c.link_gbps,
+        c.group_server,
+        c.server_first_group,
+        c.server_groups,
+        c.group_cores,
+        sim.cpu_used,
+        sim.pcie_used,
+        sim.server_tasks,
+        profiles.ITER_S,
+        profiles.ITERS_PER_EPOCH.astype(float),
+        profiles.GRAD_MB * 8e-3,
+        sim.coef,
+        *out,
+    )
     assert out[1][0] == pytest.approx(s) and out[2][0] == pytest.approx(comm)
     assert sim.progress[0] == pytest.approx(600.0 / epoch_s)
 
 
 def test_link_bandwidth_is_shared_among_flows():
     c = make_cluster("fattree", 4)
-    w = Workload(np.array([0, 0]), np.array([0, 0]), np.array([1, 1]), np.array([1, 1]),
-                 np.array([1, 1]), np.array([50, 50]))
+    w = Workload(
+        np.array([0, 0]),
+        np.array([0, 0]),
+        np.array([1, 1]),
+        np.array([1, 1]),
+        np.array([1, 1]),
+        np.array([50, 50]),
+    )
     sim = Simulator(c, w)
-    sim.commit(0, [0, 2])   # two servers under one edge switch: NIC 10 Gbps each
-    sim.commit(1, [1, 3])   # the same two servers: both NICs now carry 2 flows
+    sim.commit(0, [0, 2])  # two servers under one edge switch: NIC 10 Gbps each
+    sim.commit(1, [1, 3])  # the same two servers: both NICs now carry 2 flows
     nic = c.nic_link
     assert sim.link_flows[nic[0]] == sim.link_flows[nic[1]] == 2
     sim.check()
@@ -181,8 +235,9 @@ def test_every_policy_never_oversubscribes(policy, checked_commits):
     assert np.all(result.finish >= result.start) and np.all(result.start >= result.arrival)
 
 
-@pytest.mark.parametrize("topology, k, arch", [("vl2", 4, "mixed"), ("bcube", 2, "dgx1"),
-                                               ("fattree", 4, "hetcpu")])
+@pytest.mark.parametrize(
+    "topology, k, arch", [("vl2", 4, "mixed"), ("bcube", 2, "dgx1"), ("fattree", 4, "hetcpu")]
+)
 def test_runs_on_every_topology_and_architecture(topology, k, arch):
     sim, result = small_run("lif", topology, k, arch, rate=3.0)
     s = result.summary()
@@ -191,25 +246,33 @@ def test_runs_on_every_topology_and_architecture(topology, k, arch):
 
 def test_commit_refuses_oversubscription():
     c = make_cluster("fattree", 4)
-    w = Workload(np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2, np.int64),
-                 np.array([2, 1]), np.array([1, 1]), np.array([1, 1]))
+    w = Workload(
+        np.zeros(2, np.int64),
+        np.zeros(2, np.int64),
+        np.zeros(2, np.int64),
+        np.array([2, 1]),
+        np.array([1, 1]),
+        np.array([1, 1]),
+    )
     sim = Simulator(c, w)
     sim.commit(0, [0, 0, 0])
     with pytest.raises(InvalidInputError, match="does not fit"):
-        sim.commit(1, [0, 1])            # group 0's 2 GPUs are taken
+        sim.commit(1, [0, 1])  # group 0's 2 GPUs are taken
     with pytest.raises(InvalidInputError):
         sim.commit(1, [10**6, 0])
 
 
 def test_job_alone_runs_at_ideal_speed():
     c = make_cluster("fattree", 4)
-    w = Workload(np.array([0]), np.array([0]), np.array([3]), np.array([1]), np.array([1]),
-                 np.array([2]))
+    w = Workload(
+        np.array([0]), np.array([0]), np.array([3]), np.array([1]), np.array([1]), np.array([2])
+    )
     result = simulate(c, w, make("interference", "tetris"))
     # tetris puts worker and PS on one group: no interference with the PS? the PS is another task
     # on the server, so the worker's slowdown is the model's with U_c = PS cores
-    s = max(0.0, GEN.predict(profiles.CPU_CORES[3], profiles.PCIE_GBPS[3],
-                             profiles.PS_CPU_CORES, 0.0))
+    s = max(
+        0.0, GEN.predict(profiles.CPU_CORES[3], profiles.PCIE_GBPS[3], profiles.PS_CPU_CORES, 0.0)
+    )
     comm = profiles.GRAD_MB[3] * 8e-3 / 128.0
     epoch_s = profiles.ITERS_PER_EPOCH[3] * (profiles.ITER_S[3] * (1 + s) + comm)
     assert result.jct[0] == pytest.approx(2 * epoch_s / 1800.0)
@@ -222,20 +285,27 @@ def test_same_seed_same_result(policy):
     _, b = small_run(policy, seed=5, **options)
     np.testing.assert_array_equal(a.finish, b.finish)
     _, c = small_run(policy, seed=6, **options)
-    assert not np.array_equal(np.nan_to_num(a.finish), np.nan_to_num(c.finish)) \
-        or len(a.finish) != len(c.finish)
+    assert not np.array_equal(np.nan_to_num(a.finish), np.nan_to_num(c.finish)) or len(
+        a.finish
+    ) != len(c.finish)
 
 
 def test_forwarding_places_jobs_the_home_partition_cannot_hold():
-    c = make_cluster("fattree", 4)   # 4 partitions of 4 servers x 4 GPUs = 16 GPUs each
+    c = make_cluster("fattree", 4)  # 4 partitions of 4 servers x 4 GPUs = 16 GPUs each
     n = 8
-    w = Workload(np.zeros(n, np.int64), np.zeros(n, np.int64), np.full(n, 3), np.full(n, 4),
-                 np.ones(n, np.int64), np.full(n, 3))
+    w = Workload(
+        np.zeros(n, np.int64),
+        np.zeros(n, np.int64),
+        np.full(n, 3),
+        np.full(n, 4),
+        np.ones(n, np.int64),
+        np.full(n, 3),
+    )
     sim = Simulator(c, w)
     result = sim.run(make("interference", "lb"))
     assert result.summary()["completed"] == n
-    assert (result.forwarded > 0).sum() >= n - 4    # only 4 jobs of 4 GPUs fit at home
-    assert np.all(result.start == 0)                # all placed at once across partitions
+    assert (result.forwarded > 0).sum() >= n - 4  # only 4 jobs of 4 GPUs fit at home
+    assert np.all(result.start == 0)  # all placed at once across partitions
 
 
 def test_workload_patterns():
@@ -248,7 +318,7 @@ def test_workload_patterns():
 def test_workload_trace_pattern():
     t = Workload.generate(4, 200, "trace", 0)
     counts = np.bincount(t.arrival, minlength=200)
-    assert abs(counts.mean() / 4 - 15) < 5 and counts.std() > 3   # bursty, near the mean rate
+    assert abs(counts.mean() / 4 - 15) < 5 and counts.std() > 3  # bursty, near the mean rate
     assert np.all((t.workers >= 1) & (t.workers <= 4) & (t.ps >= 1) & (t.ps <= 4))
 
 
@@ -268,24 +338,50 @@ def test_bad_input():
     with pytest.raises(InvalidInputError):
         make("interference", "opt", iterations=-1)
     with pytest.raises(InvalidInputError):
-        Simulator(make_cluster("fattree", 4), Workload.generate(5, 1))   # 5 schedulers > 4
+        Simulator(make_cluster("fattree", 4), Workload.generate(5, 1))  # 5 schedulers > 4
     with pytest.raises(InvalidInputError):
         Simulator(make_cluster("fattree", 4), Workload.generate(4, 1)).run(object())
 
 
 # -- CLI -------------------------------------------------------------------------------------------
 def test_cli_evaluate_json(capsys):
-    assert main(["interference", "evaluate", "--topology", "fattree", "--k", "4", "--arrivals",
-                 "poisson", "--policy", "tetris", "--seed", "1", "--intervals", "4", "--json"]) == 0
+    assert (
+        main(
+            [
+                "interference",
+                "evaluate",
+                "--topology",
+                "fattree",
+                "--k",
+                "4",
+                "--arrivals",
+                "poisson",
+                "--policy",
+                "tetris",
+                "--seed",
+                "1",
+                "--intervals",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert {"avg_jct", "jobs", "runtime_s"} <= out.keys() and out["completed"] == out["jobs"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--k", "7"], "even integer"), (["--policy", "nope"], "unknown policy"),
-    (["--topology", "vl2", "--k", "6"], "multiple of 4"),
-    (["--arrivals", "trace", "--trace", "/no/such/file"], "not found"),
-    (["--trace", "x.swf"], "needs --arrivals trace"), (["--rate", "-1"], "--rate")])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--k", "7"], "even integer"),
+        (["--policy", "nope"], "unknown policy"),
+        (["--topology", "vl2", "--k", "6"], "multiple of 4"),
+        (["--arrivals", "trace", "--trace", "/no/such/file"], "not found"),
+        (["--trace", "x.swf"], "needs --arrivals trace"),
+        (["--rate", "-1"], "--rate"),
+    ],
+)
 def test_cli_errors_are_one_line(argv, message, capsys):
     assert main(["interference", "evaluate", "--intervals", "1", *argv]) == 2
     err = capsys.readouterr().err

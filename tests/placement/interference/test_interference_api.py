@@ -3,22 +3,30 @@ registry's interference policies, and the steppable episode that the simulator a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from tjap.placement.interference import (CLUSTER, PlacementEpisode, Simulator, Workload, make_cluster,
-                                    simulate)
 from tjap.api import place_job
 from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.placement.interference import (
+    CLUSTER,
+    PlacementEpisode,
+    Simulator,
+    Workload,
+    make_cluster,
+    simulate,
+)
 from tjap.registry import make, methods
 
 
 def fresh(seed=0, intervals=1, rate=3.0):
     cluster = make_cluster("fattree", 4)
-    return Simulator(cluster, Workload.generate(cluster.num_partitions, intervals, "poisson",
-                                                seed, rate=rate))
+    return Simulator(
+        cluster, Workload.generate(cluster.num_partitions, intervals, "poisson", seed, rate=rate)
+    )
 
 
 @pytest.mark.parametrize("policy", ["tetris", "lb", "lif", "random", "whole"])
@@ -28,7 +36,7 @@ def test_place_job_is_the_first_turn_of_a_run(policy):
     sim = fresh(seed=3)
     queue = [j for j in range(len(sim.workload)) if sim.workload.home[j] == 0]
     plans = place_job(sim, queue, policy, seed=7)
-    assert np.all(sim.gpu_free == sim.cluster.group_gpus)     # nothing committed
+    assert np.all(sim.gpu_free == sim.cluster.group_gpus)  # nothing committed
     run = Simulator(sim.cluster, sim.workload)
     run.run(make("interference", policy), seed=7, max_intervals=1, drain=False)
     for job, plan in zip(queue, plans):
@@ -46,7 +54,7 @@ def test_place_job_one_job_commit_and_policy_objects():
     assert sim.fits(0, plan) and sim.state[0] == 0
     again = place_job(sim, 0, make("interference", "tetris"), commit=True)
     assert again.tolist() == plan.tolist() and sim.state[0] == 1
-    assert sim.task_group[sim.task_ptr[0]:sim.task_ptr[1]].tolist() == plan.tolist()
+    assert sim.task_group[sim.task_ptr[0] : sim.task_ptr[1]].tolist() == plan.tolist()
     batch = [j for j in range(1, len(sim.workload)) if sim.workload.home[j] == 0][:3]
     opt = place_job(sim, batch, "opt", iterations=50, seed=1)
     assert len(opt) == len(batch) and all(p is None or sim.fits(j, p) for j, p in zip(batch, opt))
@@ -56,7 +64,7 @@ def test_place_job_with_learned_policies():
     sim = fresh()
     plan = place_job(sim, 0, "marl")
     assert sim.fits(0, plan) and sim.offered(0)[sim.workload.home[0]]
-    both = place_job(sim, [0, 1], "single")          # scope "cluster": any partition
+    both = place_job(sim, [0, 1], "single")  # scope "cluster": any partition
     assert all(p is None or sim.fits(j, p) for j, p in zip([0, 1], both))
 
 
@@ -88,8 +96,17 @@ def test_place_job_refuses_bad_input():
 
 
 def test_registry_builds_every_interference_policy_and_checks_options():
-    assert set(methods("interference")) == {"tetris", "lb", "lif", "random", "opt", "whole",
-                                            "marl", "single", "marl-server"}
+    assert set(methods("interference")) == {
+        "tetris",
+        "lb",
+        "lif",
+        "random",
+        "opt",
+        "whole",
+        "marl",
+        "single",
+        "marl-server",
+    }
     for name in ("tetris", "lb", "lif", "random", "whole"):
         assert make("interference", name).name == name
     with pytest.raises(InvalidInputError, match="unknown option 'weights'.*valid options: none"):
@@ -118,7 +135,7 @@ def test_episode_steps_one_turn_at_a_time_and_matches_the_run():
     assert len(episode.time_in_system) == reference.intervals
     jct = reference.jct[np.isfinite(reference.finish)].sum()
     assert sum(episode.time_in_system) == pytest.approx(jct)
-    home = [t.partition for t in turns if t.interval == 0][:cluster.num_partitions]
+    home = [t.partition for t in turns if t.interval == 0][: cluster.num_partitions]
     assert home == sorted(home)
     with pytest.raises(InvalidInputError, match="no turn"):
         episode.submit([])
@@ -152,5 +169,5 @@ def test_sim_result_is_a_record():
     data = json.loads(result.to_json())
     assert data["policy"] == "tetris" and len(data["finish"]) == len(sim.workload)
     assert isinstance(data["start"][0], int)
-    with pytest.raises(Exception):
-        result.policy = "lb"     # frozen
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.policy = "lb"  # frozen

@@ -34,8 +34,15 @@ def busy_simulator(seed=0, k=4, intervals=2, rate=1.5):
 def comm_over_ideal(sim, job):
     m = sim.workload.model[job]
     volume = profiles.GRAD_MB[m] * 8e-3 / sim.workload.ps[job]
-    comm = kern.comm_time(volume, sim.flow_ptr[job], sim.flow_ptr[job + 1], sim.flow_len,
-                          sim.flow_links, sim.cluster.link_gbps, sim.link_flows)
+    comm = kern.comm_time(
+        volume,
+        sim.flow_ptr[job],
+        sim.flow_ptr[job + 1],
+        sim.flow_len,
+        sim.flow_links,
+        sim.cluster.link_gbps,
+        sim.link_flows,
+    )
     return comm / profiles.ITER_S[m]
 
 
@@ -55,8 +62,11 @@ def task_slowdowns(sim, server):
             over += max(cpu_h - c.group_cores[h], 0.0)
         u_c = sum(sim.task_cpu[u] for u in same) + over
         u_p = sum(sim.task_pcie[u] for u in same)
-        out[t] = 0.0 if len(tasks) == 1 else float(GEN.predict(sim.task_cpu[t], sim.task_pcie[t],
-                                                               u_c, u_p))
+        out[t] = (
+            0.0
+            if len(tasks) == 1
+            else float(GEN.predict(sim.task_cpu[t], sim.task_pcie[t], u_c, u_p))
+        )
     return out
 
 
@@ -70,8 +80,11 @@ def oracle_cost(sim, job, plan):
     c = sim.cluster
     server = int(c.group_server[plan[0]])
     before = task_slowdowns(sim, server)
-    neighbours = [j for j in np.flatnonzero(sim.state == RUNNING)
-                  if server in c.group_server[sim.task_group[sim.task_ptr[j]:sim.task_ptr[j + 1]]]]
+    neighbours = [
+        j
+        for j in np.flatnonzero(sim.state == RUNNING)
+        if server in c.group_server[sim.task_group[sim.task_ptr[j] : sim.task_ptr[j + 1]]]
+    ]
     comm_before = sum(comm_over_ideal(sim, j) for j in neighbours)
     after_sim = copy.deepcopy(sim)
     after_sim.commit(job, np.asarray(plan))
@@ -100,14 +113,40 @@ def kernel_cost(sim, job, server, a, b, nb_ptr, nb_jobs, servers):
     lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
     i = int(np.flatnonzero(servers == server)[0])
     volume = profiles.GRAD_MB[w.model] * 8e-3 / w.ps
-    return split_cost(server, a, b, int(w.workers[job]), int(w.ps[job]), sim.task_cpu[lo],
-                      sim.task_pcie[lo], sim.task_exp[lo], sim.task_cpu[hi - 1],
-                      sim.task_exp[hi - 1], volume[job], profiles.ITER_S[w.model[job]],
-                      sim.gpu_free, sim.cpu_used, sim.pcie_used, sim.tasks, sim.exp_sum,
-                      sim.server_tasks, c.group_cores, sim.cpu_capacity, c.server_first_group,
-                      c.server_groups, c.num_groups, c.link_gbps, sim.link_flows.copy(),
-                      sim.coef, nb_jobs[nb_ptr[i]:nb_ptr[i + 1]], sim.flow_ptr, sim.flow_links,
-                      sim.flow_len, volume, profiles.ITER_S[w.model])
+    return split_cost(
+        server,
+        a,
+        b,
+        int(w.workers[job]),
+        int(w.ps[job]),
+        sim.task_cpu[lo],
+        sim.task_pcie[lo],
+        sim.task_exp[lo],
+        sim.task_cpu[hi - 1],
+        sim.task_exp[hi - 1],
+        volume[job],
+        profiles.ITER_S[w.model[job]],
+        sim.gpu_free,
+        sim.cpu_used,
+        sim.pcie_used,
+        sim.tasks,
+        sim.exp_sum,
+        sim.server_tasks,
+        c.group_cores,
+        sim.cpu_capacity,
+        c.server_first_group,
+        c.server_groups,
+        c.num_groups,
+        c.link_gbps,
+        sim.link_flows.copy(),
+        sim.coef,
+        nb_jobs[nb_ptr[i] : nb_ptr[i + 1]],
+        sim.flow_ptr,
+        sim.flow_links,
+        sim.flow_len,
+        volume,
+        profiles.ITER_S[w.model],
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -133,9 +172,9 @@ def test_split_cost_matches_the_oracle_and_whole_picks_the_brute_force_minimum(s
         policy.reset(sim, 0)
         (plan,) = policy.place(sim, p, [int(job)])
         if np.isfinite(best):
-            assert len(set(c.group_server[plan])) == 1          # one server
+            assert len(set(c.group_server[plan])) == 1  # one server
             assert oracle_cost(sim, job, plan) == pytest.approx(best, rel=1e-9, abs=1e-12)
-        elif plan is not None:                                  # Tetris's fallback
+        elif plan is not None:  # Tetris's fallback
             assert sim.fits(job, plan)
     assert checked > 20
 
@@ -149,7 +188,7 @@ def test_whole_is_deterministic_and_splits_a_job_only_when_no_server_holds_it(mo
     def place_and_check(self, sim, partition, jobs):
         plans = original(self, sim, partition, jobs)
         gpu_free, cpu_used = sim.gpu_free.copy(), sim.cpu_used.copy()
-        for job, plan in zip(jobs, plans):   # replay the batch on a copy of the state
+        for job, plan in zip(jobs, plans):  # replay the batch on a copy of the state
             if plan is None:
                 continue
             lo, hi = sim.task_ptr[job], sim.task_ptr[job + 1]
@@ -160,8 +199,10 @@ def test_whole_is_deterministic_and_splits_a_job_only_when_no_server_holds_it(mo
                     for _, _, whole in splits(sim, job, s):
                         need_gpu = np.bincount(whole, gpu, minlength=c.num_groups)
                         need_cpu = np.bincount(whole, cpu, minlength=c.num_groups)
-                        assert not (np.all(need_gpu <= gpu_free) and np.all(
-                            cpu_used + need_cpu <= sim.cpu_capacity + 1e-9))
+                        assert not (
+                            np.all(need_gpu <= gpu_free)
+                            and np.all(cpu_used + need_cpu <= sim.cpu_capacity + 1e-9)
+                        )
             np.subtract.at(gpu_free, plan, gpu)
             np.add.at(cpu_used, plan, cpu)
             assert np.all(gpu_free >= 0) and np.all(cpu_used <= sim.cpu_capacity + 1e-9)
@@ -181,17 +222,23 @@ def test_opt_objective_counts_what_the_batch_takes_from_running_jobs():
     ideal goes from 0.8192 Gbit / 10 Gbps / 0.2 s = 0.4096 to 0.8192 / 5 / 0.2 = 0.8192, and job
     0's worker, no longer alone on its server, slows down by the model's S with U_c = U_p = 0
     (the other socket's 2 cores stay under its 8). On servers 2 and 3 job 0 keeps 0.4096 and S = 0."""
-    c = make_cluster("fattree", 4)    # pod 0: servers 0, 1 (edge 0) and 2, 3 (edge 1)
-    w = Workload(np.zeros(2, np.int64), np.zeros(2, np.int64), np.array([0, 3]),
-                 np.array([1, 1]), np.array([1, 1]), np.array([5, 5]))
+    c = make_cluster("fattree", 4)  # pod 0: servers 0, 1 (edge 0) and 2, 3 (edge 1)
+    w = Workload(
+        np.zeros(2, np.int64),
+        np.zeros(2, np.int64),
+        np.array([0, 3]),
+        np.array([1, 1]),
+        np.array([1, 1]),
+        np.array([5, 5]),
+    )
     sim = Simulator(c, w)
-    sim.commit(0, [0, 2])             # groups 0 (server 0) and 2 (server 1)
+    sim.commit(0, [0, 2])  # groups 0 (server 0) and 2 (server 1)
     policy = OptPolicy()
     policy.reset(sim, 0)
     slowdown = float(GEN.predict(profiles.CPU_CORES[0], profiles.PCIE_GBPS[0], 0.0, 0.0))
     assert slowdown == pytest.approx(0.02 * np.exp(0.1 * 5.0) - 0.03 + 0.001 * 24 - 0.01)
-    shared = [1, 4]                   # server 0's second socket to server 2
-    apart = [4, 6]                    # server 2 to server 3
+    shared = [1, 4]  # server 0's second socket to server 2
+    apart = [4, 6]  # server 2 to server 3
     for plan, term in ((shared, 0.8192 / 5 / 0.2 + slowdown), (apart, 0.8192 / 10 / 0.2)):
         with_running = policy.objective(sim, 0, [1], [plan])
         without = policy.objective(sim, 0, [1], [plan], running=False)

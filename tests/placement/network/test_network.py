@@ -11,15 +11,26 @@ import json
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from tjap.heuristics.network.rules import NALBPolicy, NULBPolicy, TetrisPolicy
-from tjap.placement.network import (NAMES, Engine, Episode, Outcome, Requests, Topology, evaluate,
-                               paper_topology, run_episode, solve_request)
-from tjap.placement.network import _kernels as kern
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from network_oracle import fewest_channels
+
 from tjap.api import place_request
 from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.heuristics.network.rules import NALBPolicy, NULBPolicy, TetrisPolicy
+from tjap.placement.network import (
+    NAMES,
+    Engine,
+    Episode,
+    Outcome,
+    Requests,
+    Topology,
+    evaluate,
+    paper_topology,
+    run_episode,
+    solve_request,
+)
+from tjap.placement.network import _kernels as kern
 from tjap.registry import get, make, methods
 from tjap.result import Status
 
@@ -28,8 +39,16 @@ HEURISTICS = ("tetris", "nalb", "nulb", "random")
 
 def tiny(channels=(2, 2, 1), racks=2, cpu=4, mem=4) -> Topology:
     """8 servers (2 clusters x 2 racks x 2), 2 tier-2 switches per cluster, 2 tier-3 switches."""
-    return Topology(clusters=2, racks_per_cluster=racks, servers_per_rack=2, tier2_per_cluster=2,
-                    tier3_switches=2, channels=channels, server_cpu=cpu, server_mem=mem)
+    return Topology(
+        clusters=2,
+        racks_per_cluster=racks,
+        servers_per_rack=2,
+        tier2_per_cluster=2,
+        tier3_switches=2,
+        channels=channels,
+        server_cpu=cpu,
+        server_mem=mem,
+    )
 
 
 # -- topology ------------------------------------------------------------------------------------
@@ -54,8 +73,9 @@ def test_k_shortest_paths_match_networkx():
     for t in (paper_topology("8:1-16", 64), tiny(racks=3)):
         for u, v in itertools.combinations(range(0, t.num_servers, 3), 2):
             ours = t.server_paths(u, v)
-            lengths = [len(p) - 1 for p in itertools.islice(
-                nx.shortest_simple_paths(t.graph, u, v), t.k)]
+            lengths = [
+                len(p) - 1 for p in itertools.islice(nx.shortest_simple_paths(t.graph, u, v), t.k)
+            ]
             assert [len(p) for p in ours] == lengths  # link counts = hop counts, shortest first
             for p in ours:
                 nodes = [u]
@@ -73,7 +93,7 @@ def test_equal_length_paths_spread_over_tier3_switches():
     for b in range(16, 64, 16):
         for a in range(16):
             for j in range(t.rack_path_count[a, b]):
-                path = t.rack_paths[a, b, j, :t.rack_path_len[a, b, j]]
+                path = t.rack_paths[a, b, j, : t.rack_path_len[a, b, j]]
                 used |= {int(x) for x in path if t.link_tier[x] == 3}
     assert len(used) == (t.link_tier == 3).sum()  # every tier-3 link is on some candidate
 
@@ -115,14 +135,29 @@ def test_connect_kernel_matches_reference(data):
     chosen, v = list(servers[:m]), servers[m]
     routing = data.draw(st.sampled_from(["shortest", "balanced", "given"]))
     given_paths = [data.draw(st.integers(0, t.k - 1)) for _ in chosen]
-    code = {"shortest": kern.ROUTE_SHORTEST, "balanced": kern.ROUTE_BALANCED,
-            "given": kern.ROUTE_GIVEN}[routing]
+    code = {
+        "shortest": kern.ROUTE_SHORTEST,
+        "balanced": kern.ROUTE_BALANCED,
+        "given": kern.ROUTE_GIVEN,
+    }[routing]
     mine = free.copy()
     out_links = np.empty(64, np.int64)
     out_paths = np.empty(8, np.int64)
-    count = kern.connect(v, np.array(chosen + [0], np.int64), m, t.rack_of, t.rack_paths,
-                         t.rack_path_len, t.rack_path_count, t.link_capacity.astype(float), mine,
-                         code, np.array(given_paths + [0], np.int64), out_links, out_paths)
+    count = kern.connect(
+        v,
+        np.array(chosen + [0], np.int64),
+        m,
+        t.rack_of,
+        t.rack_paths,
+        t.rack_path_len,
+        t.rack_path_count,
+        t.link_capacity.astype(float),
+        mine,
+        code,
+        np.array(given_paths + [0], np.int64),
+        out_links,
+        out_paths,
+    )
     ref = connect_reference(t, v, chosen, free, routing, given_paths)
     if ref is None:
         assert count < 0 and (mine == free).all()
@@ -137,8 +172,8 @@ def test_balanced_routing_prefers_emptier_links():
     t = paper_topology("8:1-16", 64)
     for routing, expected in (("shortest", 0), ("balanced", 1)):
         engine = Engine(t, routing=routing)
-        first = t.rack_paths[0, 1, 0, :t.rack_path_len[0, 1, 0]]
-        engine.free_channels[first] = 1   # the first candidate is nearly full
+        first = t.rack_paths[0, 1, 0, : t.rack_path_len[0, 1, 0]]
+        engine.free_channels[first] = 1  # the first candidate is nearly full
         engine.begin(48, 48, 5)
         engine.step(0)
         assert engine.step(16) == Outcome.PENDING
@@ -156,7 +191,9 @@ def test_contributions_are_min_of_free_and_needed():
     e.free_cpu[9] = 0  # a server with only memory left cannot help a request needing only CPU
     assert not e.mask()[9] and not e.mask()[5]
     assert e.step(7) == Outcome.ACCEPTED
-    assert (e.free_cpu[[5, 6, 7]] == [0, 0, 8]).all() and (e.free_mem[[5, 6, 7]] == [0, 12, 16]).all()
+    assert (e.free_cpu[[5, 6, 7]] == [0, 0, 8]).all() and (
+        e.free_mem[[5, 6, 7]] == [0, 12, 16]
+    ).all()
     assert e.active_requests == 1
     e.advance(2)
     assert e.active_requests == 1
@@ -168,13 +205,13 @@ def test_contributions_are_min_of_free_and_needed():
 def test_failed_request_holds_nothing():
     t = tiny(channels=(1, 2, 1))
     e = Engine(t)
-    e.begin(4, 4, 9)             # an earlier request on server 1
+    e.begin(4, 4, 9)  # an earlier request on server 1
     e.step(1)
     before = (e.free_cpu.copy(), e.free_mem.copy(), e.free_channels.copy())
     e.begin(12, 12, 9)
     assert e.step(0) == Outcome.PENDING
-    assert e.step(2) == Outcome.PENDING      # uses the only channel of servers 0 and 2
-    assert e.step(3) == Outcome.FAILED       # server 0's link is full
+    assert e.step(2) == Outcome.PENDING  # uses the only channel of servers 0 and 2
+    assert e.step(3) == Outcome.FAILED  # server 0's link is full
     assert e.request is None and e.chosen == []
     for a, b in zip(before, (e.free_cpu, e.free_mem, e.free_channels)):
         assert (a == b).all()
@@ -200,8 +237,12 @@ class Checked:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(NAMES), st.sampled_from(HEURISTICS + ("exact",)), st.integers(0, 10**6),
-       st.integers(1, 60))
+@given(
+    st.sampled_from(NAMES),
+    st.sampled_from(HEURISTICS + ("exact",)),
+    st.integers(0, 10**6),
+    st.integers(1, 60),
+)
 def test_channels_and_resources_are_conserved(name, policy_name, seed, count):
     t = paper_topology(name, 64)
     policy = Checked(make("network", policy_name))
@@ -231,7 +272,7 @@ def test_channels_and_resources_are_conserved(name, policy_name, seed, count):
             else:
                 outcome = engine.step(*choice) if isinstance(choice, tuple) else engine.step(choice)
             conserved()
-        if outcome == Outcome.FAILED:   # the failed request holds nothing
+        if outcome == Outcome.FAILED:  # the failed request holds nothing
             assert engine.request is None and not engine.chosen
     engine.advance(10**6)  # every holding time over: the data centre is empty again
     assert engine.active_requests == 0 and (engine.free_channels == t.link_capacity).all()
@@ -243,7 +284,7 @@ def test_tetris_prefers_aligned_servers_and_penalises_other_racks():
     t = paper_topology("32:1-4", 64)
     e = Engine(t)
     e.free_mem[:] = 2
-    e.free_mem[20] = 16   # the only server with memory to give
+    e.free_mem[20] = 16  # the only server with memory to give
     e.begin(8, 8, 5)
     tetris = TetrisPolicy()
     tetris.reset(t, 0)
@@ -261,16 +302,16 @@ def test_nulb_and_nalb_walk_from_the_first_server():
     t = paper_topology("16:1-8", 64)
     for policy in (NULBPolicy(), NALBPolicy()):
         e = Engine(t, routing=policy.routing)
-        e.free_channels[[1, 2]] = 1     # two servers of rack 0 with nearly full links
+        e.free_channels[[1, 2]] = 1  # two servers of rack 0 with nearly full links
         policy.reset(t, 0)
         e.begin(48, 48, 5)
         plan = policy.plan(e)
         assert policy.choose(e) == plan[0] and len(plan) == 3 and len(set(plan)) == 3
-        assert t.spread(plan) == 1                # rack first
+        assert t.spread(plan) == 1  # rack first
         if policy.name == "nulb":
             assert plan[1:] == [s for s in range(16) if s != plan[0]][:2]
         else:
-            assert not {1, 2} & set(plan[1:])     # NALB visits emptier links first
+            assert not {1, 2} & set(plan[1:])  # NALB visits emptier links first
         assert policy.routing == "balanced"
 
 
@@ -282,7 +323,7 @@ def test_every_policy_is_deterministic_by_seed(policy_name):
         result = run_episode(t, Requests.generate(t, 48, seed), make("network", policy_name))
         out = result.summary()
         out.pop("runtime_s")
-        out.get("info", {}).pop("solve_s", None)   # the exact model's solver time
+        out.get("info", {}).pop("solve_s", None)  # the exact model's solver time
         return out, result.accepted.tolist()
 
     assert summary(3) == summary(3)
@@ -296,7 +337,9 @@ def test_requests_offered_load_and_sizes():
         assert abs(r.offered_load - 0.95) < 0.01
         assert 1 <= r.cpu.min() and r.cpu.max() <= 128 and r.mem.max() <= 128
         assert abs(r.holding.mean() * r.cpu.mean() / t.capacity[0] - 0.95) < 0.06
-    assert Requests.generate(t, 10, 7).holding.tolist() == Requests.generate(t, 10, 7).holding.tolist()
+    assert (
+        Requests.generate(t, 10, 7).holding.tolist() == Requests.generate(t, 10, 7).holding.tolist()
+    )
 
 
 def test_evaluate_averages_over_seeds():
@@ -347,8 +390,11 @@ def test_episode_steps_one_decision_at_a_time(policy_name):
     theirs = run_episode(t, reqs, make("network", policy_name, **options))
     for name in ("accepted", "num_servers", "spread", "utilization"):
         assert np.array_equal(getattr(mine, name), getattr(theirs, name)), name
-    assert (mine.ticks, mine.steps) == (theirs.ticks, theirs.steps) == (episode.engine.now + 1,
-                                                                         len(outcomes))
+    assert (
+        (mine.ticks, mine.steps)
+        == (theirs.ticks, theirs.steps)
+        == (episode.engine.now + 1, len(outcomes))
+    )
     assert episode.accepted_count == outcomes.count(Outcome.ACCEPTED) == mine.accepted.sum()
     with pytest.raises(InvalidInputError, match="the episode is over"):
         episode.step(0)
@@ -362,7 +408,7 @@ def loaded_engine(t, count=30, seed=2) -> Engine:
     tetris.reset(t, seed)
     while episode.index < count:
         episode.step(tetris.choose(episode.engine))
-    episode.engine.abort()   # the next request has arrived: give it up, the state stays
+    episode.engine.abort()  # the next request has arrived: give it up, the state stays
     return episode.engine
 
 
@@ -370,8 +416,12 @@ def loaded_engine(t, count=30, seed=2) -> Engine:
 def test_place_request_commits_or_not_and_replays(name):
     t = paper_topology("8:1-16", 64)
     engine = loaded_engine(t)
-    state = lambda e: (e.free_cpu.tolist(), e.free_mem.tolist(), e.free_channels.tolist(),  # noqa
-                       e.active_requests)
+    state = lambda e: (
+        e.free_cpu.tolist(),
+        e.free_mem.tolist(),
+        e.free_channels.tolist(),  # noqa
+        e.active_requests,
+    )
     before = state(engine)
     cpu, mem = 24, 40
     dry = place_request(engine, cpu, mem, 3, name, seed=1, commit=False)
@@ -389,7 +439,7 @@ def test_place_request_commits_or_not_and_replays(name):
     replay.begin(cpu, mem, 3)
     outcomes = [replay.step(s, list(p)) for s, p in zip(placed.servers, placed.paths)]
     assert outcomes[-1] == Outcome.ACCEPTED and state(replay) == state(engine)
-    if name == "exact":   # the policy's plan is the exact model's: fewest channels
+    if name == "exact":  # the policy's plan is the exact model's: fewest channels
         plan = solve_request(t, *before[:3], cpu, mem)
         assert plan.channels == placed.channels
 
@@ -397,7 +447,7 @@ def test_place_request_commits_or_not_and_replays(name):
 def test_place_request_takes_a_policy_object_and_reports_a_failure():
     t = tiny(channels=(1, 2, 1))
     engine = Engine(t)
-    engine.begin(4, 4, 9)            # server 1's link carries nothing, but it holds a request
+    engine.begin(4, 4, 9)  # server 1's link carries nothing, but it holds a request
     engine.step(1)
     before = (engine.free_cpu.tolist(), engine.free_channels.tolist())
     # three servers of 4 units: each server's link (one channel) would carry two paths
@@ -408,8 +458,9 @@ def test_place_request_takes_a_policy_object_and_reports_a_failure():
     assert place_request(Engine(t), 4, 4, 1, tetris).servers == (0,)
     with pytest.raises(InvalidInputError, match="options .* are for a policy given by name"):
         place_request(Engine(t), 4, 4, 1, tetris, penalty=0.5)
-    with pytest.raises(InvalidInputError, match="unknown option 'time_limit_s'.*valid options: "
-                                                "penalty"):
+    with pytest.raises(
+        InvalidInputError, match="unknown option 'time_limit_s'.*valid options: penalty"
+    ):
         place_request(Engine(t), 4, 4, 1, "tetris", time_limit_s=1)
     with pytest.raises(UnknownMethodError, match="unknown network policy 'best'"):
         place_request(Engine(t), 4, 4, 1, "best")
@@ -452,7 +503,6 @@ def test_exact_matches_brute_force(state):
     assert int((free_ch - e.free_channels).sum()) == plan.channels
 
 
-
 @settings(max_examples=100, deadline=None)
 @given(tiny_states(), st.lists(st.integers(0, 9), min_size=8, max_size=8))
 def test_exact_tie_cost_breaks_ties_only(state, costs):
@@ -479,13 +529,14 @@ def test_exact_tie_cost_picks_the_cheapest_single_server_and_rejects_bad_costs()
         with pytest.raises(InvalidInputError, match="tie_cost must hold 8 non-negative integers"):
             solve_request(t, full, full, t.link_capacity, 3, 3, tie_cost=bad)
 
+
 def test_exact_on_a_paper_topology_mid_episode():
     t = paper_topology("8:1-16", 64)
     requests = Requests.generate(t, 40, 2)
     engine = Engine(t)
     policy = make("network", "tetris")
     policy.reset(t, 2)
-    for i in range(len(requests)):   # a loaded data centre, as the exact policy meets it
+    for i in range(len(requests)):  # a loaded data centre, as the exact policy meets it
         engine.advance(1)
         while not engine.fits(int(requests.cpu[i]), int(requests.mem[i])):
             engine.advance(1)
@@ -508,7 +559,7 @@ def test_exact_on_a_paper_topology_mid_episode():
     assert solved >= 1
     empty = solve_request(t, np.full(64, 16), np.full(64, 16), t.link_capacity, 100, 90)
     assert empty.status == Status.OPTIMAL and len(empty.servers) == 7 and empty.channels == 42
-    assert t.spread(empty.servers) == 1   # one rack: 21 pairs x 2 server links
+    assert t.spread(empty.servers) == 1  # one rack: 21 pairs x 2 server links
 
 
 # -- bad input -----------------------------------------------------------------------------------
@@ -519,14 +570,21 @@ def test_bad_input_is_reported_clearly():
         paper_topology("8:1-16", 100)
     with pytest.raises(UnknownMethodError, match="unknown network policy 'best'"):
         make("network", "best")
-    with pytest.raises(InvalidInputError, match="unknown option 'time_limit'.*'tetris'.*valid "
-                                                "options: penalty"):
+    with pytest.raises(
+        InvalidInputError, match="unknown option 'time_limit'.*'tetris'.*valid options: penalty"
+    ):
         make("network", "tetris", time_limit=1)
     with pytest.raises(InvalidInputError, match="channels must be 3 positive"):
         tiny(channels=(1, 0, 1))
     with pytest.raises(InvalidInputError, match="racks_per_cluster"):
-        Topology(clusters=1, racks_per_cluster=0, servers_per_rack=1, tier2_per_cluster=1,
-                 tier3_switches=1, channels=(1, 1, 1))
+        Topology(
+            clusters=1,
+            racks_per_cluster=0,
+            servers_per_rack=1,
+            tier2_per_cluster=1,
+            tier3_switches=1,
+            channels=(1, 1, 1),
+        )
     t = paper_topology("8:1-16", 64)
     with pytest.raises(InvalidInputError, match="count"):
         Requests.generate(t, 0)
@@ -562,34 +620,92 @@ def test_bad_input_is_reported_clearly():
 def test_cli_evaluate_json(capsys):
     from tjap.cli import main
 
-    assert main(["network", "evaluate", "--topology", "16:1-4", "--servers", "64", "--policy",
-                 "nalb", "--requests", "24", "--seeds", "2", "--seed-base", "3", "--json",
-                 "--per-seed"]) == 0
+    assert (
+        main(
+            [
+                "network",
+                "evaluate",
+                "--topology",
+                "16:1-4",
+                "--servers",
+                "64",
+                "--policy",
+                "nalb",
+                "--requests",
+                "24",
+                "--seeds",
+                "2",
+                "--seed-base",
+                "3",
+                "--json",
+                "--per-seed",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
-    assert {"acceptance", "cpu_utilization", "mem_utilization", "requests",
-            "net_utilization_tier1", "net_utilization_tier2", "net_utilization_tier3",
-            "spread_rack", "mean_accepted", "mean_ticks", "offered_load"} <= set(out)
+    assert {
+        "acceptance",
+        "cpu_utilization",
+        "mem_utilization",
+        "requests",
+        "net_utilization_tier1",
+        "net_utilization_tier2",
+        "net_utilization_tier3",
+        "spread_rack",
+        "mean_accepted",
+        "mean_ticks",
+        "offered_load",
+    } <= set(out)
     assert out["requests"] == 24 and out["seeds"] == 2 and out["seed_base"] == 3
     assert [ep["seed"] for ep in out["episodes"]] == [3, 4]
     assert all(type(ep["accepted"]) is int for ep in out["episodes"])
-    direct = evaluate(paper_topology("16:1-4", 64), lambda: make("network", "nalb"), requests=24,
-                      seeds=2, seed_base=3)
+    direct = evaluate(
+        paper_topology("16:1-4", 64),
+        lambda: make("network", "nalb"),
+        requests=24,
+        seeds=2,
+        seed_base=3,
+    )
     assert out["acceptance"] == direct.acceptance
-    assert main(["network", "evaluate", "--topology", "16:1-4", "--policy", "nalb",
-                 "--requests", "24", "--seeds", "2", "--seed", "3", "--workers", "2",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "network",
+                "evaluate",
+                "--topology",
+                "16:1-4",
+                "--policy",
+                "nalb",
+                "--requests",
+                "24",
+                "--seeds",
+                "2",
+                "--seed",
+                "3",
+                "--workers",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     pooled = json.loads(capsys.readouterr().out)
-    assert {k: v for k, v in pooled.items() if k != "mean_runtime_s"} == \
-        {k: v for k, v in out.items() if k not in ("mean_runtime_s", "episodes")}
+    assert {k: v for k, v in pooled.items() if k != "mean_runtime_s"} == {
+        k: v for k, v in out.items() if k not in ("mean_runtime_s", "episodes")
+    }
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--policy", "best"], "unknown network policy 'best'"),
-    (["--policy", "tetris", "--time-limit", "2"], "unknown option 'time_limit_s'"),
-    (["--topology", "8:1-3"], "unknown topology"),
-    (["--policy", "exact", "--servers", "1024"], "64-server"),
-    (["--max-servers", "100"], "max_servers"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--policy", "best"], "unknown network policy 'best'"),
+        (["--policy", "tetris", "--time-limit", "2"], "unknown option 'time_limit_s'"),
+        (["--topology", "8:1-3"], "unknown topology"),
+        (["--policy", "exact", "--servers", "1024"], "64-server"),
+        (["--max-servers", "100"], "max_servers"),
+    ],
+)
 def test_cli_errors_are_one_line(capsys, argv, message):
     from tjap.cli import main
 
@@ -619,14 +735,14 @@ def test_policies_registry():
 def test_arrive_moves_time_until_the_request_fits_and_refuses_one_that_never_can():
     t = tiny()
     e = Engine(t)
-    e.arrive(32, 32, 3, first=True)            # the whole data centre, for 3 ticks
+    e.arrive(32, 32, 3, first=True)  # the whole data centre, for 3 ticks
     assert e.now == 0 and e.need_cpu == 32
     assert e.step(int(np.flatnonzero(e.mask())[0])) in (Outcome.PENDING, Outcome.ACCEPTED)
     while e.request is not None:
         e.step(int(np.flatnonzero(e.mask())[0]))
     accepted = int(e.free_cpu.sum()) == 0
     e.arrive(1, 1, 1)
-    assert e.now == (3 if accepted else 1)     # waited for the first request's release
+    assert e.now == (3 if accepted else 1)  # waited for the first request's release
     with pytest.raises(InvalidInputError, match="exceeds the data centre"):
         Engine(t).arrive(33, 1, 1, first=True)
 
@@ -636,14 +752,36 @@ def test_arrive_moves_time_until_the_request_fits_and_refuses_one_that_never_can
 def test_headroom_diagnostic_runs_every_mode_and_names_bad_modes(capsys):
     from benchmarks import network_headroom as headroom
 
-    assert headroom.main(["--topologies", "8:1-16", "--seeds", "1", "--requests", "16",
-                          "--horizon", "3", "--samples", "1", "--workers", "1", "--json",
-                          "--quiet"]) == 0
+    assert (
+        headroom.main(
+            [
+                "--topologies",
+                "8:1-16",
+                "--seeds",
+                "1",
+                "--requests",
+                "16",
+                "--horizon",
+                "3",
+                "--samples",
+                "1",
+                "--workers",
+                "1",
+                "--json",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert [r["mode"] for r in out["episodes"]] == list(headroom.MODES)
     exact = out["episodes"][0]["acceptance"]
-    assert exact == evaluate(paper_topology("8:1-16"), lambda: make("network", "exact"),
-                             requests=16, seeds=1).acceptance
+    assert (
+        exact
+        == evaluate(
+            paper_topology("8:1-16"), lambda: make("network", "exact"), requests=16, seeds=1
+        ).acceptance
+    )
     for row in out["episodes"]:
         assert 0 < row["acceptance"] <= 1 and row["changed"] <= row["looked"] <= 16
     capsys.readouterr()

@@ -9,9 +9,17 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from tjap.errors import InvalidInputError
-from tjap.placement.slurm.accounting import (REASONS, SACCT_COMMAND, Allocation, Skipped,
-                                              _Clock, detect_format, read_allocations,
-                                              resolve_timezone, sniff_format)
+from tjap.placement.slurm.accounting import (
+    REASONS,
+    SACCT_COMMAND,
+    Allocation,
+    Skipped,
+    _Clock,
+    detect_format,
+    read_allocations,
+    resolve_timezone,
+    sniff_format,
+)
 
 HEADER = "JobID|Partition|Submit|Start|End|NNodes|NodeList|State"
 
@@ -70,18 +78,36 @@ def sacct(*rows: str, header: str = HEADER) -> str:
 
 # ------------------------------------------------------------------------- each kind of record
 
+
 def test_plain_job_fields():
     allocations, _ = read(SACCT)
     job = by_id(allocations)["812345"]
-    assert job == Allocation("812345", "compute", unix("2026-11-02T08:14:07"),
-                             unix("2026-11-02T08:14:09"), unix("2026-11-02T09:02:51"),
-                             "COMPLETED", "c[101-104]", 4, line=2, het=False)
+    assert job == Allocation(
+        "812345",
+        "compute",
+        unix("2026-11-02T08:14:07"),
+        unix("2026-11-02T08:14:09"),
+        unix("2026-11-02T09:02:51"),
+        "COMPLETED",
+        "c[101-104]",
+        4,
+        line=2,
+        het=False,
+    )
 
 
 def test_the_sample_as_a_whole():
     allocations, skipped = read(SACCT)
-    assert [a.job_id for a in allocations] == ["812345", "812346_1", "812350", "812350",
-                                               "812360+0", "812360+1", "812370", "812373"]
+    assert [a.job_id for a in allocations] == [
+        "812345",
+        "812346_1",
+        "812350",
+        "812350",
+        "812360+0",
+        "812360+1",
+        "812370",
+        "812373",
+    ]
     assert skipped.counts == {"pending": 2, "not_started": 1}
     assert skipped.total == 3
 
@@ -94,15 +120,18 @@ def test_array_element_keeps_its_task_id():
 def test_pending_array_range_is_skipped_as_pending():
     _, skipped = read(SACCT)
     assert (4, "812346_[2-8%2]") in skipped.examples["pending"]
-    _, skipped = read(sacct("900_[5-10]|main|2026-11-02T08:00:00|Unknown|Unknown|1|"
-                            "None assigned|PENDING"))
+    _, skipped = read(
+        sacct("900_[5-10]|main|2026-11-02T08:00:00|Unknown|Unknown|1|None assigned|PENDING")
+    )
     assert skipped.examples == {"pending": [(2, "900_[5-10]")]}
 
 
 def test_requeued_runs_are_each_an_allocation():
     runs = [a for a in read(SACCT)[0] if a.job_id == "812350"]
-    assert [(r.state, r.nodes, r.line) for r in runs] == [("REQUEUED", "c[201-208]", 5),
-                                                         ("COMPLETED", "c[301-308]", 6)]
+    assert [(r.state, r.nodes, r.line) for r in runs] == [
+        ("REQUEUED", "c[201-208]", 5),
+        ("COMPLETED", "c[301-308]", 6),
+    ]
     assert runs[0].start == unix("2026-11-02T08:21:00")
     assert runs[1].start == unix("2026-11-02T08:45:00")
 
@@ -115,18 +144,15 @@ def test_het_components_are_marked():
 
 
 def test_steps_are_skipped():
-    text = sacct("500|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|"
-                 "COMPLETED",
-                 "500.batch||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|1|n1|"
-                 "COMPLETED",
-                 "500.extern||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|2|"
-                 "n[1-2]|COMPLETED",
-                 "500.0||2026-11-02T08:00:02|2026-11-02T08:00:02|2026-11-02T08:09:00|2|n[1-2]|"
-                 "FAILED",
-                 "501+0.batch||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|1|n3|"
-                 "COMPLETED",
-                 "502_7.batch||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|1|n4|"
-                 "COMPLETED")
+    text = sacct(
+        "500|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|COMPLETED",
+        "500.batch||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|1|n1|COMPLETED",
+        "500.extern||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|2|"
+        "n[1-2]|COMPLETED",
+        "500.0||2026-11-02T08:00:02|2026-11-02T08:00:02|2026-11-02T08:09:00|2|n[1-2]|FAILED",
+        "501+0.batch||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|1|n3|COMPLETED",
+        "502_7.batch||2026-11-02T08:00:01|2026-11-02T08:00:01|2026-11-02T08:10:00|1|n4|COMPLETED",
+    )
     allocations, skipped = read(text)
     assert [a.job_id for a in allocations] == ["500"]
     assert skipped.counts == {"step": 5}
@@ -148,16 +174,19 @@ def test_cancelled_before_start_is_not_started():
     assert "812372" not in by_id(allocations)
     assert skipped.examples["not_started"] == [(11, "812372")]
     # a job that failed while pending, with no start at all
-    _, skipped = read(sacct("600|main|2026-11-02T08:00:00|Unknown|2026-11-02T08:00:05|1|"
-                            "None assigned|FAILED"))
+    _, skipped = read(
+        sacct("600|main|2026-11-02T08:00:00|Unknown|2026-11-02T08:00:05|1|None assigned|FAILED")
+    )
     assert skipped.counts == {"not_started": 1}
 
 
 def test_state_is_its_first_word_upper_case():
-    text = sacct("700|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|"
-                 "CANCELLED by 10234",
-                 "701|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[3-4]|"
-                 "out_of_memory")
+    text = sacct(
+        "700|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|"
+        "CANCELLED by 10234",
+        "701|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[3-4]|"
+        "out_of_memory",
+    )
     assert [a.state for a in read(text)[0]] == ["CANCELLED", "OUT_OF_MEMORY"]
 
 
@@ -170,22 +199,28 @@ def test_duplicate_records_are_skipped():
 
 
 def test_node_count_is_kept_as_recorded():
-    job = read(sacct("800|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|3|"
-                     "n[1-4]|COMPLETED"))[0][0]
+    job = read(
+        sacct(
+            "800|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|3|"
+            "n[1-4]|COMPLETED"
+        )
+    )[0][0]
     assert (job.num_nodes, job.nodes) == (3, "n[1-4]")
 
 
 def test_malformed_lines_are_counted_and_reading_goes_on():
     good = "|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|COMPLETED"
-    text = sacct("1" + good,
-                 "2|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2|n[1-2]|COMPLETED",   # 7 fields
-                 "3|main|2026-11-02T08:00:00|2026-11-02 08:00:01|2026-11-02T08:10:00|2|n[1-2]|X",
-                 "4|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-|X",
-                 "5|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|two|n1|X",
-                 "6|main|2026-11-02T08:00:00|2026-11-02T08:10:01|2026-11-02T08:10:00|2|n[1-2]|X",
-                 "7|main|2026-11-02T08:00:00|2026-13-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|X",
-                 "x7|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n1|X",
-                 "8" + good)
+    text = sacct(
+        "1" + good,
+        "2|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2|n[1-2]|COMPLETED",  # 7 fields
+        "3|main|2026-11-02T08:00:00|2026-11-02 08:00:01|2026-11-02T08:10:00|2|n[1-2]|X",
+        "4|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n[1-|X",
+        "5|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|two|n1|X",
+        "6|main|2026-11-02T08:00:00|2026-11-02T08:10:01|2026-11-02T08:10:00|2|n[1-2]|X",
+        "7|main|2026-11-02T08:00:00|2026-13-02T08:00:01|2026-11-02T08:10:00|2|n[1-2]|X",
+        "x7|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|2|n1|X",
+        "8" + good,
+    )
     allocations, skipped = read(text)
     assert [a.job_id for a in allocations] == ["1", "8"]
     assert skipped.counts == {"malformed": 7}
@@ -198,8 +233,9 @@ def test_extra_and_reordered_columns():
     for row in SACCT.splitlines()[1:]:
         job, part, submit, start, end, nnodes, nodes, state = row.split("|")
         raw = job.split("_")[0].split("+")[0]
-        rows.append("|".join([raw, state, nodes, "my job", nnodes, end, start, submit, part,
-                              "proj1", job]))
+        rows.append(
+            "|".join([raw, state, nodes, "my job", nnodes, end, start, submit, part, "proj1", job])
+        )
     reordered, skipped = read(sacct(*rows, header=header))
     expected, expected_skipped = read(SACCT)
     assert reordered == expected and skipped.counts == expected_skipped.counts
@@ -209,14 +245,17 @@ def test_extra_and_reordered_columns():
 
 
 def test_job_id_raw_absent_or_present_gives_the_same():
-    rows = [row + "|" + row.split("|")[0].split("_")[0].split("+")[0]
-            for row in SACCT.splitlines()[1:]]
+    rows = [
+        row + "|" + row.split("|")[0].split("_")[0].split("+")[0] for row in SACCT.splitlines()[1:]
+    ]
     assert read(sacct(*rows, header=HEADER + "|JobIDRaw"))[0] == read(SACCT)[0]
 
 
 def test_missing_column_error_names_them_and_the_command():
-    text = sacct("1|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|COMPLETED",
-                 header="JobID|Partition|Submit|Start|End|State")
+    text = sacct(
+        "1|main|2026-11-02T08:00:00|2026-11-02T08:00:01|2026-11-02T08:10:00|COMPLETED",
+        header="JobID|Partition|Submit|Start|End|State",
+    )
     with pytest.raises(InvalidInputError) as excinfo:
         read(text)
     message = one_line_error(excinfo)
@@ -229,7 +268,7 @@ def test_no_header_error():
     with pytest.raises(InvalidInputError) as excinfo:
         read(text, fmt="sacct")
     assert "--noheader" in one_line_error(excinfo)
-    with pytest.raises(InvalidInputError) as excinfo:         # auto: neither format
+    with pytest.raises(InvalidInputError) as excinfo:  # auto: neither format
         read(text)
     message = one_line_error(excinfo)
     assert "--noheader" in message and "--format sacct or --format jobcomp" in message
@@ -243,7 +282,7 @@ def test_first_lines_all_malformed_is_not_the_format():
     with pytest.raises(InvalidInputError) as excinfo:
         read(sacct(*rows))
     assert "SLURM_TIME_FORMAT" in one_line_error(excinfo)
-    with pytest.raises(InvalidInputError, match="line 2"):            # fewer than ten lines
+    with pytest.raises(InvalidInputError, match="line 2"):  # fewer than ten lines
         read(sacct(rows[0]))
     with pytest.raises(InvalidInputError, match="not jobcomp records"):
         read(SACCT, fmt="jobcomp")
@@ -256,16 +295,17 @@ def test_empty_source_bad_format_and_missing_file(tmp_path):
         read_allocations([], fmt="csv")
     with pytest.raises(InvalidInputError, match="does not exist"):
         read_allocations(tmp_path / "nope.txt")
-    allocations, skipped = read(HEADER + "\n")                     # a header and no records
+    allocations, skipped = read(HEADER + "\n")  # a header and no records
     assert allocations == [] and skipped.total == 0
 
 
 # ------------------------------------------------------------------------------------- time zones
 
+
 def test_timezone_names_the_records_zone():
     utc = by_id(read(SACCT, timezone="UTC")[0])["812345"]
     chicago = by_id(read(SACCT, timezone="America/Chicago")[0])["812345"]
-    assert chicago.start - utc.start == 6 * 3600          # CST is UTC-6 in November
+    assert chicago.start - utc.start == 6 * 3600  # CST is UTC-6 in November
     assert chicago.start == unix("2026-11-02T08:14:09", "America/Chicago")
     assert chicago.submit == unix("2026-11-02T08:14:07", "America/Chicago")
 
@@ -292,30 +332,33 @@ def test_dst_changes_read_as_zoneinfo_with_fold_0():
         "4|main|2026-10-25T01:00:00|2026-10-25T02:50:00|2026-10-25T02:10:00|1|n4|COMPLETED",
     ]
     jobs = by_id(read(sacct(*rows), timezone=berlin)[0])
-    assert jobs["1"].end - jobs["1"].start == 1                      # the skipped hour is not there
-    assert jobs["2"].start == unix("2026-03-29T02:30:00", berlin)    # nonexistent: as 03:30 CEST
-    assert jobs["2"].start == unix("2026-03-29T01:30:00")            # ... which is 01:30 UTC
-    assert jobs["3"].start == unix("2026-10-25T00:30:00")            # repeated: first pass, CEST
+    assert jobs["1"].end - jobs["1"].start == 1  # the skipped hour is not there
+    assert jobs["2"].start == unix("2026-03-29T02:30:00", berlin)  # nonexistent: as 03:30 CEST
+    assert jobs["2"].start == unix("2026-03-29T01:30:00")  # ... which is 01:30 UTC
+    assert jobs["3"].start == unix("2026-10-25T00:30:00")  # repeated: first pass, CEST
     assert jobs["3"].end - jobs["3"].start == 2 * 3600
     # an end before its start inside the repeated hour is the second pass (CET)
     assert jobs["4"].start == unix("2026-10-25T00:50:00")
     assert jobs["4"].end == unix("2026-10-25T01:10:00")
 
 
-@pytest.mark.parametrize("zone", ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
-                                  "Asia/Kolkata", "UTC"])
+@pytest.mark.parametrize(
+    "zone", ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "UTC"]
+)
 def test_cached_clock_matches_zoneinfo(zone):
     """The per-hour cache against zoneinfo itself over two years (Lord Howe: 30-minute DST)."""
     clock, tz = _Clock(ZoneInfo(zone)), ZoneInfo(zone)
     t = datetime(2025, 1, 1).timestamp()
     for step in range(0, 2 * 365 * 86400, 1777):
         text = datetime.fromtimestamp(t + step, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        assert clock.seconds(text) == int(datetime.fromisoformat(text).replace(tzinfo=tz)
-                                          .timestamp()), text
+        assert clock.seconds(text) == int(
+            datetime.fromisoformat(text).replace(tzinfo=tz).timestamp()
+        ), text
     assert clock.seconds("Unknown") is None and clock.seconds("None") is None
 
 
 # ------------------------------------------------------------------------------- sources and jobcomp
+
 
 def test_gz_file_and_plain_file_read_the_same(tmp_path):
     plain, packed = tmp_path / "records.txt", tmp_path / "records.txt.gz"
@@ -354,9 +397,12 @@ def test_jobcomp_array_and_het_fields():
 
 
 def test_sacct_and_jobcomp_of_the_same_jobs_give_equal_allocations():
-    def ended(allocations):      # the jobcomp log holds one record per ended job, no requeues
-        return {a.job_id: dataclasses.replace(a, line=0) for a in allocations
-                if a.end is not None and a.job_id != "812350"}
+    def ended(allocations):  # the jobcomp log holds one record per ended job, no requeues
+        return {
+            a.job_id: dataclasses.replace(a, line=0)
+            for a in allocations
+            if a.end is not None and a.job_id != "812350"
+        }
 
     for zone in ("UTC", "Europe/Berlin"):
         from_sacct, sacct_skipped = read(SACCT, timezone=zone)
@@ -368,15 +414,18 @@ def test_sacct_and_jobcomp_of_the_same_jobs_give_equal_allocations():
 def test_jobcomp_running_malformed_and_unknown_times():
     line = JOBCOMP.splitlines()[0]
     broken = line.replace("NodeCnt=4 ", "")
-    unknown = line.replace("JobId=812345", "JobId=999").replace(
-        "StartTime=2026-11-02T08:14:09", "StartTime=Unknown").replace(
-        "SubmitTime=2026-11-02T08:14:07", "SubmitTime=unknown")
+    unknown = (
+        line.replace("JobId=812345", "JobId=999")
+        .replace("StartTime=2026-11-02T08:14:09", "StartTime=Unknown")
+        .replace("SubmitTime=2026-11-02T08:14:07", "SubmitTime=unknown")
+    )
     allocations, skipped = read("\n".join([line, broken, unknown]))
     assert [a.job_id for a in allocations] == ["812345"]
     assert skipped.examples == {"malformed": [(2, "812345")], "not_started": [(3, "999")]}
 
 
 # ------------------------------------------------------------------------------------- Skipped
+
 
 def test_skipped_keeps_five_examples_and_knows_the_reasons():
     skipped = Skipped()
@@ -385,8 +434,15 @@ def test_skipped_keeps_five_examples_and_knows_the_reasons():
     skipped.add("unknown_nodes", 0, "9")
     assert skipped.counts == {"step": 7, "unknown_nodes": 1} and skipped.total == 8
     assert skipped.examples["step"] == [(i, f"{i}.batch") for i in range(1, 6)]
-    assert {"step", "pending", "not_started", "malformed", "duplicate", "unknown_nodes",
-            "heterogeneous"} <= set(REASONS)
+    assert {
+        "step",
+        "pending",
+        "not_started",
+        "malformed",
+        "duplicate",
+        "unknown_nodes",
+        "heterogeneous",
+    } <= set(REASONS)
 
 
 def test_byte_order_mark_crlf_and_bytes():

@@ -25,7 +25,7 @@ def random_history(rng, m: int, num_nodes: int) -> History:
     length = rng.integers(0, 6, m)
     end = [None if rng.random() < 0.15 else int(s + d) for s, d in zip(start, length)]
     nodes = [rng.choice(num_nodes, rng.integers(1, num_nodes + 1), replace=False) for _ in range(m)]
-    key = rng.integers(0, 4, m)          # ties in start and key both happen
+    key = rng.integers(0, 4, m)  # ties in start and key both happen
     return History.from_lists(start.tolist(), end, nodes, key=key.tolist())
 
 
@@ -35,7 +35,7 @@ def test_sweep_equals_brute_force(seed, strict):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 7))
     h = random_history(rng, int(rng.integers(1, 14)), n)
-    path = np.array([[0, 1 + v % 2] for v in range(n)])    # switch 0 above all, 1 and 2 halves
+    path = np.array([[0, 1 + v % 2] for v in range(n)])  # switch 0 above all, 1 and 2 halves
     sweep = Sweep(h, n, strict=strict, node_path=path, num_switches=3)
     for k, a in enumerate(sweep.order):
         busy = brute_busy(h, int(a), n, strict)

@@ -1,7 +1,7 @@
 """The live (real-Slurm) mode of the chained-job provisioner, without Slurm: Slurm's records
 (squeue / jobcomp text) mapped onto the simulator's state, and the live feature vector against the
 simulator's for the same state. The end-to-end runs on a local Slurm are in
-tests/test_provision_live_slurm.py (marked ``slurm``)."""
+tests/placement/slurm/test_provision_live_slurm.py (marked ``slurm``)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,19 @@ import time
 import numpy as np
 import pytest
 
+from tjap.errors import InvalidInputError
 from tjap.heuristics.batch.rules import Average
-from tjap.placement.slurm.chained import (LiveEpisode, LiveResult, decide, format_decisions,
-                                    live_state, slurm_limit_min)
 from tjap.placement.batch import Jobs, SchedulerConfig
 from tjap.placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features
+from tjap.placement.slurm.chained import (
+    LiveEpisode,
+    LiveResult,
+    decide,
+    format_decisions,
+    live_state,
+    slurm_limit_min,
+)
 from tjap.placement.slurm.client import parse_jobcomp, parse_squeue
-from tjap.errors import InvalidInputError
 
 H = 3600
 EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
@@ -25,46 +31,57 @@ EXACT = SchedulerConfig(backfill="easy", bf_interval_s=0, bf_resolution_s=1)
 # T0 = 10:00:00 wall. Job 41 (4 CPUs) and 42 (the predecessor, 1 CPU) run; 43 (8 CPUs) and 44
 # (2 CPUs) queue; 40 ended 30 s ago; 39 was cancelled before it started.
 T0 = 1795333200
-SQUEUE = (f"41|RUNNING|{T0 - 120}|{T0 - 90}|5:00|4|1|1|root|main|(null)|None|replay-7\n"
-          f"42|RUNNING|{T0 - 60}|{T0 - 60}|4:00|1|1|1|root|main|(null)|None|tjap-predecessor\n"
-          f"43|PENDING|{T0 - 30}|N/A|2:00|8|1|1|root|main|(null)|Resources|replay-8\n"
-          f"44|PENDING|{T0 - 15}|N/A|1:00|2|1|1|root|main|(null)|Priority|replay-9\n")
+SQUEUE = (
+    f"41|RUNNING|{T0 - 120}|{T0 - 90}|5:00|4|1|1|root|main|(null)|None|replay-7\n"
+    f"42|RUNNING|{T0 - 60}|{T0 - 60}|4:00|1|1|1|root|main|(null)|None|tjap-predecessor\n"
+    f"43|PENDING|{T0 - 30}|N/A|2:00|8|1|1|root|main|(null)|Resources|replay-8\n"
+    f"44|PENDING|{T0 - 15}|N/A|1:00|2|1|1|root|main|(null)|Priority|replay-9\n"
+)
 
 
 def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
 
 
-JOBCOMP = (f"JobId=40 UserId=root(0) GroupId=root(0) Name=replay-6 JobState=COMPLETED "
-           f"Partition=main TimeLimit=3 StartTime={_iso(T0 - 100)} EndTime={_iso(T0 - 30)} "
-           f"NodeList=localhost NodeCnt=1 ProcCnt=3 WorkDir=/tmp SubmitTime={_iso(T0 - 160)} "
-           f"EligibleTime={_iso(T0 - 160)} ExitCode=0:0\n"
-           f"JobId=39 UserId=root(0) GroupId=root(0) Name=replay-5 JobState=CANCELLED "
-           f"Partition=main TimeLimit=3 StartTime=Unknown EndTime={_iso(T0 - 50)} "
-           f"NodeList=(null) NodeCnt=0 ProcCnt=0 WorkDir=/tmp SubmitTime={_iso(T0 - 170)} "
-           f"EligibleTime=Unknown ExitCode=0:0\n")
+JOBCOMP = (
+    f"JobId=40 UserId=root(0) GroupId=root(0) Name=replay-6 JobState=COMPLETED "
+    f"Partition=main TimeLimit=3 StartTime={_iso(T0 - 100)} EndTime={_iso(T0 - 30)} "
+    f"NodeList=localhost NodeCnt=1 ProcCnt=3 WorkDir=/tmp SubmitTime={_iso(T0 - 160)} "
+    f"EligibleTime={_iso(T0 - 160)} ExitCode=0:0\n"
+    f"JobId=39 UserId=root(0) GroupId=root(0) Name=replay-5 JobState=CANCELLED "
+    f"Partition=main TimeLimit=3 StartTime=Unknown EndTime={_iso(T0 - 50)} "
+    f"NodeList=(null) NodeCnt=0 ProcCnt=0 WorkDir=/tmp SubmitTime={_iso(T0 - 170)} "
+    f"EligibleTime=Unknown ExitCode=0:0\n"
+)
 
 
 def test_records_map_onto_the_feature_state():
     c = 720  # 1 wall s = 12 trace min; the pair: 48 h = 4 wall min
     pair = Pair(nodes=1)
-    st = live_state(parse_squeue(SQUEUE), parse_jobcomp(JOBCOMP), T0, compress=c,
-                    cluster_nodes=76, pair=pair, pred_job_id=42)
+    st = live_state(
+        parse_squeue(SQUEUE),
+        parse_jobcomp(JOBCOMP),
+        T0,
+        compress=c,
+        cluster_nodes=76,
+        pair=pair,
+        pred_job_id=42,
+    )
     assert st.pred_status == "running" and st.sim.state(st.succ) == "held"
     ep = LiveEpisode()
     ep.update(st)
     f = dict(zip(FEATURES, ep.features()))
-    assert f["queue_jobs"] == 2                                    # 43, 44 (not the successor)
+    assert f["queue_jobs"] == 2  # 43, 44 (not the successor)
     assert (f["queue_size_p0"], f["queue_size_p100"]) == (2, 8)
-    assert f["queue_age_h_p0"] == pytest.approx(15 * c / H)        # 3 h
-    assert f["queue_age_h_p100"] == pytest.approx(30 * c / H)      # 6 h
-    assert (f["queue_limit_h_p0"], f["queue_limit_h_p100"]) == (12, 24)   # 1 and 2 min x 720
-    assert f["running_jobs"] == 1 and f["running_size_p50"] == 4   # 41; the predecessor apart
-    assert (f["busy_nodes"], f["free_nodes"]) == (5, 71)           # 41 and the predecessor
+    assert f["queue_age_h_p0"] == pytest.approx(15 * c / H)  # 3 h
+    assert f["queue_age_h_p100"] == pytest.approx(30 * c / H)  # 6 h
+    assert (f["queue_limit_h_p0"], f["queue_limit_h_p100"]) == (12, 24)  # 1 and 2 min x 720
+    assert f["running_jobs"] == 1 and f["running_size_p50"] == 4  # 41; the predecessor apart
+    assert (f["busy_nodes"], f["free_nodes"]) == (5, 71)  # 41 and the predecessor
     assert f["running_elapsed_h_p50"] == pytest.approx(90 * c / H)  # 18 h
-    assert f["running_limit_h_p50"] == 60                          # 5 min x 720
+    assert f["running_limit_h_p50"] == 60  # 5 min x 720
     assert (f["pred_size"], f["pred_limit_h"], f["pred_queue_h"]) == (1, 48, 0)
-    assert f["pred_elapsed_h"] == pytest.approx(12)                # 60 s x 720
+    assert f["pred_elapsed_h"] == pytest.approx(12)  # 60 s x 720
     assert (f["succ_size"], f["succ_limit_h"]) == (1, 48)
     pred = ep.predecessor()
     assert pred["start_s"] == (T0 - 60) * c and pred["expected_end_s"] == (T0 - 60 + 240) * c
@@ -107,22 +124,35 @@ def utc(monkeypatch):
 
 def test_captured_records_map_onto_the_feature_state(utc):
     c = 720
-    st = live_state(parse_squeue(CAPTURED_SQUEUE), parse_jobcomp(CAPTURED_JOBCOMP), CAPTURED_AT,
-                    compress=c, cluster_nodes=76, pair=Pair(nodes=1), pred_job_id=280)
+    st = live_state(
+        parse_squeue(CAPTURED_SQUEUE),
+        parse_jobcomp(CAPTURED_JOBCOMP),
+        CAPTURED_AT,
+        compress=c,
+        cluster_nodes=76,
+        pair=Pair(nodes=1),
+        pred_job_id=280,
+    )
     ep = LiveEpisode()
     ep.update(st)
     f = dict(zip(FEATURES, ep.features()))
     # queue: 287 (4 CPUs, 172 s old), 286 (1 CPU, 173 s, 4 min limit), 283 (4 CPUs, 173 s)
     assert (f["queue_jobs"], f["queue_size_p0"], f["queue_size_p50"]) == (3, 1, 4)
-    assert f["queue_age_h_p0"] == pytest.approx(172 * 0.2) and f["queue_age_h_p100"] == \
-        pytest.approx(173 * 0.2)                                   # 1 wall s = 0.2 trace h
+    assert f["queue_age_h_p0"] == pytest.approx(172 * 0.2) and f[
+        "queue_age_h_p100"
+    ] == pytest.approx(173 * 0.2)  # 1 wall s = 0.2 trace h
     assert (f["queue_limit_h_p0"], f["queue_limit_h_p100"]) == (12, 48)
     # running: 288, 291 (just started), 285 (2 s); 282 has ended (jobcomp wins over squeue)
-    assert (f["running_jobs"], f["running_size_p100"], f["busy_nodes"], f["free_nodes"]) == \
-        (3, 1, 4, 72)
+    assert (f["running_jobs"], f["running_size_p100"], f["busy_nodes"], f["free_nodes"]) == (
+        3,
+        1,
+        4,
+        72,
+    )
     assert f["running_elapsed_h_p100"] == pytest.approx(0.4) and f["running_limit_h_p50"] == 12
-    assert f["pred_queue_h"] == pytest.approx(172 * 0.2) and f["pred_elapsed_h"] == \
-        pytest.approx(0.6)
+    assert f["pred_queue_h"] == pytest.approx(172 * 0.2) and f["pred_elapsed_h"] == pytest.approx(
+        0.6
+    )
     assert (f["pred_limit_h"], f["succ_limit_h"]) == (48, 48)
     # waits of the jobs started in the last trace day (120 wall s), the predecessor apart:
     # 284 171 s, 281 171, 282 173, 288 172, 291 171, 285 171 -> 171.5 s = 34.3 trace h
@@ -131,8 +161,16 @@ def test_captured_records_map_onto_the_feature_state(utc):
 
 def test_before_the_predecessor_exists_and_errors():
     queue = parse_squeue(SQUEUE)
-    st = live_state([q for q in queue if q.job_id != 42], [], T0, compress=720, cluster_nodes=76,
-                    pair=Pair(nodes=8), pred_submit_wall=T0 + 60, pred_job_id=None)
+    st = live_state(
+        [q for q in queue if q.job_id != 42],
+        [],
+        T0,
+        compress=720,
+        cluster_nodes=76,
+        pair=Pair(nodes=8),
+        pred_submit_wall=T0 + 60,
+        pred_job_id=None,
+    )
     assert st.pred_status == "future"
     f = dict(zip(FEATURES, snapshot_features(st.sim, st.pred, st.succ)))
     assert (f["pred_size"], f["pred_queue_h"], f["pred_elapsed_h"], f["queue_jobs"]) == (8, 0, 0, 2)
@@ -148,6 +186,7 @@ def test_before_the_predecessor_exists_and_errors():
 
 # -- the live features equal the simulator's for the same state ----------------------------------
 
+
 def _render(sim, pred: int, succ: int, c: int, base: int) -> tuple[str, str]:
     """The simulator's state as Slurm would print it: squeue lines (pending, running) and jobcomp
     lines (done), wall time = base + trace time / c."""
@@ -161,6 +200,7 @@ def _render(sim, pred: int, succ: int, c: int, base: int) -> tuple[str, str]:
     def limit_text(limit_s):
         sec = int(limit_s) // c
         return f"{sec // 86400}-{sec % 86400 // 3600:02d}:{sec % 3600 // 60:02d}:{sec % 60:02d}"
+
     for row in range(len(j)):
         state = sim.state(row)
         if row == succ or state == "future":
@@ -168,14 +208,18 @@ def _render(sim, pred: int, succ: int, c: int, base: int) -> tuple[str, str]:
         jid, n = int(j.job_id[row]), int(j.nodes[row])
         if state in ("pending", "running"):
             start = wall(s["start"][row]) if state == "running" else "N/A"
-            squeue.append(f"{jid}|{state.upper()}|{wall(j.submit_s[row])}|{start}|"
-                          f"{limit_text(j.limit_s[row])}|{n}|1|1|root|main|(null)|None|job {jid}")
+            squeue.append(
+                f"{jid}|{state.upper()}|{wall(j.submit_s[row])}|{start}|"
+                f"{limit_text(j.limit_s[row])}|{n}|1|1|root|main|(null)|None|job {jid}"
+            )
         else:
-            jobcomp.append(f"JobId={jid} UserId=root(0) Name=job JobState=COMPLETED "
-                           f"Partition=main TimeLimit={int(j.limit_s[row]) // c // 60} "
-                           f"StartTime={_iso(wall(s['start'][row]))} "
-                           f"EndTime={_iso(wall(s['end'][row]))} NodeCnt=1 ProcCnt={n} "
-                           f"SubmitTime={_iso(wall(j.submit_s[row]))} ExitCode=0:0")
+            jobcomp.append(
+                f"JobId={jid} UserId=root(0) Name=job JobState=COMPLETED "
+                f"Partition=main TimeLimit={int(j.limit_s[row]) // c // 60} "
+                f"StartTime={_iso(wall(s['start'][row]))} "
+                f"EndTime={_iso(wall(s['end'][row]))} NodeCnt=1 ProcCnt={n} "
+                f"SubmitTime={_iso(wall(j.submit_s[row]))} ExitCode=0:0"
+            )
     return "\n".join(squeue) + "\n", "\n".join(jobcomp) + "\n"
 
 
@@ -184,9 +228,12 @@ def _workload(seed: int) -> Jobs:
     rng = np.random.default_rng(seed)
     n = 80
     runtime = 60 * rng.integers(10, 600, n)
-    return Jobs.build(submit_s=60 * np.sort(rng.integers(0, 60 * 60, n)),
-                      nodes=rng.integers(1, 5, n), runtime_s=runtime,
-                      limit_s=H * (runtime // H + rng.integers(1, 4, n)))
+    return Jobs.build(
+        submit_s=60 * np.sort(rng.integers(0, 60 * 60, n)),
+        nodes=rng.integers(1, 5, n),
+        runtime_s=runtime,
+        limit_s=H * (runtime // H + rng.integers(1, 4, n)),
+    )
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -198,14 +245,21 @@ def test_live_features_equal_the_simulators(seed):
     states = set()
     while True:
         queue, done = _render(ep.sim, ep.pred, ep.succ, c, base)
-        st = live_state(parse_squeue(queue), parse_jobcomp(done), base + ep.now / c,
-                        compress=c, cluster_nodes=8, pair=pair,
-                        pred_job_id=int(ep.sim.jobs.job_id[ep.pred]))
+        st = live_state(
+            parse_squeue(queue),
+            parse_jobcomp(done),
+            base + ep.now / c,
+            compress=c,
+            cluster_nodes=8,
+            pair=pair,
+            pred_job_id=int(ep.sim.jobs.job_id[ep.pred]),
+        )
         live.update(st)
         states.add(st.pred_status)
         assert st.pred_status == ep.sim.state(ep.pred)
-        np.testing.assert_allclose(live.features(), snapshot_features(ep.sim, ep.pred, ep.succ),
-                                   rtol=1e-6, atol=1e-5)
+        np.testing.assert_allclose(
+            live.features(), snapshot_features(ep.sim, ep.pred, ep.succ), rtol=1e-6, atol=1e-5
+        )
         mine, theirs = live.predecessor(), ep.predecessor()
         shift = base * c
         assert mine["submit_s"] - shift == theirs["submit_s"]
@@ -223,8 +277,15 @@ def test_decision_log_with_learned_provisioners():
     pytest.importorskip("torch")
     from tjap.registry import make as make_policy
 
-    st = live_state(parse_squeue(SQUEUE), parse_jobcomp(JOBCOMP), T0, compress=720,
-                    cluster_nodes=76, pair=Pair(nodes=1), pred_job_id=42)
+    st = live_state(
+        parse_squeue(SQUEUE),
+        parse_jobcomp(JOBCOMP),
+        T0,
+        compress=720,
+        cluster_nodes=76,
+        pair=Pair(nodes=1),
+        pred_job_id=42,
+    )
     ep = LiveEpisode()
     ep.update(st)
     for _ in range(3):
@@ -234,7 +295,7 @@ def test_decision_log_with_learned_provisioners():
         provisioner = make_policy("provision", name)
         submit, predicted = decide(provisioner, ep)
         assert isinstance(submit, bool) and predicted is not None and np.isfinite(predicted)
-        assert submit == provisioner.decide(ep)      # deterministic for these rules
+        assert submit == provisioner.decide(ep)  # deterministic for these rules
     result = LiveResult("moe", 720, {"nodes": 1}, 42, 45, pred_end=T0 + 180, succ_start=T0 + 181)
     assert result.outcome_wall_s == 1 and result.outcome_h == pytest.approx(0.2)
     d = result.to_dict()
@@ -245,10 +306,18 @@ def test_decision_log_with_learned_provisioners():
 def test_cli_names_how_to_start_slurm_when_it_is_unreachable(tmp_path, capsys):
     from tjap.cli import main
 
-    code = main(["provision", "live", "--policy", "reactive",
-                 "--slurm-conf", str(tmp_path / "missing.conf")])
+    code = main(
+        [
+            "provision",
+            "live",
+            "--policy",
+            "reactive",
+            "--slurm-conf",
+            str(tmp_path / "missing.conf"),
+        ]
+    )
     err = capsys.readouterr().err.strip()
-    assert code == 3 and len(err.splitlines()) == 1     # 3: Slurm cannot be reached
+    assert code == 3 and len(err.splitlines()) == 1  # 3: Slurm cannot be reached
     assert err.startswith("tjap: error: cannot read the Slurm configuration")
     assert "tjap provision live --local" in err and "bash .ci/install-slurm" in err
     assert main(["provision", "live", "--local", "--slurm-conf", "x.conf"]) == 2

@@ -14,11 +14,19 @@ import time
 import numpy as np
 import pytest
 
-from tjap.placement.slurm.client import (CompletedJob, SlurmClient, SlurmError, classify_error,
-                                   dependency_ids, parse_duration, parse_jobcomp, parse_sinfo,
-                                   parse_squeue)
-from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.errors import TjapError
+from tjap.placement.slurm.client import (
+    CompletedJob,
+    SlurmClient,
+    SlurmError,
+    classify_error,
+    dependency_ids,
+    parse_duration,
+    parse_jobcomp,
+    parse_sinfo,
+    parse_squeue,
+)
+from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 
 # -- captured output (Slurm 22.05.8) -----------------------------------------------------------
 
@@ -47,7 +55,8 @@ JOBCOMP_SAMPLE = (
     "EligibleTime=2026-11-22T07:40:33 DerivedExitCode=0:0 ExitCode=0:15\n"
     "JobId=3 UserId=root(0) GroupId=root(0) Name=wrap JobState=CANCELLED Partition=main "
     "TimeLimit=5 StartTime=Unknown EndTime=2026-11-22T07:40:35 NodeList=(null) NodeCnt=0 "
-    "ProcCnt=0 WorkDir=/tmp SubmitTime=2026-11-22T07:40:29 EligibleTime=Unknown ExitCode=0:0\n")
+    "ProcCnt=0 WorkDir=/tmp SubmitTime=2026-11-22T07:40:29 EligibleTime=Unknown ExitCode=0:0\n"
+)
 
 
 def test_parse_squeue():
@@ -60,7 +69,7 @@ def test_parse_squeue():
     assert dep.time_limit_s == ((24 + 2) * 60 + 3) * 60 + 4
     assert dep.depends_on == [7] and dep.reason == "Dependency" and dep.user == "alice"
     assert big.time_limit_s is None and big.nodes == 2 and big.priority == 0
-    assert big.start_time == 1795333290     # backfill's expected start
+    assert big.start_time == 1795333290  # backfill's expected start
 
 
 def test_parse_squeue_rejects_garbage():
@@ -75,7 +84,11 @@ def test_parse_sinfo_merges_partitions():
     assert [n.name for n in nodes] == ["localhost", "n2"]
     local = nodes[0]
     assert (local.state, local.cpus_alloc, local.cpus_idle, local.cpus_total) == (
-        "mixed", 4, 252, 256)
+        "mixed",
+        4,
+        252,
+        256,
+    )
     assert local.partitions == ("main", "debug")
     assert nodes[1].state == "down*" and nodes[1].cpus_other == 8
     with pytest.raises(SlurmError, match="sinfo"):
@@ -130,26 +143,43 @@ def test_to_jobs_mapping():
 
 def test_error_mapping():
     conf = "/tmp/x/slurm.conf"
-    err = classify_error(["squeue"], 1, "squeue: error: Unable to contact slurm controller "
-                         "(connect failure)\n", conf)
+    err = classify_error(
+        ["squeue"], 1, "squeue: error: Unable to contact slurm controller (connect failure)\n", conf
+    )
     assert isinstance(err, TjapError)
     assert str(err).startswith("cannot reach slurmctld: squeue: error: Unable to contact")
     assert "is Slurm running?" in str(err) and conf in str(err)
-    err = classify_error(["sinfo"], 1, "sinfo: error: s_p_parse_file: unable to read "
-                         "\"/x/slurm.conf\": No such file or directory\n"
-                         "sinfo: fatal: Unable to process configuration file\n", conf)
+    err = classify_error(
+        ["sinfo"],
+        1,
+        "sinfo: error: s_p_parse_file: unable to read "
+        '"/x/slurm.conf": No such file or directory\n'
+        "sinfo: fatal: Unable to process configuration file\n",
+        conf,
+    )
     assert "cannot read the Slurm configuration" in str(err)
-    err = classify_error(["sbatch"], 1, "sbatch: error: Munge encode failed: Failed to access "
-                         "\"/run/munge/munge.socket.2\"\n", conf)
+    err = classify_error(
+        ["sbatch"],
+        1,
+        'sbatch: error: Munge encode failed: Failed to access "/run/munge/munge.socket.2"\n',
+        conf,
+    )
     assert "munge" in str(err) and "munged running" in str(err)
-    err = classify_error(["sbatch"], 1, "sbatch: error: Batch job submission failed: More "
-                         "processors requested than permitted\n", conf)
-    assert str(err) == ("sbatch failed (exit 1): sbatch: error: Batch job submission failed: "
-                        "More processors requested than permitted")
+    err = classify_error(
+        ["sbatch"],
+        1,
+        "sbatch: error: Batch job submission failed: More processors requested than permitted\n",
+        conf,
+    )
+    assert str(err) == (
+        "sbatch failed (exit 1): sbatch: error: Batch job submission failed: "
+        "More processors requested than permitted"
+    )
     assert "exit status 3" in str(classify_error(["scancel"], 3, "", conf))
     err = classify_error(["scontrol"], 1, "Invalid user id for job 7\n", conf)
-    assert str(err).startswith("scontrol refused (exit 1): Invalid user id for job 7: this "
-                               "account may not change that job")
+    assert str(err).startswith(
+        "scontrol refused (exit 1): Invalid user id for job 7: this account may not change that job"
+    )
     assert "Slurm operator" in str(err)
 
 
@@ -166,8 +196,11 @@ def test_missing_binary_and_bad_arguments():
 
 
 def test_config_lines():
-    slurm = LocalSlurm(LocalSlurmConfig(cpus=64, scheduler="builtin",
-                                        extra={"MinJobAge": "5", "PriorityFlags": "NO_FAIR_TREE"}))
+    slurm = LocalSlurm(
+        LocalSlurmConfig(
+            cpus=64, scheduler="builtin", extra={"MinJobAge": "5", "PriorityFlags": "NO_FAIR_TREE"}
+        )
+    )
     try:
         lines = slurm.conf_lines()
         conf = dict(line.split("=", 1) for line in lines if not line.startswith(("Node", "Part")))
@@ -191,13 +224,15 @@ def test_replay_validates_rows_before_touching_slurm():
     from benchmarks.slurm_replay import replay_on_slurm
     from tjap.placement.slurm.background import sleep_command as _sleep_command
 
-    slurm = LocalSlurm(LocalSlurmConfig(cpus=8))   # never started
+    slurm = LocalSlurm(LocalSlurmConfig(cpus=8))  # never started
     good = {"id": "a", "submit_s": 0, "cpus": np.int64(2), "limit_min": 1, "runtime_s": 1.5}
-    cases = [({"cpus": 9}, "cpus must be an integer in 1..8"),
-             ({"cpus": 1.5}, "cpus must be"),
-             ({"limit_min": 0}, "limit_min must be an integer >= 1"),
-             ({"runtime_s": 61}, r"runtime_s must lie in \[0, 60\*limit_min\]"),
-             ({"submit_s": -1}, "submit_s must be >= 0")]
+    cases = [
+        ({"cpus": 9}, "cpus must be an integer in 1..8"),
+        ({"cpus": 1.5}, "cpus must be"),
+        ({"limit_min": 0}, "limit_min must be an integer >= 1"),
+        ({"runtime_s": 61}, r"runtime_s must lie in \[0, 60\*limit_min\]"),
+        ({"submit_s": -1}, "submit_s must be >= 0"),
+    ]
     try:
         for change, message in cases:
             with pytest.raises(SlurmError, match=f"replay job a: {message}"):
@@ -258,7 +293,7 @@ def test_submit_dependency_queue_completed(cluster):
     assert jobs.depends_on[row[b]] == row[a] and jobs.nodes[row[a]] == 4
     done = _wait_done(cluster, [a, b, c])
     assert all(j.state == "COMPLETED" for j in done.values())
-    assert done[b].start_time >= done[a].end_time          # afterany
+    assert done[b].start_time >= done[a].end_time  # afterany
     assert done[a].end_time - done[a].start_time in (1, 2, 3)
     assert done[b].name == "second" and done[a].cpus == 4
 
@@ -267,20 +302,20 @@ def test_submit_dependency_queue_completed(cluster):
 @needs_slurm
 def test_too_large_job_is_rejected(cluster):
     with pytest.raises(SlurmError, match="sbatch rejected the job.*(processors|configuration)"):
-        cluster.client().submit(nodes_or_tasks=9, time_limit_min=1, command="true",
-                                output="/dev/null")
+        cluster.client().submit(
+            nodes_or_tasks=9, time_limit_min=1, command="true", output="/dev/null"
+        )
 
 
 @pytest.mark.slurm
 @needs_slurm
 def test_cancel(cluster):
     client = cluster.client()
-    jid = client.submit(nodes_or_tasks=1, time_limit_min=5, command="sleep 60",
-                        output="/dev/null")
+    jid = client.submit(nodes_or_tasks=1, time_limit_min=5, command="sleep 60", output="/dev/null")
     client.cancel([jid])
     done = _wait_done(cluster, [jid])
     assert done[jid].state == "CANCELLED"
-    client.cancel([jid])    # already gone: no error by default
+    client.cancel([jid])  # already gone: no error by default
 
 
 @pytest.mark.slurm
@@ -291,8 +326,11 @@ def test_unreachable_controller(tmp_path):
     slurm.conf_path.write_text("\n".join(slurm.conf_lines()) + "\n")
     client = SlurmClient(slurm.env, timeout_s=30)
     t = time.monotonic()
-    with pytest.raises(SlurmError, match=r"cannot reach slurmctld: .*is Slurm running\? "
-                                         r"\(SLURM_CONF=.*slurm.conf\)"):
+    with pytest.raises(
+        SlurmError,
+        match=r"cannot reach slurmctld: .*is Slurm running\? "
+        r"\(SLURM_CONF=.*slurm.conf\)",
+    ):
         client.queue()
     assert time.monotonic() - t < 30
     with pytest.raises(SlurmError, match="cannot read the Slurm configuration"):
@@ -308,8 +346,10 @@ FCFS_JOBS = [(6, 4, 3), (8, 1, 1), (1, 1, 1), (1, 1, 1), (4, 1, 1)]
 def _run_scenario(scheduler: str):
     from benchmarks.slurm_replay import replay_on_slurm
 
-    rows = [{"id": i + 1, "submit_s": 0, "cpus": c, "runtime_s": r, "limit_min": m}
-            for i, (c, r, m) in enumerate(FCFS_JOBS)]
+    rows = [
+        {"id": i + 1, "submit_s": 0, "cpus": c, "runtime_s": r, "limit_min": m}
+        for i, (c, r, m) in enumerate(FCFS_JOBS)
+    ]
     with LocalSlurm(LocalSlurmConfig(cpus=8, scheduler=scheduler)) as slurm:
         out = replay_on_slurm(rows, slurm, timeout_s=60)
     return {r["id"]: r for r in out}
@@ -335,7 +375,7 @@ def test_backfill_lets_small_jobs_pass():
     assert all(row["state"] == "COMPLETED" for row in r.values())
     assert r[2]["start"] >= r[1]["end"]
     for small in (3, 4):
-        assert r[small]["start"] < r[1]["end"], r         # backfilled beside job 1
+        assert r[small]["start"] < r[1]["end"], r  # backfilled beside job 1
         assert r[small]["start"] < r[2]["start"]
     assert r[5]["start"] >= r[2]["end"]
     for row in r.values():

@@ -18,11 +18,19 @@ from pathlib import Path
 import pytest
 
 from tjap.placement.slurm import accounting_db
-from tjap.placement.slurm.accounting_db import (ACCOUNTING_INSTALL_HINT, DATABASE, SACCT_FORMAT,
-                                                sacct_records_argv)
+from tjap.placement.slurm.accounting_db import (
+    ACCOUNTING_INSTALL_HINT,
+    DATABASE,
+    SACCT_FORMAT,
+    sacct_records_argv,
+)
 from tjap.placement.slurm.client import SlurmError, parse_jobcomp_line
-from tjap.placement.slurm.harness import (LocalSlurm, LocalSlurmConfig, accounting_available,
-                                          slurm_available)
+from tjap.placement.slurm.harness import (
+    LocalSlurm,
+    LocalSlurmConfig,
+    accounting_available,
+    slurm_available,
+)
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
 
@@ -38,8 +46,9 @@ SIZES = (2, 3, 1, 4, 2, 6)
 
 
 def config(**options) -> LocalSlurmConfig:
-    return LocalSlurmConfig.for_topology(TREE, slurm="system", accounting=True, timezone="UTC",
-                                         **options)
+    return LocalSlurmConfig.for_topology(
+        TREE, slurm="system", accounting=True, timezone="UTC", **options
+    )
 
 
 def alive(pid: int) -> bool:
@@ -52,12 +61,13 @@ def alive(pid: int) -> bool:
 
 def test_missing_packages_name_the_install_command(monkeypatch):
     real = accounting_db.mariadb_program
-    monkeypatch.setattr(accounting_db, "mariadb_program",
-                        lambda n: None if n == "mariadbd" else real(n))
+    monkeypatch.setattr(
+        accounting_db, "mariadb_program", lambda n: None if n == "mariadbd" else real(n)
+    )
     reason = accounting_available("system")
     assert reason is not None and "mariadbd" in reason and ACCOUNTING_INSTALL_HINT in reason
     assert "\n" not in reason
-    if slurm_available("system") is None:           # Slurm itself is there: start says why
+    if slurm_available("system") is None:  # Slurm itself is there: start says why
         slurm = LocalSlurm(config())
         with pytest.raises(SlurmError, match="apt-get install -y mariadb-server slurmdbd"):
             slurm.start()
@@ -69,7 +79,8 @@ def test_sacct_command_is_the_documented_one():
     argv = sacct_records_argv("2026-10-01")
     assert " ".join(argv) == (
         "sacct --allusers --allocations --duplicates --parsable2 --starttime 2026-10-01 "
-        f"--endtime now --format {SACCT_FORMAT}")
+        f"--endtime now --format {SACCT_FORMAT}"
+    )
 
 
 def test_no_accounting_without_the_option():
@@ -98,9 +109,23 @@ def ran(cluster):
     """The jobs' ids (sbatch -N k --exclusive, in SIZES order), once all are recorded."""
     ids = []
     for size in SIZES:
-        proc = subprocess.run(["sbatch", "--parsable", "-N", str(size), "--exclusive",
-                               "-o", "/dev/null", "--wrap", "sleep 1"],
-                              env=cluster.env, capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [
+                "sbatch",
+                "--parsable",
+                "-N",
+                str(size),
+                "--exclusive",
+                "-o",
+                "/dev/null",
+                "--wrap",
+                "sleep 1",
+            ],
+            env=cluster.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         ids.append(proc.stdout.strip().split(";")[0])
     cluster.wait_recorded(ids, timeout_s=90)
     return ids
@@ -119,15 +144,19 @@ def test_daemons_run_with_least_privilege(cluster):
     status = Path(f"/proc/{cluster._procs['mariadbd'].pid}/status").read_text()
     uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
     assert int(uid) == pwd.getpwnam("mysql").pw_uid
-    listening = [line.split()[1] for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-                 if line.split()[3] == "0A"]          # state LISTEN
+    listening = [
+        line.split()[1]
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+        if line.split()[3] == "0A"
+    ]  # state LISTEN
     ours = [addr for addr in listening if int(addr.split(":")[1], 16) == a.db_port]
     assert ours == ["0100007F:%04X" % a.db_port]
-    assert not any(addr.endswith(":%04X" % a.db_port) for addr in
-                   Path("/proc/net/tcp6").read_text().split())
+    assert not any(
+        addr.endswith(":%04X" % a.db_port) for addr in Path("/proc/net/tcp6").read_text().split()
+    )
     grants = " ".join(a.grants())
     assert f"ALL PRIVILEGES ON `{DATABASE}`.*" in grants
-    assert "ON *.*" in grants and "GRANT USAGE ON *.*" in grants    # no global right
+    assert "ON *.*" in grants and "GRANT USAGE ON *.*" in grants  # no global right
     assert grants.count(" ON ") == 2
 
 
@@ -137,11 +166,15 @@ def test_sacct_and_jobcomp_hold_the_same_jobs(cluster, ran, tmp_path):
     path = cluster.accounting_records(tmp_path / "sacct.txt")
     lines = path.read_text().splitlines()
     assert lines[0] == SACCT_FORMAT.replace(",", "|")
-    rows = {r["JobID"]: r for r in (dict(zip(lines[0].split("|"), line.split("|")))
-                                     for line in lines[1:])}
+    rows = {
+        r["JobID"]: r
+        for r in (dict(zip(lines[0].split("|"), line.split("|"))) for line in lines[1:])
+    }
     assert sorted(rows) == sorted(ran)
-    comp = {f["JobId"]: f for f in map(parse_jobcomp_line,
-                                       cluster.jobcomp_path.read_text().splitlines())}
+    comp = {
+        f["JobId"]: f
+        for f in map(parse_jobcomp_line, cluster.jobcomp_path.read_text().splitlines())
+    }
     assert sorted(comp) == sorted(ran)
     for job_id, size in zip(ran, SIZES):
         row, f = rows[job_id], comp[job_id]
@@ -172,6 +205,7 @@ def test_stop_leaves_no_daemon(cluster, ran):
 def test_failed_start_stops_the_database(monkeypatch):
     def fail(self):
         raise SlurmError("no database today")
+
     monkeypatch.setattr(accounting_db.AccountingDaemons, "create_database", fail)
     slurm = LocalSlurm(config())
     spawned = {}
@@ -180,6 +214,7 @@ def test_failed_start_stops_the_database(monkeypatch):
     def spawn(name, argv):
         real_spawn(name, argv)
         spawned[name] = slurm._procs[name].pid
+
     monkeypatch.setattr(slurm, "_spawn", spawn)
     with pytest.raises(SlurmError, match="no database today"):
         slurm.start()

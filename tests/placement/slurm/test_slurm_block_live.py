@@ -27,8 +27,10 @@ from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 
 _REASON = newer_slurm_available()
-pytestmark = [pytest.mark.slurm,
-              pytest.mark.skipif(_REASON is not None, reason=f"no Slurm 24.11: {_REASON}")]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(_REASON is not None, reason=f"no Slurm 24.11: {_REASON}"),
+]
 
 
 def blocks(sizes, block_sizes):
@@ -47,18 +49,33 @@ def nodes(*ranges, but=()):
 
 #: (base block sizes, BlockSizes, windows: (idle nodes, jobs, which jobs stay pending))
 CASES = {
-    "seven-blocks": ([5, 4, 4, 4, 6, 5, 5], [4, 8], [
-        # two jobs of 9 (each: two pairs' worth, the whole cluster), then 11 pending, then 1
-        (nodes((1, 33), but=(2, 13, 26)), [9, 9, 11, 1], [False, False, True, False]),
-        # --exclusive=topo jobs keep base blocks to themselves; segments of 2 go one by one
-        (nodes((1, 33), but=(5, 10, 15, 20, 25, 30)),
-         [{"nodes": 1, "exclusive": True}, {"nodes": 8, "segment": 2}, 6,
-          {"nodes": 4, "exclusive": True}], [False, False, False, True]),
-    ]),
-    "short-top-block": ([4, 5, 5, 5, 5, 5, 5], [4, 8, 16, 32], [
-        (nodes((1, 34)), [33], [True]),             # sbatch refuses it outright
-        (nodes((1, 34), but=(3, 12)), [30, 2], [False, False]),
-    ]),
+    "seven-blocks": (
+        [5, 4, 4, 4, 6, 5, 5],
+        [4, 8],
+        [
+            # two jobs of 9 (each: two pairs' worth, the whole cluster), then 11 pending, then 1
+            (nodes((1, 33), but=(2, 13, 26)), [9, 9, 11, 1], [False, False, True, False]),
+            # --exclusive=topo jobs keep base blocks to themselves; segments of 2 go one by one
+            (
+                nodes((1, 33), but=(5, 10, 15, 20, 25, 30)),
+                [
+                    {"nodes": 1, "exclusive": True},
+                    {"nodes": 8, "segment": 2},
+                    6,
+                    {"nodes": 4, "exclusive": True},
+                ],
+                [False, False, False, True],
+            ),
+        ],
+    ),
+    "short-top-block": (
+        [4, 5, 5, 5, 5, 5, 5],
+        [4, 8, 16, 32],
+        [
+            (nodes((1, 34)), [33], [True]),  # sbatch refuses it outright
+            (nodes((1, 34), but=(3, 12)), [30, 2], [False, False]),
+        ],
+    ),
 }
 
 

@@ -3,24 +3,26 @@ installs Slurm first). The full 200-job comparison is ``python -m benchmarks.slu
 
 from __future__ import annotations
 
-
 import pytest
 
-from tjap.placement.slurm.harness import slurm_available
 from tjap.placement.batch.traces import bundled_trace
+from tjap.placement.slurm.harness import slurm_available
 
 LS6 = bundled_trace("ls6-a100")
 
-pytestmark = [pytest.mark.slurm,
-              pytest.mark.skipif(slurm_available() is not None, reason=str(slurm_available()))]
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(slurm_available() is not None, reason=str(slurm_available())),
+]
 
 
 def test_simulator_follows_real_slurm_on_a_trace_slice():
     from benchmarks.slurm_fidelity import fidelity
 
     # 40 jobs of 2023-01-15, 2400x faster, on 8 CPUs: about 3 minutes, with queueing
-    fcfs, easy = fidelity(str(LS6), "2023-01-15", count=40, compression=2400, cpus=8,
-                          modes=("fcfs", "easy"))
+    fcfs, easy = fidelity(
+        str(LS6), "2023-01-15", count=40, compression=2400, cpus=8, modes=("fcfs", "easy")
+    )
     for r in (fcfs, easy):
         print({k: v for k, v in r.items() if k != "per_job"})
         assert r["jobs"] == 40 and r["mean_wait_slurm_s"] > 5  # the slice does queue
@@ -37,8 +39,15 @@ def test_simulator_follows_a_multi_node_slurm_on_a_trace_slice():
     from benchmarks.slurm_fidelity import fidelity
 
     # 40 jobs of 2023-01-15, 2400x faster, on 8 Slurm nodes (8 slurmd, jobs on whole nodes)
-    fcfs, easy = fidelity(str(LS6), "2023-01-15", count=40, compression=2400, cpus=8,
-                          modes=("fcfs", "easy"), nodes_as="slurm-nodes")
+    fcfs, easy = fidelity(
+        str(LS6),
+        "2023-01-15",
+        count=40,
+        compression=2400,
+        cpus=8,
+        modes=("fcfs", "easy"),
+        nodes_as="slurm-nodes",
+    )
     for r in (fcfs, easy):
         print({k: v for k, v in r.items() if k not in ("per_job", "out_of_order")})
         assert r["jobs"] == 40 and r["mean_wait_slurm_s"] > 5 and r["t0_unix"] > 0

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from benchmarks.slurm_tree_validation import SlurmPlacer, compare, random_window
+from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from tjap.errors import InvalidInputError
 
 _REASON = slurm_available()
 needs_slurm = pytest.mark.skipif(_REASON is not None, reason=f"no local Slurm: {_REASON}")
@@ -41,9 +41,11 @@ def cluster():
 
 
 def test_parse_show_topology_offline():
-    text = ("SwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-3] Switches=s[0-1]\n"
-            "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[1-2]\n"
-            "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n3\n")
+    text = (
+        "SwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-3] Switches=s[0-1]\n"
+        "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[1-2]\n"
+        "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n3\n"
+    )
     t = Topology.from_scontrol(text)
     assert t.switch_names == ("top", "s0", "s1") and t.node_names == ("n1", "n2", "n3")
     with pytest.raises(InvalidInputError, match="no switch tree"):
@@ -62,11 +64,14 @@ def test_cluster_has_every_node_idle_and_the_tree(cluster):
 
 @pytest.mark.slurm
 @needs_slurm
-@pytest.mark.parametrize("idle, sizes", [
-    (list(TREE.node_names), [2, 3, 7, 1]),                       # best fit, then large jobs
-    (["n01", "n02", "n03", "n04", "n05", "n08", "n09", "n12", "n13"], [6, 3]),
-    (["n02", "n04", "n06", "n07", "n08", "n10", "n11", "n12", "n14"], [5, 1, 2]),
-])
+@pytest.mark.parametrize(
+    "idle, sizes",
+    [
+        (list(TREE.node_names), [2, 3, 7, 1]),  # best fit, then large jobs
+        (["n01", "n02", "n03", "n04", "n05", "n08", "n09", "n12", "n13"], [6, 3]),
+        (["n02", "n04", "n06", "n07", "n08", "n10", "n11", "n12", "n14"], [5, 1, 2]),
+    ],
+)
 def test_slurm_places_like_slurm_tree(cluster, idle, sizes):
     window = Window(TREE, idle, sizes)
     row = compare(window, SlurmPlacer(cluster).place(window))
@@ -89,7 +94,7 @@ def test_errors_without_a_tree_or_a_controller(tmp_path):
     with LocalSlurm(LocalSlurmConfig(cpus=2)) as single:
         with pytest.raises(InvalidInputError, match="TopologyPlugin=topology/tree"):
             Topology.from_slurm_live(single.env)
-        single.stop_controller()            # scontrol exits 0 then, its error on stderr
+        single.stop_controller()  # scontrol exits 0 then, its error on stderr
         with pytest.raises(SlurmError) as info:
             Topology.from_slurm_live(single.env)
         assert "slurmctld" in str(info.value) and "\n" not in str(info.value)

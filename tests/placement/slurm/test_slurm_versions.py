@@ -18,33 +18,54 @@ import pytest
 
 from tjap.errors import InvalidInputError
 from tjap.placement.slurm.client import SlurmError
-from tjap.placement.slurm.harness import (LocalSlurm, LocalSlurmConfig, block_conf,
-                                          is_block_conf, newer_slurm_available, slurm_available,
-                                          slurm_binary, slurm_prefix, slurm_version,
-                                          version_tuple)
+from tjap.placement.slurm.harness import (
+    LocalSlurm,
+    LocalSlurmConfig,
+    block_conf,
+    is_block_conf,
+    newer_slurm_available,
+    slurm_available,
+    slurm_binary,
+    slurm_prefix,
+    slurm_version,
+    version_tuple,
+)
 from tjap.placement.tree.topology import Topology
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 #: 16 nodes in 4 base blocks of 4; Slurm plans blocks of 4, 8 and 16 nodes.
-BLOCKS_CONF = "".join(f"BlockName=b{i} Nodes=n[{4 * i - 3}-{4 * i}]\n"
-                      for i in range(1, 5)) + "BlockSizes=4,8,16\n"
+BLOCKS_CONF = (
+    "".join(f"BlockName=b{i} Nodes=n[{4 * i - 3}-{4 * i}]\n" for i in range(1, 5))
+    + "BlockSizes=4,8,16\n"
+)
 BLOCKS = Topology.from_slurm(BLOCKS_CONF)
 
 VERSIONS = [
-    pytest.param("system", marks=pytest.mark.skipif(
-        slurm_available() is not None, reason=f"no system Slurm: {slurm_available()}")),
-    pytest.param("24.11", marks=pytest.mark.skipif(
-        newer_slurm_available() is not None, reason=f"no Slurm 24.11: {newer_slurm_available()}")),
+    pytest.param(
+        "system",
+        marks=pytest.mark.skipif(
+            slurm_available() is not None, reason=f"no system Slurm: {slurm_available()}"
+        ),
+    ),
+    pytest.param(
+        "24.11",
+        marks=pytest.mark.skipif(
+            newer_slurm_available() is not None, reason=f"no Slurm 24.11: {newer_slurm_available()}"
+        ),
+    ),
 ]
-needs_newer = pytest.mark.skipif(newer_slurm_available() is not None,
-                                 reason=f"no Slurm 24.11: {newer_slurm_available()}")
+needs_newer = pytest.mark.skipif(
+    newer_slurm_available() is not None, reason=f"no Slurm 24.11: {newer_slurm_available()}"
+)
 
 
 def fake_slurm(prefix: Path, version: str) -> Path:
     """An install prefix whose Slurm programs are scripts (slurmctld -V prints ``version``)."""
-    for sub, names in (("sbin", ("slurmctld", "slurmd")),
-                       ("bin", ("sbatch", "squeue", "sinfo", "scancel", "scontrol", "sdiag"))):
+    for sub, names in (
+        ("sbin", ("slurmctld", "slurmd")),
+        ("bin", ("sbatch", "squeue", "sinfo", "scancel", "scontrol", "sdiag")),
+    ):
         (prefix / sub).mkdir(parents=True, exist_ok=True)
         for name in names:
             path = prefix / sub / name
@@ -55,14 +76,18 @@ def fake_slurm(prefix: Path, version: str) -> Path:
 
 # -- without Slurm -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text", [
-    (ROOT / "examples" / "blocks.conf").read_text(),
-    BLOCKS_CONF,
-    "".join(f"BlockName=b{i} Nodes=n[{3 * i - 2}-{3 * i}]\n" for i in range(1, 4)),
-    "".join(f"BlockName=r{i} Nodes=n[{2 * i - 1}-{2 * i}]\n" for i in range(1, 17)),
-    "BlockName=a Nodes=x[1-4]\nBlockName=b Nodes=x[5-10]\nBlockName=c Nodes=x[11-14]\n"
-    "BlockSizes=4\n",
-])
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        (ROOT / "examples" / "blocks.conf").read_text(),
+        BLOCKS_CONF,
+        "".join(f"BlockName=b{i} Nodes=n[{3 * i - 2}-{3 * i}]\n" for i in range(1, 4)),
+        "".join(f"BlockName=r{i} Nodes=n[{2 * i - 1}-{2 * i}]\n" for i in range(1, 17)),
+        "BlockName=a Nodes=x[1-4]\nBlockName=b Nodes=x[5-10]\nBlockName=c Nodes=x[11-14]\n"
+        "BlockSizes=4\n",
+    ],
+)
 def test_block_conf_reads_back_to_the_same_tree(text):
     tree = Topology.from_slurm(text)
     written = block_conf(tree)
@@ -73,8 +98,12 @@ def test_block_conf_reads_back_to_the_same_tree(text):
 def test_block_conf_writes_the_sizes_given_and_derives_them():
     assert block_conf(BLOCKS).splitlines()[-1] == "BlockSizes=4,8,16"
     assert block_conf(BLOCKS, [4, 8, 16]).splitlines() == [
-        "BlockName=b1 Nodes=n[1-4]", "BlockName=b2 Nodes=n[5-8]", "BlockName=b3 Nodes=n[9-12]",
-        "BlockName=b4 Nodes=n[13-16]", "BlockSizes=4,8,16"]
+        "BlockName=b1 Nodes=n[1-4]",
+        "BlockName=b2 Nodes=n[5-8]",
+        "BlockName=b3 Nodes=n[9-12]",
+        "BlockName=b4 Nodes=n[13-16]",
+        "BlockSizes=4,8,16",
+    ]
     # the same blocks with other sizes build another tree: refused, not written wrongly
     with pytest.raises(InvalidInputError, match="BlockSizes=4,16"):
         block_conf(BLOCKS, [4, 16])
@@ -89,16 +118,19 @@ def test_block_conf_writes_the_sizes_given_and_derives_them():
 
 def test_block_conf_refuses_a_tree_slurm_would_not_build():
     # a middle switch over 3 leaves and one over 1: Slurm's blocks pair neighbours instead
-    tree = Topology.from_slurm("SwitchName=top Switches=m1,m2\nSwitchName=m1 Switches=a,b,c\n"
-                               "SwitchName=m2 Switches=d\n" + "".join(
-                                   f"SwitchName={s} Nodes={s}[1-2]\n" for s in "abcd"))
+    tree = Topology.from_slurm(
+        "SwitchName=top Switches=m1,m2\nSwitchName=m1 Switches=a,b,c\n"
+        "SwitchName=m2 Switches=d\n" + "".join(f"SwitchName={s} Nodes={s}[1-2]\n" for s in "abcd")
+    )
     with pytest.raises(InvalidInputError, match="not the block topology"):
         block_conf(tree)
     # a switch tree that happens to be a block tree is written (aggregate names aside)
-    flat = Topology.from_slurm("SwitchName=top Switches=a,b\nSwitchName=a Nodes=n[1-2]\n"
-                               "SwitchName=b Nodes=n[3-4]\n")
-    assert block_conf(flat) == ("BlockName=a Nodes=n[1-2]\nBlockName=b Nodes=n[3-4]\n"
-                                "BlockSizes=2,4\n")
+    flat = Topology.from_slurm(
+        "SwitchName=top Switches=a,b\nSwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n[3-4]\n"
+    )
+    assert block_conf(flat) == (
+        "BlockName=a Nodes=n[1-2]\nBlockName=b Nodes=n[3-4]\nBlockSizes=2,4\n"
+    )
 
 
 def test_topology_plugin_follows_the_text(tmp_path):
@@ -135,7 +167,7 @@ def test_a_prefix_is_used_for_every_program(tmp_path, monkeypatch):
     monkeypatch.setenv("TJAP_SLURM_NEWER", str(prefix))
     assert slurm_binary("slurmctld", "24.11") == str(prefix / "sbin" / "slurmctld")
     assert slurm_binary("sbatch", "24.11") == str(prefix / "bin" / "sbatch")
-    assert slurm_binary("munged", "24.11") == slurm_binary("munged")   # munge: the system's
+    assert slurm_binary("munged", "24.11") == slurm_binary("munged")  # munge: the system's
     assert slurm_version("24.11") == "slurm 24.11.5"
     assert version_tuple("slurm-wlm 22.05.8") == (22, 5, 8)
     slurm = LocalSlurm(LocalSlurmConfig(node_names=("a", "b"), slurm="24.11"), tmp_path / "w")
@@ -157,7 +189,8 @@ def test_block_topology_needs_23_11(tmp_path):
         LocalSlurm(LocalSlurmConfig.for_blocks(BLOCKS, slurm=str(old)), work).check_topology()
     assert str(err.value) == (
         f"topology/block needs Slurm 23.11 or later, and the {old} Slurm is 22.05; build "
-        "24.11 with .ci/build-slurm-newer (as root) and pass slurm='24.11'")
+        "24.11 with .ci/build-slurm-newer (as root) and pass slurm='24.11'"
+    )
     new = fake_slurm(tmp_path / "new", "slurm 24.11.5")
     LocalSlurm(LocalSlurmConfig.for_blocks(BLOCKS, slurm=str(new)), work).check_topology()
     # the same tree as switches runs on 22.05
@@ -165,6 +198,7 @@ def test_block_topology_needs_23_11(tmp_path):
 
 
 # -- on a real Slurm ---------------------------------------------------------------------------
+
 
 def daemons_of(conf_path) -> list[int]:
     """PIDs of the slurmctld/slurmd processes started with this slurm.conf."""
@@ -176,8 +210,11 @@ def daemons_of(conf_path) -> list[int]:
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if (argv and Path(argv[0].decode(errors="replace")).name in ("slurmctld", "slurmd")
-                and str(conf_path).encode() in argv):
+        if (
+            argv
+            and Path(argv[0].decode(errors="replace")).name in ("slurmctld", "slurmd")
+            and str(conf_path).encode() in argv
+        ):
             found.append(int(entry.name))
     return found
 
@@ -194,8 +231,9 @@ def wait_running(client, job_id: int, timeout_s: float = 15) -> str:
 
 
 def submit(client, *args) -> int:
-    out = client.run(["sbatch", "--parsable", "-t", "1", "-o", "/dev/null", *args,
-                      "--wrap", "sleep 60"]).stdout
+    out = client.run(
+        ["sbatch", "--parsable", "-t", "1", "-o", "/dev/null", *args, "--wrap", "sleep 60"]
+    ).stdout
     return int(out.strip().split(";")[0])
 
 
@@ -209,7 +247,7 @@ def test_cluster_runs_a_job_and_stops(slurm):
     try:
         want = slurm_version(slurm).split()[-1]
         prefix = slurm_prefix(slurm)
-        for proc in cluster._procs.values():     # the chosen Slurm's daemons, by full path
+        for proc in cluster._procs.values():  # the chosen Slurm's daemons, by full path
             exe = os.readlink(f"/proc/{proc.pid}/exe")
             assert prefix is None or exe.startswith(str(prefix) + "/sbin/"), exe
         client = cluster.client()
@@ -236,8 +274,11 @@ def test_system_slurm_refuses_blocks_when_it_is_older(tmp_path):
     cluster = LocalSlurm(LocalSlurmConfig.for_blocks(BLOCKS), tmp_path)
     if cluster.version >= (23, 11):
         pytest.skip(f"the system Slurm is {slurm_version()}, which has topology/block")
-    with pytest.raises(SlurmError, match=r"topology/block needs Slurm 23.11 or later.*"
-                                         r"\.ci/build-slurm-newer"):
+    with pytest.raises(
+        SlurmError,
+        match=r"topology/block needs Slurm 23.11 or later.*"
+        r"\.ci/build-slurm-newer",
+    ):
         cluster.start()
     assert not cluster.running and daemons_of(cluster.conf_path) == []
 
@@ -253,11 +294,15 @@ def blocks_cluster():
 def test_slurm_lists_the_blocks_and_tjap_reads_the_same_tree(blocks_cluster):
     text = blocks_cluster.client().run(["scontrol", "show", "topology"]).stdout
     listed = [(line.split()[0], line.split()[2]) for line in text.splitlines() if line.strip()]
-    assert listed == [("BlockName=b1", "Nodes=n[1-4]"), ("BlockName=b2", "Nodes=n[5-8]"),
-                      ("BlockName=b3", "Nodes=n[9-12]"), ("BlockName=b4", "Nodes=n[13-16]"),
-                      ("AggregatedBlock=b[1-2]", "Nodes=n[1-8]"),
-                      ("AggregatedBlock=b[3-4]", "Nodes=n[9-16]"),
-                      ("AggregatedBlock=b[1-4]", "Nodes=n[1-16]")]
+    assert listed == [
+        ("BlockName=b1", "Nodes=n[1-4]"),
+        ("BlockName=b2", "Nodes=n[5-8]"),
+        ("BlockName=b3", "Nodes=n[9-12]"),
+        ("BlockName=b4", "Nodes=n[13-16]"),
+        ("AggregatedBlock=b[1-2]", "Nodes=n[1-8]"),
+        ("AggregatedBlock=b[3-4]", "Nodes=n[9-16]"),
+        ("AggregatedBlock=b[1-4]", "Nodes=n[1-16]"),
+    ]
     assert Topology.from_scontrol(text) == BLOCKS
     assert Topology.from_slurm_live(blocks_cluster.env) == BLOCKS
 

@@ -18,8 +18,11 @@ def block_conf(counts, sizes=None, prefix="b") -> str:
     """A topology.conf of blocks of ``counts`` nodes each, nodes numbered across blocks."""
     lines, start = [], 1
     for i, count in enumerate(counts, 1):
-        lines.append(f"BlockName={prefix}{i} Nodes=n[{start}-{start + count - 1}]"
-                     if count > 1 else f"BlockName={prefix}{i} Nodes=n{start}")
+        lines.append(
+            f"BlockName={prefix}{i} Nodes=n[{start}-{start + count - 1}]"
+            if count > 1
+            else f"BlockName={prefix}{i} Nodes=n{start}"
+        )
         start += count
     if sizes:
         lines.append("BlockSizes=" + ",".join(map(str, sizes)))
@@ -62,7 +65,13 @@ def test_slurms_observed_aggregates():
     assert sets["b3..b4"] == {f"n{i}" for i in range(9, 17)}
     assert sets["b1..b4"] == {f"n{i}" for i in range(1, 17)}
     assert [tree.switch_names[p] for p in tree.switch_parent[1:]] == [
-        "b1..b4", "b1..b2", "b1..b2", "b1..b4", "b3..b4", "b3..b4"]
+        "b1..b4",
+        "b1..b2",
+        "b1..b2",
+        "b1..b4",
+        "b3..b4",
+        "b3..b4",
+    ]
 
 
 def test_the_manual_example_with_a_planning_size_below_the_block():
@@ -79,30 +88,39 @@ def test_without_block_sizes_slurm_plans_up_to_8_blocks():
     tree = Topology.from_slurm(block_conf([2] * 16))
     assert tree.switch_names[0] == IMPLICIT_ROOT
     assert [tree.switch_names[c] for c in tree.children(0)] == ["b1..b8", "b9..b16"]
-    assert tree.num_levels == 5           # block, pair, quad, eight, the implicit root
+    assert tree.num_levels == 5  # block, pair, quad, eight, the implicit root
 
 
 def test_a_tail_of_blocks_joins_the_aggregate_that_holds_it():
     """5 blocks, planned sizes 1-8: b5 has no pair nor quad of its own; the 8-aggregate takes it."""
     tree = Topology.from_slurm(block_conf([3] * 5))
-    parent = {tree.switch_names[s]: tree.switch_names[p]
-              for s, p in enumerate(tree.switch_parent) if p >= 0}
+    parent = {
+        tree.switch_names[s]: tree.switch_names[p]
+        for s, p in enumerate(tree.switch_parent)
+        if p >= 0
+    }
     assert parent["b5"] == "b1..b5" and parent["b1..b4"] == "b1..b5"
     assert "b5..b5" not in parent and tree.switch_names[0] == "b1..b5"
 
 
 @settings(max_examples=150, deadline=None)
-@given(num_blocks=st.integers(1, 40),
-       factors=st.sets(st.sampled_from([2, 4, 8, 16, 32, 64]), max_size=4),
-       per_block=st.integers(1, 3))
+@given(
+    num_blocks=st.integers(1, 40),
+    factors=st.sets(st.sampled_from([2, 4, 8, 16, 32, 64]), max_size=4),
+    per_block=st.integers(1, 3),
+)
 def test_the_tree_holds_exactly_slurms_aggregates(num_blocks, factors, per_block):
     base = 2 * per_block
     sizes = [base] + sorted(base * f for f in factors)
     tree = Topology.from_slurm(block_conf([base] * num_blocks, sizes))
-    block_nodes = [frozenset(f"n{i}" for i in range(b * base + 1, (b + 1) * base + 1))
-                   for b in range(num_blocks)]
-    expected = {frozenset().union(*block_nodes[first:stop])
-                for first, stop in reference_groups(num_blocks, [1, *factors])}
+    block_nodes = [
+        frozenset(f"n{i}" for i in range(b * base + 1, (b + 1) * base + 1))
+        for b in range(num_blocks)
+    ]
+    expected = {
+        frozenset().union(*block_nodes[first:stop])
+        for first, stop in reference_groups(num_blocks, [1, *factors])
+    }
     sets = node_sets(tree)
     found = {nodes for name, nodes in sets.items() if ".." in name}
     assert found == expected
@@ -132,32 +150,39 @@ def test_every_window_method_runs_on_a_block_cluster():
     assert best.is_feasible()
     for method in ("scip", "cpsat"):
         assert tjap.solve(window, method=method, time_limit_s=60).objective == pytest.approx(
-            best.objective)
+            best.objective
+        )
     for method in ("sa", "slurm-tree", "guarded", "seq"):
         r = tjap.solve(window, method=method, seed=1)
         assert r.is_feasible() and r.objective >= best.objective - 1e-6
 
 
-@pytest.mark.parametrize("text, fragment", [
-    (block_conf([4, 3]), "fewer than the base block size 4"),
-    (block_conf([4, 4], [4, 12]), "times a power of two"),
-    (block_conf([4, 4], [4, 6]), "times a power of two"),
-    (block_conf([4, 4], [8, 4]), "times a power of two"),
-    (block_conf([4, 4], [4, 4]), "must increase"),
-    (block_conf([4, 4]) + "BlockSizes=4,x\n", "not a positive number"),
-    (block_conf([4, 4]) + "BlockSizes=0\n", "not a positive number"),
-    (block_conf([4, 4], [4, 8]) + "BlockSizes=4\n", "given twice"),
-    ("BlockSizes=4,8\n", "no block"),
-    (block_conf([4, 4]) + "SwitchName=s1 Nodes=m[1-4]\n", "mixes switches"),
-    ("BlockName=b1 Switches=s[1-2]\n", "a block lists nodes, not switches"),
-    ("BlockName=b1\n", "has no Nodes="),
-    ("BlockName= Nodes=n1\n", "BlockName= is empty"),
-    ("BlockName=b1 SwitchName=s Nodes=n1\n", "both SwitchName= and BlockName="),
-    (block_conf([2, 2]) + "BlockName=b1 Nodes=m[1-2]\n", "already defined"),
-    ("BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[2-3]\n", "node 'n2'"),
-    ("BlockName=a Nodes=n[1-2]\nBlockName=b Nodes=n[3-4]\nBlockName=a..b Nodes=n[5-6]\n"
-     "BlockSizes=2,4,8\n", "rename"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (block_conf([4, 3]), "fewer than the base block size 4"),
+        (block_conf([4, 4], [4, 12]), "times a power of two"),
+        (block_conf([4, 4], [4, 6]), "times a power of two"),
+        (block_conf([4, 4], [8, 4]), "times a power of two"),
+        (block_conf([4, 4], [4, 4]), "must increase"),
+        (block_conf([4, 4]) + "BlockSizes=4,x\n", "not a positive number"),
+        (block_conf([4, 4]) + "BlockSizes=0\n", "not a positive number"),
+        (block_conf([4, 4], [4, 8]) + "BlockSizes=4\n", "given twice"),
+        ("BlockSizes=4,8\n", "no block"),
+        (block_conf([4, 4]) + "SwitchName=s1 Nodes=m[1-4]\n", "mixes switches"),
+        ("BlockName=b1 Switches=s[1-2]\n", "a block lists nodes, not switches"),
+        ("BlockName=b1\n", "has no Nodes="),
+        ("BlockName= Nodes=n1\n", "BlockName= is empty"),
+        ("BlockName=b1 SwitchName=s Nodes=n1\n", "both SwitchName= and BlockName="),
+        (block_conf([2, 2]) + "BlockName=b1 Nodes=m[1-2]\n", "already defined"),
+        ("BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[2-3]\n", "node 'n2'"),
+        (
+            "BlockName=a Nodes=n[1-2]\nBlockName=b Nodes=n[3-4]\nBlockName=a..b Nodes=n[5-6]\n"
+            "BlockSizes=2,4,8\n",
+            "rename",
+        ),
+    ],
+)
 def test_bad_block_configurations_are_one_line(text, fragment):
     with pytest.raises(InvalidInputError) as info:
         Topology.from_slurm(text)
@@ -193,13 +218,16 @@ def test_scontrol_show_topology_of_a_block_cluster():
     two = Topology.from_scontrol(
         "BlockName=g0 BlockIndex=0 Nodes=h[1-2] BlockSize=2\n"
         "BlockName=g1 BlockIndex=1 Nodes=h[3-4] BlockSize=2\n"
-        "AggregatedBlock=g[0-1] BlockIndex=2 Nodes=h[1-4] BlockSize=4\n")
+        "AggregatedBlock=g[0-1] BlockIndex=2 Nodes=h[1-4] BlockSize=4\n"
+    )
     assert two.switch_names == ("g0..g1", "g0", "g1")
 
 
 def test_an_aggregate_slurm_lists_that_tjap_does_not_build_is_one_line():
-    text = SCONTROL_BLOCKS.replace("AggregatedBlock=b[3-4] BlockIndex=5 Nodes=n[9-16]",
-                                   "AggregatedBlock=b[2-3] BlockIndex=5 Nodes=n[5-12]")
+    text = SCONTROL_BLOCKS.replace(
+        "AggregatedBlock=b[3-4] BlockIndex=5 Nodes=n[9-16]",
+        "AggregatedBlock=b[2-3] BlockIndex=5 Nodes=n[5-12]",
+    )
     with pytest.raises(InvalidInputError, match=r"aggregated block b\[2-3\] \(n\[5-12\]\)"):
         Topology.from_scontrol(text)
     with pytest.raises(InvalidInputError, match="lacks Nodes= or BlockSize="):
@@ -213,7 +241,7 @@ def free_domains_by_definition(result, level: int) -> int:
     free = set(result.window.idle_nodes.tolist()) - taken
     domains: dict[int, list[int]] = {}
     for node in range(tree.num_nodes):
-        up = tree.ancestors(node)          # the node's leaf switch first, the root last
+        up = tree.ancestors(node)  # the node's leaf switch first, the root last
         domains.setdefault(up[min(level, len(up)) - 1], []).append(node)
     return sum(all(n in free for n in nodes) for nodes in domains.values())
 

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 from benchmarks import topologies
+from tjap.cli import main
+from tjap.errors import InvalidInputError
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.stream import generate_windows, tree_load
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window, load_windows
 from tjap.placement.tree.workload import Workload
-from tjap.cli import main
-from tjap.errors import InvalidInputError
 
 SMALL = """\
 SwitchName=l1 Nodes=a[01-06]
@@ -34,14 +34,15 @@ SwitchName=top Switches=s[1-2]
 def test_shipped_benchmark_trees_are_the_generated_ones():
     for name, text in topologies.files().items():
         assert (topologies.FOLDER / name).read_text(encoding="utf-8") == text, (
-            f"{name} differs from `python -m benchmarks.topologies`")
+            f"{name} differs from `python -m benchmarks.topologies`"
+        )
 
 
 def test_irregular_tree_has_the_promised_shape():
     tree = Topology.from_file(topologies.FOLDER / "irregular_2000.conf")
     assert tree.num_nodes == 2000 and tree.num_levels == 3
     assert tree.leaf_sizes.min() >= 8 and tree.leaf_sizes.max() <= 32
-    assert len(set(tree.leaf_sizes.tolist())) > 10          # really uneven
+    assert len(set(tree.leaf_sizes.tolist())) > 10  # really uneven
     spines = tree.children(0)
     assert len({len(tree.children(s)) for s in spines}) > 2
 
@@ -50,7 +51,9 @@ def test_k48_file_is_the_k48_fat_tree():
     tree = Topology.from_file(topologies.FOLDER / "fat_tree_k48.conf")
     fat = FatTree(k=48)
     assert tree.num_nodes == fat.num_nodes == 27648
-    assert (tree.node_leaf == fat.node_leaf).all() and (tree.switch_parent == fat.switch_parent).all()
+    assert (tree.node_leaf == fat.node_leaf).all() and (
+        tree.switch_parent == fat.switch_parent
+    ).all()
     rng = np.random.default_rng(0)
     for _ in range(20):
         nodes = rng.choice(fat.num_nodes, int(rng.integers(1, 60)), replace=False)
@@ -95,9 +98,8 @@ def test_tree_load_keeps_the_papers_load_per_node(nodes):
     is the paper's on every cluster size, with runtimes never below the paper's."""
     load = tree_load(nodes)
     mean_request = (1 + load["max_nodes"]) / 2
-    offered = (mean_request * 905 * load["runtime_scale"]
-               / (17.5 * load["arrival_scale"]) / nodes)
-    assert offered == pytest.approx(20.5 * 905 / 17.5 / 1000)         # 1.06
+    offered = mean_request * 905 * load["runtime_scale"] / (17.5 * load["arrival_scale"]) / nodes
+    assert offered == pytest.approx(20.5 * 905 / 17.5 / 1000)  # 1.06
     assert load["runtime_scale"] >= 1 and 2 <= load["max_nodes"] <= min(40, max(nodes, 2))
     if nodes < 1000:
         assert load["max_nodes"] <= max(2, nodes // 4)
@@ -117,7 +119,7 @@ def _grid_tree(spines=4, leaves=5) -> Topology:
     return Topology.from_slurm("\n".join(lines))
 
 
-EXAMPLE_CONF = Path(__file__).resolve().parents[1] / "examples" / "topology.conf"
+EXAMPLE_CONF = Path(__file__).resolve().parents[3] / "examples" / "topology.conf"
 
 
 @pytest.mark.parametrize("which", ["readme-29", "grid-360"])
@@ -130,10 +132,11 @@ def test_windows_on_a_tree_see_a_loaded_fragmented_cluster(which):
     assert len(windows) == 60
     idle = np.array([w.num_idle / tree.num_nodes for w in windows])
     assert 0.1 < idle.mean() < 0.8 and idle.max() < 1
-    leaves = lambda nodes: len(np.unique(tree.node_leaf[nodes]))           # noqa: E731
+    leaves = lambda nodes: len(np.unique(tree.node_leaf[nodes]))  # noqa: E731
     idle_leaves = np.array([leaves(w.idle_nodes) for w in windows])
-    busy_leaves = np.array([leaves(np.setdiff1d(np.arange(tree.num_nodes), w.idle_nodes))
-                            for w in windows])
+    busy_leaves = np.array(
+        [leaves(np.setdiff1d(np.arange(tree.num_nodes), w.idle_nodes)) for w in windows]
+    )
     assert (idle_leaves > 1).mean() >= 0.7 and (busy_leaves > 1).mean() >= 0.9
     for w in windows:
         assert w.num_jobs >= 1 and sum(w.job_sizes) <= w.num_idle
@@ -145,8 +148,22 @@ def test_windows_on_a_tree_see_a_loaded_fragmented_cluster(which):
 
 def test_generate_windows_cli_on_the_readme_tree_writes_loaded_windows(tmp_path, capsys):
     out = tmp_path / "windows.jsonl"
-    assert main(["generate", "windows", "--topology", str(EXAMPLE_CONF), "--num-windows", "100",
-                 "--out", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "windows",
+                "--topology",
+                str(EXAMPLE_CONF),
+                "--num-windows",
+                "100",
+                "--out",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     windows = load_windows(out)
     assert len(windows) == 100
     idle = np.mean([w.num_idle for w in windows]) / 29
@@ -162,12 +179,27 @@ def test_generate_windows_cli_names_the_tree_file(tmp_path, capsys):
     conf.parent.mkdir()
     conf.write_text(SMALL)
     out = tmp_path / "runs" / "w.jsonl"
-    assert main(["generate", "windows", "--topology", str(conf), "--num-windows", "3",
-                 "--seed", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "windows",
+                "--topology",
+                str(conf),
+                "--num-windows",
+                "3",
+                "--seed",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "3 windows" in capsys.readouterr().out
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(line["topology"] == {"slurm": "../cluster/topology.conf"} for line in lines)
-    assert all(isinstance(v, str) for v in lines[0]["idle_nodes"])      # names, not indices
+    assert all(isinstance(v, str) for v in lines[0]["idle_nodes"])  # names, not indices
     windows = load_windows(out)
     assert len(windows) == 3 and windows[0].topology == Topology.from_slurm(SMALL)
     assert main(["solve", str(out), "--method", "dp", "--json"]) == 0
@@ -182,8 +214,7 @@ def test_generate_windows_cli_refuses_warmup_without_topology(tmp_path, capsys):
 def test_window_names_a_json_tree_file(tmp_path):
     tree = Topology.from_slurm(SMALL)
     (tmp_path / "tree.json").write_text(json.dumps(tree.to_dict()))
-    data = {"topology": {"json": "tree.json"}, "idle_nodes": ["a01", "b2", "d05"],
-            "job_sizes": [2]}
+    data = {"topology": {"json": "tree.json"}, "idle_nodes": ["a01", "b2", "d05"], "job_sizes": [2]}
     (tmp_path / "w.json").write_text(json.dumps(data))
     (w,) = load_windows(tmp_path / "w.json")
     assert w.topology == tree
@@ -199,8 +230,10 @@ def test_topology_from_file_reads_conf_and_json_and_names_bad_files(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(tree.to_dict()))
     assert Topology.from_file(tmp_path / "t.json") == tree
     (tmp_path / "bad.json").write_text("{")
-    for path, match in ((tmp_path / "bad.json", "not valid JSON"),
-                        (tmp_path / "none.conf", "no such topology file")):
+    for path, match in (
+        (tmp_path / "bad.json", "not valid JSON"),
+        (tmp_path / "none.conf", "no such topology file"),
+    ):
         with pytest.raises(InvalidInputError, match=match) as info:
             Topology.from_file(path)
         assert "\n" not in str(info.value)
@@ -232,11 +265,11 @@ def test_readme_your_own_cluster_example_runs_as_written(tmp_path, monkeypatch, 
     import re
     import runpy
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("### Your own cluster"):]
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Your own cluster") :]
     blocks = re.findall(r"```(\w*)\n(.*?)```", section, re.S)
-    conf = next(b for lang, b in blocks if lang == "")          # the topology.conf
-    code = next(b for lang, b in blocks if lang == "python")    # the first Python example
+    conf = next(b for lang, b in blocks if lang == "")  # the topology.conf
+    code = next(b for lang, b in blocks if lang == "python")  # the first Python example
     (tmp_path / "topology.conf").write_text(conf)
     (tmp_path / "example.py").write_text(code)
     monkeypatch.chdir(tmp_path)
@@ -244,4 +277,4 @@ def test_readme_your_own_cluster_example_runs_as_written(tmp_path, monkeypatch, 
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "29 3 [16, 9, 4]"
     best, slurm = map(float, lines[-1].split())
-    assert round(best, 1) == 34666.7 and round(slurm, 1) == 36666.7     # the numbers it quotes
+    assert round(best, 1) == 34666.7 and round(slurm, 1) == 36666.7  # the numbers it quotes

@@ -1,6 +1,6 @@
 """Job constraints in a window (segment, within, prefer, exclusive, slurm_rule, fragmentation):
 every exact method against a brute force over SCAS placements on tiny block and label trees,
-every returned placement checked by an independent checker (tests/constraint_oracle.py), dp
+every returned placement checked by an independent checker (tests/oracles/constraint_oracle.py), dp
 against SCIP on random constraints, and the one-line refusals and errors."""
 
 from __future__ import annotations
@@ -9,9 +9,12 @@ import json
 import math
 import random
 
+import constraint_oracle as oracle
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from constraint_cases import BLOCKS, LABELS, TAIL, random_window
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tjap
 from tjap.errors import InvalidInputError
@@ -20,52 +23,7 @@ from tjap.placement.tree.jobs import Job, level_domains, slurm_level, switch_lev
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 
-import constraint_oracle as oracle
-
-BLOCKS = Topology.from_slurm("\n".join(
-    [f"BlockName=b{i} Nodes=n[{3 * i + 1}-{3 * i + 3}]" for i in range(4)]
-    + ["BlockSizes=3,6,12"]))
-#: Five blocks: Slurm leaves the fifth out of every aggregate of two (the tail rule).
-TAIL = Topology.from_slurm("\n".join(
-    [f"BlockName=b{i} Nodes=n[{2 * i + 1}-{2 * i + 2}]" for i in range(5)]
-    + ["BlockSizes=2,4"]))
-LABELS = Topology.from_node_labels(
-    [(f"h{i}", {"block": f"B{i // 6}", "rack": f"R{i // 3}"}) for i in range(12)],
-    levels=["block", "rack"])
-
 EXACT = ["dp", "scip", "cpsat"]
-
-
-def random_jobs(rng, idle, top, max_jobs=3, max_nodes=4):
-    jobs, left = [], len(idle)
-    for _ in range(rng.randint(1, max_jobs)):
-        if left == 0:
-            break
-        n = rng.randint(1, min(max_nodes, left))
-        left -= n
-        job, r = {"nodes": n}, rng.random()
-        if r < 0.2 and n % 2 == 0:
-            job["segment"] = 2
-            if rng.random() < 0.3:
-                job["segment_level"] = rng.randint(1, top)
-        elif r < 0.4:
-            job["within"] = rng.randint(1, top)
-        elif r < 0.55:
-            job["prefer"] = rng.randint(1, top)
-            job["prefer_cost"] = rng.choice([0, 700, 3000])
-        elif r < 0.75:
-            job["exclusive"] = rng.randint(1, top)
-        elif r < 0.85:
-            job["slurm_rule"] = True
-        jobs.append(job)
-    return jobs
-
-
-def random_window(rng, tree):
-    idle = sorted(rng.sample(range(tree.num_nodes), rng.randint(4, tree.num_nodes)))
-    top = int(switch_levels(tree)[0])
-    return Window(tree, idle, random_jobs(rng, idle, top),
-                  fragmentation=rng.choice([None, None, 700, (300, 2)]))
 
 
 def check(result, window):
@@ -115,15 +73,15 @@ def test_every_arc_is_priced_and_walked_as_defined(tree):
                 assert walk is not None
                 assert sorted(arc_nodes(window, job, p)) == sorted(walk[0])
                 assert arcs.cost[k] == pytest.approx(
-                    oracle.objective(window, [walk[0]], jobs=[job]))
+                    oracle.objective(window, [walk[0]], jobs=[job])
+                )
 
 
 def test_a_run_that_wraps_back_into_its_first_block_counts_it_once():
     window = Window(BLOCKS, ["n1", "n2", "n3", "n4"], [{"nodes": 3, "prefer": 1}])
     arcs = job_arcs(window, window.jobs[0])
-    wrapped = int(np.flatnonzero(arcs.start == 2)[0])            # n3, n4, n1
-    assert arcs.cost[wrapped] == pytest.approx(
-        oracle.objective(window, [[2, 3, 0]]))
+    wrapped = int(np.flatnonzero(arcs.start == 2)[0])  # n3, n4, n1
+    assert arcs.cost[wrapped] == pytest.approx(oracle.objective(window, [[2, 3, 0]]))
 
 
 # -- exact methods against the brute force --------------------------------------------------------
@@ -144,8 +102,9 @@ def test_exact_methods_equal_brute_force(tree):
             check(result, window)
 
 
-@pytest.mark.parametrize("kind", ["segment", "within", "prefer", "exclusive", "slurm_rule",
-                                  "fragmentation"])
+@pytest.mark.parametrize(
+    "kind", ["segment", "within", "prefer", "exclusive", "slurm_rule", "fragmentation"]
+)
 def test_each_constraint_alone_against_brute_force(kind):
     rng = random.Random(kind)
     seen_binding = 0
@@ -159,21 +118,23 @@ def test_each_constraint_alone_against_brute_force(kind):
         elif kind == "fragmentation":
             frag = {"weight": 5000, "level": 1}
         else:
-            value = {"segment": None, "within": 1, "prefer": 1, "exclusive": 2,
-                     "slurm_rule": True}[kind]
+            value = {"segment": None, "within": 1, "prefer": 1, "exclusive": 2, "slurm_rule": True}[
+                kind
+            ]
             jobs[0] = {"nodes": sizes[0], kind: value}
         window = Window(BLOCKS, idle, jobs, fragmentation=frag)
         best, _ = oracle.brute_force(window)
         _, plain = oracle.brute_force(Window(BLOCKS, idle, sizes))
-        seen_binding += (not oracle.keeps(window, plain)
-                         or best < oracle.objective(window, plain) - 1e-6)
+        seen_binding += (
+            not oracle.keeps(window, plain) or best < oracle.objective(window, plain) - 1e-6
+        )
         result = tjap.solve(window, "dp")
         if math.isinf(best):
             assert result.status.value == "INFEASIBLE"
         else:
             assert result.objective == pytest.approx(best)
             check(result, window)
-    if kind != "prefer":        # binding prefer cases are built in the next test
+    if kind != "prefer":  # binding prefer cases are built in the next test
         assert seen_binding > 0  # somewhere the plain optimum broke the constraint or paid for it
 
 
@@ -221,14 +182,24 @@ def test_seq_keeps_constraints_and_auto_takes_them():
 
 
 def test_dp_is_deterministic_and_round_trips():
-    window = Window(BLOCKS, list(range(12)), [{"nodes": 4, "segment": 2}, {"nodes": 3,
-                    "exclusive": True}, {"nodes": 2, "within": "block"}],
-                    levels=["block", "pair"], fragmentation={"weight": 10, "level": "pair"})
+    window = Window(
+        BLOCKS,
+        list(range(12)),
+        [
+            {"nodes": 4, "segment": 2},
+            {"nodes": 3, "exclusive": True},
+            {"nodes": 2, "within": "block"},
+        ],
+        levels=["block", "pair"],
+        fragmentation={"weight": 10, "level": "pair"},
+    )
     again = Window.from_json(window.to_json())
     assert again == window
-    assert again.to_dict()["jobs"] == [{"nodes": 4, "segment": 2},
-                                       {"nodes": 3, "exclusive": 1},
-                                       {"nodes": 2, "within": 1}]
+    assert again.to_dict()["jobs"] == [
+        {"nodes": 4, "segment": 2},
+        {"nodes": 3, "exclusive": 1},
+        {"nodes": 2, "within": 1},
+    ]
     a, b = tjap.solve(window, "dp", seed=1), tjap.solve(again, "dp", seed=2)
     assert a.assignment == b.assignment
 
@@ -236,11 +207,18 @@ def test_dp_is_deterministic_and_round_trips():
 def test_the_segment_case_users_report():
     """36 nodes in segments of 12 on blocks of 18 whose idle nodes invite a 17 + 17 + 2 split:
     the exact methods keep whole segments."""
-    tree = Topology.from_slurm("\n".join(
-        [f"BlockName=b{i} Nodes=n[{18 * i + 1}-{18 * i + 18}]" for i in range(4)]
-        + ["BlockSizes=18,36,72"]))
-    idle = [f"n{i}" for i in range(2, 19)] + [f"n{i}" for i in range(20, 37)] + \
-        [f"n{i}" for i in range(37, 49)] + ["n55", "n56"]
+    tree = Topology.from_slurm(
+        "\n".join(
+            [f"BlockName=b{i} Nodes=n[{18 * i + 1}-{18 * i + 18}]" for i in range(4)]
+            + ["BlockSizes=18,36,72"]
+        )
+    )
+    idle = (
+        [f"n{i}" for i in range(2, 19)]
+        + [f"n{i}" for i in range(20, 37)]
+        + [f"n{i}" for i in range(37, 49)]
+        + ["n55", "n56"]
+    )
     window = Window(tree, idle, [{"nodes": 36, "segment": 12}])
     result = tjap.solve(window, "dp")
     check(result, window)
@@ -249,8 +227,9 @@ def test_the_segment_case_users_report():
 
 
 # -- refusals and errors --------------------------------------------------------------------------
-@pytest.mark.parametrize("method", ["slurm-tree", "freeform-greedy", "guarded", "scip-paper",
-                                    "nsa"])
+@pytest.mark.parametrize(
+    "method", ["slurm-tree", "freeform-greedy", "guarded", "scip-paper", "nsa"]
+)
 def test_methods_without_constraints_refuse_in_one_line(method):
     window = Window(BLOCKS, list(range(12)), [{"nodes": 4, "segment": 2}])
     with pytest.raises(InvalidInputError, match="does not take job constraints") as info:
@@ -258,16 +237,19 @@ def test_methods_without_constraints_refuse_in_one_line(method):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("job, match", [
-    ({"nodes": 5, "segment": 2}, "segments of 2"),
-    ({"nodes": 4, "within": "rack"}, "unknown level 'rack'"),
-    ({"nodes": 4, "within": 9}, "above the tree's top level 3"),
-    ({"nodes": 4, "prefer": 1, "prefer_cost": -1}, "prefer_cost"),
-    ({"nodes": 4, "colour": "red"}, "unknown key"),
-    ({"segment": 2}, "needs 'nodes'"),
-    ({"nodes": 4, "slurm_rule": "yes"}, "slurm_rule must be true or false"),
-    ({"nodes": 4, "exclusive": 0}, "exclusive"),
-])
+@pytest.mark.parametrize(
+    "job, match",
+    [
+        ({"nodes": 5, "segment": 2}, "segments of 2"),
+        ({"nodes": 4, "within": "rack"}, "unknown level 'rack'"),
+        ({"nodes": 4, "within": 9}, "above the tree's top level 3"),
+        ({"nodes": 4, "prefer": 1, "prefer_cost": -1}, "prefer_cost"),
+        ({"nodes": 4, "colour": "red"}, "unknown key"),
+        ({"segment": 2}, "needs 'nodes'"),
+        ({"nodes": 4, "slurm_rule": "yes"}, "slurm_rule must be true or false"),
+        ({"nodes": 4, "exclusive": 0}, "exclusive"),
+    ],
+)
 def test_bad_jobs_are_one_line_errors(job, match):
     with pytest.raises(InvalidInputError, match=match) as info:
         Window(BLOCKS, list(range(12)), [2, job])
@@ -292,7 +274,7 @@ def test_slurm_rule_needs_a_block_that_holds_the_job():
 
 
 def test_a_job_that_no_run_allows_is_infeasible_for_every_exact_method():
-    idle = [0, 3, 6, 9]                     # one idle node per block
+    idle = [0, 3, 6, 9]  # one idle node per block
     window = Window(BLOCKS, idle, [{"nodes": 2, "within": 1}])
     for method in [*EXACT, "seq"]:
         result = tjap.solve(window, method)

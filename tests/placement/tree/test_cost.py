@@ -58,8 +58,11 @@ def tree_and_nodes(draw, max_nodes=60):
     per_pod = draw(st.integers(1, 4))
     num_nodes = draw(st.integers(1, max_nodes))
     t = FatTree(num_nodes=num_nodes, nodes_per_switch=per_switch, switches_per_pod=per_pod)
-    nodes = draw(st.lists(st.integers(0, num_nodes - 1), min_size=1, max_size=min(num_nodes, 25),
-                          unique=True))
+    nodes = draw(
+        st.lists(
+            st.integers(0, num_nodes - 1), min_size=1, max_size=min(num_nodes, 25), unique=True
+        )
+    )
     return t, nodes
 
 
@@ -112,8 +115,9 @@ def test_cost_from_counts_matches_job_cost(data):
     for conv in ("paper", "published"):
         assert cost_from_counts(switch_counts, pod_counts, conv) == job_cost(t, nodes, conv)
         # only the non-zero counts matter
-        assert cost_from_counts(switch_counts[switch_counts > 0], pod_counts[pod_counts > 0],
-                                conv) == job_cost(t, nodes, conv)
+        assert cost_from_counts(
+            switch_counts[switch_counts > 0], pod_counts[pod_counts > 0], conv
+        ) == job_cost(t, nodes, conv)
 
 
 # -- hand-checked values --------------------------------------------------------------------------
@@ -126,11 +130,11 @@ def test_docstring_values():
 def test_known_values(tree):
     # tree: 2 nodes per switch, 2 switches per pod
     assert job_cost(tree, [0]) == 0.0
-    assert job_cost(tree, [0], "published") == 1.0           # minimum of 1
-    assert job_cost(tree, [0, 2]) == 4000.0                   # same pod: 2 * 4000 / 2
-    assert job_cost(tree, [0, 4]) == 6000.0                   # other pods
-    assert job_cost(tree, [0, 2], "published") == 1500.0      # 3000 // 2
-    assert job_cost(tree, [0, 4], "published") == 2500.0      # 5000 // 2
+    assert job_cost(tree, [0], "published") == 1.0  # minimum of 1
+    assert job_cost(tree, [0, 2]) == 4000.0  # same pod: 2 * 4000 / 2
+    assert job_cost(tree, [0, 4]) == 6000.0  # other pods
+    assert job_cost(tree, [0, 2], "published") == 1500.0  # 3000 // 2
+    assert job_cost(tree, [0, 4], "published") == 2500.0  # 5000 // 2
     # three nodes: pairs (0,1) h=1, (0,2) h=3, (1,2) h=3 -> 7000 // 3 = 2333
     assert job_cost(tree, [0, 1, 2], "published") == 2333.0
     # ordered: 2*(2000 + 4000 + 4000) / 3
@@ -152,8 +156,14 @@ def test_block_costs_kernel_matches_job_cost(seed, window_factory):
     for conv in ("paper", "published"):
         code = convention_code(conv)
         for n in range(1, w.num_idle + 1):
-            costs = _kernels.block_costs(t.switch_of[w.idle_nodes], t.pod_of[w.idle_nodes], n,
-                                         t.num_edge_switches, t.num_pods, code)
+            costs = _kernels.block_costs(
+                t.switch_of[w.idle_nodes],
+                t.pod_of[w.idle_nodes],
+                n,
+                t.num_edge_switches,
+                t.num_pods,
+                code,
+            )
             assert costs.shape == (w.num_idle,)
             expected = [job_cost(t, w.block(p, n), conv) for p in range(w.num_idle)]
             np.testing.assert_allclose(costs, expected, rtol=1e-12, atol=1e-9)

@@ -66,8 +66,9 @@ def canon(assignment) -> tuple:
 # Tiny windows the brute force enumerates: (seed, max_idle, max_jobs) for window_factory with
 # min_idle=6. Besides a few arbitrary seeds, these were picked because the bracket is strict there:
 # the DCAS optimum lies below the SCAS optimum (STRICT_BELOW_SCAS) or above the free-form one.
-BRUTE_CASES = ([(s, 10, 3) for s in (0, 1, 2, 3, 65, 102, 151, 154, 204, 277)]
-               + [(s, 8, 4) for s in (200, 201, 149, 169, 236, 275)])
+BRUTE_CASES = [(s, 10, 3) for s in (0, 1, 2, 3, 65, 102, 151, 154, 204, 277)] + [
+    (s, 8, 4) for s in (200, 201, 149, 169, 236, 275)
+]
 BRUTE_IDS = [f"seed{s}-idle{i}-jobs{j}" for s, i, j in BRUTE_CASES]
 STRICT_BELOW_SCAS = {65, 151, 154, 204, 277, 149, 169, 236, 275}
 STRICT_ABOVE_FREE = {102}
@@ -109,8 +110,11 @@ def test_decode_matches_bruteforce_and_dcas_optimum_is_bracketed(case, window_fa
         if seed in STRICT_ABOVE_FREE:
             assert best[c] > free + TOL
         # the DCAS search methods never beat the DCAS optimum
-        for method, options in (("sa", {"iterations": 300}), ("sa", {"repair": "greedy"}),
-                                ("lns", {"iterations": 100})):
+        for method, options in (
+            ("sa", {"iterations": 300}),
+            ("sa", {"repair": "greedy"}),
+            ("lns", {"iterations": 100}),
+        ):
             r = solve(w, method, convention=c, seed=seed, **options)
             assert r.objective >= best[c] - TOL, (method, options, c)
 
@@ -125,7 +129,7 @@ def test_decode_matches_bruteforce_and_dcas_optimum_is_bracketed(case, window_fa
         rng.shuffle(free_nodes)
         assignment, used = [], 0
         for n in w.job_sizes:
-            assignment.append(sorted(free_nodes[used:used + n]))
+            assignment.append(sorted(free_nodes[used : used + n]))
             used += n
         assert is_dcas(w, assignment) == (canon(assignment) in reachable), assignment
 
@@ -237,14 +241,17 @@ def test_decode_rejects_wrong_number_of_starts(w42, starts):
         decode(w42, [0, 1], starts)
 
 
-@pytest.mark.parametrize("order, starts", [
-    ([0, 1], [6, 0]),     # step 0: only 6 idle nodes
-    ([0, 1], [-1, 0]),
-    ([0, 1], [0, 2]),     # step 1: 2 nodes left after the 4-node job
-    ([0, 1], [0, -1]),
-    ([1, 0], [0, 4]),     # step 1: 4 nodes left after the 2-node job
-    ([1, 0], [100, 0]),
-])
+@pytest.mark.parametrize(
+    "order, starts",
+    [
+        ([0, 1], [6, 0]),  # step 0: only 6 idle nodes
+        ([0, 1], [-1, 0]),
+        ([0, 1], [0, 2]),  # step 1: 2 nodes left after the 4-node job
+        ([0, 1], [0, -1]),
+        ([1, 0], [0, 4]),  # step 1: 4 nodes left after the 2-node job
+        ([1, 0], [100, 0]),
+    ],
+)
 def test_decode_rejects_start_out_of_range(w42, order, starts):
     with pytest.raises(InvalidInputError):
         decode(w42, order, starts)
@@ -269,8 +276,10 @@ def take_cases(draw):
 
 @settings(max_examples=400, deadline=None)
 @given(take_cases())
-@example((21, [0, 1, 2, 4, 6, 7, 10, 11, 13, 14, 15, 16, 17, 18, 19], 4, 4, 0))  # wraps: 12, 20, 3, 5
-@example((6, [], 5, 6, 1))        # takes everything, starting at the last position
+@example(
+    (21, [0, 1, 2, 4, 6, 7, 10, 11, 13, 14, 15, 16, 17, 18, 19], 4, 4, 0)
+)  # wraps: 12, 20, 3, 5
+@example((6, [], 5, 6, 1))  # takes everything, starting at the last position
 @example((8, [0, 1, 2, 3, 4, 5, 6], 0, 1, 0))
 @example((130, sorted(set(range(130)) - {2, 63, 64, 65, 127, 128, 129}), 4, 5, 0))  # words, wrap
 @example((128, [], 100, 128, 0))  # a full last word
@@ -284,8 +293,8 @@ def test_take_block_matches_list(case):
     out = np.full(offset + size + 2, -5, dtype=np.int64)
     _dcas_kernels.take_block(taken, start, size, out, offset)
     block, rest = py_take(alive_list, start, size)
-    assert out[offset:offset + size].tolist() == block  # in sequence order, wrapping
-    assert (out[:offset] == -5).all() and (out[offset + size:] == -5).all()
+    assert out[offset : offset + size].tolist() == block  # in sequence order, wrapping
+    assert (out[:offset] == -5).all() and (out[offset + size :] == -5).all()
     alive = np.empty(num_idle, dtype=np.int64)
     length = _dcas_kernels.free_positions(taken, alive)
     assert alive[:length].tolist() == rest
@@ -321,8 +330,9 @@ def test_take_block_cost_matches_counts(case, nodes_per_switch, switches_per_pod
     _dcas_kernels.take_block(reference, start, size, positions, 0)
     group_q = np.stack([switch_q, pod_q])  # the fat-tree's count-form rows
     shallow = None  # no node above the edge switches
-    cost = _dcas_kernels.take_block_cost(taken, start, size, group_q,
-                                         _dcas_kernels.row_ends(group_q), shallow, 3, convention)
+    cost = _dcas_kernels.take_block_cost(
+        taken, start, size, group_q, _dcas_kernels.row_ends(group_q), shallow, 3, convention
+    )
     assert (taken == reference).all()
     assert cost == _node_set_cost(switch_q[positions], pod_q[positions], convention)
     assert cost == _dcas_kernels.block_cost(group_q, shallow, positions, 0, size, 3, convention)

@@ -18,8 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tjap
-from tjap import (FatTree, InvalidInputError, Result, StateSpaceTooLargeError, Status,
-                  UnknownMethodError, Window, assignment_cost, solve)
+from tjap import (
+    FatTree,
+    InvalidInputError,
+    Result,
+    StateSpaceTooLargeError,
+    Status,
+    UnknownMethodError,
+    Window,
+    assignment_cost,
+    solve,
+)
 from tjap.placement.tree import csp
 from tjap.placement.tree.scas import is_scas
 
@@ -38,8 +47,13 @@ def pair_cost(t: FatTree, nodes, convention: str) -> float:
     for x in range(n):
         for y in range(x + 1, n):
             a, b = nodes[x], nodes[y]
-            level = 0 if a // t.nodes_per_switch == b // t.nodes_per_switch else \
-                1 if a // per_pod == b // per_pod else 2
+            level = (
+                0
+                if a // t.nodes_per_switch == b // t.nodes_per_switch
+                else 1
+                if a // per_pod == b // per_pod
+                else 2
+            )
             total += 1000 * ((2, 4, 6) if convention == "paper" else (1, 3, 5))[level]
     if convention == "paper":
         return 2 * total / n  # each unordered pair counted twice
@@ -98,10 +112,12 @@ def check_result(w: Window, r: Result, convention: str, *, scas: bool) -> None:
     assert len(r.assignment) == w.num_jobs
     for nodes, n in zip(r.assignment, w.job_sizes):
         assert len(nodes) == n
-    assert r.objective == pytest.approx(assignment_cost(w.topology, r.assignment, convention),
-                                        abs=TOL)
     assert r.objective == pytest.approx(
-        sum(pair_cost(w.topology, nodes, convention) for nodes in r.assignment), abs=TOL)
+        assignment_cost(w.topology, r.assignment, convention), abs=TOL
+    )
+    assert r.objective == pytest.approx(
+        sum(pair_cost(w.topology, nodes, convention) for nodes in r.assignment), abs=TOL
+    )
     if scas:
         assert is_scas(w, r.assignment)
     assert r.runtime_s >= 0
@@ -175,10 +191,16 @@ def tiny_windows(draw):
     per_pod = draw(st.integers(1, 3))
     num_nodes = draw(st.integers(2, 20))
     t = FatTree(num_nodes=num_nodes, nodes_per_switch=per_switch, switches_per_pod=per_pod)
-    idle = draw(st.lists(st.integers(0, num_nodes - 1), min_size=1, max_size=min(num_nodes, 12),
-                         unique=True))
-    sizes = draw(st.lists(st.integers(1, len(idle)), min_size=1, max_size=3)
-                 .filter(lambda s: sum(s) <= len(idle)))
+    idle = draw(
+        st.lists(
+            st.integers(0, num_nodes - 1), min_size=1, max_size=min(num_nodes, 12), unique=True
+        )
+    )
+    sizes = draw(
+        st.lists(st.integers(1, len(idle)), min_size=1, max_size=3).filter(
+            lambda s: sum(s) <= len(idle)
+        )
+    )
     return Window(t, idle, sizes)
 
 
@@ -357,7 +379,7 @@ def test_seq_takes_next_idle_nodes(seed, window_factory):
     q = w.idle_nodes.tolist()
     offset = 0
     for nodes, n in zip(r.assignment, w.job_sizes):
-        assert list(nodes) == q[offset:offset + n]
+        assert list(nodes) == q[offset : offset + n]
         offset += n
     assert r.status == Status.FEASIBLE
     for convention in CONVENTIONS:
@@ -372,6 +394,7 @@ def test_same_seed_same_assignment(method, window_factory):
     if method == "nsa":
         pytest.importorskip("torch")
         from tjap.learned.tree.policy import DEFAULT_WEIGHTS
+
         if not DEFAULT_WEIGHTS.exists():
             pytest.skip("no shipped NSA weights")
     for s in (7, 31):
@@ -440,8 +463,16 @@ def test_unknown_method_lists_methods(window_factory):
 def test_methods_listing():
     names = tjap.methods()
     assert names[0] == "auto"
-    for name in ("dp", "scip", "cpsat", "scip-paper", "cpsat-paper", "freeform",
-                 "freeform-greedy", "seq"):
+    for name in (
+        "dp",
+        "scip",
+        "cpsat",
+        "scip-paper",
+        "cpsat-paper",
+        "freeform",
+        "freeform-greedy",
+        "seq",
+    ):
         assert name in names
 
 
@@ -482,16 +513,17 @@ def test_result_infeasible_assignments(tree):
     w = Window(tree, [0, 1, 2, 3], [2, 2])
 
     def make(assignment):
-        return Result.from_assignment(w, assignment, status=Status.FEASIBLE, method="x",
-                                      convention="paper", runtime_s=0.0)
+        return Result.from_assignment(
+            w, assignment, status=Status.FEASIBLE, method="x", convention="paper", runtime_s=0.0
+        )
 
     assert make([[0, 1], [2, 3]]).is_feasible()
-    assert not make([[0, 1], [1, 2]]).is_feasible()   # shared node
-    assert not make([[0, 1], [2, 5]]).is_feasible()   # not idle
-    assert not make([[0, 1], [2]]).is_feasible()      # wrong size
-    assert not make([[0, 1]]).is_feasible()           # missing job
-    assert not is_scas(w, [[0, 2]])                   # a gap in Q
-    assert is_scas(w, [[3, 0]])                       # D(3, 2) wraps
+    assert not make([[0, 1], [1, 2]]).is_feasible()  # shared node
+    assert not make([[0, 1], [2, 5]]).is_feasible()  # not idle
+    assert not make([[0, 1], [2]]).is_feasible()  # wrong size
+    assert not make([[0, 1]]).is_feasible()  # missing job
+    assert not is_scas(w, [[0, 2]])  # a gap in Q
+    assert is_scas(w, [[3, 0]])  # D(3, 2) wraps
 
 
 # -- the paper's CSP graph ------------------------------------------------------------------------
@@ -528,8 +560,9 @@ def test_csp_shortest_path_one_job(seed, convention, window_factory):
     assert w.num_jobs == 1
     n = w.job_sizes[0]
     g = csp.graph(w, convention)
-    best_arc = min(d["weight"] for _, _, d in g.edges(data=True)
-                   if d["kind"] == "operation" and d["size"] == n)
+    best_arc = min(
+        d["weight"] for _, _, d in g.edges(data=True) if d["kind"] == "operation" and d["size"] == n
+    )
     best, best_linear = scas_oracle(w, convention)
     assert best_arc == pytest.approx(best_linear, abs=TOL)
     r = solve(w, "dp", convention=convention)
@@ -551,7 +584,7 @@ def test_csp_constrained_shortest_path(seed, convention, window_factory):
     # label-setting over (vertex, multiset of sizes still to place) in topological order
     dist = {(0, need): 0.0}
     for u in range(m):
-        for (vertex, left), d0 in [(k, v) for k, v in dist.items() if k[0] == u]:
+        for (_vertex, left), d0 in [(k, v) for k, v in dist.items() if k[0] == u]:
             for _, v, d in g.out_edges(u, data=True):
                 if d["kind"] == "operation":
                     if d["size"] not in left:
@@ -569,9 +602,10 @@ def test_csp_constrained_shortest_path(seed, convention, window_factory):
 
 # -- light import ---------------------------------------------------------------------------------
 def _modules_loaded_by_import_tjap(names):
-    code = (f"import sys, tjap; print(','.join(m for m in {tuple(names)!r} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         timeout=120)
+    code = f"import sys, tjap; print(','.join(m for m in {tuple(names)!r} if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     return [m for m in out.stdout.strip().split(",") if m]
 
 

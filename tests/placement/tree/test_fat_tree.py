@@ -63,7 +63,7 @@ def test_switch_and_pod_numbering():
 def test_pruned_last_pod_and_switch():
     t = FatTree(num_nodes=18, nodes_per_switch=4, switches_per_pod=2)
     assert t.num_edge_switches == 5  # 4 full switches + 2 nodes
-    assert t.num_pods == 3      # 2 full pods of 8 + 2 nodes
+    assert t.num_pods == 3  # 2 full pods of 8 + 2 nodes
     assert t.switch_of[17] == 4 and t.pod_of[17] == 2
     assert t.switch_of.max() == t.num_edge_switches - 1
     assert t.pod_of.max() == t.num_pods - 1
@@ -143,18 +143,21 @@ def test_incomplete_general_layout():
     _raises("num_nodes", nodes_per_switch=2, switches_per_pod=2)
 
 
-@pytest.mark.parametrize("field,kwargs", [
-    ("k", {"k": 0}),
-    ("k", {"k": -4}),
-    ("k", {"k": 4.0}),
-    ("k", {"k": True}),
-    ("num_nodes", {"k": 4, "num_nodes": 0}),
-    ("num_nodes", {"num_nodes": -1, "nodes_per_switch": 2, "switches_per_pod": 2}),
-    ("num_nodes", {"num_nodes": 16.5, "nodes_per_switch": 2, "switches_per_pod": 2}),
-    ("nodes_per_switch", {"num_nodes": 16, "nodes_per_switch": 0, "switches_per_pod": 2}),
-    ("switches_per_pod", {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": -3}),
-    ("switches_per_pod", {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": "2"}),
-])
+@pytest.mark.parametrize(
+    "field,kwargs",
+    [
+        ("k", {"k": 0}),
+        ("k", {"k": -4}),
+        ("k", {"k": 4.0}),
+        ("k", {"k": True}),
+        ("num_nodes", {"k": 4, "num_nodes": 0}),
+        ("num_nodes", {"num_nodes": -1, "nodes_per_switch": 2, "switches_per_pod": 2}),
+        ("num_nodes", {"num_nodes": 16.5, "nodes_per_switch": 2, "switches_per_pod": 2}),
+        ("nodes_per_switch", {"num_nodes": 16, "nodes_per_switch": 0, "switches_per_pod": 2}),
+        ("switches_per_pod", {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": -3}),
+        ("switches_per_pod", {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": "2"}),
+    ],
+)
 def test_non_positive_or_non_integer_values(field, kwargs):
     msg = _raises(field, **kwargs)
     assert "positive integer" in msg

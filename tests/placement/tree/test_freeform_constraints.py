@@ -1,19 +1,21 @@
 """``freeform`` with job constraints: on tiny block and label trees its optimum equals a brute
 force over every assignment of idle nodes to the jobs that keeps the constraints (the
-independent checker of tests/constraint_oracle.py), for each constraint kind, on both solvers and
+independent checker of tests/oracles/constraint_oracle.py), for each constraint kind, on both solvers and
 both conventions; it never exceeds the constrained SCAS optimum (dp); every placement is checked
 by the oracle, its objective recomputed from the definitions."""
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import random
 import time
 
+import constraint_oracle as oracle
 import pytest
-from hypothesis import given, settings, strategies as st
+from constraint_cases import BLOCKS, LABELS, TAIL, random_window
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tjap
 from tjap import Status
@@ -21,9 +23,6 @@ from tjap.errors import InvalidInputError
 from tjap.placement.tree.freeform import solve_freeform
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-
-import constraint_oracle as oracle
-from test_constraints import BLOCKS, LABELS, TAIL, random_window
 
 TREES = {"blocks": BLOCKS, "tail": TAIL, "labels": LABELS}
 KINDS = ("segment", "within", "prefer", "exclusive", "slurm_rule", "fragmentation")
@@ -84,8 +83,9 @@ def constrained_window(rng, tree, kind):
 def check(result, window, convention="paper"):
     assert result.is_feasible(), result.violations()
     assert oracle.keeps(window, result.assignment)
-    assert result.objective == pytest.approx(oracle.objective(window, result.assignment,
-                                                              convention))
+    assert result.objective == pytest.approx(
+        oracle.objective(window, result.assignment, convention)
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -98,8 +98,9 @@ def test_each_constraint_equals_the_brute_force(kind, name):
         convention = ("paper", "published")[trial % 2]
         best, _ = brute_force(window, convention)
         plain, placement = free_optimum(window, convention)
-        binding += (not oracle.keeps(window, placement)
-                    or best > plain + 1e-6 or kind == "fragmentation")
+        binding += (
+            not oracle.keeps(window, placement) or best > plain + 1e-6 or kind == "fragmentation"
+        )
         for solver in ("scip", "cpsat"):
             result = solve_freeform(window, solver=solver, convention=convention)
             if math.isinf(best):
@@ -109,7 +110,7 @@ def test_each_constraint_equals_the_brute_force(kind, name):
             assert result.objective == pytest.approx(best), (solver, window.to_dict()["jobs"])
             assert result.bound == pytest.approx(best, rel=1e-6), solver
             check(result, window, convention)
-    assert binding > 0          # the constraint changed the free-form optimum somewhere
+    assert binding > 0  # the constraint changed the free-form optimum somewhere
 
 
 @pytest.mark.parametrize("name", list(TREES))
@@ -117,7 +118,7 @@ def test_mixed_constraints_equal_the_brute_force(name):
     rng = random.Random(name)
     for _ in range(12):
         window = random_window(rng, TREES[name])
-        if window.num_idle > 8:              # keep the brute force small
+        if window.num_idle > 8:  # keep the brute force small
             continue
         best, _ = brute_force(window)
         result = tjap.solve(window, "freeform")
@@ -142,7 +143,7 @@ def test_freeform_bounds_the_constrained_scas_optimum(seed):
         warm = tjap.solve(window, "freeform", warm_start=dp)
         assert warm.objective == pytest.approx(free.objective)
         check(warm, window)
-    elif free.has_solution:              # no SCAS placement, but a free-form one
+    elif free.has_solution:  # no SCAS placement, but a free-form one
         check(free, window)
     else:
         assert free.status is Status.INFEASIBLE
@@ -174,14 +175,22 @@ def test_the_greedy_still_refuses_constraints():
 def test_a_constrained_window_keeps_the_limit():
     """Many segmented and exclusive jobs on a large block cluster: the limit holds and the
     placement keeps the constraints (Seq's, when the solver found nothing better)."""
-    tree = Topology.from_slurm("\n".join(
-        [f"BlockName=b{i} Nodes=n[{16 * i + 1}-{16 * i + 16}]" for i in range(40)]
-        + ["BlockSizes=16,64,256"]))
+    tree = Topology.from_slurm(
+        "\n".join(
+            [f"BlockName=b{i} Nodes=n[{16 * i + 1}-{16 * i + 16}]" for i in range(40)]
+            + ["BlockSizes=16,64,256"]
+        )
+    )
     rng = random.Random(0)
     idle = sorted(rng.sample(range(tree.num_nodes), 560))
-    jobs = [{"nodes": 8, "segment": 4} if j % 3 == 0 else
-            {"nodes": 6, "exclusive": 1} if j % 3 == 1 else rng.randint(2, 12)
-            for j in range(45)]
+    jobs = [
+        {"nodes": 8, "segment": 4}
+        if j % 3 == 0
+        else {"nodes": 6, "exclusive": 1}
+        if j % 3 == 1
+        else rng.randint(2, 12)
+        for j in range(45)
+    ]
     window = Window(tree, idle, jobs, fragmentation=500)
     started = time.perf_counter()
     result = tjap.solve(window, "freeform", time_limit_s=1.0)
@@ -194,8 +203,9 @@ def test_a_constrained_window_keeps_the_limit():
 def test_siblings_alike_but_for_busy_nodes_are_not_interchanged():
     """Two leaf switches with three idle nodes each, one of them whole: the fragmentation term
     tells them apart, so the model may not order them as interchangeable."""
-    tree = Topology.from_slurm("SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n[4-7]\n"
-                               "SwitchName=top Switches=a,b")
+    tree = Topology.from_slurm(
+        "SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n[4-7]\nSwitchName=top Switches=a,b"
+    )
     window = Window(tree, ["n1", "n2", "n3", "n4", "n5", "n6"], [3], fragmentation=5000)
     best, _ = brute_force(window)
     for solver in ("scip", "cpsat"):

@@ -13,21 +13,20 @@ import random
 
 import numpy as np
 import pytest
+from conftest import make_window
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_cases import IRREGULAR, random_tree, random_window
+from tree_cost_oracle import set_cost_bruteforce
 
+import tjap
+from tjap import InvalidInputError, Status, solve
 from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.online import place_job, replay
 from tjap.placement.tree.stream import window_stream
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload
-import tjap
-from tjap import FatTree, InvalidInputError, Status, solve
-
-from conftest import make_window
-from test_tree_windows import IRREGULAR, random_tree, random_window
-from tree_cost_oracle import set_cost_bruteforce
 
 CONVENTIONS = ("paper", "published")
 TOL = 1e-6
@@ -65,7 +64,8 @@ def check(w: Window, r, convention: str) -> None:
     assert r.window is w and r.has_solution and r.is_feasible()
     assert r.convention == convention
     assert r.objective == pytest.approx(
-        sum(set_cost(w.topology, nodes, convention) for nodes in r.assignment), abs=TOL)
+        sum(set_cost(w.topology, nodes, convention) for nodes in r.assignment), abs=TOL
+    )
 
 
 def random_shape(rng: random.Random, depth: int = 0):
@@ -80,8 +80,10 @@ def symmetric_tree(rng: random.Random, copies: int) -> Topology:
     sibling subtrees that the free-form model's symmetry breaking may order. Copy ``i``'s
     switches and nodes are named ``c{i}_...`` alike."""
     shape = random_shape(rng, 1)
-    entries = [{"name": "root", "switches": [f"c{i}_s" for i in range(copies)] + ["z"]},
-               {"name": "z", "nodes": ["z1", "z2"]}]
+    entries = [
+        {"name": "root", "switches": [f"c{i}_s" for i in range(copies)] + ["z"]},
+        {"name": "z", "nodes": ["z1", "z2"]},
+    ]
 
     def add(shape, name):
         kind, body = shape
@@ -183,12 +185,15 @@ def test_fat_tree_and_its_topology_give_the_same_freeform_optimum(seed, conventi
     b = solve(w, "freeform", convention=convention)
     assert a.status == b.status == Status.OPTIMAL
     assert b.objective == pytest.approx(a.objective, abs=TOL)
-    assert b.assignment == a.assignment          # the same model, node for node
-    assert (solve(w, "freeform-greedy", convention=convention).assignment
-            == solve(fat, "freeform-greedy", convention=convention).assignment)
+    assert b.assignment == a.assignment  # the same model, node for node
+    assert (
+        solve(w, "freeform-greedy", convention=convention).assignment
+        == solve(fat, "freeform-greedy", convention=convention).assignment
+    )
     for size in set(fat.job_sizes):
-        assert (best_single_job_nodes(w.topology, w.idle_nodes, size)
-                == best_single_job_nodes(fat.topology, fat.idle_nodes, size))
+        assert best_single_job_nodes(w.topology, w.idle_nodes, size) == best_single_job_nodes(
+            fat.topology, fat.idle_nodes, size
+        )
 
 
 # -- one job alone ----------------------------------------------------------------------------------
@@ -204,17 +209,26 @@ def test_best_single_job_nodes_is_the_brute_force_minimum(seed):
     assert got == sorted(got)
     for convention in CONVENTIONS:
         assert set_cost(tree, got, convention) == pytest.approx(
-            single_job_oracle(tree, idle, size, convention), abs=TOL)
+            single_job_oracle(tree, idle, size, convention), abs=TOL
+        )
     assert place_job(tree, np.array(idle), size, "freeform") == got
 
 
 def test_best_single_job_prefers_shallow_nodes_across_subtrees():
     """Leaves at depth 1 are two hops closer to each other than to a deep leaf's nodes: the
     best 3 nodes are the two shallow leaves' nodes, though they share no switch below the top."""
-    tree = Topology.from_dict({"switches": [
-        {"name": "top", "switches": "x,y,deep"}, {"name": "x", "nodes": "x[1-2]"},
-        {"name": "y", "nodes": "y1"}, {"name": "deep", "switches": "mid"},
-        {"name": "mid", "switches": "leaf"}, {"name": "leaf", "nodes": "d[1-2]"}]})
+    tree = Topology.from_dict(
+        {
+            "switches": [
+                {"name": "top", "switches": "x,y,deep"},
+                {"name": "x", "nodes": "x[1-2]"},
+                {"name": "y", "nodes": "y1"},
+                {"name": "deep", "switches": "mid"},
+                {"name": "mid", "switches": "leaf"},
+                {"name": "leaf", "nodes": "d[1-2]"},
+            ]
+        }
+    )
     idle = np.arange(tree.num_nodes)
     got = best_single_job_nodes(tree, idle, 3)
     assert [tree.node_names[v] for v in got] == ["x1", "x2", "y1"]
@@ -226,8 +240,11 @@ def test_best_single_job_prefers_shallow_nodes_across_subtrees():
 def small_workload(num_jobs=40, seed=3, max_nodes=6) -> Workload:
     rng = np.random.default_rng(seed)
     gaps = rng.integers(0, 20, num_jobs)
-    return Workload(np.cumsum(gaps) - gaps[0], rng.integers(5, 120, num_jobs),
-                    rng.integers(1, max_nodes + 1, num_jobs))
+    return Workload(
+        np.cumsum(gaps) - gaps[0],
+        rng.integers(5, 120, num_jobs),
+        rng.integers(1, max_nodes + 1, num_jobs),
+    )
 
 
 def assert_valid(tree, workload, schedule):
@@ -238,8 +255,9 @@ def assert_valid(tree, workload, schedule):
         assert all(0 <= v < tree.num_nodes for v in nodes)
         assert schedule.start_s[j] >= workload.arrival_s[j]
         for v in nodes:
-            busy.setdefault(v, []).append((schedule.start_s[j],
-                                           schedule.start_s[j] + int(workload.runtime_s[j])))
+            busy.setdefault(v, []).append(
+                (schedule.start_s[j], schedule.start_s[j] + int(workload.runtime_s[j]))
+            )
     for spans in busy.values():
         spans.sort()
         assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:]))
@@ -285,8 +303,16 @@ def test_replay_rejects_a_non_topology():
 
 
 def test_window_stream_on_an_irregular_tree_solved_by_freeform():
-    windows = list(window_stream(IRREGULAR, small_workload(num_jobs=200, seed=5), num_windows=6,
-                                 tau_s=30, epoch_windows=3, method="freeform"))
+    windows = list(
+        window_stream(
+            IRREGULAR,
+            small_workload(num_jobs=200, seed=5),
+            num_windows=6,
+            tau_s=30,
+            epoch_windows=3,
+            method="freeform",
+        )
+    )
     assert len(windows) == 6
     for w in windows:
         assert w.topology is IRREGULAR
@@ -299,10 +325,10 @@ def test_time_limit_covers_building_the_model():
     (no solution, or the warm start kept), instead of the solver getting its full limit after."""
     import time
 
-    from tjap.placement.tree.fat_tree import FatTree
     from tjap import solve
+    from tjap.placement.tree.fat_tree import FatTree
 
-    tree = FatTree(k=24)                                   # 3456 nodes, 288 edge switches
+    tree = FatTree(k=24)  # 3456 nodes, 288 edge switches
     rng = np.random.default_rng(0)
     idle = np.sort(rng.choice(tree.num_nodes, 2500, replace=False))
     w = Window(tree, idle, [30, 25, 40, 33, 12])
@@ -310,24 +336,31 @@ def test_time_limit_covers_building_the_model():
     for warm in (None, dp):
         started = time.perf_counter()
         r = solve(w, "freeform", time_limit_s=0.05, warm_start=warm)
-        assert time.perf_counter() - started < 3.0          # 0.05 s asked; generous for CI noise
+        assert time.perf_counter() - started < 3.0  # 0.05 s asked; generous for CI noise
         if warm is None:
             assert r.status.value in ("TIME_LIMIT", "FEASIBLE", "OPTIMAL")
         else:
             assert r.is_feasible() and r.objective <= dp.objective + 1e-6
 
 
-@pytest.mark.parametrize("warm, message", [
-    ("x", "warm_start must be a Result of this window or one list"),
-    ([[0, 1]], "warm_start has 1 node lists, the window 2 jobs"),
-    ([[0, 1, 2], [2, 3]], "job 1 gets node 2"),
-    ([[0, 1], [2, 3]], "job 0 gets 2 nodes, it asks for 3"),
-    ([["a", 1, 2], [3, 4]], "not lists of integer node ids")])
+@pytest.mark.parametrize(
+    "warm, message",
+    [
+        ("x", "warm_start must be a Result of this window or one list"),
+        ([[0, 1]], "warm_start has 1 node lists, the window 2 jobs"),
+        ([[0, 1, 2], [2, 3]], "job 1 gets node 2"),
+        ([[0, 1], [2, 3]], "job 0 gets 2 nodes, it asks for 3"),
+        ([["a", 1, 2], [3, 4]], "not lists of integer node ids"),
+    ],
+)
 def test_a_bad_warm_start_is_one_line(warm, message):
     """It used to be a bare ValueError or ``KeyError: 57`` from deep inside."""
     pytest.importorskip("pyscipopt")
-    window = tjap.Window(tjap.FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2),
-                         idle_nodes=range(12), job_sizes=[3, 2])
+    window = tjap.Window(
+        tjap.FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2),
+        idle_nodes=range(12),
+        job_sizes=[3, 2],
+    )
     with pytest.raises(InvalidInputError, match=message) as info:
         tjap.solve(window, "freeform", warm_start=warm)
     assert "\n" not in str(info.value)

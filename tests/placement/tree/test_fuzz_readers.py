@@ -22,34 +22,75 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tjap.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.traces import TraceReport, load_trace
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.topology import MAX_NODES, Topology
 from tjap.placement.tree.window import Window, load_windows
 from tjap.placement.tree.workload import Workload
-from tjap.errors import InvalidInputError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = ROOT / "learned" / "weights"
 #: Generated cases per reader.
 FUZZ_CASES = 2000
-FUZZ = settings(max_examples=FUZZ_CASES, deadline=None, print_blob=True,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=FUZZ_CASES, deadline=None, print_blob=True, suppress_health_check=list(HealthCheck)
+)
 #: Cases each reader ran (printed at the end of the module).
 COUNTS: collections.Counter = collections.Counter()
 
 #: Values that replace numbers of a valid file: huge, negative, not finite, not integers.
-ODD_NUMBERS = (b"1e9", b"1e300", b"-1", b"9223372036854775808", b"-9223372036854775809",
-               b"18446744073709551616", b"nan", b"NaN", b"Infinity", b"-Infinity", b"1e999",
-               b"1000000000", b"1000000000000", b"4294967297", b"99999999999999999999999999",
-               b"0", b"-0", b"1.5", b"2e5", b"0x10", b"1_000", b"1" + b"0" * 4400)
+ODD_NUMBERS = (
+    b"1e9",
+    b"1e300",
+    b"-1",
+    b"9223372036854775808",
+    b"-9223372036854775809",
+    b"18446744073709551616",
+    b"nan",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e999",
+    b"1000000000",
+    b"1000000000000",
+    b"4294967297",
+    b"99999999999999999999999999",
+    b"0",
+    b"-0",
+    b"1.5",
+    b"2e5",
+    b"0x10",
+    b"1_000",
+    b"1" + b"0" * 4400,
+)
 #: Bytes that are no UTF-8 (a lone continuation byte, an overlong form, a surrogate, ...).
-INVALID_UTF8 = (b"\xff", b"\xfe\xff", b"\x80", b"\xc3\x28", b"\xc0\xaf", b"\xed\xa0\x80",
-                b"\xf4\x90\x80\x80", b"\xe2\x82")
+INVALID_UTF8 = (
+    b"\xff",
+    b"\xfe\xff",
+    b"\x80",
+    b"\xc3\x28",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xe2\x82",
+)
 #: Text that strains the readers' idea of a line or a name.
-ODD_TEXT = ("\u00e9", "\u65e5\u672c", "\u2028", "\x85", "\x0b", "\x0c", "\x00", "\ufeff",
-            "\r", "\t", "\U0001f600", "\u0663")
+ODD_TEXT = (
+    "\u00e9",
+    "\u65e5\u672c",
+    "\u2028",
+    "\x85",
+    "\x0b",
+    "\x0c",
+    "\x00",
+    "\ufeff",
+    "\r",
+    "\t",
+    "\U0001f600",
+    "\u0663",
+)
 ENCODINGS = ("latin-1", "utf-16", "utf-16-le", "utf-8-sig", "cp1252", "utf-32")
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
@@ -63,16 +104,20 @@ def _mutate(data: bytes, seed: int) -> bytes:
     rng = random.Random(seed)
     data = bytearray(data)
     for _ in range(rng.randint(1, 4)):
-        op = rng.choice(("flip", "delete", "insert", "duplicate", "swap", "truncate", "number",
-                         "number"))
+        op = rng.choice(
+            ("flip", "delete", "insert", "duplicate", "swap", "truncate", "number", "number")
+        )
         at = rng.randrange(len(data) + 1)
         if op == "flip" and at < len(data):
             data[at] ^= 1 << rng.randrange(8)
         elif op == "delete":
-            del data[at:at + rng.randint(1, 16)]
+            del data[at : at + rng.randint(1, 16)]
         elif op == "insert":
-            data[at:at] = (rng.randbytes(rng.randint(1, 8)) if rng.random() < 0.5
-                           else bytes([rng.choice(b',[]{}":=#;|\t\n\\-. 09')]))
+            data[at:at] = (
+                rng.randbytes(rng.randint(1, 8))
+                if rng.random() < 0.5
+                else bytes([rng.choice(b',[]{}":=#;|\t\n\\-. 09')])
+            )
         elif op in ("duplicate", "swap"):
             lines = bytes(data).splitlines(keepends=True)
             if len(lines) > 1:
@@ -115,8 +160,9 @@ def _huge(data: bytes, seed: int) -> bytes:
     rng = random.Random(seed)
     values = [rng.choice(ODD_NUMBERS) for _ in range(rng.randint(1, 3))]
     every = rng.random() < 0.5
-    return _NUMBER.sub(lambda m: rng.choice(values) if every or rng.random() < 0.3
-                       else m.group(0), data)
+    return _NUMBER.sub(
+        lambda m: rng.choice(values) if every or rng.random() < 0.3 else m.group(0), data
+    )
 
 
 SEEDS = st.integers(0, 2**64 - 1)
@@ -126,12 +172,14 @@ def files(seeds) -> st.SearchStrategy:
     """(a) random bytes or text, (b) mutations of a valid file, (c) wrong encodings, (d) huge
     numbers."""
     seeds = [s if isinstance(s, bytes) else s.encode() for s in seeds]
-    text = [s for s in seeds if not s.startswith(b"\x1f\x8b")]   # gzip is no text to re-encode
-    return st.one_of(st.binary(max_size=200),
-                     st.text(max_size=120).map(lambda t: t.encode("utf-8", "surrogatepass")),
-                     st.builds(_mutate, st.sampled_from(seeds), SEEDS),
-                     st.builds(_encode, st.sampled_from(text), SEEDS),
-                     st.builds(_huge, st.sampled_from(seeds), SEEDS))
+    text = [s for s in seeds if not s.startswith(b"\x1f\x8b")]  # gzip is no text to re-encode
+    return st.one_of(
+        st.binary(max_size=200),
+        st.text(max_size=120).map(lambda t: t.encode("utf-8", "surrogatepass")),
+        st.builds(_mutate, st.sampled_from(seeds), SEEDS),
+        st.builds(_encode, st.sampled_from(text), SEEDS),
+        st.builds(_huge, st.sampled_from(seeds), SEEDS),
+    )
 
 
 # -- running a reader ------------------------------------------------------------------------------
@@ -172,8 +220,11 @@ def report_counts(request):
     """Print the cases each reader ran once the module's tests are done (past the output
     capture, so that ``pytest -q`` shows them)."""
     yield
-    lines = [f"fuzzed {name}: {count} cases" for name, count in sorted(COUNTS.items())
-             if not name.startswith("(")]
+    lines = [
+        f"fuzzed {name}: {count} cases"
+        for name, count in sorted(COUNTS.items())
+        if not name.startswith("(")
+    ]
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None:
@@ -193,9 +244,11 @@ def folder(tmp_path_factory) -> Path:
 def writer(path: Path):
     """Write a case's bytes to ``path`` as a new file (truncating one in place costs
     milliseconds on some file systems)."""
+
     def write(data: bytes) -> None:
         path.unlink(missing_ok=True)
         path.write_bytes(data)
+
     return write
 
 
@@ -206,8 +259,10 @@ SwitchName=leaf1 Nodes=n[01-04]
 SwitchName=leaf2 Nodes=n[05-06] LinkSpeed=100
 SwitchName=spine Switches=leaf[1-2]
 """
-CONTINUED_CONF = ("switchname=top1 \\\n  switches=leafA,leafB  # the top\n"
-                  "SwitchName=leafA Nodes=a[1-3]\nSwitchName=leafB Nodes=b1\n")
+CONTINUED_CONF = (
+    "switchname=top1 \\\n  switches=leafA,leafB  # the top\n"
+    "SwitchName=leafA Nodes=a[1-3]\nSwitchName=leafB Nodes=b1\n"
+)
 TREE = Topology.from_slurm(SMALL_CONF)
 TREE_JSON = json.dumps(TREE.to_dict())
 FAT = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
@@ -216,11 +271,16 @@ FAT = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
 def window_seeds() -> list[str]:
     fat = Window(FAT, [0, 1, 4, 5, 6, 15], [2, 3], meta={"epoch": 0, "index": 1, "time_s": 60})
     tree = Window(TREE, ["n01", "n02", "n05"], [2, 1])
-    return [(ROOT / "examples" / "window.json").read_text(), fat.to_json(), tree.to_json(),
-            json.dumps([fat.to_dict(), tree.to_dict()]),
-            json.dumps({"topology": {"json": "tree.json"}, "idle_nodes": "n[01-03]",
-                        "job_sizes": [1, 2]}),
-            json.dumps({"topology": {"k": 4}, "idle_nodes": [0, 1, 2, 3], "job_sizes": [4]})]
+    return [
+        (ROOT / "examples" / "window.json").read_text(),
+        fat.to_json(),
+        tree.to_json(),
+        json.dumps([fat.to_dict(), tree.to_dict()]),
+        json.dumps(
+            {"topology": {"json": "tree.json"}, "idle_nodes": "n[01-03]", "job_sizes": [1, 2]}
+        ),
+        json.dumps({"topology": {"k": 4}, "idle_nodes": [0, 1, 2, 3], "job_sizes": [4]}),
+    ]
 
 
 def jsonl_seeds() -> list[str]:
@@ -229,28 +289,43 @@ def jsonl_seeds() -> list[str]:
 
 
 CONF_SEEDS = [TOPOLOGY_CONF, SMALL_CONF, CONTINUED_CONF]
-TREE_SEEDS = [TREE_JSON, json.dumps(Topology.from_slurm(TOPOLOGY_CONF).to_dict(), indent=1),
-              json.dumps({"switches": [{"name": "top", "switches": ["a", "b"]},
-                                       {"name": "a", "nodes": ["x1", "x2"]},
-                                       {"name": "b", "nodes": "y[1-3]"}]})]
+TREE_SEEDS = [
+    TREE_JSON,
+    json.dumps(Topology.from_slurm(TOPOLOGY_CONF).to_dict(), indent=1),
+    json.dumps(
+        {
+            "switches": [
+                {"name": "top", "switches": ["a", "b"]},
+                {"name": "a", "nodes": ["x1", "x2"]},
+                {"name": "b", "nodes": "y[1-3]"},
+            ]
+        }
+    ),
+]
 SWF = (ROOT / "placement" / "batch" / "data" / "lublin_256.swf").read_bytes()
-SWF_SEEDS = [b"\n".join(SWF.splitlines()[:14]) + b"\n",
-             b"; MaxNodes: 64\n; UnixStartTime: 1000\n"
-             b"1 0 5 100 4 -1 -1 4 200 -1 1 7 1 -1 1 -1 -1 -1\n"
-             b"2 10 0 50 2 -1 -1 2 60 -1 1 8 1 -1 1 -1 1 -1 3 4\n"
-             b"3 20 -1 70 1.5 -1 -1 -1 -1 -1 1 7 1 -1 1 -1 2 -1\n"]
+SWF_SEEDS = [
+    b"\n".join(SWF.splitlines()[:14]) + b"\n",
+    b"; MaxNodes: 64\n; UnixStartTime: 1000\n"
+    b"1 0 5 100 4 -1 -1 4 200 -1 1 7 1 -1 1 -1 -1 -1\n"
+    b"2 10 0 50 2 -1 -1 2 60 -1 1 8 1 -1 1 -1 1 -1 3 4\n"
+    b"3 20 -1 70 1.5 -1 -1 -1 -1 -1 1 7 1 -1 1 -1 2 -1\n",
+]
 SWF_SEEDS.append(gzip.compress(SWF_SEEDS[0], mtime=0))
 SACCT = (ROOT / "placement" / "batch" / "data" / "ls6-a100.tsv").read_bytes()
-SACCT_SEEDS = [b"\n".join(SACCT.splitlines()[:12]) + b"\n",
-               b"JobID|User|Submit|Start|End|Timelimit|NNodes|\n"
-               b"7|alice|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T01:00:00|01:00:00|2|\n"
-               b"7.batch|alice|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T01:00:00|"
-               b"|1|\n"
-               b"8_1|bob|2024-01-01T00:02:00|2024-01-01T00:03:00|Unknown|UNLIMITED|4|\n"
-               b"9|bob|2024-01-01T00:02:00+02:00|2024-01-01T00:03:00|2024-01-01T00:09:00|"
-               b"1-00:00:00|1|\n"]
-AUTHORS_SEEDS = [b"1  0  100  4\n2  7  50  2\n3  20  1800  40\n",
-                 b"# job submit runtime nodes\n1 0 100 4\n\n2 5 10 1  # short\n3 3 20 2.0\n"]
+SACCT_SEEDS = [
+    b"\n".join(SACCT.splitlines()[:12]) + b"\n",
+    b"JobID|User|Submit|Start|End|Timelimit|NNodes|\n"
+    b"7|alice|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T01:00:00|01:00:00|2|\n"
+    b"7.batch|alice|2024-01-01T00:00:00|2024-01-01T00:01:00|2024-01-01T01:00:00|"
+    b"|1|\n"
+    b"8_1|bob|2024-01-01T00:02:00|2024-01-01T00:03:00|Unknown|UNLIMITED|4|\n"
+    b"9|bob|2024-01-01T00:02:00+02:00|2024-01-01T00:03:00|2024-01-01T00:09:00|"
+    b"1-00:00:00|1|\n",
+]
+AUTHORS_SEEDS = [
+    b"1  0  100  4\n2  7  50  2\n3  20  1800  40\n",
+    b"# job submit runtime nodes\n1 0 100 4\n\n2 5 10 1  # short\n3 3 20 2.0\n",
+]
 
 
 # -- the readers -----------------------------------------------------------------------------------
@@ -302,10 +377,11 @@ def test_the_valid_files_mutated_are_read(window_dir):
     for k, seed in enumerate(TREE_SEEDS):
         (window_dir / f"seed{k}.json").write_text(seed)
         check_tree(Topology.from_file(window_dir / f"seed{k}.json"))
-    for suffix, seeds, read, check in ((".swf", SWF_SEEDS, load_trace, check_trace),
-                                       (".tsv", SACCT_SEEDS, load_trace, check_trace),
-                                       (".txt", AUTHORS_SEEDS, Workload.from_file,
-                                        check_workload)):
+    for suffix, seeds, read, check in (
+        (".swf", SWF_SEEDS, load_trace, check_trace),
+        (".tsv", SACCT_SEEDS, load_trace, check_trace),
+        (".txt", AUTHORS_SEEDS, Workload.from_file, check_workload),
+    ):
         for k, seed in enumerate(seeds):
             (window_dir / f"seed{k}{suffix}").write_bytes(seed)
             check(read(window_dir / f"seed{k}{suffix}"))
@@ -313,21 +389,36 @@ def test_the_valid_files_mutated_are_read(window_dir):
 
 def test_fuzz_window_json(window_dir):
     path = window_dir / "window.json"
-    fuzz("window JSON (load_windows)", files(window_seeds()), writer(path),
-         lambda _: load_windows(path), check_windows)
+    fuzz(
+        "window JSON (load_windows)",
+        files(window_seeds()),
+        writer(path),
+        lambda _: load_windows(path),
+        check_windows,
+    )
 
 
 def test_fuzz_window_jsonl(window_dir):
     path = window_dir / "windows.jsonl"
-    fuzz("window JSONL (load_windows)", files(jsonl_seeds()), writer(path),
-         lambda _: load_windows(path), check_windows)
+    fuzz(
+        "window JSONL (load_windows)",
+        files(jsonl_seeds()),
+        writer(path),
+        lambda _: load_windows(path),
+        check_windows,
+    )
 
 
 def test_fuzz_window_text():
     """Window.from_json on text (what a caller holding the JSON string uses)."""
     seeds = [s for s in window_seeds() if '"slurm"' not in s and '"json"' not in s]
-    fuzz("window text (Window.from_json)", files(seeds), None,
-         lambda data: Window.from_json(data.decode("utf-8", "replace")), check_windows_one)
+    fuzz(
+        "window text (Window.from_json)",
+        files(seeds),
+        None,
+        lambda data: Window.from_json(data.decode("utf-8", "replace")),
+        check_windows_one,
+    )
 
 
 def test_fuzz_topology_conf(folder):
@@ -337,20 +428,36 @@ def test_fuzz_topology_conf(folder):
         tree = Topology.from_slurm(path)
         assert Topology.from_file(path) == tree
         return tree
-    fuzz("topology.conf (Topology.from_slurm, from_file)", files(CONF_SEEDS), writer(path), read,
-         check_tree)
+
+    fuzz(
+        "topology.conf (Topology.from_slurm, from_file)",
+        files(CONF_SEEDS),
+        writer(path),
+        read,
+        check_tree,
+    )
 
 
 def test_fuzz_topology_conf_text():
     """Topology.from_slurm on the file's text (a string holding a newline or '=')."""
-    fuzz("topology.conf text (Topology.from_slurm)", files(CONF_SEEDS), None,
-         lambda data: Topology.from_slurm(data.decode("utf-8", "replace") + "\n"), check_tree)
+    fuzz(
+        "topology.conf text (Topology.from_slurm)",
+        files(CONF_SEEDS),
+        None,
+        lambda data: Topology.from_slurm(data.decode("utf-8", "replace") + "\n"),
+        check_tree,
+    )
 
 
 def test_fuzz_tree_json(folder):
     path = folder / "tree.json"
-    fuzz("switch tree JSON (Topology.from_file)", files(TREE_SEEDS), writer(path),
-         lambda _: Topology.from_file(path), check_tree)
+    fuzz(
+        "switch tree JSON (Topology.from_file)",
+        files(TREE_SEEDS),
+        writer(path),
+        lambda _: Topology.from_file(path),
+        check_tree,
+    )
 
 
 SLURM_YAML_SEEDS = [
@@ -359,11 +466,26 @@ SLURM_YAML_SEEDS = [
     "    - switch: leaf2\n      nodes: [n05, n06]\n- topology: none\n  flat: true\n",
     "- topology: nvl\n  block:\n    block_sizes: [2, 4]\n    blocks:\n"
     "    - block: b1\n      nodes: g[1-2]\n    - block: b2\n      nodes: g[3-4]\n"
-    "    - block: b3\n      nodes: g[5-6]\n"]
-KUBE_NODES_SEEDS = [json.dumps({"kind": "List", "items": [
-    {"kind": "Node", "metadata": {"name": f"n{i}", "labels": {"block": f"b{i // 3}",
-                                                              "rack": f"r{i // 2}"}}}
-    for i in range(6)]}, indent=1)]
+    "    - block: b3\n      nodes: g[5-6]\n",
+]
+KUBE_NODES_SEEDS = [
+    json.dumps(
+        {
+            "kind": "List",
+            "items": [
+                {
+                    "kind": "Node",
+                    "metadata": {
+                        "name": f"n{i}",
+                        "labels": {"block": f"b{i // 3}", "rack": f"r{i // 2}"},
+                    },
+                }
+                for i in range(6)
+            ],
+        },
+        indent=1,
+    )
+]
 HYPERNODE_SEEDS = [
     "kind: HyperNode\nmetadata: {name: s0}\nspec:\n  tier: 1\n  members:\n"
     "  - {type: Node, selector: {exactMatch: {name: n1}}}\n"
@@ -372,7 +494,8 @@ HYPERNODE_SEEDS = [
     "  - {type: Node, selector: {regexMatch: {pattern: '^n[34]$'}}}\n---\n"
     "kind: HyperNode\nmetadata: {name: s2}\nspec:\n  tier: 2\n  members:\n"
     "  - {type: HyperNode, selector: {exactMatch: {name: s0}}}\n"
-    "  - {type: HyperNode, selector: {exactMatch: {name: s1}}}\n"]
+    "  - {type: HyperNode, selector: {exactMatch: {name: s1}}}\n"
+]
 
 
 def test_the_level_readers_read_their_seeds():
@@ -384,42 +507,74 @@ def test_the_level_readers_read_their_seeds():
 
 def test_fuzz_topology_yaml(folder):
     path = folder / "topology.yaml"
-    fuzz("topology.yaml (Topology.from_slurm_yaml, from_file)", files(SLURM_YAML_SEEDS),
-         writer(path), lambda _: Topology.from_file(path), check_tree)
+    fuzz(
+        "topology.yaml (Topology.from_slurm_yaml, from_file)",
+        files(SLURM_YAML_SEEDS),
+        writer(path),
+        lambda _: Topology.from_file(path),
+        check_tree,
+    )
 
 
 def test_fuzz_kube_nodes(folder):
     path = folder / "nodes.json"
+
     def read(_):
-        with warnings.catch_warnings():          # nodes left out are counted in a warning
+        with warnings.catch_warnings():  # nodes left out are counted in a warning
             warnings.simplefilter("ignore")
             return Topology.from_node_labels(path, ["block", "rack"], missing="skip")
-    fuzz("kubectl nodes (Topology.from_node_labels)", files(KUBE_NODES_SEEDS), writer(path),
-         read, check_tree)
+
+    fuzz(
+        "kubectl nodes (Topology.from_node_labels)",
+        files(KUBE_NODES_SEEDS),
+        writer(path),
+        read,
+        check_tree,
+    )
 
 
 def test_fuzz_hypernodes(folder):
     path = folder / "hypernodes.yaml"
-    fuzz("HyperNodes (Topology.from_hypernodes)", files(HYPERNODE_SEEDS), writer(path),
-         lambda _: Topology.from_hypernodes(path, ["n1", "n2", "n3", "n4"]), check_tree)
+    fuzz(
+        "HyperNodes (Topology.from_hypernodes)",
+        files(HYPERNODE_SEEDS),
+        writer(path),
+        lambda _: Topology.from_hypernodes(path, ["n1", "n2", "n3", "n4"]),
+        check_tree,
+    )
 
 
 def test_fuzz_swf(folder):
     path = folder / "trace.swf"
-    fuzz("SWF trace (load_trace)", files(SWF_SEEDS), writer(path), lambda _: load_trace(path),
-         check_trace)
+    fuzz(
+        "SWF trace (load_trace)",
+        files(SWF_SEEDS),
+        writer(path),
+        lambda _: load_trace(path),
+        check_trace,
+    )
 
 
 def test_fuzz_sacct(folder):
     path = folder / "trace.tsv"
-    fuzz("sacct table (load_trace)", files(SACCT_SEEDS), writer(path),
-         lambda _: load_trace(path), check_trace)
+    fuzz(
+        "sacct table (load_trace)",
+        files(SACCT_SEEDS),
+        writer(path),
+        lambda _: load_trace(path),
+        check_trace,
+    )
 
 
 def test_fuzz_authors_workload(folder):
     path = folder / "jobs.txt"
-    fuzz("authors' workload (Workload.from_file)", files(AUTHORS_SEEDS), writer(path),
-         lambda _: Workload.from_file(path), check_workload)
+    fuzz(
+        "authors' workload (Workload.from_file)",
+        files(AUTHORS_SEEDS),
+        writer(path),
+        lambda _: Workload.from_file(path),
+        check_workload,
+    )
 
 
 # -- weights metadata ------------------------------------------------------------------------------
@@ -439,15 +594,22 @@ def test_fuzz_weights_metadata(folder):
     """The .json sidecar read by every family's read_metadata, provision thresholds, and NSA's
     load_actor (the solve-time reader: inference file, names, shapes, no torch)."""
     from tjap.learned import policy_io
-    from tjap.learned.tree.policy import load_actor
     from tjap.learned.batch import weights as provision_weights
+    from tjap.learned.tree.policy import load_actor
 
     path = shipped_copy("nsa_fcn1", folder)
-    seeds = [path.read_bytes()] + [(SHIPPED / f"{stem}.json").read_bytes()
-                                   for stem in ("interference_single", "network_gnn")]
-    seeds.append(json.dumps({**json.loads((SHIPPED / "provision_rf.json").read_text()),
-                             "weights_file": "nsa_fcn1.npz"}).encode())
-    load_actor(path)                  # the copy is good
+    seeds = [path.read_bytes()] + [
+        (SHIPPED / f"{stem}.json").read_bytes() for stem in ("interference_single", "network_gnn")
+    ]
+    seeds.append(
+        json.dumps(
+            {
+                **json.loads((SHIPPED / "provision_rf.json").read_text()),
+                "weights_file": "nsa_fcn1.npz",
+            }
+        ).encode()
+    )
+    load_actor(path)  # the copy is good
 
     def read(_):
         for family in policy_io.FAMILIES:
@@ -456,8 +618,10 @@ def test_fuzz_weights_metadata(folder):
         if meta is not None:
             outcome("(not counted)", lambda: provision_weights.thresholds(meta, 1.0, "rf"))
         return load_actor(path)
-    fuzz("weights metadata (read_metadata, thresholds, load_actor)", files(seeds),
-         writer(path), read)
+
+    fuzz(
+        "weights metadata (read_metadata, thresholds, load_actor)", files(seeds), writer(path), read
+    )
 
 
 def test_fuzz_torch_weights_metadata(folder):
@@ -468,9 +632,13 @@ def test_fuzz_torch_weights_metadata(folder):
 
     path = shipped_copy("interference_single", folder)
     seeds = [path.read_bytes(), (SHIPPED / "interference_marl_server.json").read_bytes()]
-    load_model(path)                  # the copy is good
-    fuzz("torch weights metadata (load_weights: interference GNN)", files(seeds), writer(path),
-         lambda _: load_model(path))
+    load_model(path)  # the copy is good
+    fuzz(
+        "torch weights metadata (load_weights: interference GNN)",
+        files(seeds),
+        writer(path),
+        lambda _: load_model(path),
+    )
 
 
 def test_fuzz_array_weights_metadata(folder):
@@ -479,6 +647,10 @@ def test_fuzz_array_weights_metadata(folder):
     from tjap.learned.batch.weights import load_trees
 
     path = shipped_copy("provision_xgb", folder)
-    load_trees(path)                  # the copy is good
-    fuzz("array weights metadata (load_weights: provision trees)", files([path.read_bytes()]),
-         writer(path), lambda _: load_trees(path))
+    load_trees(path)  # the copy is good
+    fuzz(
+        "array weights metadata (load_weights: provision trees)",
+        files([path.read_bytes()]),
+        writer(path),
+        lambda _: load_trees(path),
+    )

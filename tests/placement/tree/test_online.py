@@ -11,13 +11,20 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from batch_reference import textbook_starts as reference_starts
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from batch_reference import textbook_starts as reference_starts
 from tjap import FatTree, InvalidInputError, job_cost
 from tjap.cli import main
-from tjap.placement.tree.online import PLACEMENTS, POLICIES, best_single_job_nodes, place_job, replay, window_ticks
+from tjap.placement.tree.online import (
+    PLACEMENTS,
+    POLICIES,
+    best_single_job_nodes,
+    place_job,
+    replay,
+    window_ticks,
+)
 from tjap.placement.tree.workload import Workload
 
 CONVENTIONS = ("paper", "published")
@@ -46,15 +53,23 @@ def tree_of(layout) -> FatTree:
 def idle_sets(draw, layouts=TINY_LAYOUTS, max_idle: int = 12):
     """(tree, sorted idle node ids, job size) on a tiny tree."""
     tree = tree_of(draw(st.sampled_from(layouts)))
-    idle = draw(st.lists(st.integers(0, tree.num_nodes - 1), min_size=1,
-                         max_size=min(max_idle, tree.num_nodes), unique=True))
+    idle = draw(
+        st.lists(
+            st.integers(0, tree.num_nodes - 1),
+            min_size=1,
+            max_size=min(max_idle, tree.num_nodes),
+            unique=True,
+        )
+    )
     size = draw(st.integers(1, len(idle)))
     return tree, np.array(sorted(idle), dtype=np.int64), size
 
 
 def brute_min(tree: FatTree, idle, size: int, convention: str) -> float:
-    return min(job_cost(tree, list(c), convention)
-               for c in itertools.combinations(np.asarray(idle).tolist(), size))
+    return min(
+        job_cost(tree, list(c), convention)
+        for c in itertools.combinations(np.asarray(idle).tolist(), size)
+    )
 
 
 # -- schedule checks ---------------------------------------------------------------------------
@@ -76,13 +91,16 @@ def assert_valid_schedule(tree: FatTree, workload: Workload, jobs, schedule) -> 
             per_node[v].append((start, start + int(workload.runtime_s[j]), j))
     for v, intervals in per_node.items():
         intervals.sort()
-        for (s1, e1, j1), (s2, e2, j2) in zip(intervals, intervals[1:]):
+        for (_s1, e1, j1), (s2, _e2, j2) in zip(intervals, intervals[1:]):
             assert s2 >= e1, f"node {v}: job {j2} starts at {s2} while job {j1} runs until {e1}"
 
 
 def make_workload(arrival, runtime, nodes) -> Workload:
-    return Workload(np.array(arrival, dtype=np.int64), np.array(runtime, dtype=np.int64),
-                    np.array(nodes, dtype=np.int64))
+    return Workload(
+        np.array(arrival, dtype=np.int64),
+        np.array(runtime, dtype=np.int64),
+        np.array(nodes, dtype=np.int64),
+    )
 
 
 @st.composite
@@ -157,7 +175,8 @@ def test_freeform_is_brute_force_minimum(case):
     assert len(got) == size and len(set(got)) == size and set(got) <= set(idle.tolist())
     for conv in CONVENTIONS:
         assert job_cost(tree, got, conv) == pytest.approx(brute_min(tree, idle, size, conv)), (
-            f"{conv}: best_single_job_nodes({tree!r}, {idle.tolist()}, {size}) = {got}")
+            f"{conv}: best_single_job_nodes({tree!r}, {idle.tolist()}, {size}) = {got}"
+        )
 
 
 def test_freeform_known_counterexample():
@@ -171,8 +190,13 @@ def test_freeform_prefers_one_switch_then_one_pod():
     tree = small_tree()  # 4 nodes per switch, 16 per pod
     idle = np.array([0, 5, 6, 7, 9, 16, 17, 18, 19, 33])
     assert place_job(tree, idle, 4, "freeform") == [16, 17, 18, 19]
-    assert place_job(tree, idle, 3, "freeform") in ([5, 6, 7], [16, 17, 18], [16, 17, 19],
-                                                     [16, 18, 19], [17, 18, 19])
+    assert place_job(tree, idle, 3, "freeform") in (
+        [5, 6, 7],
+        [16, 17, 18],
+        [16, 17, 19],
+        [16, 18, 19],
+        [17, 18, 19],
+    )
 
 
 # -- place_job: errors ---------------------------------------------------------------------------
@@ -215,8 +239,16 @@ def test_replay_metrics(policy, placement):
     tree, workload, jobs = small_tree(), small_workload(), range(60)
     schedule = replay(tree, workload, policy=policy, placement=placement, jobs=jobs)
     m = schedule.metrics()
-    assert set(m) == {"jobs", "multi_node_jobs", "mean_wait_s", "p95_wait_s", "makespan_s",
-                      "utilization", "mean_cost_paper", "mean_cost_published"}
+    assert set(m) == {
+        "jobs",
+        "multi_node_jobs",
+        "mean_wait_s",
+        "p95_wait_s",
+        "makespan_s",
+        "utilization",
+        "mean_cost_paper",
+        "mean_cost_published",
+    }
     sizes = workload.requested_nodes[list(jobs)]
     runtimes = workload.runtime_s[list(jobs)]
     assert m["jobs"] == 60
@@ -238,8 +270,9 @@ def test_replay_paper_layout():
     workload = Workload.generate(300, seed=5)
     jobs = range(100, 220)
     for policy, placement in (("window", "firstfit"), ("fcfs", "contiguous"), ("easy", "freeform")):
-        schedule = replay(tree, workload, policy=policy, placement=placement, jobs=jobs,
-                          convention="published")
+        schedule = replay(
+            tree, workload, policy=policy, placement=placement, jobs=jobs, convention="published"
+        )
         assert_valid_schedule(tree, workload, jobs, schedule)
 
 
@@ -306,8 +339,10 @@ def test_easy_backfills_a_job_ending_exactly_at_the_shadow_time():
     assert e.start_s == {0: 0, 1: 100, 2: 2} and e.reservations == {1: 100}
     from tjap.placement.batch.simulator import simulate
     from tjap.placement.tree.online import per_job_config, workload_jobs
-    strict = simulate(workload_jobs(w, range(3)), 8, replace(per_job_config("easy"),
-                                                              bf_end_at_reservation=False))
+
+    strict = simulate(
+        workload_jobs(w, range(3)), 8, replace(per_job_config("easy"), bf_end_at_reservation=False)
+    )
     assert strict.start_s.tolist() == [0, 100, 110]
 
 
@@ -323,11 +358,18 @@ def test_easy_counts_every_job_ending_at_the_shadow_time():
 
 
 def textbook_starts(workload: Workload, num_nodes: int, policy: str) -> list[int]:
-    """The paper's baselines in plain Python (tests/batch_reference.py): EASY predicts from the
+    """The paper's baselines in plain Python (tests/oracles/batch_reference.py): EASY predicts from the
     exact runtimes and a backfilled job may end by the shadow time."""
     runtime = workload.runtime_s
-    return reference_starts(workload.arrival_s, workload.requested_nodes, runtime, runtime,
-                            num_nodes, policy == "easy", end_at_reservation=True)
+    return reference_starts(
+        workload.arrival_s,
+        workload.requested_nodes,
+        runtime,
+        runtime,
+        num_nodes,
+        policy == "easy",
+        end_at_reservation=True,
+    )
 
 
 @given(workload=random_workloads(), policy=st.sampled_from(["fcfs", "easy"]))
@@ -341,11 +383,16 @@ def test_per_job_policies_match_the_textbook_reference(workload, policy):
     assert got == textbook_starts(workload, tree.num_nodes, policy)
 
 
-@given(workload=random_workloads(), policy=st.sampled_from(["fcfs", "easy"]),
-       placement=st.sampled_from(PLACEMENTS), convention=st.sampled_from(CONVENTIONS))
+@given(
+    workload=random_workloads(),
+    policy=st.sampled_from(["fcfs", "easy"]),
+    placement=st.sampled_from(PLACEMENTS),
+    convention=st.sampled_from(CONVENTIONS),
+)
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_per_job_nodes_are_place_job_on_the_idle_nodes_at_each_start(workload, policy, placement,
-                                                                     convention):
+def test_per_job_nodes_are_place_job_on_the_idle_nodes_at_each_start(
+    workload, policy, placement, convention
+):
     """Replaying the schedule in start order (jobs starting together in arrival order, ends
     before starts), every job got place_job's nodes for the nodes idle at its start."""
     tree = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)
@@ -371,7 +418,8 @@ def test_easy_never_delays_the_heads_reservation(workload, placement):
         assert reservation is not None
         assert reservation >= workload.arrival_s[j]
         assert schedule.start_s[j] <= reservation, (
-            f"head job {j} reserved for t={reservation} but started at {schedule.start_s[j]}")
+            f"head job {j} reserved for t={reservation} but started at {schedule.start_s[j]}"
+        )
 
 
 @given(workload=random_workloads())
@@ -420,8 +468,17 @@ def test_window_ticks_cap_and_first_fit_singles(cap, method):
     free_at = np.zeros(tree.num_nodes, dtype=np.int64)
     expected_t = int(workload.arrival_s[first_job])
     started_jobs = []
-    for tick in window_ticks(tree, workload, first_job, last_job, tau_s=tau, cap=cap,
-                             method=method, convention="paper", seed=0):
+    for tick in window_ticks(
+        tree,
+        workload,
+        first_job,
+        last_job,
+        tau_s=tau,
+        cap=cap,
+        method=method,
+        convention="paper",
+        seed=0,
+    ):
         expected_t += tau
         assert tick.time_s == expected_t
         multi = [(j, n) for j, n in tick.started if workload.requested_nodes[j] > 1]
@@ -434,7 +491,9 @@ def test_window_ticks_cap_and_first_fit_singles(cap, method):
             assert cap is None or tick.window.num_jobs <= cap
             assert all(n > 1 for n in tick.window.job_sizes)
             assert list(tick.window.meta["jobs"]) == [j for j, _ in multi]
-            assert tick.window.idle_nodes.tolist() == np.flatnonzero(free_at <= tick.time_s).tolist()
+            assert (
+                tick.window.idle_nodes.tolist() == np.flatnonzero(free_at <= tick.time_s).tolist()
+            )
             assert [list(a) for a in tick.result.assignment] == [list(n) for _, n in multi]
         for j, nodes in tick.started:
             assert workload.arrival_s[j] < tick.time_s
@@ -443,7 +502,7 @@ def test_window_ticks_cap_and_first_fit_singles(cap, method):
             free_at[list(nodes)] = tick.time_s + workload.runtime_s[j]
         # one-node jobs take the lowest idle ids left after the window, in selection order
         idle_left = np.flatnonzero(free_at <= tick.time_s)
-        assert [n[0] for _, n in singles] == idle_left[:len(singles)].tolist()
+        assert [n[0] for _, n in singles] == idle_left[: len(singles)].tolist()
         for j, nodes in singles:
             assert len(nodes) == 1
             free_at[nodes[0]] = tick.time_s + workload.runtime_s[j]
@@ -457,8 +516,15 @@ def test_window_methods_valid_on_tiny_tree(method):
     workload = Workload.generate(100, seed=2, max_nodes=8)
     jobs = range(0, 60)
     for convention in CONVENTIONS:
-        schedule = replay(tree, workload, policy="window", method=method, convention=convention,
-                          cap=None, jobs=jobs)
+        schedule = replay(
+            tree,
+            workload,
+            policy="window",
+            method=method,
+            convention=convention,
+            cap=None,
+            jobs=jobs,
+        )
         assert_valid_schedule(tree, workload, jobs, schedule)
 
 
@@ -467,8 +533,9 @@ def test_window_dp_not_costlier_than_seq_per_first_window():
     tree, workload = small_tree(), small_workload()
     ticks = {}
     for method in ("seq", "dp"):
-        for tick in window_ticks(tree, workload, 0, 100, tau_s=60, cap=5, method=method,
-                                 convention="paper", seed=0):
+        for tick in window_ticks(
+            tree, workload, 0, 100, tau_s=60, cap=5, method=method, convention="paper", seed=0
+        ):
             if tick.window is not None:
                 ticks[method] = tick
                 break
@@ -477,15 +544,18 @@ def test_window_dp_not_costlier_than_seq_per_first_window():
 
 
 # -- bad input ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs,field", [
-    ({"policy": "lifo"}, "policy"),
-    ({"placement": "random"}, "placement"),
-    ({"tau_s": 0}, "tau_s"),
-    ({"tau_s": -60}, "tau_s"),
-    ({"jobs": range(0)}, "jobs"),
-    ({"jobs": range(5, 5)}, "jobs"),
-    ({"policy": "easy", "convention": "hops"}, "convention must be one of paper, published"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"policy": "lifo"}, "policy"),
+        ({"placement": "random"}, "placement"),
+        ({"tau_s": 0}, "tau_s"),
+        ({"tau_s": -60}, "tau_s"),
+        ({"jobs": range(0)}, "jobs"),
+        ({"jobs": range(5, 5)}, "jobs"),
+        ({"policy": "easy", "convention": "hops"}, "convention must be one of paper, published"),
+    ],
+)
 def test_replay_bad_input(kwargs, field):
     with pytest.raises(InvalidInputError, match=field):
         replay(small_tree(), small_workload(), **kwargs)
@@ -525,8 +595,9 @@ def test_replay_cap_zero_rejected():
 
 # -- CLI ---------------------------------------------------------------------------------------
 def test_cli_online_json(capsys):
-    code = main(["online", "--num-jobs", "50", "--policy", "easy", "--placement", "freeform",
-                 "--json"])
+    code = main(
+        ["online", "--num-jobs", "50", "--policy", "easy", "--placement", "freeform", "--json"]
+    )
     assert code == 0
     data = json.loads(capsys.readouterr().out)
     assert data["jobs"] == 50
@@ -541,13 +612,16 @@ def test_cli_online_text(capsys):
     assert "mean_wait_s" in out and "makespan_s" in out
 
 
-@pytest.mark.parametrize("argv", [
-    ["online", "--policy", "lifo"],
-    ["online", "--placement", "random"],
-    ["online", "--num-jobs", "0"],
-    ["online", "--tau", "0"],
-    ["online", "--cap", "0"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["online", "--policy", "lifo"],
+        ["online", "--placement", "random"],
+        ["online", "--num-jobs", "0"],
+        ["online", "--tau", "0"],
+        ["online", "--cap", "0"],
+    ],
+)
 def test_cli_online_bad_args_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)

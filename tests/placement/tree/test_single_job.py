@@ -12,14 +12,13 @@ import random
 import numba
 import numpy as np
 import pytest
+from tree_cases import random_tree
 
 from tjap import FatTree, InvalidInputError, Window, solve
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.single_job import SingleJobTables, leaf_idle_counts, scas_best
 from tjap.placement.tree.topology import Topology
-
-from test_tree_windows import random_tree
 
 CONVENTIONS = ("paper", "published")
 
@@ -51,7 +50,7 @@ def block_tree(rng: random.Random) -> Topology:
     base = rng.randint(1, 3)
     lines, first = [], 1
     for b in range(rng.randint(2, 7)):
-        size = base + (rng.randint(0, 2) if b else 0)     # the first block sets the base size
+        size = base + (rng.randint(0, 2) if b else 0)  # the first block sets the base size
         lines.append(f"BlockName=b{b} Nodes=n[{first}-{first + size - 1}]")
         first += size
     if rng.random() < 0.5:
@@ -65,7 +64,7 @@ def sum_of_squares(tree: Topology, nodes) -> int:
     total = 0
     for row in group_of:
         _, counts = np.unique(row[np.asarray(nodes, dtype=np.int64)], return_counts=True)
-        total += int((counts ** 2).sum())
+        total += int((counts**2).sum())
     return total
 
 
@@ -82,7 +81,8 @@ def check_nodes(tables: SingleJobTables, mask, size, s, nodes) -> None:
     assert sum_of_squares(tables.topology, nodes) == s
     for convention in CONVENTIONS:
         assert tables.cost(size, s, convention) == pytest.approx(
-            job_cost(tables.topology, nodes, convention))
+            job_cost(tables.topology, nodes, convention)
+        )
 
 
 def random_case(seed: int):
@@ -113,8 +113,9 @@ def test_bound_is_the_brute_force_maximum_on_tiny_trees(seed):
 
 def test_both_paths_are_exercised():
     """The tiny cases above include trees the kernel runs on and trees that fall back."""
-    kinds = {SingleJobTables.from_topology(random_case(seed)[1]).exact_kernel
-             for seed in range(120)}
+    kinds = {
+        SingleJobTables.from_topology(random_case(seed)[1]).exact_kernel for seed in range(120)
+    }
     assert kinds == {True, False}
 
 
@@ -127,8 +128,9 @@ def test_bound_equals_best_single_job_nodes_on_bigger_trees(seed):
     tables = SingleJobTables.from_topology(tree)
     assert tables.exact_kernel
     for _ in range(4):
-        idle = np.flatnonzero(np.array([rng.random() < rng.choice((0.3, 0.7))
-                                        for _ in range(tree.num_nodes)]))
+        idle = np.flatnonzero(
+            np.array([rng.random() < rng.choice((0.3, 0.7)) for _ in range(tree.num_nodes)])
+        )
         if idle.size == 0:
             continue
         mask = idle_mask(tree, idle)
@@ -141,12 +143,13 @@ def test_bound_equals_best_single_job_nodes_on_bigger_trees(seed):
 
 
 def test_bound_takes_one_leaf_when_one_holds_the_job():
-    tree = Topology.from_slurm("SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[5-9]\n"
-                               "SwitchName=top Switches=a,b")
+    tree = Topology.from_slurm(
+        "SwitchName=a Nodes=n[1-4]\nSwitchName=b Nodes=n[5-9]\nSwitchName=top Switches=a,b"
+    )
     tables = SingleJobTables.from_topology(tree)
     mask = idle_mask(tree, [0, 1, 2, 4, 5, 6, 7])
     s, nodes = tables.bound(mask, 3)
-    assert s == 9 and nodes.tolist() == [0, 1, 2]     # the tightest leaf that holds it
+    assert s == 9 and nodes.tolist() == [0, 1, 2]  # the tightest leaf that holds it
 
 
 # -- SCAS -------------------------------------------------------------------------------------------
@@ -196,7 +199,8 @@ def test_bigger_tree_scas_and_bound():
             s, nodes = tables.scas(mask, size)
             check_nodes(tables, mask, size, s, nodes)
             assert tables.cost(size, s) == pytest.approx(
-                tree.count_form.block_costs(idle, size).min())
+                tree.count_form.block_costs(idle, size).min()
+            )
             s, nodes = tables.bound(mask, size)
             check_nodes(tables, mask, size, s, nodes)
             assert s == sum_of_squares(tree, best_single_job_nodes(tree, idle, size))
@@ -235,7 +239,7 @@ def test_the_kernels_run_inside_compiled_loops():
     masks[:, :4] = True
     got = best_per_size(masks, 3, t.leaf_first, t.leaf_size, t.leaf_groups, counts)
     assert got.tolist() == [t.scas(m, 3)[0] for m in masks]
-    assert not counts.any()                       # the scratch is handed back zeroed
+    assert not counts.any()  # the scratch is handed back zeroed
 
 
 def test_bad_input_is_one_line():

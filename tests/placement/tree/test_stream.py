@@ -8,8 +8,14 @@ import pytest
 
 from tjap import FatTree, InvalidInputError, Window, solve
 from tjap.placement.tree.stream import generate_windows, window_stream
-from tjap.placement.tree.workload import (INTER_ARRIVAL_S, REQUESTED_NODES, RUNTIME_S, Workload,
-                                     priority_order, select_prefix)
+from tjap.placement.tree.workload import (
+    INTER_ARRIVAL_S,
+    REQUESTED_NODES,
+    RUNTIME_S,
+    Workload,
+    priority_order,
+    select_prefix,
+)
 
 LAYOUTS = ("paper", "published")
 
@@ -69,13 +75,16 @@ def _arr(*values):
     return np.array(values, dtype=np.int64)
 
 
-@pytest.mark.parametrize("arrival,runtime,nodes,match", [
-    (_arr(0, 5), _arr(10), _arr(1, 2), "differ in length"),
-    (_arr(), _arr(), _arr(), "at least one job"),
-    (_arr(0, 10, 9), _arr(10, 10, 10), _arr(1, 1, 1), "non-decreasing"),
-    (_arr(0, 5), _arr(10, 10), _arr(1, 0), "requested_nodes >= 1"),
-    (_arr(0, 5), _arr(10, -1), _arr(1, 2), "runtime_s >= 0"),
-])
+@pytest.mark.parametrize(
+    "arrival,runtime,nodes,match",
+    [
+        (_arr(0, 5), _arr(10), _arr(1, 2), "differ in length"),
+        (_arr(), _arr(), _arr(), "at least one job"),
+        (_arr(0, 10, 9), _arr(10, 10, 10), _arr(1, 1, 1), "non-decreasing"),
+        (_arr(0, 5), _arr(10, 10), _arr(1, 0), "requested_nodes >= 1"),
+        (_arr(0, 5), _arr(10, -1), _arr(1, 2), "runtime_s >= 0"),
+    ],
+)
 def test_workload_validation(arrival, runtime, nodes, match):
     with pytest.raises(InvalidInputError, match=match):
         Workload(arrival, runtime, nodes)
@@ -87,19 +96,22 @@ def test_workload_accepts_equal_arrivals():
 
 
 # -- select_prefix ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("requested,idle,cap,expected", [
-    ([], 10, 5, 0),
-    ([11], 10, 5, 0),                 # the first job does not fit: nothing is taken
-    ([3, 4], 7, None, 2),             # exactly the idle count fits
-    ([3, 5, 2], 7, None, 1),          # stops at 5 although the later 2 would fit
-    ([3, 5, 1, 1], 7, 5, 1),          # ... and so do later one-node jobs
-    ([2] * 10, 100, None, 10),        # no cap
-    ([2] * 10, 100, 3, 3),            # cap of multi-node jobs
-    ([1] * 10, 100, 1, 10),           # one-node jobs never count against the cap
-    ([1, 1, 2, 1, 3, 4], 100, 2, 5),  # 1,1,2,1,3 taken; 4 would be the third multi-node job
-    ([5, 1, 2], 100, 1, 2),
-    ([30, 30, 30, 30], 100, None, 3),
-])
+@pytest.mark.parametrize(
+    "requested,idle,cap,expected",
+    [
+        ([], 10, 5, 0),
+        ([11], 10, 5, 0),  # the first job does not fit: nothing is taken
+        ([3, 4], 7, None, 2),  # exactly the idle count fits
+        ([3, 5, 2], 7, None, 1),  # stops at 5 although the later 2 would fit
+        ([3, 5, 1, 1], 7, 5, 1),  # ... and so do later one-node jobs
+        ([2] * 10, 100, None, 10),  # no cap
+        ([2] * 10, 100, 3, 3),  # cap of multi-node jobs
+        ([1] * 10, 100, 1, 10),  # one-node jobs never count against the cap
+        ([1, 1, 2, 1, 3, 4], 100, 2, 5),  # 1,1,2,1,3 taken; 4 would be the third multi-node job
+        ([5, 1, 2], 100, 1, 2),
+        ([30, 30, 30, 30], 100, None, 3),
+    ],
+)
 def test_select_prefix(requested, idle, cap, expected):
     assert select_prefix(requested, idle, cap) == expected
 
@@ -208,8 +220,9 @@ def test_first_window_of_each_epoch_is_all_idle_across_seeds():
 def test_busy_nodes_are_not_idle():
     """Nodes the stream gave a multi-node job stay out of later windows until the job ends."""
     seed, num_jobs = 6, 3_000
-    windows = generate_windows("paper", 20, seed=seed, num_jobs=num_jobs, epoch_windows=10,
-                               method="dp")
+    windows = generate_windows(
+        "paper", 20, seed=seed, num_jobs=num_jobs, epoch_windows=10, method="dp"
+    )
     workload = Workload.generate(num_jobs, seed)
     busy_until = {}
     for w in windows:
@@ -229,19 +242,22 @@ def test_busy_nodes_are_not_idle():
 @pytest.mark.parametrize("cap", [2, 5])
 def test_cap_respected(layout, cap):
     # tau = 150 s lets several jobs queue per window, so the cap binds
-    windows = generate_windows(layout, 6, seed=3, num_jobs=2_000, cap=cap, tau_s=150,
-                               epoch_windows=3)
+    windows = generate_windows(
+        layout, 6, seed=3, num_jobs=2_000, cap=cap, tau_s=150, epoch_windows=3
+    )
     sizes = [w.num_jobs for w in windows]
     assert max(sizes) <= cap
     assert cap in sizes
 
 
-@pytest.mark.parametrize("layout,method", [("paper", "auto"), ("published", "auto"),
-                                           ("paper", "scip")])
+@pytest.mark.parametrize(
+    "layout,method", [("paper", "auto"), ("published", "auto"), ("paper", "scip")]
+)
 def test_no_cap(layout, method):
     num_windows = 3 if method == "auto" else 2
-    windows = generate_windows(layout, num_windows, seed=3, num_jobs=2_000, cap=None, tau_s=150,
-                               method=method)
+    windows = generate_windows(
+        layout, num_windows, seed=3, num_jobs=2_000, cap=None, tau_s=150, method=method
+    )
     assert len(windows) == num_windows
     for w in windows:
         assert all(n >= 2 for n in w.job_sizes)
@@ -258,8 +274,9 @@ def test_window_stream_direct():
     rest = list(stream)
     assert len(rest) == 3
     direct = [first, *rest]
-    assert [w.to_dict() for w in direct] == \
-        [w.to_dict() for w in generate_windows("published", 4, 0, num_jobs=2_000)]
+    assert [w.to_dict() for w in direct] == [
+        w.to_dict() for w in generate_windows("published", 4, 0, num_jobs=2_000)
+    ]
 
 
 def test_workload_too_short():
@@ -270,12 +287,15 @@ def test_workload_too_short():
         generate_windows("paper", 30, seed=0, num_jobs=20)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"num_windows": 0}, "must be positive"),
-    ({"num_windows": 3, "epoch_windows": 0}, "must be positive"),
-    ({"num_windows": 3, "tau_s": 0}, "must be positive"),
-    ({"num_windows": 3, "cap": 0}, "cap must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"num_windows": 0}, "must be positive"),
+        ({"num_windows": 3, "epoch_windows": 0}, "must be positive"),
+        ({"num_windows": 3, "tau_s": 0}, "must be positive"),
+        ({"num_windows": 3, "cap": 0}, "cap must be"),
+    ],
+)
 def test_window_stream_validation(kwargs, match):
     stream = window_stream(FatTree.from_layout("paper"), Workload.generate(100, 0), **kwargs)
     with pytest.raises(InvalidInputError, match=match):

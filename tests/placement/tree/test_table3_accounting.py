@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks import table3_accounting as acc
+from tjap import solve
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload
-from tjap import solve
 
 
 def _window(seed=0):

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tjap.errors import InvalidInputError
+from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology
-from tjap.placement.tree.fat_tree import FatTree
-from tjap.errors import InvalidInputError
 
 # a two-level topology.conf: four leaf switches of four nodes under one spine
 SLURM_EXAMPLE = """\
@@ -59,18 +59,21 @@ def one_line_error(call, *fragments):
 
 
 # ------------------------------------------------------------------ hostlists
-@pytest.mark.parametrize("text, names", [
-    ("n1", ["n1"]),
-    ("c101-[001-003]", ["c101-001", "c101-002", "c101-003"]),
-    ("gpu[08-10]", ["gpu08", "gpu09", "gpu10"]),
-    ("gpu[8-10]", ["gpu8", "gpu9", "gpu10"]),
-    ("n[1-3,7]", ["n1", "n2", "n3", "n7"]),
-    ("r[1-2]n[1-3]", ["r1n1", "r1n2", "r1n3", "r2n1", "r2n2", "r2n3"]),
-    ("a,b[1-2]c,login", ["a", "b1c", "b2c", "login"]),
-    ("x[007]", ["x007"]),
-    (" n[1-2] ", ["n1", "n2"]),
-    ("[0-2]", ["0", "1", "2"]),
-])
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("n1", ["n1"]),
+        ("c101-[001-003]", ["c101-001", "c101-002", "c101-003"]),
+        ("gpu[08-10]", ["gpu08", "gpu09", "gpu10"]),
+        ("gpu[8-10]", ["gpu8", "gpu9", "gpu10"]),
+        ("n[1-3,7]", ["n1", "n2", "n3", "n7"]),
+        ("r[1-2]n[1-3]", ["r1n1", "r1n2", "r1n3", "r2n1", "r2n2", "r2n3"]),
+        ("a,b[1-2]c,login", ["a", "b1c", "b2c", "login"]),
+        ("x[007]", ["x007"]),
+        (" n[1-2] ", ["n1", "n2"]),
+        ("[0-2]", ["0", "1", "2"]),
+    ],
+)
 def test_expand_hostlist(text, names):
     assert expand_hostlist(text) == names
 
@@ -82,31 +85,37 @@ def test_expand_the_issue_example():
     assert names[-4:] == ["n1", "n2", "n3", "n7"]
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("n[1-3", "unclosed"),
-    ("n[5-3]", "reversed"),
-    ("n[]", "empty range"),
-    ("n[a-c]", "not a number"),
-    ("n[1-x]", "not a number"),
-    ("a,,b", "empty name"),
-    ("a,", "empty name"),
-    ("", "empty hostlist"),
-    ("n]1", "without '['"),
-    ("n[1[2]]", "nested"),
-    ("n[1,]", "empty item"),
-    ("a b", "whitespace"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("n[1-3", "unclosed"),
+        ("n[5-3]", "reversed"),
+        ("n[]", "empty range"),
+        ("n[a-c]", "not a number"),
+        ("n[1-x]", "not a number"),
+        ("a,,b", "empty name"),
+        ("a,", "empty name"),
+        ("", "empty hostlist"),
+        ("n]1", "without '['"),
+        ("n[1[2]]", "nested"),
+        ("n[1,]", "empty item"),
+        ("a b", "whitespace"),
+    ],
+)
 def test_bad_hostlists_are_one_line_errors(text, fragment):
     one_line_error(lambda: expand_hostlist(text), repr(text), fragment)
 
 
-@pytest.mark.parametrize("names, text", [
-    (["n01", "n02", "n03", "n07"], "n[01-03,07]"),
-    (["gpu9", "gpu10"], "gpu[9-10]"),
-    (["r1n1", "r1n2", "login"], "r1n[1-2],login"),
-    (["n3", "n1", "n2"], "n[3,1-2]"),
-    (["a"], "a"),
-])
+@pytest.mark.parametrize(
+    "names, text",
+    [
+        (["n01", "n02", "n03", "n07"], "n[01-03,07]"),
+        (["gpu9", "gpu10"], "gpu[9-10]"),
+        (["r1n1", "r1n2", "login"], "r1n[1-2],login"),
+        (["n3", "n1", "n2"], "n[3,1-2]"),
+        (["a"], "a"),
+    ],
+)
 def test_compress_hostlist(names, text):
     assert compress_hostlist(names) == text
     assert expand_hostlist(text) == names
@@ -127,8 +136,11 @@ def test_compress_then_expand_is_the_identity(names):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 120), min_size=1, max_size=40), st.sampled_from(["n", "r2c", ""]),
-       st.integers(1, 4))
+@given(
+    st.lists(st.integers(0, 120), min_size=1, max_size=40),
+    st.sampled_from(["n", "r2c", ""]),
+    st.integers(1, 4),
+)
 def test_compress_then_expand_numbered_names(numbers, prefix, width):
     names = [f"{prefix}{str(n).zfill(width)}" for n in numbers]
     assert expand_hostlist(compress_hostlist(names)) == names
@@ -151,8 +163,17 @@ def test_three_levels_comments_and_unknown_keys():
     tree = Topology.from_slurm(THREE_LEVELS)
     assert tree.switch_names == ("core", "agg1", "tor1", "tor2", "agg2", "tor3")
     assert tree.switch_parent.tolist() == [-1, 0, 1, 1, 0, 4]
-    assert tree.node_names == ("c101-001", "c101-002", "c101-003", "gpu01", "gpu02",
-                               "n1", "n2", "n3", "n7")
+    assert tree.node_names == (
+        "c101-001",
+        "c101-002",
+        "c101-003",
+        "gpu01",
+        "gpu02",
+        "n1",
+        "n2",
+        "n3",
+        "n7",
+    )
     assert tree.leaf_sizes.tolist() == [3, 2, 4]
     assert tree.num_levels == 3
     assert tree.ancestors("gpu02") == (3, 1, 0)
@@ -161,12 +182,20 @@ def test_three_levels_comments_and_unknown_keys():
 
 def test_four_levels_uneven_with_an_implicit_root_and_a_continued_line():
     tree = Topology.from_slurm(FOUR_LEVELS)
-    assert tree.switch_names == (IMPLICIT_ROOT, "top1", "mid1", "low1", "leafC", "leafB",
-                                 "leafA", "top2", "leafD")
+    assert tree.switch_names == (
+        IMPLICIT_ROOT,
+        "top1",
+        "mid1",
+        "low1",
+        "leafC",
+        "leafB",
+        "leafA",
+        "top2",
+        "leafD",
+    )
     assert tree.switch_parent.tolist() == [-1, 0, 1, 2, 3, 2, 1, 0, 7]
-    assert tree.node_names == ("r1n1", "r1n2", "r2n1", "r2n2", "b1", "a1", "a2", "a3",
-                               "d9", "d10")
-    assert tree.num_levels == 5          # leafC, low1, mid1, top1, (root)
+    assert tree.node_names == ("r1n1", "r1n2", "r2n1", "r2n2", "b1", "a1", "a2", "a3", "d9", "d10")
+    assert tree.num_levels == 5  # leafC, low1, mid1, top1, (root)
     assert len(tree.ancestors("r2n1")) == 5
     assert tree.ancestors("d10") == (8, 7, 0)
     assert tree.ancestors("a2") == (6, 1, 0)
@@ -174,8 +203,7 @@ def test_four_levels_uneven_with_an_implicit_root_and_a_continued_line():
 
 
 def test_depth_first_order_follows_the_switches_line_not_the_file():
-    text = ("SwitchName=z Nodes=z[1-2]\nSwitchName=a Nodes=a1\n"
-            "SwitchName=top Switches=z,a\n")
+    text = "SwitchName=z Nodes=z[1-2]\nSwitchName=a Nodes=a1\nSwitchName=top Switches=z,a\n"
     tree = Topology.from_slurm(text)
     assert tree.node_names == ("z1", "z2", "a1")
     flipped = Topology.from_slurm(text.replace("Switches=z,a", "Switches=a,z"))
@@ -203,29 +231,37 @@ def test_from_slurm_reads_a_path(tmp_path):
     one_line_error(lambda: Topology.from_slurm(tmp_path / "missing.conf"), "missing.conf")
 
 
-@pytest.mark.parametrize("text, fragments", [
-    ("SwitchName=a Nodes=n1\nSwitchName=b Nodes=n2\nSwitchName=s1 Switches=a,b\n"
-     "SwitchName=s2 Switches=b\n", ["line 4", "'b'", "one parent"]),
-    ("SwitchName=a Switches=b\nSwitchName=b Switches=a\n", ["line 1", "cycle"]),
-    ("SwitchName=a Switches=a\n", ["line 1", "lists itself"]),
-    ("SwitchName=top Nodes=n1\nSwitchName=a Switches=b\nSwitchName=b Switches=a\n",
-     ["line 2", "cycle"]),
-    ("SwitchName=s Switches=leaf9\n", ["line 1", "unknown switch 'leaf9'"]),
-    ("SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n[3-4]\n", ["line 2", "'n3'", "line 1"]),
-    ("SwitchName=a Nodes=n[1-3],n2\n", ["line 1", "'n2'"]),
-    ("SwitchName=l Nodes=n1\nSwitchName=a Nodes=n2 Switches=l\n", ["line 2", "both"]),
-    ("SwitchName=a LinkSpeed=10\n", ["line 1", "neither"]),
-    ("SwitchName=a Nodes=n1\n\nSwitchName=a Nodes=n2\n", ["line 3", "'a'", "line 1"]),
-    ("SwitchName=a Nodes=n[5-3]\n", ["line 1", "reversed"]),
-    ("# comment\nSwitchName=a Nodes=n[1-3\n", ["line 2", "unclosed"]),
-    ("SwitchName=a Nodes=\n", ["line 1", "empty"]),
-    ("# only a comment\n\n", ["no switch"]),
-    ("Nodes=n1\n", ["line 1", "SwitchName"]),
-    ("SwitchName=a Nodes=n1 junk\n", ["line 1", "'junk'"]),
-    ("SwitchName=a Nodes=n1 nodes=n2\n", ["line 1", "twice"]),
-    ("SwitchName=l Nodes=n1\nSwitchName=s Switches=l,l\n", ["line 2", "twice"]),
-    (f"SwitchName={IMPLICIT_ROOT} Nodes=n1\nSwitchName=b Nodes=n2\n", ["line 1", "reserved"]),
-])
+@pytest.mark.parametrize(
+    "text, fragments",
+    [
+        (
+            "SwitchName=a Nodes=n1\nSwitchName=b Nodes=n2\nSwitchName=s1 Switches=a,b\n"
+            "SwitchName=s2 Switches=b\n",
+            ["line 4", "'b'", "one parent"],
+        ),
+        ("SwitchName=a Switches=b\nSwitchName=b Switches=a\n", ["line 1", "cycle"]),
+        ("SwitchName=a Switches=a\n", ["line 1", "lists itself"]),
+        (
+            "SwitchName=top Nodes=n1\nSwitchName=a Switches=b\nSwitchName=b Switches=a\n",
+            ["line 2", "cycle"],
+        ),
+        ("SwitchName=s Switches=leaf9\n", ["line 1", "unknown switch 'leaf9'"]),
+        ("SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n[3-4]\n", ["line 2", "'n3'", "line 1"]),
+        ("SwitchName=a Nodes=n[1-3],n2\n", ["line 1", "'n2'"]),
+        ("SwitchName=l Nodes=n1\nSwitchName=a Nodes=n2 Switches=l\n", ["line 2", "both"]),
+        ("SwitchName=a LinkSpeed=10\n", ["line 1", "neither"]),
+        ("SwitchName=a Nodes=n1\n\nSwitchName=a Nodes=n2\n", ["line 3", "'a'", "line 1"]),
+        ("SwitchName=a Nodes=n[5-3]\n", ["line 1", "reversed"]),
+        ("# comment\nSwitchName=a Nodes=n[1-3\n", ["line 2", "unclosed"]),
+        ("SwitchName=a Nodes=\n", ["line 1", "empty"]),
+        ("# only a comment\n\n", ["no switch"]),
+        ("Nodes=n1\n", ["line 1", "SwitchName"]),
+        ("SwitchName=a Nodes=n1 junk\n", ["line 1", "'junk'"]),
+        ("SwitchName=a Nodes=n1 nodes=n2\n", ["line 1", "twice"]),
+        ("SwitchName=l Nodes=n1\nSwitchName=s Switches=l,l\n", ["line 2", "twice"]),
+        (f"SwitchName={IMPLICIT_ROOT} Nodes=n1\nSwitchName=b Nodes=n2\n", ["line 1", "reserved"]),
+    ],
+)
 def test_bad_topology_conf_is_one_line_error(text, fragments):
     one_line_error(lambda: Topology.from_slurm(text), *fragments)
 
@@ -260,18 +296,21 @@ def test_the_tree_is_immutable_and_pickles():
     assert hash(pickle.loads(pickle.dumps(tree))) == hash(tree)
 
 
-@pytest.mark.parametrize("args, fragment", [
-    ((["a", "b"], [-1, -1], ["n1"], [1]), "one root"),
-    ((["a", "b", "c"], [-1, 0, 0], ["n1", "n2"], [2, 1]), "depth-first"),
-    ((["a", "b", "c", "d"], [-1, 0, 0, 1], ["n1", "n2"], [2, 3]), "depth first"),
-    ((["a", "b"], [-1, 0], ["n1", "n1"], [1, 1]), "'n1' appears twice"),
-    ((["a", "a"], [-1, 0], ["n1"], [1]), "'a' appears twice"),
-    ((["a", "b"], [-1, 0], ["n1"], [0]), "both"),
-    ((["a", "b", "c"], [-1, 0, 0], ["n1"], [1]), "neither"),
-    ((["a", "b"], [-1, 0], ["n 1"], [1]), "not allowed"),
-    ((["a", "b"], [-1, 0], ["n1"], [1, 1]), "one per node"),
-    ((["a", "b"], [0, -1], ["n1"], [1]), "must be the root"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        ((["a", "b"], [-1, -1], ["n1"], [1]), "one root"),
+        ((["a", "b", "c"], [-1, 0, 0], ["n1", "n2"], [2, 1]), "depth-first"),
+        ((["a", "b", "c", "d"], [-1, 0, 0, 1], ["n1", "n2"], [2, 3]), "depth first"),
+        ((["a", "b"], [-1, 0], ["n1", "n1"], [1, 1]), "'n1' appears twice"),
+        ((["a", "a"], [-1, 0], ["n1"], [1]), "'a' appears twice"),
+        ((["a", "b"], [-1, 0], ["n1"], [0]), "both"),
+        ((["a", "b", "c"], [-1, 0, 0], ["n1"], [1]), "neither"),
+        ((["a", "b"], [-1, 0], ["n 1"], [1]), "not allowed"),
+        ((["a", "b"], [-1, 0], ["n1"], [1, 1]), "one per node"),
+        ((["a", "b"], [0, -1], ["n1"], [1]), "must be the root"),
+    ],
+)
 def test_the_constructor_checks_the_canonical_arrays(args, fragment):
     one_line_error(lambda: Topology(*args), fragment)
 
@@ -297,28 +336,37 @@ def test_dict_round_trip_through_json(text):
 
 
 def test_from_dict_takes_lists_and_any_switch_order():
-    tree = Topology.from_dict({"switches": [
-        {"name": "t1", "nodes": ["x", "y"]},
-        {"name": "spine", "switches": ["t2", "t1"]},
-        {"name": "t2", "nodes": "n[1-2]"},
-    ]})
+    tree = Topology.from_dict(
+        {
+            "switches": [
+                {"name": "t1", "nodes": ["x", "y"]},
+                {"name": "spine", "switches": ["t2", "t1"]},
+                {"name": "t2", "nodes": "n[1-2]"},
+            ]
+        }
+    )
     assert tree.switch_names == ("spine", "t2", "t1")
     assert tree.node_names == ("n1", "n2", "x", "y")
 
 
-@pytest.mark.parametrize("data, fragments", [
-    ([], ["object"]),
-    ({"switches": [], "extra": 1}, ["switches"]),
-    ({"switches": []}, ["no switch"]),
-    ({"switches": "x"}, ["list"]),
-    ({"switches": [{"nodes": "n1"}]}, ["switches[0]", "name"]),
-    ({"switches": [{"name": "a", "nodes": "n1", "speed": 3}]}, ["switches[0]", "speed"]),
-    ({"switches": [{"name": "a", "nodes": 5}]}, ["switches[0]", "nodes"]),
-    ({"switches": [{"name": "a", "nodes": []}]}, ["switches[0]", "empty"]),
-    ({"switches": [{"name": "a", "nodes": "n[2-1]"}]}, ["switches[0]", "reversed"]),
-    ({"switches": [{"name": "a", "nodes": "n1"}, {"name": "b", "switches": "c"}]},
-     ["switches[1]", "unknown switch 'c'"]),
-])
+@pytest.mark.parametrize(
+    "data, fragments",
+    [
+        ([], ["object"]),
+        ({"switches": [], "extra": 1}, ["switches"]),
+        ({"switches": []}, ["no switch"]),
+        ({"switches": "x"}, ["list"]),
+        ({"switches": [{"nodes": "n1"}]}, ["switches[0]", "name"]),
+        ({"switches": [{"name": "a", "nodes": "n1", "speed": 3}]}, ["switches[0]", "speed"]),
+        ({"switches": [{"name": "a", "nodes": 5}]}, ["switches[0]", "nodes"]),
+        ({"switches": [{"name": "a", "nodes": []}]}, ["switches[0]", "empty"]),
+        ({"switches": [{"name": "a", "nodes": "n[2-1]"}]}, ["switches[0]", "reversed"]),
+        (
+            {"switches": [{"name": "a", "nodes": "n1"}, {"name": "b", "switches": "c"}]},
+            ["switches[1]", "unknown switch 'c'"],
+        ),
+    ],
+)
 def test_bad_dicts_are_one_line_errors(data, fragments):
     one_line_error(lambda: Topology.from_dict(data), *fragments)
 
@@ -340,8 +388,9 @@ def test_from_networkx_directed_and_integer_vertices():
     assert tree.node_names == ("1", "2", "3")
     upward = Topology.from_networkx(nx.DiGraph([(v, u) for u, v in graph.edges]), root="root")
     assert sorted(upward.switch_names) == sorted(tree.switch_names)
-    assert {n: upward.switch_names[upward.node_leaf[upward.node_index(n)]]
-            for n in upward.node_names} == {"1": "a", "2": "a", "3": "b"}
+    assert {
+        n: upward.switch_names[upward.node_leaf[upward.node_index(n)]] for n in upward.node_names
+    } == {"1": "a", "2": "a", "3": "b"}
 
 
 def test_from_networkx_refuses_what_is_not_a_switch_tree():
@@ -364,11 +413,16 @@ def test_to_networkx_refuses_a_node_named_like_a_switch():
 
 
 # ------------------------------------------------------------------ the paper's fat-trees
-FAT_TREES = [FatTree.from_layout("paper"), FatTree.from_layout("published"),
-             FatTree(k=4), FatTree(k=4, num_nodes=11), FatTree(k=20, num_nodes=1000),
-             FatTree(num_nodes=37, nodes_per_switch=5, switches_per_pod=3),
-             FatTree(num_nodes=1, nodes_per_switch=4, switches_per_pod=2),
-             FatTree(num_nodes=6, nodes_per_switch=3, switches_per_pod=2)]
+FAT_TREES = [
+    FatTree.from_layout("paper"),
+    FatTree.from_layout("published"),
+    FatTree(k=4),
+    FatTree(k=4, num_nodes=11),
+    FatTree(k=20, num_nodes=1000),
+    FatTree(num_nodes=37, nodes_per_switch=5, switches_per_pod=3),
+    FatTree(num_nodes=1, nodes_per_switch=4, switches_per_pod=2),
+    FatTree(num_nodes=6, nodes_per_switch=3, switches_per_pod=2),
+]
 
 
 @pytest.mark.parametrize("fat", FAT_TREES, ids=repr)
@@ -398,10 +452,12 @@ def test_fat_tree_is_a_topology_with_its_node_order_switches_and_pods(fat):
 
 def test_fat_tree_is_immutable_pickles_and_compares_by_layout():
     import pickle
+
     fat = FatTree(k=4, num_nodes=11)
     assert pickle.loads(pickle.dumps(fat)) == fat
     assert pickle.loads(pickle.dumps(FatTree.from_layout("published"))) == FatTree.from_layout(
-        "published")
+        "published"
+    )
     assert fat != fat.as_tree() and fat.as_tree() == FatTree(k=4, num_nodes=11).as_tree()
     with pytest.raises(AttributeError, match="immutable"):
         fat.k = 6

@@ -7,15 +7,19 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_cost_oracle import pair_hops, set_cost_bruteforce
 
+from tjap.errors import InvalidInputError
 from tjap.placement.tree import _kernels
 from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.placement.tree.fat_tree import FatTree
-from tjap.placement.tree.tree_cost import (CountForm, block_costs, count_groups, node_set_cost,
-                                      switch_depths)
-from tjap.errors import InvalidInputError
-
-from tree_cost_oracle import pair_hops, set_cost_bruteforce
+from tjap.placement.tree.tree_cost import (
+    CountForm,
+    block_costs,
+    count_groups,
+    node_set_cost,
+    switch_depths,
+)
 
 CONVENTIONS = ("paper", "published")
 
@@ -37,7 +41,7 @@ def irregular_trees(draw, max_levels=4):
             leaves.extend([switch] * draw(st.integers(1, 4)))
 
     grow(0, 0)
-    order = draw(st.permutations(range(len(parents))))   # new index of each switch
+    order = draw(st.permutations(range(len(parents))))  # new index of each switch
     switch_parent = np.full(len(parents), -1, np.int64)
     for s, p in enumerate(parents):
         switch_parent[order[s]] = -1 if p == -1 else order[p]
@@ -57,15 +61,18 @@ def fat_tree_arrays(t: FatTree):
     s, p = t.num_edge_switches, t.num_pods
     switch_parent = np.empty(s + p + 1, np.int64)
     switch_parent[:s] = s + np.arange(s) // t.switches_per_pod
-    switch_parent[s:s + p] = s + p
+    switch_parent[s : s + p] = s + p
     switch_parent[-1] = -1
     return switch_parent, np.asarray(t.switch_of, np.int64)
 
 
 @st.composite
 def fat_tree_and_set(draw):
-    t = FatTree(num_nodes=draw(st.integers(1, 80)), nodes_per_switch=draw(st.integers(1, 5)),
-                switches_per_pod=draw(st.integers(1, 4)))
+    t = FatTree(
+        num_nodes=draw(st.integers(1, 80)),
+        nodes_per_switch=draw(st.integers(1, 5)),
+        switches_per_pod=draw(st.integers(1, 4)),
+    )
     nodes = draw(st.lists(st.integers(0, t.num_nodes - 1), min_size=1, unique=True))
     return t, nodes
 
@@ -74,7 +81,9 @@ def fat_tree_and_set(draw):
 def count_form_cost(form: CountForm, nodes, convention):
     """The module docstring's formulas, from the group table, in exact Python integers."""
     n, top = len(nodes), form.top_level
-    sum_sq = sum(c * c for row in form.group_of for c in Counter(int(row[v]) for v in nodes).values())
+    sum_sq = sum(
+        c * c for row in form.group_of for c in Counter(int(row[v]) for v in nodes).values()
+    )
     if convention == "paper":
         return 1000 * 2 * (top * n * n - n - sum_sq) / n
     return float(max(1, 1000 * ((2 * top - 1) * n * n - n - 2 * sum_sq) // 2 // n))
@@ -82,8 +91,9 @@ def count_form_cost(form: CountForm, nodes, convention):
 
 def blocks_reference(form, q, size, convention):
     m = len(q)
-    return [count_form_cost(form, [q[(p + i) % m] for i in range(size)], convention)
-            for p in range(m)]
+    return [
+        count_form_cost(form, [q[(p + i) % m] for i in range(size)], convention) for p in range(m)
+    ]
 
 
 # -- any tree -------------------------------------------------------------------------------------
@@ -97,10 +107,15 @@ def test_count_form_and_kernel_equal_the_pair_loop_on_irregular_trees(case):
         assert count_form_cost(form, nodes, convention) == pytest.approx(expected, rel=1e-12)
         assert form.cost(nodes, convention) == pytest.approx(expected, rel=1e-12)
         counts = np.zeros(form.num_groups, np.int64)
-        kernel = node_set_cost(form.group_of, form.top_level, np.asarray(nodes, np.int64), counts,
-                               convention_code(convention))
+        kernel = node_set_cost(
+            form.group_of,
+            form.top_level,
+            np.asarray(nodes, np.int64),
+            counts,
+            convention_code(convention),
+        )
         assert kernel == form.cost(nodes, convention)
-        assert not counts.any()                       # the scratch comes back zeroed
+        assert not counts.any()  # the scratch comes back zeroed
 
 
 @settings(max_examples=80, deadline=None)
@@ -109,23 +124,31 @@ def test_block_costs_equal_each_block_on_irregular_trees(tree, data):
     switch_parent, node_leaf = tree
     form = count_groups(switch_parent, node_leaf)
     q = data.draw(st.permutations(range(node_leaf.size)))
-    q = q[:data.draw(st.integers(1, len(q)))]
+    q = q[: data.draw(st.integers(1, len(q)))]
     size = data.draw(st.integers(1, len(q)))
     for convention in CONVENTIONS:
         got = form.block_costs(q, size, convention)
-        expected = [set_cost_bruteforce(switch_parent, node_leaf,
-                                        [q[(p + i) % len(q)] for i in range(size)], convention)
-                    for p in range(len(q))]
+        expected = [
+            set_cost_bruteforce(
+                switch_parent, node_leaf, [q[(p + i) % len(q)] for i in range(size)], convention
+            )
+            for p in range(len(q))
+        ]
         np.testing.assert_allclose(got, expected, rtol=1e-12)
-        np.testing.assert_array_equal(got, [form.cost([q[(p + i) % len(q)] for i in range(size)],
-                                                      convention) for p in range(len(q))])
+        np.testing.assert_array_equal(
+            got,
+            [
+                form.cost([q[(p + i) % len(q)] for i in range(size)], convention)
+                for p in range(len(q))
+            ],
+        )
 
 
 def test_uneven_depths_take_the_larger_distance():
     # 0 top; 1, 2 under 0; 3 under 2; 4 under 3. Node 0 on 1, node 1 on 3, node 2 on 4.
     switch_parent, node_leaf = [-1, 0, 0, 2, 3], [1, 3, 4]
-    assert pair_hops(switch_parent, node_leaf, 0, 1) == 2 * 3   # at 0: distances 2 and 3
-    assert pair_hops(switch_parent, node_leaf, 1, 2) == 2 * 2   # at 3: distances 1 and 2
+    assert pair_hops(switch_parent, node_leaf, 0, 1) == 2 * 3  # at 0: distances 2 and 3
+    assert pair_hops(switch_parent, node_leaf, 1, 2) == 2 * 2  # at 3: distances 1 and 2
     assert pair_hops(switch_parent, node_leaf, 0, 2) == 2 * 4
     form = count_groups(switch_parent, node_leaf)
     assert form.top_level == 4 and form.group_of.shape == (3, 3)
@@ -166,8 +189,14 @@ def test_equals_todays_costs_on_the_named_layouts(layout):
     q = rng.permutation(t.num_nodes)[:600]
     for size in (1, 7, 64, 600):
         for convention in CONVENTIONS:
-            today = _kernels.block_costs(t.switch_of[q], t.pod_of[q], size, t.num_edge_switches,
-                                         t.num_pods, convention_code(convention))
+            today = _kernels.block_costs(
+                t.switch_of[q],
+                t.pod_of[q],
+                size,
+                t.num_edge_switches,
+                t.num_pods,
+                convention_code(convention),
+            )
             np.testing.assert_array_equal(form.block_costs(q, size, convention), today)
 
 
@@ -180,28 +209,32 @@ def test_block_costs_equal_todays_kernel_on_fat_trees(case, data):
     q = np.asarray(q, np.int64)
     for convention in CONVENTIONS:
         code = convention_code(convention)
-        today = _kernels.block_costs(t.switch_of[q], t.pod_of[q], size, t.num_edge_switches,
-                                     t.num_pods, code)
+        today = _kernels.block_costs(
+            t.switch_of[q], t.pod_of[q], size, t.num_edge_switches, t.num_pods, code
+        )
         got = block_costs(form.group_of, form.top_level, q, size, form.num_groups, code)
         np.testing.assert_array_equal(got, today)
         assert list(got) == blocks_reference(form, list(q), size, convention)
 
 
 # -- bad input ------------------------------------------------------------------------------------
-@pytest.mark.parametrize("switch_parent, node_leaf, match", [
-    ([1, -1], [0], None),                                   # fine: switch 0 under the top 1
-    ([-1, -1], [0], "exactly one top switch"),
-    ([1, 0], [0], "exactly one top switch"),
-    ([-1, 2, 1], [0], "switch 1 does not lead up"),         # 1 and 2 form a cycle
-    ([-1, 1], [0], "switch 1 does not lead up"),            # its own parent
-    ([-1, 5], [0], r"switch_parent\[1\]=5 is out of range"),
-    ([-1, -2], [0], r"switch_parent\[1\]=-2 is out of range"),
-    ([-1, 0], [1, 2], r"node_leaf\[1\]=2 is not a switch"),
-    ([-1, 0], [-1], r"node_leaf\[0\]=-1 is not a switch"),
-    ([-1.0, 0.0], [0], "switch_parent must hold integers"),
-    ([-1, 0], [], "node_leaf must be a non-empty"),
-    ([[-1, 0]], [0], "switch_parent must be a non-empty 1-D"),
-])
+@pytest.mark.parametrize(
+    "switch_parent, node_leaf, match",
+    [
+        ([1, -1], [0], None),  # fine: switch 0 under the top 1
+        ([-1, -1], [0], "exactly one top switch"),
+        ([1, 0], [0], "exactly one top switch"),
+        ([-1, 2, 1], [0], "switch 1 does not lead up"),  # 1 and 2 form a cycle
+        ([-1, 1], [0], "switch 1 does not lead up"),  # its own parent
+        ([-1, 5], [0], r"switch_parent\[1\]=5 is out of range"),
+        ([-1, -2], [0], r"switch_parent\[1\]=-2 is out of range"),
+        ([-1, 0], [1, 2], r"node_leaf\[1\]=2 is not a switch"),
+        ([-1, 0], [-1], r"node_leaf\[0\]=-1 is not a switch"),
+        ([-1.0, 0.0], [0], "switch_parent must hold integers"),
+        ([-1, 0], [], "node_leaf must be a non-empty"),
+        ([[-1, 0]], [0], "switch_parent must be a non-empty 1-D"),
+    ],
+)
 def test_bad_trees_raise_one_line_errors(switch_parent, node_leaf, match):
     if match is None:
         assert count_groups(switch_parent, node_leaf).top_level == 2
@@ -213,8 +246,12 @@ def test_bad_trees_raise_one_line_errors(switch_parent, node_leaf, match):
 
 def test_bad_node_sets_raise():
     form = count_groups([-1, 0, 0], [1, 1, 2])
-    for nodes, match in [([], "non-empty"), ([0, 3], r"0\.\.2"), ([1, 1], "distinct"),
-                         ([0.5], "integer")]:
+    for nodes, match in [
+        ([], "non-empty"),
+        ([0, 3], r"0\.\.2"),
+        ([1, 1], "distinct"),
+        ([0.5], "integer"),
+    ]:
         with pytest.raises(InvalidInputError, match=match):
             form.cost(nodes)
     with pytest.raises(InvalidInputError, match="convention"):

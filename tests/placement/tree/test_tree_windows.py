@@ -6,119 +6,32 @@ general tree, and the window's JSON."""
 from __future__ import annotations
 
 import json
-import math
-import random
 
 import pytest
+from conftest import make_window
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_cases import IRREGULAR, random_window, scas_oracle, tree_cost
 
+from tjap import InvalidInputError, Status, solve
 from tjap.placement.tree.cost import assignment_cost, job_cost
 from tjap.placement.tree.scas import is_scas
-from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window, load_windows
-from tjap import FatTree, InvalidInputError, Status, solve
-
-from conftest import make_window
-from tree_cost_oracle import set_cost_bruteforce
 
 CONVENTIONS = ("paper", "published")
 SCAS_EXACT = ("dp", "scip", "cpsat")
 TOL = 1e-6
 
 
-# -- trees and windows ----------------------------------------------------------------------------
-def random_tree(rng: random.Random, max_levels: int = 4) -> Topology:
-    """A tree of 2..max_levels switch levels, leaves at uneven depths holding 1..4 nodes."""
-    levels = rng.randint(2, max_levels)
-    entries, counter = [], {"s": 0, "n": 0}
-
-    def grow(depth) -> str:
-        name = f"sw{counter['s']}"
-        counter["s"] += 1
-        entry = {"name": name}
-        entries.append(entry)
-        if depth + 1 < levels and (depth == 0 or rng.random() < 0.6):
-            entry["switches"] = [grow(depth + 1) for _ in range(rng.randint(1, 3))]
-        else:
-            first = counter["n"]
-            counter["n"] += rng.randint(1, 4)
-            entry["nodes"] = [f"n{i}" for i in range(first, counter["n"])]
-        return name
-
-    grow(0)
-    return Topology.from_dict({"switches": entries})
-
-
-def random_window(seed: int, *, max_idle: int = 10, max_jobs: int = 3) -> Window:
-    """A random window on a random tree: 2..max_idle idle nodes (by name), 1..max_jobs jobs."""
-    rng = random.Random(seed)
-    tree = random_tree(rng)
-    while tree.num_nodes < 2:
-        tree = random_tree(rng)
-    m = rng.randint(2, min(max_idle, tree.num_nodes))
-    idle = rng.sample(tree.node_names, m)
-    num_jobs = rng.randint(1, min(max_jobs, m))
-    sizes, left = [], m
-    for j in range(num_jobs):
-        n = rng.randint(1, max(1, min(left - (num_jobs - j - 1), m // 2 + 1)))
-        sizes.append(n)
-        left -= n
-    return Window(tree, idle, sizes)
-
-
-#: A hand-written irregular tree: leaves at depths 1, 2 and 3, of sizes 1..4.
-IRREGULAR = Topology.from_dict({"switches": [
-    {"name": "top", "switches": "spineA,spineB,leafC"},
-    {"name": "spineA", "switches": "leafA1,aggA"},
-    {"name": "leafA1", "nodes": "a[1-3]"},
-    {"name": "aggA", "switches": "leafA2,leafA3"},
-    {"name": "leafA2", "nodes": "d[1-2]"},
-    {"name": "leafA3", "nodes": "e1"},
-    {"name": "spineB", "switches": "leafB1"},
-    {"name": "leafB1", "nodes": "b[1-4]"},
-    {"name": "leafC", "nodes": "c[1-2]"},
-]})
-
-
-# -- brute-force SCAS oracle on any tree ----------------------------------------------------------
-def tree_cost(w: Window, nodes, convention: str) -> float:
-    t = w.topology
-    return set_cost_bruteforce(t.switch_parent, t.node_leaf, nodes, convention)
-
-
-def scas_oracle(w: Window, convention: str) -> float:
-    """Cheapest tuple of pairwise disjoint blocks D(p, n_j) of Q, one per job (blocks wrap)."""
-    m = w.num_idle
-    cost, cover = {}, {}
-    for n in set(w.job_sizes):
-        for p in range(m):
-            block = [int(w.idle_nodes[(p + i) % m]) for i in range(n)]
-            cost[n, p] = tree_cost(w, block, convention)
-            cover[n, p] = frozenset((p + i) % m for i in range(n))
-    best = math.inf
-
-    def rec(j, used, total):
-        nonlocal best
-        if j == w.num_jobs:
-            best = min(best, total)
-            return
-        n = w.job_sizes[j]
-        for p in range(m):
-            if not used & cover[n, p]:
-                rec(j + 1, used | cover[n, p], total + cost[n, p])
-
-    rec(0, frozenset(), 0.0)
-    return best
-
-
 def check_tree_result(w: Window, r, convention: str) -> None:
     assert r.window is w and r.has_solution and r.is_feasible()
     assert is_scas(w, r.assignment)
     assert r.objective == pytest.approx(
-        sum(tree_cost(w, nodes, convention) for nodes in r.assignment), abs=TOL)
-    assert r.objective == pytest.approx(assignment_cost(w.topology, r.assignment, convention),
-                                        abs=TOL)
+        sum(tree_cost(w, nodes, convention) for nodes in r.assignment), abs=TOL
+    )
+    assert r.objective == pytest.approx(
+        assignment_cost(w.topology, r.assignment, convention), abs=TOL
+    )
 
 
 # -- the exact methods against the oracle ---------------------------------------------------------
@@ -189,18 +102,20 @@ def test_fat_tree_as_switch_tree_gives_the_same_optimum(seed, convention):
         a = solve(fat, method, convention=convention)
         b = solve(w, method, convention=convention)
         assert b.objective == pytest.approx(a.objective, abs=TOL), method
-        assert job_cost(tree, b.assignment[0], convention) == job_cost(t, b.assignment[0],
-                                                                        convention)
+        assert job_cost(tree, b.assignment[0], convention) == job_cost(
+            t, b.assignment[0], convention
+        )
 
 
 # -- names in, names out --------------------------------------------------------------------------
 def test_names_in_names_out():
     w = Window(IRREGULAR, ["c2", "b1", "a1", "b2"], [2, 2])
     assert w.idle_nodes.tolist() == [IRREGULAR.node_index(v) for v in ("a1", "b1", "b2", "c2")]
-    assert Window(IRREGULAR, w.idle_nodes.tolist(), [2, 2]) == w   # indices work too
+    assert Window(IRREGULAR, w.idle_nodes.tolist(), [2, 2]) == w  # indices work too
     r = solve(w, "dp")
-    assert r.node_names() == tuple(tuple(IRREGULAR.node_names[v] for v in nodes)
-                                   for nodes in r.assignment)
+    assert r.node_names() == tuple(
+        tuple(IRREGULAR.node_names[v] for v in nodes) for nodes in r.assignment
+    )
     assert set(r.node_names()[0]) == {"b1", "b2"}
     data = r.to_dict()
     assert data["nodes"] == [list(names) for names in r.node_names()]
@@ -214,13 +129,16 @@ def test_fat_tree_results_keep_their_json():
     assert r.node_names() == tuple(tuple(str(v) for v in nodes) for nodes in r.assignment)
 
 
-@pytest.mark.parametrize("idle, match", [
-    (["a1", "zz9"], "idle_nodes: unknown node 'zz9'"),
-    (["a1", "a1"], "repeats node 'a1'"),
-    ([0, 99], "node index 99 is out of range"),
-    (42, "must be a list"),
-    ("a[2-1]", "reversed"),
-])
+@pytest.mark.parametrize(
+    "idle, match",
+    [
+        (["a1", "zz9"], "idle_nodes: unknown node 'zz9'"),
+        (["a1", "a1"], "repeats node 'a1'"),
+        ([0, 99], "node index 99 is out of range"),
+        (42, "must be a list"),
+        ("a[2-1]", "reversed"),
+    ],
+)
 def test_bad_idle_nodes_raise_one_line_errors(idle, match):
     with pytest.raises(InvalidInputError, match=match) as info:
         Window(IRREGULAR, idle, [1])
@@ -228,9 +146,23 @@ def test_bad_idle_nodes_raise_one_line_errors(idle, match):
 
 
 # -- every method on a general tree ----------------------------------------------------------------
-@pytest.mark.parametrize("method", ["dp", "scip", "cpsat", "scip-paper", "cpsat-paper", "seq",
-                                    "auto", "freeform", "freeform-greedy", "sa", "lns",
-                                    "slurm-tree"])
+@pytest.mark.parametrize(
+    "method",
+    [
+        "dp",
+        "scip",
+        "cpsat",
+        "scip-paper",
+        "cpsat-paper",
+        "seq",
+        "auto",
+        "freeform",
+        "freeform-greedy",
+        "sa",
+        "lns",
+        "slurm-tree",
+    ],
+)
 def test_every_method_places_a_general_tree_window(method):
     w = Window(IRREGULAR, ["a1", "a2", "b1", "b2", "c1"], [2, 2])
     r = solve(w, method, seed=0)
@@ -251,7 +183,7 @@ def test_switch_tree_window_json_round_trip(tmp_path):
     w = Window(IRREGULAR, ["e1", "a3", "b2", "c1"], [1, 2], meta={"epoch": 4})
     data = json.loads(w.to_json())
     assert data["topology"] == {"tree": IRREGULAR.to_dict()}
-    assert data["idle_nodes"] == ["a3", "e1", "b2", "c1"]      # depth-first order
+    assert data["idle_nodes"] == ["a3", "e1", "b2", "c1"]  # depth-first order
     back = Window.from_json(w.to_json())
     assert back == w and back.meta == w.meta
     path = tmp_path / "windows.jsonl"
@@ -262,8 +194,11 @@ def test_switch_tree_window_json_round_trip(tmp_path):
 def test_window_reads_a_slurm_topology_next_to_its_file(tmp_path):
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "topology.conf").write_text(IRREGULAR.to_slurm())
-    window = {"topology": {"slurm": "conf/topology.conf"}, "idle_nodes": ["b1", "b2", "d1"],
-              "job_sizes": [2]}
+    window = {
+        "topology": {"slurm": "conf/topology.conf"},
+        "idle_nodes": ["b1", "b2", "d1"],
+        "job_sizes": [2],
+    }
     (tmp_path / "w.json").write_text(json.dumps(window))
     [w] = load_windows(tmp_path / "w.json")
     assert w.topology == IRREGULAR

@@ -42,26 +42,32 @@ def test_empty_window(tree):
         Window(tree, [], [1])
 
 
-@pytest.mark.parametrize("idle,sizes,field", [
-    ([0, 1.0, 2], [1], r"idle_nodes\[1\]"),
-    ([0, 1, "2"], [1], r"idle_nodes\[2\]"),
-    ([0, True, 2], [1], r"idle_nodes\[1\]"),
-    ([0, None], [1], r"idle_nodes\[1\]"),
-    ([0, 1, 2], [1.5], r"job_sizes\[0\]"),
-    ([0, 1, 2], [1, np.float64(1)], r"job_sizes\[1\]"),
-    ([0, 1, 2], [False], r"job_sizes\[0\]"),
-])
+@pytest.mark.parametrize(
+    "idle,sizes,field",
+    [
+        ([0, 1.0, 2], [1], r"idle_nodes\[1\]"),
+        ([0, 1, "2"], [1], r"idle_nodes\[2\]"),
+        ([0, True, 2], [1], r"idle_nodes\[1\]"),
+        ([0, None], [1], r"idle_nodes\[1\]"),
+        ([0, 1, 2], [1.5], r"job_sizes\[0\]"),
+        ([0, 1, 2], [1, np.float64(1)], r"job_sizes\[1\]"),
+        ([0, 1, 2], [False], r"job_sizes\[0\]"),
+    ],
+)
 def test_non_integer_entries(tree, idle, sizes, field):
     with pytest.raises(InvalidInputError, match=field) as info:
         Window(tree, idle, sizes)
     assert "integer" in str(info.value)
 
 
-@pytest.mark.parametrize("idle,sizes,field", [
-    ("0123", [1], "idle_nodes"),
-    (5, [1], "idle_nodes"),
-    ([0, 1, 2], 2, "job_sizes"),
-])
+@pytest.mark.parametrize(
+    "idle,sizes,field",
+    [
+        ("0123", [1], "idle_nodes"),
+        (5, [1], "idle_nodes"),
+        ([0, 1, 2], 2, "job_sizes"),
+    ],
+)
 def test_non_list_fields(tree, idle, sizes, field):
     with pytest.raises(InvalidInputError, match=field):
         Window(tree, idle, sizes)
@@ -168,17 +174,39 @@ def test_missing_topology_field(tree):
         Window.from_dict(d)
 
 
-@pytest.mark.parametrize("data,match", [
-    ([1, 2, 3], "JSON object"),
-    ("window", "JSON object"),
-    ({"topology": [16], "idle_nodes": [0], "job_sizes": [1]}, "topology"),
-    ({"topology": {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2},
-      "idle_nodes": [0, 1], "job_sizes": [1], "meta": [1]}, "meta"),
-    ({"topology": {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2},
-      "idle_nodes": [0, 1], "job_sizes": "1"}, "job_sizes"),
-    ({"topology": {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2},
-      "idle_nodes": [0, 1.5], "job_sizes": [1]}, r"idle_nodes\[1\]"),
-])
+@pytest.mark.parametrize(
+    "data,match",
+    [
+        ([1, 2, 3], "JSON object"),
+        ("window", "JSON object"),
+        ({"topology": [16], "idle_nodes": [0], "job_sizes": [1]}, "topology"),
+        (
+            {
+                "topology": {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2},
+                "idle_nodes": [0, 1],
+                "job_sizes": [1],
+                "meta": [1],
+            },
+            "meta",
+        ),
+        (
+            {
+                "topology": {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2},
+                "idle_nodes": [0, 1],
+                "job_sizes": "1",
+            },
+            "job_sizes",
+        ),
+        (
+            {
+                "topology": {"num_nodes": 16, "nodes_per_switch": 2, "switches_per_pod": 2},
+                "idle_nodes": [0, 1.5],
+                "job_sizes": [1],
+            },
+            r"idle_nodes\[1\]",
+        ),
+    ],
+)
 def test_malformed_dicts(data, match):
     with pytest.raises(InvalidInputError, match=match):
         Window.from_dict(data)
