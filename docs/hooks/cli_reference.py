@@ -34,7 +34,9 @@ def cli_reference() -> str:
         sections = []
         for path, parser in command_parsers(build_parser()):
             level = "#" * min(2 + len(path) - 1, 4)
-            sections.append(f"{level} `{' '.join(path)}`\n\n```text\n{parser.format_help().rstrip()}\n```\n")
+            sections.append(
+                f"{level} `{' '.join(path)}`\n\n```text\n{parser.format_help().rstrip()}\n```\n"
+            )
     finally:
         if previous is None:
             del os.environ["COLUMNS"]

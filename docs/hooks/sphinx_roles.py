@@ -29,8 +29,11 @@ ROOT = Path(__file__).resolve().parents[2]
 ROLE = re.compile(r":(?:class|func|mod|data|meth|attr|exc|obj):`(?P<tilde>~?)(?P<target>[^`]+)`")
 TOP_LEVEL = ("tjap", "placement", "heuristics", "learned", "benchmarks")
 # the floors live in top-level folders and install under tjap (tjap/placement -> ../placement)
-FLOOR_FOLDERS = {"tjap.placement": "placement", "tjap.heuristics": "heuristics",
-                 "tjap.learned": "learned"}
+FLOOR_FOLDERS = {
+    "tjap.placement": "placement",
+    "tjap.heuristics": "heuristics",
+    "tjap.learned": "learned",
+}
 PARAMETER_LINE = re.compile(r"^(?P<head>\s*[\w*]+(?:\s*,\s*[\w*]+)*\s+:\s+)(?P<type>.*``.*)$")
 LITERAL_MARKER = re.compile(r"(?<=\S)::$", re.MULTILINE)
 
@@ -39,9 +42,13 @@ def reexports() -> dict[str, str]:
     """``tjap.NAME`` -> the path of the object it stands for, read from tjap's ``_LAZY`` table."""
     tree = ast.parse((ROOT / "tjap" / "__init__.py").read_text())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "_LAZY" for t in node.targets):
-            return {f"tjap.{name}": f"{module}.{name}"
-                    for name, module in ast.literal_eval(node.value).items()}
+        if isinstance(node, ast.Assign) and any(
+            getattr(t, "id", "") == "_LAZY" for t in node.targets
+        ):
+            return {
+                f"tjap.{name}": f"{module}.{name}"
+                for name, module in ast.literal_eval(node.value).items()
+            }
     return {}
 
 
@@ -53,7 +60,7 @@ def identifier(target: str, module: str, package: str) -> str:
     if target.startswith("."):
         base = package.split(".")
         dots = len(target) - len(target.lstrip("."))
-        base = base[:len(base) - dots + 1] if dots > 1 else base
+        base = base[: len(base) - dots + 1] if dots > 1 else base
         return ".".join([*base, target.lstrip(".")])
     if target in REEXPORTS:
         return REEXPORTS[target]
@@ -75,7 +82,7 @@ def source_file(module: str) -> str:
     ``heuristics/tree/_kernels.py`` (a package's path ends in its folder)."""
     for prefix, folder in FLOOR_FOLDERS.items():
         if module == prefix or module.startswith(prefix + "."):
-            module = folder + module[len(prefix):]
+            module = folder + module[len(prefix) :]
             break
     path = Path(*module.split("."))
     if (ROOT / path).is_dir():
@@ -103,6 +110,7 @@ def plain_private(full: str, tilde: bool) -> str:
 def rewrite(text: str, module: str, package: str) -> str:
     """``text`` with every Sphinx role replaced by an optional autorefs cross-reference, or by
     plain text for a private target."""
+
     def replace(match: re.Match) -> str:
         target = match["target"].rstrip("()")
         full = identifier(target, module, package)
@@ -110,13 +118,16 @@ def rewrite(text: str, module: str, package: str) -> str:
             return plain_private(full, bool(match["tilde"]))
         shown = target.lstrip(".").rsplit(".", 1)[-1] if match["tilde"] else target.lstrip(".")
         return f'<autoref identifier="{full}" optional><code>{shown}</code></autoref>'
+
     return ROLE.sub(replace, text)
 
 
 def plain_types(text: str) -> str:
     """Numpy parameter lines without double backticks in their type part."""
+
     def line(match: re.Match) -> str:
         return match["head"] + match["type"].replace("``", "")
+
     return "\n".join(PARAMETER_LINE.sub(line, row) for row in text.split("\n"))
 
 

@@ -12,7 +12,7 @@ def on_config(config):
     """Put ``tjap.__version__`` into the site name and the footer."""
     from tjap import __version__
 
-    if not config.site_name.endswith(__version__):   # `mkdocs serve` may rebuild with this config
+    if not config.site_name.endswith(__version__):  # `mkdocs serve` may rebuild with this config
         config.site_name = f"{config.site_name} {__version__}"
     config.copyright = f"tjap {__version__} · MIT licence"
     return config
