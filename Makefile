@@ -3,31 +3,42 @@
 # fails, then checks it in headless Chromium (installed with apt when missing; tests marked docs).
 PYTHON ?= python3
 VENV := .venv
-# The one place torch is pinned: the CPU build, installed before anything else so that no
-# multi-GB CUDA build is pulled in by a dependency.
+# The one place torch is pinned. It is installed before anything else: a CPU wheel in pip's
+# find-links folder (PIP_FIND_LINKS) is taken when one is there; otherwise pip takes PyPI's build,
+# which brings its CUDA libraries (527 MB for torch itself, about 5.6 GB installed).
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test test-signals test-slurm test-all bench docs lint clean
+.PHONY: demo test test-slow test-signals test-slurm test-all bench docs lint clean
+
+# Tests run on every core (pytest-xdist; a file's tests stay in one worker, so its module
+# fixtures are built once): -n auto is one worker per core.
+PARALLEL := -n auto --dist loadfile
 
 $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q $(TORCH_PIN)
 	$(VENV)/bin/python -m pip install -q -e '.[test,ray,docs,lint]'
+	$(VENV)/bin/python -m tjap.warmup   # compiles the Numba kernels once, on every core (about 1.5 min)
 	touch $@
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/tjap demo
 
 test: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q $(PARALLEL)
+
+# The tests marked slow (trainings, long examples and benchmarks, the widest oracles) but the
+# signal tests, which test-signals runs alone: CI runs them, `make test-all` too.
+test-slow: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m 'slow and not slurm and not docs' --ignore tests/face/test_interrupts.py
 
 # Real SIGINT / SIGTERM sent to running commands and solvers (slow-marked; about 30 s).
 test-signals: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m slow tests/face/test_interrupts.py
 
 # Tests against a real local Slurm (installs slurm-wlm + munge with apt when missing, builds Slurm
-# 24.11 once into /var/cache/tjap/slurm-24.11 for the topology/block tests; needs root), then the
+# 24.11 once into $TJAP_CACHE_ROOT/slurm-24.11 (default /var/cache/tjap) for the topology/block tests; needs root), then the
 # topology/tree tests again on Slurm 24.11 (TJAP_SLURM picks the Slurm of every local cluster).
 test-slurm: $(VENV)/.installed
 	bash .ci/install-slurm || echo "warning: could not install Slurm; the slurm tests will skip"

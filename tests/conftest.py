@@ -26,6 +26,44 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 CACHE_MARKERS = ("slurm", "docs")
 
 
+#: The default suite's costliest tests (3-21 s each once the Numba cache is warm, measured with
+#: ``pytest --durations`` on 2 cores, 2026-12-02), marked ``slow`` here instead of one by one:
+#: ``make test-slow`` runs them, CI too. Each is a prefix of pytest's test id.
+MOVED_TO_SLOW = (
+    "tests/docs/test_readme_examples.py::test_cheap_example_runs[tjap simulate --trace",
+    "tests/docs/test_readme_examples.py::test_cheap_example_runs[tjap audit examples/audit/sacct.txt",
+    "tests/placement/network/test_network.py::test_exact_matches_brute_force",
+    "tests/placement/network/test_network.py::test_exact_tie_cost_breaks_ties_only",
+    "tests/placement/network/test_network.py::test_channels_and_resources_are_conserved",
+    "tests/placement/network/test_network.py::test_every_policy_is_deterministic_by_seed[exact]",
+    "tests/placement/network/test_network.py::test_episode_steps_one_decision_at_a_time[exact]",
+    "tests/face/test_cli.py::test_bench_exact",
+    "tests/face/test_bench_cli.py::test_bench_table4",
+    "tests/face/test_bench_cli.py::test_sa_speed_benchmark",
+    "tests/benchmarks/test_slurm_topology.py::test_block_floors_match_brute_force",
+    "tests/core/test_executor.py::test_serial_equals_ray",
+    "tests/core/test_executor.py::test_a_pool_terminated_while_a_worker_starts_never_hangs",
+    "tests/placement/tree/test_constraints.py::test_exact_methods_equal_brute_force[labels]",
+    "tests/learned/batch/test_provision_learned.py::"
+    "test_shipped_provisioners_never_act_before_the_predecessor_is_submitted[moe_pg]",
+    "tests/learned/batch/test_provision_learned.py::"
+    "test_shipped_provisioners_never_act_before_the_predecessor_is_submitted[moe_dqn]",
+    "tests/learned/batch/test_provision_learned.py::test_recorded_episodes_equal_the_plain_recording",
+    "tests/heuristics/tree/test_nsa_numba.py::test_lookahead_trajectory_follows_the_twin_with_a_torch_oracle[5-",
+    "tests/learned/network/test_network_imitation.py::test_completion_with_fixed_servers_matches_brute_force",
+    "tests/learned/network/test_network_imitation.py::test_labeller_cache_agrees_with_fresh_solves",
+    "tests/placement/tree/test_table3_accounting.py::test_epoch_figures_are_the_sum_over_periods",
+    "tests/learned/batch/test_provision_calibrate.py::test_choose_finds_the_grids_best_rule_by_brute_force",
+    "tests/placement/tree/test_stream.py::test_no_cap[paper-scip]",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(MOVED_TO_SLOW):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def empty_cache_root(tmp_path_factory) -> Path:
     """An empty folder standing in for the cache root of a machine where nothing has run."""
