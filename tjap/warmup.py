@@ -102,6 +102,12 @@ def _run(name: str) -> tuple[str, float, str | None]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every warm-up on ``os.cpu_count()`` processes; print one line per run."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m tjap.warmup",
+        description="Compile and cache the Numba kernels now, on every core.",
+    ).parse_args(argv)
     workers = max(1, min(len(RUNS), os.cpu_count() or 1))
     start = time.perf_counter()
     with ProcessPoolExecutor(workers) as pool:
