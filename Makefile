@@ -29,7 +29,7 @@ test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q $(PARALLEL)
 
 # The tests marked slow (trainings, long examples and benchmarks, the widest oracles) but the
-# signal tests, which test-signals runs alone: CI runs them, `make test-all` too.
+# signal tests, which test-signals runs alone (`make test-all` runs them too).
 test-slow: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m 'slow and not slurm and not docs' --ignore tests/face/test_interrupts.py
 

@@ -28,7 +28,7 @@ CACHE_MARKERS = ("slurm", "docs")
 
 #: The default suite's costliest tests (3-21 s each once the Numba cache is warm, measured with
 #: ``pytest --durations`` on 2 cores, 2026-12-02), marked ``slow`` here instead of one by one:
-#: ``make test-slow`` runs them, CI too. Each is a prefix of pytest's test id.
+#: ``make test-slow`` runs them (and ``make test-all``). Each is a prefix of pytest's test id.
 MOVED_TO_SLOW = (
     "tests/docs/test_readme_examples.py::test_cheap_example_runs[tjap simulate --trace",
     "tests/docs/test_readme_examples.py::test_cheap_example_runs[tjap audit examples/audit/sacct.txt",
