@@ -40,6 +40,75 @@ def _tree_methods(which: str) -> None:
                 pass  # a method that refuses this kind of window
 
 
+def _tree_search_variants() -> None:
+    """The annealing and LNS variants (each convention, preset, repair and reinsertion order,
+    the look-ahead repair) on a stream window of a fat-tree, a switch tree and a block tree
+    with job constraints and both forms of the fragmentation weight."""
+    import tjap
+    from tjap.heuristics.tree.operators import REINSERT, LookaheadRepair
+    from tjap.placement.tree.stream import generate_windows
+    from tjap.placement.tree.topology import Topology
+    from tjap.placement.tree.tree_cost import CONVENTIONS
+    from tjap.placement.tree.window import load_windows
+
+    blocks = Topology.from_slurm(
+        "\n".join([f"BlockName=b{i} Nodes=n[{2 * i + 1}-{2 * i + 2}]" for i in range(5)])
+        + "\nBlockSizes=2,4"
+    )
+    jobs = [
+        {"nodes": 2, "segment": 2, "segment_level": 1},
+        {"nodes": 3, "within": 1},
+        {"nodes": 1, "prefer": 1, "prefer_cost": 700},
+        {"nodes": 2, "exclusive": 1},
+        {"nodes": 2, "slurm_rule": True},
+    ]
+    windows = [generate_windows("paper", 1, seed=0)[0], load_windows(EXAMPLES / "window.json")[0]]
+    for fragmentation in (None, 700, (300, 2)):
+        windows += [tjap.Window(blocks, range(10), [j], fragmentation=fragmentation) for j in jobs]
+    windows += [tjap.Window(tjap.FatTree(k=4, num_nodes=16), range(16), [3, 2, 4])]
+    searches = [{"preset": preset} for preset in ("paper", "best")]
+    searches += [{"repair": repair} for repair in ("greedy", "paper", "uniform")]
+    searches += [{"repair": LookaheadRepair(k=1, temperature=0.0)}]
+    searches += [{"reinsert": order} for order in REINSERT]
+    solved = refused = 0
+    for window in windows:
+        for convention in CONVENTIONS:
+            for method, options in [("sa", o) for o in searches] + [("lns", {"repair": "paper"})]:
+                try:
+                    tjap.solve(
+                        window, method, seed=0, iterations=30, convention=convention, **options
+                    )
+                    solved += 1
+                except tjap.InvalidInputError:
+                    refused += 1  # an option this kind of window does not take
+    if refused > solved // 2:
+        raise RuntimeError(f"{refused} of the search variants were refused")
+
+
+def _tree_learning() -> None:
+    """The repair environment of Neural SA's training (both warm-up repairs, every expert)
+    and the online replay (each policy with each per-job placement)."""
+    from tjap.learned.tree.env import WARMUP_REPAIRS, NSARepairEnv
+    from tjap.learned.tree.imitation import EXPERTS, expert_action
+    from tjap.placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.online import PLACEMENTS, POLICIES, replay
+    from tjap.placement.tree.stream import generate_windows
+    from tjap.placement.tree.workload import Workload
+
+    windows = generate_windows("published", 2, seed=5, convention="published")
+    for repair in WARMUP_REPAIRS:
+        for q in (7, 100):
+            env = NSARepairEnv(windows, q=q, max_remove=5, warmup_repair=repair, warmup_moves=5)
+            for expert in EXPERTS:
+                env.reset(seed=0)
+                env.step(expert_action(env, expert))
+    tree = FatTree(num_nodes=64, nodes_per_switch=4, switches_per_pod=4)
+    workload = Workload.generate(60, 1, max_nodes=16)
+    for policy in POLICIES:
+        for placement in PLACEMENTS if policy != "window" else ("firstfit",):
+            replay(tree, workload, policy=policy, placement=placement, jobs=range(40), seed=0)
+
+
 def _batch() -> None:
     from tjap.cli import main
 
@@ -72,15 +141,32 @@ def _interference() -> None:
         main(["interference", "evaluate", "--policy", policy, "--quiet", "--json"])
 
 
+def _small_policies() -> None:
+    """The rules and learned policies of seeds 001 and 003 on small cases (the shipped weights)."""
+    from tjap.placement.interference import Workload, make_cluster, simulate
+    from tjap.placement.network import Requests, paper_topology, run_episode
+    from tjap.registry import make
+
+    cluster = make_cluster("fattree", 4)
+    workload = Workload.generate(cluster.num_partitions, 3, "poisson", seed=0, rate=2)
+    for name, options in [("lif", {}), ("single", {}), ("marl", {}), ("opt", {"iterations": 20})]:
+        simulate(cluster, workload, make("interference", name, **options))
+    topology = paper_topology("8:1-16", servers=64)
+    run_episode(topology, Requests.generate(topology, 8, seed=0), make("network", "gnn"))
+
+
 #: The runs, costliest first, so the pool's cores stay busy to the end.
 RUNS = {
     "tree: fat-tree window": lambda: _tree_methods("fat-tree"),
     "tree: switch-tree window": lambda: _tree_methods("window"),
     "tree: block window": lambda: _tree_methods("blocks-window"),
+    "tree: search variants": _tree_search_variants,
+    "tree: training environment and online replay": _tree_learning,
     "batch simulator": _batch,
     "audit": _audit,
     "network": _network,
     "interference": _interference,
+    "interference and network: small cases of every policy": _small_policies,
 }
 
 
