@@ -66,7 +66,7 @@ def _tree_search_variants() -> None:
     for fragmentation in (None, 700, (300, 2)):
         windows += [tjap.Window(blocks, range(10), [j], fragmentation=fragmentation) for j in jobs]
     windows += [tjap.Window(tjap.FatTree(k=4, num_nodes=16), range(16), [3, 2, 4])]
-    searches = [{"preset": preset} for preset in ("paper", "best")]
+    searches: list[dict[str, object]] = [{"preset": preset} for preset in ("paper", "best")]
     searches += [{"repair": repair} for repair in ("greedy", "paper", "uniform")]
     searches += [{"repair": LookaheadRepair(k=1, temperature=0.0)}]
     searches += [{"reinsert": order} for order in REINSERT]
