@@ -8,7 +8,7 @@ VENV := .venv
 # which brings its CUDA libraries (527 MB for torch itself, about 5.6 GB installed).
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test test-slow test-signals test-slurm test-all bench docs lint clean
+.PHONY: demo test test-slow test-examples test-signals test-slurm test-all bench docs lint clean
 
 # Tests run on every core (pytest-xdist; a file's tests stay in one worker, so its module
 # fixtures are built once): -n auto is one worker per core.
@@ -28,10 +28,16 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q $(PARALLEL)
 
-# The tests marked slow (trainings, long examples and benchmarks, the widest oracles) but the
-# signal tests, which test-signals runs alone (`make test-all` runs them too).
+# The tests marked slow (the widest oracles, long examples and benchmarks; about 2.5 min on 2
+# cores), but the signal tests, which test-signals runs alone, and the README's long examples,
+# which test-examples runs (`make test-all` runs them all).
 test-slow: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m 'slow and not slurm and not docs' --ignore tests/face/test_interrupts.py
+	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m 'slow and not slurm and not docs' --ignore tests/face/test_interrupts.py -k 'not test_slow_example_runs'
+
+# The README's long examples: trainings and full benchmark runs (more than 40 min on 2 cores;
+# not in CI, which never trains).
+test-examples: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m slow tests/docs/test_readme_examples.py -k test_slow_example_runs
 
 # Real SIGINT / SIGTERM sent to running commands and solvers (slow-marked; about 30 s).
 test-signals: $(VENV)/.installed

@@ -554,7 +554,7 @@ def test_mean_cost_as_the_old_torch_path():
         a = Arrays(w)
         rng = np.random.default_rng(i)
 
-        def repair(alive, size, others, num_others, u, a=a, rng=rng):
+        def repair(alive, size, others, num_others, u, rest, a=a, rng=rng):
             return old_start(
                 policy, spec, a, np.asarray(alive), len(alive), size, others, num_others, rng
             )
