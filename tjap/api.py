@@ -7,7 +7,7 @@ light.
 
 from __future__ import annotations
 
-from tjap.errors import InvalidInputError
+from tjap.errors import MAX_SEED, InvalidInputError
 from tjap.registry import get
 
 #: Longest time limit accepted (SCIP refuses more than 1e20 s); None means no limit.
@@ -108,8 +108,10 @@ def solve(
             f"time_limit_s must be positive and at most {MAX_TIME_LIMIT_S:g} s (None for no limit), "
             f"got {time_limit_s!r}"
         )
-    if not isinstance(seed, (int,)) or isinstance(seed, bool):
-        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
+    if not isinstance(seed, (int,)) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise InvalidInputError(
+            f"seed must be a whole number from 0 to {MAX_SEED}, got {seed!r:.40}"
+        )
     entry = get("tree", method)
     entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
     if window.constrained and not entry.constraints:

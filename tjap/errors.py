@@ -65,3 +65,8 @@ def check_options(options, valid, what: str) -> None:
             f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} "
             f"for {what}; valid options: {', '.join(valid) or 'none'}"
         )
+
+
+#: The largest seed every command and solver takes (numpy's legacy generators and the Numba
+#: kernels seed from 32 bits); a seed outside 0..MAX_SEED is refused in one line.
+MAX_SEED = 2**32 - 1

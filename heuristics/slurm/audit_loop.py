@@ -130,7 +130,7 @@ def measure(
             table.first_node,
             table.end_node,
             table.leaves,
-            table.leaf_dist,
+            table.ancestors,
             table.top,
             tables.newer,
         ),

@@ -99,8 +99,12 @@ class SlurmSwitchTable:
         The switch's nodes are ``first_node[s]:end_node[s]`` in the topology's node order.
     leaves : int64 array
         The leaf switches, in table order.
-    leaf_dist : int64 array (len(leaves), num_switches)
-        Links between each leaf and every switch, :data:`INFINITE` across top-level switches.
+    ancestors : int64 array (num_switches, depth + 1)
+        ``ancestors[s, d]`` is the switch above ``s`` at depth ``d`` (``s`` itself at its own
+        depth, -1 below it): the links between two switches follow from their two rows
+        (:func:`switch_distance`), so no leaves x switches table is ever built (it would be
+        tens of GiB on a tree of a million nodes). :meth:`leaf_distances` builds it for
+        inspection.
     top : bool array
         Whether the switch is a top-level switch (no line lists it).
     """
@@ -123,14 +127,13 @@ class SlurmSwitchTable:
         leaf_of = topology.node_leaf.astype(np.int64) - offset
         first = np.full(num, topology.num_nodes, dtype=np.int64)
         end = np.zeros(num, dtype=np.int64)
-        for v in range(topology.num_nodes):
-            s = int(leaf_of[v])
-            while True:
-                first[s] = min(first[s], v)
-                end[s] = max(end[s], v + 1)
-                if is_top[s]:
-                    break
-                s = int(parent[s])
+        nodes = np.arange(topology.num_nodes, dtype=np.int64)
+        np.minimum.at(first, leaf_of, nodes)
+        np.maximum.at(end, leaf_of, nodes + 1)
+        for s in range(num - 1, -1, -1):  # children before parents
+            if not is_top[s]:
+                first[parent[s]] = min(first[parent[s]], first[s])
+                end[parent[s]] = max(end[parent[s]], end[s])
         depth = np.zeros(num, dtype=np.int64)
         for s in range(num):
             if not is_top[s]:
@@ -144,17 +147,41 @@ class SlurmSwitchTable:
             for d in range(int(depth[s]), -1, -1):
                 path[s, d] = u
                 u = int(parent[u])
-        leaf_dist = np.full((leaves.size, num), INFINITE, dtype=np.int64)
-        for a, leaf in enumerate(leaves):
-            shared = ((path == path[leaf]) & (path >= 0)).sum(axis=1)
-            near = shared > 0
-            leaf_dist[a, near] = depth[leaf] + depth[near] - 2 * (shared[near] - 1)
         self.num_switches = num
         self.offset = offset
         self.level, self.parent, self.first_node, self.end_node = level, parent, first, end
-        self.leaves, self.leaf_dist, self.top = leaves, leaf_dist, is_top
-        for array in (level, parent, first, end, leaves, leaf_dist, is_top):
+        self.leaves, self.ancestors, self.top = leaves, path, is_top
+        for array in (level, parent, first, end, leaves, path, is_top):
             array.setflags(write=False)
+
+    def leaf_distances(self) -> np.ndarray:
+        """Links between each leaf and every switch (:data:`INFINITE` across top-level
+        switches), a leaves x switches table: for inspection and tests of small trees."""
+        out = np.empty((self.leaves.size, self.num_switches), dtype=np.int64)
+        for a, leaf in enumerate(self.leaves):
+            for s in range(self.num_switches):
+                out[a, s] = switch_distance(self.ancestors, int(leaf), s)
+        return out
+
+
+@njit
+def switch_distance(ancestors, a, s):
+    """Links between switches ``a`` and ``s`` (:data:`INFINITE` under different top-level
+    switches), from their rows of :attr:`SlurmSwitchTable.ancestors`."""
+    shared = 0
+    depth_a = -1
+    depth_s = -1
+    for d in range(ancestors.shape[1]):
+        above_a, above_s = ancestors[a, d], ancestors[s, d]
+        if above_a >= 0:
+            depth_a += 1
+        if above_s >= 0:
+            depth_s += 1
+        if above_a >= 0 and above_a == above_s:
+            shared += 1
+    if shared == 0:
+        return INFINITE
+    return depth_a + depth_s - 2 * (shared - 1)
 
 
 @functools.lru_cache(maxsize=16)
@@ -200,7 +227,7 @@ def _compare(i, j, rem, count, parent, level):
 
 @njit
 def place_job(
-    avail, size, level, parent, first_node, end_node, leaves, leaf_dist, top_level, newer, out
+    avail, size, level, parent, first_node, end_node, leaves, ancestors, top_level, newer, out
 ):
     """Slurm's choice of ``size`` nodes among ``avail`` (uint8 per node, 1 = idle; the chosen
     nodes are set to 0), by 22.05's rule or, with ``newer``, by 24.11's. Writes the node indices
@@ -221,7 +248,7 @@ def place_job(
         first_node,
         end_node,
         leaves,
-        leaf_dist,
+        ancestors,
         top_level,
         newer,
         out,
@@ -238,7 +265,7 @@ def place_counted(
     first_node,
     end_node,
     leaves,
-    leaf_dist,
+    ancestors,
     top_level,
     newer,
     out,
@@ -269,24 +296,21 @@ def place_counted(
     while prev != rem:
         prev = rem
         best = -1
-        best_pos = -1
         for pos in range(leaves.size):
             i = leaves[pos]
             if best == -1 or dist[i] == INFINITE or count[i] == 0:
                 if count[i] > 0 and dist[i] < INFINITE:
                     best = i
-                    best_pos = pos
                 continue
             tcs, fit = _compare(i, best, rem, count, parent, level)
             if (dist[i] < dist[best] and (fit if newer else tcs >= 0)) or (
                 dist[i] == dist[best] and tcs > 0
             ):
                 best = i
-                best_pos = pos
         if best == -1:
             break
         for s in range(num):
-            d = leaf_dist[best_pos, s]
+            d = switch_distance(ancestors, best, s)
             if d == INFINITE or dist[s] == INFINITE:
                 dist[s] = INFINITE
             else:
@@ -316,7 +340,7 @@ def place_counted(
 
 @njit
 def place_window(
-    avail, sizes, level, parent, first_node, end_node, leaves, leaf_dist, top_level, newer, out
+    avail, sizes, level, parent, first_node, end_node, leaves, ancestors, top_level, newer, out
 ):
     """Place the jobs of ``sizes`` one after another (``out`` holds their nodes back to back).
     Returns -1 when all are placed, else the index of the first job Slurm would not start."""
@@ -330,7 +354,7 @@ def place_window(
             first_node,
             end_node,
             leaves,
-            leaf_dist,
+            ancestors,
             top_level,
             newer,
             out[offset : offset + sizes[j]],
@@ -450,7 +474,7 @@ def slurm_tree_nodes(topology: Topology, idle, size: int, *, slurm: str = "22.05
         table.first_node,
         table.end_node,
         table.leaves,
-        table.leaf_dist,
+        table.ancestors,
         table.top,
         newer,
         out,
@@ -494,7 +518,7 @@ def solve_slurm_tree(
         table.first_node,
         table.end_node,
         table.leaves,
-        table.leaf_dist,
+        table.ancestors,
         table.top,
         newer,
         out,

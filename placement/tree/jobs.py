@@ -56,6 +56,27 @@ import numpy as np
 
 from tjap.errors import InvalidInputError
 
+#: The largest weight a window takes (a fragmentation weight, a job's ``prefer_cost``): every
+#: exact model accepts the objective it gives on the largest tree admitted (SCIP refuses
+#: coefficients at its infinity, 1e20; CP-SAT needs the whole objective in 64-bit integers).
+MAX_WEIGHT = 1e9
+
+
+def check_weight(value, what: str) -> float:
+    """``value`` as a float from 0 to :data:`MAX_WEIGHT`, or one line naming ``what``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_WEIGHT
+    ):
+        raise InvalidInputError(
+            f"{what} must be a number from 0 to {MAX_WEIGHT:.0e} (the most every exact model "
+            f"takes), got {value!r:.40}"
+        )
+    return float(value)
+
+
 #: Default price of each domain beyond the first that a job with ``prefer`` touches: one hop
 #: unit c of the paper's cost (a pair of nodes one switch apart costs 2c / n in the paper's
 #: convention).
@@ -116,14 +137,7 @@ class Job:
                     f"a job of {self.nodes} nodes cannot come in segments of {segment}; give a "
                     f"segment size that divides the node count (e.g. {_divisor(self.nodes)})"
                 )
-        cost = self.prefer_cost
-        if (
-            isinstance(cost, bool)
-            or not isinstance(cost, (int, float, np.integer, np.floating))
-            or not math.isfinite(cost)
-            or cost < 0
-        ):
-            raise InvalidInputError(f"prefer_cost must be a finite number >= 0, got {cost!r:.40}")
+        check_weight(self.prefer_cost, "prefer_cost")
         if not isinstance(self.slurm_rule, (bool, np.bool_)):
             raise InvalidInputError(
                 f"slurm_rule must be true or false, got {self.slurm_rule!r:.40}"

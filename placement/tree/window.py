@@ -43,7 +43,7 @@ from tjap.placement.tree import _kernels, tree_cost
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.hostlist import expand_hostlist
-from tjap.placement.tree.jobs import Job, resolve_job, resolve_level
+from tjap.placement.tree.jobs import Job, check_weight, resolve_job, resolve_level
 from tjap.placement.tree.topology import Topology, read_utf8
 
 #: The keys of a window's JSON form (``meta`` optional).
@@ -446,16 +446,8 @@ def _fragmentation(value, topology, names) -> tuple[float, int]:
         value, level = value["weight"], value.get("level", 1)
     elif isinstance(value, (tuple, list)) and len(value) == 2:
         value, level = value
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float, np.integer, np.floating))
-        or not np.isfinite(value)
-        or value < 0
-    ):
-        raise InvalidInputError(
-            f"fragmentation weight must be a finite number >= 0, got {value!r:.40}"
-        )
-    return (float(value), resolve_level(topology, level, names, "fragmentation level"))
+    weight = check_weight(value, "fragmentation weight")
+    return (weight, resolve_level(topology, level, names, "fragmentation level"))
 
 
 def _parse_json(text: str, what: str):

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from tjap.errors import SlurmUnreachableError, TjapError
+from tjap.errors import MAX_SEED, SlurmUnreachableError, TjapError
 from tjap.result import plain
 
 
@@ -200,7 +200,7 @@ def check_output(path, flag: str, *, folder: bool = False) -> Path | None:
 
 def add_common(p: argparse.ArgumentParser) -> None:
     """``--seed``, ``--json`` and ``--quiet``, which every subcommand takes."""
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 

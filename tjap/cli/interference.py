@@ -10,7 +10,7 @@ prints the average JCT (in 30-minute intervals) with the run's other measures.
 from __future__ import annotations
 
 from tjap.cli.common import add_common, int_in, print_json
-from tjap.errors import InvalidInputError
+from tjap.errors import MAX_SEED, InvalidInputError
 
 #: The summary keys that describe the run rather than measure it (not printed as rows).
 _SETTING_KEYS = ("policy", "cluster", "servers", "schedulers", "arrivals", "rate", "seed", "seeds")
@@ -120,7 +120,7 @@ def add_parser(sub) -> None:
     )
     f.add_argument("--samples", type=int_in(8, 10**6), default=480, help="samples (default 480)")
     f.add_argument("--noise", type=float, default=0.1, help="relative noise (default 0.1)")
-    f.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    f.add_argument("--seed", type=int_in(0, MAX_SEED), default=0, help="random seed (default 0)")
     f.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(run=run)
 

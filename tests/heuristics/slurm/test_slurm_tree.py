@@ -244,12 +244,12 @@ def test_switch_table_matches_slurm():
     assert t.level.tolist() == [2, 1, 0, 0, 0]
     assert t.parent.tolist() == [0, 0, 1, 1, 0]  # the root keeps 0: itself
     assert t.leaves.tolist() == [2, 3, 4]
-    assert t.leaf_dist.tolist() == [[2, 1, 0, 2, 3], [2, 1, 2, 0, 3], [1, 2, 3, 3, 0]]
+    assert t.leaf_distances().tolist() == [[2, 1, 0, 2, 3], [2, 1, 2, 0, 3], [1, 2, 3, 3, 0]]
     two = switch_table(TWO_TOPS)  # Slurm's table: c, p, a, b (no implicit root)
     assert two.level.tolist() == [0, 1, 0, 0]
     assert two.parent.tolist() == [0, 0, 1, 1]  # the unlisted p keeps 0: switch c
     assert two.leaves.tolist() == [0, 2, 3]
-    assert two.leaf_dist.tolist() == [
+    assert two.leaf_distances().tolist() == [
         [0] + [INFINITE] * 3,
         [INFINITE, 1, 0, 2],
         [INFINITE, 1, 2, 0],
