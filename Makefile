@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q $(TORCH_PIN)
 	$(VENV)/bin/python -m pip install -q -e '.[test,ray,docs,lint]'
-	$(VENV)/bin/python -m tjap.warmup   # compiles the Numba kernels once, on every core (about 1.5 min)
+	$(VENV)/bin/python -m tjap.warmup   # compiles the Numba kernels once, on every core (about 3 min on 2 cores)
 	touch $@
 
 demo: $(VENV)/.installed
