@@ -39,7 +39,7 @@ import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.slurm_topology import cluster_topology, paper_rows, slurm_config
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.harness import LocalSlurm
 
 #: The zone every daemon and sacct print times in (the records carry no zone).

@@ -64,7 +64,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import OUT, add_out, one_line_errors, parser
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: sacct's columns as written (the audit reads the first eight; ``Account`` is an extra one).
 HEADER = "JobID|Partition|Submit|Start|End|NNodes|NodeList|State|Account"

@@ -19,11 +19,11 @@ import time
 import numpy as np
 
 from benchmarks.common import one_line_errors, parser
+from tjap.core.report import format_table
 from tjap.placement.tree import csp
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.scas import set_packing_nonzeros, solve_scip
 from tjap.placement.tree.window import Window
-from tjap.report import format_table
 
 
 def scattered_window(jobs: int, idle: int, seed: int) -> Window:

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from benchmarks.common import add_out, one_line_errors, parser
 from tjap.cli.common import add_common, check_output, positive, print_json
-from tjap.errors import TjapError
-from tjap.executor import progress
+from tjap.core.errors import TjapError
+from tjap.core.executor import progress
+from tjap.core.report import format_table, write_csv
 from tjap.placement.batch import (
     SchedulerConfig,
     Simulator,
@@ -30,7 +31,6 @@ from tjap.placement.batch import (
 )
 from tjap.placement.batch.replay import check_warm_start, parse_date
 from tjap.placement.batch.traces import bundled_trace
-from tjap.report import format_table, write_csv
 
 #: The published Mirage simulator's reported time for one month of the LS6 trace (seed 004's
 #: notes and the issue); not measured here, since that code is not available.
@@ -126,7 +126,7 @@ def warm_months(
 
 
 def plot_months(rows: list[dict], path: Path, title: str) -> Path:
-    from tjap.report import pyplot, save_figure
+    from tjap.core.report import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.5))

@@ -59,7 +59,7 @@ import numpy as np
 from benchmarks.common import add_out, format_table, one_line_errors, parser, write_csv
 from tjap.api import solve
 from tjap.bench import ANCHORS, constrained_methods, run_constrained
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import violations
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window

@@ -1,8 +1,8 @@
 """Small helpers every benchmark shares: the runner convention (its parser, ``--out``, one-line
 errors), tables, CSV, plots, progress bars, the sweep executor.
 
-Tables, CSV, plots and the executor live in the tjap core (:mod:`tjap.report`,
-:mod:`tjap.executor`), which the command line and the simulators use too; this module gathers them
+Tables, CSV, plots and the executor live in the tjap core (:mod:`tjap.core.report`,
+:mod:`tjap.core.executor`), which the command line and the simulators use too; this module gathers them
 for the benchmark scripts. Every runnable ``benchmarks/NAME.py`` has ``build_parser()`` (made with
 :func:`parser`) and ``main(argv=None) -> int`` (wrapped in :func:`one_line_errors`), and runs as
 ``python -m benchmarks.NAME``; see benchmarks/README.md.
@@ -14,7 +14,7 @@ import argparse
 import functools
 import sys
 
-from tjap.executor import (  # noqa: F401
+from tjap.core.executor import (  # noqa: F401
     CsvRows,
     TaskFailure,
     executor_from_args,
@@ -22,7 +22,7 @@ from tjap.executor import (  # noqa: F401
     make_executor,
     progress,
 )
-from tjap.report import format_table, pyplot, save_figure, write_csv  # noqa: F401
+from tjap.core.report import format_table, pyplot, save_figure, write_csv  # noqa: F401
 
 #: Where a benchmark writes its files unless given ``--out DIR``.
 OUT = "benchmarks/out"
@@ -53,7 +53,7 @@ def add_out(p: argparse.ArgumentParser, what: str = "its files", default=OUT) ->
 
 def one_line_errors(main):
     """Wrap a benchmark's ``main(argv=None) -> int`` the way ``tjap`` runs its commands: bad input
-    (a :class:`~tjap.errors.TjapError`) is one line ``tjap: error: ...`` on stderr and exit 2 (3
+    (a :class:`~tjap.core.errors.TjapError`) is one line ``tjap: error: ...`` on stderr and exit 2 (3
     when Slurm cannot be reached); Ctrl-C is one line naming the partial outputs kept, exit 130."""
 
     @functools.wraps(main)

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import one_line_errors, parser, pyplot, save_figure
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 
 def load_run(path: str) -> dict:

@@ -41,11 +41,11 @@ from benchmarks.slurm_topology import (
     place_in_order,
     simulate_starts,
 )
+from tjap.core.report import format_table
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.topology import Topology
-from tjap.report import format_table
 
 
 def cheapest_now(topology: Topology, free: np.ndarray, size: int) -> np.ndarray:

@@ -24,7 +24,7 @@ import sa_reference  # noqa: E402  (the test suite's plain-Python twin)
 
 from benchmarks.common import one_line_errors, parser  # noqa: E402
 from benchmarks.sa_tables import SETTINGS, _windows  # noqa: E402
-from tjap.report import format_table  # noqa: E402
+from tjap.core.report import format_table  # noqa: E402
 
 
 def speed(setting="paper", num_windows=20, iterations=1000, seed=0, repeats=3) -> list[dict]:

@@ -47,13 +47,13 @@ from benchmarks.common import add_out, one_line_errors, parser
 from tjap.api import solve
 from tjap.cli.common import add_common, check_output, count, positive, print_json
 from tjap.cli.tree import add_workload_options, read_workload, workload_fields
-from tjap.errors import InvalidInputError
-from tjap.executor import add_executor_arguments, executor_from_args, make_executor, sweep_rows
+from tjap.core.errors import InvalidInputError
+from tjap.core.executor import add_executor_arguments, executor_from_args, make_executor, sweep_rows
+from tjap.core.report import format_table
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.stream import generate_windows
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload
-from tjap.report import format_table
 
 #: Layout and cost convention of each setting; its SA (and NSA) runs use the preset of its name.
 SETTINGS = {
@@ -750,8 +750,8 @@ def _run_table4(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
 def _run_nsa(args, out_dir: Path, tag: str, workload) -> tuple[str, dict]:
     """Rows to NAME.csv as they arrive (NAME.partial.csv until the last), the summary to
     NAME.json; returns the printed text and the summary."""
+    from tjap.core.result import plain
     from tjap.learned.tree.policy import default_weights, preset_lookahead
-    from tjap.result import plain
 
     preset = args.preset or args.setting
     name = f"nsa_{args.setting}{tag}"

@@ -39,14 +39,14 @@ import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.slurm_topology import cluster_topology, paper_rows, place_in_order, simulate_starts
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.report import format_table
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.slurm.client import PendingJob
 from tjap.placement.slurm.readers import State, running_timing
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import expand_hostlist
 from tjap.placement.tree.topology import Topology
-from tjap.report import format_table
 from tjap.slurm.service import PlacementService, ServiceConfig
 
 PARTITION = "main"
@@ -250,7 +250,7 @@ def plot(rows: list[dict], png, live=()) -> Path:
     """Mean CH cost against mean wait (both over Slurm alone's) of every setting, the slacks
     joined by their waits, the target's corner marked; ``live``: ``(label, wait, cost)`` points
     measured on a real Slurm, drawn beside."""
-    from tjap.report import pyplot, save_figure
+    from tjap.core.report import pyplot, save_figure
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.6))

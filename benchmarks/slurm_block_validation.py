@@ -46,6 +46,7 @@ from benchmarks.common import add_out, format_table, one_line_errors, parser
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, block_conf, slurm_version
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
+from tjap.placement.tree.jobs import base_block_size
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 
@@ -91,7 +92,7 @@ def random_window(rng: np.random.Generator, topology: Topology, max_jobs: int = 
     jobs in segments (a divisor of the size, 2 to ``b`` and below the size), one in ten with
     ``exclusive`` (``--exclusive=topo``)."""
     n = topology.num_nodes
-    base = int(topology.leaf_sizes.min())
+    base = base_block_size(topology)
     busy = rng.random(n) < rng.uniform(0.1, 0.5)
     if rng.random() < 1 / 3:
         leaves = np.asarray(topology.leaf_switches)

@@ -68,7 +68,7 @@ import networkx as nx
 import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator, load_trace
 from tjap.placement.batch.traces import bundled_trace
 from tjap.placement.slurm.client import SlurmClient
@@ -496,7 +496,7 @@ def fidelity(
 def plot(results: list[dict], png) -> Path:
     """One panel per mode: each job's simulated start against Slurm's (real seconds), the jobs
     not in the same start order (:func:`out_of_order`) marked, the diagonal for agreement."""
-    from tjap.report import pyplot, save_figure
+    from tjap.core.report import pyplot, save_figure
 
     plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(5.2 * len(results), 4.6), squeeze=False)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import add_out, one_line_errors, parser
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.background import sleep_command
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig

@@ -87,7 +87,7 @@ import numpy as np
 from benchmarks.common import add_out, one_line_errors, parser
 from benchmarks.topologies import irregular_tree
 from tjap.api import solve
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
 from tjap.placement.slurm.client import SlurmClient, SlurmError

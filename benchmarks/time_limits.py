@@ -34,10 +34,10 @@ import numpy as np
 
 from benchmarks.common import one_line_errors, parser
 from tjap.api import no_worse_than_rules, solve
+from tjap.core.report import format_table
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.window import Window
 from tjap.registry import entries, get
-from tjap.report import format_table
 
 
 def acceptance_window(jobs: int = 90, idle: int = 1000, seed: int = 0) -> Window:

@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from benchmarks.common import one_line_errors, parser
+from tjap.core.report import format_table
 from tjap.placement.batch import SchedulerConfig, Simulator
 from tjap.placement.batch.traces import bundled_trace, load_trace
-from tjap.report import format_table
 
 
 def tiled_swf(path: Path, copies: int) -> int:

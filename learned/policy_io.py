@@ -13,7 +13,7 @@ Torch weights may also have an *inference file*: ``STEM.npz``, plain arrays of t
 model that runs at solve time (e.g. an NSA policy's actor), named with its checksum in
 ``inference_file`` and ``inference_sha256`` by :func:`save_inference` and read without torch by
 :func:`load_inference`; the ``.pt`` stays the training state. Every problem (missing, truncated
-or edited file, another model's weights) is one line of :class:`tjap.errors.InvalidInputError`
+or edited file, another model's weights) is one line of :class:`tjap.core.errors.InvalidInputError`
 that names the file and how to get a good one.
 
 Weights written by an older tjap (``format`` "tjap.policy/1", "tjap.network-gnn/1",
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 FORMAT = "tjap.weights/2"
 #: family -> (what it is, in messages; the command that makes a new one)
@@ -290,7 +290,7 @@ def load_weights(path, family: str, build=None):
 
     Raises
     ------
-    tjap.errors.InvalidInputError
+    tjap.core.errors.InvalidInputError
         Missing or malformed metadata or weights file, a checksum that does not match, or weights
         of another model than the metadata describes.
     """
@@ -353,7 +353,7 @@ def load_inference(path, family: str) -> tuple[dict, dict]:
 
     Raises
     ------
-    tjap.errors.InvalidInputError
+    tjap.core.errors.InvalidInputError
         Missing or malformed metadata, no inference file named in it (old weights: export one),
         or an inference file that is missing, does not match its checksum or is no .npz.
     """

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import settings
 
 from tjap import FatTree, Window
-from tjap.cache import CACHE_ROOT_ENV
+from tjap.core.cache import CACHE_ROOT_ENV
 from tjap.placement.slurm.harness import NEWER_SLURM_ENV
 
 # Property tests draw new examples on every run (and keep failures in .hypothesis/), so a
@@ -73,7 +73,7 @@ def empty_cache_root(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def nothing_cached(request, monkeypatch, empty_cache_root):
     """The guard of a newcomer's first ``make test``: every test not marked ``slurm`` or ``docs``
-    runs with the cache root (:func:`tjap.cache.cache_root`) pointed at an empty folder and no
+    runs with the cache root (:func:`tjap.core.cache.cache_root`) pointed at an empty folder and no
     ``$TJAP_SLURM_NEWER``, so a default-suite test that passes only where an earlier run built
     something into ``/var/cache/tjap`` fails here, on every machine, instead of on a newcomer's.
     It must skip with a one-line reason when what it needs is missing, or carry its marker."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from tjap.errors import (
+from tjap.core.errors import (
     InvalidInputError,
     MissingDependencyError,
     StateSpaceTooLargeError,
@@ -30,7 +30,7 @@ _LAZY = {
     "job_cost": "tjap.placement.tree.cost",
     "assignment_cost": "tjap.placement.tree.cost",
     "Result": "tjap.placement.tree.result",
-    "Status": "tjap.result",
+    "Status": "tjap.core.result",
     "solve": "tjap.api",
     "place_job": "tjap.api",
     "place_request": "tjap.api",

@@ -7,7 +7,9 @@ light.
 
 from __future__ import annotations
 
-from tjap.errors import MAX_SEED, InvalidInputError
+from dataclasses import replace
+
+from tjap.core.errors import MAX_SEED, InvalidInputError
 from tjap.registry import get
 
 #: Longest time limit accepted (SCIP refuses more than 1e20 s); None means no limit.
@@ -75,13 +77,13 @@ def solve(
         Cost convention, see :mod:`tjap.placement.tree.cost`.
     **options
         Method-specific options, listed above. An option the method does not take raises
-        :class:`~tjap.errors.InvalidInputError` naming it and the valid ones.
+        :class:`~tjap.core.errors.InvalidInputError` naming it and the valid ones.
 
     Returns
     -------
     Result
-        A record (:class:`tjap.result.Record`) with the fields every result shares
-        (:data:`tjap.result.COMMON_FIELDS`): ``method``, ``status`` (OPTIMAL, FEASIBLE,
+        A record (:class:`tjap.core.result.Record`) with the fields every result shares
+        (:data:`tjap.core.result.COMMON_FIELDS`): ``method``, ``status`` (OPTIMAL, FEASIBLE,
         INFEASIBLE or TIME_LIMIT), ``objective`` (the assignment's hop cost under
         ``convention``), ``runtime_s`` and ``seed``; and the window's own: the ``assignment``
         (one tuple of node ids per job), the proven ``bound`` where known, ``convention``,
@@ -114,6 +116,10 @@ def solve(
         )
     entry = get("tree", method)
     entry.check_options(options, fixed=("convention", "time_limit_s", "seed"))
+    if entry.blocks:  # Slurm's block rule: block clusters alone
+        from tjap.placement.tree.jobs import base_block_size
+
+        base_block_size(window.topology, f"method {entry.name!r}")
     if window.constrained and not entry.constraints:
         from tjap.placement.tree.jobs import refuse_constraints
 
@@ -126,6 +132,11 @@ def solve(
     status = result.status.value
     if status == "TIME_LIMIT" or (entry.exact and status == "FEASIBLE"):
         result = no_worse_than_rules(result, entry.model, convention, seed)
+    if status == "INFEASIBLE" and not result.info.get("infeasible"):  # every method says why
+        from tjap.placement.tree.arcs import why_infeasible
+
+        why = result.info.get("reason") or why_infeasible(window, entry.model)
+        result = replace(result, info={**result.info, "infeasible": why})
     return result
 
 
@@ -220,13 +231,13 @@ def place_request(
         :meth:`~tjap.placement.network.Engine.advance`). False: the engine is left as it was.
     **options
         The policy's options; an unknown one raises
-        :class:`~tjap.errors.InvalidInputError` listing the valid ones.
+        :class:`~tjap.core.errors.InvalidInputError` listing the valid ones.
 
     Returns
     -------
     RequestPlan or None
         A record (:class:`~tjap.placement.network.RequestPlan`) with the fields every result
-        shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the policy's name), ``status``
+        shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the policy's name), ``status``
         (FEASIBLE: a policy proves nothing), ``objective`` (the channels reserved),
         ``runtime_s`` and ``seed``; and the plan: the servers in the order chosen and the
         candidate path per earlier server (replaying them with ``engine.step(server, paths)``
@@ -306,7 +317,7 @@ def place_job(
         a list for a sequence of jobs. A placement has no figure of its own until the jobs run:
         the record is the run's, :func:`tjap.placement.interference.simulate`'s
         :class:`~tjap.placement.interference.simulator.SimResult`, with the fields every result
-        shares (:data:`tjap.result.COMMON_FIELDS`; its ``objective`` is the average JCT).
+        shares (:data:`tjap.core.result.COMMON_FIELDS`; its ``objective`` is the average JCT).
 
     Examples
     --------

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: The most jobs the scatter of cost over time draws; more are sampled evenly (the page says so).
 MAX_POINTS = 50_000
@@ -58,6 +58,7 @@ h1 { font-size: 26px; margin: 0 0 4px; }
 h2 { font-size: 20px; margin: 36px 0 8px; border-bottom: 1px solid #dde1e6; padding-bottom: 4px; }
 h3 { font-size: 16px; margin: 20px 0 6px; }
 p.sub { color: #555; margin: 0 0 16px; }
+p.interrupted { background: #fff3cd; border: 1px solid #e0b000; padding: 8px 12px; margin: 0 0 16px; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 8px 0; }
 dl.facts dt { color: #555; } dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 .cards { display: flex; flex-wrap: wrap; gap: 12px; margin: 16px 0; }
@@ -112,7 +113,9 @@ def write_report(result, topology, out_dir) -> Path:
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
-    path.write_text(report_html(data, topology), encoding="utf-8")
+    partial = out_dir / "index.html.partial"  # a page cut short by a signal never looks whole
+    partial.write_text(report_html(data, topology), encoding="utf-8")
+    partial.replace(path)
     return path
 
 
@@ -283,8 +286,16 @@ def _header(data: dict, topology) -> str:
         ("Options", _options(options)),
     ]
     rows = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+    stopped = (
+        '<p class="interrupted"><strong>Interrupted</strong>: the audit was stopped (Ctrl-C or '
+        "SIGTERM) before every job was measured; the figures below are those of the "
+        f"{_number(len(jobs) or data.get('summary', {}).get('jobs'))} jobs audited before.</p>"
+        if data.get("interrupted")
+        else ""
+    )
     return (
-        '<h1>Placement audit</h1><p class="sub">The nodes Slurm gave each multi-node job, '
+        f"<h1>Placement audit{' (interrupted)' if data.get('interrupted') else ''}</h1>{stopped}"
+        '<p class="sub">The nodes Slurm gave each multi-node job, '
         "against the cheapest nodes idle at its start (the optimum) and the cheapest nodes "
         f'of the empty cluster (the floor).</p><dl class="facts">{rows}</dl>'
     )
@@ -546,7 +557,7 @@ def _footer() -> str:
 
 def _png(fig) -> str:
     """The figure as an <img> with a PNG data: URI (the figure is closed)."""
-    from tjap.report import pyplot
+    from tjap.core.report import pyplot
 
     plt = pyplot()
     buffer = io.BytesIO()
@@ -684,7 +695,7 @@ def _size_section(summary: dict) -> str:
 
 
 def _plt():
-    from tjap.report import pyplot
+    from tjap.core.report import pyplot
 
     return pyplot()
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, Terminated
 
 #: Version of the JSON layout of :meth:`AuditResult.to_dict`.
 AUDIT_FORMAT = 1
@@ -55,6 +55,31 @@ _JOB_KEY = re.compile(r"(\d+)(?:[_+](\d+))?")
 
 
 # -- inputs ---------------------------------------------------------------------------------------
+def _nothing_to_audit(source, read, counts, span, partitions, tz, min_nodes) -> InvalidInputError:
+    """The one-line refusal of an audit left with no job, naming what the records do cover."""
+    if read == 0:
+        return InvalidInputError(
+            f"{source}: no started job to audit ({sum(counts.values()):,} records skipped: "
+            "steps, pending or cancelled jobs, or only a header); give the records of a period "
+            "in which jobs ran"
+        )
+    why = {
+        "unknown_nodes": "run on nodes the topology lacks (is --topology this cluster's?)",
+        "below_min_nodes": f"use fewer than --min-nodes {min_nodes} nodes",
+        "outside_window": "start outside --from/--to",
+        "other_partition": "run in another partition than --partition",
+        "heterogeneous": "are heterogeneous jobs",
+        "malformed": "have a malformed node list",
+    }
+    reasons = "; ".join(f"{counts[k]:,} {text}" for k, text in why.items() if counts.get(k))
+    lo, hi = (datetime.fromtimestamp(t, tz).isoformat(timespec="minutes") for t in span)
+    names = ", ".join(sorted(p or "(none)" for p in partitions)[:8])
+    return InvalidInputError(
+        f"{source}: none of its {read:,} allocations is a job to audit ({reasons}); the records "
+        f"start from {lo} to {hi}, in the partitions {names}"
+    )
+
+
 def _topology(topology):
     """(Topology, where it came from, whether its text is Slurm's ``topology/block``) from a
     Topology, a file path, or ``"slurm"`` (the running Slurm's)."""
@@ -65,9 +90,9 @@ def _topology(topology):
         return topology, "Topology object", False
     if isinstance(topology, (str, os.PathLike)):
         if str(topology) == "slurm":
-            text = live_topology_conf()
+            text = live_topology_conf()  # already topology.conf text, blocks included
             return (
-                Topology.from_scontrol(text),
+                Topology.from_slurm(text),
                 "the running Slurm (scontrol show topology)",
                 is_block_topology(text),
             )
@@ -171,6 +196,8 @@ class AuditResult:
     jobs: dict  # column name -> numpy array or list
     worst: list = field(default_factory=list)
     interrupted: bool = False
+    #: what stopped an interrupted audit: "SIGINT" (Ctrl-C) or "SIGTERM"; None when it ran through
+    stopped_by: str | None = None
     _names: Any = None  # the topology's NodeIndex
     _tz: tzinfo | None = None
     _summary: dict | None = None
@@ -287,7 +314,7 @@ class AuditResult:
 
     def summary_text(self) -> str:
         """The terminal summary: headline figures, the table by size class, the skipped records."""
-        from tjap.report import format_table
+        from tjap.core.report import format_table
 
         s = self.summary()
         r, o = self.records, self.options
@@ -447,6 +474,10 @@ def audit(
         raise InvalidInputError(f"slurm_rule must be auto, tree or block, got {slurm_rule!r}")
     topo, topo_source, is_block = _topology(topology)
     rule = "block" if slurm_rule == "block" or (slurm_rule == "auto" and is_block) else "tree"
+    if rule == "block":
+        from tjap.placement.tree.jobs import base_block_size
+
+        base_block_size(topo, "slurm_rule 'block' (--slurm-rule block)")
     tz = resolve_timezone(timezone)
     records, fmt_read = _records_format(records, fmt)
     lo, hi = _when(start, tz, "start"), _when(end, tz, "end")
@@ -462,9 +493,16 @@ def audit(
     audited_rows: list[int] = []  # history index of each job to audit
     meta: list[tuple[str, str]] = []  # (job_id, partition) of each of them
     read = 0
+    first: int | None = None  # what the records cover, to name it
+    last: int | None = None
+    partitions: set[str] = set()
     allocations = read_allocations(records, fmt=fmt_read, timezone=timezone, skipped=skipped)
     for alloc in allocations:
         read += 1
+        first = alloc.start if first is None else min(first, alloc.start)
+        last = alloc.start if last is None else max(last, alloc.start)
+        if len(partitions) < 50:
+            partitions.add(alloc.partition)
         try:
             ids, all_known = names.ids(alloc.nodes)
         except InvalidInputError:
@@ -475,6 +513,8 @@ def audit(
             progress(read, None, "reading")
         if not all_known:
             skipped.add("unknown_nodes", alloc.line, alloc.job_id)
+        elif alloc.num_nodes != ids.size:  # the record contradicts itself: which is right?
+            skipped.add("malformed", alloc.line, alloc.job_id)
         elif alloc.het:
             skipped.add("heterogeneous", alloc.line, alloc.job_id)
         elif ids.size < min_nodes:
@@ -486,14 +526,21 @@ def audit(
         else:
             audited_rows.append(row)
             meta.append((alloc.job_id, alloc.partition))
+    if not audited_rows:
+        raise _nothing_to_audit(
+            source_name, read, skipped.counts, (first, last), partitions, tz, min_nodes
+        )
     history = builder.build()
 
     jobs = _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst, progress)
     worst_list = jobs.pop("_worst")
-    interrupted = jobs.pop("_interrupted")
+    stop = jobs.pop("_interrupted")
     result = AuditResult(
         topology=topo,
-        interrupted=interrupted,
+        interrupted=stop is not None,
+        stopped_by=None
+        if stop is None
+        else ("SIGTERM" if isinstance(stop, Terminated) else "SIGINT"),
         records={
             "source": source_name,
             "format": fmt_read,
@@ -528,7 +575,7 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst, 
     """The per-job measures of the audited allocations, in start order
     (:func:`tjap.heuristics.slurm.audit_loop.measure`), with the bound computed in Python on
     trees whose leaves sit at several depths, the floors, and the worst jobs' busy nodes."""
-    from tjap.errors import interrupted_by
+    from tjap.core.errors import interrupted_by
     from tjap.heuristics.slurm.audit_loop import LoopTables, measure
     from tjap.placement.slurm.occupancy import Sweep
     from tjap.placement.tree.cost import convention_code
@@ -578,9 +625,10 @@ def _measure(history, topo, audited_rows, meta, convention, slurm, rule, worst, 
         else:
             finished = done
     except BaseException as exc:
-        if interrupted_by(exc) is None:
+        stop = interrupted_by(exc)
+        if stop is None:
             raise
-        interrupted = True
+        interrupted = stop
     if finished < done:
         cols = {name: col[:finished] for name, col in cols.items()}
         rows, ptr, sizes = rows[:finished], ptr[: finished + 1], sizes[:finished]

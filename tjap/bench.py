@@ -41,8 +41,9 @@ from typing import Any
 import numpy as np
 
 from tjap.api import solve
-from tjap.errors import InvalidInputError
-from tjap.executor import make_executor, sweep_rows
+from tjap.core.errors import InvalidInputError
+from tjap.core.executor import make_executor, sweep_rows
+from tjap.core.report import format_table, pyplot, save_figure, write_csv
 from tjap.placement.tree.arcs import violations
 from tjap.placement.tree.block_windows import ConstraintMix, constrained_windows, job_kind
 from tjap.placement.tree.cost import job_cost
@@ -54,7 +55,6 @@ from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload
 from tjap.registry import get as get_method
 from tjap.registry import methods as registered_methods
-from tjap.report import format_table, pyplot, save_figure, write_csv
 
 EXACT_METHODS = ("scip", "cpsat", "dp")
 
@@ -711,8 +711,8 @@ def main(args, workload: Workload | None = None) -> dict:
     """``tjap bench exact``: the run, its files and its printed table. ``workload`` (read from
     ``args.workload`` by the command line) replaces the generator's jobs; the files' names
     then carry the workload file's name."""
-    from tjap.errors import InvalidInputError
-    from tjap.executor import executor_from_args
+    from tjap.core.errors import InvalidInputError
+    from tjap.core.executor import executor_from_args
 
     started = time.perf_counter()
     source = getattr(args, "workload", None) if workload is not None else None

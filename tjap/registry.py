@@ -10,9 +10,9 @@ Four systems share it:
 
 Each entry is a :class:`Method`: the factory is named by a ``"module:attr"`` string and imported
 only when it is used, so listing methods imports nothing heavy (no torch, no solver). Unknown
-names raise :class:`~tjap.errors.UnknownMethodError` listing the valid ones; unknown keyword
-options raise :class:`~tjap.errors.InvalidInputError` listing the factory's options; a missing
-optional dependency raises :class:`~tjap.errors.MissingDependencyError` naming what to install.
+names raise :class:`~tjap.core.errors.UnknownMethodError` listing the valid ones; unknown keyword
+options raise :class:`~tjap.core.errors.InvalidInputError` listing the factory's options; a missing
+optional dependency raises :class:`~tjap.core.errors.MissingDependencyError` naming what to install.
 
 >>> from tjap.registry import methods, get
 >>> "dp" in methods("tree")
@@ -29,7 +29,12 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tjap.errors import InvalidInputError, MissingDependencyError, UnknownMethodError, check_options
+from tjap.core.errors import (
+    InvalidInputError,
+    MissingDependencyError,
+    UnknownMethodError,
+    check_options,
+)
 
 SYSTEMS = ("tree", "network", "interference", "provision")
 
@@ -82,6 +87,10 @@ class Method:
         exclusive, slurm_rule) and the fragmentation term of a window
         (:mod:`tjap.placement.tree.jobs`); :func:`tjap.solve` refuses a window that has them
         for a method without it.
+    blocks : bool
+        For ``"tree"`` methods: a rule of Slurm's ``topology/block``, for block clusters alone
+        (:attr:`tjap.placement.tree.topology.Topology.is_block`); :func:`tjap.solve` refuses
+        any other tree in one line.
     model : str
         For ``"tree"`` methods, the placements the method's model admits: ``"scas"``
         (contiguous blocks of the idle sequence), ``"dcas"`` (the dynamic contiguity rule),
@@ -104,6 +113,7 @@ class Method:
     builtin: bool = False
     model: str = ""
     constraints: bool = False
+    blocks: bool = False
 
     def missing(self) -> list[str]:
         """The required modules that are not installed."""
@@ -204,6 +214,7 @@ def register(
         "pass_name",
         "model",
         "constraints",
+        "blocks",
     }
     if unknown:
         raise InvalidInputError(f"unknown register() flags {sorted(unknown)}")
@@ -360,6 +371,7 @@ _add(
     "what Slurm 24.11's topology/block selection does (segments, exclusive=topo), job by job",
     model="free",
     constraints=True,
+    blocks=True,
 )
 _add(
     "tree",

@@ -1,6 +1,6 @@
 """Compile the Numba kernels now, so that no first call pays for it later.
 
-Every kernel is compiled with ``cache=True`` (:mod:`tjap._jit`): the machine code is written
+Every kernel is compiled with ``cache=True`` (:mod:`tjap.core.jit`): the machine code is written
 beside the source (``__pycache__``) the first time a kernel runs with a given argument type, and
 read back by every later process. In a fresh clone that first time costs minutes of CPU in all,
 spread over whichever solve, simulation or test comes first. ``python -m tjap.warmup`` pays it

@@ -9,11 +9,11 @@ from typing import Protocol
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Measurement
 from tjap.placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Priority, SchedulerConfig
-from tjap.result import Measurement
 
 LOADS = {
     "heavy": (12 * HOUR_S, np.inf),
@@ -47,7 +47,7 @@ class Provisioner(Protocol):
     not a record. The records are the evaluations: :func:`evaluate` over simulated pairs returns
     an :class:`Evaluation`, :func:`tjap.placement.slurm.chained.run_live` on a real Slurm a
     :class:`~tjap.placement.slurm.chained.LiveResult`; both have the fields every result shares
-    (:data:`tjap.result.COMMON_FIELDS`), with the provisioner's ``name`` as ``method``.
+    (:data:`tjap.core.result.COMMON_FIELDS`), with the provisioner's ``name`` as ``method``.
     """
 
     name: str
@@ -124,7 +124,7 @@ class Evaluation(Measurement):
     fraction of pairs with no interruption, and every pair's outcome (successor start minus
     predecessor end, hours; negative = overlap). ``summary()`` leaves the outcomes out.
 
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the
     provisioner's name, an alias of ``policy``), ``status`` (FEASIBLE: the pairs ran their
     course), ``objective`` (the mean interruption in hours, ``mean_interruption_h``; lower is
     better), ``runtime_s`` (seconds of the evaluation) and ``seed`` (the seed the injection

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
 from tjap.heuristics.interference.rules import TASK_RULES, TaskPolicy, WholeJobPolicy
 from tjap.placement.interference import _kernels as sim_kern
 from tjap.placement.interference import profiles

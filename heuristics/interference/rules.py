@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import UnknownMethodError
+from tjap.core.errors import UnknownMethodError
+from tjap.core.jit import njit
 from tjap.placement.interference import profiles
 from tjap.placement.interference.planning import (
     Scratch,

@@ -30,11 +30,11 @@ from collections import deque
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Status
 from tjap.placement.network.engine import Engine
 from tjap.placement.network.exact import solve_request
 from tjap.placement.network.topology import Topology
-from tjap.result import Status
 
 
 class TetrisPolicy:

@@ -10,10 +10,12 @@ scan of the cluster. :mod:`tjap.auditor` is its caller; the definitions are ther
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import interrupted_by
+from tjap.core.errors import interrupted_by
+from tjap.core.jit import njit
 from tjap.heuristics.slurm.tree import place_counted, switch_table
 from tjap.placement.slurm.occupancy import Sweep, advance
 from tjap.placement.tree.single_job import (
@@ -63,17 +65,34 @@ class LoopTables:
         )
 
 
+#: Seconds one call of the compiled loop aims at (a signal waits for the call to end), and the
+#: jobs of the first call.
+CHUNK_S = 0.2
+FIRST_CHUNK = 200
+#: A call holds at most this many times the jobs of the one before.
+MAX_GROWTH = 4
+
+
 def measure(
-    history, topology, rows, tables: LoopTables, code: int, *, chunk: int = 2000, progress=None
+    history,
+    topology,
+    rows,
+    tables: LoopTables,
+    code: int,
+    *,
+    chunk: int | None = None,
+    progress=None,
 ):
     """Measure the allocations ``rows`` of ``history`` (indices, any order).
 
     Returns ``(cols, rows, ptr, flat, done, interrupted)``: the columns of :data:`COLUMNS` for
     the rows in start order (``rows`` in that order), the offsets ``ptr`` of each job in the flat
     node arrays ``flat`` (``"optimum"``, ``"bound"``, ``"slurm_tree"``: node ids, each job's
-    ``size`` of them), and how many jobs were measured. The kernel runs ``chunk`` jobs a call;
-    Ctrl-C or SIGTERM between calls ends the loop with ``interrupted`` True and whole jobs.
-    ``progress(done, total)`` is called after each chunk."""
+    ``size`` of them), how many jobs were measured, and the Ctrl-C (or
+    :class:`~tjap.core.errors.Terminated`) that stopped the loop, None if it ran to the end. The
+    kernel runs ``chunk`` jobs (:data:`FIRST_CHUNK`) in its first call, then as many as take about :data:`CHUNK_S`
+    seconds, so a signal between calls is obeyed within a fraction of a second and leaves whole
+    jobs. ``progress(done, total)`` is called after each chunk."""
     strict = Sweep(
         history,
         topology.num_nodes,
@@ -139,19 +158,23 @@ def measure(
         tuple(cols[name] for name in COLUMNS),
         (flat["optimum"], flat["bound"], flat["slurm_tree"]),
     )
-    done = 0
+    done, chunk = 0, FIRST_CHUNK if chunk is None else chunk
     try:
-        for lo in range(0, rows.size, chunk):
-            hi = min(rows.size, lo + chunk)
-            _measure_chunk(*args, lo, hi, *fixed)
+        while done < rows.size:
+            hi = min(rows.size, done + chunk)
+            began = time.perf_counter()
+            _measure_chunk(*args, done, hi, *fixed)
+            took = time.perf_counter() - began
+            chunk = int(min(max(chunk * CHUNK_S / max(took, 1e-6), 1), MAX_GROWTH * chunk, 50_000))
             done = hi
             if progress is not None:
                 progress(done, rows.size)
     except BaseException as exc:  # Ctrl-C, SIGTERM: the chunks done are whole
-        if interrupted_by(exc) is None:
+        stop = interrupted_by(exc)
+        if stop is None:
             raise
-        return cols, rows, ptr, flat, done, True
-    return cols, rows, ptr, flat, done, False
+        return cols, rows, ptr, flat, done, stop
+    return cols, rows, ptr, flat, done, None
 
 
 @njit

@@ -86,12 +86,12 @@ import time
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
-from tjap.placement.tree.jobs import level_domains, slurm_level, switch_levels
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Status
+from tjap.placement.tree.jobs import base_block_size, level_domains, slurm_level, switch_levels
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.topology import IMPLICIT_ROOT
 from tjap.placement.tree.window import Window
-from tjap.result import Status
 
 METHOD = "slurm-block"
 
@@ -129,7 +129,7 @@ class BlockTable:
 
     def __init__(self, topology):
         self.top = int(switch_levels(topology)[0])
-        self.base = int(topology.leaf_sizes.min())
+        self.base = base_block_size(topology, "slurm-block")
         leaf = topology.node_leaf.astype(np.int64)
         self.node_leaf = leaf
         first_node = np.full(topology.num_switches, topology.num_nodes, np.int64)
@@ -349,7 +349,7 @@ def solve_slurm_block(window: Window, *, convention="paper", time_limit_s=None, 
     Status ``FEASIBLE``; ``INFEASIBLE`` when Slurm would leave a job pending, with
     ``info["unplaced"]`` (the pending jobs' indices) and ``info["placed"]`` (the other jobs'
     nodes, by job index). Constraints Slurm cannot express are refused in one line
-    (:class:`~tjap.errors.InvalidInputError`).
+    (:class:`~tjap.core.errors.InvalidInputError`).
     """
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")

@@ -68,13 +68,13 @@ import time
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
+from tjap.core.result import Status
 from tjap.placement.tree.jobs import refuse_constraints
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology
 from tjap.placement.tree.window import Window
-from tjap.result import Status
 
 #: Slurm's INFINITE (a uint32 of all ones), the distance between switches with no common ancestor.
 INFINITE = 0xFFFFFFFF

@@ -1,5 +1,5 @@
 """Numba kernels of the search loops. All @njit code of heuristics lives here, compiled with the
-project's one jit policy (:mod:`tjap._jit`).
+project's one jit policy (:mod:`tjap.core.jit`).
 
 Operators are chosen by integer codes so the whole loop stays compiled (the repair's kind by the
 type of its argument, see :func:`pick_start`); the public operator classes in
@@ -22,7 +22,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from tjap._jit import njit, njit_inline
+from tjap.core.jit import njit, njit_inline
 from tjap.heuristics.tree._mlp_kernels import (
     CFG_LOOKAHEAD,
     CFG_SAMPLE,

@@ -20,7 +20,7 @@ from their softmax with a uniform number the caller drew from the loop's generat
 
 import numpy as np
 
-from tjap._jit import njit, njit_inline
+from tjap.core.jit import njit, njit_inline
 
 # columns of a row of ``layers``
 IN_CH, IN_LEN, OUT_CH, OUT_LEN, KERNEL, STRIDE, TANH, OFFSET = range(8)

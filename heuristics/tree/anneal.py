@@ -43,8 +43,8 @@ import time
 
 import numpy as np
 
-from tjap._backends import Deadline, Slices
-from tjap.errors import InvalidInputError
+from tjap.core.backends import Deadline, Slices
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels
 from tjap.heuristics.tree.operators import (
     REINSERT,

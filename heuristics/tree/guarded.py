@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import time
 
-from tjap.errors import InvalidInputError, TjapError
+from tjap.core.errors import InvalidInputError, TjapError
+from tjap.core.result import Status
 from tjap.heuristics.slurm.tree import RELEASES, solve_slurm_tree
 from tjap.placement.tree.exact import solve_auto
 from tjap.placement.tree.freeform import solve_freeform
 from tjap.placement.tree.jobs import refuse_constraints
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
-from tjap.result import Status
 
 #: Seconds of time limit that must be left for the free-form improvement to start.
 MIN_IMPROVE_S = 0.05

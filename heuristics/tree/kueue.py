@@ -70,7 +70,7 @@ import time
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.slurm.block import window_result
 from tjap.placement.tree.jobs import level_domains, switch_levels
 from tjap.placement.tree.topology import IMPLICIT_ROOT

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels as k
 from tjap.placement.tree._dcas_kernels import taken_words
 

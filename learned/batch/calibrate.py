@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.batch import episodes as E
 from tjap.learned.batch.features import HOUR_S, normalise
 from tjap.learned.batch.weights import (

@@ -21,7 +21,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.batch.features import SCALES, normalise, observation
 from tjap.placement.batch.chained import HOUR_S, ChainedEpisode, Pair
 from tjap.placement.batch.jobs import Jobs

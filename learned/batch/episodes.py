@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from tjap.executor import Executor, TaskFailure
+from tjap.core.executor import Executor, TaskFailure
 from tjap.learned.batch.env import WAIT, ProvisionEnv
 from tjap.learned.batch.features import remaining_s
 from tjap.placement.batch.chained import Pair

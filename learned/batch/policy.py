@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError
 from tjap.learned.batch.features import HOUR_S, head_inputs, normalise, observation, remaining_s
 from tjap.learned.batch.weights import (
     load_network,

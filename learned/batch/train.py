@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.batch import episodes as E
 from tjap.learned.batch.env import reward_h
 from tjap.learned.batch.features import HOUR_S, head_inputs, normalise

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 KINDS = ("rf", "xgb")
 ARRAYS = ("kind", "feature", "threshold", "left", "right", "value", "roots", "base")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.batch.features import feature_spec
 from tjap.learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
 from tjap.learned.policy_io import read_metadata as read_weights_metadata

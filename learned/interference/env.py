@@ -56,7 +56,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.interference.features import (
     ALL,
     EDGE_FEATURES,

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
 from tjap.placement.interference import profiles
 from tjap.placement.interference.cluster import CLUSTER
 from tjap.placement.interference.planning import (

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.policy_io import check_architecture, load_weights, save_weights
 
 DEFAULT_WEIGHTS = Path(__file__).resolve().parents[1] / "weights" / "interference_marl.json"

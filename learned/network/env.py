@@ -18,7 +18,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.network.features import FeatureBuilder
 from tjap.placement.network import Episode, Outcome, Requests, Topology, paper_topology
 

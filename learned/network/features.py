@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
 from tjap.placement.network import _kernels as kern
 from tjap.placement.network.engine import ROUTINGS, Engine
 from tjap.placement.network.requests import holding_max

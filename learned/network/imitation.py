@@ -42,7 +42,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Status
 from tjap.placement.network import (
     NAMES,
     Engine,
@@ -52,7 +53,6 @@ from tjap.placement.network import (
     paper_topology,
     solve_request,
 )
-from tjap.result import Status
 
 GAMMA = 0.99
 REWARD = {Outcome.ACCEPTED: 10.0, Outcome.FAILED: -10.0, Outcome.PENDING: 0.0}

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.network.features import CHOSEN, WIDTH, feature_spec
 from tjap.learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
 from tjap.placement.network.topology import Topology

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.network.features import FeatureBuilder
 from tjap.learned.network.nets import DEFAULT_WEIGHTS, GraphSAGEAllocator, load
 from tjap.placement.network.topology import Topology

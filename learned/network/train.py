@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.network import NAMES
 
 PPO = {

@@ -21,7 +21,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels as k
 from tjap.learned.tree.features import feature_spec, repair_observation, require_fat_tree_features
 from tjap.placement.tree._dcas_kernels import (

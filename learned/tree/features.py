@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.tree._mlp_kernels import observe
 
 FEATURES = ("switch", "pod", "request", "others")

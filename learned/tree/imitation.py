@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
 from tjap.heuristics.tree._kernels import lookahead_total
 from tjap.placement.tree._dcas_kernels import row_ends
 from tjap.placement.tree.tree_cost import block_costs

@@ -14,7 +14,7 @@ from gymnasium import spaces
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, FlattenExtractor
 from torch import nn
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.tree.features import (  # Table II, kept without torch (see there)
     ARCHS,
     CONV_LAYERS,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.tree import _kernels as k
 from tjap.heuristics.tree._mlp_kernels import net_config, net_scratch, pack_layers
 from tjap.heuristics.tree.anneal import SA_PRESETS, anneal, preset_options

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: Layout and cost convention of each setting; the environment's loop (re-insertion order, n^D,
 #: q) is by default that of the SA preset of the same name (:data:`tjap.heuristics.tree.anneal.SA_PRESETS`).

@@ -12,7 +12,7 @@ backfill pass (if due).
 
 import numpy as np
 
-from tjap._jit import njit, njit_inline
+from tjap.core.jit import njit, njit_inline
 from tjap.placement.tree._kernels import block_costs
 
 INF = 1 << 62

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap._jit import njit
+from tjap.core.jit import njit
 
 #: SWF records have 18 fields; more are ignored by the loader.
 SWF_FIELDS = 18

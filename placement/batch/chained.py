@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import COLUMNS, Jobs
 from tjap.placement.batch.simulator import SchedulerConfig, Simulator

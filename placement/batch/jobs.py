@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: Columns of a :class:`Jobs` table, all int64 arrays of one length.
 COLUMNS = (

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import SchedulerConfig, SimulationResult, Simulator
 from tjap.placement.batch.traces import default_nodes, load_trace

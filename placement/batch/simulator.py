@@ -67,13 +67,13 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from tjap._backends import Slices
-from tjap.errors import InvalidInputError, check_options
+from tjap.core.backends import Slices
+from tjap.core.errors import InvalidInputError, check_options
+from tjap.core.result import Measurement, plain
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.tree.cost import CONVENTIONS, convention_code
 from tjap.placement.tree.topology import MAX_NODES
-from tjap.result import Measurement, plain
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -601,7 +601,7 @@ class SimulationResult(Measurement):
     ``to_dict()`` holds the common fields, the configuration, the summary and one row per job
     (:meth:`per_job`); ``summary()`` the headline figures.
 
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the
     scheduler: backfill mode and node placement, e.g. ``"easy/firstfit"``), ``status``
     (FEASIBLE: the replay ran its course), ``objective`` (the mean wait in seconds of the jobs
     the simulator started, ``summary()["mean_wait_s"]``; lower is better), ``runtime_s`` (the
@@ -727,7 +727,7 @@ class SimulationResult(Measurement):
 
     def plot(self, path) -> None:
         """Utilisation and queue length over time, and the wait distribution, as one figure."""
-        from tjap.report import pyplot
+        from tjap.core.report import pyplot
 
         plt = pyplot()
         series = self.series()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
 
 

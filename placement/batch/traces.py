@@ -3,7 +3,7 @@
 Each loader returns a :class:`~tjap.placement.batch.jobs.Jobs` table and a :class:`TraceReport` that
 says how many lines were read, how many were skipped and why (the first few, with line numbers).
 Bad lines are skipped and reported, never fatal; a file that is not a trace of the format at all (a
-JSON file, binary data, the other format) raises :class:`~tjap.errors.InvalidInputError` with a
+JSON file, binary data, the other format) raises :class:`~tjap.core.errors.InvalidInputError` with a
 one-line message naming the file, the problem and the fix. Files are only ever opened for reading.
 Gzip-compressed files (``.swf.gz``) are read transparently. Both formats are read column-wise
 (a Numba scan of the bytes in :mod:`tjap.placement.batch._scan`, then NumPy; a 450,000-line trace
@@ -37,7 +37,7 @@ from typing import Callable, Iterator, NamedTuple
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch._scan import gather, scan_fields, scan_swf
 from tjap.placement.batch.jobs import Jobs
 

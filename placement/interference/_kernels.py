@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from tjap._jit import njit, njit_inline
+from tjap.core.jit import njit, njit_inline
 
 
 @njit_inline

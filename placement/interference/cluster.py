@@ -42,7 +42,7 @@ import functools
 import networkx as nx
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 TOPOLOGIES = ("fattree", "vl2", "bcube")
 ARCHS = ("pcie", "dgx1", "hetcpu", "mixed")

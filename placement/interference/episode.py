@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.interference.cluster import CLUSTER
 from tjap.placement.interference.jobs import DONE, RUNNING, WAITING
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.interference import profiles
 
 ARRIVALS = ("uniform", "poisson", "trace")

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError
 from tjap.placement.interference import profiles
 
 #: Fitting models of Table III.

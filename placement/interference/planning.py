@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from tjap._jit import njit, njit_inline
+from tjap.core.jit import njit, njit_inline
 from tjap.placement.interference import _kernels as sim_kern
 from tjap.placement.interference.jobs import RUNNING
 

@@ -28,14 +28,14 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from tjap.errors import InvalidInputError, check_options
+from tjap.core.errors import InvalidInputError, check_options
+from tjap.core.result import Measurement
 from tjap.placement.interference import _kernels as kern
 from tjap.placement.interference import profiles
 from tjap.placement.interference.cluster import Cluster
 from tjap.placement.interference.episode import PlacementEpisode
 from tjap.placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
 from tjap.placement.interference.model import Coefficients
-from tjap.result import Measurement
 
 
 @runtime_checkable
@@ -69,7 +69,7 @@ class SimResult(Measurement):
     """Per-job outcome of a run and its summary (:meth:`summary`); ``to_dict()`` holds every
     field (per-job arrays as lists, NaN as null).
 
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the
     policy's name, an alias of ``policy``), ``status`` (FEASIBLE: the run ran its course),
     ``objective`` (the average JCT of the finished jobs in intervals, ``summary()["avg_jct"]``;
     lower is better; NaN, written as null, when none finished), ``runtime_s`` and ``seed``.

@@ -5,7 +5,7 @@ A server-to-server path is ``[u, *rack_paths[rack u, rack v, j], v]`` (server s'
 
 import numpy as np
 
-from tjap._jit import njit
+from tjap.core.jit import njit
 
 #: Routing rules: how one of the k candidate paths of a server pair is chosen.
 ROUTE_SHORTEST = 0  # the first candidate (fewest hops) whose links all have a free channel

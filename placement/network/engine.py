@@ -26,7 +26,7 @@ import heapq
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.network import _kernels as kern
 from tjap.placement.network.topology import Topology
 

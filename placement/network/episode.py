@@ -22,12 +22,12 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Measurement, Status, plain
 from tjap.placement.network.engine import Engine, Outcome
 from tjap.placement.network.exact import RequestPlan
 from tjap.placement.network.requests import Requests
 from tjap.placement.network.topology import SPREAD, Topology
-from tjap.result import Measurement, Status, plain
 
 #: A policy's decision: a server, ``(server, paths)`` naming the candidate path per server already
 #: chosen, or None to give the request up.
@@ -75,7 +75,7 @@ def _check_policy(policy) -> None:
 class EpisodeResult(Measurement):
     """Per-request records of one episode; :meth:`summary` gives their averages.
 
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the
     policy's name, an alias of ``policy``), ``status`` (FEASIBLE: the episode ran its course),
     ``objective`` (the acceptance ratio, :attr:`acceptance`; higher is better), ``runtime_s``
     and ``seed``.
@@ -299,7 +299,7 @@ class Evaluation(Measurement):
     request), as does ``mean_runtime_s`` (seconds per episode). ``requests`` is per episode.
     ``episodes`` holds each :class:`EpisodeResult`; :meth:`to_dict` writes their summaries.
 
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`), aliases of its own:
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`), aliases of its own:
     ``method`` (``policy``), ``status`` (FEASIBLE), ``objective`` (the mean acceptance ratio,
     ``acceptance``; higher is better), ``runtime_s`` (seconds of all the episodes,
     ``mean_runtime_s`` x ``seeds``) and ``seed`` (the first episode's, ``seed_base``).

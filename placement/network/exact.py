@@ -44,10 +44,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap import _backends
-from tjap.errors import InvalidInputError
+from tjap.core import backends as _backends
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Record, Status
 from tjap.placement.network.topology import Topology
-from tjap.result import Record, Status
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class RequestPlan(Record):
     pair (servers[i], servers[m]) for i < m. ``channels`` counts the channels the plan reserves;
     ``bound`` (when the solver proves one) is a lower bound on it. ``method`` is what chose the
     servers (``"exact"``: :func:`solve_request`; else the policy's name) and ``seed`` its seed.
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`) are ``method``,
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`) are ``method``,
     ``status``, ``objective`` (the channels reserved, lower is better; None without a
     solution), ``runtime_s`` and ``seed``. ``to_dict()`` / ``to_json()`` write them and every
     field (servers and paths as lists, the status by name)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.network.topology import Topology
 
 

@@ -34,7 +34,7 @@ import re
 import networkx as nx
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: Bottom-to-top oversubscription -> (tier-2 channels / n, tier-3 channels / n), Table 1.
 TABLE1 = {16: (2.0, 0.5), 8: (4.0, 1.0), 4: (4.0, 2.0)}

@@ -60,12 +60,13 @@ fall before its start is read as the second occurrence when that makes it the la
 - **Malformed lines** (a wrong number of fields, a bad time, job id, node count or hostlist, an end
   before the start) are skipped as ``malformed``, with their line numbers. When the first lines
   of a source are all malformed (ten of them, or all when there are fewer), the source is not of
-  the format at all and reading stops with one :class:`~tjap.errors.InvalidInputError` that
+  the format at all and reading stops with one :class:`~tjap.core.errors.InvalidInputError` that
   names the first bad line.
-- ``NNodes`` (``NodeCnt``) is kept as recorded, even where it differs from the hostlist's count.
+- ``NNodes`` (``NodeCnt``) is kept as recorded, even where it differs from the hostlist's count
+  (:func:`tjap.audit` skips such a record as ``malformed``: it contradicts itself).
 
 A missing or incomplete sacct header, or a source of neither format, is one
-:class:`~tjap.errors.InvalidInputError` naming the problem and the command or option that fixes it.
+:class:`~tjap.core.errors.InvalidInputError` naming the problem and the command or option that fixes it.
 
 Examples
 --------
@@ -94,7 +95,7 @@ from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import parse_jobcomp_line
 
 __all__ = [
@@ -367,11 +368,32 @@ def _source_name(source) -> str:
     return str(source) if isinstance(source, (str, os.PathLike)) else "records"
 
 
-def _open_lines(source):
-    path = Path(source)
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
-    return open(path, encoding="utf-8", errors="replace", newline="")
+class _Lines:
+    """The lines of a records file (``.gz`` read transparently), each decoded as UTF-8 on its
+    own, so a byte that is not UTF-8 is named with its line: a one-line error, never U+FFFD."""
+
+    def __init__(self, source):
+        self.name = str(source)
+        path = Path(source)
+        self.file = gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+    def __iter__(self):
+        for number, raw in enumerate(self.file, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                byte = raw[exc.start : exc.start + 1].hex()
+                raise InvalidInputError(
+                    f"records file {self.name!r} is not UTF-8 text: line {number:,} holds the "
+                    f"byte 0x{byte}; convert the file first, e.g. "
+                    f"iconv -f latin1 -t utf-8 {self.name} > records.txt"
+                ) from None
 
 
 def _check_path(source) -> None:
@@ -386,10 +408,10 @@ def _check_path(source) -> None:
 
 def sniff_format(source) -> str:
     """The format (``"sacct"`` or ``"jobcomp"``) of the records file ``source``, from its first
-    non-empty line; :class:`~tjap.errors.InvalidInputError` if it is neither."""
+    non-empty line; :class:`~tjap.core.errors.InvalidInputError` if it is neither."""
     _check_path(source)
     try:
-        with _open_lines(source) as lines:
+        with _Lines(source) as lines:
             for line in lines:
                 if line.strip():
                     found = detect_format(line)
@@ -450,7 +472,7 @@ def _read(source, fmt: str, clock: _Clock, skipped: Skipped) -> Iterator[Allocat
     name = _source_name(source)
     if isinstance(source, (str, os.PathLike)):
         try:
-            with _open_lines(source) as lines:
+            with _Lines(source) as lines:
                 yield from _read_lines(lines, name, fmt, clock, skipped)
         except (OSError, EOFError) as exc:  # unreadable, or a truncated .gz
             raise InvalidInputError(f"records file {name!r} cannot be read: {exc}") from None

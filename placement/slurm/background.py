@@ -26,7 +26,7 @@ def background_rows(
     the trace replay on Slurm (``benchmarks/slurm_replay.py``) takes them; ``submit_s`` in wall seconds."""
     import numpy as np
 
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.placement.batch import load_trace
     from tjap.placement.batch.replay import parse_date, submit_span
     from tjap.placement.slurm.chained import slurm_limit_min, slurm_runtime_s

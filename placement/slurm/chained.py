@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Measurement, plain
 from tjap.placement.batch.chained import (
     DAY_S,
     FEATURES,
@@ -52,7 +53,6 @@ from tjap.placement.batch.chained import (
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Simulator
 from tjap.placement.slurm.client import CompletedJob, QueuedJob, SlurmClient, SlurmError
-from tjap.result import Measurement, plain
 
 #: recorded start of a job that has not started (as ChainedEpisode marks the pair)
 NOT_STARTED = np.iinfo(np.int64).max // 4
@@ -259,7 +259,7 @@ class LiveResult(Measurement):
     """One pair run against a real Slurm (:func:`run_live`): the decisions and Slurm's records
     of the two jobs (Unix seconds; None where Slurm recorded none).
 
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the
     provisioner's name, an alias of ``policy``), ``status`` (FEASIBLE: the pair ran its course),
     ``objective`` (the interruption in trace hours, :attr:`interruption_h`; lower is better; None
     while Slurm's records are missing), ``runtime_s`` (wall seconds of the run) and ``seed`` (the

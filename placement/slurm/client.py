@@ -15,14 +15,23 @@ may itself contain ``|``. Completed jobs are read from the ``jobcomp/filetxt`` l
 
 Errors
 ------
-Every failure raises :class:`SlurmError` (a :class:`~tjap.errors.TjapError`, so the CLI prints it as
+Every failure raises :class:`SlurmError` (a :class:`~tjap.core.errors.TjapError`, so the CLI prints it as
 one line): a missing binary names it and the package to install, an unreachable controller says
 ``cannot reach slurmctld: ...; is Slurm running? (SLURM_CONF=...)``, timeouts and every other
 non-zero exit carry the command's first error line. When Slurm cannot be reached at all (the
 controller does not answer, a command times out, the commands are not installed, the
 configuration cannot be read, munge fails) the error is its subclass
-:class:`~tjap.errors.SlurmUnreachableError` (the CLI's exit code 3). Nothing is silently
+:class:`~tjap.core.errors.SlurmUnreachableError` (the CLI's exit code 3). Output the readers cannot
+parse raises a :class:`SlurmError` naming the command and its first bad line. Nothing is silently
 ignored, except (optionally) cancelling a job that has already ended.
+
+Interruptions
+-------------
+A command is waited for in steps of :data:`POLL_S` seconds, so that a signal handler that raises
+(``tjap``'s Ctrl-C and SIGTERM) stops the wait at once; the command is then killed. Within
+:meth:`SlurmClient.stopping` a command also stops when an event is set (how the placement
+service, whose handler only sets its stop event, is stopped while it reads): it is killed and
+:class:`SlurmStopped` raised.
 """
 
 from __future__ import annotations
@@ -30,14 +39,24 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tjap.errors import SlurmError, SlurmUnreachableError
+from tjap.core.errors import SlurmError, SlurmUnreachableError
 
 #: Packages that provide the commands (Debian/Ubuntu).
 INSTALL_HINT = "apt-get install slurm-wlm munge"
+#: Seconds between two looks at a running Slurm command (has it ended, timed out, been stopped?).
+POLL_S = 0.1
+
+
+class SlurmStopped(KeyboardInterrupt):
+    """A Slurm command killed because the event of :meth:`SlurmClient.stopping` was set (the
+    placement service's SIGTERM or SIGINT): an interruption, not an error."""
 
 
 # -- records -----------------------------------------------------------------------------------
@@ -188,6 +207,11 @@ def dependency_ids(text: str) -> list[int]:
     return ids
 
 
+def _shown(text: str, limit: int = 120) -> str:
+    """``text`` quoted for a one-line message, cut to about ``limit`` characters."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
 def _squeue_rows(text: str, n: int):
     """(line, its n '|'-separated fields) for each non-blank line of squeue output (the last
     field, the job name, may itself hold '|')."""
@@ -197,7 +221,7 @@ def _squeue_rows(text: str, n: int):
         parts = line.split("|", n - 1)
         if len(parts) != n:
             raise SlurmError(
-                f"unexpected squeue line (expected {n} '|'-separated fields): {line!r}"
+                f"unexpected squeue line (expected {n} '|'-separated fields): {_shown(line)}"
             )
         yield line, parts
 
@@ -228,7 +252,7 @@ def parse_squeue(text: str) -> list[QueuedJob]:
                 )
             )
         except ValueError as exc:
-            raise SlurmError(f"unexpected squeue line ({exc}): {line!r}") from None
+            raise SlurmError(f"unexpected squeue line ({exc}): {_shown(line)}") from None
     return jobs
 
 
@@ -240,12 +264,17 @@ def parse_sinfo(text: str) -> list[NodeState]:
             continue
         parts = line.split("|")
         if len(parts) != 4:
-            raise SlurmError(f"unexpected sinfo line (expected 4 '|'-separated fields): {line!r}")
+            raise SlurmError(
+                f"unexpected sinfo line (expected 4 '|'-separated fields): {_shown(line)}"
+            )
         name, state, cpus, part = parts
         try:
             alloc, idle, other, total = (int(c) for c in cpus.split("/"))
         except ValueError:
-            raise SlurmError(f"unexpected sinfo CPU field {cpus!r} in line {line!r}") from None
+            raise SlurmError(
+                f"unexpected sinfo line (CPU field {_shown(cpus, 40)} is not "
+                f"allocated/idle/other/total): {_shown(line)}"
+            ) from None
         part = part.rstrip("*")
         if name in nodes:
             old = nodes[name]
@@ -393,7 +422,7 @@ def parse_pending(text: str) -> list[PendingJob]:
                 )
             )
         except (ValueError, SlurmError) as exc_:
-            raise SlurmError(f"unexpected squeue line ({exc_}): {line!r}") from None
+            raise SlurmError(f"unexpected squeue line ({exc_}): {_shown(line)}") from None
     return jobs
 
 
@@ -461,6 +490,9 @@ _UNREACHABLE = (
     "communication connection failure",
     "no route to host",
 )
+#: stderr fragments that mean the command found no configuration it could read (Slurm's commands
+#: print "fatal: Could not establish a configuration source" when there is no slurm.conf, no
+#: SLURM_CONF and no configless slurmctld to fetch one from).
 _NO_CONFIG = (
     "s_p_parse_file",
     "unable to process configuration",
@@ -472,9 +504,15 @@ _MUNGE = ("munge", "authentication", "invalid credential")
 _DENIED = ("invalid user id", "access/permission denied", "access denied")
 
 
+def _no_config(stderr: str) -> bool:
+    """Whether a Slurm command's stderr says it found no configuration it could read."""
+    low = stderr.lower()
+    return any(s in low for s in _NO_CONFIG)
+
+
 def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: str) -> SlurmError:
     """The :class:`SlurmError` for a Slurm command that exited with ``returncode``
-    (:class:`~tjap.errors.SlurmUnreachableError` when Slurm could not be reached)."""
+    (:class:`~tjap.core.errors.SlurmUnreachableError` when Slurm could not be reached)."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     first = lines[0] if lines else f"exit status {returncode}, no error message"
     # prefer the line that says what went wrong over generic "error:" preambles
@@ -486,14 +524,18 @@ def classify_error(argv: list[str], returncode: int, stderr: str, slurm_conf: st
     low = stderr.lower()
     cmd = Path(argv[0]).name
     where = f"SLURM_CONF={slurm_conf}"
+    if _no_config(stderr):  # before slurmctld: without a configuration no command finds it
+        line = next(ln for ln in lines if any(s in ln.lower() for s in _NO_CONFIG))
+        return SlurmUnreachableError(
+            f"cannot read the Slurm configuration: {line}; set SLURM_CONF to the "
+            f"cluster's slurm.conf, or run on a node of the cluster ({where})"
+        )
     if any(s in low for s in _UNREACHABLE):
         return SlurmUnreachableError(
             f"cannot reach slurmctld: {first}; is Slurm running? "
             f"({where}: start slurmctld, or point SLURM_CONF at the "
             f"running cluster's slurm.conf)"
         )
-    if any(s in low for s in _NO_CONFIG):
-        return SlurmUnreachableError(f"cannot read the Slurm configuration: {first} ({where})")
     if "munge" in low:
         return SlurmUnreachableError(
             f"munge authentication failed: {first}; is munged running? ({where})"
@@ -519,14 +561,30 @@ class SlurmClient:
         if env:
             self.env.update({str(k): str(v) for k, v in env.items()})
         self.timeout_s = float(timeout_s)
+        #: when set, the command running is killed and :class:`SlurmStopped` raised
+        #: (:meth:`stopping`; None: commands run to their end or their timeout)
+        self.stop: threading.Event | None = None
 
     @property
     def slurm_conf(self) -> str:
         return self.env.get("SLURM_CONF", "/etc/slurm/slurm.conf (default)")
 
+    @contextmanager
+    def stopping(self, event: threading.Event | None) -> Iterator[SlurmClient]:
+        """Within the block, a command running when ``event`` is set (or started after) is killed
+        and raises :class:`SlurmStopped` within :data:`POLL_S` seconds; ``None`` lets commands run
+        to their end. The event may be set from a signal handler or another thread."""
+        previous, self.stop = self.stop, event
+        try:
+            yield self
+        finally:
+            self.stop = previous
+
     def run(self, argv: list[str], *, check: bool = True) -> subprocess.CompletedProcess:
-        """Run a Slurm command; a missing binary, a timeout or (with ``check``) a non-zero exit
-        raise :class:`SlurmError`."""
+        """Run a Slurm command; a missing binary, a timeout, a configuration the command cannot
+        read or (with ``check``) any other non-zero exit raise :class:`SlurmError`. The command is
+        killed when the wait for it ends early: an exception from a signal handler (Ctrl-C,
+        ``tjap``'s SIGTERM) goes on at once, as does :class:`SlurmStopped` (:meth:`stopping`)."""
         env = dict(self.env, SLURM_TIME_FORMAT="%s")
         conf = self.env.get("SLURM_CONF")
         if conf and not Path(conf).is_file():
@@ -537,13 +595,14 @@ class SlurmClient:
                 f"slurm.conf)"
             )
         try:
-            proc = subprocess.run(
+            child = subprocess.Popen(
                 argv,
                 env=env,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout_s,
                 stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",  # garbled bytes reach the readers, which name the bad line
             )
         except FileNotFoundError:
             raise SlurmUnreachableError(
@@ -551,15 +610,39 @@ class SlurmClient:
                 f"installed (Debian/Ubuntu: {INSTALL_HINT}) or not on "
                 f"PATH"
             ) from None
-        except subprocess.TimeoutExpired:
-            raise SlurmUnreachableError(
-                f"{Path(argv[0]).name} timed out after "
-                f"{self.timeout_s:g} s; is slurmctld responding? "
-                f"(SLURM_CONF={self.slurm_conf})"
-            ) from None
-        if check and proc.returncode != 0:
+        stdout, stderr = self._wait(child, Path(argv[0]).name)
+        proc = subprocess.CompletedProcess(argv, child.returncode, stdout, stderr)
+        # without a configuration no command does anything: never a result for the caller to read
+        if proc.returncode != 0 and (check or _no_config(proc.stderr)):
             raise classify_error(argv, proc.returncode, proc.stderr, self.slurm_conf)
         return proc
+
+    def _wait(self, child: subprocess.Popen, name: str) -> tuple[str, str]:
+        """``child``'s stdout and stderr once it has ended, waited for in steps of
+        :data:`POLL_S` s (a signal handler runs between them); past ``timeout_s``, when
+        :attr:`stop` is set or when the wait is interrupted, it is killed and reaped first."""
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            while True:
+                if self.stop is not None and self.stop.is_set():
+                    raise SlurmStopped(f"{name} stopped")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SlurmUnreachableError(
+                        f"{name} timed out after {self.timeout_s:g} s; is slurmctld "
+                        f"responding? (SLURM_CONF={self.slurm_conf})"
+                    )
+                try:
+                    return child.communicate(timeout=min(POLL_S, left))
+                except subprocess.TimeoutExpired:
+                    continue
+        except BaseException:
+            child.kill()
+            child.wait()
+            for pipe in (child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
+            raise
 
     # -- jobs --------------------------------------------------------------------------------
     def submit(
@@ -652,7 +735,7 @@ class SlurmClient:
         return parse_jobcomp(text)
 
     def ping(self) -> None:
-        """Raise :class:`~tjap.errors.SlurmUnreachableError` unless the controller answers."""
+        """Raise :class:`~tjap.core.errors.SlurmUnreachableError` unless the controller answers."""
         proc = self.run(["scontrol", "ping"], check=False)
         text = proc.stdout + proc.stderr
         if proc.returncode != 0 or "DOWN" in text:

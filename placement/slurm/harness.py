@@ -80,7 +80,7 @@ Which Slurm: the system's, or 24.11 with topology/block
 :attr:`LocalSlurmConfig.slurm` picks the Slurm: ``"system"`` (the installed package, 22.05 on
 Debian 12), ``"24.11"`` (built from the upstream tarball of Debian 13's ``slurm-wlm`` source by
 ``.ci/build-slurm-newer`` into ``$TJAP_SLURM_NEWER``, default ``slurm-24.11`` under the cache root
-:func:`tjap.cache.cache_root`, ``$TJAP_CACHE_ROOT`` or ``/var/cache/tjap``) or
+:func:`tjap.core.cache.cache_root`, ``$TJAP_CACHE_ROOT`` or ``/var/cache/tjap``) or
 the absolute path of another install prefix. The daemons run by full path
 (``PREFIX/sbin/slurmctld``, ``PREFIX/sbin/slurmd``) and :attr:`LocalSlurm.env` puts
 ``PREFIX/bin`` and ``PREFIX/sbin`` first on ``PATH``, so :meth:`LocalSlurm.client` and every
@@ -115,8 +115,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tjap.cache import cache_root
-from tjap.errors import InvalidInputError
+from tjap.core.cache import cache_root
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.accounting_db import (
     AccountingDaemons,
     missing_accounting,
@@ -146,7 +146,7 @@ _MUNGE = ("munged", "munge", "mungekey")
 #: The Slurm that ``.ci/build-slurm-newer`` builds, and the variable that moves its prefix.
 NEWER_SLURM = "24.11"
 NEWER_SLURM_ENV = "TJAP_SLURM_NEWER"
-#: The folder of the cache root (:func:`tjap.cache.cache_root`) it goes to by default.
+#: The folder of the cache root (:func:`tjap.core.cache.cache_root`) it goes to by default.
 NEWER_SLURM_FOLDER = "slurm-24.11"
 BUILD_HINT = "run .ci/build-slurm-newer as root (about 3 minutes)"
 
@@ -164,7 +164,7 @@ def _which(name: str) -> str | None:
 
 def newer_slurm_prefix() -> Path:
     """Where ``.ci/build-slurm-newer`` installs Slurm 24.11 (``$TJAP_SLURM_NEWER``, default
-    ``slurm-24.11`` under :func:`tjap.cache.cache_root`)."""
+    ``slurm-24.11`` under :func:`tjap.core.cache.cache_root`)."""
     return Path(os.environ.get(NEWER_SLURM_ENV) or cache_root() / NEWER_SLURM_FOLDER)
 
 

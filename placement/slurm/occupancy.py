@@ -35,8 +35,8 @@ from functools import cached_property
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
 
 #: The end of an allocation that has not ended (still running when the records were taken).
 NO_END = np.iinfo(np.int64).max

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import PendingJob
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.freeform import best_single_job_nodes

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import SlurmClient, SlurmError
 from tjap.placement.tree.hostlist import expand_hostlist
 

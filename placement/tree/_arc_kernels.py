@@ -8,7 +8,7 @@ The walk starts with a segment (p's domain holds one from p on) and ends at its 
 
 import numpy as np
 
-from tjap._jit import njit
+from tjap.core.jit import njit
 from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
 
 

@@ -21,7 +21,7 @@ its distinct domains.
 
 import numpy as np
 
-from tjap._jit import njit, njit_inline
+from tjap.core.jit import njit, njit_inline
 from tjap.placement.tree._arc_kernels import segment_walk
 from tjap.placement.tree._dcas_kernels import block_cost
 

@@ -31,7 +31,7 @@ from numba import types
 from numba.cpython.unsafe.numbers import trailing_zeros
 from numba.extending import overload
 
-from tjap._jit import njit, njit_inline, popcount
+from tjap.core.jit import njit, njit_inline, popcount
 from tjap.placement.tree import tree_cost
 
 #: The project's block cost on any tree, compiled inline here: the search loop calls it for every

@@ -14,7 +14,7 @@ run itself; an exclusive job's regions may hold more positions than its run.
 
 import numpy as np
 
-from tjap._jit import njit
+from tjap.core.jit import njit
 
 
 @njit

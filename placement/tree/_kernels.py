@@ -6,7 +6,7 @@ Conventions are passed as integers: 0 = "paper", 1 = "published".
 
 import numpy as np
 
-from tjap._jit import njit
+from tjap.core.jit import njit
 
 HOP_UNIT_COST = 1000  # c, the cost of one communication hop
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _arc_kernels
 from tjap.placement.tree.jobs import Job, level_domains, slurm_level
 from tjap.placement.tree.tree_cost import convention_code
@@ -324,3 +324,25 @@ def violations(window, assignment) -> list[str]:
                         f"{job.exclusive}"
                     )
     return out
+
+
+def why_infeasible(window, model: str = "scas") -> str:
+    """One sentence on why ``window`` has no solution under ``model`` (``"scas"``: each job a
+    contiguous run of the idle order Q; ``"free"``: any idle nodes; ``"dcas"``), for a result
+    that says INFEASIBLE without a reason of its own: too few idle nodes for the jobs together or
+    for one job, a job whose constraints allow it no run of Q (SCAS), or the jobs together."""
+    need, idle = int(sum(window.job_sizes)), window.num_idle
+    if need > idle:
+        return f"the jobs ask for {need:,} nodes together and {idle:,} are idle"
+    for j, job in enumerate(window.jobs):
+        if job.nodes > idle:
+            return f"job {j} asks for {job.nodes:,} nodes and {idle:,} are idle"
+    if model == "scas":
+        for j, job in enumerate(window.jobs):
+            if job_arcs(window, job).count == 0:
+                return f"job {j} has no run of the idle nodes that its constraints allow"
+        return (
+            "each job alone has a run of the idle nodes its constraints allow, but no set of "
+            "runs holds every job at once (SCAS: a job takes a contiguous run of the idle order)"
+        )
+    return "no placement of every job at once meets the jobs' constraints"

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import first_fit
-from tjap.placement.tree.jobs import Job, level_domains, top_level
+from tjap.placement.tree.jobs import Job, base_block_size, level_domains, top_level
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 
@@ -116,6 +116,7 @@ class ConstraintMix:
         if text == "mix":
             return cls()
         shares = {"segment": 0.0, "within": 0.0, "exclusive": 0.0}
+        seen: set[str] = set()
         for part in text.split(","):
             key, eq, value = part.partition("=")
             key = key.strip()
@@ -128,6 +129,11 @@ class ConstraintMix:
                     f"constraints {text!r:.60}: give 'mix' or shares such as "
                     "'segment=0.4,within=0.2,exclusive=0.1' (the rest of the jobs are plain)"
                 )
+            if key in seen:
+                raise InvalidInputError(
+                    f"constraints {text!r:.60}: {key} is given twice; give each kind once"
+                )
+            seen.add(key)
             shares[key] = number
         return cls(**shares)
 
@@ -148,7 +154,7 @@ class _Sizes:
     """The node counts each kind may ask for on one tree (largest first, for shrinking)."""
 
     def __init__(self, topology: Topology, mix: ConstraintMix):
-        self.base = int(topology.leaf_sizes.min())
+        self.base = base_block_size(topology, "block windows")
         self.segments = sorted(
             {self.base, *([self.base // 2] if self.base % 2 == 0 and self.base >= 4 else [])}
         )

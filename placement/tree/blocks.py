@@ -28,9 +28,7 @@ An aggregated block is named after its first and last base block, ``FIRST..LAST`
 
 from __future__ import annotations
 
-import math
-
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: Block sizes (in base blocks) Slurm plans with when the configuration gives no ``BlockSizes``.
 DEFAULT_BLOCK_LEVELS = (1, 2, 4, 8)
@@ -38,36 +36,49 @@ DEFAULT_BLOCK_LEVELS = (1, 2, 4, 8)
 MAX_BLOCK_FACTOR = 2**15
 
 
-def parse_block_sizes(value: str, where: str) -> list[int]:
+def parse_block_sizes(value: str, where: str, *, yaml: bool = False) -> list[int]:
     """``BlockSizes=18,36,72`` -> [18, 36, 72], checked: positive integers, each the first one
-    times a power of two (at most 2^15), increasing."""
+    times a power of two (at most 2^15), increasing. ``yaml``: the sizes come from a
+    ``topology.yaml``'s ``block_sizes:`` list, and the messages write them that way."""
+    parts = [part.strip() for part in value.split(",")]
+
+    def written(sizes) -> str:  # the sizes as the file writes them
+        if yaml:
+            return f"block_sizes: [{', '.join(map(str, sizes))}]"
+        return f"BlockSizes={','.join(map(str, sizes))}"
+
+    given = (f"[{', '.join(parts)}]" if yaml else f"BlockSizes={value}")[:80]
+    if not value.strip():
+        raise InvalidInputError(
+            f"{where}: {given} lists no size; give the base block size in nodes, then the "
+            f"larger ones, e.g. {written([18, 36, 72])}"
+        )
     sizes = []
-    for part in value.split(","):
-        part = part.strip()
-        if not part.isdigit() or int(part) <= 0:
+    for part in parts:
+        if not (part.isascii() and part.isdigit()) or part.strip("0") == "":
             raise InvalidInputError(
-                f"{where}: BlockSizes={value} holds {part!r}, not a positive "
-                "number of nodes; write e.g. BlockSizes=18,36,72"
+                f"{where}: {given} holds {part[:40]!r}, not a positive "
+                f"number of nodes; write e.g. {written([18, 36, 72])}"
+            )
+        if len(part.lstrip("0")) > 18:
+            raise InvalidInputError(
+                f"{where}: {given} holds a size of {len(part.lstrip('0'))} digits, more nodes "
+                f"than any cluster; write e.g. {written([18, 36, 72])}"
             )
         sizes.append(int(part))
     base = sizes[0]
     for size in sizes[1:]:
-        factor = size / base
-        if (
-            size % base
-            or factor < 1
-            or factor > MAX_BLOCK_FACTOR
-            or factor != 2 ** round(math.log2(factor))
-        ):
+        factor, rest = divmod(size, base)  # integers: no float overflow on huge sizes
+        if rest or factor < 1 or factor > MAX_BLOCK_FACTOR or factor & (factor - 1):
             raise InvalidInputError(
-                f"{where}: BlockSizes={value}: {size} is not the base block size {base} times a "
-                f"power of two (2 to {MAX_BLOCK_FACTOR}); write e.g. BlockSizes={base},"
-                f"{2 * base},{4 * base}"
+                f"{where}: {given}: {size} is not the base block size {base} times a "
+                f"power of two (2 to {MAX_BLOCK_FACTOR}); write e.g. "
+                f"{written([base, 2 * base, 4 * base])}"
             )
     if sizes != sorted(set(sizes)):
         raise InvalidInputError(
-            f"{where}: BlockSizes={value} must increase and list each size "
-            f"once; write e.g. BlockSizes={base},{2 * base},{4 * base}"
+            f"{where}: {given} must increase and list each size "
+            f"once; write e.g. {written([base, 2 * base, 4 * base])}"
         )
     return sizes
 
@@ -102,10 +113,13 @@ def aggregates(num_blocks: int, levels: list[int]) -> list[tuple[int, int, int]]
     return found
 
 
-def block_specs(blocks: list, sizes: list[int] | None, where: str = "BlockSizes") -> list:
+def block_specs(
+    blocks: list, sizes: list[int] | None, where: str = "BlockSizes"
+) -> tuple[list, int]:
     """Switch definitions ``(name, nodes or None, switches or None, where)`` of the tree of a
-    ``topology/block`` configuration: ``blocks`` lists ``(name, nodes, where)`` in the file's
-    order, ``sizes`` the ``BlockSizes`` values (None: not given)."""
+    ``topology/block`` configuration, and its base block size in nodes (the first
+    ``BlockSizes`` value, else the first block's size): ``blocks`` lists ``(name, nodes,
+    where)`` in the file's order, ``sizes`` the ``BlockSizes`` values (None: not given)."""
     seen: dict[str, str] = {}
     for name, _, line in blocks:
         if name in seen:
@@ -164,4 +178,4 @@ def block_specs(blocks: list, sizes: list[int] | None, where: str = "BlockSizes"
         else:
             nodes, line = block_of[name]
             specs.append((name, nodes, None, line))
-    return specs
+    return specs, base

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _kernels
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.tree_cost import CONVENTIONS, convention_code  # noqa: F401 (re-exported)

@@ -9,7 +9,7 @@ brevity"; the DP handles it exactly).
 The DP's table has (|Q| + 1) x prod(count_r + 1) cells, r ranging over the distinct job sizes. With
 the published code's cap of five multi-node jobs per window that is at most 1001 x 32. Without the
 cap a window can hold dozens of jobs and the table explodes: :func:`solve_dp` then raises
-:class:`~tjap.errors.StateSpaceTooLargeError`, and ``method="auto"`` picks SCIP instead.
+:class:`~tjap.core.errors.StateSpaceTooLargeError`, and ``method="auto"`` picks SCIP instead.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections import Counter
 
 import numpy as np
 
-from tjap._backends import Deadline
-from tjap.errors import StateSpaceTooLargeError
+from tjap.core.backends import Deadline
+from tjap.core.errors import StateSpaceTooLargeError
 from tjap.placement.tree import _dp_kernels
 from tjap.placement.tree.arcs import arc_nodes, first_fit, job_arcs
 from tjap.placement.tree.result import Result, Status

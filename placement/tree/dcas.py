@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _dcas_constraints, _dcas_kernels
 from tjap.placement.tree.arcs import _whole, _within_levels, segment_level
 from tjap.placement.tree.jobs import level_domains, top_level

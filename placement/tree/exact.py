@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from tjap.errors import UnknownMethodError
+from tjap.core.errors import UnknownMethodError
 from tjap.placement.tree import csp
 from tjap.placement.tree.freeform import solve_freeform, solve_freeform_greedy
 from tjap.placement.tree.result import Result, Status

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.topology import MAX_NODES, Topology
 
 #: Hop levels of a node pair: same edge switch, same pod, different pods.

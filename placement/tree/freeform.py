@@ -35,8 +35,8 @@ import time
 
 import numpy as np
 
-from tjap import _backends
-from tjap.errors import InvalidInputError
+from tjap.core import backends as _backends
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import segment_level, violations
 from tjap.placement.tree.cost import HOP_UNIT_COST, convention_code
 from tjap.placement.tree.jobs import level_domains, refuse_constraints, slurm_level, switch_levels
@@ -285,7 +285,7 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
     counts (the module's documentation). Returns (objective terms (coefficient, variable), a
     constant, and each added variable with its value from a warm start's counts), or None when
     some ``within`` level has no domain with room for the job; raises
-    :class:`~tjap._backends.OutOfTime` when ``out_of_time()`` turns true between jobs."""
+    :class:`~tjap.core.backends.OutOfTime` when ``out_of_time()`` turns true between jobs."""
     tree = window.topology
     terms, constant, values, usage = [], 0.0, [], {}
 

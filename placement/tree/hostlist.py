@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: The most names one expression may expand to (a guard against ``n[0-999999999]``).
 MAX_NAMES = 10_000_000

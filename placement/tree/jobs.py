@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 #: The largest weight a window takes (a fragmentation weight, a job's ``prefer_cost``): every
 #: exact model accepts the objective it gives on the largest tree admitted (SCIP refuses
@@ -106,6 +106,15 @@ def _whole(value, where: str, least: int = 1) -> int:
     return int(value)
 
 
+def _needs(given: bool, other, key: str, needed: str) -> None:
+    """Refuse a key that does nothing without another (``segment_level`` without ``segment``)."""
+    if given and other is None:
+        raise InvalidInputError(
+            f"{key} applies to a job with {needed!r} and this one has none; give {needed} "
+            f"or drop {key}"
+        )
+
+
 @dataclass(frozen=True)
 class Job:
     """One job of a window: ``nodes`` and its constraints (see the module's documentation).
@@ -138,6 +147,8 @@ class Job:
                     f"segment size that divides the node count (e.g. {_divisor(self.nodes)})"
                 )
         check_weight(self.prefer_cost, "prefer_cost")
+        _needs(self.segment_level != 1, self.segment, "segment_level", "segment")
+        _needs(self.prefer_cost != PREFER_COST, self.prefer, "prefer_cost", "prefer")
         if not isinstance(self.slurm_rule, (bool, np.bool_)):
             raise InvalidInputError(
                 f"slurm_rule must be true or false, got {self.slurm_rule!r:.40}"
@@ -188,6 +199,8 @@ class Job:
                     raise InvalidInputError(
                         'a job object needs \'nodes\', e.g. {"nodes": 36, "segment": 12}'
                     )
+                _needs("segment_level" in value, value.get("segment"), "segment_level", "segment")
+                _needs("prefer_cost" in value, value.get("prefer"), "prefer_cost", "prefer")
                 return cls(**value)
             _whole(value, "a job")
             return cls(int(value))
@@ -261,10 +274,23 @@ def resolve_level(topology, value, names=(), where: str = "level") -> int:
     return number
 
 
+def base_block_size(topology, what: str = "Slurm's block rule") -> int:
+    """The base block size of a Slurm ``topology/block`` cluster; a one-line
+    :class:`InvalidInputError` for a switch tree, to which ``what`` does not apply."""
+    if topology.block_size is None:
+        raise InvalidInputError(
+            f"{what} is Slurm's topology/block rule, and this cluster is a switch tree "
+            "(topology/tree, labels or a fat-tree): drop it, or read the cluster from its "
+            "BlockName= lines (or a block: topology.yaml)"
+        )
+    return int(topology.block_size)
+
+
 def slurm_level(topology, count: int) -> int | None:
     """The level Slurm's block rule puts ``count`` nodes in: the lowest whose largest domain has
-    at least ceil(count / b) leaf blocks, b the smallest leaf size; None when no level has."""
-    need = -(-count // int(topology.leaf_sizes.min()))
+    at least ceil(count / b) leaf blocks, b the base block size (:func:`base_block_size`); None
+    when no level has."""
+    need = -(-count // base_block_size(topology))
     levels = switch_levels(topology)
     leaves = np.zeros(topology.num_switches, np.int64)
     leaves[topology.leaf_switches] = 1
@@ -287,6 +313,7 @@ def resolve_job(job: Job, topology, names=(), where: str = "jobs[0]") -> Job:
             fields[key] = resolve_level(topology, value, names, f"{where}: {key}")
     if job.slurm_rule:
         count = job.segment or job.nodes
+        base_block_size(topology, f"{where}: slurm_rule")
         if slurm_level(topology, count) is None:
             raise InvalidInputError(
                 f"{where}: slurm_rule: no block of this tree holds "

@@ -36,7 +36,7 @@ import re
 import warnings
 from urllib.parse import quote
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.sources import load_documents
 
 #: The node label Kubernetes sets to the node's host name; as a level it is the node itself.
@@ -56,7 +56,7 @@ def domain_name(values) -> str:
 
 
 # ---------------------------------------------------------------------------- reading the inputs
-def _flatten(documents, kinds: tuple[str, ...]) -> list:
+def _flatten(documents, kinds: tuple[str, ...], label: str) -> list:
     """The objects of parsed documents: a List's (or any mapping's) ``items``, a list's
     elements, or the document itself."""
     found = []
@@ -64,13 +64,24 @@ def _flatten(documents, kinds: tuple[str, ...]) -> list:
         if isinstance(document, dict) and "items" in document and document.get("kind") not in kinds:
             items = document["items"]
             if not isinstance(items, list):
-                raise InvalidInputError(f"'items' must be a list, got {type(items).__name__}")
+                raise InvalidInputError(
+                    f"{label}: 'items' must be a list of objects, got {type(items).__name__}"
+                )
             found.extend(items)
         elif isinstance(document, (list, tuple)) and not _is_pair(document):
             found.extend(document)
         else:
             found.append(document)
     return found
+
+
+def _empty_list(documents, label: str, what: str, fix: str) -> None:
+    """Refuse, in one line, documents that are only Kubernetes Lists with no items
+    (``kind: List``, ``items: []``): the file holds no ``what``."""
+    if documents and all(isinstance(d, dict) and d.get("items") == [] for d in documents):
+        raise InvalidInputError(
+            f"{label} is a Kubernetes List with no items (items: []), so it holds no {what}; {fix}"
+        )
 
 
 def _is_pair(item) -> bool:
@@ -92,7 +103,7 @@ def read_nodes(nodes) -> list[tuple[str, dict]]:
     else:
         documents, label = load_documents(nodes, "node list")
     found, seen = [], set()
-    for i, item in enumerate(_flatten(documents, ("Node",))):
+    for i, item in enumerate(_flatten(documents, ("Node",), label)):
         where = f"{label}, item {i + 1}"
         if isinstance(item, str):
             name, labels = item, {}
@@ -129,6 +140,12 @@ def read_nodes(nodes) -> list[tuple[str, dict]]:
         seen.add(name)
         found.append((name, labels))
     if not found:
+        _empty_list(
+            documents,
+            label,
+            "node",
+            "give kubectl get nodes -o json output of a cluster with nodes",
+        )
         raise InvalidInputError(f"{label} holds no node; give kubectl get nodes -o json output")
     return found
 
@@ -144,9 +161,17 @@ def read_levels(levels) -> list[str]:
             documents, label = [levels], "the Kueue Topology"
         else:
             documents, label = load_documents(levels, "Kueue Topology")
-        topologies = [d for d in documents if isinstance(d, dict) and d.get("kind") == "Topology"]
+        _empty_list(
+            documents,
+            label,
+            "Topology",
+            "give a Kueue Topology (kind: Topology, spec.levels[].nodeLabel), e.g. kubectl get "
+            "topology NAME -o yaml, or the label keys as a list",
+        )
+        objects = _flatten(documents, ("Topology",), label)  # a List's items (kubectl get -o yaml)
+        topologies = [d for d in objects if isinstance(d, dict) and d.get("kind") == "Topology"]
         if len(topologies) != 1:
-            kinds = sorted({str(d.get("kind")) for d in documents if isinstance(d, dict)})
+            kinds = sorted({str(d.get("kind")) for d in objects if isinstance(d, dict)})
             raise InvalidInputError(
                 f"{label} must hold one object of kind Topology (spec.levels[].nodeLabel), "
                 f"found {len(topologies)} (kinds: {', '.join(kinds) or 'none'}); give a Kueue "
@@ -248,8 +273,15 @@ def _hypernodes(manifests) -> tuple[list[dict], str]:
         documents, label = [manifests], "the HyperNodes"
     else:
         documents, label = load_documents(manifests, "HyperNode file")
+    _empty_list(
+        documents,
+        label,
+        "HyperNode",
+        "give HyperNode objects (kind: HyperNode), e.g. kubectl get hypernodes -o yaml of a "
+        "cluster that defines them",
+    )
     found = []
-    for i, item in enumerate(_flatten(documents, ("HyperNode",))):
+    for i, item in enumerate(_flatten(documents, ("HyperNode",), label)):
         if not isinstance(item, dict) or item.get("kind", "HyperNode") != "HyperNode":
             what = item.get("kind") if isinstance(item, dict) else type(item).__name__
             raise InvalidInputError(

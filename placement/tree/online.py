@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Record, plain
 from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.placement.tree.exact import window_solver
 from tjap.placement.tree.fat_tree import FatTree
@@ -35,7 +36,6 @@ from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.placement.tree.workload import Workload, priority_order, select_prefix
-from tjap.result import Record, plain
 
 POLICIES = ("window", "fcfs", "easy")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")

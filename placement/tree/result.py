@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Record, Status, plain
 from tjap.placement.tree.arcs import job_penalty, violations
 from tjap.placement.tree.cost import assignment_cost
 from tjap.placement.tree.window import Window
-from tjap.result import Record, Status, plain
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Result(Record):
     ``assignment`` holds one tuple of node ids per job, in window order (empty when no solution);
     :meth:`node_names` gives the same nodes by name.
     ``bound`` is a proven lower bound on the method's model, when the method knows one.
-    The fields every result shares (:data:`tjap.result.COMMON_FIELDS`): ``method`` (the window
+    The fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` (the window
     method), ``status`` (OPTIMAL when proven, FEASIBLE, INFEASIBLE or TIME_LIMIT), ``objective``
     (the assignment's hop cost under ``convention``, lower is better; NaN, written as null, when
     there is no solution), ``runtime_s`` and ``seed``.
@@ -165,7 +165,7 @@ def objective_of(window: Window, assignment, convention: str = "paper") -> float
 def checked_assignment(window: Window, given, what: str) -> tuple:
     """``given`` (a :class:`Result` of ``window``, or an assignment: one list of node ids per
     job, in window order) as a feasible assignment of ``window``; anything else is one
-    :class:`~tjap.errors.InvalidInputError` naming ``what`` (e.g. ``"warm_start"``) and the fix."""
+    :class:`~tjap.core.errors.InvalidInputError` naming ``what`` (e.g. ``"warm_start"``) and the fix."""
     if isinstance(given, Result):
         if given.window != window:
             raise InvalidInputError(

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap import _backends
-from tjap._backends import Deadline
-from tjap.errors import InvalidInputError
+from tjap.core import backends as _backends
+from tjap.core.backends import Deadline
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import arc_nodes, job_arcs
 from tjap.placement.tree.csp import fallback_assignment, solve_dp
 from tjap.placement.tree.result import Result, Status

@@ -59,8 +59,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap._jit import njit, njit_inline
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit, njit_inline
 from tjap.placement.tree.freeform import _best_single_job
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.tree_cost import convention_code, cost_from_sum_of_squares

@@ -24,7 +24,7 @@ Names must be strings: quote a name YAML would read as a number or a boolean (``
 
 from __future__ import annotations
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.sources import load_documents
 
@@ -39,6 +39,11 @@ def _entries(source) -> tuple[list[dict], str]:
     """The file's topology entries, checked: each a mapping with a unique string name, known
     keys, a boolean ``cluster_default`` and exactly one kind."""
     documents, label = load_documents(source, "topology.yaml")
+    if not documents:
+        raise InvalidInputError(
+            f"{label} is empty (nothing but blank lines and comments); list its topologies, "
+            "e.g. '- topology: topo1' then '  tree:' or '  block:'"
+        )
     if len(documents) != 1 or not isinstance(documents[0], list):
         if any(isinstance(d, dict) and "kind" in d for d in documents):
             raise InvalidInputError(
@@ -217,13 +222,14 @@ def _block_specs(entry, listed) -> list:
                 f"{sizes_at}: {sizes!r:.60} is not a list of node counts; "
                 "write e.g. block_sizes: [18, 36, 72]"
             )
-        sizes = parse_block_sizes(",".join(map(str, sizes)), sizes_at)
+        sizes = parse_block_sizes(",".join(map(str, sizes)), sizes_at, yaml=True)
     return block_specs(blocks, sizes, sizes_at if sizes else f"{where}.blocks")
 
 
-def slurm_yaml_specs(source, name: str | None, listed, nodes=None) -> list:
+def slurm_yaml_specs(source, name: str | None, listed, nodes=None) -> tuple[list, int | None]:
     """Switch definitions ``(name, nodes or None, switches or None, where)`` of one topology of
-    a ``topology.yaml``, for ``Topology._from_specs``.
+    a ``topology.yaml``, for ``Topology._from_specs``, and the base block size of a block
+    topology (None for the other kinds).
 
     ``name`` None picks :func:`slurm_yaml_default`'s topology; ``listed(value, key)`` expands a
     hostlist or a list of names of ``key`` (``"nodes"`` or ``"switches"``) within tjap's size
@@ -249,12 +255,12 @@ def slurm_yaml_specs(source, name: str | None, listed, nodes=None) -> list:
             )
         return [
             (entry["name"], _names(nodes, "nodes", entry["where"], listed), None, entry["where"])
-        ]
+        ], None
     if nodes is not None:
         raise InvalidInputError(
             f"{entry['where']} is a {entry['kind']} topology, which lists "
             "its own nodes; give nodes= for a flat topology only"
         )
     if entry["kind"] == "tree":
-        return _tree_specs(entry, listed)
+        return _tree_specs(entry, listed), None
     return _block_specs(entry, listed)

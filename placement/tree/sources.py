@@ -5,7 +5,7 @@ tree a file holds.
 already parsed into its documents (JSON, or YAML with one or several ``---`` documents);
 :func:`file_kind` tells a Slurm ``topology.conf``, a JSON tree, a Slurm ``topology.yaml``,
 ``kubectl get nodes -o json`` output and Volcano HyperNode manifests apart by their content.
-Every problem is one line of :class:`~tjap.errors.InvalidInputError` naming the file and the fix.
+Every problem is one line of :class:`~tjap.core.errors.InvalidInputError` naming the file and the fix.
 PyYAML is imported only when a YAML text is parsed.
 """
 
@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from tjap.errors import InvalidInputError, MissingDependencyError
+from tjap.core.errors import InvalidInputError, MissingDependencyError
 
 #: The kinds of file :func:`file_kind` tells apart (``tjap topology show --format``).
 FILE_KINDS = ("conf", "json", "yaml", "kube-nodes", "hypernodes")
@@ -146,15 +146,27 @@ def file_kind(text: str, label: str = "the file") -> str:
 
     A text whose first line that is no comment starts with ``{`` or ``[``, or with a YAML key
     (``topology:``, ``- topology:``, ``apiVersion:``, ``kind:``), is parsed; anything else is a
-    ``topology.conf``. A parsed text of none of the kinds is a one-line error.
+    ``topology.conf``. An empty text (or only comments), a Kubernetes List with no items and a
+    parsed text of none of the kinds are one-line errors.
     """
     first = next(
         (line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")),
         "",
     )
+    if not first:
+        raise InvalidInputError(
+            f"{label} is empty (nothing but blank lines and comments); give the cluster's "
+            "topology.conf, topology.yaml, JSON tree, node list or HyperNode manifests"
+        )
     if not (first.lstrip()[:1] in ("{", "[") or _YAML_START.match(first)):
         return "conf"
     documents = parse_text(text, label)
+    if documents and all(isinstance(d, dict) and d.get("items") == [] for d in documents):
+        raise InvalidInputError(
+            f"{label} is a Kubernetes List with no items "
+            "(items: []), so it holds no node and no HyperNode; give a List that holds them "
+            "(kubectl get nodes -o json, HyperNode manifests)"
+        )
     kinds = {_kind_of(d) for d in documents}
     if len(documents) == 1 and isinstance(documents[0], dict) and "switches" in documents[0]:
         return "json"

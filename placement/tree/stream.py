@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.online import window_ticks
 from tjap.placement.tree.topology import Topology

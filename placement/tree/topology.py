@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.sources import read_utf8
@@ -64,6 +64,29 @@ _SIZE_FIX = (
     f"tjap supports switch trees of at most {MAX_NODES:,} nodes and {MAX_SWITCHES:,} "
     "switches (tjap.placement.tree.topology.MAX_NODES, MAX_SWITCHES)"
 )
+
+
+def _block_size(value, leaf_sizes) -> int | None:
+    """A ``topology/block`` cluster's base block size, checked: a whole number of nodes from 1
+    to the smallest block's size (None: a switch tree)."""
+    if value is None:
+        return None
+    smallest = int(leaf_sizes.min())
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not 1 <= value <= smallest
+    ):
+        raise InvalidInputError(
+            f"block_size must be a whole number of nodes from 1 to the smallest block's "
+            f"{smallest}, got {value!r:.40}"
+        )
+    return int(value)
+
+
+def _rebuild(cls, args, block_size):
+    """Unpickle a :class:`Topology` (its block size is a keyword)."""
+    return cls(*args, block_size=block_size)
 
 
 def _check_size(num_nodes: int, num_switches: int, where: str = "") -> None:
@@ -163,6 +186,7 @@ class Topology:
         "_node_ids",
         "_switch_ids",
         "_count_form",
+        "block_size",
     )
     # the slots' types, for static readers (set once, in __init__)
     switch_names: tuple[str, ...]
@@ -173,8 +197,9 @@ class Topology:
     leaf_switches: np.ndarray
     leaf_sizes: np.ndarray
     num_levels: int
+    block_size: int | None
 
-    def __init__(self, switch_names, switch_parent, node_names, node_leaf):
+    def __init__(self, switch_names, switch_parent, node_names, node_leaf, *, block_size=None):
         switch_names, node_names = tuple(switch_names), tuple(node_names)
         _check_size(len(node_names), len(switch_names))
         switch_names = _check_names(switch_names, "switch")
@@ -246,6 +271,7 @@ class Topology:
         set_(self, "_node_ids", node_ids)
         set_(self, "_switch_ids", switch_ids)
         set_(self, "_count_form", None)
+        set_(self, "block_size", _block_size(block_size, leaf_sizes))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
@@ -255,9 +281,20 @@ class Topology:
 
     def __reduce__(self):
         return (
-            type(self),
-            (self.switch_names, self.switch_parent, self.node_names, self.node_leaf),
+            _rebuild,
+            (
+                type(self),
+                (self.switch_names, self.switch_parent, self.node_names, self.node_leaf),
+                self.block_size,
+            ),
         )
+
+    @property
+    def is_block(self) -> bool:
+        """Whether this is a Slurm ``topology/block`` cluster (built from ``BlockName=`` lines
+        or a ``block:`` topology): its leaves are base blocks of :attr:`block_size` nodes or
+        more, and Slurm's block rule (``slurm_rule``, ``slurm-block``) applies to it alone."""
+        return self.block_size is not None
 
     # ------------------------------------------------------------------ derived facts
     @property
@@ -361,6 +398,7 @@ class Topology:
             self.switch_parent.tobytes(),
             self.node_names,
             self.node_leaf.tobytes(),
+            self.block_size,
         )
 
     def __eq__(self, other) -> bool:
@@ -377,9 +415,10 @@ class Topology:
 
     # ------------------------------------------------------------------ builders
     @classmethod
-    def _from_specs(cls, specs) -> "Topology":
+    def _from_specs(cls, specs, block_size: int | None = None) -> "Topology":
         """Build from switch definitions ``(name, nodes or None, switches or None, where)`` in
-        definition order (``where`` names the line or entry in error messages)."""
+        definition order (``where`` names the line or entry in error messages); ``block_size``
+        marks a Slurm ``topology/block`` cluster."""
         if not specs:
             raise InvalidInputError("no switch is defined; define at least one switch")
         defined: dict[str, int] = {}
@@ -468,7 +507,7 @@ class Topology:
             _raise_cycle(
                 specs, parent_of, next(k for k, spec in enumerate(specs) if spec[0] not in reached)
             )
-        return cls(switch_names, switch_parent, node_names, node_leaf)
+        return cls(switch_names, switch_parent, node_names, node_leaf, block_size=block_size)
 
     @classmethod
     def from_slurm_live(cls, env: dict | None = None, *, timeout_s: float = 30) -> "Topology":
@@ -572,8 +611,29 @@ class Topology:
                     where, f"the tree has more than {MAX_SWITCHES:,} switches; {_SIZE_FIX}"
                 )
             fields: dict[str, str] = {}
-            for token in line.split():
+            tokens = line.split()
+            for t, token in enumerate(tokens):
                 key, sep, value = token.partition("=")
+                if (
+                    not sep
+                    and t
+                    and (
+                        tokens[t - 1].endswith(",")
+                        or token.startswith(",")
+                        or tokens[t - 1].lower().startswith("blocksizes=")
+                    )
+                ):  # a list written with spaces: "BlockSizes=18, 36", "Nodes=n1, n2"
+                    run = tokens[t - 1 : t]
+                    for rest in tokens[t:]:
+                        if "=" in rest:
+                            break
+                        run.append(rest)
+                    raise _where(
+                        where,
+                        f"{' '.join(run)!r} has a space in its list; Slurm splits a line at "
+                        "spaces into KEY=VALUE pairs, so write the list without spaces: "
+                        + ",".join(part.strip(",") for part in run),
+                    )
                 if not sep or not key:
                     raise _where(
                         where,
@@ -583,7 +643,21 @@ class Topology:
                 if key in fields:
                     raise _where(where, f"{key} is given twice; give each key once per line")
                 fields[key] = value
-            if "blocksizes" in fields and len(fields) == 1:
+            if "blocksizes" in fields and len(fields) > 1:
+                others = [t.partition("=")[0] + "=" for t in tokens]
+                others = [k for k in others if k.lower() != "blocksizes="]
+                raise _where(
+                    where,
+                    f"BlockSizes= goes on a line of its own, but this line also has "
+                    f"{', '.join(others)}; write BlockSizes={fields['blocksizes']} alone on its "
+                    "line"
+                    + (
+                        " and the nodes on BlockName= lines (BlockName=b1 Nodes=...)"
+                        if "nodes" in fields and "blockname" not in fields
+                        else ""
+                    ),
+                )
+            if "blocksizes" in fields:
                 if block_sizes is not None:
                     raise _where(where, "BlockSizes= is given twice; give it once")
                 block_sizes = (parse_block_sizes(fields["blocksizes"], where), where)
@@ -646,8 +720,9 @@ class Topology:
                 block_sizes[1],
                 "BlockSizes= is given but no block; add lines like BlockName=b1 Nodes=n[1-18]",
             )
+        block_size = None
         if blocks:
-            specs = block_specs(
+            specs, block_size = block_specs(
                 blocks,
                 block_sizes[0] if block_sizes else None,
                 block_sizes[1] if block_sizes else "the blocks",
@@ -657,7 +732,7 @@ class Topology:
                 "the topology.conf text defines no switch; add lines like "
                 "SwitchName=s1 Nodes=n[1-4]"
             )
-        return cls._from_specs(specs)
+        return cls._from_specs(specs, block_size)
 
     @classmethod
     def from_slurm_yaml(cls, source, name: str | None = None, *, nodes=None) -> "Topology":
@@ -685,9 +760,10 @@ class Topology:
         from tjap.placement.tree.slurm_yaml import slurm_yaml_specs
 
         counts = {"nodes": 0, "switches": 0}  # names read so far, within the size limits
-        return cls._from_specs(
-            slurm_yaml_specs(source, name, lambda value, key: _listed(value, key, counts), nodes)
+        specs, block_size = slurm_yaml_specs(
+            source, name, lambda value, key: _listed(value, key, counts), nodes
         )
+        return cls._from_specs(specs, block_size)
 
     @classmethod
     def from_node_labels(cls, nodes, levels, *, missing: str = "error") -> "Topology":
@@ -763,7 +839,8 @@ class Topology:
     def to_dict(self) -> dict:
         """A JSON-ready dict: ``{"switches": [{"name": ..., "nodes": HOSTLIST} or
         {"name": ..., "switches": HOSTLIST}, ...]}`` with switches depth first (the root first,
-        an implicit root included) and name lists as hostlist expressions."""
+        an implicit root included) and name lists as hostlist expressions; a Slurm
+        ``topology/block`` cluster adds ``"block_size"``, its base block size."""
         entries = []
         for s, name in enumerate(self.switch_names):
             kids = self.children(s)
@@ -776,6 +853,8 @@ class Topology:
                 )
             else:
                 entries.append({"name": name, "nodes": compress_hostlist(self.nodes_of(s))})
+        if self.block_size is not None:
+            return {"switches": entries, "block_size": self.block_size}
         return {"switches": entries}
 
     @classmethod
@@ -784,9 +863,10 @@ class Topology:
         lists of names; switches may come in any order (top-level ones keep theirs)."""
         if not isinstance(data, dict):
             raise InvalidInputError(f"a switch tree must be an object, got {type(data).__name__}")
-        if set(data) != {"switches"}:
+        if "switches" not in data or not set(data) <= {"switches", "block_size"}:
             raise InvalidInputError(
-                f"a switch tree has exactly the key 'switches', got {sorted(data)}"
+                "a switch tree has the key 'switches' (and 'block_size' for a Slurm "
+                f"topology/block cluster), got {sorted(data)}"
             )
         entries = data["switches"]
         if not isinstance(entries, list):
@@ -820,7 +900,7 @@ class Topology:
                     if not lists[key]:
                         raise _where(where, f"{key} is empty; list at least one name")
             specs.append((entry["name"], lists.get("nodes"), lists.get("switches"), where))
-        return cls._from_specs(specs)
+        return cls._from_specs(specs, data.get("block_size"))
 
     @classmethod
     def from_networkx(cls, graph, root) -> "Topology":

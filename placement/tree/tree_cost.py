@@ -51,8 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap._jit import njit
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.jit import njit
 from tjap.placement.tree._kernels import HOP_UNIT_COST
 
 #: Cost conventions, by the code the kernels take (0 = paper, 1 = published).

@@ -23,7 +23,9 @@ accepted ones, never ignored; sizes beyond :data:`~tjap.placement.tree.topology.
 before anything is allocated.
 
 On any other switch tree ``topology`` is ``{"tree": Topology.to_dict()}``,
-``{"slurm": "topology.conf"}`` or ``{"json": "tree.json"}`` (a path, relative to the window
+``{"slurm": "topology.conf"}``, ``{"slurm": "topology.yaml"}`` (a name ending in ``.yaml`` or
+``.yml`` is read as Slurm's ``topology.yaml``, its default topology, as
+:meth:`Topology.from_file` reads it) or ``{"json": "tree.json"}`` (a path, relative to the window
 file's folder when read by :func:`load_windows`; the file is read once), and ``idle_nodes`` lists node names (indices are accepted too); Q is the
 idle nodes in the tree's depth-first node order.
 """
@@ -38,7 +40,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _kernels, tree_cost
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
@@ -96,7 +98,11 @@ def _topology_from_dict(data, base_dir) -> FatTree | Topology:
 
 def _file_topology(data: dict, key: str, base_dir) -> Topology:
     path = data[key]
-    what = "a Slurm topology.conf" if key == "slurm" else "a JSON tree (Topology.to_dict)"
+    what = (
+        "a Slurm topology.conf or topology.yaml"
+        if key == "slurm"
+        else "a JSON tree (Topology.to_dict)"
+    )
     if set(data) != {key} or not isinstance(path, str) or not path:
         raise InvalidInputError(
             f"topology {{'{key}': PATH}} takes one key, the path of {what} file, got {data!r:.80}"
@@ -115,12 +121,20 @@ def _file_topology(data: dict, key: str, base_dir) -> Topology:
 def _read_tree(path: str, key: str, stamp) -> Topology:
     """One Topology per file (and modification time): the windows of a file that name the same
     topology share it, and with it its cached count form."""
+    suffix = Path(path).suffix.lower()
     if key == "slurm":
+        if suffix == ".json":
+            raise InvalidInputError(
+                f"topology {{'slurm': {path!r}}} names a .json file; use "
+                "{'json': PATH} for a JSON tree"
+            )
+        if suffix in (".yaml", ".yml"):  # Slurm's topology.yaml, as Topology.from_file reads it
+            return Topology.from_slurm_yaml(Path(path))
         return Topology.from_slurm(Path(path))
-    if Path(path).suffix.lower() != ".json":
+    if suffix != ".json":
         raise InvalidInputError(
             f"topology {{'json': {path!r}}} must name a .json file; use "
-            "{'slurm': PATH} for a topology.conf"
+            "{'slurm': PATH} for a topology.conf or topology.yaml"
         )
     return Topology.from_file(path)
 
@@ -354,8 +368,8 @@ class Window:
 
     @classmethod
     def from_dict(cls, data, base_dir=None) -> "Window":
-        """Read :meth:`to_dict`'s form; a ``{"slurm": PATH}`` topology's relative path is read
-        from ``base_dir`` (by default the working directory)."""
+        """Read :meth:`to_dict`'s form; a ``{"slurm": PATH}`` (or ``{"json": PATH}``)
+        topology's relative path is read from ``base_dir`` (by default the working directory)."""
         if not isinstance(data, dict):
             raise InvalidInputError(f"a window must be a JSON object, got {type(data).__name__}")
         unknown = sorted(map(str, set(data) - set(WINDOW_KEYS)))
@@ -465,7 +479,8 @@ def _parse_json(text: str, what: str):
 def load_windows(path) -> list[Window]:
     """Read windows from a ``.json`` file (one window or a list) or a ``.jsonl`` file (one a line).
 
-    A topology ``{"slurm": "topology.conf"}`` is read relative to the window file's folder.
+    A topology ``{"slurm": "topology.conf"}`` (or ``topology.yaml``, or ``{"json": PATH}``) is
+    read relative to the window file's folder.
     """
     path = Path(path)
     text = read_utf8(path, "window file")

@@ -192,7 +192,7 @@ def test_bench_nsa_bad_weights_or_preset_is_one_line(tmp_path, capsys, flag):
 def test_interrupted_nsa_table_leaves_a_partial_csv(tmp_path, monkeypatch):
     """Ctrl-C after the first window: its row is in NAME.partial.csv (named in the line tjap
     prints), and no NAME.csv."""
-    from tjap import executor
+    from tjap.core import executor
 
     monkeypatch.setattr(executor, "PARTIAL_OUTPUTS", [])
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from benchmarks.interference_fig10 import load_run, main, smooth
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 
 def _run(tmp_path, name, single, returns):

@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks import service_frontier as sf
 from benchmarks import slurm_topology as st
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.cost import job_cost
 from tjap.slurm.service import ServiceConfig
 

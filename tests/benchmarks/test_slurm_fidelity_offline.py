@@ -21,7 +21,7 @@ from benchmarks.slurm_fidelity import (
     replay_origin,
     single_switch_conf,
 )
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
 from tjap.placement.batch import _kernels as k
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks import slurm_topology as st
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import CompletedJob, SlurmError
 from tjap.placement.slurm.harness import block_conf, newer_slurm_available, slurm_available
 from tjap.placement.slurm.readers import script_segment

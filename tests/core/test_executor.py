@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tjap.errors import MissingDependencyError
-from tjap.executor import (
+from tjap.core.errors import MissingDependencyError
+from tjap.core.executor import (
     CsvRows,
     Executor,
     TaskFailure,
@@ -182,7 +182,7 @@ def test_argparse_helper_builds_the_executor():
 
 CTRL_C_SCRIPT = """
 import os, sys, time
-from tjap.executor import CsvRows, make_executor
+from tjap.core.executor import CsvRows, make_executor
 
 def task(k):
     time.sleep(0.05 if k < 2 else 30)
@@ -298,7 +298,7 @@ def test_cli_sweeps_match_serial(tmp_path, capsys):
 
 def test_unreachable_ray_address_is_a_one_line_error():
     pytest.importorskip("ray")
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
 
     executor = make_executor(ray="127.0.0.1:1")
     with pytest.raises(InvalidInputError, match="cannot reach a Ray cluster at --ray 127.0.0.1:1"):
@@ -316,7 +316,7 @@ def test_speedup_benchmark_runs_and_rows_match(tmp_path, capsys):
 
 POOLS_UNDER_A_PARENT_HANDLER = """
 import os, signal, sys, threading, time
-from tjap.executor import make_executor
+from tjap.core.executor import make_executor
 
 signal.signal(signal.SIGTERM, lambda *_: None)    # a SIGTERM handler some library left behind
 

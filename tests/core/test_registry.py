@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import tjap
-from tjap.errors import InvalidInputError, MissingDependencyError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, MissingDependencyError, UnknownMethodError
 from tjap.registry import SYSTEMS, Method, entries, get, make, methods, register
 
 

@@ -14,8 +14,8 @@ import pytest
 from provision_cases import EXACT, PAIR, H, busy_trace
 
 import tjap
+from tjap.core.result import COMMON_FIELDS, Record, Status, plain
 from tjap.placement.batch.chained import Pair
-from tjap.result import COMMON_FIELDS, Record, Status, plain
 
 
 def check_shape(result, method: str | None = None) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.traces import BUNDLED_DIR, BUNDLED_TRACES, bundled_trace, load_trace
 
 ROOT = Path(__file__).resolve().parents[2]

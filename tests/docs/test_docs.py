@@ -153,11 +153,11 @@ def test_the_reference_covers_every_public_module():
     public |= {
         "tjap.slurm.service",
         "tjap.api",
-        "tjap.result",
-        "tjap.errors",
+        "tjap.core.result",
+        "tjap.core.errors",
         "tjap.registry",
-        "tjap.report",
-        "tjap.executor",
+        "tjap.core.report",
+        "tjap.core.executor",
     }
     missing = sorted(public - rendered)
     assert not missing, f"modules with no page in docs/: {missing}"

@@ -16,7 +16,8 @@ import pytest
 import tjap
 from tjap import bench
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Status
 from tjap.placement.tree.arcs import first_fit
 from tjap.placement.tree.block_windows import KINDS, ConstraintMix, constrained_windows, job_kind
 from tjap.placement.tree.jobs import level_domains
@@ -24,7 +25,6 @@ from tjap.placement.tree.result import Result
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window, load_windows
 from tjap.registry import _REGISTRY, Method
-from tjap.result import Status
 
 CONF = (
     "\n".join(

@@ -532,7 +532,7 @@ def test_slurm_commands_missing_from_path_exit_3(tmp_path, monkeypatch, capsys, 
 
 
 def test_the_client_raises_the_unreachable_error(dead_slurm):
-    from tjap.errors import SlurmUnreachableError
+    from tjap.core.errors import SlurmUnreachableError
     from tjap.placement.slurm.client import SlurmClient, SlurmError
 
     client = SlurmClient()

@@ -102,3 +102,188 @@ def test_solve_refuses_a_seed_out_of_range(seed):
     window = tjap.Window(tjap.FatTree(k=4, num_nodes=16), range(16), [3, 2])
     with pytest.raises(tjap.InvalidInputError, match="seed must be a whole number from 0 to"):
         tjap.solve(window, "sa", seed=seed)
+
+
+# -- the audit reads a running topology/block Slurm --------------------------------------------
+SCONTROL_BLOCKS = """BlockName=b1 Nodes=g[01-04] BlockSize=4
+BlockName=b2 Nodes=g[05-08] BlockSize=4
+AggregatedBlock=b1,b2 Nodes=g[01-08] BlockSize=8
+"""
+
+
+def test_the_audits_live_topology_keeps_a_block_slurms_block_sizes(monkeypatch):
+    """``tjap audit --topology slurm`` on topology/block: the live reader's topology.conf text is
+    read once (reading it as scontrol's output again lost BlockSize= and refused every block
+    Slurm)."""
+    from tjap import auditor
+    from tjap.placement.slurm import readers
+
+    conf = readers.show_topology_conf(SCONTROL_BLOCKS)
+    monkeypatch.setattr(readers, "live_topology_conf", lambda *a, **k: conf)
+    tree, where, block = auditor._topology("slurm")
+    assert block and "running Slurm" in where
+    assert tree == tjap.Topology.from_scontrol(SCONTROL_BLOCKS)
+    assert tree.num_nodes == 8
+
+
+# -- the audit: no silent zero, UTF-8 or one line -----------------------------------------------
+AUDIT = ("examples/audit/sacct.txt", "--topology", "examples/audit/topology.conf")
+
+
+@pytest.mark.parametrize(
+    "extra, fragment",
+    [
+        (("--from", "2030-01-01"), "start outside --from/--to"),
+        (("--to", "2001-01-01"), "start outside --from/--to"),
+        (("--partition", "nowhere"), "another partition than --partition"),
+        (("--min-nodes", "500"), "fewer than --min-nodes 500"),
+    ],
+)
+def test_an_audit_left_with_no_job_names_what_the_records_cover(capsys, extra, fragment):
+    code, out, err = run(capsys, "audit", *AUDIT, "--timezone", "UTC", *extra, "--quiet")
+    assert_one_line_error(code, out, err, fragment, "the records start from 2026-11-28", "main")
+
+
+def test_an_audit_on_the_wrong_topology_says_so(capsys, tmp_path):
+    other = tmp_path / "topology.conf"
+    other.write_text("SwitchName=s1 Nodes=x[1-8]\n")
+    code, out, err = run(capsys, "audit", AUDIT[0], "--topology", other, "--quiet")
+    assert_one_line_error(code, out, err, "nodes the topology lacks", "--topology")
+
+
+def test_an_audit_of_a_header_alone_is_refused(capsys, tmp_path):
+    records = tmp_path / "sacct.txt"
+    records.write_text(open(AUDIT[0]).readline())
+    code, out, err = run(capsys, "audit", records, *AUDIT[1:], "--quiet")
+    assert_one_line_error(code, out, err, "no started job to audit")
+
+
+def test_records_that_are_not_utf8_are_one_line_naming_the_line(capsys, tmp_path):
+    lines = open(AUDIT[0], encoding="utf-8").read().splitlines(keepends=True)
+    records = tmp_path / "sacct.txt"
+    records.write_bytes(
+        "".join(lines[:7]).encode() + lines[7].replace("main", "m\xe9in").encode("latin-1")
+    )
+    code, out, err = run(capsys, "audit", records, *AUDIT[1:], "--quiet")
+    assert_one_line_error(code, out, err, "is not UTF-8 text: line 8 holds the byte 0xe9", "iconv")
+
+
+def test_an_interrupted_audits_outputs_are_all_marked(capsys, tmp_path, monkeypatch):
+    """A Ctrl-C or SIGTERM in the measuring loop: the text, the JSON, the HTML page and the CSV
+    (kept as NAME.partial.csv) all say so, and SIGTERM's exit status is 143."""
+    from tjap.core.errors import Terminated
+    from tjap.heuristics.slurm import audit_loop
+
+    real = audit_loop._measure_chunk
+    calls = []
+
+    def stop_on_second(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise Terminated()
+        return real(*args)
+
+    monkeypatch.setattr(audit_loop, "_measure_chunk", stop_on_second)
+    monkeypatch.setattr(audit_loop, "FIRST_CHUNK", 10)
+    monkeypatch.setattr(audit_loop, "CHUNK_S", 0.0)  # one job a chunk after the first
+    report, table = tmp_path / "report", tmp_path / "jobs.csv"
+    code, out, err = run(
+        capsys, "audit", *AUDIT, "--timezone", "UTC", "--report", report, "--csv", table, "--json"
+    )
+    assert code == 143, err
+    data = json.loads(out)
+    assert data["interrupted"] and 0 < len(data["jobs"]) < 100
+    assert "(interrupted)" in (report / "index.html").read_text()
+    assert not table.exists() and (tmp_path / "jobs.partial.csv").is_file()
+    assert "jobs.partial.csv" in err and "Traceback" not in err
+
+
+# -- Slurm's block rule on block clusters alone --------------------------------------------------
+def test_slurm_block_on_a_switch_tree_is_one_line(capsys):
+    code, out, err = run(capsys, "solve", "examples/window.json", "--method", "slurm-block")
+    assert_one_line_error(code, out, err, "topology/block rule", "switch tree")
+
+
+def test_slurm_rule_on_a_switch_tree_window_is_one_line():
+    tree = tjap.Topology.from_slurm("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]")
+    with pytest.raises(
+        tjap.InvalidInputError, match=r"jobs\[0\]: slurm_rule is Slurm's topology/block rule"
+    ):
+        tjap.Window(tree, range(8), [{"nodes": 2, "slurm_rule": True}])
+
+
+def test_the_audits_block_rule_on_a_switch_tree_is_one_line(capsys):
+    code, out, err = run(capsys, "audit", *AUDIT, "--slurm-rule", "block", "--quiet")
+    assert_one_line_error(code, out, err, "--slurm-rule block", "switch tree")
+
+
+def test_a_block_cluster_keeps_its_base_block_size_through_every_form():
+    import pickle
+
+    blocks = tjap.Topology.from_slurm(
+        "BlockName=b1 Nodes=n[1-6]\nBlockName=b2 Nodes=n[7-12]\nBlockSizes=4,8"
+    )
+    assert blocks.is_block and blocks.block_size == 4  # the first BlockSizes value, not 6
+    assert tjap.Topology.from_dict(blocks.to_dict()) == blocks
+    assert pickle.loads(pickle.dumps(blocks)) == blocks
+    tree = tjap.Topology(
+        blocks.switch_names, blocks.switch_parent, blocks.node_names, blocks.node_leaf
+    )
+    assert not tree.is_block and tree != blocks  # the same shape, another plugin
+    with pytest.raises(tjap.InvalidInputError, match="block_size must be a whole number"):
+        tjap.Topology.from_dict({**blocks.to_dict(), "block_size": 7})
+
+
+# -- keys that do nothing are refused; no silent replacement ------------------------------------
+@pytest.mark.parametrize(
+    "job, fragment",
+    [
+        ({"nodes": 4, "segment_level": 2}, "segment_level applies to a job with 'segment'"),
+        ({"nodes": 4, "prefer_cost": 2.0}, "prefer_cost applies to a job with 'prefer'"),
+    ],
+)
+def test_a_job_key_that_does_nothing_is_refused(job, fragment):
+    tree = tjap.Topology.from_slurm("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]")
+    with pytest.raises(tjap.InvalidInputError, match=fragment):
+        tjap.Window(tree, range(8), [job])
+
+
+def test_a_constraint_kind_given_twice_is_refused():
+    from tjap.placement.tree.block_windows import ConstraintMix
+
+    with pytest.raises(tjap.InvalidInputError, match="segment is given twice"):
+        ConstraintMix.parse("segment=0.2,segment=0.3")
+
+
+def test_fragmentation_on_the_command_line_never_replaces_a_windows_own(capsys, tmp_path):
+    data = json.load(open(BLOCKS))
+    data = data[0] if isinstance(data, list) else data
+    data["fragmentation"] = {"weight": 50, "level": 1}
+    window = tmp_path / "w.json"
+    window.write_text(json.dumps(data))
+    (tmp_path / "blocks.conf").write_text(open("examples/blocks.conf").read())
+    code, out, err = run(capsys, "solve", window, "--method", "dp", "--fragmentation", "700")
+    assert_one_line_error(code, out, err, "has its own fragmentation term", "--fragmentation")
+    code, out, _ = run(capsys, "solve", window, "--method", "dp", "--fragmentation", "50")
+    assert code == 0  # the same term: nothing replaced
+
+
+# -- every INFEASIBLE says why -------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "method", ["dp", "seq", "auto", "freeform", "scip", "cpsat", "kueue-bestfit"]
+)
+def test_every_method_says_why_a_window_has_no_solution(capsys, tmp_path, method):
+    tree = tjap.Topology.from_slurm("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]")
+    window = tjap.Window(
+        tree,
+        range(8),
+        [{"nodes": 3, "within": 1}, {"nodes": 3, "within": 1}, {"nodes": 2, "within": 1}],
+    )
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(window.to_dict()))
+    code, out, err = run(capsys, "solve", path, "--method", method)
+    assert code == 1 and "Traceback" not in err
+    assert "status=INFEASIBLE cost=-" in out and "nan" not in out
+    assert "  no solution: " in out
+    result = tjap.solve(window, method)
+    assert result.info["infeasible"]

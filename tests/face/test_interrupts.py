@@ -146,7 +146,7 @@ def test_a_signal_stops_a_solver_at_once(method, sig, code):
 
 
 def test_csv_rows_keep_the_partial_name_when_interrupted(tmp_path):
-    from tjap.executor import PARTIAL_OUTPUTS, CsvRows
+    from tjap.core.executor import PARTIAL_OUTPUTS, CsvRows
 
     path = tmp_path / "rows.csv"
     with pytest.raises(KeyboardInterrupt):
@@ -163,7 +163,7 @@ def test_csv_rows_keep_the_partial_name_when_interrupted(tmp_path):
 
 
 def test_interruption_line_is_one_line():
-    from tjap.executor import Terminated, interruption_line
+    from tjap.core.executor import Terminated, interruption_line
 
     assert interruption_line(KeyboardInterrupt()).startswith("tjap: interrupted")
     assert "SIGTERM" in interruption_line(Terminated())
@@ -290,7 +290,7 @@ def test_an_interrupt_wrapped_by_a_library_is_still_an_interrupt(monkeypatch, ca
     """Numba loading a cached kernel when Ctrl-C lands raises SystemError around the
     KeyboardInterrupt; tjap still exits 130 with its one line."""
     from tjap.cli import main, methods
-    from tjap.errors import interrupted_by
+    from tjap.core.errors import interrupted_by
 
     def numba_like(args):
         try:
@@ -309,7 +309,7 @@ def test_an_interrupt_wrapped_by_a_library_is_still_an_interrupt(monkeypatch, ca
 
 
 def test_workers_ignore_sigint(tmp_path):
-    from tjap.executor import make_executor
+    from tjap.core.executor import make_executor
 
     handlers = make_executor(2).results(_handlers, [()] * 2, quiet=True)
     assert handlers == [(int(signal.SIG_IGN), int(signal.SIG_DFL))] * 2
@@ -360,7 +360,7 @@ def test_cpsat_ending_before_its_limit_is_not_an_interrupt():
     machine, its own clock): only a signal makes an interrupt. It used to be guessed from the
     time taken, which raised KeyboardInterrupt with no Ctrl-C at all."""
     cp_model = pytest.importorskip("ortools.sat.python.cp_model")
-    from tjap import _backends
+    from tjap.core import backends as _backends
 
     model = cp_model.CpModel()
     x = [model.new_int_var(0, 50, f"x{i}") for i in range(60)]
@@ -374,3 +374,58 @@ def test_cpsat_ending_before_its_limit_is_not_an_interrupt():
     status, _ = _backends.cpsat_solve(solver, model)  # no KeyboardInterrupt
     assert time.monotonic() - started < 15.0
     assert status is not None
+
+
+def write_big_audit(folder: Path, jobs: int) -> tuple[Path, Path]:
+    """A 2,000-node tree (80 leaves of 25) and ``jobs`` multi-node sacct records on it, each
+    ending before the next starts: an audit of a few seconds in each phase."""
+    import numpy as np
+
+    topology = folder / "topology.conf"
+    lines = [f"SwitchName=l{i} Nodes=n[{25 * i + 1}-{25 * i + 25}]" for i in range(80)]
+    lines += [f"SwitchName=s{j} Switches=l[{8 * j}-{8 * j + 7}]" for j in range(10)]
+    topology.write_text("\n".join(lines + ["SwitchName=top Switches=s[0-9]"]) + "\n")
+    rng = np.random.default_rng(0)
+    first = rng.integers(1, 1900, jobs)
+    size = rng.integers(2, 60, jobs)
+    rows = ["JobID|Partition|Submit|Start|End|NNodes|NodeList|State"]
+    base = 1_780_000_000
+    for i in range(jobs):
+        t = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(base + 10 * i))
+        end = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(base + 10 * i + 5))
+        rows.append(
+            f"{i + 1}|main|{t}|{t}|{end}|{size[i]}|n[{first[i]}-{first[i] + size[i] - 1}]|COMPLETED"
+        )
+    records = folder / "sacct.txt"
+    records.write_text("\n".join(rows) + "\n")
+    return records, topology
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay_s", [0.3, 2.0, 5.0, 9.0])
+def test_the_audit_obeys_sigterm_in_every_phase(tmp_path, delay_s):
+    """SIGTERM at start-up, while reading, while measuring or while writing: exit 143 within 2 s,
+    one line of the interruption on stderr, and every output written says it is partial (the
+    HTML page's title, the CSV's NAME.partial.csv name, the summary's first line)."""
+    records, topology = write_big_audit(tmp_path, 150_000)
+    report, table = tmp_path / "report", tmp_path / "jobs.csv"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tjap", "audit", str(records), "--topology", str(topology),
+         "--timezone", "UTC", "--report", str(report), "--csv", str(table), "--quiet"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,
+    )  # fmt: skip
+    time.sleep(delay_s)
+    if proc.poll() is not None:
+        pytest.fail(f"the audit ended before {delay_s} s: {proc.stderr.read()}")
+    returncode, took, err = interrupt(proc, signal.SIGTERM)
+    out = proc.stdout.read()
+    assert returncode == 143, err
+    assert took < 2.0 and "Traceback" not in err
+    assert [line for line in err.splitlines() if "SIGTERM" in line or "interrupted" in line]
+    assert not table.exists()  # never a whole-looking CSV
+    page = report / "index.html"
+    if page.exists():
+        assert "(interrupted)" in page.read_text()
+    if out.strip():
+        assert out.startswith("INTERRUPTED")

@@ -19,7 +19,7 @@ import tjap
 from benchmarks.auto_rules import scattered_window
 from benchmarks.time_limits import fragmented_window, rule_costs
 from tjap import Status
-from tjap.errors import StateSpaceTooLargeError
+from tjap.core.errors import StateSpaceTooLargeError
 from tjap.placement.tree import csp
 from tjap.placement.tree.exact import auto_choice
 from tjap.placement.tree.fat_tree import FatTree
@@ -36,8 +36,22 @@ def big_window(jobs=90, idle=1000, seed=0) -> Window:
     return Window(FatTree.from_layout("paper"), range(idle), rng.integers(2, 13, jobs).tolist())
 
 
-def available() -> list[str]:
-    return [m.name for m in entries("tree") if m.is_available()]
+def available(blocks: bool = False) -> list[str]:
+    """The installed methods that take any tree (``blocks``: those for block clusters alone)."""
+    return [m.name for m in entries("tree") if m.is_available() and m.blocks == blocks]
+
+
+def big_block_window(jobs=40, seed=0) -> Window:
+    """About 1,000 nodes in 56 blocks of 18 (BlockSizes 18,72,288), three quarters idle."""
+    from tjap.placement.tree.topology import Topology
+
+    tree = Topology.from_slurm(
+        "\n".join(f"BlockName=b{i} Nodes=g[{18 * i + 1}-{18 * i + 18}]" for i in range(56))
+        + "\nBlockSizes=18,72,288"
+    )
+    rng = np.random.default_rng(seed)
+    idle = np.flatnonzero(rng.random(tree.num_nodes) < 0.75)
+    return Window(tree, idle, rng.integers(2, 13, jobs).tolist())
 
 
 def strict_json(text: str):
@@ -72,6 +86,17 @@ def test_every_method_honours_a_limit(method, window, seq_cost):
     assert r.bound is None or r.bound <= r.objective + 1e-6
     assert r.bound is None or abs(r.bound) < 1e19  # never SCIP's infinity
     strict_json(r.to_json())
+
+
+@pytest.mark.parametrize("method", available(blocks=True))
+def test_every_block_method_honours_a_limit_and_refuses_other_trees(method, window):
+    w = big_block_window()
+    started = time.perf_counter()
+    r = tjap.solve(w, method, time_limit_s=0.5)
+    assert time.perf_counter() - started < 4.0 and r.is_feasible()
+    strict_json(r.to_json())
+    with pytest.raises(tjap.InvalidInputError, match="topology/block rule"):
+        tjap.solve(window, method)
 
 
 def test_scas_solvers_fall_back_when_building_is_too_slow(window, seq_cost):

@@ -14,7 +14,7 @@ import pytest
 
 from tjap import FatTree, Window
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 SHIPPED = Path(__file__).resolve().parents[2] / "learned" / "weights"
 

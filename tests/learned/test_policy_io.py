@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tjap.errors import InvalidInputError  # noqa: E402
+from tjap.core.errors import InvalidInputError  # noqa: E402
 from tjap.learned.policy_io import (  # noqa: E402
     FORMAT,
     file_sha256,

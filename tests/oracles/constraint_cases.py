@@ -25,7 +25,8 @@ LABELS = Topology.from_node_labels(
 )
 
 
-def random_jobs(rng, idle, top, max_jobs=3, max_nodes=4):
+def random_jobs(rng, idle, top, max_jobs=3, max_nodes=4, blocks=True):
+    """Random jobs with constraints; ``slurm_rule`` (Slurm's block rule) on block trees only."""
     jobs, left = [], len(idle)
     for _ in range(rng.randint(1, max_jobs)):
         if left == 0:
@@ -44,7 +45,7 @@ def random_jobs(rng, idle, top, max_jobs=3, max_nodes=4):
             job["prefer_cost"] = rng.choice([0, 700, 3000])
         elif r < 0.75:
             job["exclusive"] = rng.randint(1, top)
-        elif r < 0.85:
+        elif r < 0.85 and blocks:
             job["slurm_rule"] = True
         jobs.append(job)
     return jobs
@@ -56,6 +57,6 @@ def random_window(rng, tree):
     return Window(
         tree,
         idle,
-        random_jobs(rng, idle, top),
+        random_jobs(rng, idle, top, blocks=tree.is_block),
         fragmentation=rng.choice([None, None, 700, (300, 2)]),
     )

@@ -19,7 +19,7 @@ import pytest
 from browser import chromium, find_chromium, png_size
 
 from tjap.audit_report import MAX_DIFFERING, report_html, switch_tree_svg, write_report
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.hostlist import compress_hostlist
 from tjap.placement.tree.topology import Topology
 

@@ -16,7 +16,7 @@ from tree_cases import IRREGULAR, random_window
 import tjap
 from tjap.cli import main
 from tjap.cli.slurm import describe
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError
 from tjap.heuristics.tree.guarded import solve_guarded
 from tjap.placement.slurm.client import (
     PendingJob,

@@ -26,7 +26,7 @@ import slurm_waits
 
 import tjap
 from tjap.cli.slurm import describe
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import PendingJob, SlurmClient
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, newer_slurm_available
 from tjap.placement.slurm.queue import segment_problem

@@ -5,7 +5,7 @@ Each family module has ``add_parser(sub)``, which adds its subcommands and sets 
 (simulate, provision), ``slurm`` (place, advise), ``audit``, ``network``, ``interference``, ``train`` and ``methods``.
 
 Exit codes: 0 success, 1 the job ran but failed (no solution found), 2 bad input or usage,
-3 Slurm cannot be reached (:class:`tjap.errors.SlurmUnreachableError`: slurmctld does not answer,
+3 Slurm cannot be reached (:class:`tjap.core.errors.SlurmUnreachableError`: slurmctld does not answer,
 or Slurm's commands or configuration are missing), 130 interrupted (Ctrl-C), 143 terminated
 (SIGTERM), 141 stdout closed by its reader (``| head``; quietly). Every error the user can
 cause prints one line ``tjap: error: ...`` (usage errors add ``(see tjap CMD --help)``) and never a
@@ -22,7 +22,7 @@ import sys
 import threading
 
 import tjap
-from tjap.errors import Terminated, interrupted_by
+from tjap.core.errors import Terminated, interrupted_by
 
 # Importing this module loads nothing beyond the standard library, so that the handlers of
 # Ctrl-C and SIGTERM are in place before the families (numpy, Numba, solvers) are imported.
@@ -110,7 +110,7 @@ def _main(argv) -> int:
 def _interrupted(exc: KeyboardInterrupt) -> int:
     """Print the one line of an interrupted command; its exit status (143 SIGTERM, else 130)."""
     try:
-        from tjap.executor import interruption_line
+        from tjap.core.executor import interruption_line
 
         print(interruption_line(exc), file=sys.stderr)
     except KeyboardInterrupt:  # a second Ctrl-C while saying so
@@ -119,7 +119,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
 
 
 def _on_sigterm():
-    """Make SIGTERM stop the command as Ctrl-C does (raising :class:`tjap.errors.Terminated` in
+    """Make SIGTERM stop the command as Ctrl-C does (raising :class:`tjap.core.errors.Terminated` in
     the main thread); returns the previous handler (None off the main thread, where none is
     installed)."""
 

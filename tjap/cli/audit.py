@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from tjap.cli.common import add_common, check_output, count, int_in
-from tjap.result import plain
+from tjap.core.result import plain
 
 #: The fields of a job entry, in order (the CSV header when no job was audited).
 JOB_FIELDS = (
@@ -145,7 +146,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from tjap.auditor import audit
-    from tjap.executor import progress
+    from tjap.core.executor import progress
 
     report = check_output(args.report, "--report", folder=True)
     table = check_output(args.csv, "--csv")
@@ -180,8 +181,8 @@ def run(args) -> int:
         path = write_report(result, result.topology, report)
         print(f"tjap: report written to {path}", file=sys.stderr)
     if table is not None:
-        write_csv(result, table)
-        print(f"tjap: {result.num_jobs:,} jobs written to {table}", file=sys.stderr)
+        written = write_csv(result, table)
+        print(f"tjap: {result.num_jobs:,} jobs written to {written}", file=sys.stderr)
     if args.json:
         write_json(result, sys.stdout)
     else:
@@ -192,16 +193,23 @@ def run(args) -> int:
             "interrupted)",
             file=sys.stderr,
         )
-        return 130
+        return 143 if result.stopped_by == "SIGTERM" else 130
     return 0
 
 
-def write_csv(result, path) -> None:
-    """One row per audited job, the fields of ``--json``'s job entries (written row by row)."""
+def write_csv(result, path) -> Path:
+    """One row per audited job, the fields of ``--json``'s job entries (written row by row);
+    returns where it went. The rows go to ``NAME.partial.csv`` (see
+    :func:`tjap.core.executor.partial_path`), renamed to ``path`` once the last is written,
+    unless the audit was interrupted: then the file keeps its partial name."""
     import csv
 
+    from tjap.core.executor import PARTIAL_OUTPUTS, partial_path
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
+    partial = partial_path(path)
+    PARTIAL_OUTPUTS.append(partial)  # named by the interruption line until it is complete
+    with open(partial, "w", newline="") as f:
         writer = None
         for i in range(result.num_jobs):
             row = result.job(i)
@@ -211,6 +219,11 @@ def write_csv(result, path) -> None:
             writer.writerow(row)
         if writer is None:  # no job: the header alone
             csv.writer(f).writerow(JOB_FIELDS)
+    if result.interrupted:
+        return partial
+    PARTIAL_OUTPUTS.remove(partial)
+    partial.replace(path)
+    return path
 
 
 def write_json(result, out) -> None:

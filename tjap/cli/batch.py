@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from tjap.cli.common import add_common, check_output, positive, print_json, warn
-from tjap.errors import TjapError
-from tjap.executor import add_executor_arguments, executor_from_args
+from tjap.core.errors import TjapError
+from tjap.core.executor import add_executor_arguments, executor_from_args
 
 
 def add_parser(sub) -> None:
@@ -268,8 +268,8 @@ def add_parser(sub) -> None:
 
 
 def cmd_simulate(args) -> int:
-    from tjap.errors import InvalidInputError
-    from tjap.executor import progress_bar
+    from tjap.core.errors import InvalidInputError
+    from tjap.core.executor import progress_bar
     from tjap.placement.batch.replay import monthly_waits, replay_trace
     from tjap.placement.batch.simulator import Priority, SchedulerConfig
 
@@ -325,7 +325,7 @@ def cmd_simulate(args) -> int:
         plot.parent.mkdir(parents=True, exist_ok=True)
         result.plot(plot)
     if per_job is not None:
-        from tjap.report import write_csv
+        from tjap.core.report import write_csv
 
         write_csv(per_job, result.per_job())
     if args.json:
@@ -362,7 +362,7 @@ _TRACES: dict = {}
 def _provisioner(name: str, seed: int, weights=None):
     """A registered provisioner by name (learned ones take the seed of their sampling, and
     ``weights``, a trained model's metadata, instead of the shipped one)."""
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.registry import get
 
     method = get("provision", name)
@@ -611,7 +611,7 @@ def _add_live(p) -> None:
 
 def _provision_live(args) -> int:
     """``tjap provision live``: returns the exit code; errors raise TjapError (one line)."""
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.placement.batch.chained import Pair
     from tjap.placement.slurm.background import BackgroundLoad, background_rows
     from tjap.placement.slurm.chained import START_HINT, format_decisions, run_live

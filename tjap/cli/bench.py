@@ -16,7 +16,7 @@ from tjap.cli.tree import (
     read_workload,
     workload_fields,
 )
-from tjap.executor import add_executor_arguments
+from tjap.core.executor import add_executor_arguments
 
 #: The experiments that moved to the repository's benchmarks/: name -> (what it is, its command).
 MOVED = {

@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from tjap.errors import MAX_SEED, SlurmUnreachableError, TjapError
-from tjap.result import plain
+from tjap.core.errors import MAX_SEED, SlurmUnreachableError, TjapError
+from tjap.core.result import plain
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -42,7 +42,7 @@ class ArgumentParser(argparse.ArgumentParser):
 #: a command killed by SIGPIPE reports, so ``set -o pipefail`` scripts see the output was cut.
 EXIT_CLOSED_STDOUT = 141
 
-#: The exit status when Slurm cannot be reached (:class:`tjap.errors.SlurmUnreachableError`:
+#: The exit status when Slurm cannot be reached (:class:`tjap.core.errors.SlurmUnreachableError`:
 #: slurmctld does not answer, Slurm's commands are not on PATH, its configuration is missing):
 #: not 1 (the job ran and found no solution) nor 2 (the input is wrong).
 EXIT_SLURM_UNREACHABLE = 3
@@ -50,7 +50,7 @@ EXIT_SLURM_UNREACHABLE = 3
 
 def run_command(run, *args) -> int:
     """``run(*args)``, a command's body, with the command line's contract for errors: bad input
-    (a :class:`~tjap.errors.TjapError`) is one line ``tjap: error: ...`` on stderr and exit 2, an
+    (a :class:`~tjap.core.errors.TjapError`) is one line ``tjap: error: ...`` on stderr and exit 2, an
     unreachable Slurm the same line and :data:`EXIT_SLURM_UNREACHABLE`."""
     try:
         return run(*args)
@@ -165,11 +165,11 @@ def check_output(path, flag: str, *, folder: bool = False) -> Path | None:
     does its work; returns it as a Path (None stays None).
 
     The rule of every command: folders missing on the way are created when the output is
-    written; what cannot be written is a one-line :class:`~tjap.errors.InvalidInputError` now,
+    written; what cannot be written is a one-line :class:`~tjap.core.errors.InvalidInputError` now,
     naming ``flag``, the path and the fix: a file where a folder is needed (on the way, or as
     ``path`` itself when ``folder``), a folder where ``path`` should be a file, a folder that
     may not be written to. Nothing is created here."""
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
 
     if path is None:
         return None

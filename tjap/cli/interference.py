@@ -10,7 +10,7 @@ prints the average JCT (in 30-minute intervals) with the run's other measures.
 from __future__ import annotations
 
 from tjap.cli.common import add_common, int_in, print_json
-from tjap.errors import MAX_SEED, InvalidInputError
+from tjap.core.errors import MAX_SEED, InvalidInputError
 
 #: The summary keys that describe the run rather than measure it (not printed as rows).
 _SETTING_KEYS = ("policy", "cluster", "servers", "schedulers", "arrivals", "rate", "seed", "seeds")
@@ -18,7 +18,7 @@ _SETTING_KEYS = ("policy", "cluster", "servers", "schedulers", "arrivals", "rate
 
 def add_parser(sub) -> None:
     """Add ``interference`` and its subcommands (``evaluate``, ``fit``) to the ``tjap`` parser."""
-    from tjap.executor import add_executor_arguments
+    from tjap.core.executor import add_executor_arguments
     from tjap.placement.interference.cluster import ARCHS, TOPOLOGIES
     from tjap.placement.interference.jobs import ARRIVALS
     from tjap.registry import methods
@@ -170,7 +170,7 @@ def policy_options(args) -> dict:
 
 
 def _evaluate(args) -> int:
-    from tjap.executor import progress
+    from tjap.core.executor import progress
     from tjap.placement.interference import Workload, default_rate, make_cluster, simulate
     from tjap.registry import get, make
 
@@ -265,7 +265,7 @@ def run_seed(
 
 def _evaluate_seeds(args, cluster, rate, options) -> int:
     """``--seeds N``: one run per seed on the executor, means over the seeds."""
-    from tjap.executor import TaskFailure, executor_from_args
+    from tjap.core.executor import TaskFailure, executor_from_args
 
     tasks = [
         (

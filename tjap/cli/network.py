@@ -14,8 +14,8 @@ import argparse
 import sys
 
 from tjap.cli.common import add_common, positive, print_json
-from tjap.errors import InvalidInputError
-from tjap.executor import add_executor_arguments
+from tjap.core.errors import InvalidInputError
+from tjap.core.executor import add_executor_arguments
 
 
 def add_parser(sub) -> None:
@@ -94,7 +94,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Run a ``tjap network`` subcommand; returns the exit code."""
-    from tjap.executor import TaskFailure, executor_from_args, progress
+    from tjap.core.executor import TaskFailure, executor_from_args, progress
     from tjap.placement.network import Evaluation, Requests, evaluate, paper_topology
     from tjap.registry import make
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 
 from tjap.cli.common import add_common, check_output
 
@@ -127,7 +126,7 @@ def add_parser(sub) -> None:
 
 
 def _number(text: str, flag: str, kind=float, allow_none: bool = False):
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
 
     if allow_none and str(text).lower() in ("none", "no", "off"):
         return None
@@ -148,7 +147,7 @@ def _names(text: str | None) -> tuple:
 
 
 def _config(args, **extra):
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.slurm.service import ServiceConfig
 
     slack = None
@@ -224,7 +223,6 @@ def describe(rec: dict) -> list[str]:
 
 
 def run_place(args) -> int:
-    from tjap.placement.slurm.client import SlurmError, SlurmUnreachableError
     from tjap.slurm.service import PlacementService
 
     cfg = _config(
@@ -244,27 +242,15 @@ def run_place(args) -> int:
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)  # as every output path: folders created
     service = PlacementService(cfg, log_path=log, emit=emit)
-    try:
-        return service.run(once=args.once)
-    except SlurmUnreachableError:
-        raise  # exit 3, as every command that talks to Slurm
-    except SlurmError as exc:
-        print(f"tjap: error: {exc}", file=sys.stderr)
-        return 1
+    # a Slurm failure is one line, exit 3 when Slurm cannot be reached and 2 otherwise (run_command)
+    return service.run(once=args.once)
 
 
 def run_advise(args) -> int:
-    from tjap.placement.slurm.client import SlurmError, SlurmUnreachableError
     from tjap.slurm.service import PlacementService
 
     service = PlacementService(_config(args))
-    try:
-        rec = service.advise()
-    except SlurmUnreachableError:
-        raise  # exit 3, as every command that talks to Slurm
-    except SlurmError as exc:
-        print(f"tjap: error: {exc}", file=sys.stderr)
-        return 1
+    rec = service.advise()  # a Slurm failure: one line, exit 3 or 2 (run_command)
     if args.json:
         print(json.dumps(rec, indent=2, allow_nan=False, default=str))
     else:

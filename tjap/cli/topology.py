@@ -121,7 +121,7 @@ def read_tree(args, kind: str):
     """The tree of ``args.file``, read as ``kind`` (a :data:`FORMATS` entry other than auto)."""
     import warnings
 
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.placement.tree.sources import load_documents
     from tjap.placement.tree.topology import Topology
 
@@ -153,7 +153,7 @@ def read_tree(args, kind: str):
 
 def _check_options(args, kind: str) -> None:
     """Refuse options that the file's kind does not read (one line naming the option)."""
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
 
     used = {
         "--name": args.name is not None and kind != "yaml",
@@ -175,7 +175,7 @@ def _check_options(args, kind: str) -> None:
 
 
 def run(args) -> int:
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.placement.tree.sources import file_kind, read_utf8
 
     if not Path(args.file).exists():

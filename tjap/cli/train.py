@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tjap.cli.common import add_common, check_output, count, positive, print_json
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 
 
 def add_parser(sub) -> None:

@@ -15,8 +15,8 @@ from tjap.cli.common import (
     print_json,
     warn,
 )
-from tjap.errors import InvalidInputError, TjapError
-from tjap.executor import progress, progress_bar
+from tjap.core.errors import InvalidInputError, TjapError
+from tjap.core.executor import progress, progress_bar
 
 
 def add_parser(sub) -> None:
@@ -298,7 +298,7 @@ def add_method_options(p) -> None:
 def method_options(args) -> dict:
     """The method options given on the command line, checked against what ``args.method``
     takes: a flag it does not take is one line naming the method and the flags it does."""
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
     from tjap.registry import get
 
     options = {k: getattr(args, k) for k in METHOD_FLAGS if getattr(args, k, None) is not None}
@@ -410,7 +410,15 @@ def cmd_solve(args) -> int:
         raise TjapError(f"{args.file} holds no window")
     if args.fragmentation is not None:
         weight, level = args.fragmentation
-        windows = [w.with_fragmentation(weight, level) for w in windows]
+        given = [w.with_fragmentation(weight, level) for w in windows]
+        for i, (w, new) in enumerate(zip(windows, given)):
+            own = w.fragmentation
+            if own[0] and own != new.fragmentation:  # never replaced without a word
+                raise TjapError(
+                    f"{args.file}: window {i} has its own fragmentation term (weight {own[0]:g} "
+                    f"at level {own[1]}); drop --fragmentation or the window's 'fragmentation'"
+                )
+        windows = given
     if args.time_limit is not None or "weights" in options:
         # start-up, outside every window's limit: import the method's solver, load its compiled
         # kernels and weights (a bad weights file fails here, before any output), by a solve
@@ -440,7 +448,8 @@ def cmd_solve(args) -> int:
         for k, r in enumerate(results):
             head = f"window {k}: " if len(results) > 1 else ""
             print(
-                f"{head}method={r.method} status={r.status.value} cost={r.objective:.2f} "
+                f"{head}method={r.method} status={r.status.value} "
+                f"cost={f'{r.objective:.2f}' if r.has_solution else '-'} "
                 f"bound={'-' if r.bound is None else f'{r.bound:.2f}'} time={r.runtime_s:.4f}s"
             )
             named = not r.window.is_fat_tree  # names out (a fat-tree's nodes are its indices)
@@ -453,6 +462,8 @@ def cmd_solve(args) -> int:
                 print(f"  whole idle leaf blocks after the window: {r.free_blocks()}")
             for line in r.violations():
                 print(f"  breaks: {line}")
+            if not r.has_solution and r.info.get("infeasible"):
+                print(f"  no solution: {r.info['infeasible']}")
     return 0 if all(r.has_solution for r in results) else 1
 
 
@@ -695,7 +706,7 @@ def cmd_demo(args) -> int:
     if args.json:
         print_json({"window": window.to_dict(), "results": rows})
         return 0
-    from tjap.report import format_table
+    from tjap.core.report import format_table
 
     print(
         f"{window.num_idle} idle nodes on the {args.layout} layout, jobs of "

@@ -65,7 +65,8 @@ switches are the aggregated blocks):
 fails (typically an unreachable ``slurmctld``) is reported in one line and retried with
 exponential backoff (1 s, doubling, at most the interval); SIGTERM and SIGINT let the current
 job's update and release finish, leave the rest held, log a ``stop`` line and return (0 for
-SIGTERM, 130 for SIGINT).
+SIGTERM, 130 for SIGINT). A signal while the pass reads Slurm stops it at once: the Slurm command
+in flight (an ``sinfo`` waiting for a controller that does not answer, say) is killed.
 
 The Slurm commands are found on ``PATH`` and read ``SLURM_CONF`` from the environment; they are
 run with argument lists (:class:`tjap.placement.slurm.client.SlurmClient`), never through a shell.
@@ -89,8 +90,16 @@ from pathlib import Path
 from typing import Any
 
 from tjap.api import MAX_TIME_LIMIT_S, solve
-from tjap.errors import InvalidInputError, TjapError
-from tjap.placement.slurm.client import PendingJob, SlurmClient, SlurmError, transient, unreachable
+from tjap.core.errors import InvalidInputError, TjapError
+from tjap.core.result import plain
+from tjap.placement.slurm.client import (
+    PendingJob,
+    SlurmClient,
+    SlurmError,
+    SlurmStopped,
+    transient,
+    unreachable,
+)
 from tjap.placement.slurm.queue import (
     BACKFILL,
     WaitTracker,
@@ -107,7 +116,6 @@ from tjap.placement.tree.jobs import Job, slurm_level
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
 from tjap.registry import get
-from tjap.result import plain
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
@@ -177,7 +185,7 @@ class ServiceConfig:
     steer_check_s: float = 5.0
 
     def validate(self) -> "ServiceConfig":
-        """Raise :class:`~tjap.errors.InvalidInputError` (or ``UnknownMethodError``) on a bad
+        """Raise :class:`~tjap.core.errors.InvalidInputError` (or ``UnknownMethodError``) on a bad
         setting; returns self."""
         if not (
             isinstance(self.interval_s, (int, float))
@@ -363,10 +371,10 @@ class PlacementService:
         """The window record for ``state`` (nothing applied, outcomes not yet known)."""
         cfg = self.config
         ignored, held = [], []
-        base = int(state.topology.leaf_sizes.min())
+        base = state.topology.block_size  # set when Slurm runs topology/block (state.blocks)
         for job in state.pending:
             why = eligible(job, state.partition, self.ours, self.excluded)
-            if why is None and state.blocks:
+            if why is None and state.blocks and base is not None:
                 why = segment_problem(job.nodes, state.segments.get(job.job_id), base)
             if why is None:
                 held.append(job)
@@ -822,7 +830,8 @@ class PlacementService:
                     waiting.discard(job_id)
                 elif now[0].reason == "BadConstraints":
                     try:
-                        c.update_job(job_id, **{key: ""})
+                        with c.stopping(None):  # a change, once begun, is finished
+                            c.update_job(job_id, **{key: ""})
                     except SlurmError as exc:
                         if unreachable(exc):
                             raise
@@ -878,8 +887,9 @@ class PlacementService:
     def run_pass(self) -> dict | None:
         """One window: read, decide, apply, log. Returns the record (None when no job was held
         and nothing was logged). A Slurm failure is raised after the partial window is logged."""
-        unsteered = self.check_steers() if self.steered else []
-        state = self.read_state()
+        with self.client.stopping(self.stop_event):  # reading: a signal stops it at once
+            unsteered = self.check_steers() if self.steered else []
+            state = self.read_state()
         rec = self.decide(state)
         if state.blocks:
             rec["unsteered"] = unsteered
@@ -948,6 +958,8 @@ class PlacementService:
                     self.run_pass()
                     self.passes += 1
                     failures, delay = 0, BACKOFF_START_S
+                except SlurmStopped:
+                    break  # stopped while reading Slurm: nothing was changed
                 except TjapError as exc:
                     # Slurm failing is retried; so is anything else once a pass has worked
                     # (a setup error shows at start-up, not after hours of service)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch import Jobs, SchedulerConfig, Simulator
 from tjap.placement.batch.chained import (
     FEATURES,

@@ -10,7 +10,7 @@ import pytest
 
 import tjap
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.slurm.tree import slurm_tree_nodes
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
@@ -314,6 +314,8 @@ def test_an_interrupted_audit_keeps_whole_jobs_and_says_so(monkeypatch, tmp_path
 
     monkeypatch.setattr(audit_loop, "_measure_chunk", stopped_after_two_chunks)
     monkeypatch.setitem(audit_loop.measure.__kwdefaults__, "chunk", 5)
+    monkeypatch.setattr(audit_loop, "CHUNK_S", 1e9)  # chunks of 5 all along
+    monkeypatch.setattr(audit_loop, "MAX_GROWTH", 1)
     part = tjap.audit(sacct_text(topo, jobs), topo, timezone="UTC")
     assert part.interrupted and part.num_jobs == 10
     assert part.to_dict()["jobs"] == full["jobs"][:10]
@@ -347,7 +349,8 @@ SwitchName=a Level=1 LinkSpeed=1 Nodes=n[1-7] Switches=s[1-2]
 SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n[1-3]
 SwitchName=s2 Level=0 LinkSpeed=1 Nodes=n[4-7]
 SwitchName=s3 Level=0 LinkSpeed=1 Nodes=n[8-9]"""
-    monkeypatch.setattr(readers, "live_topology_conf", lambda *a, **k: scontrol)
+    conf = readers.show_topology_conf(scontrol)  # what the live reader returns
+    monkeypatch.setattr(readers, "live_topology_conf", lambda *a, **k: conf)
     topo = Topology.from_slurm(TREE)
     jobs = random_jobs(np.random.default_rng(2), topo, 20)
     live = tjap.audit(sacct_text(topo, jobs), "slurm", timezone="UTC").to_dict()

@@ -13,7 +13,8 @@ import json
 import numpy as np
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Status
 from tjap.heuristics.slurm.tree import (
     INFINITE,
     RELEASES,
@@ -27,7 +28,6 @@ from tjap.heuristics.tree.guarded import solve_guarded
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.topology import Topology
 from tjap.placement.tree.window import Window
-from tjap.result import Status
 
 TWO_LEAVES = Topology.from_slurm("""
 SwitchName=a Nodes=a[1-4]

@@ -16,7 +16,7 @@ import pytest
 from constraint_cases import BLOCKS, LABELS, TAIL, random_jobs
 
 import tjap
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.jobs import switch_levels
 from tjap.placement.tree.topology import Topology
@@ -259,19 +259,17 @@ def test_exclusive_topo_takes_only_quiet_blocks_and_holds_them():
     assert plain.node_names()[0] == ("n5", "n6")  # best fit without it
 
 
-def test_slurm_block_keeps_slurm_rule_and_works_on_any_tree():
+def test_slurm_block_keeps_slurm_rule_and_refuses_a_switch_tree():
     window = Window(
         B16,
         range(16),
         [{"nodes": 6, "slurm_rule": True}, {"nodes": 4, "segment": 2, "slurm_rule": True}],
     )
     check(tjap.solve(window, "slurm-block"), window)
-    fat = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)  # leaves: base blocks
-    window = Window(fat, range(16), [3, 2, 4])
-    result = tjap.solve(window, "slurm-block")
-    check(result, window)
-    pods = [set(fat.pod_of[list(nodes)].tolist()) for nodes in result.assignment]
-    assert all(len(p) == 1 for p in pods)
+    fat = FatTree(num_nodes=16, nodes_per_switch=2, switches_per_pod=2)  # no topology/block
+    with pytest.raises(InvalidInputError, match="topology/block rule") as info:
+        tjap.solve(Window(fat, range(16), [3, 2, 4]), "slurm-block")
+    assert "\n" not in str(info.value)
 
 
 # -- Kueue ----------------------------------------------------------------------------------------
@@ -377,7 +375,8 @@ def test_the_anchors_are_registered_with_constraints():
 def random_window(rng, tree):
     idle = sorted(rng.sample(range(tree.num_nodes), rng.randint(4, tree.num_nodes)))
     top = int(switch_levels(tree)[0])
-    return Window(tree, idle, random_jobs(rng, idle, top, max_jobs=4, max_nodes=8))
+    jobs = random_jobs(rng, idle, top, max_jobs=4, max_nodes=8, blocks=tree.is_block)
+    return Window(tree, idle, jobs)
 
 
 TREES = [
@@ -395,8 +394,9 @@ TREES = [
 def test_random_windows_keep_every_constraint(method):
     rng = random.Random(method)
     answered = placed = 0
-    for _ in range(300):
-        window = random_window(rng, rng.choice(TREES))
+    trees = [t for t in TREES if t.is_block] if method == "slurm-block" else TREES
+    for _ in range(400):
+        window = random_window(rng, rng.choice(trees))
         try:
             result = tjap.solve(window, method)
         except InvalidInputError as exc:

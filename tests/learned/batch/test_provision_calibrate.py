@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from provision_cases import EXACT, PAIR, H, busy_trace
 
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError
 from tjap.heuristics.batch.rules import run_episode
 from tjap.learned.batch.calibrate import SCALES, SHIFTS_H, choose, penalty_h, training_args
 from tjap.learned.batch.episodes import first_submission, record_episode, stack

@@ -11,7 +11,7 @@ import pytest
 from provision_cases import EXACT, PAIR, H, busy_trace
 from provision_reference import reference_record
 
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError
 from tjap.heuristics.batch.rules import run_episode
 from tjap.learned.batch import MODELS
 from tjap.learned.batch.episodes import (

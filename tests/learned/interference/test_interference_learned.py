@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.interference.env import InterferenceEnv
 from tjap.learned.interference.features import JOB_FEATURES, PARTITION_FEATURES
 from tjap.learned.interference.nets import InterferenceGNN, to_torch

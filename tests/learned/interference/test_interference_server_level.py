@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.interference.env import InterferenceEnv, rule_action
 from tjap.learned.interference.features import (
     NODE_FEATURES,

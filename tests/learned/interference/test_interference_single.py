@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.learned.interference.env import InterferenceEnv
 from tjap.learned.interference.nets import InterferenceGNN, to_torch
 from tjap.learned.interference.policy import SINGLE_WEIGHTS, SingleAgentPolicy

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
-from tjap.errors import InvalidInputError  # noqa: E402
+from tjap.core.errors import InvalidInputError  # noqa: E402
 from tjap.learned.network import nets as gnn  # noqa: E402
 from tjap.learned.network.env import NetworkAllocEnv  # noqa: E402
 from tjap.learned.network.features import NODE_FEATURES, FeatureBuilder  # noqa: E402

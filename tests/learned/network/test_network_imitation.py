@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from network_oracle import fewest_channels
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
+from tjap.core.result import Status
 from tjap.placement.network import (
     Engine,
     Outcome,
@@ -20,7 +21,6 @@ from tjap.placement.network import (
     paper_topology,
     solve_request,
 )
-from tjap.result import Status
 
 torch = pytest.importorskip("torch")
 

@@ -9,7 +9,7 @@ from batch_reference import job_tables, jobs_starts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate

@@ -10,7 +10,7 @@ from batch_reference import job_tables, jobs_starts
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Priority, SchedulerConfig, Simulator, simulate
 from tjap.placement.tree.fat_tree import FatTree

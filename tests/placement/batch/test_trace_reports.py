@@ -12,7 +12,7 @@ import pytest
 import trace_reference as reference
 
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import COLUMNS
 from tjap.placement.batch.traces import bundled_trace, load_sacct, load_swf, load_trace
 

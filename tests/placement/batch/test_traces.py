@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import COLUMNS
 from tjap.placement.batch.traces import (
     FORMATS,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tjap.cli import main
-from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, TjapError, UnknownMethodError
 from tjap.placement.interference import (
     Coefficients,
     Simulator,

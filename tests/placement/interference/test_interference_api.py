@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tjap.api import place_job
-from tjap.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError
 from tjap.placement.interference import (
     CLUSTER,
     PlacementEpisode,

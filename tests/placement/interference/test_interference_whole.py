@@ -246,7 +246,7 @@ def test_opt_objective_counts_what_the_batch_takes_from_running_jobs():
 
 
 def test_opt_can_start_from_whole_and_rejects_unknown_starts():
-    from tjap.errors import InvalidInputError
+    from tjap.core.errors import InvalidInputError
 
     assert OptPolicy(start="whole").start.name == "whole"
     with pytest.raises(InvalidInputError, match="start"):

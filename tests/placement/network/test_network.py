@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from network_oracle import fewest_channels
 
 from tjap.api import place_request
-from tjap.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, TjapError, UnknownMethodError
+from tjap.core.result import Status
 from tjap.heuristics.network.rules import NALBPolicy, NULBPolicy, TetrisPolicy
 from tjap.placement.network import (
     NAMES,
@@ -32,7 +33,6 @@ from tjap.placement.network import (
 )
 from tjap.placement.network import _kernels as kern
 from tjap.registry import get, make, methods
-from tjap.result import Status
 
 HEURISTICS = ("tetris", "nalb", "nulb", "random")
 

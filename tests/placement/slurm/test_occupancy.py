@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.occupancy import NO_END, History, HistoryBuilder, Sweep
 
 

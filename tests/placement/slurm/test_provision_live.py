@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.heuristics.batch.rules import Average
 from tjap.placement.batch import Jobs, SchedulerConfig
 from tjap.placement.batch.chained import FEATURES, ChainedEpisode, Pair, snapshot_features

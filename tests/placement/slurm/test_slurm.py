@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from tjap.errors import TjapError
+from tjap.core.errors import TjapError
 from tjap.placement.slurm.client import (
     CompletedJob,
     SlurmClient,

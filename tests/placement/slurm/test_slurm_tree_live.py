@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from benchmarks.slurm_tree_validation import SlurmPlacer, compare, random_window
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_available
 from tjap.placement.tree.topology import Topology

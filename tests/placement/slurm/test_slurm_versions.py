@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import (
     LocalSlurm,

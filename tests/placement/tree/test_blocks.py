@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tjap
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.blocks import aggregates, block_levels
 from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology
 

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks import topologies
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.stream import generate_windows, tree_load

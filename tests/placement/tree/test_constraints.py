@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tjap
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import arc_nodes, job_arcs
 from tjap.placement.tree.jobs import Job, level_domains, slurm_level, switch_levels
 from tjap.placement.tree.topology import Topology

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import networkx as nx
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,6 +32,12 @@ from tjap import (
 )
 from tjap.placement.tree import csp
 from tjap.placement.tree.scas import is_scas
+from tjap.registry import get as get_method
+
+#: four base blocks of four nodes, for the methods of Slurm's block rule
+BLOCK_TREE = tjap.Topology.from_slurm(
+    "\n".join(f"BlockName=b{i} Nodes=g[{4 * i + 1}-{4 * i + 4}]" for i in range(4))
+)
 
 CONVENTIONS = ("paper", "published")
 SCAS_EXACT = ("dp", "scip", "cpsat")
@@ -397,8 +404,12 @@ def test_same_seed_same_assignment(method, window_factory):
 
         if not DEFAULT_WEIGHTS.exists():
             pytest.skip("no shipped NSA weights")
+    blocks = get_method("tree", method).blocks  # Slurm's block rule: block clusters
     for s in (7, 31):
         w = window_factory(s, min_idle=8, max_idle=12)
+        if blocks:
+            idle = sorted(np.random.default_rng(s).choice(16, 10, replace=False).tolist())
+            w = Window(BLOCK_TREE, idle, [2, 3])
         a = solve(w, method, seed=4)
         b = solve(w, method, seed=4)
         assert a.assignment == b.assignment

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.traces import TraceReport, load_trace
 from tjap.placement.tree.fat_tree import FatTree

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.replay import replay_trace
 from tjap.placement.batch.simulator import MAX_ALLOCATIONS, Simulator

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tjap.cli import main
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.levels import domain_name
 from tjap.placement.tree.slurm_yaml import slurm_yaml_default, slurm_yaml_topologies
 from tjap.placement.tree.topology import IMPLICIT_ROOT, Topology

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tree_cost_oracle import pair_hops, set_cost_bruteforce
 
-from tjap.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _kernels
 from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.placement.tree.fat_tree import FatTree

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from tjap.errors import InvalidInputError, MissingDependencyError, Terminated
+from tjap.core.errors import InvalidInputError, MissingDependencyError, Terminated
 
 RAY_HINT = "pip install 'tjap[ray]'"
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -470,6 +470,11 @@ def sweep_rows(
     return rows
 
 
+def partial_path(path: Path) -> Path:
+    """Where a CSV is written until it is complete: ``NAME.partial.csv`` beside ``NAME.csv``."""
+    return path.with_name((path.stem if path.suffix == ".csv" else path.name) + ".partial.csv")
+
+
 class CsvRows:
     """A CSV written row by row, flushed after each, valid after every write.
 
@@ -484,9 +489,7 @@ class CsvRows:
     def __init__(self, path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.partial_path = self.path.with_name(
-            (self.path.stem if self.path.suffix == ".csv" else self.path.name) + ".partial.csv"
-        )
+        self.partial_path = partial_path(self.path)
         self.fields: list[str] = []
         self.rows: list[dict] = []
         self._file = None

@@ -10,8 +10,8 @@ import signal
 import threading
 import time
 
-from tjap.errors import MissingDependencyError
-from tjap.result import Status
+from tjap.core.errors import MissingDependencyError
+from tjap.core.result import Status
 
 
 def require(module: str, extra_hint: str = "pip install -e ."):
