@@ -168,9 +168,14 @@ def test_records_that_are_not_utf8_are_one_line_naming_the_line(capsys, tmp_path
     assert_one_line_error(code, out, err, "is not UTF-8 text: line 8 holds the byte 0xe9", "iconv")
 
 
-def test_an_interrupted_audits_outputs_are_all_marked(capsys, tmp_path, monkeypatch):
-    """A Ctrl-C or SIGTERM in the measuring loop: the text, the JSON, the HTML page and the CSV
-    (kept as NAME.partial.csv) all say so, and SIGTERM's exit status is 143."""
+def test_an_interrupted_audit_stops_with_a_marked_summary_and_no_file(
+    capsys, tmp_path, monkeypatch
+):
+    """A SIGTERM in the measuring loop: exit 143, the JSON marked interrupted (its summary of
+    the jobs audited, no per-job list), no report or CSV (writing them for a large audit takes
+    longer than a signal may wait), one line saying so; the HTML page of an interrupted result
+    says so when it is written from Python."""
+    from tjap.audit_report import report_html
     from tjap.core.errors import Terminated
     from tjap.heuristics.slurm import audit_loop
 
@@ -192,98 +197,12 @@ def test_an_interrupted_audits_outputs_are_all_marked(capsys, tmp_path, monkeypa
     )
     assert code == 143, err
     data = json.loads(out)
-    assert data["interrupted"] and 0 < len(data["jobs"]) < 100
-    assert "(interrupted)" in (report / "index.html").read_text()
-    assert not table.exists() and (tmp_path / "jobs.partial.csv").is_file()
-    assert "jobs.partial.csv" in err and "Traceback" not in err
-
-
-# -- Slurm's block rule on block clusters alone --------------------------------------------------
-def test_slurm_block_on_a_switch_tree_is_one_line(capsys):
-    code, out, err = run(capsys, "solve", "examples/window.json", "--method", "slurm-block")
-    assert_one_line_error(code, out, err, "topology/block rule", "switch tree")
-
-
-def test_slurm_rule_on_a_switch_tree_window_is_one_line():
-    tree = tjap.Topology.from_slurm("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]")
-    with pytest.raises(
-        tjap.InvalidInputError, match=r"jobs\[0\]: slurm_rule is Slurm's topology/block rule"
-    ):
-        tjap.Window(tree, range(8), [{"nodes": 2, "slurm_rule": True}])
-
-
-def test_the_audits_block_rule_on_a_switch_tree_is_one_line(capsys):
-    code, out, err = run(capsys, "audit", *AUDIT, "--slurm-rule", "block", "--quiet")
-    assert_one_line_error(code, out, err, "--slurm-rule block", "switch tree")
-
-
-def test_a_block_cluster_keeps_its_base_block_size_through_every_form():
-    import pickle
-
-    blocks = tjap.Topology.from_slurm(
-        "BlockName=b1 Nodes=n[1-6]\nBlockName=b2 Nodes=n[7-12]\nBlockSizes=4,8"
-    )
-    assert blocks.is_block and blocks.block_size == 4  # the first BlockSizes value, not 6
-    assert tjap.Topology.from_dict(blocks.to_dict()) == blocks
-    assert pickle.loads(pickle.dumps(blocks)) == blocks
-    tree = tjap.Topology(
-        blocks.switch_names, blocks.switch_parent, blocks.node_names, blocks.node_leaf
-    )
-    assert not tree.is_block and tree != blocks  # the same shape, another plugin
-    with pytest.raises(tjap.InvalidInputError, match="block_size must be a whole number"):
-        tjap.Topology.from_dict({**blocks.to_dict(), "block_size": 7})
-
-
-# -- keys that do nothing are refused; no silent replacement ------------------------------------
-@pytest.mark.parametrize(
-    "job, fragment",
-    [
-        ({"nodes": 4, "segment_level": 2}, "segment_level applies to a job with 'segment'"),
-        ({"nodes": 4, "prefer_cost": 2.0}, "prefer_cost applies to a job with 'prefer'"),
-    ],
-)
-def test_a_job_key_that_does_nothing_is_refused(job, fragment):
-    tree = tjap.Topology.from_slurm("BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-8]")
-    with pytest.raises(tjap.InvalidInputError, match=fragment):
-        tjap.Window(tree, range(8), [job])
-
-
-def test_a_constraint_kind_given_twice_is_refused():
-    from tjap.placement.tree.block_windows import ConstraintMix
-
-    with pytest.raises(tjap.InvalidInputError, match="segment is given twice"):
-        ConstraintMix.parse("segment=0.2,segment=0.3")
-
-
-def test_fragmentation_on_the_command_line_never_replaces_a_windows_own(capsys, tmp_path):
-    data = json.load(open(BLOCKS))
-    data = data[0] if isinstance(data, list) else data
-    data["fragmentation"] = {"weight": 50, "level": 1}
-    window = tmp_path / "w.json"
-    window.write_text(json.dumps(data))
-    (tmp_path / "blocks.conf").write_text(open("examples/blocks.conf").read())
-    code, out, err = run(capsys, "solve", window, "--method", "dp", "--fragmentation", "700")
-    assert_one_line_error(code, out, err, "has its own fragmentation term", "--fragmentation")
-    code, out, _ = run(capsys, "solve", window, "--method", "dp", "--fragmentation", "50")
-    assert code == 0  # the same term: nothing replaced
-
-
-# -- every INFEASIBLE says why -------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "method", ["dp", "seq", "auto", "freeform", "scip", "cpsat", "kueue-bestfit"]
-)
-def test_every_method_says_why_a_window_has_no_solution(capsys, tmp_path, method):
-    tree = tjap.Topology.from_slurm("SwitchName=s1 Nodes=n[1-4]\nSwitchName=s2 Nodes=n[5-8]")
-    window = tjap.Window(
-        tree,
-        range(8),
-        [{"nodes": 3, "within": 1}, {"nodes": 3, "within": 1}, {"nodes": 2, "within": 1}],
-    )
-    path = tmp_path / "w.json"
-    path.write_text(json.dumps(window.to_dict()))
-    code, out, err = run(capsys, "solve", path, "--method", method)
-    assert code == 1 and "Traceback" not in err
-    assert "status=INFEASIBLE cost=-" in out and "nan" not in out
-    assert "  no solution: " in out
-    result = tjap.solve(window, method)
-    assert result.info["infeasible"]
+    assert data["interrupted"] and data["summary"]["jobs"] == 10 and data["jobs"] == []
+    assert not report.exists() and not table.exists() and not list(tmp_path.glob("*.csv"))
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tjap: terminated (SIGTERM): audited 10 jobs")
+    assert "--report and --csv not written" in lines[0]
+    calls.clear()
+    result = tjap.audit(AUDIT[0], AUDIT[2], timezone="UTC")
+    assert result.interrupted and result.stopped_by == "SIGTERM"
+    assert "Placement audit (interrupted)" in report_html(result, result.topology)

@@ -404,9 +404,10 @@ def write_big_audit(folder: Path, jobs: int) -> tuple[Path, Path]:
 @pytest.mark.slow
 @pytest.mark.parametrize("delay_s", [0.3, 2.0, 5.0, 9.0])
 def test_the_audit_obeys_sigterm_in_every_phase(tmp_path, delay_s):
-    """SIGTERM at start-up, while reading, while measuring or while writing: exit 143 within 2 s,
-    one line of the interruption on stderr, and every output written says it is partial (the
-    HTML page's title, the CSV's NAME.partial.csv name, the summary's first line)."""
+    """SIGTERM at start-up, while reading, measuring or writing: exit 143 within 2 s, one line of
+    the interruption on stderr, never a whole-looking partial output: no report or CSV from an
+    interrupted audit (the summary says it is partial), and a CSV cut short while being written
+    keeps the name NAME.partial.csv (named on stderr)."""
     records, topology = write_big_audit(tmp_path, 150_000)
     report, table = tmp_path / "report", tmp_path / "jobs.csv"
     proc = subprocess.Popen(
@@ -423,9 +424,8 @@ def test_the_audit_obeys_sigterm_in_every_phase(tmp_path, delay_s):
     assert returncode == 143, err
     assert took < 2.0 and "Traceback" not in err
     assert [line for line in err.splitlines() if "SIGTERM" in line or "interrupted" in line]
-    assert not table.exists()  # never a whole-looking CSV
-    page = report / "index.html"
-    if page.exists():
-        assert "(interrupted)" in page.read_text()
-    if out.strip():
-        assert out.startswith("INTERRUPTED")
+    assert not table.exists()
+    if out.strip():  # stopped while measuring: the summary, marked, and no file
+        assert out.startswith("INTERRUPTED") and not report.exists()
+    if (tmp_path / "jobs.partial.csv").exists():  # stopped while writing the CSV
+        assert "jobs.partial.csv" in err and (report / "index.html").is_file()

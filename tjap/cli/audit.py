@@ -5,6 +5,12 @@ RECORDS is ``sacct --parsable2 --allocations`` output or a ``jobcomp/filetxt`` l
 record); the audit is :func:`tjap.auditor.audit`. It prints a summary, ``--json`` the whole result
 (one entry per audited job), and ``--report DIR`` writes a self-contained HTML page with plots.
 It only reads: nothing is sent to Slurm.
+
+Ctrl-C or SIGTERM stops it within a second or two, in any phase: while the records are read it
+ends with the one line of every interrupted command; once jobs are measured it prints the summary
+of the jobs audited so far, marked INTERRUPTED (``--json``: ``"interrupted": true`` and no
+per-job list), writes no ``--report`` or ``--csv`` file (writing them for a large audit takes
+longer than a signal may wait), says so in one line, and exits 130 (143 for SIGTERM).
 """
 
 from __future__ import annotations
@@ -175,6 +181,21 @@ def run(args) -> int:
             worst=args.worst,
             progress=update,
         )
+    if result.interrupted:  # stop now: the summary, marked, and no file (see the docstring)
+        if args.json:
+            write_json(result, sys.stdout, jobs=False)
+        else:
+            print(result.summary_text())
+        skipped = [flag for flag, path in (("--report", report), ("--csv", table)) if path]
+        what = "terminated (SIGTERM)" if result.stopped_by == "SIGTERM" else "interrupted"
+        print(
+            f"tjap: {what}: audited {result.num_jobs:,} jobs; the summary above is marked "
+            "interrupted"
+            + (f" and {' and '.join(skipped)} not written (an interrupted audit writes no file)"
+               if skipped else ""),
+            file=sys.stderr,
+        )  # fmt: skip
+        return 143 if result.stopped_by == "SIGTERM" else 130
     if report is not None:
         from tjap.audit_report import write_report
 
@@ -187,13 +208,6 @@ def run(args) -> int:
         write_json(result, sys.stdout)
     else:
         print(result.summary_text())
-    if result.interrupted:
-        print(
-            f"tjap: interrupted: audited {result.num_jobs:,} jobs (the output above is marked "
-            "interrupted)",
-            file=sys.stderr,
-        )
-        return 143 if result.stopped_by == "SIGTERM" else 130
     return 0
 
 
@@ -226,10 +240,14 @@ def write_csv(result, path) -> Path:
     return path
 
 
-def write_json(result, out) -> None:
-    """The result's JSON, written job by job (a million jobs never sit in memory as text)."""
+def write_json(result, out, *, jobs: bool = True) -> None:
+    """The result's JSON, written job by job (a million jobs never sit in memory as text);
+    ``jobs=False`` leaves the per-job list empty."""
     data = result.to_dict(jobs=False)
     data.pop("jobs")
+    if not jobs:
+        out.write(json.dumps(plain({**data, "jobs": []}), indent=1, allow_nan=False) + "\n")
+        return
     head = json.dumps(plain(data), indent=1, allow_nan=False)
     out.write(head[:-2] + ',\n "jobs": [')
     for i in range(result.num_jobs):
