@@ -8,7 +8,7 @@ VENV := .venv
 # which brings its CUDA libraries (527 MB for torch itself, about 5.6 GB installed).
 TORCH_PIN := torch==2.13.0
 
-.PHONY: demo test test-slow test-examples test-signals test-slurm test-all bench docs lint clean
+.PHONY: demo test test-slow test-examples test-signals test-slurm test-k8s test-all bench docs lint clean
 
 # Tests run on every core (pytest-xdist; a file's tests stay in one worker, so its module
 # fixtures are built once): -n auto is one worker per core.
@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q $(TORCH_PIN)
-	$(VENV)/bin/python -m pip install -q -e '.[test,ray,docs,lint]'
+	$(VENV)/bin/python -m pip install -q -e '.[test,ray,docs,lint,k8s]'
 	$(VENV)/bin/python -m tjap.warmup   # compiles the Numba kernels once, on every core (about 3 min on 2 cores)
 	touch $@
 
@@ -32,7 +32,7 @@ test: $(VENV)/.installed
 # cores), but the signal tests, which test-signals runs alone, and the README's long examples,
 # which test-examples runs (`make test-all` runs them all).
 test-slow: $(VENV)/.installed
-	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m 'slow and not slurm and not docs' --ignore tests/face/test_interrupts.py -k 'not test_slow_example_runs'
+	$(VENV)/bin/python -m pytest -q $(PARALLEL) -m 'slow and not slurm and not docs and not k8s' --ignore tests/face/test_interrupts.py -k 'not test_slow_example_runs'
 
 # The README's long examples: trainings and full benchmark runs (more than 40 min on 2 cores;
 # not in CI, which never trains).
@@ -51,6 +51,13 @@ test-slurm: $(VENV)/.installed
 	bash .ci/build-slurm-newer || echo "warning: could not build Slurm 24.11; its tests will skip"
 	$(VENV)/bin/python -m pytest -q -m slurm -rs
 	TJAP_SLURM=24.11 $(VENV)/bin/python -m pytest -q -m slurm -rs tests/placement/slurm/test_slurm_tree_live.py tests/slurm/test_slurm_service_live.py
+
+# Tests against a real local Kubernetes: builds etcd, kube-apiserver, kube-scheduler and
+# kube-controller-manager once from Go modules into $TJAP_CACHE_ROOT/k8s-v1.35.4 (.ci/build-k8s:
+# about 11 min cold on 2 cores, nothing when built), then starts and stops its own control plane.
+test-k8s: $(VENV)/.installed
+	bash .ci/build-k8s
+	$(VENV)/bin/python -m pytest -q -m k8s -rs
 
 test-all: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m ''

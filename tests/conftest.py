@@ -11,6 +11,7 @@ from hypothesis import settings
 
 from tjap import FatTree, Window
 from tjap.core.cache import CACHE_ROOT_ENV
+from tjap.placement.k8s.harness import K8S_ENV
 from tjap.placement.slurm.harness import NEWER_SLURM_ENV
 
 # Property tests draw new examples on every run (and keep failures in .hypothesis/), so a
@@ -23,7 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 #: Markers of the tests that may use what the project builds and caches outside a clone (a Slurm
 #: 24.11, a Kubernetes control plane): their targets (make test-slurm, make docs) build it first.
-CACHE_MARKERS = ("slurm", "docs")
+CACHE_MARKERS = ("slurm", "docs", "k8s")
 
 
 #: The default suite's costliest tests (3-21 s each once the Numba cache is warm, measured with
@@ -74,7 +75,7 @@ def empty_cache_root(tmp_path_factory) -> Path:
 def nothing_cached(request, monkeypatch, empty_cache_root):
     """The guard of a newcomer's first ``make test``: every test not marked ``slurm`` or ``docs``
     runs with the cache root (:func:`tjap.core.cache.cache_root`) pointed at an empty folder and no
-    ``$TJAP_SLURM_NEWER``, so a default-suite test that passes only where an earlier run built
+    ``$TJAP_SLURM_NEWER`` or ``$TJAP_K8S``, so a default-suite test that passes only where an earlier run built
     something into ``/var/cache/tjap`` fails here, on every machine, instead of on a newcomer's.
     It must skip with a one-line reason when what it needs is missing, or carry its marker."""
     if any(request.node.get_closest_marker(m) for m in CACHE_MARKERS):
@@ -85,6 +86,7 @@ def nothing_cached(request, monkeypatch, empty_cache_root):
     )
     monkeypatch.setenv(CACHE_ROOT_ENV, str(empty_cache_root))
     monkeypatch.delenv(NEWER_SLURM_ENV, raising=False)
+    monkeypatch.delenv(K8S_ENV, raising=False)
 
 
 def tiny_tree() -> FatTree:

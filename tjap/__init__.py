@@ -19,7 +19,7 @@ from tjap.core.errors import (
     UnknownMethodError,
 )
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 # public name -> module that defines it (imported on first access, PEP 562)
 _LAZY = {

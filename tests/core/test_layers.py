@@ -200,7 +200,11 @@ def test_imports_for_annotations_alone_count_for_the_floors_not_for_circles(tmp_
 
 # -- the same rooms on every floor ---------------------------------------------------------------
 FAMILIES = {"tree", "network", "interference", "batch"}
-ROOMS = {"placement": FAMILIES | {"slurm"}, "heuristics": FAMILIES | {"slurm"}, "learned": FAMILIES}
+ROOMS = {
+    "placement": FAMILIES | {"slurm", "k8s"},  # the schedulers tjap talks to: Slurm, Kubernetes
+    "heuristics": FAMILIES | {"slurm"},
+    "learned": FAMILIES,
+}
 SHARED = {"learned": {"policy_io.py"}}  # pieces every room of a floor uses, named for what they are
 LEARNED_ROLES = {"features", "nets", "policy", "env", "train"}
 # names that once stood for a role that has one name now

@@ -32,6 +32,7 @@ FAMILY_NAMES = (
     "bench",
     "batch",
     "slurm",
+    "k8s",
     "audit",
     "network",
     "interference",

@@ -8,7 +8,12 @@ import os
 import sys
 from pathlib import Path
 
-from tjap.core.errors import MAX_SEED, SlurmUnreachableError, TjapError
+from tjap.core.errors import (
+    MAX_SEED,
+    KubernetesUnreachableError,
+    SlurmUnreachableError,
+    TjapError,
+)
 from tjap.core.result import plain
 
 
@@ -54,7 +59,7 @@ def run_command(run, *args) -> int:
     unreachable Slurm the same line and :data:`EXIT_SLURM_UNREACHABLE`."""
     try:
         return run(*args)
-    except SlurmUnreachableError as exc:
+    except (SlurmUnreachableError, KubernetesUnreachableError) as exc:
         print(f"tjap: error: {exc}", file=sys.stderr)
         return EXIT_SLURM_UNREACHABLE
     except TjapError as exc:

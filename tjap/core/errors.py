@@ -2,7 +2,8 @@
 
 Every error a user can trigger is a subclass of :class:`TjapError` (itself a ``ValueError``), with a
 message that names the field, the bad value and what is allowed. The CLI prints these as one line
-and exits with code 2, except :class:`SlurmUnreachableError` (Slurm cannot be reached), exit 3.
+and exits with code 2, except :class:`SlurmUnreachableError` and
+:class:`KubernetesUnreachableError` (the cluster cannot be reached), exit 3.
 """
 
 
@@ -36,6 +37,16 @@ class SlurmUnreachableError(SlurmError):
     waiting for it), Slurm's commands (``squeue``, ``sinfo``, ``scontrol``, ...) are not on
     ``PATH``, or the configuration ``SLURM_CONF`` names cannot be read, or munge cannot
     authenticate. The input may be fine; the cluster is not there. The CLI exits with code 3."""
+
+
+class KubernetesError(TjapError):
+    """A request to Kubernetes failed, or its configuration cannot be read (raised by
+    :mod:`tjap.placement.k8s.api`)."""
+
+
+class KubernetesUnreachableError(KubernetesError):
+    """The Kubernetes API server does not answer: the input may be fine, the cluster is not
+    there. The CLI exits with code 3, as for an unreachable Slurm."""
 
 
 class Terminated(KeyboardInterrupt):

@@ -1,0 +1,164 @@
+"""The Kubernetes API as plain JSON: one small client over the official ``kubernetes`` package.
+
+:class:`Api` loads a kubeconfig (or the in-cluster service account) with the official client,
+then sends requests by path and returns the decoded JSON objects (dicts), so everything above it
+reads Kubernetes objects as ``kubectl get -o json`` prints them. Failures are one line:
+:class:`KubernetesUnreachableError` when the API server cannot be reached, :class:`ApiError`
+(with the HTTP status and Kubernetes' own message) when it refuses a request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tjap.core.errors import KubernetesError, KubernetesUnreachableError, MissingDependencyError
+
+__all__ = ["Api", "ApiError", "KubernetesError", "KubernetesUnreachableError"]
+
+
+class ApiError(KubernetesError):
+    """The API server refused a request: ``status`` is the HTTP status (404, 409, 403 ...)."""
+
+    def __init__(self, message: str, status: int, reason: str = ""):
+        super().__init__(message)
+        self.status, self.reason = status, reason
+
+
+def _client():
+    try:
+        import kubernetes
+    except ImportError:
+        raise MissingDependencyError(
+            "tjap's Kubernetes commands need the official client: pip install 'tjap[k8s]' "
+            "(or pip install kubernetes)"
+        ) from None
+    return kubernetes
+
+
+class Api:
+    """Requests to one API server, by path, in JSON.
+
+    Parameters
+    ----------
+    kubeconfig : str, Path or None
+        A kubeconfig file; None: ``$KUBECONFIG``, else the in-cluster service account when
+        running in a pod, else ``~/.kube/config``.
+    timeout_s : float
+        Seconds a request may take.
+    """
+
+    def __init__(self, kubeconfig=None, *, timeout_s: float = 30.0):
+        k = _client()
+        self.timeout_s = timeout_s
+        config = k.client.Configuration()
+        path = kubeconfig or os.environ.get("KUBECONFIG")
+        try:
+            if path is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+                k.config.load_incluster_config(client_configuration=config)
+                self.source = "the in-cluster service account"
+            else:
+                path = Path(path or Path.home() / ".kube" / "config")
+                if not path.is_file():
+                    raise KubernetesError(
+                        f"no kubeconfig at {path}; give --kubeconfig FILE (tjap k8s cluster up "
+                        "writes one) or set KUBECONFIG"
+                    )
+                k.config.load_kube_config(config_file=str(path), client_configuration=config)
+                self.source = str(path)
+        except KubernetesError:
+            raise
+        except Exception as exc:  # the client's own ConfigException, a YAML error ...
+            raise KubernetesError(
+                f"cannot read the Kubernetes configuration {path or '(in-cluster)'}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ) from None
+        self.host = config.host
+        self._api = k.client.ApiClient(config)
+
+    def close(self) -> None:
+        self._api.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: dict | None = None,
+        content_type: str = "application/json",
+    ) -> dict:
+        """``method`` on ``path`` (``/api/v1/nodes``), ``body`` sent as JSON; the decoded answer."""
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            method, url, headers, body, _ = self._api.param_serialize(
+                method,
+                path,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self._api.call_api(
+                method, url, header_params=headers, body=body, _request_timeout=self.timeout_s
+            )
+            data = response.read()
+        except Exception as exc:  # urllib3: connection refused, TLS, timeout
+            raise KubernetesUnreachableError(
+                f"cannot reach the Kubernetes API server at {self.host} ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); is the cluster up?"
+            ) from None
+        if response.status >= 400:
+            raise _refused(method, path, response.status, response.reason, data)
+        return json.loads(data) if data else {}
+
+    def get(self, path: str, **query) -> dict:
+        return self.request("GET", path, query=query or None)
+
+    def items(self, path: str, **query) -> list[dict]:
+        """Every object of a list, following ``continue`` tokens (500 a page)."""
+        found: list[dict] = []
+        token = None
+        while True:
+            page = self.get(path, limit=500, **query, **({"continue": token} if token else {}))
+            found += page.get("items", [])
+            token = page.get("metadata", {}).get("continue")
+            if not token:
+                return found
+
+    def create(self, path: str, body: dict) -> dict:
+        return self.request("POST", path, body)
+
+    def patch(self, path: str, body: dict, *, merge: str = "strategic") -> dict:
+        """A strategic-merge (default), ``"merge"`` or ``"json"`` patch."""
+        kinds = {
+            "strategic": "application/strategic-merge-patch+json",
+            "merge": "application/merge-patch+json",
+            "json": "application/json-patch+json",
+        }
+        return self.request("PATCH", path, body, content_type=kinds[merge])
+
+    def delete(self, path: str) -> dict:
+        return self.request("DELETE", path)
+
+
+def _refused(method: str, path: str, status: int, reason, data: bytes) -> ApiError:
+    message, reason = "", reason or ""
+    try:
+        answer = json.loads(data or b"{}")
+        message, reason = answer.get("message", ""), answer.get("reason", reason)
+    except (TypeError, ValueError):
+        message = (data or b"")[:200].decode(errors="replace")
+    return ApiError(
+        f"Kubernetes refused {method} {path}: {status} {reason}: {message}".rstrip(": "),
+        int(status),
+        reason,
+    )

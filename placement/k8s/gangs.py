@@ -1,0 +1,171 @@
+"""Gated pods as jobs: whole gangs, their order, and the topology request Kueue's annotations ask.
+
+A pod waits for tjap when it carries tjap's scheduling gate (:data:`GATE`, or another name given
+to the controller). Pods are grouped into gangs, all of whose pods are placed together or none:
+
+- the label ``tjap.io/gang`` (a plain pod group; ``tjap.io/gang-size`` says how many pods it has),
+- else the pods' owning batch/v1 Job (an indexed Job's pods: ``batch.kubernetes.io/job-completion-
+  index`` gives each pod's rank), whose size is ``tjap.io/gang-size`` or the number of its pods,
+- else the JobSet's ``jobset.sigs.k8s.io/jobset-name`` and ``replicatedjob-name`` labels,
+- else the pod alone.
+
+A gang is ready when all its pods exist. Its request is read from Kueue's pod-set annotations
+(``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``, ``-slice-size``,
+``-slice-required-topology``), so manifests written for Kueue's topology-aware scheduling carry
+over: a required level is a job's ``within``, a preferred level its ``prefer``, slices its
+``segment`` and ``segment_level`` (:mod:`tjap.placement.tree.jobs`). One pod takes one node (the
+model is node-granular: a pod that asks for part of a node's GPUs still takes the node).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tjap.core.errors import InvalidInputError
+
+#: tjap's scheduling gate (pods created with it wait for the controller).
+GATE = "tjap.io/placement"
+GANG_LABEL = "tjap.io/gang"
+GANG_SIZE = "tjap.io/gang-size"
+#: The node a pod is planned on, written before any pod of its gang is released (the plan that
+#: survives a restart of the controller).
+PLANNED = "tjap.io/planned-node"
+KUEUE = "kueue.x-k8s.io/"
+REQUIRED = KUEUE + "podset-required-topology"
+PREFERRED = KUEUE + "podset-preferred-topology"
+UNCONSTRAINED = KUEUE + "podset-unconstrained-topology"
+SLICE_SIZE = KUEUE + "podset-slice-size"
+SLICE_LEVEL = KUEUE + "podset-slice-required-topology"
+INDEX = "batch.kubernetes.io/job-completion-index"
+
+
+@dataclass
+class Gang:
+    """One job: its pods (in rank order), the size it declares, and its Kueue request."""
+
+    key: tuple[str, str]  # (namespace, name)
+    pods: list = field(default_factory=list)
+    size: int | None = None
+    priority: int = 0
+    created: str = ""
+    annotations: dict = field(default_factory=dict)
+
+    @property
+    def namespace(self) -> str:
+        return self.key[0]
+
+    @property
+    def name(self) -> str:
+        return self.key[1]
+
+    @property
+    def complete(self) -> bool:
+        """All of its pods exist (its declared size, if any, is reached)."""
+        return self.size is None or len(self.pods) >= self.size
+
+    def job(self, levels: list[str]) -> dict:
+        """The window job of this gang (:class:`~tjap.placement.tree.jobs.Job`'s JSON form),
+        its level keys resolved against ``levels`` (node-label keys, the top level first). A bad
+        request is an :class:`InvalidInputError` naming the annotation and the fix."""
+        a = self.annotations
+        job: dict = {"nodes": len(self.pods)}
+
+        def level(key: str) -> str:
+            value = a[key]
+            if value not in levels:
+                raise InvalidInputError(
+                    f"{key}: {value!r} is not a level of this cluster; its levels are "
+                    f"{', '.join(levels)}"
+                )
+            return value
+
+        if (
+            a.get(REQUIRED) == "kubernetes.io/hostname"
+            or a.get(PREFERRED) == "kubernetes.io/hostname"
+        ):
+            if len(self.pods) > 1:
+                raise InvalidInputError(
+                    f"the job asks its {len(self.pods)} pods on one node (kubernetes.io/hostname); "
+                    "tjap places one pod per node: ask for a level above the host"
+                )
+            return job  # one pod on one node: nothing more to ask
+        if REQUIRED in a and PREFERRED in a:
+            raise InvalidInputError(f"{REQUIRED} and {PREFERRED} are both set; give one of them")
+        if REQUIRED in a:
+            job["within"] = level(REQUIRED)
+        elif PREFERRED in a:
+            job["prefer"] = level(PREFERRED)
+        if SLICE_SIZE in a or SLICE_LEVEL in a:
+            if not (SLICE_SIZE in a and SLICE_LEVEL in a):
+                raise InvalidInputError(f"{SLICE_SIZE} and {SLICE_LEVEL} go together; give both")
+            raw = str(a[SLICE_SIZE]).strip()
+            if not raw.isdigit() or int(raw) < 1:
+                raise InvalidInputError(f"{SLICE_SIZE}: {raw!r:.30} is not a positive whole number")
+            size = int(raw)
+            if len(self.pods) % size:
+                raise InvalidInputError(
+                    f"{SLICE_SIZE}: slices of {size} pods do not divide the {len(self.pods)} pods "
+                    "of the job; give a size that divides it"
+                )
+            job["segment"] = size
+            job["segment_level"] = level(SLICE_LEVEL)
+        return job
+
+
+def has_gate(pod: dict, gate: str = GATE) -> bool:
+    return any(g.get("name") == gate for g in pod.get("spec", {}).get("schedulingGates") or [])
+
+
+def _key(pod: dict) -> tuple[tuple[str, str], int | None]:
+    meta = pod["metadata"]
+    ns, labels, notes = (
+        meta.get("namespace", "default"),
+        meta.get("labels") or {},
+        meta.get("annotations") or {},
+    )
+    size = notes.get(GANG_SIZE) or labels.get(GANG_SIZE)
+    declared = int(size) if size is not None and str(size).isdigit() else None
+    if GANG_LABEL in labels:
+        return (ns, f"gang/{labels[GANG_LABEL]}"), declared
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == "Job":
+            return (ns, f"job/{owner.get('name')}"), declared
+    jobset = labels.get("jobset.sigs.k8s.io/jobset-name")
+    if jobset:
+        replicated = labels.get("jobset.sigs.k8s.io/replicatedjob-name", "")
+        return (ns, f"jobset/{jobset}/{replicated}"), declared
+    return (ns, f"pod/{meta['name']}"), 1
+
+
+def _rank(pod: dict) -> tuple:
+    meta = pod["metadata"]
+    index = (meta.get("annotations") or {}).get(INDEX) or (meta.get("labels") or {}).get(INDEX)
+    return (int(index) if index is not None and str(index).isdigit() else 1 << 30, meta["name"])
+
+
+def gangs(pods: list[dict], gate: str = GATE) -> list[Gang]:
+    """The gangs of the pods that carry ``gate`` (other pods are left out), in the order they
+    are placed: highest priority first, then the oldest first (by their first pod's creation
+    time), then by name. A gang's pods are in rank order (completion index, then name)."""
+    found: dict[tuple[str, str], Gang] = {}
+    for pod in pods:
+        if not has_gate(pod, gate) or pod["metadata"].get("deletionTimestamp"):
+            continue
+        key, size = _key(pod)
+        gang = found.setdefault(key, Gang(key))
+        gang.pods.append(pod)
+        if size is not None:
+            gang.size = size
+        gang.priority = max(gang.priority, int(pod.get("spec", {}).get("priority") or 0))
+        created = pod["metadata"].get("creationTimestamp") or ""
+        gang.created = min(gang.created, created) if gang.created else created
+        gang.annotations.update(
+            {
+                k: v
+                for k, v in (pod["metadata"].get("annotations") or {}).items()
+                if k.startswith(KUEUE)
+            }
+        )
+    for gang in found.values():
+        gang.pods.sort(key=_rank)
+    return sorted(found.values(), key=lambda g: (-g.priority, g.created, g.key))

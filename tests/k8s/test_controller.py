@@ -1,0 +1,180 @@
+"""The placement controller's decisions and its restart rule, on an in-memory stand-in for the
+API server (plain objects, JSON merge patches with resource versions); the same controller
+against a real control plane is tests/k8s/test_k8s_live.py (marked k8s)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import tjap
+from tjap.k8s.controller import Controller
+from tjap.placement.k8s.gangs import GATE, PLANNED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
+from tjap.placement.k8s.nodes import HOSTNAME, level_keys, node_manifests, ready_status
+
+TREE = tjap.Topology.from_slurm(
+    "\n".join(f"BlockName=r{i} Nodes=g[{6 * i + 1:02d}-{6 * i + 6:02d}]" for i in range(4))
+    + "\nBlockSizes=6,12,24"
+)
+
+
+def merge(target, patch):
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge(out.get(k), v)
+    return out
+
+
+class FakeApi:
+    """Nodes, pods and events by path; a patch naming a stale resourceVersion is a 409."""
+
+    def __init__(self, tree):
+        self.objects, self.events, self.patches = {}, [], 0
+        for n in node_manifests(tree):
+            n.update(ready_status(n["status"]["capacity"]))
+            self.objects[f"/api/v1/nodes/{n['metadata']['name']}"] = n
+
+    def add_pods(self, gang, n, notes=None, *, created="2026-12-02T10:00:00Z"):
+        for i in range(n):
+            self.objects[f"/api/v1/namespaces/default/pods/{gang}-{i}"] = {
+                "metadata": {"name": f"{gang}-{i}", "namespace": "default", "resourceVersion": "1",
+                             "labels": {"tjap.io/gang": gang}, "annotations": dict(notes or {}),
+                             "creationTimestamp": created},
+                "spec": {"schedulingGates": [{"name": GATE}],
+                         "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+                "status": {"phase": "Pending"},
+            }  # fmt: skip
+
+    def items(self, path):
+        kind = path.rsplit("/", 1)[1]
+        return [copy.deepcopy(o) for p, o in self.objects.items() if f"/{kind}/" in p]
+
+    def patch(self, path, body, merge_kind=None, **kw):
+        self.patches += 1
+        current = self.objects[path]
+        version = body.get("metadata", {}).get("resourceVersion")
+        if version is not None and version != current["metadata"]["resourceVersion"]:
+            raise tjap.InvalidInputError("409 Conflict")
+        body = copy.deepcopy(body)
+        body.get("metadata", {}).pop("resourceVersion", None)
+        new = merge(current, body)
+        new["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
+        self.objects[path] = new
+        return copy.deepcopy(new)
+
+    def create(self, path, body):
+        self.events.append(body)
+        return body
+
+    def pods(self):
+        return {o["metadata"]["name"]: o for p, o in self.objects.items() if "/pods/" in p}
+
+
+def released(api):
+    return {
+        name: p["spec"]["nodeSelector"][HOSTNAME]
+        for name, p in api.pods().items()
+        if not p["spec"].get("schedulingGates")
+        and HOSTNAME in (p["spec"].get("nodeSelector") or {})
+    }
+
+
+LEVELS = level_keys(TREE)[:-1]
+
+
+def test_a_pass_releases_whole_gangs_never_worse_than_kueue():
+    api = FakeApi(TREE)
+    api.add_pods("a", 4, {SLICE_SIZE: "2", SLICE_LEVEL: LEVELS[-1]})
+    api.add_pods("b", 6, {REQUIRED: LEVELS[-1]}, created="2026-12-02T10:00:01Z")
+    decision = Controller(api).run_pass()
+    assert set(decision.placed) == {("default", "gang/a"), ("default", "gang/b")}
+    assert decision.cost <= decision.kueue_cost + 1e-9
+    nodes = released(api)
+    assert len(nodes) == 10 and len(set(nodes.values())) == 10  # one pod per node
+    b = {nodes[f"b-{i}"] for i in range(6)}
+    assert len({TREE.node_leaf[TREE.node_index(n)] for n in b}) == 1  # one rack, as required
+    for p in api.pods().values():
+        assert p["metadata"]["annotations"][PLANNED] == p["spec"]["nodeSelector"][HOSTNAME]
+
+
+def test_a_gang_waits_until_it_is_whole_and_a_bad_request_gets_an_event():
+    api = FakeApi(TREE)
+    api.add_pods("part", 2, {"tjap.io/gang-size": "3"})
+    api.add_pods("bad", 4, {REQUIRED: "rack"})
+    decision = Controller(api).run_pass()
+    assert not decision.placed and not released(api)
+    assert "2 of 3 pods exist" in decision.waiting[("default", "gang/part")]
+    assert "not a level of this cluster" in decision.refused[("default", "gang/bad")]
+    assert len(api.events) == 1 and api.events[0]["involvedObject"]["name"] == "bad-0"
+    Controller(api).run_pass()  # a new controller: one event again, not a flood
+    assert len(api.events) == 2
+
+
+def test_a_job_larger_than_the_free_nodes_waits_and_one_larger_than_the_cluster_is_refused():
+    api = FakeApi(TREE)
+    api.add_pods("huge", 30)
+    decision = Controller(api).run_pass()
+    assert "30 pods and the cluster 24 nodes" in decision.refused[("default", "gang/huge")]
+
+
+def test_advise_patches_nothing():
+    api = FakeApi(TREE)
+    api.add_pods("a", 4)
+    decision = Controller(api, dry_run=True).run_pass()
+    assert decision.placed and api.patches == 0
+
+
+class Killed(Exception):
+    pass
+
+
+@pytest.mark.parametrize("after", [1, 3, 5, 6])
+def test_a_controller_killed_mid_window_is_finished_by_the_next(after):
+    """Killed after ``after`` patches (some pods planned, some released): the next controller
+    releases every pod of the window, each on the node first planned for it."""
+    api = FakeApi(TREE)
+    api.add_pods("a", 4)
+    real = api.patch
+
+    def dying(path, body, *a, **k):
+        if api.patches >= after:
+            raise Killed
+        return real(path, body, *a, **k)
+
+    api.patch = dying
+    with pytest.raises(Killed):
+        Controller(api).run_pass()
+    planned = {n: p["metadata"]["annotations"].get(PLANNED) for n, p in api.pods().items()}
+    api.patch = real
+    Controller(api).run_pass()
+    nodes = released(api)
+    assert len(nodes) == 4 and len(set(nodes.values())) == 4
+    assert all(nodes[n] == planned[n] for n in nodes if planned[n])
+
+
+def test_a_planned_node_cordoned_before_release_redoes_the_gang():
+    api = FakeApi(TREE)
+    api.add_pods("a", 4)
+    real = api.patch
+
+    def dying(path, body, *a, **k):
+        if api.patches >= 4:  # every pod planned, none released
+            raise Killed
+        return real(path, body, *a, **k)
+
+    api.patch = dying
+    with pytest.raises(Killed):
+        Controller(api).run_pass()
+    api.patch = real
+    first = api.pods()["a-0"]["metadata"]["annotations"][PLANNED]
+    node = api.objects[f"/api/v1/nodes/{first}"]
+    node["spec"]["unschedulable"] = True
+    Controller(api).run_pass()  # clears the plan and places the gang afresh
+    nodes = released(api)
+    assert len(nodes) == 4 and first not in nodes.values()

@@ -1,0 +1,207 @@
+"""The placement controller against a real Kubernetes: etcd, kube-apiserver and kube-scheduler
+built from Go modules (``.ci/build-k8s``), started and stopped here, with fake GPU nodes drawn
+from a topology. Marked k8s: ``make test-k8s`` builds the control plane once and runs these."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import tjap
+from tjap.k8s.controller import Controller
+from tjap.placement.k8s.api import Api, ApiError
+from tjap.placement.k8s.gangs import GATE, PLANNED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
+from tjap.placement.k8s.harness import LocalKubernetes, missing_programs
+from tjap.placement.k8s.nodes import HOSTNAME, level_keys
+
+pytestmark = pytest.mark.k8s
+ROOT = Path(__file__).resolve().parents[2]
+TREE = tjap.Topology.from_slurm(
+    "\n".join(f"BlockName=r{i} Nodes=g[{6 * i + 1:02d}-{6 * i + 6:02d}]" for i in range(4))
+    + "\nBlockSizes=6,12,24"
+)
+LEVELS = level_keys(TREE)[:-1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if missing_programs():
+        pytest.skip(
+            f"no Kubernetes control plane built ({', '.join(missing_programs())}): bash .ci/build-k8s"
+        )
+    with LocalKubernetes(tmp_path_factory.mktemp("k8s")) as k8s:
+        k8s.add_nodes(TREE)
+        yield k8s
+
+
+@pytest.fixture
+def api(cluster):
+    with cluster.api() as api:
+        yield api
+        for pod in api.items("/api/v1/namespaces/default/pods"):  # each test starts empty
+            api.request("DELETE", f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}",
+                        query={"gracePeriodSeconds": 0})  # fmt: skip
+        deadline = time.monotonic() + 30
+        while api.items("/api/v1/namespaces/default/pods") and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def gated_pods(api, gang, n, notes=None, gate=GATE):
+    for i in range(n):
+        api.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{gang}-{i}", "labels": {"tjap.io/gang": gang},
+                         "annotations": {"tjap.io/gang-size": str(n), **(notes or {})}},
+            "spec": {"schedulingGates": [{"name": gate}], "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10",
+                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+        })  # fmt: skip
+
+
+def bound(api, timeout_s=30.0) -> dict:
+    """Pod name -> the node kube-scheduler bound it to, once every pod is bound."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pods = api.items("/api/v1/namespaces/default/pods")
+        names = {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+        if all(names.values()) or time.monotonic() > deadline:
+            return names
+        time.sleep(0.2)
+
+
+def test_the_nodes_are_ready_and_the_scheduler_binds_ungated_pods(cluster, api):
+    nodes = api.items("/api/v1/nodes")
+    assert len(nodes) == TREE.num_nodes
+    assert all(not n["spec"].get("taints") for n in nodes)
+    gated_pods(api, "plain", 2, gate="example.com/other")
+    for i in range(2):  # remove the other gate: kube-scheduler alone places them
+        api.patch(
+            f"/api/v1/namespaces/default/pods/plain-{i}",
+            {"spec": {"schedulingGates": None}},
+            merge="merge",
+        )
+    assert all(bound(api).values())
+
+
+def test_gangs_are_placed_whole_and_bound_where_tjap_planned(cluster, api):
+    gated_pods(api, "seg", 6, {SLICE_SIZE: "3", SLICE_LEVEL: LEVELS[-1]})
+    gated_pods(api, "rack", 6, {REQUIRED: LEVELS[-1]})
+    gated_pods(api, "plain", 4)
+    decision = Controller(api).run_pass()
+    assert len(decision.placed) == 3 and decision.cost <= decision.kueue_cost + 1e-9
+    nodes = bound(api)
+    assert all(nodes.values()) and len(set(nodes.values())) == 16
+    for pod in api.items("/api/v1/namespaces/default/pods"):
+        assert pod["spec"]["nodeName"] == pod["metadata"]["annotations"][PLANNED]
+        assert pod["spec"]["nodeSelector"][HOSTNAME] == pod["spec"]["nodeName"]
+    racks = {TREE.node_leaf[TREE.node_index(nodes[f"rack-{i}"])] for i in range(6)}
+    assert len(racks) == 1
+
+
+def test_a_bad_request_stays_gated_with_an_event(cluster, api):
+    gated_pods(api, "bad", 2, {REQUIRED: "example.com/rack"})
+    decision = Controller(api).run_pass()
+    assert ("default", "gang/bad") in decision.refused
+    pod = api.get("/api/v1/namespaces/default/pods/bad-0")
+    assert pod["spec"]["schedulingGates"] and not pod["spec"].get("nodeName")
+    events = api.items(
+        "/api/v1/namespaces/default/events", fieldSelector="involvedObject.name=bad-0"
+    )
+    assert any(
+        e["reason"] == "TjapRequestRefused" and "not a level" in e["message"] for e in events
+    )
+
+
+def test_the_controller_survives_an_api_server_restart(cluster, api):
+    gated_pods(api, "late", 3)
+    cluster.restart("kube-apiserver", down_s=1.0)
+    with cluster.api() as fresh:
+        Controller(fresh).run_pass()
+        assert all(bound(fresh).values())
+
+
+def test_the_least_privilege_account_can_place_and_nothing_more(cluster, api, tmp_path):
+    import yaml
+
+    for doc in yaml.safe_load_all((ROOT / "examples" / "k8s" / "rbac.yaml").read_text()):
+        kind = doc["kind"]
+        path = {
+            "Namespace": "/api/v1/namespaces",
+            "ServiceAccount": "/api/v1/namespaces/tjap-system/serviceaccounts",
+            "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        }[kind]
+        try:
+            api.create(path, doc)
+        except ApiError as exc:
+            assert exc.status == 409
+    token = api.create(
+        "/api/v1/namespaces/tjap-system/serviceaccounts/tjap-placement/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"expirationSeconds": 3600},
+        },
+    )["status"]["token"]
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        f"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{cluster.port}\n"
+        f"    certificate-authority: {cluster.folder / 'pki' / 'ca.crt'}\nusers:\n- name: sa\n  user:\n    token: {token}\n"
+        "contexts:\n- name: c\n  context: {cluster: c, user: sa}\ncurrent-context: c\n"
+    )
+    gated_pods(api, "sa", 2)
+    with Api(config) as limited:
+        Controller(limited).run_pass()
+        assert all(bound(api).values())
+        with pytest.raises(ApiError) as refused:
+            limited.delete("/api/v1/namespaces/default/pods/sa-0")
+        assert refused.value.status == 403
+        with pytest.raises(ApiError):
+            limited.patch("/api/v1/nodes/g01", {"metadata": {"labels": {"x": "y"}}}, merge="merge")
+
+
+def test_the_commands_of_the_how_to(tmp_path):
+    """``tjap k8s cluster up`` / ``advise`` / ``place --once --json`` / ``cluster down``, as
+    docs/how-to/kubernetes.md shows them, in processes of their own."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if missing_programs():
+        pytest.skip("no Kubernetes control plane built: bash .ci/build-k8s")
+
+    def tjap_cli(*argv, env=None):
+        return subprocess.run([sys.executable, "-m", "tjap", *argv], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120, env={**os.environ, **(env or {})})  # fmt: skip
+
+    folder = tmp_path / "k8s"
+    up = tjap_cli(
+        "k8s", "cluster", "up", "--dir", str(folder), "--topology", "examples/blocks.conf"
+    )
+    assert up.returncode == 0 and "72 nodes" in up.stdout, up.stderr
+    try:
+        again = tjap_cli(
+            "k8s", "cluster", "up", "--dir", str(folder), "--topology", "examples/blocks.conf"
+        )
+        assert again.returncode == 2 and "already runs" in again.stderr
+        env = {"KUBECONFIG": str(folder / "kubeconfig")}
+        with Api(folder / "kubeconfig") as api:
+            gated_pods(api, "train", 12, {SLICE_SIZE: "6", SLICE_LEVEL: "topology.tjap.io/level-2"})
+            advise = tjap_cli("k8s", "advise", env=env)
+            assert advise.returncode == 0 and "default/gang/train" in advise.stdout, advise.stderr
+            assert api.get("/api/v1/namespaces/default/pods/train-0")["spec"]["schedulingGates"]
+            place = tjap_cli(
+                "k8s", "place", "--once", "--json", "--kubeconfig", str(folder / "kubeconfig")
+            )
+            assert place.returncode == 0, place.stderr
+            line = json.loads(place.stdout.splitlines()[-1])
+            assert line["released_pods"] == 12 and line["cost"] <= line["kueue_cost"] + 1e-9
+            assert all(bound(api).values())
+    finally:
+        down = tjap_cli("k8s", "cluster", "down", "--dir", str(folder))
+    assert down.returncode == 0, down.stderr
+    gone = tjap_cli("k8s", "advise", "--kubeconfig", str(folder / "kubeconfig"))
+    assert gone.returncode == 3 and len(gone.stderr.splitlines()) == 1, gone.stderr

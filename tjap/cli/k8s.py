@@ -1,0 +1,181 @@
+"""``tjap k8s ...``: tjap inside Kubernetes.
+
+- ``tjap k8s cluster up --dir DIR --topology FILE``: a throw-away local Kubernetes (etcd,
+  kube-apiserver, kube-scheduler built by ``.ci/build-k8s``) with one fake GPU node per node of
+  any topology tjap reads; ``DIR/kubeconfig`` is its administrator's kubeconfig. ``tjap k8s
+  cluster down --dir DIR`` stops it (by the process ids it recorded).
+- ``tjap k8s place``: the placement controller (:mod:`tjap.k8s.controller`): whole gangs of the
+  pods gated with ``--gate`` placed on the nodes tjap picks, never worse than Kueue's choice per
+  window; ``--once`` one pass, ``--json`` one line per window on stdout.
+- ``tjap k8s advise``: what it would place now; patches nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from tjap.cli.common import check_output
+
+
+def add_parser(sub) -> None:
+    k8s = sub.add_parser(
+        "k8s", help="tjap inside Kubernetes: a local cluster, the placement controller"
+    )
+    what = k8s.add_subparsers(dest="what", required=True, metavar="WHAT")
+    cluster = what.add_parser("cluster", help="a throw-away local Kubernetes with fake GPU nodes")
+    action = cluster.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = action.add_parser("up", help="start it (returns once the nodes are Ready)")
+    up.add_argument("--dir", required=True, type=Path, help="its folder: kubeconfig, logs, state")
+    up.add_argument(
+        "--topology",
+        required=True,
+        help="the cluster's tree: topology.conf (tree or blocks), topology.yaml, JSON, node list",
+    )
+    up.add_argument("--gpus", type=int, default=4, help="nvidia.com/gpu per node (default 4)")
+    up.set_defaults(run=run_up)
+    down = action.add_parser("down", help="stop the cluster started in --dir")
+    down.add_argument("--dir", required=True, type=Path, help="the folder given to cluster up")
+    down.set_defaults(run=run_down)
+    for name, helps in (
+        ("place", "place gated gangs of pods (the controller)"),
+        ("advise", "what the controller would place now (patches nothing)"),
+    ):
+        p = what.add_parser(name, help=helps)
+        p.add_argument(
+            "--kubeconfig", type=Path, help="default: $KUBECONFIG, in-cluster, ~/.kube/config"
+        )
+        p.add_argument(
+            "--gate",
+            default=None,
+            help="the scheduling gate of tjap's pods (default tjap.io/placement)",
+        )
+        p.add_argument("--levels", help="node-label keys of the levels, the top first, comma-separated "
+                       "(default: the topology.tjap.io/level-N labels of the nodes)")  # fmt: skip
+        p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
+                       help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
+        p.add_argument("--json", action="store_true", help="one JSON line per window on stdout")
+        if name == "place":
+            p.add_argument("--once", action="store_true", help="one pass, then exit")
+            p.add_argument(
+                "--interval", type=float, default=2.0, help="seconds between passes (default 2)"
+            )
+        p.set_defaults(run=run_place if name == "place" else run_advise)
+
+
+# -- the local cluster --------------------------------------------------------------------------
+def run_up(args) -> int:
+    from tjap.placement.k8s.harness import LocalKubernetes, k8s_bin
+    from tjap.placement.tree.topology import Topology
+
+    check_output(args.dir, "--dir", folder=True)
+    tree = Topology.from_file(args.topology)
+    state = args.dir / "cluster.json"
+    if state.exists():
+        from tjap.core.errors import InvalidInputError
+
+        raise InvalidInputError(
+            f"a cluster already runs in {args.dir} (its {state.name}); stop it with "
+            f"tjap k8s cluster down --dir {args.dir}, or give another --dir"
+        )
+    args.dir.mkdir(parents=True, exist_ok=True)
+    cluster = LocalKubernetes(args.dir)
+    cluster.start()
+    try:
+        names = cluster.add_nodes(tree, gpus=args.gpus)
+    except BaseException:
+        cluster.stop()
+        raise
+    state.write_text(json.dumps({
+        "pids": {name: proc.pid for name, proc in cluster.procs.items()},
+        "programs": {name: str(k8s_bin() / name) for name in cluster.procs},
+        "kubeconfig": str(cluster.kubeconfig), "nodes": len(names), "port": cluster.port,
+    }, indent=1))  # fmt: skip
+    print(f"tjap: a local Kubernetes with {len(names):,} nodes; KUBECONFIG={cluster.kubeconfig}")
+    return 0
+
+
+def run_down(args) -> int:
+    from tjap.core.errors import InvalidInputError
+
+    state = args.dir / "cluster.json"
+    if not state.is_file():
+        raise InvalidInputError(f"no cluster runs in {args.dir} (no {state.name} there)")
+    data = json.loads(state.read_text())
+    stopped = []
+    for name, pid in data["pids"].items():
+        if _is(pid, data["programs"][name]):
+            os.kill(pid, signal.SIGTERM)
+            stopped.append(pid)
+    deadline = time.monotonic() + 10
+    while stopped and time.monotonic() < deadline:
+        stopped = [pid for pid in stopped if _is(pid, "")]
+        time.sleep(0.1)
+    for pid in stopped:
+        os.kill(pid, signal.SIGKILL)
+    state.unlink()
+    print(f"tjap: the local Kubernetes in {args.dir} is stopped")
+    return 0
+
+
+def _is(pid: int, program: str) -> bool:
+    """Whether process ``pid`` runs and (when ``program`` is given) is that program (a reused
+    process id is never signalled)."""
+    try:
+        line = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z" and (not program or line == program)
+
+
+# -- the controller -----------------------------------------------------------------------------
+def _controller(args, dry_run: bool):
+    from tjap.k8s.controller import Controller
+    from tjap.placement.k8s.api import Api
+
+    levels = [k.strip() for k in args.levels.split(",") if k.strip()] if args.levels else None
+    return Controller(
+        Api(args.kubeconfig),
+        gate=args.gate,
+        levels=levels,
+        kueue=args.kueue,
+        dry_run=dry_run,
+        log=sys.stdout if args.json else None,
+    )
+
+
+def _say(decision) -> None:
+    if decision.placed:
+        saving = (
+            f"; Kueue's choice {decision.kueue_cost:.1f}" if decision.kueue_cost is not None else ""
+        )
+        print(f"window: {len(decision.placed)} gangs on {decision.free} free nodes, cost "
+              f"{decision.cost:.1f} ({decision.method}){saving}")  # fmt: skip
+    for key, nodes in decision.placed.items():
+        from tjap.placement.tree.hostlist import compress_hostlist
+
+        print(f"  {'/'.join(key)}: {compress_hostlist(nodes)}")
+    for key, why in {**decision.waiting, **decision.refused}.items():
+        print(f"  {'/'.join(key)}: waits ({why})")
+
+
+def run_advise(args) -> int:
+    decision = _controller(args, dry_run=True).run_pass()
+    if not args.json:
+        _say(decision)
+    return 0
+
+
+def run_place(args) -> int:
+    controller = _controller(args, dry_run=False)
+    if args.once:
+        decision = controller.run_pass()
+        if not args.json:
+            _say(decision)
+        return 0
+    return controller.run(interval_s=args.interval)

@@ -1,0 +1,323 @@
+"""The placement controller on Kubernetes: whole gangs of gated pods onto the nodes tjap picks.
+
+Each pass (:meth:`Controller.run_pass`):
+
+1. **reads** the nodes and pods; the cluster's tree is the nodes' level labels
+   (:meth:`~tjap.placement.tree.topology.Topology.from_node_labels`, the level keys top first);
+   the free nodes are Ready, schedulable, untainted and held by no pod asking for GPUs
+   (:func:`~tjap.placement.k8s.nodes.free_nodes`);
+2. **finishes** a plan a previous run left half done (see below);
+3. **decides** one window: the complete gangs that carry the gate (:func:`~tjap.placement.k8s.
+   gangs.gangs`: priority, then age), each a window job with the request of its Kueue
+   annotations, taken in order while their pods fit the free nodes. A gang whose request is bad
+   gets an event and stays gated with the reason. The window is solved twice: tjap's exact
+   SCAS optimum (``auto``) and what Kueue's topology-aware scheduling would choose for the same
+   jobs (``kueue-bestfit`` or ``kueue-leastfree``, the re-implementation validated against
+   Kueue's rules); the cheaper is applied, so no window costs more than Kueue's own choice, and
+   both costs are logged. A window neither can place loses its last job until one can;
+4. **applies** whole gangs: first every pod of the window is annotated with its planned node
+   (``tjap.io/planned-node``), then, pod by pod, one patch writes ``spec.nodeSelector``
+   (``kubernetes.io/hostname``) and removes the gate; kube-scheduler binds each pod to its node.
+
+**A restart loses nothing.** The plan is on the pods before any is released. A pass that finds
+gated pods with a planned node finishes their gang when every planned node is still free for
+them; otherwise, when none of that gang is released yet, it clears the plan and the gang is
+placed afresh; when some are, the rest keep their valid plans and the others are planned again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from tjap.core.errors import InvalidInputError
+
+#: The Kueue profiles a window is compared with.
+KUEUE_METHODS = ("kueue-bestfit", "kueue-leastfree")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One window: the gangs placed (key -> node names, in the gangs' pod order), the costs of
+    tjap's choice and of Kueue's on the same jobs, the gangs left waiting and why."""
+
+    time: float
+    placed: dict
+    method: str
+    cost: float | None
+    kueue_cost: float | None
+    waiting: dict = field(default_factory=dict)
+    refused: dict = field(default_factory=dict)
+    free: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "event": "window",
+            "time": self.time,
+            "free_nodes": self.free,
+            "placed": {"/".join(k): v for k, v in self.placed.items()},
+            "method": self.method,
+            "cost": self.cost,
+            "kueue_cost": self.kueue_cost,
+            "waiting": {"/".join(k): v for k, v in self.waiting.items()},
+            "refused": {"/".join(k): v for k, v in self.refused.items()},
+        }
+
+
+class Controller:
+    """Places gated gangs on one cluster through ``api`` (:class:`tjap.placement.k8s.api.Api`).
+
+    Parameters
+    ----------
+    api : Api
+    gate : str
+        The scheduling gate that marks pods for tjap.
+    levels : list of str or None
+        Node-label keys of the cluster's levels, the top first (``kubernetes.io/hostname`` may
+        close the list); None: the ``topology.tjap.io/level-N`` keys the nodes carry.
+    kueue : str
+        The Kueue profile every window is compared with (:data:`KUEUE_METHODS`).
+    dry_run : bool
+        Decide and log, patch nothing (``tjap k8s advise``).
+    log : file or None
+        Where the JSON line of each window goes.
+    """
+
+    def __init__(
+        self, api, *, gate=None, levels=None, kueue="kueue-bestfit", dry_run=False, log=None
+    ):
+        from tjap.placement.k8s.gangs import GATE
+
+        if kueue not in KUEUE_METHODS:
+            raise InvalidInputError(
+                f"kueue must be one of {', '.join(KUEUE_METHODS)}, got {kueue!r}"
+            )
+        self.api, self.gate, self.kueue = api, gate or GATE, kueue
+        self.levels = list(levels) if levels else None
+        self.dry_run, self.log = dry_run, log
+        self._told: set = set()  # (gang, reason) pairs already recorded as events
+
+    # -- reading -------------------------------------------------------------------------------
+    def read(self):
+        from tjap.placement.k8s.nodes import HOSTNAME, LEVEL_PREFIX
+        from tjap.placement.tree.topology import Topology
+
+        nodes = self.api.items("/api/v1/nodes")
+        pods = self.api.items("/api/v1/pods")
+        levels = self.levels
+        if levels is None:
+            keys = {
+                k
+                for n in nodes
+                for k in (n["metadata"].get("labels") or {})
+                if k.startswith(LEVEL_PREFIX)
+            }
+            levels = sorted(
+                keys,
+                key=lambda k: (
+                    int(k[len(LEVEL_PREFIX) :]) if k[len(LEVEL_PREFIX) :].isdigit() else 0
+                ),
+            )
+        levels = [k for k in levels if k != HOSTNAME]
+        if not nodes:
+            raise InvalidInputError(
+                "the cluster has no node; add nodes (tjap k8s cluster up --topology FILE)"
+            )
+        if not levels:
+            raise InvalidInputError(
+                "the nodes carry no topology level labels; give --levels KEY,KEY (the top first)"
+            )
+        pairs = [(n["metadata"]["name"], n["metadata"].get("labels") or {}) for n in nodes]
+        tree = Topology.from_node_labels(pairs, levels, missing="skip")
+        return {"nodes": nodes, "pods": pods, "levels": levels, "tree": tree}
+
+    # -- deciding ------------------------------------------------------------------------------
+    def decide(self, state) -> Decision:
+        import tjap
+        from tjap.placement.k8s.gangs import gangs
+        from tjap.placement.k8s.nodes import free_nodes
+
+        tree, levels = state["tree"], state["levels"]
+        free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
+        waiting, refused, chosen = {}, {}, []
+        left = len(free)
+        for gang in gangs(state["pods"], self.gate):
+            if any(self._planned(p) for p in gang.pods):
+                continue  # a plan in flight: finished by resume()
+            if not gang.complete:
+                waiting[gang.key] = f"{len(gang.pods)} of {gang.size} pods exist"
+                continue
+            try:
+                job = gang.job(levels)
+                if job["nodes"] > tree.num_nodes:
+                    raise InvalidInputError(
+                        f"the job has {job['nodes']} pods and the cluster {tree.num_nodes} nodes"
+                    )
+                tjap.Window(tree, sorted(free) or tree.node_names[:1], [job], levels=levels[::-1])
+            except InvalidInputError as exc:
+                refused[gang.key] = str(exc)
+                self._event(gang, "TjapRequestRefused", str(exc))
+                continue
+            if job["nodes"] > left:
+                waiting[gang.key] = f"{job['nodes']} pods, {left} nodes free"
+                continue
+            chosen.append((gang, job))
+            left -= job["nodes"]
+        placed, method, cost, kueue_cost = {}, "", None, None
+        while chosen:
+            window = tjap.Window(
+                tree, sorted(free), [job for _, job in chosen], levels=levels[::-1]
+            )
+            ours = tjap.solve(window, "auto", time_limit_s=10)
+            theirs = tjap.solve(window, self.kueue)
+            best = min(
+                (r for r in (ours, theirs) if r.has_solution),
+                key=lambda r: r.objective,
+                default=None,
+            )
+            if best is not None:
+                method, cost = best.method, best.objective
+                kueue_cost = theirs.objective if theirs.has_solution else None
+                for (gang, _), nodes in zip(chosen, best.node_names()):
+                    placed[gang.key] = list(nodes)
+                break
+            gang, _ = chosen.pop()
+            waiting[gang.key] = "no placement meets its request with the others of the window"
+        return Decision(time.time(), placed, method, cost, kueue_cost, waiting, refused, len(free))
+
+    # -- applying ------------------------------------------------------------------------------
+    def _planned(self, pod) -> str | None:
+        from tjap.placement.k8s.gangs import PLANNED
+
+        return (pod["metadata"].get("annotations") or {}).get(PLANNED)
+
+    def _pod_path(self, pod) -> str:
+        meta = pod["metadata"]
+        return f"/api/v1/namespaces/{meta.get('namespace', 'default')}/pods/{meta['name']}"
+
+    def apply(self, decision: Decision, state) -> int:
+        """Plan, then release, every gang of ``decision``; returns the pods released."""
+        from tjap.placement.k8s.gangs import PLANNED, gangs
+
+        by_key = {g.key: g for g in gangs(state["pods"], self.gate)}
+        for key, nodes in decision.placed.items():  # 1: the plan, on every pod, before any release
+            for pod, node in zip(by_key[key].pods, nodes):
+                answer = self.api.patch(
+                    self._pod_path(pod),
+                    {"metadata": {"annotations": {PLANNED: node},
+                                  "resourceVersion": pod["metadata"]["resourceVersion"]}},
+                    merge="merge",
+                )  # fmt: skip
+                pod["metadata"] = answer["metadata"]
+        released = 0
+        for key in decision.placed:  # 2: release, pod by pod
+            released += self._release(by_key[key].pods)
+        return released
+
+    def _release(self, pods) -> int:
+        from tjap.placement.k8s.nodes import HOSTNAME
+
+        for pod in pods:
+            node = self._planned(pod)
+            gates = [
+                g for g in pod["spec"].get("schedulingGates") or [] if g.get("name") != self.gate
+            ]
+            selector = {**(pod["spec"].get("nodeSelector") or {}), HOSTNAME: node}
+            self.api.patch(
+                self._pod_path(pod),
+                {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
+                 "spec": {"schedulingGates": gates or None, "nodeSelector": selector}},
+                merge="merge",
+            )  # fmt: skip
+        return len(pods)
+
+    def resume(self, state) -> int:
+        """Finish (or undo) the plans a previous run left: see the module's documentation.
+        Returns the pods released or planned again."""
+        from tjap.placement.k8s.gangs import PLANNED, gangs
+        from tjap.placement.k8s.nodes import free_nodes
+
+        others = [p for p in state["pods"] if not (self._planned(p) and self._gated(p))]
+        free = free_nodes(state["nodes"], others)  # the planned nodes are not held by the plan
+        touched = 0
+        for gang in gangs(state["pods"], self.gate):
+            planned = [p for p in gang.pods if self._planned(p)]
+            if not planned:
+                continue
+            good = [p for p in planned if self._planned(p) in free]
+            gone = [p for p in planned if p not in good]
+            started = self._released_of(gang, state["pods"])
+            if gone and not started:
+                good, gone = [], planned  # redo the whole gang
+            if not self.dry_run:
+                self._release(good)
+                for pod in gone:
+                    self.api.patch(
+                        self._pod_path(pod),
+                        {"metadata": {"annotations": {PLANNED: None}}},
+                        merge="merge",
+                    )
+            self._record({"event": "resume", "gang": "/".join(gang.key), "released": len(good),
+                          "replanned": len(gone)})  # fmt: skip
+            touched += len(good) + len(gone)
+        return touched
+
+    def _gated(self, pod) -> bool:
+        from tjap.placement.k8s.gangs import has_gate
+
+        return has_gate(pod, self.gate)
+
+    def _released_of(self, gang, pods) -> bool:
+        """Whether some pod of ``gang`` was already released (planned, gate gone)."""
+        from tjap.placement.k8s.gangs import _key
+
+        return any(_key(p)[0] == gang.key and self._planned(p) and not self._gated(p) for p in pods)
+
+    def _event(self, gang, reason: str, message: str) -> None:
+        if (gang.key, message) in self._told or self.dry_run:
+            return
+        self._told.add((gang.key, message))
+        pod = gang.pods[0]["metadata"]
+        self.api.create(
+            f"/api/v1/namespaces/{gang.namespace}/events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"generateName": f"{pod['name']}.", "namespace": gang.namespace},
+                "involvedObject": {"kind": "Pod", "name": pod["name"], "namespace": gang.namespace,
+                                   "uid": pod.get("uid"), "apiVersion": "v1"},
+                "reason": reason,
+                "message": message[:1000],
+                "type": "Warning",
+                "source": {"component": "tjap-k8s-place"},
+                "firstTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "lastTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "count": 1,
+            },
+        )  # fmt: skip
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _record(self, data: dict[str, Any]) -> None:
+        if self.log is not None:
+            print(json.dumps(data, allow_nan=False, default=str), file=self.log, flush=True)
+
+    def run_pass(self) -> Decision:
+        """Read, finish what a previous run left, decide one window and apply it."""
+        state = self.read()
+        if self.resume(state) and not self.dry_run:
+            state = self.read()
+        decision = self.decide(state)
+        released = 0 if self.dry_run else self.apply(decision, state)
+        self._record({**decision.to_dict(), "released_pods": released, "dry_run": self.dry_run})
+        return decision
+
+    def run(self, *, interval_s: float = 2.0, once: bool = False) -> int:
+        """Passes every ``interval_s`` seconds until Ctrl-C or SIGTERM (the pass under way
+        finishes its patches' current pod); with ``once``, one pass."""
+        while True:
+            self.run_pass()
+            if once:
+                return 0
+            time.sleep(interval_s)
