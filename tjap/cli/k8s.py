@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.cli.common import check_output
+from tjap.cli.common import add_common, check_output
 
 
 def add_parser(sub) -> None:
@@ -37,9 +37,11 @@ def add_parser(sub) -> None:
         help="the cluster's tree: topology.conf (tree or blocks), topology.yaml, JSON, node list",
     )
     up.add_argument("--gpus", type=int, default=4, help="nvidia.com/gpu per node (default 4)")
+    add_common(up)
     up.set_defaults(run=run_up)
     down = action.add_parser("down", help="stop the cluster started in --dir")
     down.add_argument("--dir", required=True, type=Path, help="the folder given to cluster up")
+    add_common(down)
     down.set_defaults(run=run_down)
     for name, helps in (
         ("place", "place gated gangs of pods (the controller)"),
@@ -58,7 +60,7 @@ def add_parser(sub) -> None:
                        "(default: the topology.tjap.io/level-N labels of the nodes)")  # fmt: skip
         p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
                        help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
-        p.add_argument("--json", action="store_true", help="one JSON line per window on stdout")
+        add_common(p)  # --json: one JSON line per window on stdout
         if name == "place":
             p.add_argument("--once", action="store_true", help="one pass, then exit")
             p.add_argument(

@@ -83,10 +83,22 @@ class Controller:
         Decide and log, patch nothing (``tjap k8s advise``).
     log : file or None
         Where the JSON line of each window goes.
+    choose : {"best", "kueue"}
+        ``"best"`` (default): the cheaper of tjap's optimum and Kueue's choice; ``"kueue"``:
+        Kueue's choice always (the benchmarks' baseline: Kueue's algorithm applied by the same
+        controller).
     """
 
     def __init__(
-        self, api, *, gate=None, levels=None, kueue="kueue-bestfit", dry_run=False, log=None
+        self,
+        api,
+        *,
+        gate=None,
+        levels=None,
+        kueue="kueue-bestfit",
+        dry_run=False,
+        log=None,
+        choose="best",
     ):
         from tjap.placement.k8s.gangs import GATE
 
@@ -96,7 +108,9 @@ class Controller:
             )
         self.api, self.gate, self.kueue = api, gate or GATE, kueue
         self.levels = list(levels) if levels else None
-        self.dry_run, self.log = dry_run, log
+        if choose not in ("best", "kueue"):
+            raise InvalidInputError(f"choose must be best or kueue, got {choose!r}")
+        self.dry_run, self.log, self.choose = dry_run, log, choose
         self._told: set = set()  # (gang, reason) pairs already recorded as events
 
     # -- reading -------------------------------------------------------------------------------
@@ -170,12 +184,12 @@ class Controller:
             window = tjap.Window(
                 tree, sorted(free), [job for _, job in chosen], levels=levels[::-1]
             )
-            ours = tjap.solve(window, "auto", time_limit_s=10)
             theirs = tjap.solve(window, self.kueue)
+            candidates = [theirs]
+            if self.choose == "best":
+                candidates.append(tjap.solve(window, "auto", time_limit_s=10))
             best = min(
-                (r for r in (ours, theirs) if r.has_solution),
-                key=lambda r: r.objective,
-                default=None,
+                (r for r in candidates if r.has_solution), key=lambda r: r.objective, default=None
             )
             if best is not None:
                 method, cost = best.method, best.objective

@@ -1,0 +1,284 @@
+"""A stream of GPU gang jobs on a real local Kubernetes: kube-scheduler alone, Kueue's algorithm
+and tjap, each applied to the same jobs on the same fake NVL72-class cluster.
+
+    python -m benchmarks.k8s_stream --nodes 576 --jobs 120
+
+The control plane is :class:`tjap.placement.k8s.harness.LocalKubernetes` (etcd, kube-apiserver,
+kube-scheduler of Kubernetes 1.35.4, built by ``.ci/build-k8s``), its nodes fake: racks of 18
+nodes (an NVLink domain), 8 racks to a block, levels block / rack / host (``--nodes`` 576: 32
+racks; 4,608: 256 racks), each node 4 GPUs. The jobs are the multi-node jobs of the LS6 A100
+trace shipped with tjap (``ls6-a100``: sizes and runtimes as recorded, sizes doubled to span
+racks, at most 72 nodes), arriving in the trace's order on a clock compressed ``--compress``
+times (default 3,600: an hour of the trace a second); one job in three asks for slices of 6 or 9
+pods, each inside one rack (Kueue's ``podset-slice-size`` and ``podset-slice-required-topology``),
+the others prefer one rack (``podset-preferred-topology``). Every pod asks for a whole node's
+GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
+its pods).
+
+Three arms, one after the other, each on a fresh cluster:
+
+- ``kube-scheduler``: the pods carry no gate; kube-scheduler places each pod on its own (its
+  default scoring), with no gang rule: a job starts when its last pod is bound.
+- ``kueue``: the pods carry tjap's gate; :class:`tjap.k8s.controller.Controller` applies what
+  Kueue's topology-aware scheduling chooses for each window (``choose="kueue"``: the
+  re-implementation of ``kueue-bestfit``, validated against Kueue's rules).
+- ``tjap``: the same controller applying the cheaper of tjap's exact optimum and Kueue's choice.
+
+Per arm: mean CH cost per job (tjap's hop cost of the nodes each job got, paper convention),
+the share of jobs of at most 18 nodes inside one rack, the share of slices kept inside one rack,
+the mean number of whole racks free (sampled every tick), the mean wait (arrival to the last
+pod bound, in trace seconds), the jobs that ever started whole (``started``: without a gang rule,
+kube-scheduler can bind part of several jobs and fill the cluster with none of them whole; an
+arm stops after ``--arm-timeout`` seconds), the controller's mean decision time per window, and pods bound per
+second: ``placed_per_s`` the controller's releases over the time its passes took to release
+them, ``bound_per_s`` kube-scheduler's bindings in the same run. Writes ``k8s_stream.json`` and
+prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import one_line_errors, parser
+
+RACK = 18
+RACKS_PER_BLOCK = 8
+TICK_S = 0.25
+
+
+def cluster(num_nodes: int):
+    from tjap.placement.tree.topology import Topology
+
+    if num_nodes % RACK:
+        raise SystemExit(f"--nodes must be a multiple of {RACK}")
+    pairs = [
+        (f"gpu{i:05d}", {"block": f"b{i // RACK // RACKS_PER_BLOCK}", "rack": f"r{i // RACK}"})
+        for i in range(num_nodes)
+    ]
+    return Topology.from_node_labels(pairs, ["block", "rack"])
+
+
+def workload(count: int, seed: int, largest: int) -> list[dict]:
+    from tjap.placement.batch.traces import bundled_trace, load_trace
+
+    trace, _ = load_trace(bundled_trace("ls6-a100"))
+    rows = np.flatnonzero((trace.nodes >= 2) & (trace.runtime_s > 0))[:count]
+    rng = np.random.default_rng(seed)
+    jobs = []
+    start = int(trace.submit_s[rows[0]])
+    for k, i in enumerate(rows.tolist()):
+        size = int(min(2 * trace.nodes[i], largest))
+        job = {"name": f"j{k:04d}", "size": size, "arrival_s": int(trace.submit_s[i]) - start,
+               "runtime_s": int(trace.runtime_s[i])}  # fmt: skip
+        slices = [s for s in (9, 6) if size % s == 0 and size > s]
+        if k % 3 == 0 and slices:
+            job["slice"] = int(rng.choice(slices))
+        jobs.append(job)
+    return jobs
+
+
+def create_job(api, job, levels, gated: bool) -> None:
+    from tjap.placement.k8s.gangs import GATE, PREFERRED, SLICE_LEVEL, SLICE_SIZE
+
+    notes = {"tjap.io/gang-size": str(job["size"])}
+    if "slice" in job:
+        notes.update({SLICE_SIZE: str(job["slice"]), SLICE_LEVEL: levels[-1]})
+    else:
+        notes[PREFERRED] = levels[-1]
+    for r in range(job["size"]):
+        spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}  # fmt: skip
+        if gated:
+            spec["schedulingGates"] = [{"name": GATE}]
+        api.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{job['name']}-{r:03d}", "labels": {"tjap.io/gang": job["name"]},
+                         "annotations": notes},
+            "spec": spec,
+        })  # fmt: skip
+
+
+def run_arm(
+    arm: str, num_nodes: int, jobs: list[dict], compress: float, kueue: str, timeout_s: float
+) -> dict:
+    from tjap.k8s.controller import Controller
+    from tjap.placement.k8s.harness import LocalKubernetes
+    from tjap.placement.k8s.nodes import level_keys
+    from tjap.placement.tree.cost import job_cost
+
+    tree = cluster(num_nodes)
+    levels = level_keys(tree)[:-1]
+    leaf = {name: int(tree.node_leaf[i]) for i, name in enumerate(tree.node_names)}
+    racks = sorted(set(leaf.values()))
+    with LocalKubernetes() as k8s:
+        k8s.add_nodes(tree)
+        with k8s.api() as api:
+            bound_per_s = binding_rate(api, min(200, num_nodes))
+            controller = None
+            if arm != "kube-scheduler":
+                controller = Controller(
+                    api, kueue=kueue, choose="kueue" if arm == "kueue" else "best"
+                )
+            pending = sorted(jobs, key=lambda j: j["arrival_s"])
+            started: dict[
+                str, dict
+            ] = {}  # name -> {"nodes": [...], "start": trace s, "bound": wall}
+            done: set[str] = set()
+            created = set()
+            free_racks, decide_s, placed, place_s = [], [], 0, 0.0
+            bind_times: list[float] = []
+            t0 = time.monotonic()
+            while len(done) < len(jobs) and time.monotonic() - t0 < timeout_s:
+                now = (time.monotonic() - t0) * compress
+                for job in pending:
+                    if job["name"] not in created and job["arrival_s"] <= now:
+                        create_job(api, job, levels, gated=arm != "kube-scheduler")
+                        created.add(job["name"])
+                if controller is not None:
+                    began = time.perf_counter()
+                    decision = controller.run_pass()
+                    took = time.perf_counter() - began
+                    if decision.placed:
+                        decide_s.append(took)
+                        n = sum(len(v) for v in decision.placed.values())
+                        placed += n
+                        place_s += took
+                pods = api.items("/api/v1/namespaces/default/pods")
+                by_job: dict[str, list] = {}
+                for pod in pods:
+                    by_job.setdefault(pod["metadata"]["labels"]["tjap.io/gang"], []).append(pod)
+                busy = {p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")}
+                free_racks.append(sum(all(n not in busy for n in tree.nodes_of(r)) for r in racks))
+                for job in jobs:
+                    name = job["name"]
+                    if name in started or name not in created:
+                        continue
+                    got = [
+                        p["spec"].get("nodeName")
+                        for p in sorted(by_job.get(name, []), key=lambda p: p["metadata"]["name"])
+                    ]
+                    if len(got) == job["size"] and all(got):
+                        started[name] = {"nodes": got, "start": now, "wall": time.monotonic()}
+                        bind_times.append(time.monotonic())
+                for job in jobs:
+                    name = job["name"]
+                    if (
+                        name in started
+                        and name not in done
+                        and now - started[name]["start"] >= job["runtime_s"]
+                    ):
+                        for r in range(job["size"]):
+                            api.request("DELETE", f"/api/v1/namespaces/default/pods/{name}-{r:03d}",
+                                        query={"gracePeriodSeconds": 0})  # fmt: skip
+                        done.add(name)
+                time.sleep(TICK_S)
+    costs, inside, kept, slices, waits = [], [], 0, 0, []
+    for job in jobs:
+        if job["name"] not in started:  # never whole: stuck behind partly bound gangs, or late
+            continue
+        got = started[job["name"]]
+        ids = [tree.node_index(n) for n in got["nodes"]]
+        costs.append(job_cost(tree, ids))
+        if job["size"] <= RACK:
+            inside.append(len({leaf[n] for n in got["nodes"]}) == 1)
+        if "slice" in job:
+            s = job["slice"]
+            for k in range(0, job["size"], s):
+                slices += 1
+                kept += len({leaf[n] for n in got["nodes"][k : k + s]}) == 1
+        waits.append(got["start"] - job["arrival_s"])
+    return {
+        "arm": arm,
+        "nodes": num_nodes,
+        "jobs": len(jobs),
+        "started": len(started),
+        "mean_cost": float(np.mean(costs)),
+        "one_rack_share": float(np.mean(inside)) if inside else None,
+        "slices_kept_share": kept / slices if slices else None,
+        "mean_free_racks": float(np.mean(free_racks)),
+        "mean_wait_s": float(np.mean(waits)),
+        "mean_decide_s": float(np.mean(decide_s)) if decide_s else None,
+        "placed_per_s": placed / place_s if place_s else None,
+        "bound_per_s": bound_per_s,
+    }
+
+
+def binding_rate(api, count: int) -> float:
+    """kube-scheduler's binding rate on this cluster: ``count`` ungated pods created at once,
+    pods bound per second from the first creation to the last binding (then deleted)."""
+    began = time.monotonic()
+    for r in range(count):
+        api.create("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"burst-{r:04d}"},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+        })  # fmt: skip
+    while True:
+        pods = api.items("/api/v1/namespaces/default/pods")
+        if all(p["spec"].get("nodeName") for p in pods):
+            break
+        time.sleep(0.05)
+    rate = count / (time.monotonic() - began)
+    for r in range(count):
+        api.request(
+            "DELETE",
+            f"/api/v1/namespaces/default/pods/burst-{r:04d}",
+            query={"gracePeriodSeconds": 0},
+        )
+    while api.items("/api/v1/namespaces/default/pods"):
+        time.sleep(0.1)
+    return rate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = parser("k8s_stream", __doc__)
+    p.add_argument("--nodes", type=int, default=576, help="fake nodes, racks of 18 (default 576)")
+    p.add_argument("--jobs", type=int, default=120, help="jobs of the stream (default 120)")
+    p.add_argument("--compress", type=float, default=3600.0,
+                   help="trace seconds per wall second (default 3600)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0, help="seed of the slice sizes (default 0)")
+    p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
+                   help="the Kueue profile (default kueue-bestfit)")  # fmt: skip
+    p.add_argument("--arms", default="kube-scheduler,kueue,tjap",
+                   help="comma-separated: kube-scheduler, kueue, tjap (default all three)")  # fmt: skip
+    p.add_argument("--arm-timeout", type=float, default=900.0,
+                   help="seconds an arm may run; jobs never whole by then are counted apart (default 900)")  # fmt: skip
+    p.add_argument("--out", default="benchmarks/out", metavar="DIR",
+                   help="folder of k8s_stream.json (default benchmarks/out)")  # fmt: skip
+    return p
+
+
+@one_line_errors
+def main(argv=None) -> int:
+    from tjap.core.report import format_table
+
+    args = build_parser().parse_args(argv)
+    jobs = workload(args.jobs, args.seed, largest=72)
+    rows = []
+    for arm in args.arms.split(","):
+        began = time.monotonic()
+        row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout)
+        row["wall_s"] = time.monotonic() - began
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    args.out = Path(args.out)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "k8s_stream.json").write_text(
+        json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
+    )
+    print(format_table(rows, [("arm", ""), ("nodes", "d"), ("jobs", "d"), ("started", "d"),
+                              ("mean_cost", ".1f"),
+                              ("one_rack_share", ".3f"), ("slices_kept_share", ".3f"),
+                              ("mean_free_racks", ".2f"), ("mean_wait_s", ".0f"),
+                              ("mean_decide_s", ".3f"), ("placed_per_s", ".1f"),
+                              ("bound_per_s", ".1f"), ("wall_s", ".0f")]))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
