@@ -34,8 +34,26 @@ from typing import Any
 
 from tjap.core.errors import InvalidInputError
 
+#: Patches in flight at once (each phase of a window's patches is sent by this many threads).
+PATCHING = 8
 #: The Kueue profiles a window is compared with.
 KUEUE_METHODS = ("kueue-bestfit", "kueue-leastfree")
+
+
+def _each(fn, items) -> None:
+    """``fn(item)`` for every item, :data:`PATCHING` at a time; the first error (or a Ctrl-C)
+    is raised once the calls under way have returned, and no further call starts."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(items) <= 1:
+        for item in items:
+            fn(item)
+        return
+    pool = ThreadPoolExecutor(PATCHING)
+    try:
+        list(pool.map(fn, items))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True)
@@ -112,6 +130,8 @@ class Controller:
             raise InvalidInputError(f"choose must be best or kueue, got {choose!r}")
         self.dry_run, self.log, self.choose = dry_run, log, choose
         self._told: set = set()  # (gang, reason) pairs already recorded as events
+        self.last_apply_s = 0.0  # seconds the last window's patches took
+        self.last_decide_s = 0.0  # seconds its decision took (the solves included)
 
     # -- reading -------------------------------------------------------------------------------
     def read(self):
@@ -149,12 +169,16 @@ class Controller:
 
     # -- deciding ------------------------------------------------------------------------------
     def decide(self, state) -> Decision:
+        import numpy as np
+
         import tjap
         from tjap.placement.k8s.gangs import gangs
         from tjap.placement.k8s.nodes import free_nodes
+        from tjap.placement.tree.jobs import Job, resolve_job
 
         tree, levels = state["tree"], state["levels"]
         free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
+        idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
         waiting, refused, chosen = {}, {}, []
         left = len(free)
         for gang in gangs(state["pods"], self.gate):
@@ -169,7 +193,7 @@ class Controller:
                     raise InvalidInputError(
                         f"the job has {job['nodes']} pods and the cluster {tree.num_nodes} nodes"
                     )
-                tjap.Window(tree, sorted(free) or tree.node_names[:1], [job], levels=levels[::-1])
+                resolve_job(Job.from_value(job), tree, levels[::-1])  # the window's own check
             except InvalidInputError as exc:
                 refused[gang.key] = str(exc)
                 self._event(gang, "TjapRequestRefused", str(exc))
@@ -181,9 +205,7 @@ class Controller:
             left -= job["nodes"]
         placed, method, cost, kueue_cost = {}, "", None, None
         while chosen:
-            window = tjap.Window(
-                tree, sorted(free), [job for _, job in chosen], levels=levels[::-1]
-            )
+            window = tjap.Window(tree, idle, [job for _, job in chosen], levels=levels[::-1])
             theirs = tjap.solve(window, self.kueue)
             candidates = [theirs]
             if self.choose == "best":
@@ -212,40 +234,50 @@ class Controller:
         return f"/api/v1/namespaces/{meta.get('namespace', 'default')}/pods/{meta['name']}"
 
     def apply(self, decision: Decision, state) -> int:
-        """Plan, then release, every gang of ``decision``; returns the pods released."""
+        """Plan, then release, every gang of ``decision``; returns the pods released. Each phase
+        sends its patches :data:`PATCHING` at a time, and the release starts only once every
+        plan is written."""
         from tjap.placement.k8s.gangs import PLANNED, gangs
 
         by_key = {g.key: g for g in gangs(state["pods"], self.gate)}
-        for key, nodes in decision.placed.items():  # 1: the plan, on every pod, before any release
-            for pod, node in zip(by_key[key].pods, nodes):
-                answer = self.api.patch(
-                    self._pod_path(pod),
-                    {"metadata": {"annotations": {PLANNED: node},
-                                  "resourceVersion": pod["metadata"]["resourceVersion"]}},
-                    merge="merge",
-                )  # fmt: skip
-                pod["metadata"] = answer["metadata"]
-        released = 0
-        for key in decision.placed:  # 2: release, pod by pod
-            released += self._release(by_key[key].pods)
-        return released
+        pairs = [
+            (pod, node)
+            for key, nodes in decision.placed.items()
+            for pod, node in zip(by_key[key].pods, nodes)
+        ]
 
-    def _release(self, pods) -> int:
-        from tjap.placement.k8s.nodes import HOSTNAME
-
-        for pod in pods:
-            node = self._planned(pod)
-            gates = [
-                g for g in pod["spec"].get("schedulingGates") or [] if g.get("name") != self.gate
-            ]
-            selector = {**(pod["spec"].get("nodeSelector") or {}), HOSTNAME: node}
-            self.api.patch(
+        def plan(pair) -> None:
+            pod, node = pair
+            answer = self.api.patch(
                 self._pod_path(pod),
-                {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
-                 "spec": {"schedulingGates": gates or None, "nodeSelector": selector}},
+                {"metadata": {"annotations": {PLANNED: node},
+                              "resourceVersion": pod["metadata"]["resourceVersion"]}},
                 merge="merge",
             )  # fmt: skip
+            pod["metadata"] = answer["metadata"]
+
+        began = time.perf_counter()
+        _each(plan, pairs)  # 1: the plan, on every pod, before any release
+        _each(self._release_one, [pod for pod, _ in pairs])  # 2: release
+        self.last_apply_s = time.perf_counter() - began
+        return len(pairs)
+
+    def _release(self, pods) -> int:
+        _each(self._release_one, pods)
         return len(pods)
+
+    def _release_one(self, pod) -> None:
+        from tjap.placement.k8s.nodes import HOSTNAME
+
+        node = self._planned(pod)
+        gates = [g for g in pod["spec"].get("schedulingGates") or [] if g.get("name") != self.gate]
+        selector = {**(pod["spec"].get("nodeSelector") or {}), HOSTNAME: node}
+        self.api.patch(
+            self._pod_path(pod),
+            {"metadata": {"resourceVersion": pod["metadata"]["resourceVersion"]},
+             "spec": {"schedulingGates": gates or None, "nodeSelector": selector}},
+            merge="merge",
+        )  # fmt: skip
 
     def resume(self, state) -> int:
         """Finish (or undo) the plans a previous run left: see the module's documentation.
@@ -322,7 +354,9 @@ class Controller:
         state = self.read()
         if self.resume(state) and not self.dry_run:
             state = self.read()
+        began = time.perf_counter()
         decision = self.decide(state)
+        self.last_decide_s = time.perf_counter() - began
         released = 0 if self.dry_run else self.apply(decision, state)
         self._record({**decision.to_dict(), "released_pods": released, "dry_run": self.dry_run})
         return decision
