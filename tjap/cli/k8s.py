@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.cli.common import add_common, check_output
+from tjap.cli.common import add_common, check_output, positive
 
 
 def add_parser(sub) -> None:
@@ -60,6 +60,8 @@ def add_parser(sub) -> None:
                        "(default: the topology.tjap.io/level-N labels of the nodes)")  # fmt: skip
         p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
                        help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
+        p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
+                       help="seconds tjap's solve may take per window (default 1)")  # fmt: skip
         add_common(p)  # --json: one JSON line per window on stdout
         if name == "place":
             p.add_argument("--once", action="store_true", help="one pass, then exit")
@@ -146,6 +148,7 @@ def _controller(args, dry_run: bool):
         gate=args.gate,
         levels=levels,
         kueue=args.kueue,
+        time_limit_s=args.time_limit,
         dry_run=dry_run,
         log=sys.stdout if args.json else None,
     )

@@ -101,6 +101,10 @@ class Controller:
         Decide and log, patch nothing (``tjap k8s advise``).
     log : file or None
         Where the JSON line of each window goes.
+    time_limit_s : float
+        The time limit of tjap's solve per window (default 1 s: a window never waits longer
+        for a better placement than Kueue's; the best found by then, never worse than the
+        constructive rules, is compared).
     choose : {"best", "kueue"}
         ``"best"`` (default): the cheaper of tjap's optimum and Kueue's choice; ``"kueue"``:
         Kueue's choice always (the benchmarks' baseline: Kueue's algorithm applied by the same
@@ -117,6 +121,7 @@ class Controller:
         dry_run=False,
         log=None,
         choose="best",
+        time_limit_s: float = 1.0,
     ):
         from tjap.placement.k8s.gangs import GATE
 
@@ -129,6 +134,7 @@ class Controller:
         if choose not in ("best", "kueue"):
             raise InvalidInputError(f"choose must be best or kueue, got {choose!r}")
         self.dry_run, self.log, self.choose = dry_run, log, choose
+        self.time_limit_s = time_limit_s
         self._told: set = set()  # (gang, reason) pairs already recorded as events
         self.last_apply_s = 0.0  # seconds the last window's patches took
         self.last_decide_s = 0.0  # seconds its decision took (the solves included)
@@ -209,7 +215,7 @@ class Controller:
             theirs = tjap.solve(window, self.kueue)
             candidates = [theirs]
             if self.choose == "best":
-                candidates.append(tjap.solve(window, "auto", time_limit_s=10))
+                candidates.append(tjap.solve(window, "auto", time_limit_s=self.time_limit_s))
             best = min(
                 (r for r in candidates if r.has_solution), key=lambda r: r.objective, default=None
             )
