@@ -65,7 +65,8 @@ WINDOWS = {"spread": acceptance_window, "fragmented": fragmented_window}
 
 
 def methods() -> list[str]:
-    return [m.name for m in entries("tree") if m.is_available()]
+    """The installed methods that take a fat-tree (not Slurm's block rule, for block clusters)."""
+    return [m.name for m in entries("tree") if m.is_available() and not m.blocks]
 
 
 def rule_costs(window: Window) -> dict:

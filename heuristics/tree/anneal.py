@@ -108,6 +108,54 @@ SA_PRESETS = {
 }
 
 
+#: Predicted seconds of one move of the loop per idle node, by repair, for each job a move
+#: re-inserts (a move removes (1 + max_remove) / 2 on average): the greedy, look-ahead and
+#: learned repairs try every start. Measured on one core on the windows of
+#: ``python -m benchmarks.large_trees`` (50,000 and 500,000 idle nodes, 40 jobs): greedy 2.5e-8
+#: s per move per idle node at max_remove 5, look-ahead 5.7e-7, paper and uniform 2.5e-10; on
+#: a window with constraints 2.0e-6 (greedy) and 1.7e-7 (paper); the learned repair with its
+#: look-ahead about 1 ms per move on the paper's fat-tree (1,000 idle nodes).
+MOVE_S_PER_IDLE_JOB = {
+    _kernels.REPAIR_GREEDY: 8.5e-9,
+    _kernels.REPAIR_LOOKAHEAD: 2e-7,
+    _kernels.REPAIR_LEARNED: 3.5e-7,
+    _kernels.REPAIR_PAPER: 1e-10,
+    _kernels.REPAIR_UNIFORM: 1e-10,
+}
+#: The same on a window with constraints (every move tries every start).
+CONSTRAINED_MOVE_S_PER_IDLE_JOB = {
+    _kernels.REPAIR_GREEDY: 7e-7,
+    _kernels.REPAIR_PAPER: 6e-8,
+    _kernels.REPAIR_UNIFORM: 6e-8,
+}
+#: Longest a kernel call is predicted to take. On a window where one chunk of iterations (the
+#: RNG's unit) is predicted to take longer (a tree of a million nodes: 3 s for 256 greedy moves),
+#: the loop runs in slices of a power-of-two part of a chunk, each with a seed of its own, so
+#: that a time limit is kept and a Ctrl-C or SIGTERM is handled within about that long; the
+#: slices follow from the window alone, so the same seed still gives the same result.
+SLICE_TARGET_S = 0.5
+
+
+def slice_unit(window: Window, repair: Repair, max_remove: int, chunk: int) -> int:
+    """Iterations per kernel call at most: ``chunk``, or the largest power-of-two part of it
+    predicted (:data:`MOVE_S_PER_IDLE_JOB`) to take at most :data:`SLICE_TARGET_S` (at least
+    one move)."""
+    rates = CONSTRAINED_MOVE_S_PER_IDLE_JOB if window.constrained else MOVE_S_PER_IDLE_JOB
+    move_s = rates.get(repair.code, 1e-6) * window.num_idle * (1 + max_remove) / 2
+    unit = chunk
+    while unit > 1 and unit * move_s > SLICE_TARGET_S:
+        unit //= 2
+    return unit
+
+
+def _slice_seed(seed: int, done: int, chunk: int) -> int:
+    """The seed of a slice that starts ``done % chunk`` moves into a chunk: the kernel seeds
+    its RNG from (seed, chunk) at a call's first move, so a later slice of the chunk gets a
+    seed of its own (a chunk's first slice keeps ``seed``)."""
+    offset = done % chunk
+    return seed if offset == 0 else (seed + 0x9E3779B9 * offset) % 4294967296
+
+
 def preset_options(preset, presets: dict, **given) -> dict:
     """The options of ``presets[preset]``, each replaced by the value in ``given`` unless that is
     None (not given)."""
@@ -185,8 +233,10 @@ def anneal(
         Cost convention, see :mod:`tjap.placement.tree.cost`.
     time_limit_s : float, optional
         Stop once exceeded, between chunks of 256 iterations (a chunk of the learned repair
-        takes milliseconds; 16 on a window with constraints, whose moves try every start).
-        An initial solution from a solver gets half of it.
+        takes milliseconds; 16 on a window with constraints, whose moves try every start), or
+        on a window so large that a chunk takes longer than :data:`SLICE_TARGET_S`, between
+        slices of a chunk (:func:`slice_unit`); a call is not started when the last one took
+        longer than the time left. An initial solution from a solver gets half of it.
     seed : int, default 0
         Seed of the loop's generator; the same seed gives the same Result.
     method : str, default "sa"
@@ -269,11 +319,16 @@ def anneal(
     # 256 with the learned repair, whose iterations take up to about 1 ms; 16 on a window with
     # constraints), so that a Ctrl-C is seen between them
     slices = Slices(chunk, first=1 if constrained or repair.code == _kernels.REPAIR_LEARNED else 16)
+    # on a very large window, slices of part of a chunk (see SLICE_TARGET_S), one per call
+    unit = slice_unit(window, repair, destroy.max_remove, chunk)
+    last_s, calls = 0.0, 0  # under a limit, no call is started that the last one says overruns
     while done < iterations:
-        if deadline.expired():
+        left = deadline.left()
+        if deadline.expired() or (left is not None and calls > 1 and last_s > left):
             stopped = "time limit"
             break
-        end = min(done + (chunk if time_limit_s is not None else slices.size), iterations)
+        step = unit if unit < chunk else chunk if time_limit_s is not None else slices.size
+        end = min(done + step, iterations)
         tick = time.perf_counter()
         cur, best, acc, imp = loop(
             *args,
@@ -293,10 +348,11 @@ def anneal(
             repair.q,
             REINSERT[reinsert],
             accept.code,
-            seed,
+            seed if unit == chunk else _slice_seed(seed, done, chunk),
         )
-        slices.took(time.perf_counter() - tick)
-        loop_s += time.perf_counter() - tick
+        last_s, calls = time.perf_counter() - tick, calls + 1  # the first call loads kernels
+        slices.took(last_s)
+        loop_s += last_s
         accepted, improved, done = accepted + acc, improved + imp, end
     if stopped is None and initial_stopped:
         stopped = "time limit (initial solution)"

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import time
 
+from tjap.core.backends import require
 from tjap.core.errors import InvalidInputError, TjapError
 from tjap.core.result import Status
 from tjap.heuristics.slurm.tree import RELEASES, solve_slurm_tree
 from tjap.placement.tree.exact import solve_auto
-from tjap.placement.tree.freeform import solve_freeform
+from tjap.placement.tree.freeform import SOLVER_PACKAGES, solve_freeform
 from tjap.placement.tree.jobs import refuse_constraints
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
@@ -119,6 +120,14 @@ def solve_guarded(
             f"Slurm whose topology/tree rule to follow), got {slurm!r}"
         )
     started = time.perf_counter()
+    if improve and time_limit_s is not None and solver in SOLVER_PACKAGES:
+        # the free-form solver's package at once, so that tjap solve's start-up solve (which
+        # leaves no time for the improvement) imports it: a signal inside a Cython module's
+        # import can be lost, and the improvement would import it in the timed solve
+        try:
+            require(SOLVER_PACKAGES[solver])
+        except (ImportError, TjapError):  # not installed: the improvement says so below
+            pass
     entries: dict[str, dict] = {}
     found: dict[str, Result] = {}
 

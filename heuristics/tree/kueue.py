@@ -140,6 +140,16 @@ def kueue_tree(topology) -> KueueTree:
 
 
 # --------------------------------------------------------------------------- one pod set
+def _holding(domains: np.ndarray, capacity: np.ndarray, needed: int) -> np.ndarray:
+    """``domains`` (in order) less those of no capacity, when ``needed`` > 0: Kueue's loops
+    give such a domain nothing (the best fit only looks for one that holds what is missing, and
+    a domain of no capacity takes no pods) and the nodes chosen do not change without them;
+    leaving them out keeps a loop over a level of a million nodes to the few that hold some."""
+    if needed <= 0:
+        return domains
+    return domains[capacity[domains] > 0]
+
+
 class _Placement:
     """One run of ``findTopologyAssignment`` for a pod set (see the module docstring)."""
 
@@ -192,12 +202,12 @@ class _Placement:
     @staticmethod
     def best_fit(domains, needed: int, capacity) -> int:
         """``findBestFitDomainBy``: the first domain with the least capacity >= needed (the
-        first domain when none has)."""
-        best = int(domains[0])
-        for d in domains:
-            if needed <= capacity[d] < capacity[best]:
-                best = int(d)
-        return best
+        first domain when none has, or when the first has the least)."""
+        domains = np.asarray(domains, np.int64)
+        held = capacity[domains]
+        if held[0] < needed:  # no later domain is both >= needed and below the first
+            return int(domains[0])
+        return int(domains[int(np.argmin(np.where(held >= needed, held, np.iinfo(np.int64).max)))])
 
     def fit_level(self, k: int):
         """``findLevelWithFitDomains``: (level, domains) or (None, reason)."""
@@ -208,9 +218,9 @@ class _Placement:
         if not self.leastfree and slices[top] >= needed:
             top = self.best_fit(order, needed, slices)
         if self.leastfree:
-            for d in order:
-                if slices[d] >= needed:
-                    return k, [int(d)]
+            hits = np.flatnonzero(slices[order] >= needed)
+            if hits.size:
+                return k, [int(order[hits[0]])]
         if slices[top] >= needed:
             return k, [top]
         if self.required:
@@ -218,6 +228,7 @@ class _Placement:
         if k > 0 and not self.unconstrained:
             return self.fit_level(k - 1)
         chosen, left = [], needed
+        order = _holding(order, slices, left)
         for i in range(order.size):
             if left <= 0:
                 break
@@ -237,6 +248,7 @@ class _Placement:
         capacity = self.slices[k] if by_slices else self.state[k]
         left = count // unit
         chosen = []
+        domains = _holding(np.asarray(domains, np.int64), capacity, left)
         for i in range(len(domains)):
             d = int(domains[i])
             if not self.leastfree and capacity[d] >= left:

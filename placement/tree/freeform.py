@@ -46,6 +46,24 @@ from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
 from tjap.placement.tree.window import Window
 
 SOLVERS = ("cpsat", "scip")
+#: The package each solver is imported from.
+SOLVER_PACKAGES = {"cpsat": "ortools.sat.python.cp_model", "scip": "pyscipopt"}
+
+
+def _groups(values: np.ndarray, keys: np.ndarray, sizes: np.ndarray) -> list[np.ndarray]:
+    """``values`` split by ``keys`` (whose distinct values, increasing, occur ``sizes`` times):
+    ``[values[keys == k] for k in np.unique(keys)]`` in one stable sort instead of a scan per
+    key (a tree of a million nodes has 100,000 leaves)."""
+    ordered = values[np.argsort(keys, kind="stable")]
+    ends = np.cumsum(sizes).tolist()
+    return [ordered[a:b] for a, b in zip([0, *ends[:-1]], ends)]
+
+
+def _members(of: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct values of ``of`` (increasing) and, for each, the positions holding it
+    (increasing): ``np.flatnonzero(of == d)`` per value d, in one sort."""
+    values, counts = np.unique(of, return_counts=True)
+    return values, _groups(np.arange(of.size), of, counts)
 
 
 class _IdleTree:
@@ -55,22 +73,33 @@ class _IdleTree:
     def __init__(self, topology: Topology, idle_nodes: np.ndarray):
         leaf_q = topology.node_leaf[idle_nodes]
         self.leaves, self.idle = np.unique(leaf_q, return_counts=True)
-        self.nodes = [idle_nodes[leaf_q == s] for s in self.leaves]
+        #: per idle leaf, its idle nodes in Q order (one sort, not a scan of Q per leaf)
+        self.nodes = _groups(np.asarray(idle_nodes), leaf_q, self.idle)
         parent = topology.switch_parent
-        under: dict[int, list[int]] = {}
+        under: dict[int, list[int]] = {int(s): [e] for e, s in enumerate(self.leaves.tolist())}
         children: dict[int, list[int]] = {}
-        for e, s in enumerate(self.leaves.tolist()):
-            under[s] = [e]
-            while parent[s] >= 0:
-                p = int(parent[s])
-                if p not in under:
-                    under[p] = []
-                    children[p] = []
-                if not under[p] or under[p][-1] != e:
-                    under[p].append(e)
-                if not children[p] or children[p][-1] != s:
-                    children[p].append(s)
-                s = p
+        # every idle leaf's path up, one level at a time for all leaves: (ancestor, leaf e, the
+        # ancestor's child on the path), then grouped by ancestor in order of e
+        at, below = self.leaves.astype(np.int64), np.arange(self.leaves.size, dtype=np.int64)
+        steps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        while at.size:
+            up = parent[at]
+            keep = up >= 0
+            at, below, up = at[keep], below[keep], up[keep].astype(np.int64)
+            if up.size:
+                steps.append((up, below, at))
+            at = up
+        if steps:
+            above, e, child = (np.concatenate(part) for part in zip(*steps))
+            order = np.lexsort((e, above))
+            above, e, child = above[order], e[order], child[order]
+            cuts = np.flatnonzero(np.diff(above)) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), above.size]):
+                kids = child[a:b]
+                first = np.ones(kids.size, bool)
+                first[1:] = kids[1:] != kids[:-1]
+                under[int(above[a])] = e[a:b].tolist()
+                children[int(above[a])] = kids[first].tolist()
         #: switch -> positions e of the idle leaves below it (increasing)
         self.under = under
         #: switch -> its children with idle nodes below, in switch order (absent for a leaf)
@@ -101,18 +130,17 @@ class _Capacity(_IdleTree):
         #: per row (top row first): [(group id, member leaves e, the group is a leaf itself)]
         self.rows = []
         for r in range(leaf_group.shape[0]):
-            row = []
-            for g in np.unique(leaf_group[r]).tolist():
-                members = np.flatnonzero(leaf_group[r] == g)
-                row.append((g, members, g in self.leaf_position))
-            self.rows.append(row)
+            groups, members = _members(leaf_group[r])
+            self.rows.append(
+                [(g, m, g in self.leaf_position) for g, m in zip(groups.tolist(), members)]
+            )
 
     def domains(self, level: int) -> list[tuple[int, np.ndarray]]:
         """The domains of ``level`` that hold idle nodes: (switch, the idle leaves e inside it).
         A leaf's nodes share every domain, so a domain is a union of idle leaves."""
         if level not in self._domains:
-            of = level_domains(self.topology, level)[self.first]
-            self._domains[level] = [(int(d), np.flatnonzero(of == d)) for d in np.unique(of)]
+            domains, members = _members(level_domains(self.topology, level)[self.first])
+            self._domains[level] = list(zip(domains.tolist(), members))
         return self._domains[level]
 
     def assignment(self, counts) -> list[list[int]]:
@@ -120,9 +148,10 @@ class _Capacity(_IdleTree):
         taken = np.zeros(len(self.leaves), dtype=np.int64)
         out = []
         for row in counts:
+            row = np.asarray(row, dtype=np.int64)
             nodes = []
-            for e, c in enumerate(row):
-                c = int(c)
+            for e in np.flatnonzero(row).tolist():  # the leaves the job uses, not every leaf
+                c = int(row[e])
                 nodes.extend(self.nodes[e][taken[e] : taken[e] + c].tolist())
                 taken[e] += c
             out.append(nodes)
@@ -357,6 +386,46 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
     return terms, constant, values
 
 
+#: Seconds to build the free-form model on one core: per count bit (a binary of a job's count on
+#: an idle leaf or group, with its ordering and linking rows; CP-SAT's Python API takes about
+#: twice SCIP's time), and per idle leaf and distinct job size (the single-job bound of each
+#: size, :func:`_best_single_job`). Measured on windows of 10,000 and 20,000 nodes (20-40 jobs
+#: of 2-64 nodes): 2.0-2.6e-5 s per bit with SCIP, 2-4e-5 s per leaf and size.
+BUILD_S_PER_BIT = {"scip": 2.6e-5, "cpsat": 5e-5}
+BUILD_S_PER_LEAF_SIZE = 3e-5
+#: The model is not built at all when its predicted build time is over this many times the time
+#: left (a build that might fit is started, and stopped by the clock).
+BUILD_MARGIN = 2.0
+
+
+def freeform_variables(window: Window, cap=None, uppers=None) -> int:
+    """The count bits of the free-form model of ``window`` (without the jobs' constraints): per
+    job of n nodes, min(idle, n) for each idle leaf and each group above the leaves."""
+    cap = _Capacity(window) if cap is None else cap
+    if uppers is None:
+        uppers = [int(cap.idle[m].sum()) for row in cap.rows for _, m, leaf in row if not leaf]
+    upper = np.asarray(uppers, dtype=np.int64)
+    return int(
+        sum(
+            count * int(np.minimum(cap.idle, n).sum() + np.minimum(upper, n).sum())
+            for n, count in zip(*np.unique(window.job_sizes, return_counts=True))
+        )
+    )
+
+
+def predicted_build_s(window: Window, solver: str = "scip", cap=None, uppers=None) -> float:
+    """Predicted seconds to build the free-form model of ``window`` for ``solver`` (see
+    :data:`BUILD_S_PER_BIT`): on a tree of 100,000 nodes, about a minute, so a time limit of a
+    few seconds stops before the first job's rows are written."""
+    cap = _Capacity(window) if cap is None else cap
+    return _predicted(window, solver, cap, freeform_variables(window, cap, uppers))
+
+
+def _predicted(window: Window, solver: str, cap, bits: int) -> float:
+    single = len(cap.leaves) * len(set(window.job_sizes)) * BUILD_S_PER_LEAF_SIZE
+    return bits * BUILD_S_PER_BIT.get(solver, BUILD_S_PER_BIT["cpsat"]) + single
+
+
 def _coefficient(value: float, solver: str):
     """An objective coefficient: an int for CP-SAT where it is one (exact), else the float."""
     return int(value) if solver == "cpsat" and float(value).is_integer() else value
@@ -388,6 +457,9 @@ def solve_freeform(
         )
     code = convention_code(convention)
     started = time.perf_counter()
+    # the solver's package first, whatever follows: so that the start-up solve of tjap solve
+    # imports it (a signal inside a Cython module's import can be lost)
+    _backends.require(SOLVER_PACKAGES[solver])
     if warm_start is not None:
         warm_start = checked_assignment(window, warm_start, "warm_start")
         broken = violations(window, warm_start) if window.constrained else []
@@ -404,7 +476,6 @@ def solve_freeform(
     def out_of_time() -> bool:
         return _seconds_left(started, time_limit_s) == 0
 
-    b = _Builder(solver, time_limit_s, seed)
     sizes = window.job_sizes
     uppers = [
         (members, int(cap.idle[members].sum()))
@@ -412,6 +483,19 @@ def solve_freeform(
         for _, members, is_leaf in row
         if not is_leaf
     ]
+    left = _seconds_left(started, time_limit_s)
+    if left is not None:  # a model that cannot be built in time is not started
+        bits = freeform_variables(window, cap, [idle for _, idle in uppers])
+        predicted = _predicted(window, solver, cap, bits)
+        if predicted > BUILD_MARGIN * left:
+            why = (
+                f"time limit: building the model is predicted to take {predicted:.3g} s "
+                f"({bits:,} count bits), more than the {left:.3g} s left"
+            )
+            return _stopped_building(
+                window, warm_start, cap, started, convention, seed, solver, why
+            )
+    b = _Builder(solver, time_limit_s, seed)
     best_squares: dict[int, int] = {}
     count_vars, upper_vars, squares = [], [], []
     for n in sizes:
@@ -593,11 +677,11 @@ def solve_freeform(
                 info={"solver": solver, "kept_warm_start": True},
             )
     if status is Status.TIME_LIMIT:
-        result = _no_worse_than_seq(result, started, convention, seed)
+        result = _no_worse_than_seq(result, started, convention, seed, cap)
     return result
 
 
-def _no_worse_than_seq(result: Result, started, convention, seed) -> Result:
+def _no_worse_than_seq(result: Result, started, convention, seed, cap=None) -> Result:
     """A result stopped by the time limit, replaced by the better of the best-fit greedy and
     Seq when it has no solution or a worse one (``info["fallback"]`` names it); status
     TIME_LIMIT, the bound kept."""
@@ -606,7 +690,7 @@ def _no_worse_than_seq(result: Result, started, convention, seed) -> Result:
     window = result.window
     rules = [solve_seq(window, convention=convention, seed=seed)]
     if not window.constrained:  # the greedy does not keep constraints
-        rules.append(solve_freeform_greedy(window, convention=convention, seed=seed))
+        rules.append(_greedy(window, cap, convention, seed))
     rules = [r for r in rules if r.has_solution]
     info = {**result.info, "stopped": result.info.get("stopped", "time limit")}
     rule = min(rules, key=lambda r: r.objective) if rules else None  # seq first: it wins ties
@@ -644,10 +728,20 @@ def _seconds_left(started: float, time_limit_s) -> float | None:
     return max(0.0, float(time_limit_s) - (time.perf_counter() - started))
 
 
-def _stopped_building(window, warm_start, cap, started, convention, seed, solver) -> Result:
-    """The time limit ran out while the model was being built: the better of the warm start (if
-    there is one) and Seq, status TIME_LIMIT, no bound."""
-    info = {"solver": solver, "stopped": "time limit reached while building the model"}
+def _stopped_building(
+    window,
+    warm_start,
+    cap,
+    started,
+    convention,
+    seed,
+    solver,
+    why: str = "time limit reached while building the model",
+) -> Result:
+    """The time limit ran out while the model was being built (or before, ``why`` says): the
+    better of the warm start (if there is one), Seq and the best-fit greedy, status TIME_LIMIT,
+    no bound."""
+    info = {"solver": solver, "stopped": why}
     runtime = time.perf_counter() - started
     if warm_start is None:
         empty = Result.from_assignment(
@@ -660,7 +754,7 @@ def _stopped_building(window, warm_start, cap, started, convention, seed, solver
             seed=seed,
             info=info,
         )
-        return _no_worse_than_seq(empty, started, convention, seed)
+        return _no_worse_than_seq(empty, started, convention, seed, cap)
     hint = _counts(window, cap, warm_start)
     warm = Result.from_assignment(
         window,
@@ -672,7 +766,7 @@ def _stopped_building(window, warm_start, cap, started, convention, seed, solver
         seed=seed,
         info={**info, "kept_warm_start": True},
     )
-    return _no_worse_than_seq(warm, started, convention, seed)
+    return _no_worse_than_seq(warm, started, convention, seed, cap)
 
 
 def _scip_start(model, hint, count_vars, upper_vars, job_costs, top_level, extra_values) -> bool:
@@ -924,8 +1018,13 @@ def solve_freeform_greedy(
     first. On the paper's fat-tree: the tightest edge switch, else the tightest pod, else the pods
     with the most idle nodes."""
     refuse_constraints(window, "freeform-greedy")
+    return _greedy(window, None, convention, seed)
+
+
+def _greedy(window: Window, cap, convention: str, seed: int) -> Result:
+    """:func:`solve_freeform_greedy`, on the window's :class:`_Capacity` when one is given."""
     started = time.perf_counter()
-    cap = _Capacity(window)
+    cap = _Capacity(window) if cap is None else cap
     free = cap.idle.astype(np.int64).copy()
     counts = np.zeros((window.num_jobs, len(free)), dtype=np.int64)
     height = {}
@@ -935,8 +1034,22 @@ def solve_freeform_greedy(
     for s in cap.switches:
         by_height.setdefault(height[s], []).append(s)
 
+    # The switches of one height are disjoint subtrees: each idle leaf lies under at most one of
+    # them, so a height's free counts are one bincount over the leaves (not a sum per switch).
+    owner = {}
+    for h, switches in by_height.items():
+        of = np.full(len(free), -1, dtype=np.int64)
+        for i, s in enumerate(switches):
+            of[cap.under[s]] = i
+        below = of >= 0
+        owner[h] = (np.flatnonzero(below), of[below], len(switches))
+
     def free_below(s):
         return int(free[cap.under[s]].sum())
+
+    def room_at(h):
+        leaves, of, count = owner[h]
+        return np.bincount(of, weights=free[leaves], minlength=count).astype(np.int64)
 
     def fill(j, s, need):
         if cap.is_leaf(s):
@@ -958,7 +1071,7 @@ def solve_freeform_greedy(
     for j in order:
         need = window.job_sizes[j]
         for h in sorted(by_height):
-            room = np.array([free_below(s) for s in by_height[h]])
+            room = room_at(h)
             fits = np.flatnonzero(room >= need)
             if fits.size:
                 fill(j, by_height[h][fits[np.argmin(room[fits])]], need)

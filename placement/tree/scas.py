@@ -50,14 +50,29 @@ class ScasModel:
         return tuple(a.cost for a in self.arcs)
 
     def covering(self) -> list[list[tuple[int, int]]]:
-        """For each position of Q, the (job, arc) pairs whose region holds it."""
+        """For each position of Q, the (job, arc) pairs whose region holds it, jobs in window
+        order and each job's arcs in order (built by one sort, not a Python loop per node)."""
         m = self.window.num_idle
         rows: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        jobs, arcs, where = [], [], []
         for j, a in enumerate(self.arcs):
-            for k in range(a.count):
-                first, length = int(a.first[k]), int(a.length[k])
-                for q in range(first, first + length):
-                    rows[q % m].append((j, k))
+            if not a.count:
+                continue
+            length = a.length.astype(np.int64)
+            k = np.repeat(np.arange(a.count, dtype=np.int64), length)
+            ends = np.cumsum(length)
+            offset = np.arange(int(ends[-1]), dtype=np.int64) - np.repeat(ends - length, length)
+            jobs.append(np.full(k.size, j, dtype=np.int64))
+            arcs.append(k)
+            where.append((a.first.astype(np.int64)[k] + offset) % m)
+        if not jobs:
+            return rows
+        q = np.concatenate(where)
+        order = np.argsort(q, kind="stable")  # stable: (job, arc) order inside each row
+        flat = list(zip(np.concatenate(jobs)[order].tolist(), np.concatenate(arcs)[order].tolist()))
+        bounds = np.searchsorted(q[order], np.arange(m + 1)).tolist()
+        for p in range(m):
+            rows[p] = flat[bounds[p] : bounds[p + 1]]
         return rows
 
     def assignment(self, chosen) -> list[list[int]]:
@@ -96,10 +111,36 @@ def set_packing_nonzeros(window: Window) -> int:
     return window.num_idle * sum(n + 1 for n in window.job_sizes)
 
 
-def predicted_build_s(window: Window, solver: str = "scip") -> float:
-    """Predicted seconds to build the set-packing model of ``window`` for ``solver``."""
+def predicted_build_s(
+    window: Window, solver: str = "scip", formulation: str = "set-packing"
+) -> float:
+    """Predicted seconds to build the set-packing model of ``window`` for ``solver`` (the
+    paper's x/y formulation: twice that, one linking row of two nonzeros per node of each
+    block)."""
     rate = SCIP_BUILD_S_PER_NONZERO if solver == "scip" else CPSAT_BUILD_S_PER_NONZERO
-    return set_packing_nonzeros(window) * rate
+    return set_packing_nonzeros(window) * rate * (2.0 if formulation == "paper" else 1.0)
+
+
+#: A model is not built at all when its predicted build time is more than this many times the
+#: time left (the prediction errs by less; a build that might fit is tried and stopped by the
+#: clock).
+BUILD_MARGIN = 2.0
+
+
+def too_big_to_build(window: Window, solver: str, formulation: str, deadline: Deadline):
+    """Why the model of ``window`` cannot be built in the time left (its predicted build time is
+    over :data:`BUILD_MARGIN` times that), or None: a window of a million idle nodes would
+    take minutes to build, so the solver stops at once rather than at the limit."""
+    left = deadline.left()
+    if left is None:
+        return None
+    predicted = predicted_build_s(window, solver, formulation)
+    if predicted <= BUILD_MARGIN * left:
+        return None
+    return (
+        f"time limit: building the model ({set_packing_nonzeros(window):,} nonzeros) is "
+        f"predicted to take {predicted:.3g} s, more than the {left:.3g} s left"
+    )
 
 
 def stopped_early(
@@ -231,8 +272,20 @@ def solve_scip(
     method = "scip" if formulation == "set-packing" else "scip-paper"
     started = time.perf_counter()  # the limit counts importing pyscipopt too
     deadline = Deadline(time_limit_s, started)
+    _backends.require("pyscipopt")  # imported even when the model is not built (the start-up)
+    _paper_plain(window, formulation)
+    too_big = too_big_to_build(window, "scip", formulation, deadline)
+    if too_big:
+        return stopped_early(
+            window,
+            method,
+            convention,
+            seed,
+            deadline,
+            why=too_big,
+            info={"formulation": formulation},
+        )
     try:
-        _paper_plain(window, formulation)
         data = ScasModel.build(window, convention)
         if any(arcs.count == 0 for arcs in data.arcs):
             return _no_place(window, method, convention, seed, deadline, data)
@@ -306,8 +359,19 @@ def solve_cpsat(
     started = time.perf_counter()  # the limit counts importing OR-Tools (0.3-0.6 s) too
     deadline = Deadline(time_limit_s, started)
     cp_model = _backends.require("ortools.sat.python.cp_model")
+    _paper_plain(window, formulation)
+    too_big = too_big_to_build(window, "cpsat", formulation, deadline)
+    if too_big:
+        return stopped_early(
+            window,
+            method,
+            convention,
+            seed,
+            deadline,
+            why=too_big,
+            info={"formulation": formulation},
+        )
     try:
-        _paper_plain(window, formulation)
         data = ScasModel.build(window, convention)
         if any(arcs.count == 0 for arcs in data.arcs):
             return _no_place(window, method, convention, seed, deadline, data)
