@@ -154,6 +154,18 @@ class SlurmSwitchTable:
         for array in (level, parent, first, end, leaves, path, is_top):
             array.setflags(write=False)
 
+    def kernel_args(self) -> tuple:
+        """The arrays :func:`place_job` takes after ``avail`` and ``size``, in its order."""
+        return (
+            self.level,
+            self.parent,
+            self.first_node,
+            self.end_node,
+            self.leaves,
+            self.ancestors,
+            self.top,
+        )
+
     def leaf_distances(self) -> np.ndarray:
         """Links between each leaf and every switch (:data:`INFINITE` across top-level
         switches), a leaves x switches table: for inspection and tests of small trees."""
@@ -338,33 +350,6 @@ def place_counted(
     return -1
 
 
-@njit
-def place_window(
-    avail, sizes, level, parent, first_node, end_node, leaves, ancestors, top_level, newer, out
-):
-    """Place the jobs of ``sizes`` one after another (``out`` holds their nodes back to back).
-    Returns -1 when all are placed, else the index of the first job Slurm would not start."""
-    offset = 0
-    for j in range(sizes.size):
-        got = place_job(
-            avail,
-            sizes[j],
-            level,
-            parent,
-            first_node,
-            end_node,
-            leaves,
-            ancestors,
-            top_level,
-            newer,
-            out[offset : offset + sizes[j]],
-        )
-        if got < 0:
-            return j
-        offset += sizes[j]
-    return -1
-
-
 # --------------------------------------------------------------------------- public functions
 def _avail_mask(topology: Topology, idle) -> np.ndarray:
     if isinstance(idle, np.ndarray) and idle.dtype == np.bool_:
@@ -466,19 +451,7 @@ def slurm_tree_nodes(topology: Topology, idle, size: int, *, slurm: str = "22.05
         )
     table = switch_table(topology)
     out = np.empty(int(size), dtype=np.int64)
-    got = place_job(
-        avail,
-        np.int64(size),
-        table.level,
-        table.parent,
-        table.first_node,
-        table.end_node,
-        table.leaves,
-        table.ancestors,
-        table.top,
-        newer,
-        out,
-    )
+    got = place_job(avail, np.int64(size), *table.kernel_args(), newer, out)
     if got < 0:
         raise SlurmWouldNotPlaceError(
             f"no switch holds {size} idle nodes: Slurm would leave this job pending (the tree has "
@@ -510,23 +483,11 @@ def solve_slurm_tree(
     avail[window.idle_nodes] = 1
     sizes = np.asarray(window.job_sizes, dtype=np.int64)
     out = np.empty(int(sizes.sum()), dtype=np.int64)
-    # one kernel call per job (what place_window does in one), so that a Ctrl-C or SIGTERM is
-    # handled between jobs: a job scans every switch, 30 ms on a tree of a million nodes
+    # one kernel call per job, so that a Ctrl-C or SIGTERM is handled between jobs: a job scans
+    # every switch, 30 ms on a tree of a million nodes
     failed, offset = -1, 0
     for j, size in enumerate(sizes):
-        got = place_job(
-            avail,
-            size,
-            table.level,
-            table.parent,
-            table.first_node,
-            table.end_node,
-            table.leaves,
-            table.ancestors,
-            table.top,
-            newer,
-            out[offset : offset + size],
-        )
+        got = place_job(avail, size, *table.kernel_args(), newer, out[offset : offset + size])
         if got < 0:
             failed = j
             break
@@ -565,7 +526,6 @@ __all__ = [
     "SlurmSwitchTable",
     "SlurmWouldNotPlaceError",
     "place_job",
-    "place_window",
     "slurm_tree_nodes",
     "solve_slurm_tree",
     "switch_table",

@@ -116,7 +116,8 @@ def has_gate(pod: dict, gate: str = GATE) -> bool:
     return any(g.get("name") == gate for g in pod.get("spec", {}).get("schedulingGates") or [])
 
 
-def _key(pod: dict) -> tuple[tuple[str, str], int | None]:
+def gang_key(pod: dict) -> tuple[tuple[str, str], int | None]:
+    """The gang of a pod, ``(namespace, name)``, and the size it declares (None: not declared)."""
     meta = pod["metadata"]
     ns, labels, notes = (
         meta.get("namespace", "default"),
@@ -151,7 +152,7 @@ def gangs(pods: list[dict], gate: str = GATE) -> list[Gang]:
     for pod in pods:
         if not has_gate(pod, gate) or pod["metadata"].get("deletionTimestamp"):
             continue
-        key, size = _key(pod)
+        key, size = gang_key(pod)
         gang = found.setdefault(key, Gang(key))
         gang.pods.append(pod)
         if size is not None:

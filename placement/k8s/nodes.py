@@ -17,6 +17,7 @@ import hashlib
 import re
 
 from tjap.core.errors import InvalidInputError
+from tjap.placement.k8s.gangs import PLANNED
 
 HOSTNAME = "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
@@ -124,7 +125,7 @@ def is_ready(node: dict) -> bool:
     )
 
 
-def holds(pod: dict, planned: str = "tjap.io/planned-node") -> str | None:
+def holds(pod: dict) -> str | None:
     """The node a pod holds or is about to hold: the one it is bound to, else the host its node
     selector names, else the one tjap planned for it; None for a finished pod."""
     if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
@@ -133,7 +134,7 @@ def holds(pod: dict, planned: str = "tjap.io/planned-node") -> str | None:
     return (
         spec.get("nodeName")
         or (spec.get("nodeSelector") or {}).get(HOSTNAME)
-        or (pod["metadata"].get("annotations") or {}).get(planned)
+        or (pod["metadata"].get("annotations") or {}).get(PLANNED)
     )
 
 

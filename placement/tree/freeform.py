@@ -36,6 +36,7 @@ import time
 import numpy as np
 
 from tjap.core import backends as _backends
+from tjap.core.backends import BUILD_MARGIN
 from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import segment_level, violations
 from tjap.placement.tree.cost import HOP_UNIT_COST, convention_code
@@ -393,9 +394,6 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
 #: of 2-64 nodes): 2.0-2.6e-5 s per bit with SCIP, 2-4e-5 s per leaf and size.
 BUILD_S_PER_BIT = {"scip": 2.6e-5, "cpsat": 5e-5}
 BUILD_S_PER_LEAF_SIZE = 3e-5
-#: The model is not built at all when its predicted build time is over this many times the time
-#: left (a build that might fit is started, and stopped by the clock).
-BUILD_MARGIN = 2.0
 
 
 def freeform_variables(window: Window, cap=None, uppers=None) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tjap.core import backends as _backends
-from tjap.core.backends import Deadline
+from tjap.core.backends import BUILD_MARGIN, Deadline
 from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import arc_nodes, job_arcs
 from tjap.placement.tree.csp import fallback_assignment, solve_dp
@@ -121,25 +121,26 @@ def predicted_build_s(
     return set_packing_nonzeros(window) * rate * (2.0 if formulation == "paper" else 1.0)
 
 
-#: A model is not built at all when its predicted build time is more than this many times the
-#: time left (the prediction errs by less; a build that might fit is tried and stopped by the
-#: clock).
-BUILD_MARGIN = 2.0
-
-
-def too_big_to_build(window: Window, solver: str, formulation: str, deadline: Deadline):
-    """Why the model of ``window`` cannot be built in the time left (its predicted build time is
-    over :data:`BUILD_MARGIN` times that), or None: a window of a million idle nodes would
-    take minutes to build, so the solver stops at once rather than at the limit."""
+def stopped_before_building(
+    window: Window, method: str, solver: str, formulation: str, convention: str, seed: int,
+    deadline: Deadline,
+) -> "Result | None":  # fmt: skip
+    """The result of a solver that does not start its model (:func:`stopped_early`) when its
+    predicted build time is over :data:`~tjap.core.backends.BUILD_MARGIN` times the time left, else None: a window
+    of a million idle nodes would take minutes to build, so the solver stops at once rather
+    than at the limit."""
     left = deadline.left()
     if left is None:
         return None
     predicted = predicted_build_s(window, solver, formulation)
     if predicted <= BUILD_MARGIN * left:
         return None
-    return (
+    why = (
         f"time limit: building the model ({set_packing_nonzeros(window):,} nonzeros) is "
         f"predicted to take {predicted:.3g} s, more than the {left:.3g} s left"
+    )
+    return stopped_early(
+        window, method, convention, seed, deadline, why=why, info={"formulation": formulation}
     )
 
 
@@ -274,17 +275,11 @@ def solve_scip(
     deadline = Deadline(time_limit_s, started)
     _backends.require("pyscipopt")  # imported even when the model is not built (the start-up)
     _paper_plain(window, formulation)
-    too_big = too_big_to_build(window, "scip", formulation, deadline)
-    if too_big:
-        return stopped_early(
-            window,
-            method,
-            convention,
-            seed,
-            deadline,
-            why=too_big,
-            info={"formulation": formulation},
-        )
+    stopped = stopped_before_building(
+        window, method, "scip", formulation, convention, seed, deadline
+    )
+    if stopped is not None:
+        return stopped
     try:
         data = ScasModel.build(window, convention)
         if any(arcs.count == 0 for arcs in data.arcs):
@@ -360,17 +355,11 @@ def solve_cpsat(
     deadline = Deadline(time_limit_s, started)
     cp_model = _backends.require("ortools.sat.python.cp_model")
     _paper_plain(window, formulation)
-    too_big = too_big_to_build(window, "cpsat", formulation, deadline)
-    if too_big:
-        return stopped_early(
-            window,
-            method,
-            convention,
-            seed,
-            deadline,
-            why=too_big,
-            info={"formulation": formulation},
-        )
+    stopped = stopped_before_building(
+        window, method, "cpsat", formulation, convention, seed, deadline
+    )
+    if stopped is not None:
+        return stopped
     try:
         data = ScasModel.build(window, convention)
         if any(arcs.count == 0 for arcs in data.arcs):

@@ -45,6 +45,12 @@ def integer_coefficients(costs_by_job, sizes, limit=2**50):
     return scale, [[int(round(v)) for v in row] for row in scaled]
 
 
+#: An exact model (SCAS set packing, the free-form model) is not built at all when its predicted
+#: build time is more than this many times the time left (the predictions err by less; a build
+#: that might fit is tried and stopped by the clock).
+BUILD_MARGIN = 2.0
+
+
 class Deadline:
     """A time limit counted from a start: what is left of it, and whether it is spent.
 

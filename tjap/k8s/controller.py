@@ -323,9 +323,11 @@ class Controller:
 
     def _released_of(self, gang, pods) -> bool:
         """Whether some pod of ``gang`` was already released (planned, gate gone)."""
-        from tjap.placement.k8s.gangs import _key
+        from tjap.placement.k8s.gangs import gang_key
 
-        return any(_key(p)[0] == gang.key and self._planned(p) and not self._gated(p) for p in pods)
+        return any(
+            gang_key(p)[0] == gang.key and self._planned(p) and not self._gated(p) for p in pods
+        )
 
     def _event(self, gang, reason: str, message: str) -> None:
         if (gang.key, message) in self._told or self.dry_run:
