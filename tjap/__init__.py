@@ -21,6 +21,10 @@ from tjap.core.errors import (
 
 __version__ = "0.3.0"
 
+# the built-in method table (names and "module:attr" strings only, nothing heavy), filled now so
+# that any floor can ask tjap.core.registry for a method by name
+import tjap.registry  # noqa: E402, F401
+
 # public name -> module that defines it (imported on first access, PEP 562)
 _LAZY = {
     "Topology": "tjap.placement.tree.topology",

@@ -45,6 +45,7 @@ import numpy as np
 
 from tjap.core.backends import Deadline, Slices
 from tjap.core.errors import InvalidInputError
+from tjap.core.registry import solver
 from tjap.heuristics.tree import _kernels
 from tjap.heuristics.tree.operators import (
     REINSERT,
@@ -56,7 +57,6 @@ from tjap.heuristics.tree.operators import (
 )
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.dcas import Arrays, Rules, decode, encode
-from tjap.placement.tree.exact import window_solver
 from tjap.placement.tree.result import Result, Status, objective_of
 from tjap.placement.tree.window import Window
 
@@ -169,19 +169,19 @@ def initial_solution(
     window: Window, initial, convention: str, seed: int, time_limit_s: float | None = None
 ):
     """(order, starts, label, stopped) for ``initial``: "seq", the name of an exact method
-    (:data:`tjap.placement.tree.exact.SOLVERS`), a solver callable (given ``time_limit_s`` when there
+    (a method of :func:`tjap.registry.methods`), a solver callable (given ``time_limit_s`` when there
     is one), a Result or an assignment; ``stopped``: the solver was cut short by its limit.
 
     On a window with constraints, "seq" is Seq under them, and where it finds no place the exact
     SCAS optimum (``"auto"``); order and starts are None when that finds none either."""
     if window.constrained and (initial is None or initial == "seq"):
-        seq = window_solver("seq")(window, seed=seed, convention=convention)
+        seq = solver("seq")(window, seed=seed, convention=convention)
         initial = seq if seq.has_solution else "auto"
     elif initial is None or initial == "seq":
         return np.arange(window.num_jobs), np.zeros(window.num_jobs, np.int64), "seq", False
     if isinstance(initial, str) or callable(initial):
         limit = {} if time_limit_s is None else {"time_limit_s": time_limit_s}
-        initial = window_solver(initial)(window, seed=seed, convention=convention, **limit)
+        initial = solver(initial)(window, seed=seed, convention=convention, **limit)
     assignment = initial.assignment if isinstance(initial, Result) else initial
     label = initial.method if isinstance(initial, Result) else "given"
     stopped = isinstance(initial, Result) and initial.status is Status.TIME_LIMIT
@@ -226,7 +226,7 @@ def anneal(
     reinsert : {"largest-first", "window-order"}, default "largest-first"
         Order of re-insertion: descending size (the paper) or window order (its code).
     initial : None, str, callable, Result or assignment, default None
-        Where the search starts, by default Seq. A name of :data:`tjap.placement.tree.exact.SOLVERS`
+        Where the search starts, by default Seq. A name of a method of :func:`tjap.registry.methods`
         (``"dp"``, ``"auto"``...) or a callable ``solver(window, *, seed, convention)`` is
         solved first with the same seed.
     convention : {"paper", "published"}, default "paper"
@@ -450,7 +450,7 @@ def solve_sa(
     initial : str, callable, Result or assignment, optional
         Where the search starts: ``"seq"`` (the paper's sequential assignment, in every
         preset), an exact method's name (``"dp"``, ``"auto"``... of
-        :data:`tjap.placement.tree.exact.SOLVERS`) or a solver callable, solved first with the same
+        a method of :func:`tjap.registry.methods`) or a solver callable, solved first with the same
         seed, or a given Result or assignment.
 
     Returns

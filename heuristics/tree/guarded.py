@@ -1,23 +1,31 @@
-"""``guarded``: a window method that is never worse than Slurm's own choice nor than the SCAS
-optimum on the window it is given.
+"""``guarded``: a window method that is never worse than the cluster's scheduler nor than the
+optimum of the window it is given, on every cluster and with the jobs' constraints.
 
-It solves the window three ways and keeps the cheapest feasible placement:
+It is one portfolio (:func:`tjap.core.portfolio.best_of`) of three candidates, and keeps the
+cheapest feasible placement:
 
-1. ``scas``: the exact SCAS optimum (contiguous blocks of the idle sequence), by ``dp`` when its
-   table is small, else SCIP within the time limit (:func:`tjap.placement.tree.exact.solve_auto`);
-2. ``slurm-tree``: what Slurm 22.05's ``topology/tree`` selection would do, job by job in window
-   order (:func:`tjap.heuristics.slurm.tree.solve_slurm_tree`);
+1. ``scas``: the exact optimum of the window as given (contiguous blocks of the idle sequence,
+   the jobs' constraints kept, Slurm's block rule where the jobs carry ``slurm_rule``), by
+   ``dp`` when its table is small, else SCIP within the time limit (``auto``);
+2. the scheduler's own choice for that cluster, job by job in window order: ``slurm-block`` on a
+   block cluster (Slurm 24.11's ``topology/block``), ``slurm-tree`` on a switch tree (Slurm
+   22.05's ``topology/tree``, or 24.11's with ``slurm="24.11"``), or Kueue's topology-aware
+   scheduling when asked (``scheduler="kueue-bestfit"`` or ``"kueue-leastfree"``). A scheduler
+   that cannot express the window's constraints (``slurm-tree`` has no segments, Kueue no
+   ``slurm_rule``) says so in its entry and the guard holds for the others;
 3. ``freeform`` (only with a time limit, and only with time left after the first two): the
-   free-form model (no contiguity), warm-started from the better of the two, within the time
-   left; it keeps its warm start unless it finds something strictly cheaper.
+   free-form model (no contiguity, the constraints kept), warm-started from the better of the
+   two, within the time left; it keeps its warm start unless it finds something strictly
+   cheaper.
 
-So by construction its cost is at most ``slurm-tree``'s and at most the SCAS optimum (when that
-was proven). Ties go to ``scas``, then ``slurm-tree``; ``freeform`` wins only when strictly
-cheaper. ``Result.info`` records the ``winner`` and every candidate's ``cost``, ``status`` and
-``runtime_s`` (a candidate that could not run says why in ``error``), plus ``slurm_tree_cost`` and
-``scas_optimum`` (None when not proven). The status is ``TIME_LIMIT`` when the limit cut a
-candidate short (the cheapest found is still returned), and ``OPTIMAL`` only when ``freeform`` proved
-the free-form optimum, else ``FEASIBLE``.
+So by construction its cost is at most the scheduler's and at most the optimum of the window
+(when that was proven). Ties go to ``scas``, then the scheduler; ``freeform`` wins only when
+strictly cheaper. ``Result.info`` records the ``winner``, the ``scheduler`` and every
+candidate's ``cost``, ``status`` and ``runtime_s`` (a candidate that could not run says why in
+``error``), plus ``scheduler_cost`` (also under ``slurm_tree_cost`` or ``slurm_block_cost``, by
+the scheduler's name) and ``scas_optimum`` (None when not proven). The status is ``TIME_LIMIT``
+when the limit cut a candidate short (the cheapest found is still returned), and ``OPTIMAL``
+only when ``freeform`` proved the free-form optimum, else ``FEASIBLE``.
 """
 
 from __future__ import annotations
@@ -26,44 +34,24 @@ import time
 
 from tjap.core.backends import require
 from tjap.core.errors import InvalidInputError, TjapError
+from tjap.core.portfolio import Candidate, NotRun, best_of
+from tjap.core.registry import solver as method
 from tjap.core.result import Status
-from tjap.heuristics.slurm.tree import RELEASES, solve_slurm_tree
-from tjap.placement.tree.exact import solve_auto
-from tjap.placement.tree.freeform import SOLVER_PACKAGES, solve_freeform
-from tjap.placement.tree.jobs import refuse_constraints
+from tjap.heuristics.slurm.tree import RELEASES
+from tjap.placement.tree.freeform import SOLVER_PACKAGES
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.window import Window
 
 #: Seconds of time limit that must be left for the free-form improvement to start.
 MIN_IMPROVE_S = 0.05
-#: Candidate names in tie-breaking order.
-CANDIDATES = ("scas", "slurm-tree", "freeform")
+#: The schedulers whose choice ``guarded`` can guard against.
+SCHEDULERS = ("slurm-tree", "slurm-block", "kueue-bestfit", "kueue-leastfree")
 
 
-def _entry(result: Result | None, error: str | None = None, runtime_s: float = 0.0) -> dict:
-    if result is None or not result.has_solution:
-        return {
-            "cost": None,
-            "status": result.status.value if result is not None else "ERROR",
-            "runtime_s": result.runtime_s if result is not None else runtime_s,
-            "error": error or (result.info.get("reason") if result is not None else None),
-        }
-    return {
-        "cost": float(result.objective),
-        "status": result.status.value,
-        "runtime_s": float(result.runtime_s),
-    }
-
-
-def _run(fn, *args, **kwargs):
-    """``(result, error)``: a solver's Result, or None and why it could not run."""
-    started = time.perf_counter()
-    try:
-        return fn(*args, **kwargs), None, time.perf_counter() - started
-    except ImportError as exc:
-        return None, f"not installed: {exc}", time.perf_counter() - started
-    except TjapError as exc:  # too large a dp table, a missing solver, ...
-        return None, str(exc), time.perf_counter() - started
+def default_scheduler(window: Window) -> str:
+    """The scheduler of ``window``'s cluster: ``slurm-block`` on a block cluster
+    (:attr:`~tjap.placement.tree.topology.Topology.is_block`), else ``slurm-tree``."""
+    return "slurm-block" if window.topology.is_block else "slurm-tree"
 
 
 def solve_guarded(
@@ -75,24 +63,29 @@ def solve_guarded(
     improve: bool = True,
     solver: str = "scip",
     slurm: str = "22.05",
+    scheduler: str | None = None,
 ) -> Result:
-    """The cheapest of the SCAS optimum, ``slurm-tree`` and (with a time limit) a warm-started
-    free-form improvement; see the module docstring.
+    """The cheapest of the window's optimum, the scheduler's choice and (with a time limit) a
+    warm-started free-form improvement; see the module docstring.
 
     Parameters
     ----------
     window : Window
-        The window, jobs in priority order (``slurm-tree`` places them in that order).
+        The window, jobs in priority order (the scheduler places them in that order), with
+        their constraints.
     time_limit_s : float, optional
-        Wall-clock budget for the whole method. SCIP's SCAS model (used only when the ``dp``
-        table is too large) gets all of it; ``freeform`` gets what is left. Without a limit
-        ``freeform`` does not run.
+        Wall-clock budget for the whole method. SCIP's model (used only when the ``dp`` table is
+        too large) gets all of it; ``freeform`` gets what is left. Without a limit ``freeform``
+        does not run.
     improve : bool
         Try the free-form improvement (default True).
     solver : {"scip", "cpsat"}
         The free-form model's solver.
     slurm : {"22.05", "24.11"}
         Which Slurm's ``topology/tree`` rule ``slurm-tree`` follows (they differ on some jobs).
+    scheduler : str, optional
+        The scheduler to guard against, one of :data:`SCHEDULERS`; by default the cluster's
+        (:func:`default_scheduler`).
 
     Returns
     -------
@@ -111,13 +104,23 @@ def solve_guarded(
     >>> r.objective <= r.info["slurm_tree_cost"] and r.objective <= r.info["scas_optimum"]
     True
     """
-    refuse_constraints(window, "guarded")
     if not isinstance(window, Window):
         raise InvalidInputError(f"window must be a Window, got {type(window).__name__}")
     if slurm not in RELEASES:
         raise InvalidInputError(
             f"slurm must be one of {', '.join(map(repr, RELEASES))} (the "
             f"Slurm whose topology/tree rule to follow), got {slurm!r}"
+        )
+    scheduler = default_scheduler(window) if scheduler is None else scheduler
+    if scheduler not in SCHEDULERS:
+        raise InvalidInputError(
+            f"scheduler must be one of {', '.join(map(repr, SCHEDULERS))} (the scheduler whose "
+            f"choice guarded is never worse than), got {scheduler!r:.40}"
+        )
+    if scheduler == "slurm-block" and not window.topology.is_block:
+        raise InvalidInputError(
+            "scheduler 'slurm-block' needs a block cluster (a topology.conf of BlockName lines); "
+            "this tree is a switch tree: use scheduler='slurm-tree'"
         )
     started = time.perf_counter()
     if improve and time_limit_s is not None and solver in SOLVER_PACKAGES:
@@ -128,64 +131,50 @@ def solve_guarded(
             require(SOLVER_PACKAGES[solver])
         except (ImportError, TjapError):  # not installed: the improvement says so below
             pass
-    entries: dict[str, dict] = {}
-    found: dict[str, Result] = {}
+    common = {"convention": convention, "seed": seed}
+    found: dict[str, Result] = {}  # the free-form improvement's result (its bound)
 
-    scas, error, spent = _run(
-        solve_auto, window, convention=convention, time_limit_s=time_limit_s, seed=seed
-    )
-    entries["scas"] = _entry(scas, error, spent)
-    if scas is not None and scas.has_solution:
-        found["scas"] = scas
-    slurm, error, spent = _run(
-        solve_slurm_tree, window, convention=convention, seed=seed, slurm=slurm
-    )
-    entries["slurm-tree"] = _entry(slurm, error, spent)
-    if slurm is not None and slurm.has_solution:
-        found["slurm-tree"] = slurm
+    def optimum(left, best):
+        return method("auto")(window, time_limit_s=time_limit_s, **common)
 
-    best_name = min(found, key=lambda k: (found[k].objective, CANDIDATES.index(k)), default=None)
-    left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - started)
-    if improve and left is not None and left >= MIN_IMPROVE_S and best_name is not None:
-        free, error, spent = _run(
-            solve_freeform,
-            window,
-            convention=convention,
-            time_limit_s=left,
-            seed=seed,
-            solver=solver,
-            warm_start=found[best_name],
+    def rule(left, best):
+        if window.constrained and scheduler == "slurm-tree":
+            raise NotRun(
+                "Slurm's topology/tree has no job constraints (segments, within, prefer, "
+                "exclusive, slurm_rule)"
+            )
+        options = {"slurm": slurm} if scheduler == "slurm-tree" else {}
+        return method(scheduler)(window, **common, **options)
+
+    def improvement(left, best):
+        if time_limit_s is None:
+            raise NotRun("no time limit")
+        if best is None:
+            raise NotRun("nothing to improve")
+        if left < MIN_IMPROVE_S:
+            raise NotRun("no time left")
+        found["freeform"] = method("freeform")(
+            window, time_limit_s=left, solver=solver, warm_start=best, **common
         )
-        entries["freeform"] = _entry(free, error, spent)
-        if free is not None and free.has_solution:
-            found["freeform"] = free
-            if free.objective < found[best_name].objective - 1e-9:
-                best_name = "freeform"
-    elif improve:
-        entries["freeform"] = {
-            "cost": None,
-            "status": "NOT_RUN",
-            "runtime_s": 0.0,
-            "error": "no time limit"
-            if time_limit_s is None
-            else "no time left"
-            if best_name is not None
-            else "nothing to improve",
-        }
+        return found["freeform"]
 
+    candidates = [Candidate("scas", optimum), Candidate(scheduler, rule)]
+    if improve:
+        candidates.append(Candidate("freeform", improvement))
+    left = None if time_limit_s is None else time_limit_s - (time.perf_counter() - started)
+    pick = best_of(candidates, time_left_s=left)
     runtime = time.perf_counter() - started
-    scas_optimum = (
-        float(scas.objective)
-        if scas is not None and scas.has_solution and scas.status == Status.OPTIMAL
-        else None
-    )
+    entries = pick.candidates
+    scas = entries["scas"]
     info = {
-        "winner": best_name,
+        "winner": pick.winner,
+        "scheduler": scheduler,
         "candidates": entries,
-        "slurm_tree_cost": entries["slurm-tree"]["cost"],
-        "scas_optimum": scas_optimum,
+        "scheduler_cost": entries[scheduler]["cost"],
+        f"{scheduler.replace('-', '_')}_cost": entries[scheduler]["cost"],
+        "scas_optimum": scas["cost"] if scas["status"] == Status.OPTIMAL.value else None,
     }
-    if best_name is None:
+    if pick.best is None:
         return Result.from_assignment(
             window,
             (),
@@ -196,14 +185,12 @@ def solve_guarded(
             seed=seed,
             info=info,
         )
-    best = found[best_name]
+    best = pick.best
     free = found.get("freeform")
     # the free-form optimum is the least cost of any placement, so proving it proves the best
     proven = free is not None and free.status == Status.OPTIMAL
     # a candidate cut short by the limit makes the whole answer "cut short" (tjap.solve's contract)
-    cut = [
-        name for name, entry in entries.items() if entry.get("status") == Status.TIME_LIMIT.value
-    ]
+    cut = [name for name, e in entries.items() if e.get("status") == Status.TIME_LIMIT.value]
     status = Status.OPTIMAL if proven else Status.TIME_LIMIT if cut else Status.FEASIBLE
     if status is Status.TIME_LIMIT:
         info["stopped"] = f"time limit ({', '.join(cut)} cut short)"
@@ -221,4 +208,4 @@ def solve_guarded(
     )
 
 
-__all__ = ["CANDIDATES", "MIN_IMPROVE_S", "solve_guarded"]
+__all__ = ["MIN_IMPROVE_S", "SCHEDULERS", "default_scheduler", "solve_guarded"]

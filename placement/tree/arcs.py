@@ -346,3 +346,13 @@ def why_infeasible(window, model: str = "scas") -> str:
             "runs holds every job at once (SCAS: a job takes a contiguous run of the idle order)"
         )
     return "no placement of every job at once meets the jobs' constraints"
+
+
+def fits_alone(topology, idle_nodes, job) -> bool:
+    """True when some run of the idle nodes (in tree order) keeps ``job``'s constraints, the job
+    alone: the test whether a job could start now on its own (a one-job window has a SCAS
+    solution exactly then), without solving anything."""
+    from tjap.placement.tree.window import Window
+
+    window = Window(topology, idle_nodes, [job])
+    return job_arcs(window, window.jobs[0]).count > 0

@@ -1,27 +1,21 @@
-"""The exact SCAS models (and the paper's Seq rule) by name, for the floors that move a cluster on
-with a window solver: the window stream, the online replay and the annealing loops' start.
+"""``auto``: exact SCAS by the method predicted to finish (dp, SCIP) or, when none is, the
+constructive rules.
 
-Search loops and learned methods live above this floor; to use one of them in the online replay,
-pass a solver callable instead of a name, e.g. ``functools.partial(tjap.solve, method="sa")``.
+Every method is asked for by name through :func:`tjap.core.registry.solver` (the online replay,
+the annealing loops' start); this module holds ``auto``'s choice alone.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import replace
 
-from tjap.core.errors import UnknownMethodError
 from tjap.placement.tree import csp
-from tjap.placement.tree.freeform import solve_freeform, solve_freeform_greedy
 from tjap.placement.tree.result import Result, Status
 from tjap.placement.tree.scas import (
     predicted_build_s,
     set_packing_nonzeros,
-    solve_cpsat,
-    solve_cpsat_paper,
     solve_scip,
-    solve_scip_paper,
     solve_seq,
 )
 from tjap.placement.tree.window import Window
@@ -106,9 +100,11 @@ def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0)
     """Exact SCAS by the method predicted to finish (see :func:`auto_choice`): ``dp`` when its
     table is small, else ``scip`` within ``time_limit_s`` (without one: when the window is within
     the measured size rules, stopped at :data:`AUTO_SCIP_CAP_S`), else ``seq`` (status
-    TIME_LIMIT with a limit, FEASIBLE without). It never runs unbounded. ``info["auto"]`` says
-    which method ran and why; the Result's ``method`` is that method. :func:`tjap.solve`'s
-    ``auto`` also compares a result that is not proven with the constructive rules."""
+    TIME_LIMIT with a limit, FEASIBLE without: a SCAS placement, from which an annealing loop
+    may start). It never runs unbounded. ``info["auto"]`` says which method ran and why; the
+    Result's ``method`` is that method. :func:`tjap.solve` compares a result of ``auto`` that is
+    not proven with the other constructive rules (the portfolio of
+    :func:`tjap.placement.tree.rules.no_worse_than_rules`)."""
     started = time.perf_counter()
     choice = auto_choice(window, time_limit_s)
     if choice["chose"] == "dp":
@@ -120,7 +116,7 @@ def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0)
             else time_limit_s - (time.perf_counter() - started)
         )
         result = solve_scip(window, convention=convention, time_limit_s=max(left, 1e-3), seed=seed)
-    else:
+    else:  # no exact method fits: Seq, a SCAS placement (an annealing loop may start from it)
         seq = solve_seq(window, convention=convention, seed=seed)
         if time_limit_s is None:
             result = replace(seq, info={"fallback": "seq"})
@@ -135,36 +131,4 @@ def solve_auto(window: Window, *, convention="paper", time_limit_s=None, seed=0)
     )
 
 
-#: The window solvers of this floor, by the names tjap.solve gives them.
-SOLVERS: dict[str, Callable[..., Result]] = {
-    "auto": solve_auto,
-    "dp": csp.solve_dp,
-    "scip": solve_scip,
-    "cpsat": solve_cpsat,
-    "scip-paper": solve_scip_paper,
-    "cpsat-paper": solve_cpsat_paper,
-    "freeform": solve_freeform,
-    "freeform-greedy": solve_freeform_greedy,
-    "seq": solve_seq,
-}
-
-
-def window_solver(method) -> Callable[..., Result]:
-    """A callable ``solver(window, *, seed, convention, **options) -> Result`` for ``method``: one
-    of :data:`SOLVERS` by name, or a callable returned as it is."""
-    if callable(method):
-        return method
-    if method not in SOLVERS:
-        raise UnknownMethodError(
-            f"unknown window method {method!r} here; choose one of {', '.join(SOLVERS)}, or pass a "
-            f"solver callable such as functools.partial(tjap.solve, method={method!r})"
-        )
-    return SOLVERS[method]
-
-
-def solve_named(window: Window, method: str = "auto", **options) -> Result:
-    """Solve ``window`` with the exact model or rule ``method`` of :data:`SOLVERS`."""
-    return window_solver(method)(window, **options)
-
-
-__all__ = ["SOLVERS", "auto_choice", "solve_auto", "solve_named", "window_solver"]
+__all__ = ["auto_choice", "solve_auto"]

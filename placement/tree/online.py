@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tjap.core.errors import InvalidInputError
+from tjap.core.registry import solver
 from tjap.core.result import Record, plain
 from tjap.placement.tree.cost import convention_code, job_cost
-from tjap.placement.tree.exact import window_solver
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.freeform import best_single_job_nodes
 from tjap.placement.tree.topology import Topology
@@ -157,10 +157,11 @@ def window_ticks(
     """The window policy, period by period, over jobs first_job.. (all later jobs if last_job is
     None: the caller stops). Ends once every job of [first_job, last_job) has started.
 
-    ``method`` solves each window: an exact model's name (:data:`tjap.placement.tree.exact.SOLVERS`) or
+    ``method`` solves each window: a method of :func:`tjap.registry.methods` by name (the method
+    itself, without :func:`tjap.solve`'s checks) or
     a callable ``solver(window, *, seed, convention, **options) -> Result`` such as
     ``functools.partial(tjap.solve, method="sa")``."""
-    solve = window_solver(method)
+    solve = solver(method)
     label = (
         method
         if isinstance(method, str)

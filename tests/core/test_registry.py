@@ -145,11 +145,16 @@ def test_other_systems_entry_points_refuse_unknown_options():
         simulate_interference(cluster, workload, make("interference", "tetris"), seeed=1)
 
 
-def test_the_placement_floor_names_its_exact_models_as_the_registry_does():
-    from tjap.placement.tree.exact import SOLVERS
+def test_every_floor_asks_for_a_method_through_the_core_registry():
+    from tjap.core import registry as core
 
-    for name, fn in SOLVERS.items():
-        assert get("tree", name).load() is fn, name
+    assert core.get is get  # one mechanism: tjap.registry re-exports the core's
+    for name in methods("tree"):
+        assert core.solver(name) is get("tree", name).load(), name
+    fn = lambda window, **options: None  # noqa: E731
+    assert core.solver(fn) is fn
+    with pytest.raises(UnknownMethodError, match="unknown method 'nope'; choose one of auto"):
+        core.solver("nope")
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ nodes), held here on small windows with the predictions monkeypatched:
 
 - a SCAS or free-form model predicted to take far longer to build than the limit is not started:
   the solver returns its fallback at once, status TIME_LIMIT, ``info["stopped"]`` saying so;
-- the comparison with the constructive rules after a limit (:func:`tjap.api.no_worse_than_rules`)
+- the comparison with the constructive rules after a limit (:func:`tjap.rules.no_worse_than_rules`)
   runs only the rules predicted to finish in what is left of the limit, and names the others in
   ``info["rules_skipped"]``; ``runtime_s`` counts it;
 - the annealing loop runs a chunk predicted to take long in slices of it, the same for the same
@@ -20,10 +20,10 @@ import numpy as np
 import pytest
 
 import tjap
-from tjap import Status, api
+from tjap import Status
 from tjap.heuristics.tree import _kernels, kueue
 from tjap.heuristics.tree import anneal as sa
-from tjap.placement.tree import freeform, scas
+from tjap.placement.tree import freeform, rules, scas
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.result import Result
 from tjap.placement.tree.topology import Topology
@@ -130,11 +130,11 @@ def test_rules_predicted_past_the_time_left_are_skipped(monkeypatch):
     stopped = Result.from_assignment(
         w, seq.assignment, status=Status.TIME_LIMIT, method="sa", convention="paper", runtime_s=1.0
     )
-    everything = api.no_worse_than_rules(stopped, "free")
+    everything = rules.no_worse_than_rules(stopped, "free")
     assert "rules_skipped" not in everything.info
-    monkeypatch.setattr(api, "RULE_S_PER_IDLE", {"seq": 0.0, "freeform-greedy": 1.0})
-    monkeypatch.setattr(api, "RULE_S_PER_NODE_JOB", {"slurm-tree": 1.0})
-    cut = api.no_worse_than_rules(stopped, "free", time_left_s=0.5)
+    monkeypatch.setattr(rules, "RULE_S_PER_IDLE", {"seq": 0.0, "freeform-greedy": 1.0})
+    monkeypatch.setattr(rules, "RULE_S_PER_NODE_JOB", {"slurm-tree": 1.0})
+    cut = rules.no_worse_than_rules(stopped, "free", time_left_s=0.5)
     assert cut.info["rules_skipped"] == ["slurm-tree", "freeform-greedy"]
     assert cut.objective == pytest.approx(seq.objective) and cut.status is Status.TIME_LIMIT
     assert cut.runtime_s >= stopped.runtime_s
@@ -142,14 +142,14 @@ def test_rules_predicted_past_the_time_left_are_skipped(monkeypatch):
     empty = Result.from_assignment(
         w, (), status=Status.TIME_LIMIT, method="sa", convention="paper", runtime_s=1.0
     )
-    rescued = api.no_worse_than_rules(empty, "free", time_left_s=0.0)
+    rescued = rules.no_worse_than_rules(empty, "free", time_left_s=0.0)
     assert rescued.has_solution and rescued.info["fallback"] == "seq"
     assert rescued.info["rules_skipped"] == ["slurm-tree", "freeform-greedy"]
 
 
 def test_solve_gives_the_rules_what_is_left_of_the_limit(monkeypatch):
     monkeypatch.setattr(freeform, "BUILD_S_PER_BIT", {"scip": 1.0, "cpsat": 1.0})  # stops at once
-    monkeypatch.setattr(api, "RULE_S_PER_NODE_JOB", {"slurm-tree": 10.0})
+    monkeypatch.setattr(rules, "RULE_S_PER_NODE_JOB", {"slurm-tree": 10.0})
     w = tree_window()
     started = time.perf_counter()
     r = tjap.solve(w, "freeform", time_limit_s=0.3)
@@ -158,9 +158,9 @@ def test_solve_gives_the_rules_what_is_left_of_the_limit(monkeypatch):
     assert "slurm-tree" in r.info.get("rules_skipped", [])
     assert r.is_feasible() and wall < 3.0
     assert r.runtime_s <= wall + 1e-6
-    assert api.rules_time_left(None, time.perf_counter()) is None
-    left = api.rules_time_left(1.0, time.perf_counter() - 0.5)
-    assert 0.5 + api.RULES_GRACE_S - 0.1 < left <= 0.5 + api.RULES_GRACE_S
+    assert rules.rules_time_left(None, time.perf_counter()) is None
+    left = rules.rules_time_left(1.0, time.perf_counter() - 0.5)
+    assert 0.5 + rules.RULES_GRACE_S - 0.1 < left <= 0.5 + rules.RULES_GRACE_S
 
 
 def test_a_dcas_fallback_keeps_its_steps():
@@ -377,12 +377,12 @@ def test_a_rule_slower_than_predicted_makes_the_next_ones_predicted_slower(monke
     stopped = Result.from_assignment(
         w, seq.assignment, status=Status.TIME_LIMIT, method="sa", convention="paper", runtime_s=0.0
     )
-    monkeypatch.setattr(api, "_SLOWDOWN", {"factor": 1.0})
+    monkeypatch.setattr(rules, "_SLOWDOWN", {"factor": 1.0})
     monkeypatch.setattr(
-        api, "RULE_S_PER_NODE_JOB", {"slurm-tree": 0.1 / (w.topology.num_nodes * w.num_jobs)}
+        rules, "RULE_S_PER_NODE_JOB", {"slurm-tree": 0.1 / (w.topology.num_nodes * w.num_jobs)}
     )
-    monkeypatch.setattr(api, "RULE_S_PER_IDLE", {"seq": 0.0, "freeform-greedy": 0.3 / w.num_idle})
-    monkeypatch.setattr(api, "RULE_FIRST_RUN_S", 0.0)
+    monkeypatch.setattr(rules, "RULE_S_PER_IDLE", {"seq": 0.0, "freeform-greedy": 0.3 / w.num_idle})
+    monkeypatch.setattr(rules, "RULE_FIRST_RUN_S", 0.0)
     from tjap.heuristics.slurm import tree as slurm_tree
 
     real = slurm_tree.solve_slurm_tree
@@ -392,10 +392,10 @@ def test_a_rule_slower_than_predicted_makes_the_next_ones_predicted_slower(monke
         return real(*args, **kwargs)
 
     monkeypatch.setattr(slurm_tree, "solve_slurm_tree", slow)
-    r = api.no_worse_than_rules(stopped, "free", time_left_s=1.2)
+    r = rules.no_worse_than_rules(stopped, "free", time_left_s=1.2)
     # freeform-greedy: 0.3 s x 1.5 fitted the 0.8 s left, but not 4 times that
     assert r.info["rules_skipped"] == ["freeform-greedy"]
-    assert api._SLOWDOWN["factor"] == pytest.approx(4.0, rel=0.3)
-    assert api.predicted_rule_s("freeform-greedy", w, "free") == pytest.approx(
-        1.5 * api._SLOWDOWN["factor"] * 0.3
+    assert rules._SLOWDOWN["factor"] == pytest.approx(4.0, rel=0.3)
+    assert rules.predicted_rule_s("freeform-greedy", w, "free") == pytest.approx(
+        1.5 * rules._SLOWDOWN["factor"] * 0.3
     )

@@ -360,6 +360,21 @@ def test_window_record_shape_and_costs():
     assert rec["scas_optimum"] == pytest.approx(tjap.solve(window, "dp").objective)
 
 
+def test_a_tree_window_is_one_solve_of_guarded(monkeypatch):
+    import tjap.slurm.service as module
+
+    seen = []
+
+    def counted(window, method, **options):
+        seen.append(method)
+        return tjap.solve(window, method, **options)
+
+    monkeypatch.setattr(module, "solve", counted)
+    rec = service(dry_run=True).decide(state(TREE.node_names, [job(1, 3), job(2, 5)]))
+    assert seen == ["guarded"] and rec["winner"] in ("scas", "slurm-tree")
+    assert rec["cost"] <= min(rec["slurm_tree_cost"], rec["scas_optimum"]) + 1e-9
+
+
 def test_other_methods_log_slurms_cost_beside():
     svc = service(dry_run=True, method="seq")
     rec = svc.decide(state(TREE.node_names, [job(1, 3), job(2, 5)]))
@@ -613,7 +628,7 @@ def test_service_holds_a_scattered_job_until_its_wait_is_over():
     assert h["cost_now"] == pytest.approx(_cheapest(idle, 4))
     assert h["best"] == pytest.approx(_cheapest(nodes, 4)) and h["cost_now"] > 1.5 * h["best"]
     assert rec["sizes"] == [1]  # the one-node job is placed all the same
-    assert any("held for locality" in line for line in describe(rec))
+    assert any("held for locality" in line for line in describe(rec.record))
     # past the wait it takes the best nodes there are
     late = State("main", TREE, idle, [job(1, 4, submit=1000)], read_at=1060.0, nodes=nodes)
     rec = old.decide(late)

@@ -170,7 +170,7 @@ def test_block_window_keeps_slurms_rule_and_logs_what_it_costs():
         (2, "reqnodelist", None),
         (1, "reqnodelist", None),
     ]
-    assert rec["jobs"][0]["nodes"] == "n[13-16]" and rec["_excluded"] == {}
+    assert rec["jobs"][0]["nodes"] == "n[13-16]" and rec.excluded == {}
     assert oracle.keeps(window, ids) and not violations(window, ids)
     assert rec["cost"] == pytest.approx(oracle.objective(window, ids))
     assert rec["cost"] == rec["scas_optimum"] == pytest.approx(tjap.solve(window, "dp").objective)
@@ -188,19 +188,19 @@ def test_a_segmented_job_is_steered_by_excluding_every_other_node():
     rec = dry_service().decide(block_state(idle, [job(1, 4), job(2, 2)], {1: 2}))
     (seg,) = [e for e in rec["jobs"] if e["job_id"] == 1]
     assert (seg["segment"], seg["mechanism"]) == (2, "excnodelist")
-    excluded = expand_hostlist(rec["_excluded"][1])
+    excluded = expand_hostlist(rec.excluded[1])
     assert sorted(excluded + expand_hostlist(seg["nodes"]), key=NAMES.index) == NAMES
     # Slurm's own choice scatters the two pairs over the fullest blocks; the service keeps them
     # in one
     assert rec["cost"] < rec["slurm_block_cost"]
     window, ids = window_of(rec)
     assert oracle.keeps(window, ids)
-    head, *lines = describe(rec)
+    head, *lines = describe(rec.record)
     assert f"slurm-block {rec['slurm_block_cost']:g}" in head and "without it" in head
     assert any(line.startswith("  job 1 (4 nodes, segments of 2, waited 0)") for line in lines)
     # one segment (the whole job): a node list works, as for an unsegmented job
     rec = dry_service().decide(block_state(idle, [job(1, 4)], {1: 4}))
-    assert rec["jobs"][0]["mechanism"] == "reqnodelist" and rec["_excluded"] == {}
+    assert rec["jobs"][0]["mechanism"] == "reqnodelist" and rec.excluded == {}
 
 
 def test_block_window_never_costs_more_than_slurm_block_nor_the_rules_optimum():
@@ -252,6 +252,31 @@ def test_jobs_the_rule_cannot_place_stay_held_and_bad_segments_are_ignored():
     assert rec["jobs"][1]["reason"] == (
         "does not fit beside the window's earlier jobs under Slurm's block rule"
     )
+
+
+@pytest.mark.parametrize("compare, calls", [(False, 1), (True, 2)])
+def test_a_block_window_is_one_solve_of_guarded(monkeypatch, compare, calls):
+    """The decision is one ``solve(window, "guarded")`` of the window's jobs under the rule
+    (``compare`` adds one solve of the same jobs without it, for the rule's price)."""
+    import tjap.slurm.service as service
+
+    seen = []
+
+    def counted(window, method, **options):
+        seen.append((method, [job.slurm_rule for job in window.jobs]))
+        return tjap.solve(window, method, **options)
+
+    monkeypatch.setattr(service, "solve", counted)
+    idle = [n for n in NAMES if n not in ("n3", "n6", "n12")]
+    svc = dry_service(compare=compare)
+    rec = svc.decide(block_state(idle, [job(1, 6), job(2, 3), job(3, 2)], {1: 2, 2: 3}))
+    assert all(e["nodes"] for e in rec["jobs"])
+    assert len(seen) == calls
+    assert seen[0] == ("guarded", [True, True, True])
+    assert rec["winner"] in ("scas", "slurm-block")
+    assert rec["cost"] <= min(rec["scas_optimum"], rec["slurm_block_cost"]) + 1e-9
+    if compare:
+        assert seen[1] == ("auto", [False, False, False]) and rec["rule_price"] is not None
 
 
 def test_methods_without_constraints_are_refused_on_a_block_cluster():

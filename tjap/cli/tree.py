@@ -388,7 +388,7 @@ def workload_fields(args, report) -> dict:
     return {"workload": str(args.workload), "trace_report": report.to_dict()}
 
 
-def window_solver(method: str, **options):
+def replay_solver(method: str, **options):
     """A window solver for the online replay: any registered method, by name."""
     from functools import partial
 
@@ -634,7 +634,7 @@ def cmd_online(args) -> int:
     from tjap.placement.tree.online import replay
     from tjap.placement.tree.workload import Workload
 
-    solver = window_solver(args.method, **method_options(args))  # bad options fail first
+    solver = replay_solver(args.method, **method_options(args))  # bad options fail first
     topology = FatTree.from_layout(args.layout)
     workload, report = read_workload(args, topology.num_nodes, show=False)
     first = args.first_job

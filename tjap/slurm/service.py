@@ -41,12 +41,15 @@ switches are the aggregated blocks):
   job's nodes inside one block of the level its size asks for, or each segment inside one
   block of the level the segment's size asks for. A job that no such set fits stays held (and
   waits a window), and so, from the last, do jobs that do not fit beside the earlier ones;
-- the default method, ``guarded``, means here the cheapest of the exact optimum under the rule
-  (``auto``: ``dp`` when its table is small, else SCIP within the time limit) and Slurm's own
-  choice (``slurm-block``), ties to the optimum: never costlier than either. Any other method
-  must take constraints (``tjap methods``). The record logs ``slurm_block_cost``,
-  ``scas_optimum`` (the optimum under the rule), ``unconstrained_optimum`` (the same jobs
-  without the rule or segments) and ``rule_price`` (the difference);
+- the window is one ``solve`` with the method, by default ``guarded`` (the method of
+  ``tjap solve --method guarded``: on a block cluster the cheapest of the exact optimum under
+  the rule, ``auto``: ``dp`` when its table is small, else SCIP within the time limit, and
+  Slurm's own choice, ``slurm-block``, ties to the optimum: never costlier than either); a
+  window whose jobs do not fit together is solved again without its last job. Any other method
+  must take constraints (``tjap methods``). The record logs ``slurm_block_cost`` and
+  ``scas_optimum`` (the optimum under the rule), and with ``compare`` (the default; one more
+  solve) ``unconstrained_optimum`` (the same jobs without the rule or segments) and
+  ``rule_price`` (the difference);
 - a job of one segment (or none) is pinned with ``ReqNodeList`` as above; a job of several
   segments cannot be (Slurm refuses a node list with more than one segment), so it is steered
   with ``scontrol update JobId=ID ExcNodeList=<every node of the partition but the chosen
@@ -77,6 +80,7 @@ stays held with that reason in its record.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -85,7 +89,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +114,7 @@ from tjap.placement.slurm.queue import (
     segment_problem,
 )
 from tjap.placement.slurm.readers import State, is_block_topology, read_segments, read_state
+from tjap.placement.tree.arcs import fits_alone
 from tjap.placement.tree.cost import job_cost
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.jobs import Job, slurm_level
@@ -119,6 +124,39 @@ from tjap.registry import get
 
 #: Seconds of the first retry after a failed pass (doubling up to the interval).
 BACKOFF_START_S = 1.0
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :meth:`PlacementService.decide` chose for one window.
+
+    Attributes
+    ----------
+    record : dict
+        The window's JSON line, each job's ``outcome`` still None (``decision["cost"]`` reads it).
+    jobs : tuple of PendingJob
+        The window's jobs as read, in the record's order (:meth:`PlacementService.apply`
+        checks each is still held and unchanged before it steers it).
+    excluded : dict
+        For each job steered with ``ExcNodeList``, by job id, the nodes it excludes.
+    """
+
+    record: dict
+    jobs: tuple = ()
+    excluded: dict = field(default_factory=dict)
+
+    def __getitem__(self, key: str):
+        return self.record[key]
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A window carried out by :meth:`PlacementService.apply`: the ``record`` with each job's
+    outcome, whether the window ``had_jobs``, and the Slurm ``failure`` that stopped it."""
+
+    record: dict
+    had_jobs: bool = False
+    failure: SlurmError | None = None
 
 
 @dataclass
@@ -367,8 +405,9 @@ class PlacementService:
         return state
 
     # -- deciding ----------------------------------------------------------------------------
-    def decide(self, state: State) -> dict:
-        """The window record for ``state`` (nothing applied, outcomes not yet known)."""
+    def decide(self, state: State) -> "Decision":
+        """The decision for ``state``: the window's record (nothing applied, outcomes not yet
+        known), its jobs and the nodes each ``ExcNodeList`` steer excludes."""
         cfg = self.config
         ignored, held = [], []
         base = state.topology.block_size  # set when Slurm runs topology/block (state.blocks)
@@ -453,7 +492,7 @@ class PlacementService:
             "scas_optimum": None,
             "topology": "block" if state.blocks else "tree",
         }
-        rec["_jobs"] = window_jobs
+        jobs = tuple(window_jobs)
         if state.blocks:
             rec.update(
                 {
@@ -467,9 +506,10 @@ class PlacementService:
                 }
             )
         if not window_jobs:
-            return rec
+            return Decision(rec)
         if state.blocks:
-            return self._decide_blocks(rec, state, window_jobs)
+            rec, excluded = self._decide_blocks(rec, state, window_jobs)
+            return Decision(rec, jobs, excluded)
         window = Window(state.topology, state.idle, [j.nodes for j in window_jobs])
         rule = rec["slurm_tree_rule"] = self.tree_rule()
         follow = {"slurm": rule} if cfg.method in ("guarded", "slurm-tree") else {}
@@ -508,7 +548,7 @@ class PlacementService:
                 )
                 for j in window_jobs
             ]
-            return rec
+            return Decision(rec, jobs)
         rec["cost"] = result.objective
         names = result.node_names()
         for job, nodes, ids in zip(window_jobs, names, result.assignment):
@@ -530,7 +570,7 @@ class PlacementService:
                 }
             except SlurmError as exc:
                 rec["slurm_test_only"] = {"job_id": window_jobs[0].job_id, "error": str(exc)}
-        return rec
+        return Decision(rec, jobs)
 
     def _job_entry(
         self,
@@ -567,65 +607,35 @@ class PlacementService:
         except TjapError:
             return None
 
-    def _solve_blocks(self, window: Window) -> tuple:
-        """``(result or None, record fields)`` of a window of jobs under Slurm's block rule:
-        with ``guarded`` the cheapest of the optimum under the rule (``auto``) and
-        ``slurm-block``, ties to the optimum; else the method's result, with both beside."""
-        cfg = self.config
-        scas = slurm = None
-        if cfg.method == "guarded" or cfg.compare:
-            scas = self._try(window, "auto", time_limit_s=cfg.time_limit_s)
-            slurm = self._try(window, "slurm-block")
-        fields = {
-            "slurm_block_cost": slurm.objective
-            if slurm is not None and slurm.has_solution
-            else None,
-            "scas_optimum": scas.objective
-            if scas is not None and scas.status.value == "OPTIMAL"
-            else None,
-        }
-        if cfg.method != "guarded":
-            return solve(
-                window,
-                cfg.method,
-                time_limit_s=cfg.time_limit_s,
-                seed=cfg.seed,
-                convention=cfg.convention,
-            ), fields
-        found = {
-            name: r
-            for name, r in (("scas", scas), ("slurm-block", slurm))
-            if r is not None and r.has_solution
-        }
-        if not found:
-            return None, fields
-        winner = min(found, key=lambda k: (found[k].objective, k != "scas"))
-        fields["winner"] = winner
-        return found[winner], fields
-
     def _fit_alone(self, state: State, held: list) -> tuple[list, list]:
         """Split the held jobs of a block cluster into those some idle node set holds alone
         under Slurm's block rule (or that ask for more nodes than are idle: the count decides
         for them, and EASY reserves for them as before) and the others, ``(job, why)``: only the
         first are counted when the window is planned, so that a job no block can take now does
         not keep the jobs behind it out of the window (Slurm's own backfill tests each job
-        against the nodes)."""
+        against the nodes). Nothing is solved: a job alone fits when some run of the idle nodes
+        keeps the rule (:func:`~tjap.placement.tree.arcs.fits_alone`)."""
         fits, blocked = [], []
         for job in held:
             if job.nodes > len(state.idle):  # too few idle nodes: the count decides
                 fits.append(job)
                 continue
             rule = Job(job.nodes, segment=state.segments.get(job.job_id), slurm_rule=True)
-            if solve(Window(state.topology, state.idle, [rule]), "seq").has_solution:
+            if fits_alone(state.topology, state.idle, rule):
                 fits.append(job)
             else:
                 blocked.append((job, _no_block_reason(state.topology, rule)))
         return fits, blocked
 
-    def _decide_blocks(self, rec: dict, state: State, window_jobs: list) -> dict:
-        """The window record on a ``topology/block`` cluster (see the module docstring)."""
+    def _decide_blocks(self, rec: dict, state: State, window_jobs: list) -> tuple[dict, dict]:
+        """The window record on a ``topology/block`` cluster (see the module docstring): one
+        ``solve`` of the window's jobs under Slurm's block rule (``guarded`` by default: the
+        cheapest of the optimum under the rule and ``slurm-block``); a window whose jobs do not
+        fit together is solved again without its last job. With ``compare`` the same jobs
+        without the rule are solved once more, for the rule's price. Returns the record and the
+        nodes each ``ExcNodeList`` steer excludes, by job id."""
         cfg = self.config
-        if cfg.method != "guarded" and not get("tree", cfg.method).constraints:
+        if not get("tree", cfg.method).constraints:
             raise InvalidInputError(
                 f"method {cfg.method!r} does not take Slurm's block rule, which every job of a "
                 "topology/block cluster carries; use guarded (the default), auto, dp, scip, "
@@ -635,40 +645,38 @@ class PlacementService:
         topology = state.topology
         segments = [state.segments.get(j.job_id) for j in window_jobs]
         jobs = [Job(j.nodes, segment=seg, slurm_rule=True) for j, seg in zip(window_jobs, segments)]
-        held = {}  # window index -> why it stays held
-        for i, job in enumerate(jobs):
-            if not solve(Window(topology, state.idle, [job]), "seq").has_solution:
-                held[i] = _no_block_reason(topology, job)
+        held = {  # window index -> why it stays held
+            i: _no_block_reason(topology, job)
+            for i, job in enumerate(jobs)
+            if not fits_alone(topology, state.idle, job)
+        }
         keep = [i for i in range(len(jobs)) if i not in held]
-        result, fields = None, {}
+        result = None
         while keep:
             window = Window(topology, state.idle, [jobs[i] for i in keep])
-            result, fields = self._solve_blocks(window)
+            result = self._try(window, cfg.method, time_limit_s=cfg.time_limit_s)
             if result is not None and result.has_solution:
                 break
             held[keep.pop()] = (
                 "does not fit beside the window's earlier jobs under Slurm's block rule"
             )
-        rec.update(fields)
         placed = {}
         if keep:
             assert result is not None  # the loop above stopped on a solution
+            info = result.info or {}
             rec["cost"] = result.objective
             rec["status"] = result.status.value
+            rec["slurm_block_cost"] = info.get("slurm_block_cost")
+            rec["scas_optimum"] = info.get("scas_optimum")
+            if "winner" in info:
+                rec["winner"] = info["winner"]
             placed = dict(zip(keep, result.node_names()))
-            free = self._try(
-                Window(topology, state.idle, [jobs[i].nodes for i in keep]),
-                "auto",
-                time_limit_s=cfg.time_limit_s,
-            )
-            if free is not None and free.status.value == "OPTIMAL":
-                rec["unconstrained_optimum"] = free.objective
-                if rec["scas_optimum"] is not None:
-                    rec["rule_price"] = rec["scas_optimum"] - free.objective
+            if cfg.compare:
+                self._compare_blocks(rec, window, [jobs[i].nodes for i in keep], cfg.method)
         else:
             rec["status"] = "INFEASIBLE"
         everyone = state.partition_nodes or state.nodes
-        rec["_excluded"] = {}
+        excluded = {}
         for i, (job, seg) in enumerate(zip(window_jobs, segments)):
             mechanism = "excnodelist" if seg is not None and job.nodes // seg > 1 else "reqnodelist"
             if i not in placed:
@@ -692,11 +700,28 @@ class PlacementService:
             )
             if mechanism == "excnodelist":
                 chosen = set(names)
-                rec["_excluded"][job.job_id] = compress_hostlist(
-                    [n for n in everyone if n not in chosen]
-                )
+                excluded[job.job_id] = compress_hostlist([n for n in everyone if n not in chosen])
         rec["solve_s"] = time.perf_counter() - started
-        return rec
+        return rec, excluded
+
+    def _compare_blocks(self, rec: dict, window: Window, sizes: list, method: str) -> None:
+        """With ``compare``: what Slurm and the optimum under the rule give where the method's
+        own result did not say, and the optimum of the same jobs without the rule (its price)."""
+        cfg = self.config
+        if method != "guarded":
+            slurm = self._try(window, "slurm-block")
+            rec["slurm_block_cost"] = slurm.objective if slurm and slurm.has_solution else None
+            scas = self._try(window, "auto", time_limit_s=cfg.time_limit_s)
+            rec["scas_optimum"] = (
+                scas.objective if scas is not None and scas.status.value == "OPTIMAL" else None
+            )
+        free = self._try(
+            Window(window.topology, window.idle_nodes, sizes), "auto", time_limit_s=cfg.time_limit_s
+        )
+        if free is not None and free.status.value == "OPTIMAL":
+            rec["unconstrained_optimum"] = free.objective
+            if rec["scas_optimum"] is not None:
+                rec["rule_price"] = rec["scas_optimum"] - free.objective
 
     # -- applying ----------------------------------------------------------------------------
     def _apply_job(
@@ -752,10 +777,12 @@ class PlacementService:
         mine.pop(job.job_id, None)
         return "placed", None
 
-    def apply(self, rec: dict) -> dict:
-        """Carry out a window record from :meth:`decide` (outcome and reason per job)."""
-        jobs = rec.get("_jobs", [])
-        excluded = rec.get("_excluded", {})
+    def apply(self, decision: "Decision") -> "Applied":
+        """Carry out a :class:`Decision` from :meth:`decide`: the window's record with each
+        job's outcome and reason (a copy: the decision is left as it was), and the Slurm failure
+        that stopped it, if any."""
+        rec = copy.deepcopy(decision.record)
+        jobs, excluded = decision.jobs, decision.excluded
         failure = None
         for job, entry in zip(jobs, rec["jobs"]):
             if entry["outcome"] is not None:
@@ -798,8 +825,7 @@ class PlacementService:
                     )
                     if why is not None:
                         entry["outcome"], entry["reason"] = "unsteered", why
-        rec["_failure"] = failure
-        return rec
+        return Applied(rec, bool(jobs), failure)
 
     def check_steers(self, wait_s: float = 0.0, ids=None) -> list[dict]:
         """Slurm's verdict on the released steers (:attr:`steered`; ``ids``: of these jobs,
@@ -858,11 +884,11 @@ class PlacementService:
                 return undone
             time.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
 
-    def _finish(self, rec: dict, *, advance: bool = True) -> tuple[dict, SlurmError | None]:
-        failure = rec.pop("_failure", None)
-        rec.pop("_excluded", None)
-        jobs = rec.pop("_jobs", [])
-        if advance and (jobs or rec["waiting"]):
+    def _finish(
+        self, applied: "Applied", *, advance: bool = True
+    ) -> tuple[dict, SlurmError | None]:
+        rec, failure = applied.record, applied.failure
+        if advance and (applied.had_jobs or rec["waiting"]):
             # jobs still held wait one more window; placed and skipped ones are forgotten
             left = [e["job_id"] for e in rec["jobs"] if e["outcome"] in ("held", None)]
             left += [w["job_id"] for w in rec["waiting"]]
@@ -890,15 +916,14 @@ class PlacementService:
         with self.client.stopping(self.stop_event):  # reading: a signal stops it at once
             unsteered = self.check_steers() if self.steered else []
             state = self.read_state()
-        rec = self.decide(state)
+        decision = self.decide(state)
         if state.blocks:
-            rec["unsteered"] = unsteered
-        if not rec["_jobs"] and not rec["waiting"] and not rec["ignored"] and not unsteered:
-            rec.pop("_jobs")
-            rec.pop("_excluded", None)
+            decision.record["unsteered"] = unsteered
+        rec = decision.record
+        if not decision.jobs and not rec["waiting"] and not rec["ignored"] and not unsteered:
             return None
         self.windows += 1
-        rec, failure = self._finish(self.apply(rec))
+        rec, failure = self._finish(self.apply(decision))
         rec = self.record(rec)
         if failure is not None:
             raise failure
@@ -907,11 +932,12 @@ class PlacementService:
     def advise(self) -> dict:
         """The window the service would place now (read-only: nothing is changed in Slurm)."""
         state = self.read_state()
-        rec = self.decide(state)
+        decision = self.decide(state)
+        rec = copy.deepcopy(decision.record)
         for entry in rec["jobs"]:
             if entry["outcome"] is None:
                 entry["outcome"] = "advice"
-        rec, _ = self._finish(rec, advance=False)
+        rec, _ = self._finish(Applied(rec, bool(decision.jobs)), advance=False)
         rec["event"] = "advice"
         return plain(rec)
 
@@ -1029,4 +1055,4 @@ def _no_block_reason(topology, job: Job) -> str:
     )
 
 
-__all__ = ["BACKOFF_START_S", "PlacementService", "ServiceConfig"]
+__all__ = ["BACKOFF_START_S", "Applied", "Decision", "PlacementService", "ServiceConfig"]

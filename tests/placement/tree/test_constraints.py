@@ -227,9 +227,7 @@ def test_the_segment_case_users_report():
 
 
 # -- refusals and errors --------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    "method", ["slurm-tree", "freeform-greedy", "guarded", "scip-paper", "nsa"]
-)
+@pytest.mark.parametrize("method", ["slurm-tree", "freeform-greedy", "scip-paper", "nsa"])
 def test_methods_without_constraints_refuse_in_one_line(method):
     window = Window(BLOCKS, list(range(12)), [{"nodes": 4, "segment": 2}])
     with pytest.raises(InvalidInputError, match="does not take job constraints") as info:

@@ -30,9 +30,11 @@ CONF = (
 )
 
 
-def refused(call, *fragments, seconds: float = 1.0, megabytes: float = 64) -> str:
+def refused(call, *fragments, seconds: float = 5.0, megabytes: float = 64) -> str:
     """``call()`` raises a one-line InvalidInputError holding ``fragments``, within ``seconds``
-    and allocating at most ``megabytes`` (traced by tracemalloc, NumPy's arrays included)."""
+    and allocating at most ``megabytes`` (traced by tracemalloc, NumPy's arrays included). The
+    time bound is far above a refusal (0.1-1.1 s seen on a loaded 2-core machine) and far below
+    expanding what is refused (minutes to hours)."""
     tracemalloc.start()
     start = time.perf_counter()
     try:
