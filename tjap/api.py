@@ -288,27 +288,27 @@ def place_job(
 
     Returns
     -------
-    numpy.ndarray or None, or a list of them
-        The decision itself, not a record: per job, its GPU group per task (workers first, then
-        parameter servers), or None where the policy did not place it (it would be forwarded);
-        a list for a sequence of jobs. A placement has no figure of its own until the jobs run:
-        the record is the run's, :func:`tjap.placement.interference.simulate`'s
-        :class:`~tjap.placement.interference.simulator.SimResult`, with the fields every result
-        shares (:data:`tjap.core.result.COMMON_FIELDS`; its ``objective`` is the average JCT).
+    JobPlacement
+        A frozen record (:class:`tjap.placement.interference.episode.JobPlacement`) with the
+        fields every result shares (:data:`tjap.core.result.COMMON_FIELDS`): ``plans``, per job
+        its GPU group per task (workers first, then parameter servers), or None where the policy
+        did not place it (it would be forwarded); ``plan`` the first job's; ``objective`` the
+        number of jobs placed. A placement has no time of its own until the jobs run: the JCT
+        is the run's, :func:`tjap.placement.interference.simulate`'s.
 
     Examples
     --------
     >>> from tjap.placement.interference import Simulator, Workload, make_cluster
     >>> cluster = make_cluster("fattree", 4)
     >>> sim = Simulator(cluster, Workload.generate(cluster.num_partitions, 1, "uniform", 0))
-    >>> plan = place_job(sim, 0, "tetris")
-    >>> len(plan) == int(sim.workload.tasks[0])
-    True
+    >>> decision = place_job(sim, 0, "tetris")
+    >>> len(decision.plan) == int(sim.workload.tasks[0]), decision.objective
+    (True, 1)
     """
     import numpy as np
 
     from tjap.placement.interference import CLUSTER, PlacementPolicy, Simulator
-    from tjap.placement.interference.episode import check_plans
+    from tjap.placement.interference.episode import JobPlacement, check_plans
     from tjap.placement.interference.jobs import WAITING
 
     if not isinstance(sim, Simulator):
@@ -370,6 +370,7 @@ def place_job(
     if partition != CLUSTER:
         for job in batch:
             sim.mark_offered(job, partition)
+    started = time.perf_counter()
     policy.reset(sim, int(seed))
     plans = check_plans(
         sim, partition, batch, policy.place(sim, partition, batch), f"policy {policy.name}"
@@ -378,4 +379,11 @@ def place_job(
         for job, plan in zip(batch, plans):
             if plan is not None:
                 sim.commit(job, plan)
-    return plans[0] if single else plans
+    return JobPlacement(
+        tuple(batch),
+        tuple(plans),
+        policy.name,
+        partition,
+        time.perf_counter() - started,
+        int(seed),
+    )

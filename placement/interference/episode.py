@@ -34,6 +34,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from tjap.core.errors import InvalidInputError
+from tjap.core.result import Record, Status
 from tjap.placement.interference.cluster import CLUSTER
 from tjap.placement.interference.jobs import DONE, RUNNING, WAITING
 
@@ -48,6 +49,41 @@ class Turn:
     interval: int
     partition: int
     jobs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class JobPlacement(Record):
+    """One placement decision outside an episode (:func:`tjap.place_job`): the ``jobs`` offered,
+    in order, and per job its ``plans`` entry (the GPU group of each task, workers first, then
+    parameter servers; None where the policy did not place it: it would be forwarded).
+
+    ``objective`` is the number of jobs placed (a placement has no time of its own until the jobs
+    run: the JCT is :func:`tjap.placement.interference.simulate`'s); ``status`` FEASIBLE when
+    every job was placed, INFEASIBLE when none was, TIME_LIMIT never (a policy has no limit)."""
+
+    jobs: tuple
+    plans: tuple
+    method: str
+    partition: int
+    runtime_s: float
+    seed: int
+
+    @property
+    def placed(self) -> int:
+        return sum(plan is not None for plan in self.plans)
+
+    @property
+    def objective(self) -> int:
+        return self.placed
+
+    @property
+    def status(self) -> Status:
+        return Status.INFEASIBLE if self.placed == 0 else Status.FEASIBLE
+
+    @property
+    def plan(self):
+        """The plan of the first (or only) job."""
+        return self.plans[0]
 
 
 def check_plans(sim, partition: int, jobs: Sequence[int], plans, who: str = "the policy") -> list:

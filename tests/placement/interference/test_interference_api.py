@@ -35,7 +35,10 @@ def test_place_job_is_the_first_turn_of_a_run(policy):
     first turn (same policy, same seed)."""
     sim = fresh(seed=3)
     queue = [j for j in range(len(sim.workload)) if sim.workload.home[j] == 0]
-    plans = place_job(sim, queue, policy, seed=7)
+    decision = place_job(sim, queue, policy, seed=7)
+    plans = decision.plans
+    assert decision.jobs == tuple(queue) and decision.method == policy and decision.seed == 7
+    assert decision.objective == sum(p is not None for p in plans)
     assert np.all(sim.gpu_free == sim.cluster.group_gpus)  # nothing committed
     run = Simulator(sim.cluster, sim.workload)
     run.run(make("interference", policy), seed=7, max_intervals=1, drain=False)
@@ -49,22 +52,24 @@ def test_place_job_is_the_first_turn_of_a_run(policy):
 
 def test_place_job_one_job_commit_and_policy_objects():
     sim = fresh()
-    plan = place_job(sim, 0, "tetris")
+    decision = place_job(sim, 0, "tetris")
+    plan = decision.plan
     assert isinstance(plan, np.ndarray) and len(plan) == sim.workload.tasks[0]
     assert sim.fits(0, plan) and sim.state[0] == 0
-    again = place_job(sim, 0, make("interference", "tetris"), commit=True)
+    assert decision.status.value == "FEASIBLE" and decision.to_dict()["objective"] == 1
+    again = place_job(sim, 0, make("interference", "tetris"), commit=True).plan
     assert again.tolist() == plan.tolist() and sim.state[0] == 1
     assert sim.task_group[sim.task_ptr[0] : sim.task_ptr[1]].tolist() == plan.tolist()
     batch = [j for j in range(1, len(sim.workload)) if sim.workload.home[j] == 0][:3]
-    opt = place_job(sim, batch, "opt", iterations=50, seed=1)
+    opt = place_job(sim, batch, "opt", iterations=50, seed=1).plans
     assert len(opt) == len(batch) and all(p is None or sim.fits(j, p) for j, p in zip(batch, opt))
 
 
 def test_place_job_with_learned_policies():
     sim = fresh()
-    plan = place_job(sim, 0, "marl")
+    plan = place_job(sim, 0, "marl").plan
     assert sim.fits(0, plan) and sim.offered(0)[sim.workload.home[0]]
-    both = place_job(sim, [0, 1], "single")  # scope "cluster": any partition
+    both = place_job(sim, [0, 1], "single").plans  # scope "cluster": any partition
     assert all(p is None or sim.fits(j, p) for j, p in zip([0, 1], both))
 
 
