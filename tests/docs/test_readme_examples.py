@@ -97,6 +97,8 @@ CHEAP = (
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl",
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows_mine.jsonl",
     "tjap solve windows_mine.jsonl --method auto --json > solved.json",
+    "tjap online --topology topology.conf --policy window --num-jobs 200",
+    "tjap online --topology topology.conf --policy easy --placement freeform --num-jobs 200",
     "tjap methods --system network",
     "tjap slurm place --help",
     "python -m benchmarks.slurm_topology --help",
@@ -217,6 +219,10 @@ QUOTED = {
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl": "100",
     "tjap bench exact --topology topology.conf --num-windows 100": "14010.2 14340.2",
     "tjap solve blocks-window.json --method dp": "OPTIMAL 38000",
+    "tjap online --topology topology.conf --policy window --num-jobs 200": "9243.34 1787.31",
+    "tjap online --topology topology.conf --policy easy --placement freeform --num-jobs 200": (
+        "10068.47 825.51"
+    ),
     "tjap solve blocks-window.json --method slurm-block": "74000",
     "tjap solve blocks-window.json --method kueue-bestfit": "38000",
     "tjap audit examples/audit/sacct.txt --topology examples/audit/topology.conf --timezone Etc/UTC": "120 111 30.3 6.5 6.5 95.5 5",
