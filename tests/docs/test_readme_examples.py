@@ -85,7 +85,7 @@ MEMBER = re.compile(r"\b(?:[A-Z]\w*\.)?[A-Z][A-Z_]{2,}\b")
 
 #: The examples the default suite runs. With the Python blocks they take about 55 s of CPU in a
 #: fresh clone, most of it Numba compiling: the batch simulator and trace loader (about 20 s, paid
-#: by the first of them) and the fat-tree kernels of "Python in ten lines" (about 14 s); run again,
+#: by the first of them) and the tree kernels of "Python in ten lines" (about 14 s); run again,
 #: each takes 1-2 s.
 CHEAP = (
     "tjap --version",
