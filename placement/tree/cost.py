@@ -46,18 +46,14 @@ def cost_from_counts(switch_counts, pod_counts, convention: str = "paper") -> fl
 def _job_nodes(topology: Topology, nodes) -> np.ndarray:
     """``nodes`` as distinct node indices of ``topology``: integer ids checked at once, names (or
     names and indices mixed) one by one (:meth:`Topology.node_indices`)."""
-    if isinstance(nodes, np.ndarray) and not np.issubdtype(nodes.dtype, np.integer):
-        nodes = nodes.tolist()
-    if not isinstance(nodes, np.ndarray):
-        if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
-            raise InvalidInputError("nodes must be a non-empty list of node ids")
-        nodes = list(nodes)
-        plain_ids = all(
-            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in nodes
-        )
-        if not plain_ids and all(not isinstance(v, (list, tuple, np.ndarray)) for v in nodes):
-            nodes = topology.node_indices(nodes)
-    ids = np.asarray(nodes)
+    if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
+        raise InvalidInputError("nodes must be a non-empty list of node ids")
+    try:
+        ids = np.asarray(nodes)
+    except ValueError:  # ragged nesting
+        raise InvalidInputError("nodes must be a non-empty list of node ids") from None
+    if ids.dtype.kind in "USO" and ids.ndim == 1:  # names, or names and indices mixed
+        ids = topology.node_indices(list(nodes))
     if ids.ndim != 1 or ids.size == 0 or not np.issubdtype(ids.dtype, np.integer):
         raise InvalidInputError("nodes must be a non-empty list of node ids")
     ids = ids.astype(np.int64, copy=False)
