@@ -105,7 +105,7 @@ def published_walk(
     an idle node drawn uniformly among the first ``q`` idle ones (in id order) taking the idle
     nodes from there on and then from the lowest id (DCAS). Every move starts from the previous
     proposal, whether it was accepted or not; the best proposal is returned."""
-    from tjap.placement.tree import _kernels
+    from tjap.placement.tree.tree_cost import cost_from_sum_of_squares
 
     rng = np.random.default_rng(seed)
     topology, idle = window.topology, window.idle_nodes
@@ -114,10 +114,12 @@ def published_walk(
     sizes = [int(n) for n in window.job_sizes]
 
     def cost(positions):
-        return _kernels.cost_from_squares(
+        # the count form of the fat-tree (two rows, edge switches and pods: L = 3)
+        return cost_from_sum_of_squares(
             positions.size,
-            int((np.bincount(switch[positions]) ** 2).sum()),
-            int((np.bincount(pod[positions]) ** 2).sum()),
+            3,
+            int((np.bincount(switch[positions]) ** 2).sum())
+            + int((np.bincount(pod[positions]) ** 2).sum()),
             code,
         )
 

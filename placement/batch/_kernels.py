@@ -13,7 +13,7 @@ backfill pass (if due).
 import numpy as np
 
 from tjap.core.jit import njit, njit_inline
-from tjap.placement.tree._kernels import block_costs
+from tjap.placement.tree.tree_cost import block_costs
 
 INF = 1 << 62
 
@@ -30,8 +30,9 @@ MODE_CONSERVATIVE = 2  # a reservation for every job, kept between passes and on
 
 # node selection (config slot PLACEMENT)
 PLACE_FIRST_FIT = 0  # lowest free node ids
-PLACE_CONTIGUOUS = 1  # the cheapest block of consecutive free nodes on the fat-tree (hop-cost
-# convention in config slot CONVENTION: 0 = paper, 1 = published)
+PLACE_CONTIGUOUS = 1  # the cheapest block of consecutive free nodes on the switch tree (its count
+# form: group_of, config slots TOP_LEVEL and NUM_GROUPS; hop-cost convention in config slot
+# CONVENTION: 0 = paper, 1 = published)
 
 # integer config slots
 (
@@ -43,8 +44,8 @@ PLACE_CONTIGUOUS = 1  # the cheapest block of consecutive free nodes on the fat-
     CALC_PERIOD,
     PLACEMENT,
     NUM_NODES,
-    NUM_SWITCHES,
-    NUM_PODS,
+    TOP_LEVEL,
+    NUM_GROUPS,
     FAVOR_SMALL,
     RELEASE_DELAY,
     WHOLE_RESERVATION,
@@ -169,16 +170,18 @@ def queue_compact(queue, qlen, status):
 
 # -- nodes ---------------------------------------------------------------------------------------
 @njit
-def select_nodes(free, size, iconf, switch_of, pod_of, out, lo):
-    """Write ``size`` free node ids into ``out[lo:]`` by the configured placement."""
+def select_nodes(free, size, iconf, group_of, out, lo):
+    """Write ``size`` free node ids into ``out[lo:]`` by the configured placement (``group_of``:
+    the tree's count form, :class:`tjap.placement.tree.tree_cost.CountForm`, for the contiguous
+    placement)."""
     if iconf[PLACEMENT] == PLACE_CONTIGUOUS:
         idle = np.flatnonzero(free)
         costs = block_costs(
-            switch_of[idle],
-            pod_of[idle],
+            group_of,
+            iconf[TOP_LEVEL],
+            idle,
             size,
-            iconf[NUM_SWITCHES],
-            iconf[NUM_PODS],
+            iconf[NUM_GROUPS],
             iconf[CONVENTION],
         )
         first = int(np.argmin(costs))
@@ -210,8 +213,7 @@ def start_job(
     node_of,
     node_offset,
     iconf,
-    switch_of,
-    pod_of,
+    group_of,
     start_seq,
 ):
     """Start job ``j`` now: take its nodes and insert it in ``running`` (sorted by end, then row).
@@ -221,7 +223,7 @@ def start_job(
     start_seq[j] = clock[STARTED]
     end[j] = now + runtime[j]
     lo = node_offset[j]
-    select_nodes(free, nodes[j], iconf, switch_of, pod_of, node_of, lo)
+    select_nodes(free, nodes[j], iconf, group_of, node_of, lo)
     for i in range(lo, lo + nodes[j]):
         free[node_of[i]] = False
     clock[FREE] -= nodes[j]
@@ -401,8 +403,7 @@ def main_pass(
     node_of,
     node_offset,
     iconf,
-    switch_of,
-    pod_of,
+    group_of,
     start_seq,
 ):
     """Start pending jobs in priority order until the first eligible one that does not fit."""
@@ -427,8 +428,7 @@ def main_pass(
             node_of,
             node_offset,
             iconf,
-            switch_of,
-            pod_of,
+            group_of,
             start_seq,
         )
         started = True
@@ -455,8 +455,7 @@ def backfill_pass(
     reserved_at,
     first_reservation,
     iconf,
-    switch_of,
-    pod_of,
+    group_of,
     start_seq,
     pt,
     pf,
@@ -507,8 +506,7 @@ def backfill_pass(
                     node_of,
                     node_offset,
                     iconf,
-                    switch_of,
-                    pod_of,
+                    group_of,
                     start_seq,
                 )
                 started = True
@@ -563,8 +561,7 @@ def backfill_pass(
                 node_of,
                 node_offset,
                 iconf,
-                switch_of,
-                pod_of,
+                group_of,
                 start_seq,
             )
             for q in range(h):
@@ -606,8 +603,7 @@ def backfill_pass(
                 node_of,
                 node_offset,
                 iconf,
-                switch_of,
-                pod_of,
+                group_of,
                 start_seq,
             )
             started = True
@@ -687,8 +683,7 @@ def advance(
     child_ptr,
     children,
     node_offset,
-    switch_of,
-    pod_of,
+    group_of,
     iconf,
     fconf,
     clock,
@@ -810,8 +805,7 @@ def advance(
                     node_of,
                     node_offset,
                     iconf,
-                    switch_of,
-                    pod_of,
+                    group_of,
                     start_seq,
                 )
             if mode != MODE_NONE and not clock[BF_PENDING]:
@@ -842,8 +836,7 @@ def advance(
                 reserved_at,
                 first_reservation,
                 iconf,
-                switch_of,
-                pod_of,
+                group_of,
                 start_seq,
                 pt,
                 pf,

@@ -47,8 +47,9 @@ Rules (the kernels are in :mod:`tjap.placement.batch._kernels`):
 - **Release**: a job's nodes return ``release_delay_s`` after it ends (Slurm's COMPLETING state,
   about 1 s on a local Slurm; default 0); jobs depending on it become eligible then.
 - **Nodes**: ``placement="firstfit"`` (lowest free ids), ``"contiguous"`` (the cheapest block of
-  consecutive free nodes of a :class:`tjap.placement.tree.fat_tree.FatTree` under the hop-cost convention
-  ``cost_convention``, as :func:`tjap.placement.tree.online.place_job`) or ``"freeform"`` (the cheapest node set
+  consecutive free nodes of the ``topology``, any :class:`tjap.placement.tree.topology.Topology`,
+  under the hop-cost convention ``cost_convention``, priced by the tree's count form
+  (:mod:`tjap.placement.tree.tree_cost`), as :func:`tjap.placement.tree.online.place_job`) or ``"freeform"`` (the cheapest node set
   of all for the job alone, :func:`tjap.placement.tree.freeform.best_single_job_nodes`). Every scheduling decision
   counts nodes and never looks at which ones are free, so node choice changes no time: the
   Python-level placements (``"freeform"``) run the kernels with first-fit bookkeeping and
@@ -73,7 +74,7 @@ from tjap.core.result import Measurement, plain
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.tree.cost import CONVENTIONS, convention_code
-from tjap.placement.tree.topology import MAX_NODES
+from tjap.placement.tree.topology import MAX_NODES, Topology
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -266,11 +267,16 @@ class Simulator:
                 "nodes, tjap.placement.tree.topology.MAX_NODES); give nodes (--nodes) of at most "
                 f"{MAX_NODES:,}"
             )
+        if topology is not None and not isinstance(topology, Topology):
+            raise InvalidInputError(
+                f"topology must be a tjap.Topology (or tjap.FatTree), got {type(topology).__name__}"
+            )
         if topology is not None and topology.num_nodes != nodes:
             raise InvalidInputError(f"nodes={nodes} but the topology has {topology.num_nodes}")
         if self.config.placement != "firstfit" and topology is None:
             raise InvalidInputError(
-                f"placement {self.config.placement!r} needs a topology (tjap.FatTree)"
+                f"placement {self.config.placement!r} needs a topology (a tjap.Topology: any "
+                "switch tree, a tjap.FatTree among them)"
             )
         if len(jobs) and jobs.max_nodes > nodes:
             too_big = int((jobs.nodes > nodes).sum())
@@ -311,12 +317,12 @@ class Simulator:
         iconf[k.BF_END_SLACK] = 0 if c.bf_end_at_reservation else 1
         iconf[k.WILL_RUN_WINDOW] = c.bf_will_run_window_s
         iconf[k.NODE_RESERVATION] = int(c.bf_reserve_nodes)
-        if topology is not None:
-            iconf[k.NUM_SWITCHES], iconf[k.NUM_PODS] = topology.num_edge_switches, topology.num_pods
-            self._switch_of = np.ascontiguousarray(topology.switch_of, dtype=np.int64)
-            self._pod_of = np.ascontiguousarray(topology.pod_of, dtype=np.int64)
+        if topology is not None and c.placement == "contiguous":
+            form = topology.count_form
+            iconf[k.TOP_LEVEL], iconf[k.NUM_GROUPS] = form.top_level, form.num_groups
+            self._group_of = np.ascontiguousarray(form.group_of, dtype=np.int64)
         else:
-            self._switch_of = self._pod_of = np.zeros(self.num_nodes, np.int64)
+            self._group_of = np.zeros((1, self.num_nodes), np.int64)
         fconf = np.zeros(k.NUM_FCONFIG, np.float64)
         fconf[k.W_AGE], fconf[k.W_SIZE] = p.age, p.job_size
         fconf[k.W_FAIRSHARE], fconf[k.W_QOS], fconf[k.QOS_FACTOR] = p.fairshare, p.qos, p.qos_factor
@@ -393,8 +399,7 @@ class Simulator:
                 self._child_ptr,
                 self._children,
                 self._node_offset,
-                self._switch_of,
-                self._pod_of,
+                self._group_of,
                 self._iconf,
                 self._fconf,
                 s["clock"],

@@ -5,8 +5,10 @@ Nodes are numbered 0..num_nodes-1 from left to right (named ``"0"``..``"N-1"``);
 switches share a pod. The last pod (and its last switch) may be partly pruned. As a tree: root
 ``"core"``, pods ``"pod0"``..., edge (leaf) switches ``"s0"``... .
 
-A :class:`FatTree` is a :class:`Topology` like any other (the same node order, names and costs);
-it also keeps the arrays ``switch_of`` and ``pod_of`` that the fat-tree kernels take.
+A :class:`FatTree` is a :class:`Topology` like any other (the same node order, names and costs:
+every cost comes from its count form, :mod:`tjap.placement.tree.tree_cost`); it also keeps the
+arrays ``switch_of`` and ``pod_of``, the edge switch and pod of each node, which the learned
+repair's features (NSA) and the paper reproductions read.
 """
 
 from __future__ import annotations
@@ -190,8 +192,8 @@ class FatTree(Topology):
         )
 
     def as_tree(self) -> Topology:
-        """The same switches and nodes as a plain :class:`Topology` (costs then come from its
-        count form instead of the fat-tree kernels: the two agree, which the tests check)."""
+        """The same switches and nodes as a plain :class:`Topology`: the same costs (both come
+        from the count form) and the same answers of every method that takes any tree."""
         return Topology(self.switch_names, self.switch_parent, self.node_names, self.node_leaf)
 
     def __eq__(self, other) -> bool:

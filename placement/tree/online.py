@@ -11,9 +11,14 @@ topology-aware placement.
   start now if it fits and either ends by the shadow time or uses only nodes the head will not need.
 
 Both per-job policies run on the batch-queue simulator (:mod:`tjap.placement.batch.simulator`),
-configured by :func:`per_job_config`; its topology-aware placements take a :class:`FatTree`, so on
-any other tree they run with ``"firstfit"`` only (the window policy, and :func:`place_job`, take
-any tree).
+configured by :func:`per_job_config`. Every policy and every placement takes any
+:class:`Topology` (the paper's :class:`FatTree`, a Slurm tree or block cluster, a tree of node
+labels); every cost, of a window's blocks, of a placement and of the metrics, is the tree's count
+form (:mod:`tjap.placement.tree.tree_cost`).
+
+A :class:`Workload` carries arrival, runtime and node count per job, and no job constraints
+(``segment``, ``within``, ``exclusive``): none of the job lists it reads (the authors' format, SWF,
+sacct) states them, so every job of a replay is a plain node count.
 
 Per-job placement: ``"firstfit"`` (lowest idle ids, the paper's baselines), ``"contiguous"`` (the
 cheapest block of consecutive idle nodes, SCAS for one job) or ``"freeform"`` (the cheapest node
@@ -259,7 +264,7 @@ def _per_job(topology, workload, jobs, policy, placement, convention, schedule) 
         workload_jobs(workload, jobs),
         topology.num_nodes,
         per_job_config(policy, placement, convention),
-        topology if isinstance(topology, FatTree) else None,
+        topology,
     )
     for row, j in enumerate(jobs):
         schedule.record(j, result.start_s[row], result.nodes_of(row))
@@ -299,11 +304,6 @@ def replay(
         raise InvalidInputError(
             f"placement {placement!r} is for the fcfs and easy policies; the window policy places "
             f"each window with its method (e.g. method='freeform' for the cheapest node sets)"
-        )
-    if policy != "window" and placement != "firstfit" and not isinstance(topology, FatTree):
-        raise InvalidInputError(
-            f"placement {placement!r} of the {policy} policy needs a FatTree for now (the batch "
-            "simulator's kernels); on another tree use policy='window' or placement='firstfit'"
         )
     convention_code(convention)  # names the allowed conventions if it is not one
     if tau_s < 1:

@@ -53,8 +53,9 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError
 from tjap.core.jit import njit
-from tjap.placement.tree._kernels import HOP_UNIT_COST
 
+#: c, the cost of one communication hop.
+HOP_UNIT_COST = 1000
 #: Cost conventions, by the code the kernels take (0 = paper, 1 = published).
 CONVENTIONS = ("paper", "published")
 

@@ -41,7 +41,7 @@ from types import MappingProxyType
 import numpy as np
 
 from tjap.core.errors import InvalidInputError
-from tjap.placement.tree import _kernels, tree_cost
+from tjap.placement.tree import tree_cost
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.hostlist import expand_hostlist
@@ -297,14 +297,12 @@ class Window:
 
     @property
     def is_fat_tree(self) -> bool:
-        """True when the topology is a :class:`FatTree` (whose kernels some methods still need)."""
+        """True when the topology is a :class:`FatTree`: its JSON form is the layout, its nodes
+        are written as indices, and the learned repair's features take it (costs do not ask)."""
         return isinstance(self.topology, FatTree)
 
     def node_names(self, nodes) -> tuple[str, ...]:
-        """Names of the node indices ``nodes``: the tree's names, or the string indices on a
-        fat-tree."""
-        if self.is_fat_tree:
-            return tuple(str(int(v)) for v in nodes)
+        """Names of the node indices ``nodes`` (on a fat-tree the indices as strings)."""
         return tuple(self.topology.node_names[int(v)] for v in nodes)
 
     def block(self, start: int, size: int) -> np.ndarray:
@@ -313,30 +311,20 @@ class Window:
         return self.idle_nodes[(start + np.arange(size)) % self.num_idle]
 
     def block_costs(self, size: int, convention: str = "paper") -> np.ndarray:
-        """Cost of D(p, size) for every start position p of Q (cached, read-only)."""
+        """Cost of D(p, size) for every start position p of Q (cached, read-only), from the
+        tree's count form (:func:`tjap.placement.tree.tree_cost.block_costs`)."""
         key = (int(size), convention)
         costs = self._block_cost_cache.get(key)
         if costs is None:
-            t = self.topology
-            if isinstance(t, FatTree):
-                costs = _kernels.block_costs(
-                    t.switch_of[self.idle_nodes],
-                    t.pod_of[self.idle_nodes],
-                    int(size),
-                    t.num_edge_switches,
-                    t.num_pods,
-                    convention_code(convention),
-                )
-            else:
-                form = t.count_form
-                costs = tree_cost.block_costs(
-                    form.group_of,
-                    form.top_level,
-                    self.idle_nodes,
-                    int(size),
-                    form.num_groups,
-                    convention_code(convention),
-                )
+            form = self.topology.count_form
+            costs = tree_cost.block_costs(
+                form.group_of,
+                form.top_level,
+                self.idle_nodes,
+                int(size),
+                form.num_groups,
+                convention_code(convention),
+            )
             costs.setflags(write=False)
             self._block_cost_cache[key] = costs
         return costs

@@ -85,7 +85,7 @@ MEMBER = re.compile(r"\b(?:[A-Z]\w*\.)?[A-Z][A-Z_]{2,}\b")
 
 #: The examples the default suite runs. With the Python blocks they take about 55 s of CPU in a
 #: fresh clone, most of it Numba compiling: the batch simulator and trace loader (about 20 s, paid
-#: by the first of them) and the fat-tree kernels of "Python in ten lines" (about 14 s); run again,
+#: by the first of them) and the tree kernels of "Python in ten lines" (about 14 s); run again,
 #: each takes 1-2 s.
 CHEAP = (
     "tjap --version",
@@ -97,6 +97,8 @@ CHEAP = (
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl",
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows_mine.jsonl",
     "tjap solve windows_mine.jsonl --method auto --json > solved.json",
+    "tjap online --topology topology.conf --policy window --num-jobs 200",
+    "tjap online --topology topology.conf --policy easy --placement freeform --num-jobs 200",
     "tjap methods --system network",
     "tjap slurm place --help",
     "python -m benchmarks.slurm_topology --help",
@@ -217,6 +219,10 @@ QUOTED = {
     "tjap generate windows --topology topology.conf --num-windows 100 --out windows.jsonl": "100",
     "tjap bench exact --topology topology.conf --num-windows 100": "14010.2 14340.2",
     "tjap solve blocks-window.json --method dp": "OPTIMAL 38000",
+    "tjap online --topology topology.conf --policy window --num-jobs 200": "9243.34 1787.31",
+    "tjap online --topology topology.conf --policy easy --placement freeform --num-jobs 200": (
+        "10068.47 825.51"
+    ),
     "tjap solve blocks-window.json --method slurm-block": "74000",
     "tjap solve blocks-window.json --method kueue-bestfit": "38000",
     "tjap audit examples/audit/sacct.txt --topology examples/audit/topology.conf --timezone Etc/UTC": "120 111 30.3 6.5 6.5 95.5 5",

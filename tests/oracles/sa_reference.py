@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from tjap.heuristics.tree import _kernels as k
-from tjap.placement.tree._kernels import HOP_UNIT_COST
+from tjap.placement.tree.tree_cost import HOP_UNIT_COST
 
 
 def _cost(switch_q, pod_q, nodes, convention):

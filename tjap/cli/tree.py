@@ -131,8 +131,11 @@ def add_parser(sub) -> None:
         "online",
         help="replay a workload with a scheduling policy",
         description="Replay jobs of the paper's workload (or of a job list, "
-        "--workload FILE) on an empty cluster and report CH cost, "
-        "wait, utilization and makespan.",
+        "--workload FILE) on an empty cluster, one of the paper's layouts or "
+        "your own (--topology FILE), and report CH cost, wait, utilization "
+        "and makespan. Every policy and placement runs on any switch tree. The "
+        "job lists carry no job constraints (segment, within, exclusive): "
+        "every job is a plain node count.",
     )
     add_workload_options(p, paper=True)
     p.add_argument(
@@ -151,8 +154,29 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--layout",
         choices=("paper", "published"),
-        default="paper",
+        default=None,
         help="paper (default): k=20, 10 pods of 100; published: the authors' 25 pods of 40",
+    )
+    p.add_argument(
+        "--topology",
+        default=None,
+        metavar="FILE",
+        help="your cluster instead of --layout: a Slurm topology.conf (topology/tree "
+        "or topology/block), topology.yaml or JSON tree (Topology.to_dict). The "
+        "paper's generator is scaled to its node count as in tjap generate "
+        "windows --topology (1000+ nodes: runtimes x nodes/1000; fewer: jobs of "
+        "at most a quarter of the cluster, arriving less often); a --workload is "
+        "used as read. A Kubernetes node list (kubectl get nodes -o json or "
+        "yaml) is read as the tree of its node labels at --levels, Volcano "
+        "HyperNode manifests as their tree",
+    )
+    p.add_argument(
+        "--levels",
+        default=None,
+        metavar="KEY,KEY,...",
+        help="with a node list as --topology: the node label keys of its levels, top "
+        "first (e.g. topology.kubernetes.io/zone,example.com/rack), or a Kueue "
+        "Topology manifest naming them",
     )
     p.add_argument(
         "--policy",
@@ -629,18 +653,69 @@ def _generate_constrained(args, out) -> int:
     return 0
 
 
-def cmd_online(args) -> int:
+def online_topology(args):
+    """The cluster of ``tjap online``: the named ``--layout`` (default paper) or ``--topology
+    FILE``, never both. FILE is read as ``tjap generate windows --topology`` reads it
+    (:meth:`~tjap.placement.tree.topology.Topology.from_file`: a Slurm topology.conf of either
+    plugin, topology.yaml, a JSON tree), or, when its content is a Kubernetes node list, as the
+    tree its node labels draw at the ``--levels`` keys
+    (:meth:`~tjap.placement.tree.topology.Topology.from_node_labels`), or Volcano HyperNode
+    manifests (:meth:`~tjap.placement.tree.topology.Topology.from_hypernodes`)."""
     from tjap.placement.tree.fat_tree import FatTree
+    from tjap.placement.tree.sources import file_kind, read_utf8
+    from tjap.placement.tree.topology import Topology
+
+    if args.topology is None:
+        if args.levels is not None:
+            raise InvalidInputError("--levels needs --topology FILE, a node list")
+        return FatTree.from_layout(args.layout or "paper")
+    if args.layout is not None:
+        raise InvalidInputError(
+            "give --layout (one of the paper's fat-trees) or --topology FILE (your cluster), "
+            "not both"
+        )
+    path = Path(args.topology)
+    try:
+        if not path.exists():
+            raise InvalidInputError(f"no such topology file: {path}")
+        kind = file_kind(read_utf8(path, "topology file"), f"topology file {str(path)!r}")
+        if kind == "kube-nodes":
+            if args.levels is None:
+                raise InvalidInputError(
+                    "it is a node list: give the label keys of its levels, top first, with "
+                    "--levels KEY,KEY,... (or --levels FILE, a Kueue Topology)"
+                )
+            levels = (
+                Path(args.levels)
+                if Path(args.levels).is_file()
+                else [key.strip() for key in args.levels.split(",") if key.strip()]
+            )
+            return Topology.from_node_labels(path, levels)
+        if args.levels is not None:
+            raise InvalidInputError(f"--levels is for a node list, and this file is {kind}")
+        if kind == "hypernodes":
+            return Topology.from_hypernodes(path)
+        return Topology.from_file(path)
+    except InvalidInputError as exc:  # one line that names the file
+        text = str(exc)
+        raise InvalidInputError(
+            text if str(path) in text else f"--topology {path}: {text}"
+        ) from None
+
+
+def cmd_online(args) -> int:
     from tjap.placement.tree.online import replay
+    from tjap.placement.tree.stream import tree_load
     from tjap.placement.tree.workload import Workload
 
     solver = replay_solver(args.method, **method_options(args))  # bad options fail first
-    topology = FatTree.from_layout(args.layout)
+    topology = online_topology(args)
     workload, report = read_workload(args, topology.num_nodes, show=False)
     first = args.first_job
     if workload is None:
         num_jobs = args.num_jobs or 300
-        workload = Workload.generate(max(100_000, first + num_jobs), args.seed)
+        load = tree_load(topology.num_nodes) if args.topology is not None else {}
+        workload = Workload.generate(max(100_000, first + num_jobs), args.seed, **load)
     else:
         left = workload.num_jobs - first
         if left < 1:
@@ -671,7 +746,8 @@ def cmd_online(args) -> int:
         )
     metrics = schedule.metrics()
     if args.json:
-        print_json(metrics | workload_fields(args, report))
+        where = {} if args.topology is None else {"topology": str(args.topology)}
+        print_json(metrics | where | workload_fields(args, report))
     else:
         for k, v in metrics.items():
             print(f"{k:20s} {v:.2f}" if isinstance(v, float) else f"{k:20s} {v}")

@@ -290,7 +290,7 @@ def test_sampled_nsa_is_seeded_and_feasible(saved_policy, windows):
 
 def _brute_force_cheapest_valid_block(env):
     """The cheapest block among the valid starts, each block's node set costed on its own."""
-    from tjap.placement.tree._kernels import node_set_cost
+    from tree_cost_oracle import fat_tree_cost
 
     a, length = env.a, env.length
     size = int(a.sizes[env.order[env.step_index]])
@@ -299,9 +299,7 @@ def _brute_force_cheapest_valid_block(env):
     costs = []
     for start in np.flatnonzero(mask):
         block = alive[(start + np.arange(size)) % length]  # wraps to the head of Q
-        costs.append(
-            node_set_cost(a.switch_q[block], a.pod_q[block], a.num_switches, a.num_pods, env.code)
-        )
+        costs.append(fat_tree_cost(a.switch_q[block], a.pod_q[block], env.code))
     return int(np.flatnonzero(mask)[int(np.argmin(costs))]), float(min(costs))
 
 

@@ -34,15 +34,13 @@ def _brute_force_totals(env):
     """For each valid start: the cost of the current job's block there plus those of the later
     removed jobs, each then put at its cheapest block over the whole sequence (first of equal
     ones), every block costed on its own node set."""
-    from tjap.placement.tree._kernels import node_set_cost
+    from tree_cost_oracle import fat_tree_cost
 
     a = env.a
     sizes = [int(a.sizes[j]) for j in env.order[env.step_index :]]
 
     def cost(nodes):
-        return node_set_cost(
-            a.switch_q[nodes], a.pod_q[nodes], a.num_switches, a.num_pods, env.code
-        )
+        return fat_tree_cost(a.switch_q[nodes], a.pod_q[nodes], env.code)
 
     def take(alive, start, size):
         idx = [(start + i) % len(alive) for i in range(size)]

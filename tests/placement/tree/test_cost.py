@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tree_cost_oracle import fat_tree_block_costs, fat_tree_cost
 
 import tjap
 from tjap import FatTree, InvalidInputError, Window, assignment_cost, job_cost
-from tjap.placement.tree import _kernels
-from tjap.placement.tree.cost import convention_code, cost_from_counts
+from tjap.placement.tree.cost import cost_from_counts
 
 C = 1000
 
@@ -105,6 +105,19 @@ def test_cost_is_order_independent(data, rnd):
         assert job_cost(t, np.array(nodes), conv) == job_cost(t, nodes, conv)
 
 
+@settings(max_examples=150, deadline=None)
+@given(tree_and_nodes())
+def test_job_cost_is_the_fat_tree_formula_to_the_bit(data):
+    """The count form prices a fat-tree as the switch-and-pod formula did: the same floats."""
+    t, nodes = data
+    ids = np.array(nodes)
+    for conv in ("paper", "published"):
+        expected = fat_tree_cost(t.switch_of[ids], t.pod_of[ids], conv)
+        assert job_cost(t, nodes, conv) == expected
+        assert job_cost(t, ids, conv) == expected
+        assert job_cost(t, [str(v) for v in nodes], conv) == expected  # by name too
+
+
 @settings(max_examples=100, deadline=None)
 @given(tree_and_nodes())
 def test_cost_from_counts_matches_job_cost(data):
@@ -148,26 +161,21 @@ def test_assignment_cost_is_the_sum(tree):
     assert assignment_cost(tree, []) == 0.0
 
 
-# -- the SCAS block kernel ------------------------------------------------------------------------
+# -- the SCAS block costs -------------------------------------------------------------------------
 @pytest.mark.parametrize("seed", range(12))
-def test_block_costs_kernel_matches_job_cost(seed, window_factory):
+def test_block_costs_match_job_cost_and_the_fat_tree_formula(seed, window_factory):
     w = window_factory(seed, min_idle=1, max_idle=16)
     t = w.topology
     for conv in ("paper", "published"):
-        code = convention_code(conv)
         for n in range(1, w.num_idle + 1):
-            costs = _kernels.block_costs(
-                t.switch_of[w.idle_nodes],
-                t.pod_of[w.idle_nodes],
-                n,
-                t.num_edge_switches,
-                t.num_pods,
-                code,
-            )
+            costs = w.block_costs(n, conv)
             assert costs.shape == (w.num_idle,)
             expected = [job_cost(t, w.block(p, n), conv) for p in range(w.num_idle)]
             np.testing.assert_allclose(costs, expected, rtol=1e-12, atol=1e-9)
-            np.testing.assert_array_equal(w.block_costs(n, conv), costs)
+            formula = fat_tree_block_costs(
+                t.switch_of[w.idle_nodes], t.pod_of[w.idle_nodes], n, conv
+            )
+            np.testing.assert_array_equal(costs, formula)  # the same floats, not just close
 
 
 def test_block_wraps_to_head_of_q(tree):

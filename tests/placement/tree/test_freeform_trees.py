@@ -274,14 +274,32 @@ def test_window_replay_on_an_irregular_tree(method):
     assert job["names"] == [IRREGULAR.node_names[v] for v in job["nodes"]]
 
 
+@pytest.mark.parametrize("placement", ["firstfit", "contiguous", "freeform"])
 @pytest.mark.parametrize("policy", ["fcfs", "easy"])
-def test_per_job_policies_on_an_irregular_tree(policy):
+def test_per_job_policies_on_an_irregular_tree(policy, placement):
+    """Every placement of the per-job policies runs on a tree that is no fat-tree: each job gets
+    place_job's nodes among the nodes idle at its start (jobs starting together in arrival
+    order), and those are the cheapest set (freeform) or the cheapest block (contiguous) by the
+    pair-loop oracle."""
     workload = small_workload(seed=4)
-    schedule = replay(IRREGULAR, workload, policy=policy, placement="firstfit")
+    schedule = replay(IRREGULAR, workload, policy=policy, placement=placement)
     assert_valid(IRREGULAR, workload, schedule)
-    with pytest.raises(InvalidInputError, match="needs a FatTree") as info:
-        replay(IRREGULAR, workload, policy=policy, placement="freeform")
-    assert "\n" not in str(info.value)
+    busy_until = np.zeros(IRREGULAR.num_nodes, dtype=np.int64)
+    for j in sorted(range(workload.num_jobs), key=lambda j: (schedule.start_s[j], j)):
+        t, size = schedule.start_s[j], int(workload.requested_nodes[j])
+        idle = np.flatnonzero(busy_until <= t)
+        nodes = schedule.nodes[j]
+        assert sorted(nodes) == sorted(place_job(IRREGULAR, idle, size, placement))
+        if placement == "freeform":
+            best = single_job_oracle(IRREGULAR, idle.tolist(), size, "paper")
+            assert set_cost(IRREGULAR, nodes, "paper") == pytest.approx(best, abs=TOL)
+        elif placement == "contiguous":
+            m = idle.size
+            blocks = [[int(idle[(p + i) % m]) for i in range(size)] for p in range(m)]
+            best = min(set_cost(IRREGULAR, b, "paper") for b in blocks)
+            assert nodes in blocks
+            assert set_cost(IRREGULAR, nodes, "paper") == pytest.approx(best, abs=TOL)
+        busy_until[nodes] = t + workload.runtime_s[j]
 
 
 @pytest.mark.parametrize("convention", CONVENTIONS)

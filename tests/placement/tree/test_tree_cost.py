@@ -1,5 +1,6 @@
 """The cost on any switch tree (tjap.placement.tree.tree_cost): the count form and its kernels against
-a pair loop on random irregular trees, and against today's fat-tree cost and block kernel."""
+a pair loop on random irregular trees, and against the paper's fat-tree formula (switch and pod
+counts, tree_cost_oracle.fat_tree_cost) to the bit."""
 
 from collections import Counter
 
@@ -7,10 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tree_cost_oracle import pair_hops, set_cost_bruteforce
+from tree_cost_oracle import fat_tree_block_costs, fat_tree_cost, pair_hops, set_cost_bruteforce
 
 from tjap.core.errors import InvalidInputError
-from tjap.placement.tree import _kernels
 from tjap.placement.tree.cost import convention_code, job_cost
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.tree_cost import (
@@ -166,54 +166,51 @@ def test_one_switch_and_one_node():
     assert count_groups(*fat_tree_arrays(t)).cost([5], "published") == job_cost(t, [5], "published")
 
 
-# -- fat-trees: today's cost and block kernel -------------------------------------------------------
+# -- fat-trees: the paper's switch-and-pod formula ------------------------------------------------
 @settings(max_examples=150, deadline=None)
 @given(fat_tree_and_set())
-def test_equals_todays_job_cost_on_fat_trees(case):
+def test_equals_the_fat_tree_formula(case):
     t, nodes = case
     form = count_groups(*fat_tree_arrays(t))
     assert form.top_level == 3
+    ids = np.asarray(nodes)
     for convention in CONVENTIONS:
-        assert form.cost(nodes, convention) == job_cost(t, nodes, convention)
+        formula = fat_tree_cost(t.switch_of[ids], t.pod_of[ids], convention)
+        assert form.cost(nodes, convention) == formula
+        assert job_cost(t, nodes, convention) == formula
 
 
 @pytest.mark.parametrize("layout", ["paper", "published"])
-def test_equals_todays_costs_on_the_named_layouts(layout):
+def test_equals_the_fat_tree_formula_on_the_named_layouts(layout):
     t = FatTree.from_layout(layout)
     form = count_groups(*fat_tree_arrays(t))
     rng = np.random.default_rng(7)
     for _ in range(50):
         nodes = rng.choice(t.num_nodes, size=rng.integers(1, 200), replace=False)
         for convention in CONVENTIONS:
-            assert form.cost(nodes, convention) == job_cost(t, nodes, convention)
+            formula = fat_tree_cost(t.switch_of[nodes], t.pod_of[nodes], convention)
+            assert form.cost(nodes, convention) == formula
+            assert job_cost(t, nodes, convention) == formula
     q = rng.permutation(t.num_nodes)[:600]
     for size in (1, 7, 64, 600):
         for convention in CONVENTIONS:
-            today = _kernels.block_costs(
-                t.switch_of[q],
-                t.pod_of[q],
-                size,
-                t.num_edge_switches,
-                t.num_pods,
-                convention_code(convention),
-            )
-            np.testing.assert_array_equal(form.block_costs(q, size, convention), today)
+            formula = fat_tree_block_costs(t.switch_of[q], t.pod_of[q], size, convention)
+            np.testing.assert_array_equal(form.block_costs(q, size, convention), formula)
 
 
 @settings(max_examples=60, deadline=None)
 @given(fat_tree_and_set(), st.data())
-def test_block_costs_equal_todays_kernel_on_fat_trees(case, data):
+def test_block_costs_equal_the_fat_tree_formula(case, data):
     t, q = case
     size = data.draw(st.integers(1, len(q)))
     form = count_groups(*fat_tree_arrays(t))
     q = np.asarray(q, np.int64)
     for convention in CONVENTIONS:
         code = convention_code(convention)
-        today = _kernels.block_costs(
-            t.switch_of[q], t.pod_of[q], size, t.num_edge_switches, t.num_pods, code
-        )
+        formula = fat_tree_block_costs(t.switch_of[q], t.pod_of[q], size, convention)
         got = block_costs(form.group_of, form.top_level, q, size, form.num_groups, code)
-        np.testing.assert_array_equal(got, today)
+        np.testing.assert_array_equal(got, formula)
+        np.testing.assert_array_equal(got, t.count_form.block_costs(q, size, convention))
         assert list(got) == blocks_reference(form, list(q), size, convention)
 
 
