@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "oracles"))
 import sa_reference  # noqa: E402  (the test suite's plain-Python twin)
 
 from benchmarks.common import one_line_errors, parser  # noqa: E402
