@@ -44,7 +44,7 @@ import time
 import numpy as np
 
 from tjap.core.backends import Deadline, Slices
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.heuristics.tree import _kernels
 from tjap.heuristics.tree.operators import (
     REINSERT,
@@ -251,12 +251,7 @@ def anneal(
         loop's iterations per second.
     """
     started = time.perf_counter()
-    if (
-        isinstance(iterations, bool)
-        or not isinstance(iterations, (int, np.integer))
-        or iterations < 0
-    ):
-        raise InvalidInputError(f"iterations must be a non-negative integer, got {iterations!r}")
+    check_int("iterations", iterations, 0)
     if reinsert not in REINSERT:
         raise InvalidInputError(f"reinsert must be one of {', '.join(REINSERT)}, got {reinsert!r}")
     repair = make_repair(repair)
