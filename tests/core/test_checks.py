@@ -160,7 +160,8 @@ def test_callers_word_their_checks_alike():
             lambda: FatTree(num_nodes=np.bool_(True), nodes_per_switch=2, switches_per_pod=2),
             "num_nodes must be a positive integer, got np.True_",
         ),
-        (lambda: make_cluster("fattree", 4.0), "fattree k must be an integer, got 4.0"),
+        # 4.5: make_cluster caches by value, and 4.0 == 4 would find a k=4 cluster built before
+        (lambda: make_cluster("fattree", 4.5), "fattree k must be an integer, got 4.5"),
     ]
     for make, message in cases:
         with pytest.raises(InvalidInputError) as caught:
