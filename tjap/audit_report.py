@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, is_int
 
 #: The most jobs the scatter of cost over time draws; more are sampled evenly (the page says so).
 MAX_POINTS = 50_000
@@ -200,7 +200,7 @@ def _number(x) -> str:
     """A cost or count for people: thousands separated, about three significant digits."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
-    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+    if is_int(x):
         return f"{int(x):,}"
     x = float(x)
     if x == int(x) and abs(x) < 1e15:

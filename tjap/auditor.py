@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError, Terminated
+from tjap.core.errors import InvalidInputError, Terminated, check_int, is_int
 
 #: Version of the JSON layout of :meth:`AuditResult.to_dict`.
 AUDIT_FORMAT = 1
@@ -113,7 +113,7 @@ def _when(value, tz, what: str) -> int | None:
     (``2026-11-01`` or ``2026-11-01T08:00``) in the records' timezone ``tz``."""
     if value is None:
         return None
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if is_int(value):
         return int(value)
     if isinstance(value, datetime):
         moment = value
@@ -466,10 +466,8 @@ def audit(
     if slurm not in SLURM_RULES:
         raise InvalidInputError(f"slurm must be one of {', '.join(SLURM_RULES)}, got {slurm!r}")
     convention_code(convention)
-    if isinstance(min_nodes, bool) or not isinstance(min_nodes, (int, np.integer)) or min_nodes < 2:
-        raise InvalidInputError(f"min_nodes must be an integer of at least 2, got {min_nodes!r}")
-    if isinstance(worst, bool) or not isinstance(worst, (int, np.integer)) or worst < 0:
-        raise InvalidInputError(f"worst must be a non-negative integer, got {worst!r}")
+    check_int("min_nodes", min_nodes, 2)
+    check_int("worst", worst, 0)
     if slurm_rule not in ("auto", "tree", "block"):
         raise InvalidInputError(f"slurm_rule must be auto, tree or block, got {slurm_rule!r}")
     topo, topo_source, is_block = _topology(topology)

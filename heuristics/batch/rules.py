@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.result import Measurement
 from tjap.placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from tjap.placement.batch.jobs import Jobs
@@ -164,8 +164,7 @@ def evaluate(
     Returns an :class:`Evaluation`: method (the provisioner's name), status FEASIBLE, objective
     (the mean interruption, hours), runtime_s, and ``seed`` as given (the seed that drew
     ``times`` and built the provisioner, recorded with the figures)."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
+    check_int("seed", seed)
     started = time.perf_counter()
     outcomes = np.array(
         [

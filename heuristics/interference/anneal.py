@@ -11,11 +11,10 @@ running jobs count (:func:`_batch_objective`).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.anneal import accept_move
+from tjap.core.errors import InvalidInputError, check_int, check_number
 from tjap.core.jit import njit
 from tjap.heuristics.interference.rules import TASK_RULES, TaskPolicy, WholeJobPolicy
 from tjap.placement.interference import _kernels as sim_kern
@@ -283,8 +282,8 @@ def _anneal_batch(
     accepted = 0
     saved_links = np.empty((16, flow_links.shape[1]), np.int64)
     saved_len = np.empty(16, np.int64)
+    ratio = t_end / t_start
     for it in range(iterations):
-        temp = t_start * (t_end / t_start) ** (it / max(iterations - 1, 1))
         t = np.random.randint(n_tasks)
         g_new = candidates[np.random.randint(candidates.shape[0])]
         g_old = bt_group[t]
@@ -373,7 +372,8 @@ def _anneal_batch(
             nb_task_pcie,
             nb_workers,
         )
-        if value <= current or np.random.random() < math.exp((current - value) / temp):
+        # the one accept step (tjap.core.anneal), drawing from Numba's generator seeded above
+        if accept_move(value - current, True, t_start, ratio, it, iterations, None):
             current = value
             accepted += 1
             if value < best - 1e-12:
@@ -421,17 +421,9 @@ class OptPolicy:
         t_end: float = 0.005,
         start: str = "tetris",
     ):
-        if (
-            isinstance(iterations, bool)
-            or not isinstance(iterations, (int, np.integer))
-            or not 0 <= iterations <= 10**7
-        ):
-            raise InvalidInputError(
-                f"opt iterations must be an integer in [0, 1e7], got {iterations!r}"
-            )
+        check_int("opt iterations", iterations, 0, 10**7, must="an integer in [0, 1e7]")
         for name, value in (("t_start", t_start), ("t_end", t_end)):
-            if not isinstance(value, (int, float)) or not value > 0:
-                raise InvalidInputError(f"opt {name} must be a positive number, got {value!r}")
+            check_number(f"opt {name}", value, 0, low_open=True)
         if start not in TASK_RULES and start != "whole":
             raise InvalidInputError(
                 f"opt start must be one of {', '.join(TASK_RULES)}, whole; got {start!r}"

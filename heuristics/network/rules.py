@@ -30,7 +30,7 @@ from collections import deque
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import check_number
 from tjap.core.result import Status
 from tjap.placement.network.engine import Engine
 from tjap.placement.network.exact import solve_request
@@ -44,8 +44,7 @@ class TetrisPolicy:
     routing = "shortest"
 
     def __init__(self, penalty: float = 0.9):
-        if not isinstance(penalty, (int, float)) or not 0 < penalty <= 1:
-            raise InvalidInputError(f"tetris penalty must be a number in (0, 1], got {penalty!r}")
+        check_number("tetris penalty", penalty, 0, 1, low_open=True)
         self.penalty = float(penalty)
 
     def reset(self, topology: Topology, seed: int) -> None:
@@ -171,10 +170,8 @@ class ExactPolicy(_PlannedPolicy):
     routing = "shortest"  # unused: every path is named by the plan
 
     def __init__(self, time_limit_s: float | None = 1.0, workers: int = 1):
-        if time_limit_s is not None and (
-            not isinstance(time_limit_s, (int, float)) or time_limit_s <= 0
-        ):
-            raise InvalidInputError(f"exact time_limit_s must be positive, got {time_limit_s!r}")
+        if time_limit_s is not None:
+            check_number("exact time_limit_s", time_limit_s, 0, low_open=True)
         self.time_limit_s, self.workers = time_limit_s, int(workers)
 
     def reset(self, topology: Topology, seed: int) -> None:

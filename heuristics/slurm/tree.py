@@ -68,7 +68,7 @@ import time
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.jit import njit
 from tjap.core.result import Status
 from tjap.placement.tree.jobs import refuse_constraints
@@ -441,8 +441,7 @@ def slurm_tree_nodes(topology: Topology, idle, size: int, *, slurm: str = "22.05
     """
     topology = _check_topology(topology)
     newer = _newer(slurm)
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
-        raise InvalidInputError(f"size must be a positive integer, got {size!r}")
+    check_int("size", size, 1)
     avail = _avail_mask(topology, idle)
     if int(avail.sum()) < size:
         raise InvalidInputError(

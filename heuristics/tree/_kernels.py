@@ -8,20 +8,23 @@ type of its argument, see :func:`pick_start`); the public operator classes in
 The tree enters as its count form (see :mod:`tjap.placement.tree._dcas_kernels`): ``group_q`` (the
 group of each idle position per row), ``shallow`` (each row's shallow group), ``top_level`` and
 ``num_groups``, built by :class:`tjap.placement.tree.dcas.Arrays`; the same kernels serve the paper's
-fat-tree and any switch tree. A window whose jobs carry constraints runs its own loop,
-:func:`anneal_constrained`, on the constrained DCAS kernels of
-:mod:`tjap.placement.tree._dcas_constraints` (a plain loop: its moves cost far more than the
-reference counting the fast loop avoids).
+fat-tree and any switch tree.
 
-The loop (:func:`anneal`) is written for speed: no call and no opaque code inside a move, small
-branch-free kernels inlined flat into it, so that Numba can drop the reference counting of its
-arrays (see the notes in the random-draw section and in the loop).
+One loop, :func:`anneal`, runs SA, LNS and NSA, on windows with or without job constraints: a
+window whose jobs carry constraints passes its rules, and each move is then placed by the
+constrained DCAS kernels of :mod:`tjap.placement.tree._dcas_constraints` (a call per move: those
+moves cost far more than the reference counting the flat code avoids). Without rules the move is
+written for speed: no call and no opaque code inside it, small branch-free kernels inlined flat
+into it, so that Numba can drop the reference counting of its arrays (see the notes in the
+random-draw section and in the loop). Its random draws and its accept step are those of every
+annealing loop (:mod:`tjap.core.anneal`).
 """
 
 import numpy as np
 from numba import types
 from numba.extending import overload
 
+from tjap.core.anneal import accept_move, draw, rng_reserve, rng_seed, rng_state
 from tjap.core.jit import njit, njit_inline
 from tjap.heuristics.tree._mlp_kernels import (
     CFG_LOOKAHEAD,
@@ -57,103 +60,14 @@ ACCEPT_IMPROVING = 1  # accept only moves that do not worsen the current cost (d
 
 
 # -- random draws --------------------------------------------------------------------------------
-# The loop draws from its own MT19937 generator: the generator of np.random.RandomState and of
-# Numba's np.random, seeded the same way (init_genrand) and read the same way (random_sample), so
-# the draws are the same as the plain-Python twin's. Its state is one int64 array: the 624 words,
-# the position and the end of the buffered draws, then the buffer (random_sample's 53-bit
-# integers), filled a twist (312 draws) at a time. The loop refills it between moves
-# (:func:`rng_reserve`), so a draw inside the move is a load. Why not Numba's np.random: it is an
-# opaque call, and an opaque call (or any kernel call) inside the move keeps the atomic reference
-# counting of the loop's arrays, which cost more than the move itself.
-_MT_N = 624
-_MT_M = 397
-_MASK32 = 0xFFFFFFFF
-_DRAW_POS = _MT_N  # the next buffered draw
-_DRAW_END = _MT_N + 1  # the end of the buffered draws
-_DRAWS = _MT_N + 2  # the buffer of draws
-_TWO_TO_53 = 9007199254740992.0
+# The loop draws from its own MT19937 generator (tjap.core.anneal: rng_state, rng_seed,
+# rng_reserve, draw), refilled between moves, so a draw inside the move is a load: Numba's
+# np.random is an opaque call, and an opaque call (or any kernel call) inside the move keeps the
+# atomic reference counting of the loop's arrays, which cost more than the move itself.
+
 # destroy flags removed steps in the high half of its scratch array of step indices
 _LOW = 0xFFFFFFFF
 _FLAG = 1 << 32
-
-
-@njit
-def rng_state(max_reserve):
-    """A generator state for reservations (:func:`rng_reserve`) of up to ``max_reserve`` draws."""
-    return np.zeros(_DRAWS + max_reserve + _MT_N // 2, np.int64)
-
-
-@njit
-def rng_seed(state, seed):
-    """Seed the generator as ``np.random.seed(seed)`` (init_genrand); the buffer is empty."""
-    x = seed & _MASK32
-    for i in range(_MT_N):
-        state[i] = x
-        x = (1812433253 * (x ^ (x >> 30)) + i + 1) & _MASK32
-    state[_DRAW_POS] = 0
-    state[_DRAW_END] = 0
-
-
-@njit
-def _rng_refill(state):
-    """Move the unused buffered draws to the front and append the 312 draws of the next twist of
-    the 624 words (random_sample: 53 bits from two tempered words)."""
-    used = state[_DRAW_POS]
-    left = state[_DRAW_END] - used
-    for i in range(left):
-        state[_DRAWS + i] = state[_DRAWS + used + i]
-    for t in range(_MT_N):  # the twist
-        y = (state[t] & 0x80000000) | (state[(t + 1) % _MT_N] & 0x7FFFFFFF)
-        x = state[(t + _MT_M) % _MT_N] ^ (y >> 1)
-        if y & 1:
-            x ^= 0x9908B0DF
-        state[t] = x
-    for i in range(_MT_N // 2):  # tempering, two words a draw
-        a = state[2 * i]
-        a ^= a >> 11
-        a ^= (a << 7) & 0x9D2C5680
-        a ^= (a << 15) & 0xEFC60000
-        a ^= a >> 18
-        b = state[2 * i + 1]
-        b ^= b >> 11
-        b ^= (b << 7) & 0x9D2C5680
-        b ^= (b << 15) & 0xEFC60000
-        b ^= b >> 18
-        state[_DRAWS + left + i] = (a >> 5) * 67108864 + (b >> 6)
-    state[_DRAW_POS] = 0
-    state[_DRAW_END] = left + _MT_N // 2
-
-
-@njit_inline
-def rng_reserve(state, count):
-    """Make sure that the next ``count`` draws are buffered (``count`` at most the state's
-    ``max_reserve``)."""
-    while state[_DRAW_POS] + count > state[_DRAW_END]:
-        _rng_refill(state)
-
-
-@njit_inline
-def _buffered_draw(state):
-    i = state[_DRAW_POS]
-    state[_DRAW_POS] = i + 1
-    return state[_DRAWS + i] / _TWO_TO_53
-
-
-def draw(rng):
-    """A uniform double in [0, 1): the next buffered draw of the generator state ``rng`` (see
-    :func:`rng_reserve`), or from Numba's global generator (:func:`seed_rng`) if ``rng`` is None."""
-
-
-@njit_inline
-def _accepted(delta, accept, t_max, ratio, it, iterations, rng):
-    """The acceptance test of one move: improving or equal always; worse with the Metropolis
-    probability at this iteration's temperature, or never."""
-    if delta <= 0.0:
-        return True
-    if accept == ACCEPT_METROPOLIS:
-        temperature = t_max * ratio ** (it / max(iterations - 1, 1))
-        return draw(rng) < np.exp(-delta / temperature)
-    return False
 
 
 @njit_inline
@@ -161,14 +75,6 @@ def _copy_solution(order, starts, to_order, to_starts):
     for i in range(order.shape[0]):
         to_order[i] = order[i]
         to_starts[i] = starts[i]
-
-
-@overload(draw, inline="always", jit_options={"cache": True, "nogil": True})
-def _draw(rng):
-    if isinstance(rng, (types.NoneType, types.Omitted)):
-        return lambda rng: np.random.random()
-
-    return lambda rng: _buffered_draw(rng)
 
 
 @njit
@@ -739,126 +645,13 @@ CHUNK = 256
 
 
 @njit
-def chunk_seed(seed, it_begin):
-    return (seed * 1_000_003 + it_begin // CHUNK) % 4294967296
+def chunk_seed(seed, it_begin, chunk=CHUNK):
+    """The seed of the chunk of ``chunk`` iterations that holds iteration ``it_begin``."""
+    return (seed * 1_000_003 + it_begin // chunk) % 4294967296
 
 
-@njit
-def anneal(
-    group_q,
-    shallow,
-    top_level,
-    num_groups,
-    convention,
-    sizes,
-    cur_order,
-    cur_starts,
-    cur,
-    best_order,
-    best_starts,
-    best,
-    it_begin,
-    it_end,
-    iterations,
-    t_max,
-    t_min,
-    max_remove,
-    repair,
-    q,
-    reinsert,
-    accept,
-    seed,
-):
-    """Iterations [it_begin, it_end) of simulated annealing / LNS over DCAS solutions
-    (Algorithm 1 of seed 002), with exponential cooling from t_max to t_min over ``iterations``.
-
-    The current and best solutions are updated in place; returns (current cost, best cost,
-    accepted moves, improving moves). On rejection the search stays at the current solution
-    (the published code did not). ``it_begin`` must be a multiple of CHUNK.
-    """
-    num_jobs = sizes.shape[0]
-    m = group_q.shape[1]
-    ends = row_ends(group_q)
-    job_cost = np.empty(num_jobs)
-    words = taken_words(m)
-    taken = np.empty(words, np.uint64)
-    free_word = np.empty(words, np.uint64)  # the taken bitmap of an empty solution
-    reset_taken(free_word, m)
-    alive = np.empty(m, np.int64)
-    picks = np.empty(num_jobs, np.int64)
-    new_order = np.empty(num_jobs, np.int64)
-    new_starts = np.empty(num_jobs, np.int64)
-    draws_per_move = 2 + 2 * num_jobs  # at most: destroy 1 + k, repair k, acceptance 1
-    rng = rng_state(draws_per_move)
-    accepted = 0
-    improved = 0
-    ratio = t_min / t_max
-    for it in range(it_begin, it_end):
-        if it % CHUNK == 0 or it == it_begin:
-            rng_seed(rng, chunk_seed(seed, it))
-        rng_reserve(rng, draws_per_move)
-        # destroy, retake_kept and reinsert_removed, written out: kernels nested in kernels in
-        # this loop would keep the reference counting of their array arguments (atomic updates
-        # that Numba prunes only in flat code), which cost about as much as the move itself
-        k = _removed_steps(picks, num_jobs, max_remove, rng)
-        kept = _split_steps(cur_order, cur_starts, new_order, new_starts, picks, k)
-        _sort_removed(sizes, new_order, picks, kept, reinsert)
-        length = m
-        for w in range(words):
-            taken[w] = free_word[w]
-        for step in range(kept):
-            j = new_order[step]
-            job_cost[j] = take_block_cost(
-                taken, new_starts[step], sizes[j], group_q, ends, shallow, top_level, convention
-            )
-            length -= sizes[j]
-        others = 0  # nodes of the jobs still to re-insert after this one (the learned repair)
-        for step in range(kept, num_jobs):
-            others += sizes[new_order[step]]
-        for step in range(kept, num_jobs):
-            j = new_order[step]
-            others -= sizes[j]
-            start = pick_start(
-                group_q,
-                ends,
-                shallow,
-                top_level,
-                num_groups,
-                taken,
-                length,
-                alive,
-                sizes[j],
-                convention,
-                repair,
-                q,
-                others,
-                num_jobs - step - 1,
-                sizes,
-                new_order,
-                step,
-                rng,
-            )
-            new_starts[step] = start
-            job_cost[j] = take_block_cost(
-                taken, start, sizes[j], group_q, ends, shallow, top_level, convention
-            )
-            length -= sizes[j]
-        new = 0.0
-        for j in range(num_jobs):  # in job order, as the plain-Python twin sums
-            new += job_cost[j]
-        if _accepted(new - cur, accept, t_max, ratio, it, iterations, rng):
-            cur = new
-            _copy_solution(new_order, new_starts, cur_order, cur_starts)
-            accepted += 1
-            if new < best:
-                best = new
-                _copy_solution(new_order, new_starts, best_order, best_starts)
-                improved += 1
-    return cur, best, accepted, improved
-
-
-#: The constrained loop re-seeds its RNG every CONSTRAINED_CHUNK iterations (its moves try every
-#: start of a job, so a time limit is checked more often).
+#: On a window with constraints the loop re-seeds its RNG every CONSTRAINED_CHUNK iterations
+#: (its moves try every start of a job, so a time limit is checked more often).
 CONSTRAINED_CHUNK = 16
 
 
@@ -1031,13 +824,13 @@ def constrained_move(
 
 
 @njit
-def anneal_constrained(
+def anneal(
     group_q,
     shallow,
     top_level,
+    num_groups,
     convention,
     sizes,
-    rules,
     cur_order,
     cur_starts,
     cur,
@@ -1055,55 +848,130 @@ def anneal_constrained(
     reinsert,
     accept,
     seed,
+    rules=None,
 ):
-    """:func:`anneal` on a window with constraints (``rules``:
-    :class:`tjap.placement.tree.dcas.Rules`), over the constrained DCAS solutions: the same
-    destroy, re-insertion order and acceptance, each move placed by :func:`constrained_move`
-    (``repair``: a drawn or the greedy code). A move that leaves some job without an allowed
-    start is rejected, so the current and best solutions stay feasible. ``it_begin`` must be a
-    multiple of CONSTRAINED_CHUNK."""
+    """Iterations [it_begin, it_end) of simulated annealing / LNS over DCAS solutions
+    (Algorithm 1 of seed 002), with exponential cooling from t_max to t_min over ``iterations``:
+    the one loop of SA, LNS and NSA, with or without job constraints.
+
+    Each move removes 1..max_remove random jobs (re-inserted in ``reinsert`` order), places the
+    steps again and takes the new solution by the one accept step
+    (:func:`tjap.core.anneal.accept_move`: ``accept`` Metropolis or improving only). The current
+    and best solutions are updated in place; returns (current cost, best cost, accepted moves,
+    improving moves). On rejection the search stays at the current solution (the published code
+    did not).
+
+    Without ``rules`` (a window without constraints) a move keeps the kept steps' starts and
+    re-inserts the removed jobs at the starts ``repair`` picks (:func:`pick_start`), written out
+    flat; the RNG is re-seeded every CHUNK iterations. With ``rules``
+    (:attr:`tjap.placement.tree.dcas.Rules.args`) the move is :func:`constrained_move` over the
+    constrained DCAS solutions (``repair``: a drawn or the greedy code); a move that leaves some
+    job without an allowed start is rejected, so the current and best solutions stay feasible;
+    the RNG is re-seeded every CONSTRAINED_CHUNK iterations. Numba compiles one loop per kind
+    (``rules`` None prunes the constrained branches before typing, and the reverse), so the
+    loop without constraints is the flat code it was. ``it_begin`` must be a multiple of the
+    chunk."""
     num_jobs = sizes.shape[0]
-    state, alive, seq_domains, walk, out, busy = rules_k.scratch(rules, group_q.shape[1])
+    m = group_q.shape[1]
+    chunk = CHUNK if rules is None else CONSTRAINED_CHUNK
     job_cost = np.empty(num_jobs)
+    if rules is None:
+        ends = row_ends(group_q)
+        words = taken_words(m)
+        taken = np.empty(words, np.uint64)
+        free_word = np.empty(words, np.uint64)  # the taken bitmap of an empty solution
+        reset_taken(free_word, m)
+        alive = np.empty(m, np.int64)
+    else:
+        state, alive, seq_domains, walk, out, busy = rules_k.scratch(rules, m)
     picks = np.empty(num_jobs, np.int64)
     new_order = np.empty(num_jobs, np.int64)
     new_starts = np.empty(num_jobs, np.int64)
-    draws_per_move = 2 + 2 * num_jobs  # at most: destroy 1 + k, repair one per job, acceptance 1
+    draws_per_move = 2 + 2 * num_jobs  # at most: destroy 1 + k, repair k, acceptance 1
     rng = rng_state(draws_per_move)
     accepted = 0
     improved = 0
+    metropolis = accept == ACCEPT_METROPOLIS
     ratio = t_min / t_max
     for it in range(it_begin, it_end):
-        if it % CONSTRAINED_CHUNK == 0 or it == it_begin:
-            rng_seed(rng, (seed * 1_000_003 + it // CONSTRAINED_CHUNK) % 4294967296)
+        if it % chunk == 0 or it == it_begin:
+            rng_seed(rng, chunk_seed(seed, it, chunk))
         rng_reserve(rng, draws_per_move)
         k = _removed_steps(picks, num_jobs, max_remove, rng)
         kept = _split_steps(cur_order, cur_starts, new_order, new_starts, picks, k)
         _sort_removed(sizes, new_order, picks, kept, reinsert)
-        new = constrained_move(
-            rules,
-            group_q,
-            shallow,
-            top_level,
-            convention,
-            sizes,
-            new_order,
-            new_starts,
-            kept,
-            job_cost,
-            state,
-            alive,
-            seq_domains,
-            walk,
-            out,
-            busy,
-            repair,
-            q,
-            rng,
-        )
-        if new == np.inf:
-            continue
-        if _accepted(new - cur, accept, t_max, ratio, it, iterations, rng):
+        if rules is None:
+            # retake_kept and reinsert_removed, written out: kernels nested in kernels in this
+            # loop would keep the reference counting of their array arguments (atomic updates
+            # that Numba prunes only in flat code), which cost about as much as the move itself
+            length = m
+            for w in range(words):
+                taken[w] = free_word[w]
+            for step in range(kept):
+                j = new_order[step]
+                job_cost[j] = take_block_cost(
+                    taken, new_starts[step], sizes[j], group_q, ends, shallow, top_level, convention
+                )
+                length -= sizes[j]
+            others = 0  # nodes of the jobs still to re-insert after this one (the learned repair)
+            for step in range(kept, num_jobs):
+                others += sizes[new_order[step]]
+            for step in range(kept, num_jobs):
+                j = new_order[step]
+                others -= sizes[j]
+                start = pick_start(
+                    group_q,
+                    ends,
+                    shallow,
+                    top_level,
+                    num_groups,
+                    taken,
+                    length,
+                    alive,
+                    sizes[j],
+                    convention,
+                    repair,
+                    q,
+                    others,
+                    num_jobs - step - 1,
+                    sizes,
+                    new_order,
+                    step,
+                    rng,
+                )
+                new_starts[step] = start
+                job_cost[j] = take_block_cost(
+                    taken, start, sizes[j], group_q, ends, shallow, top_level, convention
+                )
+                length -= sizes[j]
+            new = 0.0
+            for j in range(num_jobs):  # in job order, as the plain-Python twin sums
+                new += job_cost[j]
+        else:
+            new = constrained_move(
+                rules,
+                group_q,
+                shallow,
+                top_level,
+                convention,
+                sizes,
+                new_order,
+                new_starts,
+                kept,
+                job_cost,
+                state,
+                alive,
+                seq_domains,
+                walk,
+                out,
+                busy,
+                repair,
+                q,
+                rng,
+            )
+            if new == np.inf:  # some job has no allowed start
+                continue
+        if accept_move(new - cur, metropolis, t_max, ratio, it, iterations, rng):
             cur = new
             _copy_solution(new_order, new_starts, cur_order, cur_starts)
             accepted += 1

@@ -44,7 +44,7 @@ import time
 import numpy as np
 
 from tjap.core.backends import Deadline, Slices
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.registry import solver
 from tjap.heuristics.tree import _kernels
 from tjap.heuristics.tree.operators import (
@@ -251,12 +251,7 @@ def anneal(
         loop's iterations per second.
     """
     started = time.perf_counter()
-    if (
-        isinstance(iterations, bool)
-        or not isinstance(iterations, (int, np.integer))
-        or iterations < 0
-    ):
-        raise InvalidInputError(f"iterations must be a non-negative integer, got {iterations!r}")
+    check_int("iterations", iterations, 0)
     if reinsert not in REINSERT:
         raise InvalidInputError(f"reinsert must be one of {', '.join(REINSERT)}, got {reinsert!r}")
     repair = make_repair(repair)
@@ -297,16 +292,16 @@ def anneal(
             iterations=0,
             info=info,
         )
+    args = (*a.tree, code, a.sizes)
     if constrained:
-        loop, chunk = _kernels.anneal_constrained, _kernels.CONSTRAINED_CHUNK
-        repair_arg = repair.code
-        args = (a.group_q, a.shallow, a.top_level, code, a.sizes, rules.args)
+        chunk, repair_arg, rules_arg = _kernels.CONSTRAINED_CHUNK, repair.code, (rules.args,)
         cur = sum(rules.place(cur_order, cur_starts, code)[1].tolist())
         start_steps = (cur_order.copy(), cur_starts.copy())
     else:
-        loop, chunk = _kernels.anneal, _kernels.CHUNK
+        # no rules given: the loop's kind without constraints (rules omitted, not None, so the
+        # callers that leave it out share one compiled loop)
+        chunk, rules_arg = _kernels.CHUNK, ()
         repair_arg = repair.kernel_argument(window, a)  # its kind is chosen by type
-        args = (*a.tree, code, a.sizes)
         cur = _kernels.solution_cost(*args, cur_order, cur_starts)
     initial_cost = cur
     best, best_order, best_starts = cur, cur_order.copy(), cur_starts.copy()
@@ -330,7 +325,7 @@ def anneal(
         step = unit if unit < chunk else chunk if time_limit_s is not None else slices.size
         end = min(done + step, iterations)
         tick = time.perf_counter()
-        cur, best, acc, imp = loop(
+        cur, best, acc, imp = _kernels.anneal(
             *args,
             cur_order,
             cur_starts,
@@ -349,6 +344,7 @@ def anneal(
             REINSERT[reinsert],
             accept.code,
             seed if unit == chunk else _slice_seed(seed, done, chunk),
+            *rules_arg,
         )
         last_s, calls = time.perf_counter() - tick, calls + 1  # the first call loads kernels
         slices.took(last_s)

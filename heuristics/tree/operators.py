@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, check_number
 from tjap.heuristics.tree import _kernels as k
 from tjap.placement.tree._dcas_kernels import taken_words
 
@@ -83,18 +83,8 @@ class LookaheadRepair(Repair):
                 "LookaheadRepair takes its options by keyword: "
                 "LookaheadRepair(k=..., temperature=...)"
             )
-        if isinstance(self.k, bool) or not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise InvalidInputError(
-                f"look-ahead k must be an integer of at least 1, got {self.k!r}"
-            )
-        if not (
-            isinstance(self.temperature, (int, float, np.floating))
-            and not isinstance(self.temperature, bool)
-            and 0 <= self.temperature < np.inf
-        ):
-            raise InvalidInputError(
-                f"look-ahead temperature must be a finite number >= 0, got {self.temperature!r}"
-            )
+        check_int("look-ahead k", self.k, 1)
+        check_number("look-ahead temperature", self.temperature, 0, must="a finite number >= 0")
 
     def kernel_argument(self, window, arrays):
         return (
@@ -153,9 +143,8 @@ class ImprovingOnly:
 
 def make_repair(repair, q: int = 100) -> Repair:
     """A Repair from a name ("paper", "uniform", "greedy", "lookahead") or an instance. ``q``, the paper
-    repair's range, must be an integer of at least 1 whichever repair is named."""
-    if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 1:
-        raise InvalidInputError(f"repair q must be an integer of at least 1, got {q!r}")
+    repair's range, must be a positive integer whichever repair is named."""
+    check_int("repair q", q, 1)
     if isinstance(repair, Repair):
         return repair
     if not isinstance(repair, str) or repair not in REPAIRS:

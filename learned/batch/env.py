@@ -21,7 +21,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.learned.batch.features import SCALES, normalise, observation
 from tjap.placement.batch.chained import HOUR_S, ChainedEpisode, Pair
 from tjap.placement.batch.jobs import Jobs
@@ -64,8 +64,7 @@ class ProvisionEnv(gym.Env):
             raise InvalidInputError("ProvisionEnv needs at least one injection time")
         if e_interruption < 0 or e_overlap < 0:
             raise InvalidInputError("the penalty weights e_interruption and e_overlap must be >= 0")
-        if isinstance(cache, bool) or not isinstance(cache, int) or cache < 1:
-            raise InvalidInputError(f"cache must be a positive integer, got {cache!r}")
+        check_int("cache", cache, 1)
         self.jobs, self.times, self.cluster_nodes, self.pair = jobs, times, cluster_nodes, pair
         self.config, self.history = config, history
         self.e_interruption, self.e_overlap = e_interruption, e_overlap

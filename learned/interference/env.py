@@ -56,7 +56,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.learned.interference.features import (
     ALL,
     EDGE_FEATURES,
@@ -174,13 +174,7 @@ class InterferenceEnv(gym.Env):
         self.level = check_level(level)
 
         self.cluster = make_cluster(topology, k, arch)
-        if (
-            isinstance(intervals, bool)
-            or not isinstance(intervals, (int, np.integer))
-            or intervals < 1
-        ):
-            raise InvalidInputError(f"intervals must be a positive integer, got {intervals!r}")
-        self.intervals, self.pattern = int(intervals), pattern
+        self.intervals, self.pattern = check_int("intervals", intervals, 1), pattern
         self.rate = default_rate(self.cluster) if rate is None else rate
         self.extra_intervals, self.wait_penalty = int(extra_intervals), float(wait_penalty)
         if reward not in REWARDS:

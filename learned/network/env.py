@@ -18,7 +18,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.learned.network.features import FeatureBuilder
 from tjap.placement.network import Episode, Outcome, Requests, Topology, paper_topology
 
@@ -53,14 +53,7 @@ class NetworkAllocEnv(gym.Env):
                 "all topologies of one NetworkAllocEnv must have the same "
                 f"servers and switches, got {sorted(shapes)}"
             )
-        if (
-            isinstance(requests, bool)
-            or not isinstance(requests, (int, np.integer))
-            or requests < 1
-        ):
-            raise InvalidInputError(
-                f"requests per episode must be a positive integer, got {requests!r}"
-            )
+        check_int("requests per episode", requests, 1)
         self.topologies = topologies
         self.requests_per_episode = int(requests)
         self.routing, self.max_servers, self.load = routing, max_servers, load

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.heuristics.tree import _kernels as k
 from tjap.heuristics.tree._mlp_kernels import net_config, net_scratch, pack_layers
 from tjap.heuristics.tree.anneal import SA_PRESETS, anneal, preset_options
@@ -120,9 +120,7 @@ class LearnedRepair(Repair):
     lookahead: int = 0
 
     def __post_init__(self):
-        k = self.lookahead
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise InvalidInputError(f"lookahead must be a non-negative integer (0: off), got {k!r}")
+        check_int("lookahead", self.lookahead, 0, must="a non-negative integer (0: off)")
 
     @classmethod
     def load(

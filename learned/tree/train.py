@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 
 #: Layout and cost convention of each setting; the environment's loop (re-insertion order, n^D,
 #: q) is by default that of the SA preset of the same name (:data:`tjap.heuristics.tree.anneal.SA_PRESETS`).
@@ -110,8 +110,7 @@ def train_nsa(
     loop_name = loop or setting
     s, preset = SETTINGS[setting], SA_PRESETS[loop_name]
     q = preset["q"] if q is None else q
-    if isinstance(q, bool) or not isinstance(q, int) or q < 1:
-        raise InvalidInputError(f"q must be a positive integer, got {q!r}")
+    check_int("q", q, 1)
     hyper = {**PPO, **(ppo or {})}
     if timesteps < 0 or imitation_steps < 0:
         raise InvalidInputError("timesteps and imitation_steps must be non-negative")

@@ -69,7 +69,7 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from tjap.core.backends import Slices
-from tjap.core.errors import InvalidInputError, check_options
+from tjap.core.errors import InvalidInputError, check_int, check_number, check_options, is_int
 from tjap.core.result import Measurement, plain
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import Jobs
@@ -102,21 +102,17 @@ class Priority:
 
     def __post_init__(self):
         for name in ("age", "job_size", "fairshare", "qos"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and 0 <= value < 2**32):
-                raise InvalidInputError(
-                    f"priority weight {name} must be a number in [0, 2^32), got {value!r}"
-                )
-        if not 0.0 <= self.qos_factor <= 1.0:
-            raise InvalidInputError(f"qos_factor must lie in [0, 1], got {self.qos_factor!r}")
+            check_number(
+                f"priority weight {name}",
+                getattr(self, name),
+                0,
+                2**32,
+                high_open=True,
+                must="a number in [0, 2^32)",
+            )
+        check_number("qos_factor", self.qos_factor, 0, 1)
         for name in ("max_age_s", "decay_half_life_s", "calc_period_s"):
-            if not (
-                isinstance(getattr(self, name), (int, np.integer)) and getattr(self, name) >= 1
-            ):
-                raise InvalidInputError(
-                    f"{name} must be a positive integer number of seconds, "
-                    f"got {getattr(self, name)!r}"
-                )
+            check_int(name, getattr(self, name), 1, must="a positive integer number of seconds")
 
 
 @dataclass(frozen=True)
@@ -152,9 +148,7 @@ class SchedulerConfig:
 
     def __post_init__(self):
         b = self.backfill
-        if isinstance(b, bool) or not (
-            b in BACKFILL_MODES or (isinstance(b, (int, np.integer)) and b >= 0)
-        ):
+        if not (b in BACKFILL_MODES or (is_int(b) and b >= 0)):
             raise InvalidInputError(
                 f"backfill must be one of {', '.join(BACKFILL_MODES)} or a "
                 f"reservation depth >= 0, got {b!r}"
@@ -168,8 +162,7 @@ class SchedulerConfig:
         ):
             value = getattr(self, name)
             low = 0 if name in ("bf_interval_s", "release_delay_s", "bf_will_run_window_s") else 1
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-                raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+            check_int(name, value, low)
         if self.placement not in PLACEMENTS:
             raise InvalidInputError(
                 f"placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}"
@@ -259,8 +252,7 @@ class Simulator:
             if topology is None:
                 raise InvalidInputError("pass nodes=N (the cluster size) or a topology")
             nodes = topology.num_nodes
-        if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
-            raise InvalidInputError(f"nodes must be a positive integer, got {nodes!r}")
+        check_int("nodes", nodes, 1)
         if nodes > MAX_NODES:
             raise InvalidInputError(
                 f"a cluster of {int(nodes):,} nodes is more than tjap simulates ({MAX_NODES:,} "

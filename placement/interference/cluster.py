@@ -42,7 +42,7 @@ import functools
 import networkx as nx
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 
 TOPOLOGIES = ("fattree", "vl2", "bcube")
 ARCHS = ("pcie", "dgx1", "hetcpu", "mixed")
@@ -120,8 +120,7 @@ class Cluster:
                 f"unknown server architecture {arch!r}; choose one of {', '.join(ARCHS)}"
             )
         for name, value in (("k", k), ("n", n)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise InvalidInputError(f"{topology} {name} must be an integer, got {value!r}")
+            check_int(f"{topology} {name}", value)
         self.topology, self.k, self.arch = topology, int(k), arch
         self.n = int(n) if topology == "bcube" else 0
         self.name = f"{topology}-k{self.k}" + (f"-n{self.n}" if self.n else "") + f"-{arch}"
@@ -290,14 +289,7 @@ class Cluster:
         from tjap.placement.interference import _kernels as kern
 
         for g in (group_a, group_b):
-            if (
-                isinstance(g, bool)
-                or not isinstance(g, (int, np.integer))
-                or not 0 <= g < self.num_groups
-            ):
-                raise InvalidInputError(
-                    f"group must be an integer in [0, {self.num_groups}), got {g!r}"
-                )
+            check_int("group", g, 0, self.num_groups - 1)
         out = np.empty(self.max_path_len, np.int64)
         count = kern.fill_path(int(group_a), int(group_b), *self.path_arrays(), out)
         return out[:count].copy()

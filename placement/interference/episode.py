@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.result import Record, Status
 from tjap.placement.interference.cluster import CLUSTER
 from tjap.placement.interference.jobs import DONE, RUNNING, WAITING
@@ -157,14 +157,7 @@ class PlacementEpisode:
         self.span = int(w.arrival.max()) + 1 if len(w) else 0
         if max_intervals is None:
             max_intervals = self.span + 100000 if drain else self.span
-        if (
-            isinstance(max_intervals, bool)
-            or not isinstance(max_intervals, (int, np.integer))
-            or max_intervals < 1
-        ):
-            raise InvalidInputError(
-                f"max_intervals must be a positive integer, got {max_intervals!r}"
-            )
+        check_int("max_intervals", max_intervals, 1)
         self.sim, self.scope = sim, scope
         self.max_intervals, self.drain, self._progress = int(max_intervals), bool(drain), progress
         self.utilization: list[float] = []

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, check_number
 from tjap.placement.interference import profiles
 
 ARRIVALS = ("uniform", "poisson", "trace")
@@ -100,16 +100,15 @@ class Workload:
         """Jobs arriving at ``schedulers`` schedulers over ``intervals`` intervals (see the module
         docstring), deterministic in ``seed``."""
         for name, value in (("schedulers", schedulers), ("intervals", intervals)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, np.integer))
-                or not 1 <= value <= 100000
-            ):
-                raise InvalidInputError(f"{name} must be an integer in [1, 100000], got {value!r}")
-        if not isinstance(rate, (int, float)) or not 0 < rate <= 1000:
-            raise InvalidInputError(
-                f"rate must be a number in (0, 1000] jobs per interval per scheduler, got {rate!r}"
-            )
+            check_int(name, value, 1, 100000)
+        check_number(
+            "rate",
+            rate,
+            0,
+            1000,
+            low_open=True,
+            must="a number in (0, 1000] jobs per interval per scheduler",
+        )
         rng = np.random.default_rng(seed)
         if pattern == "uniform":
             counts = np.full((intervals, schedulers), int(round(rate)), np.int64)

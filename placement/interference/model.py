@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError, UnknownMethodError
+from tjap.core.errors import InvalidInputError, UnknownMethodError, check_int, check_number
 from tjap.placement.interference import profiles
 
 #: Fitting models of Table III.
@@ -55,14 +55,7 @@ class Coefficients:
 
     def __post_init__(self):
         for name, value in asdict(self).items():
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float, np.floating))
-                or not np.isfinite(value)
-            ):
-                raise InvalidInputError(
-                    f"interference coefficient {name} must be a finite number, got {value!r}"
-                )
+            check_number(f"interference coefficient {name}", value)
 
     @classmethod
     def generator(cls) -> "Coefficients":
@@ -164,10 +157,8 @@ def co_location_samples(
     (``noise`` = 0 gives exact values).
     """
     for name, value, low in (("count", count, 8), ("cores", cores, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-            raise InvalidInputError(f"samples {name} must be an integer >= {low}, got {value!r}")
-    if not isinstance(noise, (int, float)) or not 0 <= noise <= 1:
-        raise InvalidInputError(f"noise must be a number in [0, 1], got {noise!r}")
+        check_int(f"samples {name}", value, low)
+    check_number("noise", noise, 0, 1)
     coef = coefficients or Coefficients.generator()
     rng = np.random.default_rng(seed)
     n_models = len(profiles.MODEL_NAMES)
@@ -331,8 +322,7 @@ def error_table(
 ) -> list[dict]:
     """Table III on generated samples: fit every model on a random (1 - ``test_fraction``) of
     ``count`` samples and report its error on the held-out rest, beside the paper's figure."""
-    if not isinstance(test_fraction, (int, float)) or not 0 < test_fraction < 1:
-        raise InvalidInputError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    check_number("test_fraction", test_fraction, 0, 1, low_open=True, high_open=True)
     samples = co_location_samples(count, seed, noise=noise)
     order = np.random.default_rng(seed + 1).permutation(count)
     n_test = max(1, int(round(test_fraction * count)))

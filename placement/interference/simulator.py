@@ -28,7 +28,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError, check_options
+from tjap.core.errors import InvalidInputError, check_number, check_options
 from tjap.core.result import Measurement
 from tjap.placement.interference import _kernels as kern
 from tjap.placement.interference import profiles
@@ -161,8 +161,7 @@ class Simulator:
             )
         if len(workload) and workload.workers.max() > cluster.total_gpus:
             raise InvalidInputError("a job needs more GPUs than the cluster has")
-        if not isinstance(interval_s, (int, float)) or interval_s <= 0:
-            raise InvalidInputError(f"interval_s must be positive, got {interval_s!r}")
+        check_number("interval_s", interval_s, 0, low_open=True)
         self.cluster, self.workload = cluster, workload
         self.coefficients = coefficients or Coefficients.generator()
         self.coef = self.coefficients.as_array()

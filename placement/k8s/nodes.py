@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import check_int
 from tjap.placement.k8s.gangs import PLANNED
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -66,8 +66,7 @@ def node_manifests(topology, *, gpus: int = 4, cpu: str = "64", memory: str = "5
     """The Node objects of ``topology``: name, level labels (:func:`node_labels`), capacity
     (``gpus`` of ``nvidia.com/gpu``, CPU, memory, 110 pods). Their status (Ready) is written
     apart, through the status subresource (:meth:`tjap.placement.k8s.harness.LocalKubernetes.add_nodes`)."""
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise InvalidInputError(f"gpus per node must be a whole number >= 1, got {gpus!r}")
+    check_int("gpus per node", gpus, 1)
     capacity = {"cpu": cpu, "memory": memory, "pods": "110", GPU: str(gpus)}
     return [
         {

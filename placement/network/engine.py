@@ -26,7 +26,7 @@ import heapq
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.placement.network import _kernels as kern
 from tjap.placement.network.topology import Topology
 
@@ -147,8 +147,7 @@ class Engine:
         if self.request is not None:
             raise InvalidInputError("a request is already being served; step it to the end first")
         for name, value in (("cpu", cpu), ("mem", mem), ("holding", holding)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InvalidInputError(f"request {name} must be a positive integer, got {value!r}")
+            check_int(f"request {name}", value, 1)
         if not self.fits(cpu, mem):
             raise InvalidInputError(
                 f"request ({cpu} CPU, {mem} memory) exceeds the free resources "
@@ -174,15 +173,7 @@ class Engine:
         if self.request is None:
             raise InvalidInputError("no request is being served; call begin() first")
         t = self.topology
-        if (
-            isinstance(server, bool)
-            or not isinstance(server, (int, np.integer))
-            or not 0 <= server < t.num_servers
-        ):
-            raise InvalidInputError(
-                f"server must be an integer in [0, {t.num_servers}), got {server!r}"
-            )
-        server = int(server)
+        server = check_int("server", server, 0, t.num_servers - 1)
         if not self.mask()[server]:
             raise InvalidInputError(
                 f"server {server} cannot be chosen: it is already chosen or "

@@ -22,7 +22,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.result import Measurement, Status, plain
 from tjap.placement.network.engine import Engine, Outcome
 from tjap.placement.network.exact import RequestPlan
@@ -402,8 +402,7 @@ def evaluate(
 ) -> Evaluation:
     """Means over episodes seeded ``seed_base .. + seeds - 1`` (requests and policy seeded alike,
     so every method sees the same requests), see :class:`Evaluation`."""
-    if isinstance(seeds, bool) or not isinstance(seeds, (int, np.integer)) or seeds < 1:
-        raise InvalidInputError(f"seeds must be a positive integer, got {seeds!r}")
+    check_int("seeds", seeds, 1)
     seed_list = range(int(seed_base), int(seed_base) + int(seeds))
     return Evaluation.of(
         [

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, check_number
 from tjap.placement.network.topology import Topology
 
 
@@ -57,21 +57,15 @@ class Requests:
         load: float = 0.95,
     ) -> "Requests":
         """``count`` requests for ``topology``, deterministic in ``seed`` (see the module doc)."""
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            raise InvalidInputError(
-                f"count (requests per episode) must be a positive integer, got {count!r}"
-            )
-        if (
-            isinstance(max_servers, bool)
-            or not isinstance(max_servers, (int, np.integer))
-            or not 1 <= max_servers <= topology.num_servers
-        ):
-            raise InvalidInputError(
-                f"max_servers must be an integer in [1, {topology.num_servers}]"
-                f" (request size in full servers), got {max_servers!r}"
-            )
-        if not isinstance(load, (int, float)) or not 0 < load <= 10:
-            raise InvalidInputError(f"load must be a number in (0, 10], got {load!r}")
+        check_int("count (requests per episode)", count, 1)
+        check_int(
+            "max_servers",
+            max_servers,
+            1,
+            topology.num_servers,
+            must=f"an integer in [1, {topology.num_servers}] (request size in full servers)",
+        )
+        check_number("load", load, 0, 10, low_open=True)
         rng = np.random.default_rng(int(seed))
         top_cpu, top_mem = max_servers * topology.server_cpu, max_servers * topology.server_mem
         cpu = rng.integers(1, top_cpu + 1, size=count)

@@ -34,7 +34,7 @@ import re
 import networkx as nx
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, is_int
 
 #: Bottom-to-top oversubscription -> (tier-2 channels / n, tier-3 channels / n), Table 1.
 TABLE1 = {16: (2.0, 0.5), 8: (4.0, 1.0), 4: (4.0, 2.0)}
@@ -96,18 +96,12 @@ class Topology:
             k=k,
         )
         for field, value in counts.items():
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InvalidInputError(
-                    f"topology {field} must be a positive integer, got {value!r}"
-                )
+            check_int(f"topology {field}", value, 1)
         try:
             channels = tuple(channels)
         except TypeError:
             channels = ()
-        if len(channels) != 3 or not all(
-            isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c >= 1
-            for c in channels
-        ):
+        if len(channels) != 3 or not all(is_int(c) and c >= 1 for c in channels):
             raise InvalidInputError(
                 f"channels must be 3 positive integers (tier 1, 2, 3), got {channels!r}"
             )
@@ -218,14 +212,7 @@ class Topology:
         return 2 if len(np.unique(self.cluster_of[servers])) == 1 else 3
 
     def _check_server(self, s) -> None:
-        if (
-            isinstance(s, bool)
-            or not isinstance(s, (int, np.integer))
-            or not 0 <= s < self.num_servers
-        ):
-            raise InvalidInputError(
-                f"server must be an integer in [0, {self.num_servers}), got {s!r}"
-            )
+        check_int("server", s, 0, self.num_servers - 1)
 
     def describe(self) -> dict:
         return {

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.result import Measurement, plain
 from tjap.placement.batch.chained import (
     DAY_S,
@@ -407,8 +407,7 @@ def run_live(
     """
     if compress <= 0 or interval_s < 1 or poll_s <= 0:
         raise InvalidInputError("compress and poll_s must be > 0, interval_s >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise InvalidInputError(f"seed must be an integer, got {seed!r}")
+    check_int("seed", seed)
     limit_min = slurm_limit_min(pair.limit_s, compress)
     sleep = f"sleep {slurm_runtime_s(pair.runtime_s, pair.limit_s, compress):.3f}"
     succ_command = succ_command or sleep

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, check_number, is_int
 from tjap.placement.tree.arcs import first_fit
 from tjap.placement.tree.jobs import Job, base_block_size, level_domains, top_level
 from tjap.placement.tree.topology import Topology
@@ -72,15 +72,7 @@ class ConstraintMix:
 
     def __post_init__(self):
         for kind in KINDS[:3]:
-            share = getattr(self, kind)
-            if (
-                isinstance(share, bool)
-                or not isinstance(share, (int, float))
-                or not 0 <= share <= 1
-            ):
-                raise InvalidInputError(
-                    f"the share of {kind} jobs must be a number in [0, 1], got {share!r:.40}"
-                )
+            check_number(f"the share of {kind} jobs", getattr(self, kind), 0, 1)
         if self.segment + self.within + self.exclusive > 1 + 1e-9:
             raise InvalidInputError(
                 f"the shares of segment, within and exclusive jobs sum to "
@@ -88,9 +80,7 @@ class ConstraintMix:
                 "rest of the jobs are plain)"
             )
         levels = tuple(self.within_levels)
-        if not levels or any(
-            isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in levels
-        ):
+        if not levels or any(not is_int(v) or v < 1 for v in levels):
             raise InvalidInputError(f"within_levels must list levels >= 1, got {levels!r:.40}")
         object.__setattr__(self, "within_levels", tuple(int(v) for v in levels))
 
@@ -223,17 +213,10 @@ def constrained_windows(
     ``progress(made, num_windows)``, if given, is called after each window."""
     if not isinstance(topology, Topology):
         raise InvalidInputError(f"topology must be a tjap.Topology, got {type(topology).__name__}")
-    if (
-        isinstance(num_windows, bool)
-        or not isinstance(num_windows, (int, np.integer))
-        or num_windows < 1
-    ):
-        raise InvalidInputError(f"num_windows must be a positive integer, got {num_windows!r}")
-    if isinstance(cap, bool) or not isinstance(cap, (int, np.integer)) or cap < 1:
-        raise InvalidInputError(
-            f"cap must be a positive number of jobs (windows with job "
-            f"constraints need one), got {cap!r}"
-        )
+    check_int("num_windows", num_windows, 1)
+    check_int(
+        "cap", cap, 1, must="a positive number of jobs (windows with job constraints need one)"
+    )
     if topology.num_nodes < 2:
         raise InvalidInputError("a window of multi-node jobs needs a tree of at least 2 nodes")
     mix = ConstraintMix() if mix is None else mix

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.placement.tree.topology import MAX_NODES, Topology
 
 #: Hop levels of a node pair: same edge switch, same pod, different pods.
@@ -30,11 +30,10 @@ DICT_KEYS = ("k", "num_nodes", "nodes_per_switch", "switches_per_pod")
 
 def _positive_int(name: str, value, most: int = MAX_NODES) -> int:
     """``value`` as an int in 1..``most`` (one line naming ``name`` otherwise)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r:.40}")
+    value = check_int(name, value, 1)
     if value > most:
         raise InvalidInputError(
-            f"{name}={int(value):,} is more than tjap supports: a topology has at most "
+            f"{name}={value:,} is more than tjap supports: a topology has at most "
             f"{MAX_NODES:,} nodes (tjap.placement.tree.topology.MAX_NODES); give {name} <= {most:,}"
         )
     return int(value)

@@ -49,12 +49,11 @@ held, so its nodes come in whole segments and its stretch of Q is still one run
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, check_number
 
 #: The largest weight a window takes (a fragmentation weight, a job's ``prefer_cost``): every
 #: exact model accepts the objective it gives on the largest tree admitted (SCIP refuses
@@ -64,17 +63,13 @@ MAX_WEIGHT = 1e9
 
 def check_weight(value, what: str) -> float:
     """``value`` as a float from 0 to :data:`MAX_WEIGHT`, or one line naming ``what``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float, np.integer, np.floating))
-        or not math.isfinite(value)
-        or not 0 <= value <= MAX_WEIGHT
-    ):
-        raise InvalidInputError(
-            f"{what} must be a number from 0 to {MAX_WEIGHT:.0e} (the most every exact model "
-            f"takes), got {value!r:.40}"
-        )
-    return float(value)
+    return check_number(
+        what,
+        value,
+        0,
+        MAX_WEIGHT,
+        must=f"a number from 0 to {MAX_WEIGHT:.0e} (the most every exact model takes)",
+    )
 
 
 #: Default price of each domain beyond the first that a job with ``prefer`` touches: one hop
@@ -94,16 +89,6 @@ JOB_KEYS = (
 )
 #: Level names every tree knows (a window's own ``levels`` names come first).
 LEVEL_ALIASES = {"leaf": 1, "block": 1}
-
-
-def _whole(value, where: str, least: int = 1) -> int:
-    if (
-        isinstance(value, (bool, np.bool_))
-        or not isinstance(value, (int, np.integer))
-        or value < least
-    ):
-        raise InvalidInputError(f"{where} must be a whole number >= {least}, got {value!r:.40}")
-    return int(value)
 
 
 def _needs(given: bool, other, key: str, needed: str) -> None:
@@ -138,9 +123,9 @@ class Job:
     slurm_rule: bool = False
 
     def __post_init__(self):
-        _whole(self.nodes, "a job's nodes")
+        check_int("a job's nodes", self.nodes, 1)
         if self.segment is not None:
-            segment = _whole(self.segment, "segment")
+            segment = check_int("segment", self.segment, 1)
             if self.nodes % segment:
                 raise InvalidInputError(
                     f"a job of {self.nodes} nodes cannot come in segments of {segment}; give a "
@@ -202,7 +187,7 @@ class Job:
                 _needs("segment_level" in value, value.get("segment"), "segment_level", "segment")
                 _needs("prefer_cost" in value, value.get("prefer"), "prefer_cost", "prefer")
                 return cls(**value)
-            _whole(value, "a job")
+            check_int("a job", value, 1)
             return cls(int(value))
         except InvalidInputError as exc:
             raise InvalidInputError(f"{where}: {exc}") from None
@@ -268,7 +253,7 @@ def resolve_level(topology, value, names=(), where: str = "level") -> int:
                 "its own levels in its 'levels' field, lowest first)"
             )
     else:
-        number = _whole(value, where)
+        number = check_int(where, value, 1)
     if number > top:
         raise InvalidInputError(f"{where}: level {number} is above the tree's top level {top}")
     return number

@@ -36,7 +36,7 @@ import re
 import warnings
 from urllib.parse import quote
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, is_int
 from tjap.placement.tree.sources import load_documents
 
 #: The node label Kubernetes sets to the node's host name; as a level it is the node itself.
@@ -372,7 +372,7 @@ def hypernode_specs(manifests, nodes=None) -> list:
         if not isinstance(spec, dict):
             raise InvalidInputError(f"{where} has no spec; give spec.tier and spec.members")
         tier, members = spec.get("tier"), spec.get("members")
-        if not isinstance(tier, int) or isinstance(tier, bool) or tier < 1:
+        if not is_int(tier) or tier < 1:
             raise InvalidInputError(
                 f"{where}: spec.tier {tier!r} is not a positive integer; "
                 "tier 1 holds nodes, higher tiers hold HyperNodes"

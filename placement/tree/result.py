@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.result import Record, Status, plain
 from tjap.placement.tree.arcs import job_penalty, violations
 from tjap.placement.tree.cost import assignment_cost
@@ -99,10 +99,7 @@ class Result(Record):
         base blocks of a block cluster; 2: the switches or aggregated blocks above them ...) are
         still entirely idle after the window's jobs take their nodes. A domain of a node is its
         ``level``-th switch upward (the root where the path is shorter)."""
-        if not isinstance(level, (int, np.integer)) or isinstance(level, bool) or level < 1:
-            raise InvalidInputError(
-                f"level must be a whole number >= 1 (1: the leaf switches), got {level!r}"
-            )
+        check_int("level", level, 1, must="a positive integer (1: the leaf switches)")
         tree = self.window.topology
         free = np.zeros(tree.num_nodes, bool)
         free[self.window.idle_nodes] = True

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.jit import njit, njit_inline
 from tjap.placement.tree.freeform import _best_single_job
 from tjap.placement.tree.topology import Topology
@@ -482,15 +482,9 @@ class SingleJobTables:
     def _check(self, idle_mask, size) -> tuple[np.ndarray, int]:
         mask = self._mask(idle_mask)
         total = leaf_idle_counts(mask, self.leaf_first, self.leaf_size, self._leaf_idle)
-        if (
-            isinstance(size, (bool, np.bool_))
-            or not isinstance(size, (int, np.integer))
-            or not 1 <= size <= total
-        ):
-            raise InvalidInputError(
-                f"size must be an integer in 1..{total} (the idle nodes), got {size!r}"
-            )
-        return mask, int(size)
+        return mask, check_int(
+            "size", size, 1, total, must=f"an integer in [1, {total}] (the idle nodes)"
+        )
 
     def leaf_idle(self, idle_mask) -> np.ndarray:
         """The idle nodes of each leaf switch (leaves in switch order), a new array."""

@@ -24,7 +24,7 @@ Names must be strings: quote a name YAML would read as a number or a boolean (``
 
 from __future__ import annotations
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, is_int
 from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.sources import load_documents
 
@@ -211,13 +211,9 @@ def _block_specs(entry, listed) -> list:
         blocks.append((name, _names(item["nodes"], "nodes", at, listed), at))
     sizes, sizes_at = body.get("block_sizes"), f"{where}.block_sizes"
     if sizes is not None:
-        if isinstance(sizes, int) and not isinstance(sizes, bool):
+        if is_int(sizes):
             sizes = [sizes]
-        if (
-            not isinstance(sizes, list)
-            or not sizes
-            or not all(isinstance(s, int) and not isinstance(s, bool) for s in sizes)
-        ):
+        if not isinstance(sizes, list) or not sizes or not all(is_int(s) for s in sizes):
             raise InvalidInputError(
                 f"{sizes_at}: {sizes!r:.60} is not a list of node counts; "
                 "write e.g. block_sizes: [18, 36, 72]"

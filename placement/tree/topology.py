@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, is_int
 from tjap.placement.tree.blocks import block_specs, parse_block_sizes
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
 from tjap.placement.tree.sources import read_utf8
@@ -72,15 +72,13 @@ def _block_size(value, leaf_sizes) -> int | None:
     if value is None:
         return None
     smallest = int(leaf_sizes.min())
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, np.integer))
-        or not 1 <= value <= smallest
-    ):
-        raise InvalidInputError(
-            f"block_size must be a whole number of nodes from 1 to the smallest block's "
-            f"{smallest}, got {value!r:.40}"
-        )
+    check_int(
+        "block_size",
+        value,
+        1,
+        smallest,
+        must=f"a whole number of nodes from 1 to the smallest block's {smallest}",
+    )
     return int(value)
 
 
@@ -333,7 +331,7 @@ class Topology:
                     f"unknown node {node!r}; the tree's nodes are "
                     f"{compress_hostlist(self.node_names)[:120]}"
                 ) from None
-        if isinstance(node, (int, np.integer)) and not isinstance(node, (bool, np.bool_)):
+        if is_int(node):
             if 0 <= node < self.num_nodes:
                 return int(node)
             raise InvalidInputError(

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int
 from tjap.core.jit import njit
 
 #: c, the cost of one communication hop.
@@ -259,13 +259,8 @@ class CountForm:
         (distinct node ids, the SCAS model's sequence Q)."""
         code = convention_code(convention)
         q = _node_ids("sequence", sequence, self.num_nodes)
-        if (
-            isinstance(size, bool)
-            or not isinstance(size, (int, np.integer))
-            or not 1 <= size <= q.size
-        ):
-            raise InvalidInputError(f"size must be an integer in 1..{q.size}, got {size!r}")
-        return block_costs(self.group_of, self.top_level, q, int(size), self.num_groups, code)
+        size = check_int("size", size, 1, q.size)
+        return block_costs(self.group_of, self.top_level, q, size, self.num_groups, code)
 
 
 def count_groups(switch_parent, node_leaf) -> CountForm:

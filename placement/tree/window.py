@@ -40,7 +40,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError
+from tjap.core.errors import InvalidInputError, check_int, is_int
 from tjap.placement.tree import tree_cost
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
@@ -57,9 +57,7 @@ def _int_list(name: str, values) -> list[int]:
         raise InvalidInputError(f"{name} must be a list of integers, got {type(values).__name__}")
     out = []
     for i, v in enumerate(values):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise InvalidInputError(f"{name}[{i}] must be an integer, got {v!r}")
-        out.append(int(v))
+        out.append(check_int(f"{name}[{i}]", v))
     return out
 
 
@@ -205,7 +203,7 @@ class Window:
         level_names = _level_names(levels)
         jobs = []
         for j, value in enumerate(job_sizes):
-            if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+            if is_int(value):
                 if value < 1:
                     raise InvalidInputError(
                         f"job_sizes[{j}] = {value}: every job requests at least 1 node"

@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from tjap.core.errors import InvalidInputError, MissingDependencyError, Terminated
+from tjap.core.errors import InvalidInputError, MissingDependencyError, Terminated, check_int
 
 RAY_HINT = "pip install 'tjap[ray]'"
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS")
@@ -185,10 +185,8 @@ class Executor:
         ray_address: str | None = None,
         start_method: str | None = None,
     ):
-        if workers is not None and (
-            isinstance(workers, bool) or int(workers) != workers or workers < 1
-        ):
-            raise InvalidInputError(f"workers must be a positive integer, got {workers!r}")
+        if workers is not None:
+            check_int("workers", workers, 1)
         if ray_address is not None:
             _import_ray()
         self.ray_address = ray_address

@@ -258,5 +258,5 @@ def test_free_blocks_counts_whole_idle_domains(seed):
     for level in (1, 2, 3, 9):
         assert result.free_blocks(level) == free_domains_by_definition(result, level)
     assert result.to_dict()["free_blocks"] == result.free_blocks(1)
-    with pytest.raises(InvalidInputError, match="level must be a whole number"):
+    with pytest.raises(InvalidInputError, match="level must be a positive integer"):
         result.free_blocks(0)

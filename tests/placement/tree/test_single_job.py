@@ -246,7 +246,7 @@ def test_bad_input_is_one_line():
     tree = FatTree(k=4)
     tables = SingleJobTables.from_topology(tree)
     mask = idle_mask(tree, [0, 1, 2])
-    with pytest.raises(InvalidInputError, match="size must be an integer in 1..3"):
+    with pytest.raises(InvalidInputError, match=r"size must be an integer in \[1, 3\]"):
         tables.bound(mask, 4)
     with pytest.raises(InvalidInputError, match="size must be"):
         tables.scas(mask, 0)

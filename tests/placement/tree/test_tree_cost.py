@@ -253,7 +253,7 @@ def test_bad_node_sets_raise():
             form.cost(nodes)
     with pytest.raises(InvalidInputError, match="convention"):
         form.cost([0], "hops")
-    with pytest.raises(InvalidInputError, match=r"size must be an integer in 1\.\.3"):
+    with pytest.raises(InvalidInputError, match=r"size must be an integer in \[1, 3\]"):
         form.block_costs([0, 1, 2], 4)
     with pytest.raises(InvalidInputError, match="size"):
         form.block_costs([0, 1, 2], 0)
