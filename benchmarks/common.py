@@ -14,10 +14,10 @@ import argparse
 import functools
 import sys
 
+from tjap.cli.common import executor_from_args  # noqa: F401
 from tjap.core.executor import (  # noqa: F401
     CsvRows,
     TaskFailure,
-    executor_from_args,
     interruption_line,
     make_executor,
     progress,

@@ -30,7 +30,7 @@ from benchmarks.common import (
     parser,
     write_csv,
 )
-from tjap.core.executor import add_executor_arguments
+from tjap.cli.common import add_executor_arguments
 from tjap.placement.interference import Workload, default_rate, error_table, make_cluster, simulate
 from tjap.registry import make
 

@@ -36,7 +36,7 @@ from benchmarks.common import (
     pyplot,
     save_figure,
 )
-from tjap.core.executor import add_executor_arguments
+from tjap.cli.common import add_executor_arguments
 from tjap.placement.network import NAMES, evaluate, paper_topology
 from tjap.registry import make
 

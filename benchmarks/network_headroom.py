@@ -34,8 +34,8 @@ import time
 import numpy as np
 
 from benchmarks.common import TaskFailure, executor_from_args, format_table, one_line_errors, parser
+from tjap.cli.common import add_executor_arguments
 from tjap.core.errors import InvalidInputError
-from tjap.core.executor import add_executor_arguments
 from tjap.heuristics.network.rules import ExactPolicy
 from tjap.placement.network import NAMES, paper_topology
 from tjap.placement.network.engine import Outcome

@@ -39,7 +39,7 @@ from benchmarks.common import (
     save_figure,
     write_csv,
 )
-from tjap.core.executor import add_executor_arguments
+from tjap.cli.common import add_executor_arguments
 
 #: Every provisioner; ``NAME@4``: the regressor's threshold for interruption weight e_I / e_O = 4
 #: (a performance-sensitive user in the paper's sense, section 4.5; :mod:`tjap.learned.batch.calibrate`).

@@ -45,10 +45,18 @@ import numpy as np
 
 from benchmarks.common import add_out, one_line_errors, parser
 from tjap.api import solve
-from tjap.cli.common import add_common, check_output, count, positive, print_json
+from tjap.cli.common import (
+    add_common,
+    add_executor_arguments,
+    check_output,
+    count,
+    executor_from_args,
+    positive,
+    print_json,
+)
 from tjap.cli.tree import add_workload_options, read_workload, workload_fields
 from tjap.core.errors import InvalidInputError
-from tjap.core.executor import add_executor_arguments, executor_from_args, make_executor, sweep_rows
+from tjap.core.executor import make_executor, sweep_rows
 from tjap.core.report import format_table
 from tjap.placement.tree.fat_tree import FatTree
 from tjap.placement.tree.stream import generate_windows

@@ -40,7 +40,7 @@ _LAZY = {
     "place_request": "tjap.api",
     "methods": "tjap.registry",
     "register": "tjap.registry",
-    "audit": "tjap.auditor",
+    "audit": "tjap.slurm.audit",
 }
 
 __all__ = [

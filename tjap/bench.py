@@ -711,8 +711,8 @@ def main(args, workload: Workload | None = None) -> dict:
     """``tjap bench exact``: the run, its files and its printed table. ``workload`` (read from
     ``args.workload`` by the command line) replaces the generator's jobs; the files' names
     then carry the workload file's name."""
+    from tjap.cli.common import executor_from_args
     from tjap.core.errors import InvalidInputError
-    from tjap.core.executor import executor_from_args
 
     started = time.perf_counter()
     source = getattr(args, "workload", None) if workload is not None else None

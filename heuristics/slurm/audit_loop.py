@@ -5,7 +5,7 @@ optimum, the free-form bound and Slurm's ``topology/tree`` choice on the nodes i
 strict one gives the idle nodes, the lenient one flags records that overlap), keeping the idle
 count of every switch as nodes come and go, so each job costs what its own kernels cost
 (:mod:`tjap.placement.tree.single_job`, :func:`tjap.heuristics.slurm.tree.place_counted`), not a
-scan of the cluster. :mod:`tjap.auditor` is its caller; the definitions are there.
+scan of the cluster. :mod:`tjap.slurm.audit` is its caller; the definitions are there.
 """
 
 from __future__ import annotations

@@ -124,7 +124,7 @@ SACCT_COMMAND = (
 )
 
 #: Why a record is not audited: reason -> one-line meaning. The reader counts the first five;
-#: the audit (:mod:`tjap.auditor`) counts the others.
+#: the audit (:mod:`tjap.slurm.audit`) counts the others.
 REASONS = {
     "step": "a job step (123.batch, 123.extern, 123.0), not an allocation of its own",
     "pending": "never started: a pending job or a pending array range such as 123_[5-10]",

@@ -9,13 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tjap.cli.common import add_executor_arguments, executor_from_args
 from tjap.core.errors import MissingDependencyError
 from tjap.core.executor import (
     CsvRows,
     Executor,
     TaskFailure,
-    add_executor_arguments,
-    executor_from_args,
     make_executor,
 )
 

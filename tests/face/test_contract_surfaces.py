@@ -115,8 +115,8 @@ def test_the_audits_live_topology_keeps_a_block_slurms_block_sizes(monkeypatch):
     """``tjap audit --topology slurm`` on topology/block: the live reader's topology.conf text is
     read once (reading it as scontrol's output again lost BlockSize= and refused every block
     Slurm)."""
-    from tjap import auditor
     from tjap.placement.slurm import readers
+    from tjap.slurm import audit as auditor
 
     conf = readers.show_topology_conf(SCONTROL_BLOCKS)
     monkeypatch.setattr(readers, "live_topology_conf", lambda *a, **k: conf)
@@ -175,9 +175,9 @@ def test_an_interrupted_audit_stops_with_a_marked_summary_and_no_file(
     the jobs audited, no per-job list), no report or CSV (writing them for a large audit takes
     longer than a signal may wait), one line saying so; the HTML page of an interrupted result
     says so when it is written from Python."""
-    from tjap.audit_report import report_html
     from tjap.core.errors import Terminated
     from tjap.heuristics.slurm import audit_loop
+    from tjap.slurm.audit_report import report_html
 
     real = audit_loop._measure_chunk
     calls = []

@@ -1,4 +1,4 @@
-"""The audit's report page (tjap.audit_report): written from a result dict in the audit's JSON
+"""The audit's report page (tjap.slurm.audit_report): written from a result dict in the audit's JSON
 shape, self-contained (nothing loaded from another host, no script), the headline numbers in it,
 the records' text escaped, the worst jobs drawn with the right nodes marked, a 10,000-node tree
 drawn small, a million-job audit kept small; and in headless Chromium (``-m docs``; ``make docs``
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from browser import chromium, find_chromium, png_size
 
-from tjap.audit_report import MAX_DIFFERING, report_html, switch_tree_svg, write_report
 from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.hostlist import compress_hostlist
 from tjap.placement.tree.topology import Topology
+from tjap.slurm.audit_report import MAX_DIFFERING, report_html, switch_tree_svg, write_report
 
 SMALL = Topology.from_slurm("""
 SwitchName=leaf1 Nodes=n[01-04]
@@ -505,3 +505,22 @@ def test_an_audit_result_gives_the_page_of_its_json(monkeypatch):
     light = stamp.sub("", report_html(result, result.topology))
     whole = stamp.sub("", report_html(result.to_dict(), result.topology))
     assert light == whole and "r003n" in light
+
+
+def test_the_audit_is_a_frozen_record_with_the_common_fields():
+    import dataclasses
+
+    import tjap
+    from tjap.core.result import COMMON_FIELDS
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "audit"
+    result = tjap.audit(examples / "sacct.txt", examples / "topology.conf", timezone="Etc/UTC")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.interrupted = True
+    common = result.common()
+    assert set(common) == set(COMMON_FIELDS)
+    assert common["method"] == "audit" and common["status"] == "FEASIBLE"
+    assert (
+        common["objective"] == pytest.approx(result.summary()["cost"]) and common["runtime_s"] > 0
+    )
+    assert result.summary() is result.summary()  # computed once

@@ -2,7 +2,7 @@
 
 RECORDS is ``sacct --parsable2 --allocations`` output or a ``jobcomp/filetxt`` log
 (:mod:`tjap.placement.slurm.accounting` says which columns and what happens to every kind of odd
-record); the audit is :func:`tjap.auditor.audit`. It prints a summary, ``--json`` the whole result
+record); the audit is :func:`tjap.slurm.audit.audit`. It prints a summary, ``--json`` the whole result
 (one entry per audited job), and ``--report DIR`` writes a self-contained HTML page with plots.
 It only reads: nothing is sent to Slurm.
 
@@ -151,8 +151,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from tjap.auditor import audit
     from tjap.core.executor import progress
+    from tjap.slurm.audit import audit
 
     report = check_output(args.report, "--report", folder=True)
     table = check_output(args.csv, "--csv")
@@ -197,7 +197,7 @@ def run(args) -> int:
         )  # fmt: skip
         return 143 if result.stopped_by == "SIGTERM" else 130
     if report is not None:
-        from tjap.audit_report import write_report
+        from tjap.slurm.audit_report import write_report
 
         path = write_report(result, result.topology, report)
         print(f"tjap: report written to {path}", file=sys.stderr)

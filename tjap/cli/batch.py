@@ -9,9 +9,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tjap.cli.common import add_common, check_output, positive, print_json, warn
+from tjap.cli.common import (
+    add_common,
+    add_executor_arguments,
+    check_output,
+    executor_from_args,
+    positive,
+    print_json,
+    warn,
+)
 from tjap.core.errors import TjapError
-from tjap.core.executor import add_executor_arguments, executor_from_args
 
 
 def add_parser(sub) -> None:

@@ -9,14 +9,20 @@ one line naming the command that runs them now (exit 2).
 
 from __future__ import annotations
 
-from tjap.cli.common import add_common, cap, check_output, positive, print_json
+from tjap.cli.common import (
+    add_common,
+    add_executor_arguments,
+    cap,
+    check_output,
+    positive,
+    print_json,
+)
 from tjap.cli.tree import (
     add_constraints_option,
     add_workload_options,
     read_workload,
     workload_fields,
 )
-from tjap.core.executor import add_executor_arguments
 
 #: The experiments that moved to the repository's benchmarks/: name -> (what it is, its command).
 MOVED = {

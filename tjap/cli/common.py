@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from tjap.core import executor
 from tjap.core.errors import (
     MAX_SEED,
     KubernetesUnreachableError,
@@ -228,3 +229,50 @@ def print_rows(result: dict, width: int = 22, skip=()) -> None:
 
 def warn(message: str) -> None:
     print(f"tjap: {message}", file=sys.stderr)
+
+
+# -- the executor's options --------------------------------------------------------------------
+def add_executor_arguments(parser, default_workers: int | None = None) -> None:
+    """Add ``--workers N`` and ``--ray ADDRESS|auto|local`` to an argparse parser.
+
+    ``default_workers`` None means one process per core; benchmarks whose rows carry timings pass
+    1, so their timing columns are not measured while another task shares the cores."""
+    default = (
+        "one per core"
+        if default_workers is None
+        else "1, so that timings are not disturbed"
+        if default_workers == 1
+        else str(default_workers)
+    )
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=default_workers,
+        metavar="N",
+        help=f"processes on this machine (default: {default}; 1: serial, in this process)",
+    )
+    parser.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="run the tasks on a Ray cluster: 'auto' (the one started on this "
+        "machine with `ray start`), HOST:PORT, or 'local' (a private one); "
+        f"needs {executor.RAY_HINT}",
+    )
+
+
+def executor_from_args(args) -> executor.Executor:
+    """The executor the parsed ``--workers`` / ``--ray`` ask for."""
+    return executor.make_executor(getattr(args, "workers", None), getattr(args, "ray", None))
+
+
+def _workers(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--workers must be a positive integer, got {value!r}"
+        ) from None
+    if not 1 <= number <= 4096:
+        raise argparse.ArgumentTypeError(f"--workers must be in 1..4096, got {value!r}")
+    return number

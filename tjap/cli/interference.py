@@ -18,7 +18,7 @@ _SETTING_KEYS = ("policy", "cluster", "servers", "schedulers", "arrivals", "rate
 
 def add_parser(sub) -> None:
     """Add ``interference`` and its subcommands (``evaluate``, ``fit``) to the ``tjap`` parser."""
-    from tjap.core.executor import add_executor_arguments
+    from tjap.cli.common import add_executor_arguments
     from tjap.placement.interference.cluster import ARCHS, TOPOLOGIES
     from tjap.placement.interference.jobs import ARRIVALS
     from tjap.registry import methods
@@ -265,7 +265,8 @@ def run_seed(
 
 def _evaluate_seeds(args, cluster, rate, options) -> int:
     """``--seeds N``: one run per seed on the executor, means over the seeds."""
-    from tjap.core.executor import TaskFailure, executor_from_args
+    from tjap.cli.common import executor_from_args
+    from tjap.core.executor import TaskFailure
 
     tasks = [
         (

@@ -13,9 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tjap.cli.common import add_common, positive, print_json
+from tjap.cli.common import add_common, add_executor_arguments, positive, print_json
 from tjap.core.errors import InvalidInputError
-from tjap.core.executor import add_executor_arguments
 
 
 def add_parser(sub) -> None:
@@ -94,7 +93,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     """Run a ``tjap network`` subcommand; returns the exit code."""
-    from tjap.core.executor import TaskFailure, executor_from_args, progress
+    from tjap.cli.common import executor_from_args
+    from tjap.core.executor import TaskFailure, progress
     from tjap.placement.network import Evaluation, Requests, evaluate, paper_topology
     from tjap.registry import make
 

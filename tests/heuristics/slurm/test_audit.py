@@ -1,4 +1,4 @@
-"""tjap audit (tjap.auditor) against brute force on small random histories, its filters and
+"""tjap audit (tjap.slurm.audit) against brute force on small random histories, its filters and
 reasons, and the command line."""
 
 import itertools

@@ -33,18 +33,21 @@ you").
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from tjap.core.errors import InvalidInputError, Terminated, check_int, is_int
+from tjap.core.result import Record, Status
 
 #: Version of the JSON layout of :meth:`AuditResult.to_dict`.
 AUDIT_FORMAT = 1
@@ -182,11 +185,14 @@ def size_class(size: int) -> str:
 _SUMS = ("cost", "optimum", "bound", "floor")
 
 
-@dataclass
-class AuditResult:
+@dataclass(frozen=True)
+class AuditResult(Record):
     """What :func:`audit` found: per-job arrays (one entry per audited job, in start order), the
-    skipped records, and what was read. :meth:`to_dict` is the JSON of ``tjap audit --json``;
-    :meth:`summary_text` the terminal summary."""
+    skipped records, and what was read. A frozen record: :meth:`to_dict` is the JSON of ``tjap
+    audit --json``; :meth:`summary_text` the terminal summary. The fields every result shares
+    (:data:`tjap.core.result.COMMON_FIELDS`): ``method`` ``"audit"``, ``status`` FEASIBLE (an
+    evaluation; ``interrupted`` says whether it ran through), ``objective`` the total CH cost of
+    the audited placements, ``runtime_s`` and ``seed`` (0: the audit draws nothing)."""
 
     records: dict
     topology: object
@@ -198,9 +204,17 @@ class AuditResult:
     interrupted: bool = False
     #: what stopped an interrupted audit: "SIGINT" (Ctrl-C) or "SIGTERM"; None when it ran through
     stopped_by: str | None = None
+    runtime_s: float = 0.0
     _names: Any = None  # the topology's NodeIndex
     _tz: tzinfo | None = None
-    _summary: dict | None = None
+
+    method: ClassVar[str] = "audit"
+    status: ClassVar[Status] = Status.FEASIBLE
+    seed: ClassVar[int] = 0
+
+    @property
+    def objective(self) -> float:
+        return float(self.summary()["cost"])
 
     @property
     def num_jobs(self) -> int:
@@ -238,9 +252,11 @@ class AuditResult:
     def summary(self) -> dict:
         """The summary of the JSON: totals, shares, fidelity, and the same by size class,
         partition and week (computed once)."""
-        if self._summary is None:
-            self._summary = self._summarise()
         return self._summary
+
+    @functools.cached_property
+    def _summary(self) -> dict:  # computed once (a frozen record's cache)
+        return self._summarise()
 
     def _summarise(self) -> dict:
         j = self.jobs
@@ -457,6 +473,7 @@ def audit(
     -------
     AuditResult
     """
+    started = time.perf_counter()
     from tjap.placement.slurm.accounting import Skipped, read_allocations, resolve_timezone
     from tjap.placement.slurm.occupancy import HistoryBuilder
     from tjap.placement.tree.cost import convention_code
@@ -563,6 +580,7 @@ def audit(
         skipped=skipped.counts,
         jobs=jobs,
         worst=worst_list,
+        runtime_s=time.perf_counter() - started,
         _names=names,
         _tz=tz,
     )

@@ -164,7 +164,7 @@ def _as_dict(result) -> dict:
 
 
 def _light(result) -> dict:
-    """An :class:`~tjap.auditor.AuditResult` as the page reads it, without writing out every job:
+    """An :class:`~tjap.slurm.audit.AuditResult` as the page reads it, without writing out every job:
     the figures the scatter needs per job, and whole entries only for the differing jobs the page
     lists and for the first and last (in start order: the span of starts).  A million jobs take
     seconds, not minutes."""
