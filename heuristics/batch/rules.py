@@ -10,10 +10,14 @@ from typing import Protocol
 import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int
+from tjap.core.renames import renamed
 from tjap.core.result import Measurement
 from tjap.placement.batch.chained import DAY_S, HOUR_S, ChainedEpisode, Pair, split
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.simulator import Priority, SchedulerConfig
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"Evaluation": "ProvisionEvaluation"})
 
 LOADS = {
     "heavy": (12 * HOUR_S, np.inf),
@@ -45,7 +49,7 @@ class Provisioner(Protocol):
 
     ``decide(episode)`` returns True (submit now) or False (wait another interval): one decision,
     not a record. The records are the evaluations: :func:`evaluate` over simulated pairs returns
-    an :class:`Evaluation`, :func:`tjap.placement.slurm.chained.run_live` on a real Slurm a
+    a :class:`ProvisionEvaluation`, :func:`tjap.placement.slurm.chained.run_live` on a real Slurm a
     :class:`~tjap.placement.slurm.chained.LiveResult`; both have the fields every result shares
     (:data:`tjap.core.result.COMMON_FIELDS`), with the provisioner's ``name`` as ``method``.
     """
@@ -119,7 +123,7 @@ def sample_pairs(
 
 
 @dataclass(frozen=True)
-class Evaluation(Measurement):
+class ProvisionEvaluation(Measurement):
     """A provisioner's outcomes over injected pairs: mean interruption and overlap (hours), the
     fraction of pairs with no interruption, and every pair's outcome (successor start minus
     predecessor end, hours; negative = overlap). ``summary()`` leaves the outcomes out.
@@ -157,13 +161,13 @@ def evaluate(
     provisioner: Provisioner,
     config: SchedulerConfig | None = None,
     seed: int = 0,
-) -> Evaluation:
+) -> ProvisionEvaluation:
     """Mean interruption and overlap (hours) of ``provisioner`` over pairs injected at ``times``
     (one :func:`run_episode` each).
 
-    Returns an :class:`Evaluation`: method (the provisioner's name), status FEASIBLE, objective
-    (the mean interruption, hours), runtime_s, and ``seed`` as given (the seed that drew
-    ``times`` and built the provisioner, recorded with the figures)."""
+    Returns a :class:`ProvisionEvaluation`: method (the provisioner's name), status FEASIBLE,
+    objective (the mean interruption, hours), runtime_s, and ``seed`` as given (the seed that
+    drew ``times`` and built the provisioner, recorded with the figures)."""
     check_int("seed", seed)
     started = time.perf_counter()
     outcomes = np.array(
@@ -174,7 +178,7 @@ def evaluate(
         dtype=float,
     )
     interruption, overlap = split(outcomes)
-    return Evaluation(
+    return ProvisionEvaluation(
         policy=provisioner.name,
         pairs=len(times),
         mean_interruption_h=float(interruption.mean()) if len(times) else 0.0,

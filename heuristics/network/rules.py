@@ -34,7 +34,7 @@ from tjap.core.errors import check_number
 from tjap.core.result import Status
 from tjap.placement.network.engine import Engine
 from tjap.placement.network.exact import solve_request
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 
 class TetrisPolicy:
@@ -47,7 +47,7 @@ class TetrisPolicy:
         check_number("tetris penalty", penalty, 0, 1, low_open=True)
         self.penalty = float(penalty)
 
-    def reset(self, topology: Topology, seed: int) -> None:
+    def reset(self, topology: DataCentre, seed: int) -> None:
         self.topology = topology
 
     def scores(self, engine: Engine) -> np.ndarray:
@@ -87,7 +87,7 @@ class RandomPolicy:
     name = "random"
     routing = "shortest"
 
-    def reset(self, topology: Topology, seed: int) -> None:
+    def reset(self, topology: DataCentre, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
 
     def choose(self, engine: Engine) -> int:
@@ -99,7 +99,7 @@ class _PlannedPolicy:
 
     routing = "shortest"
 
-    def reset(self, topology: Topology, seed: int) -> None:
+    def reset(self, topology: DataCentre, seed: int) -> None:
         self.topology, self.seed = topology, seed
         self._plan: list | None = []
 
@@ -174,7 +174,7 @@ class ExactPolicy(_PlannedPolicy):
             check_number("exact time_limit_s", time_limit_s, 0, low_open=True)
         self.time_limit_s, self.workers = time_limit_s, int(workers)
 
-    def reset(self, topology: Topology, seed: int) -> None:
+    def reset(self, topology: DataCentre, seed: int) -> None:
         super().reset(topology, seed)
         self.stats = {s.value.lower(): 0 for s in Status} | {"solve_s": 0.0}
 

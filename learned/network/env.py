@@ -20,7 +20,7 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int
 from tjap.learned.network.features import FeatureBuilder
-from tjap.placement.network import Episode, Outcome, Requests, Topology, paper_topology
+from tjap.placement.network import DataCentre, Episode, Outcome, Requests, paper_topology
 
 ACCEPT_REWARD, FAIL_REWARD = 10.0, -10.0
 
@@ -40,10 +40,10 @@ class NetworkAllocEnv(gym.Env):
         max_servers: int = 8,
         load: float = 0.95,
     ):
-        if isinstance(topologies, (str, Topology)):
+        if isinstance(topologies, (str, DataCentre)):
             topologies = (topologies,)
         topologies = [
-            t if isinstance(t, Topology) else paper_topology(t, servers) for t in topologies
+            t if isinstance(t, DataCentre) else paper_topology(t, servers) for t in topologies
         ]
         if not topologies:
             raise InvalidInputError("NetworkAllocEnv needs at least one topology")

@@ -1,5 +1,5 @@
 """What the learned allocator sees (seed 003): one row of features per node of the topology
-(servers, then tier-1, tier-2 and tier-3 switches, in the Topology's node-id order) and one last
+(servers, then tier-1, tier-2 and tier-3 switches, in the DataCentre's node-id order) and one last
 row of request and global features, filled by one Numba kernel from the engine's arrays. The
 gymnasium environment and the ``gnn`` server policy both call :meth:`FeatureBuilder.observe`, so
 training and inference see the same numbers.
@@ -27,7 +27,7 @@ from tjap.core.jit import njit
 from tjap.placement.network import _kernels as kern
 from tjap.placement.network.engine import ROUTINGS, Engine
 from tjap.placement.network.requests import holding_max
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 NODE_FEATURES = (
     "is_server",
@@ -89,10 +89,11 @@ def feature_spec() -> dict:
 class FeatureBuilder:
     """Builds observations for one topology (static parts precomputed once)."""
 
-    def __init__(self, topology: Topology, *, max_servers: int = 8, load: float = 0.95):
-        if not isinstance(topology, Topology):
+    def __init__(self, topology: DataCentre, *, max_servers: int = 8, load: float = 0.95):
+        if not isinstance(topology, DataCentre):
             raise InvalidInputError(
-                f"topology must be a tjap.placement.network.Topology, got {type(topology).__name__}"
+                "topology must be a tjap.placement.network.DataCentre, "
+                f"got {type(topology).__name__}"
             )
         t = topology
         self.topology = t

@@ -9,7 +9,7 @@ the episode loop):
   (servers and switches) and one request/global row;
 - encoder: ``layers`` (3) GraphSAGE layers of ``hidden`` (16) units,
   ``h' = ReLU(W_self h + W_neigh mean_{u in N(v)} h_u)``; the mean is a product with the row-normalised
-  adjacency, a sparse matrix built from the Topology and held by the module (a buffer, not a
+  adjacency, a sparse matrix built from the DataCentre and held by the module (a buffer, not a
   weight), so the same weights run on any topology after :meth:`set_topology`;
 - DNN_1: the request/global row -> 8 units; DNN_2: one logit per server from [its embedding,
   DNN_1's output, the mean embedding of the servers already chosen (zeros before the first)];
@@ -30,14 +30,14 @@ from torch import nn
 from tjap.core.errors import InvalidInputError
 from tjap.learned.network.features import CHOSEN, WIDTH, feature_spec
 from tjap.learned.policy_io import check_architecture, load_weights, save_weights, spec_hash
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 WEIGHTS_DIR = Path(__file__).resolve().parent.parent / "weights"
 DEFAULT_WEIGHTS = WEIGHTS_DIR / "network_gnn.json"
 ARCH = {"hidden": 16, "layers": 3, "request_dim": 8, "head_hidden": 32, "value_hidden": 64}
 
 
-def adjacency(topology: Topology) -> torch.Tensor:
+def adjacency(topology: DataCentre) -> torch.Tensor:
     """Row-normalised adjacency D^-1 A of the topology graph (servers and switches), sparse."""
     n = topology.graph.number_of_nodes()
     ends = np.asarray(topology.link_ends)
@@ -61,7 +61,7 @@ class GraphSAGEAllocator(nn.Module):
         request_dim: int = 8,
         head_hidden: int = 32,
         value_hidden: int = 64,
-        topology: Topology | None = None,
+        topology: DataCentre | None = None,
     ):
         super().__init__()
         self.hidden = hidden
@@ -88,7 +88,7 @@ class GraphSAGEAllocator(nn.Module):
         if topology is not None:
             self.set_topology(topology)
 
-    def set_topology(self, topology: Topology) -> None:
+    def set_topology(self, topology: DataCentre) -> None:
         """Hold ``topology``'s adjacency; the weights are unchanged (any size works)."""
         self.adj = adjacency(topology)
         self.num_servers = topology.num_servers
@@ -148,7 +148,7 @@ def _masked_policy_class():
 
     class GNNMaskablePolicy(MaskableActorCriticPolicy):
         """MaskablePPO's policy with :class:`GraphSAGEAllocator` as its whole actor and critic
-        (``policy_kwargs={"topology": Topology, "arch": {...}}``)."""
+        (``policy_kwargs={"topology": DataCentre, "arch": {...}}``)."""
 
         def __init__(
             self, observation_space, action_space, lr_schedule, topology=None, arch=None, **kwargs
@@ -216,7 +216,7 @@ def save(net: GraphSAGEAllocator, path, *, arch: dict, routing: str, training: d
     )
 
 
-def load(path=DEFAULT_WEIGHTS, topology: Topology | None = None):
+def load(path=DEFAULT_WEIGHTS, topology: DataCentre | None = None):
     """(network, metadata) from ``path`` (.json, .pt or the stem), on ``topology`` if given."""
 
     def build(meta_path, meta):

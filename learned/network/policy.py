@@ -11,7 +11,7 @@ import torch
 from tjap.core.errors import InvalidInputError
 from tjap.learned.network.features import FeatureBuilder
 from tjap.learned.network.nets import DEFAULT_WEIGHTS, GraphSAGEAllocator, load
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 
 class GNNPolicy:
@@ -40,7 +40,7 @@ class GNNPolicy:
         policy.routing, policy.sample, policy._topology = routing, bool(sample), None
         return policy
 
-    def reset(self, topology: Topology, seed: int) -> None:
+    def reset(self, topology: DataCentre, seed: int) -> None:
         if topology is not self._topology:
             self.net.set_topology(topology)
             self.features = FeatureBuilder(topology)

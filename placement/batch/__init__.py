@@ -8,12 +8,13 @@ adapter to a real Slurm (:mod:`tjap.placement.slurm.client`).
 >>> simulate(jobs, 76, backfill="easy").summary()["mean_wait_s"]
 """
 
+from tjap.core.renames import renamed
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.batch.replay import monthly_waits, replay_trace
 from tjap.placement.batch.simulator import (
+    BatchResult,
     Priority,
     SchedulerConfig,
-    SimulationResult,
     Simulator,
     Snapshot,
     simulate,
@@ -21,11 +22,14 @@ from tjap.placement.batch.simulator import (
 from tjap.placement.batch.synthetic import synthetic_jobs
 from tjap.placement.batch.traces import TraceReport, bundled_trace, default_nodes, load_trace
 
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"SimulationResult": "BatchResult"})
+
 __all__ = [
+    "BatchResult",
     "Jobs",
     "Priority",
     "SchedulerConfig",
-    "SimulationResult",
     "Simulator",
     "Snapshot",
     "TraceReport",

@@ -8,7 +8,7 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError
 from tjap.placement.batch.jobs import Jobs
-from tjap.placement.batch.simulator import SchedulerConfig, SimulationResult, Simulator
+from tjap.placement.batch.simulator import BatchResult, SchedulerConfig, Simulator
 from tjap.placement.batch.traces import default_nodes, load_trace
 from tjap.placement.tree.topology import MAX_NODES
 
@@ -91,7 +91,7 @@ def replay_trace(
     warm_start: bool = False,
     ignore_dependencies: bool = False,
     progress=None,
-) -> tuple[SimulationResult, dict]:
+) -> tuple[BatchResult, dict]:
     """Load ``path``, keep the jobs submitted in [start, start + days), and simulate them.
 
     Without ``warm_start`` the selected jobs arrive on an empty cluster. With it the simulation
@@ -172,7 +172,7 @@ def replay_trace(
     return result, info
 
 
-def monthly_waits(result: SimulationResult) -> list[dict]:
+def monthly_waits(result: BatchResult) -> list[dict]:
     """Per calendar month of submission (UTC): simulated and recorded mean wait of the jobs whose
     start the simulator decided."""
     jobs = result.jobs

@@ -70,11 +70,15 @@ import numpy as np
 
 from tjap.core.backends import Slices
 from tjap.core.errors import InvalidInputError, check_int, check_number, check_options, is_int
+from tjap.core.renames import renamed
 from tjap.core.result import Measurement, plain
 from tjap.placement.batch import _kernels as k
 from tjap.placement.batch.jobs import Jobs
 from tjap.placement.tree.cost import CONVENTIONS, convention_code
 from tjap.placement.tree.topology import MAX_NODES, Topology
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"SimulationResult": "BatchResult"})
 
 BACKFILL_MODES = ("none", "easy", "slurm", "conservative")
 PLACEMENTS = ("firstfit", "contiguous", "freeform")
@@ -459,7 +463,7 @@ class Simulator:
         """How many jobs have ended (a warm start's earlier jobs included)."""
         return int(np.count_nonzero(self._state["status"] == k.DONE))
 
-    def run(self, until_s: int | None = None, progress=None) -> "SimulationResult":
+    def run(self, until_s: int | None = None, progress=None) -> "BatchResult":
         """Advance to ``until_s`` (to the end if None) and return the result; ``progress`` as
         :meth:`advance`."""
         self.advance(until_s, progress)
@@ -539,14 +543,14 @@ class Simulator:
         return sim
 
     # -- results ----------------------------------------------------------------------------------
-    def result(self) -> "SimulationResult":
+    def result(self) -> "BatchResult":
         s = self._state
         node_of = (
             self._python_placement()
             if self.config.placement in PYTHON_PLACEMENTS
             else s["node_of"].copy()
         )
-        return SimulationResult(
+        return BatchResult(
             self.jobs,
             self.num_nodes,
             self.config,
@@ -592,7 +596,7 @@ class Simulator:
 
 
 @dataclass(frozen=True)
-class SimulationResult(Measurement):
+class BatchResult(Measurement):
     """Per-job start and end (-1: not started / not ended by ``now_s``) and the summary.
 
     ``to_dict()`` holds the common fields, the configuration, the summary and one row per job
@@ -761,7 +765,7 @@ def simulate(
     config: SchedulerConfig | None = None,
     topology=None,
     **options,
-) -> SimulationResult:
+) -> BatchResult:
     """One-call replay: ``simulate(jobs, 76, backfill="easy")``. Keyword options override fields
     of ``config``."""
     check_options(options, [f.name for f in fields(SchedulerConfig)], "simulate()")

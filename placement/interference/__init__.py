@@ -18,6 +18,7 @@ evaluate`` runs them.
 True
 """
 
+from tjap.core.renames import renamed
 from tjap.placement.interference.cluster import ARCHS, CLUSTER, TOPOLOGIES, Cluster, make_cluster
 from tjap.placement.interference.episode import PlacementEpisode, Turn
 from tjap.placement.interference.jobs import ARRIVALS, INTERVAL_S, Workload, default_rate
@@ -30,7 +31,15 @@ from tjap.placement.interference.model import (
     fit,
     prediction_error,
 )
-from tjap.placement.interference.simulator import PlacementPolicy, SimResult, Simulator, simulate
+from tjap.placement.interference.simulator import (
+    InterferenceResult,
+    PlacementPolicy,
+    Simulator,
+    simulate,
+)
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"SimResult": "InterferenceResult"})
 
 __all__ = [
     "ARCHS",
@@ -41,10 +50,10 @@ __all__ = [
     "TOPOLOGIES",
     "Cluster",
     "Coefficients",
+    "InterferenceResult",
     "PlacementEpisode",
     "PlacementPolicy",
     "Samples",
-    "SimResult",
     "Simulator",
     "Turn",
     "Workload",

@@ -29,6 +29,7 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_number, check_options
+from tjap.core.renames import renamed
 from tjap.core.result import Measurement
 from tjap.placement.interference import _kernels as kern
 from tjap.placement.interference import profiles
@@ -36,6 +37,9 @@ from tjap.placement.interference.cluster import Cluster
 from tjap.placement.interference.episode import PlacementEpisode
 from tjap.placement.interference.jobs import DONE, INTERVAL_S, RUNNING, WAITING, Workload
 from tjap.placement.interference.model import Coefficients
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"SimResult": "InterferenceResult"})
 
 
 @runtime_checkable
@@ -65,7 +69,7 @@ class PlacementPolicy(Protocol):
 
 
 @dataclass(frozen=True)
-class SimResult(Measurement):
+class InterferenceResult(Measurement):
     """Per-job outcome of a run and its summary (:meth:`summary`); ``to_dict()`` holds every
     field (per-job arrays as lists, NaN as null).
 
@@ -333,7 +337,7 @@ class Simulator:
         max_intervals: int | None = None,
         drain: bool = True,
         progress: Callable | None = None,
-    ) -> SimResult:
+    ) -> InterferenceResult:
         """Run the workload under ``policy`` from an empty cluster (one
         :class:`~tjap.placement.interference.episode.PlacementEpisode`, one ``place`` call per turn).
 
@@ -357,7 +361,7 @@ class Simulator:
         policy.reset(self, seed)
         episode.run(policy)
         runs = np.maximum(self._run_intervals, 1)
-        return SimResult(
+        return InterferenceResult(
             getattr(policy, "name", type(policy).__name__),
             self.cluster.name,
             self.workload.pattern,
@@ -454,7 +458,9 @@ class Simulator:
             raise AssertionError("link flow counts drifted from the running jobs' paths")
 
 
-def simulate(cluster: Cluster, workload: Workload, policy: PlacementPolicy, **options) -> SimResult:
+def simulate(
+    cluster: Cluster, workload: Workload, policy: PlacementPolicy, **options
+) -> InterferenceResult:
     """Run ``workload`` on ``cluster`` under ``policy`` (options: seed, max_intervals, drain,
     progress; coefficients and interval_s go to the :class:`Simulator`)."""
     check_options(

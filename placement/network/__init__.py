@@ -14,11 +14,12 @@ command line.
 0.3828125
 """
 
+from tjap.core.renames import renamed
 from tjap.placement.network.engine import ROUTINGS, Engine, Outcome
 from tjap.placement.network.episode import (
     Episode,
     EpisodeResult,
-    Evaluation,
+    NetworkEvaluation,
     ServerPolicy,
     evaluate,
     run_episode,
@@ -30,25 +31,28 @@ from tjap.placement.network.topology import (
     NAMES,
     SIZES,
     SPREAD,
-    Topology,
+    DataCentre,
     paper_topology,
     parse_name,
 )
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"Evaluation": "NetworkEvaluation", "Topology": "DataCentre"})
 
 __all__ = [
     "NAMES",
     "ROUTINGS",
     "SIZES",
     "SPREAD",
+    "DataCentre",
     "Engine",
     "Episode",
     "EpisodeResult",
-    "Evaluation",
+    "NetworkEvaluation",
     "Outcome",
     "RequestPlan",
     "Requests",
     "ServerPolicy",
-    "Topology",
     "evaluate",
     "holding_max",
     "paper_topology",

@@ -28,7 +28,7 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int
 from tjap.placement.network import _kernels as kern
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 ROUTINGS = {"shortest": kern.ROUTE_SHORTEST, "balanced": kern.ROUTE_BALANCED}
 
@@ -57,10 +57,11 @@ class Engine:
     (<Outcome.PENDING: 0>, <Outcome.PENDING: 0>, <Outcome.ACCEPTED: 1>)
     """
 
-    def __init__(self, topology: Topology, routing: str = "shortest"):
-        if not isinstance(topology, Topology):
+    def __init__(self, topology: DataCentre, routing: str = "shortest"):
+        if not isinstance(topology, DataCentre):
             raise InvalidInputError(
-                f"topology must be a tjap.placement.network.Topology, got {type(topology).__name__}"
+                "topology must be a tjap.placement.network.DataCentre, "
+                f"got {type(topology).__name__}"
             )
         if routing not in ROUTINGS:
             raise InvalidInputError(

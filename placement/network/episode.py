@@ -23,11 +23,15 @@ from typing import Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int
+from tjap.core.renames import renamed
 from tjap.core.result import Measurement, Status, plain
 from tjap.placement.network.engine import Engine, Outcome
 from tjap.placement.network.exact import RequestPlan
 from tjap.placement.network.requests import Requests
-from tjap.placement.network.topology import SPREAD, Topology
+from tjap.placement.network.topology import SPREAD, DataCentre
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"Evaluation": "NetworkEvaluation"})
 
 #: A policy's decision: a server, ``(server, paths)`` naming the candidate path per server already
 #: chosen, or None to give the request up.
@@ -47,7 +51,7 @@ class ServerPolicy(Protocol):
     name: str
     routing: str
 
-    def reset(self, topology: Topology, seed: int) -> None: ...
+    def reset(self, topology: DataCentre, seed: int) -> None: ...
 
     def choose(self, engine: Engine) -> Choice: ...
 
@@ -169,7 +173,7 @@ class Episode:
 
     def __init__(
         self,
-        topology: Topology,
+        topology: DataCentre,
         requests: Requests,
         *,
         routing: str = "shortest",
@@ -257,7 +261,7 @@ class Episode:
 
 
 def run_episode(
-    topology: Topology, requests: Requests, policy: ServerPolicy, *, seed: int | None = None
+    topology: DataCentre, requests: Requests, policy: ServerPolicy, *, seed: int | None = None
 ) -> EpisodeResult:
     """Serve ``requests`` on ``topology`` with ``policy`` (reset with ``seed``, default the
     requests' seed)."""
@@ -275,7 +279,7 @@ def run_episode(
 
 
 def run_seeded(
-    topology: Topology,
+    topology: DataCentre,
     make_policy: Callable[[], ServerPolicy],
     seed: int,
     *,
@@ -290,7 +294,7 @@ def run_seeded(
 
 
 @dataclass(frozen=True)
-class Evaluation(Measurement):
+class NetworkEvaluation(Measurement):
     """Means over the episodes of one policy on one topology (:func:`evaluate`).
 
     The fractions (``acceptance``, the utilizations, the ``spread_*`` shares) and ``offered_load``
@@ -329,7 +333,7 @@ class Evaluation(Measurement):
     offered_load: float
     episodes: tuple = ()
 
-    #: Evaluation field -> the episode summary key it averages.
+    #: NetworkEvaluation field -> the episode summary key it averages.
     MEANS = {
         "acceptance": "acceptance",
         "cpu_utilization": "cpu_utilization",
@@ -347,7 +351,7 @@ class Evaluation(Measurement):
     }
 
     @classmethod
-    def of(cls, episodes: Sequence[EpisodeResult]) -> "Evaluation":
+    def of(cls, episodes: Sequence[EpisodeResult]) -> "NetworkEvaluation":
         """The means of ``episodes`` (of one policy on one topology, seeds in order)."""
         if not episodes:
             raise InvalidInputError("an evaluation needs at least one episode")
@@ -390,7 +394,7 @@ class Evaluation(Measurement):
 
 
 def evaluate(
-    topology: Topology,
+    topology: DataCentre,
     make_policy: Callable[[], ServerPolicy],
     *,
     requests: int = 128,
@@ -399,12 +403,12 @@ def evaluate(
     max_servers: int = 8,
     load: float = 0.95,
     progress: Callable | None = None,
-) -> Evaluation:
+) -> NetworkEvaluation:
     """Means over episodes seeded ``seed_base .. + seeds - 1`` (requests and policy seeded alike,
-    so every method sees the same requests), see :class:`Evaluation`."""
+    so every method sees the same requests), see :class:`NetworkEvaluation`."""
     check_int("seeds", seeds, 1)
     seed_list = range(int(seed_base), int(seed_base) + int(seeds))
-    return Evaluation.of(
+    return NetworkEvaluation.of(
         [
             run_seeded(
                 topology, make_policy, seed, requests=requests, max_servers=max_servers, load=load

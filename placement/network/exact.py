@@ -47,7 +47,7 @@ import numpy as np
 from tjap.core import backends as _backends
 from tjap.core.errors import InvalidInputError
 from tjap.core.result import Record, Status
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class RequestPlan(Record):
         return self.channels if self.has_solution else None
 
     def is_feasible(
-        self, topology: Topology, free_cpu, free_mem, free_channels, cpu: int, mem: int
+        self, topology: DataCentre, free_cpu, free_mem, free_channels, cpu: int, mem: int
     ) -> bool:
         """Whether the plan covers the request and its paths fit the free channels."""
         servers = list(self.servers)
@@ -107,7 +107,7 @@ class RequestPlan(Record):
 
 
 def solve_request(
-    topology: Topology,
+    topology: DataCentre,
     free_cpu,
     free_mem,
     free_channels,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int, check_number
-from tjap.placement.network.topology import Topology
+from tjap.placement.network.topology import DataCentre
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Requests:
     @classmethod
     def generate(
         cls,
-        topology: Topology,
+        topology: DataCentre,
         count: int,
         seed: int = 0,
         *,
@@ -78,7 +78,7 @@ class Requests:
         return cls(cpu, mem, holding, seed=int(seed), offered_load=float(offered))
 
 
-def holding_max(topology: Topology, max_servers: int = 8, load: float = 0.95) -> int:
+def holding_max(topology: DataCentre, max_servers: int = 8, load: float = 0.95) -> int:
     """Largest holding time h_max of U{1..h_max} giving offered ``load`` (mean of CPU and memory)."""
     total_cpu, total_mem = topology.capacity
     per_tick = (

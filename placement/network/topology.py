@@ -35,6 +35,10 @@ import networkx as nx
 import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int, is_int
+from tjap.core.renames import renamed
+
+# the old names, kept for one release (they warn): tjap.core.renames
+__getattr__ = renamed(__name__, {"Topology": "DataCentre"})
 
 #: Bottom-to-top oversubscription -> (tier-2 channels / n, tier-3 channels / n), Table 1.
 TABLE1 = {16: (2.0, 0.5), 8: (4.0, 1.0), 4: (4.0, 2.0)}
@@ -48,7 +52,7 @@ SIZES = {64: (2, 2, 16), 1024: (4, 16, 16)}
 SPREAD = ("server", "rack", "cluster", "global")
 
 
-class Topology:
+class DataCentre:
     """A three-tier network of servers with CPU and memory, and links with channels.
 
     Parameters
@@ -230,7 +234,7 @@ class Topology:
 
     def __repr__(self) -> str:
         return (
-            f"Topology({self.name!r}, {self.num_servers} servers, {self.num_racks} racks, "
+            f"DataCentre({self.name!r}, {self.num_servers} servers, {self.num_racks} racks, "
             f"channels {self.channels})"
         )
 
@@ -273,7 +277,7 @@ def parse_name(name: str) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=32)
-def paper_topology(name: str = "8:1-16", servers: int = 64) -> Topology:
+def paper_topology(name: str = "8:1-16", servers: int = 64) -> DataCentre:
     """One of the paper's topologies: ``name`` as ``"8:1-16"``, ``servers`` 64 or 1024 (cached).
 
     >>> paper_topology("16:1-8", 64).channels
@@ -287,7 +291,7 @@ def paper_topology(name: str = "8:1-16", servers: int = 64) -> Topology:
         )
     clusters, racks, per_rack = SIZES[servers]
     c2, c3 = TABLE1[o]
-    return Topology(
+    return DataCentre(
         clusters=clusters,
         racks_per_cluster=racks,
         servers_per_rack=per_rack,

@@ -2,10 +2,10 @@
 
 ``tjap network evaluate --topology 8:1-16 --servers 64 --policy tetris --requests 128 --seeds 5``
 runs episodes seeded ``--seed`` .. ``--seed + seeds - 1`` (every policy sees the same requests) and
-prints the means (:class:`tjap.placement.network.Evaluation`): acceptance, CPU and memory utilization,
-channel utilization per tier and how spread the accepted requests were. The episodes run as tasks
-of the sweep executor (``--workers N``, default one process per core; ``--ray ADDRESS``); the
-figures do not depend on it.
+prints the means (:class:`tjap.placement.network.NetworkEvaluation`): acceptance, CPU and memory
+utilization, channel utilization per tier and how spread the accepted requests were. The
+episodes run as tasks of the sweep executor (``--workers N``, default one process per core;
+``--ray ADDRESS``); the figures do not depend on it.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def run(args) -> int:
     """Run a ``tjap network`` subcommand; returns the exit code."""
     from tjap.cli.common import executor_from_args
     from tjap.core.executor import TaskFailure, progress
-    from tjap.placement.network import Evaluation, Requests, evaluate, paper_topology
+    from tjap.placement.network import NetworkEvaluation, Requests, evaluate, paper_topology
     from tjap.registry import make
 
     if args.what != "evaluate":
@@ -147,7 +147,7 @@ def run(args) -> int:
                 file=sys.stderr,
             )
             return 1
-        evaluation = Evaluation.of(runs)
+        evaluation = NetworkEvaluation.of(runs)
     summary = evaluation.summary()
     if args.per_seed:
         summary["episodes"] = [ep.summary() for ep in evaluation.episodes]

@@ -20,18 +20,18 @@ from tjap.learned.network.features import NODE_FEATURES, FeatureBuilder  # noqa:
 from tjap.learned.network.nets import GraphSAGEAllocator, load, save  # noqa: E402
 from tjap.learned.network.policy import GNNPolicy  # noqa: E402
 from tjap.placement.network import (  # noqa: E402
+    DataCentre,
     Engine,
     Outcome,
     Requests,
-    Topology,
     evaluate,
     paper_topology,
     run_episode,
 )
 
 
-def tiny(channels=(2, 2, 1)) -> Topology:
-    return Topology(
+def tiny(channels=(2, 2, 1)) -> DataCentre:
+    return DataCentre(
         clusters=2,
         racks_per_cluster=2,
         servers_per_rack=2,

@@ -14,10 +14,10 @@ from network_oracle import fewest_channels
 from tjap.core.errors import InvalidInputError
 from tjap.core.result import Status
 from tjap.placement.network import (
+    DataCentre,
     Engine,
     Outcome,
     Requests,
-    Topology,
     paper_topology,
     solve_request,
 )
@@ -37,8 +37,8 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def tiny(channels=(2, 2, 1)) -> Topology:
-    return Topology(
+def tiny(channels=(2, 2, 1)) -> DataCentre:
+    return DataCentre(
         clusters=2,
         racks_per_cluster=2,
         servers_per_rack=2,

@@ -21,11 +21,11 @@ from tjap.core.result import Status
 from tjap.heuristics.network.rules import NALBPolicy, NULBPolicy, TetrisPolicy
 from tjap.placement.network import (
     NAMES,
+    DataCentre,
     Engine,
     Episode,
     Outcome,
     Requests,
-    Topology,
     evaluate,
     paper_topology,
     run_episode,
@@ -37,9 +37,9 @@ from tjap.registry import get, make, methods
 HEURISTICS = ("tetris", "nalb", "nulb", "random")
 
 
-def tiny(channels=(2, 2, 1), racks=2, cpu=4, mem=4) -> Topology:
+def tiny(channels=(2, 2, 1), racks=2, cpu=4, mem=4) -> DataCentre:
     """8 servers (2 clusters x 2 racks x 2), 2 tier-2 switches per cluster, 2 tier-3 switches."""
-    return Topology(
+    return DataCentre(
         clusters=2,
         racks_per_cluster=racks,
         servers_per_rack=2,
@@ -577,7 +577,7 @@ def test_bad_input_is_reported_clearly():
     with pytest.raises(InvalidInputError, match="channels must be 3 positive"):
         tiny(channels=(1, 0, 1))
     with pytest.raises(InvalidInputError, match="racks_per_cluster"):
-        Topology(
+        DataCentre(
             clusters=1,
             racks_per_cluster=0,
             servers_per_rack=1,
