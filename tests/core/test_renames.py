@@ -2,7 +2,7 @@
 and is the renamed class itself (never a second class); nothing in the repository still uses an
 old name (the alias lines of :mod:`tjap.core.renames` aside).
 
-The renames (0.3.0): the data-centre network's ``Topology`` is ``DataCentre`` (the switch tree's
+The renames (0.4.0): the data-centre network's ``Topology`` is ``DataCentre`` (the switch tree's
 ``tjap.Topology`` keeps its name), the network's ``Evaluation`` is ``NetworkEvaluation``, the
 provisioners' ``Evaluation`` is ``ProvisionEvaluation``, the interference simulator's
 ``SimResult`` is ``InterferenceResult`` and the batch simulator's ``SimulationResult`` is
