@@ -121,10 +121,12 @@ def best_of(
     winner = incumbent_name if best is not None else None
     entries: dict[str, dict] = {}
     skipped: list[str] = []
+    predicted = 0.0
     for candidate in candidates:
         left = None if time_left_s is None else time_left_s - (time.perf_counter() - started)
-        predicted = candidate.predicted_s
-        predicted = predicted() if callable(predicted) and left is not None else predicted
+        if left is not None:  # predicted only when there is a time left to compare with
+            given = candidate.predicted_s
+            predicted = float(given() if callable(given) else given)
         if left is not None and predicted and predicted > left:
             if not (candidate.required and best is None):
                 skipped.append(candidate.name)
