@@ -15,7 +15,8 @@ result anything with ``has_solution``, ``objective``, ``status`` and ``runtime_s
 >>> b = Candidate("b", lambda left, best: R(has_solution=True, objective=2.0,
 ...               status=Status.OPTIMAL, runtime_s=0.0))
 >>> pick = best_of([a, b])
->>> pick.winner, pick.candidates["a"]["cost"]
+>>> first = pick.candidates["a"]
+>>> pick.winner, first["cost"]
 ('b', 3.0)
 """
 
