@@ -100,6 +100,7 @@ CHEAP = (
     "tjap online --topology topology.conf --policy window --num-jobs 200",
     "tjap online --topology topology.conf --policy easy --placement freeform --num-jobs 200",
     "tjap methods --system network",
+    "tjap methods --system provision",
     "tjap slurm place --help",
     "python -m benchmarks.slurm_topology --help",
     "tjap topology show blocks.conf",
