@@ -178,3 +178,29 @@ def test_a_planned_node_cordoned_before_release_redoes_the_gang():
     Controller(api).run_pass()  # clears the plan and places the gang afresh
     nodes = released(api)
     assert len(nodes) == 4 and first not in nodes.values()
+
+
+def test_levels_come_from_keys_or_a_kueue_topology_file(tmp_path):
+    from tjap.cli.k8s import controller_levels
+    from tjap.core.errors import InvalidInputError
+
+    assert controller_levels(None) is None
+    assert controller_levels("example.com/block, kubernetes.io/hostname") == [
+        "example.com/block",
+        "kubernetes.io/hostname",
+    ]
+    topology = tmp_path / "topology.yaml"
+    topology.write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: Topology\nmetadata:\n  name: gpus\n"
+        "spec:\n  levels:\n  - nodeLabel: example.com/block\n  - nodeLabel: example.com/rack\n"
+        "  - nodeLabel: kubernetes.io/hostname\n"
+    )
+    assert controller_levels(str(topology)) == [
+        "example.com/block",
+        "example.com/rack",
+        "kubernetes.io/hostname",
+    ]
+    wrong = tmp_path / "pod.yaml"
+    wrong.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
+    with pytest.raises(InvalidInputError, match="Topology"):
+        controller_levels(str(wrong))

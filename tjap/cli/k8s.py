@@ -56,8 +56,10 @@ def add_parser(sub) -> None:
             default=None,
             help="the scheduling gate of tjap's pods (default tjap.io/placement)",
         )
-        p.add_argument("--levels", help="node-label keys of the levels, the top first, comma-separated "
-                       "(default: the topology.tjap.io/level-N labels of the nodes)")  # fmt: skip
+        p.add_argument("--levels", help="node-label keys of the levels, the top first, comma-separated, "
+                       "or FILE: a Kueue Topology (kubectl get topology NAME -o yaml) whose "
+                       "spec.levels[].nodeLabel are the keys (default: the topology.tjap.io/level-N "
+                       "labels of the nodes)")  # fmt: skip
         p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
                        help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
         p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
@@ -138,15 +140,28 @@ def _is(pid: int, program: str) -> bool:
 
 
 # -- the controller -----------------------------------------------------------------------------
+def controller_levels(given: str | None) -> list[str] | None:
+    """``--levels``: None (the nodes' own level labels), a file holding a Kueue ``Topology`` (its
+    ``spec.levels[].nodeLabel``, top first), or comma-separated label keys."""
+    from pathlib import Path
+
+    from tjap.placement.tree.levels import read_levels
+
+    if not given:
+        return None
+    if Path(given).is_file():
+        return read_levels(Path(given))
+    return [key.strip() for key in given.split(",") if key.strip()]
+
+
 def _controller(args, dry_run: bool):
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.api import Api
 
-    levels = [k.strip() for k in args.levels.split(",") if k.strip()] if args.levels else None
     return Controller(
         Api(args.kubeconfig),
         gate=args.gate,
-        levels=levels,
+        levels=controller_levels(args.levels),
         kueue=args.kueue,
         time_limit_s=args.time_limit,
         dry_run=dry_run,
