@@ -204,3 +204,30 @@ def test_levels_come_from_keys_or_a_kueue_topology_file(tmp_path):
     wrong.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
     with pytest.raises(InvalidInputError, match="Topology"):
         controller_levels(str(wrong))
+
+
+def test_a_pod_deleted_before_release_holds_the_rest_of_its_gang():
+    """Every pod planned, one deleted before any release: the next controller releases none of
+    the gang (a part of a gang never starts) and clears the plans, so the gang is placed afresh
+    once it is whole again."""
+    api = FakeApi(TREE)
+    api.add_pods("a", 4, {"tjap.io/gang-size": "4"})
+    real = api.patch
+
+    def dying(path, body, *a, **k):
+        if api.patches >= 4:  # every pod planned, none released
+            raise Killed
+        return real(path, body, *a, **k)
+
+    api.patch = dying
+    with pytest.raises(Killed):
+        Controller(api).run_pass()
+    api.patch = real
+    del api.objects["/api/v1/namespaces/default/pods/a-3"]
+    decision = Controller(api).run_pass()
+    assert not released(api)
+    assert all(PLANNED not in p["metadata"]["annotations"] for p in api.pods().values())
+    assert "3 of 4 pods exist" in decision.waiting[("default", "gang/a")]
+    api.add_pods("a", 4, {"tjap.io/gang-size": "4"})  # the pods back (a-3 anew)
+    Controller(api).run_pass()
+    assert len(released(api)) == 4

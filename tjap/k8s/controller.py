@@ -21,8 +21,9 @@ Each pass (:meth:`Controller.run_pass`):
 
 **A restart loses nothing.** The plan is on the pods before any is released. A pass that finds
 gated pods with a planned node finishes their gang when every planned node is still free for
-them; otherwise, when none of that gang is released yet, it clears the plan and the gang is
-placed afresh; when some are, the rest keep their valid plans and the others are planned again.
+them and every pod of the gang is still there; otherwise, when none of that gang is released
+yet, it clears the plan and the gang is placed afresh once whole (a part of a gang never starts
+alone); when some are, the rest keep their valid plans and the others are planned again.
 """
 
 from __future__ import annotations
@@ -308,8 +309,10 @@ class Controller:
             good = [p for p in planned if self._planned(p) in free]
             gone = [p for p in planned if p not in good]
             started = self._released_of(gang, state["pods"])
-            if gone and not started:
-                good, gone = [], planned  # redo the whole gang
+            if (gone or not gang.complete) and not started:
+                # redo the whole gang: a planned node was lost, or a pod of the gang is gone
+                # (a part of a gang never starts alone)
+                good, gone = [], planned
             if not self.dry_run:
                 self._release(good)
                 for pod in gone:
