@@ -134,24 +134,30 @@ class Killed(Exception):
     pass
 
 
-@pytest.mark.parametrize("after", [1, 3, 5, 6])
-def test_a_controller_killed_mid_window_is_finished_by_the_next(after):
-    """Killed after ``after`` patches (some pods planned, some released): the next controller
-    releases every pod of the window, each on the node first planned for it."""
-    api = FakeApi(TREE)
-    api.add_pods("a", 4)
+def killed_after(api, patches: int) -> None:
+    """Run one pass of a controller that is killed once ``api`` has taken ``patches`` patches,
+    then give the API its own patch back (the next controller's)."""
     real = api.patch
 
     def dying(path, body, *a, **k):
-        if api.patches >= after:
+        if api.patches >= patches:
             raise Killed
         return real(path, body, *a, **k)
 
     api.patch = dying
     with pytest.raises(Killed):
         Controller(api).run_pass()
-    planned = {n: p["metadata"]["annotations"].get(PLANNED) for n, p in api.pods().items()}
     api.patch = real
+
+
+@pytest.mark.parametrize("after", [1, 3, 5, 6])
+def test_a_controller_killed_mid_window_is_finished_by_the_next(after):
+    """Killed after ``after`` patches (some pods planned, some released): the next controller
+    releases every pod of the window, each on the node first planned for it."""
+    api = FakeApi(TREE)
+    api.add_pods("a", 4)
+    killed_after(api, after)
+    planned = {n: p["metadata"]["annotations"].get(PLANNED) for n, p in api.pods().items()}
     Controller(api).run_pass()
     nodes = released(api)
     assert len(nodes) == 4 and len(set(nodes.values())) == 4
@@ -161,17 +167,7 @@ def test_a_controller_killed_mid_window_is_finished_by_the_next(after):
 def test_a_planned_node_cordoned_before_release_redoes_the_gang():
     api = FakeApi(TREE)
     api.add_pods("a", 4)
-    real = api.patch
-
-    def dying(path, body, *a, **k):
-        if api.patches >= 4:  # every pod planned, none released
-            raise Killed
-        return real(path, body, *a, **k)
-
-    api.patch = dying
-    with pytest.raises(Killed):
-        Controller(api).run_pass()
-    api.patch = real
+    killed_after(api, 4)  # every pod planned, none released
     first = api.pods()["a-0"]["metadata"]["annotations"][PLANNED]
     node = api.objects[f"/api/v1/nodes/{first}"]
     node["spec"]["unschedulable"] = True
@@ -212,17 +208,7 @@ def test_a_pod_deleted_before_release_holds_the_rest_of_its_gang():
     once it is whole again."""
     api = FakeApi(TREE)
     api.add_pods("a", 4, {"tjap.io/gang-size": "4"})
-    real = api.patch
-
-    def dying(path, body, *a, **k):
-        if api.patches >= 4:  # every pod planned, none released
-            raise Killed
-        return real(path, body, *a, **k)
-
-    api.patch = dying
-    with pytest.raises(Killed):
-        Controller(api).run_pass()
-    api.patch = real
+    killed_after(api, 4)  # every pod planned, none released
     del api.objects["/api/v1/namespaces/default/pods/a-3"]
     decision = Controller(api).run_pass()
     assert not released(api)

@@ -672,7 +672,7 @@ class PlacementService:
                 rec["winner"] = info["winner"]
             placed = dict(zip(keep, result.node_names()))
             if cfg.compare:
-                self._compare_blocks(rec, window, [jobs[i].nodes for i in keep], cfg.method)
+                self._compare_blocks(rec, window)
         else:
             rec["status"] = "INFEASIBLE"
         everyone = state.partition_nodes or state.nodes
@@ -704,11 +704,11 @@ class PlacementService:
         rec["solve_s"] = time.perf_counter() - started
         return rec, excluded
 
-    def _compare_blocks(self, rec: dict, window: Window, sizes: list, method: str) -> None:
+    def _compare_blocks(self, rec: dict, window: Window) -> None:
         """With ``compare``: what Slurm and the optimum under the rule give where the method's
         own result did not say, and the optimum of the same jobs without the rule (its price)."""
         cfg = self.config
-        if method != "guarded":
+        if cfg.method != "guarded":  # guarded's own result names both
             slurm = self._try(window, "slurm-block")
             rec["slurm_block_cost"] = slurm.objective if slurm and slurm.has_solution else None
             scas = self._try(window, "auto", time_limit_s=cfg.time_limit_s)
@@ -716,7 +716,9 @@ class PlacementService:
                 scas.objective if scas is not None and scas.status.value == "OPTIMAL" else None
             )
         free = self._try(
-            Window(window.topology, window.idle_nodes, sizes), "auto", time_limit_s=cfg.time_limit_s
+            Window(window.topology, window.idle_nodes, list(window.job_sizes)),
+            "auto",
+            time_limit_s=cfg.time_limit_s,
         )
         if free is not None and free.status.value == "OPTIMAL":
             rec["unconstrained_optimum"] = free.objective
