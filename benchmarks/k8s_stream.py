@@ -11,14 +11,16 @@ trace shipped with tjap (``ls6-a100``: runtimes as recorded, sizes times 4 to sp
 most 72 nodes), in the trace's order, arriving as a Poisson stream that offers ``--load``
 (default 0.9) of the cluster's node-seconds, on a clock of ticks: each tick of the harness (0.25 s of wall time for kube-scheduler to bind)
 advances the stream by ``--compress`` times its length (default 3,600: an hour of the trace a
-second), however long the controller's pass took, so waits measure placement, not the
-controller's speed (reported apart); one job in three asks for slices of 4, 6, 8 or 9 pods,
+second), however long the controller's pass took, and after a window that placed gangs the
+clock waits (at most 10 s) until kube-scheduler has bound their pods, so waits measure
+placement, not the controller's or kube-scheduler's speed (reported apart), and two arms'
+streams part only where their placements differ; one job in three asks for slices of 4, 6, 8 or 9 pods,
 each inside one rack (Kueue's ``podset-slice-size`` and ``podset-slice-required-topology``),
 the others prefer one rack (``podset-preferred-topology``). Every pod asks for a whole node's
 GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
 its pods).
 
-Three arms, one after the other, each on a fresh cluster:
+Three arms, one after the other, each on a fresh cluster (and a fourth, ``window``, on request):
 
 - ``kube-scheduler``: the pods carry no gate; kube-scheduler places each pod on its own (its
   default scoring), with no gang rule: a job starts when its last pod is bound.
@@ -26,6 +28,8 @@ Three arms, one after the other, each on a fresh cluster:
   Kueue's topology-aware scheduling chooses for each window (``choose="kueue"``: the
   re-implementation of ``kueue-bestfit``, validated against Kueue's rules).
 - ``tjap``: the same controller applying the cheaper of tjap's exact optimum and Kueue's choice.
+- ``window`` (only when named in ``--arms``): the first ``--window`` jobs (default 50) created
+  gated at once, one pass of the controller: seconds to read the cluster, decide and patch.
 
 Per arm: mean CH cost per job (tjap's hop cost of the nodes each job got, paper convention; also
 apart for the segmented jobs and the others; every job's row is in the JSON),
@@ -58,6 +62,8 @@ TICK_S = 0.25
 #: An arm whose jobs have all arrived stops when none started or ended for this many ticks
 #: (kube-scheduler alone can bind part of several gangs and leave none of them whole).
 STUCK_TICKS = 200
+#: The longest the clock waits, after a window, for kube-scheduler to bind its released pods.
+BIND_WAIT_S = 10.0
 
 
 def cluster(num_nodes: int):
@@ -120,7 +126,13 @@ def create_job(api, job, levels, gated: bool) -> None:
 
 
 def run_arm(
-    arm: str, num_nodes: int, jobs: list[dict], compress: float, kueue: str, timeout_s: float
+    arm: str,
+    num_nodes: int,
+    jobs: list[dict],
+    compress: float,
+    kueue: str,
+    timeout_s: float,
+    fragmentation: float | None = None,
 ) -> dict:
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.harness import LocalKubernetes
@@ -137,8 +149,9 @@ def run_arm(
             bound_per_s = binding_rate(api, min(200, num_nodes))
             controller = None
             if arm != "kube-scheduler":
+                options = {} if fragmentation is None else {"fragmentation": fragmentation}
                 controller = Controller(
-                    api, kueue=kueue, choose="kueue" if arm == "kueue" else "best"
+                    api, kueue=kueue, choose="kueue" if arm == "kueue" else "best", **options
                 )
             pending = sorted(jobs, key=lambda j: j["arrival_s"])
             started: dict[
@@ -168,6 +181,7 @@ def run_arm(
                         n = sum(len(v) for v in decision.placed.values())
                         placed += n
                         place_s += controller.last_apply_s
+                        wait_bound(api, BIND_WAIT_S)
                 pods = api.items("/api/v1/namespaces/default/pods")
                 by_job: dict[str, list] = {}
                 for pod in pods:
@@ -236,6 +250,61 @@ def run_arm(
     }
 
 
+def window_arm(num_nodes: int, jobs: list[dict], size: int, kueue: str) -> dict:
+    """One window of ``size`` jobs on a fresh cluster: the first jobs of the stream created
+    gated at once, then one pass of the controller (tjap's choice): the seconds to read the
+    cluster, to decide and to patch, the window's cost against Kueue's choice, and pods released
+    per second against kube-scheduler's binding rate on the same cluster."""
+    from tjap.k8s.controller import Controller
+    from tjap.placement.k8s.harness import LocalKubernetes
+    from tjap.placement.k8s.nodes import level_keys
+
+    tree = cluster(num_nodes)
+    levels = level_keys(tree)[:-1]
+    window = jobs[:size]
+    with LocalKubernetes() as k8s:
+        k8s.add_nodes(tree)
+        with k8s.api() as api:
+            bound_per_s = binding_rate(api, min(200, num_nodes))
+            for job in window:
+                create_job(api, job, levels, gated=True)
+            controller = Controller(api, kueue=kueue)
+            began = time.perf_counter()
+            decision = controller.run_pass()
+            pass_s = time.perf_counter() - began
+            wait_bound(api, 60.0)
+    pods = sum(len(v) for v in decision.placed.values())
+    return {
+        "arm": "window", "nodes": num_nodes, "jobs": len(window), "pods": sum(j["size"] for j in window),
+        "placed_jobs": len(decision.placed), "placed_pods": pods, "cost": decision.cost,
+        "kueue_cost": decision.kueue_cost, "method": decision.method,
+        "decide_s": controller.last_decide_s, "apply_s": controller.last_apply_s,
+        "read_s": pass_s - controller.last_decide_s - controller.last_apply_s, "pass_s": pass_s,
+        "placed_per_s": pods / controller.last_apply_s if controller.last_apply_s else None,
+        "bound_per_s": bound_per_s,
+    }  # fmt: skip
+
+
+def wait_bound(api, timeout_s: float) -> None:
+    """Until kube-scheduler has bound every pod the controller released (a hostname selector,
+    no gate), at most ``timeout_s`` seconds: the stream's clock does not run on while the
+    pods of a placed gang wait for their binding, so the arms' streams part only where their
+    placements differ."""
+    from tjap.placement.k8s.nodes import HOSTNAME
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pods = api.items("/api/v1/namespaces/default/pods")
+        if all(
+            p["spec"].get("nodeName")
+            for p in pods
+            if HOSTNAME in (p["spec"].get("nodeSelector") or {})
+            and not p["spec"].get("schedulingGates")
+        ):
+            return
+        time.sleep(0.05)
+
+
 def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -281,7 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
                    help="the Kueue profile (default kueue-bestfit)")  # fmt: skip
     p.add_argument("--arms", default="kube-scheduler,kueue,tjap",
-                   help="comma-separated: kube-scheduler, kueue, tjap (default all three)")  # fmt: skip
+                   help="comma-separated: kube-scheduler, kueue, tjap (default these three), "
+                   "window (one window of --window jobs created at once)")  # fmt: skip
+    p.add_argument("--window", type=int, default=50,
+                   help="jobs of the window arm (default 50)")  # fmt: skip
     p.add_argument("--arm-timeout", type=float, default=900.0,
                    help="seconds an arm may run; jobs never whole by then are counted apart (default 900)")  # fmt: skip
     p.add_argument("--out", default="benchmarks/out", metavar="DIR",
@@ -298,7 +370,10 @@ def main(argv=None) -> int:
     rows = []
     for arm in args.arms.split(","):
         began = time.monotonic()
-        row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout)
+        if arm == "window":
+            row = window_arm(args.nodes, jobs, args.window, args.kueue)
+        else:
+            row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout)
         row["wall_s"] = time.monotonic() - began
         rows.append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)
@@ -307,7 +382,10 @@ def main(argv=None) -> int:
     (args.out / "k8s_stream.json").write_text(
         json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
     )
-    print(format_table(rows, [("arm", ""), ("nodes", "d"), ("jobs", "d"), ("started", "d"),
+    streams = [row for row in rows if row["arm"] != "window"]
+    if not streams:
+        return 0
+    print(format_table(streams, [("arm", ""), ("nodes", "d"), ("jobs", "d"), ("started", "d"),
                               ("mean_cost", ".1f"), ("mean_cost_segmented", ".1f"),
                               ("one_rack_share", ".3f"), ("slices_kept_share", ".3f"),
                               ("mean_free_racks", ".2f"), ("mean_wait_s", ".0f"),

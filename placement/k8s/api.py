@@ -77,6 +77,7 @@ class Api:
             ) from None
         self.host = config.host
         self._api = k.client.ApiClient(config)
+        self.versions: dict[str, str | None] = {}  # a list's path -> its last resource version
 
     def close(self) -> None:
         self._api.close()
@@ -124,15 +125,56 @@ class Api:
         return self.request("GET", path, query=query or None)
 
     def items(self, path: str, **query) -> list[dict]:
-        """Every object of a list, following ``continue`` tokens (500 a page)."""
+        """Every object of a list, following ``continue`` tokens (500 a page); the list's
+        resource version is kept in :attr:`versions` (``path`` -> version), where
+        :meth:`wait_for_change` starts watching."""
         found: list[dict] = []
         token = None
         while True:
             page = self.get(path, limit=500, **query, **({"continue": token} if token else {}))
             found += page.get("items", [])
+            if token is None:
+                self.versions[path] = page.get("metadata", {}).get("resourceVersion")
             token = page.get("metadata", {}).get("continue")
             if not token:
                 return found
+
+    def wait_for_change(self, path: str, timeout_s: float, *, settle_s: float = 0.2) -> bool:
+        """Watch ``path`` (a list, e.g. ``/api/v1/pods``) from the version :meth:`items` last
+        read it at: True once something changed (then after ``settle_s`` more, since a gang's
+        pods are created one by one), False when nothing did for ``timeout_s`` seconds. An
+        expired version (the server's 410) counts as a change."""
+        import time
+
+        version = self.versions.get(path)
+        if not version:
+            time.sleep(timeout_s)
+            return True
+        query = {"watch": "1", "resourceVersion": version,
+                 "timeoutSeconds": str(max(1, round(timeout_s)))}  # fmt: skip
+        try:
+            method, url, headers, _, _ = self._api.param_serialize(
+                "GET", path, query_params=list(query.items()),
+                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
+            )  # fmt: skip
+            response = self._api.call_api(
+                method,
+                url,
+                header_params=headers,
+                _request_timeout=(self.timeout_s, timeout_s + 10),
+            )
+            try:
+                line = response.response.readline() if response.status < 400 else b"{}"
+            finally:
+                response.response.release_conn()
+        except Exception as exc:  # urllib3: refused, TLS, the read timed out
+            raise KubernetesUnreachableError(
+                f"cannot watch {path} on {self.host} ({type(exc).__name__}); is the cluster up?"
+            ) from None
+        if not line:  # the server ended the watch at timeoutSeconds: nothing changed
+            return False
+        time.sleep(settle_s)
+        return True
 
     def create(self, path: str, body: dict) -> dict:
         return self.request("POST", path, body)

@@ -4,10 +4,14 @@ A pod waits for tjap when it carries tjap's scheduling gate (:data:`GATE`, or an
 to the controller). Pods are grouped into gangs, all of whose pods are placed together or none:
 
 - the label ``tjap.io/gang`` (a plain pod group; ``tjap.io/gang-size`` says how many pods it has),
+- else a JobSet's replicated job (its ``jobset.sigs.k8s.io/jobset-name`` and ``replicatedjob-name``
+  labels; Kueue's pod set): ``replicatedjob-replicas`` Jobs of the Job's parallelism each,
 - else the pods' owning batch/v1 Job (an indexed Job's pods: ``batch.kubernetes.io/job-completion-
-  index`` gives each pod's rank), whose size is ``tjap.io/gang-size`` or the number of its pods,
-- else the JobSet's ``jobset.sigs.k8s.io/jobset-name`` and ``replicatedjob-name`` labels,
+  index`` gives each pod's rank): as many pods as its ``parallelism`` (at most its
+  ``completions``), read from the Job itself (:func:`job_sizes`),
 - else the pod alone.
+
+``tjap.io/gang-size`` on the pods overrides the size a Job or JobSet gives.
 
 A gang is ready when all its pods exist. Its request is read from Kueue's pod-set annotations
 (``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``, ``-slice-size``,
@@ -60,8 +64,9 @@ class Gang:
 
     @property
     def complete(self) -> bool:
-        """All of its pods exist (its declared size, if any, is reached)."""
-        return self.size is None or len(self.pods) >= self.size
+        """All of its pods exist (its declared size, if any, is reached; never when its Job is
+        gone: size 0)."""
+        return self.size is None or (self.size > 0 and len(self.pods) >= self.size)
 
     def job(self, levels: list[str]) -> dict:
         """The window job of this gang (:class:`~tjap.placement.tree.jobs.Job`'s JSON form),
@@ -116,8 +121,53 @@ def has_gate(pod: dict, gate: str = GATE) -> bool:
     return any(g.get("name") == gate for g in pod.get("spec", {}).get("schedulingGates") or [])
 
 
+JOBSET = "jobset.sigs.k8s.io/"
+
+
+def owner_job(pod: dict) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the batch/v1 Job that owns a pod, or None."""
+    meta = pod["metadata"]
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == "Job" and str(owner.get("apiVersion", "")).startswith("batch/"):
+            return meta.get("namespace", "default"), owner.get("name")
+    return None
+
+
+def job_sizes(pods: list[dict], read_job) -> dict[tuple[str, str], int]:
+    """The pods each Job (or JobSet replicated job) of ``pods`` makes at once, by gang key:
+    ``read_job(namespace, name)`` returns the batch/v1 Job (a dict) or None when it is gone.
+    A Job runs ``min(parallelism, completions)`` pods (parallelism 1 by default); a JobSet's
+    replicated job ``replicatedjob-replicas`` such Jobs; a Job that is gone gives 0. Pods that declare ``tjap.io/gang-size``
+    are left to it."""
+    sizes: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], int | None] = {}
+    for pod in pods:
+        key, declared = gang_key(pod)
+        owner = owner_job(pod)
+        if declared is not None or owner is None or key in sizes:
+            continue
+        if owner not in seen:
+            job = read_job(*owner)
+            spec = (job or {}).get("spec") or {}
+            parallel = spec.get("parallelism", 1)
+            completions = spec.get("completions")
+            seen[owner] = (
+                0
+                if job is None
+                else int(min(parallel, completions) if completions is not None else parallel)
+            )
+        per_job = seen[owner]  # 0: the Job is gone (its pods go too), the gang is never whole
+        labels = pod["metadata"].get("labels") or {}
+        replicas = str(labels.get(JOBSET + "replicatedjob-replicas", "1"))
+        sizes[key] = per_job * (
+            int(replicas) if key[1].startswith("jobset/") and replicas.isdigit() else 1
+        )
+    return sizes
+
+
 def gang_key(pod: dict) -> tuple[tuple[str, str], int | None]:
-    """The gang of a pod, ``(namespace, name)``, and the size it declares (None: not declared)."""
+    """The gang of a pod, ``(namespace, name)``, and the size it declares with
+    ``tjap.io/gang-size`` (None: not declared; a pod alone declares 1)."""
     meta = pod["metadata"]
     ns, labels, notes = (
         meta.get("namespace", "default"),
@@ -128,13 +178,13 @@ def gang_key(pod: dict) -> tuple[tuple[str, str], int | None]:
     declared = int(size) if size is not None and str(size).isdigit() else None
     if GANG_LABEL in labels:
         return (ns, f"gang/{labels[GANG_LABEL]}"), declared
-    for owner in meta.get("ownerReferences") or []:
-        if owner.get("kind") == "Job":
-            return (ns, f"job/{owner.get('name')}"), declared
-    jobset = labels.get("jobset.sigs.k8s.io/jobset-name")
+    jobset = labels.get(JOBSET + "jobset-name")
     if jobset:
-        replicated = labels.get("jobset.sigs.k8s.io/replicatedjob-name", "")
+        replicated = labels.get(JOBSET + "replicatedjob-name", "")
         return (ns, f"jobset/{jobset}/{replicated}"), declared
+    owner = owner_job(pod)
+    if owner is not None:
+        return (ns, f"job/{owner[1]}"), declared
     return (ns, f"pod/{meta['name']}"), 1
 
 
@@ -144,10 +194,12 @@ def _rank(pod: dict) -> tuple:
     return (int(index) if index is not None and str(index).isdigit() else 1 << 30, meta["name"])
 
 
-def gangs(pods: list[dict], gate: str = GATE) -> list[Gang]:
+def gangs(pods: list[dict], gate: str = GATE, sizes: dict | None = None) -> list[Gang]:
     """The gangs of the pods that carry ``gate`` (other pods are left out), in the order they
     are placed: highest priority first, then the oldest first (by their first pod's creation
-    time), then by name. A gang's pods are in rank order (completion index, then name)."""
+    time), then by name. A gang's pods are in rank order (completion index, then name).
+    ``sizes`` (gang key -> pods, :func:`job_sizes`) gives the size of gangs whose pods declare
+    none."""
     found: dict[tuple[str, str], Gang] = {}
     for pod in pods:
         if not has_gate(pod, gate) or pod["metadata"].get("deletionTimestamp"):
@@ -155,6 +207,8 @@ def gangs(pods: list[dict], gate: str = GATE) -> list[Gang]:
         key, size = gang_key(pod)
         gang = found.setdefault(key, Gang(key))
         gang.pods.append(pod)
+        if size is None and sizes:
+            size = sizes.get(key)
         if size is not None:
             gang.size = size
         gang.priority = max(gang.priority, int(pod.get("spec", {}).get("priority") or 0))

@@ -3,7 +3,9 @@
 :class:`LocalKubernetes` runs the control plane that ``.ci/build-k8s`` builds from Go modules
 (:func:`k8s_bin`: ``$TJAP_K8S/bin``, else ``$TJAP_CACHE_ROOT/k8s-RELEASE/bin``) in a folder of
 its own: a certificate authority and certificates made with ``openssl``, etcd on loopback, the
-API server on ``127.0.0.1`` with TLS, client certificates and RBAC, and kube-scheduler. Each
+API server on ``127.0.0.1`` with TLS, client certificates and RBAC, kube-scheduler, and with
+``controllers=True`` kube-controller-manager running only the Job controller and the garbage
+collector (so batch/v1 Jobs make their pods, and nothing marks the fake nodes NotReady). Each
 program is a child process, stopped by its process id (never by name); their logs are in the
 folder. ``kubeconfig`` (the cluster's administrator, group ``system:masters``) is written there
 too. Nodes are plain Node objects without a kubelet (:mod:`tjap.placement.k8s.nodes`): status
@@ -32,6 +34,10 @@ from tjap.placement.k8s.nodes import node_manifests, ready_status
 #: The Kubernetes release go/controlplane/go.mod pins (and .ci/build-k8s builds).
 RELEASE = "v1.35.4"
 PROGRAMS = ("etcd", "kube-apiserver", "kube-scheduler")
+#: Run with ``controllers=True``: the Job controller and the garbage collector only (no node
+#: lifecycle controller, so the fake nodes stay Ready).
+CONTROLLER_MANAGER = "kube-controller-manager"
+CONTROLLERS = "job-controller,garbage-collector-controller"
 #: The environment variable naming the folder of a built control plane (its ``bin/``).
 K8S_ENV = "TJAP_K8S"
 
@@ -42,9 +48,17 @@ def k8s_bin() -> Path:
     return Path(os.environ.get(K8S_ENV) or cache_root() / f"k8s-{RELEASE}") / "bin"
 
 
-def missing_programs() -> list[str]:
-    """The control plane's programs not built yet (empty when it can start)."""
-    return [p for p in PROGRAMS if not os.access(k8s_bin() / p, os.X_OK)]
+def kueue_crd(plural: str = "topologies") -> Path:
+    """Kueue's CustomResourceDefinition of ``plural`` as ``.ci/build-k8s`` copied it from Kueue's
+    module (Kueue v0.17.0) next to the control plane's ``bin/``."""
+    return k8s_bin().parent / "kueue" / f"kueue.x-k8s.io_{plural}.yaml"
+
+
+def missing_programs(*, controllers: bool = False) -> list[str]:
+    """The control plane's programs not built yet (empty when it can start); with
+    ``controllers``, kube-controller-manager too."""
+    wanted = PROGRAMS + ((CONTROLLER_MANAGER,) if controllers else ())
+    return [p for p in wanted if not os.access(k8s_bin() / p, os.X_OK)]
 
 
 def _free_port() -> int:
@@ -67,10 +81,18 @@ class LocalKubernetes:
     :class:`~tjap.placement.k8s.api.Api` on it.
     """
 
-    def __init__(self, folder=None, *, scheduler: bool = True, start_timeout_s: float = 60.0):
-        if missing_programs():
+    def __init__(
+        self,
+        folder=None,
+        *,
+        scheduler: bool = True,
+        controllers: bool = False,
+        start_timeout_s: float = 60.0,
+    ):
+        missing = missing_programs(controllers=controllers)
+        if missing:
             raise MissingDependencyError(
-                f"the local Kubernetes needs {', '.join(missing_programs())} in {k8s_bin()}; "
+                f"the local Kubernetes needs {', '.join(missing)} in {k8s_bin()}; "
                 "build them once with `bash .ci/build-k8s` (Go and the module proxy, about 11 "
                 "min on 2 cores) or point TJAP_K8S at a built one"
             )
@@ -80,7 +102,7 @@ class LocalKubernetes:
             )
         self._own = folder is None
         self.folder = Path(folder or tempfile.mkdtemp(prefix="tjap-k8s-"))
-        self.scheduler = scheduler
+        self.scheduler, self.controllers = scheduler, controllers
         self.start_timeout_s = start_timeout_s
         self.procs: dict[str, subprocess.Popen] = {}
         self._args: dict[str, list[str]] = {}
@@ -201,6 +223,14 @@ current-context: tjap-local
                 f"--authorization-kubeconfig={config}", "--leader-elect=false",
                 "--bind-address=127.0.0.1", f"--secure-port={_free_port()}",
             ])  # fmt: skip
+        if self.controllers:  # as the administrator: each controller's own account needs tokens
+            self._spawn(CONTROLLER_MANAGER, [
+                f"--kubeconfig={self.kubeconfig}", f"--controllers={CONTROLLERS}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}", "--leader-elect=false",
+                "--bind-address=127.0.0.1", f"--secure-port={_free_port()}",
+            ])  # fmt: skip
+        if self.scheduler or self.controllers:
             time.sleep(0.2)
             self._check_alive()
 
@@ -259,6 +289,30 @@ current-context: tjap-local
         self.stop()
 
     # -- the cluster's contents ----------------------------------------------------------------
+    def install_crd(self, path, *, timeout_s: float = 30.0) -> str:
+        """Create the CustomResourceDefinition in the YAML file ``path`` (e.g. :func:`kueue_crd`)
+        and wait until it is established; returns its name."""
+        import yaml
+
+        crd = yaml.safe_load(Path(path).read_text())
+        name = crd["metadata"]["name"]
+        with self.api() as api:
+            try:
+                api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            except ApiError as exc:
+                if exc.status != 409:
+                    raise
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                found = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+                conditions = (found.get("status") or {}).get("conditions") or []
+                if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
+                    return name
+                time.sleep(0.1)
+        raise KubernetesError(
+            f"the CustomResourceDefinition {name} was not established in {timeout_s:g} s"
+        )
+
     def api(self, *, timeout_s: float = 30.0) -> Api:
         """An :class:`~tjap.placement.k8s.api.Api` as the cluster's administrator."""
         return Api(self.kubeconfig, timeout_s=timeout_s)

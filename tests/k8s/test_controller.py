@@ -10,7 +10,8 @@ import pytest
 
 import tjap
 from tjap.k8s.controller import Controller
-from tjap.placement.k8s.gangs import GATE, PLANNED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
+from tjap.placement.k8s.api import ApiError
+from tjap.placement.k8s.gangs import GATE, PLANNED, PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
 from tjap.placement.k8s.nodes import HOSTNAME, level_keys, node_manifests, ready_status
 
 TREE = tjap.Topology.from_slurm(
@@ -71,6 +72,39 @@ class FakeApi:
     def create(self, path, body):
         self.events.append(body)
         return body
+
+    def get(self, path):
+        if path not in self.objects:
+            raise ApiError(f"404 {path}", 404)
+        return copy.deepcopy(self.objects[path])
+
+    def add_job(self, name, parallelism, completions=None, *, jobset=None, replicas=1):
+        """A batch/v1 Job and its gated pods, as the Job controller makes them (owner
+        references, completion indices); ``jobset``: a JobSet's replicated job's child Job."""
+        spec = {"parallelism": parallelism, "completions": completions or parallelism}
+        self.objects[f"/apis/batch/v1/namespaces/default/jobs/{name}"] = {"spec": spec}
+        for i in range(parallelism):
+            labels = {"batch.kubernetes.io/job-completion-index": str(i)}
+            if jobset:
+                labels.update({"jobset.sigs.k8s.io/jobset-name": jobset,
+                               "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+                               "jobset.sigs.k8s.io/replicatedjob-replicas": str(replicas)})  # fmt: skip
+            self.objects[f"/api/v1/namespaces/default/pods/{name}-{i}"] = {
+                "metadata": {"name": f"{name}-{i}", "namespace": "default", "resourceVersion": "1",
+                             "labels": labels, "annotations": {},
+                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name}],
+                             "creationTimestamp": "2026-12-02T10:00:00Z"},
+                "spec": {"schedulingGates": [{"name": GATE}],
+                         "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+            }  # fmt: skip
+
+    def hold(self, node):
+        """A running pod (no gate) bound to ``node``, holding its GPUs."""
+        self.objects[f"/api/v1/namespaces/default/pods/busy-{node}"] = {
+            "metadata": {"name": f"busy-{node}", "namespace": "default", "resourceVersion": "1"},
+            "spec": {"nodeName": node,
+                     "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+        }  # fmt: skip
 
     def pods(self):
         return {o["metadata"]["name"]: o for p, o in self.objects.items() if "/pods/" in p}
@@ -216,4 +250,87 @@ def test_a_pod_deleted_before_release_holds_the_rest_of_its_gang():
     assert "3 of 4 pods exist" in decision.waiting[("default", "gang/a")]
     api.add_pods("a", 4, {"tjap.io/gang-size": "4"})  # the pods back (a-3 anew)
     Controller(api).run_pass()
+    assert len(released(api)) == 4
+
+
+def test_the_pods_of_a_job_are_one_gang_as_large_as_its_parallelism():
+    api = FakeApi(TREE)
+    api.add_job("train", 4)
+    del api.objects["/api/v1/namespaces/default/pods/train-3"]  # the Job controller not done yet
+    decision = Controller(api).run_pass()
+    assert not released(api) and "3 of 4 pods exist" in decision.waiting[("default", "job/train")]
+    api.add_job("train", 4)
+    decision = Controller(api).run_pass()
+    assert list(decision.placed) == [("default", "job/train")] and len(released(api)) == 4
+
+
+def test_a_job_whose_job_object_is_gone_is_never_released():
+    api = FakeApi(TREE)
+    api.add_job("gone", 2)
+    del api.objects["/apis/batch/v1/namespaces/default/jobs/gone"]
+    decision = Controller(api).run_pass()
+    assert not released(api) and decision.waiting[("default", "job/gone")] == "its Job is gone"
+
+
+def test_a_jobset_replicated_job_is_one_gang_of_all_its_child_jobs():
+    api = FakeApi(TREE)
+    api.add_job("js-workers-0", 3, jobset="js", replicas=2)
+    decision = Controller(api).run_pass()
+    assert "3 of 6 pods exist" in decision.waiting[("default", "jobset/js/workers")]
+    api.add_job("js-workers-1", 3, jobset="js", replicas=2)
+    decision = Controller(api).run_pass()
+    assert list(decision.placed) == [("default", "jobset/js/workers")] and len(released(api)) == 6
+
+
+def test_the_fragmentation_weight_keeps_whole_racks_free_never_above_kueue():
+    """Rack r1 half busy: a 3-pod job that prefers one rack goes into r1's free half with a
+    fragmentation weight on racks (every whole rack stays free), at no more than Kueue's cost;
+    without it the optimum, as cheap, breaks into the whole rack r0."""
+
+    def placed(**options):
+        api = FakeApi(TREE)
+        for node in ("g07", "g08", "g09"):
+            api.hold(node)
+        api.add_pods("a", 3, {"tjap.io/gang-size": "3", PREFERRED: LEVELS[-1]})
+        decision = Controller(api, **options).run_pass()
+        assert decision.cost <= decision.kueue_cost + 1e-9
+        return sorted(decision.placed[("default", "gang/a")])
+
+    assert placed(fragmentation=50.0, fragmentation_level=LEVELS[-1]) == ["g10", "g11", "g12"]
+    assert placed(fragmentation=0) == ["g01", "g02", "g03"]
+
+
+def test_a_fragmentation_weight_must_be_a_number_at_least_zero():
+    from tjap.core.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="fragmentation"):
+        Controller(FakeApi(TREE), fragmentation=-1)
+
+
+def test_the_rest_of_a_gang_released_in_part_is_placed_when_its_planned_node_is_lost():
+    """Killed while releasing (every pod planned, some released), then the planned node of a
+    pod not yet released is cordoned: the next controller releases the others on their plans
+    and places that pod on another free node, so the gang runs whole."""
+    api = FakeApi(TREE)
+    api.add_pods("a", 4, {"tjap.io/gang-size": "4"})
+    killed_after(api, 6)  # four plans, two releases
+    waiting = [p for p in api.pods().values() if p["spec"].get("schedulingGates")]
+    assert len(waiting) == 2
+    lost = waiting[0]["metadata"]["annotations"][PLANNED]
+    api.objects[f"/api/v1/nodes/{lost}"]["spec"]["unschedulable"] = True
+    Controller(api).run_pass()
+    nodes = released(api)
+    assert len(nodes) == 4 and len(set(nodes.values())) == 4 and lost not in nodes.values()
+
+
+def test_a_run_killed_while_planning_redoes_the_whole_gang():
+    """Killed after planning two of four pods: the next controller clears both plans and
+    places the gang whole (never the planned two alone)."""
+    api = FakeApi(TREE)
+    api.add_pods("a", 4, {"tjap.io/gang-size": "4"})
+    killed_after(api, 2)
+    controller = Controller(api)
+    state = controller.read()
+    assert controller.resume(state) == 2 and not released(api)
+    controller.run_pass()
     assert len(released(api)) == 4

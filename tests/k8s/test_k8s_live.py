@@ -1,6 +1,7 @@
-"""The placement controller against a real Kubernetes: etcd, kube-apiserver and kube-scheduler
-built from Go modules (``.ci/build-k8s``), started and stopped here, with fake GPU nodes drawn
-from a topology. Marked k8s: ``make test-k8s`` builds the control plane once and runs these."""
+"""The placement controller against a real Kubernetes: etcd, kube-apiserver, kube-scheduler and
+kube-controller-manager (its Job controller) built from Go modules (``.ci/build-k8s``), started
+and stopped here, with fake GPU nodes drawn from a topology, and Kueue's own Topology CRD.
+Marked k8s: ``make test-k8s`` builds the control plane once and runs these."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import tjap
 from tjap.k8s.controller import Controller
 from tjap.placement.k8s.api import Api, ApiError
 from tjap.placement.k8s.gangs import GATE, PLANNED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
-from tjap.placement.k8s.harness import LocalKubernetes, missing_programs
+from tjap.placement.k8s.harness import LocalKubernetes, kueue_crd, missing_programs
 from tjap.placement.k8s.nodes import HOSTNAME, level_keys
 
 pytestmark = pytest.mark.k8s
@@ -27,11 +28,10 @@ LEVELS = level_keys(TREE)[:-1]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if missing_programs():
-        pytest.skip(
-            f"no Kubernetes control plane built ({', '.join(missing_programs())}): bash .ci/build-k8s"
-        )
-    with LocalKubernetes(tmp_path_factory.mktemp("k8s")) as k8s:
+    missing = missing_programs(controllers=True)
+    if missing:
+        pytest.skip(f"no Kubernetes control plane built ({', '.join(missing)}): bash .ci/build-k8s")
+    with LocalKubernetes(tmp_path_factory.mktemp("k8s"), controllers=True) as k8s:
         k8s.add_nodes(TREE)
         yield k8s
 
@@ -40,7 +40,17 @@ def cluster(tmp_path_factory):
 def api(cluster):
     with cluster.api() as api:
         yield api
-        for pod in api.items("/api/v1/namespaces/default/pods"):  # each test starts empty
+        for job in api.items("/apis/batch/v1/namespaces/default/jobs"):  # each test starts empty
+            api.request("DELETE", f"/apis/batch/v1/namespaces/default/jobs/{job['metadata']['name']}",
+                        query={"propagationPolicy": "Background"})  # fmt: skip
+        for node in TREE.node_names:  # every node back, schedulable
+            try:
+                api.patch(f"/api/v1/nodes/{node}", {"spec": {"unschedulable": None}}, merge="merge")
+            except ApiError:
+                cluster.add_nodes(TREE)
+        while api.items("/apis/batch/v1/namespaces/default/jobs"):
+            time.sleep(0.1)
+        for pod in api.items("/api/v1/namespaces/default/pods"):
             api.request("DELETE", f"/api/v1/namespaces/default/pods/{pod['metadata']['name']}",
                         query={"gracePeriodSeconds": 0})  # fmt: skip
         deadline = time.monotonic() + 30
@@ -205,3 +215,150 @@ def test_the_commands_of_the_how_to(tmp_path):
     assert down.returncode == 0, down.stderr
     gone = tjap_cli("k8s", "advise", "--kubeconfig", str(folder / "kubeconfig"))
     assert gone.returncode == 3 and len(gone.stderr.splitlines()) == 1, gone.stderr
+
+
+def pods_of(api, prefix):
+    return [p for p in api.items("/api/v1/namespaces/default/pods")
+            if p["metadata"]["name"].startswith(prefix)]  # fmt: skip
+
+
+def wait_for(predicate, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_an_indexed_job_of_the_example_manifest_is_placed_as_one_gang(cluster, api):
+    """examples/k8s/gang.yaml: the Job controller makes its 12 gated pods; the controller reads
+    the gang's size from the Job and places it whole, each slice of 6 inside one rack."""
+    import yaml
+
+    job = yaml.safe_load((ROOT / "examples" / "k8s" / "gang.yaml").read_text())
+    api.create("/apis/batch/v1/namespaces/default/jobs", job)
+    wait_for(lambda: len(pods_of(api, "train-12-")) == 12)
+    decision = Controller(api).run_pass()
+    assert list(decision.placed) == [("default", "job/train-12")]
+    nodes = bound(api)
+    assert len(nodes) == 12 and all(nodes.values()) and len(set(nodes.values())) == 12
+    rank = {p["metadata"]["name"]: int(p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"])
+            for p in pods_of(api, "train-12-")}  # fmt: skip
+    by_rank = [nodes[name] for name in sorted(nodes, key=rank.get)]
+    for first in (0, 6):
+        assert len({TREE.node_leaf[TREE.node_index(n)] for n in by_rank[first : first + 6]}) == 1
+
+
+def test_the_levels_come_from_a_kueue_topology_object(cluster, api):
+    """Kueue's own Topology CRD (v0.17.0) installed, a Topology object created: the controller
+    named it reads its levels from the API server; a name that is not there is one line."""
+    cluster.install_crd(kueue_crd())
+    try:
+        api.create("/apis/kueue.x-k8s.io/v1beta2/topologies", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+            "metadata": {"name": "gpus"},
+            "spec": {"levels": [{"nodeLabel": key} for key in [*LEVELS, HOSTNAME]]},
+        })  # fmt: skip
+    except ApiError as exc:
+        assert exc.status == 409
+    gated_pods(api, "kueue", 4, {REQUIRED: LEVELS[-1]})
+    decision = Controller(api, topology="gpus").run_pass()
+    nodes = bound(api)
+    assert list(decision.placed) == [("default", "gang/kueue")] and all(nodes.values())
+    assert len({TREE.node_leaf[TREE.node_index(n)] for n in nodes.values()}) == 1
+    with pytest.raises(tjap.InvalidInputError, match="no Kueue Topology 'other'"):
+        Controller(api, topology="other").run_pass()
+
+
+class Killed(Exception):
+    pass
+
+
+def killed_after(api, patches):
+    """One pass of a controller killed once it has sent ``patches`` patches."""
+    real, sent = api.patch, [0]
+
+    def dying(*a, **k):
+        if sent[0] >= patches:
+            raise Killed
+        sent[0] += 1
+        return real(*a, **k)
+
+    api.patch = dying
+    try:
+        with pytest.raises(Killed):
+            Controller(api).run_pass()
+    finally:
+        api.patch = real
+
+
+def planned_nodes(api, prefix):
+    return {p["metadata"]["name"]: (p["metadata"].get("annotations") or {}).get(PLANNED)
+            for p in pods_of(api, prefix)}  # fmt: skip
+
+
+@pytest.mark.parametrize("after", [2, 6])
+def test_a_controller_killed_mid_window_is_finished_by_the_next(cluster, api, after):
+    """Killed after 2 patches (two pods planned) or 6 (all four planned, two released): the
+    next controller releases the whole gang, each planned pod on the node planned for it."""
+    gated_pods(api, "cut", 4)
+    killed_after(api, after)
+    planned = planned_nodes(api, "cut-")
+    Controller(api).run_pass()
+    nodes = bound(api)
+    assert all(nodes.values()) and len(set(nodes.values())) == 4
+    assert all(nodes[name] == node for name, node in planned.items() if node)
+
+
+@pytest.mark.parametrize("fault", ["cordoned", "removed"])
+def test_a_planned_node_lost_before_release_redoes_the_gang(cluster, api, fault):
+    gated_pods(api, "lost", 4)
+    killed_after(api, 4)  # every pod planned, none released
+    node = planned_nodes(api, "lost-")["lost-0"]
+    if fault == "cordoned":
+        api.patch(f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}}, merge="merge")
+    else:
+        api.delete(f"/api/v1/nodes/{node}")
+    Controller(api).run_pass()
+    nodes = bound(api)
+    assert all(nodes.values()) and node not in nodes.values() and len(set(nodes.values())) == 4
+
+
+def test_a_gated_pod_deleted_after_planning_holds_its_gang(cluster, api):
+    gated_pods(api, "gone", 3)
+    killed_after(api, 3)
+    api.request("DELETE", "/api/v1/namespaces/default/pods/gone-2", query={"gracePeriodSeconds": 0})
+    wait_for(lambda: len(pods_of(api, "gone-")) == 2)
+    decision = Controller(api).run_pass()
+    assert "2 of 3 pods exist" in decision.waiting[("default", "gang/gone")]
+    pods = pods_of(api, "gone-")
+    assert all(p["spec"].get("schedulingGates") and not p["spec"].get("nodeName") for p in pods)
+    assert all(PLANNED not in (p["metadata"].get("annotations") or {}) for p in pods)
+
+
+def test_a_job_larger_than_the_cluster_is_refused_with_an_event(cluster, api):
+    gated_pods(api, "huge", TREE.num_nodes + 1)
+    decision = Controller(api).run_pass()
+    assert "the cluster 24 nodes" in decision.refused[("default", "gang/huge")]
+    events = api.items(
+        "/api/v1/namespaces/default/events", fieldSelector="involvedObject.name=huge-0"
+    )
+    assert any(e["reason"] == "TjapRequestRefused" for e in events)
+
+
+def test_the_running_controller_wakes_on_a_new_gang(cluster, api):
+    """``run`` watches the pods: a gang created while it waits (its interval 60 s) is placed
+    within seconds; ``stop`` ends it."""
+    import threading
+
+    with cluster.api() as own:
+        controller = Controller(own)
+        thread = threading.Thread(target=controller.run, kwargs={"interval_s": 60.0}, daemon=True)
+        thread.start()
+        time.sleep(1.0)  # its first pass done, it watches
+        began = time.monotonic()
+        gated_pods(api, "woken", 3)
+        nodes = bound(api, timeout_s=20)
+        took = time.monotonic() - began
+        controller.stop()
+        thread.join(timeout=10)
+    assert all(nodes.values()) and took < 15 and not thread.is_alive()

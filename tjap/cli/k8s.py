@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from tjap.cli.common import add_common, check_output, positive
+from tjap.k8s.controller import DEFAULT_FRAGMENTATION
 
 
 def add_parser(sub) -> None:
@@ -60,6 +61,16 @@ def add_parser(sub) -> None:
                        "or FILE: a Kueue Topology (kubectl get topology NAME -o yaml) whose "
                        "spec.levels[].nodeLabel are the keys (default: the topology.tjap.io/level-N "
                        "labels of the nodes)")  # fmt: skip
+        p.add_argument("--topology-name", metavar="NAME",
+                       help="read the levels from the cluster's Kueue Topology NAME (not with "
+                       "--levels)")  # fmt: skip
+        p.add_argument("--fragmentation", type=float, default=DEFAULT_FRAGMENTATION, metavar="W",
+                       help="weight per whole free domain of the top level (or "
+                       "--fragmentation-level) a window breaks into, so that tjap keeps them "
+                       "whole where that costs no more than Kueue's choice (default "
+                       f"{DEFAULT_FRAGMENTATION:g}; 0: none)")  # fmt: skip
+        p.add_argument("--fragmentation-level", metavar="KEY",
+                       help="the level whose whole free domains are kept (default the top one)")  # fmt: skip
         p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
                        help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
         p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
@@ -68,7 +79,12 @@ def add_parser(sub) -> None:
         if name == "place":
             p.add_argument("--once", action="store_true", help="one pass, then exit")
             p.add_argument(
-                "--interval", type=float, default=2.0, help="seconds between passes (default 2)"
+                "--interval",
+                type=positive(float, 3600),
+                default=10.0,
+                metavar="S",
+                help="seconds between passes when no pod changes (default 10; a pod created, "
+                "changed or deleted starts a pass at once)",
             )
         p.set_defaults(run=run_place if name == "place" else run_advise)
 
@@ -162,7 +178,10 @@ def _controller(args, dry_run: bool):
         Api(args.kubeconfig),
         gate=args.gate,
         levels=controller_levels(args.levels),
+        topology=args.topology_name,
         kueue=args.kueue,
+        fragmentation=args.fragmentation,
+        fragmentation_level=args.fragmentation_level,
         time_limit_s=args.time_limit,
         dry_run=dry_run,
         log=sys.stdout if args.json else None,

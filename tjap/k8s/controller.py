@@ -20,10 +20,13 @@ Each pass (:meth:`Controller.run_pass`):
    (``kubernetes.io/hostname``) and removes the gate; kube-scheduler binds each pod to its node.
 
 **A restart loses nothing.** The plan is on the pods before any is released. A pass that finds
-gated pods with a planned node finishes their gang when every planned node is still free for
-them and every pod of the gang is still there; otherwise, when none of that gang is released
-yet, it clears the plan and the gang is placed afresh once whole (a part of a gang never starts
-alone); when some are, the rest keep their valid plans and the others are planned again.
+gated pods with a planned node finishes their gang when every pod of the gang is planned, still
+there, and its planned node still free; otherwise, when none of that gang is released yet (the
+run was killed while planning, a planned node was removed or cordoned, a pod deleted), it
+clears the plan and the gang is placed afresh once whole (a part of a gang never starts alone).
+When some are released (the run was killed while releasing, every plan written), the rest are
+released on their planned nodes, and those whose node was lost meanwhile are placed again, on
+any free nodes, as the remainder of a gang that already runs.
 """
 
 from __future__ import annotations
@@ -37,6 +40,14 @@ from tjap.core.errors import InvalidInputError
 
 #: Patches in flight at once (each phase of a window's patches is sent by this many threads).
 PATCHING = 8
+#: The fragmentation weight of the windows by default (see :class:`Controller`): above the cost
+#: difference of any two placements of a window, so a whole free domain of the top level is
+#: kept whenever the guard against Kueue's choice allows it.
+DEFAULT_FRAGMENTATION = 100_000.0
+#: The longest one watch of the pods lasts between passes (the loop's answer time to stop()).
+WATCH_S = 5.0
+#: The API versions of Kueue's Topology tried, newest first.
+TOPOLOGY_VERSIONS = ("v1beta2", "v1beta1")
 #: The Kueue profiles a window is compared with.
 KUEUE_METHODS = ("kueue-bestfit", "kueue-leastfree")
 
@@ -96,6 +107,10 @@ class Controller:
     levels : list of str or None
         Node-label keys of the cluster's levels, the top first (``kubernetes.io/hostname`` may
         close the list); None: the ``topology.tjap.io/level-N`` keys the nodes carry.
+    topology : str or None
+        The name of a Kueue ``Topology`` object in the cluster whose ``spec.levels[].nodeLabel``
+        are the levels (read on every pass, ``kueue.x-k8s.io/v1beta2``, else ``v1beta1``); not
+        with ``levels``.
     kueue : str
         The Kueue profile every window is compared with (:data:`KUEUE_METHODS`).
     dry_run : bool
@@ -106,6 +121,19 @@ class Controller:
         The time limit of tjap's solve per window (default 1 s: a window never waits longer
         for a better placement than Kueue's; the best found by then, never worse than the
         constructive rules, is compared).
+    fragmentation : float
+        Weight of the windows' fragmentation term: cost units per whole free domain of
+        ``fragmentation_level`` that the window's jobs break into (0: none; default
+        :data:`DEFAULT_FRAGMENTATION`). tjap's choice then keeps whole domains free for the
+        large jobs to come where it can, and still never costs more than Kueue's choice: the
+        guard compares the costs without the term (CH cost and ``prefer`` terms), and Kueue's
+        choice is taken when the term made tjap's costlier.
+    fragmentation_level : str or None
+        The level (a node-label key) whose whole free domains the term keeps; default the top
+        level (a block of racks, on a cluster of blocks, racks and hosts).
+    improve : bool
+        Let ``guarded`` try its free-form improvement within the time limit (default False:
+        on the benchmark streams it changed nothing but the decision time).
     choose : {"best", "kueue"}
         ``"best"`` (default): the cheaper of tjap's optimum and Kueue's choice, one solve of
         ``guarded`` with ``scheduler=kueue`` (the record's ``method`` is its winner: ``scas``
@@ -120,11 +148,15 @@ class Controller:
         *,
         gate=None,
         levels=None,
+        topology=None,
         kueue="kueue-bestfit",
         dry_run=False,
         log=None,
         choose="best",
         time_limit_s: float = 1.0,
+        fragmentation: float = DEFAULT_FRAGMENTATION,
+        fragmentation_level: str | None = None,
+        improve: bool = False,
     ):
         from tjap.placement.k8s.gangs import GATE
 
@@ -134,22 +166,33 @@ class Controller:
             )
         self.api, self.gate, self.kueue = api, gate or GATE, kueue
         self.levels = list(levels) if levels else None
+        if topology is not None and self.levels is not None:
+            raise InvalidInputError("give the levels or a Kueue Topology's name, not both")
+        self.topology = topology
         if choose not in ("best", "kueue"):
             raise InvalidInputError(f"choose must be best or kueue, got {choose!r}")
         self.dry_run, self.log, self.choose = dry_run, log, choose
-        self.time_limit_s = time_limit_s
+        self.time_limit_s, self.improve = time_limit_s, bool(improve)
+        from tjap.core.errors import check_number
+
+        self.fragmentation = check_number("fragmentation", fragmentation, 0)
+        self.fragmentation_level = fragmentation_level
         self._told: set = set()  # (gang, reason) pairs already recorded as events
+        import threading
+
+        self._stop = threading.Event()
         self.last_apply_s = 0.0  # seconds the last window's patches took
         self.last_decide_s = 0.0  # seconds its decision took (the solves included)
 
     # -- reading -------------------------------------------------------------------------------
     def read(self):
+        from tjap.placement.k8s.gangs import has_gate, job_sizes
         from tjap.placement.k8s.nodes import HOSTNAME, LEVEL_PREFIX
         from tjap.placement.tree.topology import Topology
 
         nodes = self.api.items("/api/v1/nodes")
         pods = self.api.items("/api/v1/pods")
-        levels = self.levels
+        levels = self.levels if self.topology is None else self._topology_levels()
         if levels is None:
             keys = {
                 k
@@ -174,7 +217,38 @@ class Controller:
             )
         pairs = [(n["metadata"]["name"], n["metadata"].get("labels") or {}) for n in nodes]
         tree = Topology.from_node_labels(pairs, levels, missing="skip")
-        return {"nodes": nodes, "pods": pods, "levels": levels, "tree": tree}
+        gated = [p for p in pods if has_gate(p, self.gate)]
+        sizes = job_sizes(gated, self._read_job)
+        return {"nodes": nodes, "pods": pods, "levels": levels, "tree": tree, "sizes": sizes}
+
+    def _topology_levels(self) -> list[str]:
+        """The levels of the Kueue ``Topology`` named :attr:`topology`, top first."""
+        from tjap.placement.k8s.api import ApiError
+        from tjap.placement.tree.levels import read_levels
+
+        for version in TOPOLOGY_VERSIONS:
+            try:
+                found = self.api.get(f"/apis/kueue.x-k8s.io/{version}/topologies/{self.topology}")
+            except ApiError as exc:
+                if exc.status == 404:
+                    continue  # not served in this version, or no such object
+                raise
+            return read_levels(found)
+        raise InvalidInputError(
+            f"the cluster has no Kueue Topology {self.topology!r} (kueue.x-k8s.io "
+            f"{' or '.join(TOPOLOGY_VERSIONS)}): kubectl get topologies lists them; or give "
+            "--levels KEY,KEY (the top first)"
+        )
+
+    def _read_job(self, namespace: str, name: str) -> dict | None:
+        from tjap.placement.k8s.api import ApiError
+
+        try:
+            return self.api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
 
     # -- deciding ------------------------------------------------------------------------------
     def decide(self, state) -> Decision:
@@ -184,17 +258,30 @@ class Controller:
         from tjap.placement.k8s.gangs import gangs
         from tjap.placement.k8s.nodes import free_nodes
         from tjap.placement.tree.jobs import Job, resolve_job
+        from tjap.placement.tree.result import objective_of
 
         tree, levels = state["tree"], state["levels"]
         free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
         idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
         waiting, refused, chosen = {}, {}, []
         left = len(free)
-        for gang in gangs(state["pods"], self.gate):
+        released = self._released_counts(state["pods"])
+        for gang in gangs(state["pods"], self.gate, state.get("sizes")):
             if any(self._planned(p) for p in gang.pods):
                 continue  # a plan in flight: finished by resume()
+            if gang.key in released:  # the rest of a gang a killed run released in part
+                if gang.size and len(gang.pods) + released[gang.key] < gang.size:
+                    waiting[gang.key] = "a part of it runs; its other pods do not all exist"
+                    continue
+                chosen.append((gang, {"nodes": len(gang.pods)}))  # on any free nodes
+                left -= len(gang.pods)
+                continue
             if not gang.complete:
-                waiting[gang.key] = f"{len(gang.pods)} of {gang.size} pods exist"
+                waiting[gang.key] = (
+                    "its Job is gone"
+                    if gang.size == 0
+                    else f"{len(gang.pods)} of {gang.size} pods exist"
+                )
                 continue
             try:
                 job = gang.job(levels)
@@ -215,27 +302,52 @@ class Controller:
         placed, method, cost, kueue_cost = {}, "", None, None
         while chosen:
             window = tjap.Window(tree, idle, [job for _, job in chosen], levels=levels[::-1])
-            if self.choose == "best":  # one solve: never worse than Kueue nor the optimum
-                best = tjap.solve(
-                    window,
-                    "guarded",
-                    time_limit_s=self.time_limit_s,
-                    scheduler=self.kueue,
-                    improve=False,
-                )
-                theirs = best.info["candidates"][self.kueue].get("cost")
-                chose = best.info.get("winner")
-            else:
-                best = tjap.solve(window, self.kueue)
-                theirs, chose = (best.objective if best.has_solution else None), self.kueue
-            if best.has_solution:
-                method, cost, kueue_cost = chose, best.objective, theirs
+            best, chose, theirs = self._solve(window)
+            if best is not None:
+                method, cost, kueue_cost = chose, objective_of(window, best.assignment), theirs
                 for (gang, _), nodes in zip(chosen, best.node_names()):
                     placed[gang.key] = list(nodes)
                 break
             gang, _ = chosen.pop()
             waiting[gang.key] = "no placement meets its request with the others of the window"
         return Decision(time.time(), placed, method, cost, kueue_cost, waiting, refused, len(free))
+
+    def _solve(self, window):
+        """One window's placement: (the Result applied or None, the method that chose it, the
+        cost of Kueue's choice or None). With ``choose="best"``, one solve of ``guarded``
+        against the Kueue profile, on the window with the fragmentation term when it has a
+        weight; a choice that the term made costlier than Kueue's by the window's own
+        objective (CH cost and ``prefer`` terms) gives way to Kueue's."""
+        import tjap
+        from tjap.placement.tree.result import objective_of
+
+        if self.choose == "kueue":
+            best = tjap.solve(window, self.kueue)
+            if not best.has_solution:
+                return None, self.kueue, None
+            return best, self.kueue, best.objective
+        level = self.fragmentation_level or window.levels[-1]  # default: the top level
+        priced = (
+            window.with_fragmentation(self.fragmentation, level) if self.fragmentation else window
+        )
+        best = tjap.solve(
+            priced,
+            "guarded",
+            time_limit_s=self.time_limit_s,
+            scheduler=self.kueue,
+            improve=self.improve,
+        )
+        chose = best.info.get("winner")
+        if priced is window:
+            theirs = best.info["candidates"][self.kueue].get("cost")
+            return (best if best.has_solution else None), chose, theirs
+        kueue = tjap.solve(window, self.kueue)
+        theirs = kueue.objective if kueue.has_solution else None
+        if not best.has_solution:
+            return (kueue if kueue.has_solution else None), self.kueue, theirs
+        if theirs is not None and objective_of(window, best.assignment) > theirs + 1e-9:
+            return kueue, self.kueue, theirs
+        return best, chose, theirs
 
     # -- applying ------------------------------------------------------------------------------
     def _planned(self, pod) -> str | None:
@@ -253,7 +365,7 @@ class Controller:
         plan is written."""
         from tjap.placement.k8s.gangs import PLANNED, gangs
 
-        by_key = {g.key: g for g in gangs(state["pods"], self.gate)}
+        by_key = {g.key: g for g in gangs(state["pods"], self.gate, state.get("sizes"))}
         pairs = [
             (pod, node)
             for key, nodes in decision.placed.items()
@@ -302,16 +414,17 @@ class Controller:
         others = [p for p in state["pods"] if not (self._planned(p) and self._gated(p))]
         free = free_nodes(state["nodes"], others)  # the planned nodes are not held by the plan
         touched = 0
-        for gang in gangs(state["pods"], self.gate):
+        for gang in gangs(state["pods"], self.gate, state.get("sizes")):
             planned = [p for p in gang.pods if self._planned(p)]
             if not planned:
                 continue
             good = [p for p in planned if self._planned(p) in free]
             gone = [p for p in planned if p not in good]
             started = self._released_of(gang, state["pods"])
-            if (gone or not gang.complete) and not started:
-                # redo the whole gang: a planned node was lost, or a pod of the gang is gone
-                # (a part of a gang never starts alone)
+            if not started and (gone or len(planned) < len(gang.pods) or not gang.complete):
+                # redo the whole gang: a planned node was lost, a pod of the gang is gone, or
+                # the run was killed before it had planned every pod (a part of a gang never
+                # starts alone)
                 good, gone = [], planned
             if not self.dry_run:
                 self._release(good)
@@ -330,6 +443,19 @@ class Controller:
         from tjap.placement.k8s.gangs import has_gate
 
         return has_gate(pod, self.gate)
+
+    def _released_counts(self, pods) -> dict:
+        """Gang key -> its pods released by tjap (planned, gate gone), for the gangs that still
+        have gated pods (the rest of a gang whose release a killed run left half done)."""
+        from tjap.placement.k8s.gangs import gang_key
+
+        gated = {gang_key(p)[0] for p in pods if self._gated(p)}
+        counts: dict = {}
+        for p in pods:
+            key = gang_key(p)[0]
+            if key in gated and self._planned(p) and not self._gated(p):
+                counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def _released_of(self, gang, pods) -> bool:
         """Whether some pod of ``gang`` was already released (planned, gate gone)."""
@@ -379,11 +505,27 @@ class Controller:
         self._record({**decision.to_dict(), "released_pods": released, "dry_run": self.dry_run})
         return decision
 
-    def run(self, *, interval_s: float = 2.0, once: bool = False) -> int:
-        """Passes every ``interval_s`` seconds until Ctrl-C or SIGTERM (the pass under way
-        finishes its patches' current pod); with ``once``, one pass."""
-        while True:
+    def run(self, *, interval_s: float = 10.0, once: bool = False) -> int:
+        """Passes until Ctrl-C or SIGTERM (the pass under way finishes its patches' current
+        pod); with ``once``, one pass. Between passes it watches the pods (from the version
+        the pass read): a pod created, changed or deleted starts the next pass at once (0.2 s
+        after the first change, so a gang created pod by pod is read whole), and a pass runs
+        every ``interval_s`` seconds anyway (nodes added, cordoned or uncordoned)."""
+        self._stop.clear()
+        while not self._stop.is_set():
             self.run_pass()
             if once:
                 return 0
-            time.sleep(interval_s)
+            wait = getattr(self.api, "wait_for_change", None)
+            until = time.monotonic() + interval_s
+            while not self._stop.is_set() and (left := until - time.monotonic()) > 0:
+                if wait is None:
+                    self._stop.wait(min(left, WATCH_S))
+                elif wait("/api/v1/pods", min(left, WATCH_S)):
+                    break  # a pod changed: the next pass now
+        return 0
+
+    def stop(self) -> None:
+        """End :meth:`run` after its pass under way (within :data:`WATCH_S` seconds when it
+        waits)."""
+        self._stop.set()
