@@ -54,16 +54,25 @@ def add_out(p: argparse.ArgumentParser, what: str = "its files", default=OUT) ->
 def one_line_errors(main):
     """Wrap a benchmark's ``main(argv=None) -> int`` the way ``tjap`` runs its commands: bad input
     (a :class:`~tjap.core.errors.TjapError`) is one line ``tjap: error: ...`` on stderr and exit 2 (3
-    when Slurm cannot be reached); Ctrl-C is one line naming the partial outputs kept, exit 130."""
+    when Slurm cannot be reached); Ctrl-C is one line naming the partial outputs kept, exit 130,
+    and SIGTERM the same with exit 143 (so the servers a benchmark started are stopped)."""
 
     @functools.wraps(main)
     def run(argv=None) -> int:
-        from tjap.cli.common import run_command
+        import signal
 
+        from tjap.cli import on_sigterm
+        from tjap.cli.common import run_command
+        from tjap.core.errors import Terminated
+
+        previous = on_sigterm()
         try:
             return run_command(main, argv)
         except KeyboardInterrupt as exc:
             print(interruption_line(exc), file=sys.stderr)
-            return 130
+            return 143 if isinstance(exc, Terminated) else 130
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
     return run

@@ -336,6 +336,16 @@ def binding_rate(api, count: int) -> float:
     return rate
 
 
+def seed_list(value: str) -> list[int]:
+    try:
+        seeds = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or any(v < 0 for v in seeds):
+        raise argparse.ArgumentTypeError(f"expected seeds >= 0 separated by commas, got {value!r}")
+    return seeds
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = parser("k8s_stream", __doc__)
     p.add_argument("--nodes", type=int, default=576, help="fake nodes, racks of 18 (default 576)")
@@ -345,6 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, default=0, help="seed of the arrivals and slices (default 0)"
     )
+    p.add_argument("--seeds", type=seed_list, metavar="S,S,...",
+                   help="several streams, one per seed (instead of --seed), each arm on each; "
+                   "a summary averages them")  # fmt: skip
     p.add_argument("--load", type=float, default=0.9,
                    help="share of the cluster's node-seconds the stream offers (default 0.9)")  # fmt: skip
     p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
@@ -361,37 +374,66 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The figures averaged over the seeds in the summary (one row per arm).
+AVERAGED = ("mean_cost", "mean_cost_segmented", "mean_cost_other", "one_rack_share",
+            "mean_free_racks", "mean_wait_s", "max_decide_s", "placed_per_s", "bound_per_s")  # fmt: skip
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """One row per stream arm: each of :data:`AVERAGED` averaged over the seeds it ran."""
+    out = []
+    for arm in dict.fromkeys(r["arm"] for r in rows if r["arm"] != "window"):
+        mine = [r for r in rows if r["arm"] == arm]
+        row = {"arm": arm, "seeds": len(mine), "started": sum(r["started"] for r in mine),
+               "jobs": sum(r["jobs"] for r in mine)}  # fmt: skip
+        for key in AVERAGED:
+            values = [r[key] for r in mine if r.get(key) is not None]
+            row[key] = float(np.mean(values)) if values else None
+        out.append(row)
+    return out
+
+
 @one_line_errors
 def main(argv=None) -> int:
     from tjap.core.report import format_table
 
     args = build_parser().parse_args(argv)
-    jobs = workload(args.jobs, args.seed, 72, args.nodes, args.load)
+    seeds = [args.seed] if args.seeds is None else args.seeds
     rows = []
-    for arm in args.arms.split(","):
-        began = time.monotonic()
-        if arm == "window":
-            row = window_arm(args.nodes, jobs, args.window, args.kueue)
-        else:
-            row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout)
-        row["wall_s"] = time.monotonic() - began
-        rows.append(row)
-        print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)
+    for seed in seeds:
+        jobs = workload(args.jobs, seed, 72, args.nodes, args.load)
+        for arm in args.arms.split(","):
+            began = time.monotonic()
+            if arm == "window":
+                row = window_arm(args.nodes, jobs, args.window, args.kueue)
+            else:
+                row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout)
+            row["wall_s"], row["seed"] = time.monotonic() - began, seed
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)
     args.out = Path(args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "k8s_stream.json").write_text(
-        json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
+        json.dumps(
+            {"args": vars(args) | {"out": str(args.out)}, "rows": rows, "summary": summary(rows)},
+            indent=1,
+        )  # fmt: skip
     )
     streams = [row for row in rows if row["arm"] != "window"]
     if not streams:
         return 0
-    print(format_table(streams, [("arm", ""), ("nodes", "d"), ("jobs", "d"), ("started", "d"),
-                              ("mean_cost", ".1f"), ("mean_cost_segmented", ".1f"),
+    print(format_table(streams, [("arm", ""), ("seed", "d"), ("nodes", "d"), ("jobs", "d"),
+                              ("started", "d"), ("mean_cost", ".1f"), ("mean_cost_segmented", ".1f"),
+                              ("mean_cost_other", ".1f"),
                               ("one_rack_share", ".3f"), ("slices_kept_share", ".3f"),
                               ("mean_free_racks", ".2f"), ("mean_wait_s", ".0f"),
                               ("mean_decide_s", ".3f"), ("max_decide_s", ".3f"),
                               ("mean_pass_s", ".3f"), ("placed_per_s", ".1f"),
                               ("bound_per_s", ".1f"), ("wall_s", ".0f")]))  # fmt: skip
+    if len(seeds) > 1:
+        print(format_table(summary(rows), [("arm", ""), ("seeds", "d"), ("started", "d"),
+                                           *((key, ".3f" if "share" in key or "decide" in key
+                                              else ".1f") for key in AVERAGED)]))  # fmt: skip
     return 0
 
 

@@ -334,3 +334,22 @@ def test_a_run_killed_while_planning_redoes_the_whole_gang():
     assert controller.resume(state) == 2 and not released(api)
     controller.run_pass()
     assert len(released(api)) == 4
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--fragmentation", "-1"], "--fragmentation: expected a number >= 0"),
+        (["--fragmentation", "nan"], "--fragmentation: expected a number >= 0"),
+        (["--levels", "a,b", "--topology-name", "x"], "not allowed with argument --levels"),
+    ],
+)
+def test_the_commands_refuse_bad_options_in_one_line_before_reaching_kubernetes(
+    argv, message, capsys
+):
+    from tjap.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["k8s", "advise", "--kubeconfig", "/nonexistent", *argv])
+    err = capsys.readouterr().err.strip()
+    assert done.value.code == 2 and message in err and len(err.splitlines()) == 1

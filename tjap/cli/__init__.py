@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     moment from here on (importing the command's modules included). A closed stdout (``tjap
     methods | head -1``) ends it quietly with exit status 141 (128 + SIGPIPE, as a command killed
     by SIGPIPE), never a BrokenPipeError traceback."""
-    previous = _on_sigterm()
+    previous = on_sigterm()
     try:
         try:
             try:
@@ -119,7 +119,7 @@ def _interrupted(exc: KeyboardInterrupt) -> int:
     return 143 if isinstance(exc, Terminated) else 130
 
 
-def _on_sigterm():
+def on_sigterm():
     """Make SIGTERM stop the command as Ctrl-C does (raising :class:`tjap.core.errors.Terminated` in
     the main thread); returns the previous handler (None off the main thread, where none is
     installed)."""

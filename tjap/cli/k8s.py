@@ -57,14 +57,15 @@ def add_parser(sub) -> None:
             default=None,
             help="the scheduling gate of tjap's pods (default tjap.io/placement)",
         )
-        p.add_argument("--levels", help="node-label keys of the levels, the top first, comma-separated, "
+        where = p.add_mutually_exclusive_group()
+        where.add_argument("--levels", help="node-label keys of the levels, the top first, comma-separated, "
                        "or FILE: a Kueue Topology (kubectl get topology NAME -o yaml) whose "
                        "spec.levels[].nodeLabel are the keys (default: the topology.tjap.io/level-N "
                        "labels of the nodes)")  # fmt: skip
-        p.add_argument("--topology-name", metavar="NAME",
+        where.add_argument("--topology-name", metavar="NAME",
                        help="read the levels from the cluster's Kueue Topology NAME (not with "
                        "--levels)")  # fmt: skip
-        p.add_argument("--fragmentation", type=float, default=DEFAULT_FRAGMENTATION, metavar="W",
+        p.add_argument("--fragmentation", type=_weight, default=DEFAULT_FRAGMENTATION, metavar="W",
                        help="weight per whole free domain of the top level (or "
                        "--fragmentation-level) a window breaks into, so that tjap keeps them "
                        "whole where that costs no more than Kueue's choice (default "
@@ -87,6 +88,20 @@ def add_parser(sub) -> None:
                 "changed or deleted starts a pass at once)",
             )
         p.set_defaults(run=run_place if name == "place" else run_advise)
+
+
+def _weight(value: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    import argparse
+    import math
+
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not (math.isfinite(number) and number >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
+    return number
 
 
 # -- the local cluster --------------------------------------------------------------------------

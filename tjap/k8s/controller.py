@@ -207,6 +207,11 @@ class Controller:
                 ),
             )
         levels = [k for k in levels if k != HOSTNAME]
+        if self.fragmentation_level is not None and self.fragmentation_level not in levels:
+            raise InvalidInputError(
+                f"the fragmentation level {self.fragmentation_level!r} is not a level of this "
+                f"cluster; its levels are {', '.join(levels) or 'none'}"
+            )
         if not nodes:
             raise InvalidInputError(
                 "the cluster has no node; add nodes (tjap k8s cluster up --topology FILE)"
@@ -314,40 +319,29 @@ class Controller:
 
     def _solve(self, window):
         """One window's placement: (the Result applied or None, the method that chose it, the
-        cost of Kueue's choice or None). With ``choose="best"``, one solve of ``guarded``
-        against the Kueue profile, on the window with the fragmentation term when it has a
-        weight; a choice that the term made costlier than Kueue's by the window's own
-        objective (CH cost and ``prefer`` terms) gives way to Kueue's."""
+        cost of Kueue's choice or None). With ``choose="best"``: one solve of ``guarded``
+        against the Kueue profile on the window with the fragmentation term, taken when its
+        choice costs at most Kueue's by the window's own objective (CH cost and ``prefer``
+        terms); otherwise (or with no weight) one solve of ``guarded`` on the window itself."""
         import tjap
         from tjap.placement.tree.result import objective_of
 
-        if self.choose == "kueue":
-            best = tjap.solve(window, self.kueue)
-            if not best.has_solution:
-                return None, self.kueue, None
-            return best, self.kueue, best.objective
-        level = self.fragmentation_level or window.levels[-1]  # default: the top level
-        priced = (
-            window.with_fragmentation(self.fragmentation, level) if self.fragmentation else window
-        )
-        best = tjap.solve(
-            priced,
-            "guarded",
-            time_limit_s=self.time_limit_s,
-            scheduler=self.kueue,
-            improve=self.improve,
-        )
-        chose = best.info.get("winner")
-        if priced is window:
-            theirs = best.info["candidates"][self.kueue].get("cost")
-            return (best if best.has_solution else None), chose, theirs
         kueue = tjap.solve(window, self.kueue)
         theirs = kueue.objective if kueue.has_solution else None
-        if not best.has_solution:
+        if self.choose == "kueue":
             return (kueue if kueue.has_solution else None), self.kueue, theirs
-        if theirs is not None and objective_of(window, best.assignment) > theirs + 1e-9:
-            return kueue, self.kueue, theirs
-        return best, chose, theirs
+        options = {"time_limit_s": self.time_limit_s, "scheduler": self.kueue,
+                   "improve": self.improve}  # fmt: skip
+        if self.fragmentation:
+            level = self.fragmentation_level or window.levels[-1]  # default: the top level
+            priced = window.with_fragmentation(self.fragmentation, level)
+            best = tjap.solve(priced, "guarded", **options)
+            if best.has_solution and (
+                theirs is None or objective_of(window, best.assignment) <= theirs + 1e-9
+            ):
+                return best, best.info.get("winner"), theirs
+        best = tjap.solve(window, "guarded", **options)
+        return (best if best.has_solution else None), best.info.get("winner"), theirs
 
     # -- applying ------------------------------------------------------------------------------
     def _planned(self, pod) -> str | None:

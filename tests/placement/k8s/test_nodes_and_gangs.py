@@ -15,6 +15,7 @@ from tjap.placement.k8s.gangs import (
     SLICE_LEVEL,
     SLICE_SIZE,
     gangs,
+    job_sizes,
 )
 from tjap.placement.k8s.nodes import (
     HOSTNAME,
@@ -125,6 +126,28 @@ def test_gated_pods_group_into_gangs_in_priority_then_age_order():
     w = found[2]
     assert [p["metadata"]["name"] for p in w.pods] == ["w-0", "w-1"] and not w.complete
     assert found[1].complete and found[1].size is None
+
+
+def test_a_job_gives_its_pods_size_and_a_declared_size_wins():
+    owned = {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "t"}]}
+    jobs = {("default", "t"): {"spec": {"parallelism": 6, "completions": 4}}}
+    pods = [pod(f"t-{i}") for i in range(3)] + [pod("s-0", notes={"tjap.io/gang-size": "2"})]
+    for p in pods[:3]:
+        p["metadata"].update(owned)
+    pods[3]["metadata"].update(
+        {"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "s"}]}
+    )
+    asked = []
+
+    def read(ns, name):
+        asked.append(name)
+        return jobs.get((ns, name))
+
+    sizes = job_sizes(pods, read)
+    assert sizes == {("default", "job/t"): 4} and asked == ["t"]  # min(parallelism, completions)
+    found = {g.name: g for g in gangs(pods, sizes=sizes)}
+    assert found["job/t"].size == 4 and not found["job/t"].complete
+    assert found["job/s"].size == 2 and not found["job/s"].complete
 
 
 LEVELS = ["topology.tjap.io/level-1", "topology.tjap.io/level-2", "topology.tjap.io/level-3"]
