@@ -362,3 +362,27 @@ def test_the_running_controller_wakes_on_a_new_gang(cluster, api):
         controller.stop()
         thread.join(timeout=10)
     assert all(nodes.values()) and took < 15 and not thread.is_alive()
+
+
+def test_the_running_controller_outlives_an_api_server_restart(cluster, api):
+    """``run`` loses the API server for a while (its pass or its watch fails), logs the error,
+    tries again, and places the gang created once the server is back."""
+    import io
+    import json
+    import threading
+
+    log = io.StringIO()
+    with cluster.api(timeout_s=5) as own:
+        controller = Controller(own, log=log)
+        thread = threading.Thread(target=controller.run, kwargs={"interval_s": 2.0}, daemon=True)
+        thread.start()
+        time.sleep(1.0)
+        cluster.restart("kube-apiserver", down_s=3.0)
+        with cluster.api() as fresh:
+            gated_pods(fresh, "after", 2)
+            nodes = bound(fresh, timeout_s=30)
+        controller.stop()
+        thread.join(timeout=15)
+    assert all(nodes.values()) and not thread.is_alive()
+    events = [json.loads(line)["event"] for line in log.getvalue().splitlines()]
+    assert "error" in events and events[-1] == "window"  # it lost the server, then went on

@@ -46,6 +46,11 @@ PATCHING = 8
 DEFAULT_FRAGMENTATION = 100_000.0
 #: The longest one watch of the pods lasts between passes (the loop's answer time to stop()).
 WATCH_S = 5.0
+#: Seconds :meth:`Controller.run` waits before it tries again after an error it survives.
+RETRY_S = 1.0
+#: The API server's answers :meth:`Controller.run` survives: a conflict (a pod changed under the
+#: pass), too many requests, and the server's own errors.
+RETRIED = (409, 429, 500, 502, 503, 504)
 #: The API versions of Kueue's Topology tried, newest first.
 TOPOLOGY_VERSIONS = ("v1beta2", "v1beta1")
 #: The Kueue profiles a window is compared with.
@@ -504,20 +509,45 @@ class Controller:
         pod); with ``once``, one pass. Between passes it watches the pods (from the version
         the pass read): a pod created, changed or deleted starts the next pass at once (0.2 s
         after the first change, so a gang created pod by pod is read whole), and a pass runs
-        every ``interval_s`` seconds anyway (nodes added, cordoned or uncordoned)."""
+        every ``interval_s`` seconds anyway (nodes added, cordoned or uncordoned).
+
+        A pass or a watch that cannot reach the API server, or that it answers with a conflict
+        (a pod changed under the pass) or a server error, is logged as an ``error`` record and
+        tried again after :data:`RETRY_S` seconds: nothing is lost, since the next pass reads
+        the cluster afresh and finishes any plan left (:meth:`resume`). With ``once`` the
+        error is raised."""
+        import sys
+
+        from tjap.placement.k8s.api import ApiError, KubernetesUnreachableError
+
         self._stop.clear()
+        failing = False
         while not self._stop.is_set():
-            self.run_pass()
-            if once:
-                return 0
-            wait = getattr(self.api, "wait_for_change", None)
-            until = time.monotonic() + interval_s
-            while not self._stop.is_set() and (left := until - time.monotonic()) > 0:
-                if wait is None:
-                    self._stop.wait(min(left, WATCH_S))
-                elif wait("/api/v1/pods", min(left, WATCH_S)):
-                    break  # a pod changed: the next pass now
+            try:
+                self.run_pass()
+                failing = False
+                if once:
+                    return 0
+                self._wait(interval_s)
+            except (KubernetesUnreachableError, ApiError) as exc:
+                if once or (isinstance(exc, ApiError) and exc.status not in RETRIED):
+                    raise
+                self._record({"event": "error", "time": time.time(), "error": str(exc)})
+                if not failing:  # one line on stderr per outage, however long
+                    print(f"tjap: {exc}; trying again every {RETRY_S:g} s", file=sys.stderr)
+                failing = True
+                self._stop.wait(RETRY_S)
         return 0
+
+    def _wait(self, interval_s: float) -> None:
+        """Until a pod changes, ``interval_s`` seconds pass, or :meth:`stop`."""
+        wait = getattr(self.api, "wait_for_change", None)
+        until = time.monotonic() + interval_s
+        while not self._stop.is_set() and (left := until - time.monotonic()) > 0:
+            if wait is None:
+                self._stop.wait(min(left, WATCH_S))
+            elif wait("/api/v1/pods", min(left, WATCH_S)):
+                return  # a pod changed: the next pass now
 
     def stop(self) -> None:
         """End :meth:`run` after its pass under way (within :data:`WATCH_S` seconds when it
