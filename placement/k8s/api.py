@@ -163,10 +163,11 @@ class Api:
                 header_params=headers,
                 _request_timeout=(self.timeout_s, timeout_s + 10),
             )
+            stream = response.response
             try:
-                line = response.response.readline() if response.status < 400 else b"{}"
-            finally:
-                response.response.release_conn()
+                line = stream.readline() if response.status < 400 else b"{}"
+            finally:  # a watch still streaming is closed, never put back in the pool half read
+                stream.close()
         except Exception as exc:  # urllib3: refused, TLS, the read timed out
             raise KubernetesUnreachableError(
                 f"cannot watch {path} on {self.host} ({type(exc).__name__}); is the cluster up?"
