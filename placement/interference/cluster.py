@@ -16,6 +16,12 @@ Topologies (Sec. VI-A and VI-D; the choices the paper leaves open are ours and s
   aggregation switch, and every aggregation switch to every intermediate one; a partition is one
   aggregation switch with its ToRs (the paper: 1 aggregation switch, 5 ToRs, 100 servers).
   Bandwidths 1, 10, 10 Gbps; the intermediate switch is chosen by hash as in the fat-tree.
+- ``racks`` (k racks of n servers, default k = 2, n = 6: seed 001's Kubernetes testbed of 12
+  servers, Sec. VII-A, with one scheduler per rack of 6 as there): each rack's servers hang off
+  one top-of-rack switch, the racks off one spine; a partition is a rack. The testbed's servers
+  have 50 Gbps NICs (g4dn.12xlarge); the ToR-spine link bundles n of them (non-blocking, our
+  choice: the paper does not describe the EKS network). Nodes of a Kubernetes cluster drawn
+  with one level of racks map onto it (:mod:`tjap.k8s.interference`).
 - ``bcube`` (BCube_k with n-port switches, default k = 3, n = 6): n^(k+1) servers (1296), each with
   k + 1 ports, one to a switch of each level; server-centric routing corrects the address digits
   from the highest level down, relaying through servers. Port bandwidths per level 10, 20, 40, 40
@@ -44,16 +50,21 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError, check_int
 
-TOPOLOGIES = ("fattree", "vl2", "bcube")
+TOPOLOGIES = ("fattree", "vl2", "bcube", "racks")
 ARCHS = ("pcie", "dgx1", "hetcpu", "mixed")
-#: Default size parameter k per topology (BCube also takes n).
-DEFAULT_K = {"fattree": 20, "vl2": 20, "bcube": 3}
+#: Default size parameter k per topology (BCube and racks also take n).
+DEFAULT_K = {"fattree": 20, "vl2": 20, "bcube": 3, "racks": 2}
 #: The partition a cluster-scope scheduler places on: the whole cluster.
 CLUSTER = -1
 PCIE_GBPS = 128.0
 QPI_GBPS = 300.0
 #: Network bandwidth per tier (Gbps), bottom tier first.
-TIER_GBPS = {"fattree": (10.0, 20.0, 40.0), "vl2": (1.0, 10.0, 10.0), "bcube": (10.0, 20.0, 40.0)}
+TIER_GBPS = {
+    "fattree": (10.0, 20.0, 40.0),
+    "vl2": (1.0, 10.0, 10.0),
+    "bcube": (10.0, 20.0, 40.0),
+    "racks": (50.0, 50.0),  # per server NIC; the rack uplink bundles n of them
+}
 #: Server types: sockets as (physical cores, GPUs).
 SERVER_TYPES = {
     "pcie": ((8, 2), (8, 2)),
@@ -122,9 +133,14 @@ class Cluster:
         for name, value in (("k", k), ("n", n)):
             check_int(f"{topology} {name}", value)
         self.topology, self.k, self.arch = topology, int(k), arch
-        self.n = int(n) if topology == "bcube" else 0
+        self.n = int(n) if topology in ("bcube", "racks") else 0
         self.name = f"{topology}-k{self.k}" + (f"-n{self.n}" if self.n else "") + f"-{arch}"
-        builder = {"fattree": self._fattree, "vl2": self._vl2, "bcube": self._bcube}[topology]
+        builder = {
+            "fattree": self._fattree,
+            "vl2": self._vl2,
+            "bcube": self._bcube,
+            "racks": self._racks,
+        }[topology]
         partition, net_gbps, net_tier, edges = builder()
         self._servers(partition)
         self._links(net_gbps, net_tier, edges)
@@ -172,6 +188,25 @@ class Cluster:
         ends += [(("agg", a), ("int", i)) for a in range(aggs) for i in range(inters)]
         self._tree(tor_of, *_two_tier_routes(agg_of_tor, up_base, int_base, inters))
         return agg_of_tor[tor_of], gbps, tier, ends
+
+    def _racks(self):
+        k, n = self.k, self.n
+        if not 1 <= k <= 256 or not 1 <= n <= 256:
+            raise InvalidInputError(
+                f"racks needs 1 <= k (racks) <= 256 and 1 <= n (servers per rack) <= 256, "
+                f"got k={k}, n={n}"
+            )
+        num_servers = k * n
+        tor_of = np.arange(num_servers) // n
+        t1, t2 = TIER_GBPS["racks"]
+        up_base = num_servers
+        gbps = [t1] * num_servers + [t2 * n] * k
+        tier = [2] * num_servers + [3] * k
+        ends = [(("server", s), ("tor", int(tor_of[s]))) for s in range(num_servers)]
+        ends += [(("tor", t), ("spine", 0)) for t in range(k)]
+        # every ToR under one spine: ToR pairs meet there (their two uplinks), no top tier
+        self._tree(tor_of, *_two_tier_routes(np.zeros(k, np.int64), up_base, up_base + k, 1))
+        return tor_of, gbps, tier, ends
 
     def _bcube(self):
         k, n = self.k, self.n
@@ -346,7 +381,8 @@ def make_cluster(
     topology: str = "fattree", k: int | None = None, arch: str = "pcie", n: int = 6
 ) -> Cluster:
     """A cluster (cached): ``topology`` in :data:`TOPOLOGIES`, size ``k`` (default per topology:
-    fattree 20, vl2 20, bcube 3), ``arch`` in :data:`ARCHS`, BCube switch ports ``n``.
+    fattree 20, vl2 20, bcube 3, racks 2), ``arch`` in :data:`ARCHS`, BCube switch ports ``n``
+    (racks: servers per rack).
 
     >>> make_cluster().describe()["servers"]
     2000

@@ -107,6 +107,22 @@ def check_plans(sim, partition: int, jobs: Sequence[int], plans, who: str = "the
     return out
 
 
+def forward_order(sim, job: int, free_gpu: np.ndarray, free_cpu: np.ndarray) -> list[int]:
+    """The partitions a job left waiting by its home scheduler is offered to, in order: most free
+    GPUs first (``free_gpu``, ``free_cpu``: per partition, :meth:`Simulator.free_by_partition`
+    less what the forwarded jobs before it took), only those with enough free GPUs and CPU for
+    it, its home left out. The episode's loop and the Kubernetes controller
+    (:mod:`tjap.k8s.interference`) forward by it."""
+    gpus, cpus, _ = sim.task_demands(job)
+    need_gpu, need_cpu = gpus.sum(), cpus.sum()
+    home = sim.workload.home[job]
+    return [
+        int(q)
+        for q in np.argsort(-free_gpu, kind="stable")
+        if q != home and free_gpu[q] >= need_gpu and free_cpu[q] >= need_cpu
+    ]
+
+
 class PlacementEpisode:
     """The run of ``sim``'s workload from an empty cluster, one turn at a time.
 
@@ -243,14 +259,11 @@ class PlacementEpisode:
                 free_gpu, free_cpu = sim.free_by_partition()
                 for job in forward:
                     gpus, cpus, _ = sim.task_demands(job)
-                    need_gpu, need_cpu = gpus.sum(), cpus.sum()
-                    for q in np.argsort(-free_gpu, kind="stable"):
-                        if q == w.home[job] or free_gpu[q] < need_gpu or free_cpu[q] < need_cpu:
-                            continue
+                    for q in forward_order(sim, job, free_gpu, free_cpu):
                         sim.forwarded[job] += 1
-                        if not (yield from self._offer(int(q), [job])):
-                            free_gpu[q] -= need_gpu
-                            free_cpu[q] -= need_cpu
+                        if not (yield from self._offer(q, [job])):
+                            free_gpu[q] -= gpus.sum()
+                            free_cpu[q] -= cpus.sum()
                             break
             for p in range(c.num_partitions):
                 queues[p] = [j for j in queues[p] if sim.state[j] == WAITING]

@@ -43,9 +43,13 @@ def add_parser(sub) -> None:
         "--k",
         type=int_in(1, 64),
         default=None,
-        help="size: fat-tree ports, VL2 aggregation switches, BCube levels (defaults 20, 20, 3)",
+        help="size: fat-tree ports, VL2 aggregation switches, BCube levels, racks (defaults "
+        "20, 20, 3, 2)",
     )
-    e.add_argument("--n", type=int_in(2, 16), default=6, help="BCube switch ports (default 6)")
+    e.add_argument(
+        "--n", type=int_in(2, 16), default=6,
+        help="BCube switch ports, servers per rack of racks (default 6)",
+    )  # fmt: skip
     e.add_argument(
         "--arch", default="pcie", choices=ARCHS, help="server architecture (default pcie)"
     )

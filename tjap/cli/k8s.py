@@ -7,6 +7,9 @@
 - ``tjap k8s place``: the placement controller (:mod:`tjap.k8s.controller`): whole gangs of the
   pods gated with ``--gate`` placed on the nodes tjap picks, never worse than Kueue's choice per
   window; ``--once`` one pass, ``--json`` one line per window on stdout.
+- ``tjap k8s place --system interference --policy marl|whole|tetris|lb|lif``: seed 001's
+  schedulers (:mod:`tjap.k8s.interference`): the parameter-server and worker pods of gated DL
+  jobs placed by the interference family's policy, one scheduler per rack (``--rack-label``).
 - ``tjap k8s advise``: what it would place now; patches nothing.
 """
 
@@ -76,6 +79,15 @@ def add_parser(sub) -> None:
                        help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
         p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
                        help="seconds tjap's solve may take per window (default 1)")  # fmt: skip
+        p.add_argument("--system", choices=("topology", "interference"), default="topology",
+                       help="topology (default): whole gangs, one pod per node, never worse "
+                       "than Kueue; interference: seed 001's DL jobs (ps and worker pods, "
+                       "several per node) placed by --policy")  # fmt: skip
+        p.add_argument("--policy", choices=_policies(), default=None,
+                       help="with --system interference: the family's policy (default tetris)")  # fmt: skip
+        p.add_argument("--rack-label", metavar="KEY", default=None,
+                       help="with --system interference: the node label of the racks, one "
+                       "scheduler each (default the nodes' topology.tjap.io/level-1)")  # fmt: skip
         add_common(p)  # --json: one JSON line per window on stdout
         if name == "place":
             p.add_argument("--once", action="store_true", help="one pass, then exit")
@@ -88,6 +100,13 @@ def add_parser(sub) -> None:
                 "changed or deleted starts a pass at once)",
             )
         p.set_defaults(run=run_place if name == "place" else run_advise)
+
+
+def _policies() -> list[str]:
+    """The interference policies ``--policy`` takes (the family's registered methods)."""
+    from tjap.registry import methods
+
+    return list(methods("interference"))
 
 
 def _weight(value: str) -> float:
@@ -186,9 +205,29 @@ def controller_levels(given: str | None) -> list[str] | None:
 
 
 def _controller(args, dry_run: bool):
+    from tjap.core.errors import InvalidInputError
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.api import Api
 
+    if args.system == "interference":
+        from tjap.k8s.interference import InterferenceController
+
+        if args.levels or args.topology_name:
+            raise InvalidInputError("--levels and --topology-name are for --system topology")
+        return InterferenceController(
+            Api(args.kubeconfig),
+            args.policy or "tetris",
+            gate=args.gate,
+            rack_label=args.rack_label,
+            seed=args.seed,
+            dry_run=dry_run,
+            log=sys.stdout if args.json else None,
+        )
+    if args.policy is not None or args.rack_label is not None:
+        raise InvalidInputError(
+            "--policy and --rack-label are for --system interference (the topology "
+            "controller places with tjap's window solver)"
+        )
     return Controller(
         Api(args.kubeconfig),
         gate=args.gate,
@@ -204,6 +243,11 @@ def _controller(args, dry_run: bool):
 
 
 def _say(decision) -> None:
+    if getattr(decision, "free_gpus", None) is not None:  # the interference controller's pass
+        from tjap.k8s.interference import say
+
+        print("\n".join(say(decision)))
+        return
     if decision.placed:
         saving = (
             f"; Kueue's choice {decision.kueue_cost:.1f}" if decision.kueue_cost is not None else ""

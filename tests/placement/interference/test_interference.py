@@ -97,6 +97,17 @@ def test_paths_are_walks_in_the_graph_between_the_groups(topology, k):
             assert len(links) == nx.shortest_path_length(g, ("group", int(a)), ("group", int(b)))
 
 
+def test_the_racks_topology_is_the_testbed_of_seed_001():
+    """Sec. VII-A: 12 servers of 4 GPUs, two schedulers of 6 servers; 50 Gbps NICs."""
+    c = make_cluster("racks")
+    assert c.describe() | {"name": c.name} == c.describe() | {"name": "racks-k2-n6-pcie"}
+    assert (c.num_servers, c.total_gpus, c.num_partitions) == (12, 48, 2)
+    assert c.server_partition.tolist() == [0] * 6 + [1] * 6
+    same_rack, across = c.path(0, 2), c.path(0, 12)  # server 0 to server 1, to server 6
+    assert c.link_gbps[same_rack].tolist() == [128.0, 50.0, 50.0, 128.0]
+    assert c.link_gbps[across].tolist() == [128.0, 50.0, 300.0, 300.0, 50.0, 128.0]
+
+
 def test_path_hand_worked_fattree():
     c = make_cluster("fattree", 4)  # 4 pods x 2 edges x 2 servers, 2 groups per server
     assert c.path(0, 1).tolist() == [0, c.num_groups + 0, 1]  # PCIe, QPI, PCIe
