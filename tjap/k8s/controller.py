@@ -46,6 +46,8 @@ PATCHING = 8
 DEFAULT_FRAGMENTATION = 100_000.0
 #: The longest one watch of the pods lasts between passes (the loop's answer time to stop()).
 WATCH_S = 5.0
+#: The least time limit a window's second solve gets (see :meth:`Controller._solve`).
+MIN_SOLVE_S = 0.05
 #: Seconds :meth:`Controller.run` waits before it tries again after an error it survives.
 RETRY_S = 1.0
 #: The API server's answers :meth:`Controller.run` survives: a conflict (a pod changed under the
@@ -327,7 +329,8 @@ class Controller:
         cost of Kueue's choice or None). With ``choose="best"``: one solve of ``guarded``
         against the Kueue profile on the window with the fragmentation term, taken when its
         choice costs at most Kueue's by the window's own objective (CH cost and ``prefer``
-        terms); otherwise (or with no weight) one solve of ``guarded`` on the window itself."""
+        terms); otherwise (or with no weight) one solve of ``guarded`` on the window itself,
+        within what the first left of the window's time limit."""
         import tjap
         from tjap.placement.tree.result import objective_of
 
@@ -335,17 +338,20 @@ class Controller:
         theirs = kueue.objective if kueue.has_solution else None
         if self.choose == "kueue":
             return (kueue if kueue.has_solution else None), self.kueue, theirs
-        options = {"time_limit_s": self.time_limit_s, "scheduler": self.kueue,
-                   "improve": self.improve}  # fmt: skip
+        options = {"scheduler": self.kueue, "improve": self.improve}
+        began = time.perf_counter()
         if self.fragmentation:
             level = self.fragmentation_level or window.levels[-1]  # default: the top level
             priced = window.with_fragmentation(self.fragmentation, level)
-            best = tjap.solve(priced, "guarded", **options)
+            best = tjap.solve(priced, "guarded", time_limit_s=self.time_limit_s, **options)
             if best.has_solution and (
                 theirs is None or objective_of(window, best.assignment) <= theirs + 1e-9
             ):
                 return best, best.info.get("winner"), theirs
-        best = tjap.solve(window, "guarded", **options)
+        # the time limit is the window's: a second solve gets what the first left (at least
+        # MIN_SOLVE_S, so that the exact optimum or Kueue's choice is still compared)
+        left = max(MIN_SOLVE_S, self.time_limit_s - (time.perf_counter() - began))
+        best = tjap.solve(window, "guarded", time_limit_s=left, **options)
         return (best if best.has_solution else None), best.info.get("winner"), theirs
 
     # -- applying ------------------------------------------------------------------------------
