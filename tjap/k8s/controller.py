@@ -350,7 +350,11 @@ class Controller:
                 return best, best.info.get("winner"), theirs
         # the time limit is the window's: a second solve gets what the first left (at least
         # MIN_SOLVE_S, so that the exact optimum or Kueue's choice is still compared)
-        left = max(MIN_SOLVE_S, self.time_limit_s - (time.perf_counter() - began))
+        left = (
+            None
+            if self.time_limit_s is None
+            else max(MIN_SOLVE_S, self.time_limit_s - (time.perf_counter() - began))
+        )
         best = tjap.solve(window, "guarded", time_limit_s=left, **options)
         return (best if best.has_solution else None), best.info.get("winner"), theirs
 
