@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
+from pathlib import Path
 
 from tjap.cli.common import executor_from_args  # noqa: F401
 from tjap.core.executor import (  # noqa: F401
@@ -49,6 +51,16 @@ def add_out(p: argparse.ArgumentParser, what: str = "its files", default=OUT) ->
         metavar="DIR",
         help=f"folder for {what} (default {default}; created if missing)",
     )
+
+
+def write_result(folder, name: str, result) -> Path:
+    """Write ``result`` as ``FOLDER/NAME.json`` (indented, the folder made when missing), say so
+    on stdout, and return the path."""
+    out = Path(folder) / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+    return out
 
 
 def one_line_errors(main):

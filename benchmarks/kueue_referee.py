@@ -22,12 +22,10 @@ JSON, tjap's and Kueue's nodes per job) to ``--out``:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
-from benchmarks.common import add_out, format_table, one_line_errors, parser
+from benchmarks.common import add_out, format_table, one_line_errors, parser, write_result
 from tjap.k8s.referee import KUEUE, PROFILES, judge, kueue_case, random_windows, run_referee
 
 
@@ -144,10 +142,7 @@ def main(argv=None) -> int:
         print(
             f"  window {d['case']} ({d['profile']}; jobs {', '.join(d['jobs'])}): {d['difference']}"
         )
-    out = Path(args.out) / f"{args.name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    write_result(args.out, args.name, result)
     return 0
 
 

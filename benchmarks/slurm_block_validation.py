@@ -34,15 +34,13 @@ their idle nodes at that step.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import tjap
-from benchmarks.common import add_out, format_table, one_line_errors, parser
+from benchmarks.common import add_out, format_table, one_line_errors, parser, write_result
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, block_conf, slurm_version
 from tjap.placement.tree.hostlist import compress_hostlist, expand_hostlist
@@ -468,10 +466,7 @@ def main(argv=None) -> int:
     print(f"differences (step by step): {len(differences) or 'none'}")
     for window, line in differences:
         print(f"  window {window}: {line}")
-    out = Path(args.out) / f"{args.name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    write_result(args.out, args.name, result)
     return 0
 
 

@@ -28,14 +28,12 @@ slurm-tree's 24.11 rule (``slurm="24.11"``; a Slurm older than 24.11 is compared
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import add_out, format_table, one_line_errors, parser
+from benchmarks.common import add_out, format_table, one_line_errors, parser, write_result
 from tjap.heuristics.slurm.tree import solve_slurm_tree
 from tjap.placement.slurm.client import SlurmError
 from tjap.placement.slurm.harness import LocalSlurm, LocalSlurmConfig, slurm_version, version_tuple
@@ -375,10 +373,7 @@ def main(argv=None) -> int:
             f"slurm-tree's 22.05 rule gives Slurm's set for {s['jobs_same_set_22_05_rule']}/"
             f"{s['jobs']} jobs"
         )
-    out = Path(args.out) / f"{args.name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    write_result(args.out, args.name, result)
     return 0
 
 

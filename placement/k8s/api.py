@@ -100,17 +100,7 @@ class Api:
         """``method`` on ``path`` (``/api/v1/nodes``), ``body`` sent as JSON; the decoded answer."""
         headers = {"Accept": "application/json", "Content-Type": content_type}
         try:
-            method, url, headers, body, _ = self._api.param_serialize(
-                method,
-                path,
-                query_params=list((query or {}).items()),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-            )
-            response = self._api.call_api(
-                method, url, header_params=headers, body=body, _request_timeout=self.timeout_s
-            )
+            response = self._send(method, path, query, headers, body, self.timeout_s)
             data = response.read()
         except Exception as exc:  # urllib3: connection refused, TLS, timeout
             raise KubernetesUnreachableError(
@@ -120,6 +110,20 @@ class Api:
         if response.status >= 400:
             raise _refused(method, path, response.status, response.reason, data)
         return json.loads(data) if data else {}
+
+    def _send(self, method, path, query, headers, body, timeout):
+        """The client's response to one request (its body not read yet)."""
+        method, url, headers, body, _ = self._api.param_serialize(
+            method,
+            path,
+            query_params=list((query or {}).items()),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        return self._api.call_api(
+            method, url, header_params=headers, body=body, _request_timeout=timeout
+        )
 
     def get(self, path: str, **query) -> dict:
         return self.request("GET", path, query=query or None)
@@ -153,16 +157,8 @@ class Api:
         query = {"watch": "1", "resourceVersion": version,
                  "timeoutSeconds": str(max(1, round(timeout_s)))}  # fmt: skip
         try:
-            method, url, headers, _, _ = self._api.param_serialize(
-                "GET", path, query_params=list(query.items()),
-                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"],
-            )  # fmt: skip
-            response = self._api.call_api(
-                method,
-                url,
-                header_params=headers,
-                _request_timeout=(self.timeout_s, timeout_s + 10),
-            )
+            response = self._send("GET", path, query, {"Accept": "application/json"}, None,
+                                  (self.timeout_s, timeout_s + 10))  # fmt: skip
             stream = response.response
             try:
                 line = stream.readline() if response.status < 400 else b"{}"

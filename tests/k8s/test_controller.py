@@ -168,9 +168,9 @@ class Killed(Exception):
     pass
 
 
-def killed_after(api, patches: int) -> None:
-    """Run one pass of a controller that is killed once ``api`` has taken ``patches`` patches,
-    then give the API its own patch back (the next controller's)."""
+def killed_after(api, patches: int, make=Controller) -> None:
+    """Run one pass of a controller (``make(api)``) that is killed once ``api`` has taken
+    ``patches`` patches, then give the API its own patch back (the next controller's)."""
     real = api.patch
 
     def dying(path, body, *a, **k):
@@ -180,7 +180,7 @@ def killed_after(api, patches: int) -> None:
 
     api.patch = dying
     with pytest.raises(Killed):
-        Controller(api).run_pass()
+        make(api).run_pass()
     api.patch = real
 
 

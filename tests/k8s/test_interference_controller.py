@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_controller import FakeApi, released  # the stand-in of the topology controller's tests
+from test_controller import (
+    FakeApi,
+    killed_after,
+    released,
+)  # the stand-in of the topology controller's tests
 
 import tjap
 from tjap.k8s.interference import (
@@ -191,25 +195,11 @@ def test_a_cordoned_or_tainted_node_takes_no_pod():
     assert placed and not placed & {"g01", "g02"}  # no worker, no parameter server there
 
 
-class Killed(BaseException):
-    pass
-
-
 @pytest.mark.parametrize("after", [1, 4, 9])
 def test_a_controller_killed_mid_pass_is_finished_by_the_next(after):
     api = FakeApi(TESTBED)
     add_jobs(api, job_mix(3, seed=4))
-    real = api.patch
-
-    def dying(path, body, *a, **k):
-        if api.patches >= after:
-            raise Killed
-        return real(path, body, *a, **k)
-
-    api.patch = dying
-    with pytest.raises(Killed):
-        InterferenceController(api, "tetris").run_pass()
-    api.patch = real
+    killed_after(api, after, lambda api: InterferenceController(api, "tetris"))
     planned = {n: p["metadata"]["annotations"].get(PLANNED) for n, p in api.pods().items()}
     InterferenceController(api, "tetris").run_pass()
     out = released(api)

@@ -423,13 +423,14 @@ class Controller:
         others = [p for p in state["pods"] if not (self._planned(p) and self._gated(p))]
         free = free_nodes(state["nodes"], others)  # the planned nodes are not held by the plan
         touched = 0
+        released = self._released_counts(state["pods"])
         for gang in gangs(state["pods"], self.gate, state.get("sizes")):
             planned = [p for p in gang.pods if self._planned(p)]
             if not planned:
                 continue
             good = [p for p in planned if self._planned(p) in free]
             gone = [p for p in planned if p not in good]
-            started = self._released_of(gang, state["pods"])
+            started = gang.key in released
             if not started and (gone or len(planned) < len(gang.pods) or not gang.complete):
                 # redo the whole gang: a planned node was lost, a pod of the gang is gone, or
                 # the run was killed before it had planned every pod (a part of a gang never
@@ -465,14 +466,6 @@ class Controller:
             if key in gated and self._planned(p) and not self._gated(p):
                 counts[key] = counts.get(key, 0) + 1
         return counts
-
-    def _released_of(self, gang, pods) -> bool:
-        """Whether some pod of ``gang`` was already released (planned, gate gone)."""
-        from tjap.placement.k8s.gangs import gang_key
-
-        return any(
-            gang_key(p)[0] == gang.key and self._planned(p) and not self._gated(p) for p in pods
-        )
 
     def _event(self, gang, reason: str, message: str) -> None:
         if (gang.key, message) in self._told or self.dry_run:
