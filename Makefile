@@ -56,10 +56,13 @@ test-slurm: $(VENV)/.installed
 # kube-controller-manager once from Go modules into $TJAP_CACHE_ROOT/k8s-v1.35.4 (.ci/build-k8s:
 # about 11 min cold on 2 cores, nothing when built), then starts and stops its own control plane;
 # and Kueue's own TAS algorithm, the referee of tjap's kueue-* methods, into
-# $TJAP_CACHE_ROOT/kueue-referee-v0.17.0 (.ci/build-kueue-referee: about 3 min cold).
+# $TJAP_CACHE_ROOT/kueue-referee-v0.17.0 (.ci/build-kueue-referee: about 3 min cold), and Kueue's
+# own manager (its controllers, scheduler, TAS and webhooks, the batch/v1 Job integration) into
+# $TJAP_CACHE_ROOT/kueue-manager-v0.17.0 (.ci/build-kueue-manager: about 4 min cold).
 test-k8s: $(VENV)/.installed
 	bash .ci/build-k8s
 	bash .ci/build-kueue-referee
+	bash .ci/build-kueue-manager
 	$(VENV)/bin/python -m pytest -q -m k8s -rs
 
 test-all: $(VENV)/.installed

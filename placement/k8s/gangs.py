@@ -17,7 +17,9 @@ A gang is ready when all its pods exist. Its request is read from Kueue's pod-se
 (``kueue.x-k8s.io/podset-required-topology``, ``-preferred-topology``, ``-slice-size``,
 ``-slice-required-topology``), so manifests written for Kueue's topology-aware scheduling carry
 over: a required level is a job's ``within``, a preferred level its ``prefer``, slices its
-``segment`` and ``segment_level`` (:mod:`tjap.placement.tree.jobs`). One pod takes one node (the
+``segment`` and ``segment_level`` (:mod:`tjap.placement.tree.jobs`). On a Kueue flavor without a
+topology the same annotations go under tjap's names (``tjap.io/podset-preferred-topology``,
+...: :data:`TJAP_ALIAS`), since Kueue refuses to admit a topology request there. One pod takes one node (the
 model is node-granular: a pod that asks for part of a node's GPUs still takes the node).
 """
 
@@ -41,6 +43,27 @@ UNCONSTRAINED = KUEUE + "podset-unconstrained-topology"
 SLICE_SIZE = KUEUE + "podset-slice-size"
 SLICE_LEVEL = KUEUE + "podset-slice-required-topology"
 INDEX = "batch.kubernetes.io/job-completion-index"
+#: tjap's own names of Kueue's request annotations (``tjap.io/podset-required-topology``, ...),
+#: for pods Kueue admits on a flavor without ``topologyName``: Kueue refuses to admit a pod set
+#: that asks for a topology on such a flavor, so the request goes under tjap's names there.
+TJAP_ALIAS = {key: "tjap.io/" + key[len(KUEUE) :] for key in (REQUIRED, PREFERRED, UNCONSTRAINED,
+                                                              SLICE_SIZE, SLICE_LEVEL)}  # fmt: skip
+
+
+def request_annotations(annotations: dict) -> dict:
+    """``annotations`` with tjap's names of the request (:data:`TJAP_ALIAS`) read as Kueue's;
+    the same request under both names must agree."""
+    out = dict(annotations)
+    for key, alias in TJAP_ALIAS.items():
+        if alias not in out:
+            continue
+        value = out.pop(alias)
+        if key in out and str(out[key]) != str(value):
+            raise InvalidInputError(
+                f"{key} ({out[key]!r}) and {alias} ({value!r}) differ; give one of them"
+            )
+        out[key] = value
+    return out
 
 
 @dataclass
@@ -72,7 +95,7 @@ class Gang:
         """The window job of this gang (:class:`~tjap.placement.tree.jobs.Job`'s JSON form),
         its level keys resolved against ``levels`` (node-label keys, the top level first). A bad
         request is an :class:`InvalidInputError` naming the annotation and the fix."""
-        a = self.annotations
+        a = request_annotations(self.annotations)
         job: dict = {"nodes": len(self.pods)}
 
         def level(key: str) -> str:

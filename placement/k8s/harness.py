@@ -106,6 +106,8 @@ class LocalKubernetes:
         self.start_timeout_s = start_timeout_s
         self.procs: dict[str, subprocess.Popen] = {}
         self._args: dict[str, list[str]] = {}
+        self._programs: dict[str, Path] = {}  # programs not of the control plane (Kueue's)
+        self._env: dict[str, dict] = {}
         self.port = 0
         self.kubeconfig = self.folder / "kubeconfig"
 
@@ -153,11 +155,18 @@ current-context: tjap-local
         )
 
     # -- processes -----------------------------------------------------------------------------
-    def _spawn(self, name: str, args: list[str]) -> None:
+    def _spawn(self, name: str, args: list[str], *, program=None, env=None) -> None:
+        """Start ``program`` (default: the control plane's ``name``) as ``name``, its output in
+        ``name.log``; :meth:`stop` stops it with the others, :meth:`restart` restarts it."""
         self._args[name] = args
+        if program is not None:
+            self._programs[name] = Path(program)
+        if env is not None:
+            self._env[name] = env
         log = open(self.folder / f"{name}.log", "a")
         self.procs[name] = subprocess.Popen(
-            [str(k8s_bin() / name), *args],
+            [str(self._programs.get(name, k8s_bin() / name)), *args],
+            env=self._env.get(name),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -317,13 +326,15 @@ current-context: tjap-local
         """An :class:`~tjap.placement.k8s.api.Api` as the cluster's administrator."""
         return Api(self.kubeconfig, timeout_s=timeout_s)
 
-    def add_nodes(self, topology, *, gpus: int = 4) -> list[str]:
-        """Create the fake nodes of ``topology`` (:func:`~tjap.placement.k8s.nodes.node_manifests`):
-        Ready, schedulable, without the not-ready taint. Returns their names."""
+    def add_nodes(self, topology, *, gpus: int = 4, labels: dict | None = None) -> list[str]:
+        """Create the fake nodes of ``topology`` (:func:`~tjap.placement.k8s.nodes.node_manifests`),
+        with ``labels`` added to each: Ready, schedulable, without the not-ready taint. Returns
+        their names."""
         names = []
         with self.api() as api:
             for node in node_manifests(topology, gpus=gpus):
                 name = node["metadata"]["name"]
+                node["metadata"]["labels"].update(labels or {})
                 status = node.pop("status")
                 try:
                     api.create("/api/v1/nodes", node)

@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
         help="the cluster's tree: topology.conf (tree or blocks), topology.yaml, JSON, node list",
     )
     up.add_argument("--gpus", type=int, default=4, help="nvidia.com/gpu per node (default 4)")
+    up.add_argument("--kueue", action="store_true",
+                    help="also run Kueue's own manager (v0.17.0, .ci/build-kueue-manager) with a "
+                    "topology-aware queue `tas` (a Topology of the cluster's levels, a flavor, a "
+                    "ClusterQueue with every GPU as quota, a LocalQueue in default)")  # fmt: skip
     add_common(up)
     up.set_defaults(run=run_up)
     down = action.add_parser("down", help="stop the cluster started in --dir")
@@ -100,6 +104,24 @@ def add_parser(sub) -> None:
                 "changed or deleted starts a pass at once)",
             )
         p.set_defaults(run=run_place if name == "place" else run_advise)
+    audit = what.add_parser(
+        "audit", help="what Kueue's placements cost: its admitted Workloads against the optimum"
+    )
+    audit.add_argument(
+        "--kubeconfig", type=Path, help="default: $KUBECONFIG, in-cluster, ~/.kube/config"
+    )
+    where = audit.add_mutually_exclusive_group()
+    where.add_argument("--levels", help="node-label keys of the levels, the top first, "
+                       "comma-separated, or FILE: a Kueue Topology (default: the cluster's one "
+                       "Kueue Topology)")  # fmt: skip
+    where.add_argument("--topology-name", metavar="NAME",
+                       help="the cluster's Kueue Topology NAME (when it has several)")  # fmt: skip
+    audit.add_argument("--min-nodes", type=positive(int, 10**6), default=2, metavar="N",
+                       help="audit workloads of at least N pods (default 2)")  # fmt: skip
+    audit.add_argument("--report", type=Path, metavar="DIR",
+                       help="also write the audit's web page, DIR/index.html")  # fmt: skip
+    add_common(audit)  # --json: the audit's JSON on stdout
+    audit.set_defaults(run=run_audit)
 
 
 def _policies() -> list[str]:
@@ -138,20 +160,38 @@ def run_up(args) -> int:
             f"a cluster already runs in {args.dir} (its {state.name}); stop it with "
             f"tjap k8s cluster down --dir {args.dir}, or give another --dir"
         )
+    if args.kueue:
+        from tjap.core.errors import MissingDependencyError
+        from tjap.placement.k8s.kueue import missing
+
+        if missing():
+            raise MissingDependencyError(missing())
     args.dir.mkdir(parents=True, exist_ok=True)
-    cluster = LocalKubernetes(args.dir)
+    cluster = LocalKubernetes(args.dir, controllers=args.kueue)
     cluster.start()
+    queue = ""
     try:
-        names = cluster.add_nodes(tree, gpus=args.gpus)
+        if args.kueue:
+            from tjap.placement.k8s.kueue import POOL_LABEL, LocalKueue
+            from tjap.placement.k8s.nodes import level_keys
+
+            names = cluster.add_nodes(tree, gpus=args.gpus, labels={POOL_LABEL: "gpu"})
+            queue = LocalKueue(cluster).start().queue(level_keys(tree), gpus=args.gpus * len(names))
+        else:
+            names = cluster.add_nodes(tree, gpus=args.gpus)
     except BaseException:
         cluster.stop()
         raise
+    programs = {name: str(cluster._programs.get(name, k8s_bin() / name)) for name in cluster.procs}
     state.write_text(json.dumps({
         "pids": {name: proc.pid for name, proc in cluster.procs.items()},
-        "programs": {name: str(k8s_bin() / name) for name in cluster.procs},
+        "programs": programs,
         "kubeconfig": str(cluster.kubeconfig), "nodes": len(names), "port": cluster.port,
     }, indent=1))  # fmt: skip
     print(f"tjap: a local Kubernetes with {len(names):,} nodes; KUBECONFIG={cluster.kubeconfig}")
+    if queue:
+        print(f"tjap: Kueue's manager runs; jobs labelled kueue.x-k8s.io/queue-name={queue} are "
+              "admitted and placed by Kueue's topology-aware scheduling")  # fmt: skip
     return 0
 
 
@@ -277,3 +317,29 @@ def run_place(args) -> int:
             _say(decision)
         return 0
     return controller.run(interval_s=args.interval)
+
+
+# -- the audit ----------------------------------------------------------------------------------
+def run_audit(args) -> int:
+    from tjap.k8s.audit import audit_cluster
+    from tjap.placement.k8s.api import Api
+
+    if args.report is not None:
+        check_output(args.report, "--report", folder=True)
+    with Api(args.kubeconfig) as api:
+        result = audit_cluster(
+            api,
+            levels=controller_levels(args.levels),
+            topology=args.topology_name,
+            min_nodes=args.min_nodes,
+        )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+    else:
+        print(result.summary_text())
+    if args.report is not None:
+        from tjap.k8s.audit_report import write_report
+
+        path = write_report(result, args.report)
+        print(f"tjap: the report is {path}", file=sys.stderr if args.json else sys.stdout)
+    return 0
