@@ -322,6 +322,52 @@ current-context: tjap-local
             f"the CustomResourceDefinition {name} was not established in {timeout_s:g} s"
         )
 
+    def apply(self, path) -> None:
+        """Create the objects of the YAML file ``path`` (namespaces, service accounts, cluster
+        roles and their bindings: an RBAC manifest such as ``examples/k8s/rbac.yaml``); those
+        already there are left as they are."""
+        import yaml
+
+        paths = {
+            "Namespace": "/api/v1/namespaces",
+            "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        }
+        with self.api() as api:
+            for doc in yaml.safe_load_all(Path(path).read_text()):
+                kind = doc["kind"]
+                where = (
+                    f"/api/v1/namespaces/{doc['metadata']['namespace']}/serviceaccounts"
+                    if kind == "ServiceAccount"
+                    else paths.get(kind)
+                )
+                if where is None:
+                    raise KubernetesError(f"{path}: cannot apply a {kind} here")
+                try:
+                    api.create(where, doc)
+                except ApiError as exc:
+                    if exc.status != 409:
+                        raise
+
+    def account_kubeconfig(self, path, namespace: str, name: str) -> Path:
+        """Write to ``path`` a kubeconfig with a token of the service account ``namespace/name``
+        (a TokenRequest of an hour) and return it: to run a program with that account's rights."""
+        with self.api() as api:
+            token = api.create(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                 "spec": {"expirationSeconds": 3600}},
+            )["status"]["token"]  # fmt: skip
+        path = Path(path)
+        ca = self.folder / "pki" / "ca.crt"
+        path.write_text(
+            f"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+            f"    server: https://127.0.0.1:{self.port}\n    certificate-authority: {ca}\n"
+            f"users:\n- name: sa\n  user:\n    token: {token}\n"
+            "contexts:\n- name: c\n  context: {cluster: c, user: sa}\ncurrent-context: c\n"
+        )
+        return path
+
     def api(self, *, timeout_s: float = 30.0) -> Api:
         """An :class:`~tjap.placement.k8s.api.Api` as the cluster's administrator."""
         return Api(self.kubeconfig, timeout_s=timeout_s)

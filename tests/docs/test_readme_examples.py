@@ -186,6 +186,8 @@ ELSEWHERE = {
     "tjap k8s cluster down --dir /tmp/k8s": "stops the cluster of cluster up (tests/k8s/test_k8s_live.py::test_the_commands_of_the_how_to, marked k8s)",
     "tjap k8s place --system interference": "needs a Kubernetes with DL jobs' pods (tests/k8s/test_interference_controller.py places them on a local control plane, marked k8s)",
     "tjap k8s place --system interference --policy marl --json": "needs a Kubernetes with DL jobs' pods (tests/k8s/test_interference_controller.py, marked k8s)",
+    "tjap k8s audit --kubeconfig ~/.kube/config --report kueue-audit": "needs the user's Kueue cluster (tests/k8s/test_kueue_live.py audits a live Kueue on a local control plane, marked k8s)",
+    "python -m benchmarks.kueue_live --nodes 144 --jobs 30": "needs the control plane and Kueue's manager (.ci/build-k8s, .ci/build-kueue-manager; tests/k8s/test_kueue_live.py runs a short stream, marked k8s)",
     "python -m benchmarks.kueue_referee --cases 2000": "needs the referee .ci/build-kueue-referee builds (tests/k8s/test_kueue_referee.py compares 300 windows, marked k8s)",
     "tjap topology show nodes.json --kueue-topology topology.yaml": "the user's own node list and Kueue Topology (tests/placement/tree/test_topology_levels.py reads some)",
     "tjap topology show hypernodes.yaml": "the user's own Volcano manifests (tests/placement/tree/test_topology_levels.py runs it on one)",

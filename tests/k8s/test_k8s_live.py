@@ -133,34 +133,8 @@ def test_the_controller_survives_an_api_server_restart(cluster, api):
 
 
 def test_the_least_privilege_account_can_place_and_nothing_more(cluster, api, tmp_path):
-    import yaml
-
-    for doc in yaml.safe_load_all((ROOT / "examples" / "k8s" / "rbac.yaml").read_text()):
-        kind = doc["kind"]
-        path = {
-            "Namespace": "/api/v1/namespaces",
-            "ServiceAccount": "/api/v1/namespaces/tjap-system/serviceaccounts",
-            "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-            "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-        }[kind]
-        try:
-            api.create(path, doc)
-        except ApiError as exc:
-            assert exc.status == 409
-    token = api.create(
-        "/api/v1/namespaces/tjap-system/serviceaccounts/tjap-placement/token",
-        {
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {"expirationSeconds": 3600},
-        },
-    )["status"]["token"]
-    config = tmp_path / "kubeconfig"
-    config.write_text(
-        f"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{cluster.port}\n"
-        f"    certificate-authority: {cluster.folder / 'pki' / 'ca.crt'}\nusers:\n- name: sa\n  user:\n    token: {token}\n"
-        "contexts:\n- name: c\n  context: {cluster: c, user: sa}\ncurrent-context: c\n"
-    )
+    cluster.apply(ROOT / "examples" / "k8s" / "rbac.yaml")
+    config = cluster.account_kubeconfig(tmp_path / "kubeconfig", "tjap-system", "tjap-placement")
     gated_pods(api, "sa", 2)
     with Api(config) as limited:
         Controller(limited).run_pass()

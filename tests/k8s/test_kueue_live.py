@@ -208,3 +208,63 @@ def test_tjap_places_a_job_kueue_admitted_on_a_flavor_without_topology(api):
     )
     assert all(p["metadata"]["annotations"].get("tjap.io/planned-node") for p in pods)
     assert json.dumps(admission)  # the admission is plain JSON
+
+
+def test_cluster_up_with_kueue_runs_the_example_job_and_the_audit_reads_it(tmp_path, capsys):
+    """The how-to's commands: cluster up --kueue, the example Job, tjap k8s audit, cluster down."""
+    from pathlib import Path
+
+    import yaml
+
+    from tjap.cli import main
+    from tjap.placement.k8s.api import Api
+
+    if missing_programs(controllers=True) or missing():
+        pytest.skip("the control plane or Kueue's manager is not built")
+    root = Path(__file__).resolve().parents[2]
+    folder = tmp_path / "kq"
+    assert main(["k8s", "cluster", "up", "--dir", str(folder), "--topology",
+                 str(root / "examples" / "blocks.conf"), "--kueue"]) == 0  # fmt: skip
+    try:
+        assert "queue-name=tas" in capsys.readouterr().out
+        job = yaml.safe_load((root / "examples" / "k8s" / "kueue-job.yaml").read_text())
+        with Api(folder / "kubeconfig") as api:
+            api.create(JOBS, job)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                pods = api.items("/api/v1/namespaces/default/pods")
+                if len(pods) == 12 and all(p["spec"].get("nodeName") for p in pods):
+                    break
+                time.sleep(0.3)
+            else:
+                raise AssertionError("Kueue did not place the example Job's 12 pods in 60 s")
+        assert main(["k8s", "audit", "--kubeconfig", str(folder / "kubeconfig"), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        (row,) = data["jobs"]
+        assert row["job"] == "default/train-12" and row["size"] == 12
+        assert row["request"]["segment"] == 6
+        assert row["kueue-leastfree"]["same"]
+    finally:
+        assert main(["k8s", "cluster", "down", "--dir", str(folder)]) == 0
+
+
+def test_the_audit_runs_with_its_read_only_account(api, kueue, tmp_path):
+    from pathlib import Path
+
+    from tjap.placement.k8s.api import Api, ApiError
+
+    api.create(JOBS, kueue_job("ro", 2, queue="tas", annotations={REQUIRED: LEVELS[-1]}))
+    bound_nodes(api, "ro", 2)
+    root = Path(__file__).resolve().parents[2]
+    kueue.k8s.apply(root / "examples" / "k8s" / "rbac-audit.yaml")
+    config = kueue.k8s.account_kubeconfig(tmp_path / "kubeconfig", "tjap-system", "tjap-audit")
+    with Api(config) as limited:
+        result = audit_cluster(limited)
+        assert [r["job"] for r in result.jobs] == ["default/ro"]
+        with pytest.raises(ApiError) as refused:  # it can read, and nothing more
+            limited.delete(
+                f"{KUEUE_API}/namespaces/default/workloads/{result.jobs[0]['workload'][8:]}"
+            )
+        assert refused.value.status == 403
+        with pytest.raises(ApiError):
+            limited.items("/api/v1/pods")
