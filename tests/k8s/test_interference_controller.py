@@ -285,6 +285,27 @@ def test_the_cli_places_with_an_interference_policy(monkeypatch, capsys):
     assert "--policy" in capsys.readouterr().err
 
 
+def test_the_cli_takes_trained_weights_for_a_learned_policy_only(monkeypatch, capsys, tmp_path):
+    from pathlib import Path
+
+    from tjap.cli import main
+
+    api = FakeApi(TESTBED)
+    add_jobs(api, job_mix(4, seed=6))
+    monkeypatch.setattr("tjap.placement.k8s.api.Api", lambda *a, **k: api)
+    shipped = Path(__file__).resolve().parents[2] / "learned" / "weights" / "interference_marl.json"
+    assert main(["k8s", "advise", "--system", "interference", "--policy", "marl",
+                 "--weights", str(shipped)]) == 0  # fmt: skip
+    assert "marl: 4 jobs placed" in capsys.readouterr().out
+    assert main(["k8s", "advise", "--system", "interference", "--policy", "tetris",
+                 "--weights", str(shipped)]) == 2  # fmt: skip
+    assert "--weights needs a learned --policy" in capsys.readouterr().err
+    missing = tmp_path / "none.json"
+    assert main(["k8s", "advise", "--system", "interference", "--policy", "marl",
+                 "--weights", str(missing)]) == 2  # fmt: skip
+    assert "none.json" in capsys.readouterr().err
+
+
 # -- on a real control plane ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def testbed(tmp_path_factory):

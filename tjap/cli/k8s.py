@@ -89,6 +89,9 @@ def add_parser(sub) -> None:
                        "several per node) placed by --policy")  # fmt: skip
         p.add_argument("--policy", choices=_policies(), default=None,
                        help="with --system interference: the family's policy (default tetris)")  # fmt: skip
+        p.add_argument("--weights", type=Path, metavar="FILE", default=None,
+                       help="with --system interference and a learned --policy (marl, single, "
+                       "marl-server): its trained weights (.json; default the shipped ones)")  # fmt: skip
         p.add_argument("--rack-label", metavar="KEY", default=None,
                        help="with --system interference: the node label of the racks, one "
                        "scheduler each (default the nodes' topology.tjap.io/level-1)")  # fmt: skip
@@ -254,18 +257,29 @@ def _controller(args, dry_run: bool):
 
         if args.levels or args.topology_name:
             raise InvalidInputError("--levels and --topology-name are for --system topology")
+        from tjap.registry import get
+
+        policy = args.policy or "tetris"
+        options = {}
+        if args.weights is not None:
+            if not get("interference", policy).learned:
+                raise InvalidInputError(
+                    f"--weights needs a learned --policy (marl, single, marl-server), not {policy}"
+                )
+            options["weights"] = args.weights
         return InterferenceController(
             Api(args.kubeconfig),
-            args.policy or "tetris",
+            policy,
             gate=args.gate,
             rack_label=args.rack_label,
             seed=args.seed,
             dry_run=dry_run,
             log=sys.stdout if args.json else None,
+            **options,
         )
-    if args.policy is not None or args.rack_label is not None:
+    if args.policy is not None or args.rack_label is not None or args.weights is not None:
         raise InvalidInputError(
-            "--policy and --rack-label are for --system interference (the topology "
+            "--policy, --weights and --rack-label are for --system interference (the topology "
             "controller places with tjap's window solver)"
         )
     return Controller(
