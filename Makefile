@@ -63,7 +63,7 @@ test-k8s: $(VENV)/.installed
 	bash .ci/build-k8s
 	bash .ci/build-kueue-referee
 	bash .ci/build-kueue-manager
-	$(VENV)/bin/python -m pytest -q -m k8s -rs
+	$(VENV)/bin/python -m pytest -q -m 'k8s or referee' -rs
 
 test-all: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest -q -m ''

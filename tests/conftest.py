@@ -24,7 +24,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 #: Markers of the tests that may use what the project builds and caches outside a clone (a Slurm
 #: 24.11, a Kubernetes control plane): their targets (make test-slurm, make docs) build it first.
-CACHE_MARKERS = ("slurm", "docs", "k8s")
+CACHE_MARKERS = ("slurm", "docs", "k8s", "referee")
 
 
 #: The default suite's costliest tests (3-21 s each once the Numba cache is warm, measured with

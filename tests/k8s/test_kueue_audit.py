@@ -155,3 +155,17 @@ def test_tjap_names_of_kueue_request_annotations():
     both = {TJAP_ALIAS[PREFERRED]: "rack", PREFERRED: "block"}
     with pytest.raises(InvalidInputError, match="differ; give one of them"):
         Gang(("default", "g"), pods=[None] * 4, annotations=both).job(LEVELS)
+
+
+def test_a_difference_only_in_the_order_of_one_second_is_told_apart():
+    # x and y are admitted in the same second; the records put x first (created first), but
+    # Kueue admitted y first: x's choice then avoided y's rack, which the audit counted free
+    rows = [
+        workload("x", ["n04", "n05", "n06", "n07"], 5, request={"required": "rack"}, created=1),
+        workload("y", ["n00", "n01", "n02", "n03"], 5, request={"required": "rack"}, created=2),
+    ]
+    admissions, _ = read_admissions(rows, TREE, LEVELS)
+    x = audit_admissions(admissions, TREE, LEVELS)[0]
+    assert x["workload"] == "default/x" and x["busy"] == []
+    for p in PROFILES:  # on an empty cluster both would take rack r0
+        assert not x[p]["same"] and x[p]["same_in_another_order"]

@@ -1,9 +1,9 @@
 """tjap's Kueue methods against Kueue's own code: the referee (``go/kueue-referee``, Kueue v0.17.0,
 built by ``.ci/build-kueue-referee``; :mod:`tjap.k8s.referee`).
 
-The conversion of a window into the referee's JSON case needs no binary and runs in the default
-suite. The comparisons need the built referee: they are marked k8s, so ``make test-k8s`` builds
-it and runs them (elsewhere they skip, naming the build command)."""
+The conversion of a window into the referee's JSON case needs no binary. The comparisons need the
+built referee (marked ``referee``): in the default suite they run where it is built in the cache
+and skip, naming the build command, where it is not; ``make test-k8s`` builds it and runs them."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def built():
         pytest.skip(why)
 
 
-@pytest.mark.k8s
+@pytest.mark.referee
 def test_random_windows_agree_with_kueue(built):
     """300 random windows, both profiles: tjap's nodes per job are Kueue's, and the jobs Kueue
     cannot place are those tjap leaves out."""
@@ -159,7 +159,7 @@ def test_random_windows_agree_with_kueue(built):
     assert any(a.kueue != b.kueue for a, b in results), "the two profiles differ somewhere"
 
 
-@pytest.mark.k8s
+@pytest.mark.referee
 @pytest.mark.parametrize("profile", PROFILES)
 def test_hand_made_cases_agree(built, profile):
     """Both blocks hold 3 idle nodes and b1 comes first by its label; the preferred pair takes
@@ -174,7 +174,7 @@ def test_hand_made_cases_agree(built, profile):
     assert "allows to fit only 2 out of 3 pod(s)" in c.kueue[0] and c.kueue[1] == ("n1", "n2")
 
 
-@pytest.mark.k8s
+@pytest.mark.referee
 def test_hostnames_that_sort_otherwise_are_a_modelling_limit(built):
     """Kueue orders a rack's nodes by their hostname label, tjap by name (the limit stated in
     heuristics/tree/kueue.py): n1, n2, n3 labelled c, b, a give one pod to n3 and n1."""
@@ -186,7 +186,7 @@ def test_hostnames_that_sort_otherwise_are_a_modelling_limit(built):
         assert not c.same and c.tjap == [("n1",)] and c.kueue == [("n3",)]
 
 
-@pytest.mark.k8s
+@pytest.mark.referee
 def test_a_case_the_referee_refuses_is_one_line(built):
     case = kueue_case(WINDOW, "kueue-bestfit", name="bad")
     case["feature_gates"] = {"NoSuchGate": True}

@@ -14,7 +14,11 @@ Kueue's topology-aware scheduling (TAS) placed, compares the nodes of its
   optimum, CH cost); ``floor``: the cheapest of the empty cluster;
 - ``kueue-bestfit`` and ``kueue-leastfree``: the nodes tjap's re-implementations of Kueue's
   algorithm choose from the same free nodes; how often they equal Kueue's own choice is their
-  **fidelity** on this cluster's history (``summary["fidelity"]``).
+  **fidelity** on this cluster's history (``summary["fidelity"]``). A workload where they
+  differ is checked again with each workload whose order against it its second cannot tell (one
+  admitted in the same second later in the queue order, one that finished in that second) taken
+  as running at its admission, one at a time and all together: ``same_in_another_order`` (and
+  ``summary["differing_by_order"]``) says the difference is only that order.
 
 **The free nodes at an admission** are rebuilt from the workloads themselves, as Kueue's TAS cache
 counts them: the nodes of every workload admitted before it (its ``QuotaReserved`` condition's
@@ -169,6 +173,11 @@ class KueueAudit:
         out["optimum_saving"] = 1 - out["optimum"] / out["cost"] if out["cost"] else None
         out["fidelity"] = {p: float(np.mean([r[p]["same"] for r in rows])) for p in PROFILES}
         out["differing"] = {p: [r["workload"] for r in rows if not r[p]["same"]] for p in PROFILES}
+        # differing only by an order of events inside one second, which the records cannot tell
+        out["differing_by_order"] = {
+            p: [r["workload"] for r in rows if not r[p]["same"] and r[p]["same_in_another_order"]]
+            for p in PROFILES
+        }
         out["cheaper_than_kueue"] = int(sum(r["optimum"] < r["cost"] - 1e-9 for r in rows))
         return out
 
@@ -211,7 +220,12 @@ class KueueAudit:
         fid = s["fidelity"]
         lines.append(
             "  fidelity (tjap's re-implementation chose Kueue's nodes): "
-            + ", ".join(f"{p} {100 * fid[p]:.1f} %" for p in PROFILES)
+            + ", ".join(
+                f"{p} {100 * fid[p]:.1f} % ({len(s['differing'][p])} differ, "
+                f"{len(s['differing_by_order'][p])} of them the same in another order of their "
+                "second)"
+                for p in PROFILES
+            )
         )
         return "\n".join(lines)
 
@@ -358,18 +372,55 @@ def audit_admissions(admissions, tree, levels: list[str], *, convention: str = "
             "bound_nodes": [names[int(i)] for i in bound_nodes],
             "floor": float(floors[size]),
         }
+        # the workloads whose order against this one its second cannot tell: admitted in the
+        # same second after it (in Kueue's queue order), or finished in that second before it
+        unsure = [
+            q.nodes
+            for i, q in enumerate(admissions)
+            if q is not row
+            and (
+                (i > k and q.admitted == row.admitted)
+                or (i < k and q.finished == row.admitted and freed_by.get(i, k + 1) <= k)
+            )
+        ]
         for profile in PROFILES:
-            theirs = tjap.solve(window, profile)
-            chosen = sorted(int(v) for v in theirs.assignment[0]) if theirs.has_solution else []
+            chosen = _choice(window, profile)
+            same = chosen == recorded
             entry[profile] = {
-                "same": chosen == recorded,
+                "same": same,
                 "nodes": [names[i] for i in chosen],
-                "cost": float(objective_of(window, theirs.assignment, convention))
-                if theirs.has_solution
-                else None,
+                "cost": float(objective_of(window, [chosen], convention)) if chosen else None,
+                "same_in_another_order": same
+                or _agrees_in_another_order(tree, busy, row, unsure, window_levels, profile),
             }
         rows.append(entry)
     return rows
+
+
+def _choice(window, profile: str) -> list[int]:
+    """The node ids ``profile`` gives the one job of ``window`` (empty when it places none)."""
+    import tjap
+
+    theirs = tjap.solve(window, profile)
+    return sorted(int(v) for v in theirs.assignment[0]) if theirs.has_solution else []
+
+
+def _agrees_in_another_order(tree, busy, row, unsure, levels, profile: str) -> bool:
+    """Whether ``profile`` chooses ``row``'s nodes when one of the ``unsure`` workloads (node
+    lists), or all of them, ran at its admission: another order of events within its second,
+    which records to the second cannot rule out."""
+    import tjap
+
+    trials = [[u] for u in unsure] + ([unsure] if len(unsure) > 1 else [])
+    for trial in trials:
+        taken = busy.copy()
+        for nodes in trial:
+            taken[nodes] = True
+        taken[row.nodes] = False
+        window = tjap.Window(tree, np.flatnonzero(~taken), [row.job], levels=levels)
+        if _choice(window, profile) == list(row.nodes):
+            return True
+    return False
 
 
 def cluster_levels(api, *, levels=None, topology: str | None = None) -> list[str]:

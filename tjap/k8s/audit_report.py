@@ -179,7 +179,13 @@ def _request(job: dict) -> str:
 
 
 def _differing(jobs, profiles) -> str:
-    out = ["<h2>Where a re-implementation chose other nodes</h2>"]
+    out = [
+        "<h2>Where a re-implementation chose other nodes</h2>",
+        '<p class="note">Kubernetes records admissions and finishes to the second: "the same in '
+        "another order of its second\" means the re-implementation chooses Kueue's nodes when "
+        "a workload admitted (or finished) in that same second is taken as running at its "
+        "admission.</p>",
+    ]
     for p in profiles:
         rows = [j for j in jobs if not j[p]["same"]]
         if not rows:
@@ -188,7 +194,14 @@ def _differing(jobs, profiles) -> str:
         out.append(f"<h3>{_e(p)}: {len(rows):,} of {len(jobs):,}</h3>")
         out.append(
             _table(
-                ["workload", "Kueue's nodes", f"{p}'s nodes", "Kueue's cost", f"{p}'s cost"],
+                [
+                    "workload",
+                    "Kueue's nodes",
+                    f"{p}'s nodes",
+                    "Kueue's cost",
+                    f"{p}'s cost",
+                    "the same in another order of its second",
+                ],  # fmt: skip
                 [
                     [
                         _e(j["workload"]),
@@ -196,6 +209,7 @@ def _differing(jobs, profiles) -> str:
                         _e(_hostlist(j[p]["nodes"])),
                         _number(j["cost"]),
                         _number(j[p]["cost"]),
+                        "yes" if j[p]["same_in_another_order"] else "no",
                     ]  # fmt: skip
                     for j in rows[:MAX_ROWS]
                 ],
