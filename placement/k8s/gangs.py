@@ -50,6 +50,9 @@ TJAP_ALIAS = {key: "tjap.io/" + key[len(KUEUE) :] for key in (REQUIRED, PREFERRE
                                                               SLICE_SIZE, SLICE_LEVEL)}  # fmt: skip
 
 
+TJAP_NAMES = frozenset(TJAP_ALIAS.values())
+
+
 def request_annotations(annotations: dict) -> dict:
     """``annotations`` with tjap's names of the request (:data:`TJAP_ALIAS`) read as Kueue's;
     the same request under both names must agree."""
@@ -241,7 +244,7 @@ def gangs(pods: list[dict], gate: str = GATE, sizes: dict | None = None) -> list
             {
                 k: v
                 for k, v in (pod["metadata"].get("annotations") or {}).items()
-                if k.startswith(KUEUE)
+                if k.startswith(KUEUE) or k in TJAP_NAMES
             }
         )
     for gang in found.values():

@@ -148,7 +148,27 @@ def test_workloads_the_audit_cannot_measure_are_counted_and_still_busy():
 
 
 def test_tjap_names_of_kueue_request_annotations():
-    from tjap.placement.k8s.gangs import PREFERRED, TJAP_ALIAS, Gang
+    from tjap.placement.k8s.gangs import (
+        GATE,
+        PREFERRED,
+        SLICE_LEVEL,
+        SLICE_SIZE,
+        TJAP_ALIAS,
+        Gang,
+        gangs,
+    )
+
+    # the pods' own annotations, as the controller reads them
+    pods = [
+        {"metadata": {"name": f"p{r}", "namespace": "default",
+                      "labels": {"tjap.io/gang": "g", "tjap.io/gang-size": "4"},
+                      "annotations": {TJAP_ALIAS[SLICE_SIZE]: "2", TJAP_ALIAS[SLICE_LEVEL]: "rack",
+                                      "other.io/note": "x"}},
+         "spec": {"schedulingGates": [{"name": GATE}]}}
+        for r in range(4)
+    ]  # fmt: skip
+    (gang,) = gangs(pods)
+    assert gang.job(LEVELS) == {"nodes": 4, "segment": 2, "segment_level": "rack"}
 
     gang = Gang(("default", "g"), pods=[None] * 4, annotations={TJAP_ALIAS[PREFERRED]: "rack"})
     assert gang.job(LEVELS) == {"nodes": 4, "prefer": "rack"}
