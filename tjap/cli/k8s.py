@@ -338,6 +338,10 @@ def run_audit(args) -> int:
     from tjap.k8s.audit import audit_cluster
     from tjap.placement.k8s.api import Api
 
+    if args.min_nodes < 2:
+        from tjap.core.errors import InvalidInputError
+
+        raise InvalidInputError("--min-nodes must be at least 2 (a single pod has no network cost)")
     if args.report is not None:
         check_output(args.report, "--report", folder=True)
     with Api(args.kubeconfig) as api:
