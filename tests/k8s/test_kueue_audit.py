@@ -189,3 +189,29 @@ def test_a_difference_only_in_the_order_of_one_second_is_told_apart():
     assert x["workload"] == "default/x" and x["busy"] == []
     for p in PROFILES:  # on an empty cluster both would take rack r0
         assert not x[p]["same"] and x[p]["same_in_another_order"]
+
+
+def test_the_report_page_of_an_audit(tmp_path):
+    from tjap.k8s.audit import KueueAudit
+    from tjap.k8s.audit_report import write_report
+
+    rows = [
+        workload("<b>busy</b>", ["n00", "n01", "n04"], 1),
+        workload("job", ["n02", "n05", "n08"], 2, request={"preferred": "rack"}),
+    ]
+    admissions, skipped = read_admissions(rows, TREE, LEVELS)
+    result = KueueAudit(
+        tree=TREE,
+        levels=[*LEVELS, HOST],
+        jobs=audit_admissions(admissions, TREE, LEVELS),
+        skipped={"not_admitted": 1},
+        options={"workloads": 3, "min_nodes": 2, "convention": "paper"},
+    )
+    page = write_report(result, tmp_path / "report").read_text()
+    assert "What Kueue's placements cost" in page and "The costliest choices" in page
+    assert "<b>busy</b>" not in page and "&lt;b&gt;busy&lt;/b&gt;" in page  # escaped
+    assert "not_admitted" in page and "<svg" in page
+    assert not (tmp_path / "report" / "index.html.partial").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InvalidInputError, match="is a file"):
+        write_report(result, tmp_path / "file")

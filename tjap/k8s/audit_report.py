@@ -135,12 +135,13 @@ def _worst(jobs, tree) -> str:
     top = [i for i in gaps[:WORST] if jobs[i]["cost"] - jobs[i]["optimum"] > 1e-9]
     if not top:
         return "<h2>The costliest choices</h2><p>Kueue's choice was optimal for every workload.</p>"
+    meanings = {**MEANINGS, "job": "Kueue's nodes", "busy": "busy with other workloads then"}
     legend = (
         '<p class="legend">'
         + "".join(
-            f'<span><i style="background:{COLOURS[k]}"></i>{_e(MEANINGS[k])}</span>'
+            f'<span><i style="background:{COLOURS[k]}"></i>{_e(meanings[k])}</span>'
             for k in COLOURS
-        ).replace("the job's nodes (as recorded)", "Kueue's nodes")
+        )
         + "</p>"
     )
     out = ["<h2>The costliest choices</h2>", legend]
