@@ -104,14 +104,23 @@ def workload(count: int, seed: int, largest: int, nodes: int, load: float) -> li
     return jobs
 
 
-def create_job(api, job, levels, gated: bool) -> None:
-    from tjap.placement.k8s.gangs import GATE, PREFERRED, SLICE_LEVEL, SLICE_SIZE
+def annotations(job: dict, levels: list[str], *, tjap_names: bool = False) -> dict:
+    """Kueue's pod-set annotations of a stream job: slices inside a rack (the last of
+    ``levels``), or prefer one rack; with ``tjap_names``, under tjap's names (for a Kueue
+    flavor without a topology, where Kueue would refuse the request)."""
+    from tjap.placement.k8s.gangs import PREFERRED, SLICE_LEVEL, SLICE_SIZE, TJAP_ALIAS
 
-    notes = {"tjap.io/gang-size": str(job["size"])}
     if "slice" in job:
-        notes.update({SLICE_SIZE: str(job["slice"]), SLICE_LEVEL: levels[-1]})
+        notes = {SLICE_SIZE: str(job["slice"]), SLICE_LEVEL: levels[-1]}
     else:
-        notes[PREFERRED] = levels[-1]
+        notes = {PREFERRED: levels[-1]}
+    return {TJAP_ALIAS[k]: v for k, v in notes.items()} if tjap_names else notes
+
+
+def create_job(api, job, levels, gated: bool) -> None:
+    from tjap.placement.k8s.gangs import GATE
+
+    notes = {"tjap.io/gang-size": str(job["size"]), **annotations(job, levels)}
     for r in range(job["size"]):
         spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}  # fmt: skip

@@ -47,24 +47,12 @@ from benchmarks.common import add_out, one_line_errors, parser, write_result
 TICK_S = 0.25
 
 
-def annotations(job: dict, levels: list[str], *, tjap_names: bool = False) -> dict:
-    """Kueue's pod-set annotations of a stream job: slices inside a rack, or prefer one rack;
-    with ``tjap_names``, under tjap's names (a flavor without a topology: Kueue would refuse
-    the request there)."""
-    from tjap.placement.k8s.gangs import PREFERRED, SLICE_LEVEL, SLICE_SIZE, TJAP_ALIAS
-
-    if "slice" in job:
-        notes = {SLICE_SIZE: str(job["slice"]), SLICE_LEVEL: levels[-1]}
-    else:
-        notes = {PREFERRED: levels[-1]}
-    return {TJAP_ALIAS[k]: v for k, v in notes.items()} if tjap_names else notes
-
-
 def run_stream(
     arm: str, tree, jobs: list[dict], *, compress: float, timeout_s: float, folder=None
 ) -> dict:
     """One arm (``kueue`` or ``tjap``) of the stream on a fresh cluster of ``tree``; with
     ``kueue``, the audit of its Workloads is in the row (``audit``)."""
+    from benchmarks.k8s_stream import annotations
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.harness import LocalKubernetes
     from tjap.placement.k8s.kueue import (

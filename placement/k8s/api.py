@@ -176,6 +176,17 @@ class Api:
     def create(self, path: str, body: dict) -> dict:
         return self.request("POST", path, body)
 
+    def create_or_keep(self, path: str, body: dict) -> bool:
+        """Create ``body`` at ``path`` unless an object of that name is there already (HTTP
+        409; that one is kept as it is); returns whether it was created."""
+        try:
+            self.create(path, body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            return False
+        return True
+
     def patch(self, path: str, body: dict, *, merge: str = "strategic") -> dict:
         """A strategic-merge (default), ``"merge"`` or ``"json"`` patch."""
         kinds = {

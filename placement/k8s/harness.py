@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tjap.core.cache import cache_root
 from tjap.core.errors import MissingDependencyError
-from tjap.placement.k8s.api import Api, ApiError, KubernetesError
+from tjap.placement.k8s.api import Api, KubernetesError
 from tjap.placement.k8s.nodes import node_manifests, ready_status
 
 #: The Kubernetes release go/controlplane/go.mod pins (and .ci/build-k8s builds).
@@ -165,7 +165,7 @@ current-context: tjap-local
             self._env[name] = env
         log = open(self.folder / f"{name}.log", "a")
         self.procs[name] = subprocess.Popen(
-            [str(self._programs.get(name, k8s_bin() / name)), *args],
+            [str(self.program(name)), *args],
             env=self._env.get(name),
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -173,6 +173,11 @@ current-context: tjap-local
             start_new_session=True,  # a Ctrl-C in the terminal reaches us, not them
         )
         log.close()
+
+    def program(self, name: str) -> Path:
+        """The program started as ``name``: the control plane's, or the one given to
+        :meth:`_spawn` (Kueue's manager)."""
+        return self._programs.get(name, k8s_bin() / name)
 
     def _check_alive(self) -> None:
         for name, proc in self.procs.items():
@@ -306,11 +311,7 @@ current-context: tjap-local
         crd = yaml.safe_load(Path(path).read_text())
         name = crd["metadata"]["name"]
         with self.api() as api:
-            try:
-                api.create("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
+            api.create_or_keep("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline:
                 found = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
@@ -343,11 +344,7 @@ current-context: tjap-local
                 )
                 if where is None:
                     raise KubernetesError(f"{path}: cannot apply a {kind} here")
-                try:
-                    api.create(where, doc)
-                except ApiError as exc:
-                    if exc.status != 409:
-                        raise
+                api.create_or_keep(where, doc)
 
     def account_kubeconfig(self, path, namespace: str, name: str) -> Path:
         """Write to ``path`` a kubeconfig with a token of the service account ``namespace/name``
@@ -382,11 +379,7 @@ current-context: tjap-local
                 name = node["metadata"]["name"]
                 node["metadata"]["labels"].update(labels or {})
                 status = node.pop("status")
-                try:
-                    api.create("/api/v1/nodes", node)
-                except ApiError as exc:
-                    if exc.status != 409:  # already there
-                        raise
+                api.create_or_keep("/api/v1/nodes", node)
                 api.patch(f"/api/v1/nodes/{name}/status", ready_status(status["capacity"]))
                 api.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}}, merge="merge")
                 names.append(name)

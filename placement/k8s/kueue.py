@@ -150,11 +150,7 @@ integrations:
 """
         )
         with self.k8s.api() as api:
-            try:
-                api.create("/api/v1/namespaces", {"metadata": {"name": "kueue-system"}})
-            except ApiError as exc:
-                if exc.status != 409:
-                    raise
+            api.create_or_keep("/api/v1/namespaces", {"metadata": {"name": "kueue-system"}})
         env = {**os.environ, "KUBECONFIG": str(self.k8s.kubeconfig)}
         self.k8s._spawn(
             "kueue-manager",
@@ -174,11 +170,7 @@ integrations:
                     if doc["kind"].startswith("Mutating")
                     else ("validatingwebhookconfigurations")
                 )
-                try:
-                    api.create(f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
-                except ApiError as exc:
-                    if exc.status != 409:
-                        raise
+                api.create_or_keep(f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
         return self
 
     def stop(self) -> None:
@@ -191,11 +183,6 @@ integrations:
             except Exception:
                 proc.kill()
                 proc.wait()
-
-    def restart(self) -> None:
-        """Stop the manager and start it again with the same configuration (a restart of Kueue)."""
-        self.k8s.restart("kueue-manager")
-        self._wait_webhook_server()
 
     def _certificate(self, certs: Path) -> None:
         pki = self.k8s.folder / "pki"
@@ -241,27 +228,19 @@ integrations:
         """
         flavor: dict = {"nodeLabels": {POOL_LABEL: "gpu"}}
         with self.k8s.api() as api:
-
-            def make(path: str, body: dict) -> None:
-                try:
-                    api.create(path, body)
-                except ApiError as exc:
-                    if exc.status != 409:
-                        raise
-
             if levels is not None:
                 keys = [k for k in levels if k != HOSTNAME] + [HOSTNAME]
-                make(f"{KUEUE_API}/topologies", {
+                api.create_or_keep(f"{KUEUE_API}/topologies", {
                     "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
                     "metadata": {"name": name},
                     "spec": {"levels": [{"nodeLabel": k} for k in keys]},
                 })  # fmt: skip
                 flavor["topologyName"] = name
-            make(f"{KUEUE_API}/resourceflavors", {
+            api.create_or_keep(f"{KUEUE_API}/resourceflavors", {
                 "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
                 "metadata": {"name": name}, "spec": flavor,
             })  # fmt: skip
-            make(f"{KUEUE_API}/clusterqueues", {
+            api.create_or_keep(f"{KUEUE_API}/clusterqueues", {
                 "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
                 "metadata": {"name": name},
                 "spec": {
@@ -273,7 +252,7 @@ integrations:
                     }],
                 },
             })  # fmt: skip
-            make(f"{KUEUE_API}/namespaces/{namespace}/localqueues", {
+            api.create_or_keep(f"{KUEUE_API}/namespaces/{namespace}/localqueues", {
                 "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
                 "metadata": {"name": name, "namespace": namespace},
                 "spec": {"clusterQueue": name},

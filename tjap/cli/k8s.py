@@ -150,7 +150,7 @@ def _weight(value: str) -> float:
 
 # -- the local cluster --------------------------------------------------------------------------
 def run_up(args) -> int:
-    from tjap.placement.k8s.harness import LocalKubernetes, k8s_bin
+    from tjap.placement.k8s.harness import LocalKubernetes
     from tjap.placement.tree.topology import Topology
 
     check_output(args.dir, "--dir", folder=True)
@@ -185,7 +185,7 @@ def run_up(args) -> int:
     except BaseException:
         cluster.stop()
         raise
-    programs = {name: str(cluster._programs.get(name, k8s_bin() / name)) for name in cluster.procs}
+    programs = {name: str(cluster.program(name)) for name in cluster.procs}
     state.write_text(json.dumps({
         "pids": {name: proc.pid for name, proc in cluster.procs.items()},
         "programs": programs,

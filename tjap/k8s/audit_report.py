@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tjap.core.errors import InvalidInputError
 from tjap.slurm.audit_report import (
     COLOURS,
     MEANINGS,
@@ -26,6 +25,7 @@ from tjap.slurm.audit_report import (
     _png,
     _table,
     switch_tree_svg,
+    write_page,
 )
 
 #: The most workloads the page's full table lists ("and N more" after).
@@ -37,17 +37,7 @@ WORST = 5
 def write_report(result, out_dir) -> Path:
     """Write the page of ``result`` (a :class:`~tjap.k8s.audit.KueueAudit`) to
     ``out_dir/index.html`` (the folder made when missing); returns its path."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise InvalidInputError(
-            f"report folder {str(out_dir)!r} is a file; give a folder (it is created when missing)"
-        )
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "index.html"
-    partial = out_dir / "index.html.partial"
-    partial.write_text(report_html(result), encoding="utf-8")
-    partial.replace(path)
-    return path
+    return write_page(out_dir, lambda: report_html(result))
 
 
 def _hostlist(names) -> str:

@@ -106,6 +106,13 @@ def write_report(result, topology, out_dir) -> Path:
         ``out_dir`` is a file, or ``result`` is not an audit's result.
     """
     data = _as_dict(result)
+    return write_page(out_dir, lambda: report_html(data, topology))
+
+
+def write_page(out_dir, html_text) -> Path:
+    """Write the page ``html_text()`` returns as ``out_dir/index.html`` (the folder made when
+    missing; a file there is an :class:`InvalidInputError`), through ``index.html.partial`` so
+    that a page cut short by a signal never looks whole; returns its path."""
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise InvalidInputError(
@@ -113,8 +120,8 @@ def write_report(result, topology, out_dir) -> Path:
         )
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
-    partial = out_dir / "index.html.partial"  # a page cut short by a signal never looks whole
-    partial.write_text(report_html(data, topology), encoding="utf-8")
+    partial = out_dir / "index.html.partial"
+    partial.write_text(html_text(), encoding="utf-8")
     partial.replace(path)
     return path
 
