@@ -389,7 +389,7 @@ def _checked_bytes(meta_path: Path, meta: dict, kind: str, family: str) -> tuple
     if digest != expected:
         raise InvalidInputError(
             f"{target} does not match the sha256 in {meta_path.name} ({digest[:12]}... != "
-            f"{expected[:12]}...): the file is truncated, corrupt or another model's; "
+            f"{ascii(str(expected)[:12])}...): the file is truncated, corrupt or another model's; "
             f"{_fix(family)}"
         )
     return target, raw
