@@ -20,6 +20,13 @@ the others prefer one rack (``podset-preferred-topology``). Every pod asks for a
 GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
 its pods).
 
+With ``--offline`` the kueue and tjap arms run on the control plane's in-memory twin
+(:class:`tjap.placement.k8s.memory.MemoryApi`: kube-scheduler's part done at once) with the same
+controller, in seconds an arm: for trying a policy (``run_arm(..., controller_options=...)``).
+The stream is a function of the placements alone, so the twin gives the live run's figures
+(tests/benchmarks/test_k8s_stream.py holds it to that on a real control plane); the
+kube-scheduler arm, the patch rate and the binding rate need the live one.
+
 Three arms, one after the other, each on a fresh cluster (and a fourth, ``window``, on request):
 
 - ``kube-scheduler``: the pods carry no gate; kube-scheduler places each pod on its own (its
@@ -32,7 +39,9 @@ Three arms, one after the other, each on a fresh cluster (and a fourth, ``window
   gated at once, one pass of the controller: seconds to read the cluster, decide and patch.
 
 Per arm: mean CH cost per job (tjap's hop cost of the nodes each job got, paper convention; also
-apart for the segmented jobs and the others; every job's row is in the JSON),
+apart for the segmented jobs and the others; every job's row, its nodes included, is in the
+JSON), the windows placed and those that cost more than Kueue's choice of the same jobs
+(``windows_above_kueue``, 0 when the guard holds),
 the share of jobs of at most 18 nodes inside one rack, the share of slices kept inside one rack,
 the mean number of whole racks free (sampled every tick), the mean wait (arrival to the last
 pod bound, in trace seconds), the jobs that ever started whole (``started``: without a gang rule,
@@ -48,6 +57,7 @@ prints a table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -142,9 +152,11 @@ def run_arm(
     kueue: str,
     timeout_s: float,
     fragmentation: float | None = None,
+    *,
+    offline: bool = False,
+    controller_options: dict | None = None,
 ) -> dict:
     from tjap.k8s.controller import Controller
-    from tjap.placement.k8s.harness import LocalKubernetes
     from tjap.placement.k8s.nodes import level_keys
     from tjap.placement.tree.cost import job_cost
 
@@ -152,75 +164,80 @@ def run_arm(
     levels = level_keys(tree)[:-1]
     leaf = {name: int(tree.node_leaf[i]) for i, name in enumerate(tree.node_names)}
     racks = sorted(set(leaf.values()))
-    with LocalKubernetes() as k8s:
-        k8s.add_nodes(tree)
-        with k8s.api() as api:
-            bound_per_s = binding_rate(api, min(200, num_nodes))
-            controller = None
-            if arm != "kube-scheduler":
-                options = {} if fragmentation is None else {"fragmentation": fragmentation}
-                controller = Controller(
-                    api, kueue=kueue, choose="kueue" if arm == "kueue" else "best", **options
-                )
-            pending = sorted(jobs, key=lambda j: j["arrival_s"])
-            started: dict[
-                str, dict
-            ] = {}  # name -> {"nodes": [...], "start": trace s, "bound": wall}
-            done: set[str] = set()
-            created = set()
-            free_racks, decide_s, pass_s, placed, place_s = [], [], [], 0, 0.0
-            bind_times: list[float] = []
-            t0, tick, progress = time.monotonic(), 0, 0
-            while len(done) < len(jobs) and time.monotonic() - t0 < timeout_s:
-                if len(created) == len(jobs) and tick - progress > STUCK_TICKS:
-                    break  # every job arrived, and none started or ended for a long while
-                now = tick * TICK_S * compress  # the stream's clock: ticks, not wall time
-                tick += 1
-                for job in pending:
-                    if job["name"] not in created and job["arrival_s"] <= now:
-                        create_job(api, job, levels, gated=arm != "kube-scheduler")
-                        created.add(job["name"])
-                if controller is not None:
-                    began = time.perf_counter()
-                    decision = controller.run_pass()
-                    took = time.perf_counter() - began
-                    if decision.placed:
-                        decide_s.append(controller.last_decide_s)
-                        pass_s.append(took)
-                        n = sum(len(v) for v in decision.placed.values())
-                        placed += n
-                        place_s += controller.last_apply_s
-                        wait_bound(api, BIND_WAIT_S)
-                pods = api.items("/api/v1/namespaces/default/pods")
-                by_job: dict[str, list] = {}
-                for pod in pods:
-                    by_job.setdefault(pod["metadata"]["labels"]["tjap.io/gang"], []).append(pod)
-                busy = {p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")}
-                free_racks.append(sum(all(n not in busy for n in tree.nodes_of(r)) for r in racks))
-                for job in jobs:
-                    name = job["name"]
-                    if name in started or name not in created:
-                        continue
-                    got = [
-                        p["spec"].get("nodeName")
-                        for p in sorted(by_job.get(name, []), key=lambda p: p["metadata"]["name"])
-                    ]
-                    if len(got) == job["size"] and all(got):
-                        started[name] = {"nodes": got, "start": now, "wall": time.monotonic()}
-                        progress = tick
-                        bind_times.append(time.monotonic())
-                for job in jobs:
-                    name = job["name"]
-                    if (
-                        name in started
-                        and name not in done
-                        and now - started[name]["start"] >= job["runtime_s"]
-                    ):
-                        for r in range(job["size"]):
-                            api.request("DELETE", f"/api/v1/namespaces/default/pods/{name}-{r:03d}",
-                                        query={"gracePeriodSeconds": 0})  # fmt: skip
-                        done.add(name)
-                        progress = tick
+    ticks = [0]  # the stream's clock, read by the offline twin's creation times
+    with _control_plane(tree, offline, lambda: ticks[0]) as (api, bound_per_s, settle):
+        controller = None
+        if arm != "kube-scheduler":
+            options = {} if fragmentation is None else {"fragmentation": fragmentation}
+            controller = Controller(
+                api, kueue=kueue, choose="kueue" if arm == "kueue" else "best",
+                **options, **(controller_options or {}),
+            )  # fmt: skip
+        pending = sorted(jobs, key=lambda j: j["arrival_s"])
+        started: dict[str, dict] = {}  # name -> {"nodes": [...], "start": trace s, "bound": wall}
+        done: set[str] = set()
+        created = set()
+        free_racks, decide_s, pass_s, placed, place_s = [], [], [], 0, 0.0
+        windows, above = 0, 0  # windows placed; those that cost more than Kueue's choice
+        bind_times: list[float] = []
+        t0, tick, progress = time.monotonic(), 0, 0
+        while len(done) < len(jobs) and time.monotonic() - t0 < timeout_s:
+            if len(created) == len(jobs) and tick - progress > STUCK_TICKS:
+                break  # every job arrived, and none started or ended for a long while
+            now = tick * TICK_S * compress  # the stream's clock: ticks, not wall time
+            tick += 1
+            ticks[0] = tick
+            for job in pending:
+                if job["name"] not in created and job["arrival_s"] <= now:
+                    create_job(api, job, levels, gated=arm != "kube-scheduler")
+                    created.add(job["name"])
+            if controller is not None:
+                began = time.perf_counter()
+                decision = controller.run_pass()
+                took = time.perf_counter() - began
+                if decision.placed:
+                    windows += 1
+                    above += (
+                        decision.kueue_cost is not None
+                        and decision.cost > decision.kueue_cost + 1e-9
+                    )
+                    decide_s.append(controller.last_decide_s)
+                    pass_s.append(took)
+                    n = sum(len(v) for v in decision.placed.values())
+                    placed += n
+                    place_s += controller.last_apply_s
+                    settle()
+            pods = api.items("/api/v1/namespaces/default/pods")
+            by_job: dict[str, list] = {}
+            for pod in pods:
+                by_job.setdefault(pod["metadata"]["labels"]["tjap.io/gang"], []).append(pod)
+            busy = {p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")}
+            free_racks.append(sum(all(n not in busy for n in tree.nodes_of(r)) for r in racks))
+            for job in jobs:
+                name = job["name"]
+                if name in started or name not in created:
+                    continue
+                got = [
+                    p["spec"].get("nodeName")
+                    for p in sorted(by_job.get(name, []), key=lambda p: p["metadata"]["name"])
+                ]
+                if len(got) == job["size"] and all(got):
+                    started[name] = {"nodes": got, "start": now, "wall": time.monotonic()}
+                    progress = tick
+                    bind_times.append(time.monotonic())
+            for job in jobs:
+                name = job["name"]
+                if (
+                    name in started
+                    and name not in done
+                    and now - started[name]["start"] >= job["runtime_s"]
+                ):
+                    for r in range(job["size"]):
+                        api.request("DELETE", f"/api/v1/namespaces/default/pods/{name}-{r:03d}",
+                                    query={"gracePeriodSeconds": 0})  # fmt: skip
+                    done.add(name)
+                    progress = tick
+            if not offline:
                 time.sleep(TICK_S)
     costs, inside, kept, slices, waits, per_job = [], [], 0, 0, [], []
     for job in jobs:
@@ -229,7 +246,8 @@ def run_arm(
         got = started[job["name"]]
         ids = [tree.node_index(n) for n in got["nodes"]]
         costs.append(job_cost(tree, ids))
-        per_job.append({**job, "cost": costs[-1], "wait_s": got["start"] - job["arrival_s"]})
+        per_job.append({**job, "cost": costs[-1], "wait_s": got["start"] - job["arrival_s"],
+                        "nodes": got["nodes"]})  # fmt: skip
         if job["size"] <= RACK:
             inside.append(len({leaf[n] for n in got["nodes"]}) == 1)
         if "slice" in job:
@@ -253,10 +271,33 @@ def run_arm(
         "mean_decide_s": float(np.mean(decide_s)) if decide_s else None,
         "max_decide_s": float(np.max(decide_s)) if decide_s else None,
         "mean_pass_s": float(np.mean(pass_s)) if pass_s else None,
-        "placed_per_s": placed / place_s if place_s else None,
+        "placed_per_s": placed / place_s if place_s and not offline else None,
         "bound_per_s": bound_per_s,
+        "windows": windows,
+        "windows_above_kueue": above,
         "per_job": per_job,
     }
+
+
+@contextlib.contextmanager
+def _control_plane(tree, offline: bool, clock):
+    """(api, kube-scheduler's binding rate or None, a call that waits for the bindings): a
+    fresh local control plane with ``tree``'s nodes, or with ``offline`` its in-memory twin
+    (:class:`tjap.placement.k8s.memory.MemoryApi`, which binds at once and stamps creation
+    times with ``clock``)."""
+    if offline:
+        from tjap.placement.k8s.memory import MemoryApi
+
+        api = MemoryApi(tree, clock=clock)
+        yield api, None, api.bind
+        return
+    from tjap.placement.k8s.harness import LocalKubernetes
+
+    with LocalKubernetes() as k8s:
+        k8s.add_nodes(tree)
+        with k8s.api() as api:
+            bound_per_s = binding_rate(api, min(200, tree.num_nodes))
+            yield api, bound_per_s, lambda: wait_bound(api, BIND_WAIT_S)
 
 
 def window_arm(num_nodes: int, jobs: list[dict], size: int, kueue: str) -> dict:
@@ -378,6 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jobs of the window arm (default 50)")  # fmt: skip
     p.add_argument("--arm-timeout", type=float, default=900.0,
                    help="seconds an arm may run; jobs never whole by then are counted apart (default 900)")  # fmt: skip
+    p.add_argument("--offline", action="store_true",
+                   help="the kueue and tjap arms on the in-memory twin of the control plane "
+                   "(tjap.placement.k8s.memory; binds at once): seconds a stream, for design, "
+                   "the live figures unchanged")  # fmt: skip
     p.add_argument("--out", default="benchmarks/out", metavar="DIR",
                    help="folder of k8s_stream.json (default benchmarks/out)")  # fmt: skip
     return p
@@ -410,15 +455,27 @@ def main(argv=None) -> int:
 
     args = build_parser().parse_args(argv)
     seeds = [args.seed] if args.seeds is None else args.seeds
+    arms = args.arms.split(",")
+    unknown = [a for a in arms if a not in ("kube-scheduler", "kueue", "tjap", "window")]
+    if unknown:
+        raise SystemExit(
+            f"unknown arm {unknown[0]!r}: the arms are kube-scheduler, kueue, tjap, window"
+        )
+    if args.offline and {"kube-scheduler", "window"} & set(arms):
+        raise SystemExit(
+            "--offline runs the kueue and tjap arms only (kube-scheduler's scoring and the "
+            "patch rate need the live control plane); drop it or give --arms kueue,tjap"
+        )
     rows = []
     for seed in seeds:
         jobs = workload(args.jobs, seed, 72, args.nodes, args.load)
-        for arm in args.arms.split(","):
+        for arm in arms:
             began = time.monotonic()
             if arm == "window":
                 row = window_arm(args.nodes, jobs, args.window, args.kueue)
             else:
-                row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout)
+                row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout,
+                              offline=args.offline)  # fmt: skip
             row["wall_s"], row["seed"] = time.monotonic() - began, seed
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)

@@ -7,6 +7,8 @@
 - :mod:`.harness`: a throw-away local control plane (etcd, kube-apiserver, kube-scheduler built
   from Go modules by ``.ci/build-k8s``) whose nodes are fake (no kubelet), for the tests, the
   benchmarks and ``tjap k8s cluster``.
+- :mod:`.memory`: the control plane's in-memory twin (objects, merge patches, kube-scheduler's
+  binding of hostname-selected pods), for the stream benchmark's offline mode and the tests.
 
 The placement controller's loop is in :mod:`tjap.k8s`.
 """

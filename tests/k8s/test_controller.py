@@ -4,15 +4,13 @@ against a real control plane is tests/k8s/test_k8s_live.py (marked k8s)."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
 import tjap
 from tjap.k8s.controller import Controller
-from tjap.placement.k8s.api import ApiError
 from tjap.placement.k8s.gangs import GATE, PLANNED, PREFERRED, REQUIRED, SLICE_LEVEL, SLICE_SIZE
-from tjap.placement.k8s.nodes import HOSTNAME, level_keys, node_manifests, ready_status
+from tjap.placement.k8s.memory import MemoryApi
+from tjap.placement.k8s.nodes import HOSTNAME, level_keys
 
 TREE = tjap.Topology.from_slurm(
     "\n".join(f"BlockName=r{i} Nodes=g[{6 * i + 1:02d}-{6 * i + 6:02d}]" for i in range(4))
@@ -20,26 +18,17 @@ TREE = tjap.Topology.from_slurm(
 )
 
 
-def merge(target, patch):
-    if not isinstance(patch, dict):
-        return patch
-    out = dict(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge(out.get(k), v)
-    return out
-
-
-class FakeApi:
-    """Nodes, pods and events by path; a patch naming a stale resourceVersion is a 409."""
+class FakeApi(MemoryApi):
+    """The in-memory API server (nodes Ready, a patch naming a stale resourceVersion is a
+    409) with the tests' helpers: gated pods, Jobs, pods that hold a node; it counts patches."""
 
     def __init__(self, tree):
-        self.objects, self.events, self.patches = {}, [], 0
-        for n in node_manifests(tree):
-            n.update(ready_status(n["status"]["capacity"]))
-            self.objects[f"/api/v1/nodes/{n['metadata']['name']}"] = n
+        super().__init__(tree)
+        self.patches = 0
+
+    def patch(self, path, body, *, merge="merge"):
+        self.patches += 1
+        return super().patch(path, body, merge=merge)
 
     def add_pods(self, gang, n, notes=None, *, created="2026-12-02T10:00:00Z"):
         for i in range(n):
@@ -51,32 +40,6 @@ class FakeApi:
                          "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
                 "status": {"phase": "Pending"},
             }  # fmt: skip
-
-    def items(self, path):
-        kind = path.rsplit("/", 1)[1]
-        return [copy.deepcopy(o) for p, o in self.objects.items() if f"/{kind}/" in p]
-
-    def patch(self, path, body, merge_kind=None, **kw):
-        self.patches += 1
-        current = self.objects[path]
-        version = body.get("metadata", {}).get("resourceVersion")
-        if version is not None and version != current["metadata"]["resourceVersion"]:
-            raise tjap.InvalidInputError("409 Conflict")
-        body = copy.deepcopy(body)
-        body.get("metadata", {}).pop("resourceVersion", None)
-        new = merge(current, body)
-        new["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
-        self.objects[path] = new
-        return copy.deepcopy(new)
-
-    def create(self, path, body):
-        self.events.append(body)
-        return body
-
-    def get(self, path):
-        if path not in self.objects:
-            raise ApiError(f"404 {path}", 404)
-        return copy.deepcopy(self.objects[path])
 
     def add_job(self, name, parallelism, completions=None, *, jobset=None, replicas=1):
         """A batch/v1 Job and its gated pods, as the Job controller makes them (owner

@@ -1,0 +1,52 @@
+"""The stream benchmark of gangs on Kubernetes (benchmarks/k8s_stream.py): its offline mode on
+the in-memory twin (whole gangs, slices inside their racks, no window above Kueue's choice, the
+same stream from the same seed), and the twin against a real control plane (marked k8s)."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import k8s_stream
+from tjap.placement.k8s.harness import missing_programs
+
+NODES, JOBS = 144, 20  # one block of 8 racks of 18
+
+
+def stream(arm, *, offline=True, seed=3):
+    jobs = k8s_stream.workload(JOBS, seed, 72, NODES, 0.9)
+    return k8s_stream.run_arm(arm, NODES, jobs, 7200, "kueue-bestfit", 600, offline=offline)
+
+
+def placements(row):
+    return [(j["name"], j["nodes"], j["wait_s"]) for j in row["per_job"]]
+
+
+def test_offline_streams_place_whole_gangs_and_tjap_never_above_kueue_per_window():
+    kueue, tjap = stream("kueue"), stream("tjap")
+    for row in (kueue, tjap):
+        assert row["started"] == JOBS and row["slices_kept_share"] == 1.0
+        for job in row["per_job"]:
+            assert len(set(job["nodes"])) == job["size"]
+        assert row["placed_per_s"] is None and row["bound_per_s"] is None  # live figures only
+    assert tjap["windows"] > 0 and tjap["windows_above_kueue"] == 0
+    assert kueue["windows_above_kueue"] == 0  # Kueue's choice is its own reference
+    assert placements(stream("tjap")) == placements(tjap)  # the same seed, the same stream
+
+
+def test_offline_refuses_the_arms_that_need_a_real_control_plane(capsys):
+    with pytest.raises(SystemExit) as exc:
+        k8s_stream.main(["--offline", "--arms", "kube-scheduler,tjap"])
+    assert "--offline runs the kueue and tjap arms only" in str(exc.value)
+    with pytest.raises(SystemExit) as exc:
+        k8s_stream.main(["--arms", "tjap,kueu"])
+    assert "unknown arm 'kueu'" in str(exc.value)
+
+
+@pytest.mark.k8s
+def test_the_twin_places_the_stream_as_a_real_control_plane_does():
+    missing = missing_programs()
+    if missing:
+        pytest.skip(f"no Kubernetes control plane built ({', '.join(missing)}): bash .ci/build-k8s")
+    live = stream("tjap", offline=False)
+    assert live["started"] == JOBS
+    assert placements(stream("tjap")) == placements(live)
