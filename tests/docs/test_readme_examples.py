@@ -150,6 +150,8 @@ SLOW = {
     "--seed 0 --out learned/weights/my_gnn": "training (330 s of PPO; reads the weights the command before it writes)",
     "python -m benchmarks.network --seeds 5 --large-requests 2048": "every seed-003 method on the nine topologies at 64 and 1024 servers: long benchmark",
     "python -m benchmarks.interference": "seed 001's benchmark: more than 5 minutes",
+    "python -m benchmarks.k8s_stream --nodes 576 --jobs 120 --compress 7200 --seeds 0,1,2,3 "
+    "--arms kueue,tjap --offline": "eight streams of 120 jobs on the in-memory twin (about 3 minutes)",
     "tjap provision evaluate --trace placement/batch/data/ls6-a100.tsv --from 2023-03-01 --to 2023-04-01 "
     "--nodes 8 --load medium --policy avg --pairs 20 --json": "20 chained-job episodes replayed on the trace (45 s)",
     "tjap provision evaluate --trace placement/batch/data/ls6-a100.tsv --from 2023-03-01 --to 2023-04-01 "
