@@ -40,7 +40,8 @@ Three arms, one after the other, each on a fresh cluster (and a fourth, ``window
 
 Per arm: mean CH cost per job (tjap's hop cost of the nodes each job got, paper convention; also
 apart for the segmented jobs and the others; every job's row, its nodes included, is in the
-JSON), the windows placed and those that cost more than Kueue's choice of the same jobs
+JSON), the floor of each (``floor_segmented``, ``floor_other``: the mean of the jobs' costs
+alone on the empty cluster), the windows placed and those that cost more than Kueue's choice of the same jobs
 (``windows_above_kueue``, 0 when the guard holds),
 the share of jobs of at most 18 nodes inside one rack, the share of slices kept inside one rack,
 the mean number of whole racks free (sampled every tick), the mean wait (arrival to the last
@@ -264,6 +265,8 @@ def run_arm(
         "mean_cost": float(np.mean(costs)),
         "mean_cost_segmented": _mean([j["cost"] for j in per_job if "slice" in j]),
         "mean_cost_other": _mean([j["cost"] for j in per_job if "slice" not in j]),
+        "floor_segmented": _mean([floor(tree, j) for j in per_job if "slice" in j]),
+        "floor_other": _mean([floor(tree, j) for j in per_job if "slice" not in j]),
         "one_rack_share": float(np.mean(inside)) if inside else None,
         "slices_kept_share": kept / slices if slices else None,
         "mean_free_racks": float(np.mean(free_racks)),
@@ -355,6 +358,27 @@ def wait_bound(api, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
+_FLOORS: dict = {}
+
+
+def floor(tree, job: dict) -> float:
+    """A stream job's CH cost alone on the empty cluster (its request as the stream writes it:
+    slices inside a rack, or prefer one rack): no placement of it costs less."""
+    import tjap
+    from tjap.placement.tree.cost import job_cost
+
+    key = (tree.num_nodes, job["size"], job.get("slice"))
+    if key not in _FLOORS:
+        request = {"nodes": job["size"]}
+        if "slice" in job:
+            request.update(segment=job["slice"], segment_level="rack")
+        else:
+            request["prefer"] = "rack"
+        window = tjap.Window(tree, np.arange(tree.num_nodes), [request], levels=["rack", "block"])
+        _FLOORS[key] = job_cost(tree, tjap.solve(window, "auto").assignment[0])
+    return _FLOORS[key]
+
+
 def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
@@ -429,7 +453,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: The figures averaged over the seeds in the summary (one row per arm).
-AVERAGED = ("mean_cost", "mean_cost_segmented", "mean_cost_other", "one_rack_share",
+AVERAGED = ("mean_cost", "mean_cost_segmented", "mean_cost_other", "floor_segmented",
+            "floor_other", "one_rack_share",
             "mean_free_racks", "mean_wait_s", "max_decide_s", "placed_per_s", "bound_per_s")  # fmt: skip
 
 
@@ -492,7 +517,9 @@ def main(argv=None) -> int:
         return 0
     print(format_table(streams, [("arm", ""), ("seed", "d"), ("nodes", "d"), ("jobs", "d"),
                               ("started", "d"), ("mean_cost", ".1f"), ("mean_cost_segmented", ".1f"),
-                              ("mean_cost_other", ".1f"),
+                              ("mean_cost_other", ".1f"), ("floor_segmented", ".1f"),
+                              ("floor_other", ".1f"), ("windows", "d"),
+                              ("windows_above_kueue", "d"),
                               ("one_rack_share", ".3f"), ("slices_kept_share", ".3f"),
                               ("mean_free_racks", ".2f"), ("mean_wait_s", ".0f"),
                               ("mean_decide_s", ".3f"), ("max_decide_s", ".3f"),
