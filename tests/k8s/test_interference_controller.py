@@ -350,3 +350,23 @@ def test_live_jobs_are_bound_by_kube_scheduler_where_the_policy_planned(testbed)
             1 for p in pods if p["spec"].get("nodeName")
         )
         assert max(gpus.values()) <= 4
+
+
+def test_the_rest_of_a_job_released_in_part_is_placed_when_its_planned_node_is_cordoned():
+    api = FakeApi(TESTBED)
+    add_jobs(api, job_mix(3, seed=4))
+    plan = InterferenceController(api, "tetris", dry_run=True).run_pass().placed
+    killed_after(api, sum(map(len, plan.values())) + 1,
+                 lambda api: InterferenceController(api, "tetris"))  # fmt: skip
+    ((first, node),) = released(api).items()  # killed after the first release
+    gang = first.rsplit("-", 1)[0]
+    api.objects[f"/api/v1/nodes/{node}"]["spec"]["unschedulable"] = True  # the rest's node too
+    InterferenceController(api, "tetris").run_pass()
+    out = released(api)
+    mine = [n for n in api.pods() if n.startswith(f"{gang}-")]
+    assert all(n in out for n in mine)  # the whole job runs: its first pod where it was,
+    assert out[first] == node and all(out[n] != node for n in mine if n != first)  # the rest off it
+    nodes, sockets = gpus_per_node_and_socket(api)
+    assert max(nodes.values()) <= 4 and max(sockets.values()) <= 2
+    state = read_state(api.items("/api/v1/nodes"), api.items("/api/v1/pods"), gate=GATE)
+    assert state.held == {} and state.rest == {}

@@ -51,7 +51,10 @@ Each pass (:meth:`InterferenceController.run_pass`):
    ``spec.nodeSelector`` (``kubernetes.io/hostname``) and removing the gate; kube-scheduler binds.
 
 **A restart loses nothing**: a gang whose every pod is planned is released where planned; a
-gang planned in part, none released, is planned afresh.
+gang planned in part, none released, is planned afresh; the pods of a gang released in part
+whose planned node is gone, cordoned, not Ready or tainted meanwhile are placed as the rest of
+the running job, in the rack of its running pods first, on the sockets with the most free GPUs
+(a pod that finds no room waits, with the reason).
 """
 
 from __future__ import annotations
@@ -361,7 +364,8 @@ def job_pods(
 class FamilyState:
     """One pass's reading: the nodes and pods, the family's cluster (:class:`NodeCluster`), the
     simulator with the running jobs committed, the job objects by simulator id, the waiting job
-    ids (in gang order) and the gangs left waiting or refused with their reasons."""
+    ids (in gang order), the gangs left waiting or refused with their reasons, and the plans of
+    the pods that complete a running job (committed too)."""
 
     nodes: list
     pods: list
@@ -372,6 +376,7 @@ class FamilyState:
     held: dict = field(default_factory=dict)
     refused: dict = field(default_factory=dict)
     skipped: list = field(default_factory=list)
+    rest: dict = field(default_factory=dict)  # job id -> pod name -> GPU group (rest of a job)
 
 
 def read_state(nodes, pods, *, gate: str, label: str | None = None) -> FamilyState:
@@ -400,8 +405,18 @@ def read_state(nodes, pods, *, gate: str, label: str | None = None) -> FamilySta
                 foreign.append((node, pod_gpus(pod)))
             continue
         running.setdefault(gang_key(pod)[0], []).append(pod)
+    gated = gangs(pods, gate)
+    in_flight = {
+        g.key for g in gated if any((p["metadata"].get("annotations") or {}).get(PLANNED) for p in g.pods)
+    }  # fmt: skip
+    # the rest of a job that runs: its other pods hold nodes, these are gated with no plan (a
+    # killed run released part of the job, and the planned node of these was lost meanwhile)
+    rest_of = {g.key: g for g in gated if g.key in running and g.key not in in_flight}
+    held, refused = {}, {}
     jobs: list[DLJob] = []
     for key in sorted(running):
+        if key in rest_of:
+            continue
         running[key].sort(key=lambda p: p["metadata"]["name"])
         try:
             jobs.append(dl_job(key, running[key], view.racks, total))
@@ -409,10 +424,23 @@ def read_state(nodes, pods, *, gate: str, label: str | None = None) -> FamilySta
             skipped.append(f"{'/'.join(key)}: {exc}")
             foreign += [(holds(p), pod_gpus(p)) for p in running[key]]
     num_running = len(jobs)
-    held, refused = {}, {}
-    for gang in gangs(pods, gate):
-        if any((p["metadata"].get("annotations") or {}).get(PLANNED) for p in gang.pods):
-            continue  # a plan in flight: resume() finishes it
+    for key, gang in rest_of.items():
+        mine = sorted(running[key] + gang.pods, key=lambda p: p["metadata"]["name"])
+        why = None
+        if gang.size and len(mine) < gang.size:
+            why = f"a part of it runs; {len(mine)} of its {gang.size} pods exist"
+        else:
+            try:
+                jobs.append(dl_job(key, mine, view.racks, total, gang))
+                continue
+            except InvalidInputError as exc:
+                why = f"a part of it runs; {exc}"
+        held[key] = why
+        foreign += [(holds(p), pod_gpus(p)) for p in running[key]]  # what runs holds its GPUs
+    num_rest = len(jobs) - num_running
+    for gang in gated:
+        if gang.key in in_flight or gang.key in rest_of:
+            continue  # a plan in flight (resume() finishes it), or the rest of a running job
         if not gang.complete:
             held[gang.key] = f"{len(gang.pods)} of {gang.size} pods exist"
             continue
@@ -461,6 +489,13 @@ def read_state(nodes, pods, *, gate: str, label: str | None = None) -> FamilySta
             sim.gpu_free[g] -= take
             count -= take
     usable = free_nodes(nodes, [])  # Ready, not cordoned, no NoSchedule / NoExecute taint
+    rest = {}
+    for j in range(num_running, num_running + num_rest):
+        plan = _rest_plan(sim, view, j, jobs[j], usable)
+        if plan is None:
+            held[jobs[j].key] = "a part of it runs; no node has room for the rest of its pods now"
+        else:
+            rest[j] = plan
     for node, s in server_of.items():  # a node no new pod may take: all its GPUs and CPU held
         if node not in usable:
             first = int(c.server_first_group[s])
@@ -468,8 +503,58 @@ def read_state(nodes, pods, *, gate: str, label: str | None = None) -> FamilySta
             sim.gpu_free[span] = 0
             sim.cpu_used[span] = sim.cpu_capacity[span]
     return FamilyState(
-        nodes, pods, view, sim, jobs, list(range(num_running, n)), held, refused, skipped
-    )
+        nodes, pods, view, sim, jobs, list(range(num_running + num_rest, n)), held, refused,
+        skipped, rest,
+    )  # fmt: skip
+
+
+def _rest_plan(sim, view: NodeCluster, j: int, job: DLJob, usable: set) -> dict | None:
+    """Commit job ``j`` of ``sim`` (the rest of a running job, :func:`read_state`): its running
+    pods where they are, each other pod on a socket of a ``usable`` node with a free GPU (a
+    worker) and room for its CPU, in the rack where most of its running pods are first, then the
+    most free GPUs, the most free CPU; returns the other pods' names -> GPU group, or None when
+    some pod finds no room (nothing committed)."""
+    from tjap.placement.k8s.nodes import holds
+
+    gpus, cpus, _ = sim.task_demands(j)
+    c = sim.cluster
+    gpu_free = sim.gpu_free.astype(float)
+    room = (sim.cpu_capacity - sim.cpu_used).astype(float)
+    groups = np.full(len(job.pods), -1, np.int64)
+    for t, pod in enumerate(job.pods):
+        node = holds(pod)
+        if node is None:
+            continue
+        socket = str((pod["metadata"].get("annotations") or {}).get(SOCKET, ""))
+        s = view.server_of[node]
+        first = int(c.server_first_group[s])
+        own = range(first, first + int(c.server_groups[s]))
+        g = view.group(node, int(socket)) if socket.isdigit() else max(
+            own, key=lambda h: (gpu_free[h] >= gpus[t], room[h], -h)
+        )  # fmt: skip
+        groups[t] = g
+        gpu_free[g] -= gpus[t]
+        room[g] -= cpus[t]
+    for node, s in view.server_of.items():  # the other pods go to nodes that take pods only
+        if node not in usable:
+            first = int(c.server_first_group[s])
+            room[first : first + int(c.server_groups[s])] = -1.0
+    fixed = groups[groups >= 0]
+    home = np.bincount(c.group_partition[fixed]).argmax() if fixed.size else 0
+    plan = {}
+    for t in sorted(np.flatnonzero(groups < 0), key=lambda t: (-gpus[t], -cpus[t], t)):
+        fits = np.flatnonzero((gpu_free >= gpus[t]) & (room >= cpus[t] - 1e-9))
+        if not fits.size:
+            return None
+        g = int(min(fits, key=lambda h: (c.group_partition[h] != home, -gpu_free[h], -room[h], h)))
+        groups[t] = g
+        gpu_free[g] -= gpus[t]
+        room[g] -= cpus[t]
+        plan[job.pods[t]["metadata"]["name"]] = g
+    if not sim.fits(j, groups):
+        return None
+    sim.commit(j, groups)
+    return plan
 
 
 # -- the controller -------------------------------------------------------------------------------
@@ -583,6 +668,10 @@ class InterferenceController(Controller):
                             free_cpu[q] -= cpus.sum()
                             break
         placed, names, held = {}, {}, dict(state.held)
+        for j, plan in state.rest.items():  # the rest of a running job, first
+            key = state.jobs[j].key
+            placed[key] = ["/".join(map(str, view.where(int(g)))) for g in plan.values()]
+            names[key] = list(plan)
         for j in waiting:
             job = state.jobs[j]
             if j in plans:
@@ -601,10 +690,12 @@ class InterferenceController(Controller):
     def apply(self, decision: Placement, state: FamilyState) -> int:  # type: ignore[override]
         from tjap.placement.k8s.gangs import PLANNED
 
-        by_key = {job.key: job for job in state.jobs}
+        by_name = {(p["metadata"].get("namespace", "default"), p["metadata"]["name"]): p
+                   for p in state.pods}  # fmt: skip
         pairs = []
         for key, where in decision.placed.items():
-            for pod, spot in zip(by_key[key].pods, where):
+            for name, spot in zip(decision.pods[key], where):
+                pod = by_name[(key[0], name)]
                 node, socket = spot.rsplit("/", 1)
                 pairs.append((pod, node, socket))
 
@@ -626,10 +717,14 @@ class InterferenceController(Controller):
 
     def resume(self, state: FamilyState) -> int:
         """Release the gated pods of gangs whose every pod is planned on a node that still
-        exists; clear the plans of the other planned gangs none of whose pods was released."""
+        takes pods (Ready, not cordoned, untainted); clear the plans of the other planned gangs
+        none of whose pods was released, and of the pods of a gang released in part whose node
+        was lost (:func:`read_state` places them as the rest of the running job)."""
         from tjap.placement.k8s.gangs import PLANNED, gang_key
+        from tjap.placement.k8s.nodes import free_nodes
 
-        present = set(state.view.nodes)
+        # a planned node that is gone, cordoned, not Ready or tainted takes no pod any more
+        present = set(state.view.nodes) & free_nodes(state.nodes, [])
         touched = 0
         for gang in _gangs(state, self.gate):
             planned = [p for p in gang.pods if self._planned(p)]
