@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 import tjap
@@ -215,3 +216,58 @@ def test_the_report_page_of_an_audit(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(InvalidInputError, match="is a file"):
         write_report(result, tmp_path / "file")
+
+
+def brute_force_busy(admissions, num_nodes):
+    """The audit's rule read literally, every earlier workload scanned for each admission: the
+    oracle of its one-sweep rebuild."""
+    freed_by = {}
+    for i, q in enumerate(admissions):
+        if q.finished is None:
+            continue
+        for k in range(i + 1, len(admissions)):
+            other = admissions[k]
+            if other.admitted > q.finished:
+                break
+            if other.admitted == q.finished and set(q.nodes) & set(other.nodes):
+                freed_by[i] = k
+                break
+    out = []
+    for k, row in enumerate(admissions):
+        busy = np.zeros(num_nodes, dtype=bool)
+        for i, q in enumerate(admissions[:k]):
+            if (
+                q.finished is None
+                or q.finished > row.admitted
+                or (q.finished == row.admitted and freed_by.get(i, k + 1) > k)
+            ):
+                busy[q.nodes] = True
+        busy[row.nodes] = False
+        unsure = [
+            q.nodes
+            for i, q in enumerate(admissions)
+            if q is not row
+            and ((i > k and q.admitted == row.admitted)
+                 or (i < k and q.finished == row.admitted and freed_by.get(i, k + 1) <= k))
+        ]  # fmt: skip
+        out.append((busy, unsure))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_free_nodes_rebuilt_in_one_sweep_are_the_brute_force_rule(seed):
+    from tjap.k8s.audit import Admission, _busy_at_admissions
+
+    rng = np.random.default_rng(seed)
+    n, count = 8, int(rng.integers(1, 30))
+    times = np.sort(rng.integers(0, 12, count))  # few seconds: many ties
+    admissions = []
+    for i, t in enumerate(times):
+        nodes = sorted(int(v) for v in rng.choice(n, int(rng.integers(0, 4)), replace=False))
+        finished = None if rng.random() < 0.2 else float(t + rng.integers(0, 5))
+        admissions.append(
+            Admission("ns", f"w{i}", float(i), float(t), finished, nodes, {"nodes": 1})
+        )
+    swept = [(busy, unsure) for _, busy, unsure in _busy_at_admissions(admissions, n)]
+    for (busy, unsure), (want, want_unsure) in zip(swept, brute_force_busy(admissions, n)):
+        assert busy.tolist() == want.tolist() and unsure == want_unsure

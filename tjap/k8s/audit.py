@@ -301,6 +301,62 @@ def read_admissions(
     return out, skipped
 
 
+def _busy_at_admissions(admissions, num_nodes: int):
+    """For each admission of ``admissions`` (in Kueue's order, admitted times never decreasing):
+    ``(row, busy, unsure)``. ``busy`` marks the nodes of the workloads admitted
+    before it and not finished before it; a workload that finished in the second others were
+    admitted finished before the first of them (in Kueue's order) that took one of its nodes,
+    and after the ones before that. ``unsure`` holds the node lists of the workloads whose
+    order against this one its second cannot tell: admitted in the same second after it, or
+    finished in that second before it. One sweep over the admissions (a heap of finish times),
+    not a scan of all earlier ones for each."""
+    import bisect
+    import heapq
+
+    admitted = [q.admitted for q in admissions]
+    freed_by: dict[int, int] = {}  # finished in a second -> the first admission then on its nodes
+    for i, q in enumerate(admissions):
+        if q.finished is None:
+            continue
+        mine = set(q.nodes)
+        k = bisect.bisect_left(admitted, q.finished, lo=i + 1)
+        while k < len(admissions) and admitted[k] == q.finished:
+            if mine & set(admissions[k].nodes):
+                freed_by[i] = k
+                break
+            k += 1
+    count = np.zeros(num_nodes, dtype=np.int64)  # workloads holding each node
+    ends: list = []  # (finished, i) of the workloads counted
+    due: list[int] = []  # counted, finished by now, not yet free (finished in this second)
+    freed: list[int] = []  # finished in this second and free for the admissions since
+    second = None
+    for k, row in enumerate(admissions):
+        if k:
+            q = admissions[k - 1]
+            np.add.at(count, np.asarray(q.nodes, dtype=np.int64), 1)
+            if q.finished is not None:
+                heapq.heappush(ends, (q.finished, k - 1))
+        if row.admitted != second:
+            second, freed = row.admitted, []
+        while ends and ends[0][0] <= row.admitted:
+            due.append(heapq.heappop(ends)[1])
+        still = []
+        for i in due:
+            q = admissions[i]
+            if q.finished < row.admitted or freed_by.get(i, k + 1) <= k:
+                np.subtract.at(count, np.asarray(q.nodes, dtype=np.int64), 1)
+                if q.finished == row.admitted:
+                    freed.append(i)
+            else:
+                still.append(i)
+        due = still
+        busy = count > 0
+        busy[row.nodes] = False  # its own nodes were free for it
+        later = range(k + 1, bisect.bisect_right(admitted, row.admitted))
+        unsure = [admissions[i].nodes for i in sorted(freed)] + [admissions[i].nodes for i in later]
+        yield row, busy, unsure
+
+
 def audit_admissions(admissions, tree, levels: list[str], *, convention: str = "paper") -> list:
     """The audited rows of :func:`read_admissions`' list (see the module's docstring)."""
     import tjap
@@ -313,33 +369,10 @@ def audit_admissions(admissions, tree, levels: list[str], *, convention: str = "
     everything = np.ones(tree.num_nodes, dtype=bool)
     floors: dict[int, float] = {}
     window_levels = levels[::-1]
-    # a workload that finished in the second others were admitted finished before the first of
-    # them (in Kueue's order) that took one of its nodes, and after the ones before that
-    freed_by: dict[int, int] = {}
-    for i, q in enumerate(admissions):
-        if q.finished is None:
-            continue
-        mine = set(q.nodes)
-        for k in range(i + 1, len(admissions)):
-            other = admissions[k]
-            if other.admitted > q.finished:
-                break
-            if other.admitted == q.finished and mine & set(other.nodes):
-                freed_by[i] = k
-                break
     rows = []
-    for k, row in enumerate(admissions):
+    for row, busy, unsure in _busy_at_admissions(admissions, tree.num_nodes):
         if row.job is None:
             continue
-        busy = np.zeros(tree.num_nodes, dtype=bool)
-        for i, q in enumerate(admissions[:k]):  # admitted before it, not finished before it
-            if (
-                q.finished is None
-                or q.finished > row.admitted
-                or (q.finished == row.admitted and freed_by.get(i, k + 1) > k)
-            ):
-                busy[q.nodes] = True
-        busy[row.nodes] = False  # its own nodes were free for it
         idle = np.flatnonzero(~busy)
         window = tjap.Window(tree, idle, [row.job], levels=window_levels)
         recorded = list(row.nodes)
@@ -372,17 +405,6 @@ def audit_admissions(admissions, tree, levels: list[str], *, convention: str = "
             "bound_nodes": [names[int(i)] for i in bound_nodes],
             "floor": float(floors[size]),
         }
-        # the workloads whose order against this one its second cannot tell: admitted in the
-        # same second after it (in Kueue's queue order), or finished in that second before it
-        unsure = [
-            q.nodes
-            for i, q in enumerate(admissions)
-            if q is not row
-            and (
-                (i > k and q.admitted == row.admitted)
-                or (i < k and q.finished == row.admitted and freed_by.get(i, k + 1) <= k)
-            )
-        ]
         for profile in PROFILES:
             chosen = _choice(window, profile)
             same = chosen == recorded
