@@ -41,8 +41,8 @@ Three arms, one after the other, each on a fresh cluster (and a fourth, ``window
 Per arm: mean CH cost per job (tjap's hop cost of the nodes each job got, paper convention; also
 apart for the segmented jobs and the others; every job's row, its nodes included, is in the
 JSON), the floor of each (``floor_segmented``, ``floor_other``: the mean of the jobs' costs
-alone on the empty cluster), the windows placed and those that cost more than Kueue's choice of the same jobs
-(``windows_above_kueue``, 0 when the guard holds),
+alone on the empty cluster), the windows placed and those that cost more than Kueue's choice
+of the same jobs (``windows_above_kueue``, 0 when the guard holds),
 the share of jobs of at most 18 nodes inside one rack, the share of slices kept inside one rack,
 the mean number of whole racks free (sampled every tick), the mean wait (arrival to the last
 pod bound, in trace seconds), the jobs that ever started whole (``started``: without a gang rule,
