@@ -82,7 +82,8 @@ def add_parser(sub) -> None:
         p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
                        help="the Kueue profile each window is compared with (default kueue-bestfit)")  # fmt: skip
         p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
-                       help="seconds tjap's solve may take per window (default 1)")  # fmt: skip
+                       help="seconds a window's decision may take, Kueue's choice and "
+                       "tjap's solves together (default 1)")  # fmt: skip
         p.add_argument("--system", choices=("topology", "interference"), default="topology",
                        help="topology (default): whole gangs, one pod per node, never worse "
                        "than Kueue; interference: seed 001's DL jobs (ps and worker pods, "

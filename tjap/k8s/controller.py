@@ -125,9 +125,10 @@ class Controller:
     log : file or None
         Where the JSON line of each window goes.
     time_limit_s : float
-        The time limit of tjap's solve per window (default 1 s: a window never waits longer
-        for a better placement than Kueue's; the best found by then, never worse than the
-        constructive rules, is compared).
+        The time limit of a window's decision, its solves and Kueue's choice included (default
+        1 s: a window never waits longer for a better placement than Kueue's; the best found
+        by then, never worse than the constructive rules, is compared; a solve always gets at
+        least :data:`MIN_SOLVE_S`).
     fragmentation : float
         Weight of the windows' fragmentation term: cost units per whole free domain of
         ``fragmentation_level`` that the window's jobs break into (0: none; default
@@ -272,6 +273,7 @@ class Controller:
         from tjap.placement.tree.jobs import Job, resolve_job
         from tjap.placement.tree.result import objective_of
 
+        began = time.perf_counter()  # the window's time limit counts from here
         tree, levels = state["tree"], state["levels"]
         free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
         idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
@@ -312,9 +314,10 @@ class Controller:
             chosen.append((gang, job))
             left -= job["nodes"]
         placed, method, cost, kueue_cost = {}, "", None, None
+        deadline = None if self.time_limit_s is None else began + self.time_limit_s
         while chosen:
             window = tjap.Window(tree, idle, [job for _, job in chosen], levels=levels[::-1])
-            best, chose, theirs = self._solve(window)
+            best, chose, theirs = self._solve(window, deadline)
             if best is not None:
                 method, cost, kueue_cost = chose, objective_of(window, best.assignment), theirs
                 for (gang, _), nodes in zip(chosen, best.node_names()):
@@ -324,13 +327,17 @@ class Controller:
             waiting[gang.key] = "no placement meets its request with the others of the window"
         return Decision(time.time(), placed, method, cost, kueue_cost, waiting, refused, len(free))
 
-    def _solve(self, window):
+    def _solve(self, window, deadline: float | None = None):
         """One window's placement: (the Result applied or None, the method that chose it, the
         cost of Kueue's choice or None). With ``choose="best"``: one solve of ``guarded``
         against the Kueue profile on the window with the fragmentation term, taken when its
         choice costs at most Kueue's by the window's own objective (CH cost and ``prefer``
-        terms); otherwise (or with no weight) one solve of ``guarded`` on the window itself,
-        within what the first left of the window's time limit."""
+        terms); otherwise (or with no weight) one solve of ``guarded`` on the window itself.
+        The solves share what is left until ``deadline`` (a ``time.perf_counter()`` reading;
+        :meth:`decide` sets it at :attr:`time_limit_s` after its start, so Kueue's choice and any
+        earlier try of the window count; None: :attr:`time_limit_s` each): the first leaves
+        :data:`MIN_SOLVE_S` for the second, and each gets at least that, so that the exact
+        optimum or Kueue's choice is still compared."""
         import tjap
         from tjap.placement.tree.result import objective_of
 
@@ -339,23 +346,21 @@ class Controller:
         if self.choose == "kueue":
             return (kueue if kueue.has_solution else None), self.kueue, theirs
         options = {"scheduler": self.kueue, "improve": self.improve}
-        began = time.perf_counter()
+
+        def left(keep: float = 0.0):
+            if deadline is None:
+                return None if self.time_limit_s is None else self.time_limit_s
+            return max(MIN_SOLVE_S, deadline - time.perf_counter() - keep)
+
         if self.fragmentation:
             level = self.fragmentation_level or window.levels[-1]  # default: the top level
             priced = window.with_fragmentation(self.fragmentation, level)
-            best = tjap.solve(priced, "guarded", time_limit_s=self.time_limit_s, **options)
+            best = tjap.solve(priced, "guarded", time_limit_s=left(MIN_SOLVE_S), **options)
             if best.has_solution and (
                 theirs is None or objective_of(window, best.assignment) <= theirs + 1e-9
             ):
                 return best, best.info.get("winner"), theirs
-        # the time limit is the window's: a second solve gets what the first left (at least
-        # MIN_SOLVE_S, so that the exact optimum or Kueue's choice is still compared)
-        left = (
-            None
-            if self.time_limit_s is None
-            else max(MIN_SOLVE_S, self.time_limit_s - (time.perf_counter() - began))
-        )
-        best = tjap.solve(window, "guarded", time_limit_s=left, **options)
+        best = tjap.solve(window, "guarded", time_limit_s=left(), **options)
         return (best if best.has_solution else None), best.info.get("winner"), theirs
 
     # -- applying ------------------------------------------------------------------------------

@@ -540,9 +540,9 @@ def _rest_plan(sim, view: NodeCluster, j: int, job: DLJob, usable: set) -> dict 
             first = int(c.server_first_group[s])
             room[first : first + int(c.server_groups[s])] = -1.0
     fixed = groups[groups >= 0]
-    home = np.bincount(c.group_partition[fixed]).argmax() if fixed.size else 0
+    home = int(np.bincount(c.group_partition[fixed]).argmax()) if fixed.size else 0
     plan = {}
-    for t in sorted(np.flatnonzero(groups < 0), key=lambda t: (-gpus[t], -cpus[t], t)):
+    for t in sorted(map(int, np.flatnonzero(groups < 0)), key=lambda t: (-gpus[t], -cpus[t], t)):
         fits = np.flatnonzero((gpu_free >= gpus[t]) & (room >= cpus[t] - 1e-9))
         if not fits.size:
             return None
