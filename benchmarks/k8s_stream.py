@@ -159,12 +159,10 @@ def run_arm(
 ) -> dict:
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.nodes import level_keys
-    from tjap.placement.tree.cost import job_cost
 
     tree = cluster(num_nodes)
     levels = level_keys(tree)[:-1]
-    leaf = {name: int(tree.node_leaf[i]) for i, name in enumerate(tree.node_names)}
-    racks = sorted(set(leaf.values()))
+    racks = sorted({int(r) for r in tree.node_leaf})
     ticks = [0]  # the stream's clock, read by the offline twin's creation times
     with _control_plane(tree, offline, lambda: ticks[0]) as (api, bound_per_s, settle):
         controller = None
@@ -174,24 +172,18 @@ def run_arm(
                 api, kueue=kueue, choose="kueue" if arm == "kueue" else "best",
                 **options, **(controller_options or {}),
             )  # fmt: skip
-        pending = sorted(jobs, key=lambda j: j["arrival_s"])
-        started: dict[str, dict] = {}  # name -> {"nodes": [...], "start": trace s, "bound": wall}
-        done: set[str] = set()
-        created = set()
+        book = StreamBook(jobs)
         free_racks, decide_s, pass_s, placed, place_s = [], [], [], 0, 0.0
         windows, above = 0, 0  # windows placed; those that cost more than Kueue's choice
-        bind_times: list[float] = []
         t0, tick, progress = time.monotonic(), 0, 0
-        while len(done) < len(jobs) and time.monotonic() - t0 < timeout_s:
-            if len(created) == len(jobs) and tick - progress > STUCK_TICKS:
+        while not book.finished and time.monotonic() - t0 < timeout_s:
+            if book.all_arrived and tick - progress > STUCK_TICKS:
                 break  # every job arrived, and none started or ended for a long while
             now = tick * TICK_S * compress  # the stream's clock: ticks, not wall time
             tick += 1
             ticks[0] = tick
-            for job in pending:
-                if job["name"] not in created and job["arrival_s"] <= now:
-                    create_job(api, job, levels, gated=arm != "kube-scheduler")
-                    created.add(job["name"])
+            for job in book.arrivals(now):
+                create_job(api, job, levels, gated=arm != "kube-scheduler")
             if controller is not None:
                 began = time.perf_counter()
                 decision = controller.run_pass()
@@ -209,45 +201,107 @@ def run_arm(
                     place_s += controller.last_apply_s
                     settle()
             pods = api.items("/api/v1/namespaces/default/pods")
-            by_job: dict[str, list] = {}
-            for pod in pods:
-                by_job.setdefault(pod["metadata"]["labels"]["tjap.io/gang"], []).append(pod)
             busy = {p["spec"].get("nodeName") for p in pods if p["spec"].get("nodeName")}
             free_racks.append(sum(all(n not in busy for n in tree.nodes_of(r)) for r in racks))
-            for job in jobs:
-                name = job["name"]
-                if name in started or name not in created:
-                    continue
-                got = [
-                    p["spec"].get("nodeName")
-                    for p in sorted(by_job.get(name, []), key=lambda p: p["metadata"]["name"])
-                ]
-                if len(got) == job["size"] and all(got):
-                    started[name] = {"nodes": got, "start": now, "wall": time.monotonic()}
-                    progress = tick
-                    bind_times.append(time.monotonic())
-            for job in jobs:
-                name = job["name"]
-                if (
-                    name in started
-                    and name not in done
-                    and now - started[name]["start"] >= job["runtime_s"]
-                ):
-                    for r in range(job["size"]):
-                        api.request("DELETE", f"/api/v1/namespaces/default/pods/{name}-{r:03d}",
-                                    query={"gracePeriodSeconds": 0})  # fmt: skip
-                    done.add(name)
-                    progress = tick
+            nodes_of: dict[str, list] = {}
+            for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+                gang = pod["metadata"]["labels"]["tjap.io/gang"]
+                nodes_of.setdefault(gang, []).append(pod["spec"].get("nodeName"))
+            if book.bound(nodes_of, now):
+                progress = tick
+            for job in book.due(now):
+                for r in range(job["size"]):
+                    api.request("DELETE", f"/api/v1/namespaces/default/pods/{job['name']}-{r:03d}",
+                                query={"gracePeriodSeconds": 0})  # fmt: skip
+                progress = tick
             if not offline:
                 time.sleep(TICK_S)
-    costs, inside, kept, slices, waits, per_job = [], [], 0, 0, [], []
-    for job in jobs:
-        if job["name"] not in started:  # never whole: stuck behind partly bound gangs, or late
+    return {
+        "arm": arm,
+        "nodes": num_nodes,
+        "jobs": len(jobs),
+        "started": len(book.started),
+        **figures(tree, book),
+        "mean_free_racks": float(np.mean(free_racks)),
+        "mean_decide_s": float(np.mean(decide_s)) if decide_s else None,
+        "max_decide_s": float(np.max(decide_s)) if decide_s else None,
+        "mean_pass_s": float(np.mean(pass_s)) if pass_s else None,
+        "placed_per_s": placed / place_s if place_s and not offline else None,
+        "bound_per_s": bound_per_s,
+        "windows": windows,
+        "windows_above_kueue": above,
+    }
+
+
+class StreamBook:
+    """What the harness knows of one stream on the stream's clock: the jobs arrived (the
+    harness creates them), started whole (every pod bound: their nodes in pod order, the start)
+    and ended (the harness deletes them once their runtime has passed since the start). The
+    tick loops of this benchmark and of ``benchmarks.kueue_live`` keep their books with it."""
+
+    def __init__(self, jobs: list[dict]):
+        self.jobs = sorted(jobs, key=lambda j: j["arrival_s"])
+        self.created: set[str] = set()
+        self.started: dict[str, dict] = {}  # name -> {"nodes": [...], "start": trace s}
+        self.done: set[str] = set()
+
+    @property
+    def all_arrived(self) -> bool:
+        return len(self.created) == len(self.jobs)
+
+    @property
+    def finished(self) -> bool:
+        return len(self.done) == len(self.jobs)
+
+    def arrivals(self, now: float) -> list[dict]:
+        """The jobs arrived by ``now`` and not created yet (now counted as created)."""
+        new = [j for j in self.jobs if j["name"] not in self.created and j["arrival_s"] <= now]
+        self.created.update(j["name"] for j in new)
+        return new
+
+    def bound(self, nodes_of: dict[str, list], now: float) -> list[str]:
+        """The jobs that start at ``now``: every pod of theirs bound (``nodes_of``: job name ->
+        its pods' nodes in pod order, None for a pod not bound)."""
+        new = []
+        for job in self.jobs:
+            name = job["name"]
+            if name in self.started or name not in self.created:
+                continue
+            nodes = nodes_of.get(name, [])
+            if len(nodes) == job["size"] and all(nodes):
+                self.started[name] = {"nodes": list(nodes), "start": now}
+                new.append(name)
+        return new
+
+    def due(self, now: float) -> list[dict]:
+        """The jobs to end at ``now`` (their runtime has passed since their start), now done."""
+        due = [
+            j
+            for j in self.jobs
+            if j["name"] in self.started
+            and j["name"] not in self.done
+            and now - self.started[j["name"]]["start"] >= j["runtime_s"]
+        ]
+        self.done.update(j["name"] for j in due)
+        return due
+
+
+def figures(tree, book: StreamBook) -> dict:
+    """The figures of the jobs of ``book`` that started whole: mean CH cost per job (all,
+    segmented, the others) and the floors beside them (:func:`floor`), the share of jobs of at
+    most a rack's nodes inside one rack, the share of slices kept inside one rack, the mean wait
+    (arrival to start, trace seconds), and every job's row (``per_job``: its nodes, cost and
+    wait)."""
+    from tjap.placement.tree.cost import job_cost
+
+    leaf = {name: int(tree.node_leaf[i]) for i, name in enumerate(tree.node_names)}
+    inside, kept, slices, per_job = [], 0, 0, []
+    for job in book.jobs:
+        got = book.started.get(job["name"])
+        if got is None:  # never whole: stuck behind partly bound gangs, or late
             continue
-        got = started[job["name"]]
-        ids = [tree.node_index(n) for n in got["nodes"]]
-        costs.append(job_cost(tree, ids))
-        per_job.append({**job, "cost": costs[-1], "wait_s": got["start"] - job["arrival_s"],
+        cost = job_cost(tree, [tree.node_index(n) for n in got["nodes"]])
+        per_job.append({**job, "cost": cost, "wait_s": got["start"] - job["arrival_s"],
                         "nodes": got["nodes"]})  # fmt: skip
         if job["size"] <= RACK:
             inside.append(len({leaf[n] for n in got["nodes"]}) == 1)
@@ -256,28 +310,17 @@ def run_arm(
             for k in range(0, job["size"], s):
                 slices += 1
                 kept += len({leaf[n] for n in got["nodes"][k : k + s]}) == 1
-        waits.append(got["start"] - job["arrival_s"])
+    segmented = [j for j in per_job if "slice" in j]
+    others = [j for j in per_job if "slice" not in j]
     return {
-        "arm": arm,
-        "nodes": num_nodes,
-        "jobs": len(jobs),
-        "started": len(started),
-        "mean_cost": float(np.mean(costs)),
-        "mean_cost_segmented": _mean([j["cost"] for j in per_job if "slice" in j]),
-        "mean_cost_other": _mean([j["cost"] for j in per_job if "slice" not in j]),
-        "floor_segmented": _mean([floor(tree, j) for j in per_job if "slice" in j]),
-        "floor_other": _mean([floor(tree, j) for j in per_job if "slice" not in j]),
+        "mean_cost": _mean([j["cost"] for j in per_job]),
+        "mean_cost_segmented": _mean([j["cost"] for j in segmented]),
+        "mean_cost_other": _mean([j["cost"] for j in others]),
+        "floor_segmented": _mean([floor(tree, j) for j in segmented]),
+        "floor_other": _mean([floor(tree, j) for j in others]),
         "one_rack_share": float(np.mean(inside)) if inside else None,
         "slices_kept_share": kept / slices if slices else None,
-        "mean_free_racks": float(np.mean(free_racks)),
-        "mean_wait_s": float(np.mean(waits)),
-        "mean_decide_s": float(np.mean(decide_s)) if decide_s else None,
-        "max_decide_s": float(np.max(decide_s)) if decide_s else None,
-        "mean_pass_s": float(np.mean(pass_s)) if pass_s else None,
-        "placed_per_s": placed / place_s if place_s and not offline else None,
-        "bound_per_s": bound_per_s,
-        "windows": windows,
-        "windows_above_kueue": above,
+        "mean_wait_s": _mean([j["wait_s"] for j in per_job]),
         "per_job": per_job,
     }
 

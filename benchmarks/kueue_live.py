@@ -32,7 +32,8 @@ Two arms, each on a fresh cluster:
   tjap's gate, :class:`tjap.k8s.controller.Controller` placing them (the cheaper of tjap's
   optimum and Kueue's choice per window).
 
-Per arm: jobs started, mean CH cost per job (all, segmented, the others), share of slices kept in
+Per arm (``benchmarks.k8s_stream.figures``): jobs started, mean CH cost per job (all, segmented,
+the others) and the floors beside them, the shares of small jobs in one rack and of slices kept in
 one rack, mean wait (arrival to last pod bound, trace seconds). Writes ``kueue_live.json``.
 """
 
@@ -52,7 +53,7 @@ def run_stream(
 ) -> dict:
     """One arm (``kueue`` or ``tjap``) of the stream on a fresh cluster of ``tree``; with
     ``kueue``, the audit of its Workloads is in the row (``audit``)."""
-    from benchmarks.k8s_stream import annotations
+    from benchmarks.k8s_stream import StreamBook, annotations, figures
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.harness import LocalKubernetes
     from tjap.placement.k8s.kueue import (
@@ -63,10 +64,8 @@ def run_stream(
         remove_terminating,
     )
     from tjap.placement.k8s.nodes import level_keys
-    from tjap.placement.tree.cost import job_cost
 
     levels = level_keys(tree)[:-1]
-    leaf = {name: int(tree.node_leaf[i]) for i, name in enumerate(tree.node_names)}
     audit = None
     with LocalKubernetes(folder, controllers=True) as k8s:
         k8s.add_nodes(tree, labels={POOL_LABEL: "gpu"})
@@ -79,51 +78,30 @@ def run_stream(
 
                 gate = GATE
                 controller = Controller(api)
-            pending = sorted(jobs, key=lambda j: j["arrival_s"])
-            created: set[str] = set()
-            started: dict[str, dict] = {}
-            ended: set[str] = set()
+            book = StreamBook(jobs)
             t0, tick, stuck = time.monotonic(), 0, 0
-            while len(ended) < len(jobs) and time.monotonic() - t0 < timeout_s:
+            while not book.finished and time.monotonic() - t0 < timeout_s:
                 now = tick * TICK_S * compress
                 tick += 1
-                for job in pending:
-                    if job["name"] not in created and job["arrival_s"] <= now:
-                        api.create("/apis/batch/v1/namespaces/default/jobs", kueue_job(
-                            job["name"], job["size"], queue=q, gate=gate,
-                            annotations=annotations(job, levels, tjap_names=gate is not None)))  # fmt: skip
-                        created.add(job["name"])
+                for job in book.arrivals(now):
+                    api.create("/apis/batch/v1/namespaces/default/jobs", kueue_job(
+                        job["name"], job["size"], queue=q, gate=gate,
+                        annotations=annotations(job, levels, tjap_names=gate is not None)))  # fmt: skip
                 if controller is not None:
                     controller.run_pass()
                 pods = api.items("/api/v1/namespaces/default/pods")
                 remove_terminating(api, pods)
-                by_job: dict[str, list] = {}
-                for pod in pods:
+                nodes_of: dict[str, list] = {}
+                for pod in sorted(pods, key=_index):
                     if pod["metadata"].get("deletionTimestamp"):
                         continue
                     name = (pod["metadata"].get("labels") or {}).get("batch.kubernetes.io/job-name")
-                    by_job.setdefault(name, []).append(pod)
-                progress = False
-                for job in pending:
-                    name = job["name"]
-                    if name in started or name not in created:
-                        continue
-                    got = sorted(by_job.get(name, []), key=_index)
-                    nodes = [p["spec"].get("nodeName") for p in got]
-                    if len(nodes) == job["size"] and all(nodes):
-                        started[name] = {"nodes": nodes, "start": now}
-                        progress = True
-                for job in pending:
-                    name = job["name"]
-                    if (
-                        name in started
-                        and name not in ended
-                        and now - started[name]["start"] >= job["runtime_s"]
-                    ):
-                        end_job(api, name)
-                        ended.add(name)
-                        progress = True
-                stuck = 0 if progress or len(created) < len(jobs) else stuck + 1
+                    nodes_of.setdefault(name, []).append(pod["spec"].get("nodeName"))
+                progress = bool(book.bound(nodes_of, now))
+                for job in book.due(now):
+                    end_job(api, job["name"])
+                    progress = True
+                stuck = 0 if progress or not book.all_arrived else stuck + 1
                 if stuck > 400:
                     break
                 time.sleep(TICK_S)
@@ -132,34 +110,12 @@ def run_stream(
 
                 time.sleep(2.0)  # the last Workloads' Finished conditions
                 audit = audit_cluster(api).to_dict()
-    costs, per_job, kept, slices = [], [], 0, 0
-    for job in jobs:
-        got = started.get(job["name"])
-        if got is None:
-            continue
-        ids = [tree.node_index(n) for n in got["nodes"]]
-        cost = job_cost(tree, ids)
-        costs.append(cost)
-        per_job.append({**job, "nodes": got["nodes"], "cost": cost,
-                        "wait_s": got["start"] - job["arrival_s"]})  # fmt: skip
-        if "slice" in job:
-            s = job["slice"]
-            for k in range(0, job["size"], s):
-                slices += 1
-                kept += len({leaf[n] for n in got["nodes"][k : k + s]}) == 1
-    seg = [j["cost"] for j in per_job if "slice" in j]
-    other = [j["cost"] for j in per_job if "slice" not in j]
     return {
         "arm": arm,
         "nodes": tree.num_nodes,
         "jobs": len(jobs),
-        "started": len(started),
-        "mean_cost": float(np.mean(costs)) if costs else None,
-        "mean_cost_segmented": float(np.mean(seg)) if seg else None,
-        "mean_cost_other": float(np.mean(other)) if other else None,
-        "slices_kept_share": kept / slices if slices else None,
-        "mean_wait_s": float(np.mean([j["wait_s"] for j in per_job])) if per_job else None,
-        "per_job": per_job,
+        "started": len(book.started),
+        **figures(tree, book),
         "audit": audit,
     }
 
