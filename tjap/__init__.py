@@ -19,7 +19,7 @@ from tjap.core.errors import (
     UnknownMethodError,
 )
 
-__version__ = "0.5.1"
+__version__ = "0.5.2"
 
 # the built-in method table (names and "module:attr" strings only, nothing heavy), filled now so
 # that any floor can ask tjap.core.registry for a method by name

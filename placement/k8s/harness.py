@@ -324,9 +324,9 @@ current-context: tjap-local
         )
 
     def apply(self, path) -> None:
-        """Create the objects of the YAML file ``path`` (namespaces, service accounts, cluster
-        roles and their bindings: an RBAC manifest such as ``examples/k8s/rbac.yaml``); those
-        already there are left as they are."""
+        """Create the objects of the YAML file ``path`` (namespaces, service accounts, roles
+        and cluster roles and their bindings: an RBAC manifest such as
+        ``examples/k8s/rbac.yaml``); those already there are left as they are."""
         import yaml
 
         paths = {
@@ -334,12 +334,17 @@ current-context: tjap-local
             "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
             "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         }
+        namespaced = {
+            "ServiceAccount": "/api/v1/namespaces/{}/serviceaccounts",
+            "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/roles",
+            "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings",
+        }
         with self.api() as api:
             for doc in yaml.safe_load_all(Path(path).read_text()):
                 kind = doc["kind"]
                 where = (
-                    f"/api/v1/namespaces/{doc['metadata']['namespace']}/serviceaccounts"
-                    if kind == "ServiceAccount"
+                    namespaced[kind].format(doc["metadata"]["namespace"])
+                    if kind in namespaced
                     else paths.get(kind)
                 )
                 if where is None:

@@ -146,6 +146,104 @@ def test_the_least_privilege_account_can_place_and_nothing_more(cluster, api, tm
             limited.patch("/api/v1/nodes/g01", {"metadata": {"labels": {"x": "y"}}}, merge="merge")
 
 
+def test_two_replicas_elect_one_placer_with_the_least_privilege_account(cluster, api, tmp_path):
+    """Two controllers with --leader-elect's Lease (tjap-system/tjap-placement, the RBAC of
+    examples/k8s/rbac.yaml): only the holder places; on its clean stop the standby takes over
+    and places the next gang; the account may touch no other Lease."""
+    import io
+    import json
+    import threading
+
+    from tjap.placement.k8s.lease import LeaderLease
+
+    cluster.apply(ROOT / "examples" / "k8s" / "rbac.yaml")
+    config = cluster.account_kubeconfig(tmp_path / "kubeconfig", "tjap-system", "tjap-placement")
+    logs, replicas = {}, {}
+    with Api(config) as first, Api(config) as second:
+        for name, own in (("a", first), ("b", second)):
+            logs[name] = io.StringIO()
+            controller = Controller(own, log=logs[name])
+            lease = LeaderLease(own, namespace="tjap-system", identity=name, duration_s=3)
+            thread = threading.Thread(target=controller.run, daemon=True,
+                                      kwargs={"interval_s": 1.0, "lease": lease})  # fmt: skip
+            thread.start()
+            replicas[name] = (controller, thread)
+            time.sleep(0.5)  # a first: it takes the Lease
+        gated_pods(api, "elected", 3)
+        assert all(bound(api).values())
+        path = "/apis/coordination.k8s.io/v1/namespaces/tjap-system/leases/tjap-placement"
+        assert api.get(path)["spec"]["holderIdentity"] == "a"
+        replicas["a"][0].stop()
+        replicas["a"][1].join(timeout=15)
+        gated_pods(api, "after-a", 2)
+        nodes = bound(api, timeout_s=30)
+        assert all(nodes.values())
+        assert api.get(path)["spec"]["holderIdentity"] == "b"
+        with pytest.raises(ApiError) as refused:
+            first.get("/apis/coordination.k8s.io/v1/namespaces/tjap-system/leases/other")
+        assert refused.value.status == 403
+        replicas["b"][0].stop()
+        replicas["b"][1].join(timeout=15)
+    assert not any(thread.is_alive() for _, thread in replicas.values())
+    records = {
+        k: [json.loads(line) for line in log.getvalue().splitlines()] for k, log in logs.items()
+    }
+    placed = {
+        k: {g for r in rs if r["event"] == "window" for g in r["placed"]}
+        for k, rs in records.items()
+    }
+    assert placed == {"a": {"default/gang/elected"}, "b": {"default/gang/after-a"}}
+    states = {k: [r["state"] for r in rs if r["event"] == "lease"] for k, rs in records.items()}
+    assert states == {"a": ["leading", "released"], "b": ["standby", "leading", "released"]}
+    assert "holderIdentity" not in api.get(path)["spec"]
+
+
+def test_a_killed_leader_is_replaced_once_its_lease_expires(cluster, api, tmp_path):
+    """Two ``tjap k8s place --leader-elect`` processes: the holder killed with SIGKILL (no
+    release) is replaced by the standby within the Lease's duration, which places the next
+    gang; SIGTERM stops the new holder (exit status 143), which gives the Lease up."""
+    import signal
+    import subprocess
+    import sys
+
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/tjap-kill-test"
+    argv = [sys.executable, "-m", "tjap", "k8s", "place", "--kubeconfig", str(cluster.kubeconfig),
+            "--leader-elect", "--lease", "tjap-kill-test", "--lease-namespace", "default",
+            "--lease-duration", "3", "--interval", "1", "--json"]  # fmt: skip
+    procs = []
+    try:
+        for name in ("a", "b"):
+            log = open(tmp_path / f"{name}.jsonl", "w")
+            procs.append(subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.PIPE,
+                                          text=True))  # fmt: skip
+            if name == "a":  # the first takes the Lease before the second starts
+                wait_for(lambda: _holder(api, path) is not None)
+        first = _holder(api, path)
+        holder, standby = procs
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=10)
+        killed = time.monotonic()
+        gated_pods(api, "after-kill", 2)
+        assert all(bound(api, timeout_s=30).values())
+        assert time.monotonic() - killed < 20
+        assert _holder(api, path) not in (None, first)
+        standby.send_signal(signal.SIGTERM)
+        assert standby.wait(timeout=20) == 143, standby.stderr.read()  # the CLI's SIGTERM status
+        assert _holder(api, path) is None  # given up on the clean stop
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def _holder(api, path):
+    try:
+        return api.get(path)["spec"].get("holderIdentity")
+    except ApiError:
+        return None
+
+
 def test_the_commands_of_the_how_to(tmp_path):
     """``tjap k8s cluster up`` / ``advise`` / ``place --once --json`` / ``cluster down``, as
     docs/how-to/kubernetes.md shows them, in processes of their own."""

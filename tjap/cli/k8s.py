@@ -107,6 +107,19 @@ def add_parser(sub) -> None:
                 help="seconds between passes when no pod changes (default 10; a pod created, "
                 "changed or deleted starts a pass at once)",
             )
+            p.add_argument("--leader-elect", action="store_true",
+                           help="for several replicas: only the holder of a coordination.k8s.io "
+                           "Lease places; the others stand by and take over when it stops "
+                           "renewing it (within --lease-duration) or gives it up on a clean stop")  # fmt: skip
+            p.add_argument("--lease", default="tjap-placement", metavar="NAME",
+                           help="with --leader-elect: the Lease's name (default tjap-placement)")  # fmt: skip
+            p.add_argument("--lease-namespace", metavar="NS", default=None,
+                           help="with --leader-elect: the Lease's namespace (default the pod's "
+                           "own in-cluster, else default)")  # fmt: skip
+            p.add_argument("--lease-duration", type=positive(float, 3600), default=15.0,
+                           metavar="S", help="with --leader-elect: seconds a Lease unrenewed "
+                           "lasts before a standby takes it over (default 15; the holder "
+                           "renews every third of it)")  # fmt: skip
         p.set_defaults(run=run_place if name == "place" else run_advise)
     audit = what.add_parser(
         "audit", help="what Kueue's placements cost: its admitted Workloads against the optimum"
@@ -325,13 +338,26 @@ def run_advise(args) -> int:
 
 
 def run_place(args) -> int:
+    from tjap.core.errors import InvalidInputError
+
+    if args.once and args.leader_elect:
+        raise InvalidInputError(
+            "--leader-elect is for the controller's loop; drop --once (one pass needs no election)"
+        )
     controller = _controller(args, dry_run=False)
     if args.once:
         decision = controller.run_pass()
         if not args.json:
             _say(decision)
         return 0
-    return controller.run(interval_s=args.interval)
+    lease = None
+    if args.leader_elect:
+        from tjap.placement.k8s.lease import LeaderLease
+
+        lease = LeaderLease(
+            controller.api, args.lease, args.lease_namespace, duration_s=args.lease_duration
+        )
+    return controller.run(interval_s=args.interval, lease=lease)
 
 
 # -- the audit ----------------------------------------------------------------------------------

@@ -512,12 +512,19 @@ class Controller:
         self._record({**decision.to_dict(), "released_pods": released, "dry_run": self.dry_run})
         return decision
 
-    def run(self, *, interval_s: float = 10.0, once: bool = False) -> int:
+    def run(self, *, interval_s: float = 10.0, once: bool = False, lease=None) -> int:
         """Passes until Ctrl-C or SIGTERM (the pass under way finishes its patches' current
         pod); with ``once``, one pass. Between passes it watches the pods (from the version
         the pass read): a pod created, changed or deleted starts the next pass at once (0.2 s
         after the first change, so a gang created pod by pod is read whole), and a pass runs
         every ``interval_s`` seconds anyway (nodes added, cordoned or uncordoned).
+
+        With ``lease`` (:class:`tjap.placement.k8s.lease.LeaderLease`) several replicas can
+        run: only the holder of the Lease passes, renewing it while it waits; the others stand
+        by, trying every :attr:`~tjap.placement.k8s.lease.LeaderLease.renew_s` seconds, and
+        one takes over when the holder stops renewing (killed, cut off) or gives the Lease up
+        (a clean stop: Ctrl-C or SIGTERM). Each change is an ``lease`` record (``leading``,
+        ``standby`` with the holder, ``released``).
 
         A pass or a watch that cannot reach the API server, or that it answers with a conflict
         (a pod changed under the pass) or a server error, is logged as an ``error`` record and
@@ -529,29 +536,54 @@ class Controller:
         from tjap.placement.k8s.api import ApiError, KubernetesUnreachableError
 
         self._stop.clear()
-        failing = False
-        while not self._stop.is_set():
-            try:
-                self.run_pass()
-                failing = False
-                if once:
-                    return 0
-                self._wait(interval_s)
-            except (KubernetesUnreachableError, ApiError) as exc:
-                if once or (isinstance(exc, ApiError) and exc.status not in RETRIED):
-                    raise
-                self._record({"event": "error", "time": time.time(), "error": str(exc)})
-                if not failing:  # one line on stderr per outage, however long
-                    print(f"tjap: {exc}; trying again every {RETRY_S:g} s", file=sys.stderr)
-                failing = True
-                self._stop.wait(RETRY_S)
+        failing, role = False, None
+        try:
+            while not self._stop.is_set():
+                try:
+                    if lease is not None:
+                        leading = lease.acquire_or_renew() if lease.due() else lease.leading
+                        now = "leading" if leading else "standby"
+                        if now != role:
+                            role = now
+                            self._record({"event": "lease", "time": time.time(), "state": now,
+                                          "lease": f"{lease.namespace}/{lease.name}",
+                                          "identity": lease.identity, "holder": lease.holder})  # fmt: skip
+                            if not leading:
+                                print(f"tjap: standing by: the Lease {lease.namespace}/"
+                                      f"{lease.name} is held by {lease.holder}", file=sys.stderr)  # fmt: skip
+                        if not leading:
+                            self._stop.wait(lease.renew_s)
+                            continue
+                    self.run_pass()
+                    failing = False
+                    if once:
+                        return 0
+                    self._wait(interval_s, lease)
+                except (KubernetesUnreachableError, ApiError) as exc:
+                    if once or (isinstance(exc, ApiError) and exc.status not in RETRIED):
+                        raise
+                    self._record({"event": "error", "time": time.time(), "error": str(exc)})
+                    if not failing:  # one line on stderr per outage, however long
+                        print(f"tjap: {exc}; trying again every {RETRY_S:g} s", file=sys.stderr)
+                    failing = True
+                    self._stop.wait(RETRY_S)
+        finally:
+            if lease is not None and lease.release():
+                self._record({"event": "lease", "time": time.time(), "state": "released",
+                              "lease": f"{lease.namespace}/{lease.name}",
+                              "identity": lease.identity})  # fmt: skip
         return 0
 
-    def _wait(self, interval_s: float) -> None:
-        """Until a pod changes, ``interval_s`` seconds pass, or :meth:`stop`."""
+    def _wait(self, interval_s: float, lease=None) -> None:
+        """Until a pod changes, ``interval_s`` seconds pass, or :meth:`stop`; with ``lease``,
+        renewing it when due, and until it is lost."""
         wait = getattr(self.api, "wait_for_change", None)
         until = time.monotonic() + interval_s
         while not self._stop.is_set() and (left := until - time.monotonic()) > 0:
+            if lease is not None:
+                if lease.due() and not lease.acquire_or_renew():
+                    return  # lost: run() stands by
+                left = min(left, max(0.05, lease.renew_in()))
             if wait is None:
                 self._stop.wait(min(left, WATCH_S))
             elif wait("/api/v1/pods", min(left, WATCH_S)):
