@@ -107,6 +107,9 @@ def add_parser(sub) -> None:
                 help="seconds between passes when no pod changes (default 10; a pod created, "
                 "changed or deleted starts a pass at once)",
             )
+            p.add_argument("--metrics-address", metavar="HOST:PORT", default=None,
+                           help="serve /metrics (Prometheus) and /healthz there, e.g. "
+                           "0.0.0.0:9090 (default none)")  # fmt: skip
             p.add_argument("--leader-elect", action="store_true",
                            help="for several replicas: only the holder of a coordination.k8s.io "
                            "Lease places; the others stand by and take over when it stops "
@@ -344,12 +347,23 @@ def run_place(args) -> int:
         raise InvalidInputError(
             "--leader-elect is for the controller's loop; drop --once (one pass needs no election)"
         )
+    if args.once and args.metrics_address:
+        raise InvalidInputError(
+            "--metrics-address is for the controller's loop; drop --once (one pass has none)"
+        )
     controller = _controller(args, dry_run=False)
     if args.once:
         decision = controller.run_pass()
         if not args.json:
             _say(decision)
         return 0
+    server = None
+    if args.metrics_address:
+        from tjap.k8s.metrics import Metrics, serve
+
+        controller.metrics = Metrics()
+        server = serve(controller.metrics, args.metrics_address,
+                       max_age_s=max(60.0, 3 * args.interval))  # fmt: skip
     lease = None
     if args.leader_elect:
         from tjap.placement.k8s.lease import LeaderLease
@@ -357,7 +371,11 @@ def run_place(args) -> int:
         lease = LeaderLease(
             controller.api, args.lease, args.lease_namespace, duration_s=args.lease_duration
         )
-    return controller.run(interval_s=args.interval, lease=lease)
+    try:
+        return controller.run(interval_s=args.interval, lease=lease)
+    finally:
+        if server is not None:
+            server.shutdown()
 
 
 # -- the audit ----------------------------------------------------------------------------------

@@ -34,9 +34,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tjap.core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from tjap.k8s.metrics import Metrics
 
 #: Patches in flight at once (each phase of a window's patches is sent by this many threads).
 PATCHING = 8
@@ -191,6 +194,8 @@ class Controller:
         self._stop = threading.Event()
         self.last_apply_s = 0.0  # seconds the last window's patches took
         self.last_decide_s = 0.0  # seconds its decision took (the solves included)
+        #: A :class:`tjap.k8s.metrics.Metrics` fed every record (None: none kept).
+        self.metrics: Metrics | None = None
 
     # -- reading -------------------------------------------------------------------------------
     def read(self):
@@ -497,6 +502,8 @@ class Controller:
 
     # -- the loop ------------------------------------------------------------------------------
     def _record(self, data: dict[str, Any]) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(data)
         if self.log is not None:
             print(json.dumps(data, allow_nan=False, default=str), file=self.log, flush=True)
 
@@ -509,8 +516,13 @@ class Controller:
         decision = self.decide(state)
         self.last_decide_s = time.perf_counter() - began
         released = 0 if self.dry_run else self.apply(decision, state)
-        self._record({**decision.to_dict(), "released_pods": released, "dry_run": self.dry_run})
+        self._record({**decision.to_dict(), "released_pods": released, "dry_run": self.dry_run,
+                      "decide_s": round(self.last_decide_s, 6)})  # fmt: skip
         return decision
+
+    def _alive(self) -> None:
+        if self.metrics is not None:
+            self.metrics.alive()
 
     def run(self, *, interval_s: float = 10.0, once: bool = False, lease=None) -> int:
         """Passes until Ctrl-C or SIGTERM (the pass under way finishes its patches' current
@@ -551,6 +563,7 @@ class Controller:
                             if not leading:
                                 print(f"tjap: standing by: the Lease {lease.namespace}/"
                                       f"{lease.name} is held by {lease.holder}", file=sys.stderr)  # fmt: skip
+                        self._alive()
                         if not leading:
                             self._stop.wait(lease.renew_s)
                             continue
@@ -581,8 +594,10 @@ class Controller:
         until = time.monotonic() + interval_s
         while not self._stop.is_set() and (left := until - time.monotonic()) > 0:
             if lease is not None:
-                if lease.due() and not lease.acquire_or_renew():
-                    return  # lost: run() stands by
+                if lease.due():
+                    if not lease.acquire_or_renew():
+                        return  # lost: run() stands by
+                    self._alive()
                 left = min(left, max(0.05, lease.renew_in()))
             if wait is None:
                 self._stop.wait(min(left, WATCH_S))
