@@ -16,8 +16,10 @@ clock waits (at most 10 s) until kube-scheduler has bound their pods, so waits m
 placement, not the controller's or kube-scheduler's speed (reported apart), and two arms'
 streams part only where their placements differ; one job in three asks for slices of 4, 6, 8 or 9 pods,
 each inside one rack (Kueue's ``podset-slice-size`` and ``podset-slice-required-topology``),
-the others prefer one rack (``podset-preferred-topology``). Every pod asks for a whole node's
-GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
+the others prefer one rack (``podset-preferred-topology``); with ``--topology-wait S`` the
+segmented jobs' pods also carry ``tjap.io/topology-wait-seconds: S`` (they may wait that long for
+a place as cheap as their floor; the controller's clock is the stream's). Every pod asks for a
+whole node's GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
 its pods).
 
 With ``--offline`` the kueue and tjap arms run on the control plane's in-memory twin
@@ -128,10 +130,12 @@ def annotations(job: dict, levels: list[str], *, tjap_names: bool = False) -> di
     return {TJAP_ALIAS[k]: v for k, v in notes.items()} if tjap_names else notes
 
 
-def create_job(api, job, levels, gated: bool) -> None:
-    from tjap.placement.k8s.gangs import GATE
+def create_job(api, job, levels, gated: bool, topology_wait_s: float = 0.0) -> None:
+    from tjap.placement.k8s.gangs import GATE, TOPOLOGY_WAIT
 
     notes = {"tjap.io/gang-size": str(job["size"]), **annotations(job, levels)}
+    if topology_wait_s and "slice" in job:  # a segmented job may wait for its floor
+        notes[TOPOLOGY_WAIT] = f"{topology_wait_s:g}"
     for r in range(job["size"]):
         spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}  # fmt: skip
@@ -156,6 +160,7 @@ def run_arm(
     *,
     offline: bool = False,
     controller_options: dict | None = None,
+    topology_wait_s: float = 0.0,
 ) -> dict:
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.nodes import level_keys
@@ -164,14 +169,15 @@ def run_arm(
     levels = level_keys(tree)[:-1]
     racks = sorted({int(r) for r in tree.node_leaf})
     ticks = [0]  # the stream's clock, read by the offline twin's creation times
+    stream_s = [0.0]  # the same in trace seconds: the controller's clock (its waits)
     with _control_plane(tree, offline, lambda: ticks[0]) as (api, bound_per_s, settle):
         controller = None
         if arm != "kube-scheduler":
             options = {} if fragmentation is None else {"fragmentation": fragmentation}
+            options = {"clock": lambda: stream_s[0], **options, **(controller_options or {})}
             controller = Controller(
-                api, kueue=kueue, choose="kueue" if arm == "kueue" else "best",
-                **options, **(controller_options or {}),
-            )  # fmt: skip
+                api, kueue=kueue, choose="kueue" if arm == "kueue" else "best", **options
+            )
         book = StreamBook(jobs)
         free_racks, decide_s, pass_s, placed, place_s = [], [], [], 0, 0.0
         windows, above = 0, 0  # windows placed; those that cost more than Kueue's choice
@@ -181,9 +187,10 @@ def run_arm(
                 break  # every job arrived, and none started or ended for a long while
             now = tick * TICK_S * compress  # the stream's clock: ticks, not wall time
             tick += 1
-            ticks[0] = tick
+            ticks[0], stream_s[0] = tick, now
             for job in book.arrivals(now):
-                create_job(api, job, levels, gated=arm != "kube-scheduler")
+                create_job(api, job, levels, gated=arm != "kube-scheduler",
+                           topology_wait_s=topology_wait_s)  # fmt: skip
             if controller is not None:
                 began = time.perf_counter()
                 decision = controller.run_pass()
@@ -486,6 +493,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jobs of the window arm (default 50)")  # fmt: skip
     p.add_argument("--arm-timeout", type=float, default=900.0,
                    help="seconds an arm may run; jobs never whole by then are counted apart (default 900)")  # fmt: skip
+    p.add_argument("--topology-wait", type=float, default=0.0, metavar="S",
+                   help="the segmented jobs' pods carry tjap.io/topology-wait-seconds: S (they "
+                   "may wait S trace seconds for a place as cheap as their floor; tjap's "
+                   "controller reads it, Kueue has no such request; default 0: none)")  # fmt: skip
     p.add_argument("--offline", action="store_true",
                    help="the kueue and tjap arms on the in-memory twin of the control plane "
                    "(tjap.placement.k8s.memory; binds at once): seconds a stream, for design, "
@@ -529,6 +540,8 @@ def main(argv=None) -> int:
         raise SystemExit(
             f"unknown arm {unknown[0]!r}: the arms are kube-scheduler, kueue, tjap, window"
         )
+    if not 0 <= args.topology_wait < float("inf"):
+        raise SystemExit(f"--topology-wait must be seconds >= 0, got {args.topology_wait:g}")
     if args.offline and {"kube-scheduler", "window"} & set(arms):
         raise SystemExit(
             "--offline runs the kueue and tjap arms only (kube-scheduler's scoring and the "
@@ -543,7 +556,7 @@ def main(argv=None) -> int:
                 row = window_arm(args.nodes, jobs, args.window, args.kueue)
             else:
                 row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout,
-                              offline=args.offline)  # fmt: skip
+                              offline=args.offline, topology_wait_s=args.topology_wait)  # fmt: skip
             row["wall_s"], row["seed"] = time.monotonic() - began, seed
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)

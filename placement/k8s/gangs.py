@@ -43,6 +43,9 @@ UNCONSTRAINED = KUEUE + "podset-unconstrained-topology"
 SLICE_SIZE = KUEUE + "podset-slice-size"
 SLICE_LEVEL = KUEUE + "podset-slice-required-topology"
 INDEX = "batch.kubernetes.io/job-completion-index"
+#: Pod annotation: seconds the gang may wait for a placement as cheap as its floor (its cost
+#: alone on the whole cluster); see :class:`tjap.k8s.controller.Controller`'s topology_wait_s.
+TOPOLOGY_WAIT = "tjap.io/topology-wait-seconds"
 #: tjap's own names of Kueue's request annotations (``tjap.io/podset-required-topology``, ...),
 #: for pods Kueue admits on a flavor without ``topologyName``: Kueue refuses to admit a pod set
 #: that asks for a topology on such a flavor, so the request goes under tjap's names there.
@@ -244,7 +247,7 @@ def gangs(pods: list[dict], gate: str = GATE, sizes: dict | None = None) -> list
             {
                 k: v
                 for k, v in (pod["metadata"].get("annotations") or {}).items()
-                if k.startswith(KUEUE) or k in TJAP_NAMES
+                if k.startswith(KUEUE) or k in TJAP_NAMES or k == TOPOLOGY_WAIT
             }
         )
     for gang in found.values():

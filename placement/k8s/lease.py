@@ -22,7 +22,7 @@ import time
 import uuid
 from datetime import datetime, timezone
 
-from tjap.core.errors import InvalidInputError, check_number
+from tjap.core.errors import InvalidInputError, KubernetesUnreachableError, check_number
 
 #: The API path of the Leases of a namespace.
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
@@ -203,6 +203,6 @@ class LeaderLease:
                  "spec": {"holderIdentity": None, "leaseDurationSeconds": 1}},
                 merge="merge",
             )  # fmt: skip
-        except ApiError:
-            return False  # taken meanwhile, or gone: nothing left to give up
+        except (ApiError, KubernetesUnreachableError):
+            return False  # taken meanwhile, gone, or the server away: it expires on its own
         return True

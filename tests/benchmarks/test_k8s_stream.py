@@ -33,6 +33,20 @@ def test_offline_streams_place_whole_gangs_and_tjap_never_above_kueue_per_window
     assert placements(stream("tjap")) == placements(tjap)  # the same seed, the same stream
 
 
+def test_segmented_jobs_that_may_wait_for_their_floor_change_the_stream():
+    """With --topology-wait some segmented job waits longer than without it and the stream's
+    placements differ; every job still starts whole, and no window is above Kueue's choice."""
+    jobs = k8s_stream.workload(JOBS, 3, 72, NODES, 0.9)
+    plain = k8s_stream.run_arm("tjap", NODES, jobs, 7200, "kueue-bestfit", 600, offline=True)
+    held = k8s_stream.run_arm("tjap", NODES, jobs, 7200, "kueue-bestfit", 600, offline=True,
+                              topology_wait_s=3600)  # fmt: skip
+    assert held["started"] == JOBS and held["windows_above_kueue"] == 0
+    assert held["slices_kept_share"] == 1.0
+    waits = {j["name"]: j["wait_s"] for j in held["per_job"]}
+    assert any(waits[j["name"]] > j["wait_s"] for j in plain["per_job"] if "slice" in j)
+    assert placements(held) != placements(plain)
+
+
 def test_offline_refuses_the_arms_that_need_a_real_control_plane(capsys):
     with pytest.raises(SystemExit) as exc:
         k8s_stream.main(["--offline", "--arms", "kube-scheduler,tjap"])

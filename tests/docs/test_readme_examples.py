@@ -185,6 +185,7 @@ ELSEWHERE = {
     "tjap k8s place --kubeconfig ~/.kube/config --json": "needs the user's Kubernetes (tests/k8s/test_k8s_live.py runs place --once --json on a local one, marked k8s)",
     "tjap k8s place --once": "needs a Kubernetes in $KUBECONFIG (tests/k8s/test_k8s_live.py, marked k8s)",
     "tjap k8s place --leader-elect": "needs a Kubernetes in $KUBECONFIG (tests/k8s/test_k8s_live.py runs two replicas and kills the holder, marked k8s)",
+    "tjap k8s place --topology-wait 600": "needs a Kubernetes in $KUBECONFIG (tests/k8s/test_controller.py holds gangs for their floor on the in-memory twin)",
     "tjap k8s place --metrics-address 0.0.0.0:9090": "a long-running controller on a Kubernetes (tests/k8s/test_metrics.py serves a running controller's metrics and health)",
     "tjap k8s cluster up --dir /tmp/k8s --topology examples/blocks.conf": "needs the control plane .ci/build-k8s builds (tests/k8s/test_k8s_live.py::test_the_commands_of_the_how_to, marked k8s)",
     "tjap k8s cluster down --dir /tmp/k8s": "stops the cluster of cluster up (tests/k8s/test_k8s_live.py::test_the_commands_of_the_how_to, marked k8s)",

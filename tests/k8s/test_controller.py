@@ -316,3 +316,68 @@ def test_the_commands_refuse_bad_options_in_one_line_before_reaching_kubernetes(
         main(["k8s", "advise", "--kubeconfig", "/nonexistent", *argv])
     err = capsys.readouterr().err.strip()
     assert done.value.code == 2 and message in err and len(err.splitlines()) == 1
+
+
+def busy_in_every_rack(api):
+    for node in ("g01", "g07", "g13", "g19"):  # one node taken in each rack of 6
+        api.hold(node)
+
+
+def test_a_gang_may_wait_for_a_place_as_cheap_as_its_floor():
+    from tjap.placement.tree.cost import job_cost
+
+    api, clock = FakeApi(TREE), [0.0]
+    busy_in_every_rack(api)
+    api.add_pods("s", 6, {SLICE_SIZE: "3", SLICE_LEVEL: LEVELS[-1]})
+    controller = Controller(api, topology_wait_s=100, clock=lambda: clock[0])
+    decision = controller.run_pass()
+    assert not decision.placed and not released(api)
+    why = decision.waiting[("default", "gang/s")]
+    assert "as cheap as its floor" in why and "100 s more at most" in why
+    clock[0] = 60
+    assert not controller.run_pass().placed
+    del api.objects["/api/v1/namespaces/default/pods/busy-g01"]  # a rack of 6 free now
+    decision = controller.run_pass()
+    nodes = released(api)
+    assert len(nodes) == 6 and {TREE.node_leaf[TREE.node_index(n)] for n in nodes.values()} == {
+        TREE.node_leaf[TREE.node_index("g01")]
+    }
+    assert decision.cost == job_cost(TREE, [TREE.node_index(n) for n in nodes.values()])
+
+
+def test_a_gang_held_for_its_floor_goes_once_its_wait_is_over():
+    api, clock = FakeApi(TREE), [0.0]
+    busy_in_every_rack(api)
+    api.add_pods("s", 6, {SLICE_SIZE: "3", SLICE_LEVEL: LEVELS[-1]})
+    controller = Controller(api, topology_wait_s=100, clock=lambda: clock[0])
+    assert not controller.run_pass().placed
+    clock[0] = 100
+    assert controller.run_pass().placed and len(released(api)) == 6  # two racks: 3 + 3
+
+
+def test_the_topology_wait_annotation_overrides_the_default_and_a_bad_one_is_refused():
+    from tjap.placement.k8s.gangs import TOPOLOGY_WAIT
+
+    api = FakeApi(TREE)
+    busy_in_every_rack(api)
+    api.add_pods("now", 6, {TOPOLOGY_WAIT: "0"})
+    api.add_pods("bad", 2, {TOPOLOGY_WAIT: "soon"})
+    decision = Controller(api, topology_wait_s=3600, clock=lambda: 0.0).run_pass()
+    assert ("default", "gang/now") in decision.placed
+    assert "not a number of seconds" in decision.refused[("default", "gang/bad")]
+    api = FakeApi(TREE)
+    busy_in_every_rack(api)
+    api.add_pods("waits", 6, {TOPOLOGY_WAIT: "60"})
+    decision = Controller(api, clock=lambda: 0.0).run_pass()  # no default wait, its own 60 s
+    assert "as cheap as its floor" in decision.waiting[("default", "gang/waits")]
+
+
+def test_a_gang_at_its_floor_is_never_held_and_the_others_of_a_window_go_on():
+    api = FakeApi(TREE)
+    busy_in_every_rack(api)
+    api.add_pods("small", 4, {PREFERRED: LEVELS[-1]})  # fits a rack's 5 free nodes: its floor
+    api.add_pods("s", 6, {SLICE_SIZE: "3", SLICE_LEVEL: LEVELS[-1]}, created="2026-12-02T10:00:01Z")
+    decision = Controller(api, topology_wait_s=100, clock=lambda: 0.0).run_pass()
+    assert set(decision.placed) == {("default", "gang/small")}
+    assert "as cheap as its floor" in decision.waiting[("default", "gang/s")]
+    assert decision.cost <= decision.kueue_cost + 1e-9

@@ -84,6 +84,10 @@ def add_parser(sub) -> None:
         p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
                        help="seconds a window's decision may take, Kueue's choice and "
                        "tjap's solves together (default 1)")  # fmt: skip
+        p.add_argument("--topology-wait", type=_weight, default=0.0, metavar="S",
+                       help="seconds a gang may wait for a place as cheap as its floor (its "
+                       "cost alone on the whole cluster), as Slurm's --switches=N@time; its "
+                       "pods' tjap.io/topology-wait-seconds sets its own (default 0: none)")  # fmt: skip
         p.add_argument("--system", choices=("topology", "interference"), default="topology",
                        help="topology (default): whole gangs, one pod per node, never worse "
                        "than Kueue; interference: seed 001's DL jobs (ps and worker pods, "
@@ -272,8 +276,10 @@ def _controller(args, dry_run: bool):
     if args.system == "interference":
         from tjap.k8s.interference import InterferenceController
 
-        if args.levels or args.topology_name:
-            raise InvalidInputError("--levels and --topology-name are for --system topology")
+        if args.levels or args.topology_name or args.topology_wait:
+            raise InvalidInputError(
+                "--levels, --topology-name and --topology-wait are for --system topology"
+            )
         from tjap.registry import get
 
         policy = args.policy or "tetris"
@@ -308,6 +314,7 @@ def _controller(args, dry_run: bool):
         fragmentation=args.fragmentation,
         fragmentation_level=args.fragmentation_level,
         time_limit_s=args.time_limit,
+        topology_wait_s=args.topology_wait,
         dry_run=dry_run,
         log=sys.stdout if args.json else None,
     )

@@ -151,6 +151,16 @@ class Controller:
         for the window's optimum, or the Kueue profile); ``"kueue"``:
         Kueue's choice always (the benchmarks' baseline: Kueue's algorithm applied by the same
         controller).
+    topology_wait_s : float
+        Seconds a gang may wait for a placement as cheap as its floor (its CH cost alone on
+        the whole cluster, every node free), as Slurm's ``--switches=N@max-time`` lets a job wait
+        for its switches: a gang whose place in the window costs more is held, and the window
+        placed without it, until that much time has passed since the controller first saw it
+        whole (default 0: never held). The annotation :data:`~tjap.placement.k8s.gangs.
+        TOPOLOGY_WAIT` on a gang's pods sets its own. The rest of a running gang is never held.
+    clock : callable
+        The seconds the waits are measured in (default ``time.time``; the benchmarks give the
+        stream's clock).
     """
 
     def __init__(
@@ -168,6 +178,8 @@ class Controller:
         fragmentation: float = DEFAULT_FRAGMENTATION,
         fragmentation_level: str | None = None,
         improve: bool = False,
+        topology_wait_s: float = 0.0,
+        clock=time.time,
     ):
         from tjap.placement.k8s.gangs import GATE
 
@@ -188,6 +200,10 @@ class Controller:
 
         self.fragmentation = check_number("fragmentation", fragmentation, 0)
         self.fragmentation_level = fragmentation_level
+        self.topology_wait_s = check_number("topology_wait_s", topology_wait_s, 0)
+        self.clock = clock
+        self._first_seen: dict = {}  # gang key -> when it was first seen whole (self.clock)
+        self._floors: dict = {}  # (the tree's nodes, a job's request) -> its floor
         self._told: set = set()  # (gang, reason) pairs already recorded as events
         import threading
 
@@ -279,10 +295,11 @@ class Controller:
         from tjap.placement.tree.result import objective_of
 
         began = time.perf_counter()  # the window's time limit counts from here
+        now = self.clock()
         tree, levels = state["tree"], state["levels"]
         free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
         idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
-        waiting, refused, chosen = {}, {}, []
+        waiting, refused, chosen, seen, waits = {}, {}, [], {}, {}
         left = len(free)
         released = self._released_counts(state["pods"])
         for gang in gangs(state["pods"], self.gate, state.get("sizes")):
@@ -309,21 +326,30 @@ class Controller:
                         f"the job has {job['nodes']} pods and the cluster {tree.num_nodes} nodes"
                     )
                 resolve_job(Job.from_value(job), tree, levels[::-1])  # the window's own check
+                waits[gang.key] = self._topology_wait(gang)
             except InvalidInputError as exc:
                 refused[gang.key] = str(exc)
                 self._event(gang, "TjapRequestRefused", str(exc))
                 continue
+            seen[gang.key] = self._first_seen.get(gang.key, now)
             if job["nodes"] > left:
                 waiting[gang.key] = f"{job['nodes']} pods, {left} nodes free"
                 continue
             chosen.append((gang, job))
             left -= job["nodes"]
+        self._first_seen = seen  # the gangs gone or placed are forgotten
         placed, method, cost, kueue_cost = {}, "", None, None
         deadline = None if self.time_limit_s is None else began + self.time_limit_s
         while chosen:
             window = tjap.Window(tree, idle, [job for _, job in chosen], levels=levels[::-1])
             best, chose, theirs = self._solve(window, deadline)
             if best is not None:
+                held = self._held(tree, levels, chosen, best.assignment, waits, now)
+                if held:  # placed without them; they wait for a better place
+                    for i in sorted(held, reverse=True):
+                        gang, _ = chosen.pop(i)
+                        waiting[gang.key] = held[i]
+                    continue
                 method, cost, kueue_cost = chose, objective_of(window, best.assignment), theirs
                 for (gang, _), nodes in zip(chosen, best.node_names()):
                     placed[gang.key] = list(nodes)
@@ -331,6 +357,62 @@ class Controller:
             gang, _ = chosen.pop()
             waiting[gang.key] = "no placement meets its request with the others of the window"
         return Decision(time.time(), placed, method, cost, kueue_cost, waiting, refused, len(free))
+
+    def _topology_wait(self, gang) -> float:
+        """The seconds ``gang`` may wait for its floor: its annotation, else the default."""
+        from tjap.placement.k8s.gangs import TOPOLOGY_WAIT
+
+        raw = gang.annotations.get(TOPOLOGY_WAIT)
+        if raw is None:
+            return self.topology_wait_s
+        try:
+            wait = float(raw)
+        except ValueError:
+            wait = -1.0
+        if not 0 <= wait < float("inf"):
+            raise InvalidInputError(
+                f"{TOPOLOGY_WAIT}: {str(raw)!r:.30} is not a number of seconds >= 0"
+            )
+        return wait
+
+    def _held(self, tree, levels, chosen, assignment, waits, now) -> dict:
+        """Index in ``chosen`` -> the reason, for each gang the window would place at a cost
+        above its floor while it may still wait (``waits``: its topology wait; the rest of a
+        running gang has none)."""
+        import json
+
+        from tjap.placement.tree.cost import job_cost
+
+        held = {}
+        for i, ((gang, job), nodes) in enumerate(zip(chosen, assignment)):
+            wait = waits.get(gang.key, 0.0)
+            waited = now - self._first_seen.get(gang.key, now)
+            if waited >= wait:
+                continue
+            cost = job_cost(tree, nodes)
+            key = (tree.node_names, json.dumps(job, sort_keys=True))
+            if key not in self._floors:
+                self._floors = {k: v for k, v in self._floors.items() if k[0] == tree.node_names}
+                self._floors[key] = self._floor(tree, levels, job)
+            floor = self._floors[key]
+            if cost > floor + 1e-6:
+                held[i] = (
+                    f"waits for a place as cheap as its floor: here {cost:.0f}, alone on the "
+                    f"cluster {floor:.0f}; {wait - waited:.0f} s more at most"
+                )
+        return held
+
+    @staticmethod
+    def _floor(tree, levels, job) -> float:
+        """The CH cost of ``job`` alone on ``tree`` with every node free (the exact optimum)."""
+        import numpy as np
+
+        import tjap
+        from tjap.placement.tree.cost import job_cost
+
+        window = tjap.Window(tree, np.arange(tree.num_nodes), [job], levels=levels[::-1])
+        best = tjap.solve(window, "auto")
+        return job_cost(tree, best.assignment[0]) if best.has_solution else float("inf")
 
     def _solve(self, window, deadline: float | None = None):
         """One window's placement: (the Result applied or None, the method that chose it, the

@@ -155,3 +155,18 @@ def test_only_the_holder_places_and_a_standby_takes_over_when_it_stops(tmp_path)
     ]
     assert states == ["standby", "leading", "released"]
     assert "holderIdentity" not in lease_of(api)["spec"]  # given up on the stop
+
+
+def test_giving_up_with_the_server_away_is_quiet():
+    """A stop while the API server is unreachable: the Lease is left to expire."""
+    from tjap.core.errors import KubernetesUnreachableError
+
+    api, clock = MemoryApi(TREE), Clock()
+    a = replica(api, clock, "a")
+    a.acquire_or_renew()
+
+    def away(path, **query):
+        raise KubernetesUnreachableError("the API server does not answer")
+
+    api.get = away
+    assert not a.release() and not a.leading
