@@ -419,9 +419,9 @@ _FLOORS: dict = {}
 
 def floor(tree, job: dict) -> float:
     """A stream job's CH cost alone on the empty cluster (its request as the stream writes it:
-    slices inside a rack, or prefer one rack): no placement of it costs less."""
-    import tjap
-    from tjap.placement.tree.cost import job_cost
+    slices inside a rack, or prefer one rack): no placement of it costs less
+    (:func:`tjap.k8s.controller.job_floor`)."""
+    from tjap.k8s.controller import job_floor
 
     key = (tree.num_nodes, job["size"], job.get("slice"))
     if key not in _FLOORS:
@@ -430,8 +430,7 @@ def floor(tree, job: dict) -> float:
             request.update(segment=job["slice"], segment_level="rack")
         else:
             request["prefer"] = "rack"
-        window = tjap.Window(tree, np.arange(tree.num_nodes), [request], levels=["rack", "block"])
-        _FLOORS[key] = job_cost(tree, tjap.solve(window, "auto").assignment[0])
+        _FLOORS[key] = job_floor(tree, request, ["block", "rack"])
     return _FLOORS[key]
 
 
@@ -477,6 +476,8 @@ def seed_list(value: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tjap.cli.common import non_negative
+
     p = parser("k8s_stream", __doc__)
     p.add_argument("--nodes", type=int, default=576, help="fake nodes, racks of 18 (default 576)")
     p.add_argument("--jobs", type=int, default=120, help="jobs of the stream (default 120)")
@@ -499,7 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="jobs of the window arm (default 50)")  # fmt: skip
     p.add_argument("--arm-timeout", type=float, default=900.0,
                    help="seconds an arm may run; jobs never whole by then are counted apart (default 900)")  # fmt: skip
-    p.add_argument("--topology-wait", type=float, default=0.0, metavar="S",
+    p.add_argument("--topology-wait", type=non_negative, default=0.0, metavar="S",
                    help="the segmented jobs' pods carry tjap.io/topology-wait-seconds: S (they "
                    "may wait S trace seconds for a place as cheap as their floor; tjap's "
                    "controller reads it, Kueue has no such request; default 0: none)")  # fmt: skip
@@ -546,8 +547,6 @@ def main(argv=None) -> int:
         raise SystemExit(
             f"unknown arm {unknown[0]!r}: the arms are kube-scheduler, kueue, tjap, window"
         )
-    if not 0 <= args.topology_wait < float("inf"):
-        raise SystemExit(f"--topology-wait must be seconds >= 0, got {args.topology_wait:g}")
     if args.offline and {"kube-scheduler", "window"} & set(arms):
         raise SystemExit(
             "--offline runs the kueue and tjap arms only (kube-scheduler's scoring and the "

@@ -116,6 +116,19 @@ def positive(kind=float, high: float = 1e9):
     return parse
 
 
+def non_negative(value: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    import math
+
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not (math.isfinite(number) and number >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
+    return number
+
+
 def count(value: str) -> int:
     """An argparse type: a non-negative integer (0 = skip that stage)."""
     return 0 if value.strip() == "0" else positive(int)(value)

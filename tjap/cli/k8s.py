@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from tjap.cli.common import add_common, check_output, positive
+from tjap.cli.common import add_common, check_output, non_negative, positive
 from tjap.k8s.controller import DEFAULT_FRAGMENTATION
 
 
@@ -72,7 +72,7 @@ def add_parser(sub) -> None:
         where.add_argument("--topology-name", metavar="NAME",
                        help="read the levels from the cluster's Kueue Topology NAME (not with "
                        "--levels)")  # fmt: skip
-        p.add_argument("--fragmentation", type=_weight, default=DEFAULT_FRAGMENTATION, metavar="W",
+        p.add_argument("--fragmentation", type=non_negative, default=DEFAULT_FRAGMENTATION, metavar="W",
                        help="weight per whole free domain of the top level (or "
                        "--fragmentation-level) a window breaks into, so that tjap keeps them "
                        "whole where that costs no more than Kueue's choice (default "
@@ -84,7 +84,7 @@ def add_parser(sub) -> None:
         p.add_argument("--time-limit", type=positive(float, 3600), default=1.0, metavar="S",
                        help="seconds a window's decision may take, Kueue's choice and "
                        "tjap's solves together (default 1)")  # fmt: skip
-        p.add_argument("--topology-wait", type=_weight, default=0.0, metavar="S",
+        p.add_argument("--topology-wait", type=non_negative, default=0.0, metavar="S",
                        help="seconds a gang may wait for a place as cheap as its floor (its "
                        "cost alone on the whole cluster), as Slurm's --switches=N@time; its "
                        "pods' tjap.io/topology-wait-seconds sets its own (default 0: none)")  # fmt: skip
@@ -153,20 +153,6 @@ def _policies() -> list[str]:
     from tjap.registry import methods
 
     return list(methods("interference"))
-
-
-def _weight(value: str) -> float:
-    """An argparse type: a finite number >= 0."""
-    import argparse
-    import math
-
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not (math.isfinite(number) and number >= 0):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}")
-    return number
 
 
 # -- the local cluster --------------------------------------------------------------------------

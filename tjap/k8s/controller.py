@@ -106,6 +106,20 @@ class Decision:
         }
 
 
+def job_floor(tree, job: dict, levels: list[str]) -> float:
+    """The CH cost of window job ``job`` alone on ``tree`` with every node free, its request
+    kept (the exact optimum; ``levels`` the level names, the top first): no placement of it
+    costs less. Infinite when no placement meets the request."""
+    import numpy as np
+
+    import tjap
+    from tjap.placement.tree.cost import job_cost
+
+    window = tjap.Window(tree, np.arange(tree.num_nodes), [job], levels=levels[::-1])
+    best = tjap.solve(window, "auto")
+    return job_cost(tree, best.assignment[0]) if best.has_solution else float("inf")
+
+
 class Controller:
     """Places gated gangs on one cluster through ``api`` (:class:`tjap.placement.k8s.api.Api`).
 
@@ -204,7 +218,8 @@ class Controller:
         self.topology_wait_s = check_number("topology_wait_s", topology_wait_s, 0)
         self.clock = clock
         self._first_seen: dict = {}  # gang key -> when it was first seen whole (self.clock)
-        self._floors: dict = {}  # (the tree's nodes, a job's request) -> its floor
+        self._floors: dict = {}  # a job's request (JSON) -> its floor on the cluster of
+        self._floors_of: tuple = ()  # these nodes
         self._told: set = set()  # (gang, reason) pairs already recorded as events
         import threading
 
@@ -391,10 +406,11 @@ class Controller:
             if waited >= wait:
                 continue
             cost = job_cost(tree, nodes)
-            key = (tree.node_names, json.dumps(job, sort_keys=True))
+            if self._floors_of != tree.node_names:  # another cluster: its own floors
+                self._floors, self._floors_of = {}, tree.node_names
+            key = json.dumps(job, sort_keys=True)
             if key not in self._floors:
-                self._floors = {k: v for k, v in self._floors.items() if k[0] == tree.node_names}
-                self._floors[key] = self._floor(tree, levels, job)
+                self._floors[key] = job_floor(tree, job, levels)
             floor = self._floors[key]
             if cost > floor + 1e-6:
                 held[i] = (
@@ -402,18 +418,6 @@ class Controller:
                     f"cluster {floor:.0f}; {wait - waited:.0f} s more at most"
                 )
         return held
-
-    @staticmethod
-    def _floor(tree, levels, job) -> float:
-        """The CH cost of ``job`` alone on ``tree`` with every node free (the exact optimum)."""
-        import numpy as np
-
-        import tjap
-        from tjap.placement.tree.cost import job_cost
-
-        window = tjap.Window(tree, np.arange(tree.num_nodes), [job], levels=levels[::-1])
-        best = tjap.solve(window, "auto")
-        return job_cost(tree, best.assignment[0]) if best.has_solution else float("inf")
 
     def _solve(self, window, deadline: float | None = None):
         """One window's placement: (the Result applied or None, the method that chose it, the
@@ -640,9 +644,7 @@ class Controller:
                         now = "leading" if leading else "standby"
                         if now != role:
                             role = now
-                            self._record({"event": "lease", "time": time.time(), "state": now,
-                                          "lease": f"{lease.namespace}/{lease.name}",
-                                          "identity": lease.identity, "holder": lease.holder})  # fmt: skip
+                            self._lease_record(lease, now, holder=lease.holder)
                             if not leading:
                                 print(f"tjap: standing by: the Lease {lease.namespace}/"
                                       f"{lease.name} is held by {lease.holder}", file=sys.stderr)  # fmt: skip
@@ -665,10 +667,13 @@ class Controller:
                     self._stop.wait(RETRY_S)
         finally:
             if lease is not None and lease.release():
-                self._record({"event": "lease", "time": time.time(), "state": "released",
-                              "lease": f"{lease.namespace}/{lease.name}",
-                              "identity": lease.identity})  # fmt: skip
+                self._lease_record(lease, "released")
         return 0
+
+    def _lease_record(self, lease, state: str, **more) -> None:
+        self._record({"event": "lease", "time": time.time(), "state": state,
+                      "lease": f"{lease.namespace}/{lease.name}", "identity": lease.identity,
+                      **more})  # fmt: skip
 
     def _wait(self, interval_s: float, lease=None) -> None:
         """Until a pod changes, ``interval_s`` seconds pass, or :meth:`stop`; with ``lease``,
