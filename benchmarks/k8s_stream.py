@@ -19,7 +19,10 @@ streams part only where their placements differ; one job in three asks for slice
 or 9 pods, each inside one rack (Kueue's ``podset-slice-size`` and ``podset-slice-required-topology``),
 the others prefer one rack (``podset-preferred-topology``); with ``--topology-wait S`` the
 segmented jobs' pods also carry ``tjap.io/topology-wait-seconds: S`` (they may wait that long for
-a place as cheap as their floor; the controller's clock is the stream's). Every pod asks for a
+a place as cheap as their floor; the controller's clock is the stream's); ``--fragmentation W``
+and ``--fragmentation-level block|rack`` set the tjap arm's fragmentation term (``tjap k8s place``'s
+options: W per whole free domain of that level a window breaks into; default 100,000 per whole
+block). Every pod asks for a
 whole node's GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
 its pods).
 
@@ -164,6 +167,7 @@ def run_arm(
     offline: bool = False,
     controller_options: dict | None = None,
     topology_wait_s: float = 0.0,
+    fragmentation_level: str | None = None,
 ) -> dict:
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.nodes import level_keys
@@ -177,6 +181,9 @@ def run_arm(
         controller = None
         if arm != "kube-scheduler":
             options = {} if fragmentation is None else {"fragmentation": fragmentation}
+            if fragmentation_level is not None:  # the key of that level: block top, rack last
+                key = levels[0] if fragmentation_level == "block" else levels[-1]
+                options["fragmentation_level"] = key
             options = {"clock": lambda: stream_s[0], **options, **(controller_options or {})}
             controller = Controller(
                 api, kueue=kueue, choose="kueue" if arm == "kueue" else "best", **options
@@ -504,6 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the segmented jobs' pods carry tjap.io/topology-wait-seconds: S (they "
                    "may wait S trace seconds for a place as cheap as their floor; tjap's "
                    "controller reads it, Kueue has no such request; default 0: none)")  # fmt: skip
+    p.add_argument("--fragmentation", type=non_negative, default=None, metavar="W",
+                   help="the tjap arm's fragmentation weight (tjap k8s place --fragmentation; "
+                   "default the controller's)")  # fmt: skip
+    p.add_argument("--fragmentation-level", choices=("block", "rack"), default=None,
+                   help="the level whose whole free domains the term keeps (default the top "
+                   "one, block)")  # fmt: skip
     p.add_argument("--offline", action="store_true",
                    help="the kueue and tjap arms on the in-memory twin of the control plane "
                    "(tjap.placement.k8s.memory; binds at once): seconds a stream, for design, "
@@ -561,7 +574,9 @@ def main(argv=None) -> int:
                 row = window_arm(args.nodes, jobs, args.window, args.kueue)
             else:
                 row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout,
-                              offline=args.offline, topology_wait_s=args.topology_wait)  # fmt: skip
+                              args.fragmentation, offline=args.offline,
+                              topology_wait_s=args.topology_wait,
+                              fragmentation_level=args.fragmentation_level)  # fmt: skip
             row["wall_s"], row["seed"] = time.monotonic() - began, seed
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)

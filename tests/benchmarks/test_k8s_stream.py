@@ -47,6 +47,22 @@ def test_segmented_jobs_that_may_wait_for_their_floor_change_the_stream():
     assert placements(held) != placements(plain)
 
 
+def test_the_fragmentation_term_of_the_tjap_arm_may_keep_racks_instead_of_blocks():
+    """--fragmentation-level rack prices the whole free racks a window breaks into: the stream
+    differs from the default (whole blocks), every job starts whole, no window above Kueue's."""
+    nodes = 2 * NODES  # two blocks
+    jobs = k8s_stream.workload(JOBS, 3, 72, nodes, 0.9)
+    default = k8s_stream.run_arm("tjap", nodes, jobs, 7200, "kueue-bestfit", 600, offline=True)
+    racks = k8s_stream.run_arm("tjap", nodes, jobs, 7200, "kueue-bestfit", 600, offline=True,
+                               fragmentation_level="rack")  # fmt: skip
+    assert racks["started"] == JOBS and racks["windows_above_kueue"] == 0
+    assert placements(racks) != placements(default)
+    args = k8s_stream.build_parser().parse_args(
+        ["--fragmentation", "0", "--fragmentation-level", "rack"]
+    )
+    assert (args.fragmentation, args.fragmentation_level) == (0.0, "rack")
+
+
 def test_offline_refuses_the_arms_that_need_a_real_control_plane(capsys):
     with pytest.raises(SystemExit) as exc:
         k8s_stream.main(["--offline", "--arms", "kube-scheduler,tjap"])
