@@ -22,9 +22,8 @@ segmented jobs' pods also carry ``tjap.io/topology-wait-seconds: S`` (they may w
 a place as cheap as their floor; the controller's clock is the stream's); ``--fragmentation W``
 and ``--fragmentation-level block|rack`` set the tjap arm's fragmentation term (``tjap k8s place``'s
 options: W per whole free domain of that level a window breaks into; default 100,000 per whole
-block). Every pod asks for a
-whole node's GPUs. The harness ends a job when its runtime has passed since its last pod was bound (it deletes
-its pods).
+block). Every pod asks for a whole node's GPUs. The harness ends a job when its runtime has
+passed since its last pod was bound (it deletes its pods).
 
 With ``--offline`` the kueue and tjap arms run on the control plane's in-memory twin
 (:class:`tjap.placement.k8s.memory.MemoryApi`: kube-scheduler's part done at once) with the same
@@ -180,11 +179,12 @@ def run_arm(
     with _control_plane(tree, offline, lambda: ticks[0]) as (api, bound_per_s, settle):
         controller = None
         if arm != "kube-scheduler":
-            options = {} if fragmentation is None else {"fragmentation": fragmentation}
+            options: dict = {"clock": lambda: stream_s[0]}
+            if fragmentation is not None:
+                options["fragmentation"] = fragmentation
             if fragmentation_level is not None:  # the key of that level: block top, rack last
-                key = levels[0] if fragmentation_level == "block" else levels[-1]
-                options["fragmentation_level"] = key
-            options = {"clock": lambda: stream_s[0], **options, **(controller_options or {})}
+                options["fragmentation_level"] = levels[0 if fragmentation_level == "block" else -1]
+            options.update(controller_options or {})
             controller = Controller(
                 api, kueue=kueue, choose="kueue" if arm == "kueue" else "best", **options
             )
