@@ -19,7 +19,10 @@ streams part only where their placements differ; one job in three asks for slice
 or 9 pods, each inside one rack (Kueue's ``podset-slice-size`` and ``podset-slice-required-topology``),
 the others prefer one rack (``podset-preferred-topology``); with ``--topology-wait S`` the
 segmented jobs' pods also carry ``tjap.io/topology-wait-seconds: S`` (they may wait that long for
-a place as cheap as their floor; the controller's clock is the stream's); ``--fragmentation W``
+a place as cheap as their floor; the controller's clock is the stream's); with ``--deadlines``
+every pod carries its job's time limit from the trace as ``activeDeadlineSeconds`` (the
+trace's ``TimelimitRaw``; every runtime is at most its limit), which tjap's fragmentation term
+reads (the seconds a job keeps a domain from being whole) and Kueue does not; ``--fragmentation W``
 and ``--fragmentation-level block|rack`` set the tjap arm's fragmentation term (``tjap k8s place``'s
 options: W per whole free domain of that level a window breaks into; default 100,000 per whole
 block). Every pod asks for a whole node's GPUs. The harness ends a job when its runtime has
@@ -99,12 +102,14 @@ def cluster(num_nodes: int):
 def workload(count: int, seed: int, largest: int, nodes: int, load: float) -> list[dict]:
     """The first ``count`` multi-node jobs of the LS6 A100 trace: sizes times 4 (at most
     ``largest``), runtimes as recorded, arriving in the trace's order as a Poisson stream that
-    offers ``load`` of the cluster's node-seconds; every third job with a slice size (4, 6, 8 or
-    9 pods dividing its size, below it)."""
+    offers ``load`` of the cluster's node-seconds, each with its time limit (``limit_s``, at
+    least its runtime); every third job with a slice size (4, 6, 8 or 9 pods dividing its size,
+    below it)."""
     from tjap.placement.batch.traces import bundled_trace, load_trace
 
     trace, _ = load_trace(bundled_trace("ls6-a100"))
     rows = np.flatnonzero((trace.nodes >= 2) & (trace.runtime_s > 0))[:count]
+    limits = trace.limit_s[rows].astype(int)
     rng = np.random.default_rng(seed)
     sizes = np.minimum(4 * trace.nodes[rows], largest).astype(int)
     runtimes = trace.runtime_s[rows].astype(int)
@@ -114,7 +119,7 @@ def workload(count: int, seed: int, largest: int, nodes: int, load: float) -> li
     for k in range(rows.size):
         size = int(sizes[k])
         job = {"name": f"j{k:04d}", "size": size, "arrival_s": int(arrivals[k]),
-               "runtime_s": int(runtimes[k])}  # fmt: skip
+               "runtime_s": int(runtimes[k]), "limit_s": int(limits[k])}  # fmt: skip
         slices = [x for x in (9, 8, 6, 4) if size % x == 0 and size > x]
         if k % 3 == 0 and slices:
             job["slice"] = int(rng.choice(slices))
@@ -135,7 +140,9 @@ def annotations(job: dict, levels: list[str], *, tjap_names: bool = False) -> di
     return {TJAP_ALIAS[k]: v for k, v in notes.items()} if tjap_names else notes
 
 
-def create_job(api, job, levels, gated: bool, topology_wait_s: float = 0.0) -> None:
+def create_job(
+    api, job, levels, gated: bool, topology_wait_s: float = 0.0, deadlines: bool = False
+) -> None:
     from tjap.placement.k8s.gangs import GATE, TOPOLOGY_WAIT
 
     notes = {"tjap.io/gang-size": str(job["size"]), **annotations(job, levels)}
@@ -146,6 +153,8 @@ def create_job(api, job, levels, gated: bool, topology_wait_s: float = 0.0) -> N
                                 "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}  # fmt: skip
         if gated:
             spec["schedulingGates"] = [{"name": GATE}]
+        if deadlines:
+            spec["activeDeadlineSeconds"] = job["limit_s"]
         api.create("/api/v1/namespaces/default/pods", {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{job['name']}-{r:03d}", "labels": {"tjap.io/gang": job["name"]},
@@ -167,6 +176,7 @@ def run_arm(
     controller_options: dict | None = None,
     topology_wait_s: float = 0.0,
     fragmentation_level: str | None = None,
+    deadlines: bool = False,
 ) -> dict:
     from tjap.k8s.controller import Controller
     from tjap.placement.k8s.nodes import level_keys
@@ -201,7 +211,7 @@ def run_arm(
             ticks[0], stream_s[0] = tick, now
             for job in book.arrivals(now):
                 create_job(api, job, levels, gated=arm != "kube-scheduler",
-                           topology_wait_s=topology_wait_s)  # fmt: skip
+                           topology_wait_s=topology_wait_s, deadlines=deadlines)  # fmt: skip
             if controller is not None:
                 began = time.perf_counter()
                 decision = controller.run_pass()
@@ -517,6 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fragmentation-level", choices=("block", "rack"), default=None,
                    help="the level whose whole free domains the term keeps (default the top "
                    "one, block)")  # fmt: skip
+    p.add_argument("--deadlines", action="store_true",
+                   help="every pod carries its job's time limit from the trace as "
+                   "activeDeadlineSeconds (tjap's fragmentation term reads it; Kueue does not)")  # fmt: skip
     p.add_argument("--offline", action="store_true",
                    help="the kueue and tjap arms on the in-memory twin of the control plane "
                    "(tjap.placement.k8s.memory; binds at once): seconds a stream, for design, "
@@ -576,7 +589,8 @@ def main(argv=None) -> int:
                 row = run_arm(arm, args.nodes, jobs, args.compress, args.kueue, args.arm_timeout,
                               args.fragmentation, offline=args.offline,
                               topology_wait_s=args.topology_wait,
-                              fragmentation_level=args.fragmentation_level)  # fmt: skip
+                              fragmentation_level=args.fragmentation_level,
+                              deadlines=args.deadlines)  # fmt: skip
             row["wall_s"], row["seed"] = time.monotonic() - began, seed
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "per_job"}), flush=True)

@@ -36,6 +36,9 @@ GANG_SIZE = "tjap.io/gang-size"
 #: The node a pod is planned on, written before any pod of its gang is released (the plan that
 #: survives a restart of the controller).
 PLANNED = "tjap.io/planned-node"
+#: When the plan was written, in seconds on the controller's clock (with the pods'
+#: ``activeDeadlineSeconds``, when their nodes are expected free again).
+PLACED_AT = "tjap.io/placed-at"
 KUEUE = "kueue.x-k8s.io/"
 REQUIRED = KUEUE + "podset-required-topology"
 PREFERRED = KUEUE + "podset-preferred-topology"
@@ -102,7 +105,7 @@ class Gang:
         its level keys resolved against ``levels`` (node-label keys, the top level first). A bad
         request is an :class:`InvalidInputError` naming the annotation and the fix."""
         a = request_annotations(self.annotations)
-        job: dict = {"nodes": len(self.pods)}
+        job: dict = {"nodes": len(self.pods), **self._runtime()}
 
         def level(key: str) -> str:
             value = a[key]
@@ -144,6 +147,25 @@ class Gang:
             job["segment"] = size
             job["segment_level"] = level(SLICE_LEVEL)
         return job
+
+    def _runtime(self) -> dict:
+        """``{"runtime_s": S}`` when every pod of the gang has ``spec.activeDeadlineSeconds``
+        (S their largest, the time the gang may hold its nodes), else empty."""
+        deadlines = [deadline(p) for p in self.pods]
+        if not deadlines or None in deadlines:
+            return {}
+        return {"runtime_s": float(max(deadlines))}
+
+
+def deadline(pod: dict) -> int | None:
+    """A pod's ``spec.activeDeadlineSeconds`` (a whole number >= 1), or None when it has none
+    (the API server refuses any other value)."""
+    if not isinstance(pod, dict):  # a placeholder (the audit's gangs of a pod count)
+        return None
+    value = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        return None
+    return value
 
 
 def has_gate(pod: dict, gate: str = GATE) -> bool:

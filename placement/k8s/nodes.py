@@ -17,7 +17,7 @@ import hashlib
 import re
 
 from tjap.core.errors import check_int
-from tjap.placement.k8s.gangs import PLANNED
+from tjap.placement.k8s.gangs import PLACED_AT, PLANNED, deadline
 
 HOSTNAME = "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
@@ -135,6 +135,28 @@ def holds(pod: dict) -> str | None:
         or (spec.get("nodeSelector") or {}).get(HOSTNAME)
         or (pod["metadata"].get("annotations") or {}).get(PLANNED)
     )
+
+
+def busy_seconds(pods: list[dict], now: float) -> dict[str, float]:
+    """The nodes whose end is known, to the seconds until they are expected free: a node held
+    (:func:`holds`) only by pods that tjap placed (their ``tjap.io/placed-at``) with an
+    ``activeDeadlineSeconds``, free at the latest of their placement plus deadline, measured
+    from ``now`` on the same clock (0 once passed). A node held by any other pod is left out
+    (its end unknown)."""
+    ends: dict[str, float] = {}
+    for pod in pods:
+        name = holds(pod)
+        if name is None:
+            continue
+        limit = deadline(pod)
+        raw = (pod["metadata"].get("annotations") or {}).get(PLACED_AT)
+        try:
+            placed = float(raw) if raw is not None else None
+        except ValueError:
+            placed = None
+        end = placed + limit if limit is not None and placed is not None else float("inf")
+        ends[name] = max(ends.get(name, end), end)
+    return {n: max(0.0, end - now) for n, end in ends.items() if end != float("inf")}
 
 
 def free_nodes(nodes: list[dict], pods: list[dict], *, tolerations=(), resource: str = GPU) -> set:

@@ -39,17 +39,18 @@ def segment_walk(domains_q, n, segment, p, out):
 
 @njit
 def segment_arcs(
-    domains_q, n, segment, group_of, top_level, q, num_groups, convention, count_rows, whole_rows
+    domains_q, n, segment, group_of, top_level, q, num_groups, convention, count_rows, price_rows
 ):
     """For every start p: the walk's length (-1: no walk), the CH cost of its nodes, and for
     each row r of ``count_rows`` (domain ids per position of Q) the distinct domains among its
-    nodes, and among those the domains flagged in ``whole_rows[r]``."""
+    nodes, and the sum of ``price_rows[r]`` over those distinct domains (each domain's price at
+    its first position in the walk; prices are per domain, so any of its positions would do)."""
     m = domains_q.shape[0]
     rows = group_of.shape[0]
     length = np.full(m, -1, np.int64)
     cost = np.full(m, np.inf)
     distinct = np.zeros((count_rows.shape[0], m), np.int64)
-    distinct_whole = np.zeros((count_rows.shape[0], m), np.int64)
+    priced = np.zeros((count_rows.shape[0], m))
     positions = np.empty(n, np.int64)
     counts = np.zeros(num_groups, np.int64)
     for p in range(m):
@@ -71,18 +72,16 @@ def segment_arcs(
         cost[p] = cost_from_sum_of_squares(n, top_level, sum_sq, convention)
         for r in range(count_rows.shape[0]):
             seen = 0
-            seen_whole = 0
+            price = 0.0
             for i in range(n):
                 d = count_rows[r, positions[i]]
                 if i == 0 or d != count_rows[r, positions[i - 1]]:
                     seen += 1
-                    if whole_rows[r, positions[i]]:
-                        seen_whole += 1
+                    price += price_rows[r, positions[i]]
             d_first = count_rows[r, positions[0]]
             if seen > 1 and count_rows[r, positions[n - 1]] == d_first:
                 seen -= 1  # the walk wrapped back into its first domain
-                if whole_rows[r, positions[0]]:
-                    seen_whole -= 1
+                price -= price_rows[r, positions[0]]
             distinct[r, p] = seen
-            distinct_whole[r, p] = seen_whole
-    return length, cost, distinct, distinct_whole
+            priced[r, p] = price
+    return length, cost, distinct, priced

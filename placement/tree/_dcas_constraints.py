@@ -9,9 +9,9 @@ there and their price, or infinity when its constraints refuse that start, and :
 takes them.
 
 The rules enter as the tuple :class:`tjap.placement.tree.dcas.Rules` builds:
-``(domains, whole, jobs, prefer_cost, frag_weight, frag_level)``: the domain id of every Q
-position at every level (row ``level - 1``), whether each position's domain of the
-fragmentation level is wholly idle, one row per job of :data:`SEGMENT`, :data:`SEGMENT_LEVEL`,
+``(domains, prices, jobs, prefer_cost, frag_weight, frag_level)``: the domain id of every Q
+position at every level (row ``level - 1``), per job the fragmentation price of each position's
+domain of the fragmentation level (:mod:`tjap.placement.tree.fragmentation`), one row per job of :data:`SEGMENT`, :data:`SEGMENT_LEVEL`,
 :data:`WITHIN`, :data:`PREFER`, :data:`EXCLUSIVE` (0 where the job has none), the prefer
 prices, and the fragmentation weight and level. The domains of a level are runs of consecutive
 positions of Q (nodes are numbered depth first), so a job's nodes, listed in the cyclic Q order
@@ -73,18 +73,19 @@ def _touched(row, out, n):
 
 
 @njit_inline
-def _whole_touched(row, whole, out, n):
-    """Distinct domains among ``out[:n]`` that were wholly idle before the window."""
+def _priced(row, prices, out, n):
+    """The sum of ``prices`` over the distinct domains among ``out[:n]`` (a domain's price at
+    any of its positions)."""
     changes = 0
-    count = 0
+    total = 0.0
     last = row[out[n - 1]]
     for i in range(n):
         d = row[out[i]]
         if d != last:
             changes += 1
-            count += whole[out[i]]
+            total += prices[out[i]]
         last = d
-    return count if changes else np.int64(whole[out[0]])
+    return total if changes else prices[out[0]]
 
 
 @njit_inline
@@ -108,7 +109,7 @@ def try_start(
     plus its prefer and fragmentation terms, its Q positions in ``out[:n]`` (cyclic Q order); or
     infinity when the start lies outside F or the job's constraints refuse it (``prepare`` first;
     ``walk`` is scratch)."""
-    domains, whole, jobs, prefer_cost, frag_weight, frag_level = rules
+    domains, prices, jobs, prefer_cost, frag_weight, frag_level = rules
     if s < 0 or s >= length or n > length:
         return np.inf
     segment = jobs[j, SEGMENT]
@@ -138,7 +139,7 @@ def try_start(
     if level:
         cost += prefer_cost[j] * (_touched(domains[level - 1], out, n) - 1)
     if frag_weight > 0:
-        cost += frag_weight * _whole_touched(domains[frag_level - 1], whole, out, n)
+        cost += frag_weight * _priced(domains[frag_level - 1], prices[j], out, n)
     return cost
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _arc_kernels
+from tjap.placement.tree.fragmentation import domain_prices, position_prices
 from tjap.placement.tree.jobs import Job, level_domains, slurm_level
 from tjap.placement.tree.tree_cost import convention_code
 
@@ -99,7 +100,7 @@ def job_arcs(window, job: Job, convention: str = "paper") -> Arcs:
                 window, _domains_q(window, job.prefer, cache), p, n, extra=True
             )
         if weight:
-            cost += weight * _opened(window, frag_level, cache, p, n)
+            cost += weight * _opened(window, job, cache, p, n)
     if n <= m:
         for level in _within_levels(window, job):
             ok &= _domains_q(window, level, cache).crossings(p, length) == 0
@@ -138,11 +139,12 @@ def _segmented(window, job: Job, cache: dict, convention: str):
     weight, frag_level = window.fragmentation
     levels = ([job.prefer] if job.prefer is not None else []) + ([frag_level] if weight else [])
     rows = np.zeros((max(len(levels), 1), m), np.int64)
-    whole = np.zeros((max(len(levels), 1), m), bool)
+    prices = np.zeros((max(len(levels), 1), m))
     for r, level in enumerate(levels):
         rows[r] = _domains_q(window, level, cache).domains
-        whole[r] = _whole(window, level, cache)
-    length, cost, distinct, distinct_whole = _arc_kernels.segment_arcs(
+    if weight:
+        prices[len(levels) - 1] = position_prices(window, job)
+    length, cost, distinct, priced = _arc_kernels.segment_arcs(
         _domains_q(window, segment_level(window, job), cache).domains,
         job.nodes,
         job.segment,
@@ -152,14 +154,14 @@ def _segmented(window, job: Job, cache: dict, convention: str):
         form.num_groups,
         convention_code(convention),
         rows,
-        whole,
+        prices,
     )
     ok = length >= 0
     cost = np.where(ok, cost, 0.0)
     if job.prefer is not None:
         cost += job.prefer_cost * (distinct[0] - 1)
     if weight:
-        cost += weight * distinct_whole[len(levels) - 1]
+        cost += weight * priced[len(levels) - 1]
     return ok, cost, np.where(ok, length, job.nodes)
 
 
@@ -187,17 +189,6 @@ def arc_nodes(window, job: Job, start: int) -> list[int]:
 segment_walk = _arc_kernels.segment_walk
 
 
-def _whole(window, level: int, cache: dict) -> np.ndarray:
-    """Per position of Q: is its domain of ``level`` wholly idle before the window?"""
-    key = ("whole-q", level)
-    if key not in cache:
-        domains = level_domains(window.topology, level)
-        size = np.bincount(domains, minlength=window.topology.num_switches)
-        idle = np.bincount(domains[window.idle_nodes], minlength=window.topology.num_switches)
-        cache[key] = (size == idle)[domains[window.idle_nodes]]
-    return cache[key]
-
-
 def _touched(window, runs: _Runs, p, n: int, extra: bool = False) -> np.ndarray:
     """Distinct domains the runs D(p, n) touch (minus one with ``extra``)."""
     if n >= window.num_idle:
@@ -218,19 +209,22 @@ def _back_home(window, runs: _Runs, p, n: int, crossings) -> np.ndarray:
     )
 
 
-def _opened(window, level: int, cache: dict, p, n: int) -> np.ndarray:
-    """Whole idle domains of ``level`` (every node idle before the window) each run touches."""
-    key = ("opened", level)
+def _opened(window, job: Job, cache: dict, p, n: int) -> np.ndarray:
+    """The fragmentation prices (:func:`~tjap.placement.tree.fragmentation.position_prices`,
+    in units of the weight) of the distinct domains of the term's level each run touches."""
+    level = window.fragmentation[1]
+    price = position_prices(window, job)
+    key = ("opened", level, job.runtime_s)
     runs = _domains_q(window, level, cache)
-    whole = _whole(window, level, cache)
     if key not in cache:
-        starts = whole.copy() if window.num_idle == 1 else runs.change & whole
-        cache[key] = np.concatenate([[0], np.cumsum(np.concatenate([starts, starts]))])
+        starts = price.copy() if window.num_idle == 1 else np.where(runs.change, price, 0.0)
+        cache[key] = np.concatenate([[0.0], np.cumsum(np.concatenate([starts, starts]))])
     prefix = cache[key]
     if n >= window.num_idle:
-        return np.full(p.size, np.unique(runs.domains[whole]).size)
-    opened = whole[p].astype(np.int64) + prefix[p + n] - prefix[p + 1]
-    return opened - _back_home(window, runs, p, n, runs.crossings(p, n)) * whole[p]
+        first = np.unique(runs.domains, return_index=True)[1]
+        return np.full(p.size, price[first].sum())
+    opened = price[p] + prefix[p + n] - prefix[p + 1]
+    return opened - _back_home(window, runs, p, n, runs.crossings(p, n)) * price[p]
 
 
 def _exclusive_regions(runs: _Runs, p, n) -> tuple[np.ndarray, np.ndarray]:
@@ -279,8 +273,9 @@ def first_fit(window, convention: str = "paper"):
 # -------------------------------------------------------------------------- checking
 def job_penalty(window, job: Job, nodes) -> float:
     """The terms a node set adds to its CH cost in the objective: ``prefer_cost`` per extra
-    domain of the preferred level, and the window's fragmentation weight per whole idle domain
-    it touches (from the node set alone)."""
+    domain of the preferred level, and the window's fragmentation weight times the price of
+    each domain of its level it touches (:mod:`tjap.placement.tree.fragmentation`; from the
+    node set alone)."""
     penalty = 0.0
     nodes = np.asarray(nodes, np.int64)
     if job.prefer is not None:
@@ -288,11 +283,8 @@ def job_penalty(window, job: Job, nodes) -> float:
         penalty += job.prefer_cost * (touched - 1)
     weight, level = window.fragmentation
     if weight:
-        domains = level_domains(window.topology, level)
-        size = np.bincount(domains, minlength=window.topology.num_switches)
-        idle = np.bincount(domains[window.idle_nodes], minlength=window.topology.num_switches)
-        touched = np.unique(domains[nodes])
-        penalty += weight * int(np.count_nonzero(size[touched] == idle[touched]))
+        touched = np.unique(level_domains(window.topology, level)[nodes])
+        penalty += weight * float(domain_prices(window, job)[touched].sum())
     return penalty
 
 

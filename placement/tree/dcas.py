@@ -36,7 +36,8 @@ import numpy as np
 
 from tjap.core.errors import InvalidInputError
 from tjap.placement.tree import _dcas_constraints, _dcas_kernels
-from tjap.placement.tree.arcs import _whole, _within_levels, segment_level
+from tjap.placement.tree.arcs import _within_levels, segment_level
+from tjap.placement.tree.fragmentation import position_prices
 from tjap.placement.tree.jobs import level_domains, top_level
 from tjap.placement.tree.window import Window
 
@@ -104,10 +105,11 @@ class Rules:
     arrays : Arrays
         The window's tree arrays (the cost of a job's nodes).
     args : tuple
-        ``(domains, whole, jobs, prefer_cost, frag_weight, frag_level)``: the domain of every Q
+        ``(domains, prices, jobs, prefer_cost, frag_weight, frag_level)``: the domain of every Q
         position at every level (row ``level - 1``,
         :func:`~tjap.placement.tree.jobs.level_domains`),
-        whether each position's domain of the fragmentation level is wholly idle, per job its
+        per job the fragmentation price of each position's domain of the fragmentation level
+        (:func:`~tjap.placement.tree.fragmentation.position_prices`), per job its
         segment, segment level, ``within`` level (with ``slurm_rule``: the lower of the two;
         levels nest), ``prefer`` level and ``exclusive`` level (0: none), the prefer prices, and
         the fragmentation weight and level.
@@ -123,11 +125,10 @@ class Rules:
             ]
         ).astype(np.int64)
         weight, frag_level = window.fragmentation
-        whole = (
-            _whole(window, frag_level, window._block_cost_cache)
-            if weight
-            else np.zeros(window.num_idle, bool)
-        )
+        prices = np.zeros((window.num_jobs, window.num_idle))
+        if weight:
+            for j, job in enumerate(window.jobs):
+                prices[j] = position_prices(window, job)
         jobs = np.zeros((window.num_jobs, 5), np.int64)
         prefer_cost = np.zeros(window.num_jobs)
         for j, job in enumerate(window.jobs):
@@ -142,7 +143,7 @@ class Rules:
             prefer_cost[j] = job.prefer_cost if job.prefer is not None else 0.0
         self.args = (
             np.ascontiguousarray(domains),
-            np.ascontiguousarray(whole),
+            prices,
             jobs,
             prefer_cost,
             float(weight),

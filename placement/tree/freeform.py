@@ -40,6 +40,7 @@ from tjap.core.backends import BUILD_MARGIN
 from tjap.core.errors import InvalidInputError
 from tjap.placement.tree.arcs import segment_level, violations
 from tjap.placement.tree.cost import HOP_UNIT_COST, convention_code
+from tjap.placement.tree.fragmentation import domain_prices
 from tjap.placement.tree.jobs import level_domains, refuse_constraints, slurm_level, switch_levels
 from tjap.placement.tree.result import Result, Status, checked_assignment
 from tjap.placement.tree.topology import Topology
@@ -127,6 +128,7 @@ class _Capacity(_IdleTree):
         # Every node of a leaf lies in the same group of each row: one column per idle leaf.
         first = np.array([nodes[0] for nodes in self.nodes], dtype=np.int64)
         self.topology, self.first, self._domains = t, first, {}
+        self.busy_s = window.busy_s  # seconds until each node is expected free (the term)
         leaf_group = form.group_of[:, first]
         #: per row (top row first): [(group id, member leaves e, the group is a leaf itself)]
         self.rows = []
@@ -218,17 +220,22 @@ def _signatures(tree: _IdleTree, marks=None) -> dict:
 
 
 def _domain_marks(cap: _Capacity) -> dict:
-    """Per switch: its level and whether every node below it is idle. Sibling subtrees that
-    agree on these everywhere also map the domains of every level onto each other, whole idle
-    ones onto whole idle ones, so swapping them keeps every job constraint and term."""
+    """Per switch: its level, whether every node below it is idle, and when the busy ones are
+    expected free (the window's ``busy_s``, the largest below it). Sibling subtrees that agree
+    on these everywhere also map the domains of every level onto each other, whole idle ones
+    onto whole idle ones and each onto one of the same fragmentation price, so swapping them
+    keeps every job constraint and term."""
     t = cap.topology
     nodes = np.bincount(t.node_leaf, minlength=t.num_switches)
     idle = np.bincount(t.node_leaf[np.concatenate(cap.nodes)], minlength=t.num_switches)
+    free_in = np.zeros(t.num_switches)
+    np.maximum.at(free_in, t.node_leaf, cap.busy_s)
     for s in range(t.num_switches - 1, 0, -1):  # children come after their parent
         nodes[t.switch_parent[s]] += nodes[s]
         idle[t.switch_parent[s]] += idle[s]
+        free_in[t.switch_parent[s]] = max(free_in[t.switch_parent[s]], free_in[s])
     level = switch_levels(t)
-    return {s: (int(level[s]), bool(nodes[s] == idle[s])) for s in cap.switches}
+    return {s: (int(level[s]), bool(nodes[s] == idle[s]), float(free_in[s])) for s in cap.switches}
 
 
 def _break_symmetry(b: _Builder, cap: _Capacity, count_vars, sizes, constrained: bool) -> None:
@@ -337,11 +344,6 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
         return usage[(j, level, d)]
 
     weight, frag_level = window.fragmentation
-    if weight:
-        of = level_domains(tree, frag_level)
-        whole = np.bincount(of, minlength=tree.num_switches) == np.bincount(
-            of[window.idle_nodes], minlength=tree.num_switches
-        )
     for j, job in enumerate(window.jobs):
         if out_of_time():
             raise _backends.OutOfTime
@@ -379,10 +381,11 @@ def _constrain(b: _Builder, window: Window, cap: _Capacity, count_vars, out_of_t
                 for d, members in cap.domains(job.prefer)
             ]
         if weight:
+            prices = domain_prices(window, job)
             terms += [
-                (weight, used(j, frag_level, d, members))
+                (weight * float(prices[d]), used(j, frag_level, d, members))
                 for d, members in cap.domains(frag_level)
-                if whole[d]
+                if prices[d] > 0
             ]
     return terms, constant, values
 

@@ -31,6 +31,11 @@ The constraints (JSON keys of a job object; every key but ``nodes`` optional):
     ``true`` (level 1) or a level: no other job of the window gets a node in the domains of
     that level the job touches (Slurm's ``--exclusive=topo``). Busy nodes outside the window
     are not the window's to move.
+``runtime_s``
+    The seconds the job is expected to hold its nodes (its time limit, e.g. a pod's
+    ``activeDeadlineSeconds``): the fragmentation term prices a domain by how long the job keeps
+    it from being whole (:mod:`tjap.placement.tree.fragmentation`); no other part of the model
+    reads it.
 ``slurm_rule``
     ``true``: the placement Slurm's ``topology/block`` accepts for the job. Its nodes lie inside
     one domain of the lowest level whose largest domain has at least ceil(nodes / b) leaf blocks,
@@ -86,6 +91,7 @@ JOB_KEYS = (
     "prefer_cost",
     "exclusive",
     "slurm_rule",
+    "runtime_s",
 )
 #: Level names every tree knows (a window's own ``levels`` names come first).
 LEVEL_ALIASES = {"leaf": 1, "block": 1}
@@ -121,6 +127,7 @@ class Job:
     prefer_cost: float = PREFER_COST
     exclusive: int | str | None = None
     slurm_rule: bool = False
+    runtime_s: float | None = None
 
     def __post_init__(self):
         check_int("a job's nodes", self.nodes, 1)
@@ -132,6 +139,15 @@ class Job:
                     f"segment size that divides the node count (e.g. {_divisor(self.nodes)})"
                 )
         check_weight(self.prefer_cost, "prefer_cost")
+        if self.runtime_s is not None:
+            runtime = check_number(
+                "runtime_s",
+                self.runtime_s,
+                0,
+                MAX_WEIGHT,
+                must=f"a number of seconds from 0 to {MAX_WEIGHT:.0e}",
+            )
+            object.__setattr__(self, "runtime_s", runtime)
         _needs(self.segment_level != 1, self.segment, "segment_level", "segment")
         _needs(self.prefer_cost != PREFER_COST, self.prefer, "prefer_cost", "prefer")
         if not isinstance(self.slurm_rule, (bool, np.bool_)):
@@ -157,7 +173,7 @@ class Job:
     def to_value(self):
         """The JSON form: the node count alone when unconstrained, else an object of the keys
         that differ from their defaults."""
-        if not self.constrained:
+        if not self.constrained and self.runtime_s is None:
             return self.nodes
         out = {"nodes": self.nodes}
         for key in JOB_KEYS[1:]:

@@ -15,7 +15,10 @@ constraints, ``{"nodes": 36, "segment": 12}``, ``{"nodes": 8, "within": "block"}
 their meaning: :mod:`tjap.placement.tree.jobs`). Two optional keys go with them: ``levels``, the
 names of the tree's levels, lowest first (``["block", "rack"]``), and ``fragmentation``, a term
 of the objective: ``{"weight": W, "level": L}`` (or W alone, level 1) adds W per whole idle
-domain of level L that a job breaks into (see :mod:`tjap.placement.tree.arcs`).
+domain of level L that a job breaks into (see :mod:`tjap.placement.tree.arcs`). With it,
+``busy_s`` maps busy nodes to the seconds until they are expected free, and the term prices the
+time a job keeps a domain from being whole (:mod:`tjap.placement.tree.fragmentation`; the jobs'
+``runtime_s``).
 
 A fat-tree may be given by its radix too: ``{"k": 4}`` or ``{"k": 20, "num_nodes": 1000}``
 (:meth:`FatTree.from_dict`). Unknown keys, of the window or of its topology, are refused with the
@@ -40,7 +43,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from tjap.core.errors import InvalidInputError, check_int, is_int
+from tjap.core.errors import InvalidInputError, check_int, check_number, is_int
 from tjap.placement.tree import tree_cost
 from tjap.placement.tree.cost import convention_code
 from tjap.placement.tree.fat_tree import FatTree
@@ -49,7 +52,16 @@ from tjap.placement.tree.jobs import Job, check_weight, resolve_job, resolve_lev
 from tjap.placement.tree.topology import Topology, read_utf8
 
 #: The keys of a window's JSON form (``meta`` optional).
-WINDOW_KEYS = ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation", "meta")
+WINDOW_KEYS = (
+    "topology",
+    "idle_nodes",
+    "job_sizes",
+    "jobs",
+    "levels",
+    "fragmentation",
+    "busy_s",
+    "meta",
+)
 
 
 def _int_list(name: str, values) -> list[int]:
@@ -161,6 +173,10 @@ class Window:
     fragmentation : float or (float, int), optional
         Weight W (and level L, default 1) of the objective's fragmentation term: W per whole
         idle domain of level L that a job breaks into. Default 0 (not in the objective).
+    busy_s : mapping, optional
+        Busy nodes (by index, or on a Topology by name) to the seconds until each is expected
+        free; a busy node not listed never frees as far as the window knows. Only the
+        fragmentation term reads it (:mod:`tjap.placement.tree.fragmentation`).
 
     Notes
     -----
@@ -174,6 +190,7 @@ class Window:
         "jobs",
         "levels",
         "fragmentation",
+        "busy_s",
         "meta",
         "_block_cost_cache",
     )
@@ -187,6 +204,7 @@ class Window:
         *,
         levels: Sequence[str] = (),
         fragmentation=None,
+        busy_s=None,
     ):
         if isinstance(topology, FatTree):
             idle = _int_list("idle_nodes", idle_nodes)
@@ -254,13 +272,22 @@ class Window:
         self.jobs = tuple(jobs)
         self.levels = level_names
         self.fragmentation = _fragmentation(fragmentation, topology, level_names)
+        self.busy_s = _busy_seconds(busy_s, topology, self.idle_nodes)
         self.meta = MappingProxyType(dict(meta or {}))
         self._block_cost_cache = {}
 
     def with_meta(self, **extra) -> "Window":
         """The same window with ``extra`` merged into its metadata (no re-validation)."""
         window = object.__new__(Window)
-        for name in ("topology", "idle_nodes", "job_sizes", "jobs", "levels", "fragmentation"):
+        for name in (
+            "topology",
+            "idle_nodes",
+            "job_sizes",
+            "jobs",
+            "levels",
+            "fragmentation",
+            "busy_s",
+        ):
             setattr(window, name, getattr(self, name))
         window.meta = MappingProxyType({**extra, **self.meta})
         window._block_cost_cache = self._block_cost_cache
@@ -276,6 +303,7 @@ class Window:
             dict(self.meta),
             levels=self.levels,
             fragmentation=(weight, level),
+            busy_s=self.busy_s,
         )
 
     # -- derived views -------------------------------------------------------------------------
@@ -337,7 +365,7 @@ class Window:
             topology = {"tree": self.topology.to_dict()}
             idle = list(self.node_names(self.idle_nodes))
         out = {"topology": topology, "idle_nodes": idle}
-        if any(job.constrained for job in self.jobs):
+        if any(job.constrained or job.runtime_s is not None for job in self.jobs):
             out["jobs"] = [job.to_value() for job in self.jobs]
         else:
             out["job_sizes"] = list(self.job_sizes)
@@ -345,6 +373,12 @@ class Window:
             out["levels"] = list(self.levels)
         if self.fragmentation[0]:
             out["fragmentation"] = {"weight": self.fragmentation[0], "level": self.fragmentation[1]}
+        busy = np.flatnonzero(np.isfinite(self.busy_s) & (self.busy_s > 0))
+        if busy.size:
+            names = busy.tolist() if self.is_fat_tree else self.node_names(busy)
+            out["busy_s"] = {
+                str(name): float(self.busy_s[i]) for name, i in zip(names, busy.tolist())
+            }
         if self.meta:
             out["meta"] = dict(self.meta)
         return out
@@ -394,6 +428,7 @@ class Window:
             meta,
             levels=data.get("levels") or (),
             fragmentation=data.get("fragmentation"),
+            busy_s=data.get("busy_s"),
         )
 
     @classmethod
@@ -413,6 +448,7 @@ class Window:
             and np.array_equal(self.idle_nodes, other.idle_nodes)
             and self.jobs == other.jobs
             and self.fragmentation == other.fragmentation
+            and np.array_equal(self.busy_s, other.busy_s)
         )
 
     __hash__ = None
@@ -448,6 +484,52 @@ def _fragmentation(value, topology, names) -> tuple[float, int]:
         value, level = value
     weight = check_weight(value, "fragmentation weight")
     return (weight, resolve_level(topology, level, names, "fragmentation level"))
+
+
+def _busy_seconds(value, topology, idle) -> np.ndarray:
+    """``busy_s`` as seconds per node of the topology (read-only): 0 for the idle nodes, inf
+    for a busy node not listed. ``value``: None, a mapping of busy nodes (index, or name on a
+    Topology; on a fat-tree a JSON key's digits) to seconds >= 0, or such an array itself."""
+    out = np.full(topology.num_nodes, np.inf)
+    if isinstance(value, np.ndarray) and value.shape == out.shape:  # a window's own, passed on
+        out[:] = value
+    elif value is not None:
+        if not isinstance(value, dict):
+            raise InvalidInputError(
+                "busy_s must map busy nodes to the seconds until each is expected free, "
+                f'e.g. {{"n7": 3600}}; got {type(value).__name__}'
+            )
+        for node, seconds in value.items():
+            if isinstance(topology, FatTree) or is_int(node):
+                if not (is_int(node) or (isinstance(node, str) and node.isdigit())):
+                    raise InvalidInputError(
+                        f"busy_s names node {node!r:.40}; on a fat-tree nodes are indices"
+                    )
+                i = int(node)
+                if not 0 <= i < topology.num_nodes:
+                    raise InvalidInputError(
+                        f"busy_s names node {i}, outside 0..{topology.num_nodes - 1}"
+                    )
+            else:
+                try:
+                    i = int(topology.node_indices([node])[0])
+                except InvalidInputError as exc:
+                    raise InvalidInputError(f"busy_s: {exc}") from None
+            out[i] = check_number(f"busy_s[{str(node)[:30]!r}]", seconds, 0, finite=False)
+        listed_idle = [int(i) for i in idle if out[i] != np.inf]
+        if listed_idle:
+            node = (
+                listed_idle[0]
+                if isinstance(topology, FatTree)
+                else topology.node_names[listed_idle[0]]
+            )
+            raise InvalidInputError(
+                f"busy_s names node {node!r:.40}, which is idle in this window: list only the "
+                "busy nodes"
+            )
+    out[idle] = 0.0
+    out.setflags(write=False)
+    return out
 
 
 def _parse_json(text: str, what: str):

@@ -381,3 +381,52 @@ def test_a_gang_at_its_floor_is_never_held_and_the_others_of_a_window_go_on():
     assert set(decision.placed) == {("default", "gang/small")}
     assert "as cheap as its floor" in decision.waiting[("default", "gang/s")]
     assert decision.cost <= decision.kueue_cost + 1e-9
+
+
+def test_with_deadlines_a_long_gang_joins_the_rack_busy_longest_and_its_plan_records_when():
+    """Racks r1 and r2 half busy with gangs tjap placed at t=0 (``tjap.io/placed-at``), r1's for
+    600 s, r2's for two days (their ``activeDeadlineSeconds``); r0 and r3 whole. A 3-pod gang of
+    a day goes into r2's free half, where it keeps no rack from being whole (r1 would have been
+    whole in 600 s); its plan records the controller's clock. Without the busy pods' deadlines
+    their racks' ends are unknown and r1, as cheap, is taken."""
+    from tjap.placement.k8s.gangs import PLACED_AT
+
+    def placed(deadlines: bool):
+        api = FakeApi(TREE)
+        for node, limit in [("g07", 600), ("g08", 600), ("g09", 600),
+                            ("g13", 172800), ("g14", 172800), ("g15", 172800)]:  # fmt: skip
+            api.hold(node)
+            pod = api.objects[f"/api/v1/namespaces/default/pods/busy-{node}"]
+            pod["metadata"]["annotations"] = {PLACED_AT: "0"}
+            if deadlines:
+                pod["spec"]["activeDeadlineSeconds"] = limit
+        api.add_pods("a", 3, {"tjap.io/gang-size": "3", PREFERRED: LEVELS[-1]})
+        for i in range(3):
+            api.objects[f"/api/v1/namespaces/default/pods/a-{i}"]["spec"][
+                "activeDeadlineSeconds"
+            ] = 86400
+        decision = Controller(
+            api, fragmentation=1000.0, fragmentation_level=LEVELS[-1], clock=lambda: 60.0
+        ).run_pass()
+        assert decision.cost <= decision.kueue_cost + 1e-9
+        assert {p["metadata"]["annotations"][PLACED_AT] for n, p in api.pods().items()
+                if n.startswith("a-")} == {"60.000"}  # fmt: skip
+        return sorted(decision.placed[("default", "gang/a")])
+
+    assert placed(deadlines=True) == ["g16", "g17", "g18"]
+    assert placed(deadlines=False) == ["g10", "g11", "g12"]
+
+
+def test_busy_seconds_knows_only_the_nodes_whose_every_pod_has_a_placement_time_and_deadline():
+    from tjap.placement.k8s.gangs import PLACED_AT
+    from tjap.placement.k8s.nodes import busy_seconds
+
+    def pod(node, placed=None, limit=None, phase="Running"):
+        notes = {} if placed is None else {PLACED_AT: placed}
+        spec = {"nodeName": node} | ({} if limit is None else {"activeDeadlineSeconds": limit})
+        return {"metadata": {"annotations": notes}, "spec": spec, "status": {"phase": phase}}
+
+    pods = [pod("a", "100", 600), pod("b", "100", 600), pod("b", None, 600),
+            pod("c", "100", None), pod("d", "100", 50), pod("e", "x", 600),
+            pod("f", "100", 600, phase="Succeeded"), pod("g", "100", True)]  # fmt: skip
+    assert busy_seconds(pods, now=400.0) == {"a": 300.0, "d": 0.0}

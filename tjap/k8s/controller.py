@@ -153,7 +153,11 @@ class Controller:
         :data:`DEFAULT_FRAGMENTATION`). tjap's choice then keeps whole domains free for the
         large jobs to come where it can, and still never costs more than Kueue's choice: the
         guard compares the costs without the term (CH cost and ``prefer`` terms), and Kueue's
-        choice is taken when the term made tjap's costlier.
+        choice is taken when the term made tjap's costlier. Where the gangs' pods carry
+        ``activeDeadlineSeconds``, the term prices time instead: the seconds a gang keeps a
+        domain from being whole, one weight per day (:mod:`tjap.placement.tree.fragmentation`):
+        a long gang goes where the nodes are busy for long anyway, a short one may break a
+        whole domain.
     fragmentation_level : str or None
         The level (a node-label key) whose whole free domains the term keeps; default the top
         level (a block of racks, on a cluster of blocks, racks and hosts).
@@ -174,8 +178,10 @@ class Controller:
         whole (default 0: never held). The annotation :data:`~tjap.placement.k8s.gangs.
         TOPOLOGY_WAIT` on a gang's pods sets its own. The rest of a running gang is never held.
     clock : callable
-        The seconds the waits are measured in (default ``time.time``; the benchmarks give the
-        stream's clock).
+        The seconds the waits are measured in, and the time each plan records
+        (:data:`~tjap.placement.k8s.gangs.PLACED_AT`: with the pods' ``activeDeadlineSeconds``
+        the fragmentation term knows when their nodes will be free again; default
+        ``time.time``; the benchmarks give the stream's clock).
     """
 
     def __init__(
@@ -306,7 +312,7 @@ class Controller:
 
         import tjap
         from tjap.placement.k8s.gangs import gangs
-        from tjap.placement.k8s.nodes import free_nodes
+        from tjap.placement.k8s.nodes import busy_seconds, free_nodes
         from tjap.placement.tree.jobs import Job, resolve_job
         from tjap.placement.tree.result import objective_of
 
@@ -315,6 +321,12 @@ class Controller:
         tree, levels = state["tree"], state["levels"]
         free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
         idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
+        names = set(tree.node_names)
+        busy = {  # the busy nodes whose end is known (the fragmentation term prices by it)
+            n: s
+            for n, s in busy_seconds(state["pods"], now).items()
+            if n in names and n not in free
+        }
         waiting, refused, chosen, seen, waits = {}, {}, [], {}, {}
         left = len(free)
         released = self._released_counts(state["pods"])
@@ -357,7 +369,9 @@ class Controller:
         placed, method, cost, kueue_cost = {}, "", None, None
         deadline = None if self.time_limit_s is None else began + self.time_limit_s
         while chosen:
-            window = tjap.Window(tree, idle, [job for _, job in chosen], levels=levels[::-1])
+            window = tjap.Window(
+                tree, idle, [job for _, job in chosen], levels=levels[::-1], busy_s=busy
+            )
             best, chose, theirs = self._solve(window, deadline)
             if best is not None:
                 held = self._held(tree, levels, chosen, best.assignment, waits, now)
@@ -469,9 +483,10 @@ class Controller:
         """Plan, then release, every gang of ``decision``; returns the pods released. Each phase
         sends its patches :data:`PATCHING` at a time, and the release starts only once every
         plan is written."""
-        from tjap.placement.k8s.gangs import PLANNED, gangs
+        from tjap.placement.k8s.gangs import PLACED_AT, PLANNED, gangs
 
         by_key = {g.key: g for g in gangs(state["pods"], self.gate, state.get("sizes"))}
+        placed_at = f"{self.clock():.3f}"
         pairs = [
             (pod, node)
             for key, nodes in decision.placed.items()
@@ -482,7 +497,7 @@ class Controller:
             pod, node = pair
             answer = self.api.patch(
                 self._pod_path(pod),
-                {"metadata": {"annotations": {PLANNED: node},
+                {"metadata": {"annotations": {PLANNED: node, PLACED_AT: placed_at},
                               "resourceVersion": pod["metadata"]["resourceVersion"]}},
                 merge="merge",
             )  # fmt: skip
@@ -514,7 +529,7 @@ class Controller:
     def resume(self, state) -> int:
         """Finish (or undo) the plans a previous run left: see the module's documentation.
         Returns the pods released or planned again."""
-        from tjap.placement.k8s.gangs import PLANNED, gangs
+        from tjap.placement.k8s.gangs import PLACED_AT, PLANNED, gangs
         from tjap.placement.k8s.nodes import free_nodes
 
         others = [p for p in state["pods"] if not (self._planned(p) and self._gated(p))]
@@ -538,7 +553,7 @@ class Controller:
                 for pod in gone:
                     self.api.patch(
                         self._pod_path(pod),
-                        {"metadata": {"annotations": {PLANNED: None}}},
+                        {"metadata": {"annotations": {PLANNED: None, PLACED_AT: None}}},
                         merge="merge",
                     )
             self._record({"event": "resume", "gang": "/".join(gang.key), "released": len(good),

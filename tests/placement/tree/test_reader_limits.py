@@ -308,7 +308,7 @@ def test_unknown_window_keys_are_refused_with_the_accepted_ones(tmp_path):
     refused(
         lambda: Window.from_dict(typo),
         "unknown key(s) 'job_size'",
-        "topology, idle_nodes, job_sizes, jobs, levels, fragmentation, meta",
+        "topology, idle_nodes, job_sizes, jobs, levels, fragmentation, busy_s, meta",
     )
     refused(lambda: Window.from_dict(good | {"epoch": 3}), "'epoch'", "meta")
     path = tmp_path / "w.jsonl"
