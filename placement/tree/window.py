@@ -499,8 +499,17 @@ def _busy_seconds(value, topology, idle) -> np.ndarray:
                 "busy_s must map busy nodes to the seconds until each is expected free, "
                 f'e.g. {{"n7": 3600}}; got {type(value).__name__}'
             )
+        named = not isinstance(topology, FatTree) and all(isinstance(k, str) for k in value)
+        if named:  # one lookup for every name
+            try:
+                at = dict(zip(value, topology.node_indices(list(value))))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"busy_s: {exc}") from None
+        listed = np.zeros(topology.num_nodes, bool)
         for node, seconds in value.items():
-            if isinstance(topology, FatTree) or is_int(node):
+            if named:
+                i = int(at[node])
+            elif isinstance(topology, FatTree) or is_int(node):
                 if not (is_int(node) or (isinstance(node, str) and node.isdigit())):
                     raise InvalidInputError(
                         f"busy_s names node {node!r:.40}; on a fat-tree nodes are indices"
@@ -516,13 +525,11 @@ def _busy_seconds(value, topology, idle) -> np.ndarray:
                 except InvalidInputError as exc:
                     raise InvalidInputError(f"busy_s: {exc}") from None
             out[i] = check_number(f"busy_s[{str(node)[:30]!r}]", seconds, 0, finite=False)
-        listed_idle = [int(i) for i in idle if out[i] != np.inf]
-        if listed_idle:
-            node = (
-                listed_idle[0]
-                if isinstance(topology, FatTree)
-                else topology.node_names[listed_idle[0]]
-            )
+            listed[i] = True
+        listed_idle = np.asarray(idle)[listed[idle]]
+        if listed_idle.size:
+            first = int(listed_idle[0])
+            node = first if isinstance(topology, FatTree) else topology.node_names[first]
             raise InvalidInputError(
                 f"busy_s names node {node!r:.40}, which is idle in this window: list only the "
                 "busy nodes"

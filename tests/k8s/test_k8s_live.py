@@ -458,3 +458,39 @@ def test_the_running_controller_outlives_an_api_server_restart(cluster, api):
     assert all(nodes.values()) and not thread.is_alive()
     events = [json.loads(line)["event"] for line in log.getvalue().splitlines()]
     assert "error" in events and events[-1] == "window"  # it lost the server, then went on
+
+
+def test_with_deadlines_a_gang_joins_the_rack_that_stays_busy_longest(cluster, api):
+    """Gangs of 4 pods with ``activeDeadlineSeconds`` of 600 s and of two days, each in a rack of
+    its own (6 nodes); then a gang of 2 pods of a day goes where it keeps no rack from being
+    whole: beside the two-day gang. The plans record the controller's clock
+    (``tjap.io/placed-at``), which the real API server keeps through the release."""
+    from tjap.placement.k8s.gangs import PLACED_AT
+
+    for gang, seconds in (("short", 600), ("long", 172800), ("next", 86400)):
+        for i in range(4 if gang != "next" else 2):
+            api.create("/api/v1/namespaces/default/pods", {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{gang}-{i}", "labels": {"tjap.io/gang": gang},
+                             "annotations": {"tjap.io/gang-size": "4" if gang != "next" else "2",
+                                             REQUIRED: LEVELS[-1]}},
+                "spec": {"schedulingGates": [{"name": GATE}], "activeDeadlineSeconds": seconds,
+                         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                         "resources": {"limits": {"nvidia.com/gpu": "4"}}}]},
+            })  # fmt: skip
+        if gang == "long":
+            first = Controller(api, fragmentation=1000.0, fragmentation_level=LEVELS[-1],
+                               clock=lambda: 0.0).run_pass()  # fmt: skip
+            assert len(first.placed) == 2
+            bound(api)
+    second = Controller(
+        api, fragmentation=1000.0, fragmentation_level=LEVELS[-1], clock=lambda: 60.0
+    ).run_pass()
+    assert list(second.placed) == [("default", "gang/next")]
+    nodes = bound(api)
+    assert all(nodes.values())
+    rack = {n: TREE.node_leaf[TREE.node_index(v)] for n, v in nodes.items()}
+    assert {rack["next-0"], rack["next-1"]} == {rack["long-0"]} != {rack["short-0"]}
+    stamps = {p["metadata"]["name"]: p["metadata"]["annotations"][PLACED_AT]
+              for p in api.items("/api/v1/namespaces/default/pods")}  # fmt: skip
+    assert stamps["long-0"] == stamps["short-3"] == "0.000" and stamps["next-1"] == "60.000"

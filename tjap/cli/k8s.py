@@ -76,7 +76,8 @@ def add_parser(sub) -> None:
                        help="weight per whole free domain of the top level (or "
                        "--fragmentation-level) a window breaks into, so that tjap keeps them "
                        "whole where that costs no more than Kueue's choice (default "
-                       f"{DEFAULT_FRAGMENTATION:g}; 0: none)")  # fmt: skip
+                       f"{DEFAULT_FRAGMENTATION:g}; 0: none); for gangs whose pods carry "
+                       "activeDeadlineSeconds, W per day the gang keeps a domain from being whole")  # fmt: skip
         p.add_argument("--fragmentation-level", metavar="KEY",
                        help="the level whose whole free domains are kept (default the top one)")  # fmt: skip
         p.add_argument("--kueue", default="kueue-bestfit", choices=("kueue-bestfit", "kueue-leastfree"),
