@@ -62,6 +62,8 @@ WINDOW_KEYS = (
     "busy_s",
     "meta",
 )
+#: The attributes of a Window that its JSON keys name (all but ``meta``, kept read-only apart).
+_ATTRIBUTES = WINDOW_KEYS[:-1]
 
 
 def _int_list(name: str, values) -> list[int]:
@@ -183,17 +185,7 @@ class Window:
     The jobs, with their levels as numbers, are :attr:`jobs`; their sizes :attr:`job_sizes`.
     """
 
-    __slots__ = (
-        "topology",
-        "idle_nodes",
-        "job_sizes",
-        "jobs",
-        "levels",
-        "fragmentation",
-        "busy_s",
-        "meta",
-        "_block_cost_cache",
-    )
+    __slots__ = (*_ATTRIBUTES, "meta", "_block_cost_cache")
 
     def __init__(
         self,
@@ -279,15 +271,7 @@ class Window:
     def with_meta(self, **extra) -> "Window":
         """The same window with ``extra`` merged into its metadata (no re-validation)."""
         window = object.__new__(Window)
-        for name in (
-            "topology",
-            "idle_nodes",
-            "job_sizes",
-            "jobs",
-            "levels",
-            "fragmentation",
-            "busy_s",
-        ):
+        for name in _ATTRIBUTES:
             setattr(window, name, getattr(self, name))
         window.meta = MappingProxyType({**extra, **self.meta})
         window._block_cost_cache = self._block_cost_cache
