@@ -357,7 +357,9 @@ class Window:
             out["levels"] = list(self.levels)
         if self.fragmentation[0]:
             out["fragmentation"] = {"weight": self.fragmentation[0], "level": self.fragmentation[1]}
-        busy = np.flatnonzero(np.isfinite(self.busy_s) & (self.busy_s > 0))
+        known = np.isfinite(self.busy_s)
+        known[self.idle_nodes] = False  # the idle nodes are at 0, and not busy
+        busy = np.flatnonzero(known)
         if busy.size:
             names = busy.tolist() if self.is_fat_tree else self.node_names(busy)
             out["busy_s"] = {

@@ -103,6 +103,8 @@ def test_busy_s_round_trips_through_json_and_bad_entries_are_refused_in_one_line
     assert again == w and again.to_dict()["busy_s"] == {"n1": 30.0}
     assert again.jobs[0].runtime_s == 60.0
     assert w != tjap.Window(TREE, "n[2-12]", [{"nodes": 3, "runtime_s": 60}], fragmentation=10)
+    due = tjap.Window(TREE, "n[2-12]", [3], fragmentation=10, busy_s={"n1": 0})  # free any moment
+    assert tjap.Window.from_json(due.to_json()) == due and due.to_dict()["busy_s"] == {"n1": 0.0}
     for busy, fragment in [({"n2": 5}, "idle in this window"), ({"n1": -1}, "busy_s['n1']"),
                            ({"zz": 5}, "busy_s"), ([1, 2], "busy_s must map")]:  # fmt: skip
         with pytest.raises(InvalidInputError, match=fragment.replace("[", r"\[")) as info:
