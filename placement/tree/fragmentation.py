@@ -30,44 +30,56 @@ from tjap.placement.tree.jobs import Job, level_domains
 HORIZON_S = 86_400.0
 
 
-def _free_in(window, level: int) -> np.ndarray:
-    """Per domain id of ``level`` (switch ids): the seconds until its busy nodes are expected
-    free (0: wholly idle before the window; inf: a busy node of unknown end), cached."""
+def _cached(window, key, make) -> np.ndarray:
+    """``make()`` once per window and ``key``, kept read-only in the window's cache."""
     cache = window._block_cost_cache
-    key = ("free-in", level)
     if key not in cache:
-        domains = level_domains(window.topology, level)
-        free_in = np.zeros(window.topology.num_switches)
-        np.maximum.at(free_in, domains, window.busy_s)
-        cache[key] = free_in
+        value = make()
+        value.setflags(write=False)
+        cache[key] = value
     return cache[key]
+
+
+def _domains(window) -> np.ndarray:
+    """The domain id of every node at the term's level."""
+    level = window.fragmentation[1]
+    return _cached(window, ("term-domains", level), lambda: level_domains(window.topology, level))
+
+
+def _free_in(window) -> np.ndarray:
+    """Per domain id of the term's level (switch ids): the seconds until its busy nodes are
+    expected free (0: wholly idle before the window; inf: a busy node of unknown end)."""
+
+    def make():
+        free_in = np.zeros(window.topology.num_switches)
+        np.maximum.at(free_in, _domains(window), window.busy_s)
+        return free_in
+
+    return _cached(window, ("free-in", window.fragmentation[1]), make)
+
+
+def _runtime(job: Job) -> float:
+    return HORIZON_S if job.runtime_s is None else float(job.runtime_s)
 
 
 def domain_prices(window, job: Job) -> np.ndarray:
     """The term's price of each domain of its level for ``job``, in units of the weight W,
     indexed by domain id (:func:`~tjap.placement.tree.jobs.level_domains`); cached per run
     time, read-only."""
-    level = window.fragmentation[1]
-    cache = window._block_cost_cache
-    runtime = HORIZON_S if job.runtime_s is None else float(job.runtime_s)
-    key = ("prices", level, runtime)
-    if key not in cache:
-        with np.errstate(invalid="ignore"):  # inf - inf never arises: runtime is finite
-            prices = np.maximum(0.0, runtime - _free_in(window, level)) / HORIZON_S
-        prices.setflags(write=False)
-        cache[key] = prices
-    return cache[key]
+    runtime = _runtime(job)
+    return _cached(
+        window,
+        ("prices", window.fragmentation[1], runtime),
+        lambda: np.maximum(0.0, runtime - _free_in(window)) / HORIZON_S,  # runtime is finite
+    )
 
 
 def position_prices(window, job: Job) -> np.ndarray:
     """:func:`domain_prices` per position of Q (the price of the domain each idle node is in)."""
-    level = window.fragmentation[1]
-    cache = window._block_cost_cache
-    runtime = HORIZON_S if job.runtime_s is None else float(job.runtime_s)
-    key = ("prices-q", level, runtime)
-    if key not in cache:
-        domains = level_domains(window.topology, level)[window.idle_nodes]
-        prices = np.ascontiguousarray(domain_prices(window, job)[domains])
-        prices.setflags(write=False)
-        cache[key] = prices
-    return cache[key]
+    return _cached(
+        window,
+        ("prices-q", window.fragmentation[1], _runtime(job)),
+        lambda: np.ascontiguousarray(
+            domain_prices(window, job)[_domains(window)[window.idle_nodes]]
+        ),
+    )

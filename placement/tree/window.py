@@ -485,31 +485,15 @@ def _busy_seconds(value, topology, idle) -> np.ndarray:
                 "busy_s must map busy nodes to the seconds until each is expected free, "
                 f'e.g. {{"n7": 3600}}; got {type(value).__name__}'
             )
-        named = not isinstance(topology, FatTree) and all(isinstance(k, str) for k in value)
-        if named:  # one lookup for every name
+        if isinstance(topology, FatTree):
+            at = [_fat_tree_node(node, topology.num_nodes) for node in value]
+        else:  # names and indices, as the idle nodes are given
             try:
-                at = dict(zip(value, topology.node_indices(list(value))))
+                at = topology.node_indices(list(value)).tolist()
             except InvalidInputError as exc:
                 raise InvalidInputError(f"busy_s: {exc}") from None
         listed = np.zeros(topology.num_nodes, bool)
-        for node, seconds in value.items():
-            if named:
-                i = int(at[node])
-            elif isinstance(topology, FatTree) or is_int(node):
-                if not (is_int(node) or (isinstance(node, str) and node.isdigit())):
-                    raise InvalidInputError(
-                        f"busy_s names node {node!r:.40}; on a fat-tree nodes are indices"
-                    )
-                i = int(node)
-                if not 0 <= i < topology.num_nodes:
-                    raise InvalidInputError(
-                        f"busy_s names node {i}, outside 0..{topology.num_nodes - 1}"
-                    )
-            else:
-                try:
-                    i = int(topology.node_indices([node])[0])
-                except InvalidInputError as exc:
-                    raise InvalidInputError(f"busy_s: {exc}") from None
+        for i, (node, seconds) in zip(at, value.items()):
             out[i] = check_number(f"busy_s[{str(node)[:30]!r}]", seconds, 0, finite=False)
             listed[i] = True
         listed_idle = np.asarray(idle)[listed[idle]]
@@ -523,6 +507,15 @@ def _busy_seconds(value, topology, idle) -> np.ndarray:
     out[idle] = 0.0
     out.setflags(write=False)
     return out
+
+
+def _fat_tree_node(node, num_nodes: int) -> int:
+    """A fat-tree node of ``busy_s``: an index, or its digits (a JSON key)."""
+    if not (is_int(node) or (isinstance(node, str) and node.isdigit())):
+        raise InvalidInputError(f"busy_s names node {node!r:.40}; on a fat-tree nodes are indices")
+    if not 0 <= int(node) < num_nodes:
+        raise InvalidInputError(f"busy_s names node {int(node)}, outside 0..{num_nodes - 1}")
+    return int(node)
 
 
 def _parse_json(text: str, what: str):

@@ -319,9 +319,9 @@ class Controller:
         began = time.perf_counter()  # the window's time limit counts from here
         now = self.clock()
         tree, levels = state["tree"], state["levels"]
-        free = free_nodes(state["nodes"], state["pods"]) & set(tree.node_names)
-        idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
         names = set(tree.node_names)
+        free = free_nodes(state["nodes"], state["pods"]) & names
+        idle = np.array(sorted(tree.node_index(n) for n in free), dtype=np.int64)
         busy = {  # the busy nodes whose end is known (the fragmentation term prices by it)
             n: s
             for n, s in busy_seconds(state["pods"], now).items()
